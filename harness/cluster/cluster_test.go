@@ -1,0 +1,450 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/harness/cluster"
+)
+
+var versionsFlag = flag.String("cluster.versions", cluster.DefaultKafkaVersion+",4.1.2", "Kafka versions the real-cluster tests run against")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	stop := cluster.CloseOnSignal()
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// needEngine fails (never skips) a real-cluster test when no Docker engine
+// answers, unless the run asked for -short.
+func needEngine(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: real-cluster test not run")
+	}
+	if _, err := cluster.PingEngine(context.Background()); err != nil {
+		t.Fatalf("this test needs a Docker engine and none answers: %v\nrun `make test` (it installs and starts one) or `go run ./cmd/groupquake engine up` as root", err)
+	}
+}
+
+func versions() []string {
+	var vs []string
+	for _, v := range splitComma(*versionsFlag) {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// startCluster starts a cluster that is removed when the test ends, and
+// checks that nothing of it is left.
+func startCluster(t *testing.T, cfg cluster.Config) *cluster.Cluster {
+	t.Helper()
+	cfg.Logf = t.Logf
+	c, err := cluster.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := c.Close(ctx); err != nil {
+			t.Errorf("close cluster %s: %v", c.RunID, err)
+		}
+		if n, err := cluster.Leftovers(ctx, c.RunID); err != nil || n != 0 {
+			t.Errorf("cluster %s left %d containers/networks behind (err %v)", c.RunID, n, err)
+		}
+	})
+	return c
+}
+
+func createTopic(t *testing.T, c *cluster.Cluster, topic string, partitions int32) {
+	t.Helper()
+	adm, err := c.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	rf := int16(min(len(c.Bootstrap()), 3))
+	resp, err := adm.CreateTopic(context.Background(), partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// produceN writes n records numbered 0..n-1 through links, acks=all.
+func produceN(t *testing.T, l *cluster.Links, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(append(l.KgoOpts(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := range n {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("produce to %s: %v", topic, firstErr)
+	}
+}
+
+// consumeAll reads topic with a consumer group through links until it has
+// seen want distinct records, and fails on a missing record.
+func consumeAll(t *testing.T, l *cluster.Links, topic, group string, want int) {
+	t.Helper()
+	cl, err := kgo.NewClient(append(l.KgoOpts(), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := make([]bool, want)
+	got := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records of %s before the 2m bound", got, want, topic)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s/%d: %v", tp, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			i, err := strconv.Atoi(string(r.Value))
+			if err != nil || i < 0 || i >= want {
+				t.Fatalf("record %q at %s/%d@%d is not one we produced", r.Value, r.Topic, r.Partition, r.Offset)
+			}
+			if !seen[i] {
+				seen[i] = true
+				got++
+			}
+		})
+	}
+}
+
+func TestProduceConsume(t *testing.T) {
+	needEngine(t)
+	for _, v := range versions() {
+		for _, nodes := range []int{1, 3} {
+			t.Run(fmt.Sprintf("kafka-%s/nodes-%d", v, nodes), func(t *testing.T) {
+				c := startCluster(t, cluster.Config{Version: v, Nodes: nodes})
+				createTopic(t, c, "records", 6)
+				l, err := c.Links("producer")
+				if err != nil {
+					t.Fatal(err)
+				}
+				produceN(t, l, "records", 10000)
+				lc, err := c.Links("consumer")
+				if err != nil {
+					t.Fatal(err)
+				}
+				consumeAll(t, lc, "records", "g-consume", 10000)
+			})
+		}
+	}
+}
+
+// commitAndCheck commits at for group through a fresh admin client and
+// reads it back. Fresh clients matter after node faults: kgo keeps a
+// group's coordinator cached until the broker answers NOT_COORDINATOR,
+// which a dead broker never does.
+func commitAndCheck(t *testing.T, c *cluster.Cluster, group, topic string, at int64) {
+	t.Helper()
+	err := retryFresh(c, time.Minute, func(ctx context.Context, adm *kadm.Client) error {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: at, LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(ctx, group, offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("commit %s/%s@%d: %v", group, topic, at, err)
+	}
+	expectCommitted(t, c, group, topic, at)
+}
+
+func expectCommitted(t *testing.T, c *cluster.Cluster, group, topic string, at int64) {
+	t.Helper()
+	err := retryFresh(c, 90*time.Second, func(ctx context.Context, adm *kadm.Client) error {
+		fetched, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		if o, ok := fetched.Lookup(topic, 0); !ok || o.At != at {
+			return fmt.Errorf("committed offset is %+v, want %d", o.Offset, at)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("group %s: %v", group, err)
+	}
+}
+
+// retryFresh runs f with a new admin client each attempt until it succeeds
+// or bound passes, and returns the last error.
+func retryFresh(c *cluster.Cluster, bound time.Duration, f func(context.Context, *kadm.Client) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	last := errors.New("no attempt")
+	for ctx.Err() == nil {
+		adm, err := c.Admin()
+		if err != nil {
+			return err
+		}
+		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+		last = f(actx, adm)
+		acancel()
+		adm.Close()
+		if last == nil {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("after %s: %w", bound, last)
+}
+
+func coordinatorOf(t *testing.T, adm *kadm.Client, group string) int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for ctx.Err() == nil {
+		resp := adm.FindGroupCoordinators(ctx, group)
+		for _, r := range resp {
+			if r.Err == nil {
+				return r.NodeID
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("no coordinator found for group %s", group)
+	return -1
+}
+
+// TestNodeControl covers, on one 3-node cluster per version: a committed
+// offset surviving a graceful restart and a kill -9 of the coordinator's
+// node; pause; isolation; a per-client cut; per-link latency.
+func TestNodeControl(t *testing.T) {
+	needEngine(t)
+	for _, v := range versions() {
+		t.Run("kafka-"+v, func(t *testing.T) {
+			c := startCluster(t, cluster.Config{Version: v, Nodes: 3})
+			createTopic(t, c, "t", 1)
+			adm, err := c.Admin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer adm.Close()
+			ctx := context.Background()
+
+			t.Run("commit-survives-graceful-restart-of-coordinator", func(t *testing.T) {
+				commitAndCheck(t, c, "g-graceful", "t", 42)
+				coord := coordinatorOf(t, adm, "g-graceful")
+				if err := c.RestartNode(ctx, coord, false); err != nil {
+					t.Fatal(err)
+				}
+				expectCommitted(t, c, "g-graceful", "t", 42)
+			})
+			t.Run("commit-survives-kill-9-of-coordinator", func(t *testing.T) {
+				commitAndCheck(t, c, "g-kill", "t", 77)
+				coord := coordinatorOf(t, adm, "g-kill")
+				if err := c.KillNode(ctx, coord); err != nil {
+					t.Fatal(err)
+				}
+				restarted := false
+				defer func() {
+					if !restarted {
+						c.StartNode(ctx, coord)
+					}
+				}()
+				expectCommitted(t, c, "g-kill", "t", 77) // served by the new coordinator
+				restarted = true
+				if err := c.StartNode(ctx, coord); err != nil {
+					t.Fatal(err)
+				}
+				expectCommitted(t, c, "g-kill", "t", 77)
+			})
+			t.Run("paused-node-does-not-answer", func(t *testing.T) {
+				n, _ := c.Node(2)
+				if err := c.PauseNode(ctx, 2); err != nil {
+					t.Fatal(err)
+				}
+				defer c.UnpauseNode(ctx, 2)
+				if err := cluster.ProbeBroker(ctx, n.Addr()); err == nil {
+					t.Errorf("paused node 2 answered ApiVersions")
+				}
+				if err := c.UnpauseNode(ctx, 2); err != nil {
+					t.Fatal(err)
+				}
+				if err := cluster.ProbeBroker(ctx, n.Addr()); err != nil {
+					t.Errorf("unpaused node 2 does not answer: %v", err)
+				}
+			})
+			t.Run("isolated-node-unreachable-others-serve", func(t *testing.T) {
+				n3, _ := c.Node(3)
+				if err := c.IsolateNode(ctx, 3); err != nil {
+					t.Fatal(err)
+				}
+				defer c.HealNode(ctx, 3)
+				if err := cluster.ProbeBroker(ctx, n3.Addr()); err == nil {
+					t.Errorf("isolated node 3 answered a client")
+				}
+				for _, id := range []int32{1, 2} {
+					n, _ := c.Node(id)
+					if err := cluster.ProbeBroker(ctx, n.Addr()); err != nil {
+						t.Errorf("node %d does not serve while node 3 is isolated: %v", id, err)
+					}
+				}
+				commitAndCheck(t, c, "g-isolated", "t", 5)
+				if err := c.HealNode(ctx, 3); err != nil {
+					t.Fatal(err)
+				}
+				if err := cluster.ProbeBroker(ctx, n3.Addr()); err != nil {
+					t.Errorf("healed node 3 does not answer: %v", err)
+				}
+			})
+			t.Run("per-client-cut-blocks-that-client-only", func(t *testing.T) {
+				cut, err := c.Links("cut")
+				if err != nil {
+					t.Fatal(err)
+				}
+				other, err := c.Links("other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cut.Cut(cluster.AllNodes); err != nil {
+					t.Fatal(err)
+				}
+				if err := pingThrough(cut, 5*time.Second); err == nil {
+					t.Errorf("client whose links are cut still reached the cluster")
+				}
+				if err := pingThrough(other, 30*time.Second); err != nil {
+					t.Errorf("other client cannot reach the cluster while one client is cut: %v", err)
+				}
+				if err := cut.Heal(cluster.AllNodes); err != nil {
+					t.Fatal(err)
+				}
+				if err := pingThrough(cut, 30*time.Second); err != nil {
+					t.Errorf("healed client cannot reach the cluster: %v", err)
+				}
+			})
+			t.Run("latency-on-one-link-shows-in-that-client-only", func(t *testing.T) {
+				slow, err := c.Links("slow")
+				if err != nil {
+					t.Fatal(err)
+				}
+				fast, err := c.Links("fast")
+				if err != nil {
+					t.Fatal(err)
+				}
+				const added = 400 * time.Millisecond
+				if err := slow.Latency(cluster.AllNodes, added, 0); err != nil {
+					t.Fatal(err)
+				}
+				ds, err := requestTime(slow)
+				if err != nil {
+					t.Fatal(err)
+				}
+				df, err := requestTime(fast)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Latency is added in both directions, so a round trip on the slow
+				// link carries at least 2×added; the fast one carries none of it.
+				if ds < 2*added {
+					t.Errorf("round trip through the slow link took %s, want at least %s", ds, 2*added)
+				}
+				if df >= 2*added {
+					t.Errorf("round trip through the untouched link took %s: latency leaked to another client", df)
+				}
+			})
+		})
+	}
+}
+
+// pingThrough asks the cluster's metadata through links, within d.
+func pingThrough(l *cluster.Links, d time.Duration) error {
+	cl, err := kgo.NewClient(append(l.KgoOpts(), kgo.DialTimeout(2*time.Second), kgo.RequestRetries(1))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		if err := cl.Ping(ctx); err == nil {
+			return nil
+		} else {
+			last = err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if last == nil {
+		last = errors.New("timed out")
+	}
+	return last
+}
+
+// requestTime is the fastest of a few metadata round trips on one
+// connection through links (the first pays for dialing).
+func requestTime(l *cluster.Links) (time.Duration, error) {
+	cl, err := kgo.NewClient(l.KgoOpts()...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	best := time.Duration(1<<63 - 1)
+	for range 4 {
+		start := time.Now()
+		if err := cl.Ping(ctx); err != nil {
+			return 0, err
+		}
+		best = min(best, time.Since(start))
+	}
+	return best, nil
+}
