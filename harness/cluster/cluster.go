@@ -257,7 +257,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if _, err := PingEngine(ctx); err != nil {
-		return nil, fmt.Errorf("%v: a container cluster needs a Docker engine; run `groupquake engine up` as root (make test does), or use --bootstrap for an external cluster", err)
+		return nil, fmt.Errorf("%w: a container cluster needs a Docker engine; run `groupquake engine up` as root (make test does), or use --bootstrap for an external cluster", err)
 	}
 	if n, err := Sweep(ctx, false); err != nil {
 		cfg.Logf("cluster: sweeping leftovers failed: %v", err)
@@ -415,6 +415,17 @@ func (c *Cluster) Bootstrap() []string {
 		}
 	}
 	return out
+}
+
+var _ Handle = (*Cluster)(nil)
+
+// NodeIDs lists the node ids, controllers first.
+func (c *Cluster) NodeIDs() []NodeID {
+	var ids []NodeID
+	for _, n := range c.nodes {
+		ids = append(ids, n.ID)
+	}
+	return ids
 }
 
 // Version is the cluster's Kafka version.

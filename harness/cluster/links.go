@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/faults"
 )
 
 // Proxies owns the toxiproxy that every client link goes through: a server
@@ -181,7 +183,9 @@ func (l *Links) nodes(node int32) []int32 {
 }
 
 // AllNodes selects every link of a client.
-const AllNodes int32 = -1
+const AllNodes = faults.AllNodes
+
+var _ faults.Link = (*Links)(nil)
 
 // Cut takes the link down: the proxy stops listening and drops its
 // connections, so the client gets connection refused.
