@@ -1,0 +1,399 @@
+package assignor
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// TopicID is a Kafka topic id (org.apache.kafka.common.Uuid), 16 bytes, most
+// significant bits first.
+type TopicID [16]byte
+
+// String renders the id as Kafka does (Uuid.toString): URL-safe base64 without
+// padding, 22 characters.
+func (t TopicID) String() string {
+	return base64.RawURLEncoding.EncodeToString(t[:])
+}
+
+// ParseTopicID parses the 22-character form Kafka prints (Uuid.fromString).
+func ParseTopicID(s string) (TopicID, error) {
+	var t TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return t, fmt.Errorf("topic id %q is not a Kafka Uuid: want 22 characters of URL-safe base64 for 16 bytes", s)
+	}
+	copy(t[:], b)
+	return t, nil
+}
+
+// msb and lsb are Uuid.getMostSignificantBits / getLeastSignificantBits.
+func (t TopicID) msb() int64 { return int64(binary.BigEndian.Uint64(t[:8])) }
+func (t TopicID) lsb() int64 { return int64(binary.BigEndian.Uint64(t[8:])) }
+
+// compareTopicIDs is Uuid.compareTo: the two halves compared as signed longs,
+// which is not byte order.
+func compareTopicIDs(a, b TopicID) int {
+	if c := cmpInt64(a.msb(), b.msb()); c != 0 {
+		return c
+	}
+	return cmpInt64(a.lsb(), b.lsb())
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// SubscriptionType mirrors org.apache.kafka.coordinator.group.api.assignor.SubscriptionType.
+// The coordinator decides it (ConsumerGroup.subscriptionType), not the assignor:
+// an assignor told Homogeneous trusts the first member's subscription for all.
+type SubscriptionType int8
+
+const (
+	// Homogeneous means every member subscribes to the same topics.
+	Homogeneous SubscriptionType = iota
+	// Heterogeneous means members subscribe to different topics.
+	Heterogeneous
+)
+
+func (s SubscriptionType) String() string {
+	switch s {
+	case Homogeneous:
+		return "Homogeneous"
+	case Heterogeneous:
+		return "Heterogeneous"
+	}
+	return "SubscriptionType(" + strconv.Itoa(int(s)) + ")"
+}
+
+// TopicPartitions is one topic of a member's assignment. Partitions are in the
+// order Java iterates the member's Set<Integer>; the homogeneous uniform builder
+// keeps the first ones when the member is over quota.
+type TopicPartitions struct {
+	Topic      TopicID
+	Partitions []int32
+}
+
+// MemberSpec is one member as the assignor sees it
+// (MemberSubscriptionAndAssignmentImpl).
+type MemberSpec struct {
+	ID string
+	// InstanceID is the static member id; "" means none (Optional.empty()).
+	InstanceID string
+	// RackID is the member's rack; "" means none. No 4.0–4.4 assignor reads it.
+	RackID string
+	// Topics are the subscribed topic ids, in the member's subscription
+	// iteration order (Kafka's TopicIds view over the subscribed names).
+	Topics []TopicID
+	// Assignment is the member's previous *target* assignment (not its current
+	// one), topics and partitions in Java iteration order.
+	Assignment []TopicPartitions
+}
+
+// GroupSpec mirrors GroupSpecImpl.
+type GroupSpec struct {
+	// Members in Kafka's GroupSpec.memberIds() order (see the package doc).
+	Members []MemberSpec
+	// Subscription is the group's subscription type.
+	Subscription SubscriptionType
+	// InvertedTargetAssignment is Kafka's topic → partition → member map behind
+	// isPartitionAssigned. Nil means: derive it from the members' assignments,
+	// which is what the coordinator's group state holds in practice. A non-nil
+	// map (even empty) is used as given, as GroupSpecImpl does.
+	InvertedTargetAssignment map[TopicID]map[int32]string
+}
+
+// IsPartitionAssigned is GroupSpec.isPartitionAssigned.
+func (g *GroupSpec) IsPartitionAssigned(topic TopicID, partition int32) bool {
+	if g.InvertedTargetAssignment != nil {
+		_, ok := g.InvertedTargetAssignment[topic][partition]
+		return ok
+	}
+	for i := range g.Members {
+		for _, tp := range g.Members[i].Assignment {
+			if tp.Topic == topic && slices.Contains(tp.Partitions, partition) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// assignedChecker answers isPartitionAssigned in O(1) for the builders.
+type assignedChecker struct {
+	explicit map[TopicID]map[int32]string
+	derived  map[TopicID][]bool
+}
+
+func newAssignedChecker(g *GroupSpec, numPartitions func(TopicID) int) assignedChecker {
+	if g.InvertedTargetAssignment != nil {
+		return assignedChecker{explicit: g.InvertedTargetAssignment}
+	}
+	derived := map[TopicID][]bool{}
+	for i := range g.Members {
+		for _, tp := range g.Members[i].Assignment {
+			bits, ok := derived[tp.Topic]
+			if !ok {
+				n := numPartitions(tp.Topic)
+				if n < 0 {
+					n = 0
+				}
+				bits = make([]bool, n)
+				derived[tp.Topic] = bits
+			}
+			for _, p := range tp.Partitions {
+				if p >= 0 && int(p) < len(bits) {
+					bits[p] = true
+				}
+			}
+		}
+	}
+	return assignedChecker{derived: derived}
+}
+
+func (a assignedChecker) assigned(topic TopicID, partition int32) bool {
+	if a.explicit != nil {
+		_, ok := a.explicit[topic][partition]
+		return ok
+	}
+	bits := a.derived[topic]
+	return int(partition) < len(bits) && bits[partition]
+}
+
+// SubscribedTopicDescriber mirrors the Kafka interface of the same name.
+type SubscribedTopicDescriber interface {
+	// NumPartitions returns the partition count, or -1 if the topic does not exist.
+	NumPartitions(topic TopicID) int
+	// RacksForPartition returns the racks of the partition's replicas. Kafka 4.0
+	// always returns none; 4.1+ returns the brokers' racks. No assignor here
+	// reads it.
+	RacksForPartition(topic TopicID, partition int32) []string
+}
+
+// PartitionCounts is a SubscribedTopicDescriber over a fixed map of partition
+// counts with no rack information.
+type PartitionCounts map[TopicID]int
+
+// NumPartitions implements SubscribedTopicDescriber.
+func (p PartitionCounts) NumPartitions(topic TopicID) int {
+	if n, ok := p[topic]; ok {
+		return n
+	}
+	return -1
+}
+
+// RacksForPartition implements SubscribedTopicDescriber.
+func (p PartitionCounts) RacksForPartition(TopicID, int32) []string { return nil }
+
+// MemberAssignment is topic id → partitions, ascending.
+type MemberAssignment map[TopicID][]int32
+
+// GroupAssignment is the target assignment, keyed by member id. Which members
+// appear follows Kafka: range lists every member (possibly with an empty
+// assignment); uniform lists none when no member subscribes to anything.
+type GroupAssignment struct {
+	Members map[string]MemberAssignment
+}
+
+// ErrPartitionAssignor marks the failures that Kafka reports as
+// PartitionAssignorException (the heartbeat then fails with
+// UNKNOWN_SERVER_ERROR): a subscribed topic missing from the metadata, or
+// partitions left unassigned.
+var ErrPartitionAssignor = errors.New("partition assignor failed")
+
+// ErrInvalidSpec marks a GroupSpec that no Kafka coordinator could hand an
+// assignor: duplicate members, topics or partitions, or partitions outside the
+// topic. Java would fail on some of these with an unchecked exception and
+// silently accept others; here they are refused up front.
+var ErrInvalidSpec = errors.New("invalid group spec")
+
+// Assignor is ConsumerGroupPartitionAssignor.
+type Assignor interface {
+	// Name is the name members request (ConsumerGroupHeartbeat ServerAssignor).
+	Name() string
+	// Assign computes the target assignment.
+	Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error)
+}
+
+// Names Kafka accepts in group.consumer.assignors and in the heartbeat.
+const (
+	UniformName = "uniform"
+	RangeName   = "range"
+
+	uniformClass = "org.apache.kafka.coordinator.group.assignor.UniformAssignor"
+	rangeClass   = "org.apache.kafka.coordinator.group.assignor.RangeAssignor"
+)
+
+// Version is a Kafka release, used to pick behaviour that changed between releases.
+type Version struct{ Major, Minor, Patch int }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+func (v Version) less(o Version) bool {
+	if v.Major != o.Major {
+		return v.Major < o.Major
+	}
+	if v.Minor != o.Minor {
+		return v.Minor < o.Minor
+	}
+	return v.Patch < o.Patch
+}
+
+var (
+	minVersion     = Version{4, 0, 0}
+	defaultVersion = Version{4, 4, 0}
+	// kafka18688 is the first release with the homogeneous stability fix.
+	kafka18688 = Version{4, 0, 1}
+)
+
+// ParseVersion parses "4.2.1" or "4.2" (patch 0). Suffixes such as "-SNAPSHOT"
+// are refused: say which release's behaviour is meant.
+func ParseVersion(s string) (Version, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Version{}, fmt.Errorf("Kafka version %q: want MAJOR.MINOR[.PATCH], e.g. 4.4.0", s)
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 {
+			return Version{}, fmt.Errorf("Kafka version %q: %q is not a release number", s, p)
+		}
+		n[i] = v
+	}
+	return Version{n[0], n[1], n[2]}, nil
+}
+
+type config struct {
+	version     Version
+	javaVersion int
+}
+
+// Opt configures an assignor at construction.
+type Opt interface{ apply(*config) error }
+
+type optFunc func(*config) error
+
+func (f optFunc) apply(c *config) error { return f(c) }
+
+// KafkaVersion selects the behaviour of that Kafka release. Default: 4.4.0.
+// Served: 4.0.0 to 4.4.x (the server-side assignors did not change from 4.0.1
+// to 4.4; see the package doc).
+func KafkaVersion(v string) Opt {
+	return optFunc(func(c *config) error {
+		ver, err := ParseVersion(v)
+		if err != nil {
+			return err
+		}
+		if ver.less(minVersion) || !ver.less(Version{4, 5, 0}) {
+			return fmt.Errorf("unknown Kafka version %q for server-side assignors: served versions are 4.0.0–4.4.x", v)
+		}
+		c.version = ver
+		return nil
+	})
+}
+
+// JavaVersion names the broker's JDK major version (default 21, the official
+// images). It matters only to the homogeneous uniform builder, whose HashSet
+// copy of a subscription of 12, 24, 48, … topics iterates differently on JDK
+// 17/18 than on 19+; a broker image built on Debian's openjdk-17 needs 17.
+func JavaVersion(major int) Opt {
+	return optFunc(func(c *config) error {
+		if major < 17 {
+			return fmt.Errorf("Java version %d: Kafka 4.x brokers need Java 17 or later", major)
+		}
+		c.javaVersion = major
+		return nil
+	})
+}
+
+func newConfig(opts []Opt) (config, error) {
+	c := config{version: defaultVersion, javaVersion: DefaultJavaVersion}
+	for _, o := range opts {
+		if err := o.apply(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// New returns the assignor Kafka would load for name: a short name ("uniform",
+// "range") or the Java class name, as group.consumer.assignors accepts both.
+func New(name string, opts ...Opt) (Assignor, error) {
+	switch name {
+	case UniformName, uniformClass:
+		return NewUniform(opts...)
+	case RangeName, rangeClass:
+		return NewRange(opts...)
+	}
+	return nil, fmt.Errorf("unknown server-side assignor %q: known are %q and %q (or their Kafka class names)", name, UniformName, RangeName)
+}
+
+// validate refuses specs that cannot come from a coordinator. It does not
+// check partitions against topic sizes: the homogeneous builder, like Kafka,
+// tolerates stale ones.
+func validate(spec *GroupSpec) error {
+	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
+		return fmt.Errorf("%w: subscription type %d is neither Homogeneous (0) nor Heterogeneous (1)", ErrInvalidSpec, spec.Subscription)
+	}
+	seen := make(map[string]struct{}, len(spec.Members))
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		if _, dup := seen[m.ID]; dup {
+			return fmt.Errorf("%w: member id %q appears twice", ErrInvalidSpec, m.ID)
+		}
+		seen[m.ID] = struct{}{}
+		topics := make(map[TopicID]struct{}, len(m.Topics))
+		for _, t := range m.Topics {
+			if _, dup := topics[t]; dup {
+				return fmt.Errorf("%w: member %q subscribes to topic %s twice", ErrInvalidSpec, m.ID, t)
+			}
+			topics[t] = struct{}{}
+		}
+		assigned := make(map[TopicID]struct{}, len(m.Assignment))
+		for _, tp := range m.Assignment {
+			if _, dup := assigned[tp.Topic]; dup {
+				return fmt.Errorf("%w: member %q lists topic %s twice in its assignment", ErrInvalidSpec, m.ID, tp.Topic)
+			}
+			assigned[tp.Topic] = struct{}{}
+			parts := make(map[int32]struct{}, len(tp.Partitions))
+			for _, p := range tp.Partitions {
+				if p < 0 {
+					return fmt.Errorf("%w: member %q holds partition %d of topic %s: partitions are ≥ 0", ErrInvalidSpec, m.ID, p, tp.Topic)
+				}
+				if _, dup := parts[p]; dup {
+					return fmt.Errorf("%w: member %q holds partition %d of topic %s twice", ErrInvalidSpec, m.ID, p, tp.Topic)
+				}
+				parts[p] = struct{}{}
+			}
+		}
+	}
+	return nil
+}
+
+// toMemberAssignment turns a working set into the sorted output form.
+func toMemberAssignment(sets map[TopicID]map[int32]struct{}) MemberAssignment {
+	out := make(MemberAssignment, len(sets))
+	for t, ps := range sets {
+		if len(ps) == 0 {
+			continue
+		}
+		s := make([]int32, 0, len(ps))
+		for p := range ps {
+			s = append(s, p)
+		}
+		slices.Sort(s)
+		out[t] = s
+	}
+	return out
+}
