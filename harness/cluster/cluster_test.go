@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,89 +14,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 )
 
-var versionsFlag = flag.String("cluster.versions", cluster.DefaultKafkaVersion+",4.1.2", "Kafka versions the real-cluster tests run against")
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	stop := cluster.CloseOnSignal()
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func needEngine(t *testing.T) { clustertest.NeedEngine(t) }
 
-// needEngine fails (never skips) a real-cluster test when no Docker engine
-// answers, unless the run asked for -short.
-func needEngine(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: real-cluster test not run")
-	}
-	if _, err := cluster.PingEngine(context.Background()); err != nil {
-		t.Fatalf("this test needs a Docker engine and none answers: %v\nrun `make test` (it installs and starts one) or `go run ./cmd/groupquake engine up` as root", err)
-	}
-}
-
-func versions() []string {
-	var vs []string
-	for _, v := range splitComma(*versionsFlag) {
-		vs = append(vs, v)
-	}
-	return vs
-}
-
-func splitComma(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			if i > start {
-				out = append(out, s[start:i])
-			}
-			start = i + 1
-		}
-	}
-	return out
-}
-
-// startCluster starts a cluster that is removed when the test ends, and
-// checks that nothing of it is left.
 func startCluster(t *testing.T, cfg cluster.Config) *cluster.Cluster {
-	t.Helper()
-	cfg.Logf = t.Logf
-	c, err := cluster.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("start cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := c.Close(ctx); err != nil {
-			t.Errorf("close cluster %s: %v", c.RunID, err)
-		}
-		if n, err := cluster.Leftovers(ctx, c.RunID); err != nil || n != 0 {
-			t.Errorf("cluster %s left %d containers/networks behind (err %v)", c.RunID, n, err)
-		}
-	})
-	return c
+	return clustertest.Start(t, cfg)
 }
 
 func createTopic(t *testing.T, c *cluster.Cluster, topic string, partitions int32) {
-	t.Helper()
-	adm, err := c.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	rf := int16(min(len(c.Bootstrap()), 3))
-	resp, err := adm.CreateTopic(context.Background(), partitions, rf, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
+	clustertest.CreateTopic(t, c, topic, partitions)
 }
+
+func versions() []string { return clustertest.Versions() }
 
 // produceN writes n records numbered 0..n-1 through links, acks=all.
 func produceN(t *testing.T, l *cluster.Links, topic string, n int) {

@@ -1,0 +1,166 @@
+// Package clients holds what groupquake's two consumer-group members share:
+// the Member interface the workload drives and the Hooks through which a
+// member reports every state change, with the generation or epochs it
+// happened at and why. The members themselves live in clients/classic
+// (JoinGroup/SyncGroup/Heartbeat) and clients/consumer (KIP-848
+// ConsumerGroupHeartbeat); client-side assignors in clients/assign.
+//
+// This package never imports the harness: the workload adapts Hooks events
+// into the run's history.
+package clients
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Protocol is the consumer-group protocol a member speaks.
+type Protocol string
+
+const (
+	// Classic is JoinGroup/SyncGroup/Heartbeat (KIP-62, KIP-345, KIP-429).
+	Classic Protocol = "classic"
+	// Consumer is the KIP-848 ConsumerGroupHeartbeat protocol.
+	Consumer Protocol = "consumer"
+)
+
+// Partitions maps a topic to partition numbers, sorted.
+type Partitions map[string][]int32
+
+// Clone returns a deep copy.
+func (p Partitions) Clone() Partitions {
+	out := make(Partitions, len(p))
+	for t, ps := range p {
+		out[t] = slices.Clone(ps)
+	}
+	return out
+}
+
+// Count is the number of partitions.
+func (p Partitions) Count() int {
+	n := 0
+	for _, ps := range p {
+		n += len(ps)
+	}
+	return n
+}
+
+// Topics returns the topics, sorted.
+func (p Partitions) Topics() []string {
+	return slices.Sorted(maps.Keys(p))
+}
+
+// Kind is what a member reports.
+type Kind string
+
+// What a member reports. Every state change goes out as exactly one event.
+const (
+	// Membership.
+	FoundCoordinator Kind = "found-coordinator" // Node set
+	Joined           Kind = "joined"            // classic: JoinGroup answered (Generation, MemberID, Leader); consumer: first epoch
+	Synced           Kind = "synced"            // classic: SyncGroup answered with the assignment (Partitions)
+	Heartbeat        Kind = "heartbeat"         // a heartbeat's outcome (Err for errors); consumer: epochs
+	Fenced           Kind = "fenced"            // the coordinator fenced this member (Err names why)
+	Left             Kind = "left"              // LeaveGroup / leave heartbeat sent and answered
+	SessionExpired   Kind = "session-expired"   // poll or rebalance timeout made the member leave on its own
+	// Ownership. Partitions lists exactly the partitions concerned.
+	Assigned Kind = "assigned" // the member now owns these and may consume them
+	Revoked  Kind = "revoked"  // the member gave these up cleanly (after committing, when it commits)
+	Lost     Kind = "lost"     // the member lost these without a clean hand-off (fenced, session gone)
+	// Offsets.
+	Committed    Kind = "committed"     // an OffsetCommit answered; Offsets and per-partition Errs
+	CommitFailed Kind = "commit-failed" // an OffsetCommit failed as a whole
+	Fetched      Kind = "fetched"       // OffsetFetch answered; Offsets
+	// Anything the member reports that changes nothing else (a retried request, a fatal error).
+	Error Kind = "error"
+)
+
+// Event is one state change of a member.
+type Event struct {
+	Kind     Kind
+	Protocol Protocol
+	// Member is the harness's name for the member (stable across rejoins).
+	Member string
+	// MemberID is the coordinator's id for it; InstanceID the static id.
+	MemberID   string
+	InstanceID string
+	// Generation is the classic generation (-1 when none).
+	Generation int32
+	// MemberEpoch and GroupEpoch are the consumer protocol's epochs (-1 when none).
+	MemberEpoch int32
+	GroupEpoch  int32
+	// Leader is set on a classic Joined event when this member leads.
+	Leader bool
+	// Node is the coordinator's node id, for FoundCoordinator.
+	Node int32
+	// Partitions are the partitions an ownership event concerns; on Synced
+	// and on a consumer Heartbeat that carries one, the whole assignment.
+	Partitions Partitions
+	// Offsets are committed or fetched offsets: topic → partition → offset.
+	Offsets map[string]map[int32]int64
+	// ErrCode is the Kafka error code (0 when none); Err its name, e.g.
+	// ILLEGAL_GENERATION, or a transport error's text.
+	ErrCode int16
+	Err     string
+	// PartitionErrs are per-partition Kafka error names of an OffsetCommit.
+	PartitionErrs map[string]map[int32]string
+	// Why says why the change happened, in words a reader of the history
+	// understands ("eager rebalance: revoke everything before JoinGroup").
+	Why string
+	// At is when the member observed it (the member's clock).
+	At time.Time
+}
+
+// Hooks receive a member's events, in the order they happened, from the
+// member's goroutines: an implementation must be safe for concurrent use
+// and must not block for long (the heartbeat path calls it).
+type Hooks interface {
+	OnEvent(Event)
+}
+
+// HookFunc adapts a function to Hooks.
+type HookFunc func(Event)
+
+// OnEvent calls f.
+func (f HookFunc) OnEvent(e Event) { f(e) }
+
+// Record is one consumed record as the workload sees it.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	// Generation or member epoch the member held when it returned the record.
+	Generation  int32
+	MemberEpoch int32
+}
+
+// Member is a consumer-group member the workload drives, whatever its
+// protocol. A member joins on Start and keeps its membership alive on its
+// own goroutines until Close; Poll hands out records of the partitions it
+// owns at that moment, never of a partition it has not been given or has
+// already given up.
+type Member interface {
+	// Name is the harness's name for the member.
+	Name() string
+	// Protocol is the protocol it speaks.
+	Protocol() Protocol
+	// Start finds the coordinator and joins; it returns once the member
+	// runs (not when it owns partitions).
+	Start(ctx context.Context) error
+	// Poll returns records of owned partitions, waiting at most until ctx
+	// ends. It also counts as liveness for max.poll.interval.ms.
+	Poll(ctx context.Context) ([]Record, error)
+	// Owned is the member's current assignment.
+	Owned() Partitions
+	// Commit commits offsets (next offset to read) for owned partitions with
+	// the member's current generation or epoch, and returns per-partition
+	// errors by Kafka error name.
+	Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error)
+	// Close leaves the group (LeaveGroup, or a leave heartbeat with epoch -1,
+	// -2 for a static member) and stops every goroutine.
+	Close(ctx context.Context) error
+}
