@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	mobynet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -459,3 +461,28 @@ func (c *Cluster) waitFullISR(ctx context.Context, _ *Node) error {
 // ProbeBroker reports whether the broker at addr answers an ApiVersions
 // request within a few seconds.
 func ProbeBroker(ctx context.Context, addr string) error { return probeAPIVersions(ctx, addr) }
+
+// NodeMemory returns the memory node id uses now, less the page cache (as
+// `docker stats` shows it).
+func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.cli.ContainerStats(ctx, n.Container, client.ContainerStatsOptions{Stream: false})
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("stats of node %d: %v", id, err)
+	}
+	used := st.MemoryStats.Usage
+	if cache := st.MemoryStats.Stats["total_inactive_file"]; cache < used {
+		used -= cache
+	} else if cache := st.MemoryStats.Stats["inactive_file"]; cache < used {
+		used -= cache
+	}
+	return used, nil
+}

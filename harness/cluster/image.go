@@ -71,6 +71,8 @@ type ImageOptions struct {
 	Source ImageSource
 	// Rebuild builds even when the image is cached.
 	Rebuild bool
+	// RebuildBase also rebuilds the JRE base image (debootstrap).
+	RebuildBase bool
 	// MavenArgs are extra arguments for mvn (for example -o, or -s FILE).
 	MavenArgs []string
 	// Logf reports progress; nil is silent.
@@ -141,7 +143,7 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 		return Image{Ref: ref, Version: version}, nil
 	}
 	start := time.Now()
-	base, err := ensureBaseImage(ctx, cli, logf)
+	base, err := ensureBaseImage(ctx, cli, o.RebuildBase, logf)
 	if err != nil {
 		return Image{}, err
 	}
@@ -175,13 +177,13 @@ var jrePackages = map[string]string{
 // ensureBaseImage makes a Debian image with a JRE without any registry:
 // debootstrap a minimal root file system from the machine's own apt mirror,
 // then `docker import` it.
-func ensureBaseImage(ctx context.Context, cli *client.Client, logf func(string, ...any)) (string, error) {
+func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf func(string, ...any)) (string, error) {
 	codename, err := hostCodename()
 	if err != nil {
 		return "", err
 	}
 	ref := baseImageRef(codename)
-	if imageExists(ctx, cli, ref) {
+	if !rebuild && imageExists(ctx, cli, ref) {
 		return ref, nil
 	}
 	jre, ok := jrePackages[codename]
@@ -197,6 +199,9 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, logf func(string, 
 			return "", errors.New("building the JRE base image needs debootstrap and root: run `sudo groupquake image build`")
 		}
 		logf("image: installing debootstrap with apt-get")
+		if out, err := runQuiet(ctx, "apt-get", "update", "-q"); err != nil {
+			return "", fmt.Errorf("apt-get update: %v\n%s", err, tail(out, 15))
+		}
 		if out, err := runQuiet(ctx, "apt-get", "install", "-y", "-q", "debootstrap"); err != nil {
 			return "", fmt.Errorf("apt-get install debootstrap: %v\n%s", err, tail(out, 15))
 		}

@@ -1,0 +1,57 @@
+# groupquake: `make test` is the project's test command (.ci/run calls it).
+# It installs and starts what the tests need (a Docker engine, the Kafka
+# images), then runs every tier with gotestsum, writing JUnit XML to build/.
+
+GO        ?= go
+# Kafka versions the real-cluster tiers run against (images are built for each).
+VERSIONS  ?= 4.4.0,4.1.2
+# Packages whose tests start real clusters; they run one package at a time
+# so that two clusters never share the two cores.
+CLUSTER_PKGS := ./harness/cluster/... ./suites/...
+GOTESTSUM := $(GO) tool gotestsum --format pkgname-and-test-fails
+
+export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
+export TESTCONTAINERS_RYUK_DISABLED := true
+export GROUPQUAKE_KAFKA_VERSIONS := $(VERSIONS)
+
+.PHONY: test check unit engine images cluster-tests run bench sweep clean
+
+test: check unit images cluster-tests
+
+## check: formatting and vet, the same as before every commit.
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## unit: every test that needs no Docker (real-cluster tests skip under -short and say so).
+unit: build
+	$(GOTESTSUM) --junitfile build/junit-unit.xml -- -short -count=1 -timeout 15m ./...
+
+## engine: install Debian's docker.io and start dockerd when no engine answers.
+engine:
+	$(GO) run ./cmd/groupquake engine up
+
+## images: build (once, then cached) the Kafka image of every tested version.
+images: engine
+	$(GO) run ./cmd/groupquake image build --kafka $(VERSIONS)
+
+## cluster-tests: tests against real Kafka clusters in containers.
+cluster-tests: build
+	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m $(CLUSTER_PKGS)
+
+## run: the main job (see README).
+run: engine
+	$(GO) run ./cmd/groupquake run
+
+## bench: benchmarks (image build, cluster start, memory, checkers, assignors).
+bench: engine
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
+
+sweep:
+	$(GO) run ./cmd/groupquake sweep
+
+build:
+	@mkdir -p build
+
+clean:
+	rm -rf build
