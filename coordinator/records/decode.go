@@ -1,0 +1,394 @@
+package records
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DecodeRecord decodes one __consumer_offsets record. A nil value is a
+// tombstone (Record.Value is nil); an empty non-nil value is not, and fails
+// for the known types as it does in Kafka. Record types this package does
+// not know decode to OtherKey and OtherValue without error, whatever their
+// value holds, so a replay can skip them.
+//
+// The key and value slices are not retained.
+func DecodeRecord(key, value []byte) (Record, error) {
+	if len(key) < 2 {
+		r := newReader(key)
+		r.int16("record type")
+		return Record{}, fmt.Errorf("decode record key: %w", r.err)
+	}
+	t := Type(binary.BigEndian.Uint16(key))
+	if !t.Known() {
+		rec := Record{Key: OtherKey{Type: t, Raw: string(key[2:])}}
+		if value != nil {
+			rec.Value = &OtherValue{Raw: append([]byte{}, value...)}
+		}
+		return rec, nil
+	}
+	k, err := decodeKey(t, key)
+	if err != nil {
+		return Record{}, err
+	}
+	if value == nil {
+		return Record{Key: k}, nil
+	}
+	v, err := decodeValue(t, value)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{Key: k, Value: v}, nil
+}
+
+// keyName is the schema name of the key of a known type.
+func keyName(t Type) string { return t.String() + "Key" }
+
+// valueName is the schema name of the value of a known type.
+func valueName(t Type) string { return t.String() + "Value" }
+
+// decodeKey decodes a key of a known type; keys are never flexible.
+func decodeKey(t Type, key []byte) (Key, error) {
+	r := newReader(key)
+	r.int16("record type")
+	var k Key
+	switch t {
+	case TypeLegacyOffsetCommit, TypeOffsetCommit:
+		k = OffsetCommitKey{
+			Legacy:    t == TypeLegacyOffsetCommit,
+			Group:     r.string("group", false),
+			Topic:     r.string("topic", false),
+			Partition: r.int32("partition"),
+		}
+	case TypeGroupMetadata:
+		k = GroupMetadataKey{Group: r.string("group", false)}
+	case TypeConsumerGroupMetadata:
+		k = ConsumerGroupMetadataKey{GroupID: r.string("GroupId", false)}
+	case TypeConsumerGroupPartitionMetadata:
+		k = ConsumerGroupPartitionMetadataKey{GroupID: r.string("GroupId", false)}
+	case TypeConsumerGroupMemberMetadata:
+		k = ConsumerGroupMemberMetadataKey{GroupID: r.string("GroupId", false), MemberID: r.string("MemberId", false)}
+	case TypeConsumerGroupTargetAssignmentMetadata:
+		k = ConsumerGroupTargetAssignmentMetadataKey{GroupID: r.string("GroupId", false)}
+	case TypeConsumerGroupTargetAssignmentMember:
+		k = ConsumerGroupTargetAssignmentMemberKey{GroupID: r.string("GroupId", false), MemberID: r.string("MemberId", false)}
+	case TypeConsumerGroupCurrentMemberAssignment:
+		k = ConsumerGroupCurrentMemberAssignmentKey{GroupID: r.string("GroupId", false), MemberID: r.string("MemberId", false)}
+	case TypeConsumerGroupRegularExpression:
+		k = ConsumerGroupRegularExpressionKey{GroupID: r.string("GroupId", false), RegularExpression: r.string("RegularExpression", false)}
+	default:
+		return nil, fmt.Errorf("decode record key: no decoder for %s", t)
+	}
+	if err := r.done(); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", keyName(t), err)
+	}
+	return k, nil
+}
+
+// valueVersions is the range of value versions Kafka reads per known type
+// (validVersions of the value schema in 4.1–4.4).
+func valueVersions(t Type) (lo, hi int16) {
+	switch t {
+	case TypeOffsetCommit, TypeGroupMetadata:
+		return 0, 4
+	}
+	// LegacyOffsetCommitValue and every KIP-848 value: v0 only.
+	return 0, 0
+}
+
+func decodeValue(t Type, value []byte) (Value, error) {
+	r := newReader(value)
+	ver := r.int16("value version")
+	if r.err != nil {
+		return nil, fmt.Errorf("decode %s: %w", valueName(t), r.err)
+	}
+	if lo, hi := valueVersions(t); ver < lo || ver > hi {
+		// Kafka: UnknownRecordVersionException. 4.0 read type 0 as
+		// OffsetCommitValue v0–4; 4.1+ reads it as LegacyOffsetCommitValue v0.
+		return nil, fmt.Errorf("decode %s: unknown value version %d (Kafka reads v%d–v%d)", valueName(t), ver, lo, hi)
+	}
+	var v Value
+	switch t {
+	case TypeLegacyOffsetCommit, TypeOffsetCommit:
+		v = readOffsetCommitValue(r, ver)
+	case TypeGroupMetadata:
+		v = readGroupMetadataValue(r, ver)
+	case TypeConsumerGroupMetadata:
+		v = readConsumerGroupMetadataValue(r)
+	case TypeConsumerGroupPartitionMetadata:
+		v = readConsumerGroupPartitionMetadataValue(r)
+	case TypeConsumerGroupMemberMetadata:
+		v = readConsumerGroupMemberMetadataValue(r)
+	case TypeConsumerGroupTargetAssignmentMetadata:
+		v = readConsumerGroupTargetAssignmentMetadataValue(r)
+	case TypeConsumerGroupTargetAssignmentMember:
+		v = readConsumerGroupTargetAssignmentMemberValue(r)
+	case TypeConsumerGroupCurrentMemberAssignment:
+		v = readConsumerGroupCurrentMemberAssignmentValue(r)
+	case TypeConsumerGroupRegularExpression:
+		v = readConsumerGroupRegularExpressionValue(r)
+	default:
+		return nil, fmt.Errorf("decode %s: no decoder", valueName(t))
+	}
+	if err := r.done(); err != nil {
+		return nil, fmt.Errorf("decode %s v%d: %w", valueName(t), ver, err)
+	}
+	return v, nil
+}
+
+// readOffsetCommitValue follows OffsetCommitValue.json; fields absent from
+// the version get the schema defaults (leaderEpoch -1, expireTimestamp -1).
+func readOffsetCommitValue(r *reader, ver int16) *OffsetCommitValue {
+	flexible := ver >= 4
+	v := NewOffsetCommitValue(ver)
+	v.Offset = r.int64("offset")
+	if ver >= 3 {
+		v.LeaderEpoch = r.int32("leaderEpoch")
+	}
+	v.Metadata = r.string("metadata", flexible)
+	v.CommitTimestamp = r.int64("commitTimestamp")
+	if ver == 1 {
+		v.ExpireTimestamp = r.int64("expireTimestamp")
+	}
+	if flexible {
+		r.tagged("OffsetCommitValue", &v.UnknownTags, func(tag uint32, f *reader) bool {
+			if tag != 0 {
+				return false
+			}
+			v.TopicID = f.uuid("topicId")
+			return true
+		})
+	}
+	return v
+}
+
+// readGroupMetadataValue follows GroupMetadataValue.json.
+func readGroupMetadataValue(r *reader, ver int16) *GroupMetadataValue {
+	flexible := ver >= 4
+	v := &GroupMetadataValue{}
+	v.Version = ver
+	v.ProtocolType = r.string("protocolType", flexible)
+	v.Generation = r.int32("generation")
+	v.Protocol = r.nullableString("protocol", flexible)
+	v.Leader = r.nullableString("leader", flexible)
+	v.CurrentStateTimestamp = -1
+	if ver >= 2 {
+		v.CurrentStateTimestamp = r.int64("currentStateTimestamp")
+	}
+	// Smallest encoded member per version, to bound the array before
+	// allocating it.
+	minMember := [...]int{0: 18, 1: 22, 2: 22, 3: 24, 4: 15}[ver]
+	n := r.arrayLen("members", flexible, false, minMember)
+	if n > 0 {
+		v.Members = make([]kmsg.GroupMetadataValueMember, n)
+	}
+	for i := range v.Members {
+		m := &v.Members[i]
+		m.MemberID = r.string("memberId", flexible)
+		if ver >= 3 {
+			m.InstanceID = r.nullableString("groupInstanceId", flexible)
+		}
+		m.ClientID = r.string("clientId", flexible)
+		m.ClientHost = r.string("clientHost", flexible)
+		m.RebalanceTimeoutMillis = -1
+		if ver >= 1 {
+			m.RebalanceTimeoutMillis = r.int32("rebalanceTimeout")
+		}
+		m.SessionTimeoutMillis = r.int32("sessionTimeout")
+		m.Subscription = r.bytes("subscription", flexible)
+		m.Assignment = r.bytes("assignment", flexible)
+		if flexible {
+			r.tagged("MemberMetadata", &m.UnknownTags, nil)
+		}
+		if r.err != nil {
+			break
+		}
+	}
+	if flexible {
+		r.tagged("GroupMetadataValue", &v.UnknownTags, nil)
+	}
+	return v
+}
+
+func readConsumerGroupMetadataValue(r *reader) *ConsumerGroupMetadataValue {
+	v := &ConsumerGroupMetadataValue{}
+	v.Epoch = r.int32("Epoch")
+	r.tagged("ConsumerGroupMetadataValue", &v.UnknownTags, func(tag uint32, f *reader) bool {
+		if tag != 0 {
+			return false
+		}
+		v.MetadataHash = f.int64("MetadataHash")
+		return true
+	})
+	return v
+}
+
+func readConsumerGroupPartitionMetadataValue(r *reader) *ConsumerGroupPartitionMetadataValue {
+	v := &ConsumerGroupPartitionMetadataValue{}
+	// TopicMetadata: uuid 16 + name 1 + int32 4 + array 1 + tags 1.
+	n := r.arrayLen("Topics", true, false, 23)
+	if n > 0 {
+		v.Topics = make([]PartitionMetadataTopic, n)
+	}
+	for i := range v.Topics {
+		t := &v.Topics[i]
+		t.TopicID = r.uuid("TopicId")
+		t.TopicName = r.string("TopicName", true)
+		t.NumPartitions = r.int32("NumPartitions")
+		// PartitionMetadata: int32 4 + array 1 + tags 1.
+		pn := r.arrayLen("PartitionMetadata", true, false, 6)
+		if pn > 0 {
+			t.PartitionMetadata = make([]PartitionMetadataPartition, pn)
+		}
+		for j := range t.PartitionMetadata {
+			p := &t.PartitionMetadata[j]
+			p.Partition = r.int32("Partition")
+			p.Racks = r.stringArray("Racks", true)
+			r.tagged("PartitionMetadata", &p.UnknownTags, nil)
+			if r.err != nil {
+				break
+			}
+		}
+		r.tagged("TopicMetadata", &t.UnknownTags, nil)
+		if r.err != nil {
+			break
+		}
+	}
+	r.tagged("ConsumerGroupPartitionMetadataValue", &v.UnknownTags, nil)
+	return v
+}
+
+func readConsumerGroupMemberMetadataValue(r *reader) *ConsumerGroupMemberMetadataValue {
+	v := &ConsumerGroupMemberMetadataValue{}
+	v.InstanceID = r.nullableString("InstanceId", true)
+	v.RackID = r.nullableString("RackId", true)
+	v.ClientID = r.string("ClientId", true)
+	v.ClientHost = r.string("ClientHost", true)
+	v.SubscribedTopicNames = r.stringArray("SubscribedTopicNames", true)
+	v.SubscribedTopicRegex = r.nullableString("SubscribedTopicRegex", true)
+	v.RebalanceTimeoutMs = r.int32("RebalanceTimeoutMs")
+	v.ServerAssignor = r.nullableString("ServerAssignor", true)
+	// Kafka's generated class defaults ClassicMemberMetadata to an empty
+	// struct, not null, so an absent tag reads as that empty struct. Kafka
+	// itself always writes the tag: null for consumer-protocol members.
+	v.ClassicMemberMetadata = &ClassicMemberMetadata{}
+	r.tagged("ConsumerGroupMemberMetadataValue", &v.UnknownTags, func(tag uint32, f *reader) bool {
+		if tag != 0 {
+			return false
+		}
+		v.ClassicMemberMetadata = readClassicMemberMetadata(f)
+		return true
+	})
+	return v
+}
+
+// readClassicMemberMetadata reads the tagged nullable struct: a uvarint
+// presence marker, then the struct. The generated reader
+// (MessageDataGenerator.generateStructReader) takes the marker as a Java int
+// and reads null when it is <= 0, so markers of 2^31 and above are null too.
+func readClassicMemberMetadata(f *reader) *ClassicMemberMetadata {
+	if m := f.uvarint("ClassicMemberMetadata presence"); m == 0 || m >= 1<<31 {
+		return nil
+	}
+	c := &ClassicMemberMetadata{}
+	c.SessionTimeoutMs = f.int32("SessionTimeoutMs")
+	// ClassicProtocol: name 1 + bytes 1 + tags 1.
+	n := f.arrayLen("SupportedProtocols", true, false, 3)
+	if n > 0 {
+		c.SupportedProtocols = make([]ClassicProtocol, n)
+	}
+	for i := range c.SupportedProtocols {
+		p := &c.SupportedProtocols[i]
+		p.Name = f.string("Name", true)
+		p.Metadata = f.bytes("Metadata", true)
+		f.tagged("ClassicProtocol", &p.UnknownTags, nil)
+		if f.err != nil {
+			break
+		}
+	}
+	f.tagged("ClassicMemberMetadata", &c.UnknownTags, nil)
+	return c
+}
+
+func readConsumerGroupTargetAssignmentMetadataValue(r *reader) *ConsumerGroupTargetAssignmentMetadataValue {
+	v := &ConsumerGroupTargetAssignmentMetadataValue{}
+	v.AssignmentEpoch = r.int32("AssignmentEpoch")
+	r.tagged("ConsumerGroupTargetAssignmentMetadataValue", &v.UnknownTags, func(tag uint32, f *reader) bool {
+		if tag != 0 {
+			return false
+		}
+		v.AssignmentTimestamp = f.int64("AssignmentTimestamp")
+		return true
+	})
+	return v
+}
+
+func readConsumerGroupTargetAssignmentMemberValue(r *reader) *ConsumerGroupTargetAssignmentMemberValue {
+	v := &ConsumerGroupTargetAssignmentMemberValue{}
+	// TopicPartition: uuid 16 + array 1 + tags 1.
+	n := r.arrayLen("TopicPartitions", true, false, 18)
+	if n > 0 {
+		v.TopicPartitions = make([]TargetAssignmentTopic, n)
+	}
+	for i := range v.TopicPartitions {
+		t := &v.TopicPartitions[i]
+		t.TopicID = r.uuid("TopicId")
+		t.Partitions = r.int32Array("Partitions", true, false)
+		r.tagged("TopicPartition", &t.UnknownTags, nil)
+		if r.err != nil {
+			break
+		}
+	}
+	r.tagged("ConsumerGroupTargetAssignmentMemberValue", &v.UnknownTags, nil)
+	return v
+}
+
+func readConsumerGroupCurrentMemberAssignmentValue(r *reader) *ConsumerGroupCurrentMemberAssignmentValue {
+	v := &ConsumerGroupCurrentMemberAssignmentValue{}
+	v.MemberEpoch = r.int32("MemberEpoch")
+	v.PreviousMemberEpoch = r.int32("PreviousMemberEpoch")
+	v.State = MemberState(r.int8("State"))
+	v.AssignedPartitions = readCurrentAssignmentTopics(r, "AssignedPartitions")
+	v.PartitionsPendingRevocation = readCurrentAssignmentTopics(r, "PartitionsPendingRevocation")
+	r.tagged("ConsumerGroupCurrentMemberAssignmentValue", &v.UnknownTags, nil)
+	return v
+}
+
+func readCurrentAssignmentTopics(r *reader, field string) []CurrentAssignmentTopic {
+	// TopicPartitions: uuid 16 + array 1 + tags 1.
+	n := r.arrayLen(field, true, false, 18)
+	if n <= 0 {
+		return nil
+	}
+	out := make([]CurrentAssignmentTopic, n)
+	for i := range out {
+		t := &out[i]
+		t.TopicID = r.uuid("TopicId")
+		t.Partitions = r.int32Array("Partitions", true, false)
+		r.tagged("TopicPartitions", &t.UnknownTags, func(tag uint32, f *reader) bool {
+			if tag != 0 {
+				return false
+			}
+			// Null (which Kafka writes only if a caller set null) and empty
+			// both mean "no epochs", like the absent field.
+			if e := f.int32Array("AssignmentEpochs", true, true); len(e) > 0 {
+				t.AssignmentEpochs = e
+			}
+			return true
+		})
+		if r.err != nil {
+			break
+		}
+	}
+	return out
+}
+
+func readConsumerGroupRegularExpressionValue(r *reader) *ConsumerGroupRegularExpressionValue {
+	v := &ConsumerGroupRegularExpressionValue{}
+	v.Topics = r.stringArray("Topics", true)
+	v.Version = r.int64("Version")
+	v.Timestamp = r.int64("Timestamp")
+	r.tagged("ConsumerGroupRegularExpressionValue", &v.UnknownTags, nil)
+	return v
+}

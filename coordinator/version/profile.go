@@ -1,0 +1,170 @@
+package version
+
+// Profile is what one Kafka release does differently in the group
+// coordinator: the __consumer_offsets records it writes and the protocol
+// behaviours the reference coordinator and the conformance vectors must
+// match. Fields are plain values so a profile can be printed, compared and
+// saved in a run's plan.
+//
+// How the facts were established: the record facts (value versions, which
+// tagged fields are set, whether partition metadata is written) from the
+// source of each branch and from javap of the released
+// kafka-group-coordinator 4.0.0, 4.1.0, 4.2.0, 4.3.0 and 4.4.0 jars; the
+// patch-level facts from `git merge-base --is-ancestor <fix> <release
+// commit>` on the 4.0–4.3 branches ("Bump version to X" commits), since
+// only the x.y.0 jars were inspected.
+//
+// Paths below are relative to the Kafka repository root; "GCRH" is
+// group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorRecordHelpers.java
+// and the record schemas are in group-coordinator/src/main/resources/common/message/.
+type Profile struct {
+	// Version is the release this profile describes.
+	Version Version
+
+	// --- __consumer_offsets records ---
+
+	// OffsetCommitValueVersion is the OffsetCommitValue version written for a
+	// commit without a retention time: 3 in 4.0, 4 (flexible) from 4.1
+	// (GCRH.offsetCommitValueVersion; KAFKA-19141 on the 4.1 branch).
+	OffsetCommitValueVersion int16
+	// OffsetCommitValueVersionWithExpiry is the version written when the
+	// OffsetCommit request carried a retention time (OffsetCommit v2–v4): 1,
+	// the only version with expireTimestamp, in every 4.x release.
+	OffsetCommitValueVersionWithExpiry int16
+	// OffsetCommitTopicID: OffsetCommitValue v4 carries the tagged topicId
+	// (tag 0). The field exists in OffsetCommitValue.json from 4.1 only.
+	OffsetCommitTopicID bool
+	// GroupMetadataValueVersion is the GroupMetadataValue version written for
+	// classic groups: 3 in every 4.x release (GCRH.GROUP_METADATA_VALUE_VERSION).
+	GroupMetadataValueVersion int16
+	// ConsumerGroupValueVersion is the value version of record types 3–8 and
+	// 16 (KIP-848 records): 0 everywhere; they grow through tagged fields only.
+	ConsumerGroupValueVersion int16
+	// WritesPartitionMetadata: ConsumerGroupPartitionMetadata (type 4) values
+	// are written (4.0, GCRH.newConsumerGroupSubscriptionMetadataRecord). From
+	// 4.1 (KIP-1101) only its tombstone is written, and the subscribed topics
+	// are tracked by ConsumerGroupMetadataValue.MetadataHash instead.
+	WritesPartitionMetadata bool
+	// MetadataHash: ConsumerGroupMetadataValue carries the tagged MetadataHash
+	// (tag 0, KIP-1101), 4.1+.
+	MetadataHash bool
+	// AssignmentTimestamp: ConsumerGroupTargetAssignmentMetadataValue carries
+	// the tagged AssignmentTimestamp (tag 0, KIP-1263), 4.3+.
+	AssignmentTimestamp bool
+	// AssignmentEpochs: every TopicPartitions entry of
+	// ConsumerGroupCurrentMemberAssignmentValue carries the tagged
+	// AssignmentEpochs (tag 0, KIP-1251), 4.3+; GCRH.toTopicPartitions always
+	// sets it, also to an empty list.
+	AssignmentEpochs bool
+
+	// --- consumer protocol behaviour ---
+
+	// InitialGroupEpoch is the epoch of a newly created consumer group and of
+	// its initial target assignment: 0 before 4.3, 1 from 4.3 (KAFKA-20268,
+	// ModernGroup constructor sets groupEpoch 1 and
+	// TargetAssignmentMetadata.INITIAL). The first member's epoch is
+	// FirstMemberEpoch.
+	InitialGroupEpoch int32
+	// FirstMemberEpoch is the member epoch the first member of a new group
+	// gets: 1 before 4.3, 2 from 4.3.
+	FirstMemberEpoch int32
+	// OffsetCommitAssignmentEpochs (KIP-1251, 4.3+): an OffsetCommit whose
+	// member epoch is older than the member's current epoch is accepted per
+	// partition when the partition is still assigned (or pending revocation)
+	// to the member and the epoch is at least the partition's assignment
+	// epoch (ConsumerGroup.createAssignmentEpochValidator). Before 4.3 any
+	// mismatch is STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for classic members).
+	OffsetCommitAssignmentEpochs bool
+	// RejoinWithEpochZero (KAFKA-19233, 4.2.0+): a heartbeat with member epoch
+	// 0 from a member id the coordinator still holds is a rejoin. Before, a
+	// fenced member that kept its member id got FENCED_MEMBER_EPOCH until the
+	// coordinator had removed it.
+	RejoinWithEpochZero bool
+	// AssignmentInterval (KIP-1263, 4.3+): group.consumer.assignment.interval.ms
+	// (and its min/max bounds) exist, and the target assignment is recomputed
+	// at most once per interval. Older brokers reject the config.
+	AssignmentInterval bool
+	// DefaultAssignmentIntervalMs is the default of
+	// group.consumer.assignment.interval.ms (1000), or 0 where the config
+	// does not exist.
+	DefaultAssignmentIntervalMs int32
+	// SubscriptionBoundsAssignment (KAFKA-19431, 4.2.0+): a member's current
+	// assignment is trimmed to its subscription even while it still has
+	// partitions to revoke.
+	SubscriptionBoundsAssignment bool
+	// OwnPendingRevocationNotUnreleased (KAFKA-19449; 4.0.2, 4.1.2, 4.2.0+):
+	// partitions the member itself still has to revoke are not treated as
+	// unreleased, so they do not hold it in UNRELEASED_PARTITIONS.
+	OwnPendingRevocationNotUnreleased bool
+	// LoadToleratesCompaction (KAFKA-19862; 4.0.2, 4.1.2, 4.2.0+): loading a
+	// partition compacted concurrently logs missing unassignment records
+	// instead of failing the load.
+	LoadToleratesCompaction bool
+	// DescribeShowsPendingRevocation (KAFKA-20431, 4.3.0+):
+	// ConsumerGroupDescribe includes partitions pending revocation in a
+	// member's assignment.
+	DescribeShowsPendingRevocation bool
+	// AssignorChangeRecomputes (KAFKA-20434, 4.4.0): a heartbeat that changes
+	// the group's effective preferred server assignor (for example a static
+	// member rejoining with another one) bumps the group epoch, so the target
+	// assignment is recomputed (GMM.hasPreferredServerAssignorChanged; in the
+	// 4.4.0 jar, not in 4.3.0).
+	AssignorChangeRecomputes bool
+	// StaticRejoinFullGroup (KAFKA-20601, 4.4.0; on the 4.3 branch only after
+	// 4.3.1): a static member may rejoin a group at group.consumer.max.size
+	// (GMM.throwIfConsumerGroupIsFull takes the instance id in the 4.4.0 jar).
+	StaticRejoinFullGroup bool
+	// StreamsInDefaultProtocols: group.coordinator.rebalance.protocols
+	// defaults to classic,consumer,streams (4.1+) instead of classic,consumer.
+	StreamsInDefaultProtocols bool
+}
+
+// Profile returns the behaviour profile of v. It is meant for served
+// versions (Parse first); for any other value the same thresholds apply by
+// number.
+func (v Version) Profile() Profile {
+	p := Profile{
+		Version:                            v,
+		OffsetCommitValueVersion:           3,
+		OffsetCommitValueVersionWithExpiry: 1,
+		GroupMetadataValueVersion:          3,
+		ConsumerGroupValueVersion:          0,
+		WritesPartitionMetadata:            true,
+		InitialGroupEpoch:                  0,
+		FirstMemberEpoch:                   1,
+	}
+	// Invariant: each rule below switches a behaviour on at the first release
+	// that has it and never off again, except WritesPartitionMetadata, which
+	// 4.1 retires. Patch-level rules name every release line they reached,
+	// established with `git merge-base --is-ancestor <fix> <release commit>`.
+	if v >= V4_1_0 {
+		p.OffsetCommitValueVersion = 4
+		p.OffsetCommitTopicID = true
+		p.WritesPartitionMetadata = false
+		p.MetadataHash = true
+		p.StreamsInDefaultProtocols = true
+	}
+	if (v >= V4_0_2 && v < V4_1_0) || v >= V4_1_2 {
+		p.OwnPendingRevocationNotUnreleased = true
+		p.LoadToleratesCompaction = true
+	}
+	if v >= V4_2_0 {
+		p.RejoinWithEpochZero = true
+		p.SubscriptionBoundsAssignment = true
+	}
+	if v >= V4_3_0 {
+		p.AssignmentTimestamp = true
+		p.AssignmentEpochs = true
+		p.InitialGroupEpoch = 1
+		p.FirstMemberEpoch = 2
+		p.OffsetCommitAssignmentEpochs = true
+		p.AssignmentInterval = true
+		p.DefaultAssignmentIntervalMs = 1000
+		p.DescribeShowsPendingRevocation = true
+	}
+	if v >= V4_4_0 {
+		p.AssignorChangeRecomputes = true
+		p.StaticRejoinFullGroup = true
+	}
+	return p
+}

@@ -1,0 +1,124 @@
+package version
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Version
+	}{
+		{"4.0.0", V4_0_0},
+		{"4.0.1", V4_0_1},
+		{"4.0.2", V4_0_2},
+		{"4.1.2", V4_1_2},
+		{" 4.3.1 ", V4_3_1},
+		{"4.4.0", V4_4_0},
+	} {
+		got, err := Parse(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if strings.TrimSpace(tc.in) != got.String() {
+			t.Errorf("Parse(%q).String() = %q", tc.in, got.String())
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, in := range []string{"4.9.1", "3.9.0", "4.1.3", "4.5.0", "4.1", "4", "", "4.1.2.0", "v4.1.2", "04.1.2", "4.01.2", "4.1.-2", "4.1.2-SNAPSHOT", "256.0.0", "4.1.x"} {
+		_, err := Parse(in)
+		if err == nil {
+			t.Errorf("Parse(%q) accepted", in)
+			continue
+		}
+		prefix := `unknown Kafka version "` + in + `": served versions are 4.0.0–4.4.0 (`
+		if !strings.HasPrefix(err.Error(), prefix) {
+			t.Errorf("Parse(%q) error %q, want prefix %q", in, err, prefix)
+		}
+	}
+	// The message the brief asks for, and the list of what to write instead.
+	_, err := Parse("4.9.1")
+	const want = `unknown Kafka version "4.9.1": served versions are 4.0.0–4.4.0 (4.0.0, 4.0.1, 4.0.2, 4.1.0, 4.1.1, 4.1.2, 4.2.0, 4.2.1, 4.3.0, 4.3.1, 4.4.0)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse(4.9.1) error\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestServedIsSortedAndParses(t *testing.T) {
+	s := Served()
+	if s[0] != V4_0_0 || s[len(s)-1] != V4_4_0 || Default != V4_4_0 {
+		t.Fatalf("served %v, default %v", s, Default)
+	}
+	for i, v := range s {
+		if i > 0 && s[i-1] >= v {
+			t.Errorf("served list not sorted at %v", v)
+		}
+		if got := MustParse(v.String()); got != v {
+			t.Errorf("MustParse(%s) = %v", v, got)
+		}
+		if v.Line() != v.String()[:3] {
+			t.Errorf("%v.Line() = %q", v, v.Line())
+		}
+	}
+	s[0] = 0
+	if Served()[0] != V4_0_0 {
+		t.Error("Served returned the package's own slice")
+	}
+}
+
+// TestProfiles pins the behaviour table. Each row cites where it was read.
+func TestProfiles(t *testing.T) {
+	type row struct {
+		ocv              int16 // OffsetCommitValue version (GroupCoordinatorRecordHelpers.offsetCommitValueVersion)
+		topicID          bool  // OffsetCommitValue.json topicId, 4.1+
+		partitionMeta    bool  // ConsumerGroupPartitionMetadata values written, 4.0 only
+		hash             bool  // ConsumerGroupMetadataValue.MetadataHash, 4.1+
+		assignTimestamp  bool  // ConsumerGroupTargetAssignmentMetadataValue.AssignmentTimestamp, 4.3+
+		assignEpochs     bool  // ConsumerGroupCurrentMemberAssignmentValue AssignmentEpochs, 4.3+
+		firstMemberEpoch int32 // KAFKA-20268, 4.3+
+		commitLeniency   bool  // KIP-1251, 4.3+
+		rejoinZero       bool  // KAFKA-19233, 4.2.0+
+		interval         bool  // KIP-1263 group.consumer.assignment.interval.ms, 4.3+
+		pendingFix       bool  // KAFKA-19449: 4.0.2, 4.1.2, 4.2.0+
+		staticFull       bool  // KAFKA-20601: 4.4.0
+	}
+	want := map[Version]row{
+		V4_0_0: {3, false, true, false, false, false, 1, false, false, false, false, false},
+		V4_0_1: {3, false, true, false, false, false, 1, false, false, false, false, false},
+		V4_0_2: {3, false, true, false, false, false, 1, false, false, false, true, false},
+		V4_1_0: {4, true, false, true, false, false, 1, false, false, false, false, false},
+		V4_1_1: {4, true, false, true, false, false, 1, false, false, false, false, false},
+		V4_1_2: {4, true, false, true, false, false, 1, false, false, false, true, false},
+		V4_2_0: {4, true, false, true, false, false, 1, false, true, false, true, false},
+		V4_2_1: {4, true, false, true, false, false, 1, false, true, false, true, false},
+		V4_3_0: {4, true, false, true, true, true, 2, true, true, true, true, false},
+		V4_3_1: {4, true, false, true, true, true, 2, true, true, true, true, false},
+		V4_4_0: {4, true, false, true, true, true, 2, true, true, true, true, true},
+	}
+	for _, v := range Served() {
+		w, ok := want[v]
+		if !ok {
+			t.Errorf("no expected profile for %v", v)
+			continue
+		}
+		p := v.Profile()
+		got := row{p.OffsetCommitValueVersion, p.OffsetCommitTopicID, p.WritesPartitionMetadata, p.MetadataHash,
+			p.AssignmentTimestamp, p.AssignmentEpochs, p.FirstMemberEpoch, p.OffsetCommitAssignmentEpochs,
+			p.RejoinWithEpochZero, p.AssignmentInterval, p.OwnPendingRevocationNotUnreleased, p.StaticRejoinFullGroup}
+		if got != w {
+			t.Errorf("%v profile\n got %+v\nwant %+v", v, got, w)
+		}
+		if p.Version != v || p.OffsetCommitValueVersionWithExpiry != 1 || p.GroupMetadataValueVersion != 3 || p.ConsumerGroupValueVersion != 0 {
+			t.Errorf("%v: record versions %+v", v, p)
+		}
+		if p.FirstMemberEpoch != p.InitialGroupEpoch+1 {
+			t.Errorf("%v: first member epoch %d, initial group epoch %d", v, p.FirstMemberEpoch, p.InitialGroupEpoch)
+		}
+		if p.AssignmentInterval != (p.DefaultAssignmentIntervalMs == 1000) {
+			t.Errorf("%v: assignment interval %v with default %d", v, p.AssignmentInterval, p.DefaultAssignmentIntervalMs)
+		}
+	}
+}
