@@ -1,0 +1,96 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Option configures All.
+type Option interface{ apply(*options) }
+
+type options struct {
+	replay    ReplayFunc
+	truncated *history.Truncation
+}
+
+type optionFunc func(*options)
+
+func (o optionFunc) apply(c *options) { o(c) }
+
+// WithReplay gives All the coordinator's replay for RecoveredStateMatchesLog; without it that
+// checker is reported as skipped.
+func WithReplay(fn ReplayFunc) Option { return optionFunc(func(o *options) { o.replay = fn }) }
+
+// WithTruncation tells All that the history file ended in a truncated line (history.Loaded's
+// Truncated), so HistoryWellFormed says the run was killed mid-write.
+func WithTruncation(t *history.Truncation) Option {
+	return optionFunc(func(o *options) { o.truncated = t })
+}
+
+// All runs every checker over one history and its observations, decoding the history once. The
+// first verdict, HistoryWellFormed, says whether the history itself follows the rules (paired calls,
+// payloads of the right type); the other checkers judge what they can of a malformed one.
+func All(events []history.Event, obs *history.Observations, plan history.Plan, opts ...Option) []Verdict {
+	var o options
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	return all(build(events), obs, plan, o)
+}
+
+// Judge runs every checker and measures the rebalance cost from one decoding of the history:
+// what `groupquake check RUN_DIR` writes to verdicts.json.
+func Judge(events []history.Event, obs *history.Observations, plan history.Plan, opts ...Option) Report {
+	var o options
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	f := build(events)
+	return NewReport(all(f, obs, plan, o), rebalanceCost(f))
+}
+
+func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Verdict {
+	for _, t := range plan.Partitions() {
+		f.tp(t)
+	}
+	wf := wellFormed(f)
+	if o.truncated != nil {
+		wf.Notes = append(wf.Notes, fmt.Sprintf("the history ends in a truncated line %d (%d bytes): the run was killed while writing; every complete event before it was checked", o.truncated.Line, o.truncated.Bytes))
+	}
+	return []Verdict{
+		wf,
+		noDoubleOwnership(f),
+		validPartitionEpoch(f),
+		epochMonotonic(f, obs),
+		fencedCommitsRejected(f),
+		committedOffsetMonotonic(f, obs),
+		noLostRecords(f),
+		boundedDuplicates(f),
+		eventuallyConverges(f, obs, plan),
+		durableCommits(f, obs),
+		RecoveredStateMatchesLog(obs, o.replay),
+	}
+}
+
+// HistoryWellFormed checks the history itself: every completion pairs with an invoke of its process
+// and F, no process has two calls open, every payload has the type its F calls for.
+func HistoryWellFormed(events []history.Event) Verdict { return wellFormed(build(events)) }
+
+func wellFormed(f *facts) Verdict {
+	v := newVerdict("HistoryWellFormed")
+	if f.pairErr != nil {
+		v.fail(nil, "%v", f.pairErr)
+	}
+	for _, p := range f.problems {
+		v.fail(p.EventIndexes, "%s", p.Message)
+	}
+	open := 0
+	for i, e := range f.ev {
+		if e.Type == history.Invoke && f.partner[i] < 0 {
+			open++
+		}
+	}
+	v.note("%d events, %d calls never completed (judged as unknown outcomes)", len(f.ev), open)
+	return v.done()
+}

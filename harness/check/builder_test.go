@@ -1,0 +1,163 @@
+package check
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// hist writes small hand-made histories through a real Recorder. Every event is one second after
+// the previous one unless wait says otherwise; helpers return the indexes the tests cite.
+type hist struct {
+	t     *testing.T
+	r     *history.Recorder
+	now   time.Duration
+	proto string
+}
+
+func newHist(t *testing.T) *hist {
+	t.Helper()
+	h := &hist{t: t, proto: history.ProtocolConsumer}
+	r, err := history.NewRecorder(&bytes.Buffer{}, func() time.Duration { return h.now }, history.Retain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	return h
+}
+
+func (h *hist) wait(d time.Duration) { h.now += d }
+
+func (h *hist) add(e history.Event) int64 {
+	h.t.Helper()
+	h.now += time.Second
+	got, err := h.r.Record(e)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return got.Index
+}
+
+func (h *hist) info(proc, f string, v any) int64 {
+	h.t.Helper()
+	return h.add(history.Event{Type: history.Info, Process: proc, F: f, Value: v})
+}
+
+func (h *hist) call(proc, f string, inv any, t history.Type, done any) (int64, int64) {
+	h.t.Helper()
+	a := h.add(history.Event{Type: history.Invoke, Process: proc, F: f, Value: inv})
+	return a, h.add(history.Event{Type: t, Process: proc, F: f, Value: done})
+}
+
+func (h *hist) events() []history.Event { return h.r.Events() }
+
+func (h *hist) owned(f, m string, epoch int32, ps ...int32) int64 {
+	h.t.Helper()
+	return h.info(m, f, history.Assignment{Member: m, Protocol: h.proto, Epoch: epoch, Partitions: history.TPs("t", ps...)})
+}
+
+func (h *hist) assigned(m string, epoch int32, ps ...int32) int64 {
+	h.t.Helper()
+	return h.owned(history.FAssigned, m, epoch, ps...)
+}
+
+func (h *hist) revoked(m string, epoch int32, ps ...int32) int64 {
+	h.t.Helper()
+	return h.owned(history.FRevoked, m, epoch, ps...)
+}
+
+func (h *hist) lost(m string, epoch int32, ps ...int32) int64 {
+	h.t.Helper()
+	return h.owned(history.FLost, m, epoch, ps...)
+}
+
+func (h *hist) consume(m string, epoch, p int32, off int64) int64 {
+	h.t.Helper()
+	return h.info(m, history.FConsume, history.Consume{Member: m, Topic: "t", Partition: p, Offset: off, Seq: 1000*int64(p) + off, Epoch: epoch})
+}
+
+func (h *hist) commit(m string, epoch int32, t history.Type, errName string, p int32, off int64) (int64, int64) {
+	h.t.Helper()
+	c := history.Commit{Member: m, Protocol: h.proto, Epoch: epoch, Offsets: []history.OffsetAt{{Topic: "t", Partition: p, Offset: off}}}
+	done := c
+	done.Error = errName
+	return h.call(m, history.FCommit, c, t, done)
+}
+
+func (h *hist) reset(m string, p int32, off int64) (int64, int64) {
+	h.t.Helper()
+	c := history.Commit{Member: m, Protocol: h.proto, Epoch: -1, Reset: true, Offsets: []history.OffsetAt{{Topic: "t", Partition: p, Offset: off}}}
+	return h.call(m, history.FCommit, c, history.OK, c)
+}
+
+func (h *hist) hb(m string, epoch int32, t history.Type) (int64, int64) {
+	h.t.Helper()
+	in := history.Heartbeat{Member: m, Protocol: h.proto, Epoch: epoch}
+	out := in
+	if h.proto == history.ProtocolConsumer {
+		out.ResultEpoch = epoch
+	}
+	if t == history.Fail {
+		out.ResultEpoch, out.Error = 0, "FENCED_MEMBER_EPOCH"
+	}
+	return h.call(m+"/hb", history.FHeartbeat, in, t, out)
+}
+
+func (h *hist) produce(p int32, off int64) int64 {
+	h.t.Helper()
+	in := history.Produce{Topic: "t", Partition: p, Seq: 1000*int64(p) + off, Offset: -1}
+	out := in
+	out.Offset, out.Acked = off, true
+	_, ok := h.call("p0", history.FProduce, in, history.OK, out)
+	return ok
+}
+
+func (h *hist) phase(name string) int64 {
+	h.t.Helper()
+	return h.info("harness", history.FPhase, history.Phase{Name: name})
+}
+
+func (h *hist) describe(g *history.GroupDescription, committed ...history.OffsetAt) int64 {
+	h.t.Helper()
+	_, ok := h.call("observer", history.FDescribe, history.Describe{}, history.OK, history.Describe{Group: g, Committed: committed, HasCommitted: committed != nil})
+	return ok
+}
+
+func off(p int32, o int64) history.OffsetAt {
+	return history.OffsetAt{Topic: "t", Partition: p, Offset: o}
+}
+
+// mustHold fails the test unless v holds.
+func mustHold(t *testing.T, v Verdict) {
+	t.Helper()
+	if !v.Holds {
+		t.Fatalf("%s must hold, got violations: %+v\nnotes: %v", v.Name, v.Violations, v.Notes)
+	}
+	if v.Skipped != "" {
+		t.Fatalf("%s skipped: %s", v.Name, v.Skipped)
+	}
+}
+
+// mustCite fails the test unless v fails with a violation that cites every index in want.
+func mustCite(t *testing.T, v Verdict, want ...int64) Violation {
+	t.Helper()
+	if v.Holds {
+		t.Fatalf("%s must fail, it holds (notes %v)", v.Name, v.Notes)
+	}
+	for _, x := range v.Violations {
+		ok := true
+		for _, w := range want {
+			if !slices.Contains(x.EventIndexes, w) {
+				ok = false
+			}
+		}
+		if ok {
+			return x
+		}
+	}
+	t.Fatalf("%s: no violation cites events %v; got %+v", v.Name, want, v.Violations)
+	return Violation{}
+}

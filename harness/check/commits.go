@@ -1,0 +1,431 @@
+package check
+
+import (
+	"sort"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// staleCommitError reports whether a coordinator may reject a stale commit with this error, by the
+// group's protocol (OffsetMetadataManager.validateOffsetCommit, ClassicGroup and
+// ConsumerGroup.validateOffsetCommit). A classic member inside a consumer group gets
+// ILLEGAL_GENERATION; REBALANCE_IN_PROGRESS is the classic answer during CompletingRebalance.
+func staleCommitError(protocol, name string) bool {
+	switch name {
+	case "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION":
+		return true
+	case "REBALANCE_IN_PROGRESS":
+		return protocol == history.ProtocolClassic
+	case "STALE_MEMBER_EPOCH":
+		return protocol != history.ProtocolClassic
+	}
+	return false
+}
+
+// unjudgedCommitError reports whether the error says the request never reached a coordinator that
+// could judge it; any commit may get one (CoordinatorOperationExceptionHelper,
+// kafka-group-protocol.md §1.2).
+func unjudgedCommitError(name string) bool {
+	switch name {
+	case "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION":
+		return true
+	}
+	return false
+}
+
+// FencedCommitsRejected checks every commit against ownership. An accepted commit of partition p at
+// generation/epoch e by member m must come from the owner of (p, e), and must not have been sent
+// after p had moved on to another member at a newer epoch (a zombie commit). A commit that was stale
+// by the same evidence and was rejected must carry an error the protocol names for stale commits
+// (or a coordinator-unavailable error that means it was never judged).
+func FencedCommitsRejected(events []history.Event, _ *history.Observations) Verdict {
+	return fencedCommitsRejected(build(events))
+}
+
+func fencedCommitsRejected(f *facts) Verdict {
+	v := newVerdict("FencedCommitsRejected")
+	accepted, rejected, admin := 0, 0, 0
+	for id := range f.commits {
+		c := &f.commits[id]
+		if c.outcome != history.OK && c.outcome != history.Fail {
+			continue
+		}
+		if c.c.Epoch <= 0 {
+			admin++
+			continue
+		}
+		if c.accepted() {
+			accepted++
+		} else {
+			rejected++
+		}
+		m := f.mems[c.member]
+		for _, tp := range c.tps {
+			stale, idx := f.staleness(c, tp)
+			if c.accepted() {
+				if stale != "" {
+					v.fail(append([]int64{f.idx(c.inv), f.idx(c.done)}, idx...), "commit of %s by %s at epoch %d (sent at event %d) was accepted at event %d, but %s",
+						f.tps[tp], m, c.c.Epoch, f.idx(c.inv), f.idx(c.done), stale)
+				}
+				continue
+			}
+			if stale == "" {
+				continue
+			}
+			proto := pick(c.c.Protocol, f.proto[c.member])
+			if !staleCommitError(proto, c.c.Error) && !unjudgedCommitError(c.c.Error) {
+				v.fail(append([]int64{f.idx(c.inv), f.idx(c.done)}, idx...), "stale commit of %s by %s at epoch %d (%s) was rejected with %q at event %d, which is not an error the %s protocol names for a stale commit",
+					f.tps[tp], m, c.c.Epoch, stale, c.c.Error, f.idx(c.done), pick(proto, "unknown"))
+			}
+			break // one verdict per request: the coordinator rejects a request as a whole
+		}
+	}
+	v.note("%d accepted and %d rejected member commits judged; %d admin commits (epoch ≤ 0) not judged", accepted, rejected, admin)
+	return v.done()
+}
+
+// staleness says why commit c of tp must not be accepted, or "" when nothing in the history says so.
+func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
+	e := c.c.Epoch
+	owner, ok := f.pairs[pairKey{tp, e}]
+	switch {
+	case ok && owner.member != c.member:
+		return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " belonged to " + f.mems[owner.member] + " (event " + itoa(f.idx(owner.pos)) + ")", []int64{f.idx(owner.pos)}
+	case ok && owner.pos > c.done:
+		// The member only reached (tp, e) after the commit completed. (Reaching it between the
+		// invoke and the completion is allowed: a heartbeat goroutine may record the response that
+		// gave the epoch after the committing goroutine already used it.)
+		return f.mems[c.member] + " only owned " + f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " from event " + itoa(f.idx(owner.pos)) + ", after the commit completed", []int64{f.idx(owner.pos)}
+	case !ok:
+		return f.mems[c.member] + " never owned " + f.tps[tp].String() + " at epoch " + itoa(int64(e)), nil
+	}
+	// Did the partition move on to another member at a newer epoch before the commit was sent?
+	ids := f.byTP[tp]
+	k := sort.Search(len(ids), func(i int) bool { return f.intervals[ids[i]].start >= c.inv })
+	if k > 0 {
+		last := &f.intervals[ids[k-1]]
+		if last.member != c.member && last.epoch > e {
+			return f.tps[tp].String() + " had moved to " + f.mems[last.member] + " at epoch " + itoa(int64(last.epoch)) + " (event " + itoa(f.idx(last.start)) + ") before the commit was sent: a zombie commit", []int64{f.idx(last.start)}
+		}
+	}
+	return "", nil
+}
+
+// acceptedByTP lists, per partition, the accepted commits in completion order: the order in which
+// the coordinator acknowledged them.
+func (f *facts) acceptedByTP(tp int) []int {
+	var out []int
+	for _, id := range f.commitsByTP[tp] {
+		if f.commits[id].accepted() {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return f.commits[out[a]].done < f.commits[out[b]].done })
+	return out
+}
+
+// CommittedOffsetMonotonic checks that committed offsets never go back unless a commit marked Reset
+// moved them: (a) an accepted commit sent after another accepted commit of the same partition had
+// completed is not lower; (b) the committed offsets the observer read (describe events and saved
+// snapshots, in time order) do not go back; (c) the OffsetCommit records of __consumer_offsets in
+// each snapshot do not go back in log order (a tombstone starts over).
+func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations) Verdict {
+	return committedOffsetMonotonic(build(events), obs)
+}
+
+func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
+	v := newVerdict("CommittedOffsetMonotonic")
+	resets := map[int][]int{} // partition → positions (invoke, completion) of reset commits that may have applied
+	resetValue := map[int]map[int64]bool{}
+	for id := range f.commits {
+		c := &f.commits[id]
+		if !c.c.Reset || !c.maybe() {
+			continue
+		}
+		for i, tp := range c.tps {
+			end := c.done
+			if end < 0 {
+				end = len(f.ev)
+			}
+			resets[tp] = append(resets[tp], c.inv, end)
+			if resetValue[tp] == nil {
+				resetValue[tp] = map[int64]bool{}
+			}
+			resetValue[tp][c.offs[i]] = true
+		}
+	}
+	resetBetween := func(tp, lo, hi int) bool {
+		r := resets[tp]
+		for i := 0; i < len(r); i += 2 {
+			if r[i] < hi && r[i+1] >= lo {
+				return true
+			}
+		}
+		return false
+	}
+	// (a) accepted commits in real-time order.
+	pairs := 0
+	for tp := range f.tps {
+		acc := f.acceptedByTP(tp)
+		best := -1 // the highest commit completed so far (since the last reset)
+		j := 0
+		for _, id := range acc {
+			c := &f.commits[id]
+			// Fold in every commit that completed before c was sent.
+			for ; j < len(acc) && f.commits[acc[j]].done < c.inv; j++ {
+				d := &f.commits[acc[j]]
+				do, _ := d.offsetOf(tp)
+				if d.c.Reset {
+					best = acc[j]
+					continue
+				}
+				if best < 0 {
+					best = acc[j]
+					continue
+				}
+				if bo, _ := f.commits[best].offsetOf(tp); do >= bo {
+					best = acc[j]
+				}
+			}
+			if best < 0 || c.c.Reset {
+				continue
+			}
+			pairs++
+			b := &f.commits[best]
+			bo, _ := b.offsetOf(tp)
+			co, _ := c.offsetOf(tp)
+			if co < bo && !resetBetween(tp, b.inv, c.done) {
+				v.fail([]int64{f.idx(b.done), f.idx(c.inv), f.idx(c.done)}, "committed offset of %s went back from %d (commit by %s acknowledged at event %d) to %d (commit by %s sent at event %d, acknowledged at event %d)",
+					f.tps[tp], bo, f.mems[b.member], f.idx(b.done), co, f.mems[c.member], f.idx(c.inv), f.idx(c.done))
+			}
+		}
+	}
+	// (b) what the observer read, in time order.
+	type read struct {
+		lo, hi int // when the read started and ended (positions)
+		label  string
+		idx    []int64
+		offs   []history.OffsetAt
+	}
+	var reads []read
+	for _, pos := range f.describes {
+		d := f.vals[pos].(history.Describe)
+		if !d.HasCommitted {
+			continue
+		}
+		lo := pos
+		if p := f.partner[pos]; p >= 0 {
+			lo = p
+		}
+		reads = append(reads, read{lo, pos, "describe at event " + itoa(f.idx(pos)), []int64{f.idx(pos)}, d.Committed})
+	}
+	if obs != nil {
+		for _, s := range obs.All() {
+			if !s.HasCommitted {
+				continue
+			}
+			p := snapPos(f, s)
+			reads = append(reads, read{p, p, "snapshot " + s.Label, nil, s.Committed})
+		}
+	}
+	sort.SliceStable(reads, func(a, b int) bool { return reads[a].hi < reads[b].hi })
+	type seen struct {
+		off int64
+		r   int
+	}
+	prev := map[history.TP]seen{}
+	for ri, r := range reads {
+		for _, o := range r.offs {
+			if o.Offset < 0 {
+				continue
+			}
+			p, ok := prev[o.TP()]
+			prev[o.TP()] = seen{o.Offset, ri}
+			if !ok || o.Offset >= p.off {
+				continue
+			}
+			tp, known := f.tpIdx[o.TP()]
+			if known && resetBetween(tp, reads[p.r].lo, r.hi) {
+				continue
+			}
+			v.fail(append(append([]int64(nil), reads[p.r].idx...), r.idx...), "committed offset of %s read by the observer went back from %d (%s) to %d (%s)",
+				o.TP(), p.off, reads[p.r].label, o.Offset, r.label)
+		}
+	}
+	// (c) __consumer_offsets records in log order.
+	records := 0
+	if obs != nil {
+		for _, s := range obs.All() {
+			last := map[history.TP]int64{}
+			for _, rec := range s.Records {
+				t, ok := offsetCommitKey(rec, obs.Group)
+				if !ok {
+					continue
+				}
+				if rec.Tombstone() {
+					delete(last, t)
+					continue
+				}
+				off, ok := rec.ValueInt("offset")
+				if !ok {
+					continue
+				}
+				records++
+				p, had := last[t]
+				last[t] = off
+				if !had || off >= p {
+					continue
+				}
+				if tp, known := f.tpIdx[t]; known && resetValue[tp][off] {
+					continue
+				}
+				v.fail(nil, "snapshot %s: OffsetCommit records of %s go back from %d to %d at __consumer_offsets offset %d", s.Label, t, p, off, rec.Offset)
+			}
+		}
+	}
+	v.note("%d ordered commit pairs, %d observer reads and %d OffsetCommit records checked", pairs, len(reads), records)
+	return v.done()
+}
+
+// offsetCommitKey returns the partition of an OffsetCommit record of group (any group when group is
+// empty).
+func offsetCommitKey(r history.Record, group string) (history.TP, bool) {
+	if r.KeyType != history.RecordOffsetCommit && r.KeyType != history.RecordLegacyOffsetCommit {
+		return history.TP{}, false
+	}
+	if g, _ := r.KeyString("group"); group != "" && g != group {
+		return history.TP{}, false
+	}
+	topic, ok1 := r.KeyString("topic")
+	part, ok2 := r.KeyInt("partition")
+	if !ok1 || !ok2 {
+		return history.TP{}, false
+	}
+	return history.TP{Topic: topic, Partition: int32(part)}, true
+}
+
+// DurableCommits checks that every read of committed offsets (the observer's describe events, the
+// checkpoints, for example after broker restarts, and the final observation) shows, for each
+// partition with an acknowledged commit before the read, a value some commit could have left there:
+// the latest acknowledged commit, a commit acknowledged concurrently with it or with the read, or a
+// commit whose outcome is unknown. Anything else, including no committed offset at all, means an
+// acknowledged commit was lost.
+func DurableCommits(events []history.Event, obs *history.Observations) Verdict {
+	return durableCommits(build(events), obs)
+}
+
+func durableCommits(f *facts, obs *history.Observations) Verdict {
+	v := newVerdict("DurableCommits")
+	// Per partition: accepted commits in completion order, the running max of their invoke positions
+	// (to tell which are superseded), and all commits by offset.
+	type tpIndex struct {
+		acc    []int
+		maxInv []int
+		byOff  map[int64][]int
+	}
+	idx := make([]*tpIndex, len(f.tps))
+	index := func(tp int) *tpIndex {
+		if idx[tp] == nil {
+			t := &tpIndex{acc: f.acceptedByTP(tp), byOff: map[int64][]int{}}
+			m := -1
+			for _, id := range t.acc {
+				m = max(m, f.commits[id].inv)
+				t.maxInv = append(t.maxInv, m)
+			}
+			for _, id := range f.commitsByTP[tp] {
+				o, _ := f.commits[id].offsetOf(tp)
+				t.byOff[o] = append(t.byOff[o], id)
+			}
+			idx[tp] = t
+		}
+		return idx[tp]
+	}
+	reads, partitions := 0, 0
+	judge := func(lo, hi int, label string, at []int64, committed []history.OffsetAt) {
+		reads++
+		got := map[int]int64{}
+		for _, o := range committed {
+			if o.Offset < 0 {
+				continue // OffsetFetch's "no committed offset"
+			}
+			if tp, ok := f.tpIdx[o.TP()]; ok {
+				got[tp] = o.Offset
+			}
+		}
+		for tp := range f.tps {
+			t := index(tp)
+			k := sort.Search(len(t.acc), func(i int) bool { return f.commits[t.acc[i]].done >= lo })
+			if k == 0 {
+				continue // nothing acknowledged before the read
+			}
+			partitions++
+			last := &f.commits[t.acc[k-1]]
+			lastOff, _ := last.offsetOf(tp)
+			val, ok := got[tp]
+			if !ok {
+				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows no committed offset for %s, but a commit of offset %d by %s was acknowledged at event %d",
+					label, f.tps[tp], lastOff, f.mems[last.member], f.idx(last.done))
+				continue
+			}
+			explained := false
+			for _, id := range t.byOff[val] {
+				d := &f.commits[id]
+				if d.inv >= hi || !d.maybe() {
+					continue
+				}
+				if !d.accepted() || d.done >= lo {
+					explained = true // unknown outcome, or acknowledged while the read was going on
+					break
+				}
+				// Acknowledged before the read: it must not have been superseded by a commit that was
+				// sent after it completed and acknowledged before the read.
+				if t.maxInv[k-1] <= d.done {
+					explained = true
+					break
+				}
+			}
+			if !explained {
+				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows %s at offset %d, but the latest acknowledged commit before it was offset %d by %s (acknowledged at event %d) and no commit that could have superseded it wrote %d",
+					label, f.tps[tp], val, lastOff, f.mems[last.member], f.idx(last.done), val)
+			}
+		}
+	}
+	for _, pos := range f.describes {
+		d := f.vals[pos].(history.Describe)
+		if !d.HasCommitted {
+			continue
+		}
+		lo := pos
+		if p := f.partner[pos]; p >= 0 {
+			lo = p
+		}
+		judge(lo, pos+1, "describe at event "+itoa(f.idx(pos)), []int64{f.idx(pos)}, d.Committed)
+	}
+	unplaced := 0
+	if obs != nil {
+		for _, c := range obs.Checkpoints {
+			if !c.HasCommitted {
+				continue
+			}
+			if c.HistoryLen <= 0 {
+				unplaced++
+				continue
+			}
+			p := snapPos(f, c)
+			judge(p, p, "checkpoint "+c.Label, nil, c.Committed)
+		}
+		if obs.Final.HasCommitted {
+			p := snapPos(f, obs.Final)
+			judge(p, p, "final snapshot", nil, obs.Final.Committed)
+		} else {
+			v.note("the final observation has no committed offsets: durability at the end was not checked")
+		}
+	} else {
+		v.note("no observations: only the observer's describe events were checked")
+	}
+	if unplaced > 0 {
+		v.note("%d checkpoints without history_len were not checked", unplaced)
+	}
+	v.note("%d reads of committed offsets checked, %d partition values judged", reads, partitions)
+	return v.done()
+}

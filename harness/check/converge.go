@@ -1,0 +1,226 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Bound is the time a group may take to converge after the faults heal, and how it was computed.
+type Bound struct {
+	Limit  time.Duration `json:"limit"`
+	Reason string        `json:"reason"`
+}
+
+// ConvergenceBound computes the bound from the plan's timers. The worst case it covers: a member
+// that died or was cut off keeps its partitions until its session expires (session timeout); the
+// rebalance then waits for revocations, or in classic groups for every member to rejoin (rebalance
+// timeout); the new assignment reaches members on their next heartbeat, is acknowledged on the one
+// after, and partitions released meanwhile are picked up on a third (3 heartbeat intervals:
+// kafka-group-protocol.md §3.2, "convergence is paced by the heartbeat interval"). The slack covers
+// what timers do not: coordinator failover, log load, leader election.
+func ConvergenceBound(p history.Plan) (Bound, error) {
+	if p.ConvergenceBound > 0 {
+		return Bound{p.ConvergenceBound, "convergence_bound " + dur(p.ConvergenceBound) + " set in the plan"}, nil
+	}
+	if p.SessionTimeout <= 0 || p.HeartbeatInterval <= 0 || p.RebalanceTimeout <= 0 {
+		return Bound{}, fmt.Errorf("the plan gives no timers (session %v, heartbeat %v, rebalance %v): set them, or convergence_bound, in the plan", p.SessionTimeout, p.HeartbeatInterval, p.RebalanceTimeout)
+	}
+	limit := p.SessionTimeout + p.RebalanceTimeout + 3*p.HeartbeatInterval + p.ConvergenceSlack
+	return Bound{limit, fmt.Sprintf("session %s + rebalance %s + 3×heartbeat %s + slack %s = %s",
+		dur(p.SessionTimeout), dur(p.RebalanceTimeout), dur(p.HeartbeatInterval), dur(p.ConvergenceSlack), dur(limit))}, nil
+}
+
+// EventuallyConverges checks that after the heal (the last "heal" phase marker, else the last fault
+// stop, else the first assignment) the group reaches, within the bound of ConvergenceBound and before the "final" phase marker
+// (else the end of the history), a state where every planned partition is owned by exactly one
+// member and stays so; and that the group is Stable in the last description the observer took (the
+// describe events after the heal and the final observation) and has been since a time within the
+// bound. The verdict says which bound was exceeded and by how much.
+func EventuallyConverges(events []history.Event, obs *history.Observations, plan history.Plan) Verdict {
+	return eventuallyConverges(build(events), obs, plan)
+}
+
+func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan) Verdict {
+	const name = "EventuallyConverges"
+	bound, err := ConvergenceBound(plan)
+	if err != nil {
+		return skipped(name, err.Error())
+	}
+	v := newVerdict(name)
+	if len(f.ev) == 0 {
+		return skipped(name, "empty history")
+	}
+	heal := f.lastPhase(history.PhaseHeal)
+	switch {
+	case heal >= 0:
+	case len(f.faultStops) > 0:
+		heal = f.faultStops[len(f.faultStops)-1]
+		v.note("no %q phase marker: measured from the last fault stop at event %d", history.PhaseHeal, f.idx(heal))
+	default:
+		// No faults: measure from when the group started forming, not from cluster setup.
+		heal = 0
+		if len(f.intervals) > 0 {
+			heal = f.intervals[0].start
+		}
+		v.note("no %q phase marker and no fault: measured from the first assignment (event %d)", history.PhaseHeal, f.idx(heal))
+	}
+	end := len(f.ev)
+	if fin := f.lastPhase(history.PhaseFinal); fin > heal {
+		end = fin
+	} else {
+		v.note("no %q phase marker after the heal: judged at the end of the history (event %d)", history.PhaseFinal, f.idx(len(f.ev)-1))
+	}
+	healT := f.ev[heal].Time
+	v.note("bound %s", bound.Reason)
+
+	// Ownership: every planned partition owned by exactly one member.
+	universe := map[int]bool{}
+	for _, t := range plan.Partitions() {
+		universe[f.tp(t)] = true
+	}
+	if len(universe) == 0 {
+		for tp := range f.tps {
+			if len(f.byTP[tp]) > 0 {
+				universe[tp] = true
+			}
+		}
+		v.note("the plan lists no topics: judged over the %d partitions that were ever assigned", len(universe))
+	}
+	type delta struct{ pos, tp, d int }
+	var ds []delta
+	for _, iv := range f.intervals {
+		if !universe[iv.tp] {
+			continue
+		}
+		ds = append(ds, delta{iv.start, iv.tp, +1})
+		if iv.end < len(f.ev) {
+			ds = append(ds, delta{iv.end, iv.tp, -1})
+		}
+	}
+	sort.SliceStable(ds, func(a, b int) bool { return ds[a].pos < ds[b].pos })
+	count := map[int]int{}
+	good := 0
+	since := -1 // position from which every partition has had exactly one owner
+	lastChange := map[int]int{}
+	for _, d := range ds {
+		if d.pos > end {
+			break
+		}
+		before := count[d.tp] == 1
+		count[d.tp] += d.d
+		after := count[d.tp] == 1
+		lastChange[d.tp] = d.pos
+		switch {
+		case before && !after:
+			good--
+			since = -1
+		case !before && after:
+			good++
+		}
+		if good == len(universe) && since < 0 {
+			since = d.pos
+		}
+	}
+	if good != len(universe) {
+		var bad []string
+		var idx []int64
+		tps := make([]int, 0, len(universe))
+		for tp := range universe {
+			tps = append(tps, tp)
+		}
+		sort.Slice(tps, func(a, b int) bool { return f.tps[tps[a]].String() < f.tps[tps[b]].String() })
+		for _, tp := range tps {
+			if count[tp] == 1 {
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("%s has %d owners", f.tps[tp], count[tp]))
+			if p, ok := lastChange[tp]; ok {
+				idx = append(idx, f.idx(p))
+			}
+		}
+		v.fail(idx, "never converged: at event %d, %s after the heal, %s (bound %s)", f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), strings.Join(bad, ", "), bound.Reason)
+	} else {
+		if since < 0 {
+			since = heal // nothing to own
+		}
+		took := max(0, f.ev[since].Time-healT)
+		if since < heal {
+			took = 0
+		}
+		v.note("every partition owned by exactly one member %s after the heal (event %d)", dur(took), f.idx(since))
+		if took > bound.Limit {
+			v.fail([]int64{f.idx(heal), f.idx(since)}, "ownership bound exceeded: every partition had exactly one owner only %s after the heal (event %d → event %d), %s over the bound (%s)",
+				dur(took), f.idx(heal), f.idx(since), dur(took-bound.Limit), bound.Reason)
+		}
+	}
+
+	// Group stability as the observer saw it.
+	type desc struct {
+		pos   int
+		t     time.Duration
+		g     *history.GroupDescription
+		label string
+	}
+	var descs []desc
+	for _, pos := range f.describes {
+		if pos <= heal || pos > end {
+			continue
+		}
+		d := f.vals[pos].(history.Describe)
+		if d.Group == nil {
+			continue
+		}
+		at := pos
+		if p := f.partner[pos]; p >= 0 {
+			at = p
+		}
+		descs = append(descs, desc{pos, f.ev[at].Time, d.Group, "describe at event " + itoa(f.idx(pos))})
+	}
+	if obs != nil && obs.Final.Group != nil {
+		t := obs.Final.Time
+		if t == 0 {
+			t = f.ev[len(f.ev)-1].Time
+		}
+		descs = append(descs, desc{len(f.ev), t, obs.Final.Group, "final observation"})
+	}
+	if len(descs) == 0 {
+		v.note("group stability not observed: no description after the heal")
+		return v.done()
+	}
+	lastD := descs[len(descs)-1]
+	if !lastD.g.Stable() {
+		v.fail([]int64{f.idx(lastD.pos)}, "group not stable at the %s: %s (bound %s)", lastD.label, describeUnstable(lastD.g), bound.Reason)
+		return v.done()
+	}
+	first := len(descs) - 1
+	for first > 0 && descs[first-1].g.Stable() {
+		first--
+	}
+	took := max(0, descs[first].t-healT)
+	v.note("group Stable from the %s, %s after the heal", descs[first].label, dur(took))
+	if took > bound.Limit {
+		v.fail([]int64{f.idx(heal), f.idx(descs[first].pos)}, "stability bound exceeded: the group was first seen Stable for good %s after the heal (%s), %s over the bound (%s)",
+			dur(took), descs[first].label, dur(took-bound.Limit), bound.Reason)
+	}
+	return v.done()
+}
+
+func describeUnstable(g *history.GroupDescription) string {
+	s := "state " + g.State
+	if g.Protocol == history.ProtocolConsumer {
+		var lag []string
+		for _, m := range g.Members {
+			if m.MemberEpoch != g.AssignmentEpoch {
+				lag = append(lag, fmt.Sprintf("%s at epoch %d", m.MemberID, m.MemberEpoch))
+			}
+		}
+		if len(lag) > 0 {
+			s += fmt.Sprintf(", assignment epoch %d, members behind: %s", g.AssignmentEpoch, strings.Join(lag, ", "))
+		}
+	}
+	return s
+}

@@ -1,0 +1,33 @@
+// Package check judges a run: every checker is a pure function of the history (harness/history
+// events) and the observations, so `groupquake check RUN_DIR` can re-run it offline on a saved run.
+// Nothing here talks to a cluster or imports the coordinator; the one checker that needs the
+// coordinator's replay (RecoveredStateMatchesLog) takes it as a function value.
+//
+// The checkers and the property each one keeps (names follow the TLA+ model of KIP-848 where one
+// exists; DESIGN.md "What is checked"):
+//
+//  1. NoDoubleOwnership: two members never own one partition at the same time, unless one of them
+//     had been fenced (its ownership ended in "lost") and shows no sign of a valid session during
+//     the overlap: no successful heartbeat, join, sync or commit of that partition sent after the
+//     other member's ownership began.
+//  2. ValidPartitionEpoch: a (partition, member epoch or generation) pair has one owner over the
+//     whole run (the broker's own invariant in ConsumerGroup.addPartitionEpochs).
+//  3. EpochMonotonic: generations, member epochs, group and assignment epochs never go back.
+//  4. FencedCommitsRejected: an accepted commit came from the member that owned the partition at
+//     the commit's generation or epoch, and not after the partition moved on to a newer owner; a
+//     stale commit is rejected with an error the protocol names.
+//  5. CommittedOffsetMonotonic: committed offsets never go back unless a commit marked Reset did it.
+//  6. NoLostRecords: every acknowledged record is consumed.
+//  7. BoundedDuplicates: a record consumed twice is explained by a change of ownership, and it was
+//     not covered by a commit acknowledged before the new ownership began.
+//  8. EventuallyConverges: after the heal, every partition is owned by exactly one member and the
+//     group is Stable within a bound computed from the plan's timers.
+//  9. DurableCommits: every snapshot of committed offsets shows, for each partition, the latest
+//     acknowledged commit or one that could have superseded it.
+//  10. RecoveredStateMatchesLog: replaying __consumer_offsets gives the group the broker describes.
+//
+// RebalanceCost is a measurement, not a checker.
+//
+// Ownership is built from the members' own reports (assigned, revoked, lost, fenced, left,
+// session-expired) in history order; see the ordering rules in harness/history's vocabulary.
+package check

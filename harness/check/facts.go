@@ -1,0 +1,465 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// facts is everything the checkers derive from one pass over the history: ownership intervals,
+// (partition, epoch) owners, commits with their outcomes, consumptions. All builds it once and
+// hands it to every checker; the exported checkers build it themselves. Positions are indexes into
+// the event slice; messages cite Event.Index.
+type facts struct {
+	ev       []history.Event
+	vals     []any // typed payloads, decoded once
+	partner  []int
+	pairErr  error
+	problems []Violation
+
+	tpIdx  map[history.TP]int
+	tps    []history.TP
+	memIdx map[string]int
+	mems   []string
+	proto  []string // last protocol each member reported
+
+	intervals []interval
+	byTP      [][]int // interval ids per partition, in start order
+
+	pairs     map[pairKey]pairOwner
+	conflicts []pairConflict
+
+	commits     []commitOp
+	commitsByTP [][]int // commit ids per partition, in invoke order
+
+	sessions [][]span // per member: successful heartbeat/join/sync calls, in invoke order
+
+	consumes   [][]consumeRef // per partition, in history order
+	produces   []int          // positions of produce completions (ok) and unknown outcomes (info)
+	describes  []int          // positions of describe ok events
+	phases     map[string][]int
+	faultStops []int
+}
+
+type endKind uint8
+
+const (
+	endOpen endKind = iota
+	endRevoked
+	endLost
+)
+
+func (k endKind) String() string {
+	switch k {
+	case endRevoked:
+		return "revoked"
+	case endLost:
+		return "lost"
+	}
+	return "still owned at the end"
+}
+
+// interval is one stretch during which a member owned a partition: [start, end) in positions.
+type interval struct {
+	member, tp int
+	start, end int
+	endKind    endKind
+	epoch      int32 // epoch the member held when the ownership began
+	protocol   string
+}
+
+type pairKey struct {
+	tp    int
+	epoch int32
+}
+
+type pairOwner struct{ member, pos int }
+
+type pairConflict struct {
+	tp            int
+	epoch         int32
+	first, second pairOwner
+}
+
+type span struct{ inv, done int }
+
+type commitOp struct {
+	member  int
+	inv     int
+	done    int // -1 while open
+	outcome history.Type
+	c       history.Commit
+	tps     []int   // partitions the request covered, without partition errors
+	offs    []int64 // offsets, parallel to tps
+}
+
+// accepted reports whether the coordinator certainly applied the commit.
+func (c *commitOp) accepted() bool { return c.outcome == history.OK }
+
+// maybe reports whether the commit may have been applied (accepted, unknown or still open).
+func (c *commitOp) maybe() bool { return c.outcome != history.Fail }
+
+func (c *commitOp) offsetOf(tp int) (int64, bool) {
+	for i, t := range c.tps {
+		if t == tp {
+			return c.offs[i], true
+		}
+	}
+	return 0, false
+}
+
+type consumeRef struct {
+	pos      int
+	member   int
+	interval int // ownership interval the member had then, -1 if none
+	off      int64
+	seq      int64
+}
+
+func (f *facts) idx(pos int) int64 {
+	if pos < 0 || pos >= len(f.ev) {
+		return -1
+	}
+	return f.ev[pos].Index
+}
+
+func (f *facts) tp(t history.TP) int {
+	if i, ok := f.tpIdx[t]; ok {
+		return i
+	}
+	i := len(f.tps)
+	f.tpIdx[t] = i
+	f.tps = append(f.tps, t)
+	f.byTP = append(f.byTP, nil)
+	f.commitsByTP = append(f.commitsByTP, nil)
+	f.consumes = append(f.consumes, nil)
+	return i
+}
+
+func (f *facts) member(name, process string) int {
+	if name == "" {
+		name = process
+	}
+	if i, ok := f.memIdx[name]; ok {
+		return i
+	}
+	i := len(f.mems)
+	f.memIdx[name] = i
+	f.mems = append(f.mems, name)
+	f.proto = append(f.proto, "")
+	f.sessions = append(f.sessions, nil)
+	return i
+}
+
+// posOfIndex returns the position of the first event with Index >= index.
+func (f *facts) posOfIndex(index int64) int {
+	return sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Index >= index })
+}
+
+func (f *facts) lastPhase(name string) int {
+	ps := f.phases[name]
+	if len(ps) == 0 {
+		return -1
+	}
+	return ps[len(ps)-1]
+}
+
+func (f *facts) problem(pos int, format string, args ...any) {
+	if len(f.problems) < maxViolations {
+		f.problems = append(f.problems, Violation{Message: fmt.Sprintf(format, args...), EventIndexes: []int64{f.idx(pos)}})
+	}
+}
+
+func build(events []history.Event) *facts {
+	n := len(events)
+	f := &facts{
+		ev:     events,
+		vals:   make([]any, n),
+		tpIdx:  map[history.TP]int{},
+		memIdx: map[string]int{},
+		pairs:  map[pairKey]pairOwner{},
+		phases: map[string][]int{},
+	}
+	f.partner, f.pairErr = history.Pairs(events)
+
+	var held []map[int]int // per member: partition → open interval id
+	var epoch []int32      // per member: current epoch as far as the history shows
+	commitAt := map[int]int{}
+	grow := func(m int) {
+		for len(held) <= m {
+			held = append(held, map[int]int{})
+			epoch = append(epoch, 0)
+		}
+	}
+	registerPair := func(tp int, e int32, m, pos int) {
+		if e <= 0 {
+			return
+		}
+		k := pairKey{tp, e}
+		o, ok := f.pairs[k]
+		if !ok {
+			f.pairs[k] = pairOwner{m, pos}
+			return
+		}
+		if o.member != m {
+			f.conflicts = append(f.conflicts, pairConflict{tp, e, o, pairOwner{m, pos}})
+		}
+	}
+	setEpoch := func(m int, e int32, pos int) {
+		if e <= 0 || e == epoch[m] {
+			return
+		}
+		epoch[m] = e
+		tps := make([]int, 0, len(held[m]))
+		for tp := range held[m] {
+			tps = append(tps, tp)
+		}
+		sort.Ints(tps)
+		for _, tp := range tps {
+			registerPair(tp, e, m, pos)
+		}
+	}
+	closeAll := func(m int, kind endKind, pos int) {
+		for tp, id := range held[m] {
+			f.intervals[id].end, f.intervals[id].endKind = pos, kind
+			delete(held[m], tp)
+		}
+	}
+	session := func(m, pos int) {
+		inv := f.partner[pos]
+		if inv < 0 {
+			inv = pos
+		}
+		f.sessions[m] = append(f.sessions[m], span{inv, pos})
+	}
+
+	for i := range events {
+		e := &events[i]
+		v, err := history.TypedValue(*e)
+		if err != nil {
+			f.problem(i, "event %d: %v", e.Index, err)
+			continue
+		}
+		f.vals[i] = v
+		done := e.Type == history.OK || e.Type == history.Info
+		switch e.F {
+		case history.FAssigned, history.FRevoked, history.FLost:
+			a, ok := v.(history.Assignment)
+			if !ok {
+				f.problem(i, "event %d: %s payload is %T, want history.Assignment", e.Index, e.F, v)
+				continue
+			}
+			if !done {
+				continue
+			}
+			m := f.member(a.Member, e.Process)
+			grow(m)
+			if a.Protocol != "" {
+				f.proto[m] = a.Protocol
+			}
+			switch e.F {
+			case history.FAssigned:
+				setEpoch(m, a.Epoch, i)
+				for _, t := range a.Partitions {
+					tp := f.tp(t)
+					if _, own := held[m][tp]; own {
+						continue
+					}
+					id := len(f.intervals)
+					f.intervals = append(f.intervals, interval{member: m, tp: tp, start: i, end: n, epoch: epoch[m], protocol: f.proto[m]})
+					f.byTP[tp] = append(f.byTP[tp], id)
+					held[m][tp] = id
+					registerPair(tp, epoch[m], m, i)
+				}
+			default:
+				kind := endRevoked
+				if e.F == history.FLost {
+					kind = endLost
+				}
+				for _, t := range a.Partitions {
+					tp := f.tp(t)
+					if id, own := held[m][tp]; own {
+						f.intervals[id].end, f.intervals[id].endKind = i, kind
+						delete(held[m], tp)
+					}
+				}
+			}
+		case history.FFenced, history.FSessionExpired, history.FLeft:
+			mb, ok := v.(history.Membership)
+			if !ok {
+				f.problem(i, "event %d: %s payload is %T, want history.Membership", e.Index, e.F, v)
+				continue
+			}
+			if !done {
+				continue
+			}
+			m := f.member(mb.Member, e.Process)
+			grow(m)
+			kind := endLost
+			if e.F == history.FLeft {
+				kind = endRevoked
+			}
+			closeAll(m, kind, i)
+		case history.FHeartbeat:
+			hb, ok := v.(history.Heartbeat)
+			if !ok {
+				f.problem(i, "event %d: heartbeat payload is %T, want history.Heartbeat", e.Index, v)
+				continue
+			}
+			if e.Type != history.OK {
+				continue
+			}
+			m := f.member(hb.Member, e.Process)
+			grow(m)
+			if hb.Protocol != "" {
+				f.proto[m] = hb.Protocol
+			}
+			if hb.Protocol == history.ProtocolConsumer {
+				setEpoch(m, hb.ResultEpoch, i)
+			} else {
+				setEpoch(m, hb.Epoch, i)
+			}
+			session(m, i)
+		case history.FJoin:
+			j, ok := v.(history.Join)
+			if !ok {
+				f.problem(i, "event %d: join payload is %T, want history.Join", e.Index, v)
+				continue
+			}
+			if e.Type != history.OK {
+				continue
+			}
+			m := f.member(j.Member, e.Process)
+			grow(m)
+			f.proto[m] = history.ProtocolClassic
+			setEpoch(m, j.Generation, i)
+			session(m, i)
+		case history.FSync:
+			s, ok := v.(history.Sync)
+			if !ok {
+				f.problem(i, "event %d: sync payload is %T, want history.Sync", e.Index, v)
+				continue
+			}
+			if e.Type != history.OK {
+				continue
+			}
+			m := f.member(s.Member, e.Process)
+			grow(m)
+			setEpoch(m, s.Generation, i)
+			session(m, i)
+		case history.FCommit:
+			c, ok := v.(history.Commit)
+			if !ok {
+				f.problem(i, "event %d: commit payload is %T, want history.Commit", e.Index, v)
+				continue
+			}
+			p := f.partner[i]
+			if e.Type == history.Invoke {
+				m := f.member(c.Member, e.Process)
+				grow(m)
+				commitAt[i] = len(f.commits)
+				f.commits = append(f.commits, commitOp{member: m, inv: i, done: -1, c: c})
+				continue
+			}
+			if id, ok := commitAt[p]; ok && p >= 0 {
+				op := &f.commits[id]
+				op.done, op.outcome = i, e.Type
+				op.c = mergeCommit(op.c, c)
+				continue
+			}
+			// A completion without its invoke (already reported as a pairing problem) or a standalone
+			// info: judge it as a call that started and ended here.
+			m := f.member(c.Member, e.Process)
+			grow(m)
+			f.commits = append(f.commits, commitOp{member: m, inv: i, done: i, outcome: e.Type, c: c})
+		case history.FConsume:
+			c, ok := v.(history.Consume)
+			if !ok {
+				f.problem(i, "event %d: consume payload is %T, want history.Consume", e.Index, v)
+				continue
+			}
+			m := f.member(c.Member, e.Process)
+			grow(m)
+			tp := f.tp(c.TP())
+			iv := -1
+			if id, own := held[m][tp]; own {
+				iv = id
+			}
+			f.consumes[tp] = append(f.consumes[tp], consumeRef{pos: i, member: m, interval: iv, off: c.Offset, seq: c.Seq})
+		case history.FProduce:
+			if _, ok := v.(history.Produce); !ok {
+				f.problem(i, "event %d: produce payload is %T, want history.Produce", e.Index, v)
+				continue
+			}
+			if e.Type == history.OK || (e.Type == history.Info && f.partner[i] >= 0) {
+				f.produces = append(f.produces, i)
+			}
+		case history.FDescribe:
+			if _, ok := v.(history.Describe); !ok {
+				f.problem(i, "event %d: describe payload is %T, want history.Describe", e.Index, v)
+				continue
+			}
+			if e.Type == history.OK || (e.Type == history.Info && f.partner[i] < 0) {
+				f.describes = append(f.describes, i)
+			}
+		case history.FPhase:
+			ph, ok := v.(history.Phase)
+			if !ok {
+				f.problem(i, "event %d: phase payload is %T, want history.Phase", e.Index, v)
+				continue
+			}
+			f.phases[ph.Name] = append(f.phases[ph.Name], i)
+		case history.FFaultStop:
+			if e.Type == history.OK || e.Type == history.Info {
+				f.faultStops = append(f.faultStops, i)
+			}
+		}
+	}
+	for id := range f.commits {
+		op := &f.commits[id]
+		bad := map[history.TP]bool{}
+		for _, pe := range op.c.PartitionErrors {
+			bad[history.TP{Topic: pe.Topic, Partition: pe.Partition}] = true
+		}
+		for _, o := range op.c.Offsets {
+			if bad[o.TP()] {
+				continue
+			}
+			tp := f.tp(o.TP())
+			op.tps = append(op.tps, tp)
+			op.offs = append(op.offs, o.Offset)
+			f.commitsByTP[tp] = append(f.commitsByTP[tp], id)
+		}
+		if f.proto[op.member] == "" && op.c.Protocol != "" {
+			f.proto[op.member] = op.c.Protocol
+		}
+	}
+	sort.Slice(f.conflicts, func(a, b int) bool { return f.conflicts[a].second.pos < f.conflicts[b].second.pos })
+	return f
+}
+
+// mergeCommit combines a commit's invoke payload with its completion's: identity and offsets from
+// the invoke unless the completion restates them, outcome fields from the completion.
+func mergeCommit(inv, done history.Commit) history.Commit {
+	out := inv
+	if len(done.Offsets) > 0 {
+		out.Offsets = done.Offsets
+	}
+	if done.Member != "" {
+		out.Member = done.Member
+	}
+	if done.MemberID != "" {
+		out.MemberID = done.MemberID
+	}
+	if done.Protocol != "" {
+		out.Protocol = done.Protocol
+	}
+	if done.Epoch != 0 {
+		out.Epoch = done.Epoch
+	}
+	out.Reset = inv.Reset || done.Reset
+	out.Error = done.Error
+	out.PartitionErrors = done.PartitionErrors
+	return out
+}

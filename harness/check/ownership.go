@@ -1,0 +1,118 @@
+package check
+
+import (
+	"sort"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// NoDoubleOwnership checks that two members never own one partition at once, unless one of them had
+// been fenced: its ownership ended in "lost" and, after the other member's ownership began, it
+// neither completed a heartbeat, join or sync (which a fenced member cannot) nor had a commit of
+// that partition accepted (which would be a zombie commit landing).
+func NoDoubleOwnership(events []history.Event, _ *history.Observations) Verdict {
+	return noDoubleOwnership(build(events))
+}
+
+func noDoubleOwnership(f *facts) Verdict {
+	v := newVerdict("NoDoubleOwnership")
+	overlaps, allowed := 0, 0
+	for tp, ids := range f.byTP {
+		var active []int
+		for _, bid := range ids {
+			b := &f.intervals[bid]
+			kept := active[:0]
+			for _, aid := range active {
+				if f.intervals[aid].end > b.start {
+					kept = append(kept, aid)
+				}
+			}
+			active = kept
+			for _, aid := range active {
+				a := &f.intervals[aid]
+				if a.member == b.member {
+					continue
+				}
+				overlaps++
+				lo, hi := b.start, min(a.end, b.end)
+				why, evidence := f.fencedExcuse(a, lo, hi)
+				if why == "" {
+					allowed++
+					continue
+				}
+				why2, evidence2 := f.fencedExcuse(b, lo, hi)
+				if why2 == "" {
+					allowed++
+					continue
+				}
+				idx := []int64{f.idx(a.start), f.idx(b.start)}
+				idx = append(idx, evidence...)
+				idx = append(idx, evidence2...)
+				v.fail(idx, "partition %s owned by %s (from event %d, epoch %d, %s) and %s (from event %d, epoch %d, %s) at once from event %d: %s; %s",
+					f.tps[tp], f.mems[a.member], f.idx(a.start), a.epoch, f.endDesc(a), f.mems[b.member], f.idx(b.start), b.epoch, f.endDesc(b), f.idx(lo), why, why2)
+			}
+			active = append(active, bid)
+		}
+	}
+	v.note("%d ownership intervals over %d partitions; %d overlaps, %d excused because one side had been fenced", len(f.intervals), len(f.tps), overlaps, allowed)
+	return v.done()
+}
+
+func (f *facts) endDesc(iv *interval) string {
+	if iv.end >= len(f.ev) {
+		return iv.endKind.String()
+	}
+	return iv.endKind.String() + " at event " + itoa(f.idx(iv.end))
+}
+
+// fencedExcuse says why the overlap [lo, hi) is not excused by iv's side having been fenced, with
+// the events that show it; "" when it is excused.
+func (f *facts) fencedExcuse(iv *interval, lo, hi int) (string, []int64) {
+	name := f.mems[iv.member]
+	if iv.endKind != endLost {
+		return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
+	}
+	ss := f.sessions[iv.member]
+	k := sort.Search(len(ss), func(i int) bool { return ss[i].inv >= lo })
+	if k < len(ss) && ss[k].inv < hi {
+		e := f.ev[ss[k].done]
+		return name + " still had a valid session: its " + e.F + " sent at event " + itoa(f.idx(ss[k].inv)) + " succeeded at event " + itoa(e.Index), []int64{f.idx(ss[k].inv), e.Index}
+	}
+	cs := f.commitsByTP[iv.tp] // in invoke order
+	k = sort.Search(len(cs), func(i int) bool { return f.commits[cs[i]].inv >= lo })
+	for _, cid := range cs[k:] {
+		c := &f.commits[cid]
+		if c.inv >= hi {
+			break
+		}
+		if c.member != iv.member || !c.accepted() {
+			continue
+		}
+		return name + "'s commit of " + f.tps[iv.tp].String() + " sent at event " + itoa(f.idx(c.inv)) + " was accepted at event " + itoa(f.idx(c.done)) + " although it had been fenced", []int64{f.idx(c.inv), f.idx(c.done)}
+	}
+	return "", nil
+}
+
+// ValidPartitionEpoch checks that a (partition, member epoch) pair, or (partition, generation) in
+// classic groups, has at most one owner over the whole run: the broker refuses to build a state
+// with two (ConsumerGroup.addPartitionEpochs throws), and a classic assignment that hands one
+// partition to two members in one generation is wrong.
+func ValidPartitionEpoch(events []history.Event, _ *history.Observations) Verdict {
+	return validPartitionEpoch(build(events))
+}
+
+func validPartitionEpoch(f *facts) Verdict {
+	v := newVerdict("ValidPartitionEpoch")
+	seen := map[[3]int]bool{}
+	for _, c := range f.conflicts {
+		k := [3]int{c.tp, int(c.epoch), c.second.member}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		v.fail([]int64{f.idx(c.first.pos), f.idx(c.second.pos)}, "partition %s at epoch %d owned by %s (event %d) and by %s (event %d)",
+			f.tps[c.tp], c.epoch, f.mems[c.first.member], f.idx(c.first.pos), f.mems[c.second.member], f.idx(c.second.pos))
+	}
+	v.note("%d (partition, epoch) pairs owned", len(f.pairs))
+	return v.done()
+}

@@ -1,0 +1,111 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Verdict is what one checker concluded.
+type Verdict struct {
+	Name  string `json:"name"`
+	Holds bool   `json:"holds"`
+	// Skipped says why the checker could not judge (then Holds is true but nothing was checked).
+	Skipped    string      `json:"skipped,omitempty"`
+	Violations []Violation `json:"violations,omitempty"`
+	// Notes carry counts and measurements that help read the verdict ("checked 1200 commits").
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Violation is one breach of the property, citing the events that show it.
+type Violation struct {
+	Message      string  `json:"message"`
+	EventIndexes []int64 `json:"event_indexes,omitempty"`
+}
+
+// maxViolations caps what one verdict lists: a broken run can breach a property a million times,
+// and the first ones are what a person reads.
+const maxViolations = 1000
+
+type verdict struct {
+	Verdict
+	dropped int
+}
+
+func newVerdict(name string) *verdict { return &verdict{Verdict: Verdict{Name: name, Holds: true}} }
+
+func (v *verdict) fail(idx []int64, format string, args ...any) {
+	v.Holds = false
+	if len(v.Violations) >= maxViolations {
+		v.dropped++
+		return
+	}
+	idx = dedupSorted(idx)
+	v.Violations = append(v.Violations, Violation{Message: fmt.Sprintf(format, args...), EventIndexes: idx})
+}
+
+func (v *verdict) note(format string, args ...any) {
+	v.Notes = append(v.Notes, fmt.Sprintf(format, args...))
+}
+
+func (v *verdict) done() Verdict {
+	if v.dropped > 0 {
+		v.note("%d more violations not listed (the first %d are)", v.dropped, maxViolations)
+	}
+	return v.Verdict
+}
+
+func skipped(name, why string) Verdict {
+	return Verdict{Name: name, Holds: true, Skipped: why}
+}
+
+func dedupSorted(idx []int64) []int64 {
+	out := make([]int64, 0, len(idx))
+	for _, i := range idx {
+		if i >= 0 {
+			out = append(out, i)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	j := 0
+	for i := range out {
+		if i == 0 || out[i] != out[j-1] {
+			out[j] = out[i]
+			j++
+		}
+	}
+	return out[:j]
+}
+
+// Report is verdicts.json: whether the run holds, every verdict, and the rebalance cost.
+type Report struct {
+	Holds         bool      `json:"holds"`
+	Verdicts      []Verdict `json:"verdicts"`
+	RebalanceCost *Cost     `json:"rebalance_cost,omitempty"`
+}
+
+// NewReport bundles verdicts (and optionally the cost) into a Report.
+func NewReport(verdicts []Verdict, cost *Cost) Report {
+	r := Report{Holds: true, Verdicts: verdicts, RebalanceCost: cost}
+	for _, v := range verdicts {
+		r.Holds = r.Holds && v.Holds
+	}
+	return r
+}
+
+// WriteVerdicts writes verdicts.json.
+func WriteVerdicts(w io.Writer, verdicts []Verdict, cost *Cost) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(NewReport(verdicts, cost))
+}
+
+// ReadVerdicts reads verdicts.json back (for the report and the trend across runs).
+func ReadVerdicts(r io.Reader) (Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return Report{}, fmt.Errorf("verdicts.json is not valid (%v): re-run `groupquake check RUN_DIR` to regenerate it", err)
+	}
+	return rep, nil
+}

@@ -1,0 +1,29 @@
+// Package history is the single source of truth of a groupquake run: one JSONL file of events that
+// members, producers, the nemesis and the observer all append to, plus the final observations and
+// the timers the checkers need.
+//
+// The model is Jepsen's: an operation is an invoke event followed by exactly one completion from the
+// same process (ok: it happened; fail: it certainly did not happen; info: the outcome is unknown).
+// Facts that are not calls (a partition was assigned, a fault started, a phase began) are standalone
+// info events. Faults are events in the same history as client calls, so checkers and reports see
+// them side by side.
+//
+// Pairing rule, the same for the Recorder (which enforces it as events arrive) and Pairs (which
+// checks a loaded history and links each invoke to its completion):
+//
+//  1. a process has at most one open call; invoke while one is open is an error;
+//  2. ok and fail close the open call of their process and must carry the same F;
+//  3. info with the F of the open call closes it (unknown outcome); any other info event is a
+//     standalone fact and leaves the open call alone.
+//
+// A member that does several things at once (heartbeats while it commits) therefore records them
+// under separate processes, for example "m1" and "m1/hb"; checkers read the member from the payload,
+// never from the process name.
+//
+// Process names, by convention: "m1" (a member's application thread: consume, commit, the
+// assignment callbacks), "m1/hb" (its heartbeat or join loop), "p0" (a producer), "nemesis",
+// "observer", "harness" (phase markers).
+//
+// This package is a leaf: it imports only the standard library, so every other package (clients'
+// recorders, the checkers, the report) can depend on it, and a saved run can be re-checked offline.
+package history
