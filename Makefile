@@ -46,6 +46,7 @@ run: engine
 ## bench: benchmarks (image build, cluster start, memory, checkers, assignors).
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./clients/assign/ ./coordinator/assignor/
 
 sweep:
 	$(GO) run ./cmd/groupquake sweep
