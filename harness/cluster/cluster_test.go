@@ -277,6 +277,18 @@ func TestNodeControl(t *testing.T) {
 					t.Errorf("healed node 3 does not answer: %v", err)
 				}
 			})
+			t.Run("rolling-restart-keeps-commits-and-serves", func(t *testing.T) {
+				commitAndCheck(t, c, "g-rolling", "t", 99)
+				if err := c.RollingRestart(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range c.Nodes() {
+					if err := cluster.ProbeBroker(ctx, n.Addr()); err != nil {
+						t.Errorf("node %d does not serve after the rolling restart: %v", n.ID, err)
+					}
+				}
+				expectCommitted(t, c, "g-rolling", "t", 99)
+			})
 			t.Run("per-client-cut-blocks-that-client-only", func(t *testing.T) {
 				cut, err := c.Links("cut")
 				if err != nil {
@@ -379,4 +391,26 @@ func requestTime(l *cluster.Links) (time.Duration, error) {
 		best = min(best, time.Since(start))
 	}
 	return best, nil
+}
+
+// TestSeparateControllers runs a broker beside a controller-only node:
+// records flow, and a restart of the controller leaves the broker serving
+// commits.
+func TestSeparateControllers(t *testing.T) {
+	needEngine(t)
+	c := startCluster(t, cluster.Config{Nodes: 1, Controllers: 1})
+	if got := c.NodeIDs(); len(got) != 2 || got[0] != 101 || got[1] != 1 {
+		t.Fatalf("nodes %v, want controller 101 and broker 1", got)
+	}
+	createTopic(t, c, "records", 3)
+	l, err := c.Links("producer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, l, "records", 1000)
+	consumeAll(t, l, "records", "g-controllers", 1000)
+	if err := c.RestartNode(context.Background(), 101, false); err != nil {
+		t.Fatal(err)
+	}
+	commitAndCheck(t, c, "g-controllers", "records", 3)
 }

@@ -20,24 +20,28 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/groupquake/groupquake/coordinator/version"
 )
 
 //go:embed imagefiles
 var imageFiles embed.FS
 
-// KafkaVersions are the Apache Kafka versions groupquake serves images for:
-// each resolves its broker jars from Maven Central and runs the same
-// KAFKA_* environment as the official image.
-var KafkaVersions = []string{
-	"4.0.0", "4.0.1", "4.0.2",
-	"4.1.0", "4.1.1", "4.1.2",
-	"4.2.0", "4.2.1",
-	"4.3.0", "4.3.1",
-	"4.4.0",
+// KafkaVersions are the Apache Kafka versions groupquake serves images for
+// (coordinator/version keeps the list): each resolves its broker jars from
+// Maven Central and runs the same KAFKA_* environment as the official image.
+var KafkaVersions = servedVersions()
+
+func servedVersions() []string {
+	var out []string
+	for _, v := range version.Served() {
+		out = append(out, v.String())
+	}
+	return out
 }
 
 // DefaultKafkaVersion is the version used when none is named.
-const DefaultKafkaVersion = "4.4.0"
+var DefaultKafkaVersion = version.Default.String()
 
 // log4jVersion is added to the broker's jars: Kafka's POM leaves its log4j2
 // runtime out (libraries-and-runtime note §5).
@@ -45,10 +49,14 @@ const log4jVersion = "2.25.3"
 
 // CheckKafkaVersion returns an error naming the served versions when v is not one.
 func CheckKafkaVersion(v string) error {
-	if slices.Contains(KafkaVersions, v) {
-		return nil
+	p, err := version.Parse(v)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown Kafka version %q: served versions are %s (groupquake image list)", v, strings.Join(KafkaVersions, ", "))
+	if p.String() != v {
+		return fmt.Errorf("Kafka version %q: write it as %s", v, p)
+	}
+	return nil
 }
 
 // ImageSource says where a Kafka image comes from.
