@@ -63,6 +63,22 @@ func (c *Cluster) Admin() (*kadm.Client, error) {
 	return kadm.NewClient(cl), nil
 }
 
+// pollUntil calls f every interval until it returns nil, and returns
+// ctx's end wrapped with the last error f gave otherwise.
+func pollUntil(ctx context.Context, every time.Duration, f func() error) error {
+	for {
+		last := f()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(every):
+		}
+	}
+}
+
 // waitReady returns when every node logged that it started, every broker
 // is in the metadata, and an offset commit reads back.
 func (c *Cluster) waitReady(ctx context.Context) error {
@@ -77,18 +93,10 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	var last error
-	for {
-		last = c.readyOnce(ctx, adm)
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("last readiness check: %v", last)
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := pollUntil(ctx, 500*time.Millisecond, func() error { return c.readyOnce(ctx, adm) }); err != nil {
+		return fmt.Errorf("last readiness check: %v", err)
 	}
+	return nil
 }
 
 func (c *Cluster) readyOnce(ctx context.Context, adm *kadm.Client) error {
@@ -145,20 +153,22 @@ func (c *Cluster) brokersInMetadata(ctx context.Context, adm *kadm.Client, ids [
 
 // waitStarted waits until node n has logged startedLine more than before times.
 func (c *Cluster) waitStarted(ctx context.Context, n *Node, before int) error {
-	for {
+	var exited error
+	err := pollUntil(ctx, 300*time.Millisecond, func() error {
 		if c.startedCount(ctx, n) > before {
 			return nil
 		}
 		if st, err := c.cli.ContainerInspect(ctx, n.Container, client.ContainerInspectOptions{}); err == nil && st.Container.State != nil && !st.Container.State.Running {
 			out, _ := c.containerLogs(ctx, n)
-			return fmt.Errorf("node %d (%s) exited with code %d before it served:\n%s", n.ID, n.Container, st.Container.State.ExitCode, tail(out, 20))
+			exited = fmt.Errorf("node %d (%s) exited with code %d before it served:\n%s", n.ID, n.Container, st.Container.State.ExitCode, tail(out, 20))
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %d (%s) has not logged %q", n.ID, n.Container, startedLine)
-		case <-time.After(300 * time.Millisecond):
-		}
+		return fmt.Errorf("node %d (%s) has not logged %q", n.ID, n.Container, startedLine)
+	})
+	if exited != nil {
+		return exited
 	}
+	return err
 }
 
 // probeAPIVersions sends an ApiVersions v0 request straight to addr and
@@ -220,19 +230,16 @@ func (c *Cluster) waitServing(ctx context.Context, n *Node) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	var last error
-	for {
-		if last = probeAPIVersions(ctx, n.Addr()); last == nil {
-			if last = c.brokersInMetadata(ctx, adm, []NodeID{n.ID}); last == nil {
-				return nil
-			}
+	err = pollUntil(ctx, 300*time.Millisecond, func() error {
+		if err := probeAPIVersions(ctx, n.Addr()); err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("broker %d does not serve: %v", n.ID, last)
-		case <-time.After(300 * time.Millisecond):
-		}
+		return c.brokersInMetadata(ctx, adm, []NodeID{n.ID})
+	})
+	if err != nil {
+		return fmt.Errorf("broker %d does not serve: %v", n.ID, err)
 	}
+	return nil
 }
 
 // nodeAction runs f on node id within NodeTimeout and names the bound when
@@ -316,20 +323,13 @@ func (c *Cluster) KillNode(ctx context.Context, id NodeID) error {
 		if _, err := c.cli.ContainerKill(ctx, n.Container, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
 			return err
 		}
-		for {
+		return pollUntil(ctx, 100*time.Millisecond, func() error {
 			running, _, _, _, err := c.inspect(ctx, n)
-			if err != nil {
-				return err
+			if err == nil && running {
+				err = errors.New("still running after SIGKILL")
 			}
-			if !running {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return errors.New("still running after SIGKILL")
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+			return err
+		})
 	})
 }
 
@@ -431,31 +431,20 @@ func (c *Cluster) waitFullISR(ctx context.Context, _ *Node) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	var last error
-	for {
-		last = func() error {
-			md, err := adm.Metadata(ctx)
-			if err != nil {
-				return err
-			}
-			for _, t := range md.Topics {
-				for _, p := range t.Partitions {
-					if len(p.ISR) < len(p.Replicas) {
-						return fmt.Errorf("%s/%d has ISR %v of replicas %v", t.Topic, p.Partition, p.ISR, p.Replicas)
-					}
+	return pollUntil(ctx, 500*time.Millisecond, func() error {
+		md, err := adm.Metadata(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range md.Topics {
+			for _, p := range t.Partitions {
+				if len(p.ISR) < len(p.Replicas) {
+					return fmt.Errorf("%s/%d has ISR %v of replicas %v", t.Topic, p.Partition, p.ISR, p.Replicas)
 				}
 			}
-			return nil
-		}()
-		if last == nil {
-			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return last
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // ProbeBroker reports whether the broker at addr answers an ApiVersions

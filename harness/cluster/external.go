@@ -187,22 +187,21 @@ func (e *External) control(ctx context.Context, id NodeID, action string, up boo
 	if err != nil {
 		return fmt.Errorf("%s node %d: `%s` failed: %v\n%s", action, id, cmdline.String(), err, tail(out, 10))
 	}
-	for {
-		perr := probeAPIVersions(ctx, addr)
-		if (perr == nil) == up {
-			e.cfg.Logf("external cluster: %s node %d took %s", action, id, time.Since(start).Round(time.Millisecond))
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			want := "serve again"
-			if !up {
-				want = "stop answering"
-			}
-			return fmt.Errorf("%s node %d: `%s` ran but broker %s did not %s within the bound NodeTimeout=%s", action, id, cmdline.String(), addr, want, e.cfg.NodeTimeout)
-		case <-time.After(300 * time.Millisecond):
-		}
+	want := "serve again"
+	if !up {
+		want = "stop answering"
 	}
+	err = pollUntil(ctx, 300*time.Millisecond, func() error {
+		if perr := probeAPIVersions(ctx, addr); (perr == nil) != up {
+			return fmt.Errorf("broker %s did not %s", addr, want)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s node %d: `%s` ran but %v within the bound NodeTimeout=%s", action, id, cmdline.String(), err, e.cfg.NodeTimeout)
+	}
+	e.cfg.Logf("external cluster: %s node %d took %s", action, id, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 func (e *External) StopNode(ctx context.Context, id NodeID) error {
