@@ -414,3 +414,53 @@ func TestSeparateControllers(t *testing.T) {
 	}
 	commitAndCheck(t, c, "g-controllers", "records", 3)
 }
+
+// TestLinkFaults applies each toxic to one client's links on a 1-node
+// cluster: a black hole and a reset stop that client's requests, a cut
+// link refuses it, and after Heal the same client gets through again.
+func TestLinkFaults(t *testing.T) {
+	needEngine(t)
+	c := startCluster(t, cluster.Config{Nodes: 1})
+	l, err := c.Links("victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pingThrough(l, 30*time.Second); err != nil {
+		t.Fatalf("before any fault: %v", err)
+	}
+	faults := map[string]func() error{
+		"blackhole":  func() error { return l.Blackhole(cluster.AllNodes) },
+		"reset-peer": func() error { return l.ResetPeer(cluster.AllNodes, 0) },
+		"cut":        func() error { return l.Cut(1) },
+	}
+	for _, name := range []string{"blackhole", "reset-peer", "cut"} {
+		t.Run(name, func(t *testing.T) {
+			if err := faults[name](); err != nil {
+				t.Fatal(err)
+			}
+			if err := pingThrough(l, 5*time.Second); err == nil {
+				t.Errorf("a request got through a %s link", name)
+			}
+			if err := l.Heal(cluster.AllNodes); err != nil {
+				t.Fatal(err)
+			}
+			if err := pingThrough(l, 30*time.Second); err != nil {
+				t.Errorf("after healing %s: %v", name, err)
+			}
+		})
+	}
+	t.Run("bandwidth-applies-and-heals", func(t *testing.T) {
+		if err := l.Bandwidth(cluster.AllNodes, 64); err != nil {
+			t.Fatal(err)
+		}
+		if err := pingThrough(l, 30*time.Second); err != nil {
+			t.Errorf("a 64 KB/s link should still carry a metadata request: %v", err)
+		}
+		if err := l.Heal(cluster.AllNodes); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := c.Links("bad/name"); err == nil {
+		t.Errorf("a client name with '/' was accepted for links")
+	}
+}
