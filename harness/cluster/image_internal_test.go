@@ -1,0 +1,64 @@
+package cluster
+
+import "testing"
+
+func TestMirrorFromAptSources(t *testing.T) {
+	deb822 := `Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: http://deb.example.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.example.org/debian-security
+Suites: bookworm-security
+Components: main
+`
+	if got := mirrorFromDeb822(deb822, "bookworm"); got != "http://deb.example.org/debian" {
+		t.Errorf("deb822: got %q", got)
+	}
+	if got := mirrorFromDeb822(deb822, "trixie"); got != "" {
+		t.Errorf("deb822 for another release: got %q", got)
+	}
+	list := `# comment
+deb-src http://src.example.org/debian bookworm main
+deb [arch=amd64 signed-by=/k.gpg] http://mirror.example.org/debian bookworm main contrib
+deb http://other.example.org/debian bookworm-updates main
+`
+	if got := mirrorFromList(list, "bookworm"); got != "http://mirror.example.org/debian" {
+		t.Errorf("one-line sources: got %q", got)
+	}
+	if got := mirrorFromList("deb http://x.example.org/debian bookworm contrib\n", "bookworm"); got != "" {
+		t.Errorf("a source without main was taken: %q", got)
+	}
+}
+
+func TestEnvNameMatchesImageMapping(t *testing.T) {
+	// The image's entrypoint maps back with _ -> ".", then "..." -> "-", then ".." -> "_".
+	for prop, env := range map[string]string{
+		"node.id":                             "KAFKA_NODE_ID",
+		"group.consumer.session.timeout.ms":   "KAFKA_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+		"listener.name.internal.ssl.key_pass": "KAFKA_LISTENER_NAME_INTERNAL_SSL_KEY__PASS",
+		"some-dashed.name":                    "KAFKA_SOME___DASHED_NAME",
+	} {
+		if got := envName(prop); got != env {
+			t.Errorf("envName(%q) = %q, want %q", prop, got, env)
+		}
+	}
+}
+
+func TestFastGroupSettingsAreVersionAware(t *testing.T) {
+	if _, ok := FastGroupSettings("4.1.2", 1)["group.consumer.assignment.interval.ms"]; ok {
+		t.Errorf("4.1.2 has no group.consumer.assignment.interval.ms (KIP-1263 is 4.3+)")
+	}
+	if got := FastGroupSettings("4.3.0", 1)["group.consumer.assignment.interval.ms"]; got != "0" {
+		t.Errorf("4.3.0: assignment interval %q, want 0", got)
+	}
+	if got := FastGroupSettings("4.4.0", 3)["offsets.topic.replication.factor"]; got != "3" {
+		t.Errorf("3 brokers: offsets RF %q, want 3", got)
+	}
+	if got := FastGroupSettings("4.4.0", 1)["min.insync.replicas"]; got != "1" {
+		t.Errorf("1 broker: min ISR %q, want 1", got)
+	}
+}
