@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	mobynet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
@@ -89,7 +90,13 @@ type Node struct {
 	Alias     string
 	// Port is the loopback port of the client listener; 0 on a controller.
 	Port int
-	ctr  *testcontainers.DockerContainer
+	// Version is the Kafka version the node runs now (it changes when the
+	// node is upgraded).
+	Version string
+	// Volume is the Docker volume that holds the node's log directory, so
+	// that the node's data outlives its container (an upgrade replaces it).
+	Volume string
+	ctr    *testcontainers.DockerContainer
 }
 
 // IsBroker reports whether the node serves clients.
@@ -108,6 +115,11 @@ type Cluster struct {
 	nodes   []*Node
 	proxies *Proxies
 	logf    func(string, ...any)
+
+	// What every node container is created with, kept to recreate a node.
+	clusterID string
+	settings  map[string]string
+	labels    map[string]string
 
 	mu     sync.Mutex
 	links  map[string]*Links
@@ -292,15 +304,19 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("create cluster network: %v", err)
 	}
 	c.nodes = layout(cfg, c.RunID, ports)
-	clusterID := newID(16)
-	settings := FastGroupSettings(cfg.Version, cfg.Nodes)
+	c.clusterID = newID(16)
+	c.labels = labels
+	c.settings = FastGroupSettings(cfg.Version, cfg.Nodes)
 	for k, v := range cfg.Settings {
-		settings[k] = v
+		c.settings[k] = v
 	}
 	start := time.Now()
 	cfg.Logf("cluster %s: starting %d node(s) of Kafka %s (%s)", c.RunID, len(c.nodes), cfg.Version, img.Ref)
 	for _, n := range c.nodes {
-		if err := c.startContainer(ctx, n, clusterID, settings, labels); err != nil {
+		if err := c.createVolume(ctx, n); err != nil {
+			return nil, err
+		}
+		if err := c.startContainer(ctx, n); err != nil {
 			return nil, err
 		}
 	}
@@ -324,11 +340,11 @@ func layout(cfg Config, runID string, ports []int) []*Node {
 		brokerRoles = "broker"
 		for i := range cfg.Controllers {
 			id := NodeID(101 + i)
-			nodes = append(nodes, &Node{ID: id, Roles: "controller", Alias: fmt.Sprintf("c%d", i+1), Container: fmt.Sprintf("gq-%s-c%d", runID, i+1)})
+			nodes = append(nodes, &Node{ID: id, Roles: "controller", Alias: fmt.Sprintf("c%d", i+1), Container: fmt.Sprintf("gq-%s-c%d", runID, i+1), Version: cfg.Version})
 		}
 	}
 	for i := range cfg.Nodes {
-		nodes = append(nodes, &Node{ID: NodeID(i + 1), Roles: brokerRoles, Alias: fmt.Sprintf("k%d", i+1), Container: fmt.Sprintf("gq-%s-k%d", runID, i+1), Port: ports[i]})
+		nodes = append(nodes, &Node{ID: NodeID(i + 1), Roles: brokerRoles, Alias: fmt.Sprintf("k%d", i+1), Container: fmt.Sprintf("gq-%s-k%d", runID, i+1), Port: ports[i], Version: cfg.Version})
 	}
 	return nodes
 }
@@ -343,9 +359,9 @@ func (c *Cluster) voters() string {
 	return strings.Join(vs, ",")
 }
 
-func (c *Cluster) nodeEnv(n *Node, clusterID string, settings map[string]string) map[string]string {
+func (c *Cluster) nodeEnv(n *Node) map[string]string {
 	env := map[string]string{
-		"CLUSTER_ID":                      clusterID,
+		"CLUSTER_ID":                      c.clusterID,
 		"KAFKA_NODE_ID":                   strconv.Itoa(int(n.ID)),
 		"KAFKA_PROCESS_ROLES":             n.Roles,
 		"KAFKA_CONTROLLER_QUORUM_VOTERS":  c.voters(),
@@ -366,23 +382,48 @@ func (c *Cluster) nodeEnv(n *Node, clusterID string, settings map[string]string)
 		env["KAFKA_ADVERTISED_LISTENERS"] = fmt.Sprintf("INTERNAL://%s:9092,EXTERNAL://%s", n.Alias, n.Addr())
 		env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
 		env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
-		for k, v := range settings {
+		for k, v := range c.settings {
 			env[envName(k)] = v
 		}
 	}
 	return env
 }
 
-func (c *Cluster) startContainer(ctx context.Context, n *Node, clusterID string, settings, labels map[string]string) error {
+// createVolume makes the Docker volume that keeps node n's data.
+func (c *Cluster) createVolume(ctx context.Context, n *Node) error {
+	n.Volume = n.Container + "-data"
+	labels := map[string]string{LabelNode: strconv.Itoa(int(n.ID))}
+	for k, v := range c.labels {
+		labels[k] = v
+	}
+	if _, err := c.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: n.Volume, Labels: labels}); err != nil {
+		return fmt.Errorf("create data volume of node %d: %v", n.ID, err)
+	}
+	return nil
+}
+
+// startContainer creates and starts node n's container from the image of
+// n.Version, with its data volume, network alias and loopback port.
+func (c *Cluster) startContainer(ctx context.Context, n *Node) error {
+	img := c.Image
+	if n.Version != img.Version {
+		var err error
+		if img, err = EnsureImage(ctx, n.Version, c.cfg.Image); err != nil {
+			return err
+		}
+	}
 	nl := map[string]string{LabelNode: strconv.Itoa(int(n.ID))}
-	for k, v := range labels {
+	for k, v := range c.labels {
 		nl[k] = v
 	}
 	opts := []testcontainers.ContainerCustomizer{
 		testcontainers.WithName(n.Container),
-		testcontainers.WithEnv(c.nodeEnv(n, clusterID, settings)),
+		testcontainers.WithEnv(c.nodeEnv(n)),
 		testcontainers.WithLabels(nl),
 		network.WithNetwork([]string{n.Alias}, c.net),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: n.Volume, Target: "/var/lib/kafka/data"})
+		}),
 	}
 	if n.Port > 0 {
 		port := strconv.Itoa(n.Port) + "/tcp"
@@ -393,7 +434,7 @@ func (c *Cluster) startContainer(ctx context.Context, n *Node, clusterID string,
 				hc.PortBindings = mobynet.PortMap{p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(n.Port)}}}
 			}))
 	}
-	ctr, err := testcontainers.Run(ctx, c.Image.Ref, opts...)
+	ctr, err := testcontainers.Run(ctx, img.Ref, opts...)
 	if ctr != nil {
 		n.ctr = ctr
 	}
@@ -520,6 +561,14 @@ func (c *Cluster) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	for _, n := range c.nodes {
+		if n.Volume == "" {
+			continue
+		}
+		if _, err := c.cli.VolumeRemove(ctx, n.Volume, client.VolumeRemoveOptions{Force: true}); err != nil && !strings.Contains(err.Error(), "no such volume") {
+			errs = append(errs, fmt.Errorf("remove volume %s: %v", n.Volume, err))
+		}
+	}
 	if c.net != nil {
 		if err := c.net.Remove(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("remove network %s: %v", c.net.Name, err))

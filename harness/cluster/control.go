@@ -475,3 +475,60 @@ func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
 	}
 	return used, nil
 }
+
+// UpgradeNode replaces node id's container with one running Kafka version
+// (the binaries of a rolling upgrade): the node is stopped gracefully, its
+// container removed, and a new one started on the same data volume,
+// network alias and port. It returns when the node serves again. The
+// cluster's metadata.version is left as it was, as after a binary upgrade.
+func (c *Cluster) UpgradeNode(ctx context.Context, id NodeID, version string) error {
+	if err := CheckKafkaVersion(version); err != nil {
+		return err
+	}
+	n, err := c.Node(id)
+	if err != nil {
+		return err
+	}
+	if n.Version == version {
+		return fmt.Errorf("node %d already runs Kafka %s", id, version)
+	}
+	if _, err := EnsureImage(ctx, version, c.cfg.Image); err != nil {
+		return err
+	}
+	if err := c.StopNode(ctx, id); err != nil {
+		return err
+	}
+	from := n.Version
+	return c.nodeAction(ctx, id, "upgrade from "+from+" to "+version, func(ctx context.Context, n *Node) error {
+		if err := n.ctr.Terminate(ctx); err != nil {
+			return fmt.Errorf("remove the %s container: %v", from, err)
+		}
+		n.ctr = nil
+		n.Version = version
+		if err := c.startContainer(ctx, n); err != nil {
+			return err
+		}
+		if err := c.waitStarted(ctx, n, 0); err != nil {
+			return err
+		}
+		return c.waitServing(ctx, n)
+	})
+}
+
+// RollingUpgrade upgrades every node to version one at a time, controllers
+// first as Kafka's upgrade notes advise, and moves on only when the node
+// serves and no partition is under-replicated.
+func (c *Cluster) RollingUpgrade(ctx context.Context, version string) error {
+	for _, n := range c.nodes {
+		if n.Version == version {
+			continue
+		}
+		if err := c.UpgradeNode(ctx, n.ID, version); err != nil {
+			return err
+		}
+		if err := c.nodeAction(ctx, n.ID, "wait for full ISR after upgrading", c.waitFullISR); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// Sweep removes containers and networks left by groupquake runs that
+// Sweep removes containers, volumes and networks left by groupquake runs that
 // crashed: those labelled by a process of this host that no longer exists.
 // With all, it removes every groupquake container and network, live or not.
 // It returns how many it removed.
@@ -56,6 +56,20 @@ func Sweep(ctx context.Context, all bool) (int, error) {
 		}
 		removed++
 	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return removed, fmt.Errorf("list groupquake volumes: %v", err)
+	}
+	for _, v := range vs.Items {
+		if !stale(v.Labels) {
+			continue
+		}
+		if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
 	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	if err != nil {
 		return removed, fmt.Errorf("list groupquake networks: %v", err)
@@ -73,7 +87,7 @@ func Sweep(ctx context.Context, all bool) (int, error) {
 	return removed, errors.Join(errs...)
 }
 
-// Leftovers counts groupquake containers and networks of run (all runs when
+// Leftovers counts groupquake containers, volumes and networks of run (all runs when
 // run is empty) that still exist; tests use it to prove nothing is left.
 func Leftovers(ctx context.Context, run string) (int, error) {
 	cli, err := client.New(client.FromEnv)
@@ -94,7 +108,11 @@ func Leftovers(ctx context.Context, run string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return len(cs.Items) + len(ns.Items), nil
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return 0, err
+	}
+	return len(cs.Items) + len(ns.Items) + len(vs.Items), nil
 }
 
 func processAlive(pid int) bool {
