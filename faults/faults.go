@@ -59,6 +59,19 @@ const (
 	LinkReset   Kind = "link-reset"     // connections reset
 )
 
+// Kinds lists every fault kind.
+var Kinds = []Kind{NodeStop, NodeKill, NodePause, NodeIsolate, LinkCut, LinkLatency, LinkSlow, LinkHole, LinkReset}
+
+// Known reports whether k is a fault kind.
+func (k Kind) Known() bool {
+	for _, x := range Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
 // Fault is one fault of a schedule: a plain value, saved in the plan.
 type Fault struct {
 	Kind Kind `json:"kind"`
