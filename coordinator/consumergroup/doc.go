@@ -1,0 +1,52 @@
+// Package consumergroup is the KIP-848 consumer-group state machine of the
+// reference group coordinator: what Kafka 4.x's GroupMetadataManager does
+// for ConsumerGroupHeartbeat (API 68) and ConsumerGroupDescribe (API 69),
+// the replay of the consumer-group records (types 3–8 and 16) and the
+// OffsetCommit fencing of consumer groups.
+//
+// Paths below are relative to
+// group-coordinator/src/main/java/org/apache/kafka/coordinator/group/ of the
+// Kafka repository ("GMM" = GroupMetadataManager.java, "CAB" =
+// modern/consumer/CurrentAssignmentBuilder.java, "TAB" =
+// modern/TargetAssignmentBuilder.java, "CG" = modern/consumer/ConsumerGroup.java).
+//
+// # Contract
+//
+// Like a Kafka coordinator shard (CoordinatorShard: "basically a replicated
+// state machine"), a Manager is changed only by Replay. Heartbeat and Tick
+// compute their records from the state before the request, exactly as GMM
+// does (the runtime replays a write's records only after the handler has
+// returned), then replay them into the Manager and return them. So:
+//
+//  1. Replaying every record a Manager returned, in order, into a fresh
+//     Manager of the same profile gives an equal State. The conformance
+//     vectors check this after every step.
+//  2. Timers (session and rebalance timeouts) are not state: they live
+//     beside it, as in Kafka's CoordinatorTimer, and Loaded re-arms them
+//     after a replay the way GroupMetadataManager.onLoaded does.
+//  3. There is no clock, goroutine, IO or randomness: time comes in as
+//     `now`, and member ids the coordinator must invent (ConsumerGroupHeartbeat
+//     v0 with an empty id) come from Config.NewMemberID.
+//
+// # For the shell
+//
+// The coordinator shell routes to a Manager: ConsumerGroupHeartbeat
+// (Heartbeat, with RequestContext.Classic so that an Empty classic group
+// can be converted), ConsumerGroupDescribe (Describe), records of types 3–8
+// and 16 while loading (Replay, then Loaded), timers (Tick, NextDeadline),
+// and the questions of the shared APIs: HasGroup, Info, GroupIDs,
+// ValidateOffsetCommit, ValidateOffsetFetch, Delete. Records returned by
+// Heartbeat, Tick and Delete are shaped with records.AsWrittenBy and
+// already applied; the shell writes them and does not Replay them again.
+//
+// # Not modelled
+//
+// Regular-expression subscriptions (resolved asynchronously by the broker)
+// are refused with UNSUPPORTED_VERSION and a message that says so; classic
+// members inside a consumer group (online upgrade and downgrade, KIP-848
+// §migration) belong to the shell; group-level config overrides
+// (consumer.session.timeout.ms per group) are not read. The metadata hash
+// written from 4.1 is Kafka's XXH3 only when the host's TopicMetadata
+// implements MetadataHasher; otherwise it is a stand-in that detects the
+// same changes but differs in value.
+package consumergroup

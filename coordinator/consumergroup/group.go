@@ -1,0 +1,660 @@
+package consumergroup
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/groupquake/groupquake/coordinator/assignor"
+	"github.com/groupquake/groupquake/coordinator/records"
+)
+
+// TopicID is a Kafka topic id.
+type TopicID = assignor.TopicID
+
+// assignment is a member's current assignment as Kafka 4.3+ keeps it
+// (ConsumerGroupMember.assignedPartitions: Map<Uuid, Map<Integer, Integer>>):
+// topic → partition → assignment epoch, the target epoch at which the
+// partition was first given to the member (KIP-1251). Before 4.3 the epochs
+// are not written, and replay stamps every partition with max(memberEpoch, 0)
+// (Utils.assignmentFromTopicPartitions), so they are never read there.
+type assignment map[TopicID]map[int32]int32
+
+func (a assignment) clone() assignment {
+	out := make(assignment, len(a))
+	for t, ps := range a {
+		out[t] = maps.Clone(ps)
+	}
+	return out
+}
+
+func (a assignment) has(t TopicID, p int32) bool {
+	_, ok := a[t][p]
+	return ok
+}
+
+// sameEpochs reports whether a and b hold the same partitions with the same
+// assignment epochs (Map.equals).
+func (a assignment) sameEpochs(b assignment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t, ps := range a {
+		if !maps.Equal(ps, b[t]) {
+			return false
+		}
+	}
+	return true
+}
+
+// samePartitions reports whether a and b hold the same partitions, epochs
+// aside (ConsumerGroupMember.hasAssignedPartitionsChanged compares key sets).
+func (a assignment) samePartitions(b assignment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t, ps := range a {
+		qs, ok := b[t]
+		if !ok || len(ps) != len(qs) {
+			return false
+		}
+		for p := range ps {
+			if _, ok := qs[p]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// member is ConsumerGroupMember: immutable in Kafka, copied on change here.
+type member struct {
+	id         string
+	instanceID string // "" means none: a blank instance id is refused on the wire
+	rackID     string
+	clientID   string
+	clientHost string
+	// subscribed is the set of subscribed topic names, sorted.
+	subscribed         []string
+	regex              string
+	rebalanceTimeoutMs int32
+	serverAssignor     string // "" means none
+	epoch              int32
+	prevEpoch          int32
+	state              records.MemberState
+	assigned           assignment
+	pending            assignment
+}
+
+// newMember is ConsumerGroupMember.Builder(memberId) with its defaults.
+func newMember(id string) *member {
+	return &member{
+		id:                 id,
+		epoch:              0,
+		prevEpoch:          -1,
+		state:              records.MemberStable,
+		rebalanceTimeoutMs: -1,
+		assigned:           assignment{},
+		pending:            assignment{},
+	}
+}
+
+func (m *member) clone() *member {
+	c := *m
+	c.subscribed = slices.Clone(m.subscribed)
+	c.assigned = m.assigned.clone()
+	c.pending = m.pending.clone()
+	return &c
+}
+
+// equal is ConsumerGroupMember.equals.
+func (m *member) equal(o *member) bool {
+	return m.id == o.id && m.instanceID == o.instanceID && m.rackID == o.rackID &&
+		m.clientID == o.clientID && m.clientHost == o.clientHost &&
+		slices.Equal(m.subscribed, o.subscribed) && m.regex == o.regex &&
+		m.rebalanceTimeoutMs == o.rebalanceTimeoutMs && m.serverAssignor == o.serverAssignor &&
+		m.epoch == o.epoch && m.prevEpoch == o.prevEpoch && m.state == o.state &&
+		m.assigned.sameEpochs(o.assigned) && m.pending.sameEpochs(o.pending)
+}
+
+// isReconciledTo is ModernGroupMember.isReconciledTo.
+func (m *member) isReconciledTo(epoch int32) bool {
+	return m.state == records.MemberStable && m.epoch == epoch
+}
+
+// group is the persisted part of a ConsumerGroup: everything here is
+// rebuilt by replaying its records, nothing else.
+type group struct {
+	id string
+	// epoch is the group epoch (ConsumerGroupMetadataValue.Epoch).
+	epoch int32
+	// metadataHash is ConsumerGroupMetadataValue.MetadataHash (4.1+).
+	metadataHash int64
+	// subscriptionMetadata is the last ConsumerGroupPartitionMetadataValue
+	// (4.0): subscribed topic name → id and partition count.
+	subscriptionMetadata map[string]topicMeta
+	// hasLegacyPartitionMetadata: a PartitionMetadata value was replayed and
+	// not yet tombstoned; 4.1+ writes its tombstone on the next metadata
+	// update (ConsumerGroup.hasSubscriptionMetadataRecord).
+	hasLegacyPartitionMetadata bool
+	assignmentEpoch            int32
+	assignmentTimestampMs      int64
+	members                    map[string]*member
+	// order is the order members were created in, which stands in for the
+	// iteration order of Kafka's TimelineHashMap where Java HashMap order
+	// leaves a tie (assignor.JavaHashMapOrder).
+	order []string
+	// staticMembers is instance id → member id (ConsumerGroup.staticMembers).
+	staticMembers map[string]string
+	// target is the target assignment, member id → topic → sorted partitions.
+	target map[string]map[TopicID][]int32
+	// partitionEpochs is ConsumerGroup.currentPartitionEpoch: the epoch of the
+	// owner of every assigned or pending-revocation partition.
+	partitionEpochs map[TopicID]map[int32]int32
+}
+
+type topicMeta struct {
+	id         TopicID
+	partitions int32
+}
+
+func newGroup(id string, initialEpoch int32) *group {
+	return &group{
+		id:              id,
+		epoch:           initialEpoch,
+		assignmentEpoch: initialEpoch,
+		members:         map[string]*member{},
+		staticMembers:   map[string]string{},
+		target:          map[string]map[TopicID][]int32{},
+		partitionEpochs: map[TopicID]map[int32]int32{},
+	}
+}
+
+func (g *group) clone() *group {
+	c := *g
+	c.subscriptionMetadata = maps.Clone(g.subscriptionMetadata)
+	c.members = make(map[string]*member, len(g.members))
+	for id, m := range g.members {
+		c.members[id] = m.clone()
+	}
+	c.order = slices.Clone(g.order)
+	c.staticMembers = maps.Clone(g.staticMembers)
+	c.target = make(map[string]map[TopicID][]int32, len(g.target))
+	for id, a := range g.target {
+		c.target[id] = cloneTarget(a)
+	}
+	c.partitionEpochs = make(map[TopicID]map[int32]int32, len(g.partitionEpochs))
+	for t, ps := range g.partitionEpochs {
+		c.partitionEpochs[t] = maps.Clone(ps)
+	}
+	return &c
+}
+
+func cloneTarget(a map[TopicID][]int32) map[TopicID][]int32 {
+	out := make(map[TopicID][]int32, len(a))
+	for t, ps := range a {
+		out[t] = slices.Clone(ps)
+	}
+	return out
+}
+
+func sameTarget(a, b map[TopicID][]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t, ps := range a {
+		qs, ok := b[t]
+		if !ok || !slices.Equal(ps, qs) {
+			return false
+		}
+	}
+	return true
+}
+
+// memberIDs returns the member ids in creation order.
+func (g *group) memberIDs() []string { return slices.Clone(g.order) }
+
+// currentPartitionEpoch is ConsumerGroup.currentPartitionEpoch: -1 if free.
+func (g *group) currentPartitionEpoch(t TopicID, p int32) int32 {
+	if e, ok := g.partitionEpochs[t][p]; ok {
+		return e
+	}
+	return -1
+}
+
+// staticMember is ConsumerGroup.staticMember.
+func (g *group) staticMember(instanceID string) *member {
+	if instanceID == "" {
+		return nil
+	}
+	id, ok := g.staticMembers[instanceID]
+	if !ok {
+		return nil
+	}
+	return g.members[id]
+}
+
+// targetOf is ConsumerGroup.targetAssignment(memberId, instanceId): a static
+// member that replaces another one inherits that member's target.
+func (g *group) targetOf(memberID, instanceID string) map[TopicID][]int32 {
+	if instanceID == "" {
+		return g.target[memberID]
+	}
+	if prev, ok := g.staticMembers[instanceID]; ok {
+		return g.target[prev]
+	}
+	return nil
+}
+
+// GroupState names of ConsumerGroup.ConsumerGroupState, as Describe and
+// ListGroups print them.
+const (
+	StateEmpty       = "Empty"
+	StateAssigning   = "Assigning"
+	StateReconciling = "Reconciling"
+	StateStable      = "Stable"
+)
+
+// state is ConsumerGroup.maybeUpdateGroupState.
+func (g *group) state() string {
+	if len(g.members) == 0 {
+		return StateEmpty
+	}
+	if g.epoch > g.assignmentEpoch {
+		return StateAssigning
+	}
+	for _, m := range g.members {
+		if !m.isReconciledTo(g.assignmentEpoch) {
+			return StateReconciling
+		}
+	}
+	return StateStable
+}
+
+// subscribedTopicNames counts the subscribers of every topic name
+// (ConsumerGroup.computeSubscribedTopicNames): the group's members, minus
+// old's subscription, plus updated's. Either may be nil.
+func (g *group) subscribedTopicNames(old, updated *member) map[string]int {
+	counts := map[string]int{}
+	for _, m := range g.members {
+		for _, n := range m.subscribed {
+			counts[n]++
+		}
+	}
+	if old != nil {
+		for _, n := range old.subscribed {
+			if counts[n]--; counts[n] <= 0 {
+				delete(counts, n)
+			}
+		}
+	}
+	if updated != nil {
+		for _, n := range updated.subscribed {
+			counts[n]++
+		}
+	}
+	return counts
+}
+
+// subscriptionType is ConsumerGroup.subscriptionType without regexes:
+// homogeneous when every member subscribes to every subscribed topic.
+func subscriptionType(counts map[string]int, numMembers int) assignor.SubscriptionType {
+	for _, c := range counts {
+		if c != numMembers {
+			return assignor.Heterogeneous
+		}
+	}
+	return assignor.Homogeneous
+}
+
+// preferredServerAssignor is ConsumerGroup.computePreferredServerAssignor:
+// the assignor most members ask for, ties broken by the iteration order of
+// the HashMap of counts (Stream.max keeps the first maximum). "" means none
+// asked for.
+func (g *group) preferredServerAssignor(old, updated *member) string {
+	counts := map[string]int{}
+	var names []string
+	add := func(n string, d int) {
+		if n == "" {
+			return
+		}
+		if _, ok := counts[n]; !ok && d > 0 {
+			names = append(names, n)
+		}
+		counts[n] += d
+	}
+	for _, id := range g.order {
+		add(g.members[id].serverAssignor, 1)
+	}
+	if old != nil {
+		add(old.serverAssignor, -1)
+	}
+	if updated != nil {
+		add(updated.serverAssignor, 1)
+	}
+	best, bestCount := "", 0
+	for _, n := range assignor.JavaHashMapOrder(names) {
+		if c := counts[n]; c > 0 && c > bestCount {
+			best, bestCount = n, c
+		}
+	}
+	return best
+}
+
+// --- replay (GroupMetadataManager.replay for record types 3–8 and 16) ---
+
+// replayer applies records to a map of groups. It is shared by the live
+// path and by Replay, so both change state the same way.
+type replayer struct {
+	groups       map[string]*group
+	initialEpoch int32
+	// keepsEpochs: the profile writes AssignmentEpochs (4.3+). Before, replay
+	// stamps partitions with max(memberEpoch, 0) whatever the record holds,
+	// because no such release reads the field.
+	keepsEpochs bool
+}
+
+// getOrCreate is getOrMaybeCreatePersistedConsumerGroup(groupId, true).
+func (r *replayer) getOrCreate(id string) *group {
+	g, ok := r.groups[id]
+	if !ok {
+		g = newGroup(id, r.initialEpoch)
+		r.groups[id] = g
+	}
+	return g
+}
+
+func (r *replayer) apply(rec records.Record) error {
+	switch k := rec.Key.(type) {
+	case records.ConsumerGroupMetadataKey:
+		return r.replayMetadata(k, rec.Value)
+	case records.ConsumerGroupPartitionMetadataKey:
+		if rec.Value == nil {
+			if g, ok := r.groups[k.GroupID]; ok {
+				g.hasLegacyPartitionMetadata = false
+				g.subscriptionMetadata = nil
+			}
+			return nil
+		}
+		v, ok := rec.Value.(*records.ConsumerGroupPartitionMetadataValue)
+		if !ok {
+			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		}
+		g := r.getOrCreate(k.GroupID)
+		g.hasLegacyPartitionMetadata = true
+		g.subscriptionMetadata = map[string]topicMeta{}
+		for _, t := range v.Topics {
+			g.subscriptionMetadata[t.TopicName] = topicMeta{id: t.TopicID, partitions: t.NumPartitions}
+		}
+		return nil
+	case records.ConsumerGroupMemberMetadataKey:
+		return r.replayMemberMetadata(k, rec.Value)
+	case records.ConsumerGroupTargetAssignmentMetadataKey:
+		if rec.Value == nil {
+			g, ok := r.groups[k.GroupID]
+			if !ok {
+				return nil
+			}
+			if len(g.target) != 0 {
+				return fmt.Errorf("replay TargetAssignmentMetadata tombstone of group %q: the target assignment still has %d members", k.GroupID, len(g.target))
+			}
+			g.assignmentEpoch, g.assignmentTimestampMs = -1, 0
+			return nil
+		}
+		v, ok := rec.Value.(*records.ConsumerGroupTargetAssignmentMetadataValue)
+		if !ok {
+			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		}
+		g := r.getOrCreate(k.GroupID)
+		g.assignmentEpoch, g.assignmentTimestampMs = v.AssignmentEpoch, v.AssignmentTimestamp
+		return nil
+	case records.ConsumerGroupTargetAssignmentMemberKey:
+		if rec.Value == nil {
+			if g, ok := r.groups[k.GroupID]; ok {
+				delete(g.target, k.MemberID)
+			}
+			return nil
+		}
+		v, ok := rec.Value.(*records.ConsumerGroupTargetAssignmentMemberValue)
+		if !ok {
+			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		}
+		g := r.getOrCreate(k.GroupID)
+		a := map[TopicID][]int32{}
+		for _, t := range v.TopicPartitions {
+			ps := append(a[t.TopicID], t.Partitions...)
+			slices.Sort(ps)
+			a[t.TopicID] = slices.Compact(ps)
+		}
+		g.target[k.MemberID] = a
+		return nil
+	case records.ConsumerGroupCurrentMemberAssignmentKey:
+		return r.replayCurrentAssignment(k, rec.Value)
+	case records.ConsumerGroupRegularExpressionKey:
+		if rec.Value == nil {
+			return nil
+		}
+		return fmt.Errorf("replay ConsumerGroupRegularExpression %q of group %q: regex subscriptions are not modelled by this coordinator", k.RegularExpression, k.GroupID)
+	case nil:
+		return fmt.Errorf("replay: record without a key")
+	default:
+		return fmt.Errorf("replay: %s records are not consumer-group records (types 3–8, 16)", rec.Type())
+	}
+}
+
+func (r *replayer) replayMetadata(k records.ConsumerGroupMetadataKey, val records.Value) error {
+	if val == nil {
+		g, ok := r.groups[k.GroupID]
+		if !ok {
+			return nil
+		}
+		switch {
+		case len(g.members) != 0:
+			return fmt.Errorf("replay ConsumerGroupMetadata tombstone of group %q: the group still has %d members", k.GroupID, len(g.members))
+		case len(g.target) != 0:
+			return fmt.Errorf("replay ConsumerGroupMetadata tombstone of group %q: the target assignment still has %d members", k.GroupID, len(g.target))
+		case g.assignmentEpoch != -1:
+			return fmt.Errorf("replay ConsumerGroupMetadata tombstone of group %q: no TargetAssignmentMetadata tombstone came first", k.GroupID)
+		}
+		delete(r.groups, k.GroupID)
+		return nil
+	}
+	v, ok := val.(*records.ConsumerGroupMetadataValue)
+	if !ok {
+		return fmt.Errorf("replay ConsumerGroupMetadata of group %q: value is %T", k.GroupID, val)
+	}
+	g := r.getOrCreate(k.GroupID)
+	g.epoch, g.metadataHash = v.Epoch, v.MetadataHash
+	return nil
+}
+
+func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey, val records.Value) error {
+	if val == nil {
+		g, ok := r.groups[k.GroupID]
+		if !ok {
+			return nil
+		}
+		old, ok := g.members[k.MemberID]
+		if !ok {
+			return nil
+		}
+		if old.epoch != -1 {
+			return fmt.Errorf("replay MemberMetadata tombstone of member %q in group %q: no CurrentMemberAssignment tombstone came first (epoch %d)", k.MemberID, k.GroupID, old.epoch)
+		}
+		if _, ok := g.target[k.MemberID]; ok {
+			return fmt.Errorf("replay MemberMetadata tombstone of member %q in group %q: no TargetAssignmentMember tombstone came first", k.MemberID, k.GroupID)
+		}
+		return g.removeMember(k.MemberID)
+	}
+	v, ok := val.(*records.ConsumerGroupMemberMetadataValue)
+	if !ok {
+		return fmt.Errorf("replay MemberMetadata of group %q: value is %T", k.GroupID, val)
+	}
+	if v.ClassicMemberMetadata != nil {
+		return fmt.Errorf("replay MemberMetadata of member %q in group %q: classic-protocol members in consumer groups are not modelled here", k.MemberID, k.GroupID)
+	}
+	g := r.getOrCreate(k.GroupID)
+	m := g.memberOrNew(k.MemberID)
+	m.instanceID = deref(v.InstanceID)
+	m.rackID = deref(v.RackID)
+	m.clientID, m.clientHost = v.ClientID, v.ClientHost
+	// The field is not nullable: an empty list (which may decode as nil)
+	// is an empty subscription.
+	m.subscribed = sortedSet(v.SubscribedTopicNames)
+	m.regex = deref(v.SubscribedTopicRegex)
+	m.rebalanceTimeoutMs = v.RebalanceTimeoutMs
+	m.serverAssignor = deref(v.ServerAssignor)
+	return g.updateMember(m)
+}
+
+func (r *replayer) replayCurrentAssignment(k records.ConsumerGroupCurrentMemberAssignmentKey, val records.Value) error {
+	if val == nil {
+		g, ok := r.groups[k.GroupID]
+		if !ok {
+			return nil
+		}
+		old, ok := g.members[k.MemberID]
+		if !ok {
+			return nil
+		}
+		m := old.clone()
+		m.epoch, m.prevEpoch = -1, -1
+		m.assigned, m.pending = assignment{}, assignment{}
+		return g.updateMember(m)
+	}
+	v, ok := val.(*records.ConsumerGroupCurrentMemberAssignmentValue)
+	if !ok {
+		return fmt.Errorf("replay CurrentMemberAssignment of group %q: value is %T", k.GroupID, val)
+	}
+	g := r.getOrCreate(k.GroupID)
+	m := g.memberOrNew(k.MemberID)
+	m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, v.State
+	m.assigned = r.fromTopics(v.AssignedPartitions, v.MemberEpoch)
+	m.pending = r.fromTopics(v.PartitionsPendingRevocation, v.MemberEpoch)
+	return g.updateMember(m)
+}
+
+// fromTopics is Utils.assignmentFromTopicPartitions.
+func (r *replayer) fromTopics(ts []records.CurrentAssignmentTopic, memberEpoch int32) assignment {
+	def := max(memberEpoch, 0)
+	out := assignment{}
+	for _, t := range ts {
+		ps := out[t.TopicID]
+		if ps == nil {
+			ps = map[int32]int32{}
+			out[t.TopicID] = ps
+		}
+		useEpochs := r.keepsEpochs && len(t.AssignmentEpochs) == len(t.Partitions)
+		for i, p := range t.Partitions {
+			if useEpochs {
+				ps[p] = t.AssignmentEpochs[i]
+			} else {
+				ps[p] = def
+			}
+		}
+	}
+	return out
+}
+
+// memberOrNew returns a copy of the member, or a new default member.
+func (g *group) memberOrNew(id string) *member {
+	if m, ok := g.members[id]; ok {
+		return m.clone()
+	}
+	return newMember(id)
+}
+
+// updateMember is ConsumerGroup.updateMember, keeping the partition epochs.
+//
+// Invariants (ConsumerGroup.addPartitionEpochs / removePartitionEpochs):
+//  1. A partition has at most one owner epoch; it is removed only by the
+//     owner at the epoch it was added with.
+//  2. A partition can be (re)added only at an epoch greater than the one it
+//     is held at: two owners at one epoch is refused, as Kafka's
+//     IllegalStateException refuses it.
+func (g *group) updateMember(m *member) error {
+	old, existed := g.members[m.id]
+	if existed {
+		g.removePartitionEpochs(old.assigned, old.epoch)
+		g.removePartitionEpochs(old.pending, old.epoch)
+	}
+	if err := g.addPartitionEpochs(m.assigned, m.epoch); err != nil {
+		return fmt.Errorf("member %q of group %q: %w", m.id, g.id, err)
+	}
+	if err := g.addPartitionEpochs(m.pending, m.epoch); err != nil {
+		return fmt.Errorf("member %q of group %q: %w", m.id, g.id, err)
+	}
+	if !existed {
+		g.order = append(g.order, m.id)
+	}
+	g.members[m.id] = m
+	if m.instanceID != "" {
+		g.staticMembers[m.instanceID] = m.id
+	}
+	return nil
+}
+
+// removeMember is ConsumerGroup.removeMember.
+func (g *group) removeMember(id string) error {
+	old, ok := g.members[id]
+	if !ok {
+		return nil
+	}
+	g.removePartitionEpochs(old.assigned, old.epoch)
+	g.removePartitionEpochs(old.pending, old.epoch)
+	delete(g.members, id)
+	g.order = slices.DeleteFunc(g.order, func(s string) bool { return s == id })
+	if old.instanceID != "" {
+		delete(g.staticMembers, old.instanceID)
+	}
+	return nil
+}
+
+func (g *group) removePartitionEpochs(a assignment, expected int32) {
+	for t, ps := range a {
+		cur := g.partitionEpochs[t]
+		for p := range ps {
+			if e, ok := cur[p]; ok && e == expected {
+				delete(cur, p)
+			}
+		}
+		if len(cur) == 0 {
+			delete(g.partitionEpochs, t)
+		}
+	}
+}
+
+func (g *group) addPartitionEpochs(a assignment, epoch int32) error {
+	// Check first so that a refused update leaves nothing half-applied.
+	for t, ps := range a {
+		for p := range ps {
+			if e, ok := g.partitionEpochs[t][p]; ok && e >= epoch {
+				return fmt.Errorf("cannot set the epoch of %s-%d to %d because the partition is still owned at epoch %d", t, p, epoch, e)
+			}
+		}
+	}
+	for t, ps := range a {
+		cur := g.partitionEpochs[t]
+		if cur == nil {
+			cur = map[int32]int32{}
+			g.partitionEpochs[t] = cur
+		}
+		for p := range ps {
+			cur[p] = epoch
+		}
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func sortedSet(ss []string) []string {
+	out := slices.Clone(ss)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

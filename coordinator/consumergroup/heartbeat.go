@@ -1,0 +1,718 @@
+package consumergroup
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/coordinator/assignor"
+	"github.com/groupquake/groupquake/coordinator/records"
+)
+
+// Member epochs with a meaning of their own (ConsumerGroupHeartbeatRequest).
+const (
+	// JoinEpoch asks to join or rejoin.
+	JoinEpoch int32 = 0
+	// LeaveEpoch leaves the group.
+	LeaveEpoch int32 = -1
+	// StaticLeaveEpoch is a static member's temporary leave: it keeps its
+	// partitions until its session expires or its instance id rejoins.
+	StaticLeaveEpoch int32 = -2
+)
+
+// RequestContext is what the heartbeat takes from the connection rather
+// than from the request body (AuthorizableRequestContext).
+type RequestContext struct {
+	ClientID string
+	// ClientHost is InetAddress.toString() in Kafka, e.g. "/127.0.0.1".
+	ClientHost string
+	// Classic is the shell's classic groups; nil means there are none. A
+	// join to the id of an Empty classic group converts it (its
+	// GroupMetadata tombstone comes first in the records); any other
+	// classic group makes the id "not a consumer group".
+	Classic ClassicGroups
+}
+
+// Heartbeat handles one ConsumerGroupHeartbeat (GroupCoordinatorService
+// validation, then GMM.consumerGroupHeartbeat or GMM.consumerGroupLeave). It
+// returns the response and the records written, already replayed into m. A
+// failed request writes nothing; its response carries the error code and
+// message and no member id. The response version is the request's.
+// topics is the cluster's metadata now; nil means a cluster without topics
+// (every subscribed topic then counts as deleted).
+func (m *Manager) Heartbeat(now time.Time, rc RequestContext, req *kmsg.ConsumerGroupHeartbeatRequest, topics TopicMetadata) (*kmsg.ConsumerGroupHeartbeatResponse, []records.Record) {
+	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	resp.Version = req.Version
+	hb := &heartbeat{m: m, now: now, rc: rc, req: req, topics: orEmpty(topics), resp: resp}
+	if err := hb.run(); err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = errorf(kerr.UnknownServerError, "%v", err)
+		}
+		out := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		out.Version = req.Version
+		out.ErrorCode = e.Code.Code
+		msg := e.Message
+		out.ErrorMessage = &msg
+		return out, nil
+	}
+	return resp, hb.recs
+}
+
+// heartbeat is the state of one request while it is handled.
+type heartbeat struct {
+	m      *Manager
+	now    time.Time
+	rc     RequestContext
+	req    *kmsg.ConsumerGroupHeartbeatRequest
+	topics TopicMetadata
+	resp   *kmsg.ConsumerGroupHeartbeatResponse
+	recs   []records.Record
+	// after runs once the records are replayed (timers).
+	after []func()
+	// convertClassic: the group id is an Empty classic group to convert.
+	convertClassic bool
+}
+
+// run handles the request. It keeps, as GMM does:
+//  1. Nothing changes unless the whole request succeeds: records are
+//     computed from the state before the request, then replayed at once,
+//     and a replay failure rolls the group back.
+//  2. Timers change only after the records are applied, and only on
+//     success: a failed heartbeat does not refresh the session.
+//  3. The response carries the member's epoch and assignment after the
+//     records, never a state that was not written.
+func (hb *heartbeat) run() error {
+	if hb.req.Group != "" {
+		hb.m.lastTopics = hb.topics
+	}
+	if err := hb.validate(); err != nil {
+		return err
+	}
+	var err error
+	if hb.req.MemberEpoch == LeaveEpoch || hb.req.MemberEpoch == StaticLeaveEpoch {
+		err = hb.leave()
+	} else {
+		err = hb.heartbeat()
+	}
+	if err != nil {
+		return err
+	}
+	if hb.convertClassic {
+		// Asked only now: the shell deletes the classic group when asked.
+		hb.recs = append(hb.rc.Classic.ConvertEmptyClassic(hb.req.Group), hb.recs...)
+	}
+	if len(hb.recs) > 0 {
+		if err := hb.m.applyAll(hb.req.Group, hb.recs); err != nil {
+			// Kafka fails the write with the IllegalStateException of its
+			// replay and rolls the shard back.
+			return errorf(kerr.UnknownServerError, "replaying the records of this heartbeat failed: %v", err)
+		}
+	}
+	for _, f := range hb.after {
+		f()
+	}
+	return nil
+}
+
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// validate is GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid
+// plus the service's INVALID_GROUP_ID check. Regular-expression
+// subscriptions are refused because this model does not resolve them.
+func (hb *heartbeat) validate() error {
+	r := hb.req
+	// KIP-1082: from v1 the client makes up its member id.
+	if (r.Version >= 1 || r.MemberEpoch > 0 || r.MemberEpoch == LeaveEpoch) && blank(r.MemberID) {
+		return errorf(kerr.InvalidRequest, "MemberId can't be empty.")
+	}
+	if blank(r.Group) {
+		return errorf(kerr.InvalidRequest, "GroupId can't be empty.")
+	}
+	if r.InstanceID != nil && blank(*r.InstanceID) {
+		return errorf(kerr.InvalidRequest, "InstanceId can't be empty.")
+	}
+	if r.RackID != nil && blank(*r.RackID) {
+		return errorf(kerr.InvalidRequest, "RackId can't be empty.")
+	}
+	switch {
+	case r.MemberEpoch == JoinEpoch:
+		if r.RebalanceTimeoutMillis == -1 {
+			return errorf(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
+		}
+		if r.Topics == nil || len(r.Topics) != 0 {
+			return errorf(kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining.")
+		}
+		if r.SubscribedTopicNames == nil && r.SubscribedTopicRegex == nil {
+			return errorf(kerr.InvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+		}
+	case r.MemberEpoch == StaticLeaveEpoch:
+		if r.InstanceID == nil {
+			return errorf(kerr.InvalidRequest, "InstanceId can't be null.")
+		}
+	case r.MemberEpoch < StaticLeaveEpoch:
+		return errorf(kerr.InvalidRequest, "MemberEpoch is invalid.")
+	}
+	if r.ServerAssignor != nil && !slices.Contains(hb.m.cfg.Assignors, *r.ServerAssignor) {
+		return errorf(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
+			*r.ServerAssignor, strings.Join(hb.m.cfg.Assignors, ", "))
+	}
+	if r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex != "" {
+		return errorf(kerr.UnsupportedVersion, "regex subscriptions (%q) are not modelled by groupquake's reference coordinator; subscribe by topic names", *r.SubscribedTopicRegex)
+	}
+	return nil
+}
+
+// group returns the consumer group or GROUP_ID_NOT_FOUND (GMM.consumerGroup).
+func (hb *heartbeat) existingGroup() (*group, error) {
+	g, ok := hb.m.rp.groups[hb.req.Group]
+	if !ok {
+		if _, err := classicGate(hb.rc.Classic, hb.req.Group, false); err != nil {
+			return nil, err
+		}
+		return nil, errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", hb.req.Group)
+	}
+	return g, nil
+}
+
+// leave is GMM.consumerGroupLeave: -1 fences the member, -2 is a static
+// member's temporary leave.
+func (hb *heartbeat) leave() error {
+	r := hb.req
+	g, err := hb.existingGroup()
+	if err != nil {
+		return err
+	}
+	hb.resp.MemberID = &r.MemberID
+	hb.resp.MemberEpoch = r.MemberEpoch
+	var mb *member
+	if r.InstanceID == nil {
+		if mb = g.members[r.MemberID]; mb == nil {
+			return errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", r.MemberID, g.id)
+		}
+	} else {
+		if mb = g.staticMember(*r.InstanceID); mb == nil {
+			return errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", *r.InstanceID)
+		}
+		if mb.id != r.MemberID {
+			return errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", r.MemberID, *r.InstanceID, mb.id)
+		}
+		if r.MemberEpoch == StaticLeaveEpoch {
+			// GMM.consumerGroupStaticMemberGroupLeave: keep the partitions,
+			// drop the pending revocations, and let the session run on.
+			left := mb.clone()
+			left.epoch = StaticLeaveEpoch
+			left.pending = assignment{}
+			hb.recs = append(hb.recs, hb.m.currentRecord(g.id, left))
+			hb.resp.MemberID = &mb.id
+			return nil
+		}
+	}
+	hb.recs = append(hb.recs, hb.m.fenceMember(g, mb)...)
+	groupID, memberID := g.id, mb.id
+	hb.after = append(hb.after, func() { hb.m.cancelTimers(groupID, memberID) })
+	return nil
+}
+
+// fenceMember is GMM.consumerGroupFenceMembers for one member: its three
+// tombstones (current assignment, target, metadata, in the order replay
+// requires), then a group epoch bump with the metadata recomputed without it.
+// No target is computed: the next heartbeat of anyone does that.
+func (m *Manager) fenceMember(g *group, mb *member) []records.Record {
+	recs := []records.Record{
+		tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: mb.id}),
+		tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: mb.id}),
+		tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: mb.id}),
+	}
+	names := keys(g.subscribedTopicNames(mb, nil))
+	var hash int64
+	if m.profile.WritesPartitionMetadata {
+		meta := m.subscriptionMetadata(m.lastTopics, names)
+		if !sameMeta(meta, g.subscriptionMetadata) {
+			recs = append(recs, m.partitionMetadataRecord(g.id, meta))
+		}
+	} else {
+		hash = metadataHash(m.lastTopics, names)
+	}
+	return append(recs, m.epochRecord(g.id, g.epoch+1, hash))
+}
+
+// heartbeat is GMM.consumerGroupHeartbeat for epochs ≥ 0.
+func (hb *heartbeat) heartbeat() error {
+	m, r := hb.m, hb.req
+	nowMs := hb.now.UnixMilli()
+
+	// Get or create the group; creation only on epoch 0.
+	g, ok := m.rp.groups[r.Group]
+	if !ok {
+		convert, err := classicGate(hb.rc.Classic, r.Group, r.MemberEpoch == JoinEpoch)
+		if err != nil {
+			return err
+		}
+		if r.MemberEpoch != JoinEpoch {
+			return errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", r.Group)
+		}
+		hb.convertClassic = convert
+		g = newGroup(r.Group, m.profile.InitialGroupEpoch)
+	}
+	instanceID := deref(r.InstanceID)
+	if err := m.throwIfGroupIsFull(g, r.MemberID, instanceID); err != nil {
+		return err
+	}
+	memberID := r.MemberID
+	if memberID == "" {
+		memberID = m.newMemberID()
+	}
+
+	// Get or create the member (static members may replace another one).
+	var mb *member
+	var err error
+	if instanceID == "" {
+		mb, err = hb.dynamicMember(g, memberID)
+	} else {
+		mb, err = hb.staticMember(g, memberID, instanceID)
+	}
+	if err != nil {
+		return err
+	}
+
+	// 1. Update the member's metadata with what the request carries.
+	updated := mb.clone()
+	if instanceID != "" {
+		updated.instanceID = instanceID
+	}
+	if r.RackID != nil {
+		updated.rackID = *r.RackID
+	}
+	if r.RebalanceTimeoutMillis != -1 {
+		updated.rebalanceTimeoutMs = r.RebalanceTimeoutMillis
+	}
+	if r.ServerAssignor != nil {
+		updated.serverAssignor = *r.ServerAssignor
+	}
+	if r.SubscribedTopicNames != nil {
+		updated.subscribed = sortedSet(r.SubscribedTopicNames)
+	}
+	updated.clientID, updated.clientHost = hb.rc.ClientID, hb.rc.ClientHost
+
+	namesChanged := false
+	if !updated.equal(mb) {
+		hb.recs = append(hb.recs, m.memberMetadataRecord(g.id, updated))
+		namesChanged = !slices.Equal(updated.subscribed, mb.subscribed)
+	}
+	hasSubscriptionChanged := namesChanged
+
+	groupEpoch := g.epoch
+	numMembers := len(g.members)
+	if _, ok := g.members[updated.id]; !ok && g.staticMember(updated.instanceID) == nil {
+		numMembers++
+	}
+	subType := subscriptionType(g.subscribedTopicNames(nil, nil), len(g.members))
+
+	// Until 4.3 a new group starts at epoch 0 and must move away from it;
+	// from 4.3 (KAFKA-20268) it starts at 1 and the check is gone.
+	bump := (m.profile.InitialGroupEpoch == 0 && g.epoch == 0) || namesChanged
+	if m.profile.AssignorChangeRecomputes {
+		// KAFKA-20434 (4.4): a new effective assignor recomputes the target.
+		if m.preferredAssignor(g, nil, nil) != m.preferredAssignor(g, mb, updated) {
+			bump = true
+		}
+	}
+	if bump || m.hasMetadataExpired(g, hb.topics) {
+		groupEpoch, subType = hb.updateSubscriptionMetadata(g, bump, mb, updated, numMembers)
+	}
+
+	// 2. Update the target assignment if the group epoch moved past it.
+	targetEpoch, target, err := hb.maybeUpdateTarget(g, groupEpoch, mb, updated, subType, nowMs)
+	if err != nil {
+		return err
+	}
+
+	// 3. Reconcile the member toward the target.
+	reconciled := updated
+	if (m.profile.SubscriptionBoundsAssignment && hasSubscriptionChanged) || !updated.isReconciledTo(targetEpoch) {
+		rc := &reconciler{
+			profile:                m.profile,
+			member:                 updated,
+			targetEpoch:            targetEpoch,
+			target:                 target,
+			subscribedIDs:          subscribedIDs(hb.topics, updated.subscribed),
+			hasSubscriptionChanged: hasSubscriptionChanged,
+			partitionEpoch:         g.currentPartitionEpoch,
+			owned:                  r.Topics,
+		}
+		if reconciled, err = rc.build(); err != nil {
+			return err
+		}
+		if !reconciled.equal(updated) {
+			hb.recs = append(hb.recs, m.currentRecord(g.id, reconciled))
+			groupID, rec := g.id, reconciled
+			hb.after = append(hb.after, func() {
+				if rec.state == records.MemberUnrevokedPartitions {
+					m.scheduleRebalance(hb.now, groupID, rec.id, rec.epoch, rec.rebalanceTimeoutMs)
+				} else {
+					delete(m.timers, timerKey{groupID, rec.id, rebalanceTimer})
+				}
+			})
+		}
+	}
+
+	groupID := g.id
+	hb.after = append(hb.after, func() {
+		m.scheduleSession(hb.now, groupID, reconciled.id)
+		m.refreshed[groupID] = true
+	})
+
+	hb.resp.MemberID = &reconciled.id
+	hb.resp.MemberEpoch = reconciled.epoch
+	hb.resp.HeartbeatIntervalMillis = int32(m.cfg.HeartbeatInterval / time.Millisecond)
+	full := r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil
+	if r.MemberEpoch == JoinEpoch || full || !mb.assigned.samePartitions(reconciled.assigned) {
+		hb.resp.Assignment = responseAssignment(reconciled.assigned)
+	}
+	return nil
+}
+
+// throwIfGroupIsFull is GMM.throwIfConsumerGroupIsFull. From KAFKA-20601 a
+// known static instance id is let in even when the group is full.
+func (m *Manager) throwIfGroupIsFull(g *group, memberID, instanceID string) error {
+	if m.profile.StaticRejoinFullGroup && g.staticMember(instanceID) != nil {
+		return nil
+	}
+	if _, known := g.members[memberID]; len(g.members) >= m.cfg.MaxSize && (memberID == "" || !known) {
+		return errorf(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", m.cfg.MaxSize)
+	}
+	return nil
+}
+
+// dynamicMember is GMM.getOrMaybeSubscribeDynamicConsumerGroupMember.
+func (hb *heartbeat) dynamicMember(g *group, memberID string) (*member, error) {
+	mb, ok := g.members[memberID]
+	if !ok {
+		if hb.req.MemberEpoch != JoinEpoch {
+			return nil, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
+		}
+		return newMember(memberID), nil
+	}
+	if err := hb.checkEpoch(mb); err != nil {
+		return nil, err
+	}
+	return mb, nil
+}
+
+// staticMember is GMM.getOrMaybeSubscribeStaticConsumerGroupMember.
+func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*member, error) {
+	existing := g.staticMember(instanceID)
+	if hb.req.MemberEpoch == JoinEpoch {
+		if existing == nil {
+			if mb, ok := g.members[memberID]; ok {
+				return mb, nil
+			}
+			return newMember(memberID), nil
+		}
+		// Both use the consumer protocol here: the instance id is released
+		// only by a temporary leave (-2).
+		if existing.epoch != StaticLeaveEpoch {
+			return nil, errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
+				memberID, instanceID, existing.id)
+		}
+		// GMM.replaceMember: the old member's tombstones, then the new member
+		// with its metadata, target and partitions at epoch 0.
+		repl := existing.clone()
+		repl.id = memberID
+		repl.epoch, repl.prevEpoch = 0, 0
+		hb.recs = append(hb.recs,
+			tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: existing.id}),
+			tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: existing.id}),
+			tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: existing.id}),
+			hb.m.memberMetadataRecord(g.id, repl),
+			hb.m.targetRecord(g.id, repl.id, g.target[existing.id]),
+			hb.m.currentRecord(g.id, repl),
+		)
+		return repl, nil
+	}
+	if existing == nil {
+		return nil, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID)
+	}
+	if existing.id != memberID {
+		return nil, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, existing.id)
+	}
+	if err := hb.checkEpoch(existing); err != nil {
+		return nil, err
+	}
+	return existing, nil
+}
+
+// checkEpoch is GMM.throwIfConsumerGroupMemberEpochIsInvalid.
+func (hb *heartbeat) checkEpoch(mb *member) error {
+	got := hb.req.MemberEpoch
+	if got == JoinEpoch && hb.m.profile.RejoinWithEpochZero {
+		return nil // KAFKA-19233: epoch 0 is always a rejoin.
+	}
+	if got > mb.epoch {
+		return errorf(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", got, mb.epoch)
+	}
+	if got < mb.epoch {
+		// The response with the new epoch may have been lost: accept the
+		// previous epoch with a subset of the assigned partitions.
+		if got != mb.prevEpoch || !isSubset(hb.req.Topics, mb.assigned) {
+			return errorf(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", got, mb.epoch)
+		}
+	}
+	return nil
+}
+
+// isSubset is GMM.isSubset: nil owned partitions are not a subset.
+func isSubset(owned []kmsg.ConsumerGroupHeartbeatRequestTopic, a assignment) bool {
+	if owned == nil {
+		return false
+	}
+	for _, t := range owned {
+		ps, ok := a[t.TopicID]
+		if !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if _, ok := ps[p]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasMetadataExpired stands in for ModernGroup.hasMetadataExpired. Kafka
+// refreshes a group's metadata on its first heartbeat after creation or
+// load (deadline 0) and whenever a metadata image changed one of its
+// topics (onNewMetadataImage resets the deadline); here the second case is
+// detected by comparing the stored metadata with the host's.
+func (m *Manager) hasMetadataExpired(g *group, topics TopicMetadata) bool {
+	if !m.refreshed[g.id] {
+		return true
+	}
+	names := keys(g.subscribedTopicNames(nil, nil))
+	if m.profile.WritesPartitionMetadata {
+		return !sameMeta(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
+	}
+	return metadataHash(topics, names) != g.metadataHash
+}
+
+// updateSubscriptionMetadata is GMM.updateSubscriptionMetadata: recompute
+// the subscribed topics' metadata with the updated member, bump the group
+// epoch if asked or if the metadata changed, and (4.1+) tombstone a legacy
+// PartitionMetadata record.
+func (hb *heartbeat) updateSubscriptionMetadata(g *group, bump bool, old, updated *member, numMembers int) (int32, assignor.SubscriptionType) {
+	m := hb.m
+	counts := g.subscribedTopicNames(old, updated)
+	names := keys(counts)
+	subType := subscriptionType(counts, numMembers)
+	var hash int64
+	if m.profile.WritesPartitionMetadata {
+		meta := m.subscriptionMetadata(hb.topics, names)
+		if !sameMeta(meta, g.subscriptionMetadata) {
+			bump = true
+			hb.recs = append(hb.recs, m.partitionMetadataRecord(g.id, meta))
+		}
+	} else {
+		hash = metadataHash(hb.topics, names)
+		if hash != g.metadataHash {
+			bump = true
+		}
+	}
+	epoch := g.epoch
+	if bump {
+		epoch++
+		hb.recs = append(hb.recs, m.epochRecord(g.id, epoch, hash))
+	}
+	if !m.profile.WritesPartitionMetadata && g.hasLegacyPartitionMetadata {
+		hb.recs = append(hb.recs, tombstone(records.ConsumerGroupPartitionMetadataKey{GroupID: g.id}))
+	}
+	return epoch, subType
+}
+
+// subscriptionMetadata is ModernGroup.computeSubscriptionMetadata (4.0):
+// the existing subscribed topics with their ids and partition counts.
+func (m *Manager) subscriptionMetadata(topics TopicMetadata, names []string) map[string]topicMeta {
+	out := map[string]topicMeta{}
+	for _, n := range names {
+		if id, parts, ok := topics.TopicByName(n); ok {
+			out[n] = topicMeta{id: id, partitions: int32(parts)}
+		}
+	}
+	return out
+}
+
+func sameMeta(a, b map[string]topicMeta) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// preferredAssignor is the assignor the target would be computed with:
+// the most requested one, else the default.
+func (m *Manager) preferredAssignor(g *group, old, updated *member) string {
+	if a := g.preferredServerAssignor(old, updated); a != "" {
+		return a
+	}
+	return m.defaultAssignor()
+}
+
+// maybeUpdateTarget is GMM.updateTargetAssignment / maybeUpdateTargetAssignment
+// with TargetAssignmentBuilder.build: when the group epoch is ahead of the
+// assignment epoch (and, 4.3+, the assignment interval allows), run the
+// preferred assignor over every member, write a target record for each
+// member whose target changed, then the new assignment epoch.
+func (hb *heartbeat) maybeUpdateTarget(g *group, groupEpoch int32, old, updated *member, subType assignor.SubscriptionType, nowMs int64) (int32, map[TopicID][]int32, error) {
+	m := hb.m
+	last := func() (int32, map[TopicID][]int32, error) {
+		return g.assignmentEpoch, g.targetOf(updated.id, updated.instanceID), nil
+	}
+	if groupEpoch <= g.assignmentEpoch {
+		return last()
+	}
+	if m.cfg.AssignmentInterval != nil {
+		// GMM.canComputeNextTargetAssignment (KIP-1263).
+		interval := m.cfg.AssignmentInterval.Milliseconds()
+		if g.assignmentTimestampMs != 0 && interval != 0 && nowMs < g.assignmentTimestampMs+interval {
+			return last()
+		}
+	}
+	name := m.preferredAssignor(g, old, updated)
+
+	// TAB.build: the member specs start from the group's members, then the
+	// updated member is added or replaced, and a static member it replaces
+	// is removed.
+	type spec struct {
+		mb     *member
+		target map[TopicID][]int32
+	}
+	specs := map[string]spec{}
+	ids := g.memberIDs()
+	for _, id := range ids {
+		specs[id] = spec{g.members[id], g.target[id]}
+	}
+	prevTarget := g.target[updated.id]
+	if updated.instanceID != "" {
+		if prev, ok := g.staticMembers[updated.instanceID]; ok && prev != updated.id {
+			prevTarget = g.target[prev]
+			delete(specs, prev)
+			ids = slices.DeleteFunc(ids, func(s string) bool { return s == prev })
+		}
+	}
+	if _, ok := specs[updated.id]; !ok {
+		ids = append(ids, updated.id)
+	}
+	specs[updated.id] = spec{updated, prevTarget}
+	ids = assignor.JavaHashMapOrder(ids)
+
+	jv := m.cfg.JavaVersion
+	if jv == 0 {
+		jv = assignor.DefaultJavaVersion
+	}
+	gs := assignor.GroupSpec{Subscription: subType}
+	counts := assignor.PartitionCounts{}
+	for _, id := range ids {
+		s := specs[id]
+		ms := assignor.MemberSpec{ID: id, InstanceID: s.mb.instanceID, RackID: s.mb.rackID}
+		for _, n := range assignor.JavaHashMapOrder(s.mb.subscribed) {
+			if tid, parts, ok := hb.topics.TopicByName(n); ok {
+				ms.Topics = append(ms.Topics, tid)
+				counts[tid] = parts
+			}
+		}
+		ms.Assignment = m.javaOrder(s.target)
+		gs.Members = append(gs.Members, ms)
+	}
+	// Partitions of the previous target may belong to topics nobody
+	// subscribes to any more; the assignor needs their sizes to ignore them.
+	for _, id := range ids {
+		for t := range specs[id].target {
+			if _, ok := counts[t]; !ok {
+				if _, parts, ok := hb.topics.TopicByID(t); ok {
+					counts[t] = parts
+				}
+			}
+		}
+	}
+	a, ok := m.assignors[name]
+	if !ok {
+		// A member asked for it under another configuration (the log was
+		// written by a broker with other group.consumer.assignors).
+		return 0, nil, errorf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: assignor %q is not configured", groupEpoch, name)
+	}
+	res, err := a.Assign(gs, counts)
+	if err != nil {
+		return 0, nil, errorf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", groupEpoch, err)
+	}
+	var mine map[TopicID][]int32
+	for _, id := range ids {
+		next := map[TopicID][]int32{}
+		for t, ps := range res.Members[id] {
+			if len(ps) > 0 {
+				next[t] = slices.Sorted(slices.Values(ps))
+			}
+		}
+		if id == updated.id {
+			mine = next
+		}
+		prev, had := g.target[id]
+		if !had || !sameTarget(prev, next) {
+			hb.recs = append(hb.recs, m.targetRecord(g.id, id, next))
+		}
+	}
+	var ts int64
+	if m.profile.AssignmentTimestamp {
+		ts = nowMs
+	}
+	hb.recs = append(hb.recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
+	return groupEpoch, mine, nil
+}
+
+func subscribedIDs(topics TopicMetadata, names []string) map[TopicID]bool {
+	out := map[TopicID]bool{}
+	for _, n := range names {
+		if id, _, ok := topics.TopicByName(n); ok {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// responseAssignment is ConsumerGroupHeartbeatResponse.createAssignment,
+// sorted so responses compare.
+func responseAssignment(a assignment) *kmsg.ConsumerGroupHeartbeatResponseAssignment {
+	out := &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
+	out.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
+	parts := partitionsOf(a)
+	ids := make([]TopicID, 0, len(parts))
+	for t := range parts {
+		ids = append(ids, t)
+	}
+	slices.SortFunc(ids, compareBytes)
+	for _, t := range ids {
+		tp := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+		tp.TopicID = t
+		tp.Partitions = parts[t]
+		out.Topics = append(out.Topics, tp)
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

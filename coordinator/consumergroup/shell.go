@@ -1,0 +1,147 @@
+package consumergroup
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/groupquake/groupquake/coordinator/records"
+)
+
+// ClassicGroups is what a consumer-group heartbeat may ask of the shell
+// that owns classic groups (GMM keeps both kinds in one map; here they are
+// split). The method set matches coordinator.ClassicGroups, so the shell's
+// value serves as is.
+type ClassicGroups interface {
+	// LookupClassic reports whether groupID is a classic group and whether
+	// it is Empty.
+	LookupClassic(groupID string) (exists, empty bool)
+	// ConvertEmptyClassic deletes an Empty classic group so that a consumer
+	// group can take its id, and returns the GroupMetadata tombstone Kafka
+	// writes first (GMM.maybeDeleteEmptyClassicGroup).
+	ConvertEmptyClassic(groupID string) []records.Record
+}
+
+// classicGate is GMM.getOrMaybeCreateConsumerGroup for a group id this
+// Manager does not hold: a classic group there blocks it, except an Empty
+// one on a join, which is converted. convert is true when the caller must
+// convert it once the request is known to succeed (the shell deletes the
+// classic group when asked, so it is asked last).
+func classicGate(c ClassicGroups, groupID string, joining bool) (convert bool, err error) {
+	if c == nil {
+		return false, nil
+	}
+	exists, empty := c.LookupClassic(groupID)
+	switch {
+	case !exists:
+		return false, nil
+	case !joining:
+		return false, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
+	case empty:
+		return true, nil
+	}
+	// GMM.validateOnlineUpgrade / convertToConsumerGroup: a non-empty
+	// classic group of consumer-protocol members is upgraded online. That
+	// migration (KIP-848 "online upgrade") is not modelled here.
+	return false, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group: online upgrade of a non-empty classic group is not modelled by groupquake's reference coordinator.", groupID)
+}
+
+// GroupInfo is what the shared APIs (ListGroups, OffsetDelete, offset
+// expiry, DeleteGroups) need to know about a consumer group.
+type GroupInfo struct {
+	// State is ConsumerGroupState.toString(): Empty, Assigning,
+	// Reconciling or Stable.
+	State string
+	// Members is the number of members; Empty is Members == 0.
+	Members int
+	// SubscribedTopics is the union of the members' subscriptions
+	// (ConsumerGroup.subscribedTopicNames), sorted.
+	SubscribedTopics []string
+	// Epoch and AssignmentEpoch are the group and target epochs.
+	Epoch, AssignmentEpoch int32
+}
+
+// Info returns the facts of a consumer group, or ok=false.
+func (m *Manager) Info(groupID string) (GroupInfo, bool) {
+	g, ok := m.rp.groups[groupID]
+	if !ok {
+		return GroupInfo{}, false
+	}
+	return GroupInfo{
+		State:            g.state(),
+		Members:          len(g.members),
+		SubscribedTopics: keys(g.subscribedTopicNames(nil, nil)),
+		Epoch:            g.epoch,
+		AssignmentEpoch:  g.assignmentEpoch,
+	}, true
+}
+
+// GroupIDs lists the consumer groups, sorted.
+func (m *Manager) GroupIDs() []string {
+	ids := make([]string, 0, len(m.rp.groups))
+	for id := range m.rp.groups {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ValidateOffsetFetch is ConsumerGroup.validateOffsetFetch (OffsetFetch
+// v9+): an admin fetch (no member id, epoch < 0) is accepted; otherwise the
+// member must exist and its epoch must match exactly (no KIP-1251 leniency
+// for fetches). memberID nil means null. ErrGroupNotFound means the group
+// is not a consumer group here.
+func (m *Manager) ValidateOffsetFetch(groupID string, memberID *string, memberEpoch int32) error {
+	g, ok := m.rp.groups[groupID]
+	if !ok {
+		return ErrGroupNotFound
+	}
+	if memberID == nil && memberEpoch < 0 {
+		return nil
+	}
+	id := deref(memberID)
+	mb, ok := g.members[id]
+	if !ok {
+		return errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
+	}
+	if memberEpoch != mb.epoch {
+		return errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", memberEpoch, mb.epoch)
+	}
+	return nil
+}
+
+// Delete deletes an Empty consumer group (DeleteGroups, or the shell's
+// cleanup of an empty group whose offsets expired): the tombstones of
+// ConsumerGroup.createGroupTombstoneRecords in Kafka's order, already
+// replayed, or NON_EMPTY_GROUP (validateDeleteGroup). The shell writes the
+// offset tombstones itself, before these. Timers of the group go too.
+func (m *Manager) Delete(groupID string) ([]records.Record, error) {
+	g, ok := m.rp.groups[groupID]
+	if !ok {
+		return nil, ErrGroupNotFound
+	}
+	if g.state() != StateEmpty {
+		return nil, errorf(kerr.NonEmptyGroup, "The group %s is not empty.", groupID)
+	}
+	// With no members only the group-level tombstones remain; a target
+	// assignment of a member already gone (none is left by Kafka's own
+	// writes) is tombstoned too so that replay accepts the deletion.
+	var recs []records.Record
+	for _, id := range keys(g.target) {
+		recs = append(recs, tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: groupID, MemberID: id}))
+	}
+	recs = append(recs,
+		tombstone(records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: groupID}),
+		tombstone(records.ConsumerGroupPartitionMetadataKey{GroupID: groupID}),
+		tombstone(records.ConsumerGroupMetadataKey{GroupID: groupID}),
+	)
+	if err := m.applyAll(groupID, recs); err != nil {
+		return nil, errorf(kerr.UnknownServerError, "deleting group %s: %v", groupID, err)
+	}
+	for k := range m.timers {
+		if k.group == groupID {
+			delete(m.timers, k)
+		}
+	}
+	return recs, nil
+}

@@ -1,0 +1,132 @@
+package consumergroup
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/groupquake/groupquake/coordinator/records"
+)
+
+type timerKind int8
+
+const (
+	// sessionTimer is GMM's "session-timeout-<group>-<member>".
+	sessionTimer timerKind = iota
+	// rebalanceTimer is GMM's "rebalance-timeout-<group>-<member>".
+	rebalanceTimer
+)
+
+func (k timerKind) String() string {
+	if k == sessionTimer {
+		return "session"
+	}
+	return "rebalance"
+}
+
+type timerKey struct {
+	group, member string
+	kind          timerKind
+}
+
+type timer struct {
+	deadline time.Time
+	// epoch is the member epoch a rebalance timer was armed at: it fences
+	// only a member still at that epoch (GMM.scheduleConsumerGroupRebalanceTimeout).
+	epoch int32
+}
+
+// scheduleSession is GMM.scheduleConsumerGroupSessionTimeout: (re)arm a
+// full session timeout.
+func (m *Manager) scheduleSession(now time.Time, groupID, memberID string) {
+	m.timers[timerKey{groupID, memberID, sessionTimer}] = timer{deadline: now.Add(m.cfg.SessionTimeout)}
+}
+
+// scheduleRebalance is GMM.scheduleConsumerGroupRebalanceTimeout.
+func (m *Manager) scheduleRebalance(now time.Time, groupID, memberID string, epoch, timeoutMs int32) {
+	m.timers[timerKey{groupID, memberID, rebalanceTimer}] = timer{
+		deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond),
+		epoch:    epoch,
+	}
+}
+
+func (m *Manager) cancelTimers(groupID, memberID string) {
+	delete(m.timers, timerKey{groupID, memberID, sessionTimer})
+	delete(m.timers, timerKey{groupID, memberID, rebalanceTimer})
+}
+
+// Expired is one timer that fired in Tick, for logs and vectors.
+type Expired struct {
+	Group, Member string
+	// Kind is "session" or "rebalance".
+	Kind string
+	// Fenced: the member was removed. A rebalance timer of a member that
+	// left the epoch it was armed at, or of a member already gone, fires
+	// without effect.
+	Fenced bool
+}
+
+// Tick fires every timer whose deadline is not after now, earliest first
+// (ties by group, member, kind), each as its own write as in Kafka: a
+// session timeout fences the member (GMM.consumerGroupFenceMemberOperation);
+// a rebalance timeout fences it if it is still at the epoch the timer was
+// armed at. It returns the records written, in order.
+func (m *Manager) Tick(now time.Time) []records.Record {
+	recs, _ := m.TickVerbose(now)
+	return recs
+}
+
+// TickVerbose is Tick that also says which timers fired.
+func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
+	type due struct {
+		k timerKey
+		t timer
+	}
+	var fired []due
+	for k, t := range m.timers {
+		if !t.deadline.After(now) {
+			fired = append(fired, due{k, t})
+		}
+	}
+	slices.SortFunc(fired, func(a, b due) int {
+		return cmp.Or(a.t.deadline.Compare(b.t.deadline), cmp.Compare(a.k.group, b.k.group),
+			cmp.Compare(a.k.member, b.k.member), cmp.Compare(a.k.kind, b.k.kind))
+	})
+	var out []records.Record
+	var expired []Expired
+	for _, d := range fired {
+		// A timer fired earlier in this loop may have cancelled or replaced it.
+		if cur, ok := m.timers[d.k]; !ok || cur != d.t {
+			continue
+		}
+		delete(m.timers, d.k)
+		e := Expired{Group: d.k.group, Member: d.k.member, Kind: d.k.kind.String()}
+		g, ok := m.rp.groups[d.k.group]
+		if ok {
+			if mb, ok := g.members[d.k.member]; ok && (d.k.kind == sessionTimer || mb.epoch == d.t.epoch) {
+				recs := m.fenceMember(g, mb)
+				if err := m.applyAll(g.id, recs); err != nil {
+					panic("consumergroup: replaying our own fence records failed: " + err.Error())
+				}
+				m.cancelTimers(g.id, mb.id)
+				out = append(out, recs...)
+				e.Fenced = true
+			}
+		}
+		expired = append(expired, e)
+	}
+	return out, expired
+}
+
+// NextDeadline returns the earliest armed timer, or ok=false, so a host can
+// sleep until then.
+func (m *Manager) NextDeadline() (time.Time, bool) {
+	var best time.Time
+	ok := false
+	for _, t := range m.timers {
+		if !ok || t.deadline.Before(best) {
+			best, ok = t.deadline, true
+		}
+	}
+	return best, ok
+}
