@@ -1,0 +1,88 @@
+package coordinator
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleSyncGroup serves SyncGroup (key 14): GroupCoordinatorService.syncGroup
+// then GMM.classicGroupSync → classicGroupSyncToClassicGroup (4.4).
+//
+// In CompletingRebalance every SyncGroup is parked; the leader's carries the
+// assignment, which is stored with one GroupMetadata record, and then every
+// parked member gets its part and the group is Stable. A SyncGroup from a
+// classic member of a consumer group (the mixed path) is the consumer-group
+// engine's and is answered UNKNOWN_MEMBER_ID here.
+func (c *Coordinator) handleSyncGroup(req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
+	fail := func(err *kerr.Error) (kmsg.Response, error) {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID)
+	}
+	g := c.classic[req.Group]
+	if g == nil || g.in(Empty) {
+		return fail(kerr.UnknownMemberID)
+	}
+	if err := c.validateSyncGroup(g, req); err != nil {
+		return fail(err)
+	}
+	switch g.state {
+	case PreparingRebalance:
+		return fail(kerr.RebalanceInProgress)
+	case CompletingRebalance:
+		m := g.member(req.MemberID)
+		m.awaitingSync = c.park(req.Version)
+		c.removePendingSyncMember(g, req.MemberID)
+		if !g.isLeader(req.MemberID) {
+			return nil, nil
+		}
+		assignment := map[string][]byte{}
+		for _, a := range req.GroupAssignment {
+			assignment[a.MemberID] = a.MemberAssignment
+		}
+		for id := range g.members.vals {
+			if _, ok := assignment[id]; !ok {
+				assignment[id] = []byte{}
+			}
+		}
+		c.write(c.groupMetadataRecord(g, assignment), false)
+		// The append succeeded (see Coordinator): store and propagate.
+		c.setAndPropagateAssignment(g, assignment)
+		g.transitionTo(Stable, c.now)
+		return nil, nil
+	case Stable:
+		c.removePendingSyncMember(g, req.MemberID)
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ProtocolType = cloneStr(g.protocolType)
+		resp.Protocol = cloneStr(g.protocolName)
+		resp.MemberAssignment = g.member(req.MemberID).assignment
+		return resp, nil
+	}
+	return fail(kerr.CoordinatorNotAvailable)
+}
+
+// validateSyncGroup is GMM.validateSyncGroup. Protocol type and name are
+// checked only when the request carries them (v5+, isProtocolInconsistent).
+func (c *Coordinator) validateSyncGroup(g *classicGroup, req *kmsg.SyncGroupRequest) *kerr.Error {
+	if g.in(Dead) {
+		return kerr.CoordinatorNotAvailable
+	}
+	if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
+		return asKerr(err)
+	}
+	if req.Generation != g.generation {
+		return kerr.IllegalGeneration
+	}
+	if inconsistent(req.ProtocolType, g.protocolType) || inconsistent(req.Protocol, g.protocolName) {
+		return kerr.InconsistentGroupProtocol
+	}
+	return nil
+}
+
+// inconsistent is GMM.isProtocolInconsistent.
+func inconsistent(got, want *string) bool {
+	return got != nil && (want == nil || *got != *want)
+}

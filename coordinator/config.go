@@ -1,0 +1,144 @@
+package coordinator
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds the broker settings of GroupCoordinatorConfig that change
+// what the coordinator answers or writes. DefaultConfig returns Kafka's
+// defaults; a zero Config is valid and means "no delay, no limits", which
+// is what fast conformance vectors want, except that MaxSessionTimeout and
+// OffsetMetadataMaxBytes of zero would reject everything, so zero there
+// means the default.
+type Config struct {
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (3000): how
+	// long the first rebalance of an Empty group waits for more members.
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout are
+	// group.min.session.timeout.ms (6000) and group.max.session.timeout.ms
+	// (1800000): JoinGroup outside the range gets INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// MaxGroupSize is group.max.size (Integer.MAX_VALUE); 0 means no limit.
+	MaxGroupSize int
+	// NewMemberJoinTimeout is the session of a member whose first join has
+	// not completed (CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS, 5 minutes,
+	// not configurable in Kafka).
+	NewMemberJoinTimeout time.Duration
+	// OffsetsRetention is offsets.retention.minutes (7 days); 0 disables
+	// offset expiry.
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms
+	// (600000): how often Tick looks for expired offsets and groups.
+	OffsetsRetentionCheckInterval time.Duration
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (4096), counted
+	// in UTF-16 code units as Java's String.length.
+	OffsetMetadataMaxBytes int
+
+	// Topics is the broker's metadata image as far as OffsetCommit and
+	// OffsetFetch look at it (KafkaApis: unknown topics and partitions,
+	// topic ids of v10). Nil means no image: topic names are taken as
+	// given, with no id, and no topic id resolves.
+	Topics TopicMetadata
+
+	// ConsumerGroups serves the consumer protocol (KIP-848). Nil means a
+	// coordinator with no consumer groups at all (NoConsumerGroups).
+	ConsumerGroups ConsumerGroups
+	// IDs generates the UUID part of new member ids. Nil means a
+	// deterministic sequence (SequentialIDs).
+	IDs IDSource
+}
+
+// DefaultConfig returns Kafka's defaults (GroupCoordinatorConfig, 4.x).
+func DefaultConfig() Config {
+	return Config{
+		InitialRebalanceDelay:         3 * time.Second,
+		MinSessionTimeout:             6 * time.Second,
+		MaxSessionTimeout:             30 * time.Minute,
+		NewMemberJoinTimeout:          5 * time.Minute,
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		OffsetMetadataMaxBytes:        4096,
+	}
+}
+
+func (c Config) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"InitialRebalanceDelay", c.InitialRebalanceDelay},
+		{"MinSessionTimeout", c.MinSessionTimeout},
+		{"MaxSessionTimeout", c.MaxSessionTimeout},
+		{"NewMemberJoinTimeout", c.NewMemberJoinTimeout},
+		{"OffsetsRetention", c.OffsetsRetention},
+		{"OffsetsRetentionCheckInterval", c.OffsetsRetentionCheckInterval},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("coordinator config: %s is %v; it must not be negative", d.name, d.v)
+		}
+		if d.v%time.Millisecond != 0 {
+			return fmt.Errorf("coordinator config: %s is %v; Kafka counts it in whole milliseconds", d.name, d.v)
+		}
+	}
+	if c.MaxGroupSize < 0 {
+		return fmt.Errorf("coordinator config: MaxGroupSize is %d; use 0 for no limit", c.MaxGroupSize)
+	}
+	if c.OffsetMetadataMaxBytes < 0 {
+		return fmt.Errorf("coordinator config: OffsetMetadataMaxBytes is %d; it must not be negative", c.OffsetMetadataMaxBytes)
+	}
+	if c.MaxSessionTimeout != 0 && c.MinSessionTimeout > c.MaxSessionTimeout {
+		return fmt.Errorf("coordinator config: MinSessionTimeout %v exceeds MaxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	return nil
+}
+
+// withDefaults fills the fields whose zero value would make no sense.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = d.MaxSessionTimeout
+	}
+	if c.OffsetMetadataMaxBytes == 0 {
+		c.OffsetMetadataMaxBytes = d.OffsetMetadataMaxBytes
+	}
+	if c.NewMemberJoinTimeout == 0 {
+		c.NewMemberJoinTimeout = d.NewMemberJoinTimeout
+	}
+	if c.OffsetsRetentionCheckInterval == 0 {
+		c.OffsetsRetentionCheckInterval = d.OffsetsRetentionCheckInterval
+	}
+	if c.ConsumerGroups == nil {
+		c.ConsumerGroups = NoConsumerGroups{}
+	}
+	if c.IDs == nil {
+		c.IDs = &SequentialIDs{}
+	}
+	return c
+}
+
+func (c Config) maxGroupSize() int {
+	if c.MaxGroupSize == 0 {
+		return int(^uint32(0) >> 1)
+	}
+	return c.MaxGroupSize
+}
+
+// IDSource makes the random part of member ids. Kafka uses
+// UUID.randomUUID(); the coordinator takes the source from its caller so a
+// run is reproducible.
+type IDSource interface {
+	NewID() string
+}
+
+// SequentialIDs yields UUID-shaped ids 00000000-0000-0000-0000-000000000001,
+// …002, … Share one value between a coordinator and the one that replaces it
+// after a restart so the new one never reissues an id.
+type SequentialIDs struct{ n uint64 }
+
+// NewID implements IDSource.
+func (s *SequentialIDs) NewID() string {
+	s.n++
+	return fmt.Sprintf("00000000-0000-0000-0000-%012x", s.n)
+}
