@@ -80,6 +80,11 @@ type Record struct {
 	Key          map[string]any `json:"key"`
 	// Value is nil for a tombstone.
 	Value map[string]any `json:"value"`
+	// RawKey and RawValue are the record's bytes as the broker wrote them
+	// (RawValue nil for a tombstone), so that a replay decodes exactly what
+	// the broker wrote rather than this generic rendering of it.
+	RawKey   []byte `json:"raw_key,omitempty"`
+	RawValue []byte `json:"raw_value,omitempty"`
 }
 
 // Record types of __consumer_offsets (the key's int16 prefix; kafka-group-protocol.md §6.2).
