@@ -16,7 +16,8 @@ import (
 const usage = `groupquake: chaos and conformance for Kafka consumer groups
 
 Usage:
-  groupquake run [flags]            bring up a cluster (or use --bootstrap) and push a workload through it
+  groupquake run [flags]            plan a run from a seed, carry it out on a cluster (or --bootstrap), judge it
+  groupquake check RUN_DIR          re-run every checker over a saved run (exit 0 hold, 1 violation, 2 unreadable)
   groupquake image build [flags]    build (or find) the Kafka image for a version ahead of time
   groupquake image list             list served Kafka versions and which images are cached
   groupquake engine up              install and start a Docker engine if none answers (root)
@@ -61,6 +62,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "run":
 		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(ctx, args[1:], stdout, stderr)
 	case "image":
 		if len(args) < 2 {
 			return exitError{2, "image needs a subcommand: build or list"}

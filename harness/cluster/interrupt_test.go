@@ -32,7 +32,7 @@ var readyLine = regexp.MustCompile(`cluster ([a-z0-9]+): ready in`)
 // interrupted, and returns once its cluster is ready.
 func startRun(t *testing.T, bin string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--nodes", "1", "--records", "50000000", "--bound", "10m")
+	cmd := exec.Command(bin, "run", "--nodes", "1", "--duration", "10m", "--bound", "15m", "--out", filepath.Join(t.TempDir(), "run"))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

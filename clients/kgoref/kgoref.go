@@ -1,0 +1,465 @@
+// Package kgoref is a clients.Member backed by kgo's own group consumer: the
+// reference member that runs can use before our own protocol implementations
+// (clients/classic, clients/consumer) are ready, and their interop partner
+// afterwards. Classic JoinGroup/SyncGroup by default (kgo's
+// cooperative-sticky balancer); the KIP-848 consumer protocol with
+// Protocol(clients.Consumer), which turns on kgo.ServerSideBalancer.
+//
+// It reports through clients.Hooks from kgo.OnPartitionsAssigned / Revoked /
+// Lost, with the generation or member epoch kgo's GroupMetadata gives at that
+// moment. kgo exposes no individual JoinGroup, SyncGroup or heartbeat round
+// trip, so this member cannot report Joined, Synced, FoundCoordinator or
+// heartbeat errors, nor the Kafka error behind a Lost (kgo does not pass it
+// to OnPartitionsLost). What it can report of the protocol is the epoch: a
+// Heartbeat event (no error) whenever it sees the generation or member epoch
+// change (when a poll returns, and from each OffsetCommit request it sends),
+// so a reader of the history knows which epoch a commit carried.
+//
+// Invariants the Member keeps, which the history's ordering rules rely on:
+//
+//  1. Rebalance callbacks never run between a Poll and the next Poll
+//     (kgo.BlockRebalanceOnPoll; Poll calls AllowRebalance first). A
+//     Commit made between two Polls therefore only covers partitions the
+//     member still owns, at the epoch it owns them.
+//  2. Revoked is reported inside OnPartitionsRevoked, which kgo runs before
+//     it acknowledges the revocation (the classic rejoin, the KIP-848
+//     heartbeat with the smaller owned set), so the report precedes the
+//     hand-off.
+//  3. Assigned is reported inside OnPartitionsAssigned, before kgo starts
+//     fetching the partitions, so it precedes every record of them.
+//  4. A commit's outcome (Committed or CommitFailed) is reported before
+//     Commit returns, with the generation/epoch and member id of the
+//     OffsetCommit request kgo actually sent.
+package kgoref
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// Opt configures a Member; options are checked once, in New.
+type Opt interface{ apply(*cfg) }
+
+type opt func(*cfg)
+
+func (o opt) apply(c *cfg) { o(c) }
+
+type cfg struct {
+	protocol          clients.Protocol
+	hooks             clients.Hooks
+	kgoOpts           []kgo.Opt
+	sessionTimeout    time.Duration
+	heartbeatInterval time.Duration
+	rebalanceTimeout  time.Duration
+	now               func() time.Time
+}
+
+// Protocol selects the group protocol: clients.Classic (default) or
+// clients.Consumer (KIP-848 through kgo.ServerSideBalancer, Kafka 4.0+).
+func Protocol(p clients.Protocol) Opt { return opt(func(c *cfg) { c.protocol = p }) }
+
+// Hooks receives every event the member reports.
+func Hooks(h clients.Hooks) Opt { return opt(func(c *cfg) { c.hooks = h }) }
+
+// KgoOpts adds kgo client options: the links' seed brokers and dialer, a
+// logger. Group options set by this package (group, topics, callbacks,
+// balancers, auto-commit) are applied after them and win.
+func KgoOpts(o ...kgo.Opt) Opt {
+	return opt(func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) })
+}
+
+// Timers sets the classic session timeout, heartbeat interval and rebalance
+// timeout (0 keeps kgo's default). With the consumer protocol the broker owns
+// the session timeout and heartbeat interval (group.consumer.*); only the
+// rebalance timeout is sent.
+func Timers(session, heartbeat, rebalance time.Duration) Opt {
+	return opt(func(c *cfg) {
+		c.sessionTimeout, c.heartbeatInterval, c.rebalanceTimeout = session, heartbeat, rebalance
+	})
+}
+
+// Clock sets the time source for Event.At; the default is time.Now.
+func Clock(now func() time.Time) Opt { return opt(func(c *cfg) { c.now = now }) }
+
+// Member is a kgo group consumer behind clients.Member.
+type Member struct {
+	name, group string
+	topics      []string
+	cfg         cfg
+	opts        []kgo.Opt
+
+	mu        sync.Mutex
+	cl        *kgo.Client
+	owned     clients.Partitions
+	lastEpoch int32
+	closed    bool
+}
+
+var _ clients.Member = (*Member)(nil)
+
+// New returns a member named name (the harness's name, stable across
+// rejoins) of group, subscribed to topics. It connects on Start.
+func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
+	c := cfg{protocol: clients.Classic, now: time.Now}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	switch {
+	case name == "":
+		return nil, errors.New("kgoref: a member needs a name (the harness's name for it, e.g. m1)")
+	case group == "":
+		return nil, fmt.Errorf("kgoref: member %s needs a group id", name)
+	case len(topics) == 0:
+		return nil, fmt.Errorf("kgoref: member %s needs at least one topic to subscribe to", name)
+	case c.protocol != clients.Classic && c.protocol != clients.Consumer:
+		return nil, fmt.Errorf("kgoref: member %s: protocol %q is not %q or %q", name, c.protocol, clients.Classic, clients.Consumer)
+	case c.hooks == nil:
+		c.hooks = clients.HookFunc(func(clients.Event) {})
+	}
+	m := &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, owned: clients.Partitions{}, lastEpoch: -1}
+	o := append([]kgo.Opt(nil), c.kgoOpts...)
+	o = append(o,
+		kgo.ClientID("groupquake-"+name),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(m.onAssigned),
+		kgo.OnPartitionsRevoked(m.onRevoked),
+		kgo.OnPartitionsLost(m.onLost),
+	)
+	if c.protocol == clients.Consumer {
+		// ServerSideBalancer needs a range or sticky balancer first; sticky maps to the
+		// broker's "uniform" assignor.
+		o = append(o, kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))
+	}
+	if c.sessionTimeout > 0 {
+		o = append(o, kgo.SessionTimeout(c.sessionTimeout))
+	}
+	if c.heartbeatInterval > 0 {
+		o = append(o, kgo.HeartbeatInterval(c.heartbeatInterval))
+	}
+	if c.rebalanceTimeout > 0 {
+		o = append(o, kgo.RebalanceTimeout(c.rebalanceTimeout))
+	}
+	m.opts = o
+	return m, nil
+}
+
+// Name implements clients.Member.
+func (m *Member) Name() string { return m.name }
+
+// Protocol implements clients.Member.
+func (m *Member) Protocol() clients.Protocol { return m.cfg.protocol }
+
+// Start creates the kgo client; kgo joins the group in the background.
+func (m *Member) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cl != nil {
+		return fmt.Errorf("kgoref: member %s already started", m.name)
+	}
+	cl, err := kgo.NewClient(m.opts...)
+	if err != nil {
+		return fmt.Errorf("kgoref: member %s: %w", m.name, err)
+	}
+	m.cl = cl
+	return nil
+}
+
+func (m *Member) client() (*kgo.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cl == nil {
+		return nil, fmt.Errorf("kgoref: member %s is not started: call Start first", m.name)
+	}
+	if m.closed {
+		return nil, fmt.Errorf("kgoref: member %s is closed", m.name)
+	}
+	return m.cl, nil
+}
+
+// Poll releases the rebalances the previous Poll held back (invariant 1),
+// then returns the records kgo has fetched for owned partitions, waiting at
+// most until ctx ends. A ctx that ends is not an error: it returns no records.
+func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
+	cl, err := m.client()
+	if err != nil {
+		return nil, err
+	}
+	cl.AllowRebalance()
+	fs := cl.PollFetches(ctx)
+	if fs.IsClientClosed() {
+		return nil, fmt.Errorf("kgoref: member %s: client closed", m.name)
+	}
+	var ferr error
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if ferr == nil {
+			ferr = fmt.Errorf("kgoref: member %s: fetch %s-%d: %w", m.name, t, p, err)
+		}
+	})
+	_, epoch := cl.GroupMetadata()
+	m.observeEpoch(epoch, "kgo's GroupMetadata after a poll shows a new epoch")
+	var out []clients.Record
+	fs.EachRecord(func(r *kgo.Record) {
+		rec := clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: -1}
+		if m.cfg.protocol == clients.Consumer {
+			rec.MemberEpoch = epoch
+		} else {
+			rec.Generation = epoch
+		}
+		out = append(out, rec)
+	})
+	return out, ferr
+}
+
+// Owned implements clients.Member: the partitions kgo last handed the
+// callbacks, minus those revoked or lost since.
+func (m *Member) Owned() clients.Partitions {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owned.Clone()
+}
+
+// Commit commits offsets with kgo's CommitOffsetsSync at kgo's current
+// generation or member epoch, and reports the outcome (invariant 4). The
+// returned map holds the partitions the coordinator refused, by Kafka error
+// name; an error means the request as a whole failed.
+func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	cl, err := m.client()
+	if err != nil {
+		return nil, err
+	}
+	if len(offsets) == 0 {
+		return nil, nil
+	}
+	eo := make(map[string]map[int32]kgo.EpochOffset, len(offsets))
+	for t, ps := range offsets {
+		eo[t] = make(map[int32]kgo.EpochOffset, len(ps))
+		for p, o := range ps {
+			eo[t][p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		}
+	}
+	var (
+		perr   map[string]map[int32]string
+		reqErr error
+	)
+	cl.CommitOffsetsSync(ctx, eo, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		ev := m.event(clients.Committed)
+		ev.MemberID = req.MemberID
+		m.setEpoch(&ev, req.Generation)
+		if req.Generation > 0 {
+			m.observeEpoch(req.Generation, "kgo sent an OffsetCommit at a new epoch")
+		}
+		ev.Offsets = map[string]map[int32]int64{}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if ev.Offsets[t.Topic] == nil {
+					ev.Offsets[t.Topic] = map[int32]int64{}
+				}
+				ev.Offsets[t.Topic][p.Partition] = p.Offset
+			}
+		}
+		if err != nil {
+			reqErr = err
+			ev.Kind = clients.CommitFailed
+			ev.Err, ev.ErrCode = errName(err)
+			ev.Why = "OffsetCommit failed as a whole: " + err.Error()
+			m.cfg.hooks.OnEvent(ev)
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					continue
+				}
+				if perr == nil {
+					perr = map[string]map[int32]string{}
+				}
+				if perr[t.Topic] == nil {
+					perr[t.Topic] = map[int32]string{}
+				}
+				perr[t.Topic][p.Partition], _ = errName(kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+		// A coordinator that rejects a commit (stale generation or epoch) rejects every
+		// partition with the same error: that is the request failing as a whole.
+		if name, code, all := sameError(resp); all {
+			ev.Kind = clients.CommitFailed
+			ev.Err, ev.ErrCode = name, code
+			ev.Why = "the coordinator rejected the OffsetCommit: " + name
+			reqErr = kerr.ErrorForCode(code)
+			perr = nil
+		} else {
+			ev.PartitionErrs = perr
+			ev.Why = "OffsetCommit answered"
+		}
+		m.cfg.hooks.OnEvent(ev)
+	})
+	return perr, reqErr
+}
+
+// sameError reports whether every partition of resp carries one non-zero
+// error code.
+func sameError(resp *kmsg.OffsetCommitResponse) (string, int16, bool) {
+	var code int16
+	n := 0
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 || (n > 0 && p.ErrorCode != code) {
+				return "", 0, false
+			}
+			code = p.ErrorCode
+			n++
+		}
+	}
+	if n == 0 {
+		return "", 0, false
+	}
+	name, _ := errName(kerr.ErrorForCode(code))
+	return name, code, true
+}
+
+// errName returns the Kafka error name of err, or its text for transport
+// errors.
+func errName(err error) (string, int16) {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message, ke.Code
+	}
+	return err.Error(), 0
+}
+
+// Close leaves the group (kgo's LeaveGroup: LeaveGroup or a leave heartbeat
+// at epoch -1) and closes the client.
+func (m *Member) Close(ctx context.Context) error {
+	m.mu.Lock()
+	cl := m.cl
+	if cl == nil || m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	cl.AllowRebalance()
+	memberID, epoch := cl.GroupMetadata()
+	err := cl.LeaveGroupContext(ctx)
+	cl.Close()
+	ev := m.event(clients.Left)
+	ev.MemberID = memberID
+	m.setEpoch(&ev, epoch)
+	ev.Why = "Close: kgo left the group"
+	if err != nil {
+		ev.Err, ev.ErrCode = errName(err)
+		ev.Why = "Close: kgo's leave did not complete: " + err.Error()
+	}
+	m.cfg.hooks.OnEvent(ev)
+	if err != nil {
+		return fmt.Errorf("kgoref: member %s: leave group %s: %w", m.name, m.group, err)
+	}
+	return nil
+}
+
+func (m *Member) event(k clients.Kind) clients.Event {
+	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.now()}
+}
+
+func (m *Member) setEpoch(ev *clients.Event, epoch int32) {
+	if m.cfg.protocol == clients.Consumer {
+		ev.MemberEpoch = epoch
+	} else {
+		ev.Generation = epoch
+	}
+}
+
+// observeEpoch reports a Heartbeat carrying epoch when it differs from the
+// last epoch reported. kgo keeps the epoch to itself; this is the closest the
+// member can say to "a heartbeat (or join) gave me this epoch".
+func (m *Member) observeEpoch(epoch int32, why string) {
+	if epoch <= 0 {
+		return
+	}
+	m.mu.Lock()
+	if epoch == m.lastEpoch {
+		m.mu.Unlock()
+		return
+	}
+	m.lastEpoch = epoch
+	cl := m.cl
+	m.mu.Unlock()
+	ev := m.event(clients.Heartbeat)
+	if cl != nil {
+		ev.MemberID, _ = cl.GroupMetadata()
+	}
+	m.setEpoch(&ev, epoch)
+	ev.Why = why
+	m.cfg.hooks.OnEvent(ev)
+}
+
+// ownership reports an ownership change from a kgo callback with the epoch
+// kgo holds now, and updates Owned.
+func (m *Member) ownership(k clients.Kind, cl *kgo.Client, ps map[string][]int32, why string) {
+	if len(ps) == 0 {
+		return // kgo calls OnPartitionsRevoked at the end of every session, also with nothing to revoke
+	}
+	memberID, epoch := cl.GroupMetadata()
+	parts := clients.Partitions{}
+	for t, p := range ps {
+		s := slices.Clone(p)
+		slices.Sort(s)
+		parts[t] = s
+	}
+	m.mu.Lock()
+	for _, t := range slices.Sorted(maps.Keys(parts)) {
+		for _, p := range parts[t] {
+			cur := m.owned[t]
+			i, found := slices.BinarySearch(cur, p)
+			switch {
+			case k == clients.Assigned && !found:
+				m.owned[t] = slices.Insert(cur, i, p)
+			case k != clients.Assigned && found:
+				m.owned[t] = slices.Delete(cur, i, i+1)
+			}
+		}
+		if len(m.owned[t]) == 0 {
+			delete(m.owned, t)
+		}
+	}
+	if k == clients.Assigned && epoch > 0 {
+		m.lastEpoch = epoch // the Assigned event itself carries the epoch
+	}
+	m.mu.Unlock()
+	ev := m.event(k)
+	ev.MemberID = memberID
+	m.setEpoch(&ev, epoch)
+	ev.Partitions = parts
+	ev.Why = why
+	m.cfg.hooks.OnEvent(ev)
+}
+
+func (m *Member) onAssigned(_ context.Context, cl *kgo.Client, ps map[string][]int32) {
+	m.ownership(clients.Assigned, cl, ps, "kgo OnPartitionsAssigned: assigned before fetching starts")
+}
+
+func (m *Member) onRevoked(_ context.Context, cl *kgo.Client, ps map[string][]int32) {
+	m.ownership(clients.Revoked, cl, ps, "kgo OnPartitionsRevoked: released before kgo acknowledges the revocation")
+}
+
+func (m *Member) onLost(_ context.Context, cl *kgo.Client, ps map[string][]int32) {
+	m.ownership(clients.Lost, cl, ps, "kgo OnPartitionsLost: a fatal group error (kgo does not say which) ended the session")
+}

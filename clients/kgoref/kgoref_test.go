@@ -1,0 +1,175 @@
+package kgoref_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/kgoref"
+)
+
+// log collects the events of several members in the order they were
+// reported, as the run's history would.
+type log struct {
+	mu sync.Mutex
+	es []clients.Event
+}
+
+func (l *log) OnEvent(e clients.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.es = append(l.es, e)
+}
+
+func (l *log) events() []clients.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]clients.Event(nil), l.es...)
+}
+
+func poller(ctx context.Context, t *testing.T, m *kgoref.Member, got chan<- clients.Record) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			rs, err := m.Poll(pctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("%s: poll: %v", m.Name(), err)
+				return
+			}
+			for _, r := range rs {
+				got <- r
+			}
+		}
+	}()
+	return &wg
+}
+
+// TestClassicHandOff runs two classic members on kfake: the first owns every
+// partition and commits at its generation; when the second joins, every
+// partition that moves is reported revoked by the first before it is
+// reported assigned to the second (kgoref's invariant 2).
+func TestClassicHandOff(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range 40 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: int32(i % 4), Value: fmt.Appendf(nil, "%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var l log
+	newMember := func(name string) *kgoref.Member {
+		m, err := kgoref.New(name, "g", []string{"t"}, kgoref.Hooks(&l),
+			kgoref.KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)),
+			kgoref.Timers(6*time.Second, 200*time.Millisecond, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m1 := newMember("m1")
+	got := make(chan clients.Record, 1000)
+	pctx, stopPolls := context.WithCancel(ctx)
+	w1 := poller(pctx, t, m1, got)
+	for range 40 {
+		select {
+		case r := <-got:
+			if r.Generation <= 0 {
+				t.Errorf("record %s-%d@%d came with generation %d", r.Topic, r.Partition, r.Offset, r.Generation)
+			}
+		case <-ctx.Done():
+			t.Fatal("m1 did not consume the 40 records")
+		}
+	}
+	if n := m1.Owned().Count(); n != 4 {
+		t.Fatalf("m1 owns %d partitions, want 4", n)
+	}
+	stopPolls()
+	w1.Wait()
+	perr, err := m1.Commit(ctx, map[string]map[int32]int64{"t": {0: 10, 1: 10, 2: 10, 3: 10}})
+	if err != nil || len(perr) > 0 {
+		t.Fatalf("commit: %v %v", perr, err)
+	}
+
+	pctx, stopPolls = context.WithCancel(ctx)
+	defer stopPolls()
+	w1 = poller(pctx, t, m1, got)
+	m2 := newMember("m2")
+	w2 := poller(pctx, t, m2, got)
+	for m1.Owned().Count()+m2.Owned().Count() != 4 || m2.Owned().Count() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the group did not rebalance onto m2: m1 %v, m2 %v", m1.Owned(), m2.Owned())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	stopPolls()
+	w1.Wait()
+	w2.Wait()
+	for _, m := range []*kgoref.Member{m1, m2} {
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close %s: %v", m.Name(), err)
+		}
+	}
+
+	es := l.events()
+	revokedAt := map[int32]int{}
+	committed, left := false, 0
+	for i, e := range es {
+		switch {
+		case e.Kind == clients.Revoked && e.Member == "m1":
+			for _, p := range e.Partitions["t"] {
+				if _, seen := revokedAt[p]; !seen {
+					revokedAt[p] = i
+				}
+			}
+		case e.Kind == clients.Assigned && e.Member == "m2":
+			for _, p := range e.Partitions["t"] {
+				r, ok := revokedAt[p]
+				if !ok || r > i {
+					t.Errorf("m2 was assigned t-%d (event %d) before m1 reported revoking it (%v)", p, i, ok)
+				}
+			}
+			if e.Generation <= 0 {
+				t.Errorf("m2's assignment has generation %d", e.Generation)
+			}
+		case e.Kind == clients.Committed && e.Member == "m1":
+			committed = true
+			if e.Generation <= 0 || e.MemberID == "" || e.Offsets["t"][0] != 10 {
+				t.Errorf("commit reported as %+v", e)
+			}
+		case e.Kind == clients.Left:
+			left++
+		}
+	}
+	if !committed {
+		t.Error("m1's commit was not reported")
+	}
+	if left != 2 {
+		t.Errorf("%d members reported leaving, want 2", left)
+	}
+}

@@ -1,0 +1,441 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// PlanFormat is the version of plan.json's layout; a reader refuses a newer one.
+const PlanFormat = 1
+
+// Scenarios a plan can be built for. A scenario decides which faults the
+// schedule may hold; the seed decides everything else.
+const (
+	// ScenarioBaseline has no faults: the group forms, consumes and commits,
+	// and every checker must hold. It is the control every other run is read
+	// against.
+	ScenarioBaseline = "baseline"
+	// ScenarioMemberLinks cuts or slows single members' links (toxiproxy), long
+	// enough at times for their session to expire, so the group rebalances
+	// around a member that is fenced and comes back.
+	ScenarioMemberLinks = "member-links"
+	// ScenarioBrokerFaults stops, kills or pauses brokers (never more than a
+	// quorum can lose), so the group coordinator fails over or restarts and
+	// commits must survive it (container clusters only).
+	ScenarioBrokerFaults = "broker-faults"
+)
+
+// Scenarios returns the scenario names NewPlan accepts.
+func Scenarios() []string {
+	return []string{ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults}
+}
+
+// Options are what the user fixes about a plan; the seed chooses the rest.
+// They are saved in the plan, so the rerun command can be rebuilt from it.
+type Options struct {
+	// Scenario is one of Scenarios(); empty means ScenarioBaseline.
+	Scenario string `json:"scenario"`
+	// Kafka is the broker version of a container cluster.
+	Kafka string `json:"kafka,omitempty"`
+	// Nodes and Controllers size a container cluster (1 or 3 nodes; 0, 1 or 3
+	// separate controllers).
+	Nodes       int `json:"nodes,omitempty"`
+	Controllers int `json:"controllers,omitempty"`
+	// Bootstrap, when set, points the run at an external cluster.
+	Bootstrap []string `json:"bootstrap,omitempty"`
+	// Kinds lists the member kinds (names in the Registry), cycled over the
+	// members; empty lets the seed choose each member's kind.
+	Kinds []string `json:"kinds,omitempty"`
+	// Members is the number of members; 0 means len(Kinds), or a number from
+	// 2 to 4 chosen by the seed when Kinds is empty too.
+	Members int `json:"members,omitempty"`
+	// Records caps how many records the producers write (0: no cap, produce
+	// for the whole workload phase).
+	Records int `json:"records,omitempty"`
+	// Topic and Group override the names derived from the seed (a rerun
+	// against an external cluster needs fresh ones).
+	Topic string `json:"topic,omitempty"`
+	Group string `json:"group,omitempty"`
+	// Partitions of the workload topic; 0 lets the seed choose 3 to 8.
+	Partitions int32 `json:"partitions,omitempty"`
+	// Duration of the workload phase; 0 means 20s.
+	Duration time.Duration `json:"duration,omitempty"`
+	// Rate is records per second over all partitions; 0 lets the seed choose
+	// 20 to 60.
+	Rate int `json:"rate,omitempty"`
+}
+
+// Plan is plan.json: everything a run will do, chosen from the seed before
+// any IO, so the seed reproduces it (the interleaving is not reproduced; the
+// history records it).
+type Plan struct {
+	Format  int     `json:"format"`
+	Seed    uint64  `json:"seed"`
+	Options Options `json:"options"`
+	// Group and Topics are what the members join and consume.
+	Group  string              `json:"group"`
+	Topics []history.TopicPlan `json:"topics"`
+	// Members in the order they start.
+	Members   []MemberPlan   `json:"members"`
+	Producers []ProducerPlan `json:"producers"`
+	Timers    Timers         `json:"timers"`
+	// Phase lengths and bounds.
+	WarmupMax    time.Duration `json:"warmup_max"`
+	Workload     time.Duration `json:"workload"`
+	QuiesceMax   time.Duration `json:"quiesce_max"`
+	ObserveEvery time.Duration `json:"observe_every"`
+	// Faults is the nemesis's schedule; At counts from the start of the
+	// workload phase, and every fault is healed at the latest in the heal
+	// phase.
+	Faults []faults.Fault `json:"faults"`
+}
+
+// MemberPlan is one member's script.
+type MemberPlan struct {
+	Name string `json:"name"`
+	// Kind names the member implementation in the Registry ("kgo-classic").
+	Kind string `json:"kind"`
+	// Protocol is the kind's group protocol, "classic" or "consumer".
+	Protocol string `json:"protocol"`
+	// JoinAfter staggers the start inside the warm-up, so joins race the
+	// way they do in a rolling deploy.
+	JoinAfter time.Duration `json:"join_after"`
+	// CommitEvery is how often the member commits what it consumed.
+	CommitEvery time.Duration `json:"commit_every"`
+}
+
+// ProducerPlan is one producer.
+type ProducerPlan struct {
+	Name string `json:"name"`
+	// Rate is records per second, spread round-robin over every partition.
+	Rate int `json:"rate"`
+}
+
+// Timers are the group timers the run sets and the checkers bound
+// convergence with. For consumer-protocol members the session timeout and
+// heartbeat interval are the broker's (group.consumer.session.timeout.ms and
+// group.consumer.heartbeat.interval.ms of cluster.FastGroupSettings).
+type Timers struct {
+	SessionTimeout    time.Duration `json:"session_timeout"`
+	HeartbeatInterval time.Duration `json:"heartbeat_interval"`
+	RebalanceTimeout  time.Duration `json:"rebalance_timeout"`
+	// ConvergenceSlack covers what the timers do not: coordinator load,
+	// kgo's backoffs, a loaded 2-core machine.
+	ConvergenceSlack time.Duration `json:"convergence_slack"`
+}
+
+// stream returns the random stream of one concern of the plan. Each concern
+// has its own PCG stream derived from the seed and the concern's name, so a
+// choice made in one concern (the partition count) does not shift the draws
+// of another (the members' scripts, the fault schedule).
+func stream(seed uint64, concern string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(concern))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+// NewPlan builds the plan for seed. kinds is the registry's view of member
+// kinds (name → protocol), used to choose and validate members.
+func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
+	if o.Scenario == "" {
+		o.Scenario = ScenarioBaseline
+	}
+	if !slices.Contains(Scenarios(), o.Scenario) {
+		return Plan{}, fmt.Errorf("unknown scenario %q: known scenarios are %s", o.Scenario, strings.Join(Scenarios(), ", "))
+	}
+	if len(o.Bootstrap) == 0 {
+		if o.Nodes == 0 {
+			o.Nodes = 1
+		}
+		if o.Nodes != 1 && o.Nodes != 3 {
+			return Plan{}, fmt.Errorf("a container cluster has 1 or 3 nodes, not %d", o.Nodes)
+		}
+		if o.Kafka == "" {
+			// Pinned in the plan, so a rerun after the default moves still runs this version.
+			o.Kafka = cluster.DefaultKafkaVersion
+		}
+	}
+	if o.Duration == 0 {
+		o.Duration = 20 * time.Second
+	}
+	if o.Duration < 0 || o.Partitions < 0 || o.Rate < 0 || o.Members < 0 || o.Records < 0 {
+		return Plan{}, fmt.Errorf("duration, partitions, rate, members and records must not be negative (got %s, %d, %d, %d, %d)", o.Duration, o.Partitions, o.Rate, o.Members, o.Records)
+	}
+	if len(kinds) == 0 {
+		return Plan{}, errors.New("no member kinds to choose from: pass the registry's kinds (run.DefaultRegistry().Kinds())")
+	}
+	known := make([]string, 0, len(kinds))
+	for k := range kinds {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	for _, k := range o.Kinds {
+		if _, ok := kinds[k]; !ok {
+			return Plan{}, fmt.Errorf("unknown member kind %q: known kinds are %s", k, strings.Join(known, ", "))
+		}
+	}
+
+	p := Plan{
+		Format:       PlanFormat,
+		Seed:         seed,
+		Options:      o,
+		Group:        fmt.Sprintf("gq-%d", seed),
+		Workload:     o.Duration,
+		WarmupMax:    90 * time.Second,
+		ObserveEvery: 2 * time.Second,
+		Timers: Timers{
+			SessionTimeout:    6 * time.Second,
+			HeartbeatInterval: 1 * time.Second,
+			RebalanceTimeout:  15 * time.Second,
+			ConvergenceSlack:  20 * time.Second,
+		},
+	}
+	topo := stream(seed, "topology")
+	parts := o.Partitions
+	if parts == 0 {
+		parts = 3 + topo.Int32N(6)
+	}
+	topic := o.Topic
+	if topic == "" {
+		topic = fmt.Sprintf("gq-%d-records", seed)
+	}
+	if o.Group != "" {
+		p.Group = o.Group
+	}
+	p.Topics = []history.TopicPlan{{Name: topic, Partitions: parts}}
+	n := o.Members
+	if n == 0 {
+		n = len(o.Kinds)
+	}
+	if n == 0 {
+		n = 2 + topo.IntN(3)
+	}
+	var memberKinds []string
+	for i := range n {
+		if len(o.Kinds) > 0 {
+			memberKinds = append(memberKinds, o.Kinds[i%len(o.Kinds)])
+		} else {
+			memberKinds = append(memberKinds, known[topo.IntN(len(known))])
+		}
+	}
+	ms := stream(seed, "members")
+	for i, k := range memberKinds {
+		p.Members = append(p.Members, MemberPlan{
+			Name:        "m" + strconv.Itoa(i+1),
+			Kind:        k,
+			Protocol:    kinds[k],
+			JoinAfter:   time.Duration(ms.Int64N(int64(3 * time.Second))).Round(time.Millisecond),
+			CommitEvery: time.Duration(200+ms.IntN(800)) * time.Millisecond,
+		})
+	}
+	rate := o.Rate
+	if rate == 0 {
+		rate = 20 + stream(seed, "producers").IntN(41)
+	}
+	p.Producers = []ProducerPlan{{Name: "p0", Rate: rate}}
+	// Quiesce must outlast a member that was cut off until the heal: its
+	// session expires, the group rebalances, the new owners catch up.
+	p.QuiesceMax = 2*(p.Timers.SessionTimeout+p.Timers.RebalanceTimeout) + 30*time.Second
+
+	space, most, err := faultSpace(p)
+	if err != nil {
+		return Plan{}, err
+	}
+	if most > 0 {
+		fr := stream(seed, "faults")
+		if p.Faults, err = faults.Generate(fr, space, 1+fr.IntN(most)); err != nil {
+			return Plan{}, fmt.Errorf("scenario %s: %w", o.Scenario, err)
+		}
+	}
+	return p, p.Validate()
+}
+
+// faultSpace is what the scenario's faults may pick from (faults.Generate
+// filters out what does not fit). Node ids are the container cluster's
+// (brokers 1..Nodes, see harness/cluster); an external cluster's are not
+// known before it is reached, so link faults there cut a client from every
+// broker.
+func faultSpace(p Plan) (faults.Space, int, error) {
+	o := p.Options
+	var brokers []faults.NodeID
+	for i := range o.Nodes {
+		brokers = append(brokers, faults.NodeID(i+1))
+	}
+	s := faults.Space{Horizon: p.Workload, MinDuration: time.Second}
+	switch o.Scenario {
+	case ScenarioMemberLinks:
+		// Up to 1.5 session timeouts: sometimes the session survives, sometimes not.
+		s.MaxDuration = p.Timers.SessionTimeout * 3 / 2
+		for _, m := range p.Members {
+			s.Clients = append(s.Clients, m.Name)
+		}
+		s.Brokers = brokers
+		if len(o.Bootstrap) > 0 {
+			s.Brokers = []faults.NodeID{faults.AllNodes}
+		}
+		s.Kinds = []faults.Kind{faults.LinkCut, faults.LinkLatency, faults.LinkHole, faults.LinkReset}
+		return s, 3, nil
+	case ScenarioBrokerFaults:
+		if len(o.Bootstrap) > 0 {
+			return s, 0, fmt.Errorf("scenario %s stops and pauses brokers: it needs a container cluster, not --bootstrap", o.Scenario)
+		}
+		// Long enough for a coordinator move and a session expiry, short enough to
+		// leave the workload time to catch up.
+		s.MaxDuration = p.Timers.SessionTimeout * 2
+		s.Nodes = brokers
+		s.MaxNodesDown = max(1, (len(brokers)-1)/2)
+		s.Kinds = []faults.Kind{faults.NodeStop, faults.NodeKill, faults.NodePause}
+		return s, 2, nil
+	}
+	return s, 0, nil
+}
+
+// Validate says what is wrong with a plan read from disk or built by hand.
+func (p Plan) Validate() error {
+	switch {
+	case p.Format > PlanFormat:
+		return fmt.Errorf("plan format %d is newer than this groupquake reads (%d): use a newer groupquake", p.Format, PlanFormat)
+	case p.Group == "":
+		return errors.New("plan has no group")
+	case len(p.Topics) == 0:
+		return errors.New("plan has no topics")
+	case len(p.Members) == 0:
+		return errors.New("plan has no members")
+	case p.Workload <= 0:
+		return fmt.Errorf("plan has a workload of %s: it must be positive", p.Workload)
+	}
+	names := map[string]bool{}
+	for _, m := range p.Members {
+		if m.Name == "" || strings.ContainsAny(m.Name, "/ ") || names[m.Name] {
+			return fmt.Errorf("member name %q must be unique, non-empty, without '/' or spaces", m.Name)
+		}
+		names[m.Name] = true
+		if m.Protocol != history.ProtocolClassic && m.Protocol != history.ProtocolConsumer {
+			return fmt.Errorf("member %s (kind %s) has protocol %q, want classic or consumer", m.Name, m.Kind, m.Protocol)
+		}
+	}
+	for _, f := range p.Faults {
+		if err := f.Validate(); err != nil {
+			return fmt.Errorf("fault %s: %w", f, err)
+		}
+		if f.IsLinkFault() && !names[f.Client] {
+			return fmt.Errorf("fault %s acts on client %q, which is not a member of the plan", f, f.Client)
+		}
+	}
+	return nil
+}
+
+// Protocol is the group's protocol as the broker will see it: a group with
+// any consumer-protocol member becomes a consumer group (classic members
+// then join it through the broker's classic-member support, KIP-848
+// "upgrade"); otherwise classic.
+func (p Plan) Protocol() string {
+	for _, m := range p.Members {
+		if m.Protocol == history.ProtocolConsumer {
+			return history.ProtocolConsumer
+		}
+	}
+	return history.ProtocolClassic
+}
+
+// Check is the part of the plan the checkers read.
+func (p Plan) Check() history.Plan {
+	return history.Plan{
+		Group:             p.Group,
+		Protocol:          p.Protocol(),
+		Topics:            slices.Clone(p.Topics),
+		SessionTimeout:    p.Timers.SessionTimeout,
+		HeartbeatInterval: p.Timers.HeartbeatInterval,
+		RebalanceTimeout:  p.Timers.RebalanceTimeout,
+		ConvergenceSlack:  p.Timers.ConvergenceSlack,
+	}
+}
+
+// TopicNames lists the workload topics.
+func (p Plan) TopicNames() []string {
+	out := make([]string, len(p.Topics))
+	for i, t := range p.Topics {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Args are the `groupquake run` flags that rebuild this plan (the run
+// directory is left out: a rerun gets its own).
+func (p Plan) Args() []string {
+	o := p.Options
+	a := []string{"--seed", strconv.FormatUint(p.Seed, 10), "--scenario", o.Scenario}
+	if len(o.Bootstrap) > 0 {
+		a = append(a, "--bootstrap", strings.Join(o.Bootstrap, ","))
+	} else {
+		if o.Kafka != "" {
+			a = append(a, "--kafka", o.Kafka)
+		}
+		a = append(a, "--nodes", strconv.Itoa(o.Nodes))
+		if o.Controllers > 0 {
+			a = append(a, "--controllers", strconv.Itoa(o.Controllers))
+		}
+	}
+	if len(o.Kinds) > 0 {
+		a = append(a, "--kinds", strings.Join(o.Kinds, ","))
+	}
+	if o.Members > 0 {
+		a = append(a, "--members", strconv.Itoa(o.Members))
+	}
+	if o.Records > 0 {
+		a = append(a, "--records", strconv.Itoa(o.Records))
+	}
+	if o.Topic != "" {
+		a = append(a, "--topic", o.Topic)
+	}
+	if o.Group != "" {
+		a = append(a, "--group", o.Group)
+	}
+	if o.Partitions > 0 {
+		a = append(a, "--partitions", strconv.Itoa(int(o.Partitions)))
+	}
+	if o.Rate > 0 {
+		a = append(a, "--rate", strconv.Itoa(o.Rate))
+	}
+	a = append(a, "--duration", o.Duration.String())
+	return a
+}
+
+// Command is the shell command that reruns the plan.
+func (p Plan) Command() string {
+	args := p.Args()
+	for i, a := range args {
+		if strings.ContainsAny(a, " '\"$`\\") {
+			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return "groupquake run " + strings.Join(args, " ")
+}
+
+// LoadPlan reads plan.json.
+func LoadPlan(path string) (Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, err
+	}
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Plan{}, fmt.Errorf("%s is not a valid plan (%v): the run directory is damaged; rerun the plan from its seed", path, err)
+	}
+	if err := p.Validate(); err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,146 @@
+package run_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/run"
+)
+
+func mustPlan(t *testing.T, seed uint64, o run.Options) run.Plan {
+	t.Helper()
+	p, err := run.NewPlan(seed, o, run.DefaultRegistry().Kinds())
+	if err != nil {
+		t.Fatalf("NewPlan(%d, %+v): %v", seed, o, err)
+	}
+	return p
+}
+
+func planJSON(t *testing.T, p run.Plan) string {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestPlanSameSeedSamePlan(t *testing.T) {
+	t.Parallel()
+	for _, sc := range run.Scenarios() {
+		for _, seed := range []uint64{0, 1, 42, 1 << 62} {
+			o := run.Options{Scenario: sc, Kafka: "4.4.0"}
+			a, b := mustPlan(t, seed, o), mustPlan(t, seed, o)
+			if planJSON(t, a) != planJSON(t, b) {
+				t.Errorf("scenario %s seed %d: two plans differ:\n%s\n%s", sc, seed, planJSON(t, a), planJSON(t, b))
+			}
+		}
+	}
+}
+
+func TestPlanDifferentSeedDifferentPlan(t *testing.T) {
+	t.Parallel()
+	for _, sc := range run.Scenarios() {
+		seen := map[string]uint64{}
+		for seed := uint64(1); seed <= 50; seed++ {
+			p := mustPlan(t, seed, run.Options{Scenario: sc})
+			// Names embed the seed; compare what the seed chose beyond them.
+			p.Seed, p.Group, p.Topics[0].Name = 0, "", ""
+			s := planJSON(t, p)
+			if prev, dup := seen[s]; dup {
+				t.Errorf("scenario %s: seeds %d and %d give the same choices: %s", sc, prev, seed, s)
+			}
+			seen[s] = seed
+		}
+	}
+}
+
+// TestPlanStreamsIndependent checks that the per-concern streams are
+// independent: fixing the members (a different topology choice) does not
+// change the fault schedule's randomness, only what it is applied to.
+func TestPlanStreamsIndependent(t *testing.T) {
+	t.Parallel()
+	a := mustPlan(t, 7, run.Options{Scenario: run.ScenarioMemberLinks, Members: 3, Partitions: 4})
+	b := mustPlan(t, 7, run.Options{Scenario: run.ScenarioMemberLinks, Members: 3, Partitions: 5})
+	if !reflect.DeepEqual(a.Faults, b.Faults) {
+		t.Errorf("changing the partition count changed the fault schedule:\n%v\n%v", a.Faults, b.Faults)
+	}
+	if !reflect.DeepEqual(a.Members, b.Members) {
+		t.Errorf("changing the partition count changed the members:\n%v\n%v", a.Members, b.Members)
+	}
+}
+
+func TestPlanOptions(t *testing.T) {
+	t.Parallel()
+	p := mustPlan(t, 3, run.Options{Kinds: []string{"kgo-classic", "kgo-consumer"}, Members: 3, Partitions: 4, Duration: 5 * time.Second, Rate: 10})
+	if got := len(p.Members); got != 3 {
+		t.Fatalf("%d members, want 3", got)
+	}
+	for i, want := range []string{"kgo-classic", "kgo-consumer", "kgo-classic"} {
+		if p.Members[i].Kind != want {
+			t.Errorf("member %d is %s, want %s", i, p.Members[i].Kind, want)
+		}
+	}
+	if p.Members[1].Protocol != "consumer" || p.Protocol() != "consumer" {
+		t.Errorf("a group with a kgo-consumer member is a consumer group: member protocol %q, group %q", p.Members[1].Protocol, p.Protocol())
+	}
+	if p.Topics[0].Partitions != 4 || p.Workload != 5*time.Second || p.Producers[0].Rate != 10 {
+		t.Errorf("options not applied: %+v", p)
+	}
+	if len(p.Faults) != 0 {
+		t.Errorf("baseline has faults: %v", p.Faults)
+	}
+	// The rerun command rebuilds the same plan.
+	args := p.Args()
+	if !strings.Contains(strings.Join(args, " "), "--seed 3 ") {
+		t.Errorf("args %v lack the seed", args)
+	}
+	for _, bad := range []run.Options{
+		{Scenario: "earthquake"},
+		{Kinds: []string{"kgo-classic", "java"}},
+		{Nodes: 2},
+		{Duration: -time.Second},
+	} {
+		if _, err := run.NewPlan(1, bad, run.DefaultRegistry().Kinds()); err == nil {
+			t.Errorf("NewPlan accepted %+v", bad)
+		}
+	}
+}
+
+func TestPlanFaultsInsideWorkload(t *testing.T) {
+	t.Parallel()
+	n := 0
+	for seed := uint64(0); seed < 200; seed++ {
+		p := mustPlan(t, seed, run.Options{Scenario: run.ScenarioMemberLinks})
+		for _, f := range p.Faults {
+			n++
+			if f.At < 0 || f.For <= 0 || f.At+f.For > p.Workload {
+				t.Errorf("seed %d: fault %s does not end inside the workload phase (%s)", seed, f, p.Workload)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("200 seeds of member-links scheduled no fault")
+	}
+}
+
+func TestLoadPlanRoundTrip(t *testing.T) {
+	t.Parallel()
+	p := mustPlan(t, 99, run.Options{Scenario: run.ScenarioMemberLinks})
+	path := filepath.Join(t.TempDir(), run.PlanFile)
+	b, _ := json.Marshal(p)
+	if err := writeFile(path, b); err != nil {
+		t.Fatal(err)
+	}
+	q, err := run.LoadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if planJSON(t, p) != planJSON(t, q) {
+		t.Errorf("plan changed through plan.json:\n%s\n%s", planJSON(t, p), planJSON(t, q))
+	}
+}

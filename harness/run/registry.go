@@ -1,0 +1,96 @@
+package run
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/kgoref"
+)
+
+// MemberSpec is what a factory gets to build one member of a run.
+type MemberSpec struct {
+	Name   string
+	Group  string
+	Topics []string
+	// KgoOpts route the member's connections through its own links (seed
+	// brokers and dialer); a member must use them for every connection, or
+	// link faults miss it.
+	KgoOpts []kgo.Opt
+	// Hooks records the member's events into the history.
+	Hooks clients.Hooks
+	// Timers are the plan's: the classic session timeout and heartbeat
+	// interval, and the rebalance timeout.
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	RebalanceTimeout  time.Duration
+	// Now is the run's clock.
+	Now func() time.Time
+}
+
+// Factory builds members of one kind.
+type Factory struct {
+	// Protocol is the group protocol the kind speaks.
+	Protocol clients.Protocol
+	// Doc says what the kind is, for `groupquake run -h`.
+	Doc string
+	New func(MemberSpec) (clients.Member, error)
+}
+
+// Registry maps a member kind ("kgo-classic") to its factory. Plans name
+// kinds, so a new implementation plugs in by adding an entry: clients/classic
+// and clients/consumer will register as "classic" and "consumer".
+type Registry map[string]Factory
+
+// DefaultRegistry returns a new registry of the member kinds groupquake
+// ships: kgo's own group consumer in either protocol, the reference members.
+func DefaultRegistry() Registry {
+	return Registry{
+		"kgo-classic": {
+			Protocol: clients.Classic,
+			Doc:      "kgo's classic group consumer (JoinGroup/SyncGroup, cooperative-sticky)",
+			New:      kgoFactory(clients.Classic),
+		},
+		"kgo-consumer": {
+			Protocol: clients.Consumer,
+			Doc:      "kgo's KIP-848 group consumer (ServerSideBalancer, uniform assignor)",
+			New:      kgoFactory(clients.Consumer),
+		},
+	}
+}
+
+func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
+	return func(s MemberSpec) (clients.Member, error) {
+		return kgoref.New(s.Name, s.Group, s.Topics,
+			kgoref.Protocol(p),
+			kgoref.Hooks(s.Hooks),
+			kgoref.KgoOpts(s.KgoOpts...),
+			kgoref.Timers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout),
+			kgoref.Clock(s.Now),
+		)
+	}
+}
+
+// Kinds maps each kind to its protocol name, what NewPlan chooses from.
+func (r Registry) Kinds() map[string]string {
+	out := make(map[string]string, len(r))
+	for k, f := range r {
+		out[k] = string(f.Protocol)
+	}
+	return out
+}
+
+// Names lists the kinds, sorted.
+func (r Registry) Names() []string { return slices.Sorted(maps.Keys(r)) }
+
+func (r Registry) build(kind string, s MemberSpec) (clients.Member, error) {
+	f, ok := r[kind]
+	if !ok {
+		return nil, fmt.Errorf("member %s: kind %q is not in the registry (known: %v): the plan was made with member kinds this build does not have", s.Name, kind, r.Names())
+	}
+	return f.New(s)
+}

@@ -1,0 +1,483 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Config is how to carry out a plan.
+type Config struct {
+	Plan Plan
+	// Dir is the run directory; it must not hold a run yet.
+	Dir string
+	// Registry builds members by kind; nil means DefaultRegistry().
+	Registry Registry
+	// Cluster, when set, is used as is and not closed (tests start theirs
+	// with clustertest). Otherwise Run starts a container cluster from the
+	// plan's options and ClusterConfig, or connects to the plan's bootstrap
+	// with External, and closes it at the end unless Keep.
+	Cluster       cluster.Handle
+	ClusterConfig cluster.Config
+	External      cluster.ExternalConfig
+	Keep          bool
+	// Logf reports progress; nil is silent.
+	Logf func(format string, args ...any)
+	// Now is the clock; nil means time.Now. History times are monotonic
+	// time since the run started, read from the times it returns.
+	Now func() time.Time
+}
+
+// Result is what a run left.
+type Result struct {
+	Dir    string
+	Report check.Report
+	// Notes say what went wrong on the way without stopping the run (a
+	// phase that hit its bound, a member that would not leave).
+	Notes []string
+}
+
+// Run carries out the plan, phase by phase: setup → warm-up → workload ∥
+// faults → heal → quiesce → final observations → teardown, then judges the
+// history. Everything is written to the run directory as it happens (see
+// the file list above PlanFile), so a run that crashes or is killed leaves
+// what it did, and `groupquake check DIR` judges it.
+//
+// An error means the run could not be carried out (no cluster, a broken
+// history writer); the verdicts, when they were reached, are in the Result
+// either way. A violated property is not an error: it is in Report.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	res := Result{Dir: cfg.Dir}
+	if cfg.Registry == nil {
+		cfg.Registry = DefaultRegistry()
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := cfg.Plan
+	if err := p.Validate(); err != nil {
+		return res, err
+	}
+	for _, m := range p.Members {
+		if _, ok := cfg.Registry[m.Kind]; !ok {
+			return res, fmt.Errorf("member %s: kind %q is not in the registry (known: %s)", m.Name, m.Kind, strings.Join(cfg.Registry.Names(), ", "))
+		}
+	}
+	if err := prepareDir(cfg.Dir); err != nil {
+		return res, err
+	}
+	if err := writeJSONAtomic(filepath.Join(cfg.Dir, PlanFile), p); err != nil {
+		return res, err
+	}
+	if err := writeFileAtomic(filepath.Join(cfg.Dir, RerunFile), rerunScript(p), 0o755); err != nil {
+		return res, err
+	}
+	hf, err := os.OpenFile(filepath.Join(cfg.Dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return res, fmt.Errorf("creating the history: %w", err)
+	}
+	start := cfg.Now()
+	rec, err := history.NewRecorder(hf, func() time.Duration { return cfg.Now().Sub(start) })
+	if err != nil {
+		hf.Close()
+		return res, err
+	}
+	cfg.Logf("run %s: seed %d, scenario %s, %d members, %d faults; rerun with: %s", cfg.Dir, p.Seed, p.Options.Scenario, len(p.Members), len(p.Faults), p.Command())
+
+	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start}
+	runErr := r.run(ctx)
+	if err := hf.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("closing the history: %w", err)
+	}
+	j, err := Judge(cfg.Dir)
+	if err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	res.Report = j.Report
+	if err := WriteVerdicts(cfg.Dir, j.Report); err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	return res, runErr
+}
+
+// WriteVerdicts writes verdicts.json into the run directory dir, atomically.
+func WriteVerdicts(dir string, rep check.Report) error {
+	return writeJSONAtomic(filepath.Join(dir, VerdictsFile), rep)
+}
+
+// runner holds one run's moving parts.
+type runner struct {
+	cfg   Config
+	p     Plan
+	rec   *history.Recorder
+	led   *ledger
+	notes *[]string
+	start time.Time
+
+	h       cluster.Handle
+	ownsH   bool
+	obs     *observer
+	nem     *nemesis
+	drivers []*driver
+	hooks   []*HookRecorder
+	prods   []*producer
+}
+
+func (r *runner) note(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	*r.notes = append(*r.notes, s)
+	r.cfg.Logf("%s", s)
+}
+
+func (r *runner) phase(name, why string) error {
+	r.cfg.Logf("phase %s", name)
+	_, err := r.rec.BeginPhase(name, why)
+	return err
+}
+
+func (r *runner) run(ctx context.Context) (err error) {
+	if err := r.phase(history.PhaseSetup, "start or reach the cluster, create the topics, build producers and members"); err != nil {
+		return err
+	}
+	// Whatever happens from here, the cluster is released and faults healed.
+	defer func() {
+		if r.ownsH && r.h != nil && !r.cfg.Keep {
+			if cerr := r.h.Close(context.WithoutCancel(ctx)); cerr != nil {
+				r.note("teardown: closing the cluster: %v", cerr)
+			}
+		}
+	}()
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+	workCtx, stopWork := context.WithCancel(ctx)
+	var members sync.WaitGroup
+	memberErrs := make(chan error, len(r.drivers)+1)
+	defer func() {
+		stopWork()
+		members.Wait()
+		if terr := r.teardown(ctx); terr != nil && err == nil {
+			err = terr
+		}
+	}()
+
+	if err := r.phase(history.PhaseWarmup, "members join, staggered as planned; the group forms"); err != nil {
+		return err
+	}
+	warmStart := r.cfg.Now()
+	for i, d := range r.drivers {
+		members.Add(1)
+		go func() {
+			defer members.Done()
+			if wait := time.Until(warmStart.Add(r.p.Members[i].JoinAfter)); wait > 0 {
+				select {
+				case <-workCtx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+			if err := d.m.Start(workCtx); err != nil {
+				memberErrs <- fmt.Errorf("starting member %s: %w", d.plan.Name, err)
+				return
+			}
+			if err := d.run(workCtx); err != nil {
+				memberErrs <- fmt.Errorf("member %s: %w", d.plan.Name, err)
+			}
+		}()
+	}
+	obsCtx, stopObs := context.WithCancel(workCtx)
+	obsDone := make(chan error, 1)
+	go func() { obsDone <- r.obs.loop(obsCtx, r.p.ObserveEvery) }()
+	defer stopObs()
+
+	if !r.waitFor(ctx, memberErrs, r.p.WarmupMax, r.owned) {
+		r.note("warm-up: the group did not own every partition exactly once within %s; carrying on, the checkers will judge", r.p.WarmupMax)
+	}
+	if err := r.firstErr(memberErrs); err != nil {
+		return err
+	}
+
+	if err := r.phase(history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
+		return err
+	}
+	wctx, cancelW := context.WithTimeout(workCtx, r.p.Workload)
+	wstart := r.cfg.Now()
+	var work sync.WaitGroup
+	workErrs := make(chan error, len(r.prods)+1)
+	for _, pr := range r.prods {
+		work.Add(1)
+		go func() {
+			defer work.Done()
+			if err := pr.run(wctx); err != nil {
+				workErrs <- fmt.Errorf("producer %s: %w", pr.plan.Name, err)
+			}
+		}()
+	}
+	work.Add(1)
+	go func() {
+		defer work.Done()
+		if err := r.nem.run(wctx, wstart); err != nil {
+			workErrs <- fmt.Errorf("nemesis: %w", err)
+		}
+	}()
+	<-wctx.Done()
+	cancelW()
+	work.Wait()
+	close(workErrs)
+	var werr error
+	for e := range workErrs {
+		werr = errors.Join(werr, e)
+	}
+
+	if err := r.phase(history.PhaseHeal, "heal every fault still active"); err != nil {
+		return errors.Join(werr, err)
+	}
+	if err := r.nem.heal(ctx); err != nil {
+		werr = errors.Join(werr, err)
+	}
+	if werr != nil {
+		return werr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("run interrupted: %w", err)
+	}
+
+	if err := r.phase(history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
+		return err
+	}
+	if !r.waitFor(ctx, memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() }) {
+		r.note("quiesce: %d of %d acknowledged records still not consumed after %s", r.led.Missing(), r.led.Acked(), r.p.QuiesceMax)
+	}
+	var flushed []<-chan struct{}
+	for _, d := range r.drivers {
+		flushed = append(flushed, d.flushAndHold())
+	}
+	for i, ch := range flushed {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("run interrupted: %w", ctx.Err())
+		case <-time.After(time.Minute):
+			r.note("quiesce: member %s did not make its last commit within a minute", r.drivers[i].plan.Name)
+		}
+	}
+	stable := r.waitFor(ctx, memberErrs, r.p.Timers.SessionTimeout+r.p.Timers.RebalanceTimeout+r.p.Timers.ConvergenceSlack, func() bool {
+		d, err := r.obs.observe(ctx, "quiesce: is the group stable?")
+		return err == nil && d != nil && d.Group.Stable()
+	})
+	if !stable {
+		r.note("quiesce: the group was not seen Stable before the final observation")
+	}
+	stopObs()
+	if err := <-obsDone; err != nil {
+		return fmt.Errorf("observer: %w", err)
+	}
+	if err := r.firstErr(memberErrs); err != nil {
+		return err
+	}
+
+	if err := r.phase(history.PhaseFinal, "final observations: describe, committed offsets, __consumer_offsets"); err != nil {
+		return err
+	}
+	snap, serrs := r.obs.snapshot(ctx, "final", r.rec.Len())
+	for _, e := range serrs {
+		r.note("final observation: %v", e)
+	}
+	o := &history.Observations{Group: r.p.Group, Final: snap}
+	if err := writeJSONAtomic(filepath.Join(r.cfg.Dir, ObservationsFile), o); err != nil {
+		return err
+	}
+	for _, h := range r.hooks {
+		if err := h.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFor polls cond every 250ms until it holds (true), bound passes or ctx
+// ends (false). A member error ends the wait too; it is left in errs.
+func (r *runner) waitFor(ctx context.Context, errs chan error, bound time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case e := <-errs:
+			errs <- e
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *runner) firstErr(errs chan error) error {
+	select {
+	case e := <-errs:
+		return e
+	default:
+		return nil
+	}
+}
+
+// owned reports whether every planned partition is owned by exactly one
+// member, as the members see it.
+func (r *runner) owned() bool {
+	count := map[history.TP]int{}
+	for _, d := range r.drivers {
+		for t, ps := range d.m.Owned() {
+			for _, p := range ps {
+				count[history.TP{Topic: t, Partition: p}]++
+			}
+		}
+	}
+	for _, tp := range r.p.Check().Partitions() {
+		if count[tp] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *runner) setup(ctx context.Context) error {
+	p := r.p
+	switch {
+	case r.cfg.Cluster != nil:
+		r.h = r.cfg.Cluster
+	case len(p.Options.Bootstrap) > 0:
+		ec := r.cfg.External
+		ec.Bootstrap = p.Options.Bootstrap
+		if ec.Logf == nil {
+			ec.Logf = r.cfg.Logf
+		}
+		e, err := cluster.Connect(ctx, ec)
+		if err != nil {
+			return err
+		}
+		r.h, r.ownsH = e, true
+	default:
+		cc := r.cfg.ClusterConfig
+		cc.Version, cc.Nodes, cc.Controllers = p.Options.Kafka, p.Options.Nodes, p.Options.Controllers
+		if cc.Logf == nil {
+			cc.Logf = r.cfg.Logf
+		}
+		c, err := cluster.Start(ctx, cc)
+		if err != nil {
+			return err
+		}
+		r.h, r.ownsH = c, true
+	}
+	adm, err := r.h.Admin()
+	if err != nil {
+		return err
+	}
+	rf := int16(min(len(r.h.Bootstrap()), 3))
+	for _, t := range p.Topics {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		resp, err := adm.CreateTopic(cctx, t.Partitions, rf, nil, t.Name)
+		cancel()
+		if err == nil {
+			err = resp.Err
+		}
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("topic %s already exists: a run needs fresh topics and a fresh group (rerunning a seed against an external cluster? pass --topic and --group, or delete them)", t.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("creating topic %s (%d partitions, replication %d): %w", t.Name, t.Partitions, rf, err)
+		}
+	}
+	r.obs = &observer{adm: adm, bootstrap: r.h.Bootstrap(), rec: r.rec, group: p.Group, protocol: p.Protocol(), topics: p.TopicNames(), clock: func() time.Duration { return r.cfg.Now().Sub(r.start) }}
+
+	linkOf := func(client string) (faults.Link, error) { return r.h.Links(client) }
+	r.nem = &nemesis{schedule: p.Faults, target: r.h, links: linkOf, rec: r.rec, logf: r.cfg.Logf, active: map[int]bool{}}
+
+	for _, pp := range p.Producers {
+		l, err := r.h.Links(pp.Name)
+		if err != nil {
+			return fmt.Errorf("links of producer %s: %w", pp.Name, err)
+		}
+		pr, err := newProducer(pp, l.KgoOpts(), r.rec, r.led, p.Topics, p.Options.Records)
+		if err != nil {
+			return err
+		}
+		r.prods = append(r.prods, pr)
+	}
+	for _, mp := range p.Members {
+		l, err := r.h.Links(mp.Name)
+		if err != nil {
+			return fmt.Errorf("links of member %s: %w", mp.Name, err)
+		}
+		h := NewHookRecorder(r.rec, mp.Name, mp.Protocol)
+		m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
+			Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: l.KgoOpts(), Hooks: h,
+			SessionTimeout: p.Timers.SessionTimeout, HeartbeatInterval: p.Timers.HeartbeatInterval, RebalanceTimeout: p.Timers.RebalanceTimeout,
+			Now: r.cfg.Now,
+		})
+		if err != nil {
+			return err
+		}
+		r.hooks = append(r.hooks, h)
+		r.drivers = append(r.drivers, newDriver(mp, m, h, r.rec, r.led, r.cfg.Now))
+	}
+	return nil
+}
+
+// teardown closes members (they leave the group), producers and the
+// observer's admin client. The cluster is released by run's deferred close.
+func (r *runner) teardown(ctx context.Context) error {
+	if _, err := r.rec.BeginPhase(history.PhaseTeardown, "members leave, clients close"); err != nil {
+		r.note("teardown: %v", err)
+	}
+	if r.nem != nil {
+		if err := r.nem.heal(ctx); err != nil {
+			r.note("teardown: healing: %v", err)
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, d := range r.drivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.m.Close(cctx); err != nil {
+				r.cfg.Logf("teardown: member %s: %v", d.plan.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, pr := range r.prods {
+		pr.close()
+	}
+	if r.obs != nil {
+		r.obs.adm.Close()
+	}
+	var err error
+	for _, h := range r.hooks {
+		err = errors.Join(err, h.Err())
+	}
+	return err
+}

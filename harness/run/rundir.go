@@ -1,0 +1,185 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// The files of a run directory, in the order a run writes them:
+//
+//	plan.json          the plan, written before anything starts
+//	rerun.sh           the command that reruns the plan
+//	history.jsonl      the history, appended event by event as the run goes
+//	observations.json  the final observations (after heal and quiesce)
+//	verdicts.json      the checkers' verdicts and the rebalance cost
+//
+// plan.json, rerun.sh, observations.json and verdicts.json are written to a
+// temporary name and renamed, so a crash leaves each whole or absent;
+// history.jsonl is written one complete line per write, so a crash leaves at
+// most a truncated last line, which the reader tolerates.
+const (
+	PlanFile         = "plan.json"
+	RerunFile        = "rerun.sh"
+	HistoryFile      = "history.jsonl"
+	ObservationsFile = "observations.json"
+	VerdictsFile     = "verdicts.json"
+)
+
+// writeFileAtomic writes data to a temporary file next to path, syncs it and
+// renames it over path.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("renaming %s into place: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSONAtomic(path string, v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
+	}
+	return writeFileAtomic(path, b.Bytes(), 0o644)
+}
+
+// prepareDir creates the run directory. It refuses a directory that already
+// holds a run (a plan.json), and a Go package's folder (generated output never
+// goes into source folders; the default ./runs/ is in .gitignore).
+func prepareDir(dir string) error {
+	if dir == "" {
+		return errors.New("no run directory: set Config.Dir (groupquake run --out DIR)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
+		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if gos, _ := filepath.Glob(filepath.Join(abs, "*.go")); len(gos) > 0 {
+		return fmt.Errorf("run directory %s is a Go source folder (it holds %s): put runs elsewhere, e.g. ./runs/", dir, filepath.Base(gos[0]))
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+func rerunScript(p Plan) []byte {
+	return []byte("#!/bin/sh\n# Reruns the plan of this run (same seed, same plan; the interleaving will differ).\n# Extra arguments (--out DIR, --keep) are passed on.\nexec " + p.Command() + " \"$@\"\n")
+}
+
+// IncompleteError says a run directory cannot be judged, and what is missing.
+type IncompleteError struct {
+	Dir     string
+	Missing []string
+	Err     error
+}
+
+func (e *IncompleteError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run directory %s cannot be judged", e.Dir)
+	if len(e.Missing) > 0 {
+		fmt.Fprintf(&b, ": missing %s", strings.Join(e.Missing, ", "))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	b.WriteString(" (a run writes plan.json before it starts and history.jsonl as it goes: is this a run directory?)")
+	return b.String()
+}
+
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
+// Judged is a run directory judged offline.
+type Judged struct {
+	Plan   Plan
+	Events []history.Event
+	// Truncated is set when the history ends in a cut-off line: the run was
+	// killed while writing. Every complete event before it was judged.
+	Truncated *history.Truncation
+	// Observations is nil when observations.json is absent (the run stopped
+	// before its final observations); the checkers then judge the history
+	// alone.
+	Observations *history.Observations
+	Report       check.Report
+	// Notes say what was missing and how the judgement was limited.
+	Notes []string
+}
+
+// Judge re-runs every checker over the run directory dir, offline. It
+// returns an *IncompleteError when plan.json or history.jsonl is missing or
+// unreadable. RecoveredStateMatchesLog is reported as skipped until the
+// coordinator's replay is wired in.
+func Judge(dir string) (Judged, error) {
+	var j Judged
+	var missing []string
+	var errs []error
+	plan, err := LoadPlan(filepath.Join(dir, PlanFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		missing = append(missing, PlanFile)
+	case err != nil:
+		errs = append(errs, err)
+	}
+	loaded, err := history.Load(filepath.Join(dir, HistoryFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		missing = append(missing, HistoryFile)
+	case err != nil:
+		errs = append(errs, err)
+	}
+	if len(missing) > 0 || len(errs) > 0 {
+		return j, &IncompleteError{Dir: dir, Missing: missing, Err: errors.Join(errs...)}
+	}
+	j.Plan, j.Events, j.Truncated = plan, loaded.Events, loaded.Truncated
+	obs, err := history.LoadObservations(filepath.Join(dir, ObservationsFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		j.Notes = append(j.Notes, ObservationsFile+" is absent: the run stopped before its final observations; judged on the history alone")
+	case err != nil:
+		return j, &IncompleteError{Dir: dir, Err: err}
+	default:
+		j.Observations = obs
+	}
+	if j.Truncated != nil {
+		j.Notes = append(j.Notes, fmt.Sprintf("%s ends in a truncated line %d (%d bytes): the run was killed while writing; judged up to event %d", HistoryFile, j.Truncated.Line, j.Truncated.Bytes, lastIndex(j.Events)))
+	}
+	if len(j.Events) == 0 {
+		j.Notes = append(j.Notes, HistoryFile+" holds no complete event: nothing happened before the run stopped")
+	}
+	j.Report = check.Judge(j.Events, j.Observations, plan.Check(), check.WithTruncation(j.Truncated))
+	return j, nil
+}
+
+func lastIndex(es []history.Event) int64 {
+	if len(es) == 0 {
+		return -1
+	}
+	return es[len(es)-1].Index
+}

@@ -1,0 +1,329 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// ledger keeps what quiesce waits for: the records producers had
+// acknowledged and which of them some member consumed. The history holds the
+// same facts; the ledger only saves reading it back during the run.
+type ledger struct {
+	mu       sync.Mutex
+	acked    map[history.TP]map[int64]bool
+	consumed map[history.TP]map[int64]bool
+	missing  int // acknowledged, not yet consumed
+}
+
+func newLedger() *ledger {
+	return &ledger{acked: map[history.TP]map[int64]bool{}, consumed: map[history.TP]map[int64]bool{}}
+}
+
+func (l *ledger) ack(tp history.TP, off int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.acked[tp] == nil {
+		l.acked[tp] = map[int64]bool{}
+	}
+	if l.acked[tp][off] {
+		return
+	}
+	l.acked[tp][off] = true
+	if !l.consumed[tp][off] {
+		l.missing++
+	}
+}
+
+func (l *ledger) consume(tp history.TP, off int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.consumed[tp] == nil {
+		l.consumed[tp] = map[int64]bool{}
+	}
+	if l.consumed[tp][off] {
+		return
+	}
+	l.consumed[tp][off] = true
+	if l.acked[tp][off] {
+		l.missing--
+	}
+}
+
+// Missing is the number of acknowledged records not consumed yet.
+func (l *ledger) Missing() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.missing
+}
+
+// Acked is the number of acknowledged records.
+func (l *ledger) Acked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.acked {
+		n += len(m)
+	}
+	return n
+}
+
+// recordValue is what a workload record carries: its sequence number, unique
+// per topic for the run, so a consumed record is matched to its send even
+// when the send's offset is unknown.
+func recordValue(seq int64) []byte { return []byte("seq=" + strconv.FormatInt(seq, 10)) }
+
+func parseSeq(v []byte) int64 {
+	s, ok := strings.CutPrefix(string(v), "seq=")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// producer writes sequence-numbered records round-robin to every partition,
+// one synchronous send at a time (a process has one open call), acks=all and
+// idempotent, and records each send as an FProduce call.
+type producer struct {
+	plan   ProducerPlan
+	cl     *kgo.Client
+	rec    *history.Recorder
+	led    *ledger
+	topics []history.TopicPlan
+	limit  int // records to write at most, 0 for no limit
+	seq    map[string]int64
+}
+
+func newProducer(p ProducerPlan, opts []kgo.Opt, rec *history.Recorder, led *ledger, topics []history.TopicPlan, limit int) (*producer, error) {
+	o := append([]kgo.Opt(nil), opts...)
+	o = append(o,
+		kgo.ClientID("groupquake-"+p.Name),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is kgo's default and needs acks=all
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0),
+	)
+	cl, err := kgo.NewClient(o...)
+	if err != nil {
+		return nil, fmt.Errorf("producer %s: %w", p.Name, err)
+	}
+	return &producer{plan: p, cl: cl, rec: rec, led: led, topics: topics, limit: limit, seq: map[string]int64{}}, nil
+}
+
+// run produces until ctx ends or the limit is reached.
+func (p *producer) run(ctx context.Context) error {
+	var parts []history.TP
+	for _, t := range p.topics {
+		for i := int32(0); i < t.Partitions; i++ {
+			parts = append(parts, history.TP{Topic: t.Name, Partition: i})
+		}
+	}
+	tick := time.NewTicker(time.Second / time.Duration(max(p.plan.Rate, 1)))
+	defer tick.Stop()
+	sent := 0
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if p.limit > 0 && sent >= p.limit {
+			return nil
+		}
+		tp := parts[i%len(parts)]
+		seq := p.seq[tp.Topic]
+		p.seq[tp.Topic]++
+		sent++
+		if err := p.send(ctx, tp, seq); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *producer) send(ctx context.Context, tp history.TP, seq int64) error {
+	v := history.Produce{Topic: tp.Topic, Partition: tp.Partition, Seq: seq, Offset: -1}
+	if _, err := p.rec.Invoke(p.plan.Name, history.FProduce, v, ""); err != nil {
+		return err
+	}
+	// The send outlives the phase's context by a bound, so a record in flight
+	// when the workload ends gets its answer instead of an unknown outcome.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	r, err := p.cl.ProduceSync(sctx, &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Value: recordValue(seq)}).First()
+	if err != nil {
+		// Any failure after the send started may have written the record
+		// (idempotent retries, a timeout after the broker appended it): unknown.
+		var ke *kerr.Error
+		v.Error = err.Error()
+		if errors.As(err, &ke) {
+			v.Error = ke.Message
+		}
+		_, rerr := p.rec.Info(p.plan.Name, history.FProduce, v, "send failed: "+err.Error())
+		return rerr
+	}
+	v.Offset, v.Acked = r.Offset, true
+	if _, err := p.rec.OK(p.plan.Name, v, ""); err != nil {
+		return err
+	}
+	p.led.ack(tp, r.Offset)
+	return nil
+}
+
+func (p *producer) close() { p.cl.Close() }
+
+// driver runs one member: it polls, records every record it hands to the
+// application as FConsume, and commits what it consumed every CommitEvery,
+// only for partitions the member still owns (the member's Poll holds
+// rebalances back until the next Poll, see clients/kgoref).
+type driver struct {
+	plan MemberPlan
+	m    clients.Member
+	h    *HookRecorder
+	rec  *history.Recorder
+	led  *ledger
+	now  func() time.Time
+
+	mu      sync.Mutex
+	hold    bool                       // stop committing (final observation ahead)
+	flushed chan struct{}              // closed after a commit requested by flush
+	flush   bool                       // commit at the next turn, whatever CommitEvery says
+	pending map[string]map[int32]int64 // next offset to commit per partition, not yet committed
+	epoch   int32                      // epoch of the last records returned
+}
+
+func newDriver(p MemberPlan, m clients.Member, h *HookRecorder, rec *history.Recorder, led *ledger, now func() time.Time) *driver {
+	return &driver{plan: p, m: m, h: h, rec: rec, led: led, now: now, pending: map[string]map[int32]int64{}}
+}
+
+// run drives the member until ctx ends.
+func (d *driver) run(ctx context.Context) error {
+	last := d.now()
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		recs, err := d.m.Poll(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			_, rerr := d.rec.Info(d.plan.Name, "error", map[string]any{"member": d.plan.Name, "error": err.Error()}, "poll returned an error; the member keeps polling")
+			if rerr != nil {
+				return rerr
+			}
+		}
+		for _, r := range recs {
+			epoch := r.Generation
+			if d.plan.Protocol == history.ProtocolConsumer {
+				epoch = r.MemberEpoch
+			}
+			c := history.Consume{Member: d.plan.Name, Protocol: d.plan.Protocol, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Seq: parseSeq(r.Value), Epoch: epoch}
+			if _, err := d.rec.Consumed(d.plan.Name, c); err != nil {
+				return err
+			}
+			d.led.consume(c.TP(), r.Offset)
+			d.mu.Lock()
+			if d.pending[r.Topic] == nil {
+				d.pending[r.Topic] = map[int32]int64{}
+			}
+			d.pending[r.Topic][r.Partition] = r.Offset + 1
+			d.epoch = epoch
+			d.mu.Unlock()
+		}
+		d.mu.Lock()
+		due := !d.hold && (d.flush || d.now().Sub(last) >= d.plan.CommitEvery)
+		flushing := d.flush
+		d.mu.Unlock()
+		if due {
+			last = d.now()
+			if err := d.commit(ctx); err != nil {
+				return err
+			}
+		}
+		if flushing {
+			d.mu.Lock()
+			d.flush = false
+			d.hold = true
+			close(d.flushed)
+			d.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// commit sends what was consumed of the partitions the member owns.
+func (d *driver) commit(ctx context.Context) error {
+	owned := d.m.Owned()
+	d.mu.Lock()
+	offs := map[string]map[int32]int64{}
+	for t, ps := range d.pending {
+		for p, o := range ps {
+			if !ownedHas(owned, t, p) {
+				delete(ps, p) // given up: the new owner commits from where it starts
+				continue
+			}
+			if offs[t] == nil {
+				offs[t] = map[int32]int64{}
+			}
+			offs[t][p] = o
+		}
+	}
+	epoch := d.epoch
+	d.mu.Unlock()
+	if len(offs) == 0 {
+		return nil
+	}
+	c := history.Commit{Member: d.plan.Name, Protocol: d.plan.Protocol, Epoch: epoch, Offsets: offsetList(offs)}
+	if err := d.h.CommitInvoke(c, "commit what was consumed (epoch on the invoke is the last poll's; the outcome carries the one sent)"); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	perrs, err := d.m.Commit(cctx, offs)
+	cancel()
+	if rerr := d.h.CommitReturned(c, perrs, err); rerr != nil {
+		return rerr
+	}
+	if err == nil {
+		d.mu.Lock()
+		for t, ps := range offs {
+			for p, o := range ps {
+				if perrs[t][p] == "" && d.pending[t][p] == o {
+					delete(d.pending[t], p)
+				}
+			}
+		}
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+func ownedHas(owned clients.Partitions, t string, p int32) bool {
+	for _, q := range owned[t] {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// flushAndHold makes the driver commit what it consumed once more and then
+// stop committing, so that the final observation reads offsets no commit is
+// still changing. It returns a channel closed once that commit is done.
+func (d *driver) flushAndHold() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.flushed == nil {
+		d.flushed = make(chan struct{})
+		d.flush = true
+	}
+	return d.flushed
+}
