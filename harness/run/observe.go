@@ -311,7 +311,7 @@ func historyRecord(group string, r *kgo.Record) (history.Record, bool, error) {
 	if err != nil {
 		return history.Record{}, false, err
 	}
-	hr := history.Record{Partition: r.Partition, Offset: r.Offset, KeyType: int16(dec.Type())}
+	hr := history.Record{Partition: r.Partition, Offset: r.Offset, KeyType: int16(dec.Type()), RawKey: r.Key, RawValue: r.Value}
 	if hr.Key, err = toMap(dec.Key); err != nil {
 		return hr, false, err
 	}
