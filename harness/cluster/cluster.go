@@ -255,6 +255,18 @@ func pickPorts(base, n int) ([]int, error) {
 	return ports, nil
 }
 
+// newClusterID returns a random cluster id in Kafka's form (16 bytes,
+// base64url without padding) that does not start with '-': Kafka's
+// Uuid.randomUuid() draws again in that case, because kafka-storage's
+// argument parser reads "--cluster-id -abc" as a missing value.
+func newClusterID() string {
+	for {
+		if id := newID(16); !strings.HasPrefix(id, "-") {
+			return id
+		}
+	}
+}
+
 func newID(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -304,7 +316,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("create cluster network: %v", err)
 	}
 	c.nodes = layout(cfg, c.RunID, ports)
-	c.clusterID = newID(16)
+	c.clusterID = newClusterID()
 	c.labels = labels
 	c.settings = FastGroupSettings(cfg.Version, cfg.Nodes)
 	for k, v := range cfg.Settings {

@@ -5,6 +5,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -148,7 +150,10 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 	}
 	ref := BuiltImageRef(version)
 	if !o.Rebuild && imageExists(ctx, cli, ref) {
-		return Image{Ref: ref, Version: version}, nil
+		if got := imageLabel(ctx, cli, ref, LabelBuild); got == buildHash() {
+			return Image{Ref: ref, Version: version}, nil
+		}
+		logf("image: %s was built from other image files than this groupquake's; rebuilding it", ref)
 	}
 	start := time.Now()
 	base, err := ensureBaseImage(ctx, cli, o.RebuildBase, logf)
@@ -166,6 +171,37 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 	d := time.Since(start)
 	logf("image: %s built in %s", ref, d.Round(time.Second))
 	return Image{Ref: ref, Version: version, Built: true, BuildTime: d}, nil
+}
+
+// LabelBuild carries the hash of the files an image was built from, so a
+// changed entrypoint or log4j version rebuilds cached images.
+const LabelBuild = "io.groupquake.build"
+
+// buildHash digests the embedded image files and the added log4j version.
+func buildHash() string {
+	h := sha256.New()
+	fs.WalkDir(imageFiles, "imagefiles", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := imageFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	io.WriteString(h, log4jVersion)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func imageLabel(ctx context.Context, cli *client.Client, ref, label string) string {
+	res, err := cli.ImageInspect(ctx, ref)
+	if err != nil || res.Config == nil {
+		return ""
+	}
+	return res.Config.Labels[label]
 }
 
 func imageExists(ctx context.Context, cli *client.Client, ref string) bool {
@@ -431,7 +467,7 @@ func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version
 		Remove:      true,
 		ForceRemove: true,
 		BuildArgs:   map[string]*string{"BASE": &base, "KAFKA_VERSION": &version},
-		Labels:      map[string]string{"io.groupquake.image": "kafka", "io.groupquake.kafka.version": version},
+		Labels:      map[string]string{"io.groupquake.image": "kafka", "io.groupquake.kafka.version": version, LabelBuild: buildHash()},
 	})
 	if err != nil {
 		pr.CloseWithError(err)

@@ -62,3 +62,12 @@ func TestFastGroupSettingsAreVersionAware(t *testing.T) {
 		t.Errorf("1 broker: min ISR %q, want 1", got)
 	}
 }
+
+func TestClusterIDNeverStartsWithDash(t *testing.T) {
+	for range 5000 {
+		id := newClusterID()
+		if len(id) != 22 || id[0] == '-' {
+			t.Fatalf("cluster id %q: want 22 base64url characters not starting with '-'", id)
+		}
+	}
+}
