@@ -1,0 +1,666 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// defaultInterval is used until the broker names its heartbeat interval
+// (the first answer always does).
+const defaultInterval = time.Second
+
+// run is the heartbeat goroutine: it sends heartbeats, feeds their answers
+// to the machine and carries out reconciliations between them. Any change
+// here, in the machine or in the ownership helpers must keep these
+// invariants:
+//
+//  1. One heartbeat is in flight at a time and only its answer counts
+//     (machine.inflight): an answer that is lost changes nothing but makes
+//     the next heartbeat full; an answer that arrives late or twice is
+//     dropped.
+//  2. The member never owns a partition the broker has not released to
+//     it: it adds partitions only from the latest Assignment, and the broker
+//     lists a partition there only after its previous owner acknowledged
+//     giving it up (CurrentAssignmentBuilder's "unreleased" partitions).
+//  3. Reconciliation is commit (auto-commit on), then revoke, then assign:
+//     revoked = owned − assigned leaves kgo and Owned() before added =
+//     assigned − owned enters, and both are computed against what the
+//     member owns now, not what it was last told.
+//  4. The acknowledgement is the next heartbeat, sent at once: its
+//     TopicPartitions is the new owned set (Java's ACKNOWLEDGING).
+//  5. The epoch moves only on an answer. FENCED_MEMBER_EPOCH and
+//     UNKNOWN_MEMBER_ID drop everything as lost before the epoch-0 rejoin,
+//     with the same member id, is sent.
+//  6. Ownership changes exclude Poll (pollMu): no record of a partition is
+//     returned once it has been reported Revoked or Lost.
+//  7. Partitions kept across a reconciliation are never paused or
+//     re-seeked: their consumption goes on throughout.
+func (mb *Member) run() {
+	defer mb.wg.Done()
+	defer mb.flush()
+	var next, notBefore time.Time
+	attempts := 0
+	lastAuto := mb.cfg.clock.Now()
+	for {
+		mb.flush()
+		mb.mu.Lock()
+		now := mb.cfg.clock.Now()
+		wait := time.Second // wake up at least this often to check the timers
+		switch {
+		case mb.m.heartbeatNow():
+			wait = min(wait, notBefore.Sub(now))
+		case !mb.m.skipHeartbeat():
+			wait = min(wait, next.Sub(now))
+		}
+		if mb.m.state == stateReconciling && !mb.m.planning {
+			wait = min(wait, notBefore.Sub(now))
+		}
+		if mb.m.inGroup() && mb.m.state != stateLeaving {
+			wait = min(wait, mb.lastPoll.Add(mb.cfg.maxPollInterval).Sub(now))
+		}
+		if mb.cfg.autoCommit && mb.cfg.autoCommitInterval > 0 && len(mb.owned) > 0 {
+			wait = min(wait, lastAuto.Add(mb.cfg.autoCommitInterval).Sub(now))
+		}
+		mb.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-mb.ctx.Done():
+				t.Stop()
+				return
+			case <-mb.kick:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if mb.ctx.Err() != nil {
+			return
+		}
+		now = mb.cfg.clock.Now()
+		mb.checkTimers(now)
+		if mb.cfg.autoCommit && mb.cfg.autoCommitInterval > 0 && now.Sub(lastAuto) >= mb.cfg.autoCommitInterval {
+			lastAuto = now
+			if offs := mb.consumed(); len(offs) > 0 {
+				ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+				mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry)
+				cancel()
+			}
+		}
+		mb.mu.Lock()
+		due := !mb.m.skipHeartbeat() && !now.Before(notBefore) && (mb.m.heartbeatNow() || !now.Before(next))
+		mb.mu.Unlock()
+		if due {
+			backoff := mb.heartbeat()
+			if mb.ctx.Err() != nil {
+				return
+			}
+			mb.mu.Lock()
+			interval := mb.m.interval
+			mb.mu.Unlock()
+			if interval <= 0 {
+				interval = defaultInterval
+			}
+			now = mb.cfg.clock.Now()
+			next = now.Add(interval)
+			if backoff {
+				attempts++
+				notBefore = now.Add(mb.backoff(attempts))
+			} else {
+				attempts = 0
+				notBefore = time.Time{}
+			}
+		}
+		if !mb.reconcileIfNeeded() {
+			attempts++
+			notBefore = mb.cfg.clock.Now().Add(mb.backoff(attempts))
+		}
+	}
+}
+
+// backoff is Java's exponential retry backoff (retry.backoff.ms doubling up
+// to retry.backoff.max.ms), without jitter.
+func (mb *Member) backoff(attempts int) time.Duration {
+	d := mb.cfg.retryBackoff
+	for i := 1; i < attempts && d < mb.cfg.retryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, mb.cfg.retryBackoffMax)
+}
+
+// checkTimers applies the two timers that make the member leave on its own:
+// the poll timer (AbstractHeartbeatRequestManager.poll: leave, then STALE
+// until the next Poll) and the rebalance timeout (the broker fences a member
+// that has not finished revoking by then, so the member leaves and rejoins
+// rather than wait to hear it).
+func (mb *Member) checkTimers(now time.Time) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if !mb.m.inGroup() || mb.m.state == stateLeaving {
+		mb.since = time.Time{}
+		return
+	}
+	if idle := now.Sub(mb.lastPoll); idle > mb.cfg.maxPollInterval {
+		epoch := mb.m.epoch
+		mb.m.leave(true)
+		e := mb.ev(clients.SessionExpired, fmt.Sprintf("no Poll for %v, more than the max poll interval %v: leaving with epoch %d (was %d) and staying out until the next Poll", idle.Round(time.Millisecond), mb.cfg.maxPollInterval, mb.m.epoch, epoch))
+		e.MemberEpoch = epoch
+		mb.pending = append(mb.pending, e)
+		mb.applyLocked(outcome{loseAll: "left after the poll timeout", lostAt: epoch})
+		return
+	}
+	if mb.m.state != stateReconciling {
+		mb.since = time.Time{}
+		return
+	}
+	if mb.since.IsZero() {
+		mb.since = now
+		return
+	}
+	if took := now.Sub(mb.since); took > mb.cfg.rebalanceTimeout {
+		epoch := mb.m.epoch
+		mb.m.leave(false)
+		e := mb.ev(clients.SessionExpired, fmt.Sprintf("reconciliation unfinished after %v, more than the rebalance timeout %v: the broker fences the member, so it leaves with epoch %d and rejoins", took.Round(time.Millisecond), mb.cfg.rebalanceTimeout, mb.m.epoch))
+		e.MemberEpoch = epoch
+		mb.pending = append(mb.pending, e)
+		mb.rejoinAfterLeave = true
+		mb.since = time.Time{}
+		mb.applyLocked(outcome{loseAll: "left after the rebalance timeout", lostAt: epoch})
+	}
+}
+
+// heartbeat sends one heartbeat and feeds its answer to the machine. It
+// reports whether the next one must back off.
+func (mb *Member) heartbeat() (backoff bool) {
+	mb.mu.Lock()
+	req, seq := mb.m.request()
+	mb.mu.Unlock()
+	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+	resp, node, err := mb.send(ctx, req)
+	cancel()
+	if err != nil && mb.ctx.Err() != nil {
+		return false // closing: Close sends the leave
+	}
+	if err == nil && node != mb.coordinator {
+		mb.mu.Lock()
+		e := mb.ev(clients.FoundCoordinator, fmt.Sprintf("heartbeat answered by node %d (was %d)", node, mb.coordinator))
+		e.Node = node
+		mb.pending = append(mb.pending, e)
+		mb.coordinator = node
+		mb.mu.Unlock()
+	}
+	if err == nil && resp.Assignment != nil {
+		mb.resolve(assignedIDs(resp))
+	}
+	if err == nil {
+		if ce := kerr.ErrorForCode(resp.ErrorCode); errors.Is(ce, kerr.NotCoordinator) || errors.Is(ce, kerr.CoordinatorNotAvailable) {
+			mb.forgetCoordinator()
+		}
+	}
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	var o outcome
+	if err != nil {
+		o = mb.m.onError(seq, err)
+	} else {
+		o = mb.m.onResponse(seq, resp)
+	}
+	mb.applyLocked(o)
+	if mb.m.state == stateReconciling && mb.since.IsZero() {
+		mb.since = mb.cfg.clock.Now() // the rebalance timeout runs from here
+	}
+	if req.MemberEpoch < 0 {
+		if o.leaveDone && err == nil {
+			e := mb.ev(clients.Left, fmt.Sprintf("leave heartbeat with epoch %d answered", req.MemberEpoch))
+			e.MemberEpoch = req.MemberEpoch
+			mb.pending = append(mb.pending, e)
+		}
+		if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {
+			mb.rejoinAfterLeave = false
+			mb.m.sent.reset()
+			mb.m.join("rejoin after the rebalance-timeout leave")
+		}
+		return false
+	}
+	return o.backoff
+}
+
+// send sends a heartbeat once (kgo does not retry ConsumerGroupHeartbeat
+// unless it is a leave) and says which node answered: the coordinator.
+func (mb *Member) send(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, int32, error) {
+	shards := mb.cl.RequestSharded(ctx, req)
+	if len(shards) != 1 {
+		return nil, -1, fmt.Errorf("heartbeat went to %d brokers, not one", len(shards))
+	}
+	sh := shards[0]
+	if sh.Err != nil {
+		return nil, sh.Meta.NodeID, sh.Err
+	}
+	resp, ok := sh.Resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+	if !ok {
+		return nil, sh.Meta.NodeID, fmt.Errorf("heartbeat answered with %T", sh.Resp)
+	}
+	return resp, sh.Meta.NodeID, nil
+}
+
+// forgetCoordinator is Java's markCoordinatorUnknown. kgo sends
+// ConsumerGroupHeartbeat to its cached coordinator and, unlike its other
+// group requests, does not drop that cache on NOT_COORDINATOR; an
+// OffsetFetch does (kgo client.go, maybeDeleteStaleCoordinator), so the
+// member sends a read-only one (no member, epoch -1, no partitions) and the
+// next heartbeat finds the coordinator again.
+func (mb *Member) forgetCoordinator() {
+	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+	defer cancel()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = mb.group
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+	req.Groups = append(req.Groups, g)
+	req.RequestWith(ctx, mb.cl) // its answer does not matter
+}
+
+func assignedIDs(resp *kmsg.ConsumerGroupHeartbeatResponse) []topicID {
+	var ids []topicID
+	for _, t := range resp.Assignment.Topics {
+		ids = append(ids, t.TopicID)
+	}
+	return ids
+}
+
+// resolve learns the names of topic ids it does not know yet from metadata
+// (Java: findResolvableAssignmentAndTriggerMetadataUpdate). It reports
+// whether every id is known afterwards.
+func (mb *Member) resolve(ids []topicID) bool {
+	mb.mu.Lock()
+	var missing []topicID
+	for _, id := range ids {
+		if _, ok := mb.m.names[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	mb.mu.Unlock()
+	if len(missing) == 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest() // nil Topics: every topic
+	resp, err := req.RequestWith(ctx, mb.cl)
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if err != nil {
+		e := mb.ev(clients.Error, fmt.Sprintf("metadata to resolve assigned topic ids failed; reconciliation waits: %v", err))
+		e.Err = err.Error()
+		mb.pending = append(mb.pending, e)
+		return false
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && t.TopicID != (topicID{}) {
+			mb.m.names[t.TopicID] = *t.Topic
+			mb.ids[*t.Topic] = t.TopicID
+		}
+	}
+	for _, id := range missing {
+		if _, ok := mb.m.names[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// reconcileIfNeeded carries out a reconciliation if the machine has one.
+// It reports false when one is due but could not be carried out (names or
+// offsets missing), so that the loop retries after a backoff.
+func (mb *Member) reconcileIfNeeded() bool {
+	mb.mu.Lock()
+	p, unresolved, ok := mb.m.nextPlan(mb.owned)
+	mb.mu.Unlock()
+	if len(unresolved) > 0 {
+		if !mb.resolve(unresolved) {
+			return false
+		}
+		mb.mu.Lock()
+		p, _, ok = mb.m.nextPlan(mb.owned)
+		mb.mu.Unlock()
+	}
+	if !ok {
+		return true
+	}
+	return mb.reconcile(p)
+}
+
+// reconcile is the second half of AbstractMembershipManager.maybeReconcile
+// and revokeAndAssign: commit what was consumed (auto-commit, bounded by the
+// rebalance timeout; a failed commit does not stop the reconciliation, as
+// in Java), revoke, fetch the committed offsets of the added partitions,
+// assign, then acknowledge with the next heartbeat. Between steps the plan
+// is checked again: a fence or a leave meanwhile aborts it.
+func (mb *Member) reconcile(p plan) bool {
+	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.rebalanceTimeout)
+	defer cancel()
+	// Pause what is being revoked before committing, so that the commit
+	// covers every record handed out of it (Java's
+	// markPendingRevocationToPauseFetching).
+	mb.lockOwnership()
+	mb.revoking = p.revoke.Clone()
+	mb.unlockOwnership()
+	defer func() {
+		mb.mu.Lock()
+		mb.revoking = nil
+		mb.mu.Unlock()
+	}()
+	if mb.cfg.autoCommit {
+		if offs := mb.consumed(); len(offs) > 0 {
+			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer)
+		}
+	}
+	mb.lockOwnership()
+	if !mb.m.valid(p) {
+		mb.m.finish(p, false)
+		mb.unlockOwnership()
+		return true
+	}
+	if p.revoke.Count() > 0 {
+		mb.cl.RemoveConsumePartitions(p.revoke.Clone())
+		for t, ps := range p.revoke {
+			mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
+			if len(mb.owned[t]) == 0 {
+				delete(mb.owned, t)
+			}
+			for _, x := range ps {
+				delete(mb.positions[t], x)
+				delete(mb.committed[t], x)
+			}
+		}
+		e := mb.ev(clients.Revoked, fmt.Sprintf("reconciling to epoch %d: owned − assigned, given up after the commit", p.epoch))
+		e.Partitions = p.revoke.Clone()
+		mb.pending = append(mb.pending, e)
+	}
+	mb.unlockOwnership()
+	mb.flush()
+
+	var offsets map[string]map[int32]int64
+	if p.add.Count() > 0 {
+		var err error
+		offsets, err = mb.fetchCommitted(ctx, p.add)
+		if err != nil {
+			mb.mu.Lock()
+			mb.m.finish(p, false)
+			e := mb.ev(clients.Error, fmt.Sprintf("reconciling to epoch %d: committed offsets of %v unknown, assignment retried: %v", p.epoch, p.add, err))
+			e.Err = err.Error()
+			mb.pending = append(mb.pending, e)
+			mb.mu.Unlock()
+			return false
+		}
+	}
+	mb.lockOwnership()
+	defer mb.poke()
+	defer mb.unlockOwnership()
+	if !mb.m.valid(p) {
+		mb.m.finish(p, false)
+		return true
+	}
+	if p.add.Count() > 0 {
+		add := map[string]map[int32]kgo.Offset{}
+		for t, ps := range p.add {
+			add[t] = map[int32]kgo.Offset{}
+			if mb.positions[t] == nil {
+				mb.positions[t] = map[int32]int64{}
+			}
+			for _, x := range ps {
+				o, ok := offsets[t][x]
+				if ok && o >= 0 {
+					add[t][x] = kgo.NewOffset().At(o)
+					mb.positions[t][x] = o
+					setOffset(mb.committed, t, x, o)
+				} else {
+					// auto.offset.reset=earliest: the harness counts
+					// every record.
+					add[t][x] = kgo.NewOffset().AtStart()
+					mb.positions[t][x] = -1
+				}
+				mb.owned[t] = append(mb.owned[t], x)
+			}
+			slices.Sort(mb.owned[t])
+			mb.owned[t] = slices.Compact(mb.owned[t])
+		}
+		mb.cl.AddConsumePartitions(add)
+		e := mb.ev(clients.Assigned, fmt.Sprintf("reconciling to epoch %d: assigned − owned, released to this member by the broker", p.epoch))
+		e.Partitions = p.add.Clone()
+		mb.pending = append(mb.pending, e)
+	}
+	mb.m.finish(p, true)
+	return true
+}
+
+// commit sends an OffsetCommit with the member's epoch and reports it.
+// STALE_MEMBER_EPOCH (the broker moved the member on before the member
+// heard of it; Kafka 4.3+ accepts an older epoch for partitions assigned at
+// or before it, KIP-1251, earlier versions do not) is retried as
+// retryStale says, with the newer epoch.
+func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, why string, retryStale staleRetry) (map[string]map[int32]string, error) {
+	// all is the last answer for every partition: one dropped from a
+	// retry keeps its STALE_MEMBER_EPOCH.
+	all := map[string]map[int32]string{}
+	mb.mu.Lock()
+	joins := mb.m.joins
+	mb.mu.Unlock()
+	for {
+		mb.mu.Lock()
+		epoch := mb.m.epoch
+		ids := maps.Clone(mb.ids)
+		names := maps.Clone(mb.m.names)
+		mb.mu.Unlock()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group = mb.group
+		req.Generation = epoch
+		req.MemberID = mb.m.cfg.memberID
+		if mb.cfg.instanceID != "" {
+			req.InstanceID = new(mb.cfg.instanceID)
+		}
+		for _, t := range slices.Sorted(maps.Keys(offsets)) {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = t
+			rt.TopicID = ids[t] // v10+ (Kafka 4.1+) names topics by id
+			for _, p := range slices.Sorted(maps.Keys(offsets[t])) {
+				rp := kmsg.NewOffsetCommitRequestTopicPartition()
+				rp.Partition = p
+				rp.Offset = offsets[t][p]
+				rp.LeaderEpoch = -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, mb.cl)
+		mb.mu.Lock()
+		if err != nil {
+			e := mb.ev(clients.CommitFailed, why+": OffsetCommit got no answer")
+			e.MemberEpoch = epoch
+			e.Offsets = offsets
+			e.Err = err.Error()
+			mb.pending = append(mb.pending, e)
+			mb.mu.Unlock()
+			mb.flush()
+			return nil, err
+		}
+		perr := map[string]map[int32]string{}
+		stale := false
+		for _, rt := range resp.Topics {
+			t := rt.Topic
+			if t == "" {
+				t = names[rt.TopicID]
+			}
+			for _, rp := range rt.Partitions {
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					setErr(perr, t, rp.Partition, kerrName(err))
+					stale = stale || errors.Is(err, kerr.StaleMemberEpoch)
+				} else if _, ok := offsets[t][rp.Partition]; ok {
+					setOffset(mb.committed, t, rp.Partition, offsets[t][rp.Partition])
+				}
+			}
+		}
+		for t, ps := range offsets {
+			for p := range ps {
+				if e, ok := perr[t][p]; ok {
+					setErr(all, t, p, e)
+				} else if all[t] != nil {
+					delete(all[t], p)
+					if len(all[t]) == 0 {
+						delete(all, t)
+					}
+				}
+			}
+		}
+		e := mb.ev(clients.Committed, why)
+		e.MemberEpoch = epoch
+		e.Offsets = offsets
+		if len(perr) > 0 {
+			e.PartitionErrs = perr
+		}
+		mb.pending = append(mb.pending, e)
+		retry := stale && retryStale != noRetry && ctx.Err() == nil
+		mb.mu.Unlock()
+		mb.flush()
+		if retry && retryStale == retryIfNewer {
+			retry = mb.newerEpoch(epoch, joins)
+		} else if retry {
+			retry = mb.awaitNewerEpoch(ctx, epoch, joins)
+		}
+		if !retry {
+			return all, nil
+		}
+		// Retry only what the member still owns: a partition it gave
+		// up meanwhile must not be committed under the new epoch.
+		mb.mu.Lock()
+		still := map[string]map[int32]int64{}
+		for t, ps := range offsets {
+			for p, o := range ps {
+				if slices.Contains(mb.owned[t], p) {
+					setOffset(still, t, p, o)
+				}
+			}
+		}
+		mb.mu.Unlock()
+		if len(still) == 0 {
+			return all, nil
+		}
+		offsets = still
+		why += fmt.Sprintf(" (retried: STALE_MEMBER_EPOCH at epoch %d)", epoch)
+	}
+}
+
+// How commit treats STALE_MEMBER_EPOCH.
+type staleRetry int8
+
+const (
+	noRetry staleRetry = iota
+	// retryIfNewer retries only if the member already knows a newer
+	// epoch: used on the heartbeat goroutine, which cannot wait for one.
+	retryIfNewer
+	// awaitNewer waits (until ctx ends) for the heartbeat to bring a
+	// newer epoch, as Java's commitSync does
+	// (CommitRequestManager.isStaleEpochErrorAndValidEpochAvailable).
+	awaitNewer
+)
+
+// newerEpoch reports whether the member holds an epoch newer than than
+// within the same membership: after a fence and rejoin, offsets consumed
+// under the old membership are never committed under the new one.
+func (mb *Member) newerEpoch(than int32, joins int) bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	return mb.m.joins == joins && mb.m.epoch != than && mb.m.epoch > 0
+}
+
+func (mb *Member) awaitNewerEpoch(ctx context.Context, than int32, joins int) bool {
+	for {
+		if mb.newerEpoch(than, joins) {
+			return true
+		}
+		mb.mu.Lock()
+		in := mb.m.inGroup() && !mb.closed && mb.m.joins == joins
+		mb.mu.Unlock()
+		if !in {
+			return false
+		}
+		t := time.NewTimer(mb.cfg.retryBackoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// fetchCommitted reads the committed offsets of parts with the member's id
+// and epoch (OffsetFetch v9+). STALE_MEMBER_EPOCH is retried while the
+// member has learned a newer epoch meanwhile; OffsetFetch has no KIP-1251
+// relaxation, the epoch must be exact.
+func (mb *Member) fetchCommitted(ctx context.Context, parts clients.Partitions) (map[string]map[int32]int64, error) {
+	for {
+		mb.mu.Lock()
+		epoch := mb.m.epoch
+		ids := maps.Clone(mb.ids)
+		names := maps.Clone(mb.m.names)
+		mb.mu.Unlock()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = mb.group
+		g.MemberID = new(mb.m.cfg.memberID)
+		g.MemberEpoch = epoch
+		for _, t := range parts.Topics() {
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic = t
+			gt.TopicID = ids[t]
+			gt.Partitions = slices.Clone(parts[t])
+			g.Topics = append(g.Topics, gt)
+		}
+		req.Groups = append(req.Groups, g)
+		resp, err := req.RequestWith(ctx, mb.cl)
+		if err == nil && len(resp.Groups) != 1 {
+			err = fmt.Errorf("OffsetFetch answered %d groups for one", len(resp.Groups))
+		}
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Groups[0].ErrorCode)
+		}
+		out := map[string]map[int32]int64{}
+		if err == nil {
+			for _, rt := range resp.Groups[0].Topics {
+				t := rt.Topic
+				if t == "" {
+					t = names[rt.TopicID]
+				}
+				for _, rp := range rt.Partitions {
+					if perr := kerr.ErrorForCode(rp.ErrorCode); perr != nil && err == nil {
+						err = fmt.Errorf("%s[%d]: %w", t, rp.Partition, perr)
+					}
+					setOffset(out, t, rp.Partition, rp.Offset)
+				}
+			}
+		}
+		mb.mu.Lock()
+		retry := errors.Is(err, kerr.StaleMemberEpoch) && mb.m.epoch != epoch && mb.m.epoch > 0 && ctx.Err() == nil
+		if err == nil {
+			e := mb.ev(clients.Fetched, fmt.Sprintf("committed offsets of newly assigned %v", parts))
+			e.MemberEpoch = epoch
+			e.Offsets = out
+			mb.pending = append(mb.pending, e)
+		}
+		mb.mu.Unlock()
+		mb.flush()
+		if !retry {
+			return out, err
+		}
+	}
+}
