@@ -34,6 +34,7 @@ func (c *Coordinator) ConvertEmptyClassic(groupID string) []records.Record {
 	c.deleteClassicGroup(g)
 	out := append([]records.Record(nil), c.written[before:]...)
 	c.written = c.written[:before]
+	c.converted = append(c.converted, out...)
 	return out
 }
 

@@ -3,6 +3,8 @@ package coordinator
 import (
 	"fmt"
 	"time"
+
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 )
 
 // Config holds the broker settings of GroupCoordinatorConfig that change
@@ -42,9 +44,20 @@ type Config struct {
 	// given, with no id, and no topic id resolves.
 	Topics TopicMetadata
 
-	// ConsumerGroups serves the consumer protocol (KIP-848). Nil means a
-	// coordinator with no consumer groups at all (NoConsumerGroups).
+	// ConsumerGroups serves the consumer protocol (KIP-848). Nil means the
+	// reference engine: a consumergroup.Manager of the coordinator's
+	// profile, configured by Consumer, so that New gives a whole
+	// coordinator as a Kafka 4.x broker is one (GroupMetadataManager holds
+	// both kinds of group). NoConsumerGroups{} gives a coordinator with no
+	// consumer groups at all, as a broker with the consumer protocol
+	// disabled.
 	ConsumerGroups ConsumerGroups
+	// Consumer holds the group.consumer.* settings of the default engine
+	// (consumergroup.Config; zero fields are Kafka's defaults). It is
+	// ignored when ConsumerGroups is set. A nil Consumer.NewMemberID takes
+	// member ids from IDs, so that a coordinator loaded after a restart
+	// with the same IDs never reissues one.
+	Consumer consumergroup.Config
 	// IDs generates the UUID part of new member ids. Nil means a
 	// deterministic sequence (SequentialIDs).
 	IDs IDSource
@@ -108,9 +121,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OffsetsRetentionCheckInterval == 0 {
 		c.OffsetsRetentionCheckInterval = d.OffsetsRetentionCheckInterval
-	}
-	if c.ConsumerGroups == nil {
-		c.ConsumerGroups = NoConsumerGroups{}
 	}
 	if c.IDs == nil {
 		c.IDs = &SequentialIDs{}

@@ -21,9 +21,13 @@ import (
 // Rules the implementation keeps, so that the shell stays correct:
 //  1. It is as pure as the shell: no goroutines, no clock, no IO; time comes
 //     in as now.
-//  2. Records it returns are already shaped with records.AsWrittenBy and
-//     already applied to its own state (the shell does not call Replay for
-//     them); Replay is for loading a log.
+//  2. Records it returns (Heartbeat, Tick, Delete, and Loaded of
+//     ConsumerGroupsLoader) are already shaped with records.AsWrittenBy and
+//     already applied to its own state: the shell appends them to the log
+//     and never calls Replay for them; Replay is for loading a log. A
+//     GroupMetadata tombstone it got from ClassicGroups.ConvertEmptyClassic
+//     is returned among its records, first, and the shell has already
+//     removed that classic group (so it is not written twice).
 //  3. A group id is either a classic group (the shell's) or a consumer group
 //     (its), never both. Before it creates a consumer group where a classic
 //     group exists it asks the shell through the ClassicGroups it is given.
@@ -130,8 +134,10 @@ type ClassicGroups interface {
 	ConvertEmptyClassic(groupID string) []records.Record
 }
 
-// NoConsumerGroups answers as a broker that holds no consumer group: the
-// default until package consumergroup plugs in.
+// NoConsumerGroups answers as a broker that holds no consumer group (the
+// consumer protocol disabled). New uses consumergroup.Manager unless
+// Config.ConsumerGroups names another engine; tests of the classic side
+// that want no consumer groups at all set this one.
 type NoConsumerGroups struct{}
 
 // Heartbeat answers GROUP_ID_NOT_FOUND for a member that is not joining

@@ -273,9 +273,11 @@ func TestConsumerGroupSeam(t *testing.T) {
 	}
 }
 
-// TestNoConsumerGroups pins the default engine's answers.
+// TestNoConsumerGroups pins the answers of a coordinator without consumer
+// groups (Config.ConsumerGroups = NoConsumerGroups{}; the default engine is
+// consumergroup.Manager, see TestDefaultConsumerGroups).
 func TestNoConsumerGroups(t *testing.T) {
-	c, err := New(version.V4_4_0.Profile(), Config{})
+	c, err := New(version.V4_4_0.Profile(), Config{ConsumerGroups: NoConsumerGroups{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,5 +306,102 @@ func TestNoConsumerGroups(t *testing.T) {
 	}
 	if _, _, err := c.Handle(time.UnixMilli(0), kmsg.NewPtrProduceRequest()); err == nil {
 		t.Error("Produce was served")
+	}
+}
+
+// TestDefaultConsumerGroups checks that a zero Config gives a whole
+// coordinator: a consumer member joins, its group is listed beside the
+// classic ones, and a coordinator loaded from the log holds the same state.
+func TestDefaultConsumerGroups(t *testing.T) {
+	p := version.V4_4_0.Profile()
+	c, err := New(p, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	r.Version, r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = 1, "g", "m", 0, 10000
+	r.SubscribedTopicNames, r.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp, recs, err := c.Handle(time.UnixMilli(0), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+	if hb.ErrorCode != 0 || hb.MemberEpoch != p.FirstMemberEpoch {
+		t.Fatalf("join: error %v, epoch %d; want no error, epoch %d", kerr.ErrorForCode(hb.ErrorCode), hb.MemberEpoch, p.FirstMemberEpoch)
+	}
+	l, _, err := c.Handle(time.UnixMilli(0), kmsg.NewPtrListGroupsRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs := l.(*kmsg.ListGroupsResponse).Groups; len(gs) != 1 || gs[0].GroupType != "consumer" {
+		t.Fatalf("list: %+v, want one consumer group", gs)
+	}
+	fresh, err := New(p, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if err := fresh.Replay(rec); err != nil {
+			t.Fatalf("replay %s: %v", rec.Type(), err)
+		}
+	}
+	if !fresh.State().Equal(c.State()) || c.State().Consumer == "" {
+		t.Fatalf("replay differs or holds no consumer group\nlive:\n%s\nreplayed:\n%s", c.State(), fresh.State())
+	}
+}
+
+// convertThenFail converts an Empty classic group and then fails the
+// heartbeat without returning the tombstone, as an engine whose own
+// records failed to apply would.
+type convertThenFail struct{ *fakeConsumerGroups }
+
+func (f convertThenFail) Heartbeat(_ time.Time, _ Client, classic ClassicGroups, _ TopicMetadata, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, []records.Record) {
+	classic.ConvertEmptyClassic(req.Group)
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = kerr.UnknownServerError.Code
+	return resp, nil
+}
+
+// TestConvertedTombstoneIsWritten: a classic group the engine converted is
+// tombstoned in the log even when the engine failed the request.
+func TestConvertedTombstoneIsWritten(t *testing.T) {
+	p := version.V4_4_0.Profile()
+	c, err := New(p, Config{ConsumerGroups: convertThenFail{newFake(p)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 9, "g", -1
+	tp := kmsg.NewOffsetCommitRequestTopic()
+	tp.Topic = "t"
+	tp.Partitions = []kmsg.OffsetCommitRequestTopicPartition{kmsg.NewOffsetCommitRequestTopicPartition()}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{tp}
+	_, log, err := c.Handle(time.UnixMilli(0), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists, empty := c.LookupClassic("g"); !exists || !empty {
+		t.Fatalf("simple group g: exists=%v empty=%v, want an Empty classic group", exists, empty)
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID = "g", "m"
+	_, recs, err := c.Handle(time.UnixMilli(0), hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasTombstone(recs, records.GroupMetadataKey{Group: "g"}) {
+		t.Fatalf("the converted group's tombstone was not written: %v", recs)
+	}
+	fresh, err := New(p, Config{ConsumerGroups: NoConsumerGroups{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(log, recs...) {
+		if err := fresh.Replay(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !fresh.State().Equal(c.State()) {
+		t.Fatalf("replay differs\nlive:\n%s\nreplayed:\n%s", c.State(), fresh.State())
 	}
 }

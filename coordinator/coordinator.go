@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
@@ -49,6 +50,10 @@ type Coordinator struct {
 	curResp   kmsg.Response
 	completed []Completion
 	written   []records.Record
+	// converted holds the GroupMetadata tombstones of classic groups the
+	// consumer-group engine converted during the request being served
+	// (ConvertEmptyClassic), to check that they reach the log.
+	converted []records.Record
 	// nextExpiry is when Tick next runs the offset expiry task
 	// (GroupCoordinatorShard.cleanupGroupMetadata), once expiryArmed.
 	nextExpiry  int64
@@ -84,12 +89,29 @@ type Client struct {
 }
 
 // New returns an empty coordinator that behaves as the Kafka release of
-// profile with the broker settings of cfg.
+// profile with the broker settings of cfg. Unless cfg.ConsumerGroups names
+// another engine, it serves consumer groups (KIP-848) with a
+// consumergroup.Manager of the same profile.
 func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.ConsumerGroups == nil {
+		cgc := cfg.Consumer
+		if cgc.NewMemberID == nil {
+			cgc.NewMemberID = cfg.IDs.NewID
+		}
+		m, err := consumergroup.New(profile, cgc)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: Config.Consumer: %w", err)
+		}
+		// Timers fire without a request to bring the metadata image, and a
+		// fence writes the group's metadata hash from it: a coordinator
+		// just loaded (Loaded, then Tick) must see the topics too.
+		m.SetTopics(cgTopics(cfg.Topics))
+		cfg.ConsumerGroups = NewConsumerGroups(m)
+	}
 	return &Coordinator{
 		profile:  profile,
 		cfg:      cfg,
@@ -268,8 +290,9 @@ func (c *Coordinator) Tick(now time.Time) []records.Record {
 }
 
 // Loaded finishes loading a log into a coordinator built with Replay
-// (GMM.onLoaded): every classic member gets a fresh session, and a group
-// over group.max.size starts a rebalance.
+// (GMM.onLoaded): every classic member gets a fresh session, a group
+// over group.max.size starts a rebalance, and a consumer-group engine that
+// keeps timers (ConsumerGroupsLoader) re-arms them.
 func (c *Coordinator) Loaded(now time.Time) []records.Record {
 	c.begin(now, 0)
 	defer c.end()
@@ -281,6 +304,9 @@ func (c *Coordinator) Loaded(now time.Time) []records.Record {
 		if g.members.len() > c.cfg.maxGroupSize() {
 			c.prepareRebalance(g)
 		}
+	}
+	if l, ok := c.consumer.(ConsumerGroupsLoader); ok {
+		c.written = append(c.written, l.Loaded(now)...)
 	}
 	return c.written
 }

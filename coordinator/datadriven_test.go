@@ -17,7 +17,9 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
-// TestConformance runs the vectors in testdata/classic and testdata/offsets.
+// TestConformance runs the vectors in testdata/classic, testdata/offsets
+// and testdata/consumer (consumer groups through the shell, with the
+// default consumergroup.Manager engine).
 // After every command it checks that a fresh coordinator fed every record
 // written so far (encoded and decoded through the record codec) holds the
 // same State as the live one: the "kill at any point and restart" property.
@@ -26,7 +28,7 @@ import (
 // and inspect the diff. Commit a changed expectation only if you understand
 // what caused it and it is what Kafka does.
 func TestConformance(t *testing.T) {
-	for _, dir := range []string{"testdata/classic", "testdata/offsets"} {
+	for _, dir := range []string{"testdata/classic", "testdata/offsets", "testdata/consumer"} {
 		datadriven.Walk(t, dir, func(t *testing.T, path string) {
 			e := &env{t: t}
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -116,6 +118,13 @@ func (e *env) handle(d *datadriven.TestData) string {
 		r.MemberID = e.arg(d, "member", "")
 		r.MemberEpoch = int32(e.int(d, "epoch", 0))
 		e.request(&b, d, r)
+	case "consumer-group-heartbeat":
+		e.request(&b, d, e.consumerHeartbeatReq(d))
+	case "consumer-group-describe":
+		r := kmsg.NewPtrConsumerGroupDescribeRequest()
+		r.Version = e.version(d, 0)
+		r.Groups = e.list(d, "groups")
+		e.request(&b, d, r)
 	case "tick":
 		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
 		if err != nil {
@@ -157,6 +166,7 @@ func (e *env) handle(d *datadriven.TestData) string {
 }
 
 // new version=4.4.0 [delay=0s] [min-session=1s] [max-session=…] [max-size=N] [retention=…] [retention-check=…]
+// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…]
 // starts over with an empty coordinator.
 func (e *env) new(d *datadriven.TestData) {
 	v := version.Default
@@ -188,6 +198,16 @@ func (e *env) new(d *datadriven.TestData) {
 	}
 	if e.topics != nil {
 		e.cfg.Topics = e.topics
+	}
+	// The consumer-group engine: group.consumer.session.timeout.ms and
+	// group.consumer.assignment.interval.ms (4.3+ only; vectors set 0s as
+	// the harness's brokers do).
+	if d.HasArg("consumer-session") {
+		e.cfg.Consumer.SessionTimeout = e.dur(d, "consumer-session", 0)
+	}
+	if d.HasArg("assignment-interval") {
+		iv := e.dur(d, "assignment-interval", 0)
+		e.cfg.Consumer.AssignmentInterval = &iv
 	}
 	c, err := New(e.profile, e.cfg)
 	if err != nil {
@@ -409,7 +429,8 @@ func (e *env) commitReq(d *datadriven.TestData) kmsg.Request {
 	return r
 }
 
-// fetch group=g [partitions=(t/0,…)] [v=8]; without partitions, all offsets.
+// fetch group=g [partitions=(t/0,…)] [v=8] [member= epoch=] (v9+); without
+// partitions, all offsets.
 func (e *env) fetchReq(d *datadriven.TestData) kmsg.Request {
 	r := kmsg.NewPtrOffsetFetchRequest()
 	r.Version = e.version(d, 8)
@@ -436,6 +457,11 @@ func (e *env) fetchReq(d *datadriven.TestData) kmsg.Request {
 	if r.Version >= 8 {
 		g := kmsg.NewOffsetFetchRequestGroup()
 		g.Group, g.Topics = group, topics
+		if r.Version >= 9 {
+			// KIP-848: a consumer-group member fetches with its id and epoch.
+			g.MemberID = e.optArg(d, "member")
+			g.MemberEpoch = int32(e.int(d, "epoch", -1))
+		}
 		r.Groups = []kmsg.OffsetFetchRequestGroup{g}
 		return r
 	}
@@ -725,7 +751,9 @@ func fmtResponse(r kmsg.Response) string {
 		}
 		return withErr(r.ErrorCode, "offset-delete "+strings.Join(parts, ", "))
 	case *kmsg.ConsumerGroupHeartbeatResponse:
-		return withErr(r.ErrorCode, "cg-heartbeat")
+		return fmtConsumerHeartbeat(r)
+	case *kmsg.ConsumerGroupDescribeResponse:
+		return fmtConsumerDescribe(r)
 	}
 	return fmt.Sprintf("%T", r)
 }
@@ -770,6 +798,9 @@ func fmtRecord(r records.Record) string {
 		if v.TopicID != [16]byte{} {
 			s += " topic-id=" + topicName("", v.TopicID)
 		}
+		return s
+	}
+	if s, ok := fmtConsumerRecord(r); ok {
 		return s
 	}
 	return fmt.Sprintf("%s record", r.Type())

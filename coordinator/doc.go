@@ -11,9 +11,12 @@
 // LeaveGroup, DescribeGroups, ListGroups, DeleteGroups; GroupMetadataManager
 // and classic/ClassicGroup of the 4.4 branch) and offsets (OffsetCommit,
 // OffsetFetch, OffsetDelete; OffsetMetadataManager), one file per API named
-// by key. Consumer groups (KIP-848) live behind the ConsumerGroups seam.
+// by key. Consumer groups (KIP-848) live behind the ConsumerGroups seam,
+// served by default by package consumergroup's Manager through a thin
+// adapter (consumer_adapter.go); State covers both kinds of group.
 // Records are what the profile's Kafka release writes (records.AsWrittenBy).
 //
-// Conformance vectors are in testdata/classic and testdata/offsets
-// (datadriven; `go test ./coordinator -run Conformance -rewrite`).
+// Conformance vectors are in testdata/classic, testdata/offsets and
+// testdata/consumer (consumer groups through the shell) (datadriven;
+// `go test ./coordinator -run Conformance -rewrite`).
 package coordinator

@@ -38,6 +38,8 @@
 // ValidateOffsetCommit, ValidateOffsetFetch, Delete. Records returned by
 // Heartbeat, Tick and Delete are shaped with records.AsWrittenBy and
 // already applied; the shell writes them and does not Replay them again.
+// The shell reaches a Manager through the adapter in
+// coordinator/consumer_adapter.go (coordinator.NewConsumerGroups).
 //
 // # Not modelled
 //

@@ -36,16 +36,6 @@ type reconciler struct {
 	owned []kmsg.ConsumerGroupHeartbeatRequestTopic
 }
 
-// bumpsEpochOnRevocationAck: before KAFKA-19974 (4.2.0) a member leaving
-// UNREVOKED_PARTITIONS went to memberEpoch+1 first. version.Profile has no
-// flag for it, so it is keyed on the release here.
-func bumpsEpochOnRevocationAck(p version.Profile) bool { return p.Version < version.V4_2_0 }
-
-// updateCurrentAssignmentBumpsPrevious: 4.3 (KIP-1251 rework of CAB) calls
-// updateMemberEpoch(memberEpoch) in updateCurrentAssignment, so the previous
-// epoch becomes the current one; 4.2 leaves it alone.
-func updateCurrentAssignmentBumpsPrevious(p version.Profile) bool { return p.AssignmentEpochs }
-
 // build is CAB.build. It returns the member unchanged (same pointer) when
 // there is nothing to do, or an *Error (FENCED_MEMBER_EPOCH) for a member
 // in an unknown state that still claims partitions.
@@ -68,8 +58,9 @@ func (r *reconciler) build() (*member, error) {
 			}
 			return m, nil
 		}
+		// Before KAFKA-19974 (4.2) the member stepped to epoch+1 first.
 		epoch := m.epoch
-		if bumpsEpochOnRevocationAck(r.profile) {
+		if !r.profile.RevocationAckKeepsEpoch {
 			epoch++
 		}
 		return r.computeNextAssignment(epoch, m.assigned), nil
@@ -129,7 +120,9 @@ func (r *reconciler) updateCurrentAssignment(memberEpoch int32, assigned assignm
 		}
 	}
 	out := m.clone()
-	if updateCurrentAssignmentBumpsPrevious(r.profile) {
+	// 4.3+ (#21325): updateMemberEpoch(memberEpoch) moves the previous
+	// epoch up too; 4.2 leaves both epochs alone.
+	if r.profile.UnsubscribeUpdatesPreviousEpoch {
 		out.prevEpoch, out.epoch = m.epoch, memberEpoch
 	}
 	out.assigned = newAssigned

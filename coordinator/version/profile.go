@@ -96,6 +96,21 @@ type Profile struct {
 	// partitions the member itself still has to revoke are not treated as
 	// unreleased, so they do not hold it in UNRELEASED_PARTITIONS.
 	OwnPendingRevocationNotUnreleased bool
+	// RevocationAckKeepsEpoch (KAFKA-19974, 4.2.0+; not on the 4.0 and 4.1
+	// branches): a member leaving UNREVOKED_PARTITIONS is reconciled at its
+	// current epoch (CurrentAssignmentBuilder.build calls
+	// computeNextAssignment(member.memberEpoch(), …)). Before, it stepped to
+	// memberEpoch + 1 first, an epoch the group may never have had. Commit
+	// 4fb27146af on the 4.2 branch (before its first "Bump version to
+	// 4.2.1"), 8ff7addcec on trunk (4.3+).
+	RevocationAckKeepsEpoch bool
+	// UnsubscribeUpdatesPreviousEpoch (4.3.0+, "MINOR: Update previous member
+	// epoch when members unsubscribe from topic", #21325, commit b8692f3158,
+	// not on the 4.2 branch): CurrentAssignmentBuilder.updateCurrentAssignment
+	// (the KAFKA-19431 shortcut for a member whose subscription shrank) calls
+	// Builder.updateMemberEpoch(memberEpoch), so the previous member epoch
+	// becomes the current one. 4.2 leaves both epochs as they were.
+	UnsubscribeUpdatesPreviousEpoch bool
 	// LoadToleratesCompaction (KAFKA-19862; 4.0.2, 4.1.2, 4.2.0+): loading a
 	// partition compacted concurrently logs missing unassignment records
 	// instead of failing the load.
@@ -151,6 +166,7 @@ func (v Version) Profile() Profile {
 	if v >= V4_2_0 {
 		p.RejoinWithEpochZero = true
 		p.SubscriptionBoundsAssignment = true
+		p.RevocationAckKeepsEpoch = true
 	}
 	if v >= V4_3_0 {
 		p.AssignmentTimestamp = true
@@ -161,6 +177,7 @@ func (v Version) Profile() Profile {
 		p.AssignmentInterval = true
 		p.DefaultAssignmentIntervalMs = 1000
 		p.DescribeShowsPendingRevocation = true
+		p.UnsubscribeUpdatesPreviousEpoch = true
 	}
 	if v >= V4_4_0 {
 		p.AssignorChangeRecomputes = true

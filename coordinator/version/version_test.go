@@ -122,3 +122,19 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileEpochFlags pins the two CurrentAssignmentBuilder changes the
+// consumer-group state machine keys on, as read in the 4.0–4.4 branches:
+// KAFKA-19974 (4fb27146af on 4.2, 8ff7addcec on trunk) and #21325
+// (b8692f3158, 4.3+ only).
+func TestReconcileEpochFlags(t *testing.T) {
+	for _, v := range Served() {
+		p := v.Profile()
+		if want := v >= V4_2_0; p.RevocationAckKeepsEpoch != want {
+			t.Errorf("%v: RevocationAckKeepsEpoch = %v, want %v (KAFKA-19974 is in 4.2.0+ only)", v, p.RevocationAckKeepsEpoch, want)
+		}
+		if want := v >= V4_3_0; p.UnsubscribeUpdatesPreviousEpoch != want {
+			t.Errorf("%v: UnsubscribeUpdatesPreviousEpoch = %v, want %v (#21325 is in 4.3.0+ only)", v, p.UnsubscribeUpdatesPreviousEpoch, want)
+		}
+	}
+}
