@@ -138,11 +138,12 @@ func phaseMarks(events []history.Event) []Span {
 	return out
 }
 
-// memberColor gives each member a stable hue.
-func memberColor(member string) string {
+// memberColor gives each member a stable hue. It is CSS the report makes
+// itself from a hash, never text from the run, so it is marked safe.
+func memberColor(member string) template.CSS {
 	h := fnv.New32a()
 	h.Write([]byte(member))
-	return fmt.Sprintf("hsl(%d,62%%,52%%)", h.Sum32()%360)
+	return template.CSS(fmt.Sprintf("hsl(%d,62%%,52%%)", h.Sum32()%360))
 }
 
 // listedEvents are the events the report's table shows: what changes
@@ -184,7 +185,7 @@ const (
 
 type svgRect struct {
 	X, Y, W, H float64
-	Fill       string
+	Fill       template.CSS
 	Title      string
 	Class      string
 }
@@ -206,7 +207,10 @@ type view struct {
 	Members   []legend
 }
 
-type legend struct{ Member, Color string }
+type legend struct {
+	Member string
+	Color  template.CSS
+}
 
 // WriteReport writes the HTML report of r to w.
 func WriteReport(w io.Writer, r Report) error {
@@ -232,16 +236,17 @@ func WriteReport(w io.Writer, r Report) error {
 		}
 		members[o.Member] = true
 	}
-	top := 24.0
+	top := 28.0
 	v.SVGHeight = top + rowHeight*float64(len(parts)) + 20
 	for _, s := range faultSpans(r.Events, end) {
 		v.Rects = append(v.Rects, svgRect{X: x(s.Start), Y: 0, W: max(1, x(s.End)-x(s.Start)), H: v.SVGHeight, Class: "fault",
 			Title: fmt.Sprintf("fault %s from %s to %s (event %d)", s.Label, s.Start, s.End, s.Event)})
 		v.Texts = append(v.Texts, svgText{X: x(s.Start) + 2, Y: v.SVGHeight - 4, Text: s.Label, Class: "faultlabel"})
 	}
-	for _, p := range phaseMarks(r.Events) {
+	for i, p := range phaseMarks(r.Events) {
 		v.Rects = append(v.Rects, svgRect{X: x(p.Start), Y: 0, W: 1, H: v.SVGHeight, Class: "phase", Title: "phase " + p.Label})
-		v.Texts = append(v.Texts, svgText{X: x(p.Start) + 2, Y: 12, Text: p.Label, Class: "phaselabel"})
+		// Short phases sit close together: stagger their labels on two lines.
+		v.Texts = append(v.Texts, svgText{X: x(p.Start) + 2, Y: 10 + 10*float64(i%2), Text: p.Label, Class: "phaselabel"})
 	}
 	for i, tp := range parts {
 		v.Texts = append(v.Texts, svgText{X: 4, Y: top + rowHeight*float64(i) + 13, Text: tp.String(), Class: "tp"})
@@ -320,7 +325,7 @@ tr:target{background:#fff3c4}
 <p>One row per partition; a bar is one member owning it (hover for epoch and events), red outline when it was lost; red bands are faults; grey lines start phases.
 {{range .Members}}<span class="swatch" style="background:{{.Color}}"></span>{{.Member}}{{end}}</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="1100" height="{{.SVGHeight}}">
-{{range .Rects}}<rect x="{{printf "%.1f" .X}}" y="{{printf "%.1f" .Y}}" width="{{printf "%.1f" .W}}" height="{{printf "%.1f" .H}}" class="{{.Class}}"{{if .Fill}} style="fill:{{.Fill}}"{{end}}><title>{{.Title}}</title></rect>
+{{range .Rects}}<rect x="{{printf "%.1f" .X}}" y="{{printf "%.1f" .Y}}" width="{{printf "%.1f" .W}}" height="{{printf "%.1f" .H}}" class="{{.Class}}"{{if .Fill}} fill="{{.Fill}}"{{end}}><title>{{.Title}}</title></rect>
 {{end}}{{range .Texts}}<text x="{{printf "%.1f" .X}}" y="{{printf "%.1f" .Y}}" class="{{.Class}}">{{.Text}}</text>
 {{end}}</svg>
 <h2>Events</h2>

@@ -80,6 +80,12 @@ func TestWriteReport(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	if strings.Contains(html, "ZgotmplZ") {
+		t.Errorf("the template escaper rejected a value (ZgotmplZ in the output)")
+	}
+	if !strings.Contains(html, `fill="hsl(`) || !strings.Contains(html, `background:hsl(`) {
+		t.Errorf("member colours are missing from the bars or the legend")
+	}
 	// Offline: nothing is loaded from anywhere (the SVG namespace is a name, not a fetch).
 	if m := regexp.MustCompile(`(src|href)="(https?:)?//`).FindString(html); m != "" {
 		t.Errorf("report loads something from the network: %q", m)
