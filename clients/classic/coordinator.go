@@ -1,0 +1,141 @@
+package classic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// Group requests go to the coordinator node through kgo's
+// Broker(id).Request, never through Client.Request: kgo's client would
+// look the coordinator up itself and silently retry COORDINATOR_NOT_AVAILABLE,
+// COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR, while the harness wants
+// each of those answers in the history and the member to react to them as
+// the Java AbstractCoordinator does (mark the coordinator unknown, find it
+// again, retry with backoff). FindCoordinator itself goes through
+// Client.Request (any broker can answer it).
+
+// ensureCoordinator returns the coordinator's node id, looking it up with
+// FindCoordinator until one answers or ctx ends. COORDINATOR_NOT_AVAILABLE,
+// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR and transport errors are
+// retried with backoff (AbstractCoordinator.ensureCoordinatorReady);
+// GROUP_AUTHORIZATION_FAILED is fatal.
+func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
+	m.coordMu.Lock()
+	defer m.coordMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		m.mu.Lock()
+		node, fatal := m.coord, m.fatal
+		gen := m.gen
+		m.mu.Unlock()
+		if fatal != nil {
+			return -1, fatal
+		}
+		if node >= 0 {
+			return node, nil
+		}
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = m.cfg.group
+		req.CoordinatorKeys = []string{m.cfg.group}
+		req.CoordinatorType = 0 // group
+		resp, err := req.RequestWith(ctx, m.cl)
+		if err == nil {
+			code, nodeID := resp.ErrorCode, resp.NodeID
+			if len(resp.Coordinators) == 1 {
+				code, nodeID = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
+			}
+			err = kerr.ErrorForCode(code)
+			if err == nil {
+				m.mu.Lock()
+				m.coord = nodeID
+				// Heartbeat.resetSessionTimeout on discovery.
+				m.sessionStart = m.cfg.clock.Now()
+				m.mu.Unlock()
+				m.emit(clients.Event{Kind: clients.FoundCoordinator, Node: nodeID, Generation: gen.ID, MemberID: gen.MemberID, Why: "FindCoordinator answered"})
+				m.wakeHeartbeat()
+				return nodeID, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return -1, ctx.Err()
+		}
+		if errors.Is(err, kerr.GroupAuthorizationFailed) {
+			m.mu.Lock()
+			m.failLocked(err, "FindCoordinator: not authorized for the group")
+			m.mu.Unlock()
+			return -1, m.Err()
+		}
+		m.emit(clients.Event{Kind: clients.Error, ErrCode: errCode(err), Err: errName(err), Generation: gen.ID, MemberID: gen.MemberID,
+			Why: "FindCoordinator failed; retrying after backoff"})
+		if err := m.sleep(ctx, m.backoff(attempt)); err != nil {
+			return -1, err
+		}
+	}
+}
+
+// markCoordinatorUnknownLocked is AbstractCoordinator.markCoordinatorUnknown.
+func (m *Member) markCoordinatorUnknownLocked(why string) {
+	if m.coord < 0 {
+		return
+	}
+	old := m.coord
+	m.coord = -1
+	m.emitLocked(clients.Event{Kind: clients.Error, Node: old, Why: "coordinator marked unknown: " + why})
+}
+
+func (m *Member) markCoordinatorUnknown(why string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.markCoordinatorUnknownLocked(why)
+}
+
+// coordRequest sends req to the coordinator. A transport error marks the
+// coordinator unknown (Java: DisconnectException in
+// CoordinatorResponseHandler.onFailure).
+func (m *Member) coordRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	node, err := m.ensureCoordinator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.cl.Broker(int(node)).Request(ctx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.markCoordinatorUnknown(fmt.Sprintf("%s to node %d failed: %v", kmsg.NameForKey(req.Key()), node, err))
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// isCoordinatorError reports the errors after which Java marks the
+// coordinator unknown and looks it up again.
+func isCoordinatorError(err error) bool {
+	return errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.NotCoordinator)
+}
+
+// backoff is retry.backoff.ms grown exponentially to retry.backoff.max.ms.
+func (m *Member) backoff(attempt int) time.Duration {
+	d := m.cfg.retryBackoff
+	for range min(attempt, 16) {
+		d *= 2
+		if d >= m.cfg.retryBackoffMax {
+			return m.cfg.retryBackoffMax
+		}
+	}
+	return d
+}
+
+func (m *Member) sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-m.cfg.clock.After(d):
+		return nil
+	}
+}

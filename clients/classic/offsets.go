@@ -1,0 +1,367 @@
+package classic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// Commit commits offsets with the member's current generation, member id
+// and instance id (ConsumerCoordinator.sendOffsetCommitRequest). Outside
+// a stable generation nothing is sent: REBALANCE_IN_PROGRESS while a
+// rebalance runs (Java's RebalanceInProgressException), ErrNotInGroup
+// otherwise (CommitFailedException).
+func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	m.mu.Lock()
+	gen, st, fatal := m.gen, m.st, m.fatal
+	m.mu.Unlock()
+	switch {
+	case fatal != nil:
+		return nil, fatal
+	case st == preparing || st == completing:
+		m.emit(clients.Event{Kind: clients.CommitFailed, ErrCode: kerr.RebalanceInProgress.Code, Err: kerr.RebalanceInProgress.Message,
+			Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: "commit refused locally: a rebalance is in progress"})
+		return nil, fmt.Errorf("commit: %w", kerr.RebalanceInProgress)
+	case st != stable:
+		m.emit(clients.Event{Kind: clients.CommitFailed, Err: ErrNotInGroup.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets,
+			Why: "commit refused locally: the member is not part of an active generation"})
+		return nil, fmt.Errorf("commit: %w", ErrNotInGroup)
+	}
+	return m.commit(ctx, gen, offsets, true)
+}
+
+// CommitAs sends OffsetCommit with the given generation and member id,
+// whatever the member's own state: the harness uses it for zombie commits
+// (a stale generation) and, with Generation{ID: -1}, for plain commits
+// that carry no membership (an admin or manual-assignment commit). The
+// instance id goes along when the member id is set.
+//
+// Coordinator errors are retried until ctx ends, as commitSync does.
+// ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID for the member's current
+// generation reset it and make it rejoin; FENCED_INSTANCE_ID is fatal.
+// The returned error wraps the first partition error (errors.Is works with
+// kerr values); the map holds every failed partition's error name.
+//
+// A forged commit never changes the member's own state: only Commit's
+// answers do (FENCED_INSTANCE_ID included).
+func (m *Member) CommitAs(ctx context.Context, gen Generation, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	return m.commit(ctx, gen, offsets, false)
+}
+
+func (m *Member) commit(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, own bool) (map[string]map[int32]string, error) {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = m.cfg.group
+	req.Generation = gen.ID
+	req.MemberID = gen.MemberID
+	if gen.MemberID != "" {
+		req.InstanceID = m.cfg.instanceID
+	}
+	for _, t := range sortedTopics(offsets) {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = t
+		for _, p := range sortedPartitions(offsets[t]) {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition = p
+			rp.Offset = offsets[t][p]
+			rp.LeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	for attempt := 0; ; attempt++ {
+		raw, err := m.coordRequest(ctx, req)
+		if err != nil {
+			m.emit(clients.Event{Kind: clients.CommitFailed, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: "OffsetCommit failed in transport"})
+			if ctx.Err() != nil || m.Err() != nil {
+				return nil, fmt.Errorf("commit: %w", err)
+			}
+			if m.sleep(ctx, m.backoff(attempt)) != nil {
+				return nil, fmt.Errorf("commit: %w", err)
+			}
+			continue
+		}
+		resp := raw.(*kmsg.OffsetCommitResponse)
+		landed := map[string]map[int32]int64{}
+		failed := map[string]map[int32]string{}
+		var first error
+		retry := false
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				perr := kerr.ErrorForCode(p.ErrorCode)
+				if perr == nil {
+					if landed[t.Topic] == nil {
+						landed[t.Topic] = map[int32]int64{}
+					}
+					landed[t.Topic][p.Partition] = offsets[t.Topic][p.Partition]
+					continue
+				}
+				if failed[t.Topic] == nil {
+					failed[t.Topic] = map[int32]string{}
+				}
+				failed[t.Topic][p.Partition] = errName(perr)
+				if first == nil {
+					first = perr
+				}
+				if isCoordinatorError(perr) || errors.Is(perr, kerr.CoordinatorLoadInProgress) || errors.Is(perr, kerr.RequestTimedOut) {
+					retry = true
+				}
+			}
+		}
+		ev := clients.Event{Kind: clients.Committed, Generation: gen.ID, MemberID: gen.MemberID, Offsets: landed, Why: "OffsetCommit answered"}
+		if len(failed) > 0 {
+			ev.PartitionErrs = failed
+			ev.ErrCode, ev.Err = errCode(first), errName(first)
+		}
+		m.emit(ev)
+		if first == nil {
+			return nil, nil
+		}
+		if retry && ctx.Err() == nil {
+			if isCoordinatorError(first) {
+				m.markCoordinatorUnknown(errName(first) + " from OffsetCommit")
+			}
+			if m.sleep(ctx, m.backoff(attempt)) != nil {
+				return failed, fmt.Errorf("commit: %w", first)
+			}
+			continue
+		}
+		if own {
+			if rip := m.onCommitError(gen, first); rip != nil {
+				return failed, rip
+			}
+		}
+		return failed, fmt.Errorf("commit: %w", first)
+	}
+}
+
+// onCommitError is the membership part of ConsumerCoordinator
+// OffsetCommitResponseHandler, for the member's own commits. After
+// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID Java resets the generation and
+// fails with CommitFailedException, unless the member has meanwhile moved
+// on to a new generation and is rebalancing: then the commit fails with
+// REBALANCE_IN_PROGRESS and nothing is reset (the error it returns).
+func (m *Member) onCommitError(sent Generation, err error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case errors.Is(err, kerr.FencedInstanceID):
+		m.failLocked(err, "OffsetCommit: group instance id fenced by another instance")
+	case errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.UnknownMemberID):
+		if m.gen != sent && m.st == preparing {
+			return fmt.Errorf("commit: %w (the member already joined a newer rebalance; answered %w)", kerr.RebalanceInProgress, err)
+		}
+		m.resetLocked(errors.Is(err, kerr.IllegalGeneration), "encountered "+errName(err)+" from OffsetCommit response")
+	}
+	return nil
+}
+
+// FetchOffsets is OffsetFetch for partitions (require_stable, as the Java
+// consumer sends it): committed offsets, -1 where none. Partitions with an
+// error are left out and the first error is returned.
+func (m *Member) FetchOffsets(ctx context.Context, ps clients.Partitions) (map[string]map[int32]int64, error) {
+	m.mu.Lock()
+	gen := m.gen
+	m.mu.Unlock()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable = true
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = m.cfg.group
+	g.MemberEpoch = -1
+	for _, t := range ps.Topics() {
+		rt := kmsg.NewOffsetFetchRequestGroupTopic()
+		rt.Topic = t
+		rt.Partitions = slices.Clone(ps[t])
+		g.Topics = append(g.Topics, rt)
+	}
+	req.Groups = append(req.Groups, g)
+	// Pre-v8 form, in case the broker answers an older version.
+	req.Group = m.cfg.group
+	for _, t := range ps.Topics() {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic = t
+		rt.Partitions = slices.Clone(ps[t])
+		req.Topics = append(req.Topics, rt)
+	}
+	raw, err := m.coordRequest(ctx, req)
+	if err != nil {
+		m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "OffsetFetch failed in transport"})
+		return nil, fmt.Errorf("offset fetch: %w", err)
+	}
+	resp := raw.(*kmsg.OffsetFetchResponse)
+	out := map[string]map[int32]int64{}
+	var first error
+	note := func(code int16) bool {
+		if err := kerr.ErrorForCode(code); err != nil {
+			if first == nil {
+				first = err
+			}
+			return false
+		}
+		return true
+	}
+	if len(resp.Groups) > 0 {
+		rg := resp.Groups[0]
+		if note(rg.ErrorCode) {
+			for _, t := range rg.Topics {
+				for _, p := range t.Partitions {
+					if note(p.ErrorCode) {
+						if out[t.Topic] == nil {
+							out[t.Topic] = map[int32]int64{}
+						}
+						out[t.Topic][p.Partition] = p.Offset
+					}
+				}
+			}
+		}
+	} else if note(resp.ErrorCode) {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if note(p.ErrorCode) {
+					if out[t.Topic] == nil {
+						out[t.Topic] = map[int32]int64{}
+					}
+					out[t.Topic][p.Partition] = p.Offset
+				}
+			}
+		}
+	}
+	ev := clients.Event{Kind: clients.Fetched, Generation: gen.ID, MemberID: gen.MemberID, Offsets: out, Why: "OffsetFetch answered"}
+	if first != nil {
+		ev.ErrCode, ev.Err = errCode(first), errName(first)
+		if isCoordinatorError(first) {
+			m.markCoordinatorUnknown(errName(first) + " from OffsetFetch")
+		}
+	}
+	m.emit(ev)
+	if first != nil {
+		return out, fmt.Errorf("offset fetch: %w", first)
+	}
+	return out, nil
+}
+
+// startConsuming reads the committed offsets of newly assigned partitions
+// and hands them to kgo's direct consumer (ConsumerCoordinator
+// refreshCommittedOffsetsIfNeeded). It retries until the offsets are read
+// or the partitions are no longer owned by this generation.
+func (m *Member) startConsuming(ctx context.Context, gen Generation, added clients.Partitions) error {
+	for attempt := 0; ; attempt++ {
+		committed, err := m.FetchOffsets(ctx, added)
+		m.mu.Lock()
+		if m.gen != gen || m.fatal != nil {
+			m.mu.Unlock()
+			return nil
+		}
+		if err == nil {
+			start := map[string]map[int32]kgo.Offset{}
+			for t, ps := range added {
+				for _, p := range ps {
+					if !slices.Contains(m.owned[t], p) {
+						continue
+					}
+					if start[t] == nil {
+						start[t] = map[int32]kgo.Offset{}
+					}
+					o, ok := committed[t][p]
+					if ok && o >= 0 {
+						start[t][p] = kgo.NewOffset().At(o)
+						setOffset(m.committed, t, p, o)
+						setOffset(m.positions, t, p, o)
+					} else {
+						start[t][p] = m.cfg.reset
+					}
+				}
+			}
+			m.cl.AddConsumePartitions(start)
+			m.mu.Unlock()
+			return nil
+		}
+		m.mu.Unlock()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if m.sleep(ctx, m.backoff(attempt)) != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// commitPositions commits the positions of the records Poll returned for
+// owned partitions that moved since the last auto-commit.
+func (m *Member) commitPositions(ctx context.Context, why string) error {
+	m.mu.Lock()
+	offsets := map[string]map[int32]int64{}
+	for t, ps := range m.positions {
+		for p, o := range ps {
+			if !slices.Contains(m.owned[t], p) {
+				continue
+			}
+			if c, ok := m.committed[t][p]; ok && c == o {
+				continue
+			}
+			setOffset(offsets, t, p, o)
+		}
+	}
+	m.mu.Unlock()
+	if len(offsets) == 0 {
+		return nil
+	}
+	m.cfg.log.Debug("auto-commit", "member", m.cfg.name, "why", why, "offsets", offsets)
+	failed, err := m.Commit(ctx, offsets)
+	m.mu.Lock()
+	for t, ps := range offsets {
+		for p, o := range ps {
+			if _, bad := failed[t][p]; !bad && err == nil {
+				setOffset(m.committed, t, p, o)
+			}
+		}
+	}
+	m.mu.Unlock()
+	return err
+}
+
+// autoCommitLoop commits every auto-commit interval while the member is
+// stable (ConsumerCoordinator.maybeAutoCommitOffsetsAsync).
+func (m *Member) autoCommitLoop() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.cfg.clock.After(m.cfg.autoCommit):
+		}
+		if m.Stable() {
+			_ = m.commitPositions(m.ctx, "auto-commit interval")
+		}
+	}
+}
+
+func setOffset(m map[string]map[int32]int64, t string, p int32, o int64) {
+	if m[t] == nil {
+		m[t] = map[int32]int64{}
+	}
+	m[t][p] = o
+}
+
+func sortedTopics[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedPartitions[V any](m map[int32]V) []int32 {
+	out := make([]int32, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,213 @@
+package classic
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/assign"
+)
+
+// Opt configures a Member. Options are checked once, in New.
+type Opt interface{ apply(*cfg) }
+
+type opt struct{ fn func(*cfg) }
+
+func (o opt) apply(c *cfg) { o.fn(c) }
+
+// Clock is the member's time source. Timers (heartbeat interval, session
+// timeout, max.poll.interval, auto-commit interval, retry backoff) read it.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+type cfg struct {
+	name   string
+	group  string
+	topics []string
+
+	kgoOpts []kgo.Opt
+	hooks   clients.Hooks
+	clock   Clock
+	log     *slog.Logger
+
+	// Defaults are the Java consumer's (ConsumerConfig, Kafka 4.x):
+	// session.timeout.ms 45000, heartbeat.interval.ms 3000,
+	// max.poll.interval.ms 300000 (also the rebalance timeout),
+	// retry.backoff.ms 100 (grown to retry.backoff.max.ms 1000),
+	// auto.commit.interval.ms 5000.
+	sessionTimeout    time.Duration
+	heartbeatInterval time.Duration
+	rebalanceTimeout  time.Duration
+	maxPollInterval   time.Duration
+	retryBackoff      time.Duration
+	retryBackoffMax   time.Duration
+	autoCommit        time.Duration // 0: off
+
+	assignors  []assign.Assignor
+	protocol   assign.Protocol
+	instanceID *string
+	reset      kgo.Offset
+	clientID   string
+}
+
+// KgoOpts are the options that reach the brokers (the harness passes a
+// link's KgoOpts: seed brokers and a Dialer). They may be given more than
+// once; later ones are appended.
+func KgoOpts(opts ...kgo.Opt) Opt {
+	return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, opts...) }}
+}
+
+// Hooks receives every state change. Default: none. Events that change
+// the member's state are delivered while the member holds its lock, so
+// that their order is the order of the changes: a hook must return
+// quickly and must not call back into the member.
+func Hooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+
+// WithClock sets the clock. Default: the wall clock.
+func WithClock(cl Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+
+// Logger sets the logger. Default: discard.
+func Logger(l *slog.Logger) Opt { return opt{func(c *cfg) { c.log = l }} }
+
+// SessionTimeout is session.timeout.ms: how long the coordinator keeps the
+// member without a heartbeat. Default 45s.
+func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
+
+// HeartbeatInterval is heartbeat.interval.ms. Default 3s; it must be below
+// the session timeout.
+func HeartbeatInterval(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.heartbeatInterval = d }}
+}
+
+// RebalanceTimeout is the JoinGroup rebalance timeout: how long the
+// coordinator waits for every member to rejoin. Java sends
+// max.poll.interval.ms; default: the max poll interval.
+func RebalanceTimeout(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.rebalanceTimeout = d }}
+}
+
+// MaxPollInterval is max.poll.interval.ms: when Poll is not called for this
+// long, the member leaves the group on its own (AbstractCoordinator
+// HeartbeatThread, pollTimeoutExpired). Default 5 minutes.
+func MaxPollInterval(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.maxPollInterval = d }}
+}
+
+// RetryBackoff is retry.backoff.ms, doubled per consecutive failure up to
+// max. Default 100ms and 1s.
+func RetryBackoff(d, max time.Duration) Opt {
+	return opt{func(c *cfg) { c.retryBackoff, c.retryBackoffMax = d, max }}
+}
+
+// Assignors is partition.assignment.strategy, in preference order. Default
+// [range, cooperative-sticky], the Java default, which rebalances EAGER.
+func Assignors(as ...assign.Assignor) Opt {
+	return opt{func(c *cfg) { c.assignors = as }}
+}
+
+// InstanceID is group.instance.id (KIP-345 static membership).
+func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = &id }} }
+
+// AutoCommit enables enable.auto.commit with auto.commit.interval.ms:
+// the positions of the records Poll returned are committed on the interval,
+// before every rejoin and on Close. Default off.
+func AutoCommit(interval time.Duration) Opt {
+	return opt{func(c *cfg) { c.autoCommit = interval }}
+}
+
+// OffsetReset is where a partition without a committed offset starts.
+// Default: the start of the log (auto.offset.reset=earliest).
+func OffsetReset(o kgo.Offset) Opt { return opt{func(c *cfg) { c.reset = o }} }
+
+// ClientID is client.id, the prefix of the member id the coordinator
+// generates. Default "groupquake-" + the member's name.
+func ClientID(id string) Opt { return opt{func(c *cfg) { c.clientID = id }} }
+
+func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
+	c := cfg{
+		name:              name,
+		group:             group,
+		topics:            topics,
+		hooks:             clients.HookFunc(func(clients.Event) {}),
+		clock:             realClock{},
+		log:               slog.New(slog.DiscardHandler),
+		sessionTimeout:    45 * time.Second,
+		heartbeatInterval: 3 * time.Second,
+		maxPollInterval:   5 * time.Minute,
+		retryBackoff:      100 * time.Millisecond,
+		retryBackoffMax:   time.Second,
+		assignors:         []assign.Assignor{assign.Range(), assign.CooperativeSticky()},
+		reset:             kgo.NewOffset().AtStart(),
+	}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if c.rebalanceTimeout == 0 {
+		c.rebalanceTimeout = c.maxPollInterval
+	}
+	if c.clientID == "" {
+		c.clientID = "groupquake-" + name
+	}
+	var errs []error
+	if name == "" {
+		errs = append(errs, errors.New("member name is empty: give the harness's name for the member"))
+	}
+	if group == "" {
+		errs = append(errs, errors.New("group id is empty: the coordinator rejects it with INVALID_GROUP_ID"))
+	}
+	if len(topics) == 0 {
+		errs = append(errs, errors.New("no topics to subscribe to"))
+	}
+	if c.hooks == nil || c.clock == nil || c.log == nil {
+		errs = append(errs, errors.New("Hooks, WithClock and Logger must not be given nil"))
+	}
+	if c.sessionTimeout <= 0 || c.heartbeatInterval <= 0 || c.maxPollInterval <= 0 || c.rebalanceTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("timers must be positive: session %v, heartbeat %v, max poll %v, rebalance %v",
+			c.sessionTimeout, c.heartbeatInterval, c.maxPollInterval, c.rebalanceTimeout))
+	}
+	if c.heartbeatInterval >= c.sessionTimeout {
+		errs = append(errs, fmt.Errorf("heartbeat interval %v must be below the session timeout %v (Java requires it too)", c.heartbeatInterval, c.sessionTimeout))
+	}
+	if c.retryBackoff <= 0 || c.retryBackoffMax < c.retryBackoff {
+		errs = append(errs, fmt.Errorf("retry backoff %v (max %v): both positive, max at least the base", c.retryBackoff, c.retryBackoffMax))
+	}
+	if c.autoCommit < 0 {
+		errs = append(errs, fmt.Errorf("auto-commit interval %v is negative", c.autoCommit))
+	}
+	if c.instanceID != nil && *c.instanceID == "" {
+		errs = append(errs, errors.New("instance id is empty: leave InstanceID out for a dynamic member"))
+	}
+	seen := map[string]bool{}
+	for _, a := range c.assignors {
+		if a == nil {
+			errs = append(errs, errors.New("nil assignor"))
+			continue
+		}
+		if seen[a.Name()] {
+			errs = append(errs, fmt.Errorf("assignor %q listed twice", a.Name()))
+		}
+		seen[a.Name()] = true
+	}
+	if len(errs) == 0 {
+		p, err := assign.ChooseProtocol(c.assignors)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.protocol = p
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg{}, fmt.Errorf("classic member %q: %w", name, err)
+	}
+	return c, nil
+}
