@@ -13,8 +13,12 @@ GOTESTSUM := $(GO) tool gotestsum --format pkgname-and-test-fails
 export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
 export TESTCONTAINERS_RYUK_DISABLED := true
 export GROUPQUAKE_KAFKA_VERSIONS := $(VERSIONS)
+# Suites keep every run directory (plan, history, verdicts, report.html) here.
+export GROUPQUAKE_RUNS_DIR := $(CURDIR)/build/runs
+# How long `make soak` keeps starting runs (CI's cluster tier soaks 30s).
+SOAK_DURATION ?= 1h
 
-.PHONY: test check unit engine images cluster-tests run bench sweep clean
+.PHONY: test check unit engine images cluster-tests soak run bench sweep clean
 
 test: check unit images cluster-tests
 
@@ -38,6 +42,10 @@ images: engine
 ## cluster-tests: tests against real Kafka clusters in containers.
 cluster-tests: build
 	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m $(CLUSTER_PKGS)
+
+## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
+soak: images build
+	$(GOTESTSUM) --junitfile build/junit-soak.xml -- -count=1 -p 1 -timeout 0 ./suites/soak/ -run TestSoak -args -soak.duration=$(SOAK_DURATION)
 
 ## run: the main job (see README).
 run: engine

@@ -277,6 +277,18 @@ func TestNodeControl(t *testing.T) {
 					t.Errorf("healed node 3 does not answer: %v", err)
 				}
 			})
+			t.Run("heals-are-idempotent", func(t *testing.T) {
+				// A fault cut short never landed; its heal must still return.
+				if err := c.StartNode(ctx, 2); err != nil {
+					t.Errorf("start of a running node: %v", err)
+				}
+				if err := c.UnpauseNode(ctx, 2); err != nil {
+					t.Errorf("unpause of a running node: %v", err)
+				}
+				if err := c.HealNode(ctx, 2); err != nil {
+					t.Errorf("heal of a connected node: %v", err)
+				}
+			})
 			t.Run("rolling-restart-keeps-commits-and-serves", func(t *testing.T) {
 				commitAndCheck(t, c, "g-rolling", "t", 99)
 				if err := c.RollingRestart(ctx); err != nil {

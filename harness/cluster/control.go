@@ -303,9 +303,22 @@ func (c *Cluster) StopNode(ctx context.Context, id NodeID) error {
 
 // StartNode starts a stopped or killed node and returns when it serves
 // again (logged that it started; a broker also answers and is in the
-// metadata). Its data survived: the container keeps its log directory.
+// metadata). Its data survived on its volume. A node that is already
+// running is only waited for, so healing is idempotent.
 func (c *Cluster) StartNode(ctx context.Context, id NodeID) error {
 	return c.nodeAction(ctx, id, "start", func(ctx context.Context, n *Node) error {
+		running, paused, _, _, err := c.inspect(ctx, n)
+		if err != nil {
+			return err
+		}
+		if paused {
+			return errors.New("the node is paused, not stopped: unpause it")
+		}
+		if running {
+			// Already up: a heal whose fault never landed (the stop or kill
+			// was cut short) must not wait for a start that will not come.
+			return c.waitServing(ctx, n)
+		}
 		before := c.startedCount(ctx, n)
 		if _, err := c.cli.ContainerStart(ctx, n.Container, client.ContainerStartOptions{}); err != nil {
 			return err
@@ -351,8 +364,15 @@ func (c *Cluster) PauseNode(ctx context.Context, id NodeID) error {
 // UnpauseNode thaws node id and returns when it serves again.
 func (c *Cluster) UnpauseNode(ctx context.Context, id NodeID) error {
 	return c.nodeAction(ctx, id, "unpause", func(ctx context.Context, n *Node) error {
-		if _, err := c.cli.ContainerUnpause(ctx, n.Container, client.ContainerUnpauseOptions{}); err != nil {
+		_, paused, _, _, err := c.inspect(ctx, n)
+		if err != nil {
 			return err
+		}
+		// Not paused: a heal whose pause never landed; only wait for service.
+		if paused {
+			if _, err := c.cli.ContainerUnpause(ctx, n.Container, client.ContainerUnpauseOptions{}); err != nil {
+				return err
+			}
 		}
 		return c.waitServing(ctx, n)
 	})

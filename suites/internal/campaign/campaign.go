@@ -1,0 +1,110 @@
+// Package campaign runs harness plans inside go test: each run logs the
+// command that reruns it, keeps its run directory (with a report.html) under
+// $GROUPQUAKE_RUNS_DIR when that is set, and fails the test with every
+// violation and the events that show it.
+package campaign
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/results"
+)
+
+// RandomSeed returns a fresh seed; the run logs it, so a failure reruns.
+func RandomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 1
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// dir returns where the run writes: under $GROUPQUAKE_RUNS_DIR (kept after
+// the test, for CI artifacts and reading failures), else a temporary one.
+func dir(t testing.TB, seed uint64) string {
+	if root := os.Getenv("GROUPQUAKE_RUNS_DIR"); root != "" {
+		d := filepath.Join(root, unsafeName.ReplaceAllString(t.Name(), "_"))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(d, time.Now().UTC().Format("20060102T150405")+"-"+itoa(seed))
+	}
+	return filepath.Join(t.TempDir(), "run")
+}
+
+func itoa(u uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// Run builds the plan of seed with o and runs it on a cluster the run
+// starts itself from the plan, within bound; every checker must hold.
+func Run(t *testing.T, seed uint64, o run.Options, bound time.Duration) run.Result {
+	t.Helper()
+	clustertest.NeedEngine(t)
+	reg := run.DefaultRegistry()
+	p, err := run.NewPlan(seed, o, reg.Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rerun: %s", p.Command())
+	d := dir(t, seed)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Logf: t.Logf})
+	writeReport(t, d, p.Command(), res)
+	if err != nil {
+		t.Fatalf("run (seed %d) could not be carried out: %v; notes: %v; run directory %s", seed, err, res.Notes, d)
+	}
+	for _, n := range res.Notes {
+		t.Logf("note: %s", n)
+	}
+	for _, v := range res.Report.Verdicts {
+		switch {
+		case v.Skipped != "":
+			t.Logf("%s skipped: %s", v.Name, v.Skipped)
+		case !v.Holds:
+			for _, x := range v.Violations {
+				t.Errorf("%s: %s (events %v)", v.Name, x.Message, x.EventIndexes)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("run directory: %s; rerun: %s", d, p.Command())
+	}
+	return res
+}
+
+// writeReport leaves report.html beside the verdicts, best effort.
+func writeReport(t *testing.T, d, command string, res run.Result) {
+	loaded, err := history.Load(filepath.Join(d, run.HistoryFile))
+	if err != nil {
+		return
+	}
+	f, err := os.Create(filepath.Join(d, "report.html"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if err := results.WriteReport(f, results.Report{Title: t.Name(), Command: command, Events: loaded.Events, Verdicts: res.Report.Verdicts, Truncated: loaded.Truncated != nil}); err != nil {
+		t.Logf("report.html: %v", err)
+	}
+}
