@@ -32,6 +32,7 @@ import (
 // or leave is written immediately before its completion: its time is when
 // the answer came, not when the request left.
 type HookRecorder struct {
+	resends  bool
 	rec      *history.Recorder
 	name     string
 	protocol string
@@ -46,9 +47,25 @@ var _ clients.Hooks = (*HookRecorder)(nil)
 
 // NewHookRecorder returns the recorder of member name speaking protocol
 // ("classic" or "consumer").
-func NewHookRecorder(rec *history.Recorder, name, protocol string) *HookRecorder {
-	return &HookRecorder{rec: rec, name: name, protocol: protocol, lastEpoch: -1}
+func NewHookRecorder(rec *history.Recorder, name, protocol string, opts ...HookOpt) *HookRecorder {
+	h := &HookRecorder{rec: rec, name: name, protocol: protocol, lastEpoch: -1}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
 }
+
+// HookOpt configures a HookRecorder.
+type HookOpt func(*HookRecorder)
+
+// ResendsCommits says the member's client may send one OffsetCommit more
+// than once on its own (kgo retries after a lost answer or a coordinator
+// move). Its failed commits are then recorded as unknown outcomes (info),
+// not as rejections: an earlier attempt may have been written before the
+// answer the member finally saw (seen in a broker-faults run: a commit sent
+// while the coordinator's node was killed came back UNKNOWN_MEMBER_ID, and
+// the broker then described its offsets).
+func ResendsCommits() HookOpt { return func(h *HookRecorder) { h.resends = true } }
 
 // Err returns the first error met while recording: a member event that could
 // not be written is a broken history, and the run must say so.
@@ -199,7 +216,7 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 		}
 		t := history.OK
 		if e.Kind == clients.CommitFailed {
-			t = commitFailure(e.Err, e.ErrCode)
+			t = h.commitFailure(e.Err, e.ErrCode)
 		}
 		if h.commitOpen {
 			h.commitOpen = false
@@ -226,10 +243,11 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 
 // commitFailure says what a failed commit's error means for its outcome: a
 // Kafka error from the coordinator means it was not applied (fail), except a
-// timeout, which may still land; a transport error (no Kafka error code) is
-// an unknown outcome.
-func commitFailure(name string, code int16) history.Type {
-	if code == 0 || name == "REQUEST_TIMED_OUT" {
+// timeout, which may still land, or when the member's client may have sent
+// the commit more than once (ResendsCommits); a transport error (no Kafka
+// error code) is an unknown outcome.
+func (h *HookRecorder) commitFailure(name string, code int16) history.Type {
+	if code == 0 || name == "REQUEST_TIMED_OUT" || h.resends {
 		return history.Info
 	}
 	return history.Fail
@@ -270,7 +288,7 @@ func (h *HookRecorder) CommitReturned(c history.Commit, perrs map[string]map[int
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		case errors.As(err, &ke):
 			c.Error = ke.Message
-			t = commitFailure(ke.Message, ke.Code)
+			t = h.commitFailure(ke.Message, ke.Code)
 		}
 	}
 	for _, tp := range sortedKeys(perrs) {

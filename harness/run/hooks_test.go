@@ -313,3 +313,34 @@ func TestHooksConcurrent(t *testing.T) {
 		t.Errorf("%d events, want 800", got)
 	}
 }
+
+// TestHooksRejectedCommitOutcome: a commit rejected with a Kafka error is a
+// definite failure for a member that sends each commit once, and an unknown
+// outcome for one whose client may have resent it (an earlier attempt may
+// have been written before the answer it saw).
+func TestHooksRejectedCommitOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []run.HookOpt
+		want history.Type
+	}{
+		{"sent-once", nil, history.Fail},
+		{"may-resend", []run.HookOpt{run.ResendsCommits()}, history.Info},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, _ := newRec(t)
+			h := run.NewHookRecorder(rec, "m1", "consumer", tc.opts...)
+			if err := h.CommitInvoke(history.Commit{Member: "m1", Epoch: 5, Offsets: []history.OffsetAt{{Topic: "t", Partition: 0, Offset: 16}}}, "commit"); err != nil {
+				t.Fatal(err)
+			}
+			f := ev(clients.CommitFailed, clients.Consumer, "m1", 5)
+			f.Err, f.ErrCode = "UNKNOWN_MEMBER_ID", 25
+			h.OnEvent(f)
+			es := rec.Events()
+			if last := es[len(es)-1]; last.F != history.FCommit || last.Type != tc.want {
+				t.Errorf("rejected commit recorded as %s %s, want %s:\n%s", last.Type, last.F, tc.want, dump(es))
+			}
+		})
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/classic"
+	"github.com/groupquake/groupquake/clients/consumer"
 	"github.com/groupquake/groupquake/clients/kgoref"
 )
 
@@ -39,6 +41,10 @@ type Factory struct {
 	// Doc says what the kind is, for `groupquake run -h`.
 	Doc string
 	New func(MemberSpec) (clients.Member, error)
+	// ResendsCommits says the member's client may send one OffsetCommit
+	// more than once on its own, so a final error does not prove the commit
+	// was not written (see run.ResendsCommits).
+	ResendsCommits bool
 }
 
 // Registry maps a member kind ("kgo-classic") to its factory. Plans name
@@ -51,17 +57,54 @@ type Registry map[string]Factory
 func DefaultRegistry() Registry {
 	return Registry{
 		"kgo-classic": {
-			Protocol: clients.Classic,
-			Doc:      "kgo's classic group consumer (JoinGroup/SyncGroup, cooperative-sticky)",
-			New:      kgoFactory(clients.Classic),
+			Protocol:       clients.Classic,
+			Doc:            "kgo's classic group consumer (JoinGroup/SyncGroup, cooperative-sticky)",
+			New:            kgoFactory(clients.Classic),
+			ResendsCommits: true,
 		},
 		"kgo-consumer": {
+			Protocol:       clients.Consumer,
+			Doc:            "kgo's KIP-848 group consumer (ServerSideBalancer, uniform assignor)",
+			New:            kgoFactory(clients.Consumer),
+			ResendsCommits: true,
+		},
+		"classic": {
+			Protocol: clients.Classic,
+			Doc:      "groupquake's classic member (clients/classic; eager range+cooperative-sticky, each commit sent once)",
+			New: func(s MemberSpec) (clients.Member, error) {
+				return classic.New(s.Name, s.Group, s.Topics,
+					classic.KgoOpts(s.KgoOpts...), classic.Hooks(s.Hooks), classic.WithClock(specClock(s.Now)),
+					classic.SessionTimeout(s.SessionTimeout), classic.HeartbeatInterval(s.HeartbeatInterval),
+					classic.RebalanceTimeout(s.RebalanceTimeout))
+			},
+		},
+		"consumer": {
 			Protocol: clients.Consumer,
-			Doc:      "kgo's KIP-848 group consumer (ServerSideBalancer, uniform assignor)",
-			New:      kgoFactory(clients.Consumer),
+			Doc:      "groupquake's KIP-848 member (clients/consumer; server assignor uniform)",
+			New: func(s MemberSpec) (clients.Member, error) {
+				return consumer.New(s.Name, s.Group,
+					consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
+					consumer.WithClock(specClock(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout))
+			},
+			// Its group requests go through kgo's Client.Request, which resends
+			// on coordinator errors and lost connections.
+			ResendsCommits: true,
 		},
 	}
 }
+
+// specClock adapts MemberSpec.Now to the members' Clock interfaces.
+type specClock func() time.Time
+
+func (c specClock) Now() time.Time {
+	if c == nil {
+		return time.Now()
+	}
+	return c()
+}
+
+// After waits on the real clock: MemberSpec.Now only shifts readings.
+func (c specClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
 	return func(s MemberSpec) (clients.Member, error) {
