@@ -211,15 +211,34 @@ func newDriver(p MemberPlan, m clients.Member, h *HookRecorder, rec *history.Rec
 // run drives the member until ctx ends.
 func (d *driver) run(ctx context.Context) error {
 	last := d.now()
+	lastErr, repeats := "", 0
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 		recs, err := d.m.Poll(pctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			_, rerr := d.rec.Info(d.plan.Name, "error", map[string]any{"member": d.plan.Name, "error": err.Error()}, "poll returned an error; the member keeps polling")
-			if rerr != nil {
-				return rerr
+			// A member in a fatal state returns the same error at once on
+			// every poll: record it once (and how often it repeated when it
+			// changes), and wait a poll's time before asking again, so a
+			// stuck member neither spins nor floods the history.
+			if msg := err.Error(); msg != lastErr {
+				v := map[string]any{"member": d.plan.Name, "error": msg}
+				if repeats > 0 {
+					v["previous_error_repeats"] = repeats
+				}
+				if _, rerr := d.rec.Info(d.plan.Name, "error", v, "poll returned an error; the member keeps polling"); rerr != nil {
+					return rerr
+				}
+				lastErr, repeats = msg, 0
+			} else {
+				repeats++
 			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		} else if err == nil {
+			lastErr = ""
 		}
 		for _, r := range recs {
 			epoch := r.Generation
