@@ -33,6 +33,7 @@ type runFlags struct {
 	nodes       int
 	controllers int
 	bootstrap   string
+	embedded    bool
 	nodeControl string
 	toxiproxy   string
 	basePort    int
@@ -57,6 +58,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.nodes, "nodes", 1, "broker nodes: 1 or 3")
 	fs.IntVar(&f.controllers, "controllers", 0, "separate controller nodes: 0, 1 or 3")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port] of an external cluster to use instead of containers")
+	fs.BoolVar(&f.embedded, "embedded", false, "run against the reference coordinator served in this process (no Docker, no Java); the default when no Docker engine can be had")
 	fs.StringVar(&f.nodeControl, "node-control", "", "external cluster: command template for node faults, e.g. 'ssh {{.Host}} sudo systemctl {{.Action}} kafka'")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "API address of an external toxiproxy (default: embedded)")
 	fs.IntVar(&f.basePort, "base-port", 0, "loopback port of the first broker (0: free ports)")
@@ -151,13 +153,24 @@ not be carried out (its verdicts, if it got that far, are still written).
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
 	}
+	logf := logTo(stderr)
 	if f.bootstrap != "" {
 		o.Bootstrap = strings.Split(f.bootstrap, ",")
 	} else {
 		if err := cluster.CheckKafkaVersion(f.version); err != nil {
 			return exitError{exitBadDir, err.Error()}
 		}
-		o.Kafka, o.Nodes, o.Controllers = f.version, f.nodes, f.controllers
+		if !f.embedded {
+			if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+				logf("NO DOCKER ENGINE: %v", err)
+				logf("running against the EMBEDDED cluster instead: groupquake's reference coordinator as Kafka %s, in this process (--embedded)", f.version)
+				f.embedded = true
+			}
+		}
+		o.Kafka, o.Nodes, o.Controllers, o.Embedded = f.version, f.nodes, f.controllers, f.embedded
+		if f.embedded {
+			o.Nodes, o.Controllers = 1, 0
+		}
 	}
 	plan, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {
@@ -167,13 +180,7 @@ not be carried out (its verdicts, if it got that far, are still written).
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
 	}
-	logf := logTo(stderr)
 	fmt.Fprintf(stderr, "groupquake: seed %d; run directory %s\ngroupquake: rerun with: %s\n", seed, dir, plan.Command())
-	if f.bootstrap == "" {
-		if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
-			return exitError{exitRunFailed, err.Error()}
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
 	res, err := run.Run(ctx, run.Config{

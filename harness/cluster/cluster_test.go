@@ -25,7 +25,7 @@ func startCluster(t *testing.T, cfg cluster.Config) *cluster.Cluster {
 	return clustertest.Start(t, cfg)
 }
 
-func createTopic(t *testing.T, c *cluster.Cluster, topic string, partitions int32) {
+func createTopic(t *testing.T, c cluster.Handle, topic string, partitions int32) {
 	clustertest.CreateTopic(t, c, topic, partitions)
 }
 
@@ -121,7 +121,7 @@ func TestProduceConsume(t *testing.T) {
 // reads it back. Fresh clients matter after node faults: kgo keeps a
 // group's coordinator cached until the broker answers NOT_COORDINATOR,
 // which a dead broker never does.
-func commitAndCheck(t *testing.T, c *cluster.Cluster, group, topic string, at int64) {
+func commitAndCheck(t *testing.T, c cluster.Handle, group, topic string, at int64) {
 	t.Helper()
 	err := retryFresh(c, time.Minute, func(ctx context.Context, adm *kadm.Client) error {
 		offs := kadm.Offsets{}
@@ -138,7 +138,7 @@ func commitAndCheck(t *testing.T, c *cluster.Cluster, group, topic string, at in
 	expectCommitted(t, c, group, topic, at)
 }
 
-func expectCommitted(t *testing.T, c *cluster.Cluster, group, topic string, at int64) {
+func expectCommitted(t *testing.T, c cluster.Handle, group, topic string, at int64) {
 	t.Helper()
 	err := retryFresh(c, 90*time.Second, func(ctx context.Context, adm *kadm.Client) error {
 		fetched, err := adm.FetchOffsets(ctx, group)
@@ -157,7 +157,7 @@ func expectCommitted(t *testing.T, c *cluster.Cluster, group, topic string, at i
 
 // retryFresh runs f with a new admin client each attempt until it succeeds
 // or bound passes, and returns the last error.
-func retryFresh(c *cluster.Cluster, bound time.Duration, f func(context.Context, *kadm.Client) error) error {
+func retryFresh(c cluster.Handle, bound time.Duration, f func(context.Context, *kadm.Client) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	last := errors.New("no attempt")

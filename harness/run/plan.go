@@ -55,6 +55,9 @@ type Options struct {
 	Controllers int `json:"controllers,omitempty"`
 	// Bootstrap, when set, points the run at an external cluster.
 	Bootstrap []string `json:"bootstrap,omitempty"`
+	// Embedded runs against the reference coordinator served in this
+	// process (cluster.StartEmbedded): one node, no Docker, no Java.
+	Embedded bool `json:"embedded,omitempty"`
 	// Kinds lists the member kinds (names in the Registry), cycled over the
 	// members; empty lets the seed choose each member's kind.
 	Kinds []string `json:"kinds,omitempty"`
@@ -155,6 +158,12 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	if !slices.Contains(Scenarios(), o.Scenario) {
 		return Plan{}, fmt.Errorf("unknown scenario %q: known scenarios are %s", o.Scenario, strings.Join(Scenarios(), ", "))
 	}
+	if o.Embedded && len(o.Bootstrap) > 0 {
+		return Plan{}, errors.New("--embedded and --bootstrap exclude each other: the embedded cluster runs in this process")
+	}
+	if o.Embedded && o.Nodes > 1 {
+		return Plan{}, fmt.Errorf("the embedded cluster has one node, not %d", o.Nodes)
+	}
 	if len(o.Bootstrap) == 0 {
 		if o.Nodes == 0 {
 			o.Nodes = 1
@@ -221,6 +230,21 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	}
 	if n == 0 {
 		n = 2 + topo.IntN(3)
+	}
+	if o.Embedded {
+		// The reference coordinator does not model a group mixing classic
+		// and consumer members (Kafka's online upgrade of a non-empty
+		// group): keep an embedded run's members to one protocol.
+		if len(o.Kinds) > 0 {
+			for _, k := range o.Kinds[1:] {
+				if kinds[k] != kinds[o.Kinds[0]] {
+					return Plan{}, fmt.Errorf("member kinds %s mix the classic and consumer protocols, which the embedded cluster's reference coordinator does not model (Kafka's online group upgrade): pick kinds of one protocol, or run on containers", strings.Join(o.Kinds, ","))
+				}
+			}
+		} else {
+			protocol := []string{history.ProtocolClassic, history.ProtocolConsumer}[topo.IntN(2)]
+			known = slices.DeleteFunc(known, func(k string) bool { return kinds[k] != protocol })
+		}
 	}
 	var memberKinds []string
 	for i := range n {
@@ -379,6 +403,11 @@ func (p Plan) Args() []string {
 	a := []string{"--seed", strconv.FormatUint(p.Seed, 10), "--scenario", o.Scenario}
 	if len(o.Bootstrap) > 0 {
 		a = append(a, "--bootstrap", strings.Join(o.Bootstrap, ","))
+	} else if o.Embedded {
+		a = append(a, "--embedded")
+		if o.Kafka != "" {
+			a = append(a, "--kafka", o.Kafka)
+		}
 	} else {
 		if o.Kafka != "" {
 			a = append(a, "--kafka", o.Kafka)

@@ -378,6 +378,12 @@ func (r *runner) setup(ctx context.Context) error {
 			return err
 		}
 		r.h, r.ownsH = e, true
+	case p.Options.Embedded:
+		e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: p.Options.Kafka, Logf: r.cfg.Logf})
+		if err != nil {
+			return err
+		}
+		r.h, r.ownsH = e, true
 	default:
 		cc := r.cfg.ClusterConfig
 		cc.Version, cc.Nodes, cc.Controllers = p.Options.Kafka, p.Options.Nodes, p.Options.Controllers
