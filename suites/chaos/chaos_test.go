@@ -5,6 +5,7 @@ package chaos
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -61,5 +62,21 @@ func TestBrokerFaults(t *testing.T) {
 		t.Run("seed-"+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			campaign.Run(t, seed, run.Options{Scenario: run.ScenarioBrokerFaults, Nodes: 3, Duration: 30 * time.Second}, 15*time.Minute)
 		})
+	}
+}
+
+// TestEmbedded runs both scenarios against the embedded cluster (the
+// reference coordinator served in this process) with groupquake's members
+// and kgo's, one protocol per group: the coordinator model must hold up
+// under the same faults as a broker.
+func TestEmbedded(t *testing.T) {
+	for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}} {
+		for _, scenario := range []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults} {
+			for _, seed := range seeds(t) {
+				t.Run(fmt.Sprintf("%s/%s/seed-%d", kinds[0], scenario, seed), func(t *testing.T) {
+					campaign.Run(t, seed, run.Options{Scenario: scenario, Embedded: true, Kinds: kinds, Members: 3, Duration: 20 * time.Second}, 5*time.Minute)
+				})
+			}
+		}
 	}
 }

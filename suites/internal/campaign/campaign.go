@@ -59,7 +59,9 @@ func itoa(u uint64) string {
 // starts itself from the plan, within bound; every checker must hold.
 func Run(t *testing.T, seed uint64, o run.Options, bound time.Duration) run.Result {
 	t.Helper()
-	clustertest.NeedEngine(t)
+	if !o.Embedded {
+		clustertest.NeedEngine(t)
+	}
 	reg := run.DefaultRegistry()
 	p, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {
