@@ -1,0 +1,297 @@
+package differential
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/coordinator"
+)
+
+// flight is one request sent to the target; done closes when it has an
+// answer (or failed).
+type flight struct {
+	ticket int
+	st     Step
+	c      *conn
+	sent   time.Time
+	done   chan struct{}
+	// Set before done closes.
+	resp kmsg.Response
+	err  error
+	at   time.Time
+}
+
+// sectionRun drives one section: the reference in virtual time beside the
+// target in real time.
+type sectionRun struct {
+	r         *runner
+	name      string
+	ref       *coordinator.Coordinator
+	tn        *targetNames
+	flights   map[int]*flight
+	refParked map[int]Step // tickets the reference has not answered yet
+	idle      []*conn
+	probe     *conn // for describe
+	// sentJoin is the vector's group of each ticket; protocol the protocol
+	// type and name of each group's last JoinGroup answer, for
+	// Options.CompleteSyncProtocol.
+	sentJoin map[int]string
+	protocol map[string][2]*string
+}
+
+func (s *sectionRun) tnorm() targetNorm {
+	n := targetNorm{n: s.tn}
+	if s.r.opt.SameHost {
+		n.hostAs = "/127.0.0.1"
+	}
+	return n
+}
+
+// completeSync applies Options.CompleteSyncProtocol to st.
+func (s *sectionRun) completeSync(st Step) Step {
+	if !s.r.opt.CompleteSyncProtocol || st.Cmd != "sync" || hasArg(st.Args, "ptype") || hasArg(st.Args, "pname") {
+		return st
+	}
+	if v, err := strconv.Atoi(argVal(st.Args, "v", "5")); err != nil || v < 5 {
+		return st
+	}
+	p, ok := s.protocol[argVal(st.Args, "group", "g")]
+	if !ok || p[0] == nil || p[1] == nil {
+		return st
+	}
+	st.Args = append(slices.Clone(st.Args), datadriven.CmdArg{Key: "ptype", Vals: []string{*p[0]}}, datadriven.CmdArg{Key: "pname", Vals: []string{*p[1]}})
+	return st
+}
+
+func (s *sectionRun) result(x Result) {
+	x.Section = s.name
+	s.r.rep.Results = append(s.r.rep.Results, x)
+}
+
+func (s *sectionRun) skip(st Step, why string) {
+	s.result(Result{Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: why})
+}
+
+// send sends req for ticket on a connection of its own.
+func (s *sectionRun) send(ctx context.Context, ticket int, st Step, req kmsg.Request) {
+	f := &flight{ticket: ticket, st: st, sent: time.Now(), done: make(chan struct{})}
+	s.flights[ticket] = f
+	if n := len(s.idle); n > 0 {
+		f.c, s.idle = s.idle[n-1], s.idle[:n-1]
+	} else {
+		c, err := dial(ctx, s.r.t.Addr)
+		if err != nil {
+			f.err, f.at = err, time.Now()
+			close(f.done)
+			return
+		}
+		f.c = c
+	}
+	// Parked requests may wait for the rest of the section; close (at the
+	// section's end) unblocks them.
+	deadline := time.Now().Add(10 * time.Minute)
+	go func() {
+		f.resp, f.err = f.c.do(req, clientID(st), deadline)
+		f.at = time.Now()
+		close(f.done)
+	}()
+}
+
+// answer compares the answers the reference gave during step st: first
+// (the step's own, if not parked) and every parked request it completed.
+func (s *sectionRun) answer(st Step, first *coordinator.Completion) {
+	var all []coordinator.Completion
+	if first != nil {
+		all = append(all, *first)
+	}
+	all = append(all, s.ref.Completed()...)
+	slices.SortFunc(all, func(a, b coordinator.Completion) int { return int(a.Ticket) - int(b.Ticket) })
+	for _, c := range all {
+		t := int(c.Ticket)
+		x := Result{Pos: st.Pos, Command: command(st), Ticket: t}
+		if orig, ok := s.refParked[t]; ok {
+			x.Command = "→ " + command(orig)
+			x.Why = fmt.Sprintf("completes #%d sent at %s", t, orig.Pos)
+			delete(s.refParked, t)
+		}
+		refResp, err := wireRoundTrip(c.Response)
+		if err != nil {
+			x.Outcome, x.Why = Skipped, err.Error()
+			s.result(x)
+			continue
+		}
+		if j, ok := c.Response.(*kmsg.JoinGroupResponse); ok && j.ErrorCode == 0 {
+			s.protocol[s.sentJoin[t]] = [2]*string{j.ProtocolType, j.Protocol}
+		}
+		x.Reference = format(refResp, refNorm{})
+		f := s.flights[t]
+		if f == nil {
+			x.Outcome, x.Why = Skipped, "not sent to the target"
+			s.result(x)
+			continue
+		}
+		s.wait(f)
+		s.compare(&x, refResp, f)
+		s.result(x)
+	}
+}
+
+// wait waits for f's answer, at most Options.Wait.
+func (s *sectionRun) wait(f *flight) {
+	t := time.NewTimer(s.r.opt.Wait)
+	defer t.Stop()
+	select {
+	case <-f.done:
+	case <-t.C:
+	}
+}
+
+func (s *sectionRun) compare(x *Result, refResp kmsg.Response, f *flight) {
+	select {
+	case <-f.done:
+	default:
+		x.Outcome = Different
+		x.Target = fmt.Sprintf("(no answer within %v: the target parks the request)", s.r.opt.Wait)
+		return
+	}
+	if f.err != nil {
+		x.Outcome = Different
+		x.Target = "error: " + f.err.Error()
+		return
+	}
+	s.idle = append(s.idle, f.c)
+	f.c = nil
+	s.tn.bind(memberID(refResp), memberID(f.resp))
+	resp := f.resp
+	if l, ok := resp.(*kmsg.ListGroupsResponse); ok {
+		// The target lists the groups of every section; keep this one's.
+		l.Groups = slices.DeleteFunc(l.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return !strings.HasPrefix(g.Group, s.tn.ns) })
+	}
+	x.Target = format(resp, s.tnorm())
+	if x.Target == x.Reference {
+		x.Outcome = Same
+	} else {
+		x.Outcome = Different
+	}
+}
+
+// finish reports the requests the reference still parks: the same if the
+// target parks them too. A target answer that came only after a second of
+// real time is skipped, not a difference: the target's timers ran (session,
+// rebalance timeout) while the reference's clock stood still.
+func (s *sectionRun) finish() {
+	for _, t := range slices.Sorted(maps.Keys(s.refParked)) {
+		st := s.refParked[t]
+		x := Result{Pos: st.Pos, Command: command(st), Ticket: t, Reference: "parked (at the section's end)"}
+		f := s.flights[t]
+		if f == nil {
+			continue
+		}
+		select {
+		case <-f.done:
+			if f.err != nil {
+				x.Outcome, x.Target = Different, "error: "+f.err.Error()
+				break
+			}
+			x.Target = format(f.resp, s.tnorm())
+			if el := f.at.Sub(f.sent); el >= time.Second {
+				x.Outcome, x.Why = Skipped, fmt.Sprintf("the target answered %s after %v of real time; the reference's clock did not move", x.Target, el.Round(time.Millisecond))
+			} else {
+				x.Outcome = Different
+			}
+		default:
+			x.Outcome, x.Target = Same, "parked"
+		}
+		s.result(x)
+	}
+	s.refParked = map[int]Step{}
+}
+
+func (s *sectionRun) close() {
+	if s.probe != nil {
+		s.probe.close()
+	}
+	for _, c := range s.idle {
+		c.close()
+	}
+	for _, f := range s.flights {
+		if f.c != nil {
+			f.c.close()
+		}
+	}
+}
+
+// wireRoundTrip encodes the reference's response at its version and
+// decodes it again, as the coordinator's wire adapter would serve it: a
+// field the version does not carry (JoinGroup's ProtocolType before v7)
+// must not count as an answer.
+func wireRoundTrip(r kmsg.Response) (kmsg.Response, error) {
+	back := r.RequestKind().ResponseKind()
+	back.SetVersion(r.GetVersion())
+	if err := back.ReadFrom(r.AppendTo(nil)); err != nil {
+		return nil, fmt.Errorf("the reference's %s v%d response does not decode: %v", kmsg.NameForKey(r.Key()), r.GetVersion(), err)
+	}
+	return back, nil
+}
+
+// describe returns the target's view of group as a comparable string:
+// state and members. It uses a connection of its own.
+func (s *sectionRun) describe(ctx context.Context, group string) string {
+	if s.probe == nil {
+		c, err := dial(ctx, s.r.t.Addr)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		s.probe = c
+	}
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version = 5
+	req.Groups = []string{group}
+	resp, err := s.probe.do(req, "groupquake-settle", time.Now().Add(s.r.opt.Wait))
+	if err != nil {
+		s.probe.close()
+		s.probe = nil
+		return "error: " + err.Error()
+	}
+	var b strings.Builder
+	for _, g := range resp.(*kmsg.DescribeGroupsResponse).Groups {
+		b.WriteString(g.State)
+		var ms []string
+		for _, m := range g.Members {
+			ms = append(ms, m.MemberID)
+		}
+		slices.Sort(ms)
+		b.WriteString(strings.Join(ms, ","))
+	}
+	return b.String()
+}
+
+// settle waits, after sending a JoinGroup that the reference parks, until
+// the target shows that it took the request in (the group's state or
+// members changed) or answered it, at most a tenth of Options.Wait. Steps
+// travel on separate connections, and a broker serves connections in
+// parallel: without this the next step could overtake the parked join.
+func (s *sectionRun) settle(ctx context.Context, group, before string, f *flight) {
+	deadline := time.Now().Add(s.r.opt.Wait / 10)
+	for time.Now().Before(deadline) {
+		select {
+		case <-f.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		if s.describe(ctx, group) != before {
+			return
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package differential
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// Step is one command of a vector with the output the vector file expects
+// from the reference at the version the vector pins.
+type Step struct {
+	// Pos is file:line of the command, the key the explanations use.
+	Pos      string
+	Line     int
+	Cmd      string
+	Args     []datadriven.CmdArg
+	Expected string
+}
+
+// Section is the run of steps from one `new` to the next: one fresh
+// coordinator in the reference, one fresh namespace on the target.
+type Section struct {
+	File string // path relative to the vectors root, e.g. classic/rebalance.txt
+	// Index counts the sections of File from 0.
+	Index int
+	// New is the `new` command that opened the section; nil when the file
+	// starts without one (the harness then makes a default coordinator).
+	New   *Step
+	Steps []Step
+}
+
+// Name is File, with #Index for every section after the first.
+func (s Section) Name() string {
+	if s.Index == 0 {
+		return s.File
+	}
+	return fmt.Sprintf("%s#%d", s.File, s.Index)
+}
+
+// LoadDir parses every .txt vector under root/dirs[i], in file-name order.
+func LoadDir(root string, dirs ...string) ([]Section, error) {
+	var out []Section
+	for _, d := range dirs {
+		files, err := filepath.Glob(filepath.Join(root, d, "*.txt"))
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("no vectors in %s: expected *.txt files of datadriven commands", filepath.Join(root, d))
+		}
+		slices.Sort(files)
+		for _, f := range files {
+			rel, _ := filepath.Rel(root, f)
+			secs, err := ParseFile(f, filepath.ToSlash(rel))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, secs...)
+		}
+	}
+	return out, nil
+}
+
+// ParseFile splits a datadriven file (command, "----", expected output up
+// to a blank line; "#" comments between blocks) into sections.
+func ParseFile(path, name string) ([]Section, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %v", path, err)
+	}
+	var secs []Section
+	cur := Section{File: name}
+	started := false
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		cmd, args, err := datadriven.ParseLine(l)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, i+1, err)
+		}
+		st := Step{Pos: fmt.Sprintf("%s:%d", name, i+1), Line: i + 1, Cmd: cmd, Args: args}
+		if i+1 >= len(lines) || lines[i+1] != "----" {
+			return nil, fmt.Errorf("%s:%d: command %q is not followed by a ---- line", name, i+1, cmd)
+		}
+		i += 2
+		var exp []string
+		for ; i < len(lines) && lines[i] != ""; i++ {
+			exp = append(exp, lines[i])
+		}
+		st.Expected = strings.Join(exp, "\n")
+		if cmd == "new" {
+			if started {
+				secs = append(secs, cur)
+			}
+			cur = Section{File: name, Index: len(secs), New: &st}
+			started = true
+			continue
+		}
+		started = true
+		cur.Steps = append(cur.Steps, st)
+	}
+	if started {
+		secs = append(secs, cur)
+	}
+	return secs, nil
+}
+
+// arg helpers over datadriven arguments.
+
+func hasArg(args []datadriven.CmdArg, key string) bool {
+	return slices.ContainsFunc(args, func(a datadriven.CmdArg) bool { return a.Key == key })
+}
+
+func argVal(args []datadriven.CmdArg, key, def string) string {
+	for _, a := range args {
+		if a.Key == key {
+			if len(a.Vals) == 0 {
+				return ""
+			}
+			return a.Vals[0]
+		}
+	}
+	return def
+}
+
+func argList(args []datadriven.CmdArg, key string) []string {
+	for _, a := range args {
+		if a.Key == key {
+			return a.Vals
+		}
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package conformance
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/harness/differential"
+)
+
+// The differential mode of the reference coordinator's conformance vectors
+// (issue "The reference group coordinator"): every vector step that needs
+// no internal state is sent to a real broker of each version under test and
+// to franz-go's kfake, beside the reference coordinator run with that
+// version's profile; every answer is compared canonically
+// (harness/differential explains the mapping). An unexplained difference
+// against Kafka fails the test: either the reference or its version profile
+// is wrong, and the report names the step. Differences this test found and
+// that are bugs of the reference not fixed yet are listed in
+// knownReferenceBugs and logged, not failed. Differences against kfake never
+// fail; they are the "how far is kfake from Kafka" report.
+//
+// Reports: -differential.report DIR or $GROUPQUAKE_RUNS_DIR gets
+// differential-kafka-<version>.txt and differential-kfake.txt.
+
+var differentialReport = flag.String("differential.report", "", "directory for the differential reports (default $GROUPQUAKE_RUNS_DIR, else only logged)")
+
+// vectorDirs are the vector folders the differential mode replays. The
+// consumergroup package's own vectors (coordinator/consumergroup/testdata)
+// use another command set and are not replayed.
+var vectorDirs = []string{"classic", "offsets", "consumer"}
+
+// explanation is a known difference against a target: the step (vector
+// file:line, the Pos of differential.Result) and why it is not a bug of the
+// reference. Versions empty means every version.
+type explanation struct {
+	target   string
+	versions []string
+	pos      string
+	reason   string
+}
+
+// conversionUnmodelled is why consumer/conversion.txt differs: the vector
+// says so itself (its comments at lines 10-12 and 71-73).
+const conversionUnmodelled = "KIP-848 online migration is not modelled by the reference (consumer/conversion.txt says so): "
+
+// explained lists every difference against Kafka that is understood and is
+// not a bug of the reference. A version difference belongs in
+// coordinator/version (the reference runs with the target's profile), not
+// here.
+var explained = []explanation{
+	{target: "kafka", pos: "consumer/conversion.txt:24", reason: conversionUnmodelled +
+		"same error code; the reference's message says it does not model the upgrade, Kafka's names why its upgrade failed (the vector's subscription bytes are not a full ConsumerProtocolSubscription)"},
+	{target: "kafka", pos: "consumer/conversion.txt:76", reason: conversionUnmodelled +
+		"Kafka lets a classic member join a consumer group that has members (GMM.classicGroupJoinToConsumerGroup); the reference answers INCONSISTENT_GROUP_PROTOCOL"},
+	{target: "kafka", pos: "consumer/conversion.txt:90", reason: conversionUnmodelled +
+		"follows from conversion.txt:76: Kafka's group went through the mixed consumer group, so the classic group it converts back to starts at another generation"},
+	{target: "kafka", pos: "consumer/conversion.txt:99", reason: conversionUnmodelled +
+		"follows from conversion.txt:90 (the generation differs)"},
+	{target: "kafka", pos: "consumer/conversion.txt:110", reason: conversionUnmodelled +
+		"follows from conversion.txt:99 (Kafka's sync failed, so the group is still CompletingRebalance)"},
+}
+
+// kfakeHost is why every describe differs on kfake.
+const kfakeHost = "kfake reports ClientHost as ip:port (client_conn remote address); Kafka reports \"/ip\""
+
+// kfakeGaps are the root differences of kfake from Kafka 4.4.0 seen by the
+// differential run (kfake v0.0.0-20260918054303-01f206a7e32c); the rest of
+// kfake's differences follow from these within the same section. They
+// never fail the test; they annotate the kfake report.
+var kfakeGaps = []explanation{
+	{target: "kfake", pos: "classic/join_new_group.txt:19", reason: "JoinGroup UNKNOWN_MEMBER_ID: kfake answers an empty member id; Kafka echoes the request's"},
+	{target: "kfake", pos: "classic/protocols.txt:87", reason: "JoinGroup UNKNOWN_MEMBER_ID: kfake answers an empty member id; Kafka echoes the request's"},
+	{target: "kfake", pos: "classic/join_new_group.txt:48", reason: kfakeHost},
+	{target: "kfake", pos: "classic/list_delete.txt:49", reason: kfakeHost},
+	{target: "kfake", pos: "classic/protocols.txt:52", reason: kfakeHost},
+	{target: "kfake", pos: "classic/protocols.txt:68", reason: kfakeHost},
+	{target: "kfake", pos: "classic/leave_group.txt:11", reason: "LeaveGroup of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka UNKNOWN_MEMBER_ID per member"},
+	{target: "kfake", pos: "classic/leave_group.txt:15", reason: "LeaveGroup of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka UNKNOWN_MEMBER_ID per member"},
+	{target: "kfake", pos: "classic/list_delete.txt:39", reason: "ListGroups StatesFilter: kfake matches states case-sensitively (STABLE, empty match nothing); Kafka ignores case"},
+	{target: "kfake", pos: "classic/static_members.txt:75", reason: "static member replaced during Stable: kfake rebalances and makes the new member leader; Kafka keeps the leader and generation"},
+	{target: "kfake", pos: "classic/static_rebalance.txt:39", reason: "static member rejoining during a rebalance: kfake keeps the join parked; Kafka completes the join phase"},
+	{target: "kfake", pos: "offsets/simple_group.txt:13", reason: "OffsetCommit with a generation to an unknown group: kfake answers ILLEGAL_GENERATION; Kafka GROUP_ID_NOT_FOUND"},
+	{target: "kfake", pos: "offsets/simple_group.txt:21", reason: "OffsetFetch of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka offset -1 without error"},
+	{target: "kfake", pos: "offsets/delete.txt:72", reason: "OffsetFetch of a deleted group: kfake answers GROUP_ID_NOT_FOUND; Kafka an empty list"},
+	{target: "kfake", pos: "offsets/topic_ids.txt:29", reason: "OffsetFetch v10 of an unknown topic id: kfake answers -1 without error; Kafka UNKNOWN_TOPIC_ID"},
+	{target: "kfake", pos: "consumer/conversion.txt:24", reason: "ConsumerGroupHeartbeat errors: kfake sends a null ErrorMessage"},
+	{target: "kfake", pos: "consumer/conversion.txt:47", reason: "consumer group's first join: kfake gives member epoch 1; Kafka 4.4 (group.consumer.assignment.interval.ms=0) gives 2"},
+	{target: "kfake", pos: "consumer/conversion.txt:57", reason: "DescribeGroups of a consumer group: kfake describes it as a classic group; Kafka answers GROUP_ID_NOT_FOUND"},
+	{target: "kfake", pos: "consumer/conversion.txt:82", reason: "ConsumerGroupHeartbeat leave (epoch -1): kfake answers the heartbeat interval; Kafka 0"},
+	{target: "kfake", pos: "consumer/delete_and_list.txt:42", reason: "ListGroups: kfake gives consumer groups an empty ProtocolType; Kafka \"consumer\""},
+	{target: "kfake", pos: "consumer/delete_and_list.txt:85", reason: "OffsetDelete on a consumer group with members: kfake answers NON_EMPTY_GROUP; Kafka GROUP_SUBSCRIBED_TO_TOPIC per subscribed partition"},
+}
+
+// knownReferenceBug is a difference against Kafka that is a bug of the
+// reference, found by this test and not fixed yet. It is logged loudly, not
+// failed, so that CI keeps checking everything else; when the reference is
+// fixed the difference disappears and the test fails until the entry is
+// removed.
+type knownReferenceBug struct {
+	versions []string // empty: every version
+	pos, bug string
+}
+
+func (b knownReferenceBug) applies(v string) bool {
+	return len(b.versions) == 0 || slices.Contains(b.versions, v)
+}
+
+// offsetV10On41 is the version-profile bug that Kafka 4.1.2 shows.
+const offsetV10On41 = "the reference's 4.1 profile serves OffsetCommit v10 and OffsetFetch v10 (coordinator/versions.go: \"v10 … from 4.1\"); " +
+	"Kafka 4.1.2 advertises OffsetCommit v2–v9 and OffsetFetch v1–v9 in ApiVersions and closes the connection on v10. Fix the ranges in coordinator/versions.go (and the 4.1/4.2 claims of offsets/topic_ids.txt) after checking which release first serves v10"
+
+var knownReferenceBugs = []knownReferenceBug{
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:20", bug: offsetV10On41},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:25", bug: offsetV10On41},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:29", bug: offsetV10On41},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:33", bug: offsetV10On41},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:37", bug: offsetV10On41 + " (here: t/1 is missing because the v10 commit at line 20 was never served)"},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:50", bug: offsetV10On41},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:64", bug: offsetV10On41},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:68", bug: offsetV10On41},
+	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:83", bug: offsetV10On41},
+	{pos: "kafkaapis/sync_v5_mandatory_protocol.txt:23", bug: "the reference accepts a SyncGroup v5+ without ProtocolType/ProtocolName; " +
+		"Kafka answers INCONSISTENT_GROUP_PROTOCOL (KIP-559, KafkaApis.handleSyncGroupRequest, SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent). " +
+		"Fix in coordinator/14_sync_group.go; the coordinator's own vectors send v5 syncs without them and must then name ptype/pname"},
+}
+
+func (e explanation) covers(target, v, pos string) bool {
+	if e.target != target || e.pos != pos {
+		return false
+	}
+	if len(e.versions) == 0 {
+		return true
+	}
+	return slices.Contains(e.versions, v)
+}
+
+func explain(target, v, pos string) (string, bool) {
+	for _, e := range explained {
+		if e.covers(target, v, pos) {
+			return e.reason, true
+		}
+	}
+	return "", false
+}
+
+func loadVectors(t *testing.T) []differential.Section {
+	t.Helper()
+	secs, err := differential.LoadDir(filepath.Join("..", "..", "coordinator", "testdata"), vectorDirs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secs
+}
+
+// loadRawVectors are the differential mode's own vectors
+// (harness/differential/testdata/kafkaapis): requests a broker checks in
+// KafkaApis before its group coordinator sees them. They run exactly as
+// written, without Options.CompleteSyncProtocol.
+func loadRawVectors(t *testing.T) []differential.Section {
+	t.Helper()
+	secs, err := differential.LoadDir(filepath.Join("..", "..", "harness", "differential", "testdata"), "kafkaapis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secs
+}
+
+// runBoth runs the coordinator's vectors with CompleteSyncProtocol and the
+// raw vectors without, on one target, and merges the reports.
+func runBoth(ctx context.Context, t *testing.T, tgt differential.Target, opt differential.Options) (differential.Report, error) {
+	opt.CompleteSyncProtocol = true
+	rep, err := differential.Run(ctx, tgt, loadVectors(t), opt)
+	if err != nil {
+		return rep, err
+	}
+	opt.CompleteSyncProtocol, opt.Namespace = false, "raw"
+	raw, err := differential.Run(ctx, tgt, loadRawVectors(t), opt)
+	rep.Notes = append(rep.Notes, raw.Notes...)
+	rep.Results = append(rep.Results, raw.Results...)
+	return rep, err
+}
+
+// writeReport writes rep where -differential.report or
+// $GROUPQUAKE_RUNS_DIR says, with the explanations of its differences
+// (table), and logs its summary either way.
+func writeReport(t *testing.T, file string, rep differential.Report, table []explanation) {
+	t.Helper()
+	text := rep.String()
+	var ex []string
+	for _, x := range rep.Results {
+		for _, e := range table {
+			if x.Outcome == differential.Different && e.covers(rep.Target, rep.Version, x.Pos) {
+				ex = append(ex, fmt.Sprintf("explained %s: %s", x.Pos, e.reason))
+			}
+		}
+	}
+	if len(ex) > 0 {
+		text += "\n" + strings.Join(ex, "\n") + "\n"
+	}
+	t.Logf("%d of the differences are explained root causes", len(ex))
+	t.Log(strings.SplitN(text, "\n", 2)[0])
+	dir := *differentialReport
+	if dir == "" {
+		dir = os.Getenv("GROUPQUAKE_RUNS_DIR")
+	}
+	if dir == "" {
+		t.Logf("no -differential.report or $GROUPQUAKE_RUNS_DIR: the full report is not written")
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, file)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("full report: %s", path)
+}
+
+// TestDifferentialKafka runs the vectors against a one-node cluster of
+// every version under test, with the group settings the reference is
+// configured with (differential.Settings over cluster.FastGroupSettings).
+func TestDifferentialKafka(t *testing.T) {
+	for _, v := range clustertest.Versions() {
+		t.Run(v, func(t *testing.T) {
+			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1, Settings: differential.Settings(v)})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			rep, err := runBoth(ctx, t, differential.Target{Name: "kafka", Version: v, Addr: c.Bootstrap()[0]}, differential.Options{Logf: t.Logf, SameHost: true})
+			writeReport(t, "differential-kafka-"+v+".txt", rep, explained)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var unexplained, known int
+			bugSeen := map[string]bool{}
+			for _, x := range rep.Results {
+				if x.Outcome != differential.Different {
+					continue
+				}
+				if why, ok := explain("kafka", v, x.Pos); ok {
+					known++
+					t.Logf("explained difference at %s (%s): %s", x.Pos, x.Command, why)
+					continue
+				}
+				if i := slices.IndexFunc(knownReferenceBugs, func(b knownReferenceBug) bool { return b.pos == x.Pos && b.applies(v) }); i >= 0 {
+					known++
+					bugSeen[x.Pos] = true
+					t.Logf("KNOWN REFERENCE BUG at %s (%s): %s\nreference: %s\nkafka:     %s", x.Pos, x.Command, knownReferenceBugs[i].bug, x.Reference, x.Target)
+					continue
+				}
+				unexplained++
+				t.Errorf("%s %s (#%d): Kafka %s answers differently from the reference\nreference: %s\nkafka:     %s", x.Pos, x.Command, x.Ticket, v, x.Reference, x.Target)
+			}
+			for _, b := range knownReferenceBugs {
+				if b.applies(v) && !bugSeen[b.pos] {
+					t.Errorf("known reference bug at %s no longer shows against Kafka %s: remove it from knownReferenceBugs (%s)", b.pos, v, b.bug)
+				}
+			}
+			t.Logf("Kafka %s: %d same, %d different (%d explained or known), %d skipped", v, rep.Count(differential.Same), unexplained+known, known, rep.Count(differential.Skipped))
+		})
+	}
+}
+
+// TestDifferentialKfake runs the vectors against franz-go's kfake with the
+// same group settings, as Kafka 4.4.0. It fails only if the run cannot be
+// made; the differences are the report.
+func TestDifferentialKfake(t *testing.T) {
+	s := differential.Settings(version.Default.String())
+	fake, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.GroupMinSessionTimeout(time.Second),
+		kfake.GroupMaxSessionTimeout(30*time.Minute),
+		kfake.BrokerConfigs(map[string]string{
+			"group.consumer.heartbeat.interval.ms": s["group.consumer.heartbeat.interval.ms"],
+			"group.consumer.session.timeout.ms":    s["group.consumer.session.timeout.ms"],
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := runBoth(ctx, t, differential.Target{Name: "kfake", Version: version.Default.String(), Addr: fake.ListenAddrs()[0]}, differential.Options{Wait: 3 * time.Second, Logf: t.Logf})
+	writeReport(t, "differential-kfake.txt", rep, kfakeGaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
