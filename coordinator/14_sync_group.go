@@ -5,8 +5,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// handleSyncGroup serves SyncGroup (key 14): GroupCoordinatorService.syncGroup
-// then GMM.classicGroupSync → classicGroupSyncToClassicGroup (4.4).
+// handleSyncGroup serves SyncGroup (key 14): KafkaApis.handleSyncGroupRequest,
+// then GroupCoordinatorService.syncGroup and GMM.classicGroupSync →
+// classicGroupSyncToClassicGroup (4.4).
+//
+// From v5 on, ProtocolType and ProtocolName are mandatory (KIP-559): a v5+
+// request without either is answered INCONSISTENT_GROUP_PROTOCOL by
+// KafkaApis.handleSyncGroupRequest (SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent),
+// before authorization and before the group coordinator sees it, so even
+// ahead of the empty group id's INVALID_GROUP_ID. The check is in KafkaApis
+// on every branch from 4.0 to 4.4.
 //
 // In CompletingRebalance every SyncGroup is parked; the leader's carries the
 // assignment, which is stored with one GroupMetadata record, and then every
@@ -18,6 +26,9 @@ func (c *Coordinator) handleSyncGroup(req *kmsg.SyncGroupRequest) (kmsg.Response
 		resp := kmsg.NewPtrSyncGroupResponse()
 		resp.ErrorCode = err.Code
 		return resp, nil
+	}
+	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		return fail(kerr.InconsistentGroupProtocol)
 	}
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID)
@@ -65,7 +76,9 @@ func (c *Coordinator) handleSyncGroup(req *kmsg.SyncGroupRequest) (kmsg.Response
 }
 
 // validateSyncGroup is GMM.validateSyncGroup. Protocol type and name are
-// checked only when the request carries them (v5+, isProtocolInconsistent).
+// checked only when the request carries them (isProtocolInconsistent): v4
+// and older have neither field, and v5+ without them never gets here
+// (handleSyncGroup).
 func (c *Coordinator) validateSyncGroup(g *classicGroup, req *kmsg.SyncGroupRequest) *kerr.Error {
 	if g.in(Dead) {
 		return kerr.CoordinatorNotAvailable

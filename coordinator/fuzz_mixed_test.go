@@ -155,6 +155,8 @@ func runMixed(t *testing.T, in []byte) {
 			r := kmsg.NewPtrSyncGroupRequest()
 			r.Version = 5
 			r.Group, r.MemberID, r.Generation = group, classicMember, gens[gi]
+			// Mandatory from v5 (KIP-559); every join here selects range.
+			r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 			for _, m := range classicMembers[gi] {
 				a := kmsg.NewSyncGroupRequestGroupAssignment()
 				a.MemberID, a.MemberAssignment = m, []byte(m)

@@ -112,6 +112,9 @@ func runSequence(t *testing.T, in []byte) {
 		case 0, 1:
 			r := kmsg.NewPtrJoinGroupRequest()
 			r.Version = int16(arg % 10)
+			if lo, _, _ := apiVersions(profile, r.Key()); r.Version < lo {
+				r.Version = lo // 4.0.0 has no JoinGroup v0–v1 (KIP-896)
+			}
 			r.Group = group
 			if op%12 == 1 {
 				r.MemberID = member
@@ -130,6 +133,8 @@ func runSequence(t *testing.T, in []byte) {
 			r := kmsg.NewPtrSyncGroupRequest()
 			r.Version = 5
 			r.Group, r.MemberID, r.InstanceID, r.Generation = group, member, inst, gens[gi]
+			// Mandatory from v5 (KIP-559); every join here selects range.
+			r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 			for _, m := range members[gi] {
 				a := kmsg.NewSyncGroupRequestGroupAssignment()
 				a.MemberID, a.MemberAssignment = m, []byte(m)

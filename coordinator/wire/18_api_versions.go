@@ -23,7 +23,7 @@ import (
 // apiRange is the versions of one API a Kafka release serves.
 type apiRange struct{ lo, hi int16 }
 
-// baseVersions is what Kafka 4.0 advertises for the APIs this server
+// baseVersions is what Kafka 4.0.0 advertises for the APIs this server
 // implements (KIP-896 removed the oldest versions in 4.0), with the
 // changes of later releases in versionsFor. One exception: 4.0 still
 // advertises Produce v0–v2 for old librdkafka clients (KAFKA-18659) but
@@ -55,11 +55,12 @@ func baseVersions() map[kmsg.Key]apiRange {
 	}
 }
 
-// versionsFor is baseVersions as Kafka release v advertises them: 4.1
-// added Produce 13 and Fetch 18 (topic ids, KIP-516) and took JoinGroup
-// v0–v1 back (KAFKA-19444), 4.2 ListOffsets 11
-// and OffsetCommit/OffsetFetch 10 (topic ids), 4.4 ApiVersions 5
-// (KIP-1242) and DeleteGroups 3.
+// versionsFor is baseVersions as Kafka release v advertises them: 4.0.1
+// took JoinGroup v0–v1 back (KAFKA-19444, on the 4.0 branch before 4.0.1
+// and the 4.1 branch before 4.1.0; JoinGroupRequest.json "0-9"), 4.1 added
+// Produce 13 and Fetch 18 (topic ids, KIP-516), 4.2 ListOffsets 11
+// and OffsetCommit/OffsetFetch 10 (topic ids; unstable in 4.1, made stable by
+// KAFKA-19186), 4.4 ApiVersions 5 (KIP-1242) and DeleteGroups 3.
 func versionsFor(v version.Version, consumerProtocol bool) map[kmsg.Key]apiRange {
 	out := baseVersions()
 	if !consumerProtocol {
@@ -71,8 +72,10 @@ func versionsFor(v version.Version, consumerProtocol bool) map[kmsg.Key]apiRange
 		r.hi = hi
 		out[k] = r
 	}
-	if v >= version.MustParse("4.1.0") {
+	if v >= version.MustParse("4.0.1") {
 		out[kmsg.JoinGroup] = apiRange{0, 9} // KAFKA-19444 re-added v0 and v1
+	}
+	if v >= version.MustParse("4.1.0") {
 		bump(kmsg.Produce, 13)
 		bump(kmsg.Fetch, 18)
 	}

@@ -229,10 +229,15 @@ func TestVersionsPerRelease(t *testing.T) {
 		present bool
 	}{
 		{version.V4_0_0, kmsg.Produce, 3, 12, true},
-		{version.V4_0_2, kmsg.JoinGroup, 2, 9, true},
+		{version.V4_0_0, kmsg.JoinGroup, 2, 9, true},
+		{version.V4_0_1, kmsg.JoinGroup, 0, 9, true}, // KAFKA-19444 on the 4.0 branch
+		{version.V4_0_2, kmsg.JoinGroup, 0, 9, true},
 		{version.V4_1_0, kmsg.JoinGroup, 0, 9, true},
 		{version.V4_1_0, kmsg.Produce, 3, 13, true},
 		{version.V4_1_0, kmsg.OffsetCommit, 2, 9, true},
+		{version.V4_1_2, kmsg.OffsetCommit, 2, 9, true}, // v10 unstable on the 4.1 branch
+		{version.V4_1_2, kmsg.OffsetFetch, 1, 9, true},
+		{version.V4_2_0, kmsg.OffsetFetch, 1, 10, true},
 		{version.V4_2_0, kmsg.OffsetCommit, 2, 10, true},
 		{version.V4_3_1, kmsg.ApiVersions, 0, 4, true},
 		{version.V4_4_0, kmsg.ApiVersions, 0, 5, true},

@@ -80,15 +80,6 @@ type Options struct {
 	// reference's "/127.0.0.1": a broker in a container sees its bridge's
 	// gateway, which says nothing about the coordinator.
 	SameHost bool
-	// CompleteSyncProtocol gives a SyncGroup v5+ step that names neither
-	// ptype nor pname the protocol type and name of the group's last
-	// JoinGroup answer, on both sides, as every v5+ client sends them. Kafka
-	// answers INCONSISTENT_GROUP_PROTOCOL to a v5+ SyncGroup without them
-	// (KIP-559, KafkaApis.handleSyncGroupRequest,
-	// SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent) and the
-	// reference does not, so without this every vector that syncs at v5
-	// diverges from its first sync on.
-	CompleteSyncProtocol bool
 }
 
 // Outcome of one compared answer.
@@ -183,6 +174,9 @@ func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n           
 //     once; a tick that moves time, and `restart`, end the section (the
 //     rest is skipped): the target's clock is real and sessions of seconds
 //     cannot be replayed without asserting durations;
+//   - a request the reference refuses (a version its profile does not
+//     serve) is the same answer if the target does not advertise that
+//     version either, and is not sent: a broker closes the connection on it;
 //   - a `new` that needs broker settings the target does not run with
 //     (delay, max-size, min/max-session) skips the section; settings that
 //     only act when time passes (new-member-timeout, retention,
@@ -328,7 +322,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 	if err != nil {
 		return fmt.Errorf("reference coordinator: %v", err)
 	}
-	sec := &sectionRun{r: r, name: name, ref: ref, tn: tn, flights: map[int]*flight{}, refParked: map[int]Step{}, sentJoin: map[int]string{}, protocol: map[string][2]*string{}}
+	sec := &sectionRun{r: r, name: name, ref: ref, tn: tn, flights: map[int]*flight{}, refParked: map[int]Step{}}
 	defer sec.close()
 	now := time.UnixMilli(0).UTC()
 	for i, st := range s.Steps {
@@ -358,7 +352,6 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 			sec.finish()
 			return nil
 		}
-		st = sec.completeSync(st)
 		refReq, ok, err := buildRequest(refNames{}, st)
 		if err != nil {
 			return err
@@ -369,7 +362,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 		}
 		out, err := ref.Submit(now, coordinator.Client{ID: clientID(st), Host: "/127.0.0.1"}, refReq)
 		if err != nil {
-			sec.skip(st, fmt.Sprintf("the reference refuses the request: %v", err))
+			sec.refused(st, int(out.Ticket), refReq, err)
 			continue
 		}
 		ticket := int(out.Ticket)
@@ -399,7 +392,6 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 			before = sec.describe(ctx, tn.group(argVal(st.Args, "group", "g")))
 		}
 		sec.send(ctx, ticket, st, tgtReq)
-		sec.sentJoin[ticket] = argVal(st.Args, "group", "g")
 		var first *coordinator.Completion
 		if out.Response != nil {
 			first = &coordinator.Completion{Ticket: out.Ticket, Response: out.Response}

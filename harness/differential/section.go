@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cockroachdb/datadriven"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -41,11 +38,6 @@ type sectionRun struct {
 	refParked map[int]Step // tickets the reference has not answered yet
 	idle      []*conn
 	probe     *conn // for describe
-	// sentJoin is the vector's group of each ticket; protocol the protocol
-	// type and name of each group's last JoinGroup answer, for
-	// Options.CompleteSyncProtocol.
-	sentJoin map[int]string
-	protocol map[string][2]*string
 }
 
 func (s *sectionRun) tnorm() targetNorm {
@@ -56,22 +48,6 @@ func (s *sectionRun) tnorm() targetNorm {
 	return n
 }
 
-// completeSync applies Options.CompleteSyncProtocol to st.
-func (s *sectionRun) completeSync(st Step) Step {
-	if !s.r.opt.CompleteSyncProtocol || st.Cmd != "sync" || hasArg(st.Args, "ptype") || hasArg(st.Args, "pname") {
-		return st
-	}
-	if v, err := strconv.Atoi(argVal(st.Args, "v", "5")); err != nil || v < 5 {
-		return st
-	}
-	p, ok := s.protocol[argVal(st.Args, "group", "g")]
-	if !ok || p[0] == nil || p[1] == nil {
-		return st
-	}
-	st.Args = append(slices.Clone(st.Args), datadriven.CmdArg{Key: "ptype", Vals: []string{*p[0]}}, datadriven.CmdArg{Key: "pname", Vals: []string{*p[1]}})
-	return st
-}
-
 func (s *sectionRun) result(x Result) {
 	x.Section = s.name
 	s.r.rep.Results = append(s.r.rep.Results, x)
@@ -79,6 +55,27 @@ func (s *sectionRun) result(x Result) {
 
 func (s *sectionRun) skip(st Step, why string) {
 	s.result(Result{Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: why})
+}
+
+// refused reports step st, which the reference refused with err
+// (coordinator.Submit: its profile does not serve the request's version).
+// The target agrees if its ApiVersions does not advertise the version
+// either; the request is not sent, since a broker closes the connection on
+// it (SocketServer's Processor.parseRequestHeader). A target that serves it
+// is a difference: the reference's version profile misses a version.
+func (s *sectionRun) refused(st Step, ticket int, req kmsg.Request, err error) {
+	x := Result{Pos: st.Pos, Command: command(st), Ticket: ticket, Reference: "refused: " + err.Error()}
+	name, v := kmsg.NameForKey(req.Key()), req.GetVersion()
+	rng, ok := s.r.served[req.Key()]
+	switch {
+	case !ok:
+		x.Outcome, x.Target = Same, fmt.Sprintf("the target does not advertise %s (ApiVersions); not sent", name)
+	case v < rng[0] || v > rng[1]:
+		x.Outcome, x.Target = Same, fmt.Sprintf("the target serves %s v%d–v%d (ApiVersions), not v%d; not sent", name, rng[0], rng[1], v)
+	default:
+		x.Outcome, x.Target = Different, fmt.Sprintf("the target serves %s v%d–v%d (ApiVersions), v%d included; not sent", name, rng[0], rng[1], v)
+	}
+	s.result(x)
 }
 
 // send sends req for ticket on a connection of its own.
@@ -128,9 +125,6 @@ func (s *sectionRun) answer(st Step, first *coordinator.Completion) {
 			x.Outcome, x.Why = Skipped, err.Error()
 			s.result(x)
 			continue
-		}
-		if j, ok := c.Response.(*kmsg.JoinGroupResponse); ok && j.ErrorCode == 0 {
-			s.protocol[s.sentJoin[t]] = [2]*string{j.ProtocolType, j.Protocol}
 		}
 		x.Reference = format(refResp, refNorm{})
 		f := s.flights[t]

@@ -26,10 +26,10 @@ import (
 // version's profile; every answer is compared canonically
 // (harness/differential explains the mapping). An unexplained difference
 // against Kafka fails the test: either the reference or its version profile
-// is wrong, and the report names the step. Differences this test found and
-// that are bugs of the reference not fixed yet are listed in
-// knownReferenceBugs and logged, not failed. Differences against kfake never
-// fail; they are the "how far is kfake from Kafka" report.
+// is wrong, and the report names the step; fix the reference (with a vector
+// that shows the fix), or, if the difference is understood and not a bug of
+// the reference, list it in explained. Differences against kfake never fail;
+// they are the "how far is kfake from Kafka" report.
 //
 // Reports: -differential.report DIR or $GROUPQUAKE_RUNS_DIR gets
 // differential-kafka-<version>.txt and differential-kfake.txt.
@@ -75,6 +75,10 @@ var explained = []explanation{
 // kfakeHost is why every describe differs on kfake.
 const kfakeHost = "kfake reports ClientHost as ip:port (client_conn remote address); Kafka reports \"/ip\""
 
+// kfakeKIP559 is why every SyncGroup v5+ without a protocol type or name
+// differs on kfake.
+const kfakeKIP559 = "SyncGroup v5+ without ProtocolType/ProtocolName: kfake serves it as a group coordinator would; Kafka answers INCONSISTENT_GROUP_PROTOCOL first (KIP-559, KafkaApis.handleSyncGroupRequest)"
+
 // kfakeGaps are the root differences of kfake from Kafka 4.4.0 seen by the
 // differential run (kfake v0.0.0-20260918054303-01f206a7e32c); the rest of
 // kfake's differences follow from these within the same section. They
@@ -86,6 +90,8 @@ var kfakeGaps = []explanation{
 	{target: "kfake", pos: "classic/list_delete.txt:49", reason: kfakeHost},
 	{target: "kfake", pos: "classic/protocols.txt:52", reason: kfakeHost},
 	{target: "kfake", pos: "classic/protocols.txt:68", reason: kfakeHost},
+	{target: "kfake", pos: "classic/sync_v5_mandatory_protocol_kip559.txt:15", reason: kfakeKIP559},
+	{target: "kfake", pos: "kafkaapis/sync_v5_mandatory_protocol.txt:26", reason: kfakeKIP559},
 	{target: "kfake", pos: "classic/leave_group.txt:11", reason: "LeaveGroup of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka UNKNOWN_MEMBER_ID per member"},
 	{target: "kfake", pos: "classic/leave_group.txt:15", reason: "LeaveGroup of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka UNKNOWN_MEMBER_ID per member"},
 	{target: "kfake", pos: "classic/list_delete.txt:39", reason: "ListGroups StatesFilter: kfake matches states case-sensitively (STABLE, empty match nothing); Kafka ignores case"},
@@ -94,46 +100,13 @@ var kfakeGaps = []explanation{
 	{target: "kfake", pos: "offsets/simple_group.txt:13", reason: "OffsetCommit with a generation to an unknown group: kfake answers ILLEGAL_GENERATION; Kafka GROUP_ID_NOT_FOUND"},
 	{target: "kfake", pos: "offsets/simple_group.txt:21", reason: "OffsetFetch of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka offset -1 without error"},
 	{target: "kfake", pos: "offsets/delete.txt:72", reason: "OffsetFetch of a deleted group: kfake answers GROUP_ID_NOT_FOUND; Kafka an empty list"},
-	{target: "kfake", pos: "offsets/topic_ids.txt:29", reason: "OffsetFetch v10 of an unknown topic id: kfake answers -1 without error; Kafka UNKNOWN_TOPIC_ID"},
+	{target: "kfake", pos: "offsets/topic_ids.txt:32", reason: "OffsetFetch v10 of an unknown topic id: kfake answers -1 without error; Kafka UNKNOWN_TOPIC_ID"},
 	{target: "kfake", pos: "consumer/conversion.txt:24", reason: "ConsumerGroupHeartbeat errors: kfake sends a null ErrorMessage"},
 	{target: "kfake", pos: "consumer/conversion.txt:47", reason: "consumer group's first join: kfake gives member epoch 1; Kafka 4.4 (group.consumer.assignment.interval.ms=0) gives 2"},
 	{target: "kfake", pos: "consumer/conversion.txt:57", reason: "DescribeGroups of a consumer group: kfake describes it as a classic group; Kafka answers GROUP_ID_NOT_FOUND"},
 	{target: "kfake", pos: "consumer/conversion.txt:82", reason: "ConsumerGroupHeartbeat leave (epoch -1): kfake answers the heartbeat interval; Kafka 0"},
 	{target: "kfake", pos: "consumer/delete_and_list.txt:42", reason: "ListGroups: kfake gives consumer groups an empty ProtocolType; Kafka \"consumer\""},
 	{target: "kfake", pos: "consumer/delete_and_list.txt:85", reason: "OffsetDelete on a consumer group with members: kfake answers NON_EMPTY_GROUP; Kafka GROUP_SUBSCRIBED_TO_TOPIC per subscribed partition"},
-}
-
-// knownReferenceBug is a difference against Kafka that is a bug of the
-// reference, found by this test and not fixed yet. It is logged loudly, not
-// failed, so that CI keeps checking everything else; when the reference is
-// fixed the difference disappears and the test fails until the entry is
-// removed.
-type knownReferenceBug struct {
-	versions []string // empty: every version
-	pos, bug string
-}
-
-func (b knownReferenceBug) applies(v string) bool {
-	return len(b.versions) == 0 || slices.Contains(b.versions, v)
-}
-
-// offsetV10On41 is the version-profile bug that Kafka 4.1.2 shows.
-const offsetV10On41 = "the reference's 4.1 profile serves OffsetCommit v10 and OffsetFetch v10 (coordinator/versions.go: \"v10 … from 4.1\"); " +
-	"Kafka 4.1.2 advertises OffsetCommit v2–v9 and OffsetFetch v1–v9 in ApiVersions and closes the connection on v10. Fix the ranges in coordinator/versions.go (and the 4.1/4.2 claims of offsets/topic_ids.txt) after checking which release first serves v10"
-
-var knownReferenceBugs = []knownReferenceBug{
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:20", bug: offsetV10On41},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:25", bug: offsetV10On41},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:29", bug: offsetV10On41},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:33", bug: offsetV10On41},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:37", bug: offsetV10On41 + " (here: t/1 is missing because the v10 commit at line 20 was never served)"},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:50", bug: offsetV10On41},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:64", bug: offsetV10On41},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:68", bug: offsetV10On41},
-	{versions: []string{"4.1.2"}, pos: "offsets/topic_ids.txt:83", bug: offsetV10On41},
-	{pos: "kafkaapis/sync_v5_mandatory_protocol.txt:23", bug: "the reference accepts a SyncGroup v5+ without ProtocolType/ProtocolName; " +
-		"Kafka answers INCONSISTENT_GROUP_PROTOCOL (KIP-559, KafkaApis.handleSyncGroupRequest, SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent). " +
-		"Fix in coordinator/14_sync_group.go; the coordinator's own vectors send v5 syncs without them and must then name ptype/pname"},
 }
 
 func (e explanation) covers(target, v, pos string) bool {
@@ -165,9 +138,10 @@ func loadVectors(t *testing.T) []differential.Section {
 }
 
 // loadRawVectors are the differential mode's own vectors
-// (harness/differential/testdata/kafkaapis): requests a broker checks in
-// KafkaApis before its group coordinator sees them. They run exactly as
-// written, without Options.CompleteSyncProtocol.
+// (harness/differential/testdata/kafkaapis): rules a broker checks in
+// KafkaApis before its group coordinator sees a request, kept beside the
+// coordinator's vectors so that the differential run checks them against
+// every target.
 func loadRawVectors(t *testing.T) []differential.Section {
 	t.Helper()
 	secs, err := differential.LoadDir(filepath.Join("..", "..", "harness", "differential", "testdata"), "kafkaapis")
@@ -177,19 +151,11 @@ func loadRawVectors(t *testing.T) []differential.Section {
 	return secs
 }
 
-// runBoth runs the coordinator's vectors with CompleteSyncProtocol and the
-// raw vectors without, on one target, and merges the reports.
-func runBoth(ctx context.Context, t *testing.T, tgt differential.Target, opt differential.Options) (differential.Report, error) {
-	opt.CompleteSyncProtocol = true
-	rep, err := differential.Run(ctx, tgt, loadVectors(t), opt)
-	if err != nil {
-		return rep, err
-	}
-	opt.CompleteSyncProtocol, opt.Namespace = false, "raw"
-	raw, err := differential.Run(ctx, tgt, loadRawVectors(t), opt)
-	rep.Notes = append(rep.Notes, raw.Notes...)
-	rep.Results = append(rep.Results, raw.Results...)
-	return rep, err
+// runAll runs the coordinator's vectors, then the raw vectors, on one
+// target. Every section gets its own namespace by its index, so one run
+// serves both.
+func runAll(ctx context.Context, t *testing.T, tgt differential.Target, opt differential.Options) (differential.Report, error) {
+	return differential.Run(ctx, tgt, append(loadVectors(t), loadRawVectors(t)...), opt)
 }
 
 // writeReport writes rep where -differential.report or
@@ -238,37 +204,34 @@ func TestDifferentialKafka(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1, Settings: differential.Settings(v)})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			rep, err := runBoth(ctx, t, differential.Target{Name: "kafka", Version: v, Addr: c.Bootstrap()[0]}, differential.Options{Logf: t.Logf, SameHost: true})
+			rep, err := runAll(ctx, t, differential.Target{Name: "kafka", Version: v, Addr: c.Bootstrap()[0]}, differential.Options{Logf: t.Logf, SameHost: true})
 			writeReport(t, "differential-kafka-"+v+".txt", rep, explained)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var unexplained, known int
-			bugSeen := map[string]bool{}
+			seen := map[string]bool{}
 			for _, x := range rep.Results {
 				if x.Outcome != differential.Different {
 					continue
 				}
 				if why, ok := explain("kafka", v, x.Pos); ok {
 					known++
+					seen[x.Pos] = true
 					t.Logf("explained difference at %s (%s): %s", x.Pos, x.Command, why)
-					continue
-				}
-				if i := slices.IndexFunc(knownReferenceBugs, func(b knownReferenceBug) bool { return b.pos == x.Pos && b.applies(v) }); i >= 0 {
-					known++
-					bugSeen[x.Pos] = true
-					t.Logf("KNOWN REFERENCE BUG at %s (%s): %s\nreference: %s\nkafka:     %s", x.Pos, x.Command, knownReferenceBugs[i].bug, x.Reference, x.Target)
 					continue
 				}
 				unexplained++
 				t.Errorf("%s %s (#%d): Kafka %s answers differently from the reference\nreference: %s\nkafka:     %s", x.Pos, x.Command, x.Ticket, v, x.Reference, x.Target)
 			}
-			for _, b := range knownReferenceBugs {
-				if b.applies(v) && !bugSeen[b.pos] {
-					t.Errorf("known reference bug at %s no longer shows against Kafka %s: remove it from knownReferenceBugs (%s)", b.pos, v, b.bug)
+			// An explanation whose difference is gone is stale: the vector
+			// moved, or the reference now models it.
+			for _, e := range explained {
+				if e.target == "kafka" && (len(e.versions) == 0 || slices.Contains(e.versions, v)) && !seen[e.pos] {
+					t.Errorf("explained difference at %s no longer shows against Kafka %s: remove or move its entry in explained (%s)", e.pos, v, e.reason)
 				}
 			}
-			t.Logf("Kafka %s: %d same, %d different (%d explained or known), %d skipped", v, rep.Count(differential.Same), unexplained+known, known, rep.Count(differential.Skipped))
+			t.Logf("Kafka %s: %d same, %d different (%d explained), %d skipped", v, rep.Count(differential.Same), unexplained+known, known, rep.Count(differential.Skipped))
 		})
 	}
 }
@@ -293,7 +256,7 @@ func TestDifferentialKfake(t *testing.T) {
 	defer fake.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rep, err := runBoth(ctx, t, differential.Target{Name: "kfake", Version: version.Default.String(), Addr: fake.ListenAddrs()[0]}, differential.Options{Wait: 3 * time.Second, Logf: t.Logf})
+	rep, err := runAll(ctx, t, differential.Target{Name: "kfake", Version: version.Default.String(), Addr: fake.ListenAddrs()[0]}, differential.Options{Wait: 3 * time.Second, Logf: t.Logf})
 	writeReport(t, "differential-kfake.txt", rep, kfakeGaps)
 	if err != nil {
 		t.Fatal(err)
