@@ -471,7 +471,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 		for _, t := range slices.Sorted(maps.Keys(offsets)) {
 			rt := kmsg.NewOffsetCommitRequestTopic()
 			rt.Topic = t
-			rt.TopicID = ids[t] // v10+ (Kafka 4.1+) names topics by id
+			rt.TopicID = ids[t] // v10+ (Kafka 4.2+) names topics by id
 			for _, p := range slices.Sorted(maps.Keys(offsets[t])) {
 				rp := kmsg.NewOffsetCommitRequestTopicPartition()
 				rp.Partition = p
