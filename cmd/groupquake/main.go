@@ -18,6 +18,9 @@ const usage = `groupquake: chaos and conformance for Kafka consumer groups
 Usage:
   groupquake run [flags]            plan a run from a seed, carry it out on a cluster (or --bootstrap), judge it
   groupquake check RUN_DIR          re-run every checker over a saved run (exit 0 hold, 1 violation, 2 unreadable)
+  groupquake replay --bootstrap ADDR --group G [--kafka VERSION]
+                                    replay a live group's __consumer_offsets through the reference
+                                    coordinator and compare with what the broker describes (exit 0 agree, 1 differ, 2 bad input)
   groupquake image build [flags]    build (or find) the Kafka image for a version ahead of time
   groupquake image list             list served Kafka versions and which images are cached
   groupquake engine up              install and start a Docker engine if none answers (root)
@@ -64,6 +67,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(ctx, args[1:], stdout, stderr)
+	case "replay":
+		return cmdReplay(ctx, args[1:], stdout, stderr)
 	case "image":
 		if len(args) < 2 {
 			return exitError{2, "image needs a subcommand: build or list"}

@@ -191,6 +191,13 @@ type Observations struct {
 	Group       string     `json:"group"`
 	Final       Snapshot   `json:"final"`
 	Checkpoints []Snapshot `json:"checkpoints,omitempty"`
+	// TopicIDs maps topic name → topic id in Kafka's form (Uuid.toString:
+	// 22 characters of URL-safe base64), as the cluster's metadata said when
+	// the observer read the records. Consumer-group records name topics by
+	// id only, while describes and checkers name them, so a replay needs
+	// this to compare assignments; nil in run directories written before it
+	// was recorded.
+	TopicIDs map[string]string `json:"topic_ids,omitempty"`
 }
 
 // All returns the checkpoints followed by the final snapshot.

@@ -294,11 +294,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.phase(history.PhaseFinal, "final observations: describe, committed offsets, __consumer_offsets"); err != nil {
 		return err
 	}
-	snap, serrs := r.obs.snapshot(ctx, "final", r.rec.Len())
+	snap, ids, serrs := r.obs.snapshot(ctx, "final", r.rec.Len())
 	for _, e := range serrs {
 		r.note("final observation: %v", e)
 	}
-	o := &history.Observations{Group: r.p.Group, Final: snap}
+	o := &history.Observations{Group: r.p.Group, Final: snap, TopicIDs: ids}
 	if err := writeJSONAtomic(filepath.Join(r.cfg.Dir, ObservationsFile), o); err != nil {
 		return err
 	}
@@ -415,7 +415,7 @@ func (r *runner) setup(ctx context.Context) error {
 			return fmt.Errorf("creating topic %s (%d partitions, replication %d): %w", t.Name, t.Partitions, rf, err)
 		}
 	}
-	r.obs = &observer{adm: adm, bootstrap: r.h.Bootstrap(), rec: r.rec, group: p.Group, protocol: p.Protocol(), topics: p.TopicNames(), clock: func() time.Duration { return r.cfg.Now().Sub(r.start) }}
+	r.obs = newObserver(adm, r.h.Bootstrap(), r.rec, p.Group, p.Protocol(), p.TopicNames(), func() time.Duration { return r.cfg.Now().Sub(r.start) })
 
 	linkOf := func(client string) (faults.Link, error) { return r.h.Links(client) }
 	r.nem = &nemesis{schedule: p.Faults, target: r.h, links: linkOf, rec: r.rec, logf: r.cfg.Logf, active: map[int]bool{}}

@@ -134,8 +134,9 @@ type Judged struct {
 
 // Judge re-runs every checker over the run directory dir, offline. It
 // returns an *IncompleteError when plan.json or history.jsonl is missing or
-// unreadable. RecoveredStateMatchesLog is reported as skipped until the
-// coordinator's replay is wired in.
+// unreadable. RecoveredStateMatchesLog replays the observed records as the
+// plan's Kafka version (package replay); it is skipped, with the reason, when
+// the plan names no version (an external cluster).
 func Judge(dir string) (Judged, error) {
 	var j Judged
 	var missing []string
@@ -173,7 +174,15 @@ func Judge(dir string) (Judged, error) {
 	if len(j.Events) == 0 {
 		j.Notes = append(j.Notes, HistoryFile+" holds no complete event: nothing happened before the run stopped")
 	}
-	j.Report = check.Judge(j.Events, j.Observations, plan.Check(), check.WithTruncation(j.Truncated))
+	opts := []check.Option{check.WithTruncation(j.Truncated)}
+	fn, why := replayFor(plan, j.Observations)
+	if fn != nil {
+		opts = append(opts, check.WithReplay(fn))
+	}
+	j.Report = check.Judge(j.Events, j.Observations, plan.Check(), opts...)
+	if fn == nil && why != "" {
+		explainSkip(&j.Report, why)
+	}
 	return j, nil
 }
 

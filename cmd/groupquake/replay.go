@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/observe"
+	"github.com/groupquake/groupquake/harness/replay"
+)
+
+// Exit statuses of `groupquake replay` (0: the replayed state is what the
+// broker describes).
+const (
+	exitReplayDiffers  = 1 // they differ, or the broker wrote a record the replay refuses
+	exitReplayBadInput = 2 // bad flags, an unreachable cluster, an unknown group
+)
+
+// replayReadAttempts bounds how often the command reads again when the group
+// changed while it was being read (a commit or a heartbeat that wrote
+// records between the describe and the read of the log).
+const replayReadAttempts = 3
+
+// cmdReplay reads a group's __consumer_offsets partition from a live
+// cluster, replays it through the reference coordinator as the given Kafka
+// release, and prints the result beside what the broker describes:
+// RecoveredStateMatchesLog on one live snapshot, for a person to read.
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bootstrap := fs.String("bootstrap", "", "host:port[,host:port] of the cluster (required)")
+	group := fs.String("group", "", "the group to replay (required)")
+	kafka := fs.String("kafka", "", "Kafka version of the cluster's brokers, which decides how the records are replayed and described (default "+version.Default.String()+")")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the cluster may take")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: groupquake replay --bootstrap ADDR --group G [--kafka VERSION]
+
+Reads the group's partition of __consumer_offsets, replays its records through
+groupquake's reference coordinator as Kafka VERSION does when it loads them,
+and prints the state it rebuilds beside what the broker describes
+(DescribeGroups or ConsumerGroupDescribe, and OffsetFetch), marking every
+difference with '≠'.
+
+Exit status: 0 they agree, 1 they differ, 2 bad input (flags, an unreachable
+cluster, a group with no records).
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return exitError{exitReplayBadInput, err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return exitError{exitReplayBadInput, fmt.Sprintf("replay takes no arguments, got %q", fs.Args())}
+	}
+	if *bootstrap == "" || *group == "" {
+		fs.Usage()
+		return exitError{exitReplayBadInput, "replay needs --bootstrap and --group"}
+	}
+	ver := *kafka
+	if ver == "" {
+		ver = version.Default.String()
+		fmt.Fprintf(stderr, "groupquake: --kafka not given: replaying as Kafka %s; name the brokers' version if it is another (the records and the describe APIs differ between releases)\n", ver)
+	}
+	if _, err := version.Parse(ver); err != nil {
+		return exitError{exitReplayBadInput, "--kafka: " + err.Error()}
+	}
+	seeds := strings.Split(*bootstrap, ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("groupquake-replay"))
+	if err != nil {
+		return exitError{exitReplayBadInput, fmt.Sprintf("--bootstrap %s: %v", *bootstrap, err)}
+	}
+	adm := kadm.NewClient(cl)
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	r := observe.Reader{Admin: adm, Bootstrap: seeds, Group: *group}
+	// The log first: a group without records is a wrong name, which the
+	// describe APIs would only answer with GROUP_ID_NOT_FOUND.
+	if recs, part, err := r.Records(ctx); err != nil {
+		return exitError{exitReplayBadInput, fmt.Sprintf("reading group %s from %s: %v", *group, *bootstrap, err)}
+	} else if len(recs) == 0 {
+		return exitError{exitReplayBadInput, fmt.Sprintf("group %s has no records in %s-%d of %s: is the group name right?", *group, observe.OffsetsTopic, part, *bootstrap)}
+	}
+	snap, part, err := readStable(ctx, &r)
+	if err != nil {
+		return exitError{exitReplayBadInput, fmt.Sprintf("reading group %s from %s: %v", *group, *bootstrap, err)}
+	}
+	if why := replay.Unmodelled(*group, snap.Records); why != "" {
+		return exitError{exitReplayBadInput, "cannot compare: " + why}
+	}
+	ids, err := r.TopicIDs(ctx, nil, snap.Records)
+	if err != nil {
+		return exitError{exitReplayBadInput, fmt.Sprintf("reading topic ids from %s: %v", *bootstrap, err)}
+	}
+	names, err := replay.TopicNames(ids)
+	if err != nil {
+		return err
+	}
+	fn, err := replay.Func(ver, *group, names)
+	if err != nil {
+		return exitError{exitReplayBadInput, err.Error()}
+	}
+	fmt.Fprintf(stdout, "group %s: %d records of %s-%d replayed as Kafka %s\n", *group, len(snap.Records), observe.OffsetsTopic, part, ver)
+	st, err := fn(snap.Records)
+	if err != nil {
+		return exitError{exitReplayDiffers, "the replay refuses what the broker wrote: " + err.Error()}
+	}
+	v := check.RecoveredStateMatchesLog(&history.Observations{Group: *group, Final: snap}, func([]history.Record) (check.GroupState, error) { return st, nil })
+	printSideBySide(stdout, st, snap)
+	if !v.Holds {
+		fmt.Fprintf(stdout, "\n%d differences:\n", len(v.Violations))
+		for _, x := range v.Violations {
+			fmt.Fprintf(stdout, "  ≠ %s\n", strings.TrimPrefix(x.Message, "snapshot live: "))
+		}
+		return exitError{exitReplayDiffers, fmt.Sprintf("the replay of group %s differs from what the broker describes in %d places", *group, len(v.Violations))}
+	}
+	fmt.Fprintln(stdout, "\nthe replayed state is what the broker describes")
+	return nil
+}
+
+// readStable reads the description and the committed offsets, then the
+// records, then the description and offsets again, and repeats while the two
+// reads differ: a group that changes while it is read would otherwise show
+// differences that are only the time between two requests. The describe
+// asks the replayed protocol's API first.
+func readStable(ctx context.Context, r *observe.Reader) (history.Snapshot, int32, error) {
+	for attempt := 1; ; attempt++ {
+		s := history.Snapshot{Label: "live", HistoryLen: 1}
+		before, err := describeAndFetch(ctx, r, &s)
+		if err != nil {
+			return s, -1, err
+		}
+		recs, part, err := r.Records(ctx)
+		if err != nil {
+			return s, part, err
+		}
+		s.Records, s.HasRecords = recs, true
+		var again history.Snapshot
+		after, err := describeAndFetch(ctx, r, &again)
+		if err != nil {
+			return s, part, err
+		}
+		if before == after || attempt == replayReadAttempts {
+			if before != after {
+				s.Label += fmt.Sprintf(" (the group kept changing over %d reads; differences may be only that)", attempt)
+			}
+			return s, part, nil
+		}
+	}
+}
+
+// describeAndFetch fills s with the description and the committed offsets
+// and returns a canonical rendering of both, to tell whether they changed.
+func describeAndFetch(ctx context.Context, r *observe.Reader, s *history.Snapshot) (string, error) {
+	g, err := r.Describe(ctx)
+	if err != nil {
+		return "", err
+	}
+	c, err := r.Committed(ctx)
+	if err != nil {
+		return "", err
+	}
+	s.Group, s.Committed, s.HasCommitted = g, c, true
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %d %d %d\n", g.Protocol, g.State, g.Generation, g.GroupEpoch, g.AssignmentEpoch)
+	ms := slices.Clone(g.Members)
+	slices.SortFunc(ms, func(a, b history.MemberDescription) int { return strings.Compare(a.MemberID, b.MemberID) })
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%s %d %v\n", m.MemberID, m.MemberEpoch, m.Assignment)
+	}
+	fmt.Fprintf(&b, "%v", c)
+	return b.String(), nil
+}
+
+// printSideBySide prints one row per compared fact, the replayed value
+// beside the described one, with '≠' where they differ. "-" is a value the
+// broker does not report (DescribeGroups has no generation, classic members
+// no epoch), which is not compared.
+func printSideBySide(w io.Writer, st check.GroupState, s history.Snapshot) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\t\treplayed\tdescribed")
+	row := func(what, replayed, described string, compared bool) {
+		mark := " "
+		if compared && replayed != described {
+			mark = "≠"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark, what, replayed, described)
+	}
+	epoch := func(what string, replayed, described int32) {
+		if described == 0 {
+			row(what, strconv.Itoa(int(replayed)), "-", false)
+			return
+		}
+		row(what, strconv.Itoa(int(replayed)), strconv.Itoa(int(described)), true)
+	}
+	g := s.Group
+	if g == nil {
+		g = &history.GroupDescription{}
+	}
+	row("protocol", orDash(st.Protocol), orDash(g.Protocol), st.Protocol != "" && g.Protocol != "")
+	row("state", "-", orDash(g.State), false)
+	switch {
+	case st.Protocol == history.ProtocolClassic || g.Protocol == history.ProtocolClassic:
+		epoch("generation", st.Generation, g.Generation)
+	default:
+		epoch("group epoch", st.GroupEpoch, g.GroupEpoch)
+		epoch("assignment epoch", st.AssignmentEpoch, g.AssignmentEpoch)
+	}
+	described := map[string]history.MemberDescription{}
+	ids := make([]string, 0, len(st.Members)+len(g.Members))
+	for _, m := range g.Members {
+		described[m.MemberID] = m
+		ids = append(ids, m.MemberID)
+	}
+	for id := range st.Members {
+		if _, ok := described[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r, inReplay := st.Members[id]
+		d, inDesc := described[id]
+		switch {
+		case !inDesc:
+			row("member "+id, "present", "absent", true)
+		case !inReplay:
+			row("member "+id, "absent", "present", true)
+		default:
+			epoch("member "+id+" epoch", r.MemberEpoch, d.MemberEpoch)
+			row("member "+id+" assignment", tps(r.Assignment), tps(d.Assignment), true)
+		}
+	}
+	offsets := map[history.TP][2]string{}
+	for tp, o := range st.Offsets {
+		offsets[tp] = [2]string{strconv.FormatInt(o, 10), "none"}
+	}
+	for _, o := range s.Committed {
+		if o.Offset < 0 {
+			continue
+		}
+		v, ok := offsets[o.TP()]
+		if !ok {
+			v[0] = "none"
+		}
+		v[1] = strconv.FormatInt(o.Offset, 10)
+		offsets[o.TP()] = v
+	}
+	keys := make([]history.TP, 0, len(offsets))
+	for tp := range offsets {
+		keys = append(keys, tp)
+	}
+	history.SortTPs(keys)
+	for _, tp := range keys {
+		row("offset "+tp.String(), offsets[tp][0], offsets[tp][1], true)
+	}
+	tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func tps(ts []history.TP) string {
+	if len(ts) == 0 {
+		return "[]"
+	}
+	c := slices.Clone(ts)
+	history.SortTPs(c)
+	parts := make([]string, len(c))
+	for i, t := range c {
+		parts[i] = t.String()
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

@@ -1,0 +1,287 @@
+// Package replay rebuilds a group from the __consumer_offsets records a
+// broker wrote, through the reference coordinator (coordinator/), in the
+// terms the broker's describe APIs use, so that check.RecoveredStateMatchesLog
+// can compare the two. It is the coordinator's half of that checker: package
+// check stays free of the coordinator, and this package stays free of the
+// cluster and of Kafka clients, so a saved run is judged offline.
+//
+// The replay is what a broker does when it becomes the group's coordinator
+// (GroupCoordinatorShard.replay for each record of the partition, then
+// onLoaded): a fresh coordinator of the broker's version profile loads the
+// broker's exact bytes (history.Record.RawKey/RawValue), decoded by
+// coordinator/records.
+package replay
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/coordinator"
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
+	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Func returns the replay of group's records for brokers of kafkaVersion
+// (a served release, "4.1.2"). topicNames maps topic ids to names, as the
+// cluster's metadata had them when the records were read: consumer-group
+// records name topics by id, describes by name. Ids missing from it are left
+// out of assignments, as Kafka's ConsumerGroupDescribe leaves out topics that
+// no longer exist (it reads names from the metadata image). The map is
+// copied.
+func Func(kafkaVersion, group string, topicNames map[[16]byte]string) (check.ReplayFunc, error) {
+	v, err := version.Parse(kafkaVersion)
+	if err != nil {
+		return nil, fmt.Errorf("replay of group %s: %w", group, err)
+	}
+	if group == "" {
+		return nil, errors.New("replay: no group id: name the group whose records are replayed")
+	}
+	p := v.Profile()
+	names := maps.Clone(topicNames)
+	return func(recs []history.Record) (check.GroupState, error) {
+		return State(p, group, names, recs)
+	}, nil
+}
+
+// State replays recs in log order into a fresh reference coordinator of
+// profile p and returns group's state as p's release describes it:
+//
+//   - a classic group: protocol "classic", the generation, and each member
+//     with the assignment decoded from its GroupMetadata assignment bytes
+//     (ConsumerProtocolAssignment, as DescribeGroups clients decode it; a
+//     group of another protocol type has none to decode);
+//   - a consumer group: protocol "consumer", the group and assignment
+//     epochs, each member's epoch and assignment, with the partitions it
+//     still has to revoke exactly when p.DescribeShowsPendingRevocation
+//     (KAFKA-20431, 4.3+);
+//   - the committed offsets either way.
+//
+// A group the records do not hold (never created, or deleted) has no
+// protocol and no members. Records of other groups, and of group types the
+// coordinator does not model (share, streams), are skipped. An error names
+// the record that could not be decoded or replayed.
+func State(p version.Profile, group string, topicNames map[[16]byte]string, recs []history.Record) (check.GroupState, error) {
+	m, err := consumergroup.New(p, consumergroup.Config{})
+	if err != nil {
+		return check.GroupState{}, fmt.Errorf("replay: building the consumer-group engine for Kafka %s: %w", p.Version, err)
+	}
+	c, err := coordinator.New(p, coordinator.Config{ConsumerGroups: coordinator.NewConsumerGroups(m)})
+	if err != nil {
+		return check.GroupState{}, fmt.Errorf("replay: building the coordinator for Kafka %s: %w", p.Version, err)
+	}
+	var lastGroupMetadata *history.Record
+	for i := range recs {
+		hr := &recs[i]
+		dec, err := Decode(*hr)
+		if err != nil {
+			return check.GroupState{}, err
+		}
+		if GroupOf(dec.Key) != group {
+			continue
+		}
+		if err := c.Replay(dec); err != nil {
+			return check.GroupState{}, fmt.Errorf("%s: the reference coordinator of Kafka %s refuses it: %w", Where(*hr), p.Version, err)
+		}
+		if dec.Type() == records.TypeGroupMetadata {
+			lastGroupMetadata = hr
+		}
+	}
+	// Loaded re-arms timers and writes nothing unless a classic group is
+	// over group.max.size, which the zero Config does not limit; its time
+	// does not reach the state.
+	c.Loaded(time.UnixMilli(0))
+
+	out := check.GroupState{Members: map[string]check.MemberState{}, Offsets: map[history.TP]int64{}}
+	st := c.State()
+	for _, o := range st.Offsets {
+		if o.Group == group {
+			out.Offsets[history.TP{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		}
+	}
+	for _, g := range st.Classic {
+		if g.Group != group {
+			continue
+		}
+		out.Protocol = history.ProtocolClassic
+		out.Generation = g.Generation
+		for _, mb := range g.Members {
+			a, err := classicAssignment(g.ProtocolType, mb.Assignment)
+			if err != nil {
+				where := "the log"
+				if lastGroupMetadata != nil {
+					where = Where(*lastGroupMetadata)
+				}
+				return check.GroupState{}, fmt.Errorf("%s: member %s of group %s: %w", where, mb.MemberID, group, err)
+			}
+			out.Members[mb.MemberID] = check.MemberState{Assignment: a}
+		}
+	}
+	for _, g := range m.State().Groups {
+		if g.ID != group {
+			continue
+		}
+		out.Protocol = history.ProtocolConsumer
+		out.GroupEpoch = g.Epoch
+		out.AssignmentEpoch = g.AssignmentEpoch
+		for _, mb := range g.Members {
+			owned := mb.Assigned
+			if p.DescribeShowsPendingRevocation {
+				owned = append(slices.Clone(owned), mb.PendingRevocation...)
+			}
+			out.Members[mb.ID] = check.MemberState{MemberEpoch: mb.Epoch, Assignment: named(owned, topicNames)}
+		}
+	}
+	return out, nil
+}
+
+// Decode decodes a history record from the broker's bytes. A record saved
+// without them (a run directory older than raw bytes) is an error: the
+// generic rendering is not what the broker wrote.
+func Decode(hr history.Record) (records.Record, error) {
+	if len(hr.RawKey) == 0 {
+		return records.Record{}, fmt.Errorf("%s: no raw key bytes: the observation predates raw bytes (history.Record.RawKey); rerun to replay it", Where(hr))
+	}
+	if hr.RawValue == nil && hr.Value != nil {
+		return records.Record{}, fmt.Errorf("%s: a value without its raw bytes: the observation predates raw bytes (history.Record.RawValue); rerun to replay it", Where(hr))
+	}
+	dec, err := records.DecodeRecord(hr.RawKey, hr.RawValue)
+	if err != nil {
+		return records.Record{}, fmt.Errorf("%s: does not decode: %w", Where(hr), err)
+	}
+	return dec, nil
+}
+
+// Where names a record for an error: partition, offset and record type.
+func Where(hr history.Record) string {
+	return fmt.Sprintf("__consumer_offsets-%d offset %d (%s record)", hr.Partition, hr.Offset, records.Type(hr.KeyType))
+}
+
+// GroupOf returns the group a record key belongs to, "" for keys of record
+// types that are not decoded (share and streams groups).
+func GroupOf(k records.Key) string {
+	switch k := k.(type) {
+	case records.OffsetCommitKey:
+		return k.Group
+	case records.GroupMetadataKey:
+		return k.Group
+	case records.ConsumerGroupMetadataKey:
+		return k.GroupID
+	case records.ConsumerGroupPartitionMetadataKey:
+		return k.GroupID
+	case records.ConsumerGroupMemberMetadataKey:
+		return k.GroupID
+	case records.ConsumerGroupTargetAssignmentMetadataKey:
+		return k.GroupID
+	case records.ConsumerGroupTargetAssignmentMemberKey:
+		return k.GroupID
+	case records.ConsumerGroupCurrentMemberAssignmentKey:
+		return k.GroupID
+	case records.ConsumerGroupRegularExpressionKey:
+		return k.GroupID
+	}
+	return ""
+}
+
+// classicAssignment decodes a classic member's assignment bytes as
+// DescribeGroups clients do (kadm decodes them for protocol type "consumer"
+// only). Empty bytes, a member that has not been synced, are no assignment.
+func classicAssignment(protocolType, raw string) ([]history.TP, error) {
+	out := []history.TP{}
+	if protocolType != "consumer" || len(raw) == 0 {
+		return out, nil
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom([]byte(raw)); err != nil {
+		return nil, fmt.Errorf("assignment bytes %x are not a ConsumerProtocolAssignment: %w", raw, err)
+	}
+	for _, t := range a.Topics {
+		for _, p := range t.Partitions {
+			out = append(out, history.TP{Topic: t.Topic, Partition: p})
+		}
+	}
+	history.SortTPs(out)
+	return out, nil
+}
+
+// named turns partitions by topic id into partitions by name, leaving out
+// ids the map does not know (see Func).
+func named(ps []consumergroup.PartitionEpoch, topicNames map[[16]byte]string) []history.TP {
+	out := []history.TP{}
+	seen := map[history.TP]bool{}
+	for _, p := range ps {
+		name, ok := topicNames[p.Topic]
+		if !ok {
+			continue
+		}
+		tp := history.TP{Topic: name, Partition: p.Partition}
+		if !seen[tp] {
+			seen[tp] = true
+			out = append(out, tp)
+		}
+	}
+	history.SortTPs(out)
+	return out
+}
+
+// TopicNames turns history.Observations.TopicIDs (name → id in Kafka's
+// Uuid.toString form) into the id → name map Func takes.
+func TopicNames(byName map[string]string) (map[[16]byte]string, error) {
+	out := make(map[[16]byte]string, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		s := byName[name]
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil || len(b) != 16 {
+			return nil, fmt.Errorf("topic id %q of topic %s is not a Kafka Uuid: want 22 characters of URL-safe base64 for 16 bytes", s, name)
+		}
+		id := [16]byte(b)
+		if other, dup := out[id]; dup {
+			return nil, fmt.Errorf("topics %s and %s have the same id %s: the observation is corrupt", other, name, s)
+		}
+		out[id] = name
+	}
+	return out, nil
+}
+
+// Unmodelled says why the reference coordinator cannot replay group's
+// records, or "" when it can. The coordinator leaves two parts of KIP-848
+// out and refuses their records (coordinator/consumergroup): members that
+// speak the classic protocol inside a consumer group (a
+// ConsumerGroupMemberMetadata value with ClassicMemberMetadata, written when
+// a classic member joins or a classic group is upgraded online) and regex
+// subscriptions (ConsumerGroupRegularExpression values). A log that holds
+// them is not evidence against the broker, so the caller skips the
+// comparison with this reason instead of reporting the refusal as a
+// violation.
+func Unmodelled(group string, recs []history.Record) string {
+	for _, hr := range recs {
+		switch hr.KeyType {
+		case history.RecordConsumerGroupMemberMetadata, history.RecordConsumerGroupRegularExpression:
+		default:
+			continue
+		}
+		dec, err := Decode(hr)
+		if err != nil || GroupOf(dec.Key) != group {
+			continue // the replay reports undecodable records itself
+		}
+		switch v := dec.Value.(type) {
+		case *records.ConsumerGroupMemberMetadataValue:
+			if v.ClassicMemberMetadata != nil {
+				k := dec.Key.(records.ConsumerGroupMemberMetadataKey)
+				return fmt.Sprintf("group %s has classic-protocol members in a consumer group (member %s, %s), which the reference coordinator does not model yet (coordinator/consumergroup refuses their records)", group, k.MemberID, Where(hr))
+			}
+		case *records.ConsumerGroupRegularExpressionValue:
+			k := dec.Key.(records.ConsumerGroupRegularExpressionKey)
+			return fmt.Sprintf("group %s subscribes with the regular expression %q (%s), which the reference coordinator does not model yet", group, k.RegularExpression, Where(hr))
+		}
+	}
+	return ""
+}

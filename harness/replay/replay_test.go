@@ -1,0 +1,377 @@
+package replay_test
+
+import (
+	"encoding/base64"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/observe"
+	"github.com/groupquake/groupquake/harness/replay"
+)
+
+var (
+	topicT = [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	topicU = [16]byte{0: 0xff, 15: 1}
+	names  = map[[16]byte]string{topicT: "t", topicU: "u"}
+)
+
+// log builds a __consumer_offsets partition from records, shaped as
+// Kafka v writes them and kept as the observer keeps them (raw bytes and
+// the generic rendering).
+type log struct {
+	t    *testing.T
+	p    version.Profile
+	recs []history.Record
+}
+
+func newLog(t *testing.T, v string) *log {
+	return &log{t: t, p: version.MustParse(v).Profile()}
+}
+
+func (l *log) add(r records.Record) {
+	l.t.Helper()
+	shaped, err := records.AsWrittenBy(l.p, r)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	k, v, err := records.EncodeRecord(shaped)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	hr, _, err := observe.HistoryRecord(replay.GroupOf(r.Key), 1, int64(len(l.recs)), k, v)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.recs = append(l.recs, hr)
+}
+
+func (l *log) commit(group, topic string, partition int32, offset int64) {
+	v := records.NewOffsetCommitValue(l.p.OffsetCommitValueVersion)
+	v.Offset = offset
+	v.CommitTimestamp = 1000
+	l.add(records.Record{Key: records.OffsetCommitKey{Group: group, Topic: topic, Partition: partition}, Value: v})
+}
+
+func assignmentBytes(t *testing.T, tps map[string][]int32) []byte {
+	t.Helper()
+	a := kmsg.NewConsumerMemberAssignment()
+	for _, topic := range []string{"t", "u"} {
+		if ps, ok := tps[topic]; ok {
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic, at.Partitions = topic, ps
+			a.Topics = append(a.Topics, at)
+		}
+	}
+	return a.AppendTo(nil)
+}
+
+func classicGroup(t *testing.T, l *log, group string, generation int32, members map[string]map[string][]int32) {
+	t.Helper()
+	v := &records.GroupMetadataValue{}
+	v.ProtocolType = "consumer"
+	proto, leader := "cooperative-sticky", ""
+	v.Protocol = &proto
+	v.Generation = generation
+	for _, id := range []string{"a", "b", "c"} {
+		tps, ok := members[id]
+		if !ok {
+			continue
+		}
+		if leader == "" {
+			leader = id
+		}
+		m := kmsg.NewGroupMetadataValueMember()
+		m.MemberID, m.ClientID, m.ClientHost = id, "kgo", "/127.0.0.1"
+		m.SessionTimeoutMillis, m.RebalanceTimeoutMillis = 6000, 60000
+		m.Subscription = []byte{0, 0, 0, 0, 0, 0}
+		m.Assignment = assignmentBytes(t, tps)
+		v.Members = append(v.Members, m)
+	}
+	if leader != "" {
+		v.Leader = &leader
+	}
+	l.add(records.Record{Key: records.GroupMetadataKey{Group: group}, Value: v})
+}
+
+func TestClassicGroup(t *testing.T) {
+	l := newLog(t, "4.4.0")
+	classicGroup(t, l, "g", 1, map[string]map[string][]int32{"a": {"t": {0, 1, 2, 3}}})
+	l.commit("g", "t", 0, 10)
+	classicGroup(t, l, "other", 7, map[string]map[string][]int32{"c": {"t": {0}}})
+	l.commit("other", "t", 0, 99)
+	classicGroup(t, l, "g", 2, map[string]map[string][]int32{"a": {"t": {0, 1}}, "b": {"t": {2, 3}, "u": {0}}})
+	l.commit("g", "t", 0, 12)
+	l.commit("g", "u", 0, 5)
+
+	fn, err := replay.Func("4.4.0", "g", names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fn(l.recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := check.GroupState{
+		Protocol:   history.ProtocolClassic,
+		Generation: 2,
+		Members: map[string]check.MemberState{
+			"a": {Assignment: history.TPs("t", 0, 1)},
+			"b": {Assignment: append(history.TPs("t", 2, 3), history.TP{Topic: "u", Partition: 0})},
+		},
+		Offsets: map[history.TP]int64{{Topic: "t", Partition: 0}: 12, {Topic: "u", Partition: 0}: 5},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("replayed\n%+v\nwant\n%+v", got, want)
+	}
+
+	// The members leave: the group is Empty at the next generation, and
+	// its offsets stay.
+	classicGroup(t, l, "g", 3, nil)
+	got, err = fn(l.recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Protocol != history.ProtocolClassic || got.Generation != 3 || len(got.Members) != 0 || len(got.Offsets) != 2 {
+		t.Errorf("after the members left: %+v", got)
+	}
+}
+
+// consumerGroup writes a KIP-848 group at epoch 5: member m1 is at epoch 5,
+// waiting for t-3 (UNRELEASED_PARTITIONS), which m2, still at epoch 4, has
+// to revoke (UNREVOKED_PARTITIONS).
+func consumerGroup(l *log, group string) {
+	cur := func(id string, epoch int32, state records.MemberState, assigned, pending []int32) {
+		at := func(ps []int32) []records.CurrentAssignmentTopic {
+			if len(ps) == 0 {
+				return nil
+			}
+			eps := make([]int32, len(ps))
+			for i := range eps {
+				eps[i] = epoch
+			}
+			return []records.CurrentAssignmentTopic{{TopicID: topicT, Partitions: ps, AssignmentEpochs: eps}}
+		}
+		l.add(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: group, MemberID: id}, Value: &records.ConsumerGroupCurrentMemberAssignmentValue{
+			MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: state, AssignedPartitions: at(assigned), PartitionsPendingRevocation: at(pending),
+		}})
+	}
+	for _, id := range []string{"m1", "m2"} {
+		l.add(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: group, MemberID: id}, Value: &records.ConsumerGroupMemberMetadataValue{
+			ClientID: "kgo", ClientHost: "/127.0.0.1", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: 60000,
+		}})
+	}
+	l.add(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: group}, Value: &records.ConsumerGroupMetadataValue{Epoch: 4}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: group, MemberID: "m1"}, Value: &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: topicT, Partitions: []int32{0, 1}}}}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: group, MemberID: "m2"}, Value: &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: topicT, Partitions: []int32{2, 3}}}}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: group}, Value: &records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 4}})
+	cur("m1", 4, records.MemberStable, []int32{0, 1}, nil)
+	cur("m2", 4, records.MemberStable, []int32{2, 3}, nil)
+	l.commit(group, "t", 3, 40)
+	// A rebalance at epoch 5 moves t-3 from m2 to m1.
+	l.add(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: group}, Value: &records.ConsumerGroupMetadataValue{Epoch: 5}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: group, MemberID: "m1"}, Value: &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: topicT, Partitions: []int32{0, 1, 3}}}}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: group, MemberID: "m2"}, Value: &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: topicT, Partitions: []int32{2}}}}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: group}, Value: &records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 5}})
+	cur("m2", 4, records.MemberUnrevokedPartitions, []int32{2}, []int32{3})
+	cur("m1", 5, records.MemberUnreleasedPartitions, []int32{0, 1}, nil)
+}
+
+// TestConsumerGroup replays the same records as the releases before and
+// after KAFKA-20431: from 4.3 ConsumerGroupDescribe shows the partition m2
+// still has to revoke in its assignment, before it does not.
+func TestConsumerGroup(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		m2      []history.TP
+	}{
+		{"4.0.0", history.TPs("t", 2)},
+		{"4.2.1", history.TPs("t", 2)},
+		{"4.3.0", history.TPs("t", 2, 3)},
+		{"4.4.0", history.TPs("t", 2, 3)},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			l := newLog(t, tc.version)
+			consumerGroup(l, "g")
+			consumerGroup(l, "other")
+			fn, err := replay.Func(tc.version, "g", names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := fn(l.recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := check.GroupState{
+				Protocol: history.ProtocolConsumer, GroupEpoch: 5, AssignmentEpoch: 5,
+				Members: map[string]check.MemberState{
+					"m1": {MemberEpoch: 5, Assignment: history.TPs("t", 0, 1)},
+					"m2": {MemberEpoch: 4, Assignment: tc.m2},
+				},
+				Offsets: map[history.TP]int64{{Topic: "t", Partition: 3}: 40},
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("replayed\n%+v\nwant\n%+v", got, want)
+			}
+
+			// Without the topic's id, the assignment cannot be named, and
+			// is left out as Kafka's describe leaves out unknown topics.
+			fn, err = replay.Func(tc.version, "g", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := fn(l.recs); err != nil || len(got.Members["m1"].Assignment) != 0 {
+				t.Errorf("without topic ids: %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestCheckerCatchesDisagreement feeds the replay of a consumer group to
+// RecoveredStateMatchesLog with a description that agrees, then with ones
+// that disagree in each compared field: every disagreement must be reported.
+func TestCheckerCatchesDisagreement(t *testing.T) {
+	l := newLog(t, "4.4.0")
+	consumerGroup(l, "g")
+	fn, err := replay.Func("4.4.0", "g", names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe := func(edit func(*history.GroupDescription, *[]history.OffsetAt)) *history.Observations {
+		g := &history.GroupDescription{GroupID: "g", Protocol: history.ProtocolConsumer, State: "Reconciling", GroupEpoch: 5, AssignmentEpoch: 5, Members: []history.MemberDescription{
+			{MemberID: "m1", MemberEpoch: 5, Assignment: history.TPs("t", 0, 1)},
+			{MemberID: "m2", MemberEpoch: 4, Assignment: history.TPs("t", 2, 3)},
+		}}
+		offs := []history.OffsetAt{{Topic: "t", Partition: 3, Offset: 40}}
+		if edit != nil {
+			edit(g, &offs)
+		}
+		return &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HistoryLen: 1, Group: g, Committed: offs, HasCommitted: true, Records: l.recs, HasRecords: true}}
+	}
+	if v := check.RecoveredStateMatchesLog(describe(nil), fn); !v.Holds || v.Skipped != "" {
+		t.Fatalf("an agreeing description: %+v", v)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*history.GroupDescription, *[]history.OffsetAt)
+		want string
+	}{
+		{"group epoch", func(g *history.GroupDescription, _ *[]history.OffsetAt) { g.GroupEpoch = 6 }, "group epoch: replay 5, described 6"},
+		{"member epoch", func(g *history.GroupDescription, _ *[]history.OffsetAt) { g.Members[0].MemberEpoch = 3 }, "member m1 epoch: replay 5, described 3"},
+		{"pending revocation left out (the 4.2 describe)", func(g *history.GroupDescription, _ *[]history.OffsetAt) {
+			g.Members[1].Assignment = history.TPs("t", 2)
+		},
+			"member m2 assignment: replay [t-2 t-3], described [t-2]"},
+		{"member missing from the log", func(g *history.GroupDescription, _ *[]history.OffsetAt) {
+			g.Members = append(g.Members, history.MemberDescription{MemberID: "m3", MemberEpoch: 5})
+		}, "member m3 is described (epoch 5) but not in the replayed state"},
+		{"offset", func(_ *history.GroupDescription, o *[]history.OffsetAt) { (*o)[0].Offset = 41 }, "offset of t-3: replay 40, described 41"},
+		{"protocol", func(g *history.GroupDescription, _ *[]history.OffsetAt) { g.Protocol = history.ProtocolClassic }, "replay says a consumer group, the broker describes a classic group"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := check.RecoveredStateMatchesLog(describe(tc.edit), fn)
+			if v.Holds {
+				t.Fatalf("a disagreeing description passes: %+v", v)
+			}
+			var msgs []string
+			for _, x := range v.Violations {
+				msgs = append(msgs, x.Message)
+			}
+			if !strings.Contains(strings.Join(msgs, "\n"), tc.want) {
+				t.Errorf("violations %q do not say %q", msgs, tc.want)
+			}
+		})
+	}
+}
+
+func TestErrorsNameTheRecord(t *testing.T) {
+	l := newLog(t, "4.4.0")
+	l.commit("g", "t", 0, 1)
+	l.commit("g", "t", 1, 2)
+	fn, err := replay.Func("4.4.0", "g", names)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	broken := append([]history.Record(nil), l.recs...)
+	broken[1].RawValue = broken[1].RawValue[:5]
+	_, err = fn(broken)
+	if err == nil || !strings.Contains(err.Error(), "__consumer_offsets-1 offset 1 (OffsetCommit record): does not decode") {
+		t.Errorf("a truncated value: error %v, want it to name __consumer_offsets-1 offset 1 and say it does not decode", err)
+	}
+
+	noRaw := append([]history.Record(nil), l.recs...)
+	noRaw[0].RawKey, noRaw[0].RawValue = nil, nil
+	if _, err := fn(noRaw); err == nil || !strings.Contains(err.Error(), "offset 0 (OffsetCommit record): no raw key bytes") {
+		t.Errorf("a record without raw bytes: error %v", err)
+	}
+
+	// A classic member whose assignment bytes are not a consumer
+	// assignment is named with the GroupMetadata record that holds it.
+	bad := newLog(t, "4.4.0")
+	v := &records.GroupMetadataValue{}
+	v.ProtocolType, v.Generation = "consumer", 1
+	m := kmsg.NewGroupMetadataValueMember()
+	m.MemberID, m.Assignment = "a", []byte{0, 0, 0, 0, 0, 9}
+	v.Members = append(v.Members, m)
+	bad.add(records.Record{Key: records.GroupMetadataKey{Group: "g"}, Value: v})
+	if _, err := fn(bad.recs); err == nil || !strings.Contains(err.Error(), "offset 0 (GroupMetadata record): member a of group g: assignment bytes") {
+		t.Errorf("undecodable assignment: error %v", err)
+	}
+
+	if _, err := replay.Func("4.9.1", "g", nil); err == nil || !strings.Contains(err.Error(), `unknown Kafka version "4.9.1"`) {
+		t.Errorf("unknown version: %v", err)
+	}
+}
+
+func TestTopicNames(t *testing.T) {
+	id := base64.RawURLEncoding.EncodeToString(topicT[:])
+	got, err := replay.TopicNames(map[string]string{"t": id})
+	if err != nil || got[topicT] != "t" || len(got) != 1 {
+		t.Errorf("TopicNames: %v, %v", got, err)
+	}
+	if id != observe.FormatTopicID(topicT) {
+		t.Errorf("observe writes %s, replay reads %s", observe.FormatTopicID(topicT), id)
+	}
+	for _, bad := range []map[string]string{{"t": "short"}, {"t": id, "u": id}} {
+		if _, err := replay.TopicNames(bad); err == nil {
+			t.Errorf("TopicNames(%v) accepted", bad)
+		}
+	}
+}
+
+// TestUnmodelled names what the reference coordinator does not replay:
+// classic-protocol members inside a consumer group, regex subscriptions.
+// Other groups' records do not count.
+func TestUnmodelled(t *testing.T) {
+	l := newLog(t, "4.4.0")
+	consumerGroup(l, "g")
+	if why := replay.Unmodelled("g", l.recs); why != "" {
+		t.Fatalf("a consumer-protocol group: %s", why)
+	}
+	classicMember := func(group string) records.Record {
+		return records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: group, MemberID: "c1"}, Value: &records.ConsumerGroupMemberMetadataValue{
+			ClientID: "kgo", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: 60000,
+			ClassicMemberMetadata: &records.ClassicMemberMetadata{SessionTimeoutMs: 6000, SupportedProtocols: []records.ClassicProtocol{{Name: "range", Metadata: []byte{0}}}},
+		}}
+	}
+	l.add(classicMember("other"))
+	if why := replay.Unmodelled("g", l.recs); why != "" {
+		t.Fatalf("another group's classic member counts: %s", why)
+	}
+	l.add(classicMember("g"))
+	if why := replay.Unmodelled("g", l.recs); !strings.Contains(why, "classic-protocol members in a consumer group (member c1, __consumer_offsets-1 offset") {
+		t.Errorf("classic member: %q", why)
+	}
+	// The replay itself refuses the record, naming it.
+	fn, _ := replay.Func("4.4.0", "g", names)
+	if _, err := fn(l.recs); err == nil || !strings.Contains(err.Error(), "(ConsumerGroupMemberMetadata record): the reference coordinator of Kafka 4.4.0 refuses it") {
+		t.Errorf("replay of a classic member: %v", err)
+	}
+}
