@@ -154,8 +154,18 @@ not be carried out (its verdicts, if it got that far, are still written).
 		o.Kinds = strings.Split(f.kinds, ",")
 	}
 	logf := logTo(stderr)
+	kafkaGiven := false
+	fs.Visit(func(fl *flag.Flag) { kafkaGiven = kafkaGiven || fl.Name == "kafka" })
 	if f.bootstrap != "" {
 		o.Bootstrap = strings.Split(f.bootstrap, ",")
+		// The version an external cluster runs is the user's to say; with it
+		// the plan can replay the group's records as that release would.
+		if kafkaGiven {
+			if err := cluster.CheckKafkaVersion(f.version); err != nil {
+				return exitError{exitBadDir, err.Error()}
+			}
+			o.Kafka = f.version
+		}
 	} else {
 		if err := cluster.CheckKafkaVersion(f.version); err != nil {
 			return exitError{exitBadDir, err.Error()}

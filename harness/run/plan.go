@@ -403,6 +403,9 @@ func (p Plan) Args() []string {
 	a := []string{"--seed", strconv.FormatUint(p.Seed, 10), "--scenario", o.Scenario}
 	if len(o.Bootstrap) > 0 {
 		a = append(a, "--bootstrap", strings.Join(o.Bootstrap, ","))
+		if o.Kafka != "" {
+			a = append(a, "--kafka", o.Kafka)
+		}
 	} else if o.Embedded {
 		a = append(a, "--embedded")
 		if o.Kafka != "" {
