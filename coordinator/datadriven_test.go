@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,10 +9,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -47,7 +46,9 @@ type shortIDs struct{ n int }
 func (s *shortIDs) NewID() string { s.n++; return strconv.Itoa(s.n) }
 
 // env drives one coordinator through a vector. Usage of each command is in
-// the comment of its handler.
+// the comment of its handler; the request commands are built, and their
+// answers rendered, by package vectors (vectors.Request lists them), which
+// harness/differential shares.
 type env struct {
 	t       *testing.T
 	topics  testTopics
@@ -68,63 +69,6 @@ func (e *env) handle(d *datadriven.TestData) string {
 	case "new":
 		e.new(d)
 		return "ok"
-	case "join":
-		e.request(&b, d, e.joinReq(d))
-	case "sync":
-		e.request(&b, d, e.syncReq(d))
-	case "heartbeat":
-		e.request(&b, d, e.heartbeatReq(d))
-	case "leave":
-		e.request(&b, d, e.leaveReq(d))
-	case "describe":
-		r := kmsg.NewPtrDescribeGroupsRequest()
-		r.Version = e.version(d, 5)
-		r.Groups = e.list(d, "groups")
-		e.request(&b, d, r)
-	case "list":
-		r := kmsg.NewPtrListGroupsRequest()
-		r.Version = e.version(d, 5)
-		r.StatesFilter = e.list(d, "states")
-		r.TypesFilter = e.list(d, "types")
-		e.request(&b, d, r)
-	case "delete":
-		r := kmsg.NewPtrDeleteGroupsRequest()
-		r.Version = e.version(d, 2)
-		r.Groups = e.list(d, "groups")
-		e.request(&b, d, r)
-	case "commit":
-		e.request(&b, d, e.commitReq(d))
-	case "fetch":
-		e.request(&b, d, e.fetchReq(d))
-	case "offset-delete":
-		r := kmsg.NewPtrOffsetDeleteRequest()
-		r.Group = e.arg(d, "group", "g")
-		for _, tp := range e.list(d, "partitions") {
-			topic, p := splitTP(e.t, tp)
-			i := slices.IndexFunc(r.Topics, func(x kmsg.OffsetDeleteRequestTopic) bool { return x.Topic == topic })
-			if i < 0 {
-				r.Topics = append(r.Topics, kmsg.NewOffsetDeleteRequestTopic())
-				i = len(r.Topics) - 1
-				r.Topics[i].Topic = topic
-			}
-			rp := kmsg.NewOffsetDeleteRequestTopicPartition()
-			rp.Partition = p
-			r.Topics[i].Partitions = append(r.Topics[i].Partitions, rp)
-		}
-		e.request(&b, d, r)
-	case "cg-heartbeat":
-		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		r.Group = e.arg(d, "group", "g")
-		r.MemberID = e.arg(d, "member", "")
-		r.MemberEpoch = int32(e.int(d, "epoch", 0))
-		e.request(&b, d, r)
-	case "consumer-group-heartbeat":
-		e.request(&b, d, e.consumerHeartbeatReq(d))
-	case "consumer-group-describe":
-		r := kmsg.NewPtrConsumerGroupDescribeRequest()
-		r.Version = e.version(d, 0)
-		r.Groups = e.list(d, "groups")
-		e.request(&b, d, r)
 	case "tick":
 		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
 		if err != nil {
@@ -156,7 +100,14 @@ func (e *env) handle(d *datadriven.TestData) string {
 		// one (done after every command anyway).
 		return "ok"
 	default:
-		e.t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+		req, ok, err := vectors.Request(vectors.Identity{}, d.Cmd, args(d))
+		if !ok {
+			e.t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+		}
+		if err != nil {
+			e.t.Fatalf("%s: %v", d.Pos, err)
+		}
+		e.request(&b, d, req)
 	}
 	out := strings.TrimSuffix(b.String(), "\n")
 	if out == "" {
@@ -284,200 +235,16 @@ func (e *env) checkReplay(d *datadriven.TestData) {
 	}
 }
 
-// join group=g [member=] [instance=] [client=c] [session=10s] [rebalance=10s] [v=9]
-// [type=consumer] [protocols=(range,…)|none] [meta=m] [topics=(t,…)]
-// A protocol written name:meta carries its own metadata.
-func (e *env) joinReq(d *datadriven.TestData) kmsg.Request {
-	r := kmsg.NewPtrJoinGroupRequest()
-	r.Version = e.version(d, 9)
-	r.Group = e.arg(d, "group", "g")
-	r.MemberID = e.arg(d, "member", "")
-	r.InstanceID = e.optArg(d, "instance")
-	r.SessionTimeoutMillis = int32(e.dur(d, "session", 10*time.Second).Milliseconds())
-	r.RebalanceTimeoutMillis = int32(e.dur(d, "rebalance", 10*time.Second).Milliseconds())
-	r.ProtocolType = e.arg(d, "type", "consumer")
-	meta := []byte(e.arg(d, "meta", "m"))
-	if d.HasArg("topics") {
-		meta = subscription(e.list(d, "topics"))
-	}
-	names := []string{"range"}
-	if d.HasArg("protocols") {
-		names = e.list(d, "protocols")
-	}
-	if len(names) == 1 && names[0] == "none" {
-		names = nil
-	}
-	for _, n := range names {
-		p := kmsg.NewJoinGroupRequestProtocol()
-		p.Name, p.Metadata = n, meta
-		if name, m, ok := strings.Cut(n, ":"); ok {
-			p.Name, p.Metadata = name, []byte(m)
-		}
-		r.Protocols = append(r.Protocols, p)
-	}
-	return r
-}
-
-// subscription is ConsumerProtocolSubscription v0: version, topics, null
-// user data.
-func subscription(topics []string) []byte {
-	b := binary.BigEndian.AppendUint16(nil, 0)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(topics)))
-	for _, t := range topics {
-		b = binary.BigEndian.AppendUint16(b, uint16(len(t)))
-		b = append(b, t...)
-	}
-	return binary.BigEndian.AppendUint32(b, 0xffffffff)
-}
-
-// sync group=g member= gen= [instance=] [v=5] [assign=(member:bytes,…)] [ptype=] [pname=]
-func (e *env) syncReq(d *datadriven.TestData) kmsg.Request {
-	r := kmsg.NewPtrSyncGroupRequest()
-	r.Version = e.version(d, 5)
-	r.Group = e.arg(d, "group", "g")
-	r.MemberID = e.arg(d, "member", "")
-	r.Generation = int32(e.int(d, "gen", 0))
-	r.InstanceID = e.optArg(d, "instance")
-	r.ProtocolType = e.optArg(d, "ptype")
-	r.Protocol = e.optArg(d, "pname")
-	for _, a := range e.list(d, "assign") {
-		m, v, _ := strings.Cut(a, ":")
-		ga := kmsg.NewSyncGroupRequestGroupAssignment()
-		ga.MemberID, ga.MemberAssignment = m, []byte(v)
-		r.GroupAssignment = append(r.GroupAssignment, ga)
-	}
-	return r
-}
-
-// heartbeat group=g member= gen= [instance=] [v=4]
-func (e *env) heartbeatReq(d *datadriven.TestData) kmsg.Request {
-	r := kmsg.NewPtrHeartbeatRequest()
-	r.Version = e.version(d, 4)
-	r.Group = e.arg(d, "group", "g")
-	r.MemberID = e.arg(d, "member", "")
-	r.Generation = int32(e.int(d, "gen", 0))
-	r.InstanceID = e.optArg(d, "instance")
-	return r
-}
-
-// leave group=g [member=] | members=(memberID/instance,…) [v=5]
-// A member written "/i1" is removed by instance id only.
-func (e *env) leaveReq(d *datadriven.TestData) kmsg.Request {
-	r := kmsg.NewPtrLeaveGroupRequest()
-	r.Version = e.version(d, 5)
-	r.Group = e.arg(d, "group", "g")
-	if r.Version < 3 {
-		r.MemberID = e.arg(d, "member", "")
-		return r
-	}
-	ms := e.list(d, "members")
-	if d.HasArg("member") {
-		ms = append(ms, e.arg(d, "member", ""))
-	}
-	for _, s := range ms {
-		m := kmsg.NewLeaveGroupRequestMember()
-		id, inst, ok := strings.Cut(s, "/")
-		m.MemberID = id
-		if ok {
-			m.InstanceID = &inst
-		}
-		r.Members = append(r.Members, m)
-	}
-	return r
-}
-
-// commit group=g [member=] [gen=-1] [instance=] [v=9] [retention=-1] offsets=(t/0=10,…) [metadata=]
-// An offset written t/0=10@3 carries leader epoch 3.
-func (e *env) commitReq(d *datadriven.TestData) kmsg.Request {
-	r := kmsg.NewPtrOffsetCommitRequest()
-	r.Version = e.version(d, 9)
-	r.Group = e.arg(d, "group", "g")
-	r.MemberID = e.arg(d, "member", "")
-	r.Generation = int32(e.int(d, "gen", -1))
-	r.InstanceID = e.optArg(d, "instance")
-	r.RetentionTimeMillis = int64(e.int(d, "retention", -1))
-	md := e.optArg(d, "metadata")
-	if n := e.int(d, "metadata-size", -1); n >= 0 {
-		s := strings.Repeat("x", n)
-		md = &s
-	}
-	for _, s := range e.list(d, "offsets") {
-		tp, off, _ := strings.Cut(s, "=")
-		off, epoch, hasEpoch := strings.Cut(off, "@")
-		topic, p := splitTP(e.t, tp)
-		i := slices.IndexFunc(r.Topics, func(x kmsg.OffsetCommitRequestTopic) bool { return x.Topic == topic })
-		if i < 0 {
-			r.Topics = append(r.Topics, kmsg.NewOffsetCommitRequestTopic())
-			i = len(r.Topics) - 1
-			r.Topics[i].Topic = topic
-		}
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition = p
-		rp.Offset, _ = strconv.ParseInt(off, 10, 64)
-		if hasEpoch {
-			ep, _ := strconv.Atoi(epoch)
-			rp.LeaderEpoch = int32(ep)
-		}
-		rp.Metadata = md
-		r.Topics[i].Partitions = append(r.Topics[i].Partitions, rp)
-	}
-	if r.Version >= 10 {
-		for i := range r.Topics {
-			r.Topics[i].TopicID, r.Topics[i].Topic = topicID(r.Topics[i].Topic), ""
-		}
-	}
-	return r
-}
-
-// fetch group=g [partitions=(t/0,…)] [v=8] [member= epoch=] (v9+); without
-// partitions, all offsets.
-func (e *env) fetchReq(d *datadriven.TestData) kmsg.Request {
-	r := kmsg.NewPtrOffsetFetchRequest()
-	r.Version = e.version(d, 8)
-	group := e.arg(d, "group", "g")
-	var topics []kmsg.OffsetFetchRequestGroupTopic
-	if d.HasArg("partitions") {
-		topics = []kmsg.OffsetFetchRequestGroupTopic{}
-		for _, tp := range e.list(d, "partitions") {
-			topic, p := splitTP(e.t, tp)
-			i := slices.IndexFunc(topics, func(x kmsg.OffsetFetchRequestGroupTopic) bool { return x.Topic == topic })
-			if i < 0 {
-				topics = append(topics, kmsg.NewOffsetFetchRequestGroupTopic())
-				i = len(topics) - 1
-				topics[i].Topic = topic
-			}
-			topics[i].Partitions = append(topics[i].Partitions, p)
-		}
-	}
-	if r.Version >= 10 {
-		for i := range topics {
-			topics[i].TopicID, topics[i].Topic = topicID(topics[i].Topic), ""
-		}
-	}
-	if r.Version >= 8 {
-		g := kmsg.NewOffsetFetchRequestGroup()
-		g.Group, g.Topics = group, topics
-		if r.Version >= 9 {
-			// KIP-848: a consumer-group member fetches with its id and epoch.
-			g.MemberID = e.optArg(d, "member")
-			g.MemberEpoch = int32(e.int(d, "epoch", -1))
-		}
-		r.Groups = []kmsg.OffsetFetchRequestGroup{g}
-		return r
-	}
-	r.Group = group
-	if topics != nil {
-		r.Topics = []kmsg.OffsetFetchRequestTopic{}
-		for _, t := range topics {
-			rt := kmsg.NewOffsetFetchRequestTopic()
-			rt.Topic, rt.Partitions = t.Topic, t.Partitions
-			r.Topics = append(r.Topics, rt)
-		}
-	}
-	return r
-}
-
 // --- argument helpers ---
+
+// args are d's arguments as the vectors package takes them.
+func args(d *datadriven.TestData) vectors.Args {
+	out := make(vectors.Args, 0, len(d.CmdArgs))
+	for _, a := range d.CmdArgs {
+		out = append(out, vectors.Arg{Key: a.Key, Vals: a.Vals})
+	}
+	return out
+}
 
 func (e *env) arg(d *datadriven.TestData, key, def string) string {
 	for _, a := range d.CmdArgs {
@@ -489,14 +256,6 @@ func (e *env) arg(d *datadriven.TestData, key, def string) string {
 		}
 	}
 	return def
-}
-
-func (e *env) optArg(d *datadriven.TestData, key string) *string {
-	if !d.HasArg(key) {
-		return nil
-	}
-	s := e.arg(d, key, "")
-	return &s
 }
 
 func (e *env) list(d *datadriven.TestData, key string) []string {
@@ -520,8 +279,6 @@ func (e *env) int(d *datadriven.TestData, key string, def int) int {
 	return n
 }
 
-func (e *env) version(d *datadriven.TestData, def int) int16 { return int16(e.int(d, "v", def)) }
-
 func (e *env) dur(d *datadriven.TestData, key string, def time.Duration) time.Duration {
 	s := e.arg(d, key, "")
 	if s == "" {
@@ -534,38 +291,7 @@ func (e *env) dur(d *datadriven.TestData, key string, def time.Duration) time.Du
 	return v
 }
 
-func splitTP(t *testing.T, s string) (string, int32) {
-	topic, p, ok := strings.Cut(s, "/")
-	n, err := strconv.Atoi(p)
-	if !ok || err != nil {
-		t.Fatalf("partition %q: want topic/partition", s)
-	}
-	return topic, int32(n)
-}
-
 // --- canonical output ---
-
-func errName(code int16) string {
-	if code == 0 {
-		return ""
-	}
-	if err := kerr.ErrorForCode(code); err != nil {
-		if ke, ok := err.(*kerr.Error); ok {
-			return ke.Message
-		}
-	}
-	return fmt.Sprintf("error(%d)", code)
-}
-
-func withErr(code int16, s string) string {
-	if n := errName(code); n != "" {
-		if s == "" {
-			return n
-		}
-		return s + " " + n
-	}
-	return s
-}
 
 func ps(s *string) string {
 	if s == nil {
@@ -574,25 +300,11 @@ func ps(s *string) string {
 	return *s
 }
 
-// topicName names a topic of a response: by name, or by the id topicID
-// gave it.
-func topicName(name string, id [16]byte) string {
-	if name != "" || id == [16]byte{} {
-		return name
-	}
-	if id[0] == 'T' {
-		return "id:" + strings.TrimRight(string(id[1:]), "\x00")
-	}
-	return fmt.Sprintf("id:%x", id)
-}
+// topicID is the id the vectors give a topic (vectors.TopicID).
+func topicID(name string) [16]byte { return vectors.TopicID(name) }
 
-// topicID is the id the vectors give a topic: "T" and the name, padded.
-func topicID(name string) [16]byte {
-	var id [16]byte
-	id[0] = 'T'
-	copy(id[1:], name)
-	return id
-}
+// subscription is ConsumerProtocolSubscription v0 (vectors.Subscription).
+func subscription(topics []string) []byte { return vectors.Subscription(topics) }
 
 type testTopic struct {
 	name       string
@@ -620,151 +332,10 @@ func (ts testTopics) TopicByID(id [16]byte) (string, int, bool) {
 	return "", 0, false
 }
 
+// fmtResponse renders a response in the vectors' canonical form, in the
+// order the coordinator answered.
 func fmtResponse(r kmsg.Response) string {
-	switch r := r.(type) {
-	case *kmsg.JoinGroupResponse:
-		s := fmt.Sprintf("join member=%s", r.MemberID)
-		if r.ErrorCode == 0 {
-			s += fmt.Sprintf(" gen=%d type=%s proto=%s leader=%s", r.Generation, ps(r.ProtocolType), ps(r.Protocol), r.LeaderID)
-			if r.SkipAssignment {
-				s += " skip-assignment"
-			}
-			if len(r.Members) > 0 {
-				var ms []string
-				for _, m := range r.Members {
-					x := m.MemberID
-					if m.InstanceID != nil {
-						x += "/" + *m.InstanceID
-					}
-					ms = append(ms, x+":"+fmtBytes(m.ProtocolMetadata))
-				}
-				s += " members=(" + strings.Join(ms, ", ") + ")"
-			}
-		}
-		return withErr(r.ErrorCode, s)
-	case *kmsg.SyncGroupResponse:
-		if r.ErrorCode != 0 {
-			return "sync " + errName(r.ErrorCode)
-		}
-		return fmt.Sprintf("sync type=%s proto=%s assignment=%s", ps(r.ProtocolType), ps(r.Protocol), fmtBytes(r.MemberAssignment))
-	case *kmsg.HeartbeatResponse:
-		return withErr(r.ErrorCode, "heartbeat")
-	case *kmsg.LeaveGroupResponse:
-		s := withErr(r.ErrorCode, "leave")
-		for _, m := range r.Members {
-			x := m.MemberID
-			if m.InstanceID != nil {
-				x += "/" + *m.InstanceID
-			}
-			if n := errName(m.ErrorCode); n != "" {
-				x += " " + n
-			}
-			s += "\n  " + x
-		}
-		return s
-	case *kmsg.DescribeGroupsResponse:
-		s := "describe"
-		for _, g := range r.Groups {
-			s += fmt.Sprintf("\n  %s state=%s type=%q proto=%q", g.Group, g.State, g.ProtocolType, g.Protocol)
-			if g.ErrorCode != 0 {
-				s += " " + errName(g.ErrorCode)
-			}
-			for _, m := range g.Members {
-				s += fmt.Sprintf("\n    %s instance=%s client=%s host=%s metadata=%s assignment=%s",
-					m.MemberID, ps(m.InstanceID), m.ClientID, m.ClientHost, fmtBytes(m.ProtocolMetadata), fmtBytes(m.MemberAssignment))
-			}
-		}
-		return s
-	case *kmsg.ListGroupsResponse:
-		s := withErr(r.ErrorCode, "list")
-		for _, g := range r.Groups {
-			s += fmt.Sprintf("\n  %s type=%s state=%s protocol-type=%q", g.Group, g.GroupType, g.GroupState, g.ProtocolType)
-		}
-		return s
-	case *kmsg.DeleteGroupsResponse:
-		s := "delete"
-		for _, g := range r.Groups {
-			s += "\n  " + g.Group
-			if n := errName(g.ErrorCode); n != "" {
-				s += " " + n
-			}
-		}
-		return s
-	case *kmsg.OffsetCommitResponse:
-		var parts []string
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				x := fmt.Sprintf("%s/%d", topicName(t.Topic, t.TopicID), p.Partition)
-				if n := errName(p.ErrorCode); n != "" {
-					x += " " + n
-				}
-				parts = append(parts, x)
-			}
-		}
-		return "commit " + strings.Join(parts, ", ")
-	case *kmsg.OffsetFetchResponse:
-		var parts []string
-		add := func(g string, code int16, topic string, p, epoch int32, off int64, md *string, perr int16) {
-			x := fmt.Sprintf("%s/%d=%d", topic, p, off)
-			if epoch != -1 {
-				x += fmt.Sprintf("@%d", epoch)
-			}
-			if md != nil && len(*md) > 20 {
-				x += fmt.Sprintf(" metadata-size=%d", len(*md))
-			} else if md != nil && *md != "" {
-				x += fmt.Sprintf(" %q", *md)
-			}
-			if n := errName(perr); n != "" {
-				x += " " + n
-			}
-			parts = append(parts, x)
-		}
-		if r.Version < 8 {
-			for _, t := range r.Topics {
-				for _, p := range t.Partitions {
-					add("", 0, t.Topic, p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
-				}
-			}
-			return withErr(r.ErrorCode, "fetch "+strings.Join(parts, ", "))
-		}
-		s := "fetch"
-		for _, g := range r.Groups {
-			parts = nil
-			for _, t := range g.Topics {
-				for _, p := range t.Partitions {
-					add(g.Group, g.ErrorCode, topicName(t.Topic, t.TopicID), p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
-				}
-			}
-			s += fmt.Sprintf(" %s: %s", g.Group, withErr(g.ErrorCode, strings.Join(parts, ", ")))
-		}
-		return s
-	case *kmsg.OffsetDeleteResponse:
-		var parts []string
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				x := fmt.Sprintf("%s/%d", t.Topic, p.Partition)
-				if n := errName(p.ErrorCode); n != "" {
-					x += " " + n
-				}
-				parts = append(parts, x)
-			}
-		}
-		return withErr(r.ErrorCode, "offset-delete "+strings.Join(parts, ", "))
-	case *kmsg.ConsumerGroupHeartbeatResponse:
-		return fmtConsumerHeartbeat(r)
-	case *kmsg.ConsumerGroupDescribeResponse:
-		return fmtConsumerDescribe(r)
-	}
-	return fmt.Sprintf("%T", r)
-}
-
-func fmtBytes(b []byte) string {
-	for _, c := range b {
-		if c < 0x20 || c > 0x7e {
-			return fmt.Sprintf("%x", b)
-		}
-	}
-	return fmt.Sprintf("%q", b)
+	return vectors.Format(r, vectors.Identity{}, vectors.AsAnswered)
 }
 
 func fmtRecord(r records.Record) string {
@@ -778,7 +349,7 @@ func fmtRecord(r records.Record) string {
 			k.Group, v.Version, v.Generation, v.ProtocolType, ps(v.Protocol), ps(v.Leader), v.CurrentStateTimestamp)
 		for _, m := range v.Members {
 			s += fmt.Sprintf("\n  member %s instance=%s client=%s host=%s rebalance=%d session=%d subscription=%s assignment=%s",
-				m.MemberID, ps(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeoutMillis, m.SessionTimeoutMillis, fmtBytes(m.Subscription), fmtBytes(m.Assignment))
+				m.MemberID, ps(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeoutMillis, m.SessionTimeoutMillis, vectors.Bytes(m.Subscription), vectors.Bytes(m.Assignment))
 		}
 		return s
 	case records.OffsetCommitKey:
@@ -796,7 +367,7 @@ func fmtRecord(r records.Record) string {
 			s += fmt.Sprintf(" expire-ts=%d", v.ExpireTimestamp)
 		}
 		if v.TopicID != [16]byte{} {
-			s += " topic-id=" + topicName("", v.TopicID)
+			s += " topic-id=id:" + vectors.TopicName(v.TopicID)
 		}
 		return s
 	}

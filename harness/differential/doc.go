@@ -12,6 +12,10 @@
 // release must answer, so a version difference that the profile encodes
 // never shows up as a difference, and one it misses does.
 //
+// Requests are built and answers rendered by coordinator/vectors, the same
+// code coordinator.TestConformance uses; a target's names go through the
+// section's namespace and come back through targetNorm.
+//
 // Only what a client can see is compared: the responses to requests. The
 // commands that read internal state (state, records, replay) are skipped;
 // a section ends at its first tick that moves time or at a restart, because

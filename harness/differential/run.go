@@ -17,6 +17,7 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator"
 	"github.com/groupquake/groupquake/coordinator/consumergroup"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -352,7 +353,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 			sec.finish()
 			return nil
 		}
-		refReq, ok, err := buildRequest(refNames{}, st)
+		refReq, ok, err := buildRequest(vectors.Identity{}, st)
 		if err != nil {
 			return err
 		}
@@ -378,7 +379,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 				Target: fmt.Sprintf("UNSUPPORTED_VERSION: the target serves %s v%d–v%d (ApiVersions), not v%d; not sent", kmsg.NameForKey(tgtReq.Key()), rng[0], rng[1], tgtReq.GetVersion())}
 			if out.Response != nil {
 				if rr, err := wireRoundTrip(out.Response); err == nil {
-					x.Reference = format(rr, refNorm{})
+					x.Reference = format(rr, vectors.Identity{})
 				}
 			} else {
 				x.Reference = "parked"
@@ -389,7 +390,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 		}
 		var before string
 		if st.Cmd == "join" {
-			before = sec.describe(ctx, tn.group(argVal(st.Args, "group", "g")))
+			before = sec.describe(ctx, tn.Group(argVal(st.Args, "group", "g")))
 		}
 		sec.send(ctx, ticket, st, tgtReq)
 		var first *coordinator.Completion
@@ -398,7 +399,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 		} else {
 			sec.refParked[ticket] = st
 			if st.Cmd == "join" {
-				sec.settle(ctx, tn.group(argVal(st.Args, "group", "g")), before, sec.flights[ticket])
+				sec.settle(ctx, tn.Group(argVal(st.Args, "group", "g")), before, sec.flights[ticket])
 			}
 		}
 		sec.answer(st, first)
@@ -429,40 +430,6 @@ type shortIDs struct{ n int }
 
 func (s *shortIDs) NewID() string { s.n++; return strconv.Itoa(s.n) }
 
-// refNames is the reference's side: names as the vector writes them, topic
-// ids "T"+name as the coordinator test harness makes them.
-type refNames struct{}
-
-func (refNames) group(s string) string     { return s }
-func (refNames) topic(s string) string     { return s }
-func (refNames) member(s string) string    { return s }
-func (refNames) topicID(s string) [16]byte { return fakeID(s) }
-
-// refNorm renders the reference's answers: names as they are, "T"+name
-// topic ids by name.
-type refNorm struct{}
-
-func (refNorm) group(s string) string      { return s }
-func (refNorm) topic(s string) string      { return s }
-func (refNorm) member(s string) string     { return s }
-func (refNorm) text(s string) string       { return s }
-func (refNorm) topicID(id [16]byte) string { return fakeName(id) }
-func (refNorm) host(s string) string       { return s }
-
-func fakeID(name string) [16]byte {
-	var id [16]byte
-	id[0] = 'T'
-	copy(id[1:], name)
-	return id
-}
-
-func fakeName(id [16]byte) string {
-	if id[0] == 'T' {
-		return strings.TrimRight(string(id[1:]), "\x00")
-	}
-	return fmt.Sprintf("%x", id)
-}
-
 // targetNames is a target's side of one section.
 type targetNames struct {
 	ns       string
@@ -472,23 +439,23 @@ type targetNames struct {
 	toRef    map[string]string
 }
 
-func (n *targetNames) group(s string) string {
+func (n *targetNames) Group(s string) string {
 	if s == "" {
 		return ""
 	}
 	return n.ns + s
 }
 
-func (n *targetNames) topic(s string) string { return n.ns + s }
+func (n *targetNames) Topic(s string) string { return n.ns + s }
 
-func (n *targetNames) topicID(s string) [16]byte {
+func (n *targetNames) TopicID(s string) [16]byte {
 	if id, ok := n.ids[s]; ok {
 		return id
 	}
-	return fakeID(s) // a topic the target does not have: an unknown id
+	return vectors.TopicID(s) // a topic the target does not have: an unknown id
 }
 
-func (n *targetNames) member(s string) string {
+func (n *targetNames) Member(s string) string {
 	if m, ok := n.toTarget[s]; ok {
 		return m
 	}
@@ -517,28 +484,28 @@ type targetNorm struct {
 	hostAs string
 }
 
-func (t targetNorm) host(s string) string {
+func (t targetNorm) Host(s string) string {
 	if t.hostAs != "" && s != "" {
 		return t.hostAs
 	}
 	return s
 }
 
-func (t targetNorm) member(s string) string {
+func (t targetNorm) Member(s string) string {
 	if m, ok := t.n.toRef[s]; ok {
 		return m
 	}
 	return s
 }
-func (t targetNorm) group(s string) string { return strings.TrimPrefix(s, t.n.ns) }
-func (t targetNorm) topic(s string) string { return strings.TrimPrefix(s, t.n.ns) }
-func (t targetNorm) topicID(id [16]byte) string {
+func (t targetNorm) Group(s string) string { return strings.TrimPrefix(s, t.n.ns) }
+func (t targetNorm) Topic(s string) string { return strings.TrimPrefix(s, t.n.ns) }
+func (t targetNorm) TopicName(id [16]byte) string {
 	if s, ok := t.n.byID[id]; ok {
 		return s
 	}
-	return fakeName(id)
+	return vectors.TopicName(id)
 }
-func (t targetNorm) text(s string) string {
+func (t targetNorm) Text(s string) string {
 	s = strings.ReplaceAll(s, t.n.ns, "")
 	// Longest ids first, so that no id is replaced inside a longer one.
 	tgts := slices.SortedFunc(maps.Keys(t.n.toRef), func(a, b string) int { return len(b) - len(a) })
@@ -554,13 +521,13 @@ type image map[string]int
 
 func (im image) TopicByName(name string) ([16]byte, int, bool) {
 	n, ok := im[name]
-	return fakeID(name), n, ok
+	return vectors.TopicID(name), n, ok
 }
 
 func (im image) TopicByID(id [16]byte) (string, int, bool) {
-	name := fakeName(id)
+	name := vectors.TopicName(id)
 	n, ok := im[name]
-	if !ok || fakeID(name) != id {
+	if !ok || vectors.TopicID(name) != id {
 		return "", 0, false
 	}
 	return name, n, true
@@ -621,7 +588,7 @@ func (r *runner) createTopics(ctx context.Context, tn *targetNames, img image) e
 	}
 	var want []string
 	for _, name := range slices.Sorted(maps.Keys(img)) {
-		full := tn.topic(name)
+		full := tn.Topic(name)
 		want = append(want, full)
 		resp, err := r.adm.CreateTopic(ctx, int32(img[name]), 1, nil, full)
 		if err == nil {
@@ -692,7 +659,7 @@ func (r *runner) warmUp(ctx context.Context, tn *targetNames, s Section) error {
 			req := kmsg.NewPtrOffsetFetchRequest()
 			req.Version = 8
 			rg := kmsg.NewOffsetFetchRequestGroup()
-			rg.Group = tn.group(g)
+			rg.Group = tn.Group(g)
 			req.Groups = append(req.Groups, rg)
 			resp, err := c.do(req, "groupquake-warmup", deadline)
 			if err != nil {
@@ -739,7 +706,7 @@ func (r *runner) probeConsumerTopics(ctx context.Context, tn *targetNames, img i
 	defer c.close()
 	var topics []string
 	for _, name := range slices.Sorted(maps.Keys(img)) {
-		topics = append(topics, tn.topic(name))
+		topics = append(topics, tn.Topic(name))
 	}
 	group := "probe-" + tn.ns
 	deadline := time.Now().Add(r.opt.Wait)
@@ -766,7 +733,7 @@ func (r *runner) probeConsumerTopics(ctx context.Context, tn *targetNames, img i
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("after %v %s's group coordinator still assigns none of %v (last answer: %s)", r.opt.Wait, r.t.Name, topics, format(hb, refNorm{}))
+			return fmt.Errorf("after %v %s's group coordinator still assigns none of %v (last answer: %s)", r.opt.Wait, r.t.Name, topics, format(hb, vectors.Identity{}))
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 )
 
 // flight is one request sent to the target; done closes when it has an
@@ -126,7 +127,7 @@ func (s *sectionRun) answer(st Step, first *coordinator.Completion) {
 			s.result(x)
 			continue
 		}
-		x.Reference = format(refResp, refNorm{})
+		x.Reference = format(refResp, vectors.Identity{})
 		f := s.flights[t]
 		if f == nil {
 			x.Outcome, x.Why = Skipped, "not sent to the target"

@@ -1,0 +1,296 @@
+package vectors
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Order says how Format orders the lists of a response.
+type Order int
+
+const (
+	// AsAnswered keeps every list in the order of the response: the
+	// coordinator is deterministic, and its vectors pin that order.
+	AsAnswered Order = iota
+	// Sorted sorts every list whose order is a hash-map iteration order in
+	// Kafka (members, partitions, groups; a broker also answers shard by
+	// shard), so that only the set is compared. LeaveGroup's members, which
+	// follow the request, keep their order.
+	Sorted
+)
+
+// Format renders a response in the vectors' canonical form: Kafka error
+// names, names mapped back to the vector's through n.
+func Format(r kmsg.Response, n Norm, order Order) string {
+	sortIf := func(s []string) {
+		if order == Sorted {
+			slices.Sort(s)
+		}
+	}
+	switch r := r.(type) {
+	case *kmsg.JoinGroupResponse:
+		s := fmt.Sprintf("join member=%s", n.Member(r.MemberID))
+		if r.ErrorCode == 0 {
+			s += fmt.Sprintf(" gen=%d type=%s proto=%s leader=%s", r.Generation, ps(r.ProtocolType), ps(r.Protocol), n.Member(r.LeaderID))
+			if r.SkipAssignment {
+				s += " skip-assignment"
+			}
+			if len(r.Members) > 0 {
+				var ms []string
+				for _, m := range r.Members {
+					x := n.Member(m.MemberID)
+					if m.InstanceID != nil {
+						x += "/" + *m.InstanceID
+					}
+					ms = append(ms, x+":"+meta(m.ProtocolMetadata, n))
+				}
+				sortIf(ms)
+				s += " members=(" + strings.Join(ms, ", ") + ")"
+			}
+		}
+		return withErr(r.ErrorCode, s)
+	case *kmsg.SyncGroupResponse:
+		if r.ErrorCode != 0 {
+			return "sync " + ErrName(r.ErrorCode)
+		}
+		return fmt.Sprintf("sync type=%s proto=%s assignment=%s", ps(r.ProtocolType), ps(r.Protocol), Bytes(r.MemberAssignment))
+	case *kmsg.HeartbeatResponse:
+		return withErr(r.ErrorCode, "heartbeat")
+	case *kmsg.LeaveGroupResponse:
+		s := withErr(r.ErrorCode, "leave")
+		for _, m := range r.Members {
+			x := n.Member(m.MemberID)
+			if m.InstanceID != nil {
+				x += "/" + *m.InstanceID
+			}
+			if e := ErrName(m.ErrorCode); e != "" {
+				x += " " + e
+			}
+			s += "\n  " + x
+		}
+		return s
+	case *kmsg.DescribeGroupsResponse:
+		var gs []string
+		for _, g := range r.Groups {
+			x := fmt.Sprintf("\n  %s state=%s type=%q proto=%q", n.Group(g.Group), g.State, g.ProtocolType, g.Protocol)
+			if g.ErrorCode != 0 {
+				x += " " + ErrName(g.ErrorCode)
+			}
+			var ms []string
+			for _, m := range g.Members {
+				ms = append(ms, fmt.Sprintf("\n    %s instance=%s client=%s host=%s metadata=%s assignment=%s",
+					n.Member(m.MemberID), ps(m.InstanceID), m.ClientID, n.Host(m.ClientHost), meta(m.ProtocolMetadata, n), Bytes(m.MemberAssignment)))
+			}
+			sortIf(ms)
+			gs = append(gs, x+strings.Join(ms, ""))
+		}
+		sortIf(gs)
+		return "describe" + strings.Join(gs, "")
+	case *kmsg.ListGroupsResponse:
+		s := withErr(r.ErrorCode, "list")
+		var gs []string
+		for _, g := range r.Groups {
+			gs = append(gs, fmt.Sprintf("\n  %s type=%s state=%s protocol-type=%q", n.Group(g.Group), g.GroupType, g.GroupState, g.ProtocolType))
+		}
+		sortIf(gs)
+		return s + strings.Join(gs, "")
+	case *kmsg.DeleteGroupsResponse:
+		var gs []string
+		for _, g := range r.Groups {
+			x := "\n  " + n.Group(g.Group)
+			if e := ErrName(g.ErrorCode); e != "" {
+				x += " " + e
+			}
+			gs = append(gs, x)
+		}
+		sortIf(gs)
+		return "delete" + strings.Join(gs, "")
+	case *kmsg.OffsetCommitResponse:
+		var parts []string
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				x := fmt.Sprintf("%s/%d", topicName(t.Topic, t.TopicID, n), p.Partition)
+				if e := ErrName(p.ErrorCode); e != "" {
+					x += " " + e
+				}
+				parts = append(parts, x)
+			}
+		}
+		sortIf(parts)
+		return "commit " + strings.Join(parts, ", ")
+	case *kmsg.OffsetFetchResponse:
+		var parts []string
+		add := func(topic string, p, epoch int32, off int64, md *string, perr int16) {
+			x := fmt.Sprintf("%s/%d=%d", topic, p, off)
+			if epoch != -1 {
+				x += fmt.Sprintf("@%d", epoch)
+			}
+			if md != nil && len(*md) > 20 {
+				x += fmt.Sprintf(" metadata-size=%d", len(*md))
+			} else if md != nil && *md != "" {
+				x += fmt.Sprintf(" %q", *md)
+			}
+			if e := ErrName(perr); e != "" {
+				x += " " + e
+			}
+			parts = append(parts, x)
+		}
+		if r.Version < 8 {
+			for _, t := range r.Topics {
+				for _, p := range t.Partitions {
+					add(n.Topic(t.Topic), p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
+				}
+			}
+			sortIf(parts)
+			return withErr(r.ErrorCode, "fetch "+strings.Join(parts, ", "))
+		}
+		s := "fetch"
+		for _, g := range r.Groups {
+			parts = nil
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					add(topicName(t.Topic, t.TopicID, n), p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
+				}
+			}
+			sortIf(parts)
+			s += fmt.Sprintf(" %s: %s", n.Group(g.Group), withErr(g.ErrorCode, strings.Join(parts, ", ")))
+		}
+		return s
+	case *kmsg.OffsetDeleteResponse:
+		var parts []string
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				x := fmt.Sprintf("%s/%d", n.Topic(t.Topic), p.Partition)
+				if e := ErrName(p.ErrorCode); e != "" {
+					x += " " + e
+				}
+				parts = append(parts, x)
+			}
+		}
+		sortIf(parts)
+		return withErr(r.ErrorCode, "offset-delete "+strings.Join(parts, ", "))
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		if r.ErrorCode != 0 {
+			return fmt.Sprintf("consumer-heartbeat %s %s", ErrName(r.ErrorCode), n.Text(ps(r.ErrorMessage)))
+		}
+		s := fmt.Sprintf("consumer-heartbeat member=%s epoch=%d interval=%dms", n.Member(ps(r.MemberID)), r.MemberEpoch, r.HeartbeatIntervalMillis)
+		if r.Assignment != nil {
+			// Always sorted: the vectors pinned a sorted assignment.
+			var parts []string
+			for _, t := range r.Assignment.Topics {
+				for _, p := range t.Partitions {
+					parts = append(parts, fmt.Sprintf("%s/%d", n.TopicName(t.TopicID), p))
+				}
+			}
+			slices.Sort(parts)
+			s += " assignment=[" + strings.Join(parts, " ") + "]"
+		}
+		return s
+	case *kmsg.ConsumerGroupDescribeResponse:
+		s := "consumer-describe"
+		for _, g := range r.Groups {
+			if g.ErrorCode != 0 {
+				s += fmt.Sprintf("\n  %s %s %s", n.Group(g.Group), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage)))
+				continue
+			}
+			s += fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.Group), g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName)
+			var ms []string
+			for _, m := range g.Members {
+				var subs []string
+				for _, t := range m.SubscribedTopics {
+					subs = append(subs, n.Topic(t))
+				}
+				x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s target=%s subscribed=[%s]",
+					n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), describeTPs(m.Assignment, n), describeTPs(m.TargetAssignment, n), strings.Join(subs, " "))
+				if m.InstanceID != nil {
+					x += " instance=" + *m.InstanceID
+				}
+				ms = append(ms, x)
+			}
+			sortIf(ms)
+			s += strings.Join(ms, "")
+		}
+		return s
+	}
+	return fmt.Sprintf("%T", r)
+}
+
+// describeTPs renders a ConsumerGroupDescribe assignment, always sorted.
+func describeTPs(a kmsg.Assignment, n Norm) string {
+	var parts []string
+	for _, t := range a.TopicPartitions {
+		for _, p := range t.Partitions {
+			parts = append(parts, fmt.Sprintf("%s/%d", n.Topic(t.Topic), p))
+		}
+	}
+	slices.Sort(parts)
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// topicName names a topic of a response: by name, or "id:" and the name
+// its id stands for.
+func topicName(name string, id [16]byte, n Norm) string {
+	if name != "" || id == [16]byte{} {
+		return n.Topic(name)
+	}
+	return "id:" + n.TopicName(id)
+}
+
+// meta renders protocol metadata; a ConsumerProtocolSubscription is
+// re-encoded with the vector's topic names so that its bytes compare.
+func meta(b []byte, n Norm) string {
+	if ts, ok := ParseSubscription(b); ok {
+		for i := range ts {
+			ts[i] = n.Topic(ts[i])
+		}
+		b = Subscription(ts)
+	}
+	return Bytes(b)
+}
+
+// Bytes renders bytes as a quoted string when they are printable ASCII,
+// else in hex.
+func Bytes(b []byte) string {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return fmt.Sprintf("%x", b)
+		}
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// ErrName is the Kafka name of an error code (UNKNOWN_MEMBER_ID), "" for
+// no error.
+func ErrName(code int16) string {
+	if code == 0 {
+		return ""
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		if ke, ok := err.(*kerr.Error); ok {
+			return ke.Message
+		}
+	}
+	return fmt.Sprintf("error(%d)", code)
+}
+
+func withErr(code int16, s string) string {
+	if e := ErrName(code); e != "" {
+		if s == "" {
+			return e
+		}
+		return s + " " + e
+	}
+	return s
+}
+
+// ps renders a nullable string, null as "null".
+func ps(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return *s
+}
