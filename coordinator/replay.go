@@ -119,23 +119,11 @@ func (c *Coordinator) replayGroupMetadata(id string, v *records.GroupMetadataVal
 }
 
 func consumerGroupID(k records.Key) string {
-	switch k := k.(type) {
-	case records.ConsumerGroupMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupPartitionMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupMemberMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupTargetAssignmentMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupTargetAssignmentMemberKey:
-		return k.GroupID
-	case records.ConsumerGroupCurrentMemberAssignmentKey:
-		return k.GroupID
-	case records.ConsumerGroupRegularExpressionKey:
-		return k.GroupID
+	switch k.(type) {
+	case records.OffsetCommitKey, records.GroupMetadataKey:
+		return ""
 	}
-	return ""
+	return records.GroupOf(k)
 }
 
 func errNoConsumerGroups(r records.Record) error {

@@ -75,27 +75,11 @@ type Topics interface {
 // groupOf returns the group a record belongs to, which picks its
 // __consumer_offsets partition.
 func groupOf(k records.Key) (string, error) {
-	switch k := k.(type) {
-	case records.OffsetCommitKey:
-		return k.Group, nil
-	case records.GroupMetadataKey:
-		return k.Group, nil
-	case records.ConsumerGroupMetadataKey:
-		return k.GroupID, nil
-	case records.ConsumerGroupPartitionMetadataKey:
-		return k.GroupID, nil
-	case records.ConsumerGroupMemberMetadataKey:
-		return k.GroupID, nil
-	case records.ConsumerGroupTargetAssignmentMetadataKey:
-		return k.GroupID, nil
-	case records.ConsumerGroupTargetAssignmentMemberKey:
-		return k.GroupID, nil
-	case records.ConsumerGroupCurrentMemberAssignmentKey:
-		return k.GroupID, nil
-	case records.ConsumerGroupRegularExpressionKey:
-		return k.GroupID, nil
-	case nil:
+	if k == nil {
 		return "", errors.New("record without a key")
+	}
+	if g := records.GroupOf(k); g != "" {
+		return g, nil
 	}
 	return "", fmt.Errorf("a %v record names no group, so it has no %s partition", k.RecordType(), offsetsTopic)
 }

@@ -167,29 +167,7 @@ func Where(hr history.Record) string {
 
 // GroupOf returns the group a record key belongs to, "" for keys of record
 // types that are not decoded (share and streams groups).
-func GroupOf(k records.Key) string {
-	switch k := k.(type) {
-	case records.OffsetCommitKey:
-		return k.Group
-	case records.GroupMetadataKey:
-		return k.Group
-	case records.ConsumerGroupMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupPartitionMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupMemberMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupTargetAssignmentMetadataKey:
-		return k.GroupID
-	case records.ConsumerGroupTargetAssignmentMemberKey:
-		return k.GroupID
-	case records.ConsumerGroupCurrentMemberAssignmentKey:
-		return k.GroupID
-	case records.ConsumerGroupRegularExpressionKey:
-		return k.GroupID
-	}
-	return ""
-}
+func GroupOf(k records.Key) string { return records.GroupOf(k) }
 
 // classicAssignment decodes a classic member's assignment bytes as
 // DescribeGroups clients do (kadm decodes them for protocol type "consumer"

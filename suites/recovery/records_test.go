@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"testing"
@@ -54,7 +53,7 @@ func TestBrokerRecordsDecode(t *testing.T) {
 				if !bytes.Equal(k, r.Key) || !bytes.Equal(val, r.Value) {
 					t.Errorf("partition %d offset %d: %s re-encodes differently:\nbroker key %x value %x\nours   key %x value %x", r.Partition, r.Offset, dec.Type(), r.Key, r.Value, k, val)
 				}
-				if g := groupOf(dec.Key); g != "" {
+				if g := records.GroupOf(dec.Key); g != "" {
 					if want := records.PartitionFor(g, offsetsPartitions); int(r.Partition) != want {
 						t.Errorf("record of group %q in partition %d, PartitionFor says %d", g, r.Partition, want)
 					}
@@ -79,20 +78,6 @@ func TestBrokerRecordsDecode(t *testing.T) {
 			}
 		})
 	}
-}
-
-// groupOf returns the group id a record key names, "" when it names none.
-func groupOf(k records.Key) string {
-	rv := reflect.Indirect(reflect.ValueOf(k))
-	if rv.Kind() != reflect.Struct {
-		return ""
-	}
-	for _, f := range []string{"Group", "GroupID"} {
-		if fv := rv.FieldByName(f); fv.IsValid() && fv.Kind() == reflect.String {
-			return fv.String()
-		}
-	}
-	return ""
 }
 
 func produce(t *testing.T, c *cluster.Cluster, topic string, n int) {
