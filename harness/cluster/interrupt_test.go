@@ -13,18 +13,8 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 )
-
-// buildGroupquake builds the command once per test.
-func buildGroupquake(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "groupquake")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/groupquake/groupquake/cmd/groupquake").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build groupquake: %v\n%s", err, out)
-	}
-	return bin
-}
 
 var readyLine = regexp.MustCompile(`cluster ([a-z0-9]+): ready in`)
 
@@ -68,7 +58,7 @@ func startRun(t *testing.T, bin string) (*exec.Cmd, string) {
 // `groupquake run` and checks that it removed its containers and network.
 func TestInterruptRemovesCluster(t *testing.T) {
 	needEngine(t)
-	cmd, run := startRun(t, buildGroupquake(t))
+	cmd, run := startRun(t, clustertest.BuildGroupquake(t))
 	if n, err := cluster.Leftovers(context.Background(), run); err != nil || n == 0 {
 		t.Fatalf("precondition: run %s has %d containers/networks (err %v)", run, n, err)
 	}
@@ -91,7 +81,7 @@ func TestInterruptRemovesCluster(t *testing.T) {
 // cannot clean up, and checks that a sweep removes what it left.
 func TestSweepRemovesCrashedRun(t *testing.T) {
 	needEngine(t)
-	cmd, run := startRun(t, buildGroupquake(t))
+	cmd, run := startRun(t, clustertest.BuildGroupquake(t))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

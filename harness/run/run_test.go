@@ -3,7 +3,6 @@ package run_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,7 +99,7 @@ func baselineRun(t *testing.T, v string, kinds []string) {
 			if err := os.Remove(filepath.Join(cp, run.VerdictsFile)); err != nil {
 				t.Fatal(err)
 			}
-			out, code := groupquake(t, buildGroupquake(t), "check", "--write", cp)
+			out, code := clustertest.RunGroupquake(t, clustertest.BuildGroupquake(t), "check", "--write", cp)
 			if code != 0 {
 				t.Fatalf("groupquake check on a copy exits %d, want 0:\n%s", code, out)
 			}
@@ -172,35 +171,6 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-// buildGroupquake builds the command into a temporary directory.
-func buildGroupquake(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "groupquake")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/groupquake/groupquake/cmd/groupquake")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/groupquake: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// groupquake runs the command to completion (bounded) and returns its
-// combined output and exit status.
-func groupquake(t *testing.T, bin string, args ...string) (string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		return string(out), ee.ExitCode()
-	}
-	t.Fatalf("groupquake %v: %v\n%s", args, err, out)
-	return "", -1
-}
-
 // TestKilledRun kills `groupquake run` with SIGKILL in the middle of its
 // workload and judges what it left: the history is read up to where it
 // stopped and judged (exit 0 or 1, never 2), a history cut in the middle of a
@@ -209,7 +179,7 @@ func groupquake(t *testing.T, bin string, args ...string) (string, int) {
 func TestKilledRun(t *testing.T) {
 	v := clustertest.Versions()[0]
 	c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
-	bin := buildGroupquake(t)
+	bin := clustertest.BuildGroupquake(t)
 	dir := filepath.Join(t.TempDir(), "killed")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "run.log"))
 	if err != nil {
@@ -264,7 +234,7 @@ func TestKilledRun(t *testing.T) {
 		}
 	}
 
-	out, code := groupquake(t, bin, "check", dir)
+	out, code := clustertest.RunGroupquake(t, bin, "check", dir)
 	if code != 0 && code != 1 {
 		t.Fatalf("check of the killed run exits %d, want 0 or 1:\n%s", code, out)
 	}
@@ -284,7 +254,7 @@ func TestKilledRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	hf.Close()
-	out, code = groupquake(t, bin, "check", cut)
+	out, code = clustertest.RunGroupquake(t, bin, "check", cut)
 	if code != 0 && code != 1 {
 		t.Fatalf("check of a cut history exits %d, want 0 or 1:\n%s", code, out)
 	}
@@ -299,12 +269,12 @@ func TestKilledRun(t *testing.T) {
 		if err := os.Remove(filepath.Join(d, missing)); err != nil {
 			t.Fatal(err)
 		}
-		out, code := groupquake(t, bin, "check", d)
+		out, code := clustertest.RunGroupquake(t, bin, "check", d)
 		if code != 2 || !strings.Contains(out, "missing "+missing) {
 			t.Errorf("check of a directory without %s exits %d, want 2 naming it:\n%s", missing, code, out)
 		}
 	}
-	out, code = groupquake(t, bin, "check", filepath.Join(t.TempDir(), "nothing-here"))
+	out, code = clustertest.RunGroupquake(t, bin, "check", filepath.Join(t.TempDir(), "nothing-here"))
 	if code != 2 {
 		t.Errorf("check of a directory that does not exist exits %d, want 2:\n%s", code, out)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,7 +41,7 @@ const settleBound = 60 * time.Second
 // partition is pending revocation, so KAFKA-20431 (4.3+ describes pending
 // revocations) does not show here; the replay's unit tests pin it.
 func TestReplayMatchesBroker(t *testing.T) {
-	bin := buildGroupquake(t)
+	bin := clustertest.BuildGroupquake(t)
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
@@ -64,7 +63,7 @@ func TestReplayMatchesBroker(t *testing.T) {
 			}
 			checkAll("live members", 2)
 			for _, g := range groups {
-				out, code := groupquake(t, bin, "replay", "--bootstrap", strings.Join(c.Bootstrap(), ","), "--group", g.name, "--kafka", v)
+				out, code := clustertest.RunGroupquake(t, bin, "replay", "--bootstrap", strings.Join(c.Bootstrap(), ","), "--group", g.name, "--kafka", v)
 				if code != 0 || !strings.Contains(out, "the replayed state is what the broker describes") {
 					t.Errorf("groupquake replay --group %s exits %d, want 0 and agreement:\n%s", g.name, code, out)
 				} else {
@@ -96,10 +95,10 @@ func TestReplayMatchesBroker(t *testing.T) {
 			checkAll("after the members left, after kill -9", 0)
 
 			// The command's answers to bad input.
-			if out, code := groupquake(t, bin, "replay", "--bootstrap", strings.Join(c.Bootstrap(), ","), "--group", "never-existed", "--kafka", v); code != 2 || !strings.Contains(out, "has no records") {
+			if out, code := clustertest.RunGroupquake(t, bin, "replay", "--bootstrap", strings.Join(c.Bootstrap(), ","), "--group", "never-existed", "--kafka", v); code != 2 || !strings.Contains(out, "has no records") {
 				t.Errorf("replay of an unknown group exits %d, want 2 and 'has no records':\n%s", code, out)
 			}
-			if out, code := groupquake(t, bin, "replay", "--bootstrap", strings.Join(c.Bootstrap(), ","), "--group", "r-classic", "--kafka", "4.9.1"); code != 2 || !strings.Contains(out, "unknown Kafka version") {
+			if out, code := clustertest.RunGroupquake(t, bin, "replay", "--bootstrap", strings.Join(c.Bootstrap(), ","), "--group", "r-classic", "--kafka", "4.9.1"); code != 2 || !strings.Contains(out, "unknown Kafka version") {
 				t.Errorf("replay with an unknown version exits %d, want 2:\n%s", code, out)
 			}
 		})
@@ -165,7 +164,7 @@ func TestReplayAcrossCoordinatorMove(t *testing.T) {
 // skipped with a reason: the reference coordinator does not model classic
 // members in consumer groups.)
 func TestRunJudgesRecoveredState(t *testing.T) {
-	bin := buildGroupquake(t)
+	bin := clustertest.BuildGroupquake(t)
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
@@ -192,7 +191,7 @@ func TestRunJudgesRecoveredState(t *testing.T) {
 						t.Fatal(err)
 					}
 					requireRecoveredHolds(t, "Judge", j.Report)
-					if out, code := groupquake(t, bin, "check", dir); !strings.Contains(out, "ok    RecoveredStateMatchesLog") {
+					if out, code := clustertest.RunGroupquake(t, bin, "check", dir); !strings.Contains(out, "ok    RecoveredStateMatchesLog") {
 						t.Errorf("groupquake check exits %d without 'ok    RecoveredStateMatchesLog':\n%s", code, out)
 					}
 				})
@@ -422,35 +421,6 @@ func readConsistent(ctx context.Context, r *observe.Reader) (history.Snapshot, e
 		errs = append(errs, fmt.Errorf("the group changed while it was read: %s → %s", render(before), render(after)))
 	}
 	return history.Snapshot{}, errors.Join(errs...)
-}
-
-// buildGroupquake builds the command into a temporary directory.
-func buildGroupquake(t *testing.T) string {
-	t.Helper()
-	clustertest.NeedEngine(t)
-	bin := filepath.Join(t.TempDir(), "groupquake")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/groupquake/groupquake/cmd/groupquake").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/groupquake: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// groupquake runs the command (bounded) and returns its combined output and
-// exit status.
-func groupquake(t *testing.T, bin string, args ...string) (string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		return string(out), ee.ExitCode()
-	}
-	t.Fatalf("groupquake %v: %v\n%s", args, err, out)
-	return "", -1
 }
 
 // handMember is a KIP-848 member driven by hand (ConsumerGroupHeartbeat
