@@ -1,13 +1,23 @@
-// Package faults describes faults as values: what happens, to which node or
-// client link, and when. A cluster implements Target; the harness applies a
-// fault to it and, at the end of every schedule, heals everything before the
-// final observations. This package never imports the harness, so a fault
-// plan can be built, saved and read without any cluster.
+// Package faults describes faults as values: what happens, to which node,
+// client link or member, and when. A fault kind is one value (a Def) that
+// knows where it fits, how it is drawn, how it is applied and healed and
+// what effect it reports, the shape of etcd's failpoints: adding a kind is
+// one file and its tests (node.go, link.go, churn.go hold today's kinds).
+//
+// A cluster implements Target, a client's links implement Link and the
+// harness's workload implements Members; Env bundles them for one run. At the
+// end of every schedule the harness heals everything before the final
+// observations. This package never imports the harness, so a fault plan can
+// be built, saved and read without any cluster.
 package faults
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -17,9 +27,15 @@ type NodeID = int32
 // AllNodes selects every link of a client.
 const AllNodes NodeID = -1
 
-// Target is what faults act on: the nodes of a cluster. Each method returns
-// only when the action took effect (a stopped node has exited, a started
-// one serves, an isolated one is unreachable).
+// Coordinator, as a node fault's Node, selects the node that leads the
+// group's __consumer_offsets partition (the group coordinator) at the moment
+// the fault starts; the harness resolves it then and records which node it
+// was.
+const Coordinator NodeID = -2
+
+// Target is what node faults act on: the nodes of a cluster. Each method
+// returns only when the action took effect (a stopped node has exited, a
+// started one serves, an isolated one is unreachable).
 type Target interface {
 	NodeIDs() []NodeID
 	StopNode(ctx context.Context, id NodeID) error
@@ -42,157 +58,268 @@ type Link interface {
 	Heal(node NodeID) error
 }
 
-// Kind is what a fault does.
+// LinkOf returns a client's links; the harness supplies it.
+type LinkOf func(client string) (Link, error)
+
+// Members is what churn faults act on: the group's members as the
+// workload runs them. Each method returns once the change took effect on
+// the member's side (a left member has sent its leave, a crashed one can no
+// longer reach any broker) and says what it saw.
+type Members interface {
+	// Join starts a member that has not run yet (a late joiner).
+	Join(ctx context.Context, name string) (string, error)
+	// Leave stops a member cleanly: it commits what it consumed and leaves
+	// the group.
+	Leave(ctx context.Context, name string) (string, error)
+	// Crash stops a member without leaving: its connections are cut first,
+	// so nothing more of it reaches Kafka, and its session must expire.
+	Crash(ctx context.Context, name string) (string, error)
+	// Stall stops the member's application from polling (its heartbeats go
+	// on, so only the poll interval can remove it); with freeze, its links
+	// hold every byte as well, like a process stopped by a long GC pause.
+	Stall(ctx context.Context, name string, freeze bool, d time.Duration) (string, error)
+	// Restore brings a member back to running: a stopped one is started
+	// anew (a new member id; a static member keeps its instance id), a
+	// stalled one resumes. It is the heal of every churn fault.
+	Restore(ctx context.Context, name string) (string, error)
+}
+
+// Group is what coordinator-aware faults ask about the group under test.
+type Group interface {
+	// Coordinator is the node that coordinates the group now.
+	Coordinator(ctx context.Context) (NodeID, error)
+	// Rebalancing reports whether a rebalance is in progress now: some
+	// partition has no owner or more than one, as the members see it.
+	Rebalancing() bool
+}
+
+// Env is everything faults act on in one run. A nil part means the run
+// cannot do that family of faults (an external cluster without node
+// control has no Target).
+type Env struct {
+	Target  Target
+	Links   LinkOf
+	Members Members
+	Group   Group
+}
+
+// Kind names what a fault does; it is what plans save.
 type Kind string
 
-// The fault kinds. Node faults act on a node; link faults on one client's
-// links (to one node, or all with AllNodes).
+// Family groups kinds by what they act on.
+type Family string
+
 const (
-	NodeStop    Kind = "node-stop"    // graceful stop; healed by a start
-	NodeKill    Kind = "node-kill"    // SIGKILL; healed by a start
-	NodePause   Kind = "node-pause"   // freeze; healed by unpause
-	NodeIsolate Kind = "node-isolate" // network partition of one node; healed by reconnecting
-	LinkCut     Kind = "link-cut"     // connection refused for one client
-	LinkLatency Kind = "link-latency" // added delay both ways
-	LinkSlow    Kind = "link-bandwidth"
-	LinkHole    Kind = "link-blackhole" // connections stay open, no bytes pass
-	LinkReset   Kind = "link-reset"     // connections reset
+	FamilyNode  Family = "node"  // a broker node
+	FamilyLink  Family = "link"  // one client's links
+	FamilyChurn Family = "churn" // a member's life: joins, leaves, crashes, stalls
 )
 
-// Kinds lists every fault kind.
-var Kinds = []Kind{NodeStop, NodeKill, NodePause, NodeIsolate, LinkCut, LinkLatency, LinkSlow, LinkHole, LinkReset}
+// Trigger says what starts a fault besides the clock.
+type Trigger string
 
-// Known reports whether k is a fault kind.
-func (k Kind) Known() bool {
-	for _, x := range Kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
+const (
+	// AtTime starts the fault at its At.
+	AtTime Trigger = ""
+	// OnRebalance starts the fault at its At or later, as soon as a
+	// rebalance is in progress (bounded by RebalanceWait; past it the fault
+	// starts anyway and the history says the trigger was not met).
+	OnRebalance Trigger = "rebalance"
+)
+
+// RebalanceWait bounds how long an OnRebalance fault waits for a rebalance.
+const RebalanceWait = 10 * time.Second
 
 // Fault is one fault of a schedule: a plain value, saved in the plan.
 type Fault struct {
 	Kind Kind `json:"kind"`
-	// Node is the node a node fault acts on, or the broker a link fault
+	// Node is the node a node fault acts on (Coordinator: the group
+	// coordinator's node when the fault starts), or the broker a link fault
 	// cuts the client from (AllNodes for every broker).
 	Node NodeID `json:"node"`
 	// Client names the client whose links a link fault acts on.
 	Client string `json:"client,omitempty"`
+	// Member names the member a churn fault acts on.
+	Member string `json:"member,omitempty"`
 	// At is when the fault starts, from the start of the workload phase.
 	At time.Duration `json:"at"`
 	// For is how long it lasts before it is healed; 0 lasts until the final heal.
 	For time.Duration `json:"for"`
+	// Trigger, when set, delays the start past At until the condition holds.
+	Trigger Trigger `json:"trigger,omitempty"`
 	// Latency, Jitter and KBPerSec parameterise link faults.
 	Latency  time.Duration `json:"latency,omitempty"`
 	Jitter   time.Duration `json:"jitter,omitempty"`
 	KBPerSec int64         `json:"kb_per_sec,omitempty"`
 }
 
-func (f Fault) String() string {
-	if f.Client != "" {
-		return fmt.Sprintf("%s %s→node %d at %s for %s", f.Kind, f.Client, f.Node, f.At, f.For)
+func (f Fault) target() string {
+	switch {
+	case f.Member != "":
+		return f.Member
+	case f.Client != "" && f.Node == AllNodes:
+		return f.Client + "→all brokers"
+	case f.Client != "":
+		return fmt.Sprintf("%s→node %d", f.Client, f.Node)
+	case f.Node == Coordinator:
+		return "the coordinator's node"
 	}
-	return fmt.Sprintf("%s node %d at %s for %s", f.Kind, f.Node, f.At, f.For)
+	return fmt.Sprintf("node %d", f.Node)
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("%s %s at %s for %s", f.Kind, f.target(), f.At, f.For)
+	if f.Trigger != AtTime {
+		s += " on " + string(f.Trigger)
+	}
+	return s
+}
+
+// Def is one fault kind: where it fits, how it is drawn, applied and
+// healed. The kinds are the values in node.go, link.go and churn.go.
+type Def interface {
+	Kind() Kind
+	Family() Family
+	// Doc says what the kind does, for plans and -h.
+	Doc() string
+	// unfit says why the kind cannot be drawn from s, "" when it can.
+	unfit(s Space) string
+	// draw fills in f's target and parameters from rng (f.At and f.For
+	// are set by the schedule); durations is the range For is drawn from.
+	draw(rng *rand.Rand, s Space, f *Fault)
+	// durations is the range of For for this kind in s.
+	durations(s Space) (lo, hi time.Duration)
+	validate(f Fault) error
+	// Apply starts f and says what it saw; Heal undoes it.
+	Apply(ctx context.Context, env Env, f Fault) (string, error)
+	Heal(ctx context.Context, env Env, f Fault) (string, error)
+}
+
+var registry = map[Kind]Def{}
+
+// register adds a kind; each kind's file calls it once.
+func register(d Def) Def {
+	if _, dup := registry[d.Kind()]; dup {
+		panic("faults: kind registered twice: " + string(d.Kind()))
+	}
+	registry[d.Kind()] = d
+	return d
+}
+
+// Lookup returns the definition of kind k.
+func Lookup(k Kind) (Def, bool) {
+	d, ok := registry[k]
+	return d, ok
+}
+
+// Kinds lists every fault kind, sorted by family then name.
+func Kinds() []Kind {
+	var out []Kind
+	for k := range registry {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		fi, fj := registry[out[i]].Family(), registry[out[j]].Family()
+		if fi != fj {
+			return fi < fj
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// KindsOf lists the kinds of one family.
+func KindsOf(fam Family) []Kind {
+	return slices.DeleteFunc(Kinds(), func(k Kind) bool { return registry[k].Family() != fam })
+}
+
+// ParseKinds reads a comma-separated list of kind names and family names
+// ("node", "link", "churn" stand for every kind of the family).
+func ParseKinds(s string) ([]Kind, error) {
+	var out []Kind
+	for _, w := range strings.Split(s, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		switch fam := Family(w); fam {
+		case FamilyNode, FamilyLink, FamilyChurn:
+			out = append(out, KindsOf(fam)...)
+			continue
+		}
+		if !Kind(w).Known() {
+			return nil, fmt.Errorf("unknown fault kind %q: known kinds are %s (or a family: node, link, churn)", w, kindList())
+		}
+		out = append(out, Kind(w))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no fault kind in %q: name kinds (%s) or families (node, link, churn)", s, kindList())
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func kindList() string {
+	var s []string
+	for _, k := range Kinds() {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Known reports whether k is a fault kind.
+func (k Kind) Known() bool {
+	_, ok := registry[k]
+	return ok
+}
+
+// Family is the family of f's kind ("" for an unknown kind).
+func (f Fault) Family() Family {
+	if d, ok := registry[f.Kind]; ok {
+		return d.Family()
+	}
+	return ""
 }
 
 // IsLinkFault reports whether f acts on a client's links.
-func (f Fault) IsLinkFault() bool {
-	switch f.Kind {
-	case LinkCut, LinkLatency, LinkSlow, LinkHole, LinkReset:
-		return true
-	}
-	return false
-}
+func (f Fault) IsLinkFault() bool { return f.Family() == FamilyLink }
 
 // Validate says what is wrong with f, if anything.
 func (f Fault) Validate() error {
-	switch f.Kind {
-	case NodeStop, NodeKill, NodePause, NodeIsolate:
-		if f.Node < 0 {
-			return fmt.Errorf("fault %s needs a node, got %d", f.Kind, f.Node)
-		}
-		if f.Client != "" {
-			return fmt.Errorf("fault %s acts on a node, not on client %q", f.Kind, f.Client)
-		}
-	case LinkCut, LinkHole, LinkReset:
-		if f.Client == "" {
-			return fmt.Errorf("fault %s needs a client", f.Kind)
-		}
-	case LinkLatency:
-		if f.Client == "" || f.Latency <= 0 {
-			return fmt.Errorf("fault %s needs a client and a positive latency", f.Kind)
-		}
-	case LinkSlow:
-		if f.Client == "" || f.KBPerSec <= 0 {
-			return fmt.Errorf("fault %s needs a client and a positive kb_per_sec", f.Kind)
-		}
-	default:
-		return fmt.Errorf("unknown fault kind %q", f.Kind)
+	d, ok := registry[f.Kind]
+	if !ok {
+		return fmt.Errorf("unknown fault kind %q: known kinds are %s", f.Kind, kindList())
 	}
 	if f.At < 0 || f.For < 0 {
 		return fmt.Errorf("fault %s: at and for must not be negative (at %s, for %s)", f.Kind, f.At, f.For)
 	}
-	return nil
+	switch f.Trigger {
+	case AtTime, OnRebalance:
+	default:
+		return fmt.Errorf("fault %s: unknown trigger %q (known: %q)", f.Kind, f.Trigger, OnRebalance)
+	}
+	return d.validate(f)
 }
 
-// LinkOf returns a client's links; the harness supplies it.
-type LinkOf func(client string) (Link, error)
-
-// Apply starts f on t (node faults) or on the client's links.
-func Apply(ctx context.Context, f Fault, t Target, links LinkOf) error {
+// Apply starts f in env and says what it saw.
+func Apply(ctx context.Context, f Fault, env Env) (string, error) {
 	if err := f.Validate(); err != nil {
-		return err
+		return "", err
 	}
-	if f.IsLinkFault() {
-		l, err := links(f.Client)
-		if err != nil {
-			return err
-		}
-		switch f.Kind {
-		case LinkCut:
-			return l.Cut(f.Node)
-		case LinkLatency:
-			return l.Latency(f.Node, f.Latency, f.Jitter)
-		case LinkSlow:
-			return l.Bandwidth(f.Node, f.KBPerSec)
-		case LinkHole:
-			return l.Blackhole(f.Node)
-		case LinkReset:
-			return l.ResetPeer(f.Node, 0)
-		}
-	}
-	switch f.Kind {
-	case NodeStop:
-		return t.StopNode(ctx, f.Node)
-	case NodeKill:
-		return t.KillNode(ctx, f.Node)
-	case NodePause:
-		return t.PauseNode(ctx, f.Node)
-	case NodeIsolate:
-		return t.IsolateNode(ctx, f.Node)
-	}
-	return fmt.Errorf("unknown fault kind %q", f.Kind)
+	return registry[f.Kind].Apply(ctx, env, f)
 }
 
-// Heal undoes f: a stopped or killed node is started, a paused one
-// unpaused, an isolated one reconnected, a client's links healed.
-func Heal(ctx context.Context, f Fault, t Target, links LinkOf) error {
-	if f.IsLinkFault() {
-		l, err := links(f.Client)
-		if err != nil {
-			return err
-		}
-		return l.Heal(f.Node)
+// Heal undoes f in env: a stopped or killed node is started, a paused one
+// unpaused, an isolated one reconnected, a client's links healed, a member
+// brought back to running.
+func Heal(ctx context.Context, f Fault, env Env) (string, error) {
+	if err := f.Validate(); err != nil {
+		return "", err
 	}
-	switch f.Kind {
-	case NodeStop, NodeKill:
-		return t.StartNode(ctx, f.Node)
-	case NodePause:
-		return t.UnpauseNode(ctx, f.Node)
-	case NodeIsolate:
-		return t.HealNode(ctx, f.Node)
-	}
-	return fmt.Errorf("unknown fault kind %q", f.Kind)
+	return registry[f.Kind].Heal(ctx, env, f)
+}
+
+// errNoPart says that env lacks what a family needs.
+func errNoPart(f Fault, what string) error {
+	return fmt.Errorf("fault %s needs %s, which this run does not have", f, what)
 }

@@ -35,6 +35,32 @@ func (r *recorder) ResetPeer(n NodeID, after time.Duration) error {
 	return r.add("reset %d %s", n, after)
 }
 func (r *recorder) Heal(n NodeID) error { return r.add("linkheal %d", n) }
+func (r *recorder) Join(_ context.Context, m string) (string, error) {
+	return "joined", r.add("join %s", m)
+}
+func (r *recorder) Leave(_ context.Context, m string) (string, error) {
+	return "left", r.add("leave %s", m)
+}
+func (r *recorder) Crash(_ context.Context, m string) (string, error) {
+	return "crashed", r.add("crash %s", m)
+}
+func (r *recorder) Stall(_ context.Context, m string, freeze bool, d time.Duration) (string, error) {
+	return "stalled", r.add("stall %s freeze=%t %s", m, freeze, d)
+}
+func (r *recorder) Restore(_ context.Context, m string) (string, error) {
+	return "restored", r.add("restore %s", m)
+}
+func (r *recorder) Coordinator(context.Context) (NodeID, error) { return 2, nil }
+func (r *recorder) Rebalancing() bool                           { return false }
+
+func env(r *recorder, links map[string]*recorder) Env {
+	return Env{Target: r, Members: r, Group: r, Links: func(c string) (Link, error) {
+		if links[c] == nil {
+			links[c] = &recorder{}
+		}
+		return links[c], nil
+	}}
+}
 
 func TestApplyAndHeal(t *testing.T) {
 	cases := []struct {
@@ -50,22 +76,22 @@ func TestApplyAndHeal(t *testing.T) {
 		{Fault{Kind: LinkSlow, Client: "m1", Node: 2, KBPerSec: 64}, "m1: bandwidth 2 64", "m1: linkheal 2"},
 		{Fault{Kind: LinkHole, Client: "m1", Node: 2}, "m1: blackhole 2", "m1: linkheal 2"},
 		{Fault{Kind: LinkReset, Client: "m1", Node: 2}, "m1: reset 2 0s", "m1: linkheal 2"},
+		{Fault{Kind: MemberJoin, Member: "m3", For: 5 * time.Second}, "", "join m3"},
+		{Fault{Kind: MemberLeave, Member: "m1", At: time.Second, For: 5 * time.Second}, "leave m1", "restore m1"},
+		{Fault{Kind: MemberCrash, Member: "m2", For: 9 * time.Second}, "crash m2", "restore m2"},
+		{Fault{Kind: MemberRestart, Member: "m2", For: time.Second}, "crash m2", "restore m2"},
+		{Fault{Kind: MemberStall, Member: "m1", For: 4 * time.Second}, "stall m1 freeze=false 4s", "restore m1"},
+		{Fault{Kind: MemberFreeze, Member: "m1", For: 3 * time.Second}, "stall m1 freeze=true 3s", "restore m1"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.f.Kind), func(t *testing.T) {
 			r := &recorder{}
 			links := map[string]*recorder{}
-			linkOf := func(c string) (Link, error) {
-				if links[c] == nil {
-					links[c] = &recorder{}
-				}
-				return links[c], nil
-			}
 			ctx := context.Background()
-			if err := Apply(ctx, tc.f, r, linkOf); err != nil {
+			if _, err := Apply(ctx, tc.f, env(r, links)); err != nil {
 				t.Fatal(err)
 			}
-			if err := Heal(ctx, tc.f, r, linkOf); err != nil {
+			if _, err := Heal(ctx, tc.f, env(r, links)); err != nil {
 				t.Fatal(err)
 			}
 			got := slices.Clone(r.calls)
@@ -74,7 +100,7 @@ func TestApplyAndHeal(t *testing.T) {
 					got = append(got, c+": "+call)
 				}
 			}
-			want := []string{tc.apply, tc.heal}
+			want := slices.DeleteFunc([]string{tc.apply, tc.heal}, func(s string) bool { return s == "" })
 			if !slices.Equal(got, want) {
 				t.Errorf("calls %q, want %q", got, want)
 			}
@@ -94,10 +120,17 @@ func TestValidateRejects(t *testing.T) {
 		"latency without latency":   {Kind: LinkLatency, Client: "m1", Node: 1},
 		"bandwidth without rate":    {Kind: LinkSlow, Client: "m1", Node: 1},
 		"negative start":            {Kind: NodeKill, Node: 1, At: -time.Second},
+		"churn without member":      {Kind: MemberCrash, For: time.Second},
+		"churn on a link":           {Kind: MemberCrash, Member: "m1", Client: "m1", For: time.Second},
+		"churn without duration":    {Kind: MemberLeave, Member: "m1"},
+		"late join not from start":  {Kind: MemberJoin, Member: "m1", At: time.Second, For: time.Second},
+		"link fault on a member":    {Kind: LinkCut, Client: "m1", Member: "m1", Node: 1},
+		"unknown trigger":           {Kind: NodeKill, Node: 1, Trigger: "full-moon"},
 	}
 	for name, f := range bad {
 		t.Run(name, func(t *testing.T) {
-			err := Apply(context.Background(), f, &recorder{}, func(string) (Link, error) { return &recorder{}, nil })
+			r := &recorder{}
+			_, err := Apply(context.Background(), f, env(r, map[string]*recorder{}))
 			if err == nil {
 				t.Fatalf("fault %+v was accepted", f)
 			}
@@ -105,5 +138,69 @@ func TestValidateRejects(t *testing.T) {
 				t.Errorf("error %q does not name the fault kind %q", err, f.Kind)
 			}
 		})
+	}
+}
+
+// A fault on the coordinator is resolved to the node that coordinates the
+// group when it starts; applying it unresolved is refused, not guessed.
+func TestResolveCoordinator(t *testing.T) {
+	r := &recorder{}
+	f := Fault{Kind: NodeKill, Node: Coordinator, For: time.Second}
+	if _, err := Apply(context.Background(), f, env(r, nil)); err == nil || !strings.Contains(err.Error(), "resolved") {
+		t.Fatalf("unresolved coordinator fault applied: %v (calls %q)", err, r.calls)
+	}
+	g, why, err := Resolve(context.Background(), f, env(r, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Node != 2 || !strings.Contains(why, "node 2") {
+		t.Errorf("resolved to node %d (%q), want the coordinator's node 2", g.Node, why)
+	}
+	if _, _, err := Resolve(context.Background(), f, Env{}); err == nil {
+		t.Errorf("resolved without a way to find the coordinator")
+	}
+	link := Fault{Kind: LinkCut, Client: "m1", Node: AllNodes}
+	if h, _, _ := Resolve(context.Background(), link, env(r, nil)); h != link {
+		t.Errorf("a link fault changed on Resolve: %v", h)
+	}
+}
+
+// A run without a part a family needs (no node control, no member control)
+// gets an error that names the fault, not a panic.
+func TestApplyWithoutThePart(t *testing.T) {
+	for _, f := range []Fault{
+		{Kind: NodeStop, Node: 1},
+		{Kind: MemberLeave, Member: "m1", For: time.Second},
+		{Kind: LinkCut, Client: "m1", Node: 1},
+	} {
+		_, err := Apply(context.Background(), f, Env{})
+		if err == nil || !strings.Contains(err.Error(), string(f.Kind)) {
+			t.Errorf("%v in an empty env: %v", f, err)
+		}
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	got, err := ParseKinds("churn, node-kill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(KindsOf(FamilyChurn), NodeKill)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("ParseKinds = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"node-melt", "", " , "} {
+		if _, err := ParseKinds(bad); err == nil {
+			t.Errorf("ParseKinds(%q) accepted", bad)
+		} else if bad == "node-melt" && !strings.Contains(err.Error(), "node-melt") {
+			t.Errorf("error %q does not name the bad kind", err)
+		}
+	}
+	for _, k := range Kinds() {
+		d, _ := Lookup(k)
+		if d.Doc() == "" {
+			t.Errorf("kind %s has no doc", k)
+		}
 	}
 }

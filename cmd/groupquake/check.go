@@ -91,6 +91,9 @@ func reportJudgement(w io.Writer, j run.Judged) error {
 			printViolations(w, v, byIndex)
 		}
 	}
+	for _, n := range j.Report.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	if c := j.Report.RebalanceCost; c != nil {
 		protos := make([]string, 0, len(c.Protocols))
 		for p := range c.Protocols {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
 )
@@ -47,6 +48,8 @@ type runFlags struct {
 	group       string
 	bound       time.Duration
 	keep        bool
+	faults      string
+	intensity   string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -70,6 +73,8 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+")")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
+	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
+	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute of workload: low, normal, high, or a rate such as 12/min")
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run may take before it is stopped (it is then judged as far as it got)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
 }
@@ -153,6 +158,19 @@ not be carried out (its verdicts, if it got that far, are still written).
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
 	}
+	if f.faults != "" {
+		ks, err := faults.ParseKinds(f.faults)
+		if err != nil {
+			return exitError{exitBadDir, "--faults: " + err.Error()}
+		}
+		o.Faults = ks
+	}
+	if _, err := faults.ParseIntensity(f.intensity); err != nil {
+		return exitError{exitBadDir, "--intensity: " + err.Error()}
+	}
+	if f.intensity != "normal" {
+		o.Intensity = f.intensity
+	}
 	logf := logTo(stderr)
 	kafkaGiven := false
 	fs.Visit(func(fl *flag.Flag) { kafkaGiven = kafkaGiven || fl.Name == "kafka" })
@@ -231,4 +249,12 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "removed %d containers and networks\n", n)
 	return nil
+}
+
+func kindNames() string {
+	var s []string
+	for _, k := range faults.Kinds() {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
 }

@@ -83,6 +83,9 @@ type Report struct {
 	Holds         bool      `json:"holds"`
 	Verdicts      []Verdict `json:"verdicts"`
 	RebalanceCost *Cost     `json:"rebalance_cost,omitempty"`
+	// Notes say what else a reader of the verdicts should know about the
+	// run: how many faults it went through, and which had no observed effect.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // NewReport bundles verdicts (and optionally the cost) into a Report.

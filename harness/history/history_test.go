@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"os"
 	"path/filepath"
 	"strings"
@@ -508,5 +509,27 @@ func TestRecorderKeepsValuesNotPointers(t *testing.T) {
 	}
 	if v, err := TypedValue(e); err != nil || v.(Assignment).Epoch != 3 {
 		t.Fatalf("TypedValue(raw) = %v, %v", v, err)
+	}
+}
+
+// A tap sees every event as written, in index order, and nothing that was
+// refused.
+func TestRecorderTap(t *testing.T) {
+	var seen []int64
+	r, err := NewRecorder(io.Discard, func() time.Duration { return 0 }, Tap(func(e Event) { seen = append(seen, e.Index) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Invoke("p0", FProduce, Produce{Topic: "t"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Invoke("p0", FProduce, Produce{Topic: "t"}, ""); err == nil {
+		t.Fatal("a second open call on p0 was accepted")
+	}
+	if _, err := r.OK("p0", Produce{Topic: "t", Acked: true}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(seen, []int64{0, 1}) {
+		t.Errorf("tap saw %v, want [0 1]", seen)
 	}
 }

@@ -25,6 +25,7 @@ type Recorder struct {
 	open   map[string]Event // process → its open invoke
 	retain bool
 	events []Event
+	taps   []func(Event)
 	err    error // sticky: after a failed write no later event may be recorded, or indexes would skip
 }
 
@@ -38,6 +39,12 @@ func (o recorderOpt) apply(r *Recorder) { o(r) }
 // Retain keeps every recorded event in memory for Events; tests and short runs use it, long runs
 // read the file back with Load instead.
 func Retain() RecorderOption { return recorderOpt(func(r *Recorder) { r.retain = true }) }
+
+// Tap calls fn with every event once it is written, in index order, under the Recorder's lock:
+// fn must be quick and must not record (the nemesis measures a fault's effect this way).
+func Tap(fn func(Event)) RecorderOption {
+	return recorderOpt(func(r *Recorder) { r.taps = append(r.taps, fn) })
+}
 
 // NewRecorder returns a Recorder that appends to w and stamps events with clock, which must return
 // monotonic time since the start of the run (use SinceClock).
@@ -146,6 +153,9 @@ func (r *Recorder) Record(e Event) (Event, error) {
 	}
 	if r.retain {
 		r.events = append(r.events, e)
+	}
+	for _, fn := range r.taps {
+		fn(e)
 	}
 	return e, nil
 }

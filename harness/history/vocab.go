@@ -257,7 +257,14 @@ type Fault struct {
 	Target []string `json:"target,omitempty"`
 	// Params holds fault-specific settings ("latency": "200ms").
 	Params map[string]string `json:"params,omitempty"`
-	Error  string            `json:"error,omitempty"`
+	// Effect says what the fault was seen to do: on a start, what applying it saw (which node was
+	// the coordinator, whether the rebalance it waited for came); on a stop, what happened to the
+	// group while it was in force (calls that failed, members fenced, coordinator moves).
+	Effect string `json:"effect,omitempty"`
+	// NoEffect, on a stop, says why the fault is judged to have had no effect on the group: no
+	// call of the members failed, nobody was fenced or expired, no partition moved.
+	NoEffect string `json:"no_effect,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Phase is the payload of FPhase.

@@ -3,8 +3,8 @@ package run
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/groupquake/groupquake/faults"
@@ -12,25 +12,42 @@ import (
 )
 
 // nemesis applies the plan's fault schedule and records every start and stop
-// as a call of process "nemesis" (Jepsen's nemesis is a process of the same
-// history). Whatever it started and did not stop, heal stops, so every run
-// heals before its final observations.
+// as a call in the history (Jepsen's nemesis is a process of the same
+// history). Faults overlap, so each fault of the schedule is a process of
+// its own, "nemesis/<index in the schedule>", and runs on its own goroutine:
+// a fault that waits for a rebalance delays nothing else. Node actions are
+// serialised (one container action at a time). Whatever it started and did
+// not stop, heal stops, so every run heals before its final observations.
 type nemesis struct {
 	schedule []faults.Fault
-	target   faults.Target
-	links    faults.LinkOf
+	env      faults.Env
 	rec      *history.Recorder
+	meter    *effectMeter
 	logf     func(string, ...any)
-	active   map[int]bool // schedule index → started (or maybe started) and not healed
+
+	nodeMu sync.Mutex // one node action at a time
+	mu     sync.Mutex
+	active map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
+	starts map[int]effectMark   // schedule index → the meter's reading when it started
 }
+
+func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
+	return &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}}
+}
+
+func process(i int) string { return "nemesis/" + strconv.Itoa(i) }
 
 func faultValue(f faults.Fault) history.Fault {
 	v := history.Fault{What: string(f.Kind), Params: map[string]string{}}
 	switch {
-	case f.IsLinkFault() && f.Node == faults.AllNodes:
+	case f.Member != "":
+		v.Target = []string{f.Member}
+	case f.Client != "" && f.Node == faults.AllNodes:
 		v.Target = []string{f.Client + "->all-brokers"}
-	case f.IsLinkFault():
+	case f.Client != "":
 		v.Target = []string{f.Client + "->node-" + strconv.Itoa(int(f.Node))}
+	case f.Node == faults.Coordinator:
+		v.Target = []string{"group-coordinator"}
 	default:
 		v.Target = []string{"node-" + strconv.Itoa(int(f.Node))}
 	}
@@ -44,101 +61,188 @@ func faultValue(f faults.Fault) history.Fault {
 	if f.For > 0 {
 		v.Params["for"] = f.For.String()
 	}
+	if f.Trigger != faults.AtTime {
+		v.Params["trigger"] = string(f.Trigger)
+	}
 	if len(v.Params) == 0 {
 		v.Params = nil
 	}
 	return v
 }
 
-type nemesisStep struct {
-	at    time.Duration
-	stop  bool
-	fault int
-}
-
 // run executes the schedule from start (the beginning of the workload
-// phase) until every step is done or ctx ends.
+// phase) until every fault has started and ended or ctx ends; a fault still
+// in force then is left to heal.
 func (n *nemesis) run(ctx context.Context, start time.Time) error {
-	var steps []nemesisStep
-	for i, f := range n.schedule {
-		steps = append(steps, nemesisStep{f.At, false, i})
-		if f.For > 0 {
-			steps = append(steps, nemesisStep{f.At + f.For, true, i})
-		}
-	}
-	slices.SortStableFunc(steps, func(a, b nemesisStep) int { return int(a.at - b.at) })
-	for _, s := range steps {
-		if d := time.Until(start.Add(s.at)); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
+	var wg sync.WaitGroup
+	errs := make(chan error, len(n.schedule))
+	for i := range n.schedule {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.one(ctx, start, i); err != nil {
+				errs <- err
 			}
-		}
-		var err error
-		if s.stop {
-			err = n.stop(ctx, s.fault, "scheduled end after "+n.schedule[s.fault].For.String())
-		} else {
-			err = n.start(ctx, s.fault)
-		}
-		if err != nil {
-			return err
-		}
+		}()
 	}
-	return nil
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
-func (n *nemesis) start(ctx context.Context, i int) error {
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// one runs fault i: it waits for its time (and its trigger), applies it,
+// and heals it For later.
+func (n *nemesis) one(ctx context.Context, start time.Time, i int) error {
 	f := n.schedule[i]
-	v := faultValue(f)
-	if _, err := n.rec.Invoke("nemesis", history.FFaultStart, v, "scheduled at "+f.At.String()); err != nil {
+	if !sleepUntil(ctx, start.Add(f.At)) {
+		return nil
+	}
+	var trig string
+	if f.Trigger == faults.OnRebalance {
+		trig = n.awaitRebalance(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	began := time.Now()
+	if err := n.start(ctx, i, trig); err != nil {
 		return err
 	}
-	n.active[i] = true // even a failed start is healed: it may have half-happened
+	if f.For == 0 || !sleepUntil(ctx, began.Add(f.For)) {
+		return nil
+	}
+	return n.stop(ctx, i, "scheduled end after "+f.For.String())
+}
+
+// awaitRebalance waits until a rebalance is in flight, at most
+// faults.RebalanceWait, and says what happened.
+func (n *nemesis) awaitRebalance(ctx context.Context) string {
+	if n.env.Group == nil {
+		return "no view of the group: started at its time"
+	}
+	t0 := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(faults.RebalanceWait)
+	defer deadline.Stop()
+	for !n.env.Group.Rebalancing() {
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-deadline.C:
+			return fmt.Sprintf("no rebalance in flight within %s of its time: started at that bound", faults.RebalanceWait)
+		case <-tick.C:
+		}
+	}
+	return fmt.Sprintf("started %s after its time, with a rebalance in flight", time.Since(t0).Round(time.Millisecond))
+}
+
+func (n *nemesis) start(ctx context.Context, i int, trig string) error {
+	f := n.schedule[i]
+	v := faultValue(f)
+	why := "scheduled at " + f.At.String()
+	if trig != "" {
+		why += "; " + trig
+	}
+	if _, err := n.rec.Invoke(process(i), history.FFaultStart, v, why); err != nil {
+		return err
+	}
 	actx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	err := faults.Apply(actx, f, n.target, n.links)
-	cancel()
+	defer cancel()
+	applied, effect, err := n.apply(actx, i, f)
+	if applied.Node != f.Node {
+		v.Target = faultValue(applied).Target
+	}
+	v.Effect = joinEffects(trig, effect)
 	if err != nil {
 		v.Error = err.Error()
 		n.logf("nemesis: %s did not apply: %v", f, err)
-		_, rerr := n.rec.Info("nemesis", history.FFaultStart, v, "applying the fault failed; it may have partly taken effect")
+		_, rerr := n.rec.Info(process(i), history.FFaultStart, v, "applying the fault failed; it may have partly taken effect")
 		return rerr
 	}
-	n.logf("nemesis: %s", f)
-	_, err = n.rec.OK("nemesis", v, "")
+	n.logf("nemesis: %s%s", applied, effectSuffix(v.Effect))
+	_, err = n.rec.OK(process(i), v, "")
 	return err
 }
 
+// apply resolves and starts fault i. Whatever happens, the fault counts as
+// active from here on (a failed start may have half happened), so it is
+// healed.
+func (n *nemesis) apply(ctx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
+	resolved, who, err := faults.Resolve(ctx, f, n.env)
+	if err != nil {
+		return f, "", err
+	}
+	n.mu.Lock()
+	n.active[i] = resolved
+	n.starts[i] = n.meter.mark()
+	n.mu.Unlock()
+	if resolved.Family() == faults.FamilyNode {
+		n.nodeMu.Lock()
+		defer n.nodeMu.Unlock()
+	}
+	saw, err := faults.Apply(ctx, resolved, n.env)
+	return resolved, joinEffects(who, saw), err
+}
+
 func (n *nemesis) stop(ctx context.Context, i int, why string) error {
-	if !n.active[i] {
+	n.mu.Lock()
+	f, ok := n.active[i]
+	mark := n.starts[i]
+	n.mu.Unlock()
+	if !ok {
 		return nil
 	}
-	f := n.schedule[i]
 	v := faultValue(f)
-	if _, err := n.rec.Invoke("nemesis", history.FFaultStop, v, why); err != nil {
+	if _, err := n.rec.Invoke(process(i), history.FFaultStop, v, why); err != nil {
 		return err
 	}
+	// What the group went through while the fault was in force, read
+	// before the heal changes it.
+	v.Effect, v.NoEffect = n.meter.since(mark, f)
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-	err := faults.Heal(actx, f, n.target, n.links)
+	if f.Family() == faults.FamilyNode {
+		n.nodeMu.Lock()
+	}
+	saw, err := faults.Heal(actx, f, n.env)
+	if f.Family() == faults.FamilyNode {
+		n.nodeMu.Unlock()
+	}
 	cancel()
+	v.Effect = joinEffects(v.Effect, saw)
 	if err != nil {
 		v.Error = err.Error()
-		_, rerr := n.rec.Info("nemesis", history.FFaultStop, v, "healing failed: the cluster may still be hurt")
+		_, rerr := n.rec.Info(process(i), history.FFaultStop, v, "healing failed: the cluster may still be hurt")
 		if rerr != nil {
 			return rerr
 		}
 		return fmt.Errorf("healing %s: %w", f, err)
 	}
+	n.mu.Lock()
 	delete(n.active, i)
-	_, err = n.rec.OK("nemesis", v, "")
+	n.mu.Unlock()
+	_, err = n.rec.OK(process(i), v, "")
 	return err
 }
 
-// heal stops every fault still active, in the order they started. It runs
-// even after the run's context ended, so a cancelled run leaves no fault
-// behind.
+// heal stops every fault still active, in the order of the schedule. It
+// runs even after the run's context ended, so a cancelled run leaves no
+// fault behind.
 func (n *nemesis) heal(ctx context.Context) error {
 	var first error
 	for i := range n.schedule {
@@ -147,4 +251,21 @@ func (n *nemesis) heal(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+func joinEffects(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+func effectSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (" + e + ")"
 }

@@ -32,14 +32,24 @@ const (
 	// around a member that is fenced and comes back.
 	ScenarioMemberLinks = "member-links"
 	// ScenarioBrokerFaults stops, kills or pauses brokers (never more than a
-	// quorum can lose), so the group coordinator fails over or restarts and
-	// commits must survive it (container clusters only).
+	// quorum can lose), half of the time the group coordinator's node, at
+	// times just as a rebalance is in flight, so the coordinator fails over
+	// or restarts and commits must survive it (container clusters only).
 	ScenarioBrokerFaults = "broker-faults"
+	// ScenarioChurn changes the membership while the group works: late
+	// joins, clean leaves, crashes that only a session expiry ends, quick
+	// restarts (static members keep their instance id), members that stop
+	// polling or freeze, some of them in bursts.
+	ScenarioChurn = "churn"
+	// ScenarioCombined draws from every family at once, overlapping: churn
+	// during a node fault, a link fault on one member while the coordinator
+	// moves, coordinator faults started by a churn event's rebalance.
+	ScenarioCombined = "combined"
 )
 
 // Scenarios returns the scenario names NewPlan accepts.
 func Scenarios() []string {
-	return []string{ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults}
+	return []string{ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined}
 }
 
 // Options are what the user fixes about a plan; the seed chooses the rest.
@@ -78,6 +88,12 @@ type Options struct {
 	// Rate is records per second over all partitions; 0 lets the seed choose
 	// 20 to 60.
 	Rate int `json:"rate,omitempty"`
+	// Faults lists the fault kinds the schedule may draw (empty: the
+	// scenario's); every kind must fit the cluster and the group.
+	Faults []faults.Kind `json:"faults,omitempty"`
+	// Intensity is how many faults a minute the schedule draws: "low",
+	// "normal" (the default) or "high", or a rate ("12/min").
+	Intensity string `json:"intensity,omitempty"`
 }
 
 // Plan is plan.json: everything a run will do, chosen from the seed before
@@ -117,6 +133,9 @@ type MemberPlan struct {
 	JoinAfter time.Duration `json:"join_after"`
 	// CommitEvery is how often the member commits what it consumed.
 	CommitEvery time.Duration `json:"commit_every"`
+	// InstanceID, when set, makes the member static (KIP-345): it keeps
+	// this group.instance.id across restarts.
+	InstanceID string `json:"instance_id,omitempty"`
 }
 
 // ProducerPlan is one producer.
@@ -134,6 +153,11 @@ type Timers struct {
 	SessionTimeout    time.Duration `json:"session_timeout"`
 	HeartbeatInterval time.Duration `json:"heartbeat_interval"`
 	RebalanceTimeout  time.Duration `json:"rebalance_timeout"`
+	// PollInterval is max.poll.interval.ms: a member that does not poll for
+	// this long gives up its partitions. It outlasts the driver's longest
+	// commit, so only a stall can exceed it. Members whose client has no
+	// such timer (kgo's) ignore it.
+	PollInterval time.Duration `json:"poll_interval,omitempty"`
 	// ConvergenceSlack covers what the timers do not: coordinator load,
 	// kgo's backoffs, a loaded 2-core machine.
 	ConvergenceSlack time.Duration `json:"convergence_slack"`
@@ -208,6 +232,7 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			SessionTimeout:    6 * time.Second,
 			HeartbeatInterval: 1 * time.Second,
 			RebalanceTimeout:  15 * time.Second,
+			PollInterval:      20 * time.Second,
 			ConvergenceSlack:  20 * time.Second,
 		},
 	}
@@ -264,6 +289,16 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			CommitEvery: time.Duration(200+ms.IntN(800)) * time.Millisecond,
 		})
 	}
+	if o.Scenario != ScenarioBaseline {
+		// A third of the members are static under faults, so restarts and
+		// crashes exercise KIP-345 (and KIP-848's static members) too.
+		st := stream(seed, "static")
+		for i := range p.Members {
+			if st.IntN(3) == 0 {
+				p.Members[i].InstanceID = fmt.Sprintf("%s-%s", p.Group, p.Members[i].Name)
+			}
+		}
+	}
 	rate := o.Rate
 	if rate == 0 {
 		rate = 20 + stream(seed, "producers").IntN(41)
@@ -273,13 +308,16 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	// session expires, the group rebalances, the new owners catch up.
 	p.QuiesceMax = 2*(p.Timers.SessionTimeout+p.Timers.RebalanceTimeout) + 30*time.Second
 
-	space, most, err := faultSpace(p)
+	intensity, err := faults.ParseIntensity(o.Intensity)
 	if err != nil {
 		return Plan{}, err
 	}
-	if most > 0 {
-		fr := stream(seed, "faults")
-		if p.Faults, err = faults.Generate(fr, space, 1+fr.IntN(most)); err != nil {
+	space, err := faultSpace(p)
+	if err != nil {
+		return Plan{}, err
+	}
+	if o.Scenario != ScenarioBaseline || len(o.Faults) > 0 {
+		if p.Faults, err = faults.Generate(stream(seed, "faults"), space, intensity.Count(p.Workload)); err != nil {
 			return Plan{}, fmt.Errorf("scenario %s: %w", o.Scenario, err)
 		}
 	}
@@ -290,40 +328,77 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 // filters out what does not fit). Node ids are the container cluster's
 // (brokers 1..Nodes, see harness/cluster); an external cluster's are not
 // known before it is reached, so link faults there cut a client from every
-// broker.
-func faultSpace(p Plan) (faults.Space, int, error) {
+// broker, and node faults are left out.
+func faultSpace(p Plan) (faults.Space, error) {
 	o := p.Options
 	var brokers []faults.NodeID
 	for i := range o.Nodes {
 		brokers = append(brokers, faults.NodeID(i+1))
 	}
-	s := faults.Space{Horizon: p.Workload, MinDuration: time.Second}
+	t := p.Timers
+	s := faults.Space{
+		Horizon: p.Workload, MinDuration: time.Second,
+		// Up to 1.5 session timeouts: sometimes the session survives, sometimes not.
+		MaxDuration:    t.SessionTimeout * 3 / 2,
+		SessionTimeout: t.SessionTimeout, HeartbeatInterval: t.HeartbeatInterval, PollInterval: t.PollInterval,
+		Brokers: brokers,
+		// Never more nodes down than a quorum can lose.
+		MaxNodesDown: max(1, (len(brokers)-1)/2),
+	}
+	if len(o.Bootstrap) > 0 {
+		s.Brokers = []faults.NodeID{faults.AllNodes}
+	}
+	for _, m := range p.Members {
+		s.Clients = append(s.Clients, m.Name)
+		s.Members = append(s.Members, m.Name)
+	}
+	nodes := func() error {
+		if len(o.Bootstrap) > 0 {
+			return fmt.Errorf("scenario %s stops and pauses brokers: it needs a container cluster or the embedded one, not --bootstrap", o.Scenario)
+		}
+		s.Nodes, s.CoordinatorAware = brokers, true
+		if o.Embedded {
+			s.Nodes = []faults.NodeID{1}
+		}
+		return nil
+	}
 	switch o.Scenario {
 	case ScenarioMemberLinks:
-		// Up to 1.5 session timeouts: sometimes the session survives, sometimes not.
-		s.MaxDuration = p.Timers.SessionTimeout * 3 / 2
-		for _, m := range p.Members {
-			s.Clients = append(s.Clients, m.Name)
-		}
-		s.Brokers = brokers
-		if len(o.Bootstrap) > 0 {
-			s.Brokers = []faults.NodeID{faults.AllNodes}
-		}
 		s.Kinds = []faults.Kind{faults.LinkCut, faults.LinkLatency, faults.LinkHole, faults.LinkReset}
-		return s, 3, nil
 	case ScenarioBrokerFaults:
-		if len(o.Bootstrap) > 0 {
-			return s, 0, fmt.Errorf("scenario %s stops and pauses brokers: it needs a container cluster, not --bootstrap", o.Scenario)
+		if err := nodes(); err != nil {
+			return s, err
 		}
 		// Long enough for a coordinator move and a session expiry, short enough to
 		// leave the workload time to catch up.
-		s.MaxDuration = p.Timers.SessionTimeout * 2
-		s.Nodes = brokers
-		s.MaxNodesDown = max(1, (len(brokers)-1)/2)
+		s.MaxDuration = t.SessionTimeout * 2
 		s.Kinds = []faults.Kind{faults.NodeStop, faults.NodeKill, faults.NodePause}
-		return s, 2, nil
+	case ScenarioChurn:
+		s.Kinds = faults.KindsOf(faults.FamilyChurn)
+	case ScenarioCombined:
+		if len(o.Bootstrap) == 0 {
+			if err := nodes(); err != nil {
+				return s, err
+			}
+		}
+		s.Kinds = append(faults.KindsOf(faults.FamilyChurn), faults.LinkCut, faults.LinkLatency, faults.LinkHole, faults.LinkReset)
+		if len(s.Nodes) > 0 {
+			s.Kinds = append(s.Kinds, faults.NodeStop, faults.NodeKill, faults.NodePause)
+		}
 	}
-	return s, 0, nil
+	if len(o.Faults) > 0 {
+		// The user's list replaces the scenario's; node kinds need nodes.
+		if slices.ContainsFunc(o.Faults, func(k faults.Kind) bool {
+			d, ok := faults.Lookup(k)
+			return ok && d.Family() == faults.FamilyNode
+		}) && len(s.Nodes) == 0 {
+			if err := nodes(); err != nil {
+				return s, err
+			}
+		}
+		s.Kinds = slices.Clone(o.Faults)
+	}
+	return s, nil
 }
 
 // Validate says what is wrong with a plan read from disk or built by hand.
@@ -356,6 +431,9 @@ func (p Plan) Validate() error {
 		}
 		if f.IsLinkFault() && !names[f.Client] {
 			return fmt.Errorf("fault %s acts on client %q, which is not a member of the plan", f, f.Client)
+		}
+		if f.Family() == faults.FamilyChurn && !names[f.Member] {
+			return fmt.Errorf("fault %s acts on member %q, which is not a member of the plan", f, f.Member)
 		}
 	}
 	return nil
@@ -440,6 +518,16 @@ func (p Plan) Args() []string {
 	}
 	if o.Rate > 0 {
 		a = append(a, "--rate", strconv.Itoa(o.Rate))
+	}
+	if len(o.Faults) > 0 {
+		var ks []string
+		for _, k := range o.Faults {
+			ks = append(ks, string(k))
+		}
+		a = append(a, "--faults", strings.Join(ks, ","))
+	}
+	if o.Intensity != "" {
+		a = append(a, "--intensity", o.Intensity)
 	}
 	a = append(a, "--duration", o.Duration.String())
 	return a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -142,5 +143,76 @@ func TestLoadPlanRoundTrip(t *testing.T) {
 	}
 	if planJSON(t, p) != planJSON(t, q) {
 		t.Errorf("plan changed through plan.json:\n%s\n%s", planJSON(t, p), planJSON(t, q))
+	}
+}
+
+// The fault options: a user's list of kinds and an intensity shape the
+// schedule, are saved in the rerun command, and bad values are refused
+// with errors that say what was wrong.
+func TestPlanFaultOptions(t *testing.T) {
+	t.Parallel()
+	kinds := run.DefaultRegistry().Kinds()
+	count := map[string]int{}
+	for seed := range uint64(40) {
+		for _, in := range []string{"low", "high"} {
+			p := mustPlan(t, seed, run.Options{Scenario: run.ScenarioCombined, Nodes: 3, Members: 3, Duration: 30 * time.Second, Intensity: in})
+			count[in] += len(p.Faults)
+		}
+		p := mustPlan(t, seed, run.Options{Scenario: run.ScenarioMemberLinks, Members: 3, Faults: []faults.Kind{faults.MemberCrash, faults.LinkCut}})
+		for _, f := range p.Faults {
+			if f.Kind != faults.MemberCrash && f.Kind != faults.LinkCut {
+				t.Errorf("seed %d: --faults member-crash,link-cut drew %s", seed, f)
+			}
+		}
+		if !strings.Contains(p.Command(), "--faults link-cut,member-crash") && !strings.Contains(p.Command(), "--faults member-crash,link-cut") {
+			t.Errorf("rerun command %q lacks --faults", p.Command())
+		}
+	}
+	if count["high"] <= 2*count["low"] {
+		t.Errorf("high intensity drew %d faults over 40 seeds, low %d: high should draw several times more", count["high"], count["low"])
+	}
+	for name, tc := range map[string]struct {
+		o    run.Options
+		want string
+	}{
+		"unknown fault kind":   {run.Options{Scenario: run.ScenarioChurn, Faults: []faults.Kind{"node-melt"}}, "node-melt"},
+		"intensity not a rate": {run.Options{Scenario: run.ScenarioChurn, Intensity: "extreme"}, "extreme"},
+		"churn on one member":  {run.Options{Scenario: run.ScenarioChurn, Members: 1}, "two members"},
+		"node faults external": {run.Options{Scenario: run.ScenarioBrokerFaults, Bootstrap: []string{"127.0.0.1:9092"}}, "--bootstrap"},
+	} {
+		_, err := run.NewPlan(1, tc.o, kinds)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: NewPlan(%+v) = %v, want an error naming %q", name, tc.o, err, tc.want)
+		}
+	}
+}
+
+// Late joiners stay out of the warm-up; members the nemesis churns are
+// members of the plan; some members are static under faults, none in the
+// baseline.
+func TestPlanChurn(t *testing.T) {
+	t.Parallel()
+	var late, static, churn int
+	for seed := range uint64(100) {
+		p := mustPlan(t, seed, run.Options{Scenario: run.ScenarioChurn, Duration: 30 * time.Second})
+		late += len(faults.LateJoiners(p.Faults))
+		for _, f := range p.Faults {
+			if f.Family() == faults.FamilyChurn {
+				churn++
+			}
+		}
+		for _, m := range p.Members {
+			if m.InstanceID != "" {
+				static++
+			}
+		}
+		for _, m := range mustPlan(t, seed, run.Options{}).Members {
+			if m.InstanceID != "" {
+				t.Errorf("seed %d: baseline member %s is static", seed, m.Name)
+			}
+		}
+	}
+	if late == 0 || static == 0 || churn == 0 {
+		t.Errorf("100 churn seeds drew %d late joiners, %d static members, %d churn faults: want some of each", late, static, churn)
 	}
 }

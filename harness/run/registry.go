@@ -25,11 +25,15 @@ type MemberSpec struct {
 	KgoOpts []kgo.Opt
 	// Hooks records the member's events into the history.
 	Hooks clients.Hooks
+	// InstanceID, when set, makes the member static (group.instance.id).
+	InstanceID string
 	// Timers are the plan's: the classic session timeout and heartbeat
-	// interval, and the rebalance timeout.
+	// interval, the rebalance timeout, and max.poll.interval.ms (0: the
+	// member's default).
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
 	RebalanceTimeout  time.Duration
+	PollInterval      time.Duration
 	// Now is the run's clock.
 	Now func() time.Time
 }
@@ -72,19 +76,35 @@ func DefaultRegistry() Registry {
 			Protocol: clients.Classic,
 			Doc:      "groupquake's classic member (clients/classic; eager range+cooperative-sticky, each commit sent once)",
 			New: func(s MemberSpec) (clients.Member, error) {
-				return classic.New(s.Name, s.Group, s.Topics,
+				opts := []classic.Opt{
 					classic.KgoOpts(s.KgoOpts...), classic.Hooks(s.Hooks), classic.WithClock(specClock(s.Now)),
 					classic.SessionTimeout(s.SessionTimeout), classic.HeartbeatInterval(s.HeartbeatInterval),
-					classic.RebalanceTimeout(s.RebalanceTimeout))
+					classic.RebalanceTimeout(s.RebalanceTimeout),
+				}
+				if s.InstanceID != "" {
+					opts = append(opts, classic.InstanceID(s.InstanceID))
+				}
+				if s.PollInterval > 0 {
+					opts = append(opts, classic.MaxPollInterval(s.PollInterval))
+				}
+				return classic.New(s.Name, s.Group, s.Topics, opts...)
 			},
 		},
 		"consumer": {
 			Protocol: clients.Consumer,
 			Doc:      "groupquake's KIP-848 member (clients/consumer; server assignor uniform)",
 			New: func(s MemberSpec) (clients.Member, error) {
-				return consumer.New(s.Name, s.Group,
+				opts := []consumer.Opt{
 					consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
-					consumer.WithClock(specClock(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout))
+					consumer.WithClock(specClock(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
+				}
+				if s.InstanceID != "" {
+					opts = append(opts, consumer.InstanceID(s.InstanceID))
+				}
+				if s.PollInterval > 0 {
+					opts = append(opts, consumer.MaxPollInterval(s.PollInterval))
+				}
+				return consumer.New(s.Name, s.Group, opts...)
 			},
 			// Its group requests go through kgo's Client.Request, which resends
 			// on coordinator errors and lost connections.
@@ -108,10 +128,16 @@ func (c specClock) After(d time.Duration) <-chan time.Time { return time.After(d
 
 func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
 	return func(s MemberSpec) (clients.Member, error) {
+		kopts := s.KgoOpts
+		if s.InstanceID != "" {
+			// kgo has no max.poll.interval.ms: a stalled kgo member keeps
+			// heartbeating and keeps its partitions.
+			kopts = append(slices.Clip(kopts), kgo.InstanceID(s.InstanceID))
+		}
 		return kgoref.New(s.Name, s.Group, s.Topics,
 			kgoref.Protocol(p),
 			kgoref.Hooks(s.Hooks),
-			kgoref.KgoOpts(s.KgoOpts...),
+			kgoref.KgoOpts(kopts...),
 			kgoref.Timers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout),
 			kgoref.Clock(s.Now),
 		)

@@ -92,14 +92,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, fmt.Errorf("creating the history: %w", err)
 	}
 	start := cfg.Now()
-	rec, err := history.NewRecorder(hf, func() time.Duration { return cfg.Now().Sub(start) })
+	clock := func() time.Duration { return cfg.Now().Sub(start) }
+	meter := newEffectMeter(clock)
+	rec, err := history.NewRecorder(hf, clock, history.Tap(meter.tap))
 	if err != nil {
 		hf.Close()
 		return res, err
 	}
 	cfg.Logf("run %s: seed %d, scenario %s, %d members, %d faults; rerun with: %s", cfg.Dir, p.Seed, p.Options.Scenario, len(p.Members), len(p.Faults), p.Command())
 
-	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start}
+	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter}
 	runErr := r.run(ctx)
 	if err := hf.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("closing the history: %w", err)
@@ -133,14 +135,20 @@ type runner struct {
 	ownsH   bool
 	obs     *observer
 	nem     *nemesis
-	drivers []*driver
-	hooks   []*HookRecorder
+	meter   *effectMeter
+	crew    *crew
+	hooksMu sync.Mutex
+	hooks   []*HookRecorder // every incarnation's, for their recording errors
 	prods   []*producer
+
+	notesMu sync.Mutex
 }
 
 func (r *runner) note(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
+	r.notesMu.Lock()
 	*r.notes = append(*r.notes, s)
+	r.notesMu.Unlock()
 	r.cfg.Logf("%s", s)
 }
 
@@ -167,7 +175,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 	workCtx, stopWork := context.WithCancel(ctx)
 	var members sync.WaitGroup
-	memberErrs := make(chan error, len(r.drivers)+1)
+	memberErrs := make(chan error, 1)
 	defer func() {
 		stopWork()
 		members.Wait()
@@ -179,26 +187,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.phase(history.PhaseWarmup, "members join, staggered as planned; the group forms"); err != nil {
 		return err
 	}
-	warmStart := r.cfg.Now()
-	for i, d := range r.drivers {
-		members.Add(1)
-		go func() {
-			defer members.Done()
-			if wait := time.Until(warmStart.Add(r.p.Members[i].JoinAfter)); wait > 0 {
-				select {
-				case <-workCtx.Done():
-					return
-				case <-time.After(wait):
-				}
-			}
-			if err := d.m.Start(workCtx); err != nil {
-				memberErrs <- fmt.Errorf("starting member %s: %w", d.plan.Name, err)
-				return
-			}
-			if err := d.run(workCtx); err != nil {
-				memberErrs <- fmt.Errorf("member %s: %w", d.plan.Name, err)
-			}
-		}()
+	if err := r.crew.startAll(workCtx, memberErrs, &members); err != nil {
+		return err
 	}
 	obsCtx, stopObs := context.WithCancel(workCtx)
 	obsDone := make(chan error, 1)
@@ -264,7 +254,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 		r.note("quiesce: %d of %d acknowledged records still not consumed after %s", r.led.Missing(), r.led.Acked(), r.p.QuiesceMax)
 	}
 	var flushed []<-chan struct{}
-	for _, d := range r.drivers {
+	running := r.crew.running()
+	for _, d := range running {
 		flushed = append(flushed, d.flushAndHold())
 	}
 	for i, ch := range flushed {
@@ -273,7 +264,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		case <-ctx.Done():
 			return fmt.Errorf("run interrupted: %w", ctx.Err())
 		case <-time.After(time.Minute):
-			r.note("quiesce: member %s did not make its last commit within a minute", r.drivers[i].plan.Name)
+			r.note("quiesce: member %s did not make its last commit within a minute", running[i].plan.Name)
 		}
 	}
 	stable := r.waitFor(ctx, memberErrs, r.p.Timers.SessionTimeout+r.p.Timers.RebalanceTimeout+r.p.Timers.ConvergenceSlack, func() bool {
@@ -302,6 +293,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := writeJSONAtomic(filepath.Join(r.cfg.Dir, ObservationsFile), o); err != nil {
 		return err
 	}
+	r.hooksMu.Lock()
+	defer r.hooksMu.Unlock()
 	for _, h := range r.hooks {
 		if err := h.Err(); err != nil {
 			return err
@@ -347,7 +340,7 @@ func (r *runner) firstErr(errs chan error) error {
 // member, as the members see it.
 func (r *runner) owned() bool {
 	count := map[history.TP]int{}
-	for _, d := range r.drivers {
+	for _, d := range r.crew.running() {
 		for t, ps := range d.m.Owned() {
 			for _, p := range ps {
 				count[history.TP{Topic: t, Partition: p}]++
@@ -417,8 +410,14 @@ func (r *runner) setup(ctx context.Context) error {
 	}
 	r.obs = newObserver(adm, r.h.Bootstrap(), r.rec, p.Group, p.Protocol(), p.TopicNames(), func() time.Duration { return r.cfg.Now().Sub(r.start) })
 
-	linkOf := func(client string) (faults.Link, error) { return r.h.Links(client) }
-	r.nem = &nemesis{schedule: p.Faults, target: r.h, links: linkOf, rec: r.rec, logf: r.cfg.Logf, active: map[int]bool{}}
+	r.crew = newCrew(r)
+	env := faults.Env{
+		Target:  r.h,
+		Links:   func(client string) (faults.Link, error) { return r.h.Links(client) },
+		Members: r.crew,
+		Group:   groupView{r},
+	}
+	r.nem = newNemesis(p.Faults, env, r.rec, r.meter, r.cfg.Logf)
 
 	for _, pp := range p.Producers {
 		l, err := r.h.Links(pp.Name)
@@ -431,29 +430,36 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		r.prods = append(r.prods, pr)
 	}
-	for _, mp := range p.Members {
-		l, err := r.h.Links(mp.Name)
-		if err != nil {
-			return fmt.Errorf("links of member %s: %w", mp.Name, err)
-		}
-		var hopts []HookOpt
-		if f, ok := r.cfg.Registry[mp.Kind]; ok && f.ResendsCommits {
-			hopts = append(hopts, ResendsCommits())
-		}
-		h := NewHookRecorder(r.rec, mp.Name, mp.Protocol, hopts...)
-		m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
-			Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: l.KgoOpts(), Hooks: h,
-			SessionTimeout: p.Timers.SessionTimeout, HeartbeatInterval: p.Timers.HeartbeatInterval, RebalanceTimeout: p.Timers.RebalanceTimeout,
-			Now: r.cfg.Now,
-		})
-		if err != nil {
+	// Every member's first incarnation is built now, so a kind that cannot
+	// be built fails the run before anything joins.
+	for _, s := range r.crew.order {
+		if err := r.crew.build(s); err != nil {
 			return err
 		}
-		r.hooks = append(r.hooks, h)
-		r.drivers = append(r.drivers, newDriver(mp, m, h, r.rec, r.led, r.cfg.Now))
 	}
 	return nil
 }
+
+// groupView is what coordinator-aware faults ask of the run.
+type groupView struct{ r *runner }
+
+// Coordinator asks the brokers (bypassing every link) which node
+// coordinates the group now.
+func (g groupView) Coordinator(ctx context.Context) (faults.NodeID, error) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for _, c := range g.r.obs.adm.FindGroupCoordinators(cctx, g.r.p.Group) {
+		if c.Err != nil {
+			return 0, c.Err
+		}
+		return c.NodeID, nil
+	}
+	return 0, fmt.Errorf("no coordinator found for group %s", g.r.p.Group)
+}
+
+// Rebalancing reports whether some planned partition has no owner or more
+// than one among the running members.
+func (g groupView) Rebalancing() bool { return !g.r.owned() }
 
 // teardown closes members (they leave the group), producers and the
 // observer's admin client. The cluster is released by run's deferred close.
@@ -468,17 +474,9 @@ func (r *runner) teardown(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, d := range r.drivers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := d.m.Close(cctx); err != nil {
-				r.cfg.Logf("teardown: member %s: %v", d.plan.Name, err)
-			}
-		}()
+	if r.crew != nil {
+		r.crew.closeAll(cctx)
 	}
-	wg.Wait()
 	for _, pr := range r.prods {
 		pr.close()
 	}
@@ -486,6 +484,8 @@ func (r *runner) teardown(ctx context.Context) error {
 		r.obs.adm.Close()
 	}
 	var err error
+	r.hooksMu.Lock()
+	defer r.hooksMu.Unlock()
 	for _, h := range r.hooks {
 		err = errors.Join(err, h.Err())
 	}

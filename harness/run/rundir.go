@@ -183,7 +183,38 @@ func Judge(dir string) (Judged, error) {
 	if fn == nil && why != "" {
 		explainSkip(&j.Report, why)
 	}
+	j.Report.Notes = append(j.Report.Notes, faultNotes(j.Events)...)
 	return j, nil
+}
+
+// faultNotes sums up the faults of a history: how many started and had an
+// observed effect, and each one that had none (a fault that changed
+// nothing tested nothing: the reader must see it).
+func faultNotes(events []history.Event) []string {
+	var started, none int
+	var notes []string
+	for _, e := range events {
+		if e.Type == history.Invoke {
+			continue
+		}
+		v, ok := e.Value.(history.Fault)
+		if !ok {
+			continue
+		}
+		switch e.F {
+		case history.FFaultStart:
+			started++
+		case history.FFaultStop:
+			if v.NoEffect != "" {
+				none++
+				notes = append(notes, fmt.Sprintf("fault %s on %s (ended at event %d) had no observed effect: %s", v.What, strings.Join(v.Target, ","), e.Index, v.NoEffect))
+			}
+		}
+	}
+	if started == 0 {
+		return nil
+	}
+	return append([]string{fmt.Sprintf("%d faults started, %d of them with no observed effect", started, none)}, notes...)
 }
 
 func lastIndex(es []history.Event) int64 {

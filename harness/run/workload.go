@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -196,6 +197,10 @@ type driver struct {
 	led  *ledger
 	now  func() time.Time
 
+	// stalled stops polling and committing (a member-stall or
+	// member-freeze fault): the member's own heartbeats go on.
+	stalled atomic.Bool
+
 	mu      sync.Mutex
 	hold    bool                       // stop committing (final observation ahead)
 	flushed chan struct{}              // closed after a commit requested by flush
@@ -213,6 +218,13 @@ func (d *driver) run(ctx context.Context) error {
 	last := d.now()
 	lastErr, repeats := "", 0
 	for ctx.Err() == nil {
+		if d.stalled.Load() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
 		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 		recs, err := d.m.Poll(pctx)
 		cancel()

@@ -1,0 +1,406 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// crew runs the group's members through their lives: the first start in
+// the warm-up (late joiners wait for their MemberJoin heal), and the churn
+// the nemesis asks for through faults.Members (leave, crash, stall,
+// restore). Each member is a slot; each start of it is an incarnation with
+// its own clients.Member, hooks and driver, under the member's one name, so
+// the history speaks of "m1" across its restarts, as Kafka speaks of one
+// static member across them.
+type crew struct {
+	r     *runner
+	ctx   context.Context // lives until the workload's members are stopped
+	errs  chan error
+	wg    *sync.WaitGroup
+	slots map[string]*slot
+	order []*slot
+}
+
+// slot is one planned member.
+type slot struct {
+	plan MemberPlan
+
+	mu      sync.Mutex // serialises the member's life changes
+	d       *driver    // the current incarnation; nil before its first start
+	hooks   *muteHooks
+	running bool
+	frozen  bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	starts  int
+}
+
+// muteHooks passes a member's events to its recorder until the member is
+// crashed: a killed process cannot speak for itself, so whatever its
+// client says while it is torn down is not part of the history.
+type muteHooks struct {
+	h     clients.Hooks
+	muted atomic.Bool
+}
+
+func (m *muteHooks) OnEvent(e clients.Event) {
+	if !m.muted.Load() {
+		m.h.OnEvent(e)
+	}
+}
+
+var _ faults.Members = (*crew)(nil)
+
+func newCrew(r *runner) *crew {
+	c := &crew{r: r, slots: map[string]*slot{}}
+	for _, mp := range r.p.Members {
+		s := &slot{plan: mp}
+		c.slots[mp.Name] = s
+		c.order = append(c.order, s)
+	}
+	return c
+}
+
+// build makes a new incarnation of s (not started).
+func (c *crew) build(s *slot) error {
+	r, mp := c.r, s.plan
+	l, err := r.h.Links(mp.Name)
+	if err != nil {
+		return fmt.Errorf("links of member %s: %w", mp.Name, err)
+	}
+	var hopts []HookOpt
+	if f, ok := r.cfg.Registry[mp.Kind]; ok && f.ResendsCommits {
+		hopts = append(hopts, ResendsCommits())
+	}
+	h := NewHookRecorder(r.rec, mp.Name, mp.Protocol, hopts...)
+	mh := &muteHooks{h: h}
+	p := r.p
+	m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
+		Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: l.KgoOpts(), Hooks: mh,
+		InstanceID:     mp.InstanceID,
+		SessionTimeout: p.Timers.SessionTimeout, HeartbeatInterval: p.Timers.HeartbeatInterval, RebalanceTimeout: p.Timers.RebalanceTimeout,
+		PollInterval: p.Timers.PollInterval,
+		Now:          r.cfg.Now,
+	})
+	if err != nil {
+		return err
+	}
+	r.hooksMu.Lock()
+	r.hooks = append(r.hooks, h)
+	r.hooksMu.Unlock()
+	s.d, s.hooks = newDriver(mp, m, h, r.rec, r.led, r.cfg.Now), mh
+	return nil
+}
+
+// launch starts s's current incarnation after wait and drives it until the
+// crew's context ends or the incarnation is stopped. A first start that
+// fails ends the run (the member could not run at all); a restart that
+// fails is retried for a minute, then noted, since the cluster may be
+// faulted at that moment.
+func (c *crew) launch(s *slot, wait time.Duration) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	done := make(chan struct{})
+	s.cancel, s.done, s.running = cancel, done, true
+	s.starts++
+	first, d, name := s.starts == 1, s.d, s.plan.Name
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(done)
+		if wait > 0 && !sleepUntil(ctx, time.Now().Add(wait)) {
+			return
+		}
+		var err error
+		for try := 0; ; try++ {
+			if err = d.m.Start(ctx); err == nil || first || ctx.Err() != nil || try >= 60 {
+				break
+			}
+			if !sleepUntil(ctx, time.Now().Add(time.Second)) {
+				return
+			}
+		}
+		if err != nil {
+			if first {
+				c.fail(fmt.Errorf("starting member %s: %w", name, err))
+			} else if ctx.Err() == nil {
+				c.r.note("member %s could not start again within a minute: %v", name, err)
+			}
+			return
+		}
+		if err := d.run(ctx); err != nil {
+			c.fail(fmt.Errorf("member %s: %w", name, err))
+		}
+	}()
+}
+
+// fail hands a member's error to the run; the first one ends it.
+func (c *crew) fail(err error) {
+	select {
+	case c.errs <- err:
+	default:
+	}
+}
+
+// startAll starts every member that is not a late joiner, each after its
+// planned JoinAfter.
+func (c *crew) startAll(ctx context.Context, errs chan error, wg *sync.WaitGroup) error {
+	c.ctx, c.errs, c.wg = ctx, errs, wg
+	late := map[string]bool{}
+	for _, n := range faults.LateJoiners(c.r.p.Faults) {
+		late[n] = true
+	}
+	for _, s := range c.order {
+		s.mu.Lock()
+		if s.d == nil {
+			if err := c.build(s); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+		}
+		if !late[s.plan.Name] {
+			c.launch(s, s.plan.JoinAfter)
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// running returns the drivers of the members running now.
+func (c *crew) running() []*driver {
+	var out []*driver
+	for _, s := range c.order {
+		s.mu.Lock()
+		if s.running && s.d != nil {
+			out = append(out, s.d)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+func (c *crew) slot(name string) (*slot, error) {
+	s, ok := c.slots[name]
+	if !ok {
+		return nil, fmt.Errorf("no member %q in the plan", name)
+	}
+	return s, nil
+}
+
+// halt stops s's driver loop and waits for it (a commit in flight gets its
+// answer or its timeout first).
+func (c *crew) halt(s *slot) {
+	if !s.running {
+		return
+	}
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		c.r.note("member %s: its driver did not stop within 30s", s.plan.Name)
+	}
+	s.running = false
+}
+
+// Join implements faults.Members: a late joiner starts.
+func (c *crew) Join(ctx context.Context, name string) (string, error) {
+	s, err := c.slot(name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return fmt.Sprintf("%s was already running", name), nil
+	}
+	if s.starts > 0 {
+		if err := c.build(s); err != nil {
+			return "", err
+		}
+	}
+	c.launch(s, 0)
+	return fmt.Sprintf("%s joins (%s)", name, s.plan.Kind), nil
+}
+
+// Leave implements faults.Members: the member commits what it consumed of
+// the partitions it owns and leaves the group through its Close.
+func (c *crew) Leave(ctx context.Context, name string) (string, error) {
+	s, err := c.slot(name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return fmt.Sprintf("%s was not running", name), nil
+	}
+	c.halt(s)
+	d := s.d
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if err := d.commit(cctx); err != nil {
+		errs = append(errs, fmt.Errorf("last commit: %w", err))
+	}
+	if err := d.m.Close(cctx); err != nil {
+		errs = append(errs, fmt.Errorf("close: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Sprintf("%s left uncleanly: %v", name, err), nil
+	}
+	return fmt.Sprintf("%s committed and left", name), nil
+}
+
+// Crash implements faults.Members: the member's links are cut first, so
+// from that instant nothing of it reaches Kafka; then its driver is
+// stopped, its owned partitions are recorded as lost on its behalf (a dead
+// process consumes and commits nothing more), its client is closed with
+// its hooks muted, its open calls end as unknown outcomes, and its links
+// heal for the next incarnation.
+func (c *crew) Crash(ctx context.Context, name string) (string, error) {
+	s, err := c.slot(name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return fmt.Sprintf("%s was not running", name), nil
+	}
+	l, err := c.r.h.Links(name)
+	if err != nil {
+		return "", fmt.Errorf("links of member %s: %w", name, err)
+	}
+	if err := l.Cut(faults.AllNodes); err != nil {
+		return "", fmt.Errorf("cutting member %s off: %w", name, err)
+	}
+	s.hooks.muted.Store(true)
+	c.halt(s)
+	d := s.d
+	owned := d.m.Owned()
+	rec := c.r.rec
+	if owned.Count() > 0 {
+		d.h.mu.Lock()
+		epoch := d.h.lastEpoch
+		d.h.mu.Unlock()
+		a := history.Assignment{Member: name, Protocol: s.plan.Protocol, Epoch: epoch, Partitions: tps(owned)}
+		if _, err := rec.Lost(name, a, "crashed by the nemesis: the process is gone and consumes nothing more; the coordinator counts it until its session expires"); err != nil {
+			return "", err
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	cerr := d.m.Close(cctx)
+	cancel()
+	for _, e := range rec.Open() {
+		if member(e.Process) == name {
+			if _, err := rec.Info(e.Process, e.F, e.Value, "the member crashed while this call was open: its outcome is unknown"); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := l.Heal(faults.AllNodes); err != nil {
+		return "", fmt.Errorf("healing member %s's links after its crash: %w", name, err)
+	}
+	saw := fmt.Sprintf("%s crashed owning %d partitions", name, owned.Count())
+	if cerr != nil {
+		saw += " (its client's close said: " + cerr.Error() + ")"
+	}
+	return saw, nil
+}
+
+// Stall implements faults.Members: the driver stops polling and
+// committing; with freeze, the member's links also delay every byte by d.
+func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Duration) (string, error) {
+	s, err := c.slot(name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return fmt.Sprintf("%s was not running", name), nil
+	}
+	s.d.stalled.Store(true)
+	if freeze {
+		l, err := c.r.h.Links(name)
+		if err != nil {
+			return "", fmt.Errorf("links of member %s: %w", name, err)
+		}
+		if err := l.Latency(faults.AllNodes, d, 0); err != nil {
+			return "", fmt.Errorf("freezing member %s's links: %w", name, err)
+		}
+		s.frozen = true
+		return fmt.Sprintf("%s frozen for %s", name, d), nil
+	}
+	return fmt.Sprintf("%s stopped polling for %s (poll interval %s)", name, d, c.r.p.Timers.PollInterval), nil
+}
+
+// Restore implements faults.Members: a stalled member resumes, a stopped
+// one starts anew (a new member id; a static member keeps its instance id).
+func (c *crew) Restore(ctx context.Context, name string) (string, error) {
+	s, err := c.slot(name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		var saw string
+		if s.frozen {
+			l, err := c.r.h.Links(name)
+			if err != nil {
+				return "", fmt.Errorf("links of member %s: %w", name, err)
+			}
+			if err := l.Heal(faults.AllNodes); err != nil {
+				return "", fmt.Errorf("thawing member %s's links: %w", name, err)
+			}
+			s.frozen = false
+			saw = "thawed; "
+		}
+		if s.d.stalled.Swap(false) {
+			saw += name + " polls again"
+		}
+		if saw == "" {
+			saw = name + " was running"
+		}
+		return saw, nil
+	}
+	if err := c.build(s); err != nil {
+		return "", err
+	}
+	c.launch(s, 0)
+	how := "as a new member"
+	if s.plan.InstanceID != "" {
+		how = "with its instance id " + s.plan.InstanceID
+	}
+	return fmt.Sprintf("%s starts again %s", name, how), nil
+}
+
+// closeAll closes every running incarnation (teardown): they leave the group.
+func (c *crew) closeAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, s := range c.order {
+		s.mu.Lock()
+		d, was := s.d, s.running
+		s.running = false
+		s.mu.Unlock()
+		if d == nil || !was {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.m.Close(ctx); err != nil {
+				c.r.cfg.Logf("teardown: member %s: %v", d.plan.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
