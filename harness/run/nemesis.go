@@ -119,11 +119,11 @@ func (n *nemesis) one(ctx context.Context, start time.Time, i int) error {
 			return nil
 		}
 	}
-	began := time.Now()
 	if err := n.start(ctx, i, trig); err != nil {
 		return err
 	}
-	if f.For == 0 || !sleepUntil(ctx, began.Add(f.For)) {
+	// For counts from when the fault took effect.
+	if f.For == 0 || !sleepUntil(ctx, time.Now().Add(f.For)) {
 		return nil
 	}
 	return n.stop(ctx, i, "scheduled end after "+f.For.String())
@@ -172,6 +172,10 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	if err != nil {
 		v.Error = err.Error()
 		n.logf("nemesis: %s did not apply: %v", f, err)
+		if _, ok := err.(errNotApplied); ok {
+			_, rerr := n.rec.Fail(process(i), v, "the fault was not applied")
+			return rerr
+		}
 		_, rerr := n.rec.Info(process(i), history.FFaultStart, v, "applying the fault failed; it may have partly taken effect")
 		return rerr
 	}
@@ -180,24 +184,40 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	return err
 }
 
-// apply resolves and starts fault i. Whatever happens, the fault counts as
-// active from here on (a failed start may have half happened), so it is
+// errNotApplied marks a fault that certainly did not start.
+type errNotApplied struct{ why string }
+
+func (e errNotApplied) Error() string { return e.why }
+
+// apply resolves and starts fault i. A node fault waits for the node
+// actions before it (a node still starting after its heal counts as down,
+// so no more nodes are down at once than the schedule allows) and finds the
+// coordinator only then. From the moment the action is attempted the fault
+// counts as active (a failed start may have half happened), so it is
 // healed.
 func (n *nemesis) apply(ctx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
+	var waited string
+	if f.Family() == faults.FamilyNode {
+		t0 := time.Now()
+		n.nodeMu.Lock()
+		defer n.nodeMu.Unlock()
+		if d := time.Since(t0); d > 100*time.Millisecond {
+			waited = fmt.Sprintf("waited %s for the node action before it (a node still starting)", d.Round(time.Millisecond))
+		}
+		if ctx.Err() != nil {
+			return f, waited, errNotApplied{"not applied: the workload phase ended while the node action before it was still under way"}
+		}
+	}
 	resolved, who, err := faults.Resolve(ctx, f, n.env)
 	if err != nil {
-		return f, "", err
+		return f, waited, errNotApplied{err.Error()}
 	}
 	n.mu.Lock()
 	n.active[i] = resolved
 	n.starts[i] = n.meter.mark()
 	n.mu.Unlock()
-	if resolved.Family() == faults.FamilyNode {
-		n.nodeMu.Lock()
-		defer n.nodeMu.Unlock()
-	}
 	saw, err := faults.Apply(ctx, resolved, n.env)
-	return resolved, joinEffects(who, saw), err
+	return resolved, joinEffects(joinEffects(waited, who), saw), err
 }
 
 func (n *nemesis) stop(ctx context.Context, i int, why string) error {

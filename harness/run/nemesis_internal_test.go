@@ -1,0 +1,227 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// fakeEnv records what the nemesis asks of a cluster and its members; node
+// starts take a while, like a real broker's.
+type fakeEnv struct {
+	mu        sync.Mutex
+	calls     []string
+	down      int
+	maxDown   int
+	startTook time.Duration
+	rebal     atomic.Bool
+	coord     faults.NodeID
+}
+
+func (e *fakeEnv) add(s string, a ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls = append(e.calls, fmt.Sprintf(s, a...))
+}
+func (e *fakeEnv) nodeDown(id faults.NodeID, what string) error {
+	e.mu.Lock()
+	e.down++
+	e.maxDown = max(e.maxDown, e.down)
+	e.mu.Unlock()
+	e.add("%s %d", what, id)
+	return nil
+}
+func (e *fakeEnv) nodeUp(id faults.NodeID, what string) error {
+	time.Sleep(e.startTook)
+	e.mu.Lock()
+	e.down--
+	e.mu.Unlock()
+	e.add("%s %d", what, id)
+	return nil
+}
+func (e *fakeEnv) NodeIDs() []faults.NodeID { return []faults.NodeID{1, 2, 3} }
+func (e *fakeEnv) StopNode(_ context.Context, id faults.NodeID) error {
+	return e.nodeDown(id, "stop")
+}
+func (e *fakeEnv) StartNode(_ context.Context, id faults.NodeID) error {
+	return e.nodeUp(id, "start")
+}
+func (e *fakeEnv) KillNode(_ context.Context, id faults.NodeID) error {
+	return e.nodeDown(id, "kill")
+}
+func (e *fakeEnv) PauseNode(_ context.Context, id faults.NodeID) error {
+	return e.nodeDown(id, "pause")
+}
+func (e *fakeEnv) UnpauseNode(_ context.Context, id faults.NodeID) error {
+	return e.nodeUp(id, "unpause")
+}
+func (e *fakeEnv) IsolateNode(_ context.Context, id faults.NodeID) error {
+	return e.nodeDown(id, "isolate")
+}
+func (e *fakeEnv) HealNode(_ context.Context, id faults.NodeID) error { return e.nodeUp(id, "heal") }
+func (e *fakeEnv) Cut(n faults.NodeID) error                          { e.add("cut %d", n); return nil }
+func (e *fakeEnv) Latency(n faults.NodeID, d, j time.Duration) error {
+	e.add("latency %d", n)
+	return nil
+}
+func (e *fakeEnv) Bandwidth(n faults.NodeID, kb int64) error        { return nil }
+func (e *fakeEnv) Blackhole(n faults.NodeID) error                  { return nil }
+func (e *fakeEnv) ResetPeer(n faults.NodeID, d time.Duration) error { return nil }
+func (e *fakeEnv) Heal(n faults.NodeID) error                       { e.add("linkheal %d", n); return nil }
+func (e *fakeEnv) Join(_ context.Context, m string) (string, error) {
+	e.add("join %s", m)
+	return m + " joins", nil
+}
+func (e *fakeEnv) Leave(_ context.Context, m string) (string, error) {
+	e.add("leave %s", m)
+	e.rebal.Store(true) // the leave starts a rebalance
+	return m + " left", nil
+}
+func (e *fakeEnv) Crash(_ context.Context, m string) (string, error) {
+	e.add("crash %s", m)
+	return "", nil
+}
+func (e *fakeEnv) Stall(_ context.Context, m string, freeze bool, d time.Duration) (string, error) {
+	return "", nil
+}
+func (e *fakeEnv) Restore(_ context.Context, m string) (string, error) {
+	e.add("restore %s", m)
+	return "", nil
+}
+func (e *fakeEnv) Coordinator(context.Context) (faults.NodeID, error) { return e.coord, nil }
+func (e *fakeEnv) Rebalancing() bool                                  { return e.rebal.Load() }
+
+func (e *fakeEnv) env() faults.Env {
+	return faults.Env{Target: e, Members: e, Group: e, Links: func(string) (faults.Link, error) { return e, nil }}
+}
+
+func nemesisHistory(t *testing.T, sched []faults.Fault, e *fakeEnv, workload time.Duration) []history.Event {
+	t.Helper()
+	var buf bytes.Buffer
+	start := time.Now()
+	clock := history.SinceClock(start)
+	meter := newEffectMeter(clock)
+	rec, err := history.NewRecorder(&buf, clock, history.Retain(), history.Tap(meter.tap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNemesis(sched, e.env(), rec, meter, t.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), workload)
+	defer cancel()
+	if err := n.run(ctx, start); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if open := rec.Open(); len(open) > 0 {
+		t.Errorf("calls left open: %v", open)
+	}
+	return rec.Events()
+}
+
+// Overlapping faults run side by side, each on its own process; a fault on
+// the coordinator waits for the rebalance a leave starts and hits the node
+// that coordinates the group then; a node fault waits for the slow start of
+// the node before it, so never two nodes are down at once; every fault is
+// healed; the history is well formed.
+func TestNemesisOverlapsTriggersAndSerialisesNodes(t *testing.T) {
+	e := &fakeEnv{coord: 2, startTook: 1500 * time.Millisecond}
+	ms := time.Millisecond
+	sched := []faults.Fault{
+		{Kind: faults.NodeKill, Node: 1, At: 0, For: 100 * ms},
+		{Kind: faults.LinkCut, Client: "m1", Node: faults.AllNodes, At: 10 * ms, For: 500 * ms},
+		{Kind: faults.MemberLeave, Member: "m2", At: 200 * ms, For: 100 * ms},
+		{Kind: faults.NodePause, Node: faults.Coordinator, Trigger: faults.OnRebalance, At: 150 * ms, For: 100 * ms},
+	}
+	evs := nemesisHistory(t, sched, e, 5*time.Second)
+	if e.maxDown != 1 {
+		t.Errorf("%d nodes down at once, want 1: %v", e.maxDown, e.calls)
+	}
+	joined := strings.Join(e.calls, ", ")
+	for _, want := range []string{"kill 1", "start 1", "cut -1", "linkheal -1", "leave m2", "restore m2", "pause 2", "unpause 2"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("calls %q lack %q", joined, want)
+		}
+	}
+	if strings.Index(joined, "leave m2") > strings.Index(joined, "pause 2") {
+		t.Errorf("the coordinator was paused before the leave's rebalance: %s", joined)
+	}
+	procs := map[string]bool{}
+	var pauseStart *history.Fault
+	for _, ev := range evs {
+		procs[ev.Process] = true
+		if v, ok := ev.Value.(history.Fault); ok && ev.F == history.FFaultStart && ev.Type == history.OK && v.What == string(faults.NodePause) {
+			pauseStart = &v
+		}
+	}
+	if len(procs) != 4 {
+		t.Errorf("faults on %d processes, want one each (4): %v", len(procs), procs)
+	}
+	if pauseStart == nil || pauseStart.Target[0] != "node-2" || !strings.Contains(pauseStart.Effect, "coordinator was node 2") || !strings.Contains(pauseStart.Effect, "waited") {
+		t.Errorf("the coordinator fault's start says %+v, want node-2, the coordinator it found and the wait for node 1's start", pauseStart)
+	}
+	if v := check.HistoryWellFormed(evs); !v.Holds {
+		t.Errorf("history not well formed: %+v", v.Violations)
+	}
+}
+
+// A node fault whose turn comes after the workload ended is recorded as
+// not applied (fail), is not healed, and leaves no call open.
+func TestNemesisNodeFaultAfterTheWorkload(t *testing.T) {
+	e := &fakeEnv{coord: 1, startTook: 400 * time.Millisecond}
+	sched := []faults.Fault{
+		{Kind: faults.NodeKill, Node: 1, At: 0, For: 50 * time.Millisecond},
+		{Kind: faults.NodeStop, Node: 2, At: 100 * time.Millisecond, For: time.Second},
+	}
+	evs := nemesisHistory(t, sched, e, 300*time.Millisecond)
+	var failed int
+	for _, ev := range evs {
+		if ev.F == history.FFaultStart && ev.Type == history.Fail {
+			failed++
+			if v := ev.Value.(history.Fault); !strings.Contains(v.Error, "workload phase ended") {
+				t.Errorf("not-applied fault says %q", v.Error)
+			}
+		}
+	}
+	if failed != 1 || strings.Contains(strings.Join(e.calls, ","), "stop 2") {
+		t.Errorf("%d faults recorded as not applied, calls %v: want node 2's stop not applied", failed, e.calls)
+	}
+}
+
+// A fault that changed nothing says so; one during which a member was
+// fenced and partitions moved says what happened.
+func TestEffectMeter(t *testing.T) {
+	var now time.Duration
+	m := newEffectMeter(func() time.Duration { return now })
+	cut := faults.Fault{Kind: faults.LinkCut, Client: "m1", Node: faults.AllNodes}
+	mk := m.mark()
+	if eff, none := m.since(mk, cut); eff != "" || none == "" {
+		t.Errorf("nothing happened, yet effect %q / no effect %q", eff, none)
+	}
+	now = time.Second
+	m.tap(history.Event{Type: history.Info, Process: "m1/hb", F: history.FHeartbeat, Time: now})
+	m.tap(history.Event{Type: history.Info, Process: "m1", F: history.FLost, Time: now})
+	now = 3 * time.Second
+	m.tap(history.Event{Type: history.Info, Process: "m2", F: history.FAssigned, Time: now})
+	m.tap(history.Event{Type: history.Info, Process: "m2/hb", F: "found-coordinator", Value: map[string]any{"node": int32(1)}, Time: now})
+	m.tap(history.Event{Type: history.Info, Process: "m2/hb", F: "found-coordinator", Value: map[string]any{"node": float64(3)}, Time: now})
+	eff, none := m.since(mk, cut)
+	for _, want := range []string{"1 member calls failed", "m1 1", "m1 was fenced, expired or lost its partitions 1s after", "went to other members 3s after", "coordinator moved 1 times (m2 found node 3)"} {
+		if !strings.Contains(eff, want) {
+			t.Errorf("effect %q lacks %q", eff, want)
+		}
+	}
+	if none != "" {
+		t.Errorf("no effect claimed: %q", none)
+	}
+}
