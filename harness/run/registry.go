@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/assign"
 	"github.com/groupquake/groupquake/clients/classic"
 	"github.com/groupquake/groupquake/clients/consumer"
 	"github.com/groupquake/groupquake/clients/kgoref"
@@ -74,21 +75,13 @@ func DefaultRegistry() Registry {
 		},
 		"classic": {
 			Protocol: clients.Classic,
-			Doc:      "groupquake's classic member (clients/classic; eager range+cooperative-sticky, each commit sent once)",
-			New: func(s MemberSpec) (clients.Member, error) {
-				opts := []classic.Opt{
-					classic.KgoOpts(s.KgoOpts...), classic.Hooks(s.Hooks), classic.WithClock(specClock(s.Now)),
-					classic.SessionTimeout(s.SessionTimeout), classic.HeartbeatInterval(s.HeartbeatInterval),
-					classic.RebalanceTimeout(s.RebalanceTimeout),
-				}
-				if s.InstanceID != "" {
-					opts = append(opts, classic.InstanceID(s.InstanceID))
-				}
-				if s.PollInterval > 0 {
-					opts = append(opts, classic.MaxPollInterval(s.PollInterval))
-				}
-				return classic.New(s.Name, s.Group, s.Topics, opts...)
-			},
+			Doc:      "groupquake's classic member (clients/classic; assignors range and cooperative-sticky, so EAGER rebalances as Java's default; each commit sent once)",
+			New:      classicFactory(),
+		},
+		"classic-cooperative": {
+			Protocol: clients.Classic,
+			Doc:      "groupquake's classic member with the cooperative-sticky assignor alone (KIP-429 COOPERATIVE rebalances; each commit sent once)",
+			New:      classicFactory(classic.Assignors(assign.CooperativeSticky())),
 		},
 		"consumer": {
 			Protocol: clients.Consumer,
@@ -110,6 +103,23 @@ func DefaultRegistry() Registry {
 			// on coordinator errors and lost connections.
 			ResendsCommits: true,
 		},
+	}
+}
+
+func classicFactory(extra ...classic.Opt) func(MemberSpec) (clients.Member, error) {
+	return func(s MemberSpec) (clients.Member, error) {
+		opts := []classic.Opt{
+			classic.KgoOpts(s.KgoOpts...), classic.Hooks(s.Hooks), classic.WithClock(specClock(s.Now)),
+			classic.SessionTimeout(s.SessionTimeout), classic.HeartbeatInterval(s.HeartbeatInterval),
+			classic.RebalanceTimeout(s.RebalanceTimeout),
+		}
+		if s.InstanceID != "" {
+			opts = append(opts, classic.InstanceID(s.InstanceID))
+		}
+		if s.PollInterval > 0 {
+			opts = append(opts, classic.MaxPollInterval(s.PollInterval))
+		}
+		return classic.New(s.Name, s.Group, s.Topics, append(opts, extra...)...)
 	}
 }
 

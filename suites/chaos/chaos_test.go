@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/suites/internal/campaign"
@@ -44,24 +45,40 @@ func seeds(t *testing.T) []uint64 {
 	return out
 }
 
-// TestMemberLinks cuts and slows single members' links, at times past
-// their session, on a 1-node cluster: fenced members must not commit,
-// nothing acknowledged may be lost, and the group must settle after the heal.
-func TestMemberLinks(t *testing.T) {
-	for _, seed := range seeds(t) {
-		t.Run("seed-"+strconv.FormatUint(seed, 10), func(t *testing.T) {
-			campaign.Run(t, seed, run.Options{Scenario: run.ScenarioMemberLinks, Nodes: 1, Duration: 30 * time.Second}, 10*time.Minute)
-		})
-	}
-}
+// families are the scenario families the matrix covers.
+var families = []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults, run.ScenarioChurn, run.ScenarioCombined}
 
-// TestBrokerFaults stops, kills and pauses brokers of a 3-node cluster,
-// one at a time: the coordinator fails over, and acknowledged commits and
-// records survive.
-func TestBrokerFaults(t *testing.T) {
-	for _, seed := range seeds(t) {
-		t.Run("seed-"+strconv.FormatUint(seed, 10), func(t *testing.T) {
-			campaign.Run(t, seed, run.Options{Scenario: run.ScenarioBrokerFaults, Nodes: 3, Duration: 30 * time.Second}, 15*time.Minute)
+// matrixWorkload is each run's workload phase: long enough for the normal
+// intensity to draw several overlapping faults.
+const matrixWorkload = 20 * time.Second
+
+// TestMatrix runs every scenario family with every protocol mix (classic
+// eager, classic cooperative, consumer, mixed) on one 3-node cluster of the
+// default version, and a covering subset (each family once, each mix once)
+// on the oldest tested version: every checker must hold in every run.
+func TestMatrix(t *testing.T) {
+	versions := clustertest.Versions()
+	for vi, version := range versions {
+		if vi > 0 && vi < len(versions)-1 {
+			continue // the default and the oldest
+		}
+		t.Run(version, func(t *testing.T) {
+			c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 3})
+			for fi, family := range families {
+				for mi, mix := range campaign.Mixes {
+					if vi > 0 && mi != fi%len(campaign.Mixes) {
+						continue
+					}
+					for _, seed := range seeds(t) {
+						t.Run(fmt.Sprintf("%s/%s/seed-%d", family, mix.Name, seed), func(t *testing.T) {
+							campaign.RunOn(t, c, seed, run.Options{
+								Scenario: family, Kafka: version, Nodes: 3, Kinds: mix.Kinds, Members: max(3, len(mix.Kinds)),
+								Duration: matrixWorkload,
+							}, 10*time.Minute)
+						})
+					}
+				}
+			}
 		})
 	}
 }
@@ -71,8 +88,11 @@ func TestBrokerFaults(t *testing.T) {
 // and kgo's, one protocol per group: the coordinator model must hold up
 // under the same faults as a broker.
 func TestEmbedded(t *testing.T) {
+	if !testing.Short() {
+		t.Skip("the embedded runs belong to the unit tier (go test -short), which needs no Docker; the cluster tier runs real Kafka")
+	}
 	for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}} {
-		for _, scenario := range []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults} {
+		for _, scenario := range families {
 			for _, seed := range seeds(t) {
 				t.Run(fmt.Sprintf("%s/%s/seed-%d", kinds[0], scenario, seed), func(t *testing.T) {
 					campaign.Run(t, seed, run.Options{Scenario: scenario, Embedded: true, Kinds: kinds, Members: 3, Duration: 20 * time.Second}, 5*time.Minute)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
@@ -55,9 +56,32 @@ func itoa(u uint64) string {
 	}
 }
 
+// Mixes are the protocol mixes a covering campaign runs each scenario
+// family with: member kinds, cycled over the group's members.
+var Mixes = []Mix{
+	{"classic-eager", []string{"classic", "classic"}},
+	{"classic-cooperative", []string{"classic-cooperative", "kgo-classic"}},
+	{"consumer", []string{"consumer", "kgo-consumer"}},
+	{"mixed", []string{"classic", "consumer", "kgo-classic", "kgo-consumer"}},
+}
+
+// Mix is a named set of member kinds.
+type Mix struct {
+	Name  string
+	Kinds []string
+}
+
 // Run builds the plan of seed with o and runs it on a cluster the run
 // starts itself from the plan, within bound; every checker must hold.
 func Run(t *testing.T, seed uint64, o run.Options, bound time.Duration) run.Result {
+	t.Helper()
+	return RunOn(t, nil, seed, o, bound)
+}
+
+// RunOn is Run on the cluster h, which the run uses as it is and leaves
+// running (nil: the run starts its own from the plan). o must describe h
+// (its version and node count), so the plan's faults fit it.
+func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound time.Duration) run.Result {
 	t.Helper()
 	if !o.Embedded {
 		clustertest.NeedEngine(t)
@@ -71,7 +95,7 @@ func Run(t *testing.T, seed uint64, o run.Options, bound time.Duration) run.Resu
 	d := dir(t, seed)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Logf: t.Logf})
+	res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Logf: t.Logf, Cluster: h})
 	writeReport(t, d, p.Command(), res)
 	if err != nil {
 		t.Fatalf("run (seed %d) could not be carried out: %v; notes: %v; run directory %s", seed, err, res.Notes, d)
