@@ -104,8 +104,8 @@ func faultSpans(events []history.Event, end time.Duration) []Span {
 	var out []Span
 	open := map[string][]int{}
 	for _, e := range events {
-		if e.F != history.FFaultStart && e.F != history.FFaultStop || e.Type == history.Invoke {
-			continue
+		if e.F != history.FFaultStart && e.F != history.FFaultStop || e.Type == history.Invoke || e.Type == history.Fail {
+			continue // a fault recorded as not applied (fail) never was in force
 		}
 		f, err := history.ValueAs[history.Fault](e)
 		if err != nil {

@@ -25,6 +25,7 @@ Usage:
   groupquake image list             list served Kafka versions and which images are cached
   groupquake engine up              install and start a Docker engine if none answers (root)
   groupquake sweep                  remove containers and networks left by crashed runs
+  groupquake stats DIR...           how hard the nemesis pushed: faults, churn, time under a fault or mid-rebalance
 
 Run 'groupquake COMMAND -h' for the flags of a command.
 `
@@ -87,6 +88,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdEngineUp(ctx, args[2:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(ctx, args[1:], stdout, stderr)
+	case "stats":
+		return cmdStats(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,228 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Pressure is what one run's history says about how hard its nemesis
+// pushed the group during the workload phase: how many faults and
+// membership changes it applied, how much of the time the group was under a
+// fault or mid-rebalance, how often it rebalanced and how often its
+// coordinator moved. It is measured from what happened (fault starts that
+// took effect, ownership as the members reported it), not from the plan.
+type Pressure struct {
+	Scenario string
+	Workload time.Duration
+	// Faults started (not counting those recorded as not applied); Churn
+	// is the part of them that changed the membership (member-* kinds).
+	Faults, Churn int
+	// UnderFault is the fraction of the workload phase with a fault in
+	// force; MidRebalance the fraction with some partition owned by no
+	// member or by more than one; Busy the fraction with either.
+	UnderFault, MidRebalance, Busy float64
+	// Rebalances counts the generations or epochs the group went through
+	// after it first formed.
+	Rebalances int
+	// CoordinatorMoves is the most coordinator changes one member saw.
+	CoordinatorMoves int
+}
+
+type span struct{ a, b time.Duration }
+
+// union returns the total length of spans clipped to [lo, hi).
+func union(spans []span, lo, hi time.Duration) time.Duration {
+	sort.Slice(spans, func(i, j int) bool { return spans[i].a < spans[j].a })
+	var total, end time.Duration
+	end = lo
+	for _, s := range spans {
+		a, b := max(s.a, end), min(s.b, hi)
+		if b > a {
+			total += b - a
+			end = b
+		}
+	}
+	return total
+}
+
+// MeasurePressure reads one run's history.
+func MeasurePressure(scenario string, events []history.Event) Pressure {
+	p := Pressure{Scenario: scenario}
+	var lo, hi time.Duration = -1, -1
+	var last time.Duration
+	for _, e := range events {
+		last = max(last, e.Time)
+		if e.F != history.FPhase {
+			continue
+		}
+		ph, err := history.ValueAs[history.Phase](e)
+		if err != nil {
+			continue
+		}
+		switch ph.Name {
+		case history.PhaseWorkload:
+			lo = e.Time
+		case history.PhaseHeal:
+			hi = e.Time
+		}
+	}
+	if lo < 0 {
+		return p
+	}
+	if hi < lo {
+		hi = last
+	}
+	p.Workload = hi - lo
+
+	// Faults in force: from a start that took effect to its stop.
+	var faults []span
+	open := map[string]int{}
+	for _, e := range events {
+		if (e.F != history.FFaultStart && e.F != history.FFaultStop) || e.Type == history.Invoke {
+			continue
+		}
+		f, err := history.ValueAs[history.Fault](e)
+		if err != nil {
+			continue
+		}
+		if e.F == history.FFaultStart {
+			if e.Type == history.Fail {
+				continue // recorded as not applied
+			}
+			p.Faults++
+			if strings.HasPrefix(f.What, "member-") {
+				p.Churn++
+			}
+			open[e.Process] = len(faults)
+			faults = append(faults, span{e.Time, hi})
+			continue
+		}
+		if i, ok := open[e.Process]; ok {
+			faults[i].b = e.Time
+			delete(open, e.Process)
+		}
+	}
+
+	// Mid-rebalance: some partition with no owner or more than one.
+	var rebal []span
+	byTP := map[history.TP][]Ownership{}
+	for _, o := range Ownerships(events) {
+		byTP[o.Partition] = append(byTP[o.Partition], o)
+	}
+	for _, os := range byTP {
+		type edge struct {
+			t time.Duration
+			d int
+		}
+		var edges []edge
+		for _, o := range os {
+			edges = append(edges, edge{o.Start, +1})
+			if !o.Open {
+				edges = append(edges, edge{o.End, -1})
+			}
+		}
+		sort.SliceStable(edges, func(i, j int) bool {
+			if edges[i].t != edges[j].t {
+				return edges[i].t < edges[j].t
+			}
+			return edges[i].d > edges[j].d // a hand-over at one instant is not a gap
+		})
+		n, since := 0, time.Duration(0)
+		for _, e := range edges {
+			if n != 1 {
+				rebal = append(rebal, span{since, e.t})
+			}
+			n += e.d
+			since = e.t
+		}
+		if n != 1 {
+			rebal = append(rebal, span{since, hi})
+		}
+	}
+
+	if p.Workload > 0 {
+		w := float64(p.Workload)
+		p.UnderFault = float64(union(slices.Clone(faults), lo, hi)) / w
+		p.MidRebalance = float64(union(slices.Clone(rebal), lo, hi)) / w
+		p.Busy = float64(union(append(faults, rebal...), lo, hi)) / w
+	}
+
+	// Rebalances: the distinct generations (classic) and epochs (consumer
+	// protocol) that members joined or were assigned at, after the first.
+	epochs := map[int32]bool{}
+	coord := map[string][]int32{}
+	for _, e := range events {
+		if e.Type == history.Invoke {
+			continue
+		}
+		switch e.F {
+		case history.FAssigned:
+			if a, err := history.ValueAs[history.Assignment](e); err == nil && a.Epoch > 0 {
+				epochs[a.Epoch] = true
+			}
+		case history.FJoin:
+			if j, err := history.ValueAs[history.Join](e); err == nil && e.Type == history.OK && j.Generation > 0 {
+				epochs[j.Generation] = true
+			}
+		case history.FHeartbeat:
+			if h, err := history.ValueAs[history.Heartbeat](e); err == nil && e.Type == history.OK && h.Protocol == history.ProtocolConsumer && h.ResultEpoch > 0 {
+				epochs[h.ResultEpoch] = true
+			}
+		case "found-coordinator":
+			if v, ok := e.Value.(map[string]any); ok {
+				if n, ok := v["node"].(float64); ok {
+					who, _, _ := strings.Cut(e.Process, "/")
+					if s := coord[who]; len(s) == 0 || s[len(s)-1] != int32(n) {
+						coord[who] = append(s, int32(n))
+					}
+				}
+			}
+		}
+	}
+	p.Rebalances = max(0, len(epochs)-1)
+	for _, s := range coord {
+		p.CoordinatorMoves = max(p.CoordinatorMoves, len(s)-1)
+	}
+	return p
+}
+
+// WritePressure prints one row per scenario: the runs' mean pressure.
+func WritePressure(w io.Writer, runs []Pressure) error {
+	by := map[string][]Pressure{}
+	for _, r := range runs {
+		by[r.Scenario] = append(by[r.Scenario], r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\truns\tfaults/min\tmembership changes/min\tunder a fault\tmid-rebalance\tunder a fault or mid-rebalance\trebalances/run\tcoordinator moves/run")
+	for _, sc := range slices.Sorted(maps.Keys(by)) {
+		rs := by[sc]
+		var mins, faults, churn, uf, mr, busy, reb, moves float64
+		for _, r := range rs {
+			mins += r.Workload.Minutes()
+			faults += float64(r.Faults)
+			churn += float64(r.Churn)
+			uf += r.UnderFault
+			mr += r.MidRebalance
+			busy += r.Busy
+			reb += float64(r.Rebalances)
+			moves += float64(r.CoordinatorMoves)
+		}
+		n := float64(len(rs))
+		perMin := func(x float64) float64 {
+			if mins == 0 {
+				return 0
+			}
+			return x / mins
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%.0f%%\t%.1f\t%.1f\n", sc, len(rs), perMin(faults), perMin(churn), 100*uf/n, 100*mr/n, 100*busy/n, reb/n, moves/n)
+	}
+	return tw.Flush()
+}
