@@ -17,8 +17,10 @@ export GROUPQUAKE_KAFKA_VERSIONS := $(VERSIONS)
 export GROUPQUAKE_RUNS_DIR := $(CURDIR)/build/runs
 # How long `make soak` keeps starting runs (CI's cluster tier soaks 30s).
 SOAK_DURATION ?= 1h
+# How many fresh-seed runs `make hunt` makes per version.
+HUNT_RUNS ?= 20
 
-.PHONY: test check unit engine images cluster-tests soak run bench sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt run bench sweep clean
 
 test: check unit images cluster-tests
 
@@ -46,6 +48,10 @@ cluster-tests: build
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build
 	$(GOTESTSUM) --junitfile build/junit-soak.xml -- -count=1 -p 1 -timeout 0 ./suites/soak/ -run TestSoak -args -soak.duration=$(SOAK_DURATION)
+
+## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
+hunt: images build
+	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS)
 
 ## run: the main job (see README).
 run: engine

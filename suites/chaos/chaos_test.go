@@ -45,6 +45,10 @@ func seeds(t *testing.T) []uint64 {
 	return out
 }
 
+// freshFlag asks TestFresh for that many fresh seeds per version (the
+// nightly workflow's hunt; CI runs the fixed matrix instead).
+var freshFlag = flag.Int("chaos.fresh", 0, "TestFresh: runs with fresh seeds per tested version, rotating the scenario families; the seed chooses the members")
+
 // families are the scenario families the matrix covers.
 var families = []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults, run.ScenarioChurn, run.ScenarioCombined}
 
@@ -78,6 +82,28 @@ func TestMatrix(t *testing.T) {
 						})
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestFresh hunts with fresh seeds: -chaos.fresh=N runs on one 3-node
+// cluster of every tested version, the families in turn and the member kinds
+// chosen by each seed. Every run logs the command that reruns it and keeps
+// its run directory under $GROUPQUAKE_RUNS_DIR.
+func TestFresh(t *testing.T) {
+	if *freshFlag <= 0 {
+		t.Skip("-chaos.fresh=N not given: the fresh-seed hunt is the nightly workflow's (make hunt); CI runs TestMatrix's fixed seeds")
+	}
+	for _, version := range clustertest.Versions() {
+		t.Run(version, func(t *testing.T) {
+			c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 3})
+			for i := range *freshFlag {
+				family := families[i%len(families)]
+				seed := campaign.RandomSeed()
+				t.Run(fmt.Sprintf("%02d-%s/seed-%d", i, family, seed), func(t *testing.T) {
+					campaign.RunOn(t, c, seed, run.Options{Scenario: family, Kafka: version, Nodes: 3, Duration: 30 * time.Second}, 10*time.Minute)
+				})
 			}
 		})
 	}

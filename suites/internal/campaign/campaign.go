@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +87,12 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 	t.Helper()
 	if !o.Embedded {
 		clustertest.NeedEngine(t)
+	}
+	if h != nil && o.Topic == "" && o.Group == "" {
+		// Runs that share a cluster need names of their own, even for one seed.
+		name := strings.ToLower(unsafeName.ReplaceAllString(t.Name(), "-"))
+		o.Group = fmt.Sprintf("gq-%s-%d", name, seed)
+		o.Topic = o.Group + "-records"
 	}
 	reg := run.DefaultRegistry()
 	p, err := run.NewPlan(seed, o, reg.Kinds())
