@@ -69,6 +69,19 @@ type Member struct {
 
 	coordMu sync.Mutex // serializes coordinator lookups
 
+	// commitMu is the commit lane: held while one OffsetCommit of the
+	// member is in flight and until its outcome is reported, so the
+	// auto-commit loop, the commit before a rejoin, Close and the
+	// application's Commit never have two commits out at once. sentHigh
+	// (under mu) is the highest offset the member sent per owned partition
+	// since it was assigned; see commit.
+	commitMu sync.Mutex
+	// sendCommit sends one OffsetCommit to the coordinator; tests script
+	// it. laneWait, when a test sets it, is called when a commit finds the
+	// lane busy and is about to wait.
+	sendCommit func(context.Context, *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error)
+	laneWait   func()
+
 	mu      sync.Mutex
 	started bool
 	closed  bool
@@ -90,6 +103,7 @@ type Member struct {
 	sessionStart time.Time // last heartbeat success or coordinator found
 	positions    map[string]map[int32]int64
 	committed    map[string]map[int32]int64 // last auto-committed
+	sentHigh     map[string]map[int32]int64 // highest offset sent per partition in this assignment
 	wake         chan struct{}              // manage loop: a rejoin is needed
 	hbWake       chan struct{}              // heartbeat loop: state changed
 }
@@ -121,7 +135,7 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		return nil, fmt.Errorf("classic member %q: kgo client: %w", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Member{
+	m := &Member{
 		cfg:       c,
 		cl:        cl,
 		ctx:       ctx,
@@ -132,9 +146,18 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		prevGen:   -1,
 		positions: map[string]map[int32]int64{},
 		committed: map[string]map[int32]int64{},
+		sentHigh:  map[string]map[int32]int64{},
 		wake:      make(chan struct{}, 1),
 		hbWake:    make(chan struct{}, 1),
-	}, nil
+	}
+	m.sendCommit = func(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+		raw, err := m.coordRequest(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return raw.(*kmsg.OffsetCommitResponse), nil
+	}
+	return m, nil
 }
 
 // Name is the harness's name for the member.
@@ -457,6 +480,7 @@ func (m *Member) dropLocked(ps clients.Partitions, kind clients.Kind, why string
 		for _, p := range parts {
 			delete(m.positions[t], p)
 			delete(m.committed[t], p)
+			delete(m.sentHigh[t], p)
 		}
 	}
 	m.emitLocked(clients.Event{Kind: kind, Partitions: ps, Why: why})
@@ -468,6 +492,11 @@ func (m *Member) assignLocked(ps clients.Partitions, why string) {
 		return
 	}
 	m.owned = union(m.owned, ps)
+	for t, parts := range ps {
+		for _, p := range parts {
+			delete(m.sentHigh[t], p) // a new assignment: offsets may start lower
+		}
+	}
 	m.emitLocked(clients.Event{Kind: clients.Assigned, Partitions: ps, Why: why})
 }
 

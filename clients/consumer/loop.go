@@ -380,6 +380,7 @@ func (mb *Member) reconcile(p plan) bool {
 			for _, x := range ps {
 				delete(mb.positions[t], x)
 				delete(mb.committed[t], x)
+				delete(mb.sentHigh[t], x)
 			}
 		}
 		e := mb.ev(clients.Revoked, fmt.Sprintf("reconciling to epoch %d: owned − assigned, given up after the commit", p.epoch))
@@ -430,6 +431,7 @@ func (mb *Member) reconcile(p plan) bool {
 					mb.positions[t][x] = -1
 				}
 				mb.owned[t] = append(mb.owned[t], x)
+				delete(mb.sentHigh[t], x) // a new assignment: offsets may start lower
 			}
 			slices.Sort(mb.owned[t])
 			mb.owned[t] = slices.Compact(mb.owned[t])
@@ -448,6 +450,27 @@ func (mb *Member) reconcile(p plan) bool {
 // heard of it; Kafka 4.3+ accepts an older epoch for partitions assigned at
 // or before it, KIP-1251, earlier versions do not) is retried as
 // retryStale says, with the newer epoch.
+//
+// Every commit of the member goes through here and keeps two rules, so
+// that an older offset never lands after a newer one was acknowledged:
+//
+//  1. The lane (commitMu): one OffsetCommit of the member is in flight at a
+//     time. kgo's Client.Request resends a commit on coordinator errors and
+//     lost connections until ctx ends; all of that happens inside the lane,
+//     so no other commit of this member can be sent between two attempts
+//     of one request. (A chaos run on Kafka 4.4.0 saw an auto-commit of
+//     offset 61, unanswered while a node was paused, resent and acknowledged
+//     after the application's commit of 62: the two ran concurrently.)
+//  2. The high-water mark (sentHigh): per partition, the highest offset sent
+//     since the partition was assigned. An offset below it is never sent,
+//     neither as a new commit nor as a retry (STALE_MEMBER_EPOCH waits for
+//     the new epoch outside the lane, and another commit may be sent
+//     meanwhile): it gets Superseded instead.
+//
+// What no client can rule out: an attempt whose answer never came and that
+// kgo abandoned may still sit in a paused broker's socket buffer; if the
+// next commit goes out on another connection, the broker may apply the old
+// one after it. Such a commit is reported as having no answer (unknown).
 func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, why string, retryStale staleRetry) (map[string]map[int32]string, error) {
 	// all is the last answer for every partition: one dropped from a
 	// retry keeps its STALE_MEMBER_EPOCH.
@@ -456,7 +479,30 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 	joins := mb.m.joins
 	mb.mu.Unlock()
 	for {
+		if !mb.commitMu.TryLock() {
+			if mb.laneWait != nil {
+				mb.laneWait()
+			}
+			mb.commitMu.Lock()
+		}
 		mb.mu.Lock()
+		send := map[string]map[int32]int64{}
+		for t, ps := range offsets {
+			for p, o := range ps {
+				if hi, ok := mb.sentHigh[t][p]; ok && o < hi {
+					setErr(all, t, p, Superseded)
+					continue
+				}
+				setOffset(send, t, p, o)
+				setOffset(mb.sentHigh, t, p, o)
+			}
+		}
+		if len(send) == 0 {
+			mb.mu.Unlock()
+			mb.commitMu.Unlock()
+			return all, nil
+		}
+		offsets = send
 		epoch := mb.m.epoch
 		ids := maps.Clone(mb.ids)
 		names := maps.Clone(mb.m.names)
@@ -481,7 +527,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		resp, err := req.RequestWith(ctx, mb.cl)
+		resp, err := mb.sendCommit(ctx, req)
 		mb.mu.Lock()
 		if err != nil {
 			e := mb.ev(clients.CommitFailed, why+": OffsetCommit got no answer")
@@ -491,6 +537,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			mb.pending = append(mb.pending, e)
 			mb.mu.Unlock()
 			mb.flush()
+			mb.commitMu.Unlock() // after the outcome is reported: it precedes the next commit
 			return nil, err
 		}
 		perr := map[string]map[int32]string{}
@@ -531,6 +578,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 		retry := stale && retryStale != noRetry && ctx.Err() == nil
 		mb.mu.Unlock()
 		mb.flush()
+		mb.commitMu.Unlock()
 		if retry && retryStale == retryIfNewer {
 			retry = mb.newerEpoch(epoch, joins)
 		} else if retry {
