@@ -32,7 +32,8 @@ type commitArrival struct {
 
 func (a *commitArrival) offset() int64 { return a.req.Topics[0].Partitions[0].Offset }
 
-func (s *scriptedCoordinator) send(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+func (s *scriptedCoordinator) send(ctx context.Context, req *kmsg.OffsetCommitRequest, sent func()) (*kmsg.OffsetCommitResponse, error) {
+	sent()
 	a := &commitArrival{req: req, answer: make(chan error, 1)}
 	s.arrivals <- a
 	select {

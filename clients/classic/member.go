@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -79,8 +80,10 @@ type Member struct {
 	// sendCommit sends one OffsetCommit to the coordinator; tests script
 	// it. laneWait, when a test sets it, is called when a commit finds the
 	// lane busy and is about to wait.
-	sendCommit func(context.Context, *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error)
+	sendCommit func(ctx context.Context, req *kmsg.OffsetCommitRequest, sent func()) (*kmsg.OffsetCommitResponse, error)
 	laneWait   func()
+
+	calls atomic.Uint64 // numbers the calls reported (clients.Sent)
 
 	mu      sync.Mutex
 	started bool
@@ -150,8 +153,8 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		wake:      make(chan struct{}, 1),
 		hbWake:    make(chan struct{}, 1),
 	}
-	m.sendCommit = func(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
-		raw, err := m.coordRequest(ctx, req)
+	m.sendCommit = func(ctx context.Context, req *kmsg.OffsetCommitRequest, sent func()) (*kmsg.OffsetCommitResponse, error) {
+		raw, err := m.coordRequest(ctx, req, sent)
 		if err != nil {
 			return nil, err
 		}
@@ -346,16 +349,18 @@ func (m *Member) leaveGroup(ctx context.Context, gen Generation, coord int32, wh
 	mi.InstanceID = m.cfg.instanceID
 	mi.Reason = &why
 	req.Members = append(req.Members, mi)
+	call := m.sent(clients.OpLeave, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Why: "LeaveGroup: " + why})
+	ev := clients.Event{Kind: clients.Left, Op: clients.OpLeave, Call: call, Generation: gen.ID, MemberID: gen.MemberID, Why: why}
 	resp, err := req.RequestWith(ctx, m.cl.Broker(int(coord)))
 	if err != nil {
-		m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "LeaveGroup failed: " + why})
+		ev.Err, ev.Why = err.Error(), "LeaveGroup got no answer: "+why
+		m.emit(ev)
 		return fmt.Errorf("LeaveGroup: %w", err)
 	}
 	code := resp.ErrorCode
 	if code == 0 && len(resp.Members) == 1 {
 		code = resp.Members[0].ErrorCode
 	}
-	ev := clients.Event{Kind: clients.Left, Generation: gen.ID, MemberID: gen.MemberID, Why: why}
 	if err := kerr.ErrorForCode(code); err != nil {
 		ev.ErrCode, ev.Err = code, errName(err)
 		m.emit(ev)
@@ -363,6 +368,14 @@ func (m *Member) leaveGroup(ctx context.Context, gen Generation, coord int32, wh
 	}
 	m.emit(ev)
 	return nil
+}
+
+// sent reports a request leaving (clients.Sent) with what it carries and
+// returns its call number; the answer event carries the same number.
+func (m *Member) sent(op clients.Op, e clients.Event) uint64 {
+	e.Kind, e.Op, e.Call = clients.Sent, op, m.calls.Add(1)
+	m.emit(e)
+	return e.Call
 }
 
 // emit stamps and sends one event.

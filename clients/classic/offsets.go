@@ -19,6 +19,12 @@ import (
 // rebalance runs (Java's RebalanceInProgressException), ErrNotInGroup
 // otherwise (CommitFailedException).
 func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	return m.commitOwn(ctx, offsets, true)
+}
+
+// commitOwn is Commit for the application (app) or for the member itself
+// (auto-commit, the commit before a rejoin or Close).
+func (m *Member) commitOwn(ctx context.Context, offsets map[string]map[int32]int64, app bool) (map[string]map[int32]string, error) {
 	m.mu.Lock()
 	gen, st, fatal := m.gen, m.st, m.fatal
 	m.mu.Unlock()
@@ -26,15 +32,15 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 	case fatal != nil:
 		return nil, fatal
 	case st == preparing || st == completing:
-		m.emit(clients.Event{Kind: clients.CommitFailed, ErrCode: kerr.RebalanceInProgress.Code, Err: kerr.RebalanceInProgress.Message,
+		m.emit(clients.Event{Kind: clients.CommitFailed, ErrCode: kerr.RebalanceInProgress.Code, Err: kerr.RebalanceInProgress.Message, App: app,
 			Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: "commit refused locally: a rebalance is in progress"})
 		return nil, fmt.Errorf("commit: %w", kerr.RebalanceInProgress)
 	case st != stable:
-		m.emit(clients.Event{Kind: clients.CommitFailed, Err: ErrNotInGroup.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets,
+		m.emit(clients.Event{Kind: clients.CommitFailed, Err: ErrNotInGroup.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, App: app,
 			Why: "commit refused locally: the member is not part of an active generation"})
 		return nil, fmt.Errorf("commit: %w", ErrNotInGroup)
 	}
-	return m.commit(ctx, gen, offsets, true)
+	return m.commit(ctx, gen, offsets, true, app)
 }
 
 // CommitAs sends OffsetCommit with the given generation and member id,
@@ -52,7 +58,7 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 // A forged commit never changes the member's own state: only Commit's
 // answers do (FENCED_INSTANCE_ID included).
 func (m *Member) CommitAs(ctx context.Context, gen Generation, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
-	return m.commit(ctx, gen, offsets, false)
+	return m.commit(ctx, gen, offsets, false, true)
 }
 
 // commit sends OffsetCommit and retries coordinator and transport errors.
@@ -77,7 +83,7 @@ func (m *Member) CommitAs(ctx context.Context, gen Generation, offsets map[strin
 // sit in a paused broker's socket buffer and be applied after a later
 // commit that went out on a new connection. Its outcome is reported as
 // unknown (a transport error).
-func (m *Member) commit(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, own bool) (map[string]map[int32]string, error) {
+func (m *Member) commit(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, own, app bool) (map[string]map[int32]string, error) {
 	superseded := map[string]map[int32]string{}
 	for attempt := 0; ; attempt++ {
 		if !m.commitMu.TryLock() {
@@ -109,7 +115,7 @@ func (m *Member) commit(ctx context.Context, gen Generation, offsets map[string]
 			m.commitMu.Unlock()
 			return superseded, nil
 		}
-		failed, first, retry, err := m.commitOnce(ctx, gen, offsets)
+		failed, first, retry, err := m.commitOnce(ctx, gen, offsets, app)
 		m.commitMu.Unlock()
 		for t, ps := range superseded {
 			for p, e := range ps {
@@ -165,7 +171,7 @@ const Superseded = "SUPERSEDED"
 // transport error (no answer); otherwise failed holds the partitions the
 // coordinator refused, first the first of those errors, and retry says
 // whether Java would retry it.
-func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[string]map[int32]int64) (failed map[string]map[int32]string, first error, retry bool, err error) {
+func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, app bool) (failed map[string]map[int32]string, first error, retry bool, err error) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = m.cfg.group
 	req.Generation = gen.ID
@@ -185,9 +191,16 @@ func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[str
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := m.sendCommit(ctx, req)
+	var call uint64
+	resp, err := m.sendCommit(ctx, req, func() {
+		call = m.sent(clients.OpCommit, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, App: app, Why: "OffsetCommit"})
+	})
 	if err != nil {
-		m.emit(clients.Event{Kind: clients.CommitFailed, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: "OffsetCommit failed in transport"})
+		why := "OffsetCommit failed in transport"
+		if call == 0 {
+			why = "OffsetCommit not sent: the coordinator could not be found"
+		}
+		m.emit(clients.Event{Kind: clients.CommitFailed, Op: clients.OpCommit, Call: call, App: app, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: why})
 		return nil, nil, false, err
 	}
 	landed := map[string]map[int32]int64{}
@@ -216,7 +229,7 @@ func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[str
 			}
 		}
 	}
-	ev := clients.Event{Kind: clients.Committed, Generation: gen.ID, MemberID: gen.MemberID, Offsets: landed, Why: "OffsetCommit answered"}
+	ev := clients.Event{Kind: clients.Committed, Op: clients.OpCommit, Call: call, App: app, Generation: gen.ID, MemberID: gen.MemberID, Offsets: landed, Why: "OffsetCommit answered"}
 	if len(failed) > 0 {
 		ev.PartitionErrs = failed
 		ev.ErrCode, ev.Err = errCode(first), errName(first)
@@ -273,7 +286,7 @@ func (m *Member) FetchOffsets(ctx context.Context, ps clients.Partitions) (map[s
 		rt.Partitions = slices.Clone(ps[t])
 		req.Topics = append(req.Topics, rt)
 	}
-	raw, err := m.coordRequest(ctx, req)
+	raw, err := m.coordRequest(ctx, req, nil)
 	if err != nil {
 		m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "OffsetFetch failed in transport"})
 		return nil, fmt.Errorf("offset fetch: %w", err)
@@ -397,7 +410,7 @@ func (m *Member) commitPositions(ctx context.Context, why string) error {
 		return nil
 	}
 	m.cfg.log.Debug("auto-commit", "member", m.cfg.name, "why", why, "offsets", offsets)
-	failed, err := m.Commit(ctx, offsets)
+	failed, err := m.commitOwn(ctx, offsets, false)
 	m.mu.Lock()
 	for t, ps := range offsets {
 		for p, o := range ps {

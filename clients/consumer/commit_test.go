@@ -158,7 +158,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 	autoDone := make(chan struct{})
 	go func() {
 		defer close(autoDone)
-		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 61}}, "auto-commit interval elapsed", noRetry)
+		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 61}}, "auto-commit interval elapsed", noRetry, false)
 	}()
 	a := <-s.arrivals // commit A (61) is sent; the test does not answer it yet
 	if a.offset() != 61 {
@@ -234,7 +234,7 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	autoDone := make(chan struct{})
 	go func() {
 		defer close(autoDone)
-		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 62}}, "auto-commit interval elapsed", noRetry)
+		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 62}}, "auto-commit interval elapsed", noRetry, false)
 	}()
 	b := <-s.arrivals
 	if b.offset() != 62 {
@@ -274,7 +274,7 @@ func TestNewAssignmentResetsTheHighWaterMark(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go func() { (<-s.arrivals).answer <- scriptedAnswer{code: kerr.FencedMemberEpoch.Code} }()
-	mb.commit(ctx, map[string]map[int32]int64{"t": {0: 90}}, "auto-commit", noRetry)
+	mb.commit(ctx, map[string]map[int32]int64{"t": {0: 90}}, "auto-commit", noRetry, false)
 	mb.lockOwnership()
 	mb.loseOwnedLocked("fenced", 5)
 	mb.owned = clients.Partitions{"t": {0}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,7 +93,7 @@ func (mb *Member) run() {
 			lastAuto = now
 			if offs := mb.consumed(); len(offs) > 0 {
 				ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-				mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry)
+				mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry, false)
 				cancel()
 			}
 		}
@@ -181,14 +182,17 @@ func (mb *Member) checkTimers(now time.Time) {
 // heartbeat sends one heartbeat and feeds its answer to the machine. It
 // reports whether the next one must back off.
 func (mb *Member) heartbeat() (backoff bool) {
-	mb.mu.Lock()
-	req, seq := mb.m.request()
-	mb.mu.Unlock()
+	req, seq, call, op := mb.sendHeartbeat()
 	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
 	resp, node, err := mb.send(ctx, req)
 	cancel()
 	if err != nil && mb.ctx.Err() != nil {
-		return false // closing: Close sends the leave
+		// Closing: Close sends the leave. The answer will not be waited for.
+		mb.mu.Lock()
+		mb.pending = append(mb.pending, mb.answerEvents(call, op, req, nil, fmt.Errorf("member closing: stopped waiting for the answer: %w", err), nil)...)
+		mb.mu.Unlock()
+		mb.flush()
+		return false
 	}
 	if err == nil && node != mb.coordinator {
 		mb.mu.Lock()
@@ -214,16 +218,12 @@ func (mb *Member) heartbeat() (backoff bool) {
 	} else {
 		o = mb.m.onResponse(seq, resp)
 	}
+	o.events = mb.answerEvents(call, op, req, resp, err, o.events)
 	mb.applyLocked(o)
 	if mb.m.state == stateReconciling && mb.since.IsZero() {
 		mb.since = mb.cfg.clock.Now() // the rebalance timeout runs from here
 	}
 	if req.MemberEpoch < 0 {
-		if o.leaveDone && err == nil {
-			e := mb.ev(clients.Left, fmt.Sprintf("leave heartbeat with epoch %d answered", req.MemberEpoch))
-			e.MemberEpoch = req.MemberEpoch
-			mb.pending = append(mb.pending, e)
-		}
 		if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {
 			mb.rejoinAfterLeave = false
 			mb.m.sent.reset()
@@ -232,6 +232,71 @@ func (mb *Member) heartbeat() (backoff bool) {
 		return false
 	}
 	return o.backoff
+}
+
+// sendHeartbeat builds the next heartbeat and reports it sent
+// (clients.Sent): a heartbeat, or a leave when its epoch is -1 or -2.
+func (mb *Member) sendHeartbeat() (*kmsg.ConsumerGroupHeartbeatRequest, uint64, uint64, clients.Op) {
+	mb.mu.Lock()
+	req, seq := mb.m.request()
+	op := clients.OpHeartbeat
+	why := fmt.Sprintf("ConsumerGroupHeartbeat with member epoch %d", req.MemberEpoch)
+	if req.MemberEpoch < 0 {
+		op = clients.OpLeave
+		why = fmt.Sprintf("leave heartbeat with member epoch %d", req.MemberEpoch)
+	}
+	mb.calls++
+	call := mb.calls
+	e := mb.ev(clients.Sent, why)
+	e.Call, e.Op, e.MemberEpoch = call, op, req.MemberEpoch
+	mb.pending = append(mb.pending, e)
+	mb.mu.Unlock()
+	mb.flush()
+	return req, seq, call, op
+}
+
+// answerEvents puts the event that answers heartbeat call (the clients
+// contract: Heartbeat, Joined for the first epoch, Left for a leave) before
+// the machine's events evs. The machine's Joined and Heartbeat events say
+// what the answer meant for the epoch and the assignment, so they are folded
+// into it; Fenced, Error and the rest follow it as facts.
+func (mb *Member) answerEvents(call uint64, op clients.Op, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, err error, evs []clients.Event) []clients.Event {
+	a := mb.ev(clients.Heartbeat, "")
+	a.Call, a.Op = call, op
+	var whys []string
+	switch {
+	case err != nil:
+		a.Err = err.Error()
+		whys = append(whys, "no answer")
+	case resp.ErrorCode != 0:
+		a.ErrCode, a.Err = resp.ErrorCode, kerrName(kerr.ErrorForCode(resp.ErrorCode))
+		whys = append(whys, "answered "+a.Err)
+	default:
+		a.MemberEpoch = resp.MemberEpoch
+	}
+	if op == clients.OpLeave {
+		a.Kind, a.MemberEpoch = clients.Left, req.MemberEpoch
+		whys = append(whys, fmt.Sprintf("leave heartbeat with epoch %d", req.MemberEpoch))
+	}
+	var rest []clients.Event
+	for _, e := range evs {
+		if e.Kind == clients.Joined || e.Kind == clients.Heartbeat {
+			if e.Kind == clients.Joined && op == clients.OpHeartbeat {
+				a.Kind = clients.Joined
+			}
+			if e.Partitions != nil {
+				a.Partitions = e.Partitions
+			}
+			whys = append(whys, e.Why)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	if len(whys) == 0 {
+		whys = append(whys, fmt.Sprintf("heartbeat answered, member epoch %d", a.MemberEpoch))
+	}
+	a.Why = strings.Join(whys, "; ")
+	return append([]clients.Event{a}, rest...)
 }
 
 // send sends a heartbeat once (kgo does not retry ConsumerGroupHeartbeat
@@ -361,7 +426,7 @@ func (mb *Member) reconcile(p plan) bool {
 	}()
 	if mb.cfg.autoCommit {
 		if offs := mb.consumed(); len(offs) > 0 {
-			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer)
+			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer, false)
 		}
 	}
 	mb.lockOwnership()
@@ -471,7 +536,7 @@ func (mb *Member) reconcile(p plan) bool {
 // kgo abandoned may still sit in a paused broker's socket buffer; if the
 // next commit goes out on another connection, the broker may apply the old
 // one after it. Such a commit is reported as having no answer (unknown).
-func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, why string, retryStale staleRetry) (map[string]map[int32]string, error) {
+func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, why string, retryStale staleRetry, app bool) (map[string]map[int32]string, error) {
 	// all is the last answer for every partition: one dropped from a
 	// retry keeps its STALE_MEMBER_EPOCH.
 	all := map[string]map[int32]string{}
@@ -527,10 +592,19 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			}
 			req.Topics = append(req.Topics, rt)
 		}
+		mb.mu.Lock()
+		mb.calls++
+		call := mb.calls
+		se := mb.ev(clients.Sent, why)
+		se.Call, se.Op, se.App, se.MemberEpoch, se.Offsets = call, clients.OpCommit, app, epoch, offsets
+		mb.pending = append(mb.pending, se)
+		mb.mu.Unlock()
+		mb.flush()
 		resp, err := mb.sendCommit(ctx, req)
 		mb.mu.Lock()
 		if err != nil {
 			e := mb.ev(clients.CommitFailed, why+": OffsetCommit got no answer")
+			e.Call, e.Op, e.App = call, clients.OpCommit, app
 			e.MemberEpoch = epoch
 			e.Offsets = offsets
 			e.Err = err.Error()
@@ -569,6 +643,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			}
 		}
 		e := mb.ev(clients.Committed, why)
+		e.Call, e.Op, e.App = call, clients.OpCommit, app
 		e.MemberEpoch = epoch
 		e.Offsets = offsets
 		if len(perr) > 0 {

@@ -83,6 +83,9 @@ type Member struct {
 	// lane busy and is about to wait for it.
 	laneWait func()
 
+	// calls numbers the requests reported (clients.Sent), under mu.
+	calls uint64
+
 	emitMu sync.Mutex
 
 	kick   chan struct{}
@@ -299,7 +302,7 @@ func (mb *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64
 	if len(send) == 0 {
 		return errs, nil
 	}
-	perr, err := mb.commit(ctx, send, "commit asked for by the workload", awaitNewer)
+	perr, err := mb.commit(ctx, send, "commit asked for by the workload", awaitNewer, true)
 	for t, ps := range perr {
 		for p, e := range ps {
 			setErr(errs, t, p, e)
@@ -344,7 +347,7 @@ func (mb *Member) Close(ctx context.Context) error {
 	if inGroup {
 		if mb.cfg.autoCommit {
 			if offs := mb.consumed(); len(offs) > 0 {
-				if _, err := mb.commit(ctx, offs, "auto-commit on close", noRetry); err != nil {
+				if _, err := mb.commit(ctx, offs, "auto-commit on close", noRetry, false); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -360,8 +363,9 @@ func (mb *Member) Close(ctx context.Context) error {
 			mb.sentHigh = map[string]map[int32]int64{}
 		}
 		mb.m.leave(false)
-		req, seq := mb.m.request()
 		mb.unlockOwnership()
+		mb.flush()
+		req, seq, call, op := mb.sendHeartbeat()
 		rctx, cancel := context.WithTimeout(ctx, mb.cfg.requestTimeout)
 		resp, err := req.RequestWith(rctx, mb.cl)
 		cancel()
@@ -373,12 +377,8 @@ func (mb *Member) Close(ctx context.Context) error {
 		} else {
 			o = mb.m.onResponse(seq, resp)
 		}
+		o.events = mb.answerEvents(call, op, req, resp, err, o.events)
 		mb.applyLocked(o)
-		if o.leaveDone && err == nil {
-			e := mb.ev(clients.Left, fmt.Sprintf("closed: leave heartbeat with epoch %d answered", req.MemberEpoch))
-			e.MemberEpoch = req.MemberEpoch
-			mb.pending = append(mb.pending, e)
-		}
 		mb.mu.Unlock()
 	}
 	mb.flush()
