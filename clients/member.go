@@ -7,6 +7,50 @@
 //
 // This package never imports the harness: the workload adapts Hooks events
 // into the run's history.
+//
+// # Calls: when a request leaves and when its answer comes
+//
+// A member reports every group request it sends, of the kinds the history
+// records as calls (JoinGroup, SyncGroup, Heartbeat, ConsumerGroupHeartbeat,
+// LeaveGroup or the leave heartbeat, OffsetCommit), twice:
+//
+//  1. Sent, when the request leaves (or is handed to the client library that
+//     sends it, never later): Call is a number unique within the member, Op
+//     says what the request is, and the event carries what the request
+//     carries: MemberID, Generation (classic) or MemberEpoch (consumer) as
+//     sent, InstanceID, Offsets of a commit, App for a commit the
+//     application asked for through Member.Commit.
+//  2. Exactly one answer, when the answer comes or when the member stops
+//     waiting for it: an event with the same Call and Op, whose Kind is the
+//     op's outcome (Joined, Synced, Heartbeat, Left, Committed,
+//     CommitFailed), or Error for a JoinGroup or SyncGroup that failed
+//     (Joined and Synced mean the member got a generation or an
+//     assignment). Err with ErrCode names the Kafka error the answer
+//     carried; Err without ErrCode means there was no answer (a transport
+//     error, a timeout, the member closing): the outcome is unknown. The
+//     answer carries the result: Generation, MemberID and Leader of a
+//     JoinGroup, Partitions of a SyncGroup, MemberEpoch and Partitions (if
+//     any) of a ConsumerGroupHeartbeat, PartitionErrs of an OffsetCommit.
+//
+// The answer is reported before anything the member does because of it
+// (Fenced, Lost, Assigned, a rejoin), so "the completion precedes the use
+// of its result" holds in the history. Events that answer no request carry
+// Call 0. A commit that was refused before anything was sent (Commit for
+// partitions not owned, outside a generation) is reported, if at all, as
+// Committed or CommitFailed with Call 0: nothing left the member.
+//
+// Calls of one lane never overlap, so each lane is one process of the
+// history (a process has at most one open call):
+//   - LaneHeartbeat: heartbeats and leaves (for the consumer protocol the
+//     epoch-0 heartbeat that joins too); one heartbeat goroutine sends them.
+//   - LaneJoin: classic JoinGroup and SyncGroup. They run on the join loop,
+//     and the heartbeat thread keeps heartbeating while a SyncGroup is in
+//     flight (Java's HeartbeatThread does the same), so a join and a
+//     heartbeat can be in flight at once: two lanes.
+//   - commits: one OffsetCommit of a member in flight at a time, whether the
+//     member or the application made it (the commit lane of clients/classic
+//     and clients/consumer), recorded on the application's process (App)
+//     or the member's own.
 package clients
 
 import (
@@ -75,7 +119,42 @@ const (
 	Fetched      Kind = "fetched"       // OffsetFetch answered; Offsets
 	// Anything the member reports that changes nothing else (a retried request, a fatal error).
 	Error Kind = "error"
+	// Sent: a request left; Call and Op name it (see the package doc).
+	Sent Kind = "sent"
 )
+
+// Op is the kind of request a call is.
+type Op string
+
+// The requests reported as calls.
+const (
+	OpJoin      Op = "join"      // classic JoinGroup
+	OpSync      Op = "sync"      // classic SyncGroup
+	OpHeartbeat Op = "heartbeat" // classic Heartbeat or ConsumerGroupHeartbeat (the epoch-0 join included)
+	OpLeave     Op = "leave"     // LeaveGroup or ConsumerGroupHeartbeat with epoch -1/-2
+	OpCommit    Op = "commit"    // OffsetCommit
+)
+
+// Lane is the sequence of calls a request belongs to: calls of one lane
+// never overlap.
+type Lane string
+
+const (
+	LaneHeartbeat Lane = "hb"
+	LaneJoin      Lane = "join"
+	LaneCommit    Lane = "commit"
+)
+
+// Lane returns the lane of op.
+func (o Op) Lane() Lane {
+	switch o {
+	case OpJoin, OpSync:
+		return LaneJoin
+	case OpCommit:
+		return LaneCommit
+	}
+	return LaneHeartbeat
+}
 
 // Event is one state change of a member.
 type Event struct {
@@ -111,6 +190,13 @@ type Event struct {
 	Why string
 	// At is when the member observed it (the member's clock).
 	At time.Time
+	// Call numbers the request the event reports (Sent or its answer), 0
+	// for events that report no request; Op says what the request is.
+	Call uint64
+	Op   Op
+	// App marks a commit the application asked for (Member.Commit), as
+	// opposed to one the member makes on its own.
+	App bool
 }
 
 // Hooks receive a member's events, in the order they happened, from the

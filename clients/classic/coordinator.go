@@ -97,11 +97,17 @@ func (m *Member) markCoordinatorUnknown(why string) {
 
 // coordRequest sends req to the coordinator. A transport error marks the
 // coordinator unknown (Java: DisconnectException in
-// CoordinatorResponseHandler.onFailure).
-func (m *Member) coordRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+// CoordinatorResponseHandler.onFailure). sent, if not nil, is called once
+// the coordinator is known, right before the request leaves: the caller
+// reports the call there (clients.Sent). It is not called when the
+// coordinator could not be found.
+func (m *Member) coordRequest(ctx context.Context, req kmsg.Request, sent func()) (kmsg.Response, error) {
 	node, err := m.ensureCoordinator(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if sent != nil {
+		sent()
 	}
 	resp, err := m.cl.Broker(int(node)).Request(ctx, req)
 	if err != nil {

@@ -113,12 +113,24 @@ func (m *Member) heartbeat(sent Generation) bool {
 	req.Generation = sent.ID
 	req.MemberID = sent.MemberID
 	req.InstanceID = m.cfg.instanceID
-	raw, err := m.coordRequest(ctx, req)
+	var call uint64
+	raw, err := m.coordRequest(ctx, req, func() {
+		call = m.sent(clients.OpHeartbeat, clients.Event{Generation: sent.ID, MemberID: sent.MemberID, Why: "Heartbeat"})
+	})
 	if err != nil {
-		if m.ctx.Err() != nil {
+		answer := clients.Event{Kind: clients.Heartbeat, Op: clients.OpHeartbeat, Call: call, Err: err.Error(), Generation: sent.ID, MemberID: sent.MemberID,
+			Why: "Heartbeat failed in transport; retrying after backoff"}
+		switch {
+		case call == 0 && m.ctx.Err() != nil:
+			return true
+		case call == 0:
+			answer.Kind, answer.Op, answer.Why = clients.Error, "", "Heartbeat not sent: the coordinator could not be found; retrying after backoff"
+		case m.ctx.Err() != nil:
+			answer.Why = "member closing: stopped waiting for the Heartbeat answer"
+			m.emit(answer)
 			return true
 		}
-		m.emit(clients.Event{Kind: clients.Heartbeat, Err: err.Error(), Generation: sent.ID, MemberID: sent.MemberID, Why: "Heartbeat failed in transport; retrying after backoff"})
+		m.emit(answer)
 		return false
 	}
 	resp := raw.(*kmsg.HeartbeatResponse)
@@ -127,7 +139,7 @@ func (m *Member) heartbeat(sent Generation) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	unchanged := m.gen == sent
-	ev := clients.Event{Kind: clients.Heartbeat, Generation: sent.ID, MemberID: sent.MemberID, ErrCode: resp.ErrorCode}
+	ev := clients.Event{Kind: clients.Heartbeat, Op: clients.OpHeartbeat, Call: call, Generation: sent.ID, MemberID: sent.MemberID, ErrCode: resp.ErrorCode}
 	if err != nil {
 		ev.Err = errName(err)
 	}

@@ -98,30 +98,53 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	}
 	req.Protocols = protos
 
-	raw, err := m.coordRequest(ctx, req)
+	var call uint64
+	raw, err := m.coordRequest(ctx, req, func() {
+		call = m.sent(clients.OpJoin, clients.Event{Generation: sent.ID, MemberID: sent.MemberID, Why: "JoinGroup (rejoin reason: " + why + ")"})
+	})
+	// A JoinGroup that failed is answered by an Error event, one that
+	// succeeded by Joined (the clients contract).
+	answer := clients.Event{Kind: clients.Error, Op: clients.OpJoin, Call: call, Generation: sent.ID, MemberID: sent.MemberID}
 	if ctx.Err() != nil {
 		// Closing: the join is still pending at the coordinator, so the
 		// member stays PREPARING_REBALANCE and Close sends LeaveGroup.
+		if call != 0 {
+			answer.Err, answer.Why = ctx.Err().Error(), "member closing: stopped waiting for the JoinGroup answer"
+			m.emit(answer)
+		}
 		return ctx.Err()
 	}
 	if err != nil {
 		m.setUnjoinedIf(sent)
-		m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: sent.ID, MemberID: sent.MemberID, Why: "JoinGroup failed in transport; retrying after backoff"})
+		if call != 0 {
+			answer.Err, answer.Why = err.Error(), "JoinGroup failed in transport; retrying after backoff"
+			m.emit(answer)
+		} else {
+			m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: sent.ID, MemberID: sent.MemberID, Why: "JoinGroup not sent: the coordinator could not be found; retrying after backoff"})
+		}
 		return err
 	}
 	resp := raw.(*kmsg.JoinGroupResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		answer.ErrCode, answer.Err, answer.MemberID = resp.ErrorCode, errName(err), resp.MemberID
+		answer.Why = "JoinGroup answered " + errName(err)
+		m.emit(answer)
 		return m.onJoinError(sent, resp, err)
 	}
+	protocol := ""
+	if resp.Protocol != nil {
+		protocol = *resp.Protocol
+	}
+	leader := resp.LeaderID == resp.MemberID
+	answer.Kind = clients.Joined
+	answer.Generation, answer.MemberID, answer.Leader = resp.Generation, resp.MemberID, leader
+	answer.Why = fmt.Sprintf("JoinGroup answered: generation %d, protocol %s, leader %s (rejoin reason: %s)", resp.Generation, protocol, resp.LeaderID, why)
+	m.emit(answer)
 	if resp.ProtocolType != nil && *resp.ProtocolType != ProtocolType {
 		m.mu.Lock()
 		m.failLocked(kerr.InconsistentGroupProtocol, fmt.Sprintf("JoinGroup answered protocol type %q, expected %q", *resp.ProtocolType, ProtocolType))
 		m.mu.Unlock()
 		return m.Err()
-	}
-	protocol := ""
-	if resp.Protocol != nil {
-		protocol = *resp.Protocol
 	}
 
 	m.mu.Lock()
@@ -137,9 +160,6 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	// resume with fresh session and poll timers.
 	now := m.cfg.clock.Now()
 	m.sessionStart, m.lastPoll = now, now
-	leader := resp.LeaderID == resp.MemberID
-	m.emitLocked(clients.Event{Kind: clients.Joined, Leader: leader,
-		Why: fmt.Sprintf("JoinGroup answered: generation %d, protocol %s, leader %s (rejoin reason: %s)", resp.Generation, protocol, resp.LeaderID, why)})
 	gen := m.gen
 	m.mu.Unlock()
 	m.wakeHeartbeat()
@@ -176,8 +196,16 @@ func (m *Member) joinOnce(ctx context.Context) error {
 			return compareStrings(a.MemberID, b.MemberID)
 		})
 	}
-	raw, err = m.coordRequest(ctx, sync)
+	var scall uint64
+	raw, err = m.coordRequest(ctx, sync, func() {
+		scall = m.sent(clients.OpSync, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Why: "SyncGroup"})
+	})
+	sanswer := clients.Event{Kind: clients.Error, Op: clients.OpSync, Call: scall, Generation: gen.ID, MemberID: gen.MemberID}
 	if ctx.Err() != nil {
+		if scall != 0 {
+			sanswer.Err, sanswer.Why = ctx.Err().Error(), "member closing: stopped waiting for the SyncGroup answer"
+			m.emit(sanswer)
+		}
 		return ctx.Err()
 	}
 	if err != nil {
@@ -185,13 +213,29 @@ func (m *Member) joinOnce(ctx context.Context) error {
 		m.requestRejoinLocked("SyncGroup failed in transport")
 		m.mu.Unlock()
 		m.setUnjoinedIf(gen)
-		m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "SyncGroup failed in transport; retrying after backoff"})
+		if scall != 0 {
+			sanswer.Err, sanswer.Why = err.Error(), "SyncGroup failed in transport; retrying after backoff"
+			m.emit(sanswer)
+		} else {
+			m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "SyncGroup not sent: the coordinator could not be found; retrying after backoff"})
+		}
 		return err
 	}
 	sresp := raw.(*kmsg.SyncGroupResponse)
 	if err := kerr.ErrorForCode(sresp.ErrorCode); err != nil {
+		sanswer.ErrCode, sanswer.Err, sanswer.Why = sresp.ErrorCode, errName(err), "SyncGroup answered "+errName(err)
+		m.emit(sanswer)
 		return m.onSyncError(gen, err)
 	}
+	assigned, derr := assign.DecodeAssignment(sresp.MemberAssignment)
+	sanswer.Kind = clients.Synced
+	sanswer.Why = fmt.Sprintf("SyncGroup answered the assignment of generation %d", gen.ID)
+	if derr == nil {
+		sanswer.Partitions = fromMap(assigned.Partitions)
+	} else {
+		sanswer.Why += " (it does not decode)"
+	}
+	m.emit(sanswer)
 	m.mu.Lock()
 	if m.st != completing || m.gen != gen {
 		// Generation data cleared meanwhile: Java raises
@@ -204,13 +248,12 @@ func (m *Member) joinOnce(ctx context.Context) error {
 		m.mu.Unlock()
 		return m.Err()
 	}
-	assigned, err := assign.DecodeAssignment(sresp.MemberAssignment)
-	if err != nil {
-		m.emitLocked(clients.Event{Kind: clients.Error, Err: err.Error(), Why: "SyncGroup assignment does not decode; rejoining after backoff"})
+	if derr != nil {
+		m.emitLocked(clients.Event{Kind: clients.Error, Err: derr.Error(), Why: "SyncGroup assignment does not decode; rejoining after backoff"})
 		m.st = unjoined
 		m.requestRejoinLocked("undecodable assignment")
 		m.mu.Unlock()
-		return err
+		return derr
 	}
 	if len(sresp.MemberAssignment) == 0 {
 		m.emitLocked(clients.Event{Kind: clients.Error,
@@ -221,8 +264,6 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	m.rejoinWhy = ""
 	m.joinPrepare = true
 	m.sessionStart = m.cfg.clock.Now()
-	m.emitLocked(clients.Event{Kind: clients.Synced, Partitions: fromMap(assigned.Partitions),
-		Why: fmt.Sprintf("SyncGroup answered the assignment of generation %d", gen.ID)})
 	m.mu.Unlock()
 	m.wakeHeartbeat()
 	return m.onJoinComplete(ctx, gen, fromMap(assigned.Partitions))

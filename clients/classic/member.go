@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,6 +70,21 @@ type Member struct {
 
 	coordMu sync.Mutex // serializes coordinator lookups
 
+	// commitMu is the commit lane: held while one OffsetCommit of the
+	// member is in flight and until its outcome is reported, so the
+	// auto-commit loop, the commit before a rejoin, Close and the
+	// application's Commit never have two commits out at once. sentHigh
+	// (under mu) is the highest offset the member sent per owned partition
+	// since it was assigned; see commit.
+	commitMu sync.Mutex
+	// sendCommit sends one OffsetCommit to the coordinator; tests script
+	// it. laneWait, when a test sets it, is called when a commit finds the
+	// lane busy and is about to wait.
+	sendCommit func(ctx context.Context, req *kmsg.OffsetCommitRequest, sent func()) (*kmsg.OffsetCommitResponse, error)
+	laneWait   func()
+
+	calls atomic.Uint64 // numbers the calls reported (clients.Sent)
+
 	mu      sync.Mutex
 	started bool
 	closed  bool
@@ -90,6 +106,7 @@ type Member struct {
 	sessionStart time.Time // last heartbeat success or coordinator found
 	positions    map[string]map[int32]int64
 	committed    map[string]map[int32]int64 // last auto-committed
+	sentHigh     map[string]map[int32]int64 // highest offset sent per partition in this assignment
 	wake         chan struct{}              // manage loop: a rejoin is needed
 	hbWake       chan struct{}              // heartbeat loop: state changed
 }
@@ -121,7 +138,7 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		return nil, fmt.Errorf("classic member %q: kgo client: %w", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Member{
+	m := &Member{
 		cfg:       c,
 		cl:        cl,
 		ctx:       ctx,
@@ -132,9 +149,18 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		prevGen:   -1,
 		positions: map[string]map[int32]int64{},
 		committed: map[string]map[int32]int64{},
+		sentHigh:  map[string]map[int32]int64{},
 		wake:      make(chan struct{}, 1),
 		hbWake:    make(chan struct{}, 1),
-	}, nil
+	}
+	m.sendCommit = func(ctx context.Context, req *kmsg.OffsetCommitRequest, sent func()) (*kmsg.OffsetCommitResponse, error) {
+		raw, err := m.coordRequest(ctx, req, sent)
+		if err != nil {
+			return nil, err
+		}
+		return raw.(*kmsg.OffsetCommitResponse), nil
+	}
+	return m, nil
 }
 
 // Name is the harness's name for the member.
@@ -323,16 +349,18 @@ func (m *Member) leaveGroup(ctx context.Context, gen Generation, coord int32, wh
 	mi.InstanceID = m.cfg.instanceID
 	mi.Reason = &why
 	req.Members = append(req.Members, mi)
+	call := m.sent(clients.OpLeave, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Why: "LeaveGroup: " + why})
+	ev := clients.Event{Kind: clients.Left, Op: clients.OpLeave, Call: call, Generation: gen.ID, MemberID: gen.MemberID, Why: why}
 	resp, err := req.RequestWith(ctx, m.cl.Broker(int(coord)))
 	if err != nil {
-		m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "LeaveGroup failed: " + why})
+		ev.Err, ev.Why = err.Error(), "LeaveGroup got no answer: "+why
+		m.emit(ev)
 		return fmt.Errorf("LeaveGroup: %w", err)
 	}
 	code := resp.ErrorCode
 	if code == 0 && len(resp.Members) == 1 {
 		code = resp.Members[0].ErrorCode
 	}
-	ev := clients.Event{Kind: clients.Left, Generation: gen.ID, MemberID: gen.MemberID, Why: why}
 	if err := kerr.ErrorForCode(code); err != nil {
 		ev.ErrCode, ev.Err = code, errName(err)
 		m.emit(ev)
@@ -340,6 +368,14 @@ func (m *Member) leaveGroup(ctx context.Context, gen Generation, coord int32, wh
 	}
 	m.emit(ev)
 	return nil
+}
+
+// sent reports a request leaving (clients.Sent) with what it carries and
+// returns its call number; the answer event carries the same number.
+func (m *Member) sent(op clients.Op, e clients.Event) uint64 {
+	e.Kind, e.Op, e.Call = clients.Sent, op, m.calls.Add(1)
+	m.emit(e)
+	return e.Call
 }
 
 // emit stamps and sends one event.
@@ -457,6 +493,7 @@ func (m *Member) dropLocked(ps clients.Partitions, kind clients.Kind, why string
 		for _, p := range parts {
 			delete(m.positions[t], p)
 			delete(m.committed[t], p)
+			delete(m.sentHigh[t], p)
 		}
 	}
 	m.emitLocked(clients.Event{Kind: kind, Partitions: ps, Why: why})
@@ -468,6 +505,11 @@ func (m *Member) assignLocked(ps clients.Partitions, why string) {
 		return
 	}
 	m.owned = union(m.owned, ps)
+	for t, parts := range ps {
+		for _, p := range parts {
+			delete(m.sentHigh[t], p) // a new assignment: offsets may start lower
+		}
+	}
 	m.emitLocked(clients.Event{Kind: clients.Assigned, Partitions: ps, Why: why})
 }
 

@@ -19,6 +19,12 @@ import (
 // rebalance runs (Java's RebalanceInProgressException), ErrNotInGroup
 // otherwise (CommitFailedException).
 func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	return m.commitOwn(ctx, offsets, true)
+}
+
+// commitOwn is Commit for the application (app) or for the member itself
+// (auto-commit, the commit before a rejoin or Close).
+func (m *Member) commitOwn(ctx context.Context, offsets map[string]map[int32]int64, app bool) (map[string]map[int32]string, error) {
 	m.mu.Lock()
 	gen, st, fatal := m.gen, m.st, m.fatal
 	m.mu.Unlock()
@@ -26,15 +32,15 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 	case fatal != nil:
 		return nil, fatal
 	case st == preparing || st == completing:
-		m.emit(clients.Event{Kind: clients.CommitFailed, ErrCode: kerr.RebalanceInProgress.Code, Err: kerr.RebalanceInProgress.Message,
+		m.emit(clients.Event{Kind: clients.CommitFailed, ErrCode: kerr.RebalanceInProgress.Code, Err: kerr.RebalanceInProgress.Message, App: app,
 			Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: "commit refused locally: a rebalance is in progress"})
 		return nil, fmt.Errorf("commit: %w", kerr.RebalanceInProgress)
 	case st != stable:
-		m.emit(clients.Event{Kind: clients.CommitFailed, Err: ErrNotInGroup.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets,
+		m.emit(clients.Event{Kind: clients.CommitFailed, Err: ErrNotInGroup.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, App: app,
 			Why: "commit refused locally: the member is not part of an active generation"})
 		return nil, fmt.Errorf("commit: %w", ErrNotInGroup)
 	}
-	return m.commit(ctx, gen, offsets, true)
+	return m.commit(ctx, gen, offsets, true, app)
 }
 
 // CommitAs sends OffsetCommit with the given generation and member id,
@@ -52,10 +58,120 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 // A forged commit never changes the member's own state: only Commit's
 // answers do (FENCED_INSTANCE_ID included).
 func (m *Member) CommitAs(ctx context.Context, gen Generation, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
-	return m.commit(ctx, gen, offsets, false)
+	return m.commit(ctx, gen, offsets, false, true)
 }
 
-func (m *Member) commit(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, own bool) (map[string]map[int32]string, error) {
+// commit sends OffsetCommit and retries coordinator and transport errors.
+// Every commit of the member keeps two rules, so that an older offset never
+// lands after a newer one was acknowledged:
+//
+//  1. The lane (commitMu): one OffsetCommit of the member is in flight at a
+//     time, from the moment it is sent until its outcome is reported. The
+//     auto-commit loop, the commit before a rejoin and the application's
+//     Commit run on different goroutines; without the lane a commit whose
+//     answer was lost could be resent after another one was acknowledged.
+//  2. The high-water mark (sentHigh, own commits only): per partition, the
+//     highest offset sent since the partition was assigned. An offset below
+//     it is never sent, as a new commit or as a retry after a lost answer or
+//     a coordinator error (the lane is free during the backoff, so another
+//     commit may go out meanwhile): it gets Superseded instead.
+//
+// A forged commit (CommitAs) takes the lane but not the mark: the harness
+// sends it to see it rejected or accepted as it is.
+//
+// What no client can rule out: a request whose connection died may still
+// sit in a paused broker's socket buffer and be applied after a later
+// commit that went out on a new connection. Its outcome is reported as
+// unknown (a transport error).
+func (m *Member) commit(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, own, app bool) (map[string]map[int32]string, error) {
+	superseded := map[string]map[int32]string{}
+	for attempt := 0; ; attempt++ {
+		if !m.commitMu.TryLock() {
+			if m.laneWait != nil {
+				m.laneWait()
+			}
+			m.commitMu.Lock()
+		}
+		if own {
+			m.mu.Lock()
+			send := map[string]map[int32]int64{}
+			for t, ps := range offsets {
+				for p, o := range ps {
+					if hi, ok := m.sentHigh[t][p]; ok && o < hi {
+						if superseded[t] == nil {
+							superseded[t] = map[int32]string{}
+						}
+						superseded[t][p] = Superseded
+						continue
+					}
+					setOffset(send, t, p, o)
+					setOffset(m.sentHigh, t, p, o)
+				}
+			}
+			m.mu.Unlock()
+			offsets = send
+		}
+		if len(offsets) == 0 {
+			m.commitMu.Unlock()
+			return superseded, nil
+		}
+		failed, first, retry, err := m.commitOnce(ctx, gen, offsets, app)
+		m.commitMu.Unlock()
+		for t, ps := range superseded {
+			for p, e := range ps {
+				if failed == nil {
+					failed = map[string]map[int32]string{}
+				}
+				if failed[t] == nil {
+					failed[t] = map[int32]string{}
+				}
+				failed[t][p] = e
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil || m.Err() != nil {
+				return nil, fmt.Errorf("commit: %w", err)
+			}
+			if m.sleep(ctx, m.backoff(attempt)) != nil {
+				return nil, fmt.Errorf("commit: %w", err)
+			}
+			continue
+		}
+		if first == nil {
+			if len(failed) == 0 {
+				return nil, nil
+			}
+			return failed, nil
+		}
+		if retry && ctx.Err() == nil {
+			if isCoordinatorError(first) {
+				m.markCoordinatorUnknown(errName(first) + " from OffsetCommit")
+			}
+			if m.sleep(ctx, m.backoff(attempt)) != nil {
+				return failed, fmt.Errorf("commit: %w", first)
+			}
+			continue
+		}
+		if own {
+			if rip := m.onCommitError(gen, first); rip != nil {
+				return failed, rip
+			}
+		}
+		return failed, fmt.Errorf("commit: %w", first)
+	}
+}
+
+// Superseded is the per-partition error Commit reports for an offset it did
+// not send because a higher offset of the partition was already sent in
+// this assignment: sending it could move the committed offset back. It is
+// not a Kafka error.
+const Superseded = "SUPERSEDED"
+
+// commitOnce sends one OffsetCommit and reports its outcome. err is a
+// transport error (no answer); otherwise failed holds the partitions the
+// coordinator refused, first the first of those errors, and retry says
+// whether Java would retry it.
+func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, app bool) (failed map[string]map[int32]string, first error, retry bool, err error) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = m.cfg.group
 	req.Generation = gen.ID
@@ -75,70 +191,51 @@ func (m *Member) commit(ctx context.Context, gen Generation, offsets map[string]
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	for attempt := 0; ; attempt++ {
-		raw, err := m.coordRequest(ctx, req)
-		if err != nil {
-			m.emit(clients.Event{Kind: clients.CommitFailed, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: "OffsetCommit failed in transport"})
-			if ctx.Err() != nil || m.Err() != nil {
-				return nil, fmt.Errorf("commit: %w", err)
-			}
-			if m.sleep(ctx, m.backoff(attempt)) != nil {
-				return nil, fmt.Errorf("commit: %w", err)
-			}
-			continue
+	var call uint64
+	resp, err := m.sendCommit(ctx, req, func() {
+		call = m.sent(clients.OpCommit, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, App: app, Why: "OffsetCommit"})
+	})
+	if err != nil {
+		why := "OffsetCommit failed in transport"
+		if call == 0 {
+			why = "OffsetCommit not sent: the coordinator could not be found"
 		}
-		resp := raw.(*kmsg.OffsetCommitResponse)
-		landed := map[string]map[int32]int64{}
-		failed := map[string]map[int32]string{}
-		var first error
-		retry := false
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				perr := kerr.ErrorForCode(p.ErrorCode)
-				if perr == nil {
-					if landed[t.Topic] == nil {
-						landed[t.Topic] = map[int32]int64{}
-					}
-					landed[t.Topic][p.Partition] = offsets[t.Topic][p.Partition]
-					continue
-				}
-				if failed[t.Topic] == nil {
-					failed[t.Topic] = map[int32]string{}
-				}
-				failed[t.Topic][p.Partition] = errName(perr)
-				if first == nil {
-					first = perr
-				}
-				if isCoordinatorError(perr) || errors.Is(perr, kerr.CoordinatorLoadInProgress) || errors.Is(perr, kerr.RequestTimedOut) {
-					retry = true
-				}
-			}
-		}
-		ev := clients.Event{Kind: clients.Committed, Generation: gen.ID, MemberID: gen.MemberID, Offsets: landed, Why: "OffsetCommit answered"}
-		if len(failed) > 0 {
-			ev.PartitionErrs = failed
-			ev.ErrCode, ev.Err = errCode(first), errName(first)
-		}
-		m.emit(ev)
-		if first == nil {
-			return nil, nil
-		}
-		if retry && ctx.Err() == nil {
-			if isCoordinatorError(first) {
-				m.markCoordinatorUnknown(errName(first) + " from OffsetCommit")
-			}
-			if m.sleep(ctx, m.backoff(attempt)) != nil {
-				return failed, fmt.Errorf("commit: %w", first)
-			}
-			continue
-		}
-		if own {
-			if rip := m.onCommitError(gen, first); rip != nil {
-				return failed, rip
-			}
-		}
-		return failed, fmt.Errorf("commit: %w", first)
+		m.emit(clients.Event{Kind: clients.CommitFailed, Op: clients.OpCommit, Call: call, App: app, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: why})
+		return nil, nil, false, err
 	}
+	landed := map[string]map[int32]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			perr := kerr.ErrorForCode(p.ErrorCode)
+			if perr == nil {
+				if landed[t.Topic] == nil {
+					landed[t.Topic] = map[int32]int64{}
+				}
+				landed[t.Topic][p.Partition] = offsets[t.Topic][p.Partition]
+				continue
+			}
+			if failed == nil {
+				failed = map[string]map[int32]string{}
+			}
+			if failed[t.Topic] == nil {
+				failed[t.Topic] = map[int32]string{}
+			}
+			failed[t.Topic][p.Partition] = errName(perr)
+			if first == nil {
+				first = perr
+			}
+			if isCoordinatorError(perr) || errors.Is(perr, kerr.CoordinatorLoadInProgress) || errors.Is(perr, kerr.RequestTimedOut) {
+				retry = true
+			}
+		}
+	}
+	ev := clients.Event{Kind: clients.Committed, Op: clients.OpCommit, Call: call, App: app, Generation: gen.ID, MemberID: gen.MemberID, Offsets: landed, Why: "OffsetCommit answered"}
+	if len(failed) > 0 {
+		ev.PartitionErrs = failed
+		ev.ErrCode, ev.Err = errCode(first), errName(first)
+	}
+	m.emit(ev)
+	return failed, first, retry, nil
 }
 
 // onCommitError is the membership part of ConsumerCoordinator
@@ -189,7 +286,7 @@ func (m *Member) FetchOffsets(ctx context.Context, ps clients.Partitions) (map[s
 		rt.Partitions = slices.Clone(ps[t])
 		req.Topics = append(req.Topics, rt)
 	}
-	raw, err := m.coordRequest(ctx, req)
+	raw, err := m.coordRequest(ctx, req, nil)
 	if err != nil {
 		m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "OffsetFetch failed in transport"})
 		return nil, fmt.Errorf("offset fetch: %w", err)
@@ -313,7 +410,7 @@ func (m *Member) commitPositions(ctx context.Context, why string) error {
 		return nil
 	}
 	m.cfg.log.Debug("auto-commit", "member", m.cfg.name, "why", why, "offsets", offsets)
-	failed, err := m.Commit(ctx, offsets)
+	failed, err := m.commitOwn(ctx, offsets, false)
 	m.mu.Lock()
 	for t, ps := range offsets {
 		for p, o := range ps {

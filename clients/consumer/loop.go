@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,7 +93,7 @@ func (mb *Member) run() {
 			lastAuto = now
 			if offs := mb.consumed(); len(offs) > 0 {
 				ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-				mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry)
+				mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry, false)
 				cancel()
 			}
 		}
@@ -181,14 +182,17 @@ func (mb *Member) checkTimers(now time.Time) {
 // heartbeat sends one heartbeat and feeds its answer to the machine. It
 // reports whether the next one must back off.
 func (mb *Member) heartbeat() (backoff bool) {
-	mb.mu.Lock()
-	req, seq := mb.m.request()
-	mb.mu.Unlock()
+	req, seq, call, op := mb.sendHeartbeat()
 	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
 	resp, node, err := mb.send(ctx, req)
 	cancel()
 	if err != nil && mb.ctx.Err() != nil {
-		return false // closing: Close sends the leave
+		// Closing: Close sends the leave. The answer will not be waited for.
+		mb.mu.Lock()
+		mb.pending = append(mb.pending, mb.answerEvents(call, op, req, nil, fmt.Errorf("member closing: stopped waiting for the answer: %w", err), nil)...)
+		mb.mu.Unlock()
+		mb.flush()
+		return false
 	}
 	if err == nil && node != mb.coordinator {
 		mb.mu.Lock()
@@ -214,16 +218,12 @@ func (mb *Member) heartbeat() (backoff bool) {
 	} else {
 		o = mb.m.onResponse(seq, resp)
 	}
+	o.events = mb.answerEvents(call, op, req, resp, err, o.events)
 	mb.applyLocked(o)
 	if mb.m.state == stateReconciling && mb.since.IsZero() {
 		mb.since = mb.cfg.clock.Now() // the rebalance timeout runs from here
 	}
 	if req.MemberEpoch < 0 {
-		if o.leaveDone && err == nil {
-			e := mb.ev(clients.Left, fmt.Sprintf("leave heartbeat with epoch %d answered", req.MemberEpoch))
-			e.MemberEpoch = req.MemberEpoch
-			mb.pending = append(mb.pending, e)
-		}
 		if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {
 			mb.rejoinAfterLeave = false
 			mb.m.sent.reset()
@@ -232,6 +232,71 @@ func (mb *Member) heartbeat() (backoff bool) {
 		return false
 	}
 	return o.backoff
+}
+
+// sendHeartbeat builds the next heartbeat and reports it sent
+// (clients.Sent): a heartbeat, or a leave when its epoch is -1 or -2.
+func (mb *Member) sendHeartbeat() (*kmsg.ConsumerGroupHeartbeatRequest, uint64, uint64, clients.Op) {
+	mb.mu.Lock()
+	req, seq := mb.m.request()
+	op := clients.OpHeartbeat
+	why := fmt.Sprintf("ConsumerGroupHeartbeat with member epoch %d", req.MemberEpoch)
+	if req.MemberEpoch < 0 {
+		op = clients.OpLeave
+		why = fmt.Sprintf("leave heartbeat with member epoch %d", req.MemberEpoch)
+	}
+	mb.calls++
+	call := mb.calls
+	e := mb.ev(clients.Sent, why)
+	e.Call, e.Op, e.MemberEpoch = call, op, req.MemberEpoch
+	mb.pending = append(mb.pending, e)
+	mb.mu.Unlock()
+	mb.flush()
+	return req, seq, call, op
+}
+
+// answerEvents puts the event that answers heartbeat call (the clients
+// contract: Heartbeat, Joined for the first epoch, Left for a leave) before
+// the machine's events evs. The machine's Joined and Heartbeat events say
+// what the answer meant for the epoch and the assignment, so they are folded
+// into it; Fenced, Error and the rest follow it as facts.
+func (mb *Member) answerEvents(call uint64, op clients.Op, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, err error, evs []clients.Event) []clients.Event {
+	a := mb.ev(clients.Heartbeat, "")
+	a.Call, a.Op = call, op
+	var whys []string
+	switch {
+	case err != nil:
+		a.Err = err.Error()
+		whys = append(whys, "no answer")
+	case resp.ErrorCode != 0:
+		a.ErrCode, a.Err = resp.ErrorCode, kerrName(kerr.ErrorForCode(resp.ErrorCode))
+		whys = append(whys, "answered "+a.Err)
+	default:
+		a.MemberEpoch = resp.MemberEpoch
+	}
+	if op == clients.OpLeave {
+		a.Kind, a.MemberEpoch = clients.Left, req.MemberEpoch
+		whys = append(whys, fmt.Sprintf("leave heartbeat with epoch %d", req.MemberEpoch))
+	}
+	var rest []clients.Event
+	for _, e := range evs {
+		if e.Kind == clients.Joined || e.Kind == clients.Heartbeat {
+			if e.Kind == clients.Joined && op == clients.OpHeartbeat {
+				a.Kind = clients.Joined
+			}
+			if e.Partitions != nil {
+				a.Partitions = e.Partitions
+			}
+			whys = append(whys, e.Why)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	if len(whys) == 0 {
+		whys = append(whys, fmt.Sprintf("heartbeat answered, member epoch %d", a.MemberEpoch))
+	}
+	a.Why = strings.Join(whys, "; ")
+	return append([]clients.Event{a}, rest...)
 }
 
 // send sends a heartbeat once (kgo does not retry ConsumerGroupHeartbeat
@@ -361,7 +426,7 @@ func (mb *Member) reconcile(p plan) bool {
 	}()
 	if mb.cfg.autoCommit {
 		if offs := mb.consumed(); len(offs) > 0 {
-			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer)
+			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer, false)
 		}
 	}
 	mb.lockOwnership()
@@ -380,6 +445,7 @@ func (mb *Member) reconcile(p plan) bool {
 			for _, x := range ps {
 				delete(mb.positions[t], x)
 				delete(mb.committed[t], x)
+				delete(mb.sentHigh[t], x)
 			}
 		}
 		e := mb.ev(clients.Revoked, fmt.Sprintf("reconciling to epoch %d: owned − assigned, given up after the commit", p.epoch))
@@ -430,6 +496,7 @@ func (mb *Member) reconcile(p plan) bool {
 					mb.positions[t][x] = -1
 				}
 				mb.owned[t] = append(mb.owned[t], x)
+				delete(mb.sentHigh[t], x) // a new assignment: offsets may start lower
 			}
 			slices.Sort(mb.owned[t])
 			mb.owned[t] = slices.Compact(mb.owned[t])
@@ -448,7 +515,28 @@ func (mb *Member) reconcile(p plan) bool {
 // heard of it; Kafka 4.3+ accepts an older epoch for partitions assigned at
 // or before it, KIP-1251, earlier versions do not) is retried as
 // retryStale says, with the newer epoch.
-func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, why string, retryStale staleRetry) (map[string]map[int32]string, error) {
+//
+// Every commit of the member goes through here and keeps two rules, so
+// that an older offset never lands after a newer one was acknowledged:
+//
+//  1. The lane (commitMu): one OffsetCommit of the member is in flight at a
+//     time. kgo's Client.Request resends a commit on coordinator errors and
+//     lost connections until ctx ends; all of that happens inside the lane,
+//     so no other commit of this member can be sent between two attempts
+//     of one request. (A chaos run on Kafka 4.4.0 saw an auto-commit of
+//     offset 61, unanswered while a node was paused, resent and acknowledged
+//     after the application's commit of 62: the two ran concurrently.)
+//  2. The high-water mark (sentHigh): per partition, the highest offset sent
+//     since the partition was assigned. An offset below it is never sent,
+//     neither as a new commit nor as a retry (STALE_MEMBER_EPOCH waits for
+//     the new epoch outside the lane, and another commit may be sent
+//     meanwhile): it gets Superseded instead.
+//
+// What no client can rule out: an attempt whose answer never came and that
+// kgo abandoned may still sit in a paused broker's socket buffer; if the
+// next commit goes out on another connection, the broker may apply the old
+// one after it. Such a commit is reported as having no answer (unknown).
+func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, why string, retryStale staleRetry, app bool) (map[string]map[int32]string, error) {
 	// all is the last answer for every partition: one dropped from a
 	// retry keeps its STALE_MEMBER_EPOCH.
 	all := map[string]map[int32]string{}
@@ -456,7 +544,30 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 	joins := mb.m.joins
 	mb.mu.Unlock()
 	for {
+		if !mb.commitMu.TryLock() {
+			if mb.laneWait != nil {
+				mb.laneWait()
+			}
+			mb.commitMu.Lock()
+		}
 		mb.mu.Lock()
+		send := map[string]map[int32]int64{}
+		for t, ps := range offsets {
+			for p, o := range ps {
+				if hi, ok := mb.sentHigh[t][p]; ok && o < hi {
+					setErr(all, t, p, Superseded)
+					continue
+				}
+				setOffset(send, t, p, o)
+				setOffset(mb.sentHigh, t, p, o)
+			}
+		}
+		if len(send) == 0 {
+			mb.mu.Unlock()
+			mb.commitMu.Unlock()
+			return all, nil
+		}
+		offsets = send
 		epoch := mb.m.epoch
 		ids := maps.Clone(mb.ids)
 		names := maps.Clone(mb.m.names)
@@ -481,16 +592,26 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		resp, err := req.RequestWith(ctx, mb.cl)
+		mb.mu.Lock()
+		mb.calls++
+		call := mb.calls
+		se := mb.ev(clients.Sent, why)
+		se.Call, se.Op, se.App, se.MemberEpoch, se.Offsets = call, clients.OpCommit, app, epoch, offsets
+		mb.pending = append(mb.pending, se)
+		mb.mu.Unlock()
+		mb.flush()
+		resp, err := mb.sendCommit(ctx, req)
 		mb.mu.Lock()
 		if err != nil {
 			e := mb.ev(clients.CommitFailed, why+": OffsetCommit got no answer")
+			e.Call, e.Op, e.App = call, clients.OpCommit, app
 			e.MemberEpoch = epoch
 			e.Offsets = offsets
 			e.Err = err.Error()
 			mb.pending = append(mb.pending, e)
 			mb.mu.Unlock()
 			mb.flush()
+			mb.commitMu.Unlock() // after the outcome is reported: it precedes the next commit
 			return nil, err
 		}
 		perr := map[string]map[int32]string{}
@@ -522,6 +643,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			}
 		}
 		e := mb.ev(clients.Committed, why)
+		e.Call, e.Op, e.App = call, clients.OpCommit, app
 		e.MemberEpoch = epoch
 		e.Offsets = offsets
 		if len(perr) > 0 {
@@ -531,6 +653,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 		retry := stale && retryStale != noRetry && ctx.Err() == nil
 		mb.mu.Unlock()
 		mb.flush()
+		mb.commitMu.Unlock()
 		if retry && retryStale == retryIfNewer {
 			retry = mb.newerEpoch(epoch, joins)
 		} else if retry {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
 )
@@ -65,6 +66,26 @@ type Member struct {
 	closed           bool
 	pending          []clients.Event
 
+	// commitMu is the commit lane: it is held while an OffsetCommit of
+	// this member is in flight (from being handed to kgo until its answer
+	// or error), so the member's own commits (auto, before a revocation, on
+	// Close) and the application's (Commit) never overlap. sentHigh (under
+	// mu) is the highest offset sent per owned partition since it was
+	// assigned: a commit or a retry of an older offset is never sent after
+	// a newer one (see commit).
+	commitMu sync.Mutex
+	sentHigh map[string]map[int32]int64
+	// sendCommit sends one OffsetCommit (kgo's Client.Request, which
+	// resends it on coordinator errors and lost connections until ctx
+	// ends); tests script it.
+	sendCommit func(context.Context, *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error)
+	// laneWait, when set by a test, is called when a commit finds the
+	// lane busy and is about to wait for it.
+	laneWait func()
+
+	// calls numbers the requests reported (clients.Sent), under mu.
+	calls uint64
+
 	emitMu sync.Mutex
 
 	kick   chan struct{}
@@ -115,7 +136,7 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	if c.regex != nil {
 		mc.useRegex, mc.regex = true, *c.regex
 	}
-	return &Member{
+	mb := &Member{
 		name:        name,
 		group:       group,
 		cfg:         c,
@@ -125,9 +146,14 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 		owned:       clients.Partitions{},
 		positions:   map[string]map[int32]int64{},
 		committed:   map[string]map[int32]int64{},
+		sentHigh:    map[string]map[int32]int64{},
 		kick:        make(chan struct{}, 1),
 		coordinator: -1,
-	}, nil
+	}
+	mb.sendCommit = func(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+		return req.RequestWith(ctx, mb.cl)
+	}
+	return mb, nil
 }
 
 // newMemberID is Java's Uuid.randomUuid().toString(): 16 random bytes,
@@ -276,7 +302,7 @@ func (mb *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64
 	if len(send) == 0 {
 		return errs, nil
 	}
-	perr, err := mb.commit(ctx, send, "commit asked for by the workload", awaitNewer)
+	perr, err := mb.commit(ctx, send, "commit asked for by the workload", awaitNewer, true)
 	for t, ps := range perr {
 		for p, e := range ps {
 			setErr(errs, t, p, e)
@@ -288,6 +314,12 @@ func (mb *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64
 // NotOwned is the per-partition error Commit reports for a partition the
 // member does not own; it is not a Kafka error and is never sent.
 const NotOwned = "NOT_OWNED"
+
+// Superseded is the per-partition error Commit reports for an offset it did
+// not send because a higher offset of the partition was already sent in
+// this assignment: sending it could move the committed offset back. It is
+// not a Kafka error.
+const Superseded = "SUPERSEDED"
 
 // Close commits (with auto-commit), revokes what the member owns, sends the
 // leave heartbeat (epoch -1, -2 for a static member) and stops every
@@ -315,7 +347,7 @@ func (mb *Member) Close(ctx context.Context) error {
 	if inGroup {
 		if mb.cfg.autoCommit {
 			if offs := mb.consumed(); len(offs) > 0 {
-				if _, err := mb.commit(ctx, offs, "auto-commit on close", noRetry); err != nil {
+				if _, err := mb.commit(ctx, offs, "auto-commit on close", noRetry, false); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -328,10 +360,12 @@ func (mb *Member) Close(ctx context.Context) error {
 			mb.pending = append(mb.pending, e)
 			mb.owned = clients.Partitions{}
 			mb.positions = map[string]map[int32]int64{}
+			mb.sentHigh = map[string]map[int32]int64{}
 		}
 		mb.m.leave(false)
-		req, seq := mb.m.request()
 		mb.unlockOwnership()
+		mb.flush()
+		req, seq, call, op := mb.sendHeartbeat()
 		rctx, cancel := context.WithTimeout(ctx, mb.cfg.requestTimeout)
 		resp, err := req.RequestWith(rctx, mb.cl)
 		cancel()
@@ -343,12 +377,8 @@ func (mb *Member) Close(ctx context.Context) error {
 		} else {
 			o = mb.m.onResponse(seq, resp)
 		}
+		o.events = mb.answerEvents(call, op, req, resp, err, o.events)
 		mb.applyLocked(o)
-		if o.leaveDone && err == nil {
-			e := mb.ev(clients.Left, fmt.Sprintf("closed: leave heartbeat with epoch %d answered", req.MemberEpoch))
-			e.MemberEpoch = req.MemberEpoch
-			mb.pending = append(mb.pending, e)
-		}
 		mb.mu.Unlock()
 	}
 	mb.flush()
@@ -436,6 +466,7 @@ func (mb *Member) loseOwnedLocked(why string, epoch int32) {
 	}
 	mb.owned = clients.Partitions{}
 	mb.positions = map[string]map[int32]int64{}
+	mb.sentHigh = map[string]map[int32]int64{}
 }
 
 // consumed returns the positions of owned partitions that moved since the

@@ -5,15 +5,14 @@
 // cooperative-sticky balancer); the KIP-848 consumer protocol with
 // Protocol(clients.Consumer), which turns on kgo.ServerSideBalancer.
 //
-// It reports through clients.Hooks from kgo.OnPartitionsAssigned / Revoked /
-// Lost, with the generation or member epoch kgo's GroupMetadata gives at that
-// moment. kgo exposes no individual JoinGroup, SyncGroup or heartbeat round
-// trip, so this member cannot report Joined, Synced, FoundCoordinator or
-// heartbeat errors, nor the Kafka error behind a Lost (kgo does not pass it
-// to OnPartitionsLost). What it can report of the protocol is the epoch: a
-// Heartbeat event (no error) whenever it sees the generation or member epoch
-// change (when a poll returns, and from each OffsetCommit request it sends),
-// so a reader of the history knows which epoch a commit carried.
+// It reports ownership through clients.Hooks from kgo.OnPartitionsAssigned /
+// Revoked / Lost, with the generation or member epoch kgo's GroupMetadata
+// gives at that moment, and every group request kgo sends by the clients
+// contract (Sent when it is written, the answer when its response is read),
+// by observing kgo's connections (wire.go): kgo has no hook that carries a
+// request or its answer. What it cannot report is why kgo did something:
+// the Kafka error behind a Lost (kgo does not pass it to OnPartitionsLost)
+// shows only as the answer that carried it.
 //
 // Invariants the Member keeps, which the history's ordering rules rely on:
 //
@@ -27,9 +26,10 @@
 //     hand-off.
 //  3. Assigned is reported inside OnPartitionsAssigned, before kgo starts
 //     fetching the partitions, so it precedes every record of them.
-//  4. A commit's outcome (Committed or CommitFailed) is reported before
-//     Commit returns, with the generation/epoch and member id of the
-//     OffsetCommit request kgo actually sent.
+//  4. Every OffsetCommit kgo writes during Commit is reported as the
+//     application's (App), with the generation/epoch and member id it
+//     carried, and answered before Commit returns unless ctx ended first
+//     (kgo then abandons it; the connection may still answer it later).
 package kgoref
 
 import (
@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
 // Opt configures a Member; options are checked once, in New.
@@ -99,6 +101,8 @@ type Member struct {
 	cfg         cfg
 	opts        []kgo.Opt
 
+	wire *wire
+
 	mu        sync.Mutex
 	cl        *kgo.Client
 	owned     clients.Partitions
@@ -114,6 +118,9 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	c := cfg{protocol: clients.Classic, now: time.Now}
 	for _, o := range opts {
 		o.apply(&c)
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	switch {
 	case name == "":
@@ -171,7 +178,20 @@ func (m *Member) Start(ctx context.Context) error {
 	if m.cl != nil {
 		return fmt.Errorf("kgoref: member %s already started", m.name)
 	}
-	cl, err := kgo.NewClient(m.opts...)
+	// The dialer the options give (kgo's default when none), read from a
+	// client that never connects, is wrapped so that kgo's group requests
+	// can be reported (wire.go, clients/wiretap).
+	probe, err := kgo.NewClient(m.cfg.kgoOpts...)
+	if err != nil {
+		return fmt.Errorf("kgoref: member %s: %w", m.name, err)
+	}
+	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
+	probe.Close()
+	if dial == nil {
+		return fmt.Errorf("kgoref: member %s: kgo has no dialer to observe (OptValue(Dialer) is %T)", m.name, probe.OptValue(kgo.Dialer))
+	}
+	m.wire = newWire(m)
+	cl, err := kgo.NewClient(append(slices.Clone(m.opts), kgo.Dialer(wiretap.Dialer(dial, m.wire)))...)
 	if err != nil {
 		return fmt.Errorf("kgoref: member %s: %w", m.name, err)
 	}
@@ -214,7 +234,6 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		}
 	})
 	_, epoch := cl.GroupMetadata()
-	m.observeEpoch(epoch, "kgo's GroupMetadata after a poll shows a new epoch")
 	var out []clients.Record
 	fs.EachRecord(func(r *kgo.Record) {
 		rec := clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: -1}
@@ -259,28 +278,13 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 		perr   map[string]map[int32]string
 		reqErr error
 	)
-	cl.CommitOffsetsSync(ctx, eo, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		ev := m.event(clients.Committed)
-		ev.MemberID = req.MemberID
-		m.setEpoch(&ev, req.Generation)
-		if req.Generation > 0 {
-			m.observeEpoch(req.Generation, "kgo sent an OffsetCommit at a new epoch")
-		}
-		ev.Offsets = map[string]map[int32]int64{}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				if ev.Offsets[t.Topic] == nil {
-					ev.Offsets[t.Topic] = map[int32]int64{}
-				}
-				ev.Offsets[t.Topic][p.Partition] = p.Offset
-			}
-		}
+	// The requests kgo writes now are the application's; their Sent and
+	// answers are reported from the wire.
+	m.wire.setApp(true)
+	defer m.wire.setApp(false)
+	cl.CommitOffsetsSync(ctx, eo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			reqErr = err
-			ev.Kind = clients.CommitFailed
-			ev.Err, ev.ErrCode = errName(err)
-			ev.Why = "OffsetCommit failed as a whole: " + err.Error()
-			m.cfg.hooks.OnEvent(ev)
 			return
 		}
 		for _, t := range resp.Topics {
@@ -299,17 +303,10 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 		}
 		// A coordinator that rejects a commit (stale generation or epoch) rejects every
 		// partition with the same error: that is the request failing as a whole.
-		if name, code, all := sameError(resp); all {
-			ev.Kind = clients.CommitFailed
-			ev.Err, ev.ErrCode = name, code
-			ev.Why = "the coordinator rejected the OffsetCommit: " + name
+		if _, code, all := sameError(resp); all {
 			reqErr = kerr.ErrorForCode(code)
 			perr = nil
-		} else {
-			ev.PartitionErrs = perr
-			ev.Why = "OffsetCommit answered"
 		}
-		m.cfg.hooks.OnEvent(ev)
 	})
 	return perr, reqErr
 }
@@ -357,18 +354,8 @@ func (m *Member) Close(ctx context.Context) error {
 	m.closed = true
 	m.mu.Unlock()
 	cl.AllowRebalance()
-	memberID, epoch := cl.GroupMetadata()
 	err := cl.LeaveGroupContext(ctx)
 	cl.Close()
-	ev := m.event(clients.Left)
-	ev.MemberID = memberID
-	m.setEpoch(&ev, epoch)
-	ev.Why = "Close: kgo left the group"
-	if err != nil {
-		ev.Err, ev.ErrCode = errName(err)
-		ev.Why = "Close: kgo's leave did not complete: " + err.Error()
-	}
-	m.cfg.hooks.OnEvent(ev)
 	if err != nil {
 		return fmt.Errorf("kgoref: member %s: leave group %s: %w", m.name, m.group, err)
 	}
@@ -385,30 +372,6 @@ func (m *Member) setEpoch(ev *clients.Event, epoch int32) {
 	} else {
 		ev.Generation = epoch
 	}
-}
-
-// observeEpoch reports a Heartbeat carrying epoch when it differs from the
-// last epoch reported. kgo keeps the epoch to itself; this is the closest the
-// member can say to "a heartbeat (or join) gave me this epoch".
-func (m *Member) observeEpoch(epoch int32, why string) {
-	if epoch <= 0 {
-		return
-	}
-	m.mu.Lock()
-	if epoch == m.lastEpoch {
-		m.mu.Unlock()
-		return
-	}
-	m.lastEpoch = epoch
-	cl := m.cl
-	m.mu.Unlock()
-	ev := m.event(clients.Heartbeat)
-	if cl != nil {
-		ev.MemberID, _ = cl.GroupMetadata()
-	}
-	m.setEpoch(&ev, epoch)
-	ev.Why = why
-	m.cfg.hooks.OnEvent(ev)
 }
 
 // ownership reports an ownership change from a kgo callback with the epoch

@@ -1,9 +1,9 @@
 package run
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -17,30 +17,50 @@ import (
 // the member's clients.Hooks, and the driver's door for the commit calls it
 // makes.
 //
-// Processes, as the history's package doc describes them: the member's name
-// ("m1") for its application thread (consume, commit, the ownership
-// callbacks), name+"/hb" for its join, sync, heartbeat and leave calls, and
-// name+"/commit" for commits the member makes on its own (not through the
-// driver).
+// Calls follow the clients package's contract: a member reports each
+// request when it is sent (clients.Sent, with a Call number and the epoch or
+// generation the request carries) and once more when its answer comes, so
+// the recorder writes the invoke when the request left and the completion
+// when the answer came: a slow call shows as long as it was.
+//
+// Processes (each has at most one open call, the history's rule): the
+// member's name ("m1") for its application thread (consume, the ownership
+// callbacks, and the commits the application asked for through
+// Member.Commit), name+"/hb" for its heartbeat lane (heartbeats, leaves, and
+// the consumer protocol's joining heartbeat), name+"/join" for the classic
+// JoinGroup and SyncGroup (the join loop runs while the heartbeat thread
+// heartbeats, so a join and a heartbeat can be in flight together), and
+// name+"/commit" for commits the member makes on its own. A member keeps one
+// call per lane in flight; if it ever reports a second one on a process
+// whose call is open, the open one is closed as an unknown outcome and the
+// breach is kept as the recorder's error. Finish closes what a member left
+// open when it was closed.
 //
 // Ordering (vocab.go's rules): a member calls OnEvent synchronously from the
 // place the change happens, and OnEvent writes the event before it returns,
 // so "revoked" precedes the acknowledgement, "assigned" precedes the first
 // record, and a completion precedes the use of its result, as long as the
-// member reports in that order (clients.Hooks asks it to). A member reports a
-// call only once it has its outcome, so the invoke of a join, sync, heartbeat
-// or leave is written immediately before its completion: its time is when
-// the answer came, not when the request left.
+// member reports in that order (clients.Hooks asks it to).
 type HookRecorder struct {
 	resends  bool
 	rec      *history.Recorder
 	name     string
 	protocol string
 
-	mu         sync.Mutex // one call of this member at a time: invoke and completion stay adjacent
-	commitOpen bool       // the driver's commit call on process name is waiting for its outcome
-	lastEpoch  int32
-	err        error // the first event that could not be recorded
+	mu    sync.Mutex
+	open  map[uint64]*openCall // by clients.Event.Call
+	busy  map[string]uint64    // process → its open call
+	app   bool                 // the driver is inside Member.Commit
+	sent  bool                 // ... and the member reported a request for it
+	err   error                // the first event that could not be recorded
+	calls int                  // calls opened
+}
+
+// openCall is a call whose invoke is written and whose completion is not.
+type openCall struct {
+	process, f string
+	op         clients.Op
+	inv        any
 }
 
 var _ clients.Hooks = (*HookRecorder)(nil)
@@ -48,7 +68,7 @@ var _ clients.Hooks = (*HookRecorder)(nil)
 // NewHookRecorder returns the recorder of member name speaking protocol
 // ("classic" or "consumer").
 func NewHookRecorder(rec *history.Recorder, name, protocol string, opts ...HookOpt) *HookRecorder {
-	h := &HookRecorder{rec: rec, name: name, protocol: protocol, lastEpoch: -1}
+	h := &HookRecorder{rec: rec, name: name, protocol: protocol, open: map[uint64]*openCall{}, busy: map[string]uint64{}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -109,72 +129,163 @@ func tps(p clients.Partitions) []history.TP {
 	return out
 }
 
-// call writes an invoke and its completion on process.
-func (h *HookRecorder) call(process, f string, invoke any, t history.Type, done any, why string) {
-	if _, err := h.rec.Invoke(process, f, invoke, why); err != nil {
+// process is where calls of op go.
+func (h *HookRecorder) process(op clients.Op, app bool) string {
+	switch op.Lane() {
+	case clients.LaneJoin:
+		return h.name + "/join"
+	case clients.LaneCommit:
+		if app {
+			return h.name
+		}
+		return h.name + "/commit"
+	}
+	return h.name + "/hb"
+}
+
+// invokeValue is the payload of the invoke of the request e reports sent.
+func (h *HookRecorder) invokeValue(e clients.Event) (string, any) {
+	proto := h.proto(e)
+	switch e.Op {
+	case clients.OpJoin:
+		return history.FJoin, history.Join{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID, Generation: e.Generation}
+	case clients.OpSync:
+		return history.FSync, history.Sync{Member: h.name, MemberID: e.MemberID, Generation: e.Generation}
+	case clients.OpLeave:
+		return history.FLeave, history.Leave{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: h.epoch(e)}
+	case clients.OpCommit:
+		return history.FCommit, history.Commit{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID, Protocol: proto, Epoch: h.epoch(e), Offsets: offsetList(e.Offsets)}
+	}
+	return history.FHeartbeat, history.Heartbeat{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: h.epoch(e)}
+}
+
+// completion is the type and payload of the completion of c answered by e.
+func (h *HookRecorder) completion(c *openCall, e clients.Event) (history.Type, any) {
+	t := history.OK
+	switch {
+	case e.Err == "", e.Kind == clients.Committed:
+		// Committed: answered; refused partitions are in PartitionErrors.
+	case e.ErrCode == 0:
+		t = history.Info // no answer: the request may or may not have been applied
+	case c.op == clients.OpCommit:
+		t = h.commitFailure(e.Err, e.ErrCode)
+	case c.op == clients.OpLeave:
+		t = history.Info // a leave the client may have resent may have been applied before this answer
+	default:
+		t = history.Fail
+	}
+	switch v := c.inv.(type) {
+	case history.Join:
+		v.Error = e.Err
+		if e.Err == "" {
+			v.Generation, v.MemberID = e.Generation, e.MemberID
+			if e.Leader {
+				v.Leader = e.MemberID
+			}
+		}
+		return t, v
+	case history.Sync:
+		v.Error = e.Err
+		if e.Err == "" {
+			v.Assignment = tps(e.Partitions)
+		}
+		return t, v
+	case history.Leave:
+		v.Error = e.Err
+		return t, v
+	case history.Commit:
+		v.Error = e.Err
+		for _, tp := range sortedKeys(e.PartitionErrs) {
+			for _, p := range sortedKeys(e.PartitionErrs[tp]) {
+				v.PartitionErrors = append(v.PartitionErrors, history.PartitionError{Topic: tp, Partition: p, Error: e.PartitionErrs[tp][p]})
+			}
+		}
+		return t, v
+	case history.Heartbeat:
+		v.Error = e.Err
+		if e.Err == "" && v.Protocol == history.ProtocolConsumer {
+			v.ResultEpoch = e.MemberEpoch
+			if e.Partitions != nil {
+				v.HasAssignment, v.Assignment = true, tps(e.Partitions)
+			}
+		}
+		return t, v
+	}
+	return t, c.inv
+}
+
+// sendCall writes the invoke of the request e reports sent.
+func (h *HookRecorder) sendCall(e clients.Event) {
+	if e.Call == 0 || e.Op == "" {
+		h.keep(fmt.Errorf("a sent request without a call number or op (call %d, op %q): the clients contract numbers every call", e.Call, e.Op))
+		return
+	}
+	process := h.process(e.Op, e.App)
+	if prev, ok := h.busy[process]; ok {
+		// A second call on one lane: close the first as unknown, so the
+		// history stays well formed, and report the breach.
+		c := h.open[prev]
+		_, err := h.rec.Record(history.Event{Type: history.Info, Process: process, F: c.f, Value: c.inv,
+			Why: fmt.Sprintf("the member reported request #%d on this process before the answer of #%d: outcome unknown", e.Call, prev)})
+		h.keep(err)
+		h.keep(fmt.Errorf("member reported %s call #%d while call #%d on %s had no answer: one call per lane at a time", e.Op, e.Call, prev, process))
+		delete(h.open, prev)
+		delete(h.busy, process)
+	}
+	f, inv := h.invokeValue(e)
+	if _, err := h.rec.Invoke(process, f, inv, e.Why); err != nil {
 		h.keep(err)
 		return
 	}
-	_, err := h.rec.Record(history.Event{Type: t, Process: process, F: f, Value: done, Why: why})
-	h.keep(err)
+	h.open[e.Call] = &openCall{process: process, f: f, op: e.Op, inv: inv}
+	h.busy[process] = e.Call
+	h.calls++
+	if e.Op == clients.OpCommit && e.App && h.app {
+		h.sent = true
+	}
 }
 
-func outcome(e clients.Event) history.Type {
-	if e.Err != "" {
-		return history.Fail
+// answerCall writes the completion of call e.Call. It reports false when no
+// such call is open (already closed, or never sent).
+func (h *HookRecorder) answerCall(e clients.Event) bool {
+	c, ok := h.open[e.Call]
+	if !ok {
+		return false
 	}
-	return history.OK
+	delete(h.open, e.Call)
+	delete(h.busy, c.process)
+	t, v := h.completion(c, e)
+	_, err := h.rec.Record(history.Event{Type: t, Process: c.process, F: c.f, Value: v, Why: e.Why})
+	h.keep(err)
+	return true
 }
 
 // OnEvent implements clients.Hooks.
 func (h *HookRecorder) OnEvent(e clients.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	hb := h.name + "/hb"
 	proto := h.proto(e)
 	epoch := h.epoch(e)
 	why := e.Why
+	if e.Kind == clients.Sent {
+		h.sendCall(e)
+		return
+	}
+	if e.Call != 0 && !h.answerCall(e) {
+		// The answer of a call closed already (Finish, or Member.Commit
+		// returned first): a fact, not a completion.
+		_, err := h.rec.Info(h.process(e.Op, e.App), "late-answer", map[string]any{"member": h.name, "call": e.Call, "op": e.Op, "kind": e.Kind, "error": e.Err}, why)
+		h.keep(err)
+		return
+	}
 	switch e.Kind {
 	case clients.FoundCoordinator:
 		_, err := h.rec.Info(h.name+"/hb", string(e.Kind), map[string]any{"member": h.name, "node": e.Node}, why)
 		h.keep(err)
-	case clients.Joined:
-		if proto == history.ProtocolConsumer {
-			inv := history.Heartbeat{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: 0}
-			done := inv
-			done.ResultEpoch, done.Error = e.MemberEpoch, e.Err
-			if e.Partitions != nil {
-				done.HasAssignment, done.Assignment = true, tps(e.Partitions)
-			}
-			h.call(hb, history.FHeartbeat, inv, outcome(e), done, why)
-			break
+	case clients.Joined, clients.Synced, clients.Heartbeat:
+		if e.Call == 0 {
+			h.notSent(e)
 		}
-		inv := history.Join{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID}
-		done := inv
-		done.Generation, done.Error = e.Generation, e.Err
-		if e.Leader {
-			done.Leader = e.MemberID
-		}
-		h.call(hb, history.FJoin, inv, outcome(e), done, why)
-	case clients.Synced:
-		inv := history.Sync{Member: h.name, MemberID: e.MemberID, Generation: e.Generation}
-		done := inv
-		done.Assignment, done.Error = tps(e.Partitions), e.Err
-		h.call(hb, history.FSync, inv, outcome(e), done, why)
-	case clients.Heartbeat:
-		inv := history.Heartbeat{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: epoch}
-		done := inv
-		if proto == history.ProtocolConsumer {
-			// The request carried the epoch the member held; the response the new one.
-			inv.Epoch = max(h.lastEpoch, 0)
-			done.Epoch = inv.Epoch
-			done.ResultEpoch = e.MemberEpoch
-			if e.Partitions != nil {
-				done.HasAssignment, done.Assignment = true, tps(e.Partitions)
-			}
-		}
-		done.Error = e.Err
-		h.call(hb, history.FHeartbeat, inv, outcome(e), done, why)
 	case clients.Fenced, clients.SessionExpired:
 		f := history.FFenced
 		if e.Kind == clients.SessionExpired {
@@ -183,14 +294,10 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 		_, err := h.rec.Info(h.name, f, history.Membership{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: epoch, Error: e.Err}, why)
 		h.keep(err)
 	case clients.Left:
-		inv := history.Leave{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: epoch}
-		done := inv
-		done.Error = e.Err
-		t := outcome(e)
-		if t == history.Fail {
-			t = history.Info // a leave that did not complete may still have reached the coordinator
+		if e.Call == 0 {
+			h.notSent(e)
+			break
 		}
-		h.call(hb, history.FLeave, inv, t, done, why)
 		if e.Err == "" {
 			_, err := h.rec.Left(h.name, history.Membership{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: epoch}, why)
 			h.keep(err)
@@ -208,27 +315,9 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 		}
 		h.keep(err)
 	case clients.Committed, clients.CommitFailed:
-		c := history.Commit{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID, Protocol: proto, Epoch: epoch, Offsets: offsetList(e.Offsets), Error: e.Err}
-		for _, t := range sortedKeys(e.PartitionErrs) {
-			for _, p := range sortedKeys(e.PartitionErrs[t]) {
-				c.PartitionErrors = append(c.PartitionErrors, history.PartitionError{Topic: t, Partition: p, Error: e.PartitionErrs[t][p]})
-			}
+		if e.Call == 0 {
+			h.notSent(e)
 		}
-		t := history.OK
-		if e.Kind == clients.CommitFailed {
-			t = h.commitFailure(e.Err, e.ErrCode)
-		}
-		if h.commitOpen {
-			h.commitOpen = false
-			_, err := h.rec.Record(history.Event{Type: t, Process: h.name, F: history.FCommit, Value: c, Why: why})
-			h.keep(err)
-			break
-		}
-		// A commit the member made on its own: its invoke is written only now, when its
-		// outcome is known.
-		inv := c
-		inv.Error, inv.PartitionErrors = "", nil
-		h.call(h.name+"/commit", history.FCommit, inv, t, c, why+" (a commit the member made on its own; invoke written with its outcome)")
 	case clients.Fetched:
 		_, err := h.rec.Info(h.name, "offset-fetch", map[string]any{"member": h.name, "offsets": offsetList(e.Offsets)}, why)
 		h.keep(err)
@@ -236,9 +325,26 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 		_, err := h.rec.Info(h.name, string(e.Kind), map[string]any{"member": h.name, "error": e.Err}, why)
 		h.keep(err)
 	}
-	if epoch > 0 && e.Err == "" && e.Kind != clients.Lost {
-		h.lastEpoch = epoch
+}
+
+// FNotSent is the standalone info of an outcome the member reported for a
+// request it never sent (a commit refused before it left: partitions not
+// owned, no active generation). It is not a call: nothing reached the
+// coordinator.
+const FNotSent = "not-sent"
+
+func (h *HookRecorder) notSent(e clients.Event) {
+	if e.Kind == clients.Committed || e.Kind == clients.CommitFailed {
+		c := history.Commit{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID, Protocol: h.proto(e), Epoch: h.epoch(e), Offsets: offsetList(e.Offsets), Error: e.Err}
+		if e.App && h.app {
+			h.sent = true // the driver's commit is accounted for
+		}
+		_, err := h.rec.Info(h.process(clients.OpCommit, e.App), FNotSent, c, e.Why)
+		h.keep(err)
+		return
 	}
+	_, err := h.rec.Info(h.name+"/hb", FNotSent, map[string]any{"member": h.name, "kind": e.Kind, "epoch": h.epoch(e), "error": e.Err}, e.Why)
+	h.keep(err)
 }
 
 // commitFailure says what a failed commit's error means for its outcome: a
@@ -253,51 +359,88 @@ func (h *HookRecorder) commitFailure(name string, code int16) history.Type {
 	return history.Fail
 }
 
-// CommitInvoke records that the driver sends the commit c on the member's
-// application process. Its outcome comes from the member's Committed or
-// CommitFailed event, or, when the member reports none, from CommitReturned.
+// CommitInvoke says that the driver calls Member.Commit for c. The calls
+// themselves are the OffsetCommit requests the member reports (Sent with
+// App, then the answer) on the member's process; a Commit that sends
+// nothing is written by CommitReturned.
 func (h *HookRecorder) CommitInvoke(c history.Commit, why string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.commitOpen {
-		return fmt.Errorf("member %s: a commit is already open; the driver commits one request at a time", h.name)
+	if h.app {
+		return fmt.Errorf("member %s: a commit is already in progress; the driver commits one request at a time", h.name)
 	}
-	if _, err := h.rec.Invoke(h.name, history.FCommit, c, why); err != nil {
-		return err
-	}
-	h.commitOpen = true
+	h.app, h.sent = true, false
 	return nil
 }
 
-// CommitReturned completes the driver's commit from Member.Commit's return
-// values, if the member did not report its outcome.
+// CommitReturned ends the driver's Member.Commit. A request the member
+// reported sent and left unanswered is closed as an unknown outcome (a kgo
+// commit abandoned when ctx ended may still be answered, or applied, later);
+// if the member sent nothing, what Commit returned is written as a
+// standalone FNotSent fact.
 func (h *HookRecorder) CommitReturned(c history.Commit, perrs map[string]map[int32]string, err error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.commitOpen {
+	if !h.app {
 		return nil
 	}
-	h.commitOpen = false
-	t := history.OK
-	why := "Member.Commit returned (the member reported no outcome)"
+	h.app = false
+	if id, ok := h.busy[h.name]; ok {
+		oc := h.open[id]
+		delete(h.open, id)
+		delete(h.busy, h.name)
+		why := "Member.Commit returned before the member reported this request's answer: outcome unknown"
+		if err != nil {
+			why += " (" + err.Error() + ")"
+		}
+		if _, rerr := h.rec.Record(history.Event{Type: history.Info, Process: h.name, F: oc.f, Value: oc.inv, Why: why}); rerr != nil {
+			return rerr
+		}
+	}
+	if h.sent {
+		return nil
+	}
+	v := c
 	if err != nil {
-		c.Error = err.Error()
-		t = history.Info
+		v.Error = err.Error()
 		var ke *kerr.Error
-		switch {
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		case errors.As(err, &ke):
-			c.Error = ke.Message
-			t = h.commitFailure(ke.Message, ke.Code)
+		if errors.As(err, &ke) {
+			v.Error = ke.Message
 		}
 	}
 	for _, tp := range sortedKeys(perrs) {
 		for _, p := range sortedKeys(perrs[tp]) {
-			c.PartitionErrors = append(c.PartitionErrors, history.PartitionError{Topic: tp, Partition: p, Error: perrs[tp][p]})
+			v.PartitionErrors = append(v.PartitionErrors, history.PartitionError{Topic: tp, Partition: p, Error: perrs[tp][p]})
 		}
 	}
-	_, rerr := h.rec.Record(history.Event{Type: t, Process: h.name, F: history.FCommit, Value: c, Why: why})
+	_, rerr := h.rec.Info(h.name, FNotSent, v, "Member.Commit sent no OffsetCommit")
 	return rerr
+}
+
+// Finish closes every call the member left open, as unknown outcomes, and
+// returns Err. The run calls it once the member is closed: a request whose
+// answer never came must not stay open in the history.
+func (h *HookRecorder) Finish() error {
+	h.mu.Lock()
+	ids := slices.Sorted(maps.Keys(h.open))
+	for _, id := range ids {
+		c := h.open[id]
+		_, err := h.rec.Record(history.Event{Type: history.Info, Process: c.process, F: c.f, Value: c.inv,
+			Why: "the member was closed before it reported this request's answer: outcome unknown"})
+		h.keep(err)
+		delete(h.open, id)
+		delete(h.busy, c.process)
+	}
+	h.app = false
+	h.mu.Unlock()
+	return h.Err()
+}
+
+// Calls is the number of calls the member reported sent.
+func (h *HookRecorder) Calls() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls
 }
 
 func offsetList(m map[string]map[int32]int64) []history.OffsetAt {

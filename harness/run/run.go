@@ -487,7 +487,7 @@ func (r *runner) teardown(ctx context.Context) error {
 	r.hooksMu.Lock()
 	defer r.hooksMu.Unlock()
 	for _, h := range r.hooks {
-		err = errors.Join(err, h.Err())
+		err = errors.Join(err, h.Finish())
 	}
 	return err
 }

@@ -1,0 +1,216 @@
+package classic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// scriptedCoordinator stands for the coordinator behind the member's
+// sendCommit: each OffsetCommit arrives (arrivals) and waits for the test's
+// answer to it; it is applied when answered ok, as a broker applies a
+// request when it processes it. applied is the order in which partition t-0
+// took offsets.
+type scriptedCoordinator struct {
+	mu       sync.Mutex
+	arrivals chan *commitArrival
+	applied  []int64
+}
+
+type commitArrival struct {
+	req    *kmsg.OffsetCommitRequest
+	answer chan error // nil: apply and acknowledge; an error: no answer (transport)
+}
+
+func (a *commitArrival) offset() int64 { return a.req.Topics[0].Partitions[0].Offset }
+
+func (s *scriptedCoordinator) send(ctx context.Context, req *kmsg.OffsetCommitRequest, sent func()) (*kmsg.OffsetCommitResponse, error) {
+	sent()
+	a := &commitArrival{req: req, answer: make(chan error, 1)}
+	s.arrivals <- a
+	select {
+	case err := <-a.answer:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewOffsetCommitResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetCommitResponseTopicPartition()
+			p.Partition = rp.Partition
+			s.mu.Lock()
+			s.applied = append(s.applied, rp.Offset)
+			s.mu.Unlock()
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp, nil
+}
+
+func (s *scriptedCoordinator) appliedOffsets() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.applied...)
+}
+
+// stableMember owns t-0 in generation 3 and commits to the scripted
+// coordinator; it never contacts a broker and runs no goroutine of its own.
+func stableMember(t *testing.T, s *scriptedCoordinator, rec *recorder) *Member {
+	t.Helper()
+	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers("127.0.0.1:1")), Hooks(rec), RetryBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.cancel(); m.cl.Close() })
+	m.sendCommit = s.send
+	m.mu.Lock()
+	m.started = true
+	m.st, m.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
+	m.owned = clients.Partitions{topic: {0}}
+	m.mu.Unlock()
+	return m
+}
+
+func acknowledgedOffsets(rec *recorder) []int64 {
+	var out []int64
+	for _, e := range rec.kinds(clients.Committed) {
+		if o, ok := e.Offsets[topic][0]; ok && e.Err == "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// TestCommitInFlightIsNotOvertaken: the auto-commit loop's commit of 61 is
+// sent and has no answer yet; the application commits 62. Without the
+// commit lane 62 goes out at once, is acknowledged, and 61 lands after it
+// (the committed offset goes back). With it, 62 waits for 61's outcome.
+func TestCommitInFlightIsNotOvertaken(t *testing.T) {
+	s := &scriptedCoordinator{arrivals: make(chan *commitArrival, 16)}
+	rec := &recorder{}
+	m := stableMember(t, s, rec)
+	laneBusy := make(chan struct{}, 1)
+	m.laneWait = func() { laneBusy <- struct{}{} }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	autoDone := make(chan error, 1)
+	go func() {
+		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 61}})
+		autoDone <- err
+	}()
+	a := <-s.arrivals
+	if a.offset() != 61 {
+		t.Fatalf("first commit sent offset %d, want 61", a.offset())
+	}
+	appDone := make(chan error, 1)
+	go func() {
+		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 62}})
+		appDone <- err
+	}()
+	select {
+	case b := <-s.arrivals:
+		b.answer <- nil
+		<-appDone
+		a.answer <- nil
+		<-autoDone
+		t.Fatalf("commit of %d was sent while the commit of 61 had no answer; the coordinator applied %v, the member acknowledged %v",
+			b.offset(), s.appliedOffsets(), acknowledgedOffsets(rec))
+	case <-laneBusy:
+	}
+	a.answer <- nil
+	if err := <-autoDone; err != nil {
+		t.Fatalf("commit of 61: %v", err)
+	}
+	b := <-s.arrivals
+	b.answer <- nil
+	if err := <-appDone; err != nil {
+		t.Fatalf("commit of 62: %v", err)
+	}
+	if got := s.appliedOffsets(); fmt.Sprint(got) != "[61 62]" {
+		t.Fatalf("coordinator applied %v, want [61 62]", got)
+	}
+}
+
+// TestRetryAfterLostAnswerIsNotSentAfterANewerCommit: the commit of 61
+// gets no answer (the connection died while the coordinator's node was
+// paused) and is retried after a backoff; during the backoff the lane is
+// free and the commit of 62 is sent and acknowledged. The retry of 61 must
+// not be sent: it would land after 62.
+func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
+	s := &scriptedCoordinator{arrivals: make(chan *commitArrival, 16)}
+	rec := &recorder{}
+	m := stableMember(t, s, rec)
+	// The backoff after the lost answer ends when the test says so.
+	backoffOver := make(chan struct{})
+	m.cfg.retryBackoff, m.cfg.retryBackoffMax = time.Hour, time.Hour
+	m.cfg.clock = gateClock{realClock{}, backoffOver}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	type result struct {
+		failed map[string]map[int32]string
+		err    error
+	}
+	first := make(chan result, 1)
+	go func() {
+		f, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 61}})
+		first <- result{f, err}
+	}()
+	a := <-s.arrivals
+	a.answer <- errors.New("broken pipe") // no answer: outcome unknown, retried after the backoff
+
+	second := make(chan error, 1)
+	go func() {
+		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 62}})
+		second <- err
+	}()
+	b := <-s.arrivals
+	if b.offset() != 62 {
+		t.Fatalf("second commit sent offset %d, want 62", b.offset())
+	}
+	b.answer <- nil
+	if err := <-second; err != nil {
+		t.Fatalf("commit of 62: %v", err)
+	}
+	close(backoffOver)
+	select {
+	case r := <-first:
+		if r.err != nil || r.failed[topic][0] != Superseded {
+			t.Fatalf("commit of 61 returned %v, %v; want %s for t-0", r.failed, r.err, Superseded)
+		}
+	case c := <-s.arrivals:
+		c.answer <- nil
+		<-first
+		t.Fatalf("the retry of 61 was sent (offset %d) after 62 was acknowledged; the coordinator applied %v", c.offset(), s.appliedOffsets())
+	}
+	if got := s.appliedOffsets(); fmt.Sprint(got) != "[62]" {
+		t.Fatalf("coordinator applied %v, want [62]", got)
+	}
+}
+
+// gateClock's timers fire when gate is closed.
+type gateClock struct {
+	realClock
+	gate chan struct{}
+}
+
+func (g gateClock) After(time.Duration) <-chan time.Time {
+	c := make(chan time.Time, 1)
+	go func() { <-g.gate; c <- time.Now() }()
+	return c
+}

@@ -1,0 +1,295 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// scriptedOffsets is a broker's offset store for one group, reached through
+// the member's sendCommit: each OffsetCommit arrives (arrivals) and waits
+// for the test's answer to it, and is applied when it is answered ok, as a
+// broker applies a request when it processes it. applied is the order in
+// which the store took offsets of partition t-0.
+type scriptedOffsets struct {
+	mu       sync.Mutex
+	arrivals chan *arrival
+	applied  []int64
+}
+
+// arrival is one OffsetCommit at the broker, waiting for its answer.
+type arrival struct {
+	req    *kmsg.OffsetCommitRequest
+	answer chan scriptedAnswer
+}
+
+func (a *arrival) offset() int64 { return a.req.Topics[0].Partitions[0].Offset }
+
+type scriptedAnswer struct {
+	code int16 // 0: apply and acknowledge
+	err  error // no answer at all
+}
+
+func newScriptedOffsets() *scriptedOffsets {
+	return &scriptedOffsets{arrivals: make(chan *arrival, 16)}
+}
+
+func (s *scriptedOffsets) send(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+	ar := &arrival{req: req, answer: make(chan scriptedAnswer, 1)}
+	s.arrivals <- ar
+	var a scriptedAnswer
+	select {
+	case a = <-ar.answer:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewOffsetCommitResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetCommitResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.ErrorCode = a.code
+			if a.code == 0 {
+				s.mu.Lock()
+				s.applied = append(s.applied, rp.Offset)
+				s.mu.Unlock()
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp, nil
+}
+
+func (s *scriptedOffsets) appliedOffsets() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.applied...)
+}
+
+// commitMember is a member that owns t-0 at epoch 5 in a stable group and
+// whose commits go to the scripted store; it never contacts a broker.
+func commitMember(t *testing.T, s *scriptedOffsets, rec clients.Hooks) *Member {
+	t.Helper()
+	mb, err := New("m1", "g", KgoOpts(kgo.SeedBrokers("127.0.0.1:1")), Topics("t"), WithHooks(rec), RetryBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mb.cl.Close)
+	mb.sendCommit = s.send
+	mb.mu.Lock()
+	mb.started = true
+	mb.m.state, mb.m.epoch, mb.m.joins = stateStable, 5, 1
+	mb.owned = clients.Partitions{"t": {0}}
+	mb.positions = map[string]map[int32]int64{"t": {0: 0}}
+	mb.mu.Unlock()
+	return mb
+}
+
+// acknowledged lists the offsets of t-0 in the order the member reported
+// them acknowledged.
+func acknowledged(evs []clients.Event) []int64 {
+	var out []int64
+	for _, e := range evs {
+		if e.Kind == clients.Committed && len(e.PartitionErrs) == 0 {
+			if o, ok := e.Offsets["t"][0]; ok {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+func nonDecreasing(xs []int64) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i] < xs[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+type eventLog struct {
+	mu  sync.Mutex
+	evs []clients.Event
+}
+
+func (l *eventLog) OnEvent(e clients.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, e)
+}
+
+func (l *eventLog) all() []clients.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]clients.Event(nil), l.evs...)
+}
+
+// TestOwnCommitInFlightIsNotOvertaken scripts the broker-faults run on
+// Kafka 4.4.0 (seed 1974163557206219369): the member's auto-commit of 61 is
+// sent and gets no answer (kgo's Client.Request is still resending it to a
+// paused coordinator); the application commits 62. The broker must not
+// apply 61 after 62. The member must hold the application's commit until
+// the auto-commit is resolved (the commit lane); without the lane, 62 is
+// sent at once, acknowledged, and 61 lands after it.
+func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
+	s := newScriptedOffsets()
+	log := &eventLog{}
+	mb := commitMember(t, s, log)
+	laneBusy := make(chan struct{}, 1)
+	mb.laneWait = func() { laneBusy <- struct{}{} }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	autoDone := make(chan struct{})
+	go func() {
+		defer close(autoDone)
+		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 61}}, "auto-commit interval elapsed", noRetry, false)
+	}()
+	a := <-s.arrivals // commit A (61) is sent; the test does not answer it yet
+	if a.offset() != 61 {
+		t.Fatalf("first commit sent offset %d, want 61", a.offset())
+	}
+
+	appDone := make(chan error, 1)
+	go func() {
+		_, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 62}})
+		appDone <- err
+	}()
+	select {
+	case b := <-s.arrivals:
+		// The application's commit went out while A was unresolved: the
+		// broker answers it first, then A's resend lands.
+		b.answer <- scriptedAnswer{}
+		if err := <-appDone; err != nil {
+			t.Fatalf("commit of 62: %v", err)
+		}
+		a.answer <- scriptedAnswer{}
+		<-autoDone
+		t.Fatalf("commit of %d was sent while the commit of 61 had no answer; the broker applied %v and the member acknowledged %v",
+			b.offset(), s.appliedOffsets(), acknowledged(log.all()))
+	case <-laneBusy:
+	}
+	a.answer <- scriptedAnswer{} // A's answer (kgo's resend acknowledged)
+	<-autoDone
+	b := <-s.arrivals
+	if b.offset() != 62 {
+		t.Fatalf("second commit sent offset %d, want 62", b.offset())
+	}
+	b.answer <- scriptedAnswer{}
+	if err := <-appDone; err != nil {
+		t.Fatalf("commit of 62: %v", err)
+	}
+	if got := s.appliedOffsets(); fmt.Sprint(got) != "[61 62]" {
+		t.Fatalf("broker applied %v, want [61 62]", got)
+	}
+	if got := acknowledged(log.all()); !nonDecreasing(got) {
+		t.Fatalf("member acknowledged %v: an older commit after a newer one", got)
+	}
+}
+
+// TestStaleRetryOfAnOlderOffsetIsNotSent scripts the other way an older
+// commit can overtake: the application's commit of 61 is answered
+// STALE_MEMBER_EPOCH and waits (outside the lane, it must not block the
+// heartbeat goroutine) for the heartbeat to bring a newer epoch; meanwhile
+// the member's auto-commit of 62 is sent and acknowledged. When the new
+// epoch comes, the retry of 61 must not be sent: it would move the
+// committed offset back.
+func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
+	s := newScriptedOffsets()
+	log := &eventLog{}
+	mb := commitMember(t, s, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	type result struct {
+		perrs map[string]map[int32]string
+		err   error
+	}
+	appDone := make(chan result, 1)
+	go func() {
+		perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 61}})
+		appDone <- result{perrs, err}
+	}()
+	a := <-s.arrivals
+	if a.offset() != 61 {
+		t.Fatalf("first commit sent offset %d, want 61", a.offset())
+	}
+	a.answer <- scriptedAnswer{code: kerr.StaleMemberEpoch.Code}
+
+	autoDone := make(chan struct{})
+	go func() {
+		defer close(autoDone)
+		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 62}}, "auto-commit interval elapsed", noRetry, false)
+	}()
+	b := <-s.arrivals
+	if b.offset() != 62 {
+		t.Fatalf("second commit sent offset %d, want 62", b.offset())
+	}
+	b.answer <- scriptedAnswer{}
+	<-autoDone
+
+	// The heartbeat brings epoch 6: the application's commit may retry.
+	mb.mu.Lock()
+	mb.m.epoch = 6
+	mb.mu.Unlock()
+	select {
+	case r := <-appDone:
+		if r.err != nil {
+			t.Fatalf("commit of 61: %v", r.err)
+		}
+		if got := r.perrs["t"][0]; got != Superseded {
+			t.Fatalf("commit of 61 returned %q for t-0, want %s", got, Superseded)
+		}
+	case c := <-s.arrivals:
+		c.answer <- scriptedAnswer{}
+		<-appDone
+		t.Fatalf("the STALE_MEMBER_EPOCH retry sent offset %d after 62 was acknowledged; the broker applied %v", c.offset(), s.appliedOffsets())
+	}
+	if got := s.appliedOffsets(); fmt.Sprint(got) != "[62]" {
+		t.Fatalf("broker applied %v, want [62]", got)
+	}
+}
+
+// TestNewAssignmentResetsTheHighWaterMark: the mark is per assignment. A
+// partition lost and assigned again starts from the committed offset, which
+// may be below what the member sent before; that commit must go out.
+func TestNewAssignmentResetsTheHighWaterMark(t *testing.T) {
+	s := newScriptedOffsets()
+	mb := commitMember(t, s, &eventLog{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() { (<-s.arrivals).answer <- scriptedAnswer{code: kerr.FencedMemberEpoch.Code} }()
+	mb.commit(ctx, map[string]map[int32]int64{"t": {0: 90}}, "auto-commit", noRetry, false)
+	mb.lockOwnership()
+	mb.loseOwnedLocked("fenced", 5)
+	mb.owned = clients.Partitions{"t": {0}}
+	mb.unlockOwnership()
+	sent := make(chan int64, 1)
+	go func() {
+		a := <-s.arrivals
+		sent <- a.offset()
+		a.answer <- scriptedAnswer{}
+	}()
+	perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 40}})
+	if err != nil || len(perrs) > 0 {
+		t.Fatalf("commit of 40 in the new assignment: %v %v", perrs, err)
+	}
+	if o := <-sent; o != 40 {
+		t.Fatalf("sent offset %d, want 40", o)
+	}
+}
