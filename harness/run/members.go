@@ -47,14 +47,26 @@ type slot struct {
 // crashed: a killed process cannot speak for itself, so whatever its
 // client says while it is torn down is not part of the history.
 type muteHooks struct {
-	h     clients.Hooks
-	muted atomic.Bool
+	h        clients.Hooks
+	protocol clients.Protocol // the member's, when an event names none
+	muted    atomic.Bool
+	// epoch is the generation or member epoch of the member's last
+	// assignment: what its partitions are recorded as lost at, on a crash.
+	epoch atomic.Int32
 }
 
 func (m *muteHooks) OnEvent(e clients.Event) {
-	if !m.muted.Load() {
-		m.h.OnEvent(e)
+	if m.muted.Load() {
+		return
 	}
+	if e.Kind == clients.Assigned {
+		if p := e.Protocol; p == clients.Consumer || p == "" && m.protocol == clients.Consumer {
+			m.epoch.Store(e.MemberEpoch)
+		} else {
+			m.epoch.Store(e.Generation)
+		}
+	}
+	m.h.OnEvent(e)
 }
 
 var _ faults.Members = (*crew)(nil)
@@ -81,7 +93,7 @@ func (c *crew) build(s *slot) error {
 		hopts = append(hopts, ResendsCommits())
 	}
 	h := NewHookRecorder(r.rec, mp.Name, mp.Protocol, hopts...)
-	mh := &muteHooks{h: h}
+	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol)}
 	p := r.p
 	m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
 		Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: l.KgoOpts(), Hooks: mh,
@@ -287,10 +299,7 @@ func (c *crew) Crash(ctx context.Context, name string) (string, error) {
 	owned := d.m.Owned()
 	rec := c.r.rec
 	if owned.Count() > 0 {
-		d.h.mu.Lock()
-		epoch := d.h.lastEpoch
-		d.h.mu.Unlock()
-		a := history.Assignment{Member: name, Protocol: s.plan.Protocol, Epoch: epoch, Partitions: tps(owned)}
+		a := history.Assignment{Member: name, Protocol: s.plan.Protocol, Epoch: s.hooks.epoch.Load(), Partitions: tps(owned)}
 		if _, err := rec.Lost(name, a, "crashed by the nemesis: the process is gone and consumes nothing more; the coordinator counts it until its session expires"); err != nil {
 			return "", err
 		}
