@@ -244,30 +244,23 @@ func (c *crew) Join(ctx context.Context, name string) (string, error) {
 // Leave implements faults.Members: the member commits what it consumed of
 // the partitions it owns and leaves the group through its Close.
 func (c *crew) Leave(ctx context.Context, name string) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.running {
-		return fmt.Sprintf("%s was not running", name), nil
-	}
-	c.halt(s)
-	d := s.d
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	var errs []error
-	if err := d.commit(cctx); err != nil {
-		errs = append(errs, fmt.Errorf("last commit: %w", err))
-	}
-	if err := d.m.Close(cctx); err != nil {
-		errs = append(errs, fmt.Errorf("close: %w", err))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Sprintf("%s left uncleanly: %v", name, err), nil
-	}
-	return fmt.Sprintf("%s committed and left", name), nil
+	return c.change(name, func(s *slot) (string, error) {
+		c.halt(s)
+		d := s.d
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		var errs []error
+		if err := d.commit(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("last commit: %w", err))
+		}
+		if err := d.m.Close(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("close: %w", err))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Sprintf("%s left uncleanly: %v", name, err), nil
+		}
+		return fmt.Sprintf("%s committed and left", name), nil
+	})
 }
 
 // Crash implements faults.Members: the member's links are cut first, so
@@ -277,56 +270,69 @@ func (c *crew) Leave(ctx context.Context, name string) (string, error) {
 // its hooks muted, its open calls end as unknown outcomes, and its links
 // heal for the next incarnation.
 func (c *crew) Crash(ctx context.Context, name string) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.running {
-		return fmt.Sprintf("%s was not running", name), nil
-	}
-	l, err := c.r.h.Links(name)
-	if err != nil {
-		return "", fmt.Errorf("links of member %s: %w", name, err)
-	}
-	if err := l.Cut(faults.AllNodes); err != nil {
-		return "", fmt.Errorf("cutting member %s off: %w", name, err)
-	}
-	s.hooks.muted.Store(true)
-	c.halt(s)
-	d := s.d
-	owned := d.m.Owned()
-	rec := c.r.rec
-	if owned.Count() > 0 {
-		a := history.Assignment{Member: name, Protocol: s.plan.Protocol, Epoch: s.hooks.epoch.Load(), Partitions: tps(owned)}
-		if _, err := rec.Lost(name, a, "crashed by the nemesis: the process is gone and consumes nothing more; the coordinator counts it until its session expires"); err != nil {
-			return "", err
+	return c.change(name, func(s *slot) (string, error) {
+		l, err := c.r.h.Links(name)
+		if err != nil {
+			return "", fmt.Errorf("links of member %s: %w", name, err)
 		}
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-	cerr := d.m.Close(cctx)
-	cancel()
-	for _, e := range rec.Open() {
-		if member(e.Process) == name {
-			if _, err := rec.Info(e.Process, e.F, e.Value, "the member crashed while this call was open: its outcome is unknown"); err != nil {
+		if err := l.Cut(faults.AllNodes); err != nil {
+			return "", fmt.Errorf("cutting member %s off: %w", name, err)
+		}
+		s.hooks.muted.Store(true)
+		c.halt(s)
+		d := s.d
+		owned := d.m.Owned()
+		rec := c.r.rec
+		if owned.Count() > 0 {
+			a := history.Assignment{Member: name, Protocol: s.plan.Protocol, Epoch: s.hooks.epoch.Load(), Partitions: tps(owned)}
+			if _, err := rec.Lost(name, a, "crashed by the nemesis: the process is gone and consumes nothing more; the coordinator counts it until its session expires"); err != nil {
 				return "", err
 			}
 		}
-	}
-	if err := l.Heal(faults.AllNodes); err != nil {
-		return "", fmt.Errorf("healing member %s's links after its crash: %w", name, err)
-	}
-	saw := fmt.Sprintf("%s crashed owning %d partitions", name, owned.Count())
-	if cerr != nil {
-		saw += " (its client's close said: " + cerr.Error() + ")"
-	}
-	return saw, nil
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		cerr := d.m.Close(cctx)
+		cancel()
+		for _, e := range rec.Open() {
+			if member(e.Process) == name {
+				if _, err := rec.Info(e.Process, e.F, e.Value, "the member crashed while this call was open: its outcome is unknown"); err != nil {
+					return "", err
+				}
+			}
+		}
+		if err := l.Heal(faults.AllNodes); err != nil {
+			return "", fmt.Errorf("healing member %s's links after its crash: %w", name, err)
+		}
+		saw := fmt.Sprintf("%s crashed owning %d partitions", name, owned.Count())
+		if cerr != nil {
+			saw += " (its client's close said: " + cerr.Error() + ")"
+		}
+		return saw, nil
+	})
 }
 
 // Stall implements faults.Members: the driver stops polling and
 // committing; with freeze, the member's links also delay every byte by d.
 func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Duration) (string, error) {
+	return c.change(name, func(s *slot) (string, error) {
+		s.d.stalled.Store(true)
+		if freeze {
+			l, err := c.r.h.Links(name)
+			if err != nil {
+				return "", fmt.Errorf("links of member %s: %w", name, err)
+			}
+			if err := l.Latency(faults.AllNodes, d, 0); err != nil {
+				return "", fmt.Errorf("freezing member %s's links: %w", name, err)
+			}
+			s.frozen = true
+			return fmt.Sprintf("%s frozen for %s", name, d), nil
+		}
+		return fmt.Sprintf("%s stopped polling for %s (poll interval %s)", name, d, c.r.p.Timers.PollInterval), nil
+	})
+}
+
+// change runs fn on the running member name, under its slot's lock; a
+// member that is not running is left as it is, and the history says so.
+func (c *crew) change(name string, fn func(*slot) (string, error)) (string, error) {
 	s, err := c.slot(name)
 	if err != nil {
 		return "", err
@@ -336,19 +342,7 @@ func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Durat
 	if !s.running {
 		return fmt.Sprintf("%s was not running", name), nil
 	}
-	s.d.stalled.Store(true)
-	if freeze {
-		l, err := c.r.h.Links(name)
-		if err != nil {
-			return "", fmt.Errorf("links of member %s: %w", name, err)
-		}
-		if err := l.Latency(faults.AllNodes, d, 0); err != nil {
-			return "", fmt.Errorf("freezing member %s's links: %w", name, err)
-		}
-		s.frozen = true
-		return fmt.Sprintf("%s frozen for %s", name, d), nil
-	}
-	return fmt.Sprintf("%s stopped polling for %s (poll interval %s)", name, d, c.r.p.Timers.PollInterval), nil
+	return fn(s)
 }
 
 // Restore implements faults.Members: a stalled member resumes, a stopped
