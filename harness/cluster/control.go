@@ -301,6 +301,32 @@ func (c *Cluster) StopNode(ctx context.Context, id NodeID) error {
 	})
 }
 
+// Serving returns nil when node id runs, is not paused and, for a broker,
+// answers; otherwise it says what is wrong. Runs that share a cluster ask
+// it after each run, so that a heal that left a node down is caught there
+// and not blamed on the next run.
+func (c *Cluster) Serving(ctx context.Context, id NodeID) error {
+	n, err := c.Node(id)
+	if err != nil {
+		return err
+	}
+	running, paused, exit, _, err := c.inspect(ctx, n)
+	switch {
+	case err != nil:
+		return err
+	case !running:
+		return fmt.Errorf("node %d is not running (exit code %d)", id, exit)
+	case paused:
+		return fmt.Errorf("node %d is paused", id)
+	}
+	if n.IsBroker() {
+		if err := probeAPIVersions(ctx, n.Addr()); err != nil {
+			return fmt.Errorf("node %d runs but does not answer: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // StartNode starts a stopped or killed node and returns when it serves
 // again (logged that it started; a broker also answers and is in the
 // metadata). Its data survived on its volume. A node that is already

@@ -162,9 +162,13 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	if _, err := n.rec.Invoke(process(i), history.FFaultStart, v, why); err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	// Once started, an action runs to its end even if the workload phase
+	// ends meanwhile: a docker stop cut short goes on in the engine, and a
+	// heal that came before it finished would find the node still up and
+	// leave it stopped for good.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
-	applied, effect, err := n.apply(actx, i, f)
+	applied, effect, err := n.apply(ctx, actx, i, f)
 	if applied.Node != f.Node {
 		v.Target = faultValue(applied).Target
 	}
@@ -189,13 +193,14 @@ type errNotApplied struct{ why string }
 
 func (e errNotApplied) Error() string { return e.why }
 
-// apply resolves and starts fault i. A node fault waits for the node
+// apply resolves and starts fault i, with actx, once ctx (the workload
+// phase) still allows it. A node fault waits for the node
 // actions before it (a node still starting after its heal counts as down,
 // so no more nodes are down at once than the schedule allows) and finds the
 // coordinator only then. From the moment the action is attempted the fault
 // counts as active (a failed start may have half happened), so it is
 // healed.
-func (n *nemesis) apply(ctx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
+func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
 	var waited string
 	if f.Family() == faults.FamilyNode {
 		t0 := time.Now()
@@ -208,7 +213,7 @@ func (n *nemesis) apply(ctx context.Context, i int, f faults.Fault) (faults.Faul
 			return f, waited, errNotApplied{"not applied: the workload phase ended while the node action before it was still under way"}
 		}
 	}
-	resolved, who, err := faults.Resolve(ctx, f, n.env)
+	resolved, who, err := faults.Resolve(actx, f, n.env)
 	if err != nil {
 		return f, waited, errNotApplied{err.Error()}
 	}
@@ -216,7 +221,7 @@ func (n *nemesis) apply(ctx context.Context, i int, f faults.Fault) (faults.Faul
 	n.active[i] = resolved
 	n.starts[i] = n.meter.mark()
 	n.mu.Unlock()
-	saw, err := faults.Apply(ctx, resolved, n.env)
+	saw, err := faults.Apply(actx, resolved, n.env)
 	return resolved, joinEffects(joinEffects(waited, who), saw), err
 }
 

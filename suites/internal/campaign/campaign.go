@@ -104,6 +104,21 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Logf: t.Logf, Cluster: h})
+	if c, ok := h.(*cluster.Cluster); ok {
+		// The run healed everything it did: every node of the shared
+		// cluster serves again, or the heal is broken (and later runs must
+		// not pay for it).
+		for _, id := range c.NodeIDs() {
+			if serr := c.Serving(context.Background(), id); serr != nil {
+				t.Errorf("after the run, %v: its heal left the cluster hurt; bringing the node back for the next run", serr)
+				_ = c.UnpauseNode(context.Background(), id)
+				_ = c.HealNode(context.Background(), id)
+				if err := c.StartNode(context.Background(), id); err != nil {
+					t.Fatalf("node %d cannot be brought back: %v", id, err)
+				}
+			}
+		}
+	}
 	writeReport(t, d, p.Command(), res)
 	if err != nil {
 		t.Fatalf("run (seed %d) could not be carried out: %v; notes: %v; run directory %s", seed, err, res.Notes, d)
