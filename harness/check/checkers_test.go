@@ -414,6 +414,33 @@ func TestDurableCommits(t *testing.T) {
 		d := h.describe(nil, off(0, 2))
 		mustCite(t, DurableCommits(h.events(), nil), ok, d)
 	})
+	// Kafka's coordinator appends a commit's record before it knows the record is replicated;
+	// when that wait times out it answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR when the
+	// leader moved), and the record may still be read back later. Seen on 4.4.0 with a paused
+	// follower. Such a partition error is an unknown outcome; a definite rejection is not.
+	partitionErr := func(name string) ([]history.Event, int64, int64) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
+		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 6)}}
+		done := c
+		done.PartitionErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: name}}
+		h.call("a", history.FCommit, c, history.OK, done)
+		d := h.describe(nil, off(0, 6))
+		return h.events(), ok, d
+	}
+	for _, name := range []string{"COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT"} {
+		t.Run("a commit answered "+name+" for a partition may have landed", func(t *testing.T) {
+			evs, _, _ := partitionErr(name)
+			mustHold(t, DurableCommits(evs, nil))
+			mustHold(t, CommittedOffsetMonotonic(evs, nil))
+			mustHold(t, FencedCommitsRejected(evs, nil))
+		})
+	}
+	t.Run("a commit rejected for a partition with ILLEGAL_GENERATION did not land", func(t *testing.T) {
+		evs, ok, d := partitionErr("ILLEGAL_GENERATION")
+		mustCite(t, DurableCommits(evs, nil), ok, d)
+	})
 }
 
 func TestRecoveredStateMatchesLog(t *testing.T) {

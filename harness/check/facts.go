@@ -94,6 +94,23 @@ type commitOp struct {
 	offs    []int64 // offsets, parallel to tps
 }
 
+// mayHaveBeenWritten reports whether an OffsetCommit partition error leaves
+// open that the offset was written. Kafka's group coordinator appends the
+// commit's record first and answers once it is replicated; when that wait
+// times out or the leader moves, GroupCoordinatorService#normalizeException
+// answers COORDINATOR_NOT_AVAILABLE (for REQUEST_TIMED_OUT and
+// NOT_ENOUGH_REPLICAS) or NOT_COORDINATOR (for NOT_LEADER_OR_FOLLOWER), yet
+// the record may stay in the log and a later coordinator replays it (seen
+// in a broker-faults run on 4.4.0: a commit answered COORDINATOR_NOT_AVAILABLE
+// while a follower was paused was read back afterwards).
+func mayHaveBeenWritten(err string) bool {
+	switch err {
+	case "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT":
+		return true
+	}
+	return false
+}
+
 // accepted reports whether the coordinator certainly applied the commit.
 func (c *commitOp) accepted() bool { return c.outcome == history.OK }
 
@@ -416,15 +433,21 @@ func build(events []history.Event) *facts {
 			}
 		}
 	}
-	for id := range f.commits {
+	for id, n := 0, len(f.commits); id < n; id++ {
 		op := &f.commits[id]
-		bad := map[history.TP]bool{}
+		bad := map[history.TP]string{}
 		for _, pe := range op.c.PartitionErrors {
-			bad[history.TP{Topic: pe.Topic, Partition: pe.Partition}] = true
+			bad[history.TP{Topic: pe.Topic, Partition: pe.Partition}] = pe.Error
 		}
+		var unknown []history.OffsetAt
 		for _, o := range op.c.Offsets {
-			if bad[o.TP()] {
-				continue
+			if e, ok := bad[o.TP()]; ok {
+				if mayHaveBeenWritten(e) && op.outcome != history.Info {
+					unknown = append(unknown, o)
+				}
+				if !mayHaveBeenWritten(e) || op.outcome != history.Info {
+					continue
+				}
 			}
 			tp := f.tp(o.TP())
 			op.tps = append(op.tps, tp)
@@ -434,6 +457,23 @@ func build(events []history.Event) *facts {
 		if f.proto[op.member] == "" && op.c.Protocol != "" {
 			f.proto[op.member] = op.c.Protocol
 		}
+		if len(unknown) > 0 {
+			// The partitions whose error does not prove the offset unwritten
+			// are a commit of their own, with an unknown outcome.
+			u := commitOp{member: op.member, inv: op.inv, done: op.done, outcome: history.Info, c: op.c}
+			uid := len(f.commits)
+			for _, o := range unknown {
+				tp := f.tp(o.TP())
+				u.tps = append(u.tps, tp)
+				u.offs = append(u.offs, o.Offset)
+				f.commitsByTP[tp] = append(f.commitsByTP[tp], uid)
+			}
+			f.commits = append(f.commits, u)
+		}
+	}
+	for tp := range f.commitsByTP {
+		ids := f.commitsByTP[tp]
+		sort.SliceStable(ids, func(a, b int) bool { return f.commits[ids[a]].inv < f.commits[ids[b]].inv })
 	}
 	sort.Slice(f.conflicts, func(a, b int) bool { return f.conflicts[a].second.pos < f.conflicts[b].second.pos })
 	return f
