@@ -36,6 +36,10 @@ type effectMeter struct {
 	// partitions after this one lost or gave up some.
 	gaveUp     map[string]time.Duration
 	handedOver map[string]time.Duration
+	// lastChange is when a member last reported an ownership or membership
+	// change (assigned, revoked, lost, fenced, left, expired): quiesce waits
+	// for a quiet spell after it.
+	lastChange time.Duration
 }
 
 func newEffectMeter(clock func() time.Duration) *effectMeter {
@@ -58,6 +62,10 @@ func (m *effectMeter) tap(e history.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	who := member(e.Process)
+	switch e.F {
+	case history.FAssigned, history.FRevoked, history.FLost, history.FFenced, history.FLeft, history.FSessionExpired:
+		m.lastChange = e.Time
+	}
 	switch e.F {
 	case history.FJoin, history.FSync, history.FHeartbeat, history.FCommit, history.FLeave:
 		if e.Type == history.Fail || e.Type == history.Info {
@@ -188,4 +196,12 @@ func (m *effectMeter) since(mk effectMark, f faults.Fault) (effect, none string)
 		return "", "no member call failed, nobody was fenced or expired, no partition changed hands, the coordinator did not move"
 	}
 	return strings.Join(parts, "; "), ""
+}
+
+// quietFor is how long no member has reported an ownership or membership
+// change.
+func (m *effectMeter) quietFor() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.clock() - m.lastChange
 }

@@ -224,4 +224,13 @@ func TestEffectMeter(t *testing.T) {
 	if none != "" {
 		t.Errorf("no effect claimed: %q", none)
 	}
+	// Quiesce waits for a quiet spell after the last ownership change.
+	if q := m.quietFor(); q != 0 {
+		t.Errorf("quiet for %s right after an assignment", q)
+	}
+	now = 5 * time.Second
+	m.tap(history.Event{Type: history.OK, Process: "m2/hb", F: history.FHeartbeat, Time: now})
+	if q := m.quietFor(); q != 2*time.Second {
+		t.Errorf("quiet for %s, want 2s: a heartbeat changes no ownership", q)
+	}
 }

@@ -250,8 +250,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.phase(history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
 		return err
 	}
-	if !r.waitFor(ctx, memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() }) {
-		r.note("quiesce: %d of %d acknowledged records still not consumed after %s", r.led.Missing(), r.led.Acked(), r.p.QuiesceMax)
+	if !r.waitFor(ctx, memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) {
+		r.note("quiesce: %d of %d acknowledged records still not consumed, or the group still changing (quiet for %s of the %s asked), after %s",
+			r.led.Missing(), r.led.Acked(), r.meter.quietFor().Round(time.Millisecond), r.quietSpell(), r.p.QuiesceMax)
 	}
 	var flushed []<-chan struct{}
 	running := r.crew.running()
@@ -268,6 +269,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}
 	stable := r.waitFor(ctx, memberErrs, r.p.Timers.SessionTimeout+r.p.Timers.RebalanceTimeout+r.p.Timers.ConvergenceSlack, func() bool {
+		if !r.owned() || !r.quiet() {
+			return false
+		}
 		d, err := r.obs.observe(ctx, "quiesce: is the group stable?")
 		return err == nil && d != nil && d.Group.Stable()
 	})
@@ -302,6 +306,16 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 	return nil
 }
+
+// quietSpell is how long the group must go without any member reporting an
+// ownership or membership change before the run counts it as settled: two
+// heartbeat intervals, so a member that learns of a rebalance only at its
+// next heartbeat has done so (the members' own views lag the coordinator's
+// by up to one interval; a "Stable" describe alone can come while a
+// revocation is still on its way).
+func (r *runner) quietSpell() time.Duration { return 2 * r.p.Timers.HeartbeatInterval }
+
+func (r *runner) quiet() bool { return r.meter.quietFor() >= r.quietSpell() }
 
 // waitFor polls cond every 250ms until it holds (true), bound passes or ctx
 // ends (false). A member error ends the wait too; it is left in errs.
