@@ -64,6 +64,7 @@ type Member struct {
 	started          bool
 	closed           bool
 	pending          []clients.Event
+	late             lateRevocation // BugAckBeforeRevoke only (bugs.go)
 
 	emitMu sync.Mutex
 

@@ -152,6 +152,7 @@ not be carried out (its verdicts, if it got that far, are still written).
 	}
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
+		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
 	}
 	logf := logTo(stderr)
 	kafkaGiven := false
