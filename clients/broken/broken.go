@@ -37,10 +37,14 @@ const (
 	// partition after the member reported revoking it, until the partition
 	// is assigned to it again: ConsumedOnlyOwned catches it.
 	FetchAfterRevoke Bug = "fetch-after-revoke"
-	// IgnoreFence keeps fetching and handing out the records of the
-	// partitions the member lost when the coordinator fenced it (or its
-	// session expired), until they are assigned to it again:
-	// ConsumedOnlyOwned catches it.
+	// IgnoreFence carries on when the coordinator has fenced the member
+	// (its session expired, a heartbeat or commit answered
+	// UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION): it does not give up the
+	// partitions it held (it reports no "fenced", "session-expired" or
+	// "lost") and keeps fetching and handing out their records with its
+	// own client until the member is assigned them again. Meanwhile the
+	// group has given them to others: NoDoubleOwnership catches it (an
+	// overlap is excused only where one side was fenced and acted on it).
 	IgnoreFence Bug = "ignore-fence"
 	// StaleCommit commits with the first generation (classic) or member
 	// epoch (consumer) the member was given, whatever it holds now, and
@@ -134,14 +138,18 @@ func pick(c bool, a, b int32) int32 {
 	return b
 }
 
-// onEvent forwards the member's event first (so "revoked" or "lost" is in
-// the history before any zombie record), then acts on it. It runs on the
+// onEvent forwards the member's event first (so "revoked" is in the
+// history before any record fetched after it), except the fence events
+// IgnoreFence ignores, then acts on it. It runs on the
 // member's goroutines, for clients/classic under the member's lock: it
 // never calls back into the member.
 func (w *member) onEvent(e clients.Event) {
-	w.cfg.Hooks.OnEvent(e)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	ignored := w.bug == IgnoreFence && (e.Kind == clients.Lost || e.Kind == clients.Fenced || e.Kind == clients.SessionExpired)
+	if !ignored {
+		w.cfg.Hooks.OnEvent(e)
+	}
 	if e.Err == "" && e.MemberID != "" {
 		w.memberID = e.MemberID
 	}

@@ -60,8 +60,8 @@ func BrokenKinds() []BrokenKind {
 			new: wrap(broken.FetchAfterRevoke, "classic"),
 		},
 		{
-			Name: "broken-classic-ignore-fence", Unbroken: "classic", Catches: "ConsumedOnlyOwned", Fence: true,
-			Bug: "ignores a fence: keeps fetching and handing out the partitions it lost when its session ended",
+			Name: "broken-classic-ignore-fence", Unbroken: "classic", Catches: "NoDoubleOwnership", Fence: true,
+			Bug: "ignores a fence: when its session has ended it neither gives its partitions up nor stops reading them",
 			new: wrap(broken.IgnoreFence, "classic"),
 		},
 		{

@@ -41,7 +41,7 @@ type schedule struct {
 	duration    time.Duration
 	joinSecond  time.Duration // when the second member joins, from the start of the warm-up
 	commitEvery time.Duration
-	cut         *faults.Fault // on the broken member ("b1"/"u1" is filled in)
+	cut         *faults.Fault // on the first member (Client is filled in)
 }
 
 // scheduleFor returns the schedule of a broken kind.
@@ -55,8 +55,9 @@ type schedule struct {
 //     driver not committing for it: the second member joins after 7s and
 //     the driver commits only at the end.
 //   - Ignoring a fence needs a fence: the broken member's links are cut for
-//     9s, longer than the 6s session, while records flow; after the heal it
-//     learns it was fenced, loses its partitions, and keeps reading them.
+//     9s, longer than the 6s session, while records flow, so the group
+//     gives its partitions to the other member; after the heal it learns
+//     it was fenced and carries on as their owner.
 func scheduleFor(k run.BrokenKind) schedule {
 	s := schedule{duration: 12 * time.Second, joinSecond: 4 * time.Second, commitEvery: 500 * time.Millisecond}
 	switch {
@@ -70,8 +71,9 @@ func scheduleFor(k run.BrokenKind) schedule {
 }
 
 // plan builds the plan of kind (broken or not) for broken kind k: members
-// prefix+"1" (kind) and prefix+"2" (the unbroken kind), its own topic and
-// group, so that the runs of one cluster do not meet.
+// prefix+"m1" (kind) and prefix+"m2" (the unbroken kind), its own topic and
+// group, so that the runs sharing one cluster do not meet (links are per
+// client name: a cut of one run's member must not reach another's).
 func plan(t *testing.T, k run.BrokenKind, kind, prefix, version string) run.Plan {
 	t.Helper()
 	s := scheduleFor(k)
@@ -85,7 +87,7 @@ func plan(t *testing.T, k run.BrokenKind, kind, prefix, version string) run.Plan
 		t.Fatal(err)
 	}
 	for i := range p.Members {
-		p.Members[i].Name = fmt.Sprintf("%s%d", prefix, i+1)
+		p.Members[i].Name = fmt.Sprintf("%sm%d", prefix, i+1)
 		p.Members[i].CommitEvery = s.commitEvery
 	}
 	p.Members[0].JoinAfter, p.Members[1].JoinAfter = 0, s.joinSecond
@@ -161,7 +163,7 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 	for _, version := range clustertest.Versions() {
 		t.Run("kafka-"+version, func(t *testing.T) {
 			h := startCluster(t, version)
-			for _, k := range run.BrokenKinds() {
+			for i, k := range run.BrokenKinds() {
 				t.Run(k.Name, func(t *testing.T) {
 					t.Parallel()
 					reg := run.DefaultRegistry().WithBroken([]string{k.Name})
@@ -171,7 +173,7 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 						badDir, goodDir string
 						badErr, goodErr error
 					)
-					bp, gp := plan(t, k, k.Name, "b", version), plan(t, k, k.Unbroken, "u", version)
+					bp, gp := plan(t, k, k.Name, fmt.Sprint("b", i), version), plan(t, k, k.Unbroken, fmt.Sprint("u", i), version)
 					wg.Add(2)
 					go func() {
 						defer wg.Done()
