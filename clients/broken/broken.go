@@ -80,8 +80,24 @@ func Wrap(bug Bug, cfg Config, build func(clients.Hooks) (clients.Member, error)
 		cfg.Hooks = clients.HookFunc(func(clients.Event) {})
 	}
 	w := &member{bug: bug, cfg: cfg, next: map[string]map[int32]int64{}, zombie: clients.Partitions{}, firstEpoch: -1, epoch: -1}
-	// OffsetCommit and OffsetFetch by topic name: cap at v9, as
-	// clients/classic does (v10 names topics by id, Kafka 4.2+).
+	cl, err := newClient(cfg, bug)
+	if err != nil {
+		return nil, err
+	}
+	w.cl = cl
+	inner, err := build(clients.HookFunc(w.onEvent))
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	w.inner = inner
+	return w, nil
+}
+
+// newClient is the wrapper's own client: a direct consumer with nothing to
+// consume yet, over the member's links. OffsetCommit by topic name: capped
+// at v9, as clients/classic does (v10 names topics by id, Kafka 4.2+).
+func newClient(cfg Config, bug Bug) (*kgo.Client, error) {
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
 	opts := append(slices.Clone(cfg.KgoOpts),
@@ -93,14 +109,7 @@ func Wrap(bug Bug, cfg Config, build func(clients.Hooks) (clients.Member, error)
 	if err != nil {
 		return nil, fmt.Errorf("broken member %s: kgo client: %w", cfg.Name, err)
 	}
-	w.cl = cl
-	inner, err := build(clients.HookFunc(w.onEvent))
-	if err != nil {
-		cl.Close()
-		return nil, err
-	}
-	w.inner = inner
-	return w, nil
+	return cl, nil
 }
 
 type member struct {
