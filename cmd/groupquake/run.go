@@ -67,7 +67,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.rate, "rate", 0, "records per second over all partitions (0: the seed chooses 20–60)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the workload topic (0: the seed chooses 3–8)")
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
-	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+")")
+	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+")")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run may take before it is stopped (it is then judged as far as it got)")
