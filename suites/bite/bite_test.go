@@ -36,20 +36,30 @@ func TestMain(m *testing.M) {
 const seed = 4242
 
 // schedule is what makes a bug show, deterministically: who joins when,
-// how often the driver commits, which fault cuts the broken member off.
+// which member is the broken one, how often the driver commits, which
+// fault cuts the broken member off.
 type schedule struct {
 	duration    time.Duration
-	joinSecond  time.Duration // when the second member joins, from the start of the warm-up
+	joins       []time.Duration // per member, from the start of the warm-up
+	broken      int             // the index of the broken member
 	commitEvery time.Duration
-	cut         *faults.Fault // on the first member (Client is filled in)
+	cut         *faults.Fault // on the broken member (Client is filled in)
 }
 
 // scheduleFor returns the schedule of a broken kind.
 //
-//   - A revocation bug needs the broken member to give partitions up while
-//     records flow: it starts alone, owns everything when the warm-up ends
-//     (the workload starts then), and the second member joins during the
-//     workload, so the broker takes half of its partitions away.
+//   - A KIP-848 revocation bug needs the broken member to give partitions
+//     up while records flow: it starts alone, so the broker assigns it
+//     every partition at once, and the second member joins 4s later, during
+//     the workload (or just before it: the partitions never come back), so
+//     the broker takes half of its partitions away for good.
+//   - The classic member cannot be counted on to own anything before a
+//     second member joins: a leader that asks for the topic's metadata
+//     right after the run created it may see no partitions and assign
+//     nothing. So two members form the group (the broken one second), and
+//     a third joins during the workload: the range assignor, over member
+//     ids sorted by name, moves the broken member from partitions 2 and 3
+//     to partition 2 only.
 //   - Skipping the commit before revoking needs records consumed since the
 //     member's last own commit (its auto-commit interval is 5s) and the
 //     driver not committing for it: the second member joins after 7s and
@@ -58,43 +68,52 @@ type schedule struct {
 //     9s, longer than the 6s session, while records flow, so the group
 //     gives its partitions to the other member; after the heal it learns
 //     it was fenced and carries on as their owner.
-func scheduleFor(k run.BrokenKind) schedule {
-	s := schedule{duration: 12 * time.Second, joinSecond: 4 * time.Second, commitEvery: 500 * time.Millisecond}
+func scheduleFor(k run.BrokenKind, protocol string) schedule {
+	s := schedule{duration: 12 * time.Second, joins: []time.Duration{0, 4 * time.Second}, commitEvery: 500 * time.Millisecond}
 	switch {
 	case k.Fence:
-		s.duration, s.joinSecond = 15*time.Second, 500*time.Millisecond
+		s.duration, s.joins = 15*time.Second, []time.Duration{0, 500 * time.Millisecond}
 		s.cut = &faults.Fault{Kind: faults.LinkCut, Node: faults.AllNodes, At: 2 * time.Second, For: 9 * time.Second}
 	case k.Catches == "CommittedBeforeRevoked":
-		s.joinSecond, s.commitEvery = 7*time.Second, time.Hour
+		s.joins[1], s.commitEvery = 7*time.Second, time.Hour
+	case protocol == "classic":
+		s.joins, s.broken = []time.Duration{0, 1500 * time.Millisecond, 8 * time.Second}, 1
 	}
 	return s
 }
 
 // plan builds the plan of kind (broken or not) for broken kind k: members
-// prefix+"m1" (kind) and prefix+"m2" (the unbroken kind), its own topic and
-// group, so that the runs sharing one cluster do not meet (links are per
-// client name: a cut of one run's member must not reach another's).
+// prefix+"m1", prefix+"m2", … of the unbroken kind except the schedule's
+// broken one, its own topic and group, so that the runs sharing one
+// cluster do not meet (links are per client name: a cut of one run's
+// member must not reach another's).
 func plan(t *testing.T, k run.BrokenKind, kind, prefix, version string) run.Plan {
 	t.Helper()
-	s := scheduleFor(k)
+	reg := run.DefaultRegistry().WithBroken([]string{kind})
+	s := scheduleFor(k, string(reg[k.Unbroken].Protocol))
+	kinds := make([]string, len(s.joins))
+	for i := range kinds {
+		kinds[i] = k.Unbroken
+	}
+	kinds[s.broken] = kind
 	o := run.Options{
 		Kafka: version, Nodes: 1, Embedded: *embedded,
-		Kinds: []string{kind, k.Unbroken}, Members: 2, Partitions: 4, Rate: 40, Duration: s.duration,
+		Kinds: kinds, Members: len(kinds), Partitions: 4, Rate: 40, Duration: s.duration,
 		Topic: fmt.Sprintf("bite-%s-%s-records", prefix, k.Name), Group: fmt.Sprintf("bite-%s-%s", prefix, k.Name),
 	}
-	p, err := run.NewPlan(seed, o, run.DefaultRegistry().WithBroken(o.Kinds).Kinds())
+	p, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range p.Members {
 		p.Members[i].Name = fmt.Sprintf("%sm%d", prefix, i+1)
 		p.Members[i].CommitEvery = s.commitEvery
+		p.Members[i].JoinAfter = s.joins[i]
 	}
-	p.Members[0].JoinAfter, p.Members[1].JoinAfter = 0, s.joinSecond
 	p.Faults = nil
 	if s.cut != nil {
 		f := *s.cut
-		f.Client = p.Members[0].Name
+		f.Client = p.Members[s.broken].Name
 		p.Faults = []faults.Fault{f}
 	}
 	if err := p.Validate(); err != nil {
