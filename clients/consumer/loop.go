@@ -89,6 +89,7 @@ func (mb *Member) run() {
 		}
 		now = mb.cfg.clock.Now()
 		mb.checkTimers(now)
+		mb.lateRevoke(now) // BugAckBeforeRevoke only
 		if mb.cfg.autoCommit && mb.cfg.autoCommitInterval > 0 && now.Sub(lastAuto) >= mb.cfg.autoCommitInterval {
 			lastAuto = now
 			if offs := mb.consumed(); len(offs) > 0 {
@@ -413,6 +414,7 @@ func (mb *Member) reconcileIfNeeded() bool {
 func (mb *Member) reconcile(p plan) bool {
 	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.rebalanceTimeout)
 	defer cancel()
+	p = mb.deferRevoke(p) // BugAckBeforeRevoke only
 	// Pause what is being revoked before committing, so that the commit
 	// covers every record handed out of it (Java's
 	// markPendingRevocationToPauseFetching).
@@ -424,7 +426,7 @@ func (mb *Member) reconcile(p plan) bool {
 		mb.revoking = nil
 		mb.mu.Unlock()
 	}()
-	if mb.cfg.autoCommit {
+	if mb.cfg.autoCommit && mb.cfg.bug != BugSkipCommitBeforeRevoke {
 		if offs := mb.consumed(); len(offs) > 0 {
 			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer, false)
 		}

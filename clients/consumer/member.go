@@ -65,6 +65,7 @@ type Member struct {
 	started          bool
 	closed           bool
 	pending          []clients.Event
+	late             lateRevocation // BugAckBeforeRevoke only (bugs.go)
 
 	// commitMu is the commit lane: it is held while an OffsetCommit of
 	// this member is in flight (from being handed to kgo until its answer

@@ -47,6 +47,7 @@ type cfg struct {
 	requestTimeout     time.Duration
 	retryBackoff       time.Duration
 	retryBackoffMax    time.Duration
+	bug                Bug // a deliberate defect, for suites/bite only (bugs.go)
 }
 
 // KgoOpts are the kgo options that reach the brokers: the harness passes
@@ -189,6 +190,9 @@ func (c *cfg) validate() error {
 	}
 	if c.retryBackoff < 0 || c.retryBackoffMax < c.retryBackoff {
 		errs = append(errs, fmt.Errorf("retry backoff %v–%v is not a range", c.retryBackoff, c.retryBackoffMax))
+	}
+	if err := c.bug.check(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

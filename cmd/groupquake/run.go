@@ -70,7 +70,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.rate, "rate", 0, "records per second over all partitions (0: the seed chooses 20–60)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the workload topic (0: the seed chooses 3–8)")
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
-	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+")")
+	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+")")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
@@ -157,6 +157,7 @@ not be carried out (its verdicts, if it got that far, are still written).
 	}
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
+		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
 	}
 	if f.faults != "" {
 		ks, err := faults.ParseKinds(f.faults)

@@ -69,6 +69,8 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 		boundedDuplicates(f),
 		eventuallyConverges(f, obs, plan),
 		durableCommits(f, obs),
+		consumedOnlyOwned(f),
+		committedBeforeRevoked(f),
 		RecoveredStateMatchesLog(obs, o.replay),
 	}
 }

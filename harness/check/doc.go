@@ -25,6 +25,10 @@
 //  9. DurableCommits: every snapshot of committed offsets shows, for each partition, the latest
 //     acknowledged commit or one that could have superseded it.
 //  10. RecoveredStateMatchesLog: replaying __consumer_offsets gives the group the broker describes.
+//  11. ConsumedOnlyOwned: every record a member consumed was of a partition it owned at that moment
+//     (clients.Member's contract: Poll never hands out a partition given up or not yet given).
+//  12. CommittedBeforeRevoked: a KIP-848 member that commits on its own commits what it consumed of
+//     a partition before it reports revoking it (Java's autoCommitSyncBeforeRevocation).
 //
 // RebalanceCost is a measurement, not a checker.
 //

@@ -1,0 +1,117 @@
+package consumer
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// Bug is a deliberate defect a member can be built with (WithBug), so that
+// suites/bite can prove the checker that names it catches it. A member
+// built without WithBug has none, and no registry a seed draws from sets one
+// (harness/run.BrokenRegistry names these kinds; only an explicit
+// --kinds picks them).
+type Bug string
+
+const (
+	// BugAckBeforeRevoke acknowledges a reconciliation (the next heartbeat
+	// lists the new assignment, without the revoked partitions) before it
+	// gives the revoked partitions up: it keeps consuming them for
+	// ackBeforeRevokeLag and reports Revoked only then. The broker releases
+	// a partition to its next owner as soon as the acknowledgement says it
+	// is no longer owned (CurrentAssignmentBuilder), so two members hold it
+	// at once: NoDoubleOwnership catches it.
+	BugAckBeforeRevoke Bug = "ack-before-revoke"
+	// BugSkipCommitBeforeRevoke revokes without the commit Java's member
+	// makes first (ConsumerMembershipManager's
+	// autoCommitSyncBeforeRevocation), so the next owner re-reads what this
+	// member handed out since its last commit: CommittedBeforeRevoked
+	// catches it.
+	BugSkipCommitBeforeRevoke Bug = "skip-commit-before-revoke"
+)
+
+// ackBeforeRevokeLag is how long BugAckBeforeRevoke keeps acknowledged
+// revocations: several broker heartbeat intervals
+// (group.consumer.heartbeat.interval.ms is 500 ms in the harness's
+// clusters), so the next owner has been told before this member lets go.
+const ackBeforeRevokeLag = 3 * time.Second
+
+// WithBug builds the member with one deliberate defect. Never for real use.
+func WithBug(b Bug) Opt { return opt(func(c *cfg) { c.bug = b }) }
+
+func (b Bug) check() error {
+	switch b {
+	case "", BugAckBeforeRevoke, BugSkipCommitBeforeRevoke:
+		return nil
+	}
+	return fmt.Errorf("unknown bug %q: the consumer member carries %q or %q", string(b), BugAckBeforeRevoke, BugSkipCommitBeforeRevoke)
+}
+
+// lateRevocation holds what BugAckBeforeRevoke acknowledged as revoked but
+// still owns, and when it lets go.
+type lateRevocation struct {
+	parts clients.Partitions
+	at    time.Time
+}
+
+// deferRevoke (BugAckBeforeRevoke) takes the revocations out of plan p and
+// keeps them for lateRevoke: the reconciliation then acknowledges the new
+// assignment while the member still owns and consumes them.
+func (mb *Member) deferRevoke(p plan) plan {
+	if mb.cfg.bug != BugAckBeforeRevoke || p.revoke.Count() == 0 {
+		return p
+	}
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.late.parts.Count() == 0 {
+		mb.late = lateRevocation{parts: clients.Partitions{}, at: mb.cfg.clock.Now().Add(ackBeforeRevokeLag)}
+	}
+	for t, ps := range p.revoke {
+		mb.late.parts[t] = slices.Compact(slices.Sorted(slices.Values(append(mb.late.parts[t], ps...))))
+	}
+	p.revoke = clients.Partitions{}
+	return p
+}
+
+// lateRevoke (BugAckBeforeRevoke) gives up, once their time has come, the
+// partitions whose revocation was acknowledged earlier, unless the current
+// assignment holds them again.
+func (mb *Member) lateRevoke(now time.Time) {
+	mb.mu.Lock()
+	due := mb.late.parts.Count() > 0 && !now.Before(mb.late.at)
+	mb.mu.Unlock()
+	if !due {
+		return
+	}
+	mb.lockOwnership()
+	current := mb.m.partitionsByName(mb.m.current.parts)
+	rev := clients.Partitions{}
+	for t, ps := range mb.late.parts {
+		for _, x := range ps {
+			if slices.Contains(mb.owned[t], x) && !slices.Contains(current[t], x) {
+				rev[t] = append(rev[t], x)
+			}
+		}
+	}
+	mb.late = lateRevocation{}
+	if rev.Count() > 0 {
+		mb.cl.RemoveConsumePartitions(rev.Clone())
+		for t, ps := range rev {
+			mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
+			if len(mb.owned[t]) == 0 {
+				delete(mb.owned, t)
+			}
+			for _, x := range ps {
+				delete(mb.positions[t], x)
+				delete(mb.committed[t], x)
+			}
+		}
+		e := mb.ev(clients.Revoked, fmt.Sprintf("deliberate bug %s: given up %v after the acknowledgement", mb.cfg.bug, ackBeforeRevokeLag))
+		e.Partitions = rev
+		mb.pending = append(mb.pending, e)
+	}
+	mb.unlockOwnership()
+	mb.flush()
+}
