@@ -143,21 +143,20 @@ func (w *wire) Request(req kmsg.Request) any {
 	if op == "" || group != w.m.group {
 		return nil
 	}
+	// Events are reported under mu, so that a lane's Sent and answers
+	// reach the hooks in the order they were decided, whatever connection
+	// goroutine decides them.
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	lane := op.Lane()
-	var superseded *wireCall
 	if prev := w.lanes[lane]; prev != nil && !prev.done {
-		superseded = prev
+		w.answerLocked(prev, nil, fmt.Errorf("kgo wrote %s before this request's answer came", kmsg.NameForKey(req.Key())))
 	}
 	w.calls++
 	ev.Call, ev.Op = w.calls, op
 	ev.App = op == clients.OpCommit && w.app
 	call := &wireCall{op: op, req: req, ev: ev}
 	w.lanes[lane] = call
-	w.mu.Unlock()
-	if superseded != nil {
-		w.answer(superseded, nil, fmt.Errorf("kgo wrote %s before this request's answer came", kmsg.NameForKey(req.Key())))
-	}
 	w.m.cfg.hooks.OnEvent(ev)
 	return call
 }
@@ -199,12 +198,15 @@ func (w *wire) name(id [16]byte) string {
 // given up) is dropped.
 func (w *wire) answer(call *wireCall, resp kmsg.Response, err error) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.answerLocked(call, resp, err)
+}
+
+func (w *wire) answerLocked(call *wireCall, resp kmsg.Response, err error) {
 	if call.done {
-		w.mu.Unlock()
 		return
 	}
 	call.done = true
-	w.mu.Unlock()
 
 	ev := call.ev
 	ev.At = w.m.cfg.now()
@@ -270,7 +272,7 @@ func (w *wire) answer(call *wireCall, resp kmsg.Response, err error) {
 			if r.Assignment != nil {
 				ps, ok := clients.Partitions{}, true
 				for _, t := range r.Assignment.Topics {
-					name := w.name(t.TopicID)
+					name := w.names[t.TopicID]
 					if name == "" {
 						ok = false // an id kgo's metadata has not named yet: the assignment is left out
 						break
@@ -289,7 +291,7 @@ func (w *wire) answer(call *wireCall, resp kmsg.Response, err error) {
 		for _, t := range r.Topics {
 			name := t.Topic
 			if name == "" {
-				name = w.name(t.TopicID)
+				name = w.names[t.TopicID]
 			}
 			for _, p := range t.Partitions {
 				if p.ErrorCode != 0 {
