@@ -21,8 +21,10 @@
 // never from the process name.
 //
 // Process names, by convention: "m1" (a member's application thread: consume, commit, the
-// assignment callbacks), "m1/hb" (its heartbeat or join loop), "p0" (a producer), "nemesis",
-// "observer", "harness" (phase markers).
+// assignment callbacks), "m1/hb" (its heartbeats and leave), "m1/join" (a classic member's
+// JoinGroup and SyncGroup, which overlap its heartbeats), "m1/commit" (commits the member makes on
+// its own), "p0" (a producer), "nemesis/3" (one fault of the schedule: faults overlap), "observer",
+// "harness" (phase markers).
 //
 // This package is a leaf: it imports only the standard library, so every other package (clients'
 // recorders, the checkers, the report) can depend on it, and a saved run can be re-checked offline.
