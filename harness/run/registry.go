@@ -138,10 +138,12 @@ func (c specClock) After(d time.Duration) <-chan time.Time { return time.After(d
 
 func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
 	return func(s MemberSpec) (clients.Member, error) {
+		// kgo has no max.poll.interval.ms (PollInterval is not passed on): a
+		// stalled kgo member keeps its partitions until a rebalance comes,
+		// which BlockRebalanceOnPoll holds until it polls again; its session
+		// may expire meanwhile.
 		kopts := s.KgoOpts
 		if s.InstanceID != "" {
-			// kgo has no max.poll.interval.ms: a stalled kgo member keeps
-			// heartbeating and keeps its partitions.
 			kopts = append(slices.Clip(kopts), kgo.InstanceID(s.InstanceID))
 		}
 		return kgoref.New(s.Name, s.Group, s.Topics,
