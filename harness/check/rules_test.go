@@ -1,0 +1,551 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// The tests in this file prove the checkers' side rules one at a time: each rule gets a history
+// that fails because of that rule alone and, next to it, the closest history that must hold. They
+// were written against `make mutate` (tools/mutate): a rule that can be removed without a test
+// failing is a rule nobody relies on.
+
+func (h *hist) invoke(proc, f string, v any) int64 {
+	h.t.Helper()
+	return h.add(history.Event{Type: history.Invoke, Process: proc, F: f, Value: v})
+}
+
+func (h *hist) complete(proc, f string, t history.Type, v any) int64 {
+	h.t.Helper()
+	return h.add(history.Event{Type: t, Process: proc, F: f, Value: v})
+}
+
+func (h *hist) commitOf(m string, epoch int32, p int32, o int64) history.Commit {
+	return history.Commit{Member: m, Protocol: h.proto, Epoch: epoch, Offsets: []history.OffsetAt{off(p, o)}}
+}
+
+// mustFailOnce fails the test unless v fails with exactly one violation citing want and containing
+// every fragment.
+func mustFailOnce(t *testing.T, v Verdict, want []int64, fragments ...string) {
+	t.Helper()
+	x := mustCite(t, v, want...)
+	if len(v.Violations) != 1 {
+		t.Fatalf("%s: want exactly one violation, got %d: %+v", v.Name, len(v.Violations), v.Violations)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(x.Message, f) {
+			t.Fatalf("%s: message %q lacks %q", v.Name, x.Message, f)
+		}
+	}
+}
+
+func notesOf(v Verdict) string { return strings.Join(v.Notes, "\n") }
+
+func TestFencedCommitsRejectedRules(t *testing.T) {
+	t.Parallel()
+	// staleRejected: a owns t-0 at epoch 1, b takes it at epoch 2, then a's commit at epoch 1 is
+	// rejected with errName.
+	staleRejected := func(t *testing.T, proto, errName string) (Verdict, int64) {
+		h := newHist(t)
+		h.proto = proto
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		_, fail := h.commit("a", 1, history.Fail, errName, 0, 4)
+		return FencedCommitsRejected(h.events(), nil), fail
+	}
+	named := map[string][]string{
+		history.ProtocolConsumer: {"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION", "STALE_MEMBER_EPOCH"},
+		history.ProtocolClassic:  {"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"},
+	}
+	unjudged := []string{"COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"}
+	for proto, errs := range named {
+		for _, e := range append(errs, unjudged...) {
+			t.Run(proto+" stale commit rejected with "+e+" holds", func(t *testing.T) {
+				v, _ := staleRejected(t, proto, e)
+				mustHold(t, v)
+			})
+		}
+	}
+	wrong := map[string][]string{
+		history.ProtocolConsumer: {"REBALANCE_IN_PROGRESS", "OFFSET_METADATA_TOO_LARGE"},
+		history.ProtocolClassic:  {"STALE_MEMBER_EPOCH", "OFFSET_METADATA_TOO_LARGE"},
+	}
+	for proto, errs := range wrong {
+		for _, e := range errs {
+			t.Run(proto+" stale commit rejected with "+e+" fails", func(t *testing.T) {
+				v, fail := staleRejected(t, proto, e)
+				mustFailOnce(t, v, []int64{fail}, e, "not an error the "+proto+" protocol names")
+			})
+		}
+	}
+	t.Run("the protocol of a commit that does not say is the member's", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		c := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
+		done := c
+		done.Error = "REBALANCE_IN_PROGRESS"
+		h.call("a", history.FCommit, c, history.Fail, done)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("a stale commit with an unknown outcome is not judged", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		h.commit("a", 1, history.Info, "", 0, 4) // timed out
+		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("an admin commit at epoch 0 is not judged", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("admin", 0, history.OK, "", 1, 4)
+		v := FencedCommitsRejected(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "0 accepted and 0 rejected member commits judged; 1 admin commits") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("counts of judged commits", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("a", 1, history.OK, "", 0, 4)
+		h.commit("a", 1, history.OK, "", 0, 5)
+		h.commit("a", 1, history.Fail, "COORDINATOR_NOT_AVAILABLE", 0, 6)
+		v := FencedCommitsRejected(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "2 accepted and 1 rejected member commits judged; 0 admin") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a rejected commit that was not stale may carry any error", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("a", 1, history.Fail, "OFFSET_METADATA_TOO_LARGE", 0, 4)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("an accepted zombie commit is one violation that says it was accepted", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		b := h.assigned("b", 2, 0)
+		inv, ok := h.commit("a", 1, history.OK, "", 0, 4)
+		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{inv, ok, b}, "was accepted at event", "zombie")
+	})
+	t.Run("a request rejected with the wrong error is one violation however many partitions it covers", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.assigned("b", 2, 0, 1)
+		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4), off(1, 4)}}
+		done := c
+		done.Error = "OFFSET_METADATA_TOO_LARGE"
+		_, fail := h.call("a", history.FCommit, c, history.Fail, done)
+		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{fail}, "OFFSET_METADATA_TOO_LARGE")
+	})
+	t.Run("a commit at an epoch the member reached only after it completed fails", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		inv, ok := h.commit("a", 2, history.OK, "", 0, 4)
+		_, hb := h.hb("a", 2, history.OK) // a reaches (t-0, 2) only now
+		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{inv, ok, hb}, "after the commit completed")
+	})
+	t.Run("a commit at an epoch the member reached while it was in flight holds", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.invoke("a", history.FCommit, h.commitOf("a", 2, 0, 4))
+		h.hb("a", 2, history.OK) // the heartbeat goroutine records epoch 2 meanwhile
+		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 2, 0, 4))
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("a commit of a partition the member never owned fails", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		inv, ok := h.commit("a", 1, history.OK, "", 1, 4)
+		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{inv, ok}, "a never owned t-1 at epoch 1")
+	})
+	t.Run("a commit sent before the partition moved on is not a zombie", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 4))
+		h.assigned("b", 2, 0)
+		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 4))
+		h.lost("a", 1, 0)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("a partition handed to another member at the same epoch is not a zombie commit", func(t *testing.T) {
+		// Two owners of one (partition, epoch) are ValidPartitionEpoch's violation; a commit by
+		// the first owner is not stale by a newer epoch.
+		h := newHist(t)
+		h.assigned("a", 2, 0)
+		h.assigned("b", 2, 0)
+		h.commit("a", 2, history.OK, "", 0, 4)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+}
+
+func TestEpochMonotonicRules(t *testing.T) {
+	t.Parallel()
+	t.Run("sentinels after an epoch hold", func(t *testing.T) {
+		h := newHist(t)
+		h.hb("a", 3, history.OK)
+		leave := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: -1, ResultEpoch: -1}
+		h.call("a/hb", history.FHeartbeat, leave, history.OK, leave)
+		h.revoked("a", 0, 0)
+		v := EpochMonotonic(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "1 epochs checked over 1 sequences") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("an epoch seen again holds and the violation cites its latest sighting", func(t *testing.T) {
+		h := newHist(t)
+		h.hb("a", 3, history.OK)
+		_, again := h.hb("a", 3, history.OK)
+		_, two := h.hb("a", 2, history.OK)
+		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{again, two}, "member epoch of a went back from 3 (event 3) to 2 (event 5)")
+	})
+	t.Run("a drop below the highest epoch fails after a rise", func(t *testing.T) {
+		h := newHist(t)
+		h.hb("a", 1, history.OK)
+		_, five := h.hb("a", 5, history.OK)
+		_, three := h.hb("a", 3, history.OK)
+		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{five, three}, "from 5")
+	})
+	t.Run("lost reports an older epoch and holds", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 2, 0)
+		h.hb("a", 3, history.OK)
+		h.lost("a", 2, 0)
+		mustHold(t, EpochMonotonic(h.events(), nil))
+	})
+	t.Run("an epoch reported with assigned going back fails", func(t *testing.T) {
+		h := newHist(t)
+		_, hb := h.hb("a", 3, history.OK)
+		as := h.assigned("a", 2, 0)
+		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{hb, as}, "epoch of a went back from 3", "(assigned)")
+	})
+	t.Run("the epoch a consumer heartbeat sends is not judged, only the one it gets", func(t *testing.T) {
+		h := newHist(t)
+		h.hb("a", 3, history.OK)
+		in := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: 1}
+		out := in
+		out.ResultEpoch = 3
+		h.call("a/hb", history.FHeartbeat, in, history.OK, out)
+		mustHold(t, EpochMonotonic(h.events(), nil))
+	})
+	t.Run("classic heartbeats that failed or never completed are not judged", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.hb("a", 5, history.OK)
+		h.hb("a", 2, history.Fail)
+		h.invoke("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: 1})
+		mustHold(t, EpochMonotonic(h.events(), nil))
+	})
+	t.Run("a failed join or sync is not judged", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
+		h.call("a", history.FJoin, history.Join{Member: "a", Generation: 3}, history.Fail, history.Join{Member: "a", Generation: 3, Error: "UNKNOWN_MEMBER_ID"})
+		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 3}, history.Fail, history.Sync{Member: "a", Generation: 3, Error: "ILLEGAL_GENERATION"})
+		mustHold(t, EpochMonotonic(h.events(), nil))
+	})
+	t.Run("a classic sync generation going back fails", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		_, j := h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
+		_, s := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 6}, history.OK, history.Sync{Member: "a", Generation: 6})
+		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{j, s}, "generation of a went back from 7")
+	})
+	g := func(gen, ge, ae, me int32) *history.GroupDescription {
+		return &history.GroupDescription{Generation: gen, GroupEpoch: ge, AssignmentEpoch: ae, Members: []history.MemberDescription{{MemberID: "x", MemberEpoch: me}}}
+	}
+	for _, c := range []struct {
+		name     string
+		from, to *history.GroupDescription
+		want     string
+	}{
+		{"generation", g(5, 0, 0, 0), g(4, 0, 0, 0), "group generation went back from 5"},
+		{"group epoch", g(0, 5, 0, 0), g(0, 4, 0, 0), "group epoch went back from 5"},
+		{"assignment epoch", g(0, 0, 5, 0), g(0, 0, 4, 0), "assignment epoch went back from 5"},
+		{"described member epoch", g(0, 0, 0, 5), g(0, 0, 0, 4), "member epoch of x as described went back from 5"},
+	} {
+		t.Run("a described "+c.name+" going back fails", func(t *testing.T) {
+			h := newHist(t)
+			d1 := h.describe(c.from)
+			d2 := h.describe(c.to)
+			mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{d1, d2}, c.want)
+		})
+	}
+	t.Run("a standalone describe info is judged, the unknown completion of a describe call is not", func(t *testing.T) {
+		h := newHist(t)
+		d := h.describe(g(0, 5, 0, 0))
+		h.call("observer", history.FDescribe, history.Describe{}, history.Info, history.Describe{Group: g(0, 2, 0, 0)})
+		mustHold(t, EpochMonotonic(h.events(), nil))
+		i := h.info("observer", history.FDescribe, history.Describe{Group: g(0, 3, 0, 0)})
+		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{d, i}, "group epoch went back from 5")
+	})
+	t.Run("snapshots are judged in the order they were taken, the final one last", func(t *testing.T) {
+		h := newHist(t)
+		h.hb("a", 1, history.OK)
+		h.hb("a", 2, history.OK)
+		h.describe(g(0, 3, 0, 0))
+		rising := &history.Observations{
+			Checkpoints: []history.Snapshot{{Label: "late", HistoryLen: 6, Group: g(0, 7, 0, 0)}, {Label: "early", HistoryLen: 2, Group: g(0, 4, 0, 0)}},
+			Final:       history.Snapshot{Label: "final", Group: g(0, 8, 0, 0)},
+		}
+		mustHold(t, EpochMonotonic(h.events(), rising))
+		falling := &history.Observations{
+			Checkpoints: []history.Snapshot{{Label: "late", HistoryLen: 6, Group: g(0, 4, 0, 0)}, {Label: "early", HistoryLen: 2, Group: g(0, 5, 0, 0)}},
+			Final:       history.Snapshot{Label: "final", Group: g(0, 7, 0, 0)},
+		}
+		v := EpochMonotonic(h.events(), falling)
+		if v.Holds || len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "from 5 (snapshot early) to 4 (snapshot late)") {
+			t.Fatalf("want one violation from the early to the late checkpoint, got %+v", v)
+		}
+	})
+}
+
+func TestCommittedOffsetMonotonicRules(t *testing.T) {
+	t.Parallel()
+	t.Run("concurrent commits may complete in either order", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 7))
+		h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 5))
+		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 7))
+		h.complete("a/2", history.FCommit, history.OK, h.commitOf("a", 1, 0, 5))
+		v := CommittedOffsetMonotonic(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "0 ordered commit pairs") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a commit is judged against the highest one completed before it", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("a", 1, history.OK, "", 0, 5)
+		_, nine := h.commit("a", 1, history.OK, "", 0, 9)
+		h.commit("a", 1, history.OK, "", 0, 8) // fails against 9
+		inv, seven := h.commit("a", 1, history.OK, "", 0, 7)
+		v := CommittedOffsetMonotonic(h.events(), nil)
+		x := mustCite(t, v, nine, inv, seven)
+		if !strings.Contains(x.Message, "went back from 9") || len(v.Violations) != 2 {
+			t.Fatalf("want 9 → 8 and 9 → 7, got %+v", v.Violations)
+		}
+	})
+	t.Run("after a reset the offsets must rise again", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("a", 1, history.OK, "", 0, 7)
+		h.reset("admin", 0, 1)
+		_, three := h.commit("a", 1, history.OK, "", 0, 3)
+		inv, two := h.commit("a", 1, history.OK, "", 0, 2)
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{three, inv, two}, "went back from 3")
+	})
+	t.Run("a reset that failed excuses nothing", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		_, seven := h.commit("a", 1, history.OK, "", 0, 7)
+		r := history.Commit{Member: "admin", Epoch: -1, Reset: true, Offsets: []history.OffsetAt{off(0, 1)}}
+		h.call("admin", history.FCommit, r, history.Fail, r)
+		inv, two := h.commit("a", 1, history.OK, "", 0, 2)
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{seven, inv, two}, "went back from 7")
+	})
+	t.Run("a reset that may have applied excuses a drop", func(t *testing.T) {
+		for _, outcome := range []history.Type{history.Info, ""} {
+			h := newHist(t)
+			h.assigned("a", 1, 0)
+			h.commit("a", 1, history.OK, "", 0, 7)
+			h.describe(nil, off(0, 7))
+			r := history.Commit{Member: "admin", Epoch: -1, Reset: true, Offsets: []history.OffsetAt{off(0, 1)}}
+			h.invoke("admin", history.FCommit, r)
+			if outcome != "" {
+				h.complete("admin", history.FCommit, outcome, r)
+			}
+			h.commit("a", 1, history.OK, "", 0, 2)
+			h.describe(nil, off(0, 2))
+			mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
+		}
+	})
+	t.Run("an observer read of no offset does not count, a read of offset 0 does", func(t *testing.T) {
+		h := newHist(t)
+		h.describe(nil, off(0, 5))
+		h.describe(nil, off(0, -1))
+		h.describe(nil, off(0, 5))
+		h.describe(nil) // committed offsets not fetched
+		mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
+		five := h.describe(nil, off(0, 5))
+		zero := h.describe(nil, off(0, 0))
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{five, zero}, "went back from 5")
+	})
+	t.Run("snapshots are observer reads; one without committed offsets is not", func(t *testing.T) {
+		h := newHist(t)
+		d := h.describe(nil, off(0, 7))
+		h.info("nemesis", history.FFaultStop, history.Fault{What: "restart", Target: []string{"broker-1"}})
+		unread := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 4, Committed: []history.OffsetAt{off(0, 3)}}}}
+		mustHold(t, CommittedOffsetMonotonic(h.events(), unread))
+		read := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 4, HasCommitted: true, Committed: []history.OffsetAt{off(0, 3)}}}}
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), read), []int64{d}, "from 7 (describe at event 1) to 3 (snapshot after restart)")
+	})
+	rec := func(typ int16, group string, o int64) history.Record {
+		return history.Record{Offset: o, KeyType: typ, Key: map[string]any{"group": group, "topic": "t", "partition": 0}, Value: map[string]any{"offset": o}}
+	}
+	tomb := func() history.Record {
+		return history.Record{Offset: 99, KeyType: history.RecordOffsetCommit, Key: map[string]any{"group": "g", "topic": "t", "partition": 0}}
+	}
+	records := func(rs ...history.Record) *history.Observations {
+		return &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HasRecords: true, Records: rs}}
+	}
+	t.Run("a tombstone starts the records over", func(t *testing.T) {
+		v := CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), tomb(), rec(1, "g", 10)))
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "2 OffsetCommit records checked") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("records of another group are not judged", func(t *testing.T) {
+		mustHold(t, CommittedOffsetMonotonic(nil, records(rec(1, "other", 30), rec(1, "other", 10))))
+	})
+	t.Run("legacy OffsetCommit records are judged", func(t *testing.T) {
+		v := CommittedOffsetMonotonic(nil, records(rec(0, "g", 30), rec(0, "g", 10)))
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "go back from 30 to 10") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+	t.Run("records going back to a reset's offset hold", func(t *testing.T) {
+		h := newHist(t)
+		h.reset("admin", 0, 10)
+		mustHold(t, CommittedOffsetMonotonic(h.events(), records(rec(1, "g", 30), rec(1, "g", 10))))
+		v := CommittedOffsetMonotonic(h.events(), records(rec(1, "g", 30), rec(1, "g", 20)))
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "go back from 30 to 20") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+}
+
+func TestBoundedDuplicatesRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a member that does not own the partition reading a record twice fails", func(t *testing.T) {
+		h := newHist(t)
+		c1 := h.consume("a", 1, 0, 0)
+		c2 := h.consume("a", 1, 0, 0)
+		v := BoundedDuplicates(h.events(), nil)
+		mustFailOnce(t, v, []int64{c1, c2}, "which did not own the partition")
+		if !strings.Contains(notesOf(v), "2 records were consumed by members that did not own") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	// handover: a reads 5 and commits 6 (acknowledged before b's ownership begins), then opt runs,
+	// then b takes over and reads 5 again.
+	handover := func(t *testing.T, opt func(h *hist)) (Verdict, int64) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.consume("a", 1, 0, 5)
+		h.commit("a", 1, history.OK, "", 0, 6)
+		opt(h)
+		h.revoked("a", 1, 0)
+		h.assigned("b", 2, 0)
+		c2 := h.consume("b", 2, 0, 5)
+		return BoundedDuplicates(h.events(), nil), c2
+	}
+	t.Run("a reset below the record explains the duplicate", func(t *testing.T) {
+		v, _ := handover(t, func(h *hist) { h.reset("admin", 0, 2) })
+		mustHold(t, v)
+	})
+	t.Run("a lower commit after a higher one does not lower the floor", func(t *testing.T) {
+		v, c2 := handover(t, func(h *hist) { h.commit("a", 1, history.OK, "", 0, 3) })
+		mustFailOnce(t, v, []int64{c2}, "although offset 6 was committed")
+	})
+	t.Run("a commit acknowledged after the new ownership began does not count", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.consume("a", 1, 0, 5)
+		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 6))
+		h.revoked("a", 1, 0)
+		h.assigned("b", 2, 0)
+		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 6))
+		h.consume("b", 2, 0, 5)
+		v := BoundedDuplicates(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "1 duplicate consumptions; at most 1 of them within one ownership") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("the floor is per partition", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.consume("a", 1, 1, 5)
+		h.commit("a", 1, history.OK, "", 0, 6)
+		h.revoked("a", 1, 0, 1)
+		h.assigned("b", 2, 0, 1)
+		h.consume("b", 2, 1, 5)
+		mustHold(t, BoundedDuplicates(h.events(), nil))
+	})
+}
+
+func TestRecoveredStateMatchesLogRules(t *testing.T) {
+	t.Parallel()
+	replay := func(st GroupState) ReplayFunc {
+		return func([]history.Record) (GroupState, error) { return st, nil }
+	}
+	snap := func(g *history.GroupDescription, committed ...history.OffsetAt) *history.Observations {
+		return &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HistoryLen: 8, HasRecords: true, Group: g, Committed: committed, HasCommitted: committed != nil}}
+	}
+	t.Run("no observations is skipped", func(t *testing.T) {
+		if v := RecoveredStateMatchesLog(nil, replay(GroupState{})); v.Skipped == "" || !v.Holds {
+			t.Fatalf("got %+v", v)
+		}
+	})
+	t.Run("a snapshot without records is not compared", func(t *testing.T) {
+		obs := snap(&history.GroupDescription{GroupEpoch: 5})
+		obs.Final.HasRecords = false
+		v := RecoveredStateMatchesLog(obs, replay(GroupState{GroupEpoch: 4}))
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "vacuous") || !strings.Contains(notesOf(v), "0 snapshots replayed") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("every snapshot with records is compared", func(t *testing.T) {
+		obs := snap(&history.GroupDescription{GroupEpoch: 4})
+		obs.Checkpoints = []history.Snapshot{{Label: "after restart", HistoryLen: 3, HasRecords: true, Group: &history.GroupDescription{GroupEpoch: 5}}}
+		v := RecoveredStateMatchesLog(obs, replay(GroupState{GroupEpoch: 4}))
+		mustFailOnce(t, v, []int64{2}, "snapshot after restart: group epoch: replay 4, described 5")
+		if strings.Contains(notesOf(v), "vacuous") || !strings.Contains(notesOf(v), "2 snapshots replayed") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	for _, c := range []struct {
+		name  string
+		st    GroupState
+		g     *history.GroupDescription
+		wants string // "" means it must hold
+	}{
+		{"protocols differ", GroupState{Protocol: "classic"}, &history.GroupDescription{Protocol: "consumer"}, "replay says a classic group, the broker describes a consumer group"},
+		{"replay names no protocol", GroupState{}, &history.GroupDescription{Protocol: "consumer"}, ""},
+		{"description names no protocol", GroupState{Protocol: "classic"}, &history.GroupDescription{}, ""},
+		{"generation differs", GroupState{Generation: 3}, &history.GroupDescription{Generation: 4}, "generation: replay 3, described 4"},
+		{"assignment epoch differs", GroupState{AssignmentEpoch: 3}, &history.GroupDescription{AssignmentEpoch: 4}, "assignment epoch: replay 3, described 4"},
+		{"numbers not described are not compared", GroupState{Generation: 3, GroupEpoch: 3, AssignmentEpoch: 3}, &history.GroupDescription{}, ""},
+		{"a described member missing from the replay", GroupState{}, &history.GroupDescription{Members: []history.MemberDescription{{MemberID: "x", MemberEpoch: 2}}}, "member x is described (epoch 2) but not in the replayed state"},
+		{"members that agree", GroupState{Members: map[string]MemberState{"x": {MemberEpoch: 2, Assignment: history.TPs("t", 0)}}}, &history.GroupDescription{Members: []history.MemberDescription{{MemberID: "x", MemberEpoch: 2, Assignment: history.TPs("t", 0)}}}, ""},
+		{"an assignment that differs", GroupState{Members: map[string]MemberState{"x": {MemberEpoch: 2, Assignment: history.TPs("t", 0)}}}, &history.GroupDescription{Members: []history.MemberDescription{{MemberID: "x", MemberEpoch: 2, Assignment: history.TPs("t", 1)}}}, "member x assignment: replay [t-0], described [t-1]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := RecoveredStateMatchesLog(snap(c.g), replay(c.st))
+			if c.wants == "" {
+				mustHold(t, v)
+				return
+			}
+			mustFailOnce(t, v, []int64{7}, "snapshot final: "+c.wants)
+		})
+	}
+	t.Run("offsets are compared only when they were read", func(t *testing.T) {
+		st := GroupState{Offsets: map[history.TP]int64{{Topic: "t", Partition: 0}: 5}}
+		mustHold(t, RecoveredStateMatchesLog(snap(nil), replay(st)))
+		mustFailOnce(t, RecoveredStateMatchesLog(snap(nil, off(1, -1)), replay(st)), []int64{7}, "offset of t-0: replay 5, none described")
+		mustFailOnce(t, RecoveredStateMatchesLog(snap(nil, off(0, 5), off(1, 3)), replay(st)), []int64{7}, "offset of t-1: described 3, none in the replayed state")
+		mustHold(t, RecoveredStateMatchesLog(snap(nil, off(0, 5), off(1, -1)), replay(st)))
+	})
+}
