@@ -607,3 +607,184 @@ func TestRecoveredStateMatchesLogRules(t *testing.T) {
 		mustHold(t, RecoveredStateMatchesLog(snap(nil, off(0, 5), off(1, -1)), replay(st)))
 	})
 }
+
+func TestNoDoubleOwnershipRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a member that left was not fenced", func(t *testing.T) {
+		h := newHist(t)
+		a := h.assigned("a", 1, 0)
+		b := h.assigned("b", 2, 0)
+		h.info("a", history.FLeft, history.Membership{Member: "a", Epoch: 1})
+		mustFailOnce(t, NoDoubleOwnership(h.events(), nil), []int64{a, b}, "a was not fenced (its ownership revoked)")
+	})
+	t.Run("a member whose session expired was fenced", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		h.info("a", history.FSessionExpired, history.Membership{Member: "a", Epoch: 1})
+		v := NoDoubleOwnership(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "2 ownership intervals over 1 partitions; 1 overlaps, 1 excused") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("the later owner may be the fenced one", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		h.lost("b", 2, 0)
+		h.revoked("a", 3, 0)
+		mustHold(t, NoDoubleOwnership(h.events(), nil))
+	})
+	t.Run("the fenced side's calls outside the overlap do not count", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.hb("a", 1, history.OK)               // before b's ownership began
+		h.commit("a", 1, history.OK, "", 0, 3) // before too
+		h.assigned("b", 2, 0)                  // the overlap begins
+		h.commit("a", 1, history.OK, "", 1, 3) // another partition
+		h.commit("b", 2, history.OK, "", 0, 4) // the other member's
+		h.commit("a", 1, history.Fail, "STALE_MEMBER_EPOCH", 0, 5)
+		h.lost("a", 1, 0)        // the overlap ends
+		h.hb("a", 3, history.OK) // after it
+		h.commit("a", 3, history.OK, "", 0, 6)
+		mustHold(t, NoDoubleOwnership(h.events(), nil))
+	})
+	t.Run("an overlap with an ownership that ended before is none", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.revoked("a", 1, 0)
+		h.assigned("c", 2, 0)
+		h.assigned("b", 3, 0)
+		v := NoDoubleOwnership(h.events(), nil)
+		if v.Holds || len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "owned by c") {
+			t.Fatalf("want only c and b, got %+v", v.Violations)
+		}
+	})
+}
+
+func TestValidPartitionEpochRules(t *testing.T) {
+	t.Parallel()
+	t.Run("ownership at no known epoch is not a pair", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 0, 0)
+		h.revoked("a", 0, 0)
+		h.assigned("b", 0, 0)
+		mustHold(t, ValidPartitionEpoch(h.events(), nil))
+	})
+	t.Run("the same second owner of one pair is one violation, another is a second", func(t *testing.T) {
+		h := newHist(t)
+		a := h.assigned("a", 3, 0)
+		h.revoked("a", 3, 0)
+		b := h.assigned("b", 3, 0)
+		h.revoked("b", 3, 0)
+		h.assigned("b", 3, 0)
+		v := ValidPartitionEpoch(h.events(), nil)
+		mustFailOnce(t, v, []int64{a, b}, "partition t-0 at epoch 3 owned by a")
+		h.revoked("b", 3, 0)
+		c := h.assigned("c", 3, 0)
+		v = ValidPartitionEpoch(h.events(), nil)
+		if len(v.Violations) != 2 {
+			t.Fatalf("want b and c, got %+v", v.Violations)
+		}
+		mustCite(t, v, a, c)
+	})
+	t.Run("a member that owns a partition again at its own epoch is one owner", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 3, 0)
+		h.revoked("a", 3, 0)
+		h.assigned("a", 3, 0)
+		h.hb("a", 3, history.OK)
+		mustHold(t, ValidPartitionEpoch(h.events(), nil))
+	})
+}
+
+func TestNoLostRecordsRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a record acknowledged at offset 0 is matched by its offset", func(t *testing.T) {
+		h := newHist(t)
+		h.produce(0, 0)
+		h.info("a", history.FConsume, history.Consume{Member: "a", Topic: "t", Partition: 0, Offset: 0, Seq: 777})
+		mustHold(t, NoLostRecords(h.events(), nil))
+	})
+	t.Run("a record acknowledged without an offset is matched by its seq", func(t *testing.T) {
+		h := newHist(t)
+		in := history.Produce{Topic: "t", Partition: 0, Seq: 5, Offset: -1}
+		out := in
+		out.Acked = true
+		_, ok := h.call("p0", history.FProduce, in, history.OK, out)
+		v := NoLostRecords(h.events(), nil)
+		mustFailOnce(t, v, []int64{ok}, "seq 5")
+		if !strings.Contains(notesOf(v), "no \"final\" phase marker") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+		h.info("a", history.FConsume, history.Consume{Member: "a", Topic: "t", Partition: 3, Offset: 40, Seq: 5})
+		mustHold(t, NoLostRecords(h.events(), nil))
+	})
+	t.Run("no acknowledged record is vacuous", func(t *testing.T) {
+		h := newHist(t)
+		h.call("p0", history.FProduce, history.Produce{Topic: "t", Seq: 1, Offset: -1}, history.Fail, history.Produce{Topic: "t", Seq: 1, Offset: -1})
+		v := NoLostRecords(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "vacuous") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+}
+
+func TestFactsRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a partition that failed inside an accepted commit is not committed", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("a", 1, history.OK, "", 0, 9)
+		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 2), off(1, 2)}}
+		done := c
+		done.PartitionErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: "OFFSET_METADATA_TOO_LARGE"}, {Topic: "t", Partition: 1, Error: "OFFSET_METADATA_TOO_LARGE"}}
+		h.call("a", history.FCommit, c, history.OK, done)
+		mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("a completion that restates nothing keeps the invoke's offsets and epoch", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("a", 1, history.OK, "", 0, 9)
+		inv, ok := h.call("a", history.FCommit, h.commitOf("a", 1, 0, 2), history.OK, history.Commit{})
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{inv, ok}, "went back from 9 (commit by a acknowledged at event 2) to 2")
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("a completion's own epoch and reset mark are what count", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		c := h.commitOf("a", 1, 0, 4)
+		done := c
+		done.Epoch = 2 // the coordinator answered for epoch 2, which b holds
+		inv, ok := h.call("a", history.FCommit, c, history.OK, done)
+		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{inv, ok}, "belonged to b")
+		h2 := newHist(t)
+		h2.commit("a", 1, history.OK, "", 0, 9)
+		r := h2.commitOf("a", 1, 0, 2)
+		doneR := r
+		doneR.Reset = true
+		h2.call("a", history.FCommit, r, history.OK, doneR)
+		mustHold(t, CommittedOffsetMonotonic(h2.events(), nil))
+	})
+	t.Run("a member's protocol comes from its commits when nothing else says", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.info("a", history.FAssigned, history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)})
+		h.info("b", history.FAssigned, history.Assignment{Member: "b", Epoch: 2, Partitions: history.TPs("t", 0)})
+		c := history.Commit{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1, Offsets: []history.OffsetAt{off(0, 1)}}
+		h.call("a", history.FCommit, c, history.OK, c)
+		c2 := c
+		c2.Protocol = ""
+		done := c2
+		done.Error = "REBALANCE_IN_PROGRESS"
+		h.call("a", history.FCommit, c2, history.Fail, done)
+		v := FencedCommitsRejected(h.events(), nil)
+		if len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "was accepted") {
+			t.Fatalf("only the accepted zombie commit must fail, got %+v", v.Violations)
+		}
+	})
+}
