@@ -788,3 +788,93 @@ func TestFactsRules(t *testing.T) {
 		}
 	})
 }
+
+func TestDurableCommitsRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a value only a failed commit wrote is lost", func(t *testing.T) {
+		h := newHist(t)
+		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
+		h.commit("a", 1, history.Fail, "NOT_COORDINATOR", 0, 8)
+		d := h.describe(nil, off(0, 8))
+		mustFailOnce(t, DurableCommits(h.events(), nil), []int64{ok, d}, "shows t-0 at offset 8, but the latest acknowledged commit before it was offset 5")
+	})
+	t.Run("a value written by a commit sent after the read is lost", func(t *testing.T) {
+		h := newHist(t)
+		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
+		h.invoke("observer", history.FDescribe, history.Describe{})
+		d := h.complete("observer", history.FDescribe, history.OK, history.Describe{Committed: []history.OffsetAt{off(0, 8)}, HasCommitted: true})
+		h.commit("a", 1, history.Info, "", 0, 8)
+		mustFailOnce(t, DurableCommits(h.events(), nil), []int64{ok, d}, "at offset 8")
+	})
+	t.Run("a commit acknowledged or unknown while the read was going on explains it", func(t *testing.T) {
+		for _, outcome := range []history.Type{history.OK, history.Info} {
+			h := newHist(t)
+			h.commit("a", 1, history.OK, "", 0, 5)
+			h.invoke("observer", history.FDescribe, history.Describe{})
+			h.commit("a", 1, outcome, "", 0, 8)
+			h.complete("observer", history.FDescribe, history.OK, history.Describe{Committed: []history.OffsetAt{off(0, 8)}, HasCommitted: true})
+			mustHold(t, DurableCommits(h.events(), nil))
+		}
+	})
+	t.Run("an acknowledged commit superseded by a later acknowledged one is lost", func(t *testing.T) {
+		h := newHist(t)
+		h.commit("a", 1, history.OK, "", 0, 8)
+		_, five := h.commit("a", 1, history.OK, "", 0, 5) // sent after 8 completed: it supersedes it
+		d := h.describe(nil, off(0, 8))
+		mustFailOnce(t, DurableCommits(h.events(), nil), []int64{five, d}, "the latest acknowledged commit before it was offset 5")
+	})
+	t.Run("of two concurrent commits either may be the one that stays", func(t *testing.T) {
+		for _, shown := range []int64{5, 8} {
+			h := newHist(t)
+			h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
+			h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 8))
+			h.complete("a/2", history.FCommit, history.OK, h.commitOf("a", 1, 0, 8))
+			h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 5))
+			h.describe(nil, off(0, shown))
+			mustHold(t, DurableCommits(h.events(), nil))
+		}
+	})
+	t.Run("a read of no committed offset after an acknowledged commit is a loss", func(t *testing.T) {
+		h := newHist(t)
+		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
+		d := h.describe(nil, off(0, -1))
+		mustFailOnce(t, DurableCommits(h.events(), nil), []int64{ok, d}, "shows no committed offset for t-0")
+	})
+	t.Run("reads that were not fetched or cannot be placed are not judged, and the notes say so", func(t *testing.T) {
+		h := newHist(t)
+		h.commit("a", 1, history.OK, "", 0, 5)
+		h.call("observer", history.FDescribe, history.Describe{}, history.OK, history.Describe{Committed: []history.OffsetAt{off(0, 1)}})
+		obs := &history.Observations{
+			Checkpoints: []history.Snapshot{
+				{Label: "unplaced", HasCommitted: true, Committed: []history.OffsetAt{off(0, 1)}},
+				{Label: "not fetched", HistoryLen: 3, Committed: []history.OffsetAt{off(0, 1)}},
+			},
+			Final: history.Snapshot{Label: "final", Committed: []history.OffsetAt{off(0, 1)}},
+		}
+		v := DurableCommits(h.events(), obs)
+		mustHold(t, v)
+		for _, want := range []string{"the final observation has no committed offsets", "1 checkpoints without history_len were not checked", "0 reads of committed offsets checked"} {
+			if !strings.Contains(notesOf(v), want) {
+				t.Fatalf("notes %v lack %q", v.Notes, want)
+			}
+		}
+		if v := DurableCommits(h.events(), nil); !strings.Contains(notesOf(v), "no observations") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a checkpoint is judged against the commits acknowledged before it", func(t *testing.T) {
+		h := newHist(t)
+		h.commit("a", 1, history.OK, "", 0, 5) // events 0 and 1
+		h.commit("a", 1, history.OK, "", 0, 8) // events 2 and 3
+		at := func(n int64, o int64) *history.Observations {
+			return &history.Observations{Checkpoints: []history.Snapshot{{Label: "cp", HistoryLen: n, HasCommitted: true, Committed: []history.OffsetAt{off(0, o)}}}}
+		}
+		mustHold(t, DurableCommits(h.events(), at(2, 5)))
+		mustHold(t, DurableCommits(h.events(), at(4, 8)))
+		v := DurableCommits(h.events(), at(4, 5))
+		mustFailOnce(t, v, []int64{3}, "checkpoint cp shows t-0 at offset 5")
+		if !strings.Contains(notesOf(v), "1 reads of committed offsets checked, 1 partition values judged") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+}
