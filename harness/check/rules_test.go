@@ -472,6 +472,12 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 			t.Fatalf("got %+v", v)
 		}
 	})
+	t.Run("only OffsetCommit records with an offset are judged", func(t *testing.T) {
+		other := rec(history.RecordGroupMetadata, "g", 10)
+		noOffset := rec(1, "g", 0)
+		noOffset.Value = map[string]any{"metadata": ""}
+		mustHold(t, CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), other, noOffset)))
+	})
 	t.Run("records going back to a reset's offset hold", func(t *testing.T) {
 		h := newHist(t)
 		h.reset("admin", 0, 10)
