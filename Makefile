@@ -18,7 +18,7 @@ export GROUPQUAKE_RUNS_DIR := $(CURDIR)/build/runs
 # How long `make soak` keeps starting runs (CI's cluster tier soaks 30s).
 SOAK_DURATION ?= 1h
 
-.PHONY: test check unit engine images cluster-tests soak run bench sweep clean
+.PHONY: test check unit engine images cluster-tests soak run bench mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -55,6 +55,11 @@ run: engine
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./clients/assign/ ./coordinator/assignor/
+
+## mutate: mutation score of the checkers' tests (tools/mutate); below MUTATE_MIN it fails.
+MUTATE_MIN ?= 0.9
+mutate: build
+	$(GO) run ./tools/mutate -mutants tools/mutate/mutants/check.json -test '$(GO) test -short ./harness/check/' -min-score $(MUTATE_MIN) -json build/mutate-check.json
 
 sweep:
 	$(GO) run ./cmd/groupquake sweep
