@@ -473,10 +473,15 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		}
 	})
 	t.Run("only OffsetCommit records with an offset are judged", func(t *testing.T) {
-		other := rec(history.RecordGroupMetadata, "g", 10)
+		other := func(o int64) history.Record { return rec(history.RecordGroupMetadata, "g", o) }
+		noTopic := func(o int64) history.Record {
+			r := rec(1, "g", o)
+			delete(r.Key, "topic")
+			return r
+		}
 		noOffset := rec(1, "g", 0)
 		noOffset.Value = map[string]any{"metadata": ""}
-		mustHold(t, CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), other, noOffset)))
+		mustHold(t, CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), other(20), other(10), noTopic(20), noTopic(10), noOffset)))
 	})
 	t.Run("records going back to a reset's offset hold", func(t *testing.T) {
 		h := newHist(t)
