@@ -1,9 +1,11 @@
 package check
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groupquake/groupquake/harness/history"
 )
@@ -886,6 +888,160 @@ func TestDurableCommitsRules(t *testing.T) {
 		mustFailOnce(t, v, []int64{3}, "checkpoint cp shows t-0 at offset 5")
 		if !strings.Contains(notesOf(v), "1 reads of committed offsets checked, 1 partition values judged") {
 			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+}
+
+func TestEventuallyConvergesRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a bound set in the plan replaces the timers", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		heal := h.phase(history.PhaseHeal)
+		h.wait(9 * time.Second)
+		late := h.assigned("b", 2, 1) // 10s after the heal
+		h.phase(history.PhaseFinal)
+		p := convergePlan()
+		p.ConvergenceBound = 5 * time.Second
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, p), []int64{heal, late}, "5s over the bound (convergence_bound 5s set in the plan)")
+		p.ConvergenceBound = 0
+		mustHold(t, EventuallyConverges(h.events(), nil, p))
+	})
+	t.Run("any missing timer skips the checker", func(t *testing.T) {
+		for i := 0; i < 3; i++ {
+			p := convergePlan()
+			switch i {
+			case 0:
+				p.SessionTimeout = 0
+			case 1:
+				p.HeartbeatInterval = 0
+			case 2:
+				p.RebalanceTimeout = 0
+			}
+			h := newHist(t)
+			h.assigned("a", 1, 0, 1)
+			if v := EventuallyConverges(h.events(), nil, p); v.Skipped == "" {
+				t.Fatalf("timer %d missing: got %+v", i, v)
+			}
+		}
+		if v := EventuallyConverges(nil, nil, convergePlan()); !strings.Contains(v.Skipped, "empty history") {
+			t.Fatalf("empty history: %+v", v)
+		}
+	})
+	t.Run("without a heal marker it is measured from the last fault stop", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.info("nemesis", history.FFaultStop, history.Fault{What: "pause"})
+		h.wait(60 * time.Second)
+		last := h.info("nemesis", history.FFaultStop, history.Fault{What: "pause"})
+		h.revoked("a", 2, 1)
+		h.assigned("b", 2, 1)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), nil, convergePlan())
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), fmt.Sprintf("measured from the last fault stop at event %d", last)) || !strings.Contains(notesOf(v), "2s after the heal") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a final marker before the heal is not the end", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseFinal)
+		h.phase(history.PhaseHeal)
+		r := h.revoked("a", 1, 1)
+		v := EventuallyConverges(h.events(), nil, convergePlan())
+		mustFailOnce(t, v, []int64{r}, "t-1 has 0 owners")
+		if !strings.Contains(notesOf(v), "judged at the end of the history") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("what happens after the final marker is not judged", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		h.phase(history.PhaseFinal)
+		h.revoked("a", 1, 1)
+		g := stable(4)
+		g.State = "Reconciling"
+		h.describe(g)
+		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
+	})
+	t.Run("a partition with two owners at the end fails", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		b := h.assigned("b", 2, 1)
+		h.phase(history.PhaseFinal)
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{b}, "t-1 has 2 owners")
+	})
+	t.Run("without topics in the plan the partitions ever assigned are judged", func(t *testing.T) {
+		p := convergePlan()
+		p.Topics = nil
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		r := h.revoked("a", 2, 1)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), nil, p)
+		mustFailOnce(t, v, []int64{r}, "t-1 has 0 owners")
+		if !strings.Contains(notesOf(v), "judged over the 2 partitions that were ever assigned") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("descriptions before the heal are not judged", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		g := stable(2)
+		g.State = "Assigning"
+		h.describe(g)
+		h.phase(history.PhaseHeal)
+		h.describe(stable(3))
+		h.phase(history.PhaseFinal)
+		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
+	})
+	t.Run("the final observation is the last description", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		h.describe(stable(3))
+		h.phase(history.PhaseFinal)
+		g := stable(4)
+		g.Protocol, g.State = history.ProtocolClassic, "PreparingRebalance"
+		v := EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: g}}, convergePlan())
+		x := mustCite(t, v)
+		if !strings.Contains(x.Message, "group not stable at the final observation: state PreparingRebalance (bound") {
+			t.Fatalf("message: %s", x.Message)
+		}
+		h.wait(50 * time.Second)
+		late := stable(4)
+		v = EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: late, Time: h.now}}, convergePlan())
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "group Stable from the describe at event") {
+			t.Fatalf("the describe before the final observation was Stable too: %v", v.Notes)
+		}
+	})
+	t.Run("stability is measured from when the group was Stable for good", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		heal := h.phase(history.PhaseHeal)
+		h.describe(stable(3)) // Stable early, but not for good
+		g := stable(4)
+		g.State = "Reconciling"
+		h.describe(g)
+		h.wait(40 * time.Second)
+		good := h.describe(stable(5))
+		h.phase(history.PhaseFinal)
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{heal, good}, "stability bound exceeded")
+	})
+	t.Run("a final observation without a time is taken at the last event", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		h.wait(50 * time.Second)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: stable(3)}}, convergePlan())
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "51s after the heal (final observation)") {
+			t.Fatalf("got %+v", v)
 		}
 	})
 }
