@@ -883,6 +883,8 @@ func TestDurableCommitsRules(t *testing.T) {
 			return &history.Observations{Checkpoints: []history.Snapshot{{Label: "cp", HistoryLen: n, HasCommitted: true, Committed: []history.OffsetAt{off(0, o)}}}}
 		}
 		mustHold(t, DurableCommits(h.events(), at(2, 5)))
+		mustHold(t, DurableCommits(h.events(), at(3, 5))) // taken while 8 was in flight
+		mustHold(t, DurableCommits(h.events(), at(3, 8)))
 		mustHold(t, DurableCommits(h.events(), at(4, 8)))
 		v := DurableCommits(h.events(), at(4, 5))
 		mustFailOnce(t, v, []int64{3}, "checkpoint cp shows t-0 at offset 5")
