@@ -1047,3 +1047,50 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		}
 	})
 }
+
+func TestHistoryWellFormedRules(t *testing.T) {
+	t.Parallel()
+	h := newHist(t)
+	h.commit("a", 1, history.OK, "", 0, 1)
+	h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 2))             // never completes
+	h.invoke("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b"}) // never completes
+	v := HistoryWellFormed(h.events())
+	mustHold(t, v)
+	if !strings.Contains(notesOf(v), "4 events, 2 calls never completed") {
+		t.Fatalf("notes: %v", v.Notes)
+	}
+}
+
+func TestVerdictRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a verdict lists the first violations and counts the rest", func(t *testing.T) {
+		h := newHist(t)
+		for i := int64(0); i < maxViolations+2; i++ {
+			h.produce(0, i)
+		}
+		v := NoLostRecords(h.events(), nil)
+		if v.Holds || len(v.Violations) != maxViolations || !strings.Contains(notesOf(v), "2 more violations not listed (the first 1000 are)") {
+			t.Fatalf("holds %v, %d violations, notes %v", v.Holds, len(v.Violations), v.Notes)
+		}
+	})
+	t.Run("cited events are sorted, unique and never negative", func(t *testing.T) {
+		vd := newVerdict("X")
+		vd.fail([]int64{5, -1, 3, 5, 3, 0}, "x")
+		if got := vd.done().Violations[0].EventIndexes; !slices.Equal(got, []int64{0, 3, 5}) {
+			t.Fatalf("got %v", got)
+		}
+	})
+	t.Run("a report holds only when every verdict does", func(t *testing.T) {
+		if r := NewReport([]Verdict{{Name: "A", Holds: true}, skipped("B", "why")}, nil); !r.Holds {
+			t.Fatalf("%+v", r)
+		}
+		if r := NewReport([]Verdict{{Name: "A"}, {Name: "B", Holds: true}}, nil); r.Holds {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("a broken verdicts.json says how to regenerate it", func(t *testing.T) {
+		if _, err := ReadVerdicts(strings.NewReader("{")); err == nil || !strings.Contains(err.Error(), "groupquake check RUN_DIR") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
