@@ -1094,3 +1094,66 @@ func TestVerdictRules(t *testing.T) {
 		}
 	})
 }
+
+func TestRebalanceCostRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a member that left and came back did not stop; its partitions did", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0) // t=1s
+		h.info("a", history.FLeft, history.Membership{Member: "a", Epoch: 1})
+		h.assigned("a", 2, 0) // t=3s
+		pc := RebalanceCost(h.events()).Protocols[history.ProtocolConsumer]
+		if pc == nil || pc.MemberStops.Count != 0 || pc.PartitionStops.Count != 1 || pc.PartitionStops.Max != time.Second {
+			t.Fatalf("cost %+v", pc)
+		}
+	})
+	t.Run("a member stops until it owns anything again", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1) // t=1s
+		h.revoked("a", 1, 0)     // t=2s: still owns t-1
+		h.revoked("a", 1, 1)     // t=3s: owns nothing
+		h.wait(4 * time.Second)
+		h.assigned("a", 2, 0) // t=8s
+		h.assigned("a", 2, 1) // t=9s
+		pc := RebalanceCost(h.events()).Protocols[history.ProtocolConsumer]
+		if pc.MemberStops.Count != 1 || pc.MemberStops.Max != 5*time.Second {
+			t.Fatalf("member stops %+v", pc.MemberStops)
+		}
+		if s := pc.Stops; len(s) != 3 || s[0].Partition != "t-0" || s[1].Member != "a" || s[2].Partition != "t-1" || s[1].Epoch != 2 {
+			t.Fatalf("stops in history order: %+v", s)
+		}
+	})
+	t.Run("overlapping ownerships cover a partition until the last one ends", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0) // t=1s
+		h.assigned("b", 2, 0) // t=2s
+		h.lost("b", 2, 0)     // t=3s
+		h.revoked("a", 1, 0)  // t=4s
+		h.assigned("c", 3, 0) // t=5s
+		h.proto = ""
+		h.assigned("d", 0, 1) // no protocol reported
+		h.revoked("d", 0, 1)
+		h.assigned("d", 0, 1)
+		c := RebalanceCost(h.events())
+		pc := c.Protocols[history.ProtocolConsumer]
+		if pc.PartitionStops.Count != 1 || pc.PartitionStops.Max != time.Second {
+			t.Fatalf("partition stops %+v", pc.PartitionStops)
+		}
+		if u := c.Protocols["unknown"]; u == nil || u.PartitionStops.Count != 1 {
+			t.Fatalf("no protocol is \"unknown\": %+v", c.Protocols)
+		}
+	})
+	t.Run("statistics use nearest ranks", func(t *testing.T) {
+		var ds []time.Duration
+		for i := 1; i <= 10; i++ {
+			ds = append(ds, time.Duration(i)*time.Second)
+		}
+		s := statsOf(ds)
+		if s.Count != 10 || s.Total != 55*time.Second || s.Mean != 5500*time.Millisecond || s.P50 != 5*time.Second || s.P99 != 10*time.Second || s.Max != 10*time.Second {
+			t.Fatalf("%+v", s)
+		}
+		if s := statsOf(nil); s != (Stats{}) {
+			t.Fatalf("%+v", s)
+		}
+	})
+}
