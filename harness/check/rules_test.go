@@ -320,6 +320,13 @@ func TestEpochMonotonicRules(t *testing.T) {
 		}
 		mustFailOnce(t, EpochMonotonic(h.events(), falling), []int64{5}, "from 3 (event 5 (describe)) to 2 (snapshot late)")
 	})
+	t.Run("a snapshot is placed just after the event it was taken after", func(t *testing.T) {
+		h := newHist(t)
+		h.hb("a", 1, history.OK)
+		d := h.describe(g(0, 6, 0, 0)) // events 2 and 3; the checkpoint below comes before event 3
+		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "cp", HistoryLen: 3, Group: g(0, 7, 0, 0)}}}
+		mustFailOnce(t, EpochMonotonic(h.events(), obs), []int64{2, d}, "from 7 (snapshot cp) to 6 (event 3 (describe))")
+	})
 	t.Run("a checkpoint newer than a later describe fails", func(t *testing.T) {
 		// Before the snapshots were merged into the history walk, every snapshot was judged after
 		// the last event, so this step back from a checkpoint to a later describe went unseen.
@@ -407,6 +414,15 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		five := h.describe(nil, off(0, 5))
 		zero := h.describe(nil, off(0, 0))
 		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{five, zero}, "went back from 5")
+	})
+	t.Run("snapshots at the same place keep their order, the final one last", func(t *testing.T) {
+		h := newHist(t)
+		h.describe(nil, off(0, 3))
+		obs := &history.Observations{
+			Checkpoints: []history.Snapshot{{Label: "cp", HasCommitted: true, Committed: []history.OffsetAt{off(0, 7)}}},
+			Final:       history.Snapshot{Label: "final", HasCommitted: true, Committed: []history.OffsetAt{off(0, 5)}},
+		}
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), obs), nil, "from 7 (snapshot cp) to 5 (snapshot final)")
 	})
 	t.Run("a describe not marked as fetched is not a read", func(t *testing.T) {
 		h := newHist(t)
