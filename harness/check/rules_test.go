@@ -845,6 +845,13 @@ func TestDurableCommitsRules(t *testing.T) {
 			mustHold(t, DurableCommits(h.events(), nil))
 		}
 	})
+	t.Run("a timed-out commit may land after later acknowledged ones", func(t *testing.T) {
+		h := newHist(t)
+		h.commit("a", 1, history.Info, "", 0, 8) // timed out: it may still be applied
+		h.commit("a", 1, history.OK, "", 0, 5)
+		h.describe(nil, off(0, 8))
+		mustHold(t, DurableCommits(h.events(), nil))
+	})
 	t.Run("an acknowledged commit superseded by a later acknowledged one is lost", func(t *testing.T) {
 		h := newHist(t)
 		h.commit("a", 1, history.OK, "", 0, 8)
