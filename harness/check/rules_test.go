@@ -845,6 +845,16 @@ func TestDurableCommitsRules(t *testing.T) {
 			mustHold(t, DurableCommits(h.events(), nil))
 		}
 	})
+	t.Run("a describe may miss a commit acknowledged while it was in flight", func(t *testing.T) {
+		h := newHist(t)
+		h.invoke("observer", history.FDescribe, history.Describe{}) // event 0
+		h.commit("a", 1, history.OK, "", 0, 5)
+		h.complete("observer", history.FDescribe, history.OK, history.Describe{HasCommitted: true})
+		h.invoke("observer", history.FDescribe, history.Describe{})
+		h.commit("a", 1, history.OK, "", 0, 8)
+		h.complete("observer", history.FDescribe, history.OK, history.Describe{Committed: []history.OffsetAt{off(0, 5)}, HasCommitted: true})
+		mustHold(t, DurableCommits(h.events(), nil))
+	})
 	t.Run("a timed-out commit may land after later acknowledged ones", func(t *testing.T) {
 		h := newHist(t)
 		h.commit("a", 1, history.Info, "", 0, 8) // timed out: it may still be applied
