@@ -304,6 +304,14 @@ func TestEpochMonotonicRules(t *testing.T) {
 		i := h.info("observer", history.FDescribe, history.Describe{Group: g(0, 3, 0, 0)})
 		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{d, i}, "group epoch went back from 5")
 	})
+	t.Run("the unknown completion of the first call of the history is not a standalone describe", func(t *testing.T) {
+		h := newHist(t)
+		h.invoke("observer", history.FDescribe, history.Describe{}) // event 0
+		h.call("observer/2", history.FDescribe, history.Describe{}, history.OK, history.Describe{Group: g(0, 5, 0, 0), Committed: []history.OffsetAt{off(0, 7)}, HasCommitted: true})
+		h.complete("observer", history.FDescribe, history.Info, history.Describe{Group: g(0, 3, 0, 0), Committed: []history.OffsetAt{off(0, 3)}, HasCommitted: true})
+		mustHold(t, EpochMonotonic(h.events(), nil))
+		mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
+	})
 	t.Run("snapshots are judged where they were taken, the final one last", func(t *testing.T) {
 		h := newHist(t)
 		h.hb("a", 1, history.OK)
