@@ -1198,3 +1198,100 @@ func TestRebalanceCostRules(t *testing.T) {
 		}
 	})
 }
+
+func TestFactsOwnershipRules(t *testing.T) {
+	t.Parallel()
+	t.Run("an assignment repeating a held partition opens no new ownership", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.assigned("a", 2, 0, 1)
+		h.revoked("a", 2, 2) // not held: nothing to end
+		v := NoDoubleOwnership(h.events(), nil)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "2 ownership intervals over 3 partitions") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("only completions of assigned and fenced count", func(t *testing.T) {
+		h := newHist(t)
+		h.invoke("a", history.FAssigned, history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)})
+		h.assigned("b", 2, 0)
+		h.invoke("b/x", history.FFenced, history.Membership{Member: "b", Epoch: 2})
+		h.assigned("c", 3, 0)
+		v := NoDoubleOwnership(h.events(), nil)
+		if len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "owned by b") || !strings.Contains(v.Violations[0].Message, "and c") {
+			t.Fatalf("want only b and c, got %+v", v.Violations)
+		}
+	})
+	t.Run("a classic heartbeat's generation is the epoch a member holds its partitions at", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.assigned("a", 3, 1)
+		_, ok := h.hb("a", 4, history.OK)
+		h.revoked("a", 4, 1)
+		b := h.assigned("b", 4, 1)
+		mustCite(t, ValidPartitionEpoch(h.events(), nil), ok, b)
+	})
+	t.Run("join and sync set the generation and count as a session", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		a := h.assigned("a", 1, 0)
+		b := h.assigned("b", 2, 0)
+		inv, j := h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
+		h.lost("a", 2, 0)
+		x := mustCite(t, NoDoubleOwnership(h.events(), nil), a, b, inv, j)
+		if !strings.Contains(x.Message, "its join sent at event") {
+			t.Fatalf("message: %s", x.Message)
+		}
+		mustCite(t, ValidPartitionEpoch(h.events(), nil), b, j) // a held t-0 at generation 2 from the join on
+		h2 := newHist(t)
+		h2.proto = history.ProtocolClassic
+		h2.assigned("a", 1, 0)
+		h2.assigned("b", 2, 0)
+		h2.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.OK, history.Sync{Member: "a", Generation: 2})
+		h2.lost("a", 2, 0)
+		if v := NoDoubleOwnership(h2.events(), nil); v.Holds || !strings.Contains(v.Violations[0].Message, "its sync sent at event") {
+			t.Fatalf("got %+v", v)
+		}
+		mustCite(t, ValidPartitionEpoch(h2.events(), nil), 1, 3)
+	})
+	t.Run("a failed join or sync is no session", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.Fail, history.Join{Member: "a", Generation: 2, Error: "UNKNOWN_MEMBER_ID"})
+		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.Fail, history.Sync{Member: "a", Generation: 2, Error: "ILLEGAL_GENERATION"})
+		h.lost("a", 1, 0)
+		mustHold(t, NoDoubleOwnership(h.events(), nil))
+		mustHold(t, ValidPartitionEpoch(h.events(), nil))
+	})
+	t.Run("a join makes the member classic for the commits that do not say", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = ""
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 1})
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		h.commit("a", 1, history.Fail, "REBALANCE_IN_PROGRESS", 0, 4)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("a standalone describe info is an observer read", func(t *testing.T) {
+		h := newHist(t)
+		d := h.describe(nil, off(0, 7))
+		i := h.info("observer", history.FDescribe, history.Describe{Committed: []history.OffsetAt{off(0, 3)}, HasCommitted: true})
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{d, i}, "went back from 7")
+	})
+}
+
+func TestDur(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		1500*time.Millisecond + 400*time.Microsecond: "1.5s",
+		1234567 * time.Nanosecond:                    "1.235ms",
+		999 * time.Nanosecond:                        "999ns",
+	} {
+		if got := dur(d); got != want {
+			t.Errorf("dur(%d) = %q, want %q", d, got, want)
+		}
+	}
+}
