@@ -652,7 +652,8 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 		a := h.assigned("a", 1, 0)
 		b := h.assigned("b", 2, 0)
 		h.info("a", history.FLeft, history.Membership{Member: "a", Epoch: 1})
-		mustFailOnce(t, NoDoubleOwnership(h.events(), nil), []int64{a, b}, "a was not fenced (its ownership revoked)")
+		mustFailOnce(t, NoDoubleOwnership(h.events(), nil), []int64{a, b}, "a was not fenced (its ownership revoked)",
+			"a (from event 0, epoch 1, revoked at event 2)", "b (from event 1, epoch 2, still owned at the end)")
 	})
 	t.Run("a member whose session expired was fenced", func(t *testing.T) {
 		h := newHist(t)
@@ -757,6 +758,15 @@ func TestNoLostRecordsRules(t *testing.T) {
 		}
 		h.info("a", history.FConsume, history.Consume{Member: "a", Topic: "t", Partition: 3, Offset: 40, Seq: 5})
 		mustHold(t, NoLostRecords(h.events(), nil))
+	})
+	t.Run("a final marker at the very start still counts as one", func(t *testing.T) {
+		h := newHist(t)
+		h.phase(history.PhaseFinal)
+		h.produce(0, 0)
+		v := NoLostRecords(h.events(), nil)
+		if v.Holds || strings.Contains(notesOf(v), "phase marker") {
+			t.Fatalf("got %+v", v)
+		}
 	})
 	t.Run("no acknowledged record is vacuous", func(t *testing.T) {
 		h := newHist(t)
@@ -1294,4 +1304,48 @@ func TestDur(t *testing.T) {
 			t.Errorf("dur(%d) = %q, want %q", d, got, want)
 		}
 	}
+}
+
+func TestEventuallyConvergesBoundRules(t *testing.T) {
+	t.Parallel()
+	t.Run("converging exactly at the bound holds", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.phase(history.PhaseHeal)
+		h.wait(34 * time.Second)
+		h.assigned("b", 2, 1) // 35s after the heal: the bound
+		h.phase(history.PhaseFinal)
+		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
+		h2 := newHist(t)
+		h2.assigned("a", 1, 0, 1)
+		h2.phase(history.PhaseHeal)
+		h2.wait(34 * time.Second)
+		h2.describe(stable(2)) // invoked 35s after the heal
+		h2.phase(history.PhaseFinal)
+		mustHold(t, EventuallyConverges(h2.events(), nil, convergePlan()))
+	})
+	t.Run("convergence lost after the heal is measured from when it came back", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		heal := h.phase(history.PhaseHeal)
+		h.assigned("b", 2, 1) // two owners
+		h.wait(40 * time.Second)
+		back := h.revoked("a", 2, 1)
+		h.describe(nil, off(0, 1)) // committed offsets only: says nothing about stability
+		h.phase(history.PhaseFinal)
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{heal, back}, "ownership bound exceeded")
+	})
+	t.Run("an unstable consumer group with every member at the assignment epoch names no member", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		g := stable(4)
+		g.State = "Assigning"
+		h.describe(g)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), nil, convergePlan())
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "state Assigning (bound") {
+			t.Fatalf("got %+v", v)
+		}
+	})
 }
