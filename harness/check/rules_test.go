@@ -1349,3 +1349,42 @@ func TestEventuallyConvergesBoundRules(t *testing.T) {
 		}
 	})
 }
+
+func TestEventuallyConvergesUniverseRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a heal marker as the first event is the heal", func(t *testing.T) {
+		h := newHist(t)
+		heal := h.phase(history.PhaseHeal) // event 0
+		h.wait(40 * time.Second)
+		late := h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseFinal)
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{heal, late}, "ownership bound exceeded")
+	})
+	t.Run("without markers it is measured from the first assignment, not the first event", func(t *testing.T) {
+		h := newHist(t)
+		h.produce(0, 0)
+		h.wait(100 * time.Second)
+		h.assigned("a", 1, 0, 1)
+		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
+	})
+	t.Run("partitions outside the plan do not count", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 5)
+		h.phase(history.PhaseHeal)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), nil, convergePlan())
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "t-1 has 0 owners") || strings.Contains(v.Violations[0].Message, "t-5") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+	t.Run("without topics in the plan partitions never assigned do not count", func(t *testing.T) {
+		p := convergePlan()
+		p.Topics = nil
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.consume("b", 1, 7, 0) // t-7 is known, never assigned
+		h.phase(history.PhaseHeal)
+		h.phase(history.PhaseFinal)
+		mustHold(t, EventuallyConverges(h.events(), nil, p))
+	})
+}
