@@ -1388,3 +1388,33 @@ func TestEventuallyConvergesUniverseRules(t *testing.T) {
 		mustHold(t, EventuallyConverges(h.events(), nil, p))
 	})
 }
+
+func TestEventuallyConvergesCountRules(t *testing.T) {
+	t.Parallel()
+	t.Run("three owners going back to one converge when the last extra owner leaves", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		heal := h.phase(history.PhaseHeal)
+		h.assigned("b", 2, 1) // two owners
+		h.assigned("c", 2, 1) // three
+		h.wait(40 * time.Second)
+		h.revoked("b", 3, 1) // two
+		one := h.revoked("c", 3, 1)
+		h.phase(history.PhaseFinal)
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{heal, one}, "ownership bound exceeded: every partition had exactly one owner only 44s after the heal")
+	})
+	t.Run("only the partitions without exactly one owner are named, in order", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1, 2)
+		h.phase(history.PhaseHeal)
+		h.revoked("a", 1, 2)
+		h.revoked("a", 1, 0)
+		h.phase(history.PhaseFinal)
+		p := convergePlan()
+		p.Topics[0].Partitions = 3
+		v := EventuallyConverges(h.events(), nil, p)
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "after the heal, t-0 has 0 owners, t-2 has 0 owners (bound") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+}
