@@ -1403,6 +1403,18 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		h.phase(history.PhaseFinal)
 		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{heal, one}, "ownership bound exceeded: every partition had exactly one owner only 44s after the heal")
 	})
+	t.Run("nothing to own converges at the heal", func(t *testing.T) {
+		p := convergePlan()
+		p.Topics = nil
+		h := newHist(t)
+		heal := h.phase(history.PhaseHeal)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), nil, p)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), fmt.Sprintf("every partition owned by exactly one member 0s after the heal (event %d)", heal)) {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
 	t.Run("only the partitions without exactly one owner are named, in order", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 1, 2)
@@ -1413,7 +1425,7 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		p := convergePlan()
 		p.Topics[0].Partitions = 3
 		v := EventuallyConverges(h.events(), nil, p)
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "after the heal, t-0 has 0 owners, t-2 has 0 owners (bound") {
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "after the heal, t-0 has 0 owners, t-2 has 0 owners (bound") || !strings.Contains(notesOf(v), "group stability not observed") {
 			t.Fatalf("got %+v", v)
 		}
 	})
