@@ -412,6 +412,14 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 			mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
 		}
 	})
+	t.Run("a standalone reset info excuses only drops across its own event", func(t *testing.T) {
+		h := newHist(t)
+		h.info("admin", history.FCommit, history.Commit{Member: "admin", Epoch: -1, Reset: true, Offsets: []history.OffsetAt{off(0, 1)}}) // event 0
+		h.assigned("a", 1, 0)
+		_, seven := h.commit("a", 1, history.OK, "", 0, 7)
+		inv, two := h.commit("a", 1, history.OK, "", 0, 2)
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{seven, inv, two}, "went back from 7")
+	})
 	t.Run("an observer read of no offset does not count, a read of offset 0 does", func(t *testing.T) {
 		h := newHist(t)
 		h.describe(nil, off(0, 5))
