@@ -378,6 +378,17 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the first commit of the history stays the baseline while it is the highest", func(t *testing.T) {
+		h := newHist(t)
+		_, nine := h.commit("a", 1, history.OK, "", 0, 9) // commit 0
+		h.commit("a", 1, history.OK, "", 0, 5)
+		inv, seven := h.commit("a", 1, history.OK, "", 0, 7)
+		v := CommittedOffsetMonotonic(h.events(), nil)
+		if len(v.Violations) != 2 {
+			t.Fatalf("want 9 → 5 and 9 → 7, got %+v", v.Violations)
+		}
+		mustCite(t, v, nine, inv, seven)
+	})
 	t.Run("after a reset the offsets must rise again", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
