@@ -750,8 +750,8 @@ func TestValidPartitionEpochRules(t *testing.T) {
 		h.revoked("b", 3, 0)
 		c := h.assigned("c", 3, 0)
 		v = ValidPartitionEpoch(h.events(), nil)
-		if len(v.Violations) != 2 {
-			t.Fatalf("want b and c, got %+v", v.Violations)
+		if len(v.Violations) != 2 || !strings.Contains(v.Violations[0].Message, "by b") || !strings.Contains(v.Violations[1].Message, "by c") {
+			t.Fatalf("want b then c, got %+v", v.Violations)
 		}
 		mustCite(t, v, a, c)
 	})
@@ -826,6 +826,23 @@ func TestFactsRules(t *testing.T) {
 		h.commit("a", 1, history.OK, "", 0, 9)
 		inv, ok := h.call("a", history.FCommit, h.commitOf("a", 1, 0, 2), history.OK, history.Commit{})
 		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{inv, ok}, "went back from 9 (commit by a acknowledged at event 2) to 2")
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
+	t.Run("a commit invoked at event 0 pairs with its completion", func(t *testing.T) {
+		h := newHist(t)
+		h.commit("a", 1, history.OK, "", 0, 5) // events 0 and 1
+		_, eight := h.commit("a", 1, history.OK, "", 0, 8)
+		d := h.describe(nil, off(0, 5))
+		mustFailOnce(t, DurableCommits(h.events(), nil), []int64{eight, d}, "shows t-0 at offset 5")
+	})
+	t.Run("a completion's protocol is the commit's", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		c := h.commitOf("a", 1, 0, 4)
+		done := c
+		done.Protocol, done.Error = history.ProtocolClassic, "REBALANCE_IN_PROGRESS"
+		h.call("a", history.FCommit, c, history.Fail, done)
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
 	t.Run("a completion's own epoch and reset mark are what count", func(t *testing.T) {
