@@ -1448,6 +1448,27 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		h.phase(history.PhaseFinal)
 		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{heal, one}, "ownership bound exceeded: every partition had exactly one owner only 44s after the heal")
 	})
+	t.Run("convergence before the heal is dated by the event that reached it", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1) // event 0
+		h.phase(history.PhaseHeal)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), nil, convergePlan())
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "every partition owned by exactly one member 0s after the heal (event 0)") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a Stable description before the heal says nothing about after it", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		h.describe(stable(2))
+		heal := h.phase(history.PhaseHeal)
+		h.wait(40 * time.Second)
+		d := h.describe(stable(2))
+		h.phase(history.PhaseFinal)
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{heal, d}, "stability bound exceeded")
+	})
 	t.Run("nothing to own converges at the heal", func(t *testing.T) {
 		p := convergePlan()
 		p.Topics = nil
