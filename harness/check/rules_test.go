@@ -560,6 +560,13 @@ func TestBoundedDuplicatesRules(t *testing.T) {
 			t.Fatalf("notes: %v", v.Notes)
 		}
 	})
+	t.Run("a duplicate within the first ownership says so", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		c1 := h.consume("a", 1, 0, 0)
+		c2 := h.consume("a", 1, 0, 0)
+		mustFailOnce(t, BoundedDuplicates(h.events(), nil), []int64{c1, c2}, "again at event 2 within one ownership by a, with no rebalance between")
+	})
 	// handover: a reads 5 and commits 6 (acknowledged before b's ownership begins), then opt runs,
 	// then b takes over and reads 5 again.
 	handover := func(t *testing.T, opt func(h *hist)) (Verdict, int64) {
