@@ -628,6 +628,10 @@ func TestRecoveredStateMatchesLogRules(t *testing.T) {
 			t.Fatalf("got %+v", v)
 		}
 	})
+	t.Run("a snapshot whose replay fails is one violation, not compared", func(t *testing.T) {
+		fails := func([]history.Record) (GroupState, error) { return GroupState{}, errTest }
+		mustFailOnce(t, RecoveredStateMatchesLog(snap(&history.GroupDescription{GroupEpoch: 5}, off(0, 3)), fails), []int64{7}, "snapshot final: replaying 0 records failed: unknown record type 99")
+	})
 	t.Run("a snapshot without records is not compared", func(t *testing.T) {
 		obs := snap(&history.GroupDescription{GroupEpoch: 5})
 		obs.Final.HasRecords = false
