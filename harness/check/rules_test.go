@@ -681,6 +681,7 @@ func TestRecoveredStateMatchesLogRules(t *testing.T) {
 		mustFailOnce(t, RecoveredStateMatchesLog(snap(nil, off(1, -1)), replay(st)), []int64{7}, "offset of t-0: replay 5, none described")
 		mustFailOnce(t, RecoveredStateMatchesLog(snap(nil, off(0, 5), off(1, 3)), replay(st)), []int64{7}, "offset of t-1: described 3, none in the replayed state")
 		mustHold(t, RecoveredStateMatchesLog(snap(nil, off(0, 5), off(1, -1)), replay(st)))
+		mustFailOnce(t, RecoveredStateMatchesLog(snap(nil, off(0, 0)), replay(st)), []int64{7}, "offset of t-0: replay 5, described 0")
 	})
 }
 
