@@ -1512,3 +1512,79 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		}
 	})
 }
+
+func TestFactsPayloadRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a payload of the wrong type is a problem and is skipped", func(t *testing.T) {
+		for f, want := range map[string]string{
+			history.FAssigned: "history.Assignment", history.FRevoked: "history.Assignment", history.FLost: "history.Assignment",
+			history.FFenced: "history.Membership", history.FSessionExpired: "history.Membership", history.FLeft: "history.Membership",
+			history.FHeartbeat: "history.Heartbeat", history.FJoin: "history.Join", history.FSync: "history.Sync",
+			history.FCommit: "history.Commit", history.FConsume: "history.Consume", history.FProduce: "history.Produce",
+			history.FDescribe: "history.Describe", history.FPhase: "history.Phase",
+		} {
+			var wrong any = history.Phase{Name: "x"}
+			if f == history.FPhase {
+				wrong = history.Produce{}
+			}
+			es := []history.Event{{Index: 0, Type: history.OK, Process: "a", F: f, Value: wrong}}
+			v := HistoryWellFormed(es)
+			if v.Holds || !strings.Contains(v.Violations[len(v.Violations)-1].Message, "want "+want) {
+				t.Fatalf("%s with a %T payload: %+v", f, wrong, v)
+			}
+		}
+	})
+	t.Run("at most 1000 problems are kept", func(t *testing.T) {
+		es := make([]history.Event, maxViolations+1)
+		for i := range es {
+			es[i] = history.Event{Index: int64(i), Type: history.Info, Process: "a", F: history.FConsume, Value: history.Phase{}}
+		}
+		v := HistoryWellFormed(es)
+		if len(v.Violations) != maxViolations || strings.Contains(notesOf(v), "more violations") {
+			t.Fatalf("%d violations, notes %v", len(v.Violations), v.Notes)
+		}
+	})
+	t.Run("a member without a name is its process", func(t *testing.T) {
+		h := newHist(t)
+		h.info("a", history.FAssigned, history.Assignment{Epoch: 1, Partitions: history.TPs("t", 0)})
+		h.assigned("b", 2, 0)
+		v := NoDoubleOwnership(h.events(), nil)
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "owned by a (from event 0") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+	t.Run("a heartbeat completion without its invoke still shows a session", func(t *testing.T) {
+		hb := history.Heartbeat{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, ResultEpoch: 1}
+		es := []history.Event{
+			{Index: 0, Type: history.Info, Process: "a", F: history.FAssigned, Value: history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)}},
+			{Index: 1, Type: history.Info, Process: "b", F: history.FAssigned, Value: history.Assignment{Member: "b", Epoch: 2, Partitions: history.TPs("t", 0)}},
+			{Index: 2, Type: history.OK, Process: "a/hb", F: history.FHeartbeat, Value: hb},
+			{Index: 3, Type: history.Info, Process: "a", F: history.FLost, Value: history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)}},
+		}
+		v := NoDoubleOwnership(es, nil)
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "still had a valid session") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+	t.Run("a heartbeat sent before the overlap began proves nothing about it", func(t *testing.T) {
+		h := newHist(t)
+		in := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: 1}
+		h.invoke("a/hb", history.FHeartbeat, in) // event 0
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		out := in
+		out.ResultEpoch = 1
+		h.complete("a/hb", history.FHeartbeat, history.OK, out)
+		h.lost("a", 1, 0)
+		mustHold(t, NoDoubleOwnership(h.events(), nil))
+	})
+	t.Run("a fault stop that never completed is not the heal", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		stop := h.info("nemesis", history.FFaultStop, history.Fault{What: "pause"})
+		h.wait(60 * time.Second)
+		h.invoke("nemesis/2", history.FFaultStop, history.Fault{What: "pause"})
+		late := h.assigned("b", 2, 1)
+		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{stop, late}, "ownership bound exceeded")
+	})
+}
