@@ -1428,6 +1428,24 @@ func TestEventuallyConvergesUniverseRules(t *testing.T) {
 		h.assigned("a", 1, 0, 1)
 		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
 	})
+	t.Run("without markers, faults or assignments nothing converges", func(t *testing.T) {
+		h := newHist(t)
+		h.produce(0, 0)
+		v := EventuallyConverges(h.events(), nil, convergePlan())
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "t-0 has 0 owners, t-1 has 0 owners") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+	t.Run("a describe is dated by its invoke, even one sent before the heal", func(t *testing.T) {
+		h := newHist(t)
+		h.invoke("observer", history.FDescribe, history.Describe{}) // event 0
+		h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		h.wait(40 * time.Second)
+		h.complete("observer", history.FDescribe, history.OK, history.Describe{Group: stable(2)})
+		h.phase(history.PhaseFinal)
+		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
+	})
 	t.Run("partitions outside the plan do not count", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 5)
