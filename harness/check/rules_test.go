@@ -1562,6 +1562,19 @@ func TestFactsPayloadRules(t *testing.T) {
 			t.Fatalf("%d violations, notes %v", len(v.Violations), v.Notes)
 		}
 	})
+	t.Run("sentinel epochs do not replace the epoch a member holds", func(t *testing.T) {
+		h := newHist(t)
+		h.hb("a", 3, history.OK)
+		h.hb("a", 0, history.OK) // a response without an epoch
+		leave := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: -1, ResultEpoch: -1}
+		h.call("a/hb", history.FHeartbeat, leave, history.OK, leave)
+		h.assigned("a", 0, 0) // the assignment does not say its epoch
+		h.assigned("b", 4, 0)
+		v := NoDoubleOwnership(h.events(), nil)
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "owned by a (from event 6, epoch 3,") {
+			t.Fatalf("got %+v", v)
+		}
+	})
 	t.Run("a member without a name is its process", func(t *testing.T) {
 		h := newHist(t)
 		h.info("a", history.FAssigned, history.Assignment{Epoch: 1, Partitions: history.TPs("t", 0)})
