@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -1550,6 +1551,13 @@ func TestFactsPayloadRules(t *testing.T) {
 			if v.Holds || !strings.Contains(v.Violations[len(v.Violations)-1].Message, "want "+want) {
 				t.Fatalf("%s with a %T payload: %+v", f, wrong, v)
 			}
+		}
+	})
+	t.Run("a payload that does not decode is one problem", func(t *testing.T) {
+		es := []history.Event{{Index: 0, Type: history.Info, Process: "a", F: history.FAssigned, Value: json.RawMessage(`{"partitions": 5}`)}}
+		v := HistoryWellFormed(es)
+		if v.Holds || len(v.Violations) != 1 || strings.Contains(v.Violations[0].Message, "want history.Assignment") {
+			t.Fatalf("got %+v", v)
 		}
 	})
 	t.Run("at most 1000 problems are kept", func(t *testing.T) {
