@@ -1560,6 +1560,44 @@ func TestFactsPayloadRules(t *testing.T) {
 			t.Fatalf("got %+v", v)
 		}
 	})
+	t.Run("events with a wrong payload change no ownership, session or record", func(t *testing.T) {
+		bad := history.Phase{Name: "x"}
+		own := func(i int64, f, m string, epoch int32) history.Event {
+			return history.Event{Index: i, Type: history.Info, Process: m, F: f, Value: history.Assignment{Member: m, Epoch: epoch, Partitions: history.TPs("t", 0)}}
+		}
+		fenced := []history.Event{own(0, history.FAssigned, "a", 1), own(1, history.FAssigned, "b", 2), {Index: 2, Type: history.Info, Process: "a", F: history.FFenced, Value: bad}}
+		if v := NoDoubleOwnership(fenced, nil); v.Holds || !strings.Contains(v.Violations[0].Message, "a was not fenced") {
+			t.Fatalf("a fenced event without a Membership fenced a: %+v", v)
+		}
+		sessions := []history.Event{own(0, history.FAssigned, "a", 1), own(1, history.FAssigned, "b", 2),
+			{Index: 2, Type: history.OK, Process: "a", F: history.FHeartbeat, Value: bad},
+			{Index: 3, Type: history.OK, Process: "a", F: history.FJoin, Value: bad},
+			{Index: 4, Type: history.OK, Process: "a", F: history.FSync, Value: bad},
+			own(5, history.FLost, "a", 1)}
+		mustHold(t, NoDoubleOwnership(sessions, nil))
+		records := []history.Event{
+			{Index: 0, Type: history.Info, Process: "a", F: history.FConsume, Value: bad},
+			{Index: 1, Type: history.Info, Process: "a", F: history.FConsume, Value: bad},
+			{Index: 2, Type: history.OK, Process: "p0", F: history.FProduce, Value: bad},
+			{Index: 3, Type: history.OK, Process: "observer", F: history.FDescribe, Value: bad},
+			{Index: 4, Type: history.Info, Process: "a", F: history.FCommit, Value: bad},
+		}
+		mustHold(t, BoundedDuplicates(records, nil))
+		mustHold(t, NoLostRecords(records, nil))
+		mustHold(t, FencedCommitsRejected(records, nil))
+	})
+	t.Run("a heartbeat's protocol is the member's", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = ""
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		in := history.Heartbeat{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1}
+		h.call("a/hb", history.FHeartbeat, in, history.Fail, in)
+		h.lost("a", 1, 0)
+		h.call("a/hb", history.FHeartbeat, in, history.OK, in)
+		h.commit("a", 1, history.Fail, "REBALANCE_IN_PROGRESS", 0, 4)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
 	t.Run("at most 1000 problems are kept", func(t *testing.T) {
 		es := make([]history.Event, maxViolations+1)
 		for i := range es {
