@@ -1586,6 +1586,19 @@ func TestFactsPayloadRules(t *testing.T) {
 		mustHold(t, NoLostRecords(records, nil))
 		mustHold(t, FencedCommitsRejected(records, nil))
 	})
+	t.Run("a commit completion whose invoke was malformed is judged on its own", func(t *testing.T) {
+		c := history.Commit{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, Offsets: []history.OffsetAt{off(0, 5)}}
+		rejected := c
+		rejected.Error = "NOT_COORDINATOR"
+		admin := history.Commit{Member: "x", Epoch: 0, Offsets: []history.OffsetAt{off(0, 9)}}
+		es := []history.Event{
+			{Index: 0, Type: history.Invoke, Process: "a", F: history.FCommit, Value: c},
+			{Index: 1, Type: history.Fail, Process: "a", F: history.FCommit, Value: rejected},
+			{Index: 2, Type: history.Invoke, Process: "x", F: history.FCommit, Value: history.Phase{Name: "x"}},
+			{Index: 3, Type: history.OK, Process: "x", F: history.FCommit, Value: admin},
+		}
+		mustHold(t, FencedCommitsRejected(es, nil))
+	})
 	t.Run("a heartbeat's protocol is the member's", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = ""
