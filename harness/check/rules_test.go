@@ -862,6 +862,28 @@ func TestFactsRules(t *testing.T) {
 		h.call("a", history.FCommit, c, history.Fail, done)
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
+	t.Run("a completion's offsets are what was committed", func(t *testing.T) {
+		h := newHist(t)
+		h.commit("a", 1, history.OK, "", 0, 9)
+		h.call("a", history.FCommit, h.commitOf("a", 1, 0, 2), history.OK, h.commitOf("a", 1, 0, 9))
+		mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
+	})
+	t.Run("what a member said about its protocol wins over its commits", func(t *testing.T) {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.assigned("a", 1, 0)
+		h.assigned("b", 2, 0)
+		h.commit("a", 1, history.Fail, "ILLEGAL_GENERATION", 0, 3) // classic, says so
+		odd := history.Commit{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
+		oddDone := odd
+		oddDone.Error = "STALE_MEMBER_EPOCH"
+		h.call("a", history.FCommit, odd, history.Fail, oddDone)
+		plain := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 5)}}
+		plainDone := plain
+		plainDone.Error = "REBALANCE_IN_PROGRESS"
+		h.call("a", history.FCommit, plain, history.Fail, plainDone)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+	})
 	t.Run("a completion's own epoch and reset mark are what count", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
