@@ -20,7 +20,7 @@ SOAK_DURATION ?= 1h
 # How many fresh-seed runs `make hunt` makes per version.
 HUNT_RUNS ?= 20
 
-.PHONY: test check unit engine images cluster-tests soak hunt run bench sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt run bench mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -61,6 +61,11 @@ run: engine
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./clients/assign/ ./coordinator/assignor/
+
+## mutate: mutation score of the checkers' tests (tools/mutate); below MUTATE_MIN it fails.
+MUTATE_MIN ?= 0.9
+mutate: build
+	$(GO) run ./tools/mutate -mutants tools/mutate/mutants/check.json -test '$(GO) test -short ./harness/check/' -min-score $(MUTATE_MIN) -json build/mutate-check.json
 
 sweep:
 	$(GO) run ./cmd/groupquake sweep

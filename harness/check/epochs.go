@@ -9,7 +9,8 @@ import (
 // EpochMonotonic checks that nothing the group numbers goes backwards: each member's generation or
 // member epoch as the coordinator handed it out (join, sync and heartbeat responses, and the epoch
 // the member reports with assigned/revoked), and the group epoch, assignment epoch, generation and
-// per-member epochs in the observer's descriptions and the saved snapshots. Sentinels (0 for join,
+// per-member epochs in the observer's descriptions and the saved snapshots (each judged where it
+// was taken in the history). Sentinels (0 for join,
 // -1 leave, -2 static leave) are not epochs and are skipped. A coordinator that reloads an older
 // state after a failover is what this catches.
 func EpochMonotonic(events []history.Event, obs *history.Observations) Verdict {
@@ -51,7 +52,22 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 			see("described/"+m.MemberID, "member epoch of "+m.MemberID+" as described", m.MemberEpoch, pos, label)
 		}
 	}
+	// Snapshots are judged where they were taken, between the events around them: a checkpoint
+	// after a restart that shows a newer epoch than a later describe is a step back.
+	var snaps []history.Snapshot
+	if obs != nil {
+		snaps = obs.All()
+		sort.SliceStable(snaps, func(a, b int) bool { return snapPos(f, snaps[a]) < snapPos(f, snaps[b]) })
+	}
+	next := 0
+	seeSnapshots := func(upto int) {
+		for ; next < len(snaps) && snapPos(f, snaps[next]) <= upto; next++ {
+			s := snaps[next]
+			seeGroup(s.Group, snapPos(f, s)-1, "snapshot "+s.Label)
+		}
+	}
 	for i := range f.ev {
+		seeSnapshots(i)
 		e := &f.ev[i]
 		switch val := f.vals[i].(type) {
 		case history.Heartbeat:
@@ -87,14 +103,7 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 			}
 		}
 	}
-	if obs != nil {
-		snaps := obs.All()
-		sort.SliceStable(snaps, func(a, b int) bool { return snapPos(f, snaps[a]) < snapPos(f, snaps[b]) })
-		for _, s := range snaps {
-			pos := snapPos(f, s)
-			seeGroup(s.Group, pos-1, "snapshot "+s.Label)
-		}
-	}
+	seeSnapshots(len(f.ev))
 	v.note("%d epochs checked over %d sequences", checked, len(last))
 	return v.done()
 }
