@@ -441,6 +441,27 @@ func TestDurableCommits(t *testing.T) {
 		evs, ok, d := partitionErr("ILLEGAL_GENERATION")
 		mustCite(t, DurableCommits(evs, nil), ok, d)
 	})
+	// A commit whose whole outcome is unknown keeps a partition that may have been written, and
+	// drops one that was certainly rejected.
+	unknownWith := func(name string) ([]history.Event, int64, int64) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
+		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 6)}}
+		done := c
+		done.PartitionErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: name}}
+		h.call("a", history.FCommit, c, history.Info, done)
+		d := h.describe(nil, off(0, 6))
+		return h.events(), ok, d
+	}
+	t.Run("an unknown commit answered COORDINATOR_NOT_AVAILABLE for a partition may have landed", func(t *testing.T) {
+		evs, _, _ := unknownWith("COORDINATOR_NOT_AVAILABLE")
+		mustHold(t, DurableCommits(evs, nil))
+	})
+	t.Run("an unknown commit rejected for a partition with UNKNOWN_MEMBER_ID did not land there", func(t *testing.T) {
+		evs, ok, d := unknownWith("UNKNOWN_MEMBER_ID")
+		mustCite(t, DurableCommits(evs, nil), ok, d)
+	})
 }
 
 func TestRecoveredStateMatchesLog(t *testing.T) {

@@ -441,13 +441,13 @@ func build(events []history.Event) *facts {
 		}
 		var unknown []history.OffsetAt
 		for _, o := range op.c.Offsets {
-			if e, ok := bad[o.TP()]; ok {
-				if mayHaveBeenWritten(e) && op.outcome != history.Info {
-					unknown = append(unknown, o)
-				}
-				if !mayHaveBeenWritten(e) || op.outcome != history.Info {
-					continue
-				}
+			e, failed := bad[o.TP()]
+			switch {
+			case failed && !mayHaveBeenWritten(e):
+				continue // certainly not written
+			case failed && op.outcome != history.Info:
+				unknown = append(unknown, o) // judged apart, as an unknown outcome
+				continue
 			}
 			tp := f.tp(o.TP())
 			op.tps = append(op.tps, tp)
