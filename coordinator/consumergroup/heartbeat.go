@@ -298,6 +298,10 @@ func (hb *heartbeat) heartbeat() error {
 		updated.subscribed = sortedSet(r.SubscribedTopicNames)
 	}
 	updated.clientID, updated.clientHost = hb.rc.ClientID, hb.rc.ClientHost
+	// A consumer-protocol heartbeat makes the member a consumer-protocol
+	// member (GMM.consumerGroupHeartbeat: setClassicMemberMetadata(null)),
+	// for example when it replaces a classic static member.
+	updated.classic = nil
 
 	namesChanged := false
 	if !updated.equal(mb) {
@@ -414,9 +418,10 @@ func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*membe
 			}
 			return newMember(memberID), nil
 		}
-		// Both use the consumer protocol here: the instance id is released
-		// only by a temporary leave (-2).
-		if existing.epoch != StaticLeaveEpoch {
+		// When both use the consumer protocol the instance id is released
+		// only by a temporary leave (-2); a classic member's instance id is
+		// taken over at once (GMM.getOrMaybeSubscribeStaticConsumerGroupMember).
+		if !existing.useClassicProtocol() && existing.epoch != StaticLeaveEpoch {
 			return nil, errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 				memberID, instanceID, existing.id)
 		}

@@ -208,6 +208,10 @@ func (m *Manager) memberMetadataRecord(groupID string, mb *member) records.Recor
 		SubscribedTopicRegex: &regex,
 		RebalanceTimeoutMs:   mb.rebalanceTimeoutMs,
 		ServerAssignor:       optional(mb.serverAssignor),
+		// GroupCoordinatorRecordHelpers.newConsumerGroupMemberSubscriptionRecord:
+		// classicMemberMetadata().orElse(null), an explicit null for a
+		// consumer-protocol member.
+		ClassicMemberMetadata: cloneClassic(mb.classic),
 	}
 	if v.SubscribedTopicNames == nil {
 		v.SubscribedTopicNames = []string{}
