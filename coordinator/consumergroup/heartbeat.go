@@ -244,7 +244,6 @@ func (m *Manager) fenceMember(g *group, mb *member) []records.Record {
 // heartbeat is GMM.consumerGroupHeartbeat for epochs ≥ 0.
 func (hb *heartbeat) heartbeat() error {
 	m, r := hb.m, hb.req
-	nowMs := hb.now.UnixMilli()
 
 	// Get or create the group; creation only on epoch 0.
 	g, ok := m.rp.groups[r.Group]
@@ -303,6 +302,36 @@ func (hb *heartbeat) heartbeat() error {
 	// for example when it replaces a classic static member.
 	updated.classic = nil
 
+	reconciled, err := hb.update(g, mb, updated, r.Topics)
+	if err != nil {
+		return err
+	}
+
+	groupID := g.id
+	hb.after = append(hb.after, func() {
+		m.scheduleSession(hb.now, groupID, reconciled.id)
+		m.refreshed[groupID] = true
+	})
+
+	hb.resp.MemberID = &reconciled.id
+	hb.resp.MemberEpoch = reconciled.epoch
+	hb.resp.HeartbeatIntervalMillis = int32(m.cfg.HeartbeatInterval / time.Millisecond)
+	full := r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil
+	if r.MemberEpoch == JoinEpoch || full || !mb.assigned.samePartitions(reconciled.assigned) {
+		hb.resp.Assignment = responseAssignment(reconciled.assigned)
+	}
+	return nil
+}
+
+// update is steps 1–3 that GMM.consumerGroupHeartbeat and
+// GMM.classicGroupJoinToConsumerGroup share: write the member's metadata if
+// it changed, bump the group epoch when its subscription (or, 4.4, the
+// preferred assignor) or the topics changed, recompute the target when the
+// group epoch moved past it, and reconcile the member toward its target
+// with the partitions it says it owns. It returns the reconciled member.
+func (hb *heartbeat) update(g *group, mb, updated *member, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*member, error) {
+	m := hb.m
+	nowMs := hb.now.UnixMilli()
 	namesChanged := false
 	if !updated.equal(mb) {
 		hb.recs = append(hb.recs, m.memberMetadataRecord(g.id, updated))
@@ -333,7 +362,7 @@ func (hb *heartbeat) heartbeat() error {
 	// 2. Update the target assignment if the group epoch moved past it.
 	targetEpoch, target, err := hb.maybeUpdateTarget(g, groupEpoch, mb, updated, subType, nowMs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// 3. Reconcile the member toward the target.
@@ -347,15 +376,21 @@ func (hb *heartbeat) heartbeat() error {
 			subscribedIDs:          subscribedIDs(hb.topics, updated.subscribed),
 			hasSubscriptionChanged: hasSubscriptionChanged,
 			partitionEpoch:         g.currentPartitionEpoch,
-			owned:                  r.Topics,
+			owned:                  owned,
 		}
 		if reconciled, err = rc.build(); err != nil {
-			return err
+			return nil, err
 		}
 		if !reconciled.equal(updated) {
 			hb.recs = append(hb.recs, m.currentRecord(g.id, reconciled))
 			groupID, rec := g.id, reconciled
 			hb.after = append(hb.after, func() {
+				if rec.useClassicProtocol() {
+					// A classic member has no rebalance timeout: it is
+					// told to rejoin and gets a join timeout instead
+					// (GMM.maybeReconcile).
+					return
+				}
 				if rec.state == records.MemberUnrevokedPartitions {
 					m.scheduleRebalance(hb.now, groupID, rec.id, rec.epoch, rec.rebalanceTimeoutMs)
 				} else {
@@ -365,20 +400,7 @@ func (hb *heartbeat) heartbeat() error {
 		}
 	}
 
-	groupID := g.id
-	hb.after = append(hb.after, func() {
-		m.scheduleSession(hb.now, groupID, reconciled.id)
-		m.refreshed[groupID] = true
-	})
-
-	hb.resp.MemberID = &reconciled.id
-	hb.resp.MemberEpoch = reconciled.epoch
-	hb.resp.HeartbeatIntervalMillis = int32(m.cfg.HeartbeatInterval / time.Millisecond)
-	full := r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil
-	if r.MemberEpoch == JoinEpoch || full || !mb.assigned.samePartitions(reconciled.assigned) {
-		hb.resp.Assignment = responseAssignment(reconciled.assigned)
-	}
-	return nil
+	return reconciled, nil
 }
 
 // throwIfGroupIsFull is GMM.throwIfConsumerGroupIsFull. From KAFKA-20601 a

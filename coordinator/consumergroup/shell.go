@@ -105,6 +105,10 @@ func (m *Manager) ValidateOffsetFetch(groupID string, memberID *string, memberEp
 		return errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
 	}
 	if memberEpoch != mb.epoch {
+		if mb.useClassicProtocol() {
+			// CG.validateMemberEpoch: a classic member fetches with its generation.
+			return errorf(kerr.IllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", memberEpoch, mb.epoch)
+		}
 		return errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", memberEpoch, mb.epoch)
 	}
 	return nil
