@@ -102,6 +102,10 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 		if cgc.NewMemberID == nil {
 			cgc.NewMemberID = cfg.IDs.NewID
 		}
+		if cgc.ClassicMaxSize == 0 {
+			// group.max.size bounds a downgraded group too.
+			cgc.ClassicMaxSize = cfg.MaxGroupSize
+		}
 		m, err := consumergroup.New(profile, cgc)
 		if err != nil {
 			return nil, fmt.Errorf("coordinator: Config.Consumer: %w", err)

@@ -218,17 +218,39 @@ func (hb *heartbeat) leave() error {
 	return nil
 }
 
-// fenceMember is GMM.consumerGroupFenceMembers for one member: its three
-// tombstones (current assignment, target, metadata, in the order replay
-// requires), then a group epoch bump with the metadata recomputed without it.
-// No target is computed: the next heartbeat of anyone does that.
+// fenceMember is GMM.consumerGroupFenceMembers for one member.
 func (m *Manager) fenceMember(g *group, mb *member) []records.Record {
-	recs := []records.Record{
-		tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: mb.id}),
-		tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: mb.id}),
-		tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: mb.id}),
+	return m.fenceMembers(g, []*member{mb})
+}
+
+// fenceMembers is GMM.consumerGroupFenceMembers: each member's three
+// tombstones (current assignment, target, metadata, in the order replay
+// requires), then one group epoch bump with the metadata recomputed without
+// them. No target is computed: the next heartbeat of anyone does that.
+func (m *Manager) fenceMembers(g *group, mbs []*member) []records.Record {
+	var recs []records.Record
+	gone := map[string]bool{}
+	for _, mb := range mbs {
+		if gone[mb.id] {
+			continue
+		}
+		gone[mb.id] = true
+		recs = append(recs,
+			tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: mb.id}),
+			tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: mb.id}),
+			tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: mb.id}),
+		)
 	}
-	names := keys(g.subscribedTopicNames(mb, nil))
+	counts := map[string]int{}
+	for id, mb := range g.members {
+		if gone[id] {
+			continue
+		}
+		for _, n := range mb.subscribed {
+			counts[n]++
+		}
+	}
+	names := keys(counts)
 	var hash int64
 	if m.profile.WritesPartitionMetadata {
 		meta := m.subscriptionMetadata(m.lastTopics, names)

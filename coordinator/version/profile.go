@@ -129,6 +129,22 @@ type Profile struct {
 	// 4.3.1): a static member may rejoin a group at group.consumer.max.size
 	// (GMM.throwIfConsumerGroupIsFull takes the instance id in the 4.4.0 jar).
 	StaticRejoinFullGroup bool
+	// ClassicRejoinOnNewAssignment (KAFKA-20272, 4.3.0+; 4.3 branch source
+	// and the 4.4.0 jar): a classic member of a consumer group is told to
+	// rejoin (REBALANCE_IN_PROGRESS to its Heartbeat and SyncGroup) when its
+	// epoch is behind the group's assignment epoch, that is once a new target
+	// exists. Before (the 4.1.2 jar, 4.0–4.2 sources) it is compared with the
+	// group epoch, so it rejoins before the new target is computed
+	// (GMM.classicGroupHeartbeatToConsumerGroup, throwIfRebalanceInProgress).
+	ClassicRejoinOnNewAssignment bool
+	// ClassicJoinRefusedWhenMigrationDisabled (KAFKA-20640, in the 4.4.0
+	// jar, not in the 4.1.2 jar; later backported to the 4.0–4.3 branches
+	// after their last inspected releases): with
+	// group.consumer.migration.policy=disabled a JoinGroup to a non-empty
+	// consumer group gets INCONSISTENT_GROUP_PROTOCOL
+	// (GMM.throwIfClassicMemberCannotJoinConsumerGroup). Before, the classic
+	// member joined whatever the policy.
+	ClassicJoinRefusedWhenMigrationDisabled bool
 	// StreamsInDefaultProtocols: group.coordinator.rebalance.protocols
 	// defaults to classic,consumer,streams (4.1+) instead of classic,consumer.
 	StreamsInDefaultProtocols bool
@@ -178,10 +194,12 @@ func (v Version) Profile() Profile {
 		p.DefaultAssignmentIntervalMs = 1000
 		p.DescribeShowsPendingRevocation = true
 		p.UnsubscribeUpdatesPreviousEpoch = true
+		p.ClassicRejoinOnNewAssignment = true
 	}
 	if v >= V4_4_0 {
 		p.AssignorChangeRecomputes = true
 		p.StaticRejoinFullGroup = true
+		p.ClassicJoinRefusedWhenMigrationDisabled = true
 	}
 	return p
 }
