@@ -117,7 +117,7 @@ func (e *env) handle(d *datadriven.TestData) string {
 }
 
 // new version=4.4.0 [delay=0s] [min-session=1s] [max-session=…] [max-size=N] [retention=…] [retention-check=…]
-// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…]
+// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…] [migration=bidirectional]
 // starts over with an empty coordinator.
 func (e *env) new(d *datadriven.TestData) {
 	v := version.Default
@@ -156,6 +156,8 @@ func (e *env) new(d *datadriven.TestData) {
 	if d.HasArg("consumer-session") {
 		e.cfg.Consumer.SessionTimeout = e.dur(d, "consumer-session", 0)
 	}
+	// group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled.
+	e.cfg.Consumer.MigrationPolicy = e.arg(d, "migration", "")
 	if d.HasArg("assignment-interval") {
 		iv := e.dur(d, "assignment-interval", 0)
 		e.cfg.Consumer.AssignmentInterval = &iv

@@ -62,7 +62,9 @@ func ClientID(args Args) string { return args.Val("client", "c") }
 //
 //	join group=g [member=] [instance=] [session=10s] [rebalance=10s] [v=9]
 //	  [type=consumer] [protocols=(range,…)|none] [meta=m] [topics=(t,…)]
-//	  (a protocol written name:meta carries its own metadata)
+//	  [owned=(t/0,…)]
+//	  (a protocol written name:meta carries its own metadata; owned makes
+//	  the subscription a v1 ConsumerProtocolSubscription that names them)
 //	sync group=g member= gen= [instance=] [v=5] [assign=(member:bytes,…)] [ptype=] [pname=]
 //	heartbeat group=g member= gen= [instance=] [v=4]
 //	leave group=g [member=] | members=(memberID/instance,…) [v=5]
@@ -248,6 +250,24 @@ func (b *builder) join() kmsg.Request {
 			ts = append(ts, b.n.Topic(t))
 		}
 		meta = Subscription(ts)
+		if b.args.Has("owned") {
+			// ConsumerProtocolSubscription v1 with the partitions the
+			// member owns, which a consumer group reconciles a classic
+			// member with (GMM.classicGroupJoinToConsumerGroup).
+			sub := kmsg.NewConsumerMemberMetadata()
+			sub.Version, sub.Topics = 1, ts
+			for _, s := range b.args.List("owned") {
+				topic, p := b.tp(s)
+				topic = b.n.Topic(topic)
+				i := slices.IndexFunc(sub.OwnedPartitions, func(x kmsg.ConsumerMemberMetadataOwnedPartition) bool { return x.Topic == topic })
+				if i < 0 {
+					sub.OwnedPartitions = append(sub.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition{Topic: topic})
+					i = len(sub.OwnedPartitions) - 1
+				}
+				sub.OwnedPartitions[i].Partitions = append(sub.OwnedPartitions[i].Partitions, p)
+			}
+			meta = sub.AppendTo(nil)
+		}
 	}
 	protos := []string{"range"}
 	if b.args.Has("protocols") {
