@@ -1,9 +1,12 @@
 package coordinator
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
 )
 
@@ -30,6 +33,63 @@ func (c *Coordinator) ConvertEmptyClassic(groupID string) []records.Record {
 	}
 	// The engine returns the tombstone with its own records, so it is not
 	// added to this call's records here.
+	before := len(c.written)
+	c.deleteClassicGroup(g)
+	out := append([]records.Record(nil), c.written[before:]...)
+	c.written = c.written[:before]
+	c.converted = append(c.converted, out...)
+	return out
+}
+
+// ClassicForUpgrade implements consumergroup.ClassicUpgrader: the live
+// classic group, members in their join order, as
+// GMM.convertToConsumerGroup reads it (ConsumerGroup.fromClassicGroup).
+func (c *Coordinator) ClassicForUpgrade(groupID string) (consumergroup.ClassicGroupSnapshot, bool) {
+	g := c.classic[groupID]
+	if g == nil {
+		return consumergroup.ClassicGroupSnapshot{}, false
+	}
+	out := consumergroup.ClassicGroupSnapshot{Generation: g.generation}
+	if g.protocolType != nil {
+		out.ProtocolType = *g.protocolType
+	}
+	if g.protocolName != nil {
+		out.Protocol = *g.protocolName
+	}
+	for _, m := range g.allMembers() {
+		cm := consumergroup.ClassicMemberSnapshot{
+			ID: m.id, ClientID: m.clientID, ClientHost: m.clientHost,
+			SessionTimeoutMs: m.sessionTimeoutMs, RebalanceTimeoutMs: m.rebalanceTimeoutMs,
+			Assignment: slices.Clone(m.assignment),
+		}
+		if m.instanceID != nil {
+			cm.InstanceID = *m.instanceID
+		}
+		for _, p := range m.protocols {
+			cm.Protocols = append(cm.Protocols, records.ClassicProtocol{Name: p.name, Metadata: slices.Clone(p.metadata)})
+		}
+		out.Members = append(out.Members, cm)
+	}
+	return out, true
+}
+
+// ConvertClassic implements consumergroup.ClassicUpgrader
+// (GMM.convertToConsumerGroup): the parked JoinGroup and SyncGroup
+// requests of the group are answered REBALANCE_IN_PROGRESS, so that the
+// members rejoin the consumer group, and the group is deleted; its
+// tombstone is returned for the engine to write first.
+func (c *Coordinator) ConvertClassic(groupID string) []records.Record {
+	g := c.classic[groupID]
+	if g == nil {
+		return nil
+	}
+	for _, m := range g.allMembers() {
+		if m.awaitingJoin.waiting() {
+			c.complete(m.awaitingJoin, joinError(m.id, kerr.RebalanceInProgress))
+			m.awaitingJoin = parked{}
+		}
+	}
+	c.propagateAssignment(g, kerr.RebalanceInProgress)
 	before := len(c.written)
 	c.deleteClassicGroup(g)
 	out := append([]records.Record(nil), c.written[before:]...)

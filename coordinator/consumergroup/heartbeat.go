@@ -74,8 +74,9 @@ type heartbeat struct {
 	recs   []records.Record
 	// after runs once the records are replayed (timers).
 	after []func()
-	// convertClassic: the group id is an Empty classic group to convert.
-	convertClassic bool
+	// convert says whether the group id is a classic group to convert
+	// (Empty) or upgrade (with members) once the request succeeds.
+	convert gate
 }
 
 // run handles the request. It keeps, as GMM does:
@@ -102,9 +103,12 @@ func (hb *heartbeat) run() error {
 	if err != nil {
 		return err
 	}
-	if hb.convertClassic {
+	switch hb.convert {
+	case gateConvertEmpty:
 		// Asked only now: the shell deletes the classic group when asked.
 		hb.recs = append(hb.rc.Classic.ConvertEmptyClassic(hb.req.Group), hb.recs...)
+	case gateUpgrade:
+		hb.recs = append(hb.rc.Classic.(ClassicUpgrader).ConvertClassic(hb.req.Group), hb.recs...)
 	}
 	if len(hb.recs) > 0 {
 		if err := hb.m.applyAll(hb.req.Group, hb.recs); err != nil {
@@ -277,8 +281,16 @@ func (hb *heartbeat) heartbeat() error {
 		if r.MemberEpoch != JoinEpoch {
 			return errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", r.Group)
 		}
-		hb.convertClassic = convert
-		g = newGroup(r.Group, m.profile.InitialGroupEpoch)
+		hb.convert = convert
+		if convert == gateUpgrade {
+			// GMM.validateOnlineUpgrade and convertToConsumerGroup: the
+			// classic group's records come first, then this heartbeat's.
+			if g, err = hb.upgrade(r.Group); err != nil {
+				return err
+			}
+		} else {
+			g = newGroup(r.Group, m.profile.InitialGroupEpoch)
+		}
 	}
 	instanceID := deref(r.InstanceID)
 	if err := m.throwIfGroupIsFull(g, r.MemberID, instanceID); err != nil {

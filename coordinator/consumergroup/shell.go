@@ -22,28 +22,79 @@ type ClassicGroups interface {
 	ConvertEmptyClassic(groupID string) []records.Record
 }
 
+// ClassicUpgrader is an optional extension of ClassicGroups: a shell that
+// hands a classic group with members over for an online upgrade
+// (GMM.convertToConsumerGroup). Without it such a group blocks the group id
+// (GROUP_ID_NOT_FOUND), as if the policy forbade upgrades.
+type ClassicUpgrader interface {
+	// ClassicForUpgrade returns the classic group as the conversion reads
+	// it, ok=false if there is none.
+	ClassicForUpgrade(groupID string) (ClassicGroupSnapshot, bool)
+	// ConvertClassic deletes the classic group, answers its parked JoinGroup
+	// and SyncGroup requests REBALANCE_IN_PROGRESS
+	// (ClassicGroup.completeAllJoinFutures, completeAllSyncFutures) and
+	// returns its GroupMetadata tombstone, which Kafka writes first. It is
+	// asked only once the request is known to succeed.
+	ConvertClassic(groupID string) []records.Record
+}
+
+// ClassicGroupSnapshot is a classic group as GMM.convertToConsumerGroup
+// reads it.
+type ClassicGroupSnapshot struct {
+	// ProtocolType is "" for a group without one.
+	ProtocolType string
+	// Protocol is the selected protocol name ("" for none).
+	Protocol   string
+	Generation int32
+	Members    []ClassicMemberSnapshot
+}
+
+// ClassicMemberSnapshot is one member of a classic group.
+type ClassicMemberSnapshot struct {
+	ID, InstanceID, ClientID, ClientHost string
+	SessionTimeoutMs, RebalanceTimeoutMs int32
+	// Protocols are the member's supported protocols, in its order.
+	Protocols []records.ClassicProtocol
+	// Assignment is the member's last assignment (empty if never synced).
+	Assignment []byte
+}
+
+// gate is what classicGate decides for a group id the Manager does not hold.
+type gate int8
+
+const (
+	// gateNone: no classic group holds the id.
+	gateNone gate = iota
+	// gateConvertEmpty: an Empty classic group is converted.
+	gateConvertEmpty
+	// gateUpgrade: a classic group with members is upgraded online.
+	gateUpgrade
+)
+
 // classicGate is GMM.getOrMaybeCreateConsumerGroup for a group id this
-// Manager does not hold: a classic group there blocks it, except an Empty
-// one on a join, which is converted. convert is true when the caller must
-// convert it once the request is known to succeed (the shell deletes the
-// classic group when asked, so it is asked last).
-func classicGate(c ClassicGroups, groupID string, joining bool) (convert bool, err error) {
+// Manager does not hold: a classic group there blocks it, except on a join,
+// where an Empty one is converted and one with members is upgraded online
+// when the shell can hand it over (ClassicUpgrader); the caller validates
+// the upgrade (GMM.validateOnlineUpgrade). The caller converts once the
+// request is known to succeed (the shell deletes the classic group when
+// asked, so it is asked last).
+func classicGate(c ClassicGroups, groupID string, joining bool) (gate, error) {
 	if c == nil {
-		return false, nil
+		return gateNone, nil
 	}
 	exists, empty := c.LookupClassic(groupID)
 	switch {
 	case !exists:
-		return false, nil
+		return gateNone, nil
 	case !joining:
-		return false, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
+		return gateNone, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
 	case empty:
-		return true, nil
+		return gateConvertEmpty, nil
 	}
-	// GMM.validateOnlineUpgrade / convertToConsumerGroup: a non-empty
-	// classic group of consumer-protocol members is upgraded online. That
-	// migration (KIP-848 "online upgrade") is not modelled here.
-	return false, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group: online upgrade of a non-empty classic group is not modelled by groupquake's reference coordinator.", groupID)
+	if _, ok := c.(ClassicUpgrader); !ok {
+		return gateNone, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group: the coordinator holding it cannot hand it over.", groupID)
+	}
+	return gateUpgrade, nil
 }
 
 // GroupInfo is what the shared APIs (ListGroups, OffsetDelete, offset

@@ -66,6 +66,7 @@ func ClientID(args Args) string { return args.Val("client", "c") }
 //	  (a protocol written name:meta carries its own metadata; owned makes
 //	  the subscription a v1 ConsumerProtocolSubscription that names them)
 //	sync group=g member= gen= [instance=] [v=5] [assign=(member:bytes,…)] [ptype=] [pname=]
+//	  (bytes written @t/0+t/1 are a ConsumerProtocolAssignment of those partitions)
 //	heartbeat group=g member= gen= [instance=] [v=4]
 //	leave group=g [member=] | members=(memberID/instance,…) [v=5]
 //	  (a member written "/i1" is removed by instance id only)
@@ -337,6 +338,25 @@ func (b *builder) sync() kmsg.Request {
 		m, v, _ := strings.Cut(a, ":")
 		ga := kmsg.NewSyncGroupRequestGroupAssignment()
 		ga.MemberID, ga.MemberAssignment = b.n.Member(m), []byte(v)
+		if tps, ok := strings.CutPrefix(v, "@"); ok {
+			// A ConsumerProtocolAssignment v0 of the partitions, as a
+			// consumer leader writes it.
+			ca := kmsg.NewConsumerMemberAssignment()
+			for _, s := range strings.Split(tps, "+") {
+				if s == "" {
+					continue
+				}
+				topic, p := b.tp(s)
+				topic = b.n.Topic(topic)
+				i := slices.IndexFunc(ca.Topics, func(x kmsg.ConsumerMemberAssignmentTopic) bool { return x.Topic == topic })
+				if i < 0 {
+					ca.Topics = append(ca.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic})
+					i = len(ca.Topics) - 1
+				}
+				ca.Topics[i].Partitions = append(ca.Topics[i].Partitions, p)
+			}
+			ga.MemberAssignment = ca.AppendTo(nil)
+		}
 		r.GroupAssignment = append(r.GroupAssignment, ga)
 	}
 	return r
