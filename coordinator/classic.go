@@ -49,7 +49,7 @@ func (c *Coordinator) ClassicForUpgrade(groupID string) (consumergroup.ClassicGr
 	if g == nil {
 		return consumergroup.ClassicGroupSnapshot{}, false
 	}
-	out := consumergroup.ClassicGroupSnapshot{Generation: g.generation}
+	out := consumergroup.ClassicGroupSnapshot{GroupID: g.id, Generation: g.generation}
 	if g.protocolType != nil {
 		out.ProtocolType = *g.protocolType
 	}
@@ -95,6 +95,75 @@ func (c *Coordinator) ConvertClassic(groupID string) []records.Record {
 	out := append([]records.Record(nil), c.written[before:]...)
 	c.written = c.written[:before]
 	c.converted = append(c.converted, out...)
+	return out
+}
+
+// DowngradeToClassic implements consumergroup.ClassicDowngrader
+// (GMM.convertToClassicGroup, ClassicGroup.fromConsumerGroup): the group
+// comes back Stable at the consumer group's epoch with the protocol its
+// members vote for, each member's target assignment serialized with the
+// ConsumerProtocol version of its metadata for that protocol; its
+// GroupMetadata record is written, every member's heartbeat armed and, if
+// asked, a rebalance prepared.
+func (c *Coordinator) DowngradeToClassic(snap consumergroup.ClassicGroupSnapshot, rebalance bool) []records.Record {
+	if len(snap.Members) == 0 {
+		return nil
+	}
+	id := snap.GroupID
+	g := newClassicGroup(id, c.now)
+	g.state, g.previousState = Stable, Empty
+	g.generation = snap.Generation
+	for _, sm := range snap.Members {
+		m := &classicMember{
+			id: sm.ID, clientID: sm.ClientID, clientHost: sm.ClientHost,
+			rebalanceTimeoutMs: sm.RebalanceTimeoutMs, sessionTimeoutMs: sm.SessionTimeoutMs,
+			protocolType: snap.ProtocolType,
+		}
+		if sm.InstanceID != "" {
+			inst := sm.InstanceID
+			m.instanceID = &inst
+		}
+		for _, p := range sm.Protocols {
+			m.protocols = append(m.protocols, protocol{name: p.Name, metadata: slices.Clone(p.Metadata)})
+		}
+		g.add(m, parked{})
+	}
+	pt := snap.ProtocolType
+	g.protocolType = &pt
+	name := g.selectProtocol()
+	g.protocolName = &name
+	g.subscribedTopics = g.computeSubscribedTopics()
+	for _, m := range g.allMembers() {
+		var version int16
+		if meta := m.metadata(name); len(meta) >= 2 {
+			version = int16(meta[0])<<8 | int16(meta[1])
+		}
+		a := kmsg.NewConsumerMemberAssignment()
+		a.Version = min(max(version, 0), 3)
+		for _, sm := range snap.Members {
+			if sm.ID != m.id {
+				continue
+			}
+			for _, t := range sm.Target {
+				at := kmsg.NewConsumerMemberAssignmentTopic()
+				at.Topic, at.Partitions = t.Topic, slices.Clone(t.Partitions)
+				a.Topics = append(a.Topics, at)
+			}
+		}
+		m.assignment = a.AppendTo(nil)
+	}
+	c.classic[id] = g
+
+	before := len(c.written)
+	c.write(c.groupMetadataRecord(g, g.groupAssignment()), false)
+	for _, m := range g.allMembers() {
+		c.rescheduleHeartbeat(g, m, int64(m.sessionTimeoutMs))
+	}
+	if rebalance {
+		c.prepareRebalance(g)
+	}
+	out := append([]records.Record(nil), c.written[before:]...)
+	c.written = c.written[:before]
 	return out
 }
 

@@ -53,6 +53,10 @@ func (a managerGroups) Heartbeat(now time.Time, client Client, classic ClassicGr
 	return a.m.Heartbeat(now, rc, req, cgTopics(topics))
 }
 
+// setShell gives the Manager the shell's classic groups, for the
+// downgrades its timers and LeaveGroup trigger (New calls it).
+func (a managerGroups) setShell(c ClassicGroups) { a.m.SetClassicGroups(c) }
+
 // ClassicJoin implements ClassicMembers.
 func (a managerGroups) ClassicJoin(now time.Time, client Client, topics TopicMetadata, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, []records.Record) {
 	return a.m.ClassicJoin(now, consumergroup.RequestContext{ClientID: client.ID, ClientHost: client.Host}, req, cgTopics(topics))

@@ -116,7 +116,7 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 		m.SetTopics(cgTopics(cfg.Topics))
 		cfg.ConsumerGroups = NewConsumerGroups(m)
 	}
-	return &Coordinator{
+	c := &Coordinator{
 		profile:  profile,
 		cfg:      cfg,
 		consumer: cfg.ConsumerGroups,
@@ -124,7 +124,11 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 		classic:  map[string]*classicGroup{},
 		offsets:  newOffsetStore(),
 		timers:   timers{byKey: map[string]*timer{}},
-	}, nil
+	}
+	if s, ok := cfg.ConsumerGroups.(interface{ setShell(ClassicGroups) }); ok {
+		s.setShell(c)
+	}
+	return c, nil
 }
 
 // Profile returns the Kafka release the coordinator behaves as.

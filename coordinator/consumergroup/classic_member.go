@@ -463,13 +463,16 @@ func (m *Manager) ClassicLeave(now time.Time, req *kmsg.LeaveGroupRequest) (*kms
 	if len(leaving) == 0 {
 		return resp, nil
 	}
-	recs := m.fenceMembers(g, leaving)
+	recs, downgrade := m.fenceMembers(g, leaving)
 	if err := m.applyAll(g.id, recs); err != nil {
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return resp, nil
 	}
 	for _, mb := range leaving {
 		m.cancelTimers(g.id, mb.id)
+	}
+	if downgrade != nil {
+		recs = append(recs, downgrade()...)
 	}
 	return resp, recs
 }

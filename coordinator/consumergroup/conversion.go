@@ -138,3 +138,87 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 	}
 	return tmp.groups[groupID], nil
 }
+
+// SetClassicGroups tells the Manager the shell that owns classic groups, so
+// that timers and LeaveGroup, which arrive without a RequestContext, can
+// downgrade a group (ClassicDowngrader). Heartbeat uses
+// RequestContext.Classic when it is set.
+func (m *Manager) SetClassicGroups(c ClassicGroups) { m.classic = c }
+
+// maybeDowngrade is GMM.validateOnlineDowngradeWithFencedMembers and the
+// records of convertToClassicGroup: when the members mbs leave and only
+// classic members remain, the policy allows downgrades and they fit
+// group.max.size, it returns the consumer group's tombstones
+// (ConsumerGroup.createGroupTombstoneRecords) and the function that has the
+// shell build the classic group, with a rebalance so that the members
+// rejoin it. Otherwise both are nil.
+func (m *Manager) maybeDowngrade(g *group, mbs []*member) ([]records.Record, func() []records.Record) {
+	d, ok := m.classic.(ClassicDowngrader)
+	if !ok || !m.cfg.downgradeEnabled() {
+		return nil, nil
+	}
+	gone := map[string]bool{}
+	for _, mb := range mbs {
+		gone[mb.id] = true
+	}
+	ids := assignor.JavaHashMapOrder(g.memberIDs())
+	var remaining []*member
+	for _, id := range ids {
+		if gone[id] {
+			continue
+		}
+		mb := g.members[id]
+		if !mb.useClassicProtocol() {
+			return nil, nil
+		}
+		remaining = append(remaining, mb)
+	}
+	if len(remaining) == 0 || len(remaining) > m.cfg.ClassicMaxSize {
+		return nil, nil
+	}
+
+	var recs []records.Record
+	for _, id := range ids {
+		recs = append(recs, tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: id}))
+	}
+	for _, id := range ids {
+		recs = append(recs, tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: id}))
+	}
+	recs = append(recs, tombstone(records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: g.id}))
+	for _, id := range ids {
+		recs = append(recs, tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: id}))
+	}
+	recs = append(recs,
+		tombstone(records.ConsumerGroupPartitionMetadataKey{GroupID: g.id}),
+		tombstone(records.ConsumerGroupMetadataKey{GroupID: g.id}),
+	)
+
+	snap := ClassicGroupSnapshot{GroupID: g.id, ProtocolType: ConsumerProtocolType, Generation: g.epoch}
+	for _, mb := range remaining {
+		cm := ClassicMemberSnapshot{
+			ID: mb.id, InstanceID: mb.instanceID, ClientID: mb.clientID, ClientHost: mb.clientHost,
+			SessionTimeoutMs: mb.classic.SessionTimeoutMs, RebalanceTimeoutMs: mb.rebalanceTimeoutMs,
+		}
+		for _, p := range mb.classic.SupportedProtocols {
+			cm.Protocols = append(cm.Protocols, records.ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+		}
+		// toConsumerProtocolAssignment: topics the cluster no longer has
+		// are left out.
+		for _, tp := range m.javaOrder(g.target[mb.id]) {
+			if name, _, ok := m.lastTopics.TopicByID(tp.Topic); ok {
+				cm.Target = append(cm.Target, NamedPartitions{Topic: name, Partitions: slices.Clone(tp.Partitions)})
+			}
+		}
+		snap.Members = append(snap.Members, cm)
+	}
+	groupID := g.id
+	return recs, func() []records.Record {
+		for k := range m.timers {
+			if k.group == groupID {
+				delete(m.timers, k)
+			}
+		}
+		delete(m.refreshed, groupID)
+		return d.DowngradeToClassic(snap, true)
+	}
+}

@@ -47,6 +47,9 @@ type RequestContext struct {
 func (m *Manager) Heartbeat(now time.Time, rc RequestContext, req *kmsg.ConsumerGroupHeartbeatRequest, topics TopicMetadata) (*kmsg.ConsumerGroupHeartbeatResponse, []records.Record) {
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
+	if rc.Classic != nil {
+		m.classic = rc.Classic
+	}
 	hb := &heartbeat{m: m, now: now, rc: rc, req: req, topics: orEmpty(topics), resp: resp}
 	if err := hb.run(); err != nil {
 		var e *Error
@@ -74,6 +77,9 @@ type heartbeat struct {
 	recs   []records.Record
 	// after runs once the records are replayed (timers).
 	after []func()
+	// downgrade, when set, turns the group into a classic group once the
+	// records are applied (GMM.convertToClassicGroup).
+	downgrade func() []records.Record
 	// convert says whether the group id is a classic group to convert
 	// (Empty) or upgrade (with members) once the request succeeds.
 	convert gate
@@ -119,6 +125,9 @@ func (hb *heartbeat) run() error {
 	}
 	for _, f := range hb.after {
 		f()
+	}
+	if hb.downgrade != nil {
+		hb.recs = append(hb.recs, hb.downgrade()...)
 	}
 	return nil
 }
@@ -216,14 +225,16 @@ func (hb *heartbeat) leave() error {
 			return nil
 		}
 	}
-	hb.recs = append(hb.recs, hb.m.fenceMember(g, mb)...)
+	recs, downgrade := hb.m.fenceMember(g, mb)
+	hb.recs = append(hb.recs, recs...)
+	hb.downgrade = downgrade
 	groupID, memberID := g.id, mb.id
 	hb.after = append(hb.after, func() { hb.m.cancelTimers(groupID, memberID) })
 	return nil
 }
 
 // fenceMember is GMM.consumerGroupFenceMembers for one member.
-func (m *Manager) fenceMember(g *group, mb *member) []records.Record {
+func (m *Manager) fenceMember(g *group, mb *member) ([]records.Record, func() []records.Record) {
 	return m.fenceMembers(g, []*member{mb})
 }
 
@@ -231,8 +242,17 @@ func (m *Manager) fenceMember(g *group, mb *member) []records.Record {
 // tombstones (current assignment, target, metadata, in the order replay
 // requires), then one group epoch bump with the metadata recomputed without
 // them. No target is computed: the next heartbeat of anyone does that.
-func (m *Manager) fenceMembers(g *group, mbs []*member) []records.Record {
-	var recs []records.Record
+//
+// When only classic members would be left and the policy and group.max.size
+// allow it (GMM.validateOnlineDowngradeWithFencedMembers), the group is
+// downgraded instead (GMM.convertToClassicGroup): the records are the
+// consumer group's tombstones, and downgrade, which the caller runs once
+// they are applied, has the shell create the classic group and returns its
+// records. downgrade is nil otherwise.
+func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, downgrade func() []records.Record) {
+	if recs, downgrade := m.maybeDowngrade(g, mbs); downgrade != nil {
+		return recs, downgrade
+	}
 	gone := map[string]bool{}
 	for _, mb := range mbs {
 		if gone[mb.id] {
@@ -264,7 +284,7 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) []records.Record {
 	} else {
 		hash = metadataHash(m.lastTopics, names)
 	}
-	return append(recs, m.epochRecord(g.id, g.epoch+1, hash))
+	return append(recs, m.epochRecord(g.id, g.epoch+1, hash)), nil
 }
 
 // heartbeat is GMM.consumerGroupHeartbeat for epochs ≥ 0.

@@ -38,6 +38,9 @@ type Manager struct {
 	// group's metadata hash from the coordinator's current image as Kafka's
 	// does.
 	lastTopics TopicMetadata
+	// classic is the shell's classic groups (SetClassicGroups), for
+	// downgrades that timers and LeaveGroup trigger.
+	classic ClassicGroups
 }
 
 // SetTopics tells the Manager the cluster's current topics, for the

@@ -38,9 +38,27 @@ type ClassicUpgrader interface {
 	ConvertClassic(groupID string) []records.Record
 }
 
+// ClassicDowngrader is an optional extension of ClassicGroups: a shell that
+// takes a consumer group back as a classic group when its last
+// consumer-protocol member goes (GMM.convertToClassicGroup). Without it the
+// group stays a consumer group of classic members, as if the policy
+// forbade downgrades.
+type ClassicDowngrader interface {
+	// DowngradeToClassic creates the classic group of snap
+	// (ClassicGroup.fromConsumerGroup: Stable, the group epoch as
+	// generation, protocol type "consumer", the protocol its members vote
+	// for, each member's target assignment as its assignment, encoded with
+	// the version of its metadata for that protocol), writes its
+	// GroupMetadata record, arms its members' heartbeats and, when
+	// rebalance is set, prepares a rebalance. It returns the records
+	// written, already applied. The consumer group is gone by then.
+	DowngradeToClassic(snap ClassicGroupSnapshot, rebalance bool) []records.Record
+}
+
 // ClassicGroupSnapshot is a classic group as GMM.convertToConsumerGroup
-// reads it.
+// reads it, or as GMM.convertToClassicGroup builds it.
 type ClassicGroupSnapshot struct {
+	GroupID string
 	// ProtocolType is "" for a group without one.
 	ProtocolType string
 	// Protocol is the selected protocol name ("" for none).
@@ -55,8 +73,18 @@ type ClassicMemberSnapshot struct {
 	SessionTimeoutMs, RebalanceTimeoutMs int32
 	// Protocols are the member's supported protocols, in its order.
 	Protocols []records.ClassicProtocol
-	// Assignment is the member's last assignment (empty if never synced).
+	// Assignment is the member's last assignment (empty if never synced);
+	// for an upgrade.
 	Assignment []byte
+	// Target is the member's target assignment by topic name, in the order
+	// Kafka iterates it; for a downgrade.
+	Target []NamedPartitions
+}
+
+// NamedPartitions is a topic's partitions by name.
+type NamedPartitions struct {
+	Topic      string
+	Partitions []int32
 }
 
 // gate is what classicGate decides for a group id the Manager does not hold.

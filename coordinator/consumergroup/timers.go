@@ -135,11 +135,14 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 		g, ok := m.rp.groups[d.k.group]
 		if ok {
 			if mb, ok := g.members[d.k.member]; ok && (d.k.kind != rebalanceTimer || mb.epoch == d.t.epoch) {
-				recs := m.fenceMembers(g, []*member{mb})
+				recs, downgrade := m.fenceMembers(g, []*member{mb})
 				if err := m.applyAll(g.id, recs); err != nil {
 					panic("consumergroup: replaying our own fence records failed: " + err.Error())
 				}
 				m.cancelTimers(g.id, mb.id)
+				if downgrade != nil {
+					recs = append(recs, downgrade()...)
+				}
 				out = append(out, recs...)
 				e.Fenced = true
 			}
