@@ -42,12 +42,24 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 	var ids []string
 	targets := map[string]map[TopicID][]int32{}
 	for _, cm := range cg.Members {
+		// ClassicGroupMember.metadata(protocolName().get()): a group
+		// without a selected protocol, or a member that joined a rebalance
+		// in flight without supporting the last one, throws an exception
+		// fromClassicGroup does not catch, which the service answers
+		// UNKNOWN_SERVER_ERROR.
+		if cg.Protocol == "" {
+			return nil, errorf(kerr.UnknownServerError, "No value present")
+		}
 		var meta []byte
+		found := false
 		for _, p := range cm.Protocols {
 			if p.Name == cg.Protocol {
-				meta = p.Metadata
+				meta, found = p.Metadata, true
 				break
 			}
+		}
+		if !found {
+			return nil, errorf(kerr.UnknownServerError, "Member does not support protocol %s", cg.Protocol)
 		}
 		var sub kmsg.ConsumerMemberMetadata
 		if err := sub.ReadFrom(meta); err != nil {

@@ -68,14 +68,20 @@ func TestBrokerFaults(t *testing.T) {
 
 // TestEmbedded runs both scenarios against the embedded cluster (the
 // reference coordinator served in this process) with groupquake's members
-// and kgo's, one protocol per group: the coordinator model must hold up
+// and kgo's, one protocol per group and both protocols in one group (the
+// online migration path: classic members inside a consumer group, the
+// upgrade and downgrade of the group): the coordinator model must hold up
 // under the same faults as a broker.
 func TestEmbedded(t *testing.T) {
-	for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}} {
+	for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}, {"mixed", "consumer", "classic", "kgo-classic"}} {
 		for _, scenario := range []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults} {
 			for _, seed := range seeds(t) {
 				t.Run(fmt.Sprintf("%s/%s/seed-%d", kinds[0], scenario, seed), func(t *testing.T) {
-					campaign.Run(t, seed, run.Options{Scenario: scenario, Embedded: true, Kinds: kinds, Members: 3, Duration: 20 * time.Second}, 5*time.Minute)
+					ks := kinds
+					if ks[0] == "mixed" {
+						ks = ks[1:]
+					}
+					campaign.Run(t, seed, run.Options{Scenario: scenario, Embedded: true, Kinds: ks, Members: 3, Duration: 20 * time.Second}, 5*time.Minute)
 				})
 			}
 		}
