@@ -284,7 +284,13 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, 
 	} else {
 		hash = metadataHash(m.lastTopics, names)
 	}
-	return append(recs, m.epochRecord(g.id, g.epoch+1, hash)), nil
+	recs = append(recs, m.epochRecord(g.id, g.epoch+1, hash))
+	if m.profile.LastLeaveResetsAssignmentEpoch && len(gone) >= len(g.members) {
+		// KAFKA-20442: an emptied group's assignment epoch follows its
+		// group epoch, with timestamp 0 as for a new group.
+		recs = append(recs, m.targetMetadataRecord(g.id, g.epoch+1, 0))
+	}
+	return recs, nil
 }
 
 // heartbeat is GMM.consumerGroupHeartbeat for epochs ≥ 0.

@@ -145,6 +145,12 @@ type Profile struct {
 	// (GMM.throwIfClassicMemberCannotJoinConsumerGroup). Before, the classic
 	// member joined whatever the policy.
 	ClassicJoinRefusedWhenMigrationDisabled bool
+	// LastLeaveResetsAssignmentEpoch (KAFKA-20442, in the 4.4.0 jar, not on
+	// the 4.0–4.3 branches): when the last members of a consumer group are
+	// fenced, a ConsumerGroupTargetAssignmentMetadata record with the new
+	// group epoch and timestamp 0 follows the epoch bump, so the empty group
+	// is not left Assigning (GMM.consumerGroupFenceMembers).
+	LastLeaveResetsAssignmentEpoch bool
 	// StreamsInDefaultProtocols: group.coordinator.rebalance.protocols
 	// defaults to classic,consumer,streams (4.1+) instead of classic,consumer.
 	StreamsInDefaultProtocols bool
@@ -200,6 +206,7 @@ func (v Version) Profile() Profile {
 		p.AssignorChangeRecomputes = true
 		p.StaticRejoinFullGroup = true
 		p.ClassicJoinRefusedWhenMigrationDisabled = true
+		p.LastLeaveResetsAssignmentEpoch = true
 	}
 	return p
 }

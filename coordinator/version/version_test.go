@@ -150,6 +150,9 @@ func TestMixedGroupFlags(t *testing.T) {
 		if want := v >= V4_3_0; p.ClassicRejoinOnNewAssignment != want {
 			t.Errorf("%v: ClassicRejoinOnNewAssignment %v, want %v", v, p.ClassicRejoinOnNewAssignment, want)
 		}
+		if want := v >= V4_4_0; p.LastLeaveResetsAssignmentEpoch != want {
+			t.Errorf("%v: LastLeaveResetsAssignmentEpoch %v, want %v", v, p.LastLeaveResetsAssignmentEpoch, want)
+		}
 		if want := v >= V4_4_0; p.ClassicJoinRefusedWhenMigrationDisabled != want {
 			t.Errorf("%v: ClassicJoinRefusedWhenMigrationDisabled %v, want %v", v, p.ClassicJoinRefusedWhenMigrationDisabled, want)
 		}
