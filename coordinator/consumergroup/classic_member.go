@@ -78,6 +78,9 @@ func (hb *heartbeat) apply(groupID string) error {
 	for _, f := range hb.after {
 		f()
 	}
+	if hb.downgrade != nil {
+		hb.recs = append(hb.recs, hb.downgrade()...)
+	}
 	return nil
 }
 
@@ -158,6 +161,18 @@ func (hb *heartbeat) classicJoin(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGrou
 		ot.TopicID, ot.Partitions = id, slices.Clone(t.Partitions)
 		owned = append(owned, ot)
 	}
+	// A classic static member replacing the last consumer-protocol member
+	// downgrades the group (validateOnlineDowngradeWithReplacedMember).
+	if replaced := g.staticMember(instanceID); replaced != nil {
+		reconciled, down, err := hb.downgradeWithReplacedMember(g, replaced, mb, updated, owned)
+		if err != nil {
+			return err
+		}
+		if down {
+			hb.classicJoinResponse(resp, reconciled)
+			return nil
+		}
+	}
 	reconciled, err := hb.update(g, mb, updated, owned)
 	if err != nil {
 		return err
@@ -170,6 +185,14 @@ func (hb *heartbeat) classicJoin(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGrou
 		m.scheduleClassic(hb.now, groupID, reconciled.id, syncTimer, rebalanceMs, false)
 		m.refreshed[groupID] = true
 	})
+	hb.classicJoinResponse(resp, reconciled)
+	return nil
+}
+
+// classicJoinResponse fills the JoinGroup response of a classic member of a
+// consumer group: its id, its member epoch as generation, protocol type
+// "consumer" and its first protocol; no leader, no member list.
+func (hb *heartbeat) classicJoinResponse(resp *kmsg.JoinGroupResponse, reconciled *member) {
 	resp.MemberID = reconciled.id
 	resp.Generation = reconciled.epoch
 	pt := ConsumerProtocolType
@@ -177,7 +200,6 @@ func (hb *heartbeat) classicJoin(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGrou
 	name := reconciled.classic.SupportedProtocols[0].Name
 	resp.Protocol = &name
 	resp.Members = []kmsg.JoinGroupResponseMember{}
-	return nil
 }
 
 // classicStaticMember is GMM.getOrMaybeSubscribeStaticConsumerGroupMember

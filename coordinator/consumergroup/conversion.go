@@ -205,8 +205,21 @@ func (m *Manager) maybeDowngrade(g *group, mbs []*member) ([]records.Record, fun
 		tombstone(records.ConsumerGroupMetadataKey{GroupID: g.id}),
 	)
 
+	snap := m.classicSnapshot(g, remaining, func(id string) map[TopicID][]int32 { return g.target[id] })
+	groupID := g.id
+	return recs, func() []records.Record {
+		m.dropGroupTimers(groupID)
+		return d.DowngradeToClassic(snap, true)
+	}
+}
+
+// classicSnapshot is the classic group ClassicGroup.fromConsumerGroup
+// builds from g's members ms (in that order): Stable at the group epoch,
+// protocol type "consumer", each member's classic protocols and session
+// timeout, and its target assignment (targetOf) by topic name.
+func (m *Manager) classicSnapshot(g *group, ms []*member, targetOf func(id string) map[TopicID][]int32) ClassicGroupSnapshot {
 	snap := ClassicGroupSnapshot{GroupID: g.id, ProtocolType: ConsumerProtocolType, Generation: g.epoch}
-	for _, mb := range remaining {
+	for _, mb := range ms {
 		cm := ClassicMemberSnapshot{
 			ID: mb.id, InstanceID: mb.instanceID, ClientID: mb.clientID, ClientHost: mb.clientHost,
 			SessionTimeoutMs: mb.classic.SessionTimeoutMs, RebalanceTimeoutMs: mb.rebalanceTimeoutMs,
@@ -216,21 +229,99 @@ func (m *Manager) maybeDowngrade(g *group, mbs []*member) ([]records.Record, fun
 		}
 		// toConsumerProtocolAssignment: topics the cluster no longer has
 		// are left out.
-		for _, tp := range m.javaOrder(g.target[mb.id]) {
+		for _, tp := range m.javaOrder(targetOf(mb.id)) {
 			if name, _, ok := m.lastTopics.TopicByID(tp.Topic); ok {
 				cm.Target = append(cm.Target, NamedPartitions{Topic: name, Partitions: slices.Clone(tp.Partitions)})
 			}
 		}
 		snap.Members = append(snap.Members, cm)
 	}
-	groupID := g.id
-	return recs, func() []records.Record {
-		for k := range m.timers {
-			if k.group == groupID {
-				delete(m.timers, k)
-			}
+	return snap
+}
+
+// dropGroupTimers forgets a group's timers once it is no longer a consumer
+// group here.
+func (m *Manager) dropGroupTimers(groupID string) {
+	for k := range m.timers {
+		if k.group == groupID {
+			delete(m.timers, k)
 		}
-		delete(m.refreshed, groupID)
-		return d.DowngradeToClassic(snap, true)
 	}
+	delete(m.refreshed, groupID)
+}
+
+// downgradeWithReplacedMember is GMM.validateOnlineDowngradeWithReplacedMember
+// and the downgrade branch of classicGroupJoinToConsumerGroup: a classic
+// static member (updated, built from mb) takes the instance id of replaced,
+// the last consumer-protocol member. It appends the records (the member's
+// metadata and epoch bump, its reconciliation when the classic group will
+// not rebalance, then the consumer group's tombstones with the joining id in
+// place of the replaced one, createGroupTombstoneRecordsWithReplacedMember)
+// and sets hb.downgrade. ok is false when no downgrade happens.
+func (hb *heartbeat) downgradeWithReplacedMember(g *group, replaced, mb, updated *member, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*member, bool, error) {
+	m := hb.m
+	d, ok := m.classic.(ClassicDowngrader)
+	if !ok || !m.cfg.downgradeEnabled() || len(g.members) > m.cfg.ClassicMaxSize {
+		return nil, false, nil
+	}
+	for _, o := range g.members {
+		if o.id != replaced.id && !o.useClassicProtocol() {
+			return nil, false, nil
+		}
+	}
+	groupEpoch, _, changed := hb.updateMetadata(g, mb, updated)
+	rebalance := changed
+	if m.profile.DowngradeRebalancesOnStaleAssignment {
+		rebalance = g.assignmentEpoch < groupEpoch // KAFKA-20273
+	}
+	reconciled := updated
+	if !rebalance {
+		var err error
+		if reconciled, err = hb.reconcile(g, updated, g.assignmentEpoch, g.targetOf(updated.id, updated.instanceID), changed, owned); err != nil {
+			return nil, false, err
+		}
+	}
+	ids := assignor.JavaHashMapOrder(g.memberIDs())
+	sub := func(id string) string {
+		if id == replaced.id {
+			return reconciled.id
+		}
+		return id
+	}
+	for _, id := range ids {
+		hb.recs = append(hb.recs, tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: sub(id)}))
+	}
+	for _, id := range ids {
+		hb.recs = append(hb.recs, tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: sub(id)}))
+	}
+	hb.recs = append(hb.recs, tombstone(records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: g.id}))
+	for _, id := range ids {
+		hb.recs = append(hb.recs, tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: sub(id)}))
+	}
+	hb.recs = append(hb.recs,
+		tombstone(records.ConsumerGroupPartitionMetadataKey{GroupID: g.id}),
+		tombstone(records.ConsumerGroupMetadataKey{GroupID: g.id}),
+	)
+
+	// ClassicGroup.fromConsumerGroup: the other members, then the joining
+	// one with the replaced member's target.
+	var ms []*member
+	for _, id := range ids {
+		if o := g.members[id]; o.instanceID != reconciled.instanceID {
+			ms = append(ms, o)
+		}
+	}
+	ms = append(ms, reconciled)
+	snap := m.classicSnapshot(g, ms, func(id string) map[TopicID][]int32 {
+		if id == reconciled.id {
+			return g.target[replaced.id]
+		}
+		return g.target[id]
+	})
+	groupID := g.id
+	hb.downgrade = func() []records.Record {
+		m.dropGroupTimers(groupID)
+		return d.DowngradeToClassic(snap, rebalance)
+	}
+	return reconciled, true, nil
 }

@@ -390,14 +390,31 @@ func (hb *heartbeat) heartbeat() error {
 // group epoch moved past it, and reconcile the member toward its target
 // with the partitions it says it owns. It returns the reconciled member.
 func (hb *heartbeat) update(g *group, mb, updated *member, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*member, error) {
+	groupEpoch, subType, hasSubscriptionChanged := hb.updateMetadata(g, mb, updated)
+
+	// 2. Update the target assignment if the group epoch moved past it.
+	targetEpoch, target, err := hb.maybeUpdateTarget(g, groupEpoch, mb, updated, subType, hb.now.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+
+	// 3. Reconcile the member toward the target.
+	return hb.reconcile(g, updated, targetEpoch, target, hasSubscriptionChanged, owned)
+}
+
+// updateMetadata is step 1 of update: the member's metadata record if it
+// changed, and the group epoch bump (with the subscription metadata) when
+// its subscribed topic names changed, the group is new (before 4.3), the
+// preferred assignor changed (4.4) or the topics changed. It returns the
+// group epoch, the subscription type and whether the names changed
+// (GMM's bumpGroupEpoch).
+func (hb *heartbeat) updateMetadata(g *group, mb, updated *member) (int32, assignor.SubscriptionType, bool) {
 	m := hb.m
-	nowMs := hb.now.UnixMilli()
 	namesChanged := false
 	if !updated.equal(mb) {
 		hb.recs = append(hb.recs, m.memberMetadataRecord(g.id, updated))
 		namesChanged = !slices.Equal(updated.subscribed, mb.subscribed)
 	}
-	hasSubscriptionChanged := namesChanged
 
 	groupEpoch := g.epoch
 	numMembers := len(g.members)
@@ -418,15 +435,15 @@ func (hb *heartbeat) update(g *group, mb, updated *member, owned []kmsg.Consumer
 	if bump || m.hasMetadataExpired(g, hb.topics) {
 		groupEpoch, subType = hb.updateSubscriptionMetadata(g, bump, mb, updated, numMembers)
 	}
+	return groupEpoch, subType, namesChanged
+}
 
-	// 2. Update the target assignment if the group epoch moved past it.
-	targetEpoch, target, err := hb.maybeUpdateTarget(g, groupEpoch, mb, updated, subType, nowMs)
-	if err != nil {
-		return nil, err
-	}
-
-	// 3. Reconcile the member toward the target.
+// reconcile is step 3 of update (GMM.maybeReconcile): the member moves
+// toward its target, and its current assignment is written if it changed.
+func (hb *heartbeat) reconcile(g *group, updated *member, targetEpoch int32, target map[TopicID][]int32, hasSubscriptionChanged bool, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*member, error) {
+	m := hb.m
 	reconciled := updated
+	var err error
 	if (m.profile.SubscriptionBoundsAssignment && hasSubscriptionChanged) || !updated.isReconciledTo(targetEpoch) {
 		rc := &reconciler{
 			profile:                m.profile,

@@ -145,6 +145,13 @@ type Profile struct {
 	// (GMM.throwIfClassicMemberCannotJoinConsumerGroup). Before, the classic
 	// member joined whatever the policy.
 	ClassicJoinRefusedWhenMigrationDisabled bool
+	// DowngradeRebalancesOnStaleAssignment (KAFKA-20273, 4.3.0+; 4.3 and
+	// 4.4 branch sources): when a classic static member replacing the last
+	// consumer-protocol member downgrades the group, the classic group
+	// rebalances if the group epoch is ahead of the assignment epoch (the
+	// member's assignment is stale). Before, it rebalanced only if the
+	// member's subscribed topics changed (GMM.classicGroupJoinToConsumerGroup).
+	DowngradeRebalancesOnStaleAssignment bool
 	// LastLeaveResetsAssignmentEpoch (KAFKA-20442, in the 4.4.0 jar, not on
 	// the 4.0–4.3 branches): when the last members of a consumer group are
 	// fenced, a ConsumerGroupTargetAssignmentMetadata record with the new
@@ -201,6 +208,7 @@ func (v Version) Profile() Profile {
 		p.DescribeShowsPendingRevocation = true
 		p.UnsubscribeUpdatesPreviousEpoch = true
 		p.ClassicRejoinOnNewAssignment = true
+		p.DowngradeRebalancesOnStaleAssignment = true
 	}
 	if v >= V4_4_0 {
 		p.AssignorChangeRecomputes = true

@@ -147,6 +147,9 @@ func TestReconcileEpochFlags(t *testing.T) {
 func TestMixedGroupFlags(t *testing.T) {
 	for _, v := range Served() {
 		p := v.Profile()
+		if want := v >= V4_3_0; p.DowngradeRebalancesOnStaleAssignment != want {
+			t.Errorf("%v: DowngradeRebalancesOnStaleAssignment %v, want %v", v, p.DowngradeRebalancesOnStaleAssignment, want)
+		}
 		if want := v >= V4_3_0; p.ClassicRejoinOnNewAssignment != want {
 			t.Errorf("%v: ClassicRejoinOnNewAssignment %v, want %v", v, p.ClassicRejoinOnNewAssignment, want)
 		}
