@@ -60,7 +60,8 @@ func Func(kafkaVersion, group string, topicNames map[[16]byte]string) (check.Rep
 //     (ConsumerProtocolAssignment, as DescribeGroups clients decode it; a
 //     group of another protocol type has none to decode);
 //   - a consumer group: protocol "consumer", the group and assignment
-//     epochs, each member's epoch and assignment, with the partitions it
+//     epochs, each member's epoch and assignment (classic-protocol members
+//     of the group included, as ConsumerGroupDescribe lists them), with the partitions it
 //     still has to revoke exactly when p.DescribeShowsPendingRevocation
 //     (KAFKA-20431, 4.3+);
 //   - the committed offsets either way.
