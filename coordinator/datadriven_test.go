@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -206,6 +207,12 @@ func (e *env) append(b *strings.Builder, recs []records.Record) {
 		back, err := records.DecodeRecord(k, v)
 		if err != nil {
 			e.t.Fatalf("decode %s: %v", fmtRecord(r), err)
+		}
+		// What a coordinator loads from the log must write the same bytes
+		// again (a decoded record re-encodes byte for byte).
+		k2, v2, err := records.EncodeRecord(back)
+		if err != nil || !bytes.Equal(k, k2) || !bytes.Equal(v, v2) {
+			e.t.Fatalf("%s re-encodes as %x/%x (%v), written %x/%x", fmtRecord(r), k2, v2, err, k, v)
 		}
 		e.log = append(e.log, back)
 		fmt.Fprintf(b, "write %s\n", fmtRecord(back))
