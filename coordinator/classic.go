@@ -73,6 +73,30 @@ func (c *Coordinator) ClassicForUpgrade(groupID string) (consumergroup.ClassicGr
 	return out, true
 }
 
+// CompleteClassicFutures implements consumergroup.ClassicUpgrader
+// (ClassicGroup.completeAllJoinFutures and completeAllSyncFutures): every
+// parked JoinGroup and SyncGroup of the group is answered
+// REBALANCE_IN_PROGRESS; the group itself does not change state.
+func (c *Coordinator) CompleteClassicFutures(groupID string) {
+	g := c.classic[groupID]
+	if g == nil {
+		return
+	}
+	for _, m := range g.allMembers() {
+		if m.awaitingJoin.waiting() {
+			c.complete(m.awaitingJoin, joinError(m.id, kerr.RebalanceInProgress))
+			m.awaitingJoin = parked{}
+			g.numAwaitingJoin--
+		}
+		if m.awaitingSync.waiting() {
+			resp := kmsg.NewPtrSyncGroupResponse()
+			resp.ErrorCode = kerr.RebalanceInProgress.Code
+			c.complete(m.awaitingSync, resp)
+			m.awaitingSync = parked{}
+		}
+	}
+}
+
 // ConvertClassic implements consumergroup.ClassicUpgrader
 // (GMM.convertToConsumerGroup): the parked JoinGroup and SyncGroup
 // requests of the group are answered REBALANCE_IN_PROGRESS, so that the
@@ -83,13 +107,7 @@ func (c *Coordinator) ConvertClassic(groupID string) []records.Record {
 	if g == nil {
 		return nil
 	}
-	for _, m := range g.allMembers() {
-		if m.awaitingJoin.waiting() {
-			c.complete(m.awaitingJoin, joinError(m.id, kerr.RebalanceInProgress))
-			m.awaitingJoin = parked{}
-		}
-	}
-	c.propagateAssignment(g, kerr.RebalanceInProgress)
+	c.CompleteClassicFutures(groupID)
 	before := len(c.written)
 	c.deleteClassicGroup(g)
 	out := append([]records.Record(nil), c.written[before:]...)

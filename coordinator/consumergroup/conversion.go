@@ -35,6 +35,9 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 	case len(cg.Members) > m.cfg.MaxSize:
 		return nil, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group size exceeds the consumer group maximum size.", groupID)
 	}
+	// GMM.convertToConsumerGroup answers the rebalance in flight first;
+	// what follows may still fail the request.
+	hb.rc.Classic.(ClassicUpgrader).CompleteClassicFutures(groupID)
 	malformed := errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the embedded consumer protocol is malformed.", groupID)
 
 	gen := cg.Generation
@@ -47,8 +50,9 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 		// in flight without supporting the last one, throws an exception
 		// fromClassicGroup does not catch, which the service answers
 		// UNKNOWN_SERVER_ERROR.
+		// The service answers an unexpected exception without a message.
 		if cg.Protocol == "" {
-			return nil, errorf(kerr.UnknownServerError, "No value present")
+			return nil, errorf(kerr.UnknownServerError, "")
 		}
 		var meta []byte
 		found := false
@@ -59,7 +63,7 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 			}
 		}
 		if !found {
-			return nil, errorf(kerr.UnknownServerError, "Member does not support protocol %s", cg.Protocol)
+			return nil, errorf(kerr.UnknownServerError, "")
 		}
 		var sub kmsg.ConsumerMemberMetadata
 		if err := sub.ReadFrom(meta); err != nil {

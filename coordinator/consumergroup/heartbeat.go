@@ -59,8 +59,9 @@ func (m *Manager) Heartbeat(now time.Time, rc RequestContext, req *kmsg.Consumer
 		out := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 		out.Version = req.Version
 		out.ErrorCode = e.Code.Code
-		msg := e.Message
-		out.ErrorMessage = &msg
+		if msg := e.Message; msg != "" {
+			out.ErrorMessage = &msg
+		}
 		return out, nil
 	}
 	return resp, hb.recs

@@ -30,11 +30,15 @@ type ClassicUpgrader interface {
 	// ClassicForUpgrade returns the classic group as the conversion reads
 	// it, ok=false if there is none.
 	ClassicForUpgrade(groupID string) (ClassicGroupSnapshot, bool)
-	// ConvertClassic deletes the classic group, answers its parked JoinGroup
-	// and SyncGroup requests REBALANCE_IN_PROGRESS
-	// (ClassicGroup.completeAllJoinFutures, completeAllSyncFutures) and
-	// returns its GroupMetadata tombstone, which Kafka writes first. It is
-	// asked only once the request is known to succeed.
+	// CompleteClassicFutures answers the group's parked JoinGroup and
+	// SyncGroup requests REBALANCE_IN_PROGRESS
+	// (ClassicGroup.completeAllJoinFutures, completeAllSyncFutures). Kafka
+	// does it as soon as the upgrade is validated, before the group's
+	// members are parsed, so also when the upgrade then fails.
+	CompleteClassicFutures(groupID string)
+	// ConvertClassic deletes the classic group and returns its
+	// GroupMetadata tombstone, which Kafka writes first. It is asked only
+	// once the request is known to succeed.
 	ConvertClassic(groupID string) []records.Record
 }
 
