@@ -84,7 +84,7 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 			var ms []string
 			for _, m := range g.Members {
 				ms = append(ms, fmt.Sprintf("\n    %s instance=%s client=%s host=%s metadata=%s assignment=%s",
-					n.Member(m.MemberID), ps(m.InstanceID), m.ClientID, n.Host(m.ClientHost), meta(m.ProtocolMetadata, n), Bytes(m.MemberAssignment)))
+					n.Member(m.MemberID), ps(m.InstanceID), m.ClientID, n.Host(m.ClientHost), meta(m.ProtocolMetadata, n), assignment(m.MemberAssignment, n)))
 			}
 			sortIf(ms)
 			gs = append(gs, x+strings.Join(ms, ""))

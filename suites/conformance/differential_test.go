@@ -51,26 +51,13 @@ type explanation struct {
 	reason   string
 }
 
-// conversionUnmodelled is why consumer/conversion.txt differs: the vector
-// says so itself (its comments at lines 10-12 and 71-73).
-const conversionUnmodelled = "KIP-848 online migration is not modelled by the reference (consumer/conversion.txt says so): "
-
 // explained lists every difference against Kafka that is understood and is
 // not a bug of the reference. A version difference belongs in
 // coordinator/version (the reference runs with the target's profile), not
-// here.
-var explained = []explanation{
-	{target: "kafka", pos: "consumer/conversion.txt:24", reason: conversionUnmodelled +
-		"same error code; the reference's message says it does not model the upgrade, Kafka's names why its upgrade failed (the vector's subscription bytes are not a full ConsumerProtocolSubscription)"},
-	{target: "kafka", pos: "consumer/conversion.txt:76", reason: conversionUnmodelled +
-		"Kafka lets a classic member join a consumer group that has members (GMM.classicGroupJoinToConsumerGroup); the reference answers INCONSISTENT_GROUP_PROTOCOL"},
-	{target: "kafka", pos: "consumer/conversion.txt:90", reason: conversionUnmodelled +
-		"follows from conversion.txt:76: Kafka's group went through the mixed consumer group, so the classic group it converts back to starts at another generation"},
-	{target: "kafka", pos: "consumer/conversion.txt:99", reason: conversionUnmodelled +
-		"follows from conversion.txt:90 (the generation differs)"},
-	{target: "kafka", pos: "consumer/conversion.txt:110", reason: conversionUnmodelled +
-		"follows from conversion.txt:99 (Kafka's sync failed, so the group is still CompletingRebalance)"},
-}
+// here. (Empty since the reference models KIP-848's online migration:
+// consumer/conversion.txt and the consumer/mixed_*.txt vectors agree with
+// Kafka 4.1.2 and 4.4.0.)
+var explained = []explanation{}
 
 // kfakeHost is why every describe differs on kfake.
 const kfakeHost = "kfake reports ClientHost as ip:port (client_conn remote address); Kafka reports \"/ip\""
