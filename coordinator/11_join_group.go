@@ -7,9 +7,10 @@ import (
 
 // handleJoinGroup serves JoinGroup (key 11): GroupCoordinatorService.joinGroup
 // then GroupMetadataManager.classicGroupJoin → classicGroupJoinToClassicGroup
-// (4.4). A join to a non-empty consumer group would be the mixed path
-// (classicGroupJoinToConsumerGroup), which belongs to the consumer-group
-// engine and is not served here: it gets INCONSISTENT_GROUP_PROTOCOL.
+// (4.4). A join to a non-empty consumer group is the mixed path
+// (classicGroupJoinToConsumerGroup), which the consumer-group engine serves
+// when it implements ClassicMembers; an engine that does not answers
+// INCONSISTENT_GROUP_PROTOCOL.
 func (c *Coordinator) handleJoinGroup(client Client, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	fail := func(memberID string, err *kerr.Error) (kmsg.Response, error) {
 		resp := kmsg.NewPtrJoinGroupResponse()
@@ -32,7 +33,15 @@ func (c *Coordinator) handleJoinGroup(client Client, req *kmsg.JoinGroupRequest)
 	}
 	if info, ok := c.consumer.Lookup(req.Group); ok {
 		if !info.Empty {
-			return fail("", kerr.InconsistentGroupProtocol)
+			cm, ok := c.consumer.(ClassicMembers)
+			if !ok {
+				return fail("", kerr.InconsistentGroupProtocol)
+			}
+			r := *req
+			r.RebalanceTimeoutMillis = rebalanceTimeout
+			resp, recs := cm.ClassicJoin(c.nowTime(), client, c.cfg.Topics, &r)
+			c.written = append(c.written, recs...)
+			return resp, nil
 		}
 		// An empty consumer group becomes a classic group: its tombstones
 		// go first (GMM.maybeDeleteEmptyConsumerGroup).

@@ -9,12 +9,20 @@ import (
 // then GMM.classicGroupHeartbeat → classicGroupHeartbeatToClassicGroup (4.4).
 // A heartbeat keeps the member's session alive in every state but Empty;
 // during PreparingRebalance it also tells the member to rejoin. Heartbeats
-// of classic members of a consumer group belong to the consumer-group engine
-// and get UNKNOWN_MEMBER_ID here.
+// to a consumer group go to the consumer-group engine's ClassicMembers
+// (classicGroupHeartbeatToConsumerGroup); without it they get
+// UNKNOWN_MEMBER_ID.
 func (c *Coordinator) handleHeartbeat(req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrHeartbeatResponse()
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	if _, ok := c.consumer.Lookup(req.Group); ok {
+		if cm, ok := c.consumer.(ClassicMembers); ok {
+			return cm.ClassicHeartbeat(c.nowTime(), req), nil
+		}
+		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp, nil
 	}
 	g := c.classic[req.Group]

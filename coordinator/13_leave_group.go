@@ -11,9 +11,10 @@ import (
 // From v3 a request names several members (KIP-345); a member named by
 // instance id only (member id "") is removed by an administrator. v0–v2
 // name one member at the top level and get its error there
-// (LeaveGroupRequest.members, LeaveGroupResponse for old versions). Members
-// of a consumer group leaving through the classic API are the consumer-group
-// engine's and get UNKNOWN_MEMBER_ID here.
+// (LeaveGroupRequest.members, LeaveGroupResponse for old versions). A
+// LeaveGroup to a consumer group goes to the consumer-group engine's
+// ClassicMembers (classicGroupLeaveToConsumerGroup); without it its members
+// get UNKNOWN_MEMBER_ID.
 func (c *Coordinator) handleLeaveGroup(req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	members := req.Members
@@ -34,6 +35,13 @@ func (c *Coordinator) handleLeaveGroup(req *kmsg.LeaveGroupRequest) (kmsg.Respon
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return finish()
+	}
+	if _, ok := c.consumer.Lookup(req.Group); ok {
+		if cm, ok := c.consumer.(ClassicMembers); ok {
+			out, recs := cm.ClassicLeave(c.nowTime(), req)
+			c.written = append(c.written, recs...)
+			return out, nil
+		}
 	}
 	g := c.classic[req.Group]
 	if g == nil {

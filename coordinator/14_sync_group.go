@@ -18,9 +18,10 @@ import (
 //
 // In CompletingRebalance every SyncGroup is parked; the leader's carries the
 // assignment, which is stored with one GroupMetadata record, and then every
-// parked member gets its part and the group is Stable. A SyncGroup from a
-// classic member of a consumer group (the mixed path) is the consumer-group
-// engine's and is answered UNKNOWN_MEMBER_ID here.
+// parked member gets its part and the group is Stable. A SyncGroup to a
+// consumer group with members (the mixed path) goes to the consumer-group
+// engine's ClassicMembers; without it, or to an empty consumer group, it is
+// answered UNKNOWN_MEMBER_ID.
 func (c *Coordinator) handleSyncGroup(req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
 	fail := func(err *kerr.Error) (kmsg.Response, error) {
 		resp := kmsg.NewPtrSyncGroupResponse()
@@ -32,6 +33,13 @@ func (c *Coordinator) handleSyncGroup(req *kmsg.SyncGroupRequest) (kmsg.Response
 	}
 	if req.Group == "" {
 		return fail(kerr.InvalidGroupID)
+	}
+	if info, ok := c.consumer.Lookup(req.Group); ok {
+		cm, ok := c.consumer.(ClassicMembers)
+		if !ok || info.Empty {
+			return fail(kerr.UnknownMemberID)
+		}
+		return cm.ClassicSync(c.nowTime(), c.cfg.Topics, req), nil
 	}
 	g := c.classic[req.Group]
 	if g == nil || g.in(Empty) {

@@ -1,9 +1,12 @@
 package coordinator
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
 )
 
@@ -35,6 +38,150 @@ func (c *Coordinator) ConvertEmptyClassic(groupID string) []records.Record {
 	out := append([]records.Record(nil), c.written[before:]...)
 	c.written = c.written[:before]
 	c.converted = append(c.converted, out...)
+	return out
+}
+
+// ClassicForUpgrade implements consumergroup.ClassicUpgrader: the live
+// classic group, members in their join order, as
+// GMM.convertToConsumerGroup reads it (ConsumerGroup.fromClassicGroup).
+func (c *Coordinator) ClassicForUpgrade(groupID string) (consumergroup.ClassicGroupSnapshot, bool) {
+	g := c.classic[groupID]
+	if g == nil {
+		return consumergroup.ClassicGroupSnapshot{}, false
+	}
+	out := consumergroup.ClassicGroupSnapshot{GroupID: g.id, Generation: g.generation}
+	if g.protocolType != nil {
+		out.ProtocolType = *g.protocolType
+	}
+	if g.protocolName != nil {
+		out.Protocol = *g.protocolName
+	}
+	for _, m := range g.allMembers() {
+		cm := consumergroup.ClassicMemberSnapshot{
+			ID: m.id, ClientID: m.clientID, ClientHost: m.clientHost,
+			SessionTimeoutMs: m.sessionTimeoutMs, RebalanceTimeoutMs: m.rebalanceTimeoutMs,
+			Assignment: slices.Clone(m.assignment),
+		}
+		if m.instanceID != nil {
+			cm.InstanceID = *m.instanceID
+		}
+		for _, p := range m.protocols {
+			cm.Protocols = append(cm.Protocols, records.ClassicProtocol{Name: p.name, Metadata: slices.Clone(p.metadata)})
+		}
+		out.Members = append(out.Members, cm)
+	}
+	return out, true
+}
+
+// CompleteClassicFutures implements consumergroup.ClassicUpgrader
+// (ClassicGroup.completeAllJoinFutures and completeAllSyncFutures): every
+// parked JoinGroup and SyncGroup of the group is answered
+// REBALANCE_IN_PROGRESS; the group itself does not change state.
+func (c *Coordinator) CompleteClassicFutures(groupID string) {
+	g := c.classic[groupID]
+	if g == nil {
+		return
+	}
+	for _, m := range g.allMembers() {
+		if m.awaitingJoin.waiting() {
+			c.complete(m.awaitingJoin, joinError(m.id, kerr.RebalanceInProgress))
+			m.awaitingJoin = parked{}
+			g.numAwaitingJoin--
+		}
+		if m.awaitingSync.waiting() {
+			resp := kmsg.NewPtrSyncGroupResponse()
+			resp.ErrorCode = kerr.RebalanceInProgress.Code
+			c.complete(m.awaitingSync, resp)
+			m.awaitingSync = parked{}
+		}
+	}
+}
+
+// ConvertClassic implements consumergroup.ClassicUpgrader
+// (GMM.convertToConsumerGroup): the parked JoinGroup and SyncGroup
+// requests of the group are answered REBALANCE_IN_PROGRESS, so that the
+// members rejoin the consumer group, and the group is deleted; its
+// tombstone is returned for the engine to write first.
+func (c *Coordinator) ConvertClassic(groupID string) []records.Record {
+	g := c.classic[groupID]
+	if g == nil {
+		return nil
+	}
+	c.CompleteClassicFutures(groupID)
+	before := len(c.written)
+	c.deleteClassicGroup(g)
+	out := append([]records.Record(nil), c.written[before:]...)
+	c.written = c.written[:before]
+	c.converted = append(c.converted, out...)
+	return out
+}
+
+// DowngradeToClassic implements consumergroup.ClassicDowngrader
+// (GMM.convertToClassicGroup, ClassicGroup.fromConsumerGroup): the group
+// comes back Stable at the consumer group's epoch with the protocol its
+// members vote for, each member's target assignment serialized with the
+// ConsumerProtocol version of its metadata for that protocol; its
+// GroupMetadata record is written, every member's heartbeat armed and, if
+// asked, a rebalance prepared.
+func (c *Coordinator) DowngradeToClassic(snap consumergroup.ClassicGroupSnapshot, rebalance bool) []records.Record {
+	if len(snap.Members) == 0 {
+		return nil
+	}
+	id := snap.GroupID
+	g := newClassicGroup(id, c.now)
+	g.state, g.previousState = Stable, Empty
+	g.generation = snap.Generation
+	for _, sm := range snap.Members {
+		m := &classicMember{
+			id: sm.ID, clientID: sm.ClientID, clientHost: sm.ClientHost,
+			rebalanceTimeoutMs: sm.RebalanceTimeoutMs, sessionTimeoutMs: sm.SessionTimeoutMs,
+			protocolType: snap.ProtocolType,
+		}
+		if sm.InstanceID != "" {
+			inst := sm.InstanceID
+			m.instanceID = &inst
+		}
+		for _, p := range sm.Protocols {
+			m.protocols = append(m.protocols, protocol{name: p.Name, metadata: slices.Clone(p.Metadata)})
+		}
+		g.add(m, parked{})
+	}
+	pt := snap.ProtocolType
+	g.protocolType = &pt
+	name := g.selectProtocol()
+	g.protocolName = &name
+	g.subscribedTopics = g.computeSubscribedTopics()
+	for _, m := range g.allMembers() {
+		var version int16
+		if meta := m.metadata(name); len(meta) >= 2 {
+			version = int16(meta[0])<<8 | int16(meta[1])
+		}
+		a := kmsg.NewConsumerMemberAssignment()
+		a.Version = min(max(version, 0), 3)
+		for _, sm := range snap.Members {
+			if sm.ID != m.id {
+				continue
+			}
+			for _, t := range sm.Target {
+				at := kmsg.NewConsumerMemberAssignmentTopic()
+				at.Topic, at.Partitions = t.Topic, slices.Clone(t.Partitions)
+				a.Topics = append(a.Topics, at)
+			}
+		}
+		m.assignment = a.AppendTo(nil)
+	}
+	c.classic[id] = g
+
+	before := len(c.written)
+	c.write(c.groupMetadataRecord(g, g.groupAssignment()), false)
+	for _, m := range g.allMembers() {
+		c.rescheduleHeartbeat(g, m, int64(m.sessionTimeoutMs))
+	}
+	if rebalance {
+		c.prepareRebalance(g)
+	}
+	out := append([]records.Record(nil), c.written[before:]...)
+	c.written = c.written[:before]
 	return out
 }
 

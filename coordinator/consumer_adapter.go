@@ -53,6 +53,30 @@ func (a managerGroups) Heartbeat(now time.Time, client Client, classic ClassicGr
 	return a.m.Heartbeat(now, rc, req, cgTopics(topics))
 }
 
+// setShell gives the Manager the shell's classic groups, for the
+// downgrades its timers and LeaveGroup trigger (New calls it).
+func (a managerGroups) setShell(c ClassicGroups) { a.m.SetClassicGroups(c) }
+
+// ClassicJoin implements ClassicMembers.
+func (a managerGroups) ClassicJoin(now time.Time, client Client, topics TopicMetadata, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, []records.Record) {
+	return a.m.ClassicJoin(now, consumergroup.RequestContext{ClientID: client.ID, ClientHost: client.Host}, req, cgTopics(topics))
+}
+
+// ClassicSync implements ClassicMembers.
+func (a managerGroups) ClassicSync(now time.Time, topics TopicMetadata, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	return a.m.ClassicSync(now, req, cgTopics(topics))
+}
+
+// ClassicHeartbeat implements ClassicMembers.
+func (a managerGroups) ClassicHeartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	return a.m.ClassicHeartbeat(now, req)
+}
+
+// ClassicLeave implements ClassicMembers.
+func (a managerGroups) ClassicLeave(now time.Time, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, []records.Record) {
+	return a.m.ClassicLeave(now, req)
+}
+
 // Describe implements ConsumerGroups.
 func (a managerGroups) Describe(now time.Time, topics TopicMetadata, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)

@@ -71,6 +71,25 @@ type ConsumerGroups interface {
 	State() string
 }
 
+// ClassicMembers is an optional extension of ConsumerGroups: an engine that
+// serves members speaking the classic protocol inside its consumer groups,
+// Kafka's online migration path (GMM.classicGroupJoinToConsumerGroup and
+// the Sync, Heartbeat and Leave paths beside it). The shell routes JoinGroup
+// to a non-empty consumer group, and SyncGroup, Heartbeat and LeaveGroup to
+// any consumer group, here; an engine without it leaves those requests
+// answered as a broker that does not know the member
+// (INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID). Records follow rule 2 of
+// ConsumerGroups; SyncGroup and Heartbeat write none.
+type ClassicMembers interface {
+	// ClassicJoin serves a JoinGroup whose group id and session timeout the
+	// shell has checked; RebalanceTimeoutMillis is already the session
+	// timeout for v0.
+	ClassicJoin(now time.Time, client Client, topics TopicMetadata, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, []records.Record)
+	ClassicSync(now time.Time, topics TopicMetadata, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse
+	ClassicHeartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
+	ClassicLeave(now time.Time, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, []records.Record)
+}
+
 // OffsetCommitCheck is what ConsumerGroups.ValidateOffsetCommit needs from
 // an OffsetCommit.
 type OffsetCommitCheck struct {

@@ -102,6 +102,10 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 		if cgc.NewMemberID == nil {
 			cgc.NewMemberID = cfg.IDs.NewID
 		}
+		if cgc.ClassicMaxSize == 0 {
+			// group.max.size bounds a downgraded group too.
+			cgc.ClassicMaxSize = cfg.MaxGroupSize
+		}
 		m, err := consumergroup.New(profile, cgc)
 		if err != nil {
 			return nil, fmt.Errorf("coordinator: Config.Consumer: %w", err)
@@ -112,7 +116,7 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 		m.SetTopics(cgTopics(cfg.Topics))
 		cfg.ConsumerGroups = NewConsumerGroups(m)
 	}
-	return &Coordinator{
+	c := &Coordinator{
 		profile:  profile,
 		cfg:      cfg,
 		consumer: cfg.ConsumerGroups,
@@ -120,7 +124,11 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 		classic:  map[string]*classicGroup{},
 		offsets:  newOffsetStore(),
 		timers:   timers{byKey: map[string]*timer{}},
-	}, nil
+	}
+	if s, ok := cfg.ConsumerGroups.(interface{ setShell(ClassicGroups) }); ok {
+		s.setShell(c)
+	}
+	return c, nil
 }
 
 // Profile returns the Kafka release the coordinator behaves as.

@@ -70,6 +70,15 @@ func fmtConsumerRecord(r records.Record) (string, bool) {
 		if v.InstanceID != nil {
 			body += " instance=" + *v.InstanceID
 		}
+		if c := v.ClassicMemberMetadata; c != nil {
+			// A classic member of the consumer group: its session timeout
+			// and protocol names (the subscription bytes are in `state`).
+			var names []string
+			for _, p := range c.SupportedProtocols {
+				names = append(names, p.Name)
+			}
+			body += fmt.Sprintf(" classic(session=%d protocols=[%s])", c.SessionTimeoutMs, strings.Join(names, " "))
+		}
 	case *records.ConsumerGroupTargetAssignmentMemberValue:
 		var parts []string
 		for _, t := range v.TopicPartitions {

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -117,7 +118,7 @@ func (e *env) handle(d *datadriven.TestData) string {
 }
 
 // new version=4.4.0 [delay=0s] [min-session=1s] [max-session=…] [max-size=N] [retention=…] [retention-check=…]
-// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…]
+// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…] [migration=bidirectional]
 // starts over with an empty coordinator.
 func (e *env) new(d *datadriven.TestData) {
 	v := version.Default
@@ -156,6 +157,8 @@ func (e *env) new(d *datadriven.TestData) {
 	if d.HasArg("consumer-session") {
 		e.cfg.Consumer.SessionTimeout = e.dur(d, "consumer-session", 0)
 	}
+	// group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled.
+	e.cfg.Consumer.MigrationPolicy = e.arg(d, "migration", "")
 	if d.HasArg("assignment-interval") {
 		iv := e.dur(d, "assignment-interval", 0)
 		e.cfg.Consumer.AssignmentInterval = &iv
@@ -204,6 +207,12 @@ func (e *env) append(b *strings.Builder, recs []records.Record) {
 		back, err := records.DecodeRecord(k, v)
 		if err != nil {
 			e.t.Fatalf("decode %s: %v", fmtRecord(r), err)
+		}
+		// What a coordinator loads from the log must write the same bytes
+		// again (a decoded record re-encodes byte for byte).
+		k2, v2, err := records.EncodeRecord(back)
+		if err != nil || !bytes.Equal(k, k2) || !bytes.Equal(v, v2) {
+			e.t.Fatalf("%s re-encodes as %x/%x (%v), written %x/%x", fmtRecord(r), k2, v2, err, k, v)
 		}
 		e.log = append(e.log, back)
 		fmt.Fprintf(b, "write %s\n", fmtRecord(back))

@@ -80,6 +80,12 @@ func runMixed(t *testing.T, in []byte) {
 		zero := time.Duration(0)
 		cfg.Consumer.AssignmentInterval = &zero
 	}
+	if len(in) > 1 {
+		// group.consumer.migration.policy: which conversions of a group
+		// with members may happen (upgrade, downgrade, both, none).
+		policies := []string{"bidirectional", "upgrade", "downgrade", "disabled"}
+		cfg.Consumer.MigrationPolicy = policies[int(in[1]>>1)%len(policies)]
+	}
 	c, err := New(profile, cfg)
 	if err != nil {
 		t.Fatal(err)

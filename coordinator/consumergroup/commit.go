@@ -67,30 +67,48 @@ func (m *Manager) validateOffsetCommit(c OffsetCommitCheck) error {
 	if !ok {
 		return errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", c.MemberID, g.id)
 	}
-	if !c.Transactional && c.APIVersion < 9 {
+	// A classic member of the group commits with its generation (its
+	// member epoch) through any OffsetCommit version, and is told
+	// ILLEGAL_GENERATION where a consumer-protocol member is told
+	// STALE_MEMBER_EPOCH (CG.validateOffsetCommit, validateMemberEpoch).
+	stale := kerr.StaleMemberEpoch
+	if mb.useClassicProtocol() {
+		stale = kerr.IllegalGeneration
+	}
+	if !c.Transactional && !mb.useClassicProtocol() && c.APIVersion < 9 {
 		return errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the consumer group protocol")
 	}
 	if c.MemberEpoch == mb.epoch {
 		return nil
 	}
 	if !m.profile.OffsetCommitAssignmentEpochs {
-		return errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", c.MemberEpoch, mb.epoch)
+		if mb.useClassicProtocol() {
+			return errorf(stale, "The received generation id %d does not match the expected member epoch %d.", c.MemberEpoch, mb.epoch)
+		}
+		return errorf(stale, "The received member epoch %d does not match the expected member epoch %d.", c.MemberEpoch, mb.epoch)
 	}
 	if c.MemberEpoch > mb.epoch {
-		return errorf(kerr.StaleMemberEpoch, "Received member epoch %d is newer than current member epoch %d.", c.MemberEpoch, mb.epoch)
+		if mb.useClassicProtocol() {
+			return errorf(stale, "Received generation id %d is newer than current member epoch %d.", c.MemberEpoch, mb.epoch)
+		}
+		return errorf(stale, "Received member epoch %d is newer than current member epoch %d.", c.MemberEpoch, mb.epoch)
 	}
 	// KIP-1251 (4.3+): an older epoch may still commit the partitions the
 	// member holds (assigned or pending revocation) since that epoch.
+	what := "member epoch"
+	if mb.useClassicProtocol() {
+		what = "generation id"
+	}
 	for _, p := range c.Partitions {
 		e, ok := mb.assigned[p.TopicID][p.Partition]
 		if !ok {
 			e, ok = mb.pending[p.TopicID][p.Partition]
 		}
 		if !ok {
-			return errorf(kerr.StaleMemberEpoch, "Partition %s-%d is not assigned or pending revocation for member.", p.Topic, p.Partition)
+			return errorf(stale, "Partition %s-%d is not assigned or pending revocation for member.", p.Topic, p.Partition)
 		}
 		if c.MemberEpoch < e {
-			return errorf(kerr.StaleMemberEpoch, "Received member epoch %d is older than assignment epoch %d for partition %s-%d.", c.MemberEpoch, e, p.Topic, p.Partition)
+			return errorf(stale, "Received %s %d is older than assignment epoch %d for partition %s-%d.", what, c.MemberEpoch, e, p.Topic, p.Partition)
 		}
 	}
 	return nil

@@ -38,11 +38,41 @@ type Config struct {
 	// 0 means the assignor package's default (21, the official images); the
 	// locally built broker image runs 17.
 	JavaVersion int
+	// MigrationPolicy is group.consumer.migration.policy
+	// (ConsumerGroupMigrationPolicy): "bidirectional" (the default, also
+	// for ""), "upgrade", "downgrade" or "disabled". It decides whether a
+	// non-empty classic group is converted when a consumer-protocol member
+	// joins it (upgrade), whether a consumer group whose last
+	// consumer-protocol member leaves becomes a classic group again
+	// (downgrade), and, from KAFKA-20640, whether classic members may join a
+	// consumer group at all. Empty groups are converted whatever the policy.
+	MigrationPolicy string
+	// ClassicMaxSize is group.max.size (Integer.MAX_VALUE; 0 means no
+	// limit): a consumer group larger than that is not downgraded.
+	ClassicMaxSize int
 	// NewMemberID makes the member id for a ConsumerGroupHeartbeat v0 join
 	// with an empty MemberId (Kafka: Uuid.randomUuid()). Nil means
 	// "member-1", "member-2", … counted per Manager, which keeps runs
 	// deterministic.
 	NewMemberID func() string
+}
+
+// The values of group.consumer.migration.policy (ConsumerGroupMigrationPolicy).
+const (
+	MigrationBidirectional = "bidirectional"
+	MigrationUpgrade       = "upgrade"
+	MigrationDowngrade     = "downgrade"
+	MigrationDisabled      = "disabled"
+)
+
+// upgradeEnabled is ConsumerGroupMigrationPolicy.isUpgradeEnabled.
+func (c Config) upgradeEnabled() bool {
+	return c.MigrationPolicy == MigrationBidirectional || c.MigrationPolicy == MigrationUpgrade
+}
+
+// downgradeEnabled is ConsumerGroupMigrationPolicy.isDowngradeEnabled.
+func (c Config) downgradeEnabled() bool {
+	return c.MigrationPolicy == MigrationBidirectional || c.MigrationPolicy == MigrationDowngrade
 }
 
 // withDefaults returns c with Kafka's defaults filled in.
@@ -68,6 +98,12 @@ func (c Config) withDefaults(p version.Profile) Config {
 	if c.MaxSize == 0 {
 		c.MaxSize = math.MaxInt32
 	}
+	if c.ClassicMaxSize == 0 {
+		c.ClassicMaxSize = math.MaxInt32
+	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = MigrationBidirectional
+	}
 	if len(c.Assignors) == 0 {
 		c.Assignors = []string{assignor.UniformName, assignor.RangeName}
 	}
@@ -91,6 +127,11 @@ func (c Config) validate(p version.Profile) error {
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return fmt.Errorf("consumer group heartbeat interval %v must be lower than the session timeout %v", c.HeartbeatInterval, c.SessionTimeout)
+	}
+	switch c.MigrationPolicy {
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+	default:
+		return fmt.Errorf("group.consumer.migration.policy %q: want one of bidirectional, upgrade, downgrade, disabled", c.MigrationPolicy)
 	}
 	if c.MaxSize < 1 {
 		return fmt.Errorf("group.consumer.max.size %d: must be at least 1", c.MaxSize)

@@ -72,7 +72,12 @@ func (m *Manager) describeMember(g *group, mb *member, topics TopicMetadata) kms
 	}
 	d.Assignment = describeAssignment(owned, topics)
 	d.TargetAssignment = describeAssignment(g.target[mb.id], topics)
-	d.MemberType = 1 // consumer protocol (KIP-1099)
+	// KIP-1099 (ConsumerGroupMember.asConsumerGroupDescribeMember): 0 for a
+	// classic-protocol member, 1 for a consumer-protocol member.
+	d.MemberType = 1
+	if mb.useClassicProtocol() {
+		d.MemberType = 0
+	}
 	return d
 }
 

@@ -41,14 +41,24 @@
 // The shell reaches a Manager through the adapter in
 // coordinator/consumer_adapter.go (coordinator.NewConsumerGroups).
 //
+// # Mixed groups and conversions
+//
+// Members that speak the classic protocol inside a consumer group (KIP-848's
+// online migration) are served here: the shell routes JoinGroup, SyncGroup,
+// Heartbeat and LeaveGroup of a consumer group to ClassicJoin, ClassicSync,
+// ClassicHeartbeat and ClassicLeave (classic_member.go). A non-empty classic
+// group is upgraded when a consumer-protocol member joins it, and a consumer
+// group is downgraded when its last consumer-protocol member goes, as
+// group.consumer.migration.policy (Config.MigrationPolicy) allows
+// (conversion.go); the shell hands classic groups over and takes them back
+// through the optional ClassicUpgrader and ClassicDowngrader.
+//
 // # Not modelled
 //
 // Regular-expression subscriptions (resolved asynchronously by the broker)
-// are refused with UNSUPPORTED_VERSION and a message that says so; classic
-// members inside a consumer group (online upgrade and downgrade, KIP-848
-// §migration) belong to the shell; group-level config overrides
-// (consumer.session.timeout.ms per group) are not read. The metadata hash
-// written from 4.1 is Kafka's XXH3 only when the host's TopicMetadata
-// implements MetadataHasher; otherwise it is a stand-in that detects the
-// same changes but differs in value.
+// are refused with UNSUPPORTED_VERSION and a message that says so;
+// group-level config overrides (consumer.session.timeout.ms per group) are
+// not read. The metadata hash written from 4.1 is Kafka's XXH3 only when the
+// host's TopicMetadata implements MetadataHasher; otherwise it is a
+// stand-in that detects the same changes but differs in value.
 package consumergroup

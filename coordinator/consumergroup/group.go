@@ -1,6 +1,7 @@
 package consumergroup
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -84,6 +85,43 @@ type member struct {
 	state              records.MemberState
 	assigned           assignment
 	pending            assignment
+	// classic is ConsumerGroupMember.classicMemberMetadata: set for a member
+	// that speaks the classic protocol inside this consumer group (it joined
+	// with JoinGroup, or its classic group was upgraded online), nil for a
+	// consumer-protocol member (ConsumerGroupMember.useClassicProtocol).
+	// Its session timeout and supported protocols are persisted in the
+	// member's ConsumerGroupMemberMetadataValue (tag 0).
+	classic *records.ClassicMemberMetadata
+}
+
+// useClassicProtocol is ConsumerGroupMember.useClassicProtocol.
+func (m *member) useClassicProtocol() bool { return m.classic != nil }
+
+// cloneClassic deep-copies classic member metadata (nil stays nil).
+func cloneClassic(c *records.ClassicMemberMetadata) *records.ClassicMemberMetadata {
+	if c == nil {
+		return nil
+	}
+	out := &records.ClassicMemberMetadata{SessionTimeoutMs: c.SessionTimeoutMs, UnknownTags: c.UnknownTags}
+	if c.SupportedProtocols != nil {
+		out.SupportedProtocols = make([]records.ClassicProtocol, len(c.SupportedProtocols))
+		for i, p := range c.SupportedProtocols {
+			out.SupportedProtocols[i] = records.ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata), UnknownTags: p.UnknownTags}
+		}
+	}
+	return out
+}
+
+// equalClassic is ClassicMemberMetadata.equals: the session timeout and the
+// protocols in order, names and metadata bytes.
+func equalClassic(a, b *records.ClassicMemberMetadata) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.SessionTimeoutMs == b.SessionTimeoutMs &&
+		slices.EqualFunc(a.SupportedProtocols, b.SupportedProtocols, func(x, y records.ClassicProtocol) bool {
+			return x.Name == y.Name && bytes.Equal(x.Metadata, y.Metadata)
+		})
 }
 
 // newMember is ConsumerGroupMember.Builder(memberId) with its defaults.
@@ -104,6 +142,7 @@ func (m *member) clone() *member {
 	c.subscribed = slices.Clone(m.subscribed)
 	c.assigned = m.assigned.clone()
 	c.pending = m.pending.clone()
+	c.classic = cloneClassic(m.classic)
 	return &c
 }
 
@@ -114,7 +153,8 @@ func (m *member) equal(o *member) bool {
 		slices.Equal(m.subscribed, o.subscribed) && m.regex == o.regex &&
 		m.rebalanceTimeoutMs == o.rebalanceTimeoutMs && m.serverAssignor == o.serverAssignor &&
 		m.epoch == o.epoch && m.prevEpoch == o.prevEpoch && m.state == o.state &&
-		m.assigned.sameEpochs(o.assigned) && m.pending.sameEpochs(o.pending)
+		m.assigned.sameEpochs(o.assigned) && m.pending.sameEpochs(o.pending) &&
+		equalClassic(m.classic, o.classic)
 }
 
 // isReconciledTo is ModernGroupMember.isReconciledTo.
@@ -490,9 +530,6 @@ func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey
 	if !ok {
 		return fmt.Errorf("replay MemberMetadata of group %q: value is %T", k.GroupID, val)
 	}
-	if v.ClassicMemberMetadata != nil {
-		return fmt.Errorf("replay MemberMetadata of member %q in group %q: classic-protocol members in consumer groups are not modelled here", k.MemberID, k.GroupID)
-	}
 	g := r.getOrCreate(k.GroupID)
 	m := g.memberOrNew(k.MemberID)
 	m.instanceID = deref(v.InstanceID)
@@ -504,6 +541,11 @@ func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey
 	m.regex = deref(v.SubscribedTopicRegex)
 	m.rebalanceTimeoutMs = v.RebalanceTimeoutMs
 	m.serverAssignor = deref(v.ServerAssignor)
+	// ConsumerGroupMember.Builder.updateWith: a classic-protocol member
+	// keeps its session timeout and protocols; a value without the tag
+	// decodes to an empty struct, which Kafka's replay also takes for a
+	// classic member (records.ConsumerGroupMemberMetadataValue).
+	m.classic = cloneClassic(v.ClassicMemberMetadata)
 	return g.updateMember(m)
 }
 

@@ -47,6 +47,9 @@ type RequestContext struct {
 func (m *Manager) Heartbeat(now time.Time, rc RequestContext, req *kmsg.ConsumerGroupHeartbeatRequest, topics TopicMetadata) (*kmsg.ConsumerGroupHeartbeatResponse, []records.Record) {
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
+	if rc.Classic != nil {
+		m.classic = rc.Classic
+	}
 	hb := &heartbeat{m: m, now: now, rc: rc, req: req, topics: orEmpty(topics), resp: resp}
 	if err := hb.run(); err != nil {
 		var e *Error
@@ -56,8 +59,9 @@ func (m *Manager) Heartbeat(now time.Time, rc RequestContext, req *kmsg.Consumer
 		out := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 		out.Version = req.Version
 		out.ErrorCode = e.Code.Code
-		msg := e.Message
-		out.ErrorMessage = &msg
+		if msg := e.Message; msg != "" {
+			out.ErrorMessage = &msg
+		}
 		return out, nil
 	}
 	return resp, hb.recs
@@ -74,8 +78,12 @@ type heartbeat struct {
 	recs   []records.Record
 	// after runs once the records are replayed (timers).
 	after []func()
-	// convertClassic: the group id is an Empty classic group to convert.
-	convertClassic bool
+	// downgrade, when set, turns the group into a classic group once the
+	// records are applied (GMM.convertToClassicGroup).
+	downgrade func() []records.Record
+	// convert says whether the group id is a classic group to convert
+	// (Empty) or upgrade (with members) once the request succeeds.
+	convert gate
 }
 
 // run handles the request. It keeps, as GMM does:
@@ -102,9 +110,12 @@ func (hb *heartbeat) run() error {
 	if err != nil {
 		return err
 	}
-	if hb.convertClassic {
+	switch hb.convert {
+	case gateConvertEmpty:
 		// Asked only now: the shell deletes the classic group when asked.
 		hb.recs = append(hb.rc.Classic.ConvertEmptyClassic(hb.req.Group), hb.recs...)
+	case gateUpgrade:
+		hb.recs = append(hb.rc.Classic.(ClassicUpgrader).ConvertClassic(hb.req.Group), hb.recs...)
 	}
 	if len(hb.recs) > 0 {
 		if err := hb.m.applyAll(hb.req.Group, hb.recs); err != nil {
@@ -115,6 +126,9 @@ func (hb *heartbeat) run() error {
 	}
 	for _, f := range hb.after {
 		f()
+	}
+	if hb.downgrade != nil {
+		hb.recs = append(hb.recs, hb.downgrade()...)
 	}
 	return nil
 }
@@ -212,23 +226,56 @@ func (hb *heartbeat) leave() error {
 			return nil
 		}
 	}
-	hb.recs = append(hb.recs, hb.m.fenceMember(g, mb)...)
+	recs, downgrade := hb.m.fenceMember(g, mb)
+	hb.recs = append(hb.recs, recs...)
+	hb.downgrade = downgrade
 	groupID, memberID := g.id, mb.id
 	hb.after = append(hb.after, func() { hb.m.cancelTimers(groupID, memberID) })
 	return nil
 }
 
-// fenceMember is GMM.consumerGroupFenceMembers for one member: its three
+// fenceMember is GMM.consumerGroupFenceMembers for one member.
+func (m *Manager) fenceMember(g *group, mb *member) ([]records.Record, func() []records.Record) {
+	return m.fenceMembers(g, []*member{mb})
+}
+
+// fenceMembers is GMM.consumerGroupFenceMembers: each member's three
 // tombstones (current assignment, target, metadata, in the order replay
-// requires), then a group epoch bump with the metadata recomputed without it.
-// No target is computed: the next heartbeat of anyone does that.
-func (m *Manager) fenceMember(g *group, mb *member) []records.Record {
-	recs := []records.Record{
-		tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: mb.id}),
-		tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: mb.id}),
-		tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: mb.id}),
+// requires), then one group epoch bump with the metadata recomputed without
+// them. No target is computed: the next heartbeat of anyone does that.
+//
+// When only classic members would be left and the policy and group.max.size
+// allow it (GMM.validateOnlineDowngradeWithFencedMembers), the group is
+// downgraded instead (GMM.convertToClassicGroup): the records are the
+// consumer group's tombstones, and downgrade, which the caller runs once
+// they are applied, has the shell create the classic group and returns its
+// records. downgrade is nil otherwise.
+func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, downgrade func() []records.Record) {
+	if recs, downgrade := m.maybeDowngrade(g, mbs); downgrade != nil {
+		return recs, downgrade
 	}
-	names := keys(g.subscribedTopicNames(mb, nil))
+	gone := map[string]bool{}
+	for _, mb := range mbs {
+		if gone[mb.id] {
+			continue
+		}
+		gone[mb.id] = true
+		recs = append(recs,
+			tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: mb.id}),
+			tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: mb.id}),
+			tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: mb.id}),
+		)
+	}
+	counts := map[string]int{}
+	for id, mb := range g.members {
+		if gone[id] {
+			continue
+		}
+		for _, n := range mb.subscribed {
+			counts[n]++
+		}
+	}
+	names := keys(counts)
 	var hash int64
 	if m.profile.WritesPartitionMetadata {
 		meta := m.subscriptionMetadata(m.lastTopics, names)
@@ -238,13 +285,18 @@ func (m *Manager) fenceMember(g *group, mb *member) []records.Record {
 	} else {
 		hash = metadataHash(m.lastTopics, names)
 	}
-	return append(recs, m.epochRecord(g.id, g.epoch+1, hash))
+	recs = append(recs, m.epochRecord(g.id, g.epoch+1, hash))
+	if m.profile.LastLeaveResetsAssignmentEpoch && len(gone) >= len(g.members) {
+		// KAFKA-20442: an emptied group's assignment epoch follows its
+		// group epoch, with timestamp 0 as for a new group.
+		recs = append(recs, m.targetMetadataRecord(g.id, g.epoch+1, 0))
+	}
+	return recs, nil
 }
 
 // heartbeat is GMM.consumerGroupHeartbeat for epochs ≥ 0.
 func (hb *heartbeat) heartbeat() error {
 	m, r := hb.m, hb.req
-	nowMs := hb.now.UnixMilli()
 
 	// Get or create the group; creation only on epoch 0.
 	g, ok := m.rp.groups[r.Group]
@@ -256,8 +308,16 @@ func (hb *heartbeat) heartbeat() error {
 		if r.MemberEpoch != JoinEpoch {
 			return errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", r.Group)
 		}
-		hb.convertClassic = convert
-		g = newGroup(r.Group, m.profile.InitialGroupEpoch)
+		hb.convert = convert
+		if convert == gateUpgrade {
+			// GMM.validateOnlineUpgrade and convertToConsumerGroup: the
+			// classic group's records come first, then this heartbeat's.
+			if g, err = hb.upgrade(r.Group); err != nil {
+				return err
+			}
+		} else {
+			g = newGroup(r.Group, m.profile.InitialGroupEpoch)
+		}
 	}
 	instanceID := deref(r.InstanceID)
 	if err := m.throwIfGroupIsFull(g, r.MemberID, instanceID); err != nil {
@@ -298,13 +358,64 @@ func (hb *heartbeat) heartbeat() error {
 		updated.subscribed = sortedSet(r.SubscribedTopicNames)
 	}
 	updated.clientID, updated.clientHost = hb.rc.ClientID, hb.rc.ClientHost
+	// A consumer-protocol heartbeat makes the member a consumer-protocol
+	// member (GMM.consumerGroupHeartbeat: setClassicMemberMetadata(null)),
+	// for example when it replaces a classic static member.
+	updated.classic = nil
 
+	reconciled, err := hb.update(g, mb, updated, r.Topics)
+	if err != nil {
+		return err
+	}
+
+	groupID := g.id
+	hb.after = append(hb.after, func() {
+		m.scheduleSession(hb.now, groupID, reconciled.id)
+		m.refreshed[groupID] = true
+	})
+
+	hb.resp.MemberID = &reconciled.id
+	hb.resp.MemberEpoch = reconciled.epoch
+	hb.resp.HeartbeatIntervalMillis = int32(m.cfg.HeartbeatInterval / time.Millisecond)
+	full := r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil
+	if r.MemberEpoch == JoinEpoch || full || !mb.assigned.samePartitions(reconciled.assigned) {
+		hb.resp.Assignment = responseAssignment(reconciled.assigned)
+	}
+	return nil
+}
+
+// update is steps 1–3 that GMM.consumerGroupHeartbeat and
+// GMM.classicGroupJoinToConsumerGroup share: write the member's metadata if
+// it changed, bump the group epoch when its subscription (or, 4.4, the
+// preferred assignor) or the topics changed, recompute the target when the
+// group epoch moved past it, and reconcile the member toward its target
+// with the partitions it says it owns. It returns the reconciled member.
+func (hb *heartbeat) update(g *group, mb, updated *member, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*member, error) {
+	groupEpoch, subType, hasSubscriptionChanged := hb.updateMetadata(g, mb, updated)
+
+	// 2. Update the target assignment if the group epoch moved past it.
+	targetEpoch, target, err := hb.maybeUpdateTarget(g, groupEpoch, mb, updated, subType, hb.now.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+
+	// 3. Reconcile the member toward the target.
+	return hb.reconcile(g, updated, targetEpoch, target, hasSubscriptionChanged, owned)
+}
+
+// updateMetadata is step 1 of update: the member's metadata record if it
+// changed, and the group epoch bump (with the subscription metadata) when
+// its subscribed topic names changed, the group is new (before 4.3), the
+// preferred assignor changed (4.4) or the topics changed. It returns the
+// group epoch, the subscription type and whether the names changed
+// (GMM's bumpGroupEpoch).
+func (hb *heartbeat) updateMetadata(g *group, mb, updated *member) (int32, assignor.SubscriptionType, bool) {
+	m := hb.m
 	namesChanged := false
 	if !updated.equal(mb) {
 		hb.recs = append(hb.recs, m.memberMetadataRecord(g.id, updated))
 		namesChanged = !slices.Equal(updated.subscribed, mb.subscribed)
 	}
-	hasSubscriptionChanged := namesChanged
 
 	groupEpoch := g.epoch
 	numMembers := len(g.members)
@@ -325,15 +436,15 @@ func (hb *heartbeat) heartbeat() error {
 	if bump || m.hasMetadataExpired(g, hb.topics) {
 		groupEpoch, subType = hb.updateSubscriptionMetadata(g, bump, mb, updated, numMembers)
 	}
+	return groupEpoch, subType, namesChanged
+}
 
-	// 2. Update the target assignment if the group epoch moved past it.
-	targetEpoch, target, err := hb.maybeUpdateTarget(g, groupEpoch, mb, updated, subType, nowMs)
-	if err != nil {
-		return err
-	}
-
-	// 3. Reconcile the member toward the target.
+// reconcile is step 3 of update (GMM.maybeReconcile): the member moves
+// toward its target, and its current assignment is written if it changed.
+func (hb *heartbeat) reconcile(g *group, updated *member, targetEpoch int32, target map[TopicID][]int32, hasSubscriptionChanged bool, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) (*member, error) {
+	m := hb.m
 	reconciled := updated
+	var err error
 	if (m.profile.SubscriptionBoundsAssignment && hasSubscriptionChanged) || !updated.isReconciledTo(targetEpoch) {
 		rc := &reconciler{
 			profile:                m.profile,
@@ -343,15 +454,21 @@ func (hb *heartbeat) heartbeat() error {
 			subscribedIDs:          subscribedIDs(hb.topics, updated.subscribed),
 			hasSubscriptionChanged: hasSubscriptionChanged,
 			partitionEpoch:         g.currentPartitionEpoch,
-			owned:                  r.Topics,
+			owned:                  owned,
 		}
 		if reconciled, err = rc.build(); err != nil {
-			return err
+			return nil, err
 		}
 		if !reconciled.equal(updated) {
 			hb.recs = append(hb.recs, m.currentRecord(g.id, reconciled))
 			groupID, rec := g.id, reconciled
 			hb.after = append(hb.after, func() {
+				if rec.useClassicProtocol() {
+					// A classic member has no rebalance timeout: it is
+					// told to rejoin and gets a join timeout instead
+					// (GMM.maybeReconcile).
+					return
+				}
 				if rec.state == records.MemberUnrevokedPartitions {
 					m.scheduleRebalance(hb.now, groupID, rec.id, rec.epoch, rec.rebalanceTimeoutMs)
 				} else {
@@ -361,20 +478,7 @@ func (hb *heartbeat) heartbeat() error {
 		}
 	}
 
-	groupID := g.id
-	hb.after = append(hb.after, func() {
-		m.scheduleSession(hb.now, groupID, reconciled.id)
-		m.refreshed[groupID] = true
-	})
-
-	hb.resp.MemberID = &reconciled.id
-	hb.resp.MemberEpoch = reconciled.epoch
-	hb.resp.HeartbeatIntervalMillis = int32(m.cfg.HeartbeatInterval / time.Millisecond)
-	full := r.RebalanceTimeoutMillis != -1 && (r.SubscribedTopicNames != nil || r.SubscribedTopicRegex != nil) && r.Topics != nil
-	if r.MemberEpoch == JoinEpoch || full || !mb.assigned.samePartitions(reconciled.assigned) {
-		hb.resp.Assignment = responseAssignment(reconciled.assigned)
-	}
-	return nil
+	return reconciled, nil
 }
 
 // throwIfGroupIsFull is GMM.throwIfConsumerGroupIsFull. From KAFKA-20601 a
@@ -414,9 +518,10 @@ func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*membe
 			}
 			return newMember(memberID), nil
 		}
-		// Both use the consumer protocol here: the instance id is released
-		// only by a temporary leave (-2).
-		if existing.epoch != StaticLeaveEpoch {
+		// When both use the consumer protocol the instance id is released
+		// only by a temporary leave (-2); a classic member's instance id is
+		// taken over at once (GMM.getOrMaybeSubscribeStaticConsumerGroupMember).
+		if !existing.useClassicProtocol() && existing.epoch != StaticLeaveEpoch {
 			return nil, errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 				memberID, instanceID, existing.id)
 		}

@@ -38,6 +38,9 @@ type Manager struct {
 	// group's metadata hash from the coordinator's current image as Kafka's
 	// does.
 	lastTopics TopicMetadata
+	// classic is the shell's classic groups (SetClassicGroups), for
+	// downgrades that timers and LeaveGroup trigger.
+	classic ClassicGroups
 }
 
 // SetTopics tells the Manager the cluster's current topics, for the
@@ -208,6 +211,10 @@ func (m *Manager) memberMetadataRecord(groupID string, mb *member) records.Recor
 		SubscribedTopicRegex: &regex,
 		RebalanceTimeoutMs:   mb.rebalanceTimeoutMs,
 		ServerAssignor:       optional(mb.serverAssignor),
+		// GroupCoordinatorRecordHelpers.newConsumerGroupMemberSubscriptionRecord:
+		// classicMemberMetadata().orElse(null), an explicit null for a
+		// consumer-protocol member.
+		ClassicMemberMetadata: cloneClassic(mb.classic),
 	}
 	if v.SubscribedTopicNames == nil {
 		v.SubscribedTopicNames = []string{}

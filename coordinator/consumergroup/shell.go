@@ -22,28 +22,111 @@ type ClassicGroups interface {
 	ConvertEmptyClassic(groupID string) []records.Record
 }
 
+// ClassicUpgrader is an optional extension of ClassicGroups: a shell that
+// hands a classic group with members over for an online upgrade
+// (GMM.convertToConsumerGroup). Without it such a group blocks the group id
+// (GROUP_ID_NOT_FOUND), as if the policy forbade upgrades.
+type ClassicUpgrader interface {
+	// ClassicForUpgrade returns the classic group as the conversion reads
+	// it, ok=false if there is none.
+	ClassicForUpgrade(groupID string) (ClassicGroupSnapshot, bool)
+	// CompleteClassicFutures answers the group's parked JoinGroup and
+	// SyncGroup requests REBALANCE_IN_PROGRESS
+	// (ClassicGroup.completeAllJoinFutures, completeAllSyncFutures). Kafka
+	// does it as soon as the upgrade is validated, before the group's
+	// members are parsed, so also when the upgrade then fails.
+	CompleteClassicFutures(groupID string)
+	// ConvertClassic deletes the classic group and returns its
+	// GroupMetadata tombstone, which Kafka writes first. It is asked only
+	// once the request is known to succeed.
+	ConvertClassic(groupID string) []records.Record
+}
+
+// ClassicDowngrader is an optional extension of ClassicGroups: a shell that
+// takes a consumer group back as a classic group when its last
+// consumer-protocol member goes (GMM.convertToClassicGroup). Without it the
+// group stays a consumer group of classic members, as if the policy
+// forbade downgrades.
+type ClassicDowngrader interface {
+	// DowngradeToClassic creates the classic group of snap
+	// (ClassicGroup.fromConsumerGroup: Stable, the group epoch as
+	// generation, protocol type "consumer", the protocol its members vote
+	// for, each member's target assignment as its assignment, encoded with
+	// the version of its metadata for that protocol), writes its
+	// GroupMetadata record, arms its members' heartbeats and, when
+	// rebalance is set, prepares a rebalance. It returns the records
+	// written, already applied. The consumer group is gone by then.
+	DowngradeToClassic(snap ClassicGroupSnapshot, rebalance bool) []records.Record
+}
+
+// ClassicGroupSnapshot is a classic group as GMM.convertToConsumerGroup
+// reads it, or as GMM.convertToClassicGroup builds it.
+type ClassicGroupSnapshot struct {
+	GroupID string
+	// ProtocolType is "" for a group without one.
+	ProtocolType string
+	// Protocol is the selected protocol name ("" for none).
+	Protocol   string
+	Generation int32
+	Members    []ClassicMemberSnapshot
+}
+
+// ClassicMemberSnapshot is one member of a classic group.
+type ClassicMemberSnapshot struct {
+	ID, InstanceID, ClientID, ClientHost string
+	SessionTimeoutMs, RebalanceTimeoutMs int32
+	// Protocols are the member's supported protocols, in its order.
+	Protocols []records.ClassicProtocol
+	// Assignment is the member's last assignment (empty if never synced);
+	// for an upgrade.
+	Assignment []byte
+	// Target is the member's target assignment by topic name, in the order
+	// Kafka iterates it; for a downgrade.
+	Target []NamedPartitions
+}
+
+// NamedPartitions is a topic's partitions by name.
+type NamedPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// gate is what classicGate decides for a group id the Manager does not hold.
+type gate int8
+
+const (
+	// gateNone: no classic group holds the id.
+	gateNone gate = iota
+	// gateConvertEmpty: an Empty classic group is converted.
+	gateConvertEmpty
+	// gateUpgrade: a classic group with members is upgraded online.
+	gateUpgrade
+)
+
 // classicGate is GMM.getOrMaybeCreateConsumerGroup for a group id this
-// Manager does not hold: a classic group there blocks it, except an Empty
-// one on a join, which is converted. convert is true when the caller must
-// convert it once the request is known to succeed (the shell deletes the
-// classic group when asked, so it is asked last).
-func classicGate(c ClassicGroups, groupID string, joining bool) (convert bool, err error) {
+// Manager does not hold: a classic group there blocks it, except on a join,
+// where an Empty one is converted and one with members is upgraded online
+// when the shell can hand it over (ClassicUpgrader); the caller validates
+// the upgrade (GMM.validateOnlineUpgrade). The caller converts once the
+// request is known to succeed (the shell deletes the classic group when
+// asked, so it is asked last).
+func classicGate(c ClassicGroups, groupID string, joining bool) (gate, error) {
 	if c == nil {
-		return false, nil
+		return gateNone, nil
 	}
 	exists, empty := c.LookupClassic(groupID)
 	switch {
 	case !exists:
-		return false, nil
+		return gateNone, nil
 	case !joining:
-		return false, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
+		return gateNone, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
 	case empty:
-		return true, nil
+		return gateConvertEmpty, nil
 	}
-	// GMM.validateOnlineUpgrade / convertToConsumerGroup: a non-empty
-	// classic group of consumer-protocol members is upgraded online. That
-	// migration (KIP-848 "online upgrade") is not modelled here.
-	return false, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group: online upgrade of a non-empty classic group is not modelled by groupquake's reference coordinator.", groupID)
+	if _, ok := c.(ClassicUpgrader); !ok {
+		return gateNone, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group: the coordinator holding it cannot hand it over.", groupID)
+	}
+	return gateUpgrade, nil
 }
 
 // GroupInfo is what the shared APIs (ListGroups, OffsetDelete, offset
@@ -105,6 +188,10 @@ func (m *Manager) ValidateOffsetFetch(groupID string, memberID *string, memberEp
 		return errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
 	}
 	if memberEpoch != mb.epoch {
+		if mb.useClassicProtocol() {
+			// CG.validateMemberEpoch: a classic member fetches with its generation.
+			return errorf(kerr.IllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", memberEpoch, mb.epoch)
+		}
 		return errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", memberEpoch, mb.epoch)
 	}
 	return nil

@@ -54,6 +54,23 @@ type MemberSnapshot struct {
 	State                                        records.MemberState
 	// Assigned and PendingRevocation carry each partition's assignment epoch.
 	Assigned, PendingRevocation []PartitionEpoch
+	// Classic is the classic-protocol metadata of a classic member inside
+	// the consumer group, nil for a consumer-protocol member.
+	Classic *ClassicSnapshot
+}
+
+// ClassicSnapshot is a classic member's ClassicMemberMetadata.
+type ClassicSnapshot struct {
+	SessionTimeoutMs int32
+	// Protocols are the supported protocols in the member's order, each
+	// name with its subscription bytes.
+	Protocols []ClassicProtocolSnapshot
+}
+
+// ClassicProtocolSnapshot is one supported classic protocol.
+type ClassicProtocolSnapshot struct {
+	Name     string
+	Metadata []byte
 }
 
 // TargetSnapshot is one member's target assignment.
@@ -104,6 +121,7 @@ func (g *group) snapshot() GroupSnapshot {
 			Subscribed: slices.Clone(mb.subscribed), Regex: mb.regex, RebalanceTimeoutMs: mb.rebalanceTimeoutMs,
 			ServerAssignor: mb.serverAssignor, Epoch: mb.epoch, PreviousEpoch: mb.prevEpoch, State: mb.state,
 			Assigned: flatten(mb.assigned), PendingRevocation: flatten(mb.pending),
+			Classic: classicSnapshot(mb.classic),
 		})
 	}
 	for _, id := range keys(g.target) {
@@ -118,6 +136,17 @@ func (g *group) snapshot() GroupSnapshot {
 	}
 	gs.PartitionEpochs = flatten(g.partitionEpochs)
 	return gs
+}
+
+func classicSnapshot(c *records.ClassicMemberMetadata) *ClassicSnapshot {
+	if c == nil {
+		return nil
+	}
+	out := &ClassicSnapshot{SessionTimeoutMs: c.SessionTimeoutMs}
+	for _, p := range c.SupportedProtocols {
+		out.Protocols = append(out.Protocols, ClassicProtocolSnapshot{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return out
 }
 
 func flatten(a map[TopicID]map[int32]int32) []PartitionEpoch {
@@ -199,6 +228,13 @@ func (s Snapshot) Format(name func(TopicID) string) string {
 				}
 			}
 			b.WriteString("\n")
+			if c := m.Classic; c != nil {
+				var ps []string
+				for _, p := range c.Protocols {
+					ps = append(ps, fmt.Sprintf("%s:%x", p.Name, p.Metadata))
+				}
+				fmt.Fprintf(&b, "    classic session-timeout=%d protocols=[%s]\n", c.SessionTimeoutMs, strings.Join(ps, " "))
+			}
 		}
 		for _, t := range g.Targets {
 			fmt.Fprintf(&b, "  target %s: %s\n", t.MemberID, pe(t.Partitions, false))

@@ -15,11 +15,24 @@ const (
 	sessionTimer timerKind = iota
 	// rebalanceTimer is GMM's "rebalance-timeout-<group>-<member>".
 	rebalanceTimer
+	// syncTimer is GMM's consumerGroupSyncKey: a classic member of a
+	// consumer group that joined must send SyncGroup within its rebalance
+	// timeout.
+	syncTimer
+	// joinTimer is GMM's consumerGroupJoinKey: a classic member told to
+	// rejoin (REBALANCE_IN_PROGRESS) must rejoin within its rebalance
+	// timeout.
+	joinTimer
 )
 
 func (k timerKind) String() string {
-	if k == sessionTimer {
+	switch k {
+	case sessionTimer:
 		return "session"
+	case syncTimer:
+		return "sync"
+	case joinTimer:
+		return "join"
 	}
 	return "rebalance"
 }
@@ -50,9 +63,27 @@ func (m *Manager) scheduleRebalance(now time.Time, groupID, memberID string, epo
 	}
 }
 
+// scheduleSessionFor is GMM.scheduleConsumerGroupSessionTimeout with the
+// session timeout a classic member asked for.
+func (m *Manager) scheduleSessionFor(now time.Time, groupID, memberID string, timeoutMs int32) {
+	m.timers[timerKey{groupID, memberID, sessionTimer}] = timer{deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond)}
+}
+
+// scheduleClassic arms a classic member's sync or join timer;
+// ifAbsent keeps an armed one (Timer.scheduleIfAbsent).
+func (m *Manager) scheduleClassic(now time.Time, groupID, memberID string, kind timerKind, timeoutMs int32, ifAbsent bool) {
+	k := timerKey{groupID, memberID, kind}
+	if _, ok := m.timers[k]; ok && ifAbsent {
+		return
+	}
+	m.timers[k] = timer{deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond)}
+}
+
+// cancelTimers is GMM.cancelTimers: all four timers of a member.
 func (m *Manager) cancelTimers(groupID, memberID string) {
-	delete(m.timers, timerKey{groupID, memberID, sessionTimer})
-	delete(m.timers, timerKey{groupID, memberID, rebalanceTimer})
+	for _, k := range []timerKind{sessionTimer, rebalanceTimer, syncTimer, joinTimer} {
+		delete(m.timers, timerKey{groupID, memberID, k})
+	}
 }
 
 // Expired is one timer that fired in Tick, for logs and vectors.
@@ -70,7 +101,7 @@ type Expired struct {
 // (ties by group, member, kind), each as its own write as in Kafka: a
 // session timeout fences the member (GMM.consumerGroupFenceMemberOperation);
 // a rebalance timeout fences it if it is still at the epoch the timer was
-// armed at. It returns the records written, in order.
+// armed at; a classic member's sync and join timeouts fence it. It returns the records written, in order.
 func (m *Manager) Tick(now time.Time) []records.Record {
 	recs, _ := m.TickVerbose(now)
 	return recs
@@ -103,12 +134,15 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 		e := Expired{Group: d.k.group, Member: d.k.member, Kind: d.k.kind.String()}
 		g, ok := m.rp.groups[d.k.group]
 		if ok {
-			if mb, ok := g.members[d.k.member]; ok && (d.k.kind == sessionTimer || mb.epoch == d.t.epoch) {
-				recs := m.fenceMember(g, mb)
+			if mb, ok := g.members[d.k.member]; ok && (d.k.kind != rebalanceTimer || mb.epoch == d.t.epoch) {
+				recs, downgrade := m.fenceMembers(g, []*member{mb})
 				if err := m.applyAll(g.id, recs); err != nil {
 					panic("consumergroup: replaying our own fence records failed: " + err.Error())
 				}
 				m.cancelTimers(g.id, mb.id)
+				if downgrade != nil {
+					recs = append(recs, downgrade()...)
+				}
 				out = append(out, recs...)
 				e.Fenced = true
 			}

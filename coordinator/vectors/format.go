@@ -1,6 +1,7 @@
 package vectors
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,7 +58,7 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 		if r.ErrorCode != 0 {
 			return "sync " + ErrName(r.ErrorCode)
 		}
-		return fmt.Sprintf("sync type=%s proto=%s assignment=%s", ps(r.ProtocolType), ps(r.Protocol), Bytes(r.MemberAssignment))
+		return fmt.Sprintf("sync type=%s proto=%s assignment=%s", ps(r.ProtocolType), ps(r.Protocol), assignment(r.MemberAssignment, n))
 	case *kmsg.HeartbeatResponse:
 		return withErr(r.ErrorCode, "heartbeat")
 	case *kmsg.LeaveGroupResponse:
@@ -83,7 +84,7 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 			var ms []string
 			for _, m := range g.Members {
 				ms = append(ms, fmt.Sprintf("\n    %s instance=%s client=%s host=%s metadata=%s assignment=%s",
-					n.Member(m.MemberID), ps(m.InstanceID), m.ClientID, n.Host(m.ClientHost), meta(m.ProtocolMetadata, n), Bytes(m.MemberAssignment)))
+					n.Member(m.MemberID), ps(m.InstanceID), m.ClientID, n.Host(m.ClientHost), meta(m.ProtocolMetadata, n), assignment(m.MemberAssignment, n)))
 			}
 			sortIf(ms)
 			gs = append(gs, x+strings.Join(ms, ""))
@@ -209,6 +210,10 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 				if m.InstanceID != nil {
 					x += " instance=" + *m.InstanceID
 				}
+				if r.Version >= 1 && m.MemberType == 0 {
+					// KIP-1099 (v1+): a classic-protocol member of the group.
+					x += " type=classic"
+				}
 				ms = append(ms, x)
 			}
 			sortIf(ms)
@@ -250,6 +255,27 @@ func meta(b []byte, n Norm) string {
 		b = Subscription(ts)
 	}
 	return Bytes(b)
+}
+
+// assignment renders a SyncGroup assignment: a ConsumerProtocolAssignment
+// (what a consumer group gives its classic members,
+// GMM.prepareAssignment) as its version and sorted partitions,
+// "v0[foo/0 foo/1]", anything else with Bytes. Only bytes that re-encode
+// exactly count as a ConsumerProtocolAssignment, so a classic leader's
+// arbitrary assignment stays bytes.
+func assignment(b []byte, n Norm) string {
+	var a kmsg.ConsumerMemberAssignment
+	if len(b) < 2 || a.ReadFrom(b) != nil || a.Version < 0 || a.Version > 3 || !bytes.Equal(a.AppendTo(nil), b) {
+		return Bytes(b)
+	}
+	var parts []string
+	for _, t := range a.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, fmt.Sprintf("%s/%d", n.Topic(t.Topic), p))
+		}
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("v%d[%s]", a.Version, strings.Join(parts, " "))
 }
 
 // Bytes renders bytes as a quoted string when they are printable ASCII,

@@ -62,8 +62,11 @@ func ClientID(args Args) string { return args.Val("client", "c") }
 //
 //	join group=g [member=] [instance=] [session=10s] [rebalance=10s] [v=9]
 //	  [type=consumer] [protocols=(range,…)|none] [meta=m] [topics=(t,…)]
-//	  (a protocol written name:meta carries its own metadata)
+//	  [owned=(t/0,…)]
+//	  (a protocol written name:meta carries its own metadata; owned makes
+//	  the subscription a v1 ConsumerProtocolSubscription that names them)
 //	sync group=g member= gen= [instance=] [v=5] [assign=(member:bytes,…)] [ptype=] [pname=]
+//	  (bytes written @t/0+t/1 are a ConsumerProtocolAssignment of those partitions)
 //	heartbeat group=g member= gen= [instance=] [v=4]
 //	leave group=g [member=] | members=(memberID/instance,…) [v=5]
 //	  (a member written "/i1" is removed by instance id only)
@@ -248,6 +251,24 @@ func (b *builder) join() kmsg.Request {
 			ts = append(ts, b.n.Topic(t))
 		}
 		meta = Subscription(ts)
+		if b.args.Has("owned") {
+			// ConsumerProtocolSubscription v1 with the partitions the
+			// member owns, which a consumer group reconciles a classic
+			// member with (GMM.classicGroupJoinToConsumerGroup).
+			sub := kmsg.NewConsumerMemberMetadata()
+			sub.Version, sub.Topics = 1, ts
+			for _, s := range b.args.List("owned") {
+				topic, p := b.tp(s)
+				topic = b.n.Topic(topic)
+				i := slices.IndexFunc(sub.OwnedPartitions, func(x kmsg.ConsumerMemberMetadataOwnedPartition) bool { return x.Topic == topic })
+				if i < 0 {
+					sub.OwnedPartitions = append(sub.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition{Topic: topic})
+					i = len(sub.OwnedPartitions) - 1
+				}
+				sub.OwnedPartitions[i].Partitions = append(sub.OwnedPartitions[i].Partitions, p)
+			}
+			meta = sub.AppendTo(nil)
+		}
 	}
 	protos := []string{"range"}
 	if b.args.Has("protocols") {
@@ -317,6 +338,25 @@ func (b *builder) sync() kmsg.Request {
 		m, v, _ := strings.Cut(a, ":")
 		ga := kmsg.NewSyncGroupRequestGroupAssignment()
 		ga.MemberID, ga.MemberAssignment = b.n.Member(m), []byte(v)
+		if tps, ok := strings.CutPrefix(v, "@"); ok {
+			// A ConsumerProtocolAssignment v0 of the partitions, as a
+			// consumer leader writes it.
+			ca := kmsg.NewConsumerMemberAssignment()
+			for _, s := range strings.Split(tps, "+") {
+				if s == "" {
+					continue
+				}
+				topic, p := b.tp(s)
+				topic = b.n.Topic(topic)
+				i := slices.IndexFunc(ca.Topics, func(x kmsg.ConsumerMemberAssignmentTopic) bool { return x.Topic == topic })
+				if i < 0 {
+					ca.Topics = append(ca.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic})
+					i = len(ca.Topics) - 1
+				}
+				ca.Topics[i].Partitions = append(ca.Topics[i].Partitions, p)
+			}
+			ga.MemberAssignment = ca.AppendTo(nil)
+		}
 		r.GroupAssignment = append(r.GroupAssignment, ga)
 	}
 	return r

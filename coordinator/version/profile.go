@@ -129,6 +129,35 @@ type Profile struct {
 	// 4.3.1): a static member may rejoin a group at group.consumer.max.size
 	// (GMM.throwIfConsumerGroupIsFull takes the instance id in the 4.4.0 jar).
 	StaticRejoinFullGroup bool
+	// ClassicRejoinOnNewAssignment (KAFKA-20272, 4.3.0+; 4.3 branch source
+	// and the 4.4.0 jar): a classic member of a consumer group is told to
+	// rejoin (REBALANCE_IN_PROGRESS to its Heartbeat and SyncGroup) when its
+	// epoch is behind the group's assignment epoch, that is once a new target
+	// exists. Before (the 4.1.2 jar, 4.0–4.2 sources) it is compared with the
+	// group epoch, so it rejoins before the new target is computed
+	// (GMM.classicGroupHeartbeatToConsumerGroup, throwIfRebalanceInProgress).
+	ClassicRejoinOnNewAssignment bool
+	// ClassicJoinRefusedWhenMigrationDisabled (KAFKA-20640, in the 4.4.0
+	// jar, not in the 4.1.2 jar; later backported to the 4.0–4.3 branches
+	// after their last inspected releases): with
+	// group.consumer.migration.policy=disabled a JoinGroup to a non-empty
+	// consumer group gets INCONSISTENT_GROUP_PROTOCOL
+	// (GMM.throwIfClassicMemberCannotJoinConsumerGroup). Before, the classic
+	// member joined whatever the policy.
+	ClassicJoinRefusedWhenMigrationDisabled bool
+	// DowngradeRebalancesOnStaleAssignment (KAFKA-20273, 4.3.0+; 4.3 and
+	// 4.4 branch sources): when a classic static member replacing the last
+	// consumer-protocol member downgrades the group, the classic group
+	// rebalances if the group epoch is ahead of the assignment epoch (the
+	// member's assignment is stale). Before, it rebalanced only if the
+	// member's subscribed topics changed (GMM.classicGroupJoinToConsumerGroup).
+	DowngradeRebalancesOnStaleAssignment bool
+	// LastLeaveResetsAssignmentEpoch (KAFKA-20442, in the 4.4.0 jar, not on
+	// the 4.0–4.3 branches): when the last members of a consumer group are
+	// fenced, a ConsumerGroupTargetAssignmentMetadata record with the new
+	// group epoch and timestamp 0 follows the epoch bump, so the empty group
+	// is not left Assigning (GMM.consumerGroupFenceMembers).
+	LastLeaveResetsAssignmentEpoch bool
 	// StreamsInDefaultProtocols: group.coordinator.rebalance.protocols
 	// defaults to classic,consumer,streams (4.1+) instead of classic,consumer.
 	StreamsInDefaultProtocols bool
@@ -178,10 +207,14 @@ func (v Version) Profile() Profile {
 		p.DefaultAssignmentIntervalMs = 1000
 		p.DescribeShowsPendingRevocation = true
 		p.UnsubscribeUpdatesPreviousEpoch = true
+		p.ClassicRejoinOnNewAssignment = true
+		p.DowngradeRebalancesOnStaleAssignment = true
 	}
 	if v >= V4_4_0 {
 		p.AssignorChangeRecomputes = true
 		p.StaticRejoinFullGroup = true
+		p.ClassicJoinRefusedWhenMigrationDisabled = true
+		p.LastLeaveResetsAssignmentEpoch = true
 	}
 	return p
 }

@@ -138,3 +138,26 @@ func TestReconcileEpochFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestMixedGroupFlags pins the behaviours of classic members inside a
+// consumer group that differ by release: KAFKA-20272 (rejoin against the
+// assignment epoch, 4.3 branch, in the 4.4.0 jar) and KAFKA-20640 (the
+// disabled migration policy refuses classic joins; in the 4.4.0 jar, not in
+// the 4.1.2 jar).
+func TestMixedGroupFlags(t *testing.T) {
+	for _, v := range Served() {
+		p := v.Profile()
+		if want := v >= V4_3_0; p.DowngradeRebalancesOnStaleAssignment != want {
+			t.Errorf("%v: DowngradeRebalancesOnStaleAssignment %v, want %v", v, p.DowngradeRebalancesOnStaleAssignment, want)
+		}
+		if want := v >= V4_3_0; p.ClassicRejoinOnNewAssignment != want {
+			t.Errorf("%v: ClassicRejoinOnNewAssignment %v, want %v", v, p.ClassicRejoinOnNewAssignment, want)
+		}
+		if want := v >= V4_4_0; p.LastLeaveResetsAssignmentEpoch != want {
+			t.Errorf("%v: LastLeaveResetsAssignmentEpoch %v, want %v", v, p.LastLeaveResetsAssignmentEpoch, want)
+		}
+		if want := v >= V4_4_0; p.ClassicJoinRefusedWhenMigrationDisabled != want {
+			t.Errorf("%v: ClassicJoinRefusedWhenMigrationDisabled %v, want %v", v, p.ClassicJoinRefusedWhenMigrationDisabled, want)
+		}
+	}
+}

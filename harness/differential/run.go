@@ -238,7 +238,7 @@ type runner struct {
 // target runs with fixed (Settings), with the value they amount to: a
 // section that asks for another cannot run.
 func brokerNewArgs() [][2]string {
-	return [][2]string{{"delay", "0s"}, {"max-session", "30m0s"}, {"max-size", "0"}, {"min-session", "1s"}}
+	return [][2]string{{"delay", "0s"}, {"max-session", "30m0s"}, {"max-size", "0"}, {"min-session", "1s"}, {"migration", "bidirectional"}}
 }
 
 // timeOnlyNewArgs lists the `new` arguments that act only when time passes,

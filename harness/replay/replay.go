@@ -60,7 +60,8 @@ func Func(kafkaVersion, group string, topicNames map[[16]byte]string) (check.Rep
 //     (ConsumerProtocolAssignment, as DescribeGroups clients decode it; a
 //     group of another protocol type has none to decode);
 //   - a consumer group: protocol "consumer", the group and assignment
-//     epochs, each member's epoch and assignment, with the partitions it
+//     epochs, each member's epoch and assignment (classic-protocol members
+//     of the group included, as ConsumerGroupDescribe lists them), with the partitions it
 //     still has to revoke exactly when p.DescribeShowsPendingRevocation
 //     (KAFKA-20431, 4.3+);
 //   - the committed offsets either way.
@@ -230,33 +231,24 @@ func TopicNames(byName map[string]string) (map[[16]byte]string, error) {
 }
 
 // Unmodelled says why the reference coordinator cannot replay group's
-// records, or "" when it can. The coordinator leaves two parts of KIP-848
-// out and refuses their records (coordinator/consumergroup): members that
-// speak the classic protocol inside a consumer group (a
-// ConsumerGroupMemberMetadata value with ClassicMemberMetadata, written when
-// a classic member joins or a classic group is upgraded online) and regex
-// subscriptions (ConsumerGroupRegularExpression values). A log that holds
-// them is not evidence against the broker, so the caller skips the
-// comparison with this reason instead of reporting the refusal as a
-// violation.
+// records, or "" when it can. The coordinator leaves regex subscriptions
+// (ConsumerGroupRegularExpression values, resolved asynchronously by the
+// broker) out of KIP-848 and refuses their records (coordinator/consumergroup).
+// A log that holds them is not evidence against the broker, so the caller
+// skips the comparison with this reason instead of reporting the refusal as
+// a violation. Classic-protocol members inside a consumer group (a
+// ConsumerGroupMemberMetadata value with ClassicMemberMetadata, the online
+// migration path) are modelled and replayed.
 func Unmodelled(group string, recs []history.Record) string {
 	for _, hr := range recs {
-		switch hr.KeyType {
-		case history.RecordConsumerGroupMemberMetadata, history.RecordConsumerGroupRegularExpression:
-		default:
+		if hr.KeyType != history.RecordConsumerGroupRegularExpression {
 			continue
 		}
 		dec, err := Decode(hr)
 		if err != nil || GroupOf(dec.Key) != group {
 			continue // the replay reports undecodable records itself
 		}
-		switch v := dec.Value.(type) {
-		case *records.ConsumerGroupMemberMetadataValue:
-			if v.ClassicMemberMetadata != nil {
-				k := dec.Key.(records.ConsumerGroupMemberMetadataKey)
-				return fmt.Sprintf("group %s has classic-protocol members in a consumer group (member %s, %s), which the reference coordinator does not model yet (coordinator/consumergroup refuses their records)", group, k.MemberID, Where(hr))
-			}
-		case *records.ConsumerGroupRegularExpressionValue:
+		if _, ok := dec.Value.(*records.ConsumerGroupRegularExpressionValue); ok {
 			k := dec.Key.(records.ConsumerGroupRegularExpressionKey)
 			return fmt.Sprintf("group %s subscribes with the regular expression %q (%s), which the reference coordinator does not model yet", group, k.RegularExpression, Where(hr))
 		}

@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"reflect"
 	"strings"
@@ -347,31 +348,173 @@ func TestTopicNames(t *testing.T) {
 }
 
 // TestUnmodelled names what the reference coordinator does not replay:
-// classic-protocol members inside a consumer group, regex subscriptions.
-// Other groups' records do not count.
+// regex subscriptions. Classic-protocol members inside a consumer group are
+// replayed (TestMixedGroup); other groups' records do not count.
 func TestUnmodelled(t *testing.T) {
 	l := newLog(t, "4.4.0")
 	consumerGroup(l, "g")
+	l.add(classicMemberRecord("g", "c1", 4))
 	if why := replay.Unmodelled("g", l.recs); why != "" {
-		t.Fatalf("a consumer-protocol group: %s", why)
+		t.Fatalf("a consumer group with a classic member: %s", why)
 	}
-	classicMember := func(group string) records.Record {
-		return records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: group, MemberID: "c1"}, Value: &records.ConsumerGroupMemberMetadataValue{
-			ClientID: "kgo", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: 60000,
-			ClassicMemberMetadata: &records.ClassicMemberMetadata{SessionTimeoutMs: 6000, SupportedProtocols: []records.ClassicProtocol{{Name: "range", Metadata: []byte{0}}}},
-		}}
+	regex := func(group string) records.Record {
+		return records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: group, RegularExpression: "t.*"}, Value: &records.ConsumerGroupRegularExpressionValue{Topics: []string{"t"}}}
 	}
-	l.add(classicMember("other"))
+	l.add(regex("other"))
 	if why := replay.Unmodelled("g", l.recs); why != "" {
-		t.Fatalf("another group's classic member counts: %s", why)
+		t.Fatalf("another group's regex counts: %s", why)
 	}
-	l.add(classicMember("g"))
-	if why := replay.Unmodelled("g", l.recs); !strings.Contains(why, "classic-protocol members in a consumer group (member c1, __consumer_offsets-1 offset") {
-		t.Errorf("classic member: %q", why)
+	l.add(regex("g"))
+	if why := replay.Unmodelled("g", l.recs); !strings.Contains(why, `regular expression "t.*" (__consumer_offsets-1 offset`) {
+		t.Errorf("regex: %q", why)
 	}
 	// The replay itself refuses the record, naming it.
 	fn, _ := replay.Func("4.4.0", "g", names)
-	if _, err := fn(l.recs); err == nil || !strings.Contains(err.Error(), "(ConsumerGroupMemberMetadata record): the reference coordinator of Kafka 4.4.0 refuses it") {
-		t.Errorf("replay of a classic member: %v", err)
+	if _, err := fn(l.recs); err == nil || !strings.Contains(err.Error(), "(ConsumerGroupRegularExpression record): the reference coordinator of Kafka 4.4.0 refuses it") {
+		t.Errorf("replay of a regex: %v", err)
+	}
+}
+
+// classicMemberRecord is the ConsumerGroupMemberMetadata value Kafka writes
+// for a classic-protocol member of a consumer group
+// (GMM.classicGroupJoinToConsumerGroup, ConsumerGroup.fromClassicGroup):
+// the ClassicMemberMetadata tag carries its session timeout and protocols.
+func classicMemberRecord(group, id string, sessionTimeoutMs int32) records.Record {
+	regex := ""
+	return records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: group, MemberID: id}, Value: &records.ConsumerGroupMemberMetadataValue{
+		ClientID: "kgo", ClientHost: "/127.0.0.1", SubscribedTopicNames: []string{"t"}, SubscribedTopicRegex: &regex, RebalanceTimeoutMs: 60000,
+		ClassicMemberMetadata: &records.ClassicMemberMetadata{SessionTimeoutMs: sessionTimeoutMs, SupportedProtocols: []records.ClassicProtocol{
+			{Name: "cooperative-sticky", Metadata: []byte{0, 3, 0, 0, 0, 1, 0, 1, 't', 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+		}},
+	}}
+}
+
+// TestMixedGroup replays the records Kafka writes when a classic group is
+// upgraded online (GMM.convertToConsumerGroup: the GroupMetadata tombstone,
+// then ConsumerGroup.createConsumerGroupRecords with every member STABLE at
+// the classic generation), a consumer-protocol member joining it, and the
+// downgrade back when that member leaves (GMM.convertToClassicGroup: the
+// consumer group's tombstones, then GroupMetadata). The mixed group is
+// described as a consumer group whose classic members carry their epochs;
+// every record re-encodes byte for byte.
+func TestMixedGroup(t *testing.T) {
+	for _, v := range []string{"4.1.2", "4.4.0"} {
+		t.Run(v, func(t *testing.T) {
+			l := newLog(t, v)
+			classicGroup(t, l, "g", 3, map[string]map[string][]int32{"a": {"t": {0, 1}}, "b": {"t": {2, 3}}})
+			l.commit("g", "t", 0, 10)
+
+			// The upgrade.
+			target := func(id string, ps ...int32) {
+				l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: id}, Value: &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: topicT, Partitions: ps}}}})
+			}
+			current := func(id string, epoch, prev int32, state records.MemberState, ps ...int32) {
+				var at []records.CurrentAssignmentTopic
+				if len(ps) > 0 {
+					eps := make([]int32, len(ps))
+					for i := range eps {
+						eps[i] = epoch
+					}
+					at = []records.CurrentAssignmentTopic{{TopicID: topicT, Partitions: ps, AssignmentEpochs: eps}}
+				}
+				l.add(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: id}, Value: &records.ConsumerGroupCurrentMemberAssignmentValue{
+					MemberEpoch: epoch, PreviousMemberEpoch: prev, State: state, AssignedPartitions: at,
+				}})
+			}
+			epoch := func(e int32) {
+				l.add(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}, Value: &records.ConsumerGroupMetadataValue{Epoch: e, MetadataHash: 77}})
+			}
+			targetEpoch := func(e int32) {
+				l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: &records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: e}})
+			}
+			l.add(records.Record{Key: records.GroupMetadataKey{Group: "g"}})
+			l.add(classicMemberRecord("g", "a", 6000))
+			l.add(classicMemberRecord("g", "b", 6000))
+			epoch(3)
+			target("a", 0, 1)
+			target("b", 2, 3)
+			targetEpoch(3)
+			current("a", 3, 3, records.MemberStable, 0, 1)
+			current("b", 3, 3, records.MemberStable, 2, 3)
+
+			// A consumer-protocol member joins; a gives up t-1 to it.
+			regex := ""
+			l.add(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m1"}, Value: &records.ConsumerGroupMemberMetadataValue{
+				ClientID: "kgo", ClientHost: "/127.0.0.1", SubscribedTopicNames: []string{"t"}, SubscribedTopicRegex: &regex, RebalanceTimeoutMs: 60000,
+			}})
+			epoch(4)
+			target("a", 0)
+			target("m1", 1)
+			targetEpoch(4)
+			current("m1", 4, 0, records.MemberUnreleasedPartitions)
+			l.add(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "a"}, Value: &records.ConsumerGroupCurrentMemberAssignmentValue{
+				MemberEpoch: 3, PreviousMemberEpoch: 3, State: records.MemberUnrevokedPartitions,
+				AssignedPartitions:          []records.CurrentAssignmentTopic{{TopicID: topicT, Partitions: []int32{0}, AssignmentEpochs: []int32{3}}},
+				PartitionsPendingRevocation: []records.CurrentAssignmentTopic{{TopicID: topicT, Partitions: []int32{1}, AssignmentEpochs: []int32{3}}},
+			}})
+
+			fn, err := replay.Func(v, "g", names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := fn(l.recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aOwns := history.TPs("t", 0)
+			if version.MustParse(v).Profile().DescribeShowsPendingRevocation {
+				aOwns = history.TPs("t", 0, 1)
+			}
+			want := check.GroupState{
+				Protocol: history.ProtocolConsumer, GroupEpoch: 4, AssignmentEpoch: 4,
+				Members: map[string]check.MemberState{
+					"a":  {MemberEpoch: 3, Assignment: aOwns},
+					"b":  {MemberEpoch: 3, Assignment: history.TPs("t", 2, 3)},
+					"m1": {MemberEpoch: 4, Assignment: []history.TP{}},
+				},
+				Offsets: map[history.TP]int64{{Topic: "t", Partition: 0}: 10},
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("mixed group replayed\n%+v\nwant\n%+v", got, want)
+			}
+
+			// m1 leaves and the group is downgraded: tombstones in the
+			// order replay requires, then the classic group at the group
+			// epoch.
+			for _, id := range []string{"a", "b", "m1"} {
+				l.add(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: id}})
+			}
+			for _, id := range []string{"a", "b", "m1"} {
+				l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: id}})
+			}
+			l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}})
+			for _, id := range []string{"a", "b", "m1"} {
+				l.add(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: id}})
+			}
+			l.add(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}})
+			classicGroup(t, l, "g", 5, map[string]map[string][]int32{"a": {"t": {0, 1}}, "b": {"t": {2, 3}}})
+			got, err = fn(l.recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Protocol != history.ProtocolClassic || got.Generation != 5 || len(got.Members) != 2 || got.Offsets[history.TP{Topic: "t", Partition: 0}] != 10 {
+				t.Errorf("after the downgrade: %+v", got)
+			}
+
+			// The broker's bytes re-encode byte for byte.
+			for _, hr := range l.recs {
+				dec, err := replay.Decode(hr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				k, val, err := records.EncodeRecord(dec)
+				if err != nil {
+					t.Fatalf("%s: %v", replay.Where(hr), err)
+				}
+				if !bytes.Equal(k, hr.RawKey) || !bytes.Equal(val, hr.RawValue) {
+					t.Errorf("%s: re-encodes as %x/%x, written %x/%x", replay.Where(hr), k, val, hr.RawKey, hr.RawValue)
+				}
+			}
+		})
 	}
 }

@@ -256,21 +256,6 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	if n == 0 {
 		n = 2 + topo.IntN(3)
 	}
-	if o.Embedded {
-		// The reference coordinator does not model a group mixing classic
-		// and consumer members (Kafka's online upgrade of a non-empty
-		// group): keep an embedded run's members to one protocol.
-		if len(o.Kinds) > 0 {
-			for _, k := range o.Kinds[1:] {
-				if kinds[k] != kinds[o.Kinds[0]] {
-					return Plan{}, fmt.Errorf("member kinds %s mix the classic and consumer protocols, which the embedded cluster's reference coordinator does not model (Kafka's online group upgrade): pick kinds of one protocol, or run on containers", strings.Join(o.Kinds, ","))
-				}
-			}
-		} else {
-			protocol := []string{history.ProtocolClassic, history.ProtocolConsumer}[topo.IntN(2)]
-			known = slices.DeleteFunc(known, func(k string) bool { return kinds[k] != protocol })
-		}
-	}
 	var memberKinds []string
 	for i := range n {
 		if len(o.Kinds) > 0 {

@@ -109,19 +109,22 @@ func TestFresh(t *testing.T) {
 	}
 }
 
-// TestEmbedded runs both scenarios against the embedded cluster (the
+// TestEmbedded runs every family against the embedded cluster (the
 // reference coordinator served in this process) with groupquake's members
-// and kgo's, one protocol per group: the coordinator model must hold up
-// under the same faults as a broker.
+// and kgo's, each family with two protocol mixes so that every mix runs
+// twice, the mixed one included (the online migration path: classic
+// members inside a consumer group, the upgrade and downgrade of the
+// group): the coordinator model must hold up under the same faults as a
+// broker.
 func TestEmbedded(t *testing.T) {
 	if !testing.Short() {
 		t.Skip("the embedded runs belong to the unit tier (go test -short), which needs no Docker; the cluster tier runs real Kafka")
 	}
-	for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}} {
-		for _, scenario := range families {
+	for fi, family := range families {
+		for _, mix := range []campaign.Mix{campaign.Mixes[fi%len(campaign.Mixes)], campaign.Mixes[(fi+2)%len(campaign.Mixes)]} {
 			for _, seed := range seeds(t) {
-				t.Run(fmt.Sprintf("%s/%s/seed-%d", kinds[0], scenario, seed), func(t *testing.T) {
-					campaign.Run(t, seed, run.Options{Scenario: scenario, Embedded: true, Kinds: kinds, Members: 3, Duration: 20 * time.Second}, 5*time.Minute)
+				t.Run(fmt.Sprintf("%s/%s/seed-%d", family, mix.Name, seed), func(t *testing.T) {
+					campaign.Run(t, seed, run.Options{Scenario: family, Embedded: true, Kinds: mix.Kinds, Members: max(3, len(mix.Kinds)), Duration: 20 * time.Second}, 5*time.Minute)
 				})
 			}
 		}

@@ -51,26 +51,13 @@ type explanation struct {
 	reason   string
 }
 
-// conversionUnmodelled is why consumer/conversion.txt differs: the vector
-// says so itself (its comments at lines 10-12 and 71-73).
-const conversionUnmodelled = "KIP-848 online migration is not modelled by the reference (consumer/conversion.txt says so): "
-
 // explained lists every difference against Kafka that is understood and is
 // not a bug of the reference. A version difference belongs in
 // coordinator/version (the reference runs with the target's profile), not
-// here.
-var explained = []explanation{
-	{target: "kafka", pos: "consumer/conversion.txt:24", reason: conversionUnmodelled +
-		"same error code; the reference's message says it does not model the upgrade, Kafka's names why its upgrade failed (the vector's subscription bytes are not a full ConsumerProtocolSubscription)"},
-	{target: "kafka", pos: "consumer/conversion.txt:76", reason: conversionUnmodelled +
-		"Kafka lets a classic member join a consumer group that has members (GMM.classicGroupJoinToConsumerGroup); the reference answers INCONSISTENT_GROUP_PROTOCOL"},
-	{target: "kafka", pos: "consumer/conversion.txt:90", reason: conversionUnmodelled +
-		"follows from conversion.txt:76: Kafka's group went through the mixed consumer group, so the classic group it converts back to starts at another generation"},
-	{target: "kafka", pos: "consumer/conversion.txt:99", reason: conversionUnmodelled +
-		"follows from conversion.txt:90 (the generation differs)"},
-	{target: "kafka", pos: "consumer/conversion.txt:110", reason: conversionUnmodelled +
-		"follows from conversion.txt:99 (Kafka's sync failed, so the group is still CompletingRebalance)"},
-}
+// here. (Empty since the reference models KIP-848's online migration:
+// consumer/conversion.txt and the consumer/mixed_*.txt vectors agree with
+// Kafka 4.1.2 and 4.4.0.)
+var explained = []explanation{}
 
 // kfakeHost is why every describe differs on kfake.
 const kfakeHost = "kfake reports ClientHost as ip:port (client_conn remote address); Kafka reports \"/ip\""
@@ -101,10 +88,10 @@ var kfakeGaps = []explanation{
 	{target: "kfake", pos: "offsets/simple_group.txt:21", reason: "OffsetFetch of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka offset -1 without error"},
 	{target: "kfake", pos: "offsets/delete.txt:72", reason: "OffsetFetch of a deleted group: kfake answers GROUP_ID_NOT_FOUND; Kafka an empty list"},
 	{target: "kfake", pos: "offsets/topic_ids.txt:32", reason: "OffsetFetch v10 of an unknown topic id: kfake answers -1 without error; Kafka UNKNOWN_TOPIC_ID"},
-	{target: "kfake", pos: "consumer/conversion.txt:24", reason: "ConsumerGroupHeartbeat errors: kfake sends a null ErrorMessage"},
-	{target: "kfake", pos: "consumer/conversion.txt:47", reason: "consumer group's first join: kfake gives member epoch 1; Kafka 4.4 (group.consumer.assignment.interval.ms=0) gives 2"},
-	{target: "kfake", pos: "consumer/conversion.txt:57", reason: "DescribeGroups of a consumer group: kfake describes it as a classic group; Kafka answers GROUP_ID_NOT_FOUND"},
-	{target: "kfake", pos: "consumer/conversion.txt:82", reason: "ConsumerGroupHeartbeat leave (epoch -1): kfake answers the heartbeat interval; Kafka 0"},
+	{target: "kfake", pos: "consumer/conversion.txt:25", reason: "ConsumerGroupHeartbeat errors: kfake sends a null ErrorMessage"},
+	{target: "kfake", pos: "consumer/conversion.txt:48", reason: "consumer group's first join: kfake gives member epoch 1; Kafka 4.4 (group.consumer.assignment.interval.ms=0) gives 2"},
+	{target: "kfake", pos: "consumer/conversion.txt:58", reason: "DescribeGroups of a consumer group: kfake describes it as a classic group; Kafka answers GROUP_ID_NOT_FOUND"},
+	{target: "kfake", pos: "consumer/conversion.txt:79", reason: "ConsumerGroupHeartbeat leave (epoch -1): kfake answers the heartbeat interval; Kafka 0"},
 	{target: "kfake", pos: "consumer/delete_and_list.txt:42", reason: "ListGroups: kfake gives consumer groups an empty ProtocolType; Kafka \"consumer\""},
 	{target: "kfake", pos: "consumer/delete_and_list.txt:85", reason: "OffsetDelete on a consumer group with members: kfake answers NON_EMPTY_GROUP; Kafka GROUP_SUBSCRIBED_TO_TOPIC per subscribed partition"},
 }

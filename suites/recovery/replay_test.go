@@ -157,22 +157,23 @@ func TestReplayAcrossCoordinatorMove(t *testing.T) {
 	}
 }
 
-// TestRunJudgesRecoveredState carries out baseline runs whose members all
-// speak one protocol and requires RecoveredStateMatchesLog to hold, not be
-// skipped, in the run's verdicts and when `groupquake check` judges the run
-// directory offline. (A group that mixes classic and consumer members is
-// skipped with a reason: the reference coordinator does not model classic
-// members in consumer groups.)
+// TestRunJudgesRecoveredState carries out baseline runs and requires
+// RecoveredStateMatchesLog to hold, not be skipped, in the run's verdicts
+// and when `groupquake check` judges the run directory offline: groups of
+// one protocol, and groups that mix them (KIP-848's online migration) in
+// both orders, a consumer-protocol member first (classic members join a
+// consumer group) and a classic member first (the group is upgraded
+// online when the consumer-protocol member joins).
 func TestRunJudgesRecoveredState(t *testing.T) {
 	bin := clustertest.BuildGroupquake(t)
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
-			for _, kind := range []string{"kgo-classic", "kgo-consumer"} {
-				t.Run(kind, func(t *testing.T) {
+			for _, kinds := range [][]string{{"kgo-classic"}, {"kgo-consumer"}, {"kgo-consumer", "kgo-classic"}, {"kgo-classic", "kgo-consumer"}} {
+				t.Run(strings.Join(kinds, "+"), func(t *testing.T) {
 					reg := run.DefaultRegistry()
 					p, err := run.NewPlan(uint64(time.Now().UnixNano()), run.Options{
-						Scenario: run.ScenarioBaseline, Kafka: v, Nodes: 1, Kinds: []string{kind}, Members: 3,
+						Scenario: run.ScenarioBaseline, Kafka: v, Nodes: 1, Kinds: kinds, Members: 3,
 						Partitions: 4, Duration: 5 * time.Second, Rate: 20,
 					}, reg.Kinds())
 					if err != nil {
