@@ -177,13 +177,15 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 				epochs[h.ResultEpoch] = true
 			}
 		case "found-coordinator":
-			if v, ok := e.Value.(map[string]any); ok {
-				if n, ok := v["node"].(float64); ok {
-					who, _, _ := strings.Cut(e.Process, "/")
-					if s := coord[who]; len(s) == 0 || s[len(s)-1] != int32(n) {
-						coord[who] = append(s, int32(n))
-					}
-				}
+			v, err := history.ValueAs[struct {
+				Node *int32 `json:"node"`
+			}](e)
+			if err != nil || v.Node == nil {
+				continue
+			}
+			who, _, _ := strings.Cut(e.Process, "/")
+			if s := coord[who]; len(s) == 0 || s[len(s)-1] != *v.Node {
+				coord[who] = append(s, *v.Node)
 			}
 		}
 	}

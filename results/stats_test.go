@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,13 @@ func TestMeasurePressure(t *testing.T) {
 	evs = append(evs[:9:9],
 		ev(20, 9*time.Second, history.Invoke, "nemesis/1", history.FFaultStart, history.Fault{What: "member-crash"}),
 		ev(21, 9*time.Second, history.Fail, "nemesis/1", history.FFaultStart, history.Fault{What: "member-crash", Error: "not applied"}),
+		// a's coordinator moved once (as read back from history.jsonl).
+		ev(22, 9*time.Second, history.Info, "a/hb", "found-coordinator", json.RawMessage(`{"member":"a","node":1}`)),
+		ev(23, 9*time.Second, history.Info, "a/hb", "found-coordinator", json.RawMessage(`{"member":"a","node":1}`)),
+		ev(24, 9*time.Second, history.Info, "a/hb", "found-coordinator", json.RawMessage(`{"member":"a","node":3}`)),
 		evs[9])
 	p := MeasurePressure("combined", evs)
-	want := Pressure{Scenario: "combined", Workload: 10 * time.Second, Faults: 1, UnderFault: 0.2, MidRebalance: 0.4, Busy: 0.6, Rebalances: 1}
+	want := Pressure{Scenario: "combined", Workload: 10 * time.Second, Faults: 1, UnderFault: 0.2, MidRebalance: 0.4, Busy: 0.6, Rebalances: 1, CoordinatorMoves: 1}
 	if p != want {
 		t.Errorf("MeasurePressure =\n%+v, want\n%+v", p, want)
 	}
