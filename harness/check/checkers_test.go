@@ -418,48 +418,37 @@ func TestDurableCommits(t *testing.T) {
 	// when that wait times out it answers COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR when the
 	// leader moved), and the record may still be read back later. Seen on 4.4.0 with a paused
 	// follower. Such a partition error is an unknown outcome; a definite rejection is not.
-	partitionErr := func(name string) ([]history.Event, int64, int64) {
+	partitionErr := func(name string, outcome history.Type) ([]history.Event, int64, int64) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
 		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
 		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 6)}}
 		done := c
 		done.PartitionErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: name}}
-		h.call("a", history.FCommit, c, history.OK, done)
+		h.call("a", history.FCommit, c, outcome, done)
 		d := h.describe(nil, off(0, 6))
 		return h.events(), ok, d
 	}
 	for _, name := range []string{"COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT"} {
 		t.Run("a commit answered "+name+" for a partition may have landed", func(t *testing.T) {
-			evs, _, _ := partitionErr(name)
+			evs, _, _ := partitionErr(name, history.OK)
 			mustHold(t, DurableCommits(evs, nil))
 			mustHold(t, CommittedOffsetMonotonic(evs, nil))
 			mustHold(t, FencedCommitsRejected(evs, nil))
 		})
 	}
 	t.Run("a commit rejected for a partition with ILLEGAL_GENERATION did not land", func(t *testing.T) {
-		evs, ok, d := partitionErr("ILLEGAL_GENERATION")
+		evs, ok, d := partitionErr("ILLEGAL_GENERATION", history.OK)
 		mustCite(t, DurableCommits(evs, nil), ok, d)
 	})
 	// A commit whose whole outcome is unknown keeps a partition that may have been written, and
 	// drops one that was certainly rejected.
-	unknownWith := func(name string) ([]history.Event, int64, int64) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
-		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 6)}}
-		done := c
-		done.PartitionErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: name}}
-		h.call("a", history.FCommit, c, history.Info, done)
-		d := h.describe(nil, off(0, 6))
-		return h.events(), ok, d
-	}
 	t.Run("an unknown commit answered COORDINATOR_NOT_AVAILABLE for a partition may have landed", func(t *testing.T) {
-		evs, _, _ := unknownWith("COORDINATOR_NOT_AVAILABLE")
+		evs, _, _ := partitionErr("COORDINATOR_NOT_AVAILABLE", history.Info)
 		mustHold(t, DurableCommits(evs, nil))
 	})
 	t.Run("an unknown commit rejected for a partition with UNKNOWN_MEMBER_ID did not land there", func(t *testing.T) {
-		evs, ok, d := unknownWith("UNKNOWN_MEMBER_ID")
+		evs, ok, d := partitionErr("UNKNOWN_MEMBER_ID", history.Info)
 		mustCite(t, DurableCommits(evs, nil), ok, d)
 	})
 }
