@@ -113,16 +113,17 @@ func (c *crew) build(s *slot) error {
 }
 
 // launch starts s's current incarnation after wait and drives it until the
-// crew's context ends or the incarnation is stopped. A first start that
-// fails ends the run (the member could not run at all); a restart that
-// fails is retried for a minute, then noted, since the cluster may be
-// faulted at that moment.
-func (c *crew) launch(s *slot, wait time.Duration) {
+// crew's context ends or the incarnation is stopped. A start in the
+// warm-up that fails ends the run (the member could not run at all); a
+// start the nemesis asked for (a late join, a restart) that fails is
+// retried for a minute, then noted, since the cluster may be faulted at
+// that moment.
+func (c *crew) launch(s *slot, wait time.Duration, warmup bool) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	done := make(chan struct{})
 	s.cancel, s.done, s.running = cancel, done, true
 	s.starts++
-	first, d, name := s.starts == 1, s.d, s.plan.Name
+	first, d, name := warmup, s.d, s.plan.Name
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -178,7 +179,7 @@ func (c *crew) startAll(ctx context.Context, errs chan error, wg *sync.WaitGroup
 			}
 		}
 		if !late[s.plan.Name] {
-			c.launch(s, s.plan.JoinAfter)
+			c.launch(s, s.plan.JoinAfter, true)
 		}
 		s.mu.Unlock()
 	}
@@ -237,7 +238,7 @@ func (c *crew) Join(ctx context.Context, name string) (string, error) {
 			return "", err
 		}
 	}
-	c.launch(s, 0)
+	c.launch(s, 0, false)
 	return fmt.Sprintf("%s joins (%s)", name, s.plan.Kind), nil
 }
 
@@ -378,7 +379,7 @@ func (c *crew) Restore(ctx context.Context, name string) (string, error) {
 	if err := c.build(s); err != nil {
 		return "", err
 	}
-	c.launch(s, 0)
+	c.launch(s, 0, false)
 	how := "as a new member"
 	if s.plan.InstanceID != "" {
 		how = "with its instance id " + s.plan.InstanceID
