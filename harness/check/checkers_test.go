@@ -558,3 +558,28 @@ func TestVerdictsRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %+v", rep)
 	}
 }
+
+// A classic coordinator that fails over between JoinGroup and the group's write at SyncGroup
+// forgets the member and the generation it handed out, and hands the same numbers out again to
+// the members that rejoin with new ids (seen on 4.4.0 and 4.1.2): a new membership starts a new
+// sequence. The same member id going back is still a violation.
+func TestEpochMonotonicClassicGenerationPerMembership(t *testing.T) {
+	t.Parallel()
+	join := func(h *hist, id string, gen int32) (int64, int64) {
+		inv := history.Join{Member: "m1", MemberID: id}
+		done := inv
+		done.Generation = gen
+		return h.call("m1/join", history.FJoin, inv, history.OK, done)
+	}
+	h := newHist(t)
+	h.proto = history.ProtocolClassic
+	join(h, "m1-a", 5)
+	join(h, "m1-b", 4) // rejoined after UNKNOWN_MEMBER_ID: the coordinator had forgotten generation 5
+	mustHold(t, EpochMonotonic(h.events(), nil))
+
+	h = newHist(t)
+	h.proto = history.ProtocolClassic
+	_, a := join(h, "m1-a", 5)
+	_, b := join(h, "m1-a", 4)
+	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
+}

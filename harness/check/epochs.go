@@ -41,6 +41,18 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 		}
 	}
 	at := func(pos int) string { return "event " + itoa(f.idx(pos)) }
+	// A classic generation is a sequence per membership (member id): Kafka's coordinator writes a
+	// generation only with the group's record at SyncGroup, so a coordinator that fails over after
+	// answering JoinGroup and before that write forgets both the member and the generation, and
+	// hands the same generation numbers out again to the members that rejoin with new ids (seen on
+	// 4.4.0 and 4.1.2 with a paused coordinator). The group's own generation, as described, stays
+	// one sequence.
+	classic := func(m, proto, memberID string) string {
+		if proto == history.ProtocolConsumer || memberID == "" {
+			return "member/" + m
+		}
+		return "member/" + m + "/" + memberID
+	}
 	seeGroup := func(g *history.GroupDescription, pos int, label string) {
 		if g == nil {
 			return
@@ -79,23 +91,23 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 				// A classic heartbeat says nothing back but its error; an ok means the generation sent
 				// was current when it was sent, so it is ordered by its invoke.
 				if p := f.partner[i]; p >= 0 && f.ev[p].Type == history.OK {
-					see("member/"+m, "generation of "+m, val.Epoch, i, at(i))
+					see(classic(m, val.Protocol, val.MemberID), "generation of "+m, val.Epoch, i, at(i))
 				}
 			}
 		case history.Join:
 			if e.Type == history.OK {
 				m := pick(val.Member, e.Process)
-				see("member/"+m, "generation of "+m, val.Generation, i, at(i))
+				see(classic(m, history.ProtocolClassic, val.MemberID), "generation of "+m, val.Generation, i, at(i))
 			}
 		case history.Sync:
 			if e.Type == history.OK {
 				m := pick(val.Member, e.Process)
-				see("member/"+m, "generation of "+m, val.Generation, i, at(i))
+				see(classic(m, history.ProtocolClassic, val.MemberID), "generation of "+m, val.Generation, i, at(i))
 			}
 		case history.Assignment:
 			if e.F != history.FLost && e.Type != history.Invoke {
 				m := pick(val.Member, e.Process)
-				see("member/"+m, "epoch of "+m, val.Epoch, i, at(i)+" ("+e.F+")")
+				see(classic(m, val.Protocol, val.MemberID), "epoch of "+m, val.Epoch, i, at(i)+" ("+e.F+")")
 			}
 		case history.Describe:
 			if e.Type == history.OK || (e.Type == history.Info && f.partner[i] < 0) {
