@@ -265,10 +265,13 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	defer m.mu.Unlock()
 	m.lastPoll = m.cfg.clock.Now()
 	var out []clients.Record
-	// Invariant: a record goes out only if its partition is owned now;
-	// kgo may still hold a batch fetched before a revocation.
+	// Invariant: a record goes out only if its partition is owned now, in
+	// a generation the member still holds; kgo may still hold a batch
+	// fetched before a revocation, and a fence (a reset generation) is
+	// only reported as a loss when the member rejoins, as the Java
+	// consumer's poll runs onPartitionsLost before it returns records.
 	fs.EachRecord(func(r *kgo.Record) {
-		if m.revoking || !slices.Contains(m.owned[r.Topic], r.Partition) {
+		if m.revoking || m.gen.ID < 0 || !slices.Contains(m.owned[r.Topic], r.Partition) {
 			return
 		}
 		if m.positions[r.Topic] == nil {
