@@ -25,14 +25,21 @@ type nemesis struct {
 	meter    *effectMeter
 	logf     func(string, ...any)
 
-	nodeMu sync.Mutex // one node action at a time
-	mu     sync.Mutex
-	active map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
-	starts map[int]effectMark   // schedule index → the meter's reading when it started
+	// nodeSlot is held by the node fault in force, from before it is
+	// applied until its heal has finished (a restarted node serves again):
+	// schedules keep node faults apart on paper, but a stop that takes
+	// seconds, a For counted from when a fault took effect and a start
+	// that takes half a minute make them overlap in fact, and two nodes
+	// down on three is a lost quorum (seen: a pause of the coordinator's
+	// node while another node was still stopped hung a run).
+	nodeSlot chan struct{}
+	mu       sync.Mutex
+	active   map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
+	starts   map[int]effectMark   // schedule index → the meter's reading when it started
 }
 
 func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
-	return &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}}
+	return &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1)}
 }
 
 func process(i int) string { return "nemesis/" + strconv.Itoa(i) }
@@ -194,27 +201,32 @@ type errNotApplied struct{ why string }
 func (e errNotApplied) Error() string { return e.why }
 
 // apply resolves and starts fault i, with actx, once ctx (the workload
-// phase) still allows it. A node fault waits for the node
-// actions before it (a node still starting after its heal counts as down,
-// so no more nodes are down at once than the schedule allows) and finds the
-// coordinator only then. From the moment the action is attempted the fault
-// counts as active (a failed start may have half happened), so it is
-// healed.
+// phase) still allows it. A node fault first waits for the node fault
+// before it to be healed (see nodeSlot) and finds the coordinator only
+// then. From the moment the action is attempted the fault counts as active
+// (a failed start may have half happened), so it is healed.
 func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
 	var waited string
 	if f.Family() == faults.FamilyNode {
 		t0 := time.Now()
-		n.nodeMu.Lock()
-		defer n.nodeMu.Unlock()
+		select {
+		case n.nodeSlot <- struct{}{}:
+		case <-ctx.Done():
+			return f, "", errNotApplied{"not applied: the workload phase ended while the node fault before it was still in force or healing"}
+		}
 		if d := time.Since(t0); d > 100*time.Millisecond {
-			waited = fmt.Sprintf("waited %s for the node action before it (a node still starting)", d.Round(time.Millisecond))
+			waited = fmt.Sprintf("waited %s for the node fault before it to heal (one node down at a time)", d.Round(time.Millisecond))
 		}
 		if ctx.Err() != nil {
-			return f, waited, errNotApplied{"not applied: the workload phase ended while the node action before it was still under way"}
+			<-n.nodeSlot
+			return f, waited, errNotApplied{"not applied: the workload phase ended while the node fault before it was still in force or healing"}
 		}
 	}
 	resolved, who, err := faults.Resolve(actx, f, n.env)
 	if err != nil {
+		if f.Family() == faults.FamilyNode {
+			<-n.nodeSlot
+		}
 		return f, waited, errNotApplied{err.Error()}
 	}
 	n.mu.Lock()
@@ -241,14 +253,11 @@ func (n *nemesis) stop(ctx context.Context, i int, why string) error {
 	// before the heal changes it.
 	v.Effect, v.NoEffect = n.meter.since(mark, f)
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-	if f.Family() == faults.FamilyNode {
-		n.nodeMu.Lock()
-	}
 	saw, err := faults.Heal(actx, f, n.env)
-	if f.Family() == faults.FamilyNode {
-		n.nodeMu.Unlock()
-	}
 	cancel()
+	if f.Family() == faults.FamilyNode && err == nil {
+		<-n.nodeSlot // healed: the next node fault may start
+	}
 	v.Effect = joinEffects(v.Effect, saw)
 	if err != nil {
 		v.Error = err.Error()
