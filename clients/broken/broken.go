@@ -19,6 +19,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -129,7 +130,14 @@ type member struct {
 	// given (StaleCommit); epoch the latest; memberID the latest id.
 	firstEpoch, epoch int32
 	memberID          string
+	// calls numbers the wrapper's own requests, from wrapperCalls up, so
+	// they never share a number with the member's.
+	calls atomic.Uint64
 }
+
+// wrapperCalls is where the wrapper's call numbers start: far above any
+// number the wrapped member reaches.
+const wrapperCalls = 1 << 62
 
 var _ clients.Member = (*member)(nil)
 
@@ -287,18 +295,27 @@ func (w *member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	ev := clients.Event{Kind: clients.Committed, Protocol: w.inner.Protocol(), Member: w.cfg.Name, MemberID: id, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, Offsets: offsets}
+	// The request is a call like the member's own (clients' contract):
+	// Sent before it leaves, then its answer with the same number, so the
+	// history holds it as an acknowledged commit on the application's
+	// process, which is what the bug claims it is.
+	ev := clients.Event{Kind: clients.Sent, Op: clients.OpCommit, App: true, Call: wrapperCalls + w.calls.Add(1),
+		Protocol: w.inner.Protocol(), Member: w.cfg.Name, MemberID: id, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, Offsets: offsets,
+		Why: fmt.Sprintf("deliberate bug %s: OffsetCommit with the first epoch/generation %d the member was given", w.bug, epoch), At: time.Now()}
 	if w.inner.Protocol() == clients.Consumer {
 		ev.MemberEpoch = epoch
 	} else {
 		ev.Generation = epoch
 	}
+	w.onEvent(ev)
 	resp, err := req.RequestWith(ctx, w.cl)
+	ev.At = time.Now()
 	if err != nil {
 		ev.Kind, ev.Err, ev.Why = clients.CommitFailed, err.Error(), "OffsetCommit got no answer"
 		w.onEvent(ev)
 		return nil, err
 	}
+	ev.Kind = clients.Committed
 	var ignored []string
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {

@@ -54,7 +54,16 @@ func TestMemberContract(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close(context.Background()) })
 	clustertest.CreateTopic(t, e, "contract", 3)
+	// The broken kinds too: a deliberate bug is in what the member does,
+	// never in how it reports what it sent (a stale commit that reached
+	// the coordinator must be in the history as a call, or the checker
+	// that should catch it judges a history without it).
 	reg := run.DefaultRegistry()
+	var broken []string
+	for _, k := range run.BrokenKinds() {
+		broken = append(broken, k.Name)
+	}
+	reg = reg.WithBroken(broken)
 	for _, kind := range reg.Names() {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
