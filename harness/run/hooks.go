@@ -54,6 +54,17 @@ type HookRecorder struct {
 	sent  bool                 // ... and the member reported a request for it
 	err   error                // the first event that could not be recorded
 	calls int                  // calls opened
+
+	giveUp func(clients.Partitions) // called with every Revoked or Lost event's partitions
+}
+
+// OnGiveUp registers f, called with the partitions of every Revoked or Lost
+// event the member reports, after it is recorded. f runs under the
+// recorder's lock: it must not call back into the recorder.
+func (h *HookRecorder) OnGiveUp(f func(clients.Partitions)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.giveUp = f
 }
 
 // openCall is a call whose invoke is written and whose completion is not.
@@ -314,6 +325,9 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 			_, err = h.rec.Lost(h.name, a, why)
 		}
 		h.keep(err)
+		if e.Kind != clients.Assigned && h.giveUp != nil {
+			h.giveUp(e.Partitions)
+		}
 	case clients.Committed, clients.CommitFailed:
 		if e.Call == 0 {
 			h.notSent(e)

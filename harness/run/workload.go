@@ -210,7 +210,25 @@ type driver struct {
 }
 
 func newDriver(p MemberPlan, m clients.Member, h *HookRecorder, rec *history.Recorder, led *ledger, now func() time.Time) *driver {
-	return &driver{plan: p, m: m, h: h, rec: rec, led: led, now: now, pending: map[string]map[int32]int64{}}
+	d := &driver{plan: p, m: m, h: h, rec: rec, led: led, now: now, pending: map[string]map[int32]int64{}}
+	h.OnGiveUp(d.forget)
+	return d
+}
+
+// forget drops what was consumed of partitions the member gave up (revoked
+// or lost): that position belongs to an ownership that ended. Were the
+// member given a partition back before the next commit, committing it
+// would write an offset from before the group moved on (behind what the
+// owner in between committed), as a KafkaConsumer never does: its
+// positions start again from the committed offset on every assignment.
+func (d *driver) forget(ps clients.Partitions) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for t, parts := range ps {
+		for _, p := range parts {
+			delete(d.pending[t], p)
+		}
+	}
 }
 
 // run drives the member until ctx ends.

@@ -60,3 +60,81 @@ func TestDriverDoesNotSpinOnAFatalMember(t *testing.T) {
 		t.Errorf("a member failing every poll was polled %d times in a second", n)
 	}
 }
+
+// ownedMember owns what the test says and hands out the records it is
+// given; its commits are kept.
+type ownedMember struct {
+	owned   clients.Partitions
+	recs    chan []clients.Record
+	commits chan map[string]map[int32]int64
+}
+
+func (m *ownedMember) Name() string                { return "m1" }
+func (m *ownedMember) Protocol() clients.Protocol  { return clients.Classic }
+func (m *ownedMember) Start(context.Context) error { return nil }
+func (m *ownedMember) Owned() clients.Partitions   { return m.owned }
+func (m *ownedMember) Close(context.Context) error { return nil }
+func (m *ownedMember) Commit(_ context.Context, offs map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	m.commits <- offs
+	return nil, nil
+}
+func (m *ownedMember) Poll(ctx context.Context) ([]clients.Record, error) {
+	select {
+	case r := <-m.recs:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestDriverForgetsAPositionOfAnEndedOwnership scripts what an embedded
+// bite run showed: a classic member consumed t[0] up to offset 18, its
+// commit of 19 failed (its session had expired while its links were cut),
+// it lost t[0], the group's other member committed 141, and the member was
+// given t[0] back in a new generation. The driver must not then commit 19
+// for it: that is a position of the ownership that ended, and committing
+// it moves the group's offset back (CommittedOffsetMonotonic).
+func TestDriverForgetsAPositionOfAnEndedOwnership(t *testing.T) {
+	var buf bytes.Buffer
+	start := time.Now()
+	rec, err := history.NewRecorder(&buf, func() time.Duration { return time.Since(start) }, history.Retain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := clients.Partitions{"t": {0}}
+	m := &ownedMember{owned: tp, recs: make(chan []clients.Record), commits: make(chan map[string]map[int32]int64, 4)}
+	h := NewHookRecorder(rec, "m1", "classic")
+	d := newDriver(MemberPlan{Name: "m1", Protocol: history.ProtocolClassic, CommitEvery: 0}, m, h, rec, newLedger(), time.Now)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx) }()
+
+	m.recs <- []clients.Record{{Topic: "t", Partition: 0, Offset: 18, Generation: 2, MemberEpoch: -1}}
+	if got := <-m.commits; got["t"][0] != 19 {
+		t.Fatalf("first commit %v, want t[0] at 19", got)
+	}
+	// The commit reported success above; make the position pending again
+	// as a failed commit leaves it, then the member loses the partition
+	// and is given it back.
+	d.mu.Lock()
+	d.pending["t"] = map[int32]int64{0: 19}
+	d.mu.Unlock()
+	h.OnEvent(clients.Event{Kind: clients.Lost, Protocol: clients.Classic, Member: "m1", Generation: -1, MemberEpoch: -1, GroupEpoch: -1, Partitions: tp, Why: "session expired"})
+	h.OnEvent(clients.Event{Kind: clients.Assigned, Protocol: clients.Classic, Member: "m1", Generation: 4, MemberEpoch: -1, GroupEpoch: -1, Partitions: tp, Why: "SyncGroup of generation 4"})
+	m.recs <- nil // a poll that returns nothing: the driver's commit turn
+	m.recs <- nil
+	select {
+	case got := <-m.commits:
+		t.Errorf("the driver committed %v after the member was given t[0] back and consumed nothing of it", got)
+	default:
+	}
+	m.recs <- []clients.Record{{Topic: "t", Partition: 0, Offset: 141, Generation: 4, MemberEpoch: -1}}
+	if got := <-m.commits; got["t"][0] != 142 {
+		t.Errorf("commit after consuming offset 141 in the new generation: %v, want t[0] at 142", got)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
