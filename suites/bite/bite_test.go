@@ -64,6 +64,10 @@ type schedule struct {
 //     member's last own commit (its auto-commit interval is 5s) and the
 //     driver not committing for it: the second member joins after 7s and
 //     the driver commits only at the end.
+//   - A stale commit needs a generation after the broken member's first:
+//     the classic schedule above, with the workload going on for 8s after
+//     the third member joins, so that the broken member commits with its
+//     first generation many times after the coordinator moved on.
 //   - Ignoring a fence needs a fence: the broken member's links are cut for
 //     9s, longer than the 6s session, while records flow, so the group
 //     gives its partitions to the other member; after the heal it learns
@@ -78,6 +82,11 @@ func scheduleFor(k run.BrokenKind, protocol string) schedule {
 		s.joins[1], s.commitEvery = 7*time.Second, time.Hour
 	case protocol == "classic":
 		s.joins, s.broken = []time.Duration{0, 1500 * time.Millisecond, 8 * time.Second}, 1
+		if k.Catches == "DurableCommits" {
+			// The stale commits are the ones after the third member's
+			// rebalance: give them 8s of workload, not 4.
+			s.duration = 16 * time.Second
+		}
 	}
 	return s
 }
@@ -137,8 +146,9 @@ func runDir(t *testing.T, name string) string {
 	return filepath.Join(t.TempDir(), name)
 }
 
-// verdict runs p on h and returns the verdict of checker name.
-func verdict(t *testing.T, h cluster.Handle, p run.Plan, reg run.Registry, name, label string) (check.Verdict, string, error) {
+// verdict runs p on h and returns the verdict of checker name, and every
+// checker's.
+func verdict(t *testing.T, h cluster.Handle, p run.Plan, reg run.Registry, name, label string) (check.Verdict, []check.Verdict, string, error) {
 	d := runDir(t, label)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -146,14 +156,14 @@ func verdict(t *testing.T, h cluster.Handle, p run.Plan, reg run.Registry, name,
 		t.Logf(label+": "+format, args...)
 	}})
 	if err != nil {
-		return check.Verdict{}, d, fmt.Errorf("%s run could not be carried out: %v (notes %v; run directory %s)", label, err, res.Notes, d)
+		return check.Verdict{}, nil, d, fmt.Errorf("%s run could not be carried out: %v (notes %v; run directory %s)", label, err, res.Notes, d)
 	}
 	for _, v := range res.Report.Verdicts {
 		if v.Name == name {
-			return v, d, nil
+			return v, res.Report.Verdicts, d, nil
 		}
 	}
-	return check.Verdict{}, d, fmt.Errorf("%s run has no verdict %s (run directory %s)", label, name, d)
+	return check.Verdict{}, nil, d, fmt.Errorf("%s run has no verdict %s (run directory %s)", label, name, d)
 }
 
 func startCluster(t *testing.T, version string) cluster.Handle {
@@ -189,6 +199,7 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 					var (
 						wg              sync.WaitGroup
 						bad, good       check.Verdict
+						all             []check.Verdict
 						badDir, goodDir string
 						badErr, goodErr error
 					)
@@ -196,11 +207,11 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 					wg.Add(2)
 					go func() {
 						defer wg.Done()
-						bad, badDir, badErr = verdict(t, h, bp, reg, k.Catches, "broken")
+						bad, _, badDir, badErr = verdict(t, h, bp, reg, k.Catches, "broken")
 					}()
 					go func() {
 						defer wg.Done()
-						good, goodDir, goodErr = verdict(t, h, gp, reg, k.Catches, "unbroken")
+						good, all, goodDir, goodErr = verdict(t, h, gp, reg, k.Catches, "unbroken")
 					}()
 					wg.Wait()
 					if badErr != nil || goodErr != nil {
@@ -216,6 +227,17 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 					}
 					if !good.Holds || good.Skipped != "" {
 						t.Errorf("%s must hold for the unbroken kind %s on the same plan, so that the failure is the bug's: %+v %s (run directory %s)", k.Catches, k.Unbroken, good.Violations, good.Skipped, goodDir)
+					}
+					// The unbroken plan is a run like any other: every
+					// checker judges it and holds.
+					for _, v := range all {
+						switch {
+						case v.Name == k.Catches:
+						case v.Skipped != "":
+							t.Errorf("unbroken %s: %s was not judged: %s (run directory %s)", k.Unbroken, v.Name, v.Skipped, goodDir)
+						case !v.Holds:
+							t.Errorf("unbroken %s: %s does not hold: %s (run directory %s)", k.Unbroken, v.Name, v.Violations[0].Message, goodDir)
+						}
 					}
 				})
 			}
