@@ -33,12 +33,7 @@ func (m *stuckMember) Poll(context.Context) ([]clients.Record, error) {
 // once is polled at a bounded rate and its error recorded once, not once
 // per poll (a run once wrote 3.4 million such events in a minute).
 func TestDriverDoesNotSpinOnAFatalMember(t *testing.T) {
-	var buf bytes.Buffer
-	start := time.Now()
-	rec, err := history.NewRecorder(&buf, func() time.Duration { return time.Since(start) }, history.Retain())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := retainingRecorder(t)
 	m := &stuckMember{}
 	d := newDriver(MemberPlan{Name: "m1", Protocol: history.ProtocolConsumer, CommitEvery: time.Hour}, m, NewHookRecorder(rec, "m1", "consumer"), rec, newLedger(), time.Now)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -95,12 +90,7 @@ func (m *ownedMember) Poll(ctx context.Context) ([]clients.Record, error) {
 // for it: that is a position of the ownership that ended, and committing
 // it moves the group's offset back (CommittedOffsetMonotonic).
 func TestDriverForgetsAPositionOfAnEndedOwnership(t *testing.T) {
-	var buf bytes.Buffer
-	start := time.Now()
-	rec, err := history.NewRecorder(&buf, func() time.Duration { return time.Since(start) }, history.Retain())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := retainingRecorder(t)
 	tp := clients.Partitions{"t": {0}}
 	m := &ownedMember{owned: tp, recs: make(chan []clients.Record), commits: make(chan map[string]map[int32]int64, 4)}
 	h := NewHookRecorder(rec, "m1", "classic")
@@ -137,4 +127,17 @@ func TestDriverForgetsAPositionOfAnEndedOwnership(t *testing.T) {
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
+}
+
+// retainingRecorder is a recorder that keeps its events in memory, on the
+// test's clock.
+func retainingRecorder(t *testing.T) *history.Recorder {
+	t.Helper()
+	var buf bytes.Buffer
+	start := time.Now()
+	rec, err := history.NewRecorder(&buf, func() time.Duration { return time.Since(start) }, history.Retain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
