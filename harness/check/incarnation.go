@@ -19,13 +19,16 @@ import (
 // (otherwise the epochs simply continue and nothing needs excusing), and only as many times, in
 // order, as the decoded __consumer_offsets log shows the group deleted or converted while empty:
 // the group's metadata record tombstoned, and the next one a classic group without members or an
-// epoch below the one before the tombstone. Without the log, nothing is excused and the verdicts
-// say so.
+// epoch below the one before the tombstone (Kafka converts a group with members together with
+// them and its epoch: ConsumerGroup.fromClassicGroup, ClassicGroup.fromConsumerGroup). Without the
+// log, nothing is excused and the verdicts say so.
 //
 // The group had no member at a position when an observer's describe answered an Empty or Dead
 // group without members, and no member made a join, sync or heartbeat call since the describe was
-// sent; or when every member that had called join, sync or heartbeat has since reported its
-// membership over (fenced, session-expired, left, lost).
+// sent; or when every member whose join, sync or heartbeat was answered (ok, or an unknown
+// outcome) has since reported its membership over (fenced, session-expired, left, lost), and no
+// such call is still open. A member the history shows only through its assignments proves nothing:
+// the history does not show who else was in the group.
 
 // groupReset is one deletion or conversion of the empty group that __consumer_offsets shows.
 type groupReset struct {
