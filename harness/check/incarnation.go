@@ -19,7 +19,8 @@ import (
 // (otherwise the epochs simply continue and nothing needs excusing), and only as many times, in
 // order, as the decoded __consumer_offsets log shows the group deleted or converted while empty:
 // the group's metadata record tombstoned, and the next one a classic group without members or an
-// epoch below the one before the tombstone (Kafka converts a group with members together with
+// epoch below the one before the tombstone, of the type the joining member's protocol makes (a
+// classic JoinGroup makes a classic group, a ConsumerGroupHeartbeat a consumer group) (Kafka converts a group with members together with
 // them and its epoch: ConsumerGroup.fromClassicGroup, ClassicGroup.fromConsumerGroup). Without the
 // log, nothing is excused and the verdicts say so.
 //
@@ -34,10 +35,12 @@ import (
 type groupReset struct {
 	offset      int64 // the tombstone's offset in __consumer_offsets
 	last, first int32 // the epoch or generation before the tombstone, and the next one written
+	// protocol is the new group's type: classic when its first record is GroupMetadata.
+	protocol string
 }
 
 func (r groupReset) String() string {
-	return fmt.Sprintf("__consumer_offsets offset %d: epoch %d, then %d", r.offset, r.last, r.first)
+	return fmt.Sprintf("__consumer_offsets offset %d: epoch %d, then a %s group at %d", r.offset, r.last, r.protocol, r.first)
 }
 
 // recordGroup is the group a record's key names (GroupMetadataKey{group},
@@ -84,7 +87,11 @@ func logResets(obs *history.Observations) (resets []groupReset, ok bool) {
 			continue
 		}
 		if pending && (e < int64(epoch) || r.KeyType == history.RecordGroupMetadata && classicMembers(r) == 0) {
-			resets = append(resets, groupReset{offset: tomb.Offset, last: epoch, first: int32(e)})
+			proto := history.ProtocolConsumer
+			if r.KeyType == history.RecordGroupMetadata {
+				proto = history.ProtocolClassic
+			}
+			resets = append(resets, groupReset{offset: tomb.Offset, last: epoch, first: int32(e), protocol: proto})
 		}
 		pending, live, epoch = false, r.KeyType, int32(e)
 	}
@@ -138,13 +145,15 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			empty = pos
 		}
 	}
-	restart := func(i int, m string, got int32) {
+	restart := func(i int, m, proto string, got int32) {
 		start := max(f.partner[i], empty+1)
 		switch {
 		case !logRead:
 			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because no snapshot read __consumer_offsets to show the group deleted or converted", f.idx(i), m, got, f.idx(empty), top))
 		case used >= len(resets):
 			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because __consumer_offsets shows %d deletions or conversions of the empty group and all were used before", f.idx(i), m, got, f.idx(empty), top, len(resets)))
+		case resets[used].protocol != proto:
+			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because %s joined with the %s protocol and the next deletion __consumer_offsets shows made a %s group (%s)", f.idx(i), m, got, f.idx(empty), top, m, proto, resets[used].protocol, resets[used]))
 		default:
 			r := resets[used]
 			used++
@@ -153,7 +162,7 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			top = 0
 		}
 	}
-	call := func(i int, m string, got int32) {
+	call := func(i int, m, proto string, got int32) {
 		e := &f.ev[i]
 		active[m] = i
 		if e.Type != history.Invoke && f.partner[i] >= 0 {
@@ -168,7 +177,7 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 		case history.OK, history.Info:
 			live[m], ever = true, true
 			if empty != none && e.Type == history.OK && got > 0 && got <= top {
-				restart(i, m, got)
+				restart(i, m, proto, got)
 			}
 			if e.Type == history.OK {
 				empty = none
@@ -206,8 +215,8 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 				}
 			}
 		default:
-			if m, got, ok := sessionCall(e, v); ok {
-				call(i, m, got)
+			if m, proto, got, ok := sessionCall(e, v); ok {
+				call(i, m, proto, got)
 			}
 		}
 	}
@@ -216,21 +225,21 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 	}
 }
 
-// sessionCall says whether event e is a join, sync or heartbeat call, whose member, and the
-// epoch the coordinator handed out when it is a successful completion.
-func sessionCall(e *history.Event, v any) (string, int32, bool) {
+// sessionCall says whether event e is a join, sync or heartbeat call, and gives its member, its
+// protocol and the epoch the coordinator handed out when it is a successful completion.
+func sessionCall(e *history.Event, v any) (string, string, int32, bool) {
 	switch v := v.(type) {
 	case history.Join:
-		return pick(v.Member, e.Process), v.Generation, true
+		return pick(v.Member, e.Process), history.ProtocolClassic, v.Generation, true
 	case history.Sync:
-		return pick(v.Member, e.Process), v.Generation, true
+		return pick(v.Member, e.Process), history.ProtocolClassic, v.Generation, true
 	case history.Heartbeat:
 		if v.Protocol == history.ProtocolConsumer {
-			return pick(v.Member, e.Process), v.ResultEpoch, true
+			return pick(v.Member, e.Process), v.Protocol, v.ResultEpoch, true
 		}
-		return pick(v.Member, e.Process), v.Epoch, true
+		return pick(v.Member, e.Process), history.ProtocolClassic, v.Epoch, true
 	}
-	return "", 0, false
+	return "", "", 0, false
 }
 
 // incAt is the incarnation of the group at position pos: how many restarts began at or before it.

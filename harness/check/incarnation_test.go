@@ -110,7 +110,7 @@ func TestIncarnationRules(t *testing.T) {
 		r := newRestart(t, describedEmpty)
 		for _, v := range epochVerdicts(r.events(), converted()) {
 			mustHold(t, v)
-			if n := notesOf(v); !strings.Contains(n, "a new incarnation of the group from event "+itoa(r.join)) || !strings.Contains(n, "offset 3: epoch 4, then 0") || strings.Contains(n, "matched by a restart") {
+			if n := notesOf(v); !strings.Contains(n, "a new incarnation of the group from event "+itoa(r.join)) || !strings.Contains(n, "offset 3: epoch 4, then a classic group at 0") || strings.Contains(n, "matched by a restart") {
 				t.Fatalf("%s notes: %s", v.Name, n)
 			}
 		}
@@ -161,14 +161,15 @@ func TestIncarnationRules(t *testing.T) {
 			obs   *history.Observations
 			holds bool
 		}{
-			{"consumer group deleted, recreated at a lower epoch", logOf(cmeta(1, 4), tomb(2, history.RecordConsumerGroupMetadata), cmeta(3, 1)), true},
+			{"classic group deleted, recreated at a lower generation", logOf(gmeta(1, 4, 1), tomb(2, history.RecordGroupMetadata), gmeta(3, 1, 1)), true},
+			{"consumer group deleted, recreated at a lower epoch: b's JoinGroup would make a classic group", logOf(cmeta(1, 4), tomb(2, history.RecordConsumerGroupMetadata), cmeta(3, 1)), false},
 			{"classic group deleted, recreated empty at its generation", logOf(gmeta(1, 4, 1), tomb(2, history.RecordGroupMetadata), gmeta(3, 4, 0)), true},
 			{"upgrade at the same epoch", logOf(gmeta(1, 4, 1), tomb(2, history.RecordGroupMetadata), cmeta(3, 4)), false},
 			{"a classic group with members at the same generation", logOf(gmeta(1, 4, 1), tomb(2, history.RecordGroupMetadata), gmeta(3, 4, 2)), false},
 			{"a lower epoch without a tombstone", logOf(cmeta(1, 4), cmeta(3, 1)), false},
 			{"the tombstone of a type that is not live", logOf(cmeta(1, 4), tomb(2, history.RecordGroupMetadata), cmeta(3, 1)), false},
 			{"another key type in between changes nothing", logOf(cmeta(1, 4), tomb(2, history.RecordConsumerGroupMetadata),
-				history.Record{Offset: 3, KeyType: history.RecordConsumerGroupTargetAssignmentMetadata, Key: map[string]any{"GroupID": "g"}, Value: map[string]any{"AssignmentEpoch": 9}}, cmeta(4, 1)), true},
+				history.Record{Offset: 3, KeyType: history.RecordConsumerGroupTargetAssignmentMetadata, Key: map[string]any{"GroupID": "g"}, Value: map[string]any{"AssignmentEpoch": 9}}, gmeta(4, 0, 0)), true},
 			{"a restart once the next record came is not pending any more", logOf(cmeta(1, 4), tomb(2, history.RecordConsumerGroupMetadata), cmeta(3, 5), cmeta(4, 1)), false},
 		} {
 			r := newRestart(t, describedEmpty)
@@ -399,17 +400,23 @@ func TestIncarnationRules(t *testing.T) {
 	t.Run("a consumer member's heartbeat at epoch 0 is a join at the epoch it gets", func(t *testing.T) {
 		h := newHist(t)
 		h.hb("a", 3, history.OK)
-		h.assigned("a", 3, 0)
+		a := h.assigned("a", 3, 0)
 		h.fenced("a")
 		in := history.Heartbeat{Member: "b", Protocol: history.ProtocolConsumer}
 		out := in
 		out.ResultEpoch = 1
 		inv, _ := h.call("b/hb", history.FHeartbeat, in, history.OK, out)
 		h.hb("b", 3, history.OK)
-		h.assigned("b", 3, 0)
-		v := ValidPartitionEpoch(h.events(), converted())
+		b := h.assigned("b", 3, 0)
+		v := ValidPartitionEpoch(h.events(), logOf(cmeta(1, 4), tomb(2, history.RecordConsumerGroupMetadata), cmeta(3, 1)))
 		mustHold(t, v)
 		if !strings.Contains(notesOf(v), "a new incarnation of the group from event "+itoa(inv)) {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+		// A consumer member's heartbeat does not make the classic group the log shows.
+		v = ValidPartitionEpoch(h.events(), converted())
+		mustCite(t, v, a, b)
+		if !strings.Contains(notesOf(v), "not excused, because b joined with the consumer protocol and the next deletion __consumer_offsets shows made a classic group") {
 			t.Fatalf("notes: %v", v.Notes)
 		}
 	})

@@ -71,7 +71,7 @@ func TestMixedGroupConvertedWhileEmpty(t *testing.T) {
 		for _, name := range []string{"ValidPartitionEpoch", "EpochMonotonic", "FencedCommitsRejected"} {
 			n := notesOf(byName(vs)[name])
 			if !strings.Contains(n, "a new incarnation of the group from event 556: the group had no member at event 545, m1 joined at epoch 1 (epochs up to 6 before)") ||
-				!strings.Contains(n, "__consumer_offsets offset 77: epoch 6, then 0") {
+				!strings.Contains(n, "__consumer_offsets offset 77: epoch 6, then a classic group at 0") {
 				t.Fatalf("%s notes: %s", name, n)
 			}
 		}
