@@ -36,7 +36,7 @@ func All(events []history.Event, obs *history.Observations, plan history.Plan, o
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	return all(build(events), obs, plan, o)
+	return all(build(events, obs), obs, plan, o)
 }
 
 // Judge runs every checker and measures the rebalance cost from one decoding of the history:
@@ -46,7 +46,7 @@ func Judge(events []history.Event, obs *history.Observations, plan history.Plan,
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	f := build(events)
+	f := build(events, obs)
 	return NewReport(all(f, obs, plan, o), rebalanceCost(f))
 }
 
@@ -77,7 +77,7 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 
 // HistoryWellFormed checks the history itself: every completion pairs with an invoke of its process
 // and F, no process has two calls open, every payload has the type its F calls for.
-func HistoryWellFormed(events []history.Event) Verdict { return wellFormed(build(events)) }
+func HistoryWellFormed(events []history.Event) Verdict { return wellFormed(build(events, nil)) }
 
 func wellFormed(f *facts) Verdict {
 	v := newVerdict("HistoryWellFormed")

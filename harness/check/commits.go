@@ -38,8 +38,8 @@ func unjudgedCommitError(name string) bool {
 // after p had moved on to another member at a newer epoch (a zombie commit). A commit that was stale
 // by the same evidence and was rejected must carry an error the protocol names for stale commits
 // (or a coordinator-unavailable error that means it was never judged).
-func FencedCommitsRejected(events []history.Event, _ *history.Observations) Verdict {
-	return fencedCommitsRejected(build(events))
+func FencedCommitsRejected(events []history.Event, obs *history.Observations) Verdict {
+	return fencedCommitsRejected(build(events, obs))
 }
 
 func fencedCommitsRejected(f *facts) Verdict {
@@ -81,13 +81,15 @@ func fencedCommitsRejected(f *facts) Verdict {
 		}
 	}
 	v.note("%d accepted and %d rejected member commits judged; %d admin commits (epoch ≤ 0) not judged", accepted, rejected, admin)
+	v.Notes = append(v.Notes, f.incNotes...)
 	return v.done()
 }
 
 // staleness says why commit c of tp must not be accepted, or "" when nothing in the history says so.
 func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
 	e := c.c.Epoch
-	owner, ok := f.pairs[pairKey{tp, e}]
+	inc := f.incAt(c.inv)
+	owner, ok := f.pairs[pairKey{inc, tp, e}]
 	switch {
 	case ok && owner.member != c.member:
 		return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " belonged to " + f.mems[owner.member] + " (event " + itoa(f.idx(owner.pos)) + ")", []int64{f.idx(owner.pos)}
@@ -104,7 +106,7 @@ func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
 	k := sort.Search(len(ids), func(i int) bool { return f.intervals[ids[i]].start >= c.inv })
 	if k > 0 {
 		last := &f.intervals[ids[k-1]]
-		if last.member != c.member && last.epoch > e {
+		if last.member != c.member && last.inc == inc && last.epoch > e {
 			return f.tps[tp].String() + " had moved to " + f.mems[last.member] + " at epoch " + itoa(int64(last.epoch)) + " (event " + itoa(f.idx(last.start)) + ") before the commit was sent: a zombie commit", []int64{f.idx(last.start)}
 		}
 	}
@@ -130,7 +132,7 @@ func (f *facts) acceptedByTP(tp int) []int {
 // snapshots, in time order) do not go back; (c) the OffsetCommit records of __consumer_offsets in
 // each snapshot do not go back in log order (a tombstone starts over).
 func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations) Verdict {
-	return committedOffsetMonotonic(build(events), obs)
+	return committedOffsetMonotonic(build(events, obs), obs)
 }
 
 func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
@@ -311,7 +313,7 @@ func offsetCommitKey(r history.Record, group string) (history.TP, bool) {
 // commit whose outcome is unknown. Anything else, including no committed offset at all, means an
 // acknowledged commit was lost.
 func DurableCommits(events []history.Event, obs *history.Observations) Verdict {
-	return durableCommits(build(events), obs)
+	return durableCommits(build(events, obs), obs)
 }
 
 func durableCommits(f *facts, obs *history.Observations) Verdict {

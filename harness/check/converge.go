@@ -41,7 +41,7 @@ func ConvergenceBound(p history.Plan) (Bound, error) {
 // describe events after the heal and the final observation) and has been since a time within the
 // bound. The verdict says which bound was exceeded and by how much.
 func EventuallyConverges(events []history.Event, obs *history.Observations, plan history.Plan) Verdict {
-	return eventuallyConverges(build(events), obs, plan)
+	return eventuallyConverges(build(events, obs), obs, plan)
 }
 
 func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan) Verdict {

@@ -69,7 +69,7 @@ func statsOf(ds []time.Duration) Stats {
 // RebalanceCost measures, from the ownership the members reported, how long each partition went
 // without an owner between two ownerships and how long each member went without any partition.
 func RebalanceCost(events []history.Event) *Cost {
-	return rebalanceCost(build(events))
+	return rebalanceCost(build(events, nil))
 }
 
 func rebalanceCost(f *facts) *Cost {

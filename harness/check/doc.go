@@ -11,11 +11,13 @@
 //     the overlap: no successful heartbeat, join, sync or commit of that partition sent after the
 //     other member's ownership began.
 //  2. ValidPartitionEpoch: a (partition, member epoch or generation) pair has one owner over the
-//     whole run (the broker's own invariant in ConsumerGroup.addPartitionEpochs).
-//  3. EpochMonotonic: generations, member epochs, group and assignment epochs never go back.
+//     whole run (the broker's own invariant in ConsumerGroup.addPartitionEpochs), per incarnation
+//     of the group.
+//  3. EpochMonotonic: generations, member epochs, group and assignment epochs never go back inside
+//     one incarnation of the group.
 //  4. FencedCommitsRejected: an accepted commit came from the member that owned the partition at
-//     the commit's generation or epoch, and not after the partition moved on to a newer owner; a
-//     stale commit is rejected with an error the protocol names.
+//     the commit's generation or epoch in the group's incarnation, and not after the partition moved
+//     on to a newer owner; a stale commit is rejected with an error the protocol names.
 //  5. CommittedOffsetMonotonic: committed offsets never go back unless a commit marked Reset did it.
 //  6. NoLostRecords: every acknowledged record is consumed.
 //  7. BoundedDuplicates: a record consumed twice is explained by a change of ownership, and it was
@@ -29,6 +31,12 @@
 //     (clients.Member's contract: Poll never hands out a partition given up or not yet given).
 //  12. CommittedBeforeRevoked: a KIP-848 member that commits on its own commits what it consumed of
 //     a partition before it reports revoking it (Java's autoCommitSyncBeforeRevocation).
+//
+// An incarnation of the group is what Kafka numbers epochs in: a group deleted and created again,
+// or an empty consumer group converted by a classic JoinGroup, starts over at epoch 1. A new
+// incarnation is recognized only where the history proves the group had no member and the
+// __consumer_offsets log shows it deleted or converted (incarnation.go); without that proof the
+// run is one incarnation.
 //
 // RebalanceCost is a measurement, not a checker.
 //

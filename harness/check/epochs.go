@@ -14,7 +14,7 @@ import (
 // -1 leave, -2 static leave) are not epochs and are skipped. A coordinator that reloads an older
 // state after a failover is what this catches.
 func EpochMonotonic(events []history.Event, obs *history.Observations) Verdict {
-	return epochMonotonic(build(events), obs)
+	return epochMonotonic(build(events, obs), obs)
 }
 
 type epochSeen struct {
@@ -32,6 +32,8 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 			return
 		}
 		checked++
+		// A new incarnation of the group numbers everything from the start again.
+		key = itoa(int64(f.incAt(pos))) + "/" + key
 		prev, ok := last[key]
 		if ok && e < prev.epoch {
 			v.fail([]int64{f.idx(prev.pos), f.idx(pos)}, "%s went back from %d (%s) to %d (%s)", what, prev.epoch, prev.label, e, label)
@@ -117,6 +119,7 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 	}
 	seeSnapshots(len(f.ev))
 	v.note("%d epochs checked over %d sequences", checked, len(last))
+	v.Notes = append(v.Notes, f.incNotes...)
 	return v.done()
 }
 

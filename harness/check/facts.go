@@ -40,6 +40,9 @@ type facts struct {
 	describes  []int          // positions of describe ok events
 	phases     map[string][]int
 	faultStops []int
+
+	incs     []incarnation // where the group's epochs start over, in history order
+	incNotes []string      // what findIncarnations excused and what not
 }
 
 type endKind uint8
@@ -66,10 +69,12 @@ type interval struct {
 	start, end int
 	endKind    endKind
 	epoch      int32 // epoch the member held when the ownership began
+	inc        int   // incarnation of the group when the ownership began
 	protocol   string
 }
 
 type pairKey struct {
+	inc   int
 	tp    int
 	epoch int32
 }
@@ -77,6 +82,7 @@ type pairKey struct {
 type pairOwner struct{ member, pos int }
 
 type pairConflict struct {
+	inc           int
 	tp            int
 	epoch         int32
 	first, second pairOwner
@@ -188,7 +194,7 @@ func (f *facts) problem(pos int, format string, args ...any) {
 	}
 }
 
-func build(events []history.Event) *facts {
+func build(events []history.Event, obs *history.Observations) *facts {
 	n := len(events)
 	f := &facts{
 		ev:     events,
@@ -199,6 +205,12 @@ func build(events []history.Event) *facts {
 		phases: map[string][]int{},
 	}
 	f.partner, f.pairErr = history.Pairs(events)
+	decodeErr := make([]error, n)
+	for i := range events {
+		f.vals[i], decodeErr[i] = history.TypedValue(events[i]) // nil value on error
+	}
+	f.findIncarnations(obs)
+	inc := 0 // incarnation of the group at the current position
 
 	var held []map[int]int // per member: partition → open interval id
 	var epoch []int32      // per member: current epoch as far as the history shows
@@ -213,14 +225,14 @@ func build(events []history.Event) *facts {
 		if e <= 0 {
 			return
 		}
-		k := pairKey{tp, e}
+		k := pairKey{inc, tp, e}
 		o, ok := f.pairs[k]
 		if !ok {
 			f.pairs[k] = pairOwner{m, pos}
 			return
 		}
 		if o.member != m {
-			f.conflicts = append(f.conflicts, pairConflict{tp, e, o, pairOwner{m, pos}})
+			f.conflicts = append(f.conflicts, pairConflict{inc, tp, e, o, pairOwner{m, pos}})
 		}
 	}
 	setEpoch := func(m int, e int32, pos int) {
@@ -252,13 +264,17 @@ func build(events []history.Event) *facts {
 	}
 
 	for i := range events {
+		if inc < len(f.incs) && f.incs[inc].start == i {
+			// Every membership had ended: the new incarnation's epochs start from nothing.
+			inc++
+			clear(epoch)
+		}
 		e := &events[i]
-		v, err := history.TypedValue(*e)
-		if err != nil {
+		if err := decodeErr[i]; err != nil {
 			f.problem(i, "event %d: %v", e.Index, err)
 			continue
 		}
-		f.vals[i] = v
+		v := f.vals[i]
 		done := e.Type == history.OK || e.Type == history.Info
 		switch e.F {
 		case history.FAssigned, history.FRevoked, history.FLost:
@@ -284,7 +300,7 @@ func build(events []history.Event) *facts {
 						continue
 					}
 					id := len(f.intervals)
-					f.intervals = append(f.intervals, interval{member: m, tp: tp, start: i, end: n, epoch: epoch[m], protocol: f.proto[m]})
+					f.intervals = append(f.intervals, interval{member: m, tp: tp, start: i, end: n, epoch: epoch[m], inc: inc, protocol: f.proto[m]})
 					f.byTP[tp] = append(f.byTP[tp], id)
 					held[m][tp] = id
 					registerPair(tp, epoch[m], m, i)

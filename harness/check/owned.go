@@ -18,8 +18,8 @@ import (
 // partition while it owned it, in its last ownership before the consumption. The member then
 // handed the record out before it gave the partition up (a commit names the position, which only
 // moves when Poll hands a record out), and only the history wrote the consumption late.
-func ConsumedOnlyOwned(events []history.Event, _ *history.Observations) Verdict {
-	return consumedOnlyOwned(build(events))
+func ConsumedOnlyOwned(events []history.Event, obs *history.Observations) Verdict {
+	return consumedOnlyOwned(build(events, obs))
 }
 
 func consumedOnlyOwned(f *facts) Verdict {
@@ -92,8 +92,8 @@ func (f *facts) committedPast(m, tp int, off int64, lo, hi int) bool {
 // this member already handed out. Classic members are not judged: Java's cooperative rebalance
 // commits in onJoinPrepare and revokes later in onJoinComplete, with records handed out between.
 // Ownerships ended by "lost", "fenced" or a leave are not clean hand-offs and are not judged.
-func CommittedBeforeRevoked(events []history.Event, _ *history.Observations) Verdict {
-	return committedBeforeRevoked(build(events))
+func CommittedBeforeRevoked(events []history.Event, obs *history.Observations) Verdict {
+	return committedBeforeRevoked(build(events, obs))
 }
 
 func committedBeforeRevoked(f *facts) Verdict {

@@ -10,8 +10,8 @@ import (
 // been fenced: its ownership ended in "lost" and, after the other member's ownership began, it
 // neither completed a heartbeat, join or sync (which a fenced member cannot) nor had a commit of
 // that partition accepted (which would be a zombie commit landing).
-func NoDoubleOwnership(events []history.Event, _ *history.Observations) Verdict {
-	return noDoubleOwnership(build(events))
+func NoDoubleOwnership(events []history.Event, obs *history.Observations) Verdict {
+	return noDoubleOwnership(build(events, obs))
 }
 
 func noDoubleOwnership(f *facts) Verdict {
@@ -97,22 +97,27 @@ func (f *facts) fencedExcuse(iv *interval, lo, hi int) (string, []int64) {
 // classic groups, has at most one owner over the whole run: the broker refuses to build a state
 // with two (ConsumerGroup.addPartitionEpochs throws), and a classic assignment that hands one
 // partition to two members in one generation is wrong.
-func ValidPartitionEpoch(events []history.Event, _ *history.Observations) Verdict {
-	return validPartitionEpoch(build(events))
+func ValidPartitionEpoch(events []history.Event, obs *history.Observations) Verdict {
+	return validPartitionEpoch(build(events, obs))
 }
 
 func validPartitionEpoch(f *facts) Verdict {
 	v := newVerdict("ValidPartitionEpoch")
-	seen := map[[3]int]bool{}
+	seen := map[[4]int]bool{}
 	for _, c := range f.conflicts {
-		k := [3]int{c.tp, int(c.epoch), c.second.member}
+		k := [4]int{c.inc, c.tp, int(c.epoch), c.second.member}
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		v.fail([]int64{f.idx(c.first.pos), f.idx(c.second.pos)}, "partition %s at epoch %d owned by %s (event %d) and by %s (event %d)",
-			f.tps[c.tp], c.epoch, f.mems[c.first.member], f.idx(c.first.pos), f.mems[c.second.member], f.idx(c.second.pos))
+		where := ""
+		if c.inc > 0 {
+			where = " of the group's incarnation " + itoa(int64(c.inc)) + " (from event " + itoa(f.idx(f.incs[c.inc-1].start)) + ")"
+		}
+		v.fail([]int64{f.idx(c.first.pos), f.idx(c.second.pos)}, "partition %s at epoch %d%s owned by %s (event %d) and by %s (event %d)",
+			f.tps[c.tp], c.epoch, where, f.mems[c.first.member], f.idx(c.first.pos), f.mems[c.second.member], f.idx(c.second.pos))
 	}
 	v.note("%d (partition, epoch) pairs owned", len(f.pairs))
+	v.Notes = append(v.Notes, f.incNotes...)
 	return v.done()
 }

@@ -156,7 +156,7 @@ func mutations() []mutation {
 // mutDoubleOwner assigns a partition that a member owns (and will release cleanly) to another
 // member at the same epoch, and gives that member a successful heartbeat.
 func mutDoubleOwner(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
-	f := build(events)
+	f := build(events, nil)
 	lo, hi := workloadSpan(events)
 	var cands []int
 	for id, iv := range f.intervals {
@@ -318,7 +318,7 @@ func mutDuplicate(rng *rand.Rand, events []history.Event, _ *history.Observation
 
 // mutNeverConverges has a final owner give up a partition after the heal, with nobody taking it.
 func mutNeverConverges(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
-	f := build(events)
+	f := build(events, nil)
 	final := f.lastPhase(history.PhaseFinal)
 	var cands []interval
 	for _, iv := range f.intervals {
@@ -338,7 +338,7 @@ func mutNeverConverges(rng *rand.Rand, events []history.Event, _ *history.Observ
 // mutMissingCommit drops or rewrites, in the final observation, the offset of a partition with an
 // acknowledged commit; the violation must cite the last acknowledged commit.
 func mutMissingCommit(rng *rand.Rand, events []history.Event, obs *history.Observations) ([]history.Event, int64, bool) {
-	f := build(events)
+	f := build(events, nil)
 	var tps []int
 	for tp := range f.tps {
 		if len(f.acceptedByTP(tp)) > 0 {

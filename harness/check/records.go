@@ -19,8 +19,8 @@ type seqKey struct {
 // NoLostRecords checks that every acknowledged record was consumed by some member at some point of
 // the run. A record is matched by (partition, offset) when the acknowledgement carried the offset,
 // by (topic, seq) otherwise. Records whose send had an unknown outcome need not be consumed.
-func NoLostRecords(events []history.Event, _ *history.Observations) Verdict {
-	return noLostRecords(build(events))
+func NoLostRecords(events []history.Event, obs *history.Observations) Verdict {
+	return noLostRecords(build(events, obs))
 }
 
 func noLostRecords(f *facts) Verdict {
@@ -67,8 +67,8 @@ func noLostRecords(f *facts) Verdict {
 // or a fenced member kept reading), and no commit covering the record (offset greater than it) had
 // been acknowledged before the later ownership began, because then the new owner must have started
 // after it. Re-reading inside one ownership is never explained.
-func BoundedDuplicates(events []history.Event, _ *history.Observations) Verdict {
-	return boundedDuplicates(build(events))
+func BoundedDuplicates(events []history.Event, obs *history.Observations) Verdict {
+	return boundedDuplicates(build(events, obs))
 }
 
 func boundedDuplicates(f *facts) Verdict {

@@ -1,0 +1,254 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Incarnations of the group. Kafka numbers a group's epochs from the group's creation: a group
+// deleted and created again, or an empty consumer group converted to a classic group by a classic
+// JoinGroup (GroupMetadataManager.classicGroupJoinToClassicGroup → maybeDeleteEmptyConsumerGroup
+// writes the ConsumerGroup tombstones, then GroupMetadata at generation 0 and 1) starts over at
+// generation or epoch 1. The checkers keyed by epoch judge each incarnation on its own.
+//
+// A new incarnation is never guessed. It begins at the first successful join (JoinGroup, or a
+// ConsumerGroupHeartbeat or SyncGroup answered) after a moment at which the history proves the
+// group had no member, and only when that join's epoch does not go past the epochs already seen
+// (otherwise the epochs simply continue and nothing needs excusing), and only as many times, in
+// order, as the decoded __consumer_offsets log shows the group deleted or converted while empty:
+// the group's metadata record tombstoned, and the next one a classic group without members or an
+// epoch below the one before the tombstone, of the type the joining member's protocol makes (a
+// classic JoinGroup makes a classic group, a ConsumerGroupHeartbeat a consumer group) (Kafka converts a group with members together with
+// them and its epoch: ConsumerGroup.fromClassicGroup, ClassicGroup.fromConsumerGroup). Without the
+// log, nothing is excused and the verdicts say so.
+//
+// The group had no member at a position when an observer's describe answered an Empty or Dead
+// group without members, and no member made a join, sync or heartbeat call since the describe was
+// sent; or when every member whose join, sync or heartbeat was answered (ok, or an unknown
+// outcome) has since reported its membership over (fenced, session-expired, left, lost), and no
+// such call is still open. A member the history shows only through its assignments proves nothing:
+// the history does not show who else was in the group.
+
+// groupReset is one deletion or conversion of the empty group that __consumer_offsets shows.
+type groupReset struct {
+	offset      int64 // the tombstone's offset in __consumer_offsets
+	last, first int32 // the epoch or generation before the tombstone, and the next one written
+	// protocol is the new group's type: classic when its first record is GroupMetadata.
+	protocol string
+}
+
+func (r groupReset) String() string {
+	return fmt.Sprintf("__consumer_offsets offset %d: epoch %d, then a %s group at %d", r.offset, r.last, r.protocol, r.first)
+}
+
+// recordGroup is the group a record's key names (GroupMetadataKey{group},
+// ConsumerGroup*Key{groupId}).
+func recordGroup(r history.Record) string {
+	if g, ok := r.KeyString("groupid"); ok {
+		return g
+	}
+	g, _ := r.KeyString("group")
+	return g
+}
+
+// logResets returns, in log order, the deletions or conversions of the empty group that the
+// latest snapshot holding __consumer_offsets records shows; ok is false when no snapshot read the
+// log.
+func logResets(obs *history.Observations) (resets []groupReset, ok bool) {
+	var recs []history.Record
+	for _, s := range obs.All() {
+		if s.HasRecords {
+			recs, ok = s.Records, true
+		}
+	}
+	live := int16(-1) // key type of the group's live metadata record
+	var epoch int32
+	pending := false // the live metadata record was tombstoned
+	var tomb history.Record
+	for _, r := range recs {
+		if recordGroup(r) != obs.Group {
+			continue
+		}
+		var e int64
+		switch r.KeyType {
+		case history.RecordGroupMetadata:
+			e, _ = r.ValueInt("generation")
+		case history.RecordConsumerGroupMetadata:
+			e, _ = r.ValueInt("epoch")
+		default:
+			continue
+		}
+		if r.Tombstone() {
+			if r.KeyType == live {
+				pending, tomb, live = true, r, -1
+			}
+			continue
+		}
+		if pending && (e < int64(epoch) || r.KeyType == history.RecordGroupMetadata && classicMembers(r) == 0) {
+			proto := history.ProtocolConsumer
+			if r.KeyType == history.RecordGroupMetadata {
+				proto = history.ProtocolClassic
+			}
+			resets = append(resets, groupReset{offset: tomb.Offset, last: epoch, first: int32(e), protocol: proto})
+		}
+		pending, live, epoch = false, r.KeyType, int32(e)
+	}
+	return resets, ok
+}
+
+// classicMembers counts the members of a GroupMetadata value.
+func classicMembers(r history.Record) int {
+	for k, v := range r.Value {
+		if strings.EqualFold(k, "members") {
+			ms, _ := v.([]any)
+			return len(ms)
+		}
+	}
+	return 0
+}
+
+// incarnation is one start of the group's epochs over.
+type incarnation struct {
+	start int // position of the invoke of the join that began it
+	empty int // position of the event proving the group had no member before it
+	epoch int32
+	reset groupReset
+}
+
+// findIncarnations finds where the group's epochs start over (see above) and says, in f.incNotes,
+// what was excused and what was not.
+func (f *facts) findIncarnations(obs *history.Observations) {
+	resets, logRead := logResets(obs)
+	used := 0
+	var top int32 // highest epoch seen in the current incarnation
+	raise := func(e int32) { top = max(top, e) }
+	live := map[string]bool{}  // member → answered a join, sync or heartbeat since its membership last ended
+	open := map[string]int{}   // member → its join, sync and heartbeat calls not answered yet
+	active := map[string]int{} // member → position of its latest join, sync or heartbeat event
+	members := func() int {
+		n := 0
+		for m, l := range live {
+			if l || open[m] > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	const none = -1
+	ever := false // some member was seen in the group
+	empty := none // the latest event proving the group had no member, since the last join
+	ended := func(m string, pos int) {
+		live[m] = false
+		if ever && members() == 0 {
+			empty = pos
+		}
+	}
+	restart := func(i int, m, proto string, got int32) {
+		start := max(f.partner[i], empty+1)
+		switch {
+		case !logRead:
+			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because no snapshot read __consumer_offsets to show the group deleted or converted", f.idx(i), m, got, f.idx(empty), top))
+		case used >= len(resets):
+			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because __consumer_offsets shows %d deletions or conversions of the empty group and all were used before", f.idx(i), m, got, f.idx(empty), top, len(resets)))
+		case resets[used].protocol != proto:
+			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because %s joined with the %s protocol and the next deletion __consumer_offsets shows made a %s group (%s)", f.idx(i), m, got, f.idx(empty), top, m, proto, resets[used].protocol, resets[used]))
+		default:
+			r := resets[used]
+			used++
+			f.incs = append(f.incs, incarnation{start: start, empty: empty, epoch: got, reset: r})
+			f.incNotes = append(f.incNotes, fmt.Sprintf("a new incarnation of the group from event %d: the group had no member at event %d, %s joined at epoch %d (epochs up to %d before), and __consumer_offsets shows the empty group deleted or converted (%s); epochs are judged per incarnation", f.idx(start), f.idx(empty), m, got, top, r))
+			top = 0
+		}
+	}
+	call := func(i int, m, proto string, got int32) {
+		e := &f.ev[i]
+		active[m] = i
+		if e.Type != history.Invoke && f.partner[i] >= 0 {
+			open[m]--
+		}
+		switch e.Type {
+		case history.Invoke:
+			open[m]++
+			if _, listed := live[m]; !listed {
+				live[m] = false // counted while the call is open
+			}
+		case history.OK, history.Info:
+			live[m], ever = true, true
+			if empty != none && e.Type == history.OK && got > 0 && got <= top {
+				restart(i, m, proto, got)
+			}
+			if e.Type == history.OK {
+				empty = none
+			}
+			raise(got)
+		}
+	}
+	for i := range f.ev {
+		e := &f.ev[i]
+		switch v := f.vals[i].(type) {
+		case history.Membership:
+			if e.F == history.FFenced || e.F == history.FSessionExpired || e.F == history.FLeft {
+				ended(pick(v.Member, e.Process), i)
+			}
+		case history.Assignment:
+			if e.F == history.FLost {
+				ended(pick(v.Member, e.Process), i)
+			} else {
+				raise(v.Epoch)
+			}
+		case history.Describe:
+			if g := v.Group; e.Type == history.OK && g != nil {
+				raise(max(g.GroupEpoch, g.Generation, g.AssignmentEpoch))
+				if g.Error == "" && len(g.Members) == 0 && (g.State == "Empty" || g.State == "Dead") {
+					// The coordinator answered that nobody is in the group: whoever made no
+					// call since the describe was sent is out.
+					for m := range live {
+						if active[m] < f.partner[i] {
+							live[m] = false
+						}
+					}
+					if members() == 0 {
+						empty = i
+					}
+				}
+			}
+		default:
+			if m, proto, got, ok := sessionCall(e, v); ok {
+				call(i, m, proto, got)
+			}
+		}
+	}
+	if used < len(resets) {
+		f.incNotes = append(f.incNotes, fmt.Sprintf("__consumer_offsets shows %d deletions or conversions of the empty group, %d of them matched by a restart of epochs in the history", len(resets), used))
+	}
+}
+
+// sessionCall says whether event e is a join, sync or heartbeat call, and gives its member, its
+// protocol and the epoch the coordinator handed out when it is a successful completion.
+func sessionCall(e *history.Event, v any) (string, string, int32, bool) {
+	switch v := v.(type) {
+	case history.Join:
+		return pick(v.Member, e.Process), history.ProtocolClassic, v.Generation, true
+	case history.Sync:
+		return pick(v.Member, e.Process), history.ProtocolClassic, v.Generation, true
+	case history.Heartbeat:
+		if v.Protocol == history.ProtocolConsumer {
+			return pick(v.Member, e.Process), v.Protocol, v.ResultEpoch, true
+		}
+		return pick(v.Member, e.Process), history.ProtocolClassic, v.Epoch, true
+	}
+	return "", "", 0, false
+}
+
+// incAt is the incarnation of the group at position pos: how many restarts began at or before it.
+func (f *facts) incAt(pos int) int {
+	n := 0
+	for _, in := range f.incs {
+		if in.start <= pos {
+			n++
+		}
+	}
+	return n
+}

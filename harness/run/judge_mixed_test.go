@@ -1,0 +1,25 @@
+package run
+
+import (
+	"testing"
+)
+
+// TestJudgeMixedConversion judges the saved run of TestEmbedded broker-faults/mixed seed 7 (kept
+// with the checkers' tests) as `groupquake check` does, with the coordinator's replay: the group
+// was emptied by a node pause and converted by a classic member's JoinGroup, and every checker,
+// RecoveredStateMatchesLog included, must hold.
+func TestJudgeMixedConversion(t *testing.T) {
+	t.Parallel()
+	j, err := Judge("../check/testdata/mixed-conversion-seed-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Report.Verdicts) != 13 {
+		t.Fatalf("want 13 verdicts, got %d", len(j.Report.Verdicts))
+	}
+	for _, v := range j.Report.Verdicts {
+		if !v.Holds || v.Skipped != "" {
+			t.Errorf("%s: holds %v, skipped %q, violations %+v", v.Name, v.Holds, v.Skipped, v.Violations)
+		}
+	}
+}
