@@ -161,3 +161,36 @@ func TestMixedGroupFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIVersions pins the request-version facts the coordinator and the
+// embedded broker both read from APIVersions.
+func TestAPIVersions(t *testing.T) {
+	for _, tc := range []struct {
+		v    Version
+		key  int16
+		want APIRange
+	}{
+		{V4_0_0, APIJoinGroup, APIRange{2, 9}},
+		{V4_0_1, APIJoinGroup, APIRange{0, 9}},
+		{V4_1_2, APIOffsetCommit, APIRange{2, 9}},
+		{V4_2_0, APIOffsetCommit, APIRange{2, 10}},
+		{V4_2_0, APIOffsetFetch, APIRange{1, 10}},
+		{V4_0_2, APIProduce, APIRange{3, 12}},
+		{V4_1_0, APIFetch, APIRange{4, 18}},
+		{V4_3_1, APIDeleteGroups, APIRange{0, 2}},
+		{V4_4_0, APIDeleteGroups, APIRange{0, 3}},
+		{V4_4_0, APIApiVersions, APIRange{0, 5}},
+	} {
+		if got, ok := tc.v.Profile().APIVersions()[tc.key]; !ok || got != tc.want {
+			t.Errorf("%s API %d: %v (listed %v), want %v", tc.v, tc.key, got, ok, tc.want)
+		}
+	}
+	for _, v := range Served() {
+		apis := v.Profile().APIVersions()
+		for _, k := range groupAPIs {
+			if r, ok := apis[k]; !ok || r.Min > r.Max {
+				t.Errorf("%s: group API %d has no valid range: %v", v, k, r)
+			}
+		}
+	}
+}
