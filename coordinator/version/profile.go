@@ -158,6 +158,13 @@ type Profile struct {
 	// group epoch and timestamp 0 follows the epoch bump, so the empty group
 	// is not left Assigning (GMM.consumerGroupFenceMembers).
 	LastLeaveResetsAssignmentEpoch bool
+	// OffsetCommitResolvesTopicIDs (apache/kafka PR #21809, "Revise Topic
+	// Resolving Logic in OffsetCommit Request", 4.3.0+): an OffsetCommit
+	// below v10 (topics by name) has the topic id of the metadata image
+	// stored with its offsets (KafkaApis resolves it). Before, only a v10
+	// request's own ids are stored.
+	OffsetCommitResolvesTopicIDs bool
+
 	// --- request versions (APIVersions) ---
 
 	// JoinGroupV0 (KAFKA-19444, 4.0.1+): JoinGroup v0 and v1 are served
@@ -231,6 +238,7 @@ func (v Version) Profile() Profile {
 		p.UnsubscribeUpdatesPreviousEpoch = true
 		p.ClassicRejoinOnNewAssignment = true
 		p.DowngradeRebalancesOnStaleAssignment = true
+		p.OffsetCommitResolvesTopicIDs = true
 	}
 	if v >= V4_4_0 {
 		p.AssignorChangeRecomputes = true

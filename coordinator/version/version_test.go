@@ -194,3 +194,27 @@ func TestAPIVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldsMovedFromPackages pins the facts that other packages used to
+// derive from the version number themselves: JoinGroup v0 (KAFKA-19444,
+// 4.0.1), OffsetCommit/OffsetFetch v10 (KAFKA-19186, 4.2.0), the uniform
+// assignor's KAFKA-18688 (4.0.1) and the topic ids OffsetCommit resolves
+// (apache/kafka #21809, 4.3.0).
+func TestFieldsMovedFromPackages(t *testing.T) {
+	for _, v := range Served() {
+		p := v.Profile()
+		for _, f := range []struct {
+			name      string
+			got, want bool
+		}{
+			{"JoinGroupV0", p.JoinGroupV0, v >= V4_0_1},
+			{"UniformHomogeneousStable", p.UniformHomogeneousStable, v >= V4_0_1},
+			{"OffsetsTopicIDs", p.OffsetsTopicIDs, v >= V4_2_0},
+			{"OffsetCommitResolvesTopicIDs", p.OffsetCommitResolvesTopicIDs, v >= V4_3_0},
+		} {
+			if f.got != f.want {
+				t.Errorf("%v: %s = %v, want %v", v, f.name, f.got, f.want)
+			}
+		}
+	}
+}
