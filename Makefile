@@ -3,8 +3,14 @@
 # images), then runs every tier with gotestsum, writing JUnit XML to build/.
 
 GO        ?= go
-# Kafka versions the real-cluster tiers run against (images are built for each).
-VERSIONS  ?= 4.4.0,4.1.2
+# Kafka versions the real-cluster tiers run against (images are built for
+# each): coordinator/version's pinned pair (version.Pinned) unless given.
+ifeq ($(origin VERSIONS),undefined)
+VERSIONS := $(shell $(GO) run ./tools/versions -pinned)
+endif
+ifeq ($(strip $(VERSIONS)),)
+$(error VERSIONS is empty: `$(GO) run ./tools/versions -pinned` printed nothing; name them, e.g. make test VERSIONS=4.4.0)
+endif
 # Packages whose tests start real clusters; they run one package at a time
 # so that two clusters never share the two cores.
 CLUSTER_PKGS := ./harness/cluster/... ./suites/...

@@ -61,13 +61,15 @@ type rule struct {
 // import the cluster.
 var rules = []rule{
 	{
-		name:    "coordinator/ is a leaf: stdlib, its own packages, franz-go kmsg/kbin/kerr",
+		name:    "coordinator/ is a leaf: stdlib, its own packages, franz-go kmsg/kbin/kerr, zeebo/xxh3 (the metadata hash)",
 		applies: func(p string) bool { return under(p, "coordinator") },
 		allowed: func(d string) bool {
 			return isStd(d) || under(d, "coordinator") ||
 				strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kmsg") ||
 				strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kbin") ||
-				strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kerr")
+				strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kerr") ||
+				// KIP-1101's XXH3-64 and the CPU feature probe it uses.
+				d == "github.com/zeebo/xxh3" || strings.HasPrefix(d, "github.com/klauspost/cpuid/v2")
 		},
 	},
 	{

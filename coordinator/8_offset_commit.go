@@ -5,7 +5,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
-	"github.com/groupquake/groupquake/coordinator/version"
 )
 
 // handleOffsetCommit serves OffsetCommit (key 8): the topic checks of
@@ -68,11 +67,10 @@ func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) (kmsg.Re
 			b.addAll(t, name, kerr.UnknownTopicOrPartition)
 			continue
 		}
-		// The topic id stored with the offset: the request's (v10), or from
-		// 4.3 the image's for older versions too (KafkaApis resolves it;
-		// apache/kafka PR #21809, "Revise Topic Resolving Logic in
-		// OffsetCommit Request", first released in 4.3.0); 4.0 stores none.
-		if !useIDs && c.profile.Version >= version.V4_3_0 {
+		// The topic id stored with the offset: the request's (v10), or
+		// the image's for older versions too where
+		// OffsetCommitResolvesTopicIDs (4.3+); 4.0 stores none.
+		if !useIDs && c.profile.OffsetCommitResolvesTopicIDs {
 			id = metaID
 		}
 		vt := kmsg.NewOffsetCommitRequestTopic()

@@ -27,7 +27,7 @@ type ConsumerGroupsLoader interface {
 // were built apart: consumergroup cannot import this package, so its
 // arguments have their own types. The method sets of ClassicGroups and
 // TopicMetadata are the same on both sides, so those values pass through
-// unchanged (a MetadataHasher behind a TopicMetadata stays visible).
+// unchanged (a PartitionRacks behind a TopicMetadata stays visible).
 //
 // The Manager already keeps rule 2 of ConsumerGroups: Heartbeat, Tick and
 // Delete return records shaped with records.AsWrittenBy and already

@@ -32,7 +32,9 @@ import (
 //
 // A Coordinator is not safe for concurrent use.
 type Coordinator struct {
-	profile  version.Profile
+	profile version.Profile
+	// apis is profile.APIVersions, the request versions served.
+	apis     map[int16]version.APIRange
 	cfg      Config
 	consumer ConsumerGroups
 	ids      IDSource
@@ -118,6 +120,7 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{
 		profile:  profile,
+		apis:     profile.APIVersions(),
 		cfg:      cfg,
 		consumer: cfg.ConsumerGroups,
 		ids:      cfg.IDs,

@@ -283,8 +283,10 @@ func genGroup(r *rand.Rand, maxMembers, maxTopics, maxPartitions int, invalid bo
 			m := &members[i]
 			m.Generation = int32(r.IntN(5)) - 1
 			owned := map[string][]int32{}
-			for t, n := range topics {
-				limit := n
+			// Draw in the order the topics were drawn, never in map
+			// order: the same seed must give the same group.
+			for _, t := range names {
+				limit := topics[t]
 				if invalid {
 					limit++ // claim partition n, which does not exist
 				}

@@ -38,7 +38,8 @@
 // refactoring). The one behaviour change in the 4.x line is KAFKA-18688
 // (apache/kafka#19677, first released in 4.0.1): the homogeneous uniform builder
 // lets any member keep the "extra" partition instead of reserving it for the
-// first members in iteration order. KafkaVersion("4.0.0") selects the old rule.
+// first members in iteration order: version.Profile.UniformHomogeneousStable,
+// so Profile(version.V4_0_0.Profile()) or KafkaVersion("4.0.0") selects the old rule.
 // No server-side assignor in 4.0–4.4 reads racks, even though
 // SubscribedTopicDescriber.racksForPartition returns real racks from 4.1 on.
 //

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/groupquake/groupquake/coordinator/version"
 )
 
 // TopicID is a Kafka topic id (org.apache.kafka.common.Uuid), 16 bytes, most
@@ -234,48 +235,8 @@ const (
 	rangeClass   = "org.apache.kafka.coordinator.group.assignor.RangeAssignor"
 )
 
-// Version is a Kafka release, used to pick behaviour that changed between releases.
-type Version struct{ Major, Minor, Patch int }
-
-func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
-
-func (v Version) less(o Version) bool {
-	if v.Major != o.Major {
-		return v.Major < o.Major
-	}
-	if v.Minor != o.Minor {
-		return v.Minor < o.Minor
-	}
-	return v.Patch < o.Patch
-}
-
-var (
-	minVersion     = Version{4, 0, 0}
-	defaultVersion = Version{4, 4, 0}
-	// kafka18688 is the first release with the homogeneous stability fix.
-	kafka18688 = Version{4, 0, 1}
-)
-
-// ParseVersion parses "4.2.1" or "4.2" (patch 0). Suffixes such as "-SNAPSHOT"
-// are refused: say which release's behaviour is meant.
-func ParseVersion(s string) (Version, error) {
-	parts := strings.Split(s, ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return Version{}, fmt.Errorf("Kafka version %q: want MAJOR.MINOR[.PATCH], e.g. 4.4.0", s)
-	}
-	var n [3]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 {
-			return Version{}, fmt.Errorf("Kafka version %q: %q is not a release number", s, p)
-		}
-		n[i] = v
-	}
-	return Version{n[0], n[1], n[2]}, nil
-}
-
 type config struct {
-	version     Version
+	profile     version.Profile
 	javaVersion int
 }
 
@@ -286,19 +247,25 @@ type optFunc func(*config) error
 
 func (f optFunc) apply(c *config) error { return f(c) }
 
-// KafkaVersion selects the behaviour of that Kafka release. Default: 4.4.0.
-// Served: 4.0.0 to 4.4.x (the server-side assignors did not change from 4.0.1
-// to 4.4; see the package doc).
+// Profile selects the behaviour of the Kafka release p describes
+// (version.Profile.UniformHomogeneousStable is the one assignor fact that
+// changed in 4.x; see the package doc). Default: version.Default's profile.
+func Profile(p version.Profile) Opt {
+	return optFunc(func(c *config) error {
+		c.profile = p
+		return nil
+	})
+}
+
+// KafkaVersion is Profile of a served release named as version.Parse reads
+// it ("4.0.0"); anything else is an error that lists the served releases.
 func KafkaVersion(v string) Opt {
 	return optFunc(func(c *config) error {
-		ver, err := ParseVersion(v)
+		ver, err := version.Parse(v)
 		if err != nil {
-			return err
+			return fmt.Errorf("server-side assignors: %w", err)
 		}
-		if ver.less(minVersion) || !ver.less(Version{4, 5, 0}) {
-			return fmt.Errorf("unknown Kafka version %q for server-side assignors: served versions are 4.0.0–4.4.x", v)
-		}
-		c.version = ver
+		c.profile = ver.Profile()
 		return nil
 	})
 }
@@ -318,7 +285,7 @@ func JavaVersion(major int) Opt {
 }
 
 func newConfig(opts []Opt) (config, error) {
-	c := config{version: defaultVersion, javaVersion: DefaultJavaVersion}
+	c := config{profile: version.Default.Profile(), javaVersion: DefaultJavaVersion}
 	for _, o := range opts {
 		if err := o.apply(&c); err != nil {
 			return c, err

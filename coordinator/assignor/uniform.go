@@ -87,7 +87,7 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	numMembers := len(spec.Members)
 	minQuota := total / numMembers
 	remainingExtra := total % numMembers
-	legacy := cfg.version.less(kafka18688)
+	legacy := !cfg.profile.UniformHomogeneousStable // before KAFKA-18688
 
 	type unfilled struct {
 		member    int

@@ -2,10 +2,7 @@ package consumergroup
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/groupquake/groupquake/coordinator/assignor"
@@ -165,15 +162,6 @@ type TopicMetadata interface {
 	TopicByID(id [16]byte) (name string, partitions int, ok bool)
 }
 
-// MetadataHasher is an optional extension of TopicMetadata: a host that
-// can compute Kafka's group metadata hash (KIP-1101: XXH3-64 over
-// Utils.computeTopicHash of each topic, in name order; 0 for no topics) makes
-// the ConsumerGroupMetadata records bit-equal to a broker's. topics holds the
-// subscribed topics that exist, sorted by name.
-type MetadataHasher interface {
-	MetadataHash(topics []string) int64
-}
-
 // Topics is a TopicMetadata over a fixed list, for tests and simple hosts.
 type Topics []Topic
 
@@ -215,36 +203,4 @@ func orEmpty(t TopicMetadata) TopicMetadata {
 		return noTopics{}
 	}
 	return t
-}
-
-// metadataHash is the group metadata hash of the given subscribed topic
-// names (ModernGroup.computeMetadataHash): only existing topics count, and no
-// topics hash to 0. Without a MetadataHasher it is FNV-1a-64 over each
-// topic's name, id and partition count in name order: it changes when
-// Kafka's would (no server-side assignor reads racks, and racks are not
-// modelled) but has another value.
-func metadataHash(topics TopicMetadata, names []string) int64 {
-	var existing []string
-	for _, n := range names {
-		if _, _, ok := topics.TopicByName(n); ok {
-			existing = append(existing, n)
-		}
-	}
-	if len(existing) == 0 {
-		return 0
-	}
-	slices.Sort(existing)
-	if h, ok := topics.(MetadataHasher); ok {
-		return h.MetadataHash(existing)
-	}
-	f := fnv.New64a()
-	for _, n := range existing {
-		id, parts, _ := topics.TopicByName(n)
-		f.Write([]byte(n))
-		f.Write([]byte{0})
-		f.Write(id[:])
-		f.Write([]byte(strconv.Itoa(parts)))
-		f.Write([]byte{0})
-	}
-	return int64(f.Sum64())
 }

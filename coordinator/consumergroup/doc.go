@@ -58,7 +58,10 @@
 // Regular-expression subscriptions (resolved asynchronously by the broker)
 // are refused with UNSUPPORTED_VERSION and a message that says so;
 // group-level config overrides (consumer.session.timeout.ms per group) are
-// not read. The metadata hash written from 4.1 is Kafka's XXH3 only when the
-// host's TopicMetadata implements MetadataHasher; otherwise it is a
-// stand-in that detects the same changes but differs in value.
+// not read.
+//
+// The metadata hash written from 4.1 (metadatahash.go) is Kafka's own,
+// XXH3-64 over the bytes Utils.computeTopicHash and computeGroupHash feed
+// hash4j, checked against values from Kafka's jar; racks count when the
+// host's TopicMetadata implements PartitionRacks.
 package consumergroup

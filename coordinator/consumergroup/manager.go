@@ -62,7 +62,7 @@ func New(profile version.Profile, cfg Config) (*Manager, error) {
 		lastTopics: noTopics{},
 	}
 	m.rp = replayer{groups: map[string]*group{}, initialEpoch: profile.InitialGroupEpoch, keepsEpochs: profile.AssignmentEpochs}
-	opts := []assignor.Opt{assignor.KafkaVersion(profile.Version.String())}
+	opts := []assignor.Opt{assignor.Profile(profile)}
 	if cfg.JavaVersion != 0 {
 		opts = append(opts, assignor.JavaVersion(cfg.JavaVersion))
 	}

@@ -158,6 +158,30 @@ type Profile struct {
 	// group epoch and timestamp 0 follows the epoch bump, so the empty group
 	// is not left Assigning (GMM.consumerGroupFenceMembers).
 	LastLeaveResetsAssignmentEpoch bool
+	// OffsetCommitResolvesTopicIDs (apache/kafka PR #21809, "Revise Topic
+	// Resolving Logic in OffsetCommit Request", 4.3.0+): an OffsetCommit
+	// below v10 (topics by name) has the topic id of the metadata image
+	// stored with its offsets (KafkaApis resolves it). Before, only a v10
+	// request's own ids are stored.
+	OffsetCommitResolvesTopicIDs bool
+
+	// --- request versions (APIVersions) ---
+
+	// JoinGroupV0 (KAFKA-19444, 4.0.1+): JoinGroup v0 and v1 are served
+	// again; 4.0.0 had removed them (KIP-896).
+	JoinGroupV0 bool
+	// OffsetsTopicIDs (KAFKA-19186, 4.2+): OffsetCommit and OffsetFetch v10,
+	// which name topics by id, are served (unstable, so refused, in 4.1).
+	OffsetsTopicIDs bool
+
+	// --- server-side assignors ---
+
+	// UniformHomogeneousStable (KAFKA-18688, apache/kafka#19677, 4.0.1+):
+	// the homogeneous uniform builder lets any member keep the "extra"
+	// partition instead of reserving it for the first members in iteration
+	// order. The one change of the server-side assignors in 4.x.
+	UniformHomogeneousStable bool
+
 	// StreamsInDefaultProtocols: group.coordinator.rebalance.protocols
 	// defaults to classic,consumer,streams (4.1+) instead of classic,consumer.
 	StreamsInDefaultProtocols bool
@@ -188,6 +212,10 @@ func (v Version) Profile() Profile {
 		p.MetadataHash = true
 		p.StreamsInDefaultProtocols = true
 	}
+	if v >= V4_0_1 {
+		p.JoinGroupV0 = true
+		p.UniformHomogeneousStable = true
+	}
 	if (v >= V4_0_2 && v < V4_1_0) || v >= V4_1_2 {
 		p.OwnPendingRevocationNotUnreleased = true
 		p.LoadToleratesCompaction = true
@@ -196,6 +224,7 @@ func (v Version) Profile() Profile {
 		p.RejoinWithEpochZero = true
 		p.SubscriptionBoundsAssignment = true
 		p.RevocationAckKeepsEpoch = true
+		p.OffsetsTopicIDs = true
 	}
 	if v >= V4_3_0 {
 		p.AssignmentTimestamp = true
@@ -209,6 +238,7 @@ func (v Version) Profile() Profile {
 		p.UnsubscribeUpdatesPreviousEpoch = true
 		p.ClassicRejoinOnNewAssignment = true
 		p.DowngradeRebalancesOnStaleAssignment = true
+		p.OffsetCommitResolvesTopicIDs = true
 	}
 	if v >= V4_4_0 {
 		p.AssignorChangeRecomputes = true

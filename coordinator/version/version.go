@@ -51,6 +51,21 @@ var served = [...]Version{
 	V4_4_0,
 }
 
+// pinned are the releases the real-cluster tier runs on every CI run: the
+// default and the newest 4.1, the two whose behaviour the conformance
+// expectations pin on both sides of the 4.3 changes (first epochs,
+// assignment epochs, the assignment interval).
+var pinned = [...]Version{Default, V4_1_2}
+
+// Pinned returns the releases the real-cluster tier runs by default
+// (clustertest.Versions, the Makefile's VERSIONS), default first. The slice
+// is a copy.
+func Pinned() []Version {
+	out := make([]Version, len(pinned))
+	copy(out, pinned[:])
+	return out
+}
+
 // Served returns the exact releases groupquake serves, oldest first. The
 // slice is a copy.
 func Served() []Version {

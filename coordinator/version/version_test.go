@@ -161,3 +161,60 @@ func TestMixedGroupFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIVersions pins the request-version facts the coordinator and the
+// embedded broker both read from APIVersions.
+func TestAPIVersions(t *testing.T) {
+	for _, tc := range []struct {
+		v    Version
+		key  int16
+		want APIRange
+	}{
+		{V4_0_0, APIJoinGroup, APIRange{2, 9}},
+		{V4_0_1, APIJoinGroup, APIRange{0, 9}},
+		{V4_1_2, APIOffsetCommit, APIRange{2, 9}},
+		{V4_2_0, APIOffsetCommit, APIRange{2, 10}},
+		{V4_2_0, APIOffsetFetch, APIRange{1, 10}},
+		{V4_0_2, APIProduce, APIRange{3, 12}},
+		{V4_1_0, APIFetch, APIRange{4, 18}},
+		{V4_3_1, APIDeleteGroups, APIRange{0, 2}},
+		{V4_4_0, APIDeleteGroups, APIRange{0, 3}},
+		{V4_4_0, APIApiVersions, APIRange{0, 5}},
+	} {
+		if got, ok := tc.v.Profile().APIVersions()[tc.key]; !ok || got != tc.want {
+			t.Errorf("%s API %d: %v (listed %v), want %v", tc.v, tc.key, got, ok, tc.want)
+		}
+	}
+	for _, v := range Served() {
+		apis := v.Profile().APIVersions()
+		for _, k := range groupAPIs {
+			if r, ok := apis[k]; !ok || r.Min > r.Max {
+				t.Errorf("%s: group API %d has no valid range: %v", v, k, r)
+			}
+		}
+	}
+}
+
+// TestFieldsMovedFromPackages pins the facts that other packages used to
+// derive from the version number themselves: JoinGroup v0 (KAFKA-19444,
+// 4.0.1), OffsetCommit/OffsetFetch v10 (KAFKA-19186, 4.2.0), the uniform
+// assignor's KAFKA-18688 (4.0.1) and the topic ids OffsetCommit resolves
+// (apache/kafka #21809, 4.3.0).
+func TestFieldsMovedFromPackages(t *testing.T) {
+	for _, v := range Served() {
+		p := v.Profile()
+		for _, f := range []struct {
+			name      string
+			got, want bool
+		}{
+			{"JoinGroupV0", p.JoinGroupV0, v >= V4_0_1},
+			{"UniformHomogeneousStable", p.UniformHomogeneousStable, v >= V4_0_1},
+			{"OffsetsTopicIDs", p.OffsetsTopicIDs, v >= V4_2_0},
+			{"OffsetCommitResolvesTopicIDs", p.OffsetCommitResolvesTopicIDs, v >= V4_3_0},
+		} {
+			if f.got != f.want {
+				t.Errorf("%v: %s = %v, want %v", v, f.name, f.got, f.want)
+			}
+		}
+	}
+}

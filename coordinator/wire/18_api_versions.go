@@ -23,77 +23,19 @@ import (
 // apiRange is the versions of one API a Kafka release serves.
 type apiRange struct{ lo, hi int16 }
 
-// baseVersions is what Kafka 4.0.0 advertises for the APIs this server
-// implements (KIP-896 removed the oldest versions in 4.0), with the
-// changes of later releases in versionsFor. One exception: 4.0 still
-// advertises Produce v0–v2 for old librdkafka clients (KAFKA-18659) but
-// refuses them; this server advertises v3 up, what it accepts. Taken from franz-go's kversion
-// tables for 4.0–4.4, which are read from the broker's ApiVersions answer.
-func baseVersions() map[kmsg.Key]apiRange {
-	return map[kmsg.Key]apiRange{
-		kmsg.Produce:                {3, 12},
-		kmsg.Fetch:                  {4, 17},
-		kmsg.ListOffsets:            {1, 10},
-		kmsg.Metadata:               {0, 13},
-		kmsg.OffsetCommit:           {2, 9},
-		kmsg.OffsetFetch:            {1, 9},
-		kmsg.FindCoordinator:        {0, 6},
-		kmsg.JoinGroup:              {2, 9},
-		kmsg.Heartbeat:              {0, 4},
-		kmsg.LeaveGroup:             {0, 5},
-		kmsg.SyncGroup:              {0, 5},
-		kmsg.DescribeGroups:         {0, 6},
-		kmsg.ListGroups:             {0, 5},
-		kmsg.ApiVersions:            {0, 4},
-		kmsg.CreateTopics:           {2, 7},
-		kmsg.DeleteTopics:           {1, 6},
-		kmsg.InitProducerID:         {0, 5},
-		kmsg.DeleteGroups:           {0, 2},
-		kmsg.OffsetDelete:           {0, 0},
-		kmsg.ConsumerGroupHeartbeat: {0, 1},
-		kmsg.ConsumerGroupDescribe:  {0, 1},
-	}
-}
-
-// versionsFor is baseVersions as Kafka release v advertises them: 4.0.1
-// took JoinGroup v0–v1 back (KAFKA-19444, on the 4.0 branch before 4.0.1
-// and the 4.1 branch before 4.1.0; JoinGroupRequest.json "0-9"), 4.1 added
-// Produce 13 and Fetch 18 (topic ids, KIP-516), 4.2 ListOffsets 11
-// and OffsetCommit/OffsetFetch 10 (topic ids; unstable in 4.1, made stable by
-// KAFKA-19186), 4.4 ApiVersions 5 (KIP-1242) and DeleteGroups 3.
+// versionsFor is what Kafka release v advertises for the APIs this server
+// implements: version.Profile.APIVersions, the one table of them, which
+// the reference coordinator also checks requests against. Without the
+// consumer protocol ConsumerGroupHeartbeat and ConsumerGroupDescribe are
+// not advertised, and no version kmsg cannot parse is.
 func versionsFor(v version.Version, consumerProtocol bool) map[kmsg.Key]apiRange {
-	out := baseVersions()
+	out := map[kmsg.Key]apiRange{}
+	for k, r := range v.Profile().APIVersions() {
+		out[kmsg.Key(k)] = apiRange{r.Min, min(r.Max, kmsg.RequestForKey(k).MaxVersion())}
+	}
 	if !consumerProtocol {
 		delete(out, kmsg.ConsumerGroupHeartbeat)
 		delete(out, kmsg.ConsumerGroupDescribe)
-	}
-	bump := func(k kmsg.Key, hi int16) {
-		r := out[k]
-		r.hi = hi
-		out[k] = r
-	}
-	if v >= version.MustParse("4.0.1") {
-		out[kmsg.JoinGroup] = apiRange{0, 9} // KAFKA-19444 re-added v0 and v1
-	}
-	if v >= version.MustParse("4.1.0") {
-		bump(kmsg.Produce, 13)
-		bump(kmsg.Fetch, 18)
-	}
-	if v >= version.MustParse("4.2.0") {
-		bump(kmsg.ListOffsets, 11)
-		bump(kmsg.OffsetCommit, 10)
-		bump(kmsg.OffsetFetch, 10)
-	}
-	if v >= version.MustParse("4.4.0") {
-		bump(kmsg.ApiVersions, 5)
-		bump(kmsg.DeleteGroups, 3)
-	}
-	// Never advertise a version kmsg cannot parse.
-	for k, r := range out {
-		if m := kmsg.RequestForKey(int16(k)).MaxVersion(); r.hi > m {
-			r.hi = m
-			out[k] = r
-		}
 	}
 	return out
 }

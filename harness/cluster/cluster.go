@@ -34,6 +34,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/groupquake/groupquake/coordinator/version"
 )
 
 // Labels put on everything a cluster creates, so that leftovers of a
@@ -127,12 +129,13 @@ type Cluster struct {
 }
 
 // FastGroupSettings are the broker settings for fast, deterministic group
-// tests on version: no initial rebalance delay, low minimum session and
-// heartbeat intervals for both protocols, few __consumer_offsets partitions,
-// replication that fits the broker count, and on 4.3+ no assignment batching
-// (KIP-1263) so that epochs follow each heartbeat. Scenarios state the
-// timers they depend on and override these where they need to.
-func FastGroupSettings(version string, brokers int) map[string]string {
+// tests on the release p describes: no initial rebalance delay, low minimum
+// session and heartbeat intervals for both protocols, few __consumer_offsets
+// partitions, replication that fits the broker count, and where the release
+// has it (p.AssignmentInterval, KIP-1263) no assignment batching, so that
+// epochs follow each heartbeat. Scenarios state the timers they depend on
+// and override these where they need to.
+func FastGroupSettings(p version.Profile, brokers int) map[string]string {
 	rf := strconv.Itoa(min(brokers, 3))
 	isr := "1"
 	if brokers >= 3 {
@@ -155,22 +158,11 @@ func FastGroupSettings(version string, brokers int) map[string]string {
 		"min.insync.replicas":                              isr,
 		"auto.create.topics.enable":                        "false",
 	}
-	if versionAtLeast(version, 4, 3) {
+	if p.AssignmentInterval {
 		s["group.consumer.assignment.interval.ms"] = "0"
 		s["group.consumer.min.assignment.interval.ms"] = "0"
 	}
 	return s
-}
-
-// versionAtLeast compares the major.minor of a served version.
-func versionAtLeast(v string, major, minor int) bool {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, _ := strconv.Atoi(parts[0])
-	mi, _ := strconv.Atoi(parts[1])
-	return ma > major || (ma == major && mi >= minor)
 }
 
 // envName turns a broker property into the KAFKA_* variable the image maps
@@ -318,7 +310,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	c.nodes = layout(cfg, c.RunID, ports)
 	c.clusterID = newClusterID()
 	c.labels = labels
-	c.settings = FastGroupSettings(cfg.Version, cfg.Nodes)
+	c.settings = FastGroupSettings(version.MustParse(cfg.Version).Profile(), cfg.Nodes) // cfg.Version was checked above
 	for k, v := range cfg.Settings {
 		c.settings[k] = v
 	}

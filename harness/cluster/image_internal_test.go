@@ -1,6 +1,10 @@
 package cluster
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+)
 
 func TestMirrorFromAptSources(t *testing.T) {
 	deb822 := `Types: deb
@@ -49,16 +53,16 @@ func TestEnvNameMatchesImageMapping(t *testing.T) {
 }
 
 func TestFastGroupSettingsAreVersionAware(t *testing.T) {
-	if _, ok := FastGroupSettings("4.1.2", 1)["group.consumer.assignment.interval.ms"]; ok {
+	if _, ok := FastGroupSettings(version.V4_1_2.Profile(), 1)["group.consumer.assignment.interval.ms"]; ok {
 		t.Errorf("4.1.2 has no group.consumer.assignment.interval.ms (KIP-1263 is 4.3+)")
 	}
-	if got := FastGroupSettings("4.3.0", 1)["group.consumer.assignment.interval.ms"]; got != "0" {
+	if got := FastGroupSettings(version.V4_3_0.Profile(), 1)["group.consumer.assignment.interval.ms"]; got != "0" {
 		t.Errorf("4.3.0: assignment interval %q, want 0", got)
 	}
-	if got := FastGroupSettings("4.4.0", 3)["offsets.topic.replication.factor"]; got != "3" {
+	if got := FastGroupSettings(version.V4_4_0.Profile(), 3)["offsets.topic.replication.factor"]; got != "3" {
 		t.Errorf("3 brokers: offsets RF %q, want 3", got)
 	}
-	if got := FastGroupSettings("4.4.0", 1)["min.insync.replicas"]; got != "1" {
+	if got := FastGroupSettings(version.V4_4_0.Profile(), 1)["min.insync.replicas"]; got != "1" {
 		t.Errorf("1 broker: min ISR %q, want 1", got)
 	}
 }

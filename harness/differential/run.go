@@ -26,10 +26,21 @@ import (
 // rebalance delay, classic sessions from 1s to 30m as the vectors' `new`
 // defaults, and the consumer protocol's Kafka defaults (5s heartbeat
 // interval, 45s session), which the consumer vectors print in every
-// heartbeat. On 4.3+ the assignment interval (KIP-1263) is 0, as
+// heartbeat. Where the release has the assignment interval (KIP-1263,
+// version.Profile.AssignmentInterval) it is 0, as
 // cluster.FastGroupSettings sets it. Pass them as cluster.Config.Settings
 // (over FastGroupSettings) or kfake.BrokerConfigs.
 func Settings(kafkaVersion string) map[string]string {
+	v, err := version.Parse(kafkaVersion)
+	if err != nil {
+		return SettingsFor(version.Profile{})
+	}
+	return SettingsFor(v.Profile())
+}
+
+// SettingsFor is Settings for the release p describes: the assignment
+// interval is set where p.AssignmentInterval says the config exists.
+func SettingsFor(p version.Profile) map[string]string {
 	s := map[string]string{
 		"group.initial.rebalance.delay.ms":     "0",
 		"group.min.session.timeout.ms":         "1000",
@@ -37,16 +48,11 @@ func Settings(kafkaVersion string) map[string]string {
 		"group.consumer.heartbeat.interval.ms": "5000",
 		"group.consumer.session.timeout.ms":    "45000",
 	}
-	if v, err := version.Parse(kafkaVersion); err == nil && assignmentInterval(v) {
+	if p.AssignmentInterval {
 		s["group.consumer.assignment.interval.ms"] = "0"
 		s["group.consumer.min.assignment.interval.ms"] = "0"
 	}
 	return s
-}
-
-// assignmentInterval tells whether v has group.consumer.assignment.interval.ms.
-func assignmentInterval(v version.Version) bool {
-	return v.Major() > 4 || v.Major() == 4 && v.Minor() >= 3
 }
 
 // Target is a group coordinator to compare with the reference.
@@ -56,6 +62,10 @@ type Target struct {
 	// Version is the Kafka release whose version profile the reference
 	// runs with beside it.
 	Version string
+	// Profile, when its Version is set, is the version profile the
+	// reference runs with instead of Version's: a release being added to
+	// coordinator/version can be compared before it is served.
+	Profile version.Profile
 	// Addr is a broker that coordinates every group (a one-node cluster):
 	// requests go to it directly, so that nothing retries or redirects
 	// them.
@@ -192,16 +202,21 @@ func Run(ctx context.Context, t Target, secs []Section, opt Options) (Report, er
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
 	}
-	v, err := version.Parse(t.Version)
-	if err != nil {
-		return Report{}, err
+	p := t.Profile
+	if p.Version == 0 {
+		v, err := version.Parse(t.Version)
+		if err != nil {
+			return Report{}, err
+		}
+		p = v.Profile()
 	}
+	t.Version = p.Version.String()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(t.Addr))
 	if err != nil {
 		return Report{}, fmt.Errorf("kgo client for %s: %v", t.Addr, err)
 	}
 	defer cl.Close()
-	r := &runner{t: t, v: v, opt: opt, adm: kadm.NewClient(cl), rep: Report{Target: t.Name, Version: t.Version}}
+	r := &runner{t: t, p: p, opt: opt, adm: kadm.NewClient(cl), rep: Report{Target: t.Name, Version: t.Version}}
 	if r.served, err = apiVersions(ctx, t.Addr, opt.Wait); err != nil {
 		return r.rep, err
 	}
@@ -224,11 +239,32 @@ func Run(ctx context.Context, t Target, secs []Section, opt Options) (Report, er
 	return r.rep, nil
 }
 
+// referenceConfig is the reference coordinator's configuration beside a
+// target that runs SettingsFor(p): the same timers, the target's JDK.
+func referenceConfig(p version.Profile, topics coordinator.TopicMetadata, javaVersion int) coordinator.Config {
+	cfg := coordinator.Config{
+		MinSessionTimeout: time.Second,
+		MaxSessionTimeout: 30 * time.Minute,
+		Topics:            topics,
+		IDs:               &shortIDs{},
+		Consumer: consumergroup.Config{
+			SessionTimeout:    45 * time.Second,
+			HeartbeatInterval: 5 * time.Second,
+			JavaVersion:       javaVersion,
+		},
+	}
+	if p.AssignmentInterval {
+		zero := time.Duration(0)
+		cfg.Consumer.AssignmentInterval = &zero
+	}
+	return cfg
+}
+
 type runner struct {
 	// served is the target's ApiVersions: key → min, max.
 	served map[int16][2]int16
 	t      Target
-	v      version.Version
+	p      version.Profile
 	opt    Options
 	adm    *kadm.Client
 	rep    Report
@@ -304,22 +340,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 		}
 	}
 
-	cfg := coordinator.Config{
-		MinSessionTimeout: time.Second,
-		MaxSessionTimeout: 30 * time.Minute,
-		Topics:            img,
-		IDs:               &shortIDs{},
-		Consumer: consumergroup.Config{
-			SessionTimeout:    45 * time.Second,
-			HeartbeatInterval: 5 * time.Second,
-			JavaVersion:       r.t.JavaVersion,
-		},
-	}
-	if assignmentInterval(r.v) {
-		zero := time.Duration(0)
-		cfg.Consumer.AssignmentInterval = &zero
-	}
-	ref, err := coordinator.New(r.v.Profile(), cfg)
+	ref, err := coordinator.New(r.p, referenceConfig(r.p, img, r.t.JavaVersion))
 	if err != nil {
 		return fmt.Errorf("reference coordinator: %v", err)
 	}

@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,30 +22,18 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/consumer"
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 )
 
-// kip848AtLeast compares a Kafka version's major.minor.
-func kip848AtLeast(v string, major, minor int) bool {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, _ := strconv.Atoi(parts[0])
-	mi, _ := strconv.Atoi(parts[1])
-	return ma > major || (ma == major && mi >= minor)
-}
+// kip848Profile is the version profile of a served release: every
+// expectation that differs between releases asks it.
+func kip848Profile(v string) version.Profile { return version.MustParse(v).Profile() }
 
-// kip848FirstEpoch is the member epoch the first member of a new group gets:
-// 1 up to 4.2, 2 from 4.3 on, where groups start at group epoch 1
-// (KAFKA-20268; protocol note §0, §3.4).
-func kip848FirstEpoch(v string) int32 {
-	if kip848AtLeast(v, 4, 3) {
-		return 2
-	}
-	return 1
-}
+// kip848FirstEpoch is the member epoch the first member of a new group gets
+// (version.Profile.FirstMemberEpoch: 1 up to 4.2, 2 from 4.3, KAFKA-20268).
+func kip848FirstEpoch(v string) int32 { return kip848Profile(v).FirstMemberEpoch }
 
 // kip848Event is an event with its place in the order all members' events
 // arrived in.
@@ -531,7 +517,7 @@ func TestConsumerFencedEpochRejoin(t *testing.T) {
 					before = append(before, f)
 				}
 			}
-			if kip848AtLeast(v, 4, 2) {
+			if kip848Profile(v).RejoinWithEpochZero {
 				if len(before) != 1 {
 					t.Errorf("%s: %d fences before the rejoin, want 1 (KAFKA-19233: epoch 0 from a known id is accepted)", v, len(before))
 				}
@@ -755,7 +741,7 @@ func TestConsumerCommitOlderEpoch(t *testing.T) {
 			}
 			got := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 			t.Logf("%s: commit in A's name at old epoch %d (A holds %d): %v", v, old, a.Epoch(), got)
-			if kip848AtLeast(v, 4, 3) {
+			if kip848Profile(v).OffsetCommitAssignmentEpochs {
 				if got != nil {
 					t.Errorf("%s: commit at the older epoch %d answered %v, want accepted (KIP-1251)", v, old, got)
 				}

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 )
 
 // Versions returns the Kafka versions real-cluster tests run against:
-// $GROUPQUAKE_KAFKA_VERSIONS (comma-separated) or the default and 4.1.2,
-// the two versions whose behaviour the conformance expectations pin.
+// $GROUPQUAKE_KAFKA_VERSIONS (comma-separated) or version.Pinned (the
+// default and 4.1.2, the two versions whose behaviour the conformance
+// expectations pin).
 func Versions() []string {
 	if v := os.Getenv("GROUPQUAKE_KAFKA_VERSIONS"); v != "" {
 		var out []string
@@ -25,7 +27,11 @@ func Versions() []string {
 		}
 		return out
 	}
-	return []string{cluster.DefaultKafkaVersion, "4.1.2"}
+	var out []string
+	for _, v := range version.Pinned() {
+		out = append(out, v.String())
+	}
+	return out
 }
 
 // NeedEngine fails t when no Docker engine answers, unless -short.
