@@ -70,12 +70,16 @@ func writeJSONAtomic(path string, v any) error {
 	return writeFileAtomic(path, b.Bytes(), 0o644)
 }
 
-// prepareDir creates the run directory. It refuses a directory that already
-// holds a run (a plan.json), and a Go package's folder (generated output never
-// goes into source folders; the default ./runs/ is in .gitignore).
-func prepareDir(dir string) error {
+// CheckDir says whether dir can become a run directory, without creating
+// anything: it must not hold a run yet (a plan.json), nor be a file or a Go
+// package's folder (generated output never goes into source folders; the
+// default ./runs/ is in .gitignore).
+func CheckDir(dir string) error {
 	if dir == "" {
 		return errors.New("no run directory: set Config.Dir (groupquake run --out DIR)")
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("run directory %s is a file: choose a new directory", dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
 		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
@@ -86,6 +90,14 @@ func prepareDir(dir string) error {
 	}
 	if gos, _ := filepath.Glob(filepath.Join(abs, "*.go")); len(gos) > 0 {
 		return fmt.Errorf("run directory %s is a Go source folder (it holds %s): put runs elsewhere, e.g. ./runs/", dir, filepath.Base(gos[0]))
+	}
+	return nil
+}
+
+// prepareDir creates the run directory once CheckDir accepts it.
+func prepareDir(dir string) error {
+	if err := CheckDir(dir); err != nil {
+		return err
 	}
 	return os.MkdirAll(dir, 0o755)
 }
@@ -110,7 +122,9 @@ func (e *IncompleteError) Error() string {
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
-	b.WriteString(" (a run writes plan.json before it starts and history.jsonl as it goes: is this a run directory?)")
+	if len(e.Missing) > 0 {
+		b.WriteString(" (a run writes plan.json before it starts and history.jsonl as it goes: is this a run directory?)")
+	}
 	return b.String()
 }
 
