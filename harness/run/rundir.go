@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/groupquake/groupquake/harness/check"
@@ -197,8 +198,44 @@ func Judge(dir string) (Judged, error) {
 	if fn == nil && why != "" {
 		explainSkip(&j.Report, why)
 	}
+	if !reached(j.Events, history.PhaseFinal) {
+		skipEndOfRun(&j.Report, fmt.Sprintf("the run stopped before its %q phase (killed, or stopped by --bound or an error): it never reached the end this property speaks of; rerun the plan (rerun.sh) to judge it", history.PhaseFinal))
+	}
 	j.Report.Notes = append(j.Report.Notes, faultNotes(j.Events)...)
 	return j, nil
+}
+
+// endOfRun are the checkers whose property speaks of the end of a run:
+// every acknowledged record consumed once the faults healed and the
+// consumers caught up (NoLostRecords), the group settled within the bound
+// after the heal (EventuallyConverges). A run that stopped before its final
+// phase never got there: judged on the history it left, they would report
+// records still in flight and a rebalance still under way as violations.
+var endOfRun = []string{"EventuallyConverges", "NoLostRecords"}
+
+// skipEndOfRun turns the verdicts of endOfRun into skips that say why, and
+// recomputes whether the report holds.
+func skipEndOfRun(rep *check.Report, why string) {
+	rep.Holds = true
+	for i, v := range rep.Verdicts {
+		if slices.Contains(endOfRun, v.Name) && v.Skipped == "" {
+			rep.Verdicts[i] = check.Verdict{Name: v.Name, Holds: true, Skipped: why, Notes: v.Notes}
+		}
+		rep.Holds = rep.Holds && rep.Verdicts[i].Holds
+	}
+}
+
+// reached reports whether the history holds the marker of phase.
+func reached(events []history.Event, phase string) bool {
+	for _, e := range events {
+		if e.F != history.FPhase {
+			continue
+		}
+		if p, err := history.ValueAs[history.Phase](e); err == nil && p.Name == phase {
+			return true
+		}
+	}
+	return false
 }
 
 // faultNotes sums up the faults of a history: how many started and had an
