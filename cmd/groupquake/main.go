@@ -32,8 +32,8 @@ differ), 2 bad input (flags, arguments, an unreadable run directory), 3 the
 command could not be carried out (no cluster, no engine, a failed build).
 
 Run 'groupquake COMMAND -h' (or 'groupquake help COMMAND') for the flags of a
-command; run, check and replay
-take --json to print their result as JSON on stdout.
+command; run, check and replay take --json to print their result as JSON on
+stdout.
 `
 
 func main() {
