@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/groupquake/groupquake/faults"
@@ -155,7 +156,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			if ctx.Err() != nil {
 				return exitError{exitFailed, "interrupted while looking for a Docker engine"}
 			}
-			if name := f.containerOnly(set); name != "" {
+			name := f.containerOnly(set)
+			if name == "" && set["toxiproxy"] {
+				name = "toxiproxy"
+			}
+			if name != "" {
 				return exitError{exitFailed, fmt.Sprintf("no Docker engine (%v), and --%s needs a container cluster: start an engine (groupquake engine up, as root) or leave --%s out to run on the embedded cluster", err, name, name)}
 			}
 			logf("NO DOCKER ENGINE: %v", err)
@@ -298,8 +303,21 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 			if name := f.containerOnly(set); name != "" {
 				return 0, o, badInput("--%s applies to a container cluster; the embedded cluster is one node in this process: leave --%s out, or --embedded", name, name)
 			}
+			if set["toxiproxy"] {
+				return 0, o, badInput("--toxiproxy is not used by the embedded cluster, which embeds its own: leave --toxiproxy out, or --embedded")
+			}
 		}
 		o.Kafka, o.Nodes, o.Controllers, o.Embedded = f.version, f.nodes, f.controllers, f.embedded
+	}
+	if f.toxiproxy != "" {
+		if _, port, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(f.toxiproxy, "http://"), "https://")); err != nil || port == "" {
+			return 0, o, badInput("--toxiproxy %q is not the host:port of a toxiproxy API (e.g. 127.0.0.1:8474)", f.toxiproxy)
+		}
+	}
+	if f.nodeControl != "" {
+		if _, err := template.New("node-control").Parse(f.nodeControl); err != nil {
+			return 0, o, badInput("--node-control: %v; write a command template such as 'ssh {{.Host}} sudo systemctl {{.Action}} kafka'", err)
+		}
 	}
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
