@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"encoding/xml"
 	"regexp"
 	"strings"
 	"testing"
@@ -92,39 +91,5 @@ func TestWriteReport(t *testing.T) {
 	}
 	if got := strings.Count(html, "<rect "); got != 3+1+2 { // 3 ownerships, 1 fault, 2 phases
 		t.Errorf("%d rects in the timeline, want 6", got)
-	}
-}
-
-func TestWriteJUnit(t *testing.T) {
-	var buf bytes.Buffer
-	if err := WriteJUnit(&buf, "chaos", verdicts()); err != nil {
-		t.Fatal(err)
-	}
-	var got junitSuites
-	if err := xml.Unmarshal(buf.Bytes(), &got); err != nil {
-		t.Fatalf("JUnit does not parse: %v\n%s", err, buf.String())
-	}
-	if len(got.Suites) != 1 {
-		t.Fatalf("%d suites", len(got.Suites))
-	}
-	s := got.Suites[0]
-	if s.Tests != 3 || s.Failures != 1 || s.Skipped != 1 {
-		t.Errorf("tests/failures/skipped = %d/%d/%d, want 3/1/1", s.Tests, s.Failures, s.Skipped)
-	}
-	for _, c := range s.Cases {
-		switch c.Name {
-		case "NoLostRecords":
-			if c.Failure == nil || !strings.Contains(c.Failure.Body, "record 7 of t-0 never consumed (events [3 8])") {
-				t.Errorf("failure of NoLostRecords: %+v", c.Failure)
-			}
-		case "RecoveredStateMatchesLog":
-			if c.Skipped == nil || c.Skipped.Message != "no replay function" {
-				t.Errorf("skip of RecoveredStateMatchesLog: %+v", c.Skipped)
-			}
-		case "NoDoubleOwnership":
-			if c.Failure != nil || c.Skipped != nil {
-				t.Errorf("NoDoubleOwnership holds but reads %+v", c)
-			}
-		}
 	}
 }

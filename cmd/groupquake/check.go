@@ -3,78 +3,104 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/groupquake/groupquake/harness/check"
-	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/results"
 )
 
-// Exit statuses of `groupquake check` (and of `groupquake run`, which ends
-// with the same judgement).
-const (
-	exitHolds     = 0 // every checker holds
-	exitViolation = 1 // some checker found a violation
-	exitBadDir    = 2 // the run directory is unreadable or incomplete
-)
+const checkUsage = `Usage: groupquake check [flags] RUN_DIR
 
-// maxEventsShown bounds the events printed per violation, and
-// maxViolationsShown the violations printed per checker: the first ones are
-// what a person reads; verdicts.json has them all.
-const (
-	maxEventsShown     = 8
-	maxViolationsShown = 10
-)
+Re-runs every checker over a saved run, offline. A run killed halfway is judged
+up to where it stopped, and what could not be judged is said.
+
+Exit status: 0 no checker found a violation (skipped checkers are counted
+apart), 1 a violation, 2 RUN_DIR is not a readable run directory, 3 --write
+could not write verdicts.json.
+`
 
 func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("check", checkUsage)
 	write := fs.Bool("write", false, "also (re)write verdicts.json in the run directory")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: groupquake check [--write] RUN_DIR\n\nRe-runs every checker over a saved run, offline. Exit status: 0 all hold, 1 a violation, 2 the directory is unreadable or incomplete.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout")
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitError{exitBadDir, fmt.Sprintf("check takes one run directory, got %d arguments", fs.NArg())}
+	if len(pos) != 1 {
+		return badInput("check takes one run directory, got %d arguments (see 'groupquake check -h')", len(pos))
 	}
-	dir := fs.Arg(0)
+	dir := pos[0]
+	if err := runDirExists(dir); err != nil {
+		return err
+	}
 	j, err := run.Judge(dir)
 	var inc *run.IncompleteError
 	if errors.As(err, &inc) {
-		return exitError{exitBadDir, err.Error()}
+		return badInput("%v", err)
 	}
 	if err != nil {
-		return exitError{exitBadDir, fmt.Sprintf("run directory %s: %v", dir, err)}
+		return badInput("run directory %s: %v", dir, err)
 	}
 	if *write {
 		if err := run.WriteVerdicts(dir, j.Report); err != nil {
 			return err
 		}
 	}
-	return reportJudgement(stdout, j)
+	if *asJSON {
+		if err := writeJSON(stdout, judgement(j.Plan, dir, &j, nil)); err != nil {
+			return err
+		}
+	} else {
+		printJudgement(stdout, j)
+	}
+	stepSummary(logTo(stderr), "groupquake check "+dir, dir, j.Plan, &j, nil)
+	return verdictStatus(j.Report)
 }
 
-// reportJudgement prints the verdicts, and for each violation the events
-// that show it, and returns the exit status as an exitError (nil when every
-// checker holds).
-func reportJudgement(w io.Writer, j run.Judged) error {
+// runDirExists refuses a RUN_DIR that is not there or not a directory, and
+// one that only holds run directories below it (./runs), naming one.
+func runDirExists(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return badInput("run directory %s does not exist: give the directory a run wrote (groupquake run prints it; by default ./runs/<time>-<seed>/)", dir)
+	case err != nil:
+		return badInput("run directory %s: %v", dir, err)
+	case !st.IsDir():
+		return badInput("%s is a file, not a run directory: give the directory that holds %s and %s", dir, run.PlanFile, run.HistoryFile)
+	}
+	if _, err := os.Stat(filepath.Join(dir, run.PlanFile)); err == nil {
+		return nil
+	}
+	var below []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
+			below = append(below, filepath.Dir(p))
+		}
+		return nil
+	})
+	if len(below) > 0 {
+		return badInput("%s holds no run itself but %d run directories below it: check one of them, e.g. groupquake check %s", dir, len(below), below[len(below)-1])
+	}
+	return nil
+}
+
+// printJudgement prints the verdicts, and for each violation the events
+// that show it, then the tally of holds, violations and skips.
+func printJudgement(w io.Writer, j run.Judged) {
 	fmt.Fprintf(w, "run of seed %d, scenario %s, group %s: %d events\n", j.Plan.Seed, j.Plan.Options.Scenario, j.Plan.Group, len(j.Events))
 	for _, n := range j.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	byIndex := make(map[int64]history.Event, len(j.Events))
-	for _, e := range j.Events {
-		byIndex[e.Index] = e
-	}
-	violated := 0
+	events := results.IndexEvents(j.Events)
 	for _, v := range j.Report.Verdicts {
 		switch {
 		case v.Skipped != "":
@@ -86,9 +112,8 @@ func reportJudgement(w io.Writer, j run.Judged) error {
 			}
 			fmt.Fprintln(w)
 		default:
-			violated++
 			fmt.Fprintf(w, "FAIL  %s: %d violations\n", v.Name, len(v.Violations))
-			printViolations(w, v, byIndex)
+			results.WriteViolations(w, v, events, "    ")
 		}
 	}
 	for _, n := range j.Report.Notes {
@@ -106,35 +131,35 @@ func reportJudgement(w io.Writer, j run.Judged) error {
 				p, pc.PartitionStops.Count, pc.PartitionStops.P50, pc.PartitionStops.Max, pc.MemberStops.Count, pc.MemberStops.Max)
 		}
 	}
-	if violated > 0 {
-		return exitError{exitViolation, fmt.Sprintf("%d of %d checkers found violations", violated, len(j.Report.Verdicts))}
-	}
-	fmt.Fprintf(w, "all %d checkers hold\n", len(j.Report.Verdicts))
-	return nil
+	fmt.Fprintln(w, results.Count(j.Report.Verdicts))
 }
 
-func printViolations(w io.Writer, v check.Verdict, byIndex map[int64]history.Event) {
-	for i, x := range v.Violations {
-		if i == maxViolationsShown {
-			fmt.Fprintf(w, "      … and %d more in verdicts.json\n", len(v.Violations)-i)
-			break
-		}
-		fmt.Fprintf(w, "    - %s\n", x.Message)
-		idx := append([]int64(nil), x.EventIndexes...)
-		sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-		for k, ix := range idx {
-			if k == maxEventsShown {
-				fmt.Fprintf(w, "        … %d more events\n", len(idx)-k)
-				break
-			}
-			if e, ok := byIndex[ix]; ok {
-				fmt.Fprintf(w, "        %s\n", e)
-			} else {
-				fmt.Fprintf(w, "        #%d (not in the history)\n", ix)
-			}
-		}
+// verdictStatus is the exit status of a judged run: nil when no checker
+// found a violation, else an exitViolation error naming the checkers.
+func verdictStatus(rep check.Report) error {
+	t := results.Count(rep.Verdicts)
+	if len(t.Violated) == 0 {
+		return nil
 	}
-	for _, n := range v.Notes {
-		fmt.Fprintf(w, "      note: %s\n", n)
+	return exitError{exitViolation, fmt.Sprintf("%d of %d checkers found violations: %s", len(t.Violated), t.Total, strings.Join(t.Violated, ", "))}
+}
+
+// stepSummary adds a failed run to the CI job's summary page when the
+// command runs on GitHub Actions ($GITHUB_STEP_SUMMARY); a write error is
+// only logged.
+func stepSummary(logf func(string, ...any), title, dir string, p run.Plan, j *run.Judged, runErr error) {
+	path := os.Getenv("GITHUB_STEP_SUMMARY")
+	if path == "" {
+		return
+	}
+	s := results.StepSummary{Title: title, Dir: dir, Rerun: p.Command()}
+	if j != nil {
+		s.Verdicts, s.Events = j.Report.Verdicts, results.IndexEvents(j.Events)
+	}
+	if runErr != nil {
+		s.Error = runErr.Error()
+	}
+	if err := results.AppendStepSummary(path, s); err != nil {
+		logf("%v", err)
 	}
 }

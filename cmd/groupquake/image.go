@@ -2,18 +2,68 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/groupquake/groupquake/harness/cluster"
 )
 
+const imageUsage = `Usage: groupquake image build [flags]
+       groupquake image list
+
+build gets the Kafka image of each version ahead of a run (found, pulled or
+built, then cached); list prints the served Kafka versions and which images
+are cached. Run 'groupquake image build -h' for the flags of build.
+`
+
+const engineUsage = `Usage: groupquake engine up
+
+Installs Debian's docker.io and starts dockerd when no Docker engine answers
+(as root; log: /var/log/groupquake-dockerd.log), and prints the engine's
+version.
+`
+
+// subcommand runs the subcommand of a command with subcommands (image,
+// engine): help and a missing or unknown subcommand are answered here.
+func subcommand(ctx context.Context, name, text string, subs map[string]func(context.Context, []string, io.Writer, io.Writer) error, args []string, stdout, stderr io.Writer) error {
+	list := strings.Join(slices.Sorted(maps.Keys(subs)), " or ")
+	if len(args) == 0 {
+		return badInput("%s needs a subcommand: %s (see 'groupquake %s -h')", name, list, name)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, text)
+		return errHelp
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		return badInput("unknown %s subcommand %q: use %s (see 'groupquake %s -h')", name, args[0], list, name)
+	}
+	return sub(ctx, args[1:], stdout, stderr)
+}
+
+func cmdImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return subcommand(ctx, "image", imageUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"build": cmdImageBuild, "list": cmdImageList,
+	}, args, stdout, stderr)
+}
+
+func cmdEngine(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return subcommand(ctx, "engine", engineUsage, map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"up": cmdEngineUp,
+	}, args, stdout, stderr)
+}
+
 func cmdEngineUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("engine up", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlagSet("engine up", engineUsage)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, pos); err != nil {
 		return err
 	}
 	v, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logTo(stderr)))
@@ -24,20 +74,38 @@ func cmdEngineUp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
+const imageBuildUsage = `Usage: groupquake image build [flags]
+
+Gets the Kafka image of each version: auto uses an apache/kafka:<version> image
+already in the engine, else builds one locally (a Debian base with a JRE, the
+broker jars of that exact version from Maven Central); official pulls it from
+the engine's registry; build always builds. Built images are cached by tag.
+
+Exit status: 0 every image is ready, 2 bad input, 3 no engine or a failed build.
+`
+
 func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("image build", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("image build", imageBuildUsage)
 	versions := fs.String("kafka", cluster.DefaultKafkaVersion, "Kafka versions, comma-separated (served: "+strings.Join(cluster.KafkaVersions, ", ")+")")
 	source := fs.String("image-source", "auto", "auto (a local apache/kafka image, else build), build, or official (pull apache/kafka)")
 	rebuild := fs.Bool("rebuild", false, "build even when the image is cached")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
 		return err
+	}
+	if err := noArgs(fs, pos); err != nil {
+		return err
+	}
+	switch cluster.ImageSource(*source) {
+	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
+	default:
+		return badInput("--image-source %q: use auto, build or official", *source)
 	}
 	var vs []string
 	for _, v := range strings.Split(*versions, ",") {
 		v = strings.TrimSpace(v)
 		if err := cluster.CheckKafkaVersion(v); err != nil {
-			return err
+			return badInput("--kafka: %v (groupquake version lists them)", err)
 		}
 		vs = append(vs, v)
 	}
@@ -58,10 +126,19 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
+const imageListUsage = `Usage: groupquake image list
+
+Prints every served Kafka version (the default marked) and the images of it
+that the Docker engine holds.
+`
+
 func cmdImageList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("image list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlagSet("image list", imageListUsage)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, pos); err != nil {
 		return err
 	}
 	cached, err := cluster.CachedImages(ctx)

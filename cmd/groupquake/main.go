@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,36 +16,57 @@ const usage = `groupquake: chaos and conformance for Kafka consumer groups
 
 Usage:
   groupquake run [flags]            plan a run from a seed, carry it out on a cluster (or --bootstrap), judge it
-  groupquake check RUN_DIR          re-run every checker over a saved run (exit 0 hold, 1 violation, 2 unreadable)
+  groupquake check RUN_DIR          re-run every checker over a saved run
   groupquake replay --bootstrap ADDR --group G [--kafka VERSION]
                                     replay a live group's __consumer_offsets through the reference
-                                    coordinator and compare with what the broker describes (exit 0 agree, 1 differ, 2 bad input)
+                                    coordinator and compare with what the broker describes
   groupquake image build [flags]    build (or find) the Kafka image for a version ahead of time
   groupquake image list             list served Kafka versions and which images are cached
   groupquake engine up              install and start a Docker engine if none answers (root)
   groupquake sweep                  remove containers and networks left by crashed runs
   groupquake stats DIR...           how hard the nemesis pushed: faults, churn, time under a fault or mid-rebalance
+  groupquake version                the module version and the Kafka versions served (also --version)
 
-Run 'groupquake COMMAND -h' for the flags of a command.
+Exit status: 0 success (every checker holds), 1 a violation (replay: the states
+differ), 2 bad input (flags, arguments, an unreadable run directory), 3 the
+command could not be carried out (no cluster, no engine, a failed build).
+
+Run 'groupquake COMMAND -h' (or 'groupquake help COMMAND') for the flags of a
+command; run, check and replay take --json to print their result as JSON on
+stdout.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses, the same for every command.
+const (
+	exitOK        = 0 // success: every checker holds, the replay agrees
+	exitViolation = 1 // a checker found a violation; replay: the states differ
+	exitBadInput  = 2 // bad flags or arguments, an unreadable run directory: nothing was started
+	exitFailed    = 3 // the command could not be carried out (no cluster, no engine, a failed build)
+)
+
+// runMain runs the command line args and returns the exit status; every
+// message goes to stderr, results to stdout. Tests call it in-process.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
 	var ex exitError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
 	case errors.As(err, &ex):
 		if ex.msg != "" {
-			fmt.Fprintln(os.Stderr, "groupquake:", ex.msg)
+			fmt.Fprintln(stderr, "groupquake:", ex.msg)
 		}
-		os.Exit(ex.code)
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
+		return ex.code
 	default:
-		fmt.Fprintln(os.Stderr, "groupquake:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "groupquake:", err)
+		return exitFailed
 	}
 }
 
@@ -58,10 +78,15 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
+// badInput is an exitBadInput error: what was wrong and what to do.
+func badInput(format string, args ...any) error {
+	return exitError{exitBadInput, fmt.Sprintf(format, args...)}
+}
+
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return exitError{code: 2}
+		return exitError{code: exitBadInput}
 	}
 	switch args[0] {
 	case "run":
@@ -71,31 +96,27 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "replay":
 		return cmdReplay(ctx, args[1:], stdout, stderr)
 	case "image":
-		if len(args) < 2 {
-			return exitError{2, "image needs a subcommand: build or list"}
-		}
-		switch args[1] {
-		case "build":
-			return cmdImageBuild(ctx, args[2:], stdout, stderr)
-		case "list":
-			return cmdImageList(ctx, args[2:], stdout, stderr)
-		}
-		return exitError{2, fmt.Sprintf("unknown image subcommand %q: use build or list", args[1])}
+		return cmdImage(ctx, args[1:], stdout, stderr)
 	case "engine":
-		if len(args) < 2 || args[1] != "up" {
-			return exitError{2, "engine needs the subcommand up"}
-		}
-		return cmdEngineUp(ctx, args[2:], stdout, stderr)
+		return cmdEngine(ctx, args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return cmdStats(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
+	case "version", "--version", "-version":
+		return cmdVersion(ctx, args[1:], stdout, stderr)
+	case "help":
+		if len(args) > 1 {
+			// groupquake help COMMAND is groupquake COMMAND -h.
+			return dispatch(ctx, append(args[1:len(args):len(args)], "-h"), stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
-	return exitError{2, fmt.Sprintf("unknown command %q", args[0])}
+	return badInput("unknown command %q: run 'groupquake -h' for the commands", args[0])
 }
 
 func logTo(w io.Writer) func(string, ...any) {

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,31 +21,12 @@ import (
 	"github.com/groupquake/groupquake/harness/replay"
 )
 
-// Exit statuses of `groupquake replay` (0: the replayed state is what the
-// broker describes).
-const (
-	exitReplayDiffers  = 1 // they differ, or the broker wrote a record the replay refuses
-	exitReplayBadInput = 2 // bad flags, an unreachable cluster, an unknown group
-)
-
 // replayReadAttempts bounds how often the command reads again when the group
 // changed while it was being read (a commit or a heartbeat that wrote
 // records between the describe and the read of the log).
 const replayReadAttempts = 3
 
-// cmdReplay reads a group's __consumer_offsets partition from a live
-// cluster, replays it through the reference coordinator as the given Kafka
-// release, and prints the result beside what the broker describes:
-// RecoveredStateMatchesLog on one live snapshot, for a person to read.
-func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	bootstrap := fs.String("bootstrap", "", "host:port[,host:port] of the cluster (required)")
-	group := fs.String("group", "", "the group to replay (required)")
-	kafka := fs.String("kafka", "", "Kafka version of the cluster's brokers, which decides how the records are replayed and described (default "+version.Default.String()+")")
-	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the cluster may take")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: groupquake replay --bootstrap ADDR --group G [--kafka VERSION]
+const replayUsage = `Usage: groupquake replay --bootstrap ADDR --group G [--kafka VERSION] [--json]
 
 Reads the group's partition of __consumer_offsets, replays its records through
 groupquake's reference coordinator as Kafka VERSION does when it loads them,
@@ -56,35 +36,76 @@ difference with '≠'.
 
 Exit status: 0 they agree, 1 they differ, 2 bad input (flags, an unreachable
 cluster, a group with no records).
+`
 
-`)
-		fs.PrintDefaults()
+// replayJSON is what `replay --json` prints: every compared fact, the
+// differences, and whether the replay agrees with the broker.
+type replayJSON struct {
+	Group     string      `json:"group"`
+	Kafka     string      `json:"kafka"`
+	Bootstrap []string    `json:"bootstrap"`
+	Partition int32       `json:"partition"`
+	Records   int         `json:"records"`
+	Snapshot  string      `json:"snapshot"`
+	Agree     bool        `json:"agree"`
+	Error     string      `json:"error,omitempty"`
+	Rows      []replayRow `json:"rows"`
+	// Differences are the checker's messages, one per difference.
+	Differences []string `json:"differences"`
+}
+
+// replayRow is one compared fact: the replayed value beside the described
+// one. "-" is a value not reported, which is not compared.
+type replayRow struct {
+	What      string `json:"what"`
+	Replayed  string `json:"replayed"`
+	Described string `json:"described"`
+	Compared  bool   `json:"compared"`
+	Differs   bool   `json:"differs"`
+}
+
+// cmdReplay reads a group's __consumer_offsets partition from a live
+// cluster, replays it through the reference coordinator as the given Kafka
+// release, and prints the result beside what the broker describes:
+// RecoveredStateMatchesLog on one live snapshot, for a person to read.
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("replay", replayUsage)
+	bootstrap := fs.String("bootstrap", "", "host:port[,host:port] of the cluster (required)")
+	group := fs.String("group", "", "the group to replay (required)")
+	kafka := fs.String("kafka", "", "Kafka version of the cluster's brokers, which decides how the records are replayed and described (default "+version.Default.String()+")")
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the cluster may take")
+	asJSON := fs.Bool("json", false, "print the compared facts and the differences as JSON on stdout")
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return exitError{exitReplayBadInput, err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return exitError{exitReplayBadInput, fmt.Sprintf("replay takes no arguments, got %q", fs.Args())}
+	if err := noArgs(fs, pos); err != nil {
+		return err
 	}
 	if *bootstrap == "" || *group == "" {
-		fs.Usage()
-		return exitError{exitReplayBadInput, "replay needs --bootstrap and --group"}
+		return badInput("replay needs --bootstrap and --group (see 'groupquake replay -h')")
+	}
+	if *timeout <= 0 {
+		return badInput("--timeout %s: give a positive time, such as 2m", *timeout)
+	}
+	seeds := strings.Split(*bootstrap, ",")
+	for _, a := range seeds {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", *bootstrap, a)
+		}
 	}
 	ver := *kafka
-	if ver == "" {
+	if ver != "" {
+		if _, err := version.Parse(ver); err != nil {
+			return badInput("--kafka: %v (groupquake version lists them)", err)
+		}
+	} else {
 		ver = version.Default.String()
 		fmt.Fprintf(stderr, "groupquake: --kafka not given: replaying as Kafka %s; name the brokers' version if it is another (the records and the describe APIs differ between releases)\n", ver)
 	}
-	if _, err := version.Parse(ver); err != nil {
-		return exitError{exitReplayBadInput, "--kafka: " + err.Error()}
-	}
-	seeds := strings.Split(*bootstrap, ",")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("groupquake-replay"))
 	if err != nil {
-		return exitError{exitReplayBadInput, fmt.Sprintf("--bootstrap %s: %v", *bootstrap, err)}
+		return badInput("--bootstrap %s: %v", *bootstrap, err)
 	}
 	adm := kadm.NewClient(cl)
 	defer adm.Close()
@@ -95,20 +116,20 @@ cluster, a group with no records).
 	// The log first: a group without records is a wrong name, which the
 	// describe APIs would only answer with GROUP_ID_NOT_FOUND.
 	if recs, part, err := r.Records(ctx); err != nil {
-		return exitError{exitReplayBadInput, fmt.Sprintf("reading group %s from %s: %v", *group, *bootstrap, err)}
+		return badInput("reading group %s from %s: %v", *group, *bootstrap, err)
 	} else if len(recs) == 0 {
-		return exitError{exitReplayBadInput, fmt.Sprintf("group %s has no records in %s-%d of %s: is the group name right?", *group, observe.OffsetsTopic, part, *bootstrap)}
+		return badInput("group %s has no records in %s-%d of %s: is the group name right?", *group, observe.OffsetsTopic, part, *bootstrap)
 	}
 	snap, part, err := readStable(ctx, &r)
 	if err != nil {
-		return exitError{exitReplayBadInput, fmt.Sprintf("reading group %s from %s: %v", *group, *bootstrap, err)}
+		return badInput("reading group %s from %s: %v", *group, *bootstrap, err)
 	}
 	if why := replay.Unmodelled(*group, snap.Records); why != "" {
-		return exitError{exitReplayBadInput, "cannot compare: " + why}
+		return badInput("cannot compare: %s", why)
 	}
 	ids, err := r.TopicIDs(ctx, nil, snap.Records)
 	if err != nil {
-		return exitError{exitReplayBadInput, fmt.Sprintf("reading topic ids from %s: %v", *bootstrap, err)}
+		return badInput("reading topic ids from %s: %v", *bootstrap, err)
 	}
 	names, err := replay.TopicNames(ids)
 	if err != nil {
@@ -116,23 +137,43 @@ cluster, a group with no records).
 	}
 	fn, err := replay.Func(ver, *group, names)
 	if err != nil {
-		return exitError{exitReplayBadInput, err.Error()}
+		return badInput("%v", err)
 	}
-	fmt.Fprintf(stdout, "group %s: %d records of %s-%d replayed as Kafka %s\n", *group, len(snap.Records), observe.OffsetsTopic, part, ver)
+	out := replayJSON{Group: *group, Kafka: ver, Bootstrap: seeds, Partition: part, Records: len(snap.Records), Snapshot: snap.Label, Rows: []replayRow{}, Differences: []string{}}
 	st, err := fn(snap.Records)
 	if err != nil {
-		return exitError{exitReplayDiffers, "the replay refuses what the broker wrote: " + err.Error()}
+		out.Error = "the replay refuses what the broker wrote: " + err.Error()
+		if *asJSON {
+			if err := writeJSON(stdout, out); err != nil {
+				return err
+			}
+		}
+		return exitError{exitViolation, out.Error}
 	}
 	v := check.RecoveredStateMatchesLog(&history.Observations{Group: *group, Final: snap}, func([]history.Record) (check.GroupState, error) { return st, nil })
-	printSideBySide(stdout, st, snap)
-	if !v.Holds {
-		fmt.Fprintf(stdout, "\n%d differences:\n", len(v.Violations))
-		for _, x := range v.Violations {
-			fmt.Fprintf(stdout, "  ≠ %s\n", strings.TrimPrefix(x.Message, "snapshot live: "))
-		}
-		return exitError{exitReplayDiffers, fmt.Sprintf("the replay of group %s differs from what the broker describes in %d places", *group, len(v.Violations))}
+	out.Rows, out.Agree = sideBySide(st, snap), v.Holds
+	for _, x := range v.Violations {
+		out.Differences = append(out.Differences, strings.TrimPrefix(x.Message, "snapshot live: "))
 	}
-	fmt.Fprintln(stdout, "\nthe replayed state is what the broker describes")
+	if *asJSON {
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "group %s: %d records of %s-%d replayed as Kafka %s\n", *group, len(snap.Records), observe.OffsetsTopic, part, ver)
+		printRows(stdout, out.Rows)
+		if !v.Holds {
+			fmt.Fprintf(stdout, "\n%d differences:\n", len(out.Differences))
+			for _, d := range out.Differences {
+				fmt.Fprintf(stdout, "  ≠ %s\n", d)
+			}
+		} else {
+			fmt.Fprintln(stdout, "\nthe replayed state is what the broker describes")
+		}
+	}
+	if !v.Holds {
+		return exitError{exitViolation, fmt.Sprintf("the replay of group %s differs from what the broker describes in %d places", *group, len(v.Violations))}
+	}
 	return nil
 }
 
@@ -190,19 +231,14 @@ func describeAndFetch(ctx context.Context, r *observe.Reader, s *history.Snapsho
 	return b.String(), nil
 }
 
-// printSideBySide prints one row per compared fact, the replayed value
-// beside the described one, with '≠' where they differ. "-" is a value the
-// broker does not report (DescribeGroups has no generation, classic members
-// no epoch), which is not compared.
-func printSideBySide(w io.Writer, st check.GroupState, s history.Snapshot) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\t\treplayed\tdescribed")
+// sideBySide returns one row per compared fact, the replayed value beside
+// the described one. "-" is a value the broker does not report
+// (DescribeGroups has no generation, classic members no epoch), which is not
+// compared.
+func sideBySide(st check.GroupState, s history.Snapshot) []replayRow {
+	var rows []replayRow
 	row := func(what, replayed, described string, compared bool) {
-		mark := " "
-		if compared && replayed != described {
-			mark = "≠"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark, what, replayed, described)
+		rows = append(rows, replayRow{What: what, Replayed: replayed, Described: described, Compared: compared, Differs: compared && replayed != described})
 	}
 	epoch := func(what string, replayed, described int32) {
 		if described == 0 {
@@ -271,6 +307,20 @@ func printSideBySide(w io.Writer, st check.GroupState, s history.Snapshot) {
 	history.SortTPs(keys)
 	for _, tp := range keys {
 		row("offset "+tp.String(), offsets[tp][0], offsets[tp][1], true)
+	}
+	return rows
+}
+
+// printRows prints the rows as a table, with '≠' where they differ.
+func printRows(w io.Writer, rows []replayRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\t\treplayed\tdescribed")
+	for _, r := range rows {
+		mark := " "
+		if r.Differs {
+			mark = "≠"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark, r.What, r.Replayed, r.Described)
 	}
 	tw.Flush()
 }

@@ -8,21 +8,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
 )
-
-// exitRunFailed is the status of a run that could not be carried out (no
-// cluster, a broken history writer), as opposed to one whose verdicts found a
-// violation (exitViolation).
-const exitRunFailed = 3
 
 // runFlags are the flags of `groupquake run`.
 type runFlags struct {
@@ -50,6 +49,7 @@ type runFlags struct {
 	keep        bool
 	faults      string
 	intensity   string
+	json        bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -77,6 +77,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute of workload: low, normal, high, or a rate such as 12/min")
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run may take before it is stopped (it is then judged as far as it got)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
+	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
 }
 
 // newSeed draws a seed from the operating system: the plan's randomness is
@@ -110,14 +111,7 @@ func defaultRunsDir() string {
 	}
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	reg := run.DefaultRegistry()
-	var f runFlags
-	f.register(fs, reg.Names())
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: groupquake run [flags]
+const runUsage = `Usage: groupquake run [flags]
 
 Plans a run from a seed (printed, and saved in plan.json with the command that
 reruns it), carries it out (setup, warm-up, workload with the scenario's faults,
@@ -125,85 +119,57 @@ heal, quiesce, final observations, teardown) and judges it. The run directory
 holds plan.json, rerun.sh, history.jsonl, observations.json and verdicts.json;
 a run that is killed leaves what it did, and 'groupquake check DIR' judges it.
 
-Exit status: 0 every checker holds, 1 a violation, 2 bad flags, 3 the run could
-not be carried out (its verdicts, if it got that far, are still written).
+Flags are checked before anything starts: a bad one starts no cluster and
+writes no run directory.
 
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+Exit status: 0 every checker holds, 1 a violation, 2 bad input, 3 the run could
+not be carried out (its verdicts, if it got that far, are still written).
+`
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	reg := run.DefaultRegistry()
+	var f runFlags
+	fs := newFlagSet("run", runUsage)
+	f.register(fs, reg.Names())
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return exitError{exitBadDir, fmt.Sprintf("run takes no arguments, got %q", fs.Args())}
+	if err := noArgs(fs, pos); err != nil {
+		return err
 	}
-	var seed uint64
-	if f.seed == "" {
-		s, err := newSeed()
-		if err != nil {
-			return fmt.Errorf("drawing a seed: %w", err)
-		}
-		seed = s
-	} else {
-		s, err := strconv.ParseUint(f.seed, 10, 64)
-		if err != nil {
-			return exitError{exitBadDir, fmt.Sprintf("--seed %q is not an unsigned 64-bit integer", f.seed)}
-		}
-		seed = s
+	set := given(fs)
+	seed, o, err := f.options(set)
+	if err != nil {
+		return err
 	}
-	o := run.Options{
-		Scenario: f.scenario, Duration: f.duration, Members: f.members, Partitions: int32(f.partitions),
-		Rate: f.rate, Records: f.records, Topic: f.topic, Group: f.group,
-	}
-	if f.kinds != "" {
-		o.Kinds = strings.Split(f.kinds, ",")
+	if len(o.Kinds) > 0 {
 		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
-	}
-	if f.faults != "" {
-		ks, err := faults.ParseKinds(f.faults)
-		if err != nil {
-			return exitError{exitBadDir, "--faults: " + err.Error()}
-		}
-		o.Faults = ks
-	}
-	if _, err := faults.ParseIntensity(f.intensity); err != nil {
-		return exitError{exitBadDir, "--intensity: " + err.Error()}
-	}
-	if f.intensity != "normal" {
-		o.Intensity = f.intensity
-	}
-	logf := logTo(stderr)
-	kafkaGiven := false
-	fs.Visit(func(fl *flag.Flag) { kafkaGiven = kafkaGiven || fl.Name == "kafka" })
-	if f.bootstrap != "" {
-		o.Bootstrap = strings.Split(f.bootstrap, ",")
-		// The version an external cluster runs is the user's to say; with it
-		// the plan can replay the group's records as that release would.
-		if kafkaGiven {
-			if err := cluster.CheckKafkaVersion(f.version); err != nil {
-				return exitError{exitBadDir, err.Error()}
-			}
-			o.Kafka = f.version
-		}
-	} else {
-		if err := cluster.CheckKafkaVersion(f.version); err != nil {
-			return exitError{exitBadDir, err.Error()}
-		}
-		if !f.embedded {
-			if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
-				logf("NO DOCKER ENGINE: %v", err)
-				logf("running against the EMBEDDED cluster instead: groupquake's reference coordinator as Kafka %s, in this process (--embedded)", f.version)
-				f.embedded = true
-			}
-		}
-		o.Kafka, o.Nodes, o.Controllers, o.Embedded = f.version, f.nodes, f.controllers, f.embedded
-		if f.embedded {
-			o.Nodes, o.Controllers = 1, 0
-		}
 	}
 	plan, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {
-		return exitError{exitBadDir, err.Error()}
+		return badInput("%v", err)
+	}
+	logf := logTo(stderr)
+	if !o.Embedded && len(o.Bootstrap) == 0 {
+		if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+			if ctx.Err() != nil {
+				return exitError{exitFailed, "interrupted while looking for a Docker engine"}
+			}
+			name := f.containerOnly(set)
+			if name == "" && set["toxiproxy"] {
+				name = "toxiproxy"
+			}
+			if name != "" {
+				return exitError{exitFailed, fmt.Sprintf("no Docker engine (%v), and --%s needs a container cluster: start an engine (groupquake engine up, as root) or leave --%s out to run on the embedded cluster", err, name, name)}
+			}
+			logf("NO DOCKER ENGINE: %v", err)
+			logf("running against the EMBEDDED cluster instead: groupquake's reference coordinator as Kafka %s, in this process (--embedded)", o.Kafka)
+			o.Embedded, o.Nodes, o.Controllers = true, 1, 0
+			if plan, err = run.NewPlan(seed, o, reg.Kinds()); err != nil {
+				return err
+			}
+		}
 	}
 	dir := f.out
 	if dir == "" {
@@ -220,28 +186,203 @@ not be carried out (its verdicts, if it got that far, are still written).
 	for _, n := range res.Notes {
 		logf("note: %s", n)
 	}
-	var jerr error
-	if res.Report.Verdicts != nil {
-		j, lerr := run.Judge(dir)
-		if lerr == nil {
-			jerr = reportJudgement(stdout, j)
-		}
-	}
-	fmt.Fprintf(stderr, "groupquake: run directory %s; check it again with: groupquake check %s\ngroupquake: rerun with: %s\n", dir, dir, plan.Command())
+	var runErr error
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (the run hit --bound=%s)", err, f.bound)
 		}
-		return exitError{exitRunFailed, err.Error()}
+		runErr = err
 	}
-	return jerr
+	var judged *run.Judged
+	if res.Report.Verdicts != nil {
+		j, err := run.Judge(dir)
+		if err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("judging the run: %w", err))
+		} else {
+			judged = &j
+		}
+	}
+	out := judgement(plan, dir, judged, runErr)
+	if f.json {
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+	} else if judged != nil {
+		printJudgement(stdout, *judged)
+	}
+	stepSummary(logf, "groupquake run --seed "+strconv.FormatUint(seed, 10), dir, plan, judged, runErr)
+	fmt.Fprintf(stderr, "groupquake: run directory %s; check it again with: groupquake check %s\ngroupquake: rerun with: %s\n", dir, dir, plan.Command())
+	if runErr != nil {
+		return exitError{exitFailed, runErr.Error()}
+	}
+	return verdictStatus(judged.Report)
 }
 
+// options checks the flags and turns them into the plan's options: every
+// bad flag is refused here, before anything starts. set holds the flags the
+// command line gave.
+func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
+	var o run.Options
+	var seed uint64
+	if f.seed == "" {
+		s, err := newSeed()
+		if err != nil {
+			return 0, o, fmt.Errorf("drawing a seed: %w", err)
+		}
+		seed = s
+	} else {
+		s, err := strconv.ParseUint(f.seed, 10, 64)
+		if err != nil {
+			return 0, o, badInput("--seed %q is not an unsigned 64-bit integer: give a number such as 42, or leave --seed out for a random one", f.seed)
+		}
+		seed = s
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"records", f.records}, {"rate", f.rate}, {"partitions", f.partitions}, {"members", f.members}} {
+		if c.n < 0 {
+			return 0, o, badInput("--%s %d: give 0 (the default: %s) or more", c.name, c.n, map[string]string{
+				"records": "produce for the whole --duration", "rate": "the seed chooses", "partitions": "the seed chooses", "members": "the seed chooses"}[c.name])
+		}
+	}
+	if f.partitions > math.MaxInt32 {
+		return 0, o, badInput("--partitions %d: a Kafka topic has at most %d partitions", f.partitions, math.MaxInt32)
+	}
+	switch {
+	case f.duration <= 0:
+		return 0, o, badInput("--duration %s: the workload needs a positive length, such as 20s", f.duration)
+	case f.bound <= 0:
+		return 0, o, badInput("--bound %s: the run needs a positive bound, such as 30m", f.bound)
+	case f.bound <= f.duration:
+		return 0, o, badInput("--bound %s is not longer than --duration %s: the run would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", f.bound, f.duration)
+	}
+	switch cluster.ImageSource(f.imageSource) {
+	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
+	default:
+		return 0, o, badInput("--image-source %q: use auto, build or official", f.imageSource)
+	}
+	if top := 65535 - f.nodes - f.controllers; f.basePort < 0 || f.basePort > top {
+		return 0, o, badInput("--base-port %d: give a port from 1 to %d, or 0 for free ports", f.basePort, top)
+	}
+	if f.nodes != 1 && f.nodes != 3 {
+		return 0, o, badInput("--nodes %d: a container cluster has 1 or 3 broker nodes", f.nodes)
+	}
+	if f.controllers != 0 && f.controllers != 1 && f.controllers != 3 {
+		return 0, o, badInput("--controllers %d: separate controller nodes number 0 (the brokers are the controllers), 1 or 3", f.controllers)
+	}
+	if f.bootstrap != "" {
+		if f.embedded {
+			return 0, o, badInput("--embedded and --bootstrap exclude each other: the embedded cluster runs in this process, --bootstrap names a cluster elsewhere; give one")
+		}
+		if name := f.containerOnly(set); name != "" {
+			return 0, o, badInput("--%s applies to the container cluster groupquake starts; with --bootstrap the cluster is yours: leave --%s out", name, name)
+		}
+		for _, a := range strings.Split(f.bootstrap, ",") {
+			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+				return 0, o, badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", f.bootstrap, a)
+			}
+			o.Bootstrap = append(o.Bootstrap, a)
+		}
+		// The version an external cluster runs is the user's to say; with it
+		// the plan can replay the group's records as that release would.
+		if set["kafka"] {
+			if err := cluster.CheckKafkaVersion(f.version); err != nil {
+				return 0, o, badInput("--kafka: %v (groupquake version lists them)", err)
+			}
+			o.Kafka = f.version
+		}
+	} else {
+		if set["node-control"] {
+			return 0, o, badInput("--node-control drives the nodes of an external cluster: it needs --bootstrap")
+		}
+		if err := cluster.CheckKafkaVersion(f.version); err != nil {
+			return 0, o, badInput("--kafka: %v (groupquake version lists them)", err)
+		}
+		if f.embedded {
+			if name := f.containerOnly(set); name != "" {
+				return 0, o, badInput("--%s applies to a container cluster; the embedded cluster is one node in this process: leave --%s out, or --embedded", name, name)
+			}
+			if set["toxiproxy"] {
+				return 0, o, badInput("--toxiproxy is not used by the embedded cluster, which embeds its own: leave --toxiproxy out, or --embedded")
+			}
+		}
+		o.Kafka, o.Nodes, o.Controllers, o.Embedded = f.version, f.nodes, f.controllers, f.embedded
+	}
+	if f.toxiproxy != "" {
+		if _, port, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(f.toxiproxy, "http://"), "https://")); err != nil || port == "" {
+			return 0, o, badInput("--toxiproxy %q is not the host:port of a toxiproxy API (e.g. 127.0.0.1:8474)", f.toxiproxy)
+		}
+	}
+	if f.nodeControl != "" {
+		if _, err := template.New("node-control").Parse(f.nodeControl); err != nil {
+			return 0, o, badInput("--node-control: %v; write a command template such as 'ssh {{.Host}} sudo systemctl {{.Action}} kafka'", err)
+		}
+	}
+	if f.kinds != "" {
+		o.Kinds = strings.Split(f.kinds, ",")
+		if slices.Contains(o.Kinds, "") {
+			return 0, o, badInput("--kinds %q names an empty kind: give kinds separated by single commas", f.kinds)
+		}
+	}
+	if f.faults != "" {
+		ks, err := faults.ParseKinds(f.faults)
+		if err != nil {
+			return 0, o, badInput("--faults: %v", err)
+		}
+		o.Faults = ks
+	}
+	if _, err := faults.ParseIntensity(f.intensity); err != nil {
+		return 0, o, badInput("--intensity: %v", err)
+	}
+	if f.intensity != "normal" {
+		o.Intensity = f.intensity
+	}
+	if f.out != "" {
+		if err := run.CheckDir(f.out); err != nil {
+			return 0, o, badInput("--out: %v", err)
+		}
+	}
+	o.Scenario, o.Duration, o.Members, o.Partitions = f.scenario, f.duration, f.members, int32(f.partitions)
+	o.Rate, o.Records, o.Topic, o.Group = f.rate, f.records, f.topic, f.group
+	return seed, o, nil
+}
+
+// containerOnly returns the first flag that only a container cluster can
+// honour and that the command line set to other than its default, or "".
+func (f *runFlags) containerOnly(set map[string]bool) string {
+	for _, c := range []struct {
+		name  string
+		other bool
+	}{
+		{"nodes", f.nodes != 1},
+		{"controllers", f.controllers != 0},
+		{"image-source", f.imageSource != string(cluster.SourceAuto)},
+		{"base-port", f.basePort != 0},
+		{"keep", f.keep},
+	} {
+		if set[c.name] && c.other {
+			return c.name
+		}
+	}
+	return ""
+}
+
+const sweepUsage = `Usage: groupquake sweep [--all]
+
+Removes the containers, volumes and networks that groupquake runs of this host
+left behind when they crashed (their process is gone). With --all it removes
+every groupquake container, also those of runs still alive.
+`
+
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sweep", sweepUsage)
 	all := fs.Bool("all", false, "remove every groupquake container and network, also those of runs still alive")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, pos); err != nil {
 		return err
 	}
 	n, err := cluster.Sweep(ctx, *all)

@@ -2,42 +2,43 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/results"
 )
 
-// cmdStats measures the nemesis's pressure over run directories: what the
-// README's table of scenario families is made from.
-func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: groupquake stats DIR...
+const statsUsage = `Usage: groupquake stats DIR...
 
 Reads run directories (a DIR that holds no plan.json is searched for run
 directories below it) and prints, per scenario, how hard the nemesis pushed
 the group during the workload phase: faults and membership changes per
 minute, the share of the time under a fault or mid-rebalance, rebalances and
-coordinator moves per run. Exit status: 0, or 2 when no run directory is found.`)
-	}
-	if err := fs.Parse(args); err != nil {
+coordinator moves per run.
+
+Exit status: 0, or 2 when no readable run directory is found.
+`
+
+// cmdStats measures the nemesis's pressure over run directories: what the
+// README's table of scenario families is made from.
+func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("stats", statsUsage)
+	roots, err := parseArgs(fs, args, stdout)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return exitError{exitBadDir, "stats needs at least one run directory"}
+	if len(roots) == 0 {
+		return badInput("stats needs at least one run directory (see 'groupquake stats -h')")
 	}
 	var dirs []string
-	for _, root := range fs.Args() {
+	for _, root := range roots {
 		if _, err := os.Stat(root); err != nil {
-			return exitError{exitBadDir, fmt.Sprintf("%s: %v", root, err)}
+			return badInput("%s: %v", root, err)
 		}
 		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
@@ -47,7 +48,7 @@ coordinator moves per run. Exit status: 0, or 2 when no run directory is found.`
 		})
 	}
 	if len(dirs) == 0 {
-		return exitError{exitBadDir, fmt.Sprintf("no run directory (one with a %s) under %v", run.PlanFile, fs.Args())}
+		return badInput("no run directory (one with a %s) under %s: give directories that groupquake run wrote, or a folder above them", run.PlanFile, strings.Join(roots, " "))
 	}
 	var runs []results.Pressure
 	for _, d := range dirs {
@@ -62,6 +63,9 @@ coordinator moves per run. Exit status: 0, or 2 when no run directory is found.`
 			continue
 		}
 		runs = append(runs, results.MeasurePressure(plan.Options.Scenario, loaded.Events))
+	}
+	if len(runs) == 0 {
+		return badInput("none of the %d run directories under %s could be read (see above)", len(dirs), strings.Join(roots, " "))
 	}
 	return results.WritePressure(stdout, runs)
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -547,7 +548,7 @@ func TestVerdictsRoundTrip(t *testing.T) {
 	t.Parallel()
 	vs := []Verdict{{Name: "A", Holds: true}, {Name: "B", Violations: []Violation{{Message: "x", EventIndexes: []int64{3}}}}}
 	var buf bytes.Buffer
-	if err := WriteVerdicts(&buf, vs, &Cost{Protocols: map[string]*ProtocolCost{}}); err != nil {
+	if err := json.NewEncoder(&buf).Encode(NewReport(vs, &Cost{Protocols: map[string]*ProtocolCost{}})); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := ReadVerdicts(&buf)

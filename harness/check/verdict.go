@@ -97,14 +97,8 @@ func NewReport(verdicts []Verdict, cost *Cost) Report {
 	return r
 }
 
-// WriteVerdicts writes verdicts.json.
-func WriteVerdicts(w io.Writer, verdicts []Verdict, cost *Cost) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(NewReport(verdicts, cost))
-}
-
-// ReadVerdicts reads verdicts.json back (for the report and the trend across runs).
+// ReadVerdicts reads verdicts.json back (for the report and the trend across runs); run.WriteVerdicts
+// writes it.
 func ReadVerdicts(r io.Reader) (Report, error) {
 	var rep Report
 	if err := json.NewDecoder(r).Decode(&rep); err != nil {

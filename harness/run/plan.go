@@ -195,6 +195,12 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		if o.Nodes != 1 && o.Nodes != 3 {
 			return Plan{}, fmt.Errorf("a container cluster has 1 or 3 nodes, not %d", o.Nodes)
 		}
+		if o.Controllers != 0 && o.Controllers != 1 && o.Controllers != 3 {
+			return Plan{}, fmt.Errorf("separate controllers number 0, 1 or 3, not %d", o.Controllers)
+		}
+		if o.Embedded && o.Controllers > 0 {
+			return Plan{}, fmt.Errorf("the embedded cluster has no separate controllers, not %d", o.Controllers)
+		}
 		if o.Kafka == "" {
 			// Pinned in the plan, so a rerun after the default moves still runs this version.
 			o.Kafka = cluster.DefaultKafkaVersion

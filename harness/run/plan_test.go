@@ -104,6 +104,9 @@ func TestPlanOptions(t *testing.T) {
 		{Scenario: "earthquake"},
 		{Kinds: []string{"kgo-classic", "java"}},
 		{Nodes: 2},
+		{Controllers: 2},
+		{Embedded: true, Nodes: 3},
+		{Embedded: true, Controllers: 1},
 		{Duration: -time.Second},
 	} {
 		if _, err := run.NewPlan(1, bad, run.DefaultRegistry().Kinds()); err == nil {

@@ -17,7 +17,7 @@ const recoveredStateMatchesLog = "RecoveredStateMatchesLog"
 // cannot, it says why instead: the checker is then skipped with that reason.
 func replayFor(p Plan, obs *history.Observations) (check.ReplayFunc, string) {
 	if obs == nil {
-		return nil, ""
+		return nil, ObservationsFile + " is absent (the run stopped before its final observations): no __consumer_offsets records were read, so there is nothing to replay; rerun the plan (rerun.sh) to judge recovery"
 	}
 	if p.Options.Kafka == "" {
 		return nil, "the plan names no Kafka version (an external cluster, --bootstrap): the records cannot be replayed as a particular release; set Options.Kafka in the plan to the cluster's version to judge it"

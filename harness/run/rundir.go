@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/groupquake/groupquake/harness/check"
@@ -70,12 +71,16 @@ func writeJSONAtomic(path string, v any) error {
 	return writeFileAtomic(path, b.Bytes(), 0o644)
 }
 
-// prepareDir creates the run directory. It refuses a directory that already
-// holds a run (a plan.json), and a Go package's folder (generated output never
-// goes into source folders; the default ./runs/ is in .gitignore).
-func prepareDir(dir string) error {
+// CheckDir says whether dir can become a run directory, without creating
+// anything: it must not hold a run yet (a plan.json), nor be a file or a Go
+// package's folder (generated output never goes into source folders; the
+// default ./runs/ is in .gitignore).
+func CheckDir(dir string) error {
 	if dir == "" {
 		return errors.New("no run directory: set Config.Dir (groupquake run --out DIR)")
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("run directory %s is a file: choose a new directory", dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
 		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
@@ -86,6 +91,14 @@ func prepareDir(dir string) error {
 	}
 	if gos, _ := filepath.Glob(filepath.Join(abs, "*.go")); len(gos) > 0 {
 		return fmt.Errorf("run directory %s is a Go source folder (it holds %s): put runs elsewhere, e.g. ./runs/", dir, filepath.Base(gos[0]))
+	}
+	return nil
+}
+
+// prepareDir creates the run directory once CheckDir accepts it.
+func prepareDir(dir string) error {
+	if err := CheckDir(dir); err != nil {
+		return err
 	}
 	return os.MkdirAll(dir, 0o755)
 }
@@ -110,7 +123,9 @@ func (e *IncompleteError) Error() string {
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
-	b.WriteString(" (a run writes plan.json before it starts and history.jsonl as it goes: is this a run directory?)")
+	if len(e.Missing) > 0 {
+		b.WriteString(" (a run writes plan.json before it starts and history.jsonl as it goes: is this a run directory?)")
+	}
 	return b.String()
 }
 
@@ -183,8 +198,44 @@ func Judge(dir string) (Judged, error) {
 	if fn == nil && why != "" {
 		explainSkip(&j.Report, why)
 	}
+	if !reached(j.Events, history.PhaseFinal) {
+		skipEndOfRun(&j.Report, fmt.Sprintf("the run stopped before its %q phase (killed, or stopped by --bound or an error): it never reached the end this property speaks of; rerun the plan (rerun.sh) to judge it", history.PhaseFinal))
+	}
 	j.Report.Notes = append(j.Report.Notes, faultNotes(j.Events)...)
 	return j, nil
+}
+
+// endOfRun are the checkers whose property speaks of the end of a run:
+// every acknowledged record consumed once the faults healed and the
+// consumers caught up (NoLostRecords), the group settled within the bound
+// after the heal (EventuallyConverges). A run that stopped before its final
+// phase never got there: judged on the history it left, they would report
+// records still in flight and a rebalance still under way as violations.
+var endOfRun = []string{"EventuallyConverges", "NoLostRecords"}
+
+// skipEndOfRun turns the verdicts of endOfRun into skips that say why, and
+// recomputes whether the report holds.
+func skipEndOfRun(rep *check.Report, why string) {
+	rep.Holds = true
+	for i, v := range rep.Verdicts {
+		if slices.Contains(endOfRun, v.Name) && v.Skipped == "" {
+			rep.Verdicts[i] = check.Verdict{Name: v.Name, Holds: true, Skipped: why, Notes: v.Notes}
+		}
+		rep.Holds = rep.Holds && rep.Verdicts[i].Holds
+	}
+}
+
+// reached reports whether the history holds the marker of phase.
+func reached(events []history.Event, phase string) bool {
+	for _, e := range events {
+		if e.F != history.FPhase {
+			continue
+		}
+		if p, err := history.ValueAs[history.Phase](e); err == nil && p.Name == phase {
+			return true
+		}
+	}
+	return false
 }
 
 // faultNotes sums up the faults of a history: how many started and had an

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -68,6 +69,17 @@ func TestReplayMatchesBroker(t *testing.T) {
 					t.Errorf("groupquake replay --group %s exits %d, want 0 and agreement:\n%s", g.name, code, out)
 				} else {
 					t.Logf("groupquake replay --group %s:\n%s", g.name, out)
+				}
+				// The same comparison as JSON: stdout holds it alone.
+				out, code = clustertest.RunGroupquake(t, bin, "replay", "--bootstrap", strings.Join(c.Bootstrap(), ","), "--group", g.name, "--kafka", v, "--json")
+				var j struct {
+					Group       string
+					Agree       bool
+					Rows        []struct{ What, Replayed, Described string }
+					Differences []string
+				}
+				if err := json.Unmarshal([]byte(out), &j); err != nil || code != 0 || !j.Agree || j.Group != g.name || len(j.Rows) < 4 || len(j.Differences) != 0 {
+					t.Errorf("groupquake replay --json --group %s exits %d (%v), want 0, agreement and the compared rows:\n%s", g.name, code, err, out)
 				}
 			}
 

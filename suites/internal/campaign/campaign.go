@@ -1,7 +1,8 @@
 // Package campaign runs harness plans inside go test: each run logs the
 // command that reruns it, keeps its run directory (with a report.html) under
-// $GROUPQUAKE_RUNS_DIR when that is set, and fails the test with every
-// violation and the events that show it.
+// $GROUPQUAKE_RUNS_DIR when that is set, and reports every checker's verdict
+// as a subtest named after the checker (one JUnit case per checker per run),
+// failed with the violation's first events and the rerun command.
 package campaign
 
 import (
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
@@ -120,26 +122,60 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 		}
 	}
 	writeReport(t, d, p.Command(), res)
-	if err != nil {
-		t.Fatalf("run (seed %d) could not be carried out: %v; notes: %v; run directory %s", seed, err, res.Notes, d)
-	}
 	for _, n := range res.Notes {
 		t.Logf("note: %s", n)
 	}
-	for _, v := range res.Report.Verdicts {
-		switch {
-		case v.Skipped != "":
-			t.Logf("%s skipped: %s", v.Name, v.Skipped)
-		case !v.Holds:
-			for _, x := range v.Violations {
-				t.Errorf("%s: %s (events %v)", v.Name, x.Message, x.EventIndexes)
-			}
-		}
+	Verdicts(t, d, p.Command(), res.Report, err)
+	if err != nil {
+		t.Fatalf("run (seed %d) could not be carried out: %v; notes: %v; run directory %s", seed, err, res.Notes, d)
 	}
 	if t.Failed() {
 		t.Logf("run directory: %s; rerun: %s", d, p.Command())
 	}
 	return res
+}
+
+// Verdicts reports every checker's verdict of the run in directory d as a
+// subtest of t named after the checker, so that the JUnit gotestsum writes
+// has one test case per checker per run and a red build names the
+// invariant: a violated checker fails its subtest with its first violations,
+// the events that show them, the run directory and the rerun command; a
+// skipped checker skips its subtest with the reason. runErr is the run's
+// error, if it could not be carried out. On GitHub Actions
+// ($GITHUB_STEP_SUMMARY) a failed run is also added to the job's summary page.
+func Verdicts(t *testing.T, d, rerun string, rep check.Report, runErr error) {
+	t.Helper()
+	var events map[int64]history.Event
+	if len(results.Count(rep.Verdicts).Violated) > 0 || runErr != nil {
+		if loaded, err := history.Load(filepath.Join(d, run.HistoryFile)); err == nil {
+			events = results.IndexEvents(loaded.Events)
+		} else {
+			t.Logf("the history of %s cannot be read to show the events of its violations: %v", d, err)
+		}
+	}
+	for _, v := range rep.Verdicts {
+		t.Run(v.Name, func(t *testing.T) {
+			switch {
+			case v.Skipped != "":
+				t.Skip(v.Skipped)
+			case !v.Holds:
+				var b strings.Builder
+				fmt.Fprintf(&b, "%s: %d violations\n", v.Name, len(v.Violations))
+				results.WriteViolations(&b, v, events, "  ")
+				fmt.Fprintf(&b, "run directory: %s\nrerun: %s", d, rerun)
+				t.Error(b.String())
+			case len(v.Notes) > 0:
+				t.Log(strings.Join(v.Notes, "; "))
+			}
+		})
+	}
+	s := results.StepSummary{Title: t.Name(), Dir: d, Rerun: rerun, Verdicts: rep.Verdicts, Events: events}
+	if runErr != nil {
+		s.Error = runErr.Error()
+	}
+	if err := results.AppendStepSummary(os.Getenv("GITHUB_STEP_SUMMARY"), s); err != nil {
+		t.Logf("%v", err)
+	}
 }
 
 // writeReport leaves report.html beside the verdicts, best effort.

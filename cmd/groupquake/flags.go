@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// errHelp is returned once a command printed the help that -h asked for:
+// the command line then exits 0, as `go CMD -h` style tools do for a
+// requested help.
+var errHelp = errors.New("help requested")
+
+// newFlagSet returns the flag set of the command name ("image build"), whose
+// usage is text followed by the flags.
+func newFlagSet(name, text string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), text)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(fs.Output(), "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseArgs parses args with fs and returns the positional arguments.
+// Flags may follow them (groupquake check DIR --json); "--" ends the flags.
+// -h and --help print the usage on stdout and return errHelp; a flag error
+// is one line, an exitBadInput error that points at -h.
+func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard) // the flag package's own messages: one line is ours to write
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, errHelp
+		}
+		if err != nil {
+			return nil, badInput("%s: %v (see 'groupquake %s -h')", fs.Name(), err, fs.Name())
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// noArgs refuses positional arguments of a command that takes none.
+func noArgs(fs *flag.FlagSet, pos []string) error {
+	if len(pos) > 0 {
+		return badInput("%s takes no arguments, got %q (see 'groupquake %s -h')", fs.Name(), strings.Join(pos, " "), fs.Name())
+	}
+	return nil
+}
+
+// given reports which flags the command line set (as opposed to defaults).
+func given(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
