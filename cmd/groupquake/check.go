@@ -35,7 +35,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	write := fs.Bool("write", false, "also (re)write verdicts.json in the run directory")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: groupquake check [--write] RUN_DIR\n\nRe-runs every checker over a saved run, offline. Exit status: 0 all hold, 1 a violation, 2 the directory is unreadable or incomplete.")
+		fmt.Fprintln(stderr, "Usage: groupquake check [--write] RUN_DIR\n\nRe-runs every checker over a saved run, offline, and rewrites its report.html. Exit status: 0 all hold, 1 a violation, 2 the directory is unreadable or incomplete.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,6 +58,9 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := run.WriteVerdicts(dir, j.Report); err != nil {
 			return err
 		}
+	}
+	if err := run.WriteReport(dir, j); err != nil {
+		fmt.Fprintf(stderr, "groupquake: %s not rewritten: %v\n", run.ReportFile, err)
 	}
 	return reportJudgement(stdout, j)
 }

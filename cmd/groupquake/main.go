@@ -26,6 +26,7 @@ Usage:
   groupquake engine up              install and start a Docker engine if none answers (root)
   groupquake sweep                  remove containers and networks left by crashed runs
   groupquake stats DIR...           how hard the nemesis pushed: faults, churn, time under a fault or mid-rebalance
+  groupquake report [-o FILE] DIR...  render a run's report.html, or over many runs a trend page
 
 Run 'groupquake COMMAND -h' for the flags of a command.
 `
@@ -90,6 +91,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return cmdStats(ctx, args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

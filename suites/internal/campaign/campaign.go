@@ -18,9 +18,7 @@ import (
 
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
-	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
-	"github.com/groupquake/groupquake/results"
 )
 
 // RandomSeed returns a fresh seed; the run logs it, so a failure reruns.
@@ -119,7 +117,12 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 			}
 		}
 	}
-	writeReport(t, d, p.Command(), res)
+	if res.Report.Verdicts != nil {
+		// harness/run writes the report of every run it judged.
+		if _, serr := os.Stat(filepath.Join(d, run.ReportFile)); serr != nil {
+			t.Errorf("the run was judged but left no %s: %v", run.ReportFile, serr)
+		}
+	}
 	if err != nil {
 		t.Fatalf("run (seed %d) could not be carried out: %v; notes: %v; run directory %s", seed, err, res.Notes, d)
 	}
@@ -140,20 +143,4 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 		t.Logf("run directory: %s; rerun: %s", d, p.Command())
 	}
 	return res
-}
-
-// writeReport leaves report.html beside the verdicts, best effort.
-func writeReport(t *testing.T, d, command string, res run.Result) {
-	loaded, err := history.Load(filepath.Join(d, run.HistoryFile))
-	if err != nil {
-		return
-	}
-	f, err := os.Create(filepath.Join(d, "report.html"))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if err := results.WriteReport(f, results.Report{Title: t.Name(), Command: command, Events: loaded.Events, Verdicts: res.Report.Verdicts, Truncated: loaded.Truncated != nil}); err != nil {
-		t.Logf("report.html: %v", err)
-	}
 }
