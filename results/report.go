@@ -208,7 +208,7 @@ type eventRow struct {
 // Geometry of the timeline, in SVG user units (pixels at 100%).
 const (
 	chartWidth  = 1200.0
-	labelWidth  = 110.0
+	labelWidth  = 110.0 // the least room for the partition names; long names get more
 	rowHeight   = 18.0
 	laneHeight  = 14.0
 	axisHeight  = 40.0
@@ -243,30 +243,30 @@ func (s timeScale) x(t time.Duration) float64 {
 
 // newScale builds the scale from the first event (0) to end: origin is where the group's story
 // starts (the warm-up), teardown where it ends (-1: none).
-func newScale(origin, teardown, end time.Duration) timeScale {
+func newScale(left float64, origin, teardown, end time.Duration) timeScale {
 	if end <= 0 {
 		end = time.Second
 	}
-	w := chartWidth - labelWidth
+	w := chartWidth - left
 	perNs := w / float64(end)
 	squeeze := func(d time.Duration) bool { return float64(d)*perNs > squeezed*1.5 }
 	var segs []segment
-	x := labelWidth
+	x := left
 	mainFrom, mainTo := time.Duration(0), end
-	left := w
+	room := w
 	if origin > 0 && squeeze(origin) {
 		segs = append(segs, segment{t0: 0, t1: origin, x0: x, x1: x + squeezed, compressed: true, label: "setup " + roundDur(origin)})
 		x += squeezed
-		left -= squeezed
+		room -= squeezed
 		mainFrom = origin
 	}
 	var tail *segment
 	if teardown > mainFrom && teardown < end && squeeze(end-teardown) {
 		tail = &segment{t0: teardown, t1: end, x0: chartWidth - squeezed, x1: chartWidth, compressed: true, label: "teardown " + roundDur(end-teardown)}
-		left -= squeezed
+		room -= squeezed
 		mainTo = teardown
 	}
-	segs = append(segs, segment{t0: mainFrom, t1: mainTo, x0: x, x1: x + left})
+	segs = append(segs, segment{t0: mainFrom, t1: mainTo, x0: x, x1: x + room})
 	if tail != nil {
 		segs = append(segs, *tail)
 	}
@@ -427,7 +427,6 @@ func WriteReport(w io.Writer, r Report) error {
 			}
 		}
 	}
-	sc := newScale(origin, teardown, end)
 
 	// Verdicts, and the events they cite.
 	cited := map[int64][]string{}
@@ -479,9 +478,13 @@ func WriteReport(w io.Writer, r Report) error {
 	slices.SortFunc(tps, func(a, b history.TP) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
+	left := labelWidth
 	for i, tp := range tps {
 		rowOf[tp] = i
+		left = max(left, 6.5*float64(len(tp.String()))+12)
 	}
+	left = min(left, chartWidth/3)
+	sc := newScale(left, origin, teardown, end)
 	colors, order := memberColors(r.Run.Members, owns)
 	v.Legend = order
 
@@ -516,12 +519,16 @@ func WriteReport(w io.Writer, r Report) error {
 		if p.Label == history.PhaseSetup || p.Label == history.PhaseTeardown && len(sc.segs) > 1 && sc.segs[len(sc.segs)-1].compressed {
 			continue // named by its compressed stretch
 		}
-		v.Texts = append(v.Texts, svgText{X: x + 2, Y: 11 + 10*float64(i%2), Text: p.Label, Class: "phaselabel"})
+		label := svgText{X: x + 2, Y: 11 + 10*float64(i%2), Text: p.Label, Class: "phaselabel"}
+		if x > chartWidth-60 {
+			label.X, label.Anchor = x-2, "end"
+		}
+		v.Texts = append(v.Texts, label)
 	}
 	v.Texts = append(v.Texts,
-		svgText{X: labelWidth - 6, Y: markY + 11, Text: "violations", Class: "lanelabel", Anchor: "end"})
+		svgText{X: left - 6, Y: markY + 11, Text: "violations", Class: "lanelabel", Anchor: "end"})
 	if nLanes > 0 {
-		v.Texts = append(v.Texts, svgText{X: labelWidth - 6, Y: faultTop + 11, Text: "faults", Class: "lanelabel", Anchor: "end"})
+		v.Texts = append(v.Texts, svgText{X: left - 6, Y: faultTop + 11, Text: "faults", Class: "lanelabel", Anchor: "end"})
 	}
 
 	// Faults: a labelled bar in its lane and a band across the partition rows.
@@ -561,7 +568,7 @@ func WriteReport(w io.Writer, r Report) error {
 	v.Rows = make([]svgRow, len(tps))
 	for i, tp := range tps {
 		y := rowsTop + rowHeight*float64(i)
-		v.Rows[i] = svgRow{TP: tp.String(), Y: y, Label: svgText{X: labelWidth - 6, Y: y + 13, Text: tp.String(), Class: "tp", Anchor: "end"}}
+		v.Rows[i] = svgRow{TP: tp.String(), Y: y, Label: svgText{X: left - 6, Y: y + 13, Text: tp.String(), Class: "tp", Anchor: "end"}}
 	}
 	for _, o := range owns {
 		row := &v.Rows[rowOf[o.Partition]]

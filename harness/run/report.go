@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
@@ -32,10 +33,26 @@ func Info(dir string, p Plan) results.RunInfo {
 		info.Members = append(info.Members, results.MemberInfo{Name: m.Name, Kind: m.Kind, Protocol: m.Protocol})
 	}
 	info.Protocol = results.ProtocolMix(info.Members)
-	if st, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
-		info.Started = st.ModTime()
-	}
+	info.Started = started(dir)
 	return info
+}
+
+// started is when the run in dir began: the time its directory's name begins with (run
+// directories are named <UTC time>-<seed> by `groupquake run` and the suites), which survives
+// copying an artifact, else plan.json's modification time.
+func started(dir string) time.Time {
+	base := filepath.Base(dir)
+	for _, layout := range []string{"20060102T150405Z", "20060102T150405"} {
+		if len(base) >= len(layout) {
+			if t, err := time.Parse(layout, base[:len(layout)]); err == nil {
+				return t
+			}
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
+		return st.ModTime()
+	}
+	return time.Time{}
 }
 
 // ReportOf is the report of the judged run in dir.
