@@ -149,7 +149,7 @@ func TestReportStructure(t *testing.T) {
 	r, ix := failingStory(t)
 	page, doc := render(t, r)
 
-	if !strings.Contains(page, "NoDoubleOwnership") || !doc.all(byTagClass("body", "status-violated"))[0].class("status-violated") {
+	if !strings.Contains(page, "NoDoubleOwnership") || len(doc.all(byTagClass("body", "status-violated"))) != 1 {
 		t.Fatalf("the failing run's page is not marked violated")
 	}
 
