@@ -11,9 +11,11 @@ endif
 ifeq ($(strip $(VERSIONS)),)
 $(error VERSIONS is empty: `$(GO) run ./tools/versions -pinned` printed nothing; name them, e.g. make test VERSIONS=4.4.0)
 endif
-# Packages whose tests start real clusters; they run one package at a time
-# so that two clusters never share the two cores.
-CLUSTER_PKGS := ./harness/cluster/... ./suites/...
+# Packages whose tests need more than Go: real clusters in containers, and
+# results' report rendered in headless Chromium (installed by the test when
+# missing). They run one package at a time so that two clusters never share
+# the two cores.
+CLUSTER_PKGS := ./harness/cluster/... ./suites/... ./results/
 GOTESTSUM := $(GO) tool gotestsum --format pkgname-and-test-fails
 
 export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
@@ -63,10 +65,10 @@ hunt: images build
 run: engine
 	$(GO) run ./cmd/groupquake run
 
-## bench: benchmarks (image build, cluster start, memory, checkers, assignors).
+## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors).
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./clients/assign/ ./coordinator/assignor/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
 
 ## mutate: mutation score of the checkers' tests (tools/mutate); below MUTATE_MIN it fails.
 MUTATE_MIN ?= 0.9

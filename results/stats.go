@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -111,10 +112,11 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 		}
 	}
 
-	// Mid-rebalance: some partition with no owner or more than one.
+	// Mid-rebalance: some partition with no owner or more than one, as
+	// the checkers see ownership (a fenced member's ends at its fence).
 	var rebal []span
-	byTP := map[history.TP][]Ownership{}
-	for _, o := range Ownerships(events) {
+	byTP := map[history.TP][]check.Ownership{}
+	for _, o := range check.Ownerships(events) {
 		byTP[o.Partition] = append(byTP[o.Partition], o)
 	}
 	for _, os := range byTP {
@@ -125,7 +127,7 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 		var edges []edge
 		for _, o := range os {
 			edges = append(edges, edge{o.Start, +1})
-			if !o.Open {
+			if !o.Open() {
 				edges = append(edges, edge{o.End, -1})
 			}
 		}

@@ -54,6 +54,9 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	if err := run.WriteReport(dir, j); err != nil {
+		fmt.Fprintf(stderr, "groupquake: %s not rewritten: %v\n", run.ReportFile, err)
+	}
 	if *asJSON {
 		if err := writeJSON(stdout, judgement(j.Plan, dir, &j, nil)); err != nil {
 			return err

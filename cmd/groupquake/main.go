@@ -26,6 +26,7 @@ Usage:
   groupquake sweep                  remove containers and networks left by crashed runs
   groupquake stats DIR...           how hard the nemesis pushed: faults, churn, time under a fault or mid-rebalance
   groupquake version                the module version and the Kafka versions served (also --version)
+  groupquake report [-o FILE] DIR...  render a run's report.html, or over many runs a trend page
 
 Exit status: 0 success (every checker holds), 1 a violation (replay: the states
 differ), 2 bad input (flags, arguments, an unreadable run directory), 3 the
@@ -103,6 +104,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return cmdStats(ctx, args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(ctx, args[1:], stdout, stderr)
 	case "help":

@@ -171,6 +171,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"stats", filepath.Join(fx.root, "missing")}, "no such file or directory"},
 		{[]string{"stats", fx.empty}, "no run directory (one with a plan.json)"},
 		{[]string{"stats", fx.corrupt}, "none of the 1 run directories"},
+
+		{[]string{"report"}, "report needs at least one run directory"},
+		{[]string{"report", filepath.Join(fx.root, "missing")}, "no such file or directory"},
+		{[]string{"report", fx.empty}, "no run directory (one with a plan.json)"},
+		{[]string{"report", "-x", fx.empty}, "flag provided but not defined: -x"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := call(t, tc.args...)

@@ -114,6 +114,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := WriteVerdicts(cfg.Dir, j.Report); err != nil {
 		return res, errors.Join(runErr, err)
 	}
+	if err := WriteReport(cfg.Dir, j); err != nil {
+		return res, errors.Join(runErr, err)
+	}
 	return res, runErr
 }
 

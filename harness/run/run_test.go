@@ -63,7 +63,7 @@ func baselineRun(t *testing.T, v string, kinds []string) {
 			if err != nil {
 				t.Fatalf("run: %v (notes: %v)", err, res.Notes)
 			}
-			for _, f := range []string{run.PlanFile, run.RerunFile, run.HistoryFile, run.ObservationsFile, run.VerdictsFile} {
+			for _, f := range []string{run.PlanFile, run.RerunFile, run.HistoryFile, run.ObservationsFile, run.VerdictsFile, run.ReportFile} {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Errorf("run directory lacks %s: %v", f, err)
 				}
@@ -242,6 +242,9 @@ func TestKilledRun(t *testing.T) {
 		t.Errorf("check does not say the final observations are missing:\n%s", out)
 	}
 	t.Logf("check of the killed run (exit %d):\n%s", code, out)
+	if _, err := os.Stat(filepath.Join(dir, run.ReportFile)); err != nil {
+		t.Errorf("check of the killed run wrote no %s: %v", run.ReportFile, err)
+	}
 
 	// A kill in the middle of a write leaves a cut last line.
 	cut := filepath.Join(t.TempDir(), "cut")

@@ -22,8 +22,9 @@ import (
 //	history.jsonl      the history, appended event by event as the run goes
 //	observations.json  the final observations (after heal and quiesce)
 //	verdicts.json      the checkers' verdicts and the rebalance cost
+//	report.html        the HTML report: verdicts, the ownership timeline, events
 //
-// plan.json, rerun.sh, observations.json and verdicts.json are written to a
+// plan.json, rerun.sh, observations.json, verdicts.json and report.html are written to a
 // temporary name and renamed, so a crash leaves each whole or absent;
 // history.jsonl is written one complete line per write, so a crash leaves at
 // most a truncated last line, which the reader tolerates.

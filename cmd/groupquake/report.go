@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/results"
+)
+
+// TrendFile is the trend page `groupquake report` writes over many runs.
+const TrendFile = "trend.html"
+
+const reportUsage = `Usage: groupquake report [-o FILE] DIR...
+
+Renders run directories as HTML that opens offline. A DIR that holds no
+plan.json is searched for run directories below it. For one run directory it
+writes that run's report (verdicts, the ownership timeline with faults and
+violations, the events); for many, a trend page: verdicts and rebalance
+pauses per run, per Kafka version and per protocol, linking each run's report
+(written for the runs that have none). Verdicts are read from verdicts.json;
+a run without one is judged now.
+
+Exit status: 0 written, 2 no run directory is found or the one run directory
+cannot be read, 3 the page could not be written.
+`
+
+// cmdReport renders run directories: one run's report.html, or over many (a nightly's) the trend
+// page of verdicts and rebalance pauses per run, per Kafka version and per protocol.
+func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", reportUsage)
+	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many)")
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return badInput("report needs at least one run directory, or one that holds runs (see 'groupquake report -h')")
+	}
+	var dirs []string
+	for _, root := range pos {
+		if _, err := os.Stat(root); err != nil {
+			return badInput("%v: give the directory of a run, or one that holds runs", err)
+		}
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
+				dirs = append(dirs, filepath.Dir(p))
+			}
+			return nil
+		})
+	}
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	if len(dirs) == 0 {
+		return badInput("no run directory (one with a %s) under %v: give the directory of a run, or one that holds runs", run.PlanFile, pos)
+	}
+
+	if len(dirs) == 1 && len(pos) == 1 && filepath.Clean(pos[0]) == dirs[0] {
+		j, err := run.Saved(dirs[0])
+		if err != nil {
+			return badInput("%v", err)
+		}
+		path := *out
+		if path == "" {
+			path = filepath.Join(dirs[0], run.ReportFile)
+		}
+		var b bytes.Buffer
+		if err := results.WriteReport(&b, run.ReportOf(dirs[0], j)); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			return exitError{exitFailed, fmt.Sprintf("writing the report: %v", err)}
+		}
+		fmt.Fprintln(stdout, path)
+		return nil
+	}
+
+	path := *out
+	if path == "" {
+		path = filepath.Join(commonDir(pos), TrendFile)
+	}
+	base := filepath.Dir(path)
+	var runs []results.RunSummary
+	for _, d := range dirs {
+		j, err := run.Saved(d)
+		s := run.Summary(d, j, err)
+		if err != nil {
+			fmt.Fprintf(stderr, "groupquake: %s: %v\n", d, err)
+		} else if _, serr := os.Stat(filepath.Join(d, run.ReportFile)); serr != nil {
+			if werr := run.WriteReport(d, j); werr != nil {
+				fmt.Fprintf(stderr, "groupquake: %s: %v\n", d, werr)
+			}
+		}
+		if _, serr := os.Stat(filepath.Join(d, run.ReportFile)); serr == nil {
+			if rel, rerr := filepath.Rel(base, filepath.Join(d, run.ReportFile)); rerr == nil {
+				s.Report = filepath.ToSlash(rel)
+			}
+		}
+		runs = append(runs, s)
+	}
+	var b bytes.Buffer
+	if err := results.WriteTrend(&b, fmt.Sprintf("groupquake: %d runs", len(runs)), runs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return exitError{exitFailed, fmt.Sprintf("writing the trend page: %v", err)}
+	}
+	fmt.Fprintln(stdout, path)
+	return nil
+}
+
+// commonDir is the deepest directory that holds every one of paths.
+func commonDir(paths []string) string {
+	var common string
+	for i, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			abs = filepath.Clean(p)
+		}
+		if i == 0 {
+			common = abs
+			continue
+		}
+		for !within(abs, common) {
+			common = filepath.Dir(common)
+		}
+	}
+	return common
+}
+
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (len(rel) < 3 || rel[:3] != "../")
+}

@@ -1,0 +1,358 @@
+package results
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// node is an element of a parsed page.
+type node struct {
+	name     string
+	attr     map[string]string
+	children []*node
+	text     string
+}
+
+func (n *node) class(c string) bool { return slicesContains(strings.Fields(n.attr["class"]), c) }
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// all returns every element below n (n included) that match accepts, in document order.
+func (n *node) all(match func(*node) bool) []*node {
+	var out []*node
+	var walk func(*node)
+	walk = func(m *node) {
+		if match(m) {
+			out = append(out, m)
+		}
+		for _, c := range m.children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func (n *node) allText() string {
+	var b strings.Builder
+	var walk func(*node)
+	walk = func(m *node) {
+		b.WriteString(m.text)
+		for _, c := range m.children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+func byTagClass(tag, class string) func(*node) bool {
+	return func(n *node) bool { return n.name == tag && (class == "" || n.class(class)) }
+}
+
+// parsePage parses the report as HTML (encoding/xml's HTML mode: void elements close themselves)
+// into a tree; a page that does not nest properly fails the test.
+func parsePage(t *testing.T, page string) *node {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(page))
+	d.Strict, d.AutoClose, d.Entity = false, xml.HTMLAutoClose, xml.HTMLEntity
+	root := &node{name: "#root"}
+	stack := []*node{root}
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the report does not parse as HTML: %v", err)
+		}
+		top := stack[len(stack)-1]
+		switch x := tok.(type) {
+		case xml.StartElement:
+			n := &node{name: x.Name.Local, attr: map[string]string{}}
+			for _, a := range x.Attr {
+				n.attr[a.Name.Local] = a.Value
+			}
+			top.children = append(top.children, n)
+			stack = append(stack, n)
+		case xml.EndElement:
+			if top.name != x.Name.Local {
+				t.Fatalf("the report closes <%s> while <%s> is open", x.Name.Local, top.name)
+			}
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			top.text += string(x)
+		}
+	}
+	if len(stack) != 1 {
+		t.Fatalf("the report leaves <%s> open", stack[len(stack)-1].name)
+	}
+	return root
+}
+
+func render(t *testing.T, r Report) (string, *node) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if strings.Contains(page, "ZgotmplZ") {
+		t.Errorf("the template escaper rejected a value (ZgotmplZ in the output)")
+	}
+	// Offline: nothing is loaded from anywhere (the SVG namespace is a name, not a fetch).
+	if m := regexp.MustCompile(`(src|href)="(https?:)?//`).FindString(page); m != "" {
+		t.Errorf("report loads something from the network: %q", m)
+	}
+	return page, parsePage(t, page)
+}
+
+func attrInt(t *testing.T, n *node, name string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(n.attr[name], 10, 64)
+	if err != nil {
+		t.Fatalf("<%s class=%q> %s=%q: %v", n.name, n.attr["class"], name, n.attr[name], err)
+	}
+	return v
+}
+
+func attrFloat(t *testing.T, n *node, name string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(n.attr[name], 64)
+	if err != nil {
+		t.Fatalf("<%s class=%q> %s=%q: %v", n.name, n.attr["class"], name, n.attr[name], err)
+	}
+	return v
+}
+
+// TestReportStructure reads the report of a failing run as a browser's DOM would hold it: one
+// timeline row per planned partition, the fault's bar and band, ownerships that end where the
+// checkers end them, distinct member colours, the setup squeezed, and every violation linked
+// (from its verdict and from the timeline) to a row of the events table.
+func TestReportStructure(t *testing.T) {
+	r, ix := failingStory(t)
+	page, doc := render(t, r)
+
+	if !strings.Contains(page, "NoDoubleOwnership") || len(doc.all(byTagClass("body", "status-violated"))) != 1 {
+		t.Fatalf("the failing run's page is not marked violated")
+	}
+
+	// Rows: one per planned partition, in order.
+	rows := doc.all(byTagClass("g", "row"))
+	var tps []string
+	for _, g := range rows {
+		tps = append(tps, g.attr["data-tp"])
+	}
+	if got := strings.Join(tps, " "); got != "t-0 t-1 t-2 t-3" {
+		t.Errorf("timeline rows %q, want one per partition: t-0 t-1 t-2 t-3", got)
+	}
+
+	// Ownership bars, as the checkers see them: a's ends at its fence, not at the later "lost".
+	type bar struct {
+		tp, member string
+		start, end int64
+		lost       bool
+	}
+	var bars []bar
+	fill := map[string]string{}
+	for _, g := range rows {
+		for _, rc := range g.all(byTagClass("rect", "own")) {
+			m := rc.attr["data-member"]
+			bars = append(bars, bar{g.attr["data-tp"], m, attrInt(t, rc, "data-start-event"), attrInt(t, rc, "data-end-event"), rc.class("lost")})
+			fill[m] = rc.attr["style"]
+		}
+	}
+	want := []bar{
+		{"t-0", "a", ix["a-assigned"], ix["a-fenced"], true},
+		{"t-0", "c", ix["c-assigned"], ix["c-left"], false},
+		{"t-1", "a", ix["a-assigned"], ix["a-fenced"], true},
+		{"t-1", "c", ix["c-assigned"], ix["c-left"], false},
+		{"t-2", "b", ix["b-assigned"], ix["c-left"] - 1, false},
+		{"t-2", "c", ix["c-assigned-t2"], ix["c-left"], false},
+		{"t-3", "b", ix["b-assigned"], ix["c-left"] - 1, false},
+	}
+	if fmt.Sprint(bars) != fmt.Sprint(want) {
+		t.Errorf("ownership bars\n got %v\nwant %v", bars, want)
+	}
+	// Distinct colours from the palette, in the plan's member order.
+	for i, m := range []string{"a", "b", "c"} {
+		if w := "fill:" + palette[i]; fill[m] != w {
+			t.Errorf("bars of %s have style %q, want %q", m, fill[m], w)
+		}
+	}
+
+	// The fault: a bar in the fault lane and a band over the rows, both from start to stop.
+	faults := doc.all(byTagClass("rect", "fault"))
+	if len(faults) != 1 || attrInt(t, faults[0], "data-event") != ix["fault-start"] || attrInt(t, faults[0], "data-stop-event") != ix["fault-stop"] {
+		t.Fatalf("fault bars %v, want one from event %d to %d", faults, ix["fault-start"], ix["fault-stop"])
+	}
+	if !strings.Contains(faults[0].allText(), "fault pause broker-1") {
+		t.Errorf("fault bar title %q does not name the fault", faults[0].allText())
+	}
+	if n := len(doc.all(byTagClass("rect", "faultband"))); n != 1 {
+		t.Errorf("%d fault bands, want 1", n)
+	}
+
+	// Every violation link, in the verdicts and on the timeline, leads to an event row.
+	rowsByID := map[string]*node{}
+	for _, tr := range doc.all(byTagClass("tr", "")) {
+		if id := tr.attr["id"]; id != "" {
+			rowsByID[id] = tr
+		}
+	}
+	links := doc.all(func(n *node) bool { return n.name == "a" && strings.HasPrefix(n.attr["href"], "#e") })
+	if len(links) == 0 {
+		t.Fatal("no violation links")
+	}
+	for _, a := range links {
+		if rowsByID[a.attr["href"][1:]] == nil {
+			t.Errorf("link %s leads to no event row", a.attr["href"])
+		}
+	}
+	var vrow *node
+	for _, tr := range doc.all(byTagClass("tr", "verdict")) {
+		if tr.attr["id"] == "v-NoDoubleOwnership" {
+			vrow = tr
+		}
+	}
+	if vrow == nil || !vrow.class("violated") {
+		t.Fatalf("NoDoubleOwnership's verdict row is missing or not violated")
+	}
+	cites := map[string]bool{}
+	for _, a := range vrow.all(byTagClass("a", "ev")) {
+		cites[a.attr["href"]] = true
+	}
+	for _, k := range []string{"b-assigned", "c-assigned-t2"} {
+		h := fmt.Sprintf("#e%d", ix[k])
+		if !cites[h] {
+			t.Errorf("NoDoubleOwnership's violation does not link %s (%s); links %v", h, k, cites)
+		}
+		if tr := rowsByID[h[1:]]; tr == nil || !tr.class("cited") || !strings.Contains(tr.allText(), "NoDoubleOwnership") {
+			t.Errorf("event row %s is not marked as cited by NoDoubleOwnership", h)
+		}
+	}
+	marks := doc.all(func(n *node) bool {
+		return n.name == "a" && n.class("vmark") && n.attr["data-checker"] == "NoDoubleOwnership"
+	})
+	if len(marks) < 2 {
+		t.Errorf("%d timeline marks for NoDoubleOwnership, want one per cited event", len(marks))
+	}
+
+	// The axis: 40s of setup is squeezed, the rest is to scale.
+	sq := doc.all(byTagClass("rect", "squeezed"))
+	if len(sq) == 0 || attrFloat(t, sq[0], "width") != squeezed || !strings.Contains(sq[0].allText(), "setup 40s") {
+		t.Fatalf("setup is not drawn squeezed: %+v", sq)
+	}
+	var warm *node
+	for _, l := range doc.all(byTagClass("line", "phase")) {
+		if strings.Contains(l.allText(), "phase warmup") {
+			warm = l
+		}
+	}
+	if warm == nil || attrFloat(t, warm, "x1") != labelWidth+squeezed {
+		t.Errorf("the warm-up does not start right after the squeezed setup: %+v", warm)
+	}
+	// Without squeezing, 40s of a 58s run would take 69%% of the width.
+	workload := 0.0
+	for _, l := range doc.all(byTagClass("line", "phase")) {
+		if strings.Contains(l.allText(), "phase heal") {
+			workload = attrFloat(t, l, "x1") - attrFloat(t, warm, "x1")
+		}
+	}
+	if workload < (chartWidth-labelWidth)/2 {
+		t.Errorf("warm-up to heal (12s of 58s) takes %.0f px, want most of the %.0f px", workload, chartWidth-labelWidth)
+	}
+
+	if len(doc.all(byTagClass("table", "pauses"))) != 1 {
+		t.Errorf("no rebalance pauses table")
+	}
+	if doc.all(func(n *node) bool { return n.name == "pre" && n.attr["id"] == "script-errors" }) == nil {
+		t.Errorf("no #script-errors block for the page's error recorder")
+	}
+}
+
+// TestPaletteCycles: members beyond the palette reuse its colours with a dashed outline, so no two
+// members look alike.
+func TestPaletteCycles(t *testing.T) {
+	s := newStory(t)
+	var members []MemberInfo
+	for i := range len(palette) + 2 {
+		m := fmt.Sprintf("m%02d", i)
+		members = append(members, MemberInfo{Name: m, Protocol: history.ProtocolConsumer})
+		s.at(time.Duration(i+1)*time.Second).own(history.FAssigned, m, int32(i+1), int32(i))
+	}
+	_, doc := render(t, Report{Title: "many", Run: RunInfo{Members: members}, Events: s.events()})
+	seen := map[string]string{}
+	for _, rc := range doc.all(byTagClass("rect", "own")) {
+		look := rc.attr["style"]
+		if rc.class("again") {
+			look += " dashed"
+		}
+		if other, ok := seen[look]; ok && other != rc.attr["data-member"] {
+			t.Errorf("%s and %s look alike (%s)", other, rc.attr["data-member"], look)
+		}
+		seen[look] = rc.attr["data-member"]
+	}
+	if len(seen) != len(members) {
+		t.Errorf("%d looks for %d members", len(seen), len(members))
+	}
+}
+
+// TestReportMergesTinyOwnerships: thousands of ownerships narrower than a pixel in one row are
+// drawn as a few merged bars that say how many they stand for.
+func TestReportMergesTinyOwnerships(t *testing.T) {
+	s := newStory(t)
+	s.at(0).phase(history.PhaseWarmup)
+	const n = 5000
+	for i := range n {
+		m := []string{"a", "b"}[i%2]
+		s.at(time.Duration(i)*10*time.Millisecond).own(history.FAssigned, m, int32(i+1), 0)
+		s.at(time.Duration(i)*10*time.Millisecond+5*time.Millisecond).own(history.FRevoked, m, int32(i+1), 0)
+	}
+	s.at(10 * time.Minute).phase(history.PhaseTeardown)
+	_, doc := render(t, Report{Title: "busy", Events: s.events()})
+	own := doc.all(byTagClass("rect", "own"))
+	total := 0
+	for _, rc := range own {
+		if rc.class("many") {
+			total += int(attrInt(t, rc, "data-count"))
+		} else {
+			total++
+		}
+	}
+	if total != n {
+		t.Errorf("the bars stand for %d ownerships, want %d", total, n)
+	}
+	if len(own) > n/10 {
+		t.Errorf("%d bars drawn for %d sub-pixel ownerships: they are not merged", len(own), n)
+	}
+}
+
+// TestProtocolMix names the protocol mixes the trend groups runs by.
+func TestProtocolMix(t *testing.T) {
+	c, k := MemberInfo{Protocol: history.ProtocolClassic}, MemberInfo{Protocol: history.ProtocolConsumer}
+	for _, tc := range []struct {
+		ms   []MemberInfo
+		want string
+	}{{nil, ""}, {[]MemberInfo{c, c}, "classic"}, {[]MemberInfo{k}, "consumer"}, {[]MemberInfo{k, c}, "mixed"}} {
+		if got := ProtocolMix(tc.ms); got != tc.want {
+			t.Errorf("ProtocolMix(%v) = %q, want %q", tc.ms, got, tc.want)
+		}
+	}
+}

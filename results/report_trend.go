@@ -1,0 +1,282 @@
+package results
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/check"
+)
+
+// RunSummary is one run as the trend page shows it.
+type RunSummary struct {
+	Run RunInfo
+	// Report is the link to the run's report.html, relative to the trend page.
+	Report string
+	// Err says why the run could not be read; the rest is then empty.
+	Err string
+	// Holds is false when some checker found a violation.
+	Holds bool
+	// Violated and Skipped name the checkers that found a violation and those that were skipped.
+	Violated, Skipped []string
+	Checkers          int
+	Truncated         bool
+	// Cost is the run's rebalance cost (verdicts.json's).
+	Cost *check.Cost
+	// Pressure is how hard the nemesis pushed (MeasurePressure over the history).
+	Pressure Pressure
+}
+
+// Summarize fills the verdict fields of s from a report.
+func (s *RunSummary) Summarize(rep check.Report) {
+	s.Holds, s.Cost, s.Checkers = rep.Holds, rep.RebalanceCost, len(rep.Verdicts)
+	for _, v := range rep.Verdicts {
+		switch {
+		case v.Skipped != "":
+			s.Skipped = append(s.Skipped, v.Name)
+		case !v.Holds:
+			s.Violated = append(s.Violated, v.Name)
+		}
+	}
+}
+
+// pauses gathers the partition and member pauses of the runs, of every protocol or of one.
+func pauses(runs []RunSummary, protocol string) (part, mem []time.Duration) {
+	for _, r := range runs {
+		if r.Cost == nil {
+			continue
+		}
+		for p, pc := range r.Cost.Protocols {
+			if protocol != "" && p != protocol {
+				continue
+			}
+			for _, s := range pc.Stops {
+				if s.Partition != "" {
+					part = append(part, s.Duration)
+				} else {
+					mem = append(mem, s.Duration)
+				}
+			}
+		}
+	}
+	return part, mem
+}
+
+// pauseStats summarises durations: count, p50, p99 and max (nearest rank).
+type pauseStats struct {
+	Count         int
+	P50, P99, Max time.Duration
+}
+
+func statsOfPauses(ds []time.Duration) pauseStats {
+	if len(ds) == 0 {
+		return pauseStats{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := func(p int) time.Duration { return s[(len(s)*p+99)/100-1] }
+	return pauseStats{Count: len(s), P50: rank(50), P99: rank(99), Max: s[len(s)-1]}
+}
+
+type trendGroup struct {
+	Key                          string
+	Runs, Hold, Violated, Unread int
+	Partition, Member            pauseStats
+	MidRebalance, UnderFault     float64
+	Checkers                     []string // checkers violated in the group, with counts
+}
+
+// groupRuns groups runs by key and summarises each group; pauses are every pause of the group's
+// runs under the protocol protocolOf(key) ("" for all).
+func groupRuns(runs []RunSummary, key func(RunSummary) string, protocolOf func(string) string) []trendGroup {
+	by := map[string][]RunSummary{}
+	for _, r := range runs {
+		k := key(r)
+		if k == "" {
+			k = "unknown"
+		}
+		by[k] = append(by[k], r)
+	}
+	var out []trendGroup
+	for _, k := range sortedKeys(by) {
+		rs := by[k]
+		g := trendGroup{Key: k, Runs: len(rs)}
+		count := map[string]int{}
+		read := 0
+		for _, r := range rs {
+			switch {
+			case r.Err != "":
+				g.Unread++
+				continue
+			case r.Holds:
+				g.Hold++
+			default:
+				g.Violated++
+			}
+			read++
+			g.MidRebalance += r.Pressure.MidRebalance
+			g.UnderFault += r.Pressure.UnderFault
+			for _, c := range r.Violated {
+				count[c]++
+			}
+		}
+		if read > 0 {
+			g.MidRebalance /= float64(read)
+			g.UnderFault /= float64(read)
+		}
+		for _, c := range sortedKeys(count) {
+			g.Checkers = append(g.Checkers, fmt.Sprintf("%s ×%d", c, count[c]))
+		}
+		part, mem := pauses(rs, protocolOf(k))
+		g.Partition, g.Member = statsOfPauses(part), statsOfPauses(mem)
+		out = append(out, g)
+	}
+	return out
+}
+
+type trendRow struct {
+	RunSummary
+	N                 int
+	Partition, Member pauseStats
+}
+
+type trendDot struct {
+	X, Y   float64
+	Class  string
+	Title  string
+	Report string
+}
+
+type trendView struct {
+	Title                           string
+	Summary                         string
+	Runs                            []trendRow
+	ByKafka, ByProtocol, ByScenario []trendGroup
+	Dots                            []trendDot
+	ChartW, ChartH, ChartTop        float64
+	YTicks                          []svgText
+	Status                          string
+}
+
+// WriteTrend writes the trend page over runs (a nightly's run directories, say): verdicts and
+// rebalance pauses per run, per Kafka version and per protocol, and a chart of each run's longest
+// partition pause, red where the run found a violation. Runs are shown in the order they started.
+func WriteTrend(w io.Writer, title string, runs []RunSummary) error {
+	runs = slices.Clone(runs)
+	slices.SortStableFunc(runs, func(a, b RunSummary) int {
+		return cmp.Or(a.Run.Started.Compare(b.Run.Started), cmp.Compare(a.Run.Dir, b.Run.Dir))
+	})
+	v := trendView{Title: title, Status: "holds"}
+	hold, violated, unread := 0, 0, 0
+	for i, r := range runs {
+		part, mem := pauses([]RunSummary{r}, "")
+		v.Runs = append(v.Runs, trendRow{RunSummary: r, N: i + 1, Partition: statsOfPauses(part), Member: statsOfPauses(mem)})
+		switch {
+		case r.Err != "":
+			unread++
+		case r.Holds:
+			hold++
+		default:
+			violated++
+		}
+	}
+	if violated > 0 {
+		v.Status = "violated"
+	}
+	v.Summary = fmt.Sprintf("%d runs: %d hold, %d violated, %d unreadable", len(runs), hold, violated, unread)
+	all := func(string) string { return "" }
+	v.ByKafka = groupRuns(runs, func(r RunSummary) string { return r.Run.Kafka }, all)
+	v.ByScenario = groupRuns(runs, func(r RunSummary) string { return r.Run.Scenario }, all)
+	// Per protocol: the runs of each mix, with the pauses under that protocol (a mixed run's
+	// pauses of either protocol count for "mixed").
+	v.ByProtocol = groupRuns(runs, func(r RunSummary) string { return r.Run.Protocol }, func(k string) string {
+		if k == "mixed" {
+			return ""
+		}
+		return k
+	})
+
+	// The chart: one dot per run at its longest partition pause.
+	const left, width, height, top = 60.0, 1000.0, 180.0, 10.0
+	v.ChartW, v.ChartH, v.ChartTop = left+width+20, top+height+30, top
+	var most time.Duration
+	for _, r := range v.Runs {
+		most = max(most, r.Partition.Max)
+	}
+	if most <= 0 {
+		most = time.Second
+	}
+	step := width / float64(max(1, len(v.Runs)))
+	for i, r := range v.Runs {
+		cls := "dot holds"
+		switch {
+		case r.Err != "":
+			cls = "dot unread"
+		case !r.Holds:
+			cls = "dot violated"
+		}
+		y := top + height - height*float64(r.Partition.Max)/float64(most)
+		v.Dots = append(v.Dots, trendDot{X: left + step*(float64(i)+0.5), Y: y, Class: cls, Report: r.Report,
+			Title: fmt.Sprintf("run %d (%s, Kafka %s, %s, seed %d): longest partition pause %s", r.N, r.Run.Scenario, r.Run.Kafka, r.Run.Protocol, r.Run.Seed, roundDur(r.Partition.Max))})
+	}
+	for _, f := range []float64{0, 0.5, 1} {
+		v.YTicks = append(v.YTicks, svgText{X: left - 6, Y: top + height - height*f + 4, Text: roundDur(time.Duration(f * float64(most))), Anchor: "end"})
+	}
+	return trendTemplate.Execute(w, v)
+}
+
+var trendTemplate = template.Must(template.New("trend").Funcs(template.FuncMap{
+	"dur":        roundDur,
+	"f1":         func(x float64) string { return fmt.Sprintf("%.1f", x) },
+	"pct":        func(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) },
+	"pageScript": func() template.JS { return template.JS(pageScript) },
+	"date":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"groups": func(name string, gs []trendGroup) map[string]any {
+		return map[string]any{"Name": name, "Groups": gs}
+	},
+}).Parse(`<!DOCTYPE html>
+<html lang="en" data-script-errors="0"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<script>{{pageScript}}</script>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}code{background:#f3f3f3;padding:.1em .3em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .5em;vertical-align:top;text-align:left}
+td.n{text-align:right}
+.holds{color:#17803d}.violated{color:#b42318;font-weight:bold}.unread{color:#8a6d00}
+.status-violated h1{color:#b42318}
+svg.trend{border:1px solid #ccc;background:#fff;display:block}
+.dot.holds{fill:#17803d}.dot.violated{fill:#b42318}.dot.unread{fill:#8a6d00}.axis{stroke:#999}.ylabel{font-size:10px;fill:#666}
+#script-errors{color:#b42318;background:#fff0f0;padding:.5em}
+</style></head><body class="status-{{.Status}}">
+<h1>{{.Title}}</h1>
+<p class="summary">{{.Summary}}</p>
+<h2>Longest partition pause per run</h2>
+<svg class="trend" xmlns="http://www.w3.org/2000/svg" width="{{f1 .ChartW}}" height="{{f1 .ChartH}}">
+<line class="axis" x1="60" y1="{{f1 .ChartTop}}" x2="60" y2="190"></line><line class="axis" x1="60" y1="190" x2="1060" y2="190"></line>
+{{range .YTicks}}<text class="ylabel" x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="end">{{.Text}}</text>
+{{end}}{{range .Dots}}{{if .Report}}<a href="{{.Report}}">{{end}}<circle class="{{.Class}}" cx="{{f1 .X}}" cy="{{f1 .Y}}" r="5"><title>{{.Title}}</title></circle>{{if .Report}}</a>{{end}}
+{{end}}</svg>
+{{define "groups"}}<table class="groups"><tr><th>{{.Name}}</th><th>runs</th><th>hold</th><th>violated</th><th>violated checkers</th><th>partition pauses</th><th>p50</th><th>p99</th><th>max</th><th>member pauses</th><th>max</th><th>under a fault</th><th>mid-rebalance</th></tr>
+{{range .Groups}}<tr class="group" data-key="{{.Key}}"><td>{{.Key}}</td><td class="n">{{.Runs}}</td><td class="n">{{.Hold}}</td><td class="n{{if .Violated}} violated{{end}}">{{.Violated}}</td><td>{{range .Checkers}}{{.}} {{end}}</td>
+<td class="n">{{.Partition.Count}}</td><td class="n">{{dur .Partition.P50}}</td><td class="n">{{dur .Partition.P99}}</td><td class="n">{{dur .Partition.Max}}</td><td class="n">{{.Member.Count}}</td><td class="n">{{dur .Member.Max}}</td><td class="n">{{pct .UnderFault}}</td><td class="n">{{pct .MidRebalance}}</td></tr>
+{{end}}</table>{{end}}
+<h2>Per Kafka version</h2>
+{{template "groups" (groups "Kafka" .ByKafka)}}
+<h2>Per protocol</h2>
+{{template "groups" (groups "protocol" .ByProtocol)}}
+<h2>Per scenario</h2>
+{{template "groups" (groups "scenario" .ByScenario)}}
+<h2>Runs</h2>
+<table class="runs"><tr><th>#</th><th>started</th><th>scenario</th><th>Kafka</th><th>protocol</th><th>seed</th><th>verdict</th><th>partition pauses</th><th>p50</th><th>max</th><th>member pauses max</th><th>faults</th><th>report</th></tr>
+{{range .Runs}}<tr class="run {{if .Err}}unread{{else if .Holds}}holds{{else}}violated{{end}}"><td class="n">{{.N}}</td><td>{{if not .Run.Started.IsZero}}{{date .Run.Started}}{{end}}</td><td>{{.Run.Scenario}}</td><td>{{.Run.Kafka}}</td><td>{{.Run.Protocol}}</td><td>{{.Run.Seed}}</td>
+<td>{{if .Err}}<span class="unread">unreadable: {{.Err}}</span>{{else if .Holds}}<span class="holds">holds</span>{{else}}<span class="violated">violated: {{range .Violated}}{{.}} {{end}}</span>{{end}}{{if .Truncated}} (history cut off){{end}}</td>
+<td class="n">{{.Partition.Count}}</td><td class="n">{{dur .Partition.P50}}</td><td class="n">{{dur .Partition.Max}}</td><td class="n">{{dur .Member.Max}}</td><td class="n">{{.Pressure.Faults}}</td>
+<td>{{if .Report}}<a class="report" href="{{.Report}}">{{.Run.Dir}}</a>{{else}}{{.Run.Dir}}{{end}}</td></tr>
+{{end}}</table>
+<pre id="script-errors" hidden></pre>
+<script>document.documentElement.setAttribute('data-ready','1');</script>
+</body></html>
+`))
