@@ -50,6 +50,7 @@ type runFlags struct {
 	keep        bool
 	faults      string
 	intensity   string
+	upgradeTo   string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -76,6 +77,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
 	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute of workload: low, normal, high, or a rate such as 12/min")
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run may take before it is stopped (it is then judged as far as it got)")
+	fs.StringVar(&f.upgradeTo, "upgrade-to", "", "roll the 3-node container cluster from --kafka to this newer release during the workload, then finalize its features (groupquake upgrade adds a baseline run)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
 }
 
@@ -172,6 +174,7 @@ not be carried out (its verdicts, if it got that far, are still written).
 	if f.intensity != "normal" {
 		o.Intensity = f.intensity
 	}
+	o.UpgradeTo = f.upgradeTo
 	logf := logTo(stderr)
 	kafkaGiven := false
 	fs.Visit(func(fl *flag.Flag) { kafkaGiven = kafkaGiven || fl.Name == "kafka" })

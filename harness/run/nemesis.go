@@ -33,13 +33,34 @@ type nemesis struct {
 	// down on three is a lost quorum (seen: a pause of the coordinator's
 	// node while another node was still stopped hung a run).
 	nodeSlot chan struct{}
-	mu       sync.Mutex
-	active   map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
-	starts   map[int]effectMark   // schedule index → the meter's reading when it started
+	// planned counts the upgrade steps still to end (started, in force for
+	// their For, healed): the workload phase lasts until they have.
+	planned sync.WaitGroup
+	mu      sync.Mutex
+	active  map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
+	starts  map[int]effectMark   // schedule index → the meter's reading when it started
 }
 
 func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
-	return &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1)}
+	n := &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1)}
+	for _, f := range schedule {
+		if f.Family() == faults.FamilyUpgrade {
+			n.planned.Add(1)
+		}
+	}
+	return n
+}
+
+// awaitPlanned returns when every upgrade step of the schedule has ended,
+// or ctx has: an upgrade is carried out whole, however long the machine
+// takes for it, so the workload phase waits for it.
+func (n *nemesis) awaitPlanned(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { n.planned.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 func process(i int) string { return "nemesis/" + strconv.Itoa(i) }
@@ -55,6 +76,8 @@ func faultValue(f faults.Fault) history.Fault {
 		v.Target = []string{f.Client + "->node-" + strconv.Itoa(int(f.Node))}
 	case f.Node == faults.Coordinator:
 		v.Target = []string{"group-coordinator"}
+	case f.Kind == faults.FeatureUpdate:
+		v.Target = []string{"cluster"}
 	default:
 		v.Target = []string{"node-" + strconv.Itoa(int(f.Node))}
 	}
@@ -70,6 +93,12 @@ func faultValue(f faults.Fault) history.Fault {
 	}
 	if f.Trigger != faults.AtTime {
 		v.Params["trigger"] = string(f.Trigger)
+	}
+	if f.Version != "" {
+		v.Params["version"] = f.Version
+	}
+	if f.Features != "" {
+		v.Params["features"] = f.Features
 	}
 	if len(v.Params) == 0 {
 		v.Params = nil
@@ -87,6 +116,9 @@ func (n *nemesis) run(ctx context.Context, start time.Time) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if n.schedule[i].Family() == faults.FamilyUpgrade {
+				defer n.planned.Done()
+			}
 			if err := n.one(ctx, start, i); err != nil {
 				errs <- err
 			}
@@ -207,7 +239,7 @@ func (e errNotApplied) Error() string { return e.why }
 // (a failed start may have half happened), so it is healed.
 func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
 	var waited string
-	if f.Family() == faults.FamilyNode {
+	if f.HoldsNode() {
 		t0 := time.Now()
 		select {
 		case n.nodeSlot <- struct{}{}:
@@ -224,7 +256,7 @@ func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (fault
 	}
 	resolved, who, err := faults.Resolve(actx, f, n.env)
 	if err != nil {
-		if f.Family() == faults.FamilyNode {
+		if f.HoldsNode() {
 			<-n.nodeSlot
 		}
 		return f, waited, errNotApplied{err.Error()}
@@ -255,7 +287,7 @@ func (n *nemesis) stop(ctx context.Context, i int, why string) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	saw, err := faults.Heal(actx, f, n.env)
 	cancel()
-	if f.Family() == faults.FamilyNode && err == nil {
+	if f.HoldsNode() && err == nil {
 		<-n.nodeSlot // healed: the next node fault may start
 	}
 	v.Effect = joinEffects(v.Effect, saw)
