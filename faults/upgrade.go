@@ -158,18 +158,19 @@ func ParseFeatures(s string) (map[string]int16, error) {
 	return out, nil
 }
 
-// RollingUpgrade is the schedule of a rolling upgrade to version: each of
+// RollingUpgrade is the schedule of a rolling upgrade to version (or a
+// rollback of the binaries: version is then the older release): each of
 // nodes replaced in turn, the first at start and each next one every after
 // (a step whose node slot is still held waits for it), then, when
 // features is not empty, the features finalized after the last node. Each
 // step is in force for settle once it took effect (a node upgrade's heal
 // then waits for a full ISR).
 func RollingUpgrade(nodes []NodeID, version string, features map[string]int16, start, every, settle time.Duration) ([]Fault, error) {
-	if len(nodes) == 0 {
-		return nil, errors.New("a rolling upgrade needs nodes")
+	if len(nodes) == 0 && len(features) == 0 {
+		return nil, errors.New("a rolling upgrade needs nodes or features")
 	}
-	if version == "" || start < 0 || every <= 0 || settle <= 0 {
-		return nil, fmt.Errorf("a rolling upgrade needs a version, a start ≥ 0 and positive spacing and settle times (got %q, %s, %s, %s)", version, start, every, settle)
+	if (len(nodes) > 0 && version == "") || start < 0 || every <= 0 || settle <= 0 {
+		return nil, fmt.Errorf("a rolling upgrade needs a version for its nodes, a start ≥ 0 and positive spacing and settle times (got %q, %s, %s, %s)", version, start, every, settle)
 	}
 	var out []Fault
 	at := start

@@ -51,6 +51,7 @@ type runFlags struct {
 	faults      string
 	intensity   string
 	upgradeTo   string
+	downgrade   string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -78,6 +79,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute of workload: low, normal, high, or a rate such as 12/min")
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run may take before it is stopped (it is then judged as far as it got)")
 	fs.StringVar(&f.upgradeTo, "upgrade-to", "", "roll the 3-node container cluster from --kafka to this newer release during the workload, then finalize its features (groupquake upgrade adds a baseline run)")
+	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
 }
 
@@ -174,7 +176,7 @@ not be carried out (its verdicts, if it got that far, are still written).
 	if f.intensity != "normal" {
 		o.Intensity = f.intensity
 	}
-	o.UpgradeTo = f.upgradeTo
+	o.UpgradeTo, o.Downgrade = f.upgradeTo, f.downgrade
 	logf := logTo(stderr)
 	kafkaGiven := false
 	fs.Visit(func(fl *flag.Flag) { kafkaGiven = kafkaGiven || fl.Name == "kafka" })

@@ -40,6 +40,7 @@ type upgradeFlags struct {
 	bound       time.Duration
 	basePort    int
 	imageSource string
+	downgrade   string
 }
 
 func (f *upgradeFlags) register(fs *flag.FlagSet) {
@@ -57,6 +58,7 @@ func (f *upgradeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long both runs may take together")
 	fs.IntVar(&f.basePort, "base-port", 0, "loopback port of the first broker (0: free ports)")
 	fs.StringVar(&f.imageSource, "image-source", "auto", "auto, build or official")
+	fs.StringVar(&f.downgrade, "downgrade", "", "after the upgrade, roll the binaries back to --from: before-finalize (Kafka allows it: metadata.version is still the old release's), or after-finalize (metadata.version lowered first; refused where Kafka refuses it)")
 }
 
 // args rebuilds the command line of an upgrade with seed.
@@ -71,6 +73,9 @@ func (f *upgradeFlags) args(seed uint64) []string {
 	}
 	if f.intensity != "normal" {
 		a = append(a, "--intensity", f.intensity)
+	}
+	if f.downgrade != "" {
+		a = append(a, "--downgrade", f.downgrade)
 	}
 	return a
 }
@@ -143,7 +148,7 @@ not be carried out.
 	reg := run.DefaultRegistry()
 	o := run.Options{
 		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: strings.Split(f.kinds, ","), Partitions: int32(f.partitions), Rate: f.rate,
-		Duration: f.duration, UpgradeTo: f.to,
+		Duration: f.duration, UpgradeTo: f.to, Downgrade: f.downgrade,
 	}
 	if f.intensity != "normal" {
 		o.Intensity = f.intensity
@@ -156,7 +161,7 @@ not be carried out.
 		return bad("%v", err)
 	}
 	bo := o
-	bo.UpgradeTo, bo.Duration = "", up.Workload
+	bo.UpgradeTo, bo.Downgrade, bo.Duration = "", "", up.Workload
 	if f.baseline > 0 {
 		bo.Duration = f.baseline
 	}
@@ -239,27 +244,33 @@ not be carried out.
 			failed = append(failed, fmt.Sprintf("upgrade step %s did not complete: %s", s, s.Error))
 		}
 	}
+	final, want := up.FinalKafka(), up.FinalFeatures()
 	for _, n := range c.Nodes() {
-		if n.Version != f.to {
-			failed = append(failed, fmt.Sprintf("node %d runs Kafka %s after the upgrade, not %s", n.ID, n.Version, f.to))
+		if n.Version != final {
+			failed = append(failed, fmt.Sprintf("node %d runs Kafka %s at the end, not %s", n.ID, n.Version, final))
 		}
 	}
-	prof := version.MustParse(f.to).Profile()
 	if fin, err := c.FinalizedFeatures(ctx); err != nil {
 		failed = append(failed, "reading the finalized features: "+err.Error())
 	} else {
 		for id, l := range fin {
-			if l[version.FeatureMetadataVersion] != prof.MetadataVersionLevel || l[version.FeatureGroupVersion] != prof.GroupVersionLevel {
-				failed = append(failed, fmt.Sprintf("broker %d finalized %v, want metadata.version %d and group.version %d", id, l, prof.MetadataVersionLevel, prof.GroupVersionLevel))
+			for name, level := range want {
+				if l[name] != level {
+					failed = append(failed, fmt.Sprintf("broker %d finalized %s at %d, want %d", id, name, l[name], level))
+				}
 			}
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "rolling upgrade %s → %s (seed %d); rerun with: %s\n", f.from, f.to, seed, rerun)
+	what := fmt.Sprintf("rolling upgrade %s → %s", f.from, f.to)
+	if f.downgrade != "" {
+		what += fmt.Sprintf(" and back to %s (%s)", f.from, f.downgrade)
+	}
+	fmt.Fprintf(&b, "%s (seed %d); rerun with: %s\n", what, seed, rerun)
 	if err := results.WriteUpgrade(&b, ui, bi); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "== upgrade %s → %s\n%s", f.from, f.to, b.String())
+	fmt.Fprintf(stdout, "== %s\n%s", what, b.String())
 	werr := errors.Join(
 		os.WriteFile(filepath.Join(dir, "upgrade.txt"), []byte(b.String()), 0o644),
 		writeJSON(filepath.Join(dir, "upgrade.json"), upgradeResult{From: f.from, To: f.to, Seed: seed, Upgrade: ui, Baseline: bi}),
@@ -271,7 +282,7 @@ not be carried out.
 	if len(failed) > 0 {
 		return exitError{exitViolation, "the upgrade did not validate:\n  " + strings.Join(failed, "\n  ")}
 	}
-	fmt.Fprintf(stdout, "upgrade %s → %s validated: every checker held in both runs and every step completed\n", f.from, f.to)
+	fmt.Fprintf(stdout, "%s validated: every checker held in both runs and every step completed\n", what)
 	return nil
 }
 

@@ -104,25 +104,26 @@ func parseEnd(flag, s string) (Version, error) {
 	return 0, fmt.Errorf("%s: %w", flag, err)
 }
 
-// CheckDowngrade says whether a cluster of release from whose finalized
-// metadata.version is finalized can have its binaries rolled back to
-// release to, as Kafka decides it: the older binaries must support the
-// finalized level (so before finalizing an upgrade they do, since it is
-// still the old release's), and when they do not, metadata.version would
-// first have to be downgraded, which Kafka refuses past a level that
-// changed the metadata records.
-func CheckDowngrade(from, to Version, finalized int16) error {
+// CheckDowngrade says whether a cluster of release from whose
+// metadata.version is finalized at level finalized can have its binaries
+// rolled back to release to, as Kafka decides it: the older binaries must
+// support the finalized level (before an upgrade is finalized they do: it is
+// still the old release's). When they do not, metadata.version must first
+// be lowered to the older release's level, which Kafka allows only when no
+// level between changed the metadata records; lowerTo is then that level
+// (0 when the binaries can go back as they are), and a refusal is an error
+// that says why.
+func CheckDowngrade(from, to Version, finalized int16) (lowerTo int16, err error) {
 	if to >= from {
-		return fmt.Errorf("a downgrade goes to an older release: %s is not older than %s", to, from)
+		return 0, fmt.Errorf("a downgrade goes to an older release: %s is not older than %s", to, from)
 	}
 	supported := to.Profile().MetadataVersionLevel
 	if finalized <= supported {
-		return nil
+		return 0, nil
 	}
 	if changed := MetadataChangedBetween(supported, finalized); len(changed) > 0 {
-		return fmt.Errorf("Kafka refuses to downgrade from %s to %s once metadata.version is finalized at %s (%d): %s supports at most %s (%d), and the levels between changed the metadata records (%s), so metadata.version cannot be downgraded; downgrade binaries only before finalizing the upgrade",
+		return 0, fmt.Errorf("Kafka refuses to downgrade from %s to %s once metadata.version is finalized at %s (%d): %s supports at most %s (%d), and the levels between changed the metadata records (%s), so metadata.version cannot be lowered; roll the binaries back only before finalizing the upgrade",
 			from, to, MetadataVersionName(finalized), finalized, to, MetadataVersionName(supported), supported, strings.Join(changed, ", "))
 	}
-	return fmt.Errorf("Kafka %s supports metadata.version up to %s (%d), and the cluster's is finalized at %s (%d): downgrade metadata.version to %d first (no level between changed the metadata records, so Kafka allows it), then the binaries",
-		to, MetadataVersionName(supported), supported, MetadataVersionName(finalized), finalized, supported)
+	return supported, nil
 }

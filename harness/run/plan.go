@@ -100,6 +100,9 @@ type Options struct {
 	// its data, then the features finalized (upgrade.go). The steps are on
 	// the schedule beside the scenario's faults.
 	UpgradeTo string `json:"upgrade_to,omitempty"`
+	// Downgrade, with UpgradeTo, rolls the binaries back to Kafka after
+	// the upgrade: DowngradeBeforeFinalize or DowngradeAfterFinalize.
+	Downgrade string `json:"downgrade,omitempty"`
 }
 
 // Plan is plan.json: everything a run will do, chosen from the seed before
@@ -210,7 +213,7 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		return Plan{}, err
 	}
 	if o.Duration == 0 && o.UpgradeTo != "" {
-		o.Duration = upgradeWorkload(o.Nodes)
+		o.Duration = upgradeWorkload(upgradeStepCount(o, o.Nodes))
 	}
 	if o.Duration == 0 {
 		o.Duration = 20 * time.Second
@@ -536,6 +539,9 @@ func (p Plan) Args() []string {
 	}
 	if o.UpgradeTo != "" {
 		a = append(a, "--upgrade-to", o.UpgradeTo)
+	}
+	if o.Downgrade != "" {
+		a = append(a, "--downgrade", o.Downgrade)
 	}
 	a = append(a, "--duration", o.Duration.String())
 	return a

@@ -31,15 +31,43 @@ const (
 	upgradeTail = 10 * time.Second
 )
 
-// upgradeWorkload is the workload phase an upgrade of nodes needs as planned.
-func upgradeWorkload(nodes int) time.Duration {
-	return upgradeLead + time.Duration(nodes)*upgradeEvery + upgradeTail
+// Downgrades an upgrade plan can end with (Options.Downgrade).
+const (
+	// DowngradeBeforeFinalize rolls the binaries back to the old release
+	// after the upgrade, without finalizing: metadata.version is still the
+	// old release's, so Kafka allows it.
+	DowngradeBeforeFinalize = "before-finalize"
+	// DowngradeAfterFinalize finalizes the new release's features first,
+	// then lowers metadata.version to the old release's level and rolls the
+	// binaries back: Kafka refuses it when a level between changed the
+	// metadata records (version.CheckDowngrade), and so does the plan.
+	DowngradeAfterFinalize = "after-finalize"
+)
+
+// upgradeStepCount is how many steps an upgrade of nodes as o asks has.
+func upgradeStepCount(o Options, nodes int) int {
+	switch o.Downgrade {
+	case DowngradeBeforeFinalize:
+		return 2 * nodes
+	case DowngradeAfterFinalize:
+		return 2*nodes + 2
+	}
+	return nodes + 1
+}
+
+// upgradeWorkload is the workload phase steps need as planned: the lead,
+// the spacing between them, and the tail after the last.
+func upgradeWorkload(steps int) time.Duration {
+	return upgradeLead + time.Duration(steps-1)*upgradeEvery + upgradeTail
 }
 
 // checkUpgrade says what is wrong with an upgrade in o, before anything is
 // planned.
 func checkUpgrade(o Options) error {
 	if o.UpgradeTo == "" {
+		if o.Downgrade != "" {
+			return fmt.Errorf("--downgrade %s rolls back an upgrade: it needs --upgrade-to", o.Downgrade)
+		}
 		return nil
 	}
 	switch {
@@ -48,18 +76,32 @@ func checkUpgrade(o Options) error {
 	case o.Embedded:
 		return errors.New("--upgrade-to replaces container nodes: the embedded cluster has no Kafka binaries to upgrade")
 	}
-	_, _, err := version.CheckUpgrade(o.Kafka, o.UpgradeTo)
-	return err
+	from, to, err := version.CheckUpgrade(o.Kafka, o.UpgradeTo)
+	if err != nil {
+		return err
+	}
+	switch o.Downgrade {
+	case "", DowngradeBeforeFinalize:
+	case DowngradeAfterFinalize:
+		if _, err := version.CheckDowngrade(to, from, to.Profile().MetadataVersionLevel); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown downgrade %q: %s (binaries rolled back before the features are finalized) or %s", o.Downgrade, DowngradeBeforeFinalize, DowngradeAfterFinalize)
+	}
+	return nil
 }
 
 // upgradeSteps are the plan's rolling upgrade to o.UpgradeTo: every broker
-// node replaced in turn (controllers first would come first, see
-// cluster.RollingUpgrade; the plans' clusters combine both roles), then
+// node replaced in turn (the plans' clusters combine the broker and
+// controller roles, so there are no controllers to take first), then
 // metadata.version and group.version finalized at the new release's latest
-// production levels (coordinator/version).
+// production levels (coordinator/version); with a downgrade, the binaries
+// rolled back to o.Kafka, before the finalization or after it and after
+// metadata.version was lowered again.
 func upgradeSteps(p Plan) ([]faults.Fault, error) {
 	o := p.Options
-	to, err := version.Parse(o.UpgradeTo)
+	from, to, err := version.CheckUpgrade(o.Kafka, o.UpgradeTo)
 	if err != nil {
 		return nil, err
 	}
@@ -67,18 +109,41 @@ func upgradeSteps(p Plan) ([]faults.Fault, error) {
 	for i := range o.Nodes {
 		nodes = append(nodes, faults.NodeID(i+1))
 	}
-	prof := to.Profile()
-	features := map[string]int16{
-		version.FeatureMetadataVersion: prof.MetadataVersionLevel,
-		version.FeatureGroupVersion:    prof.GroupVersionLevel,
+	levels := func(v version.Version) map[string]int16 {
+		prof := v.Profile()
+		return map[string]int16{version.FeatureMetadataVersion: prof.MetadataVersionLevel, version.FeatureGroupVersion: prof.GroupVersionLevel}
 	}
-	steps, err := faults.RollingUpgrade(nodes, o.UpgradeTo, features, upgradeLead, upgradeEvery, upgradeSettle)
+	var steps []faults.Fault
+	at := upgradeLead
+	add := func(version string, features map[string]int16) error {
+		var ns []faults.NodeID
+		if version != "" {
+			ns = nodes
+		}
+		s, err := faults.RollingUpgrade(ns, version, features, at, upgradeEvery, upgradeSettle)
+		if err != nil {
+			return err
+		}
+		steps = append(steps, s...)
+		at += time.Duration(len(s)) * upgradeEvery
+		return nil
+	}
+	switch o.Downgrade {
+	case "":
+		err = add(o.UpgradeTo, levels(to))
+	case DowngradeBeforeFinalize:
+		err = errors.Join(add(o.UpgradeTo, nil), add(o.Kafka, nil))
+	case DowngradeAfterFinalize:
+		lower := levels(from)
+		lower[version.FeatureGroupVersion] = levels(to)[version.FeatureGroupVersion] // group.version is not lowered
+		err = errors.Join(add(o.UpgradeTo, levels(to)), add("", lower), add(o.Kafka, nil))
+	}
 	if err != nil {
 		return nil, err
 	}
 	steps[len(steps)-1].For = upgradeTail
-	if need := upgradeWorkload(len(nodes)); p.Workload < need {
-		return nil, fmt.Errorf("a workload of %s is too short for a rolling upgrade of %d nodes as planned (%s before the first, %s apart, %s on the finalized release): use --duration %s or more", p.Workload, len(nodes), upgradeLead, upgradeEvery, upgradeTail, need)
+	if need := upgradeWorkload(len(steps)); p.Workload < need {
+		return nil, fmt.Errorf("a workload of %s is too short for the %d steps of this rolling upgrade of %d nodes as planned (%s before the first, %s apart, %s after the last): use --duration %s or more", p.Workload, len(steps), len(nodes), upgradeLead, upgradeEvery, upgradeTail, need)
 	}
 	return steps, nil
 }
@@ -93,6 +158,33 @@ func (p Plan) FinalKafka() string {
 		}
 	}
 	return v
+}
+
+// FinalFeatures are the feature levels an upgrade plan leaves finalized:
+// those of a cluster formatted by Options.Kafka (its latest production
+// metadata.version and group.version), changed by each feature update in
+// turn. Nil when the plan has no upgrade.
+func (p Plan) FinalFeatures() map[string]int16 {
+	if p.Options.UpgradeTo == "" {
+		return nil
+	}
+	v, err := version.Parse(p.Options.Kafka)
+	if err != nil {
+		return nil
+	}
+	prof := v.Profile()
+	out := map[string]int16{version.FeatureMetadataVersion: prof.MetadataVersionLevel, version.FeatureGroupVersion: prof.GroupVersionLevel}
+	for _, f := range p.Faults {
+		if f.Kind != faults.FeatureUpdate {
+			continue
+		}
+		if l, err := faults.ParseFeatures(f.Features); err == nil {
+			for k, x := range l {
+				out[k] = x
+			}
+		}
+	}
+	return out
 }
 
 // UpgradeSteps are the plan's upgrade steps, in schedule order.

@@ -48,9 +48,47 @@ func TestUpgradePlan(t *testing.T) {
 		{run.Options{Kafka: "4.1.2", Embedded: true, UpgradeTo: "4.4.0"}, "embedded"},
 		{run.Options{Bootstrap: []string{"h:9092"}, Kafka: "4.1.2", UpgradeTo: "4.4.0"}, "external"},
 		{run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Duration: 30e9}, "too short"},
+		{run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Downgrade: run.DowngradeAfterFinalize}, "Kafka refuses to downgrade from 4.4.0 to 4.1.2 once metadata.version is finalized"},
+		{run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Downgrade: "sideways"}, `unknown downgrade "sideways"`},
+		{run.Options{Kafka: "4.1.2", Nodes: 3, Downgrade: run.DowngradeBeforeFinalize}, "needs --upgrade-to"},
 	} {
 		if _, err := run.NewPlan(1, bad.o, run.DefaultRegistry().Kinds()); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("NewPlan(%+v) = %v, want an error saying %q", bad.o, err, bad.says)
 		}
+	}
+}
+
+// A downgrade before finalizing rolls every node up and back without
+// touching the features; after finalizing, where Kafka allows it (4.2 to
+// 4.1: no level between changed the metadata records), metadata.version is
+// lowered before the binaries go back.
+func TestDowngradePlan(t *testing.T) {
+	steps := func(o run.Options) []string {
+		var out []string
+		for _, s := range mustPlan(t, 3, o).UpgradeSteps() {
+			out = append(out, string(s.Kind)+" "+s.Version+s.Features)
+		}
+		return out
+	}
+	got := steps(run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Downgrade: run.DowngradeBeforeFinalize})
+	want := []string{"node-upgrade 4.4.0", "node-upgrade 4.4.0", "node-upgrade 4.4.0", "node-upgrade 4.1.2", "node-upgrade 4.1.2", "node-upgrade 4.1.2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("before finalizing: %q, want %q", got, want)
+	}
+	got = steps(run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.2.1", Downgrade: run.DowngradeAfterFinalize})
+	want = []string{"node-upgrade 4.2.1", "node-upgrade 4.2.1", "node-upgrade 4.2.1", "feature-update group.version=1,metadata.version=29",
+		"feature-update group.version=1,metadata.version=27", "node-upgrade 4.1.2", "node-upgrade 4.1.2", "node-upgrade 4.1.2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("after finalizing: %q, want %q", got, want)
+	}
+	p := mustPlan(t, 3, run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Downgrade: run.DowngradeBeforeFinalize})
+	if p.FinalKafka() != "4.1.2" || !strings.Contains(p.Command(), "--downgrade before-finalize") {
+		t.Errorf("final %s, command %s", p.FinalKafka(), p.Command())
+	}
+	if f := p.FinalFeatures(); f["metadata.version"] != 27 || f["group.version"] != 1 {
+		t.Errorf("features after a downgrade before finalizing: %v", f)
+	}
+	if f := mustPlan(t, 3, run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0"}).FinalFeatures(); f["metadata.version"] != 33 {
+		t.Errorf("features after the upgrade: %v", f)
 	}
 }

@@ -31,6 +31,8 @@ var (
 	toFlag   = flag.String("upgrade.to", "", "release the cluster is upgraded to (default: the newest of $GROUPQUAKE_KAFKA_VERSIONS and "+cluster.DefaultKafkaVersion+")")
 	seedFlag = flag.Uint64("upgrade.seed", 13, "seed of the workload's plan")
 	longFlag = flag.Bool("upgrade.long", false, "the nightly length: a 3-minute workload for the upgrade and for its baseline (CI runs the upgrade as planned and a 20s baseline)")
+	downFlag = flag.String("upgrade.downgrade", "", "roll the binaries back to -upgrade.from after the upgrade: before-finalize or after-finalize (run.Downgrade*)")
+	scenFlag = flag.String("upgrade.scenario", run.ScenarioBaseline, "faults of the nemesis in both runs besides the upgrade (the nightly workflow runs broker-faults too)")
 )
 
 // ciFrom is the release CI upgrades from when the tested versions name no
@@ -70,45 +72,56 @@ var mixed = []string{"classic", "consumer", "kgo-classic", "kgo-consumer"}
 func TestRollingUpgrade(t *testing.T) {
 	from, to := pair(t)
 	c := clustertest.Start(t, cluster.Config{Version: from, Nodes: 3})
-	o := run.Options{Scenario: run.ScenarioBaseline, Kafka: from, Nodes: 3, Kinds: mixed, Members: len(mixed), Partitions: 6, Rate: 40}
+	o := run.Options{Scenario: *scenFlag, Kafka: from, Nodes: 3, Kinds: mixed, Members: len(mixed), Partitions: 6, Rate: 40}
 	baseline := 20 * time.Second
 	if *longFlag {
 		baseline, o.Duration = 3*time.Minute, 3*time.Minute
 	}
 	var base, upg run.Result
+	var steps int
 	t.Run("baseline-"+from, func(t *testing.T) {
 		bo := o
 		bo.Duration = baseline
 		base = campaign.RunOn(t, c, *seedFlag, bo, 5*time.Minute)
 		noneSkipped(t, base)
 	})
-	t.Run(from+"-to-"+to, func(t *testing.T) {
+	name := from + "-to-" + to
+	if *downFlag != "" {
+		name += "-and-back-" + *downFlag
+	}
+	t.Run(name, func(t *testing.T) {
 		uo := o
-		uo.UpgradeTo = to
+		uo.UpgradeTo, uo.Downgrade = to, *downFlag
 		upg = campaign.RunOn(t, c, *seedFlag, uo, 10*time.Minute)
 		noneSkipped(t, upg)
+		p, err := run.LoadPlan(filepath.Join(upg.Dir, run.PlanFile))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, n := range c.Nodes() {
-			if n.Version != to {
-				t.Errorf("node %d runs Kafka %s after the upgrade, want %s", n.ID, n.Version, to)
+			if n.Version != p.FinalKafka() {
+				t.Errorf("node %d runs Kafka %s at the end, want %s", n.ID, n.Version, p.FinalKafka())
 			}
 		}
-		want := version.MustParse(to).Profile()
 		fs, err := c.FinalizedFeatures(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for id, levels := range fs {
-			if levels[version.FeatureMetadataVersion] != want.MetadataVersionLevel || levels[version.FeatureGroupVersion] != want.GroupVersionLevel {
-				t.Errorf("broker %d finalized %v, want metadata.version %d and group.version %d", id, levels, want.MetadataVersionLevel, want.GroupVersionLevel)
+			for f, want := range p.FinalFeatures() {
+				if levels[f] != want {
+					t.Errorf("broker %d finalized %s at %d, want %d (all: %v)", id, f, levels[f], want, levels)
+				}
 			}
 		}
+		steps = len(p.UpgradeSteps())
 	})
 	if base.Dir == "" || upg.Dir == "" {
 		return
 	}
 	bi, ui := impact(t, base.Dir), impact(t, upg.Dir)
-	if len(ui.Steps) != 4 {
-		t.Errorf("the upgrade's history holds %d steps, want 3 node upgrades and a feature update: %+v", len(ui.Steps), ui.Steps)
+	if len(ui.Steps) != steps || steps == 0 {
+		t.Errorf("the upgrade's history holds %d steps, its plan %d: %+v", len(ui.Steps), steps, ui.Steps)
 	}
 	for _, s := range ui.Steps {
 		if !s.OK || s.Applied < 0 || s.End < 0 {
