@@ -71,6 +71,12 @@ var mixed = []string{"classic", "consumer", "kgo-classic", "kgo-consumer"}
 
 func TestRollingUpgrade(t *testing.T) {
 	from, to := pair(t)
+	clustertest.NeedEngine(t)
+	// The new release's image is had before the cluster starts, so that a
+	// build (minutes, when it is not cached) is not timed as the upgrade.
+	if _, err := cluster.EnsureImage(context.Background(), to, cluster.ImageOptions{Logf: t.Logf}); err != nil {
+		t.Fatalf("image of Kafka %s: %v", to, err)
+	}
 	c := clustertest.Start(t, cluster.Config{Version: from, Nodes: 3})
 	o := run.Options{Scenario: *scenFlag, Kafka: from, Nodes: 3, Kinds: mixed, Members: len(mixed), Partitions: 6, Rate: 40}
 	baseline := 20 * time.Second
