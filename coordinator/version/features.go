@@ -106,24 +106,29 @@ func parseEnd(flag, s string) (Version, error) {
 
 // CheckDowngrade says whether a cluster of release from whose
 // metadata.version is finalized at level finalized can have its binaries
-// rolled back to release to, as Kafka decides it: the older binaries must
-// support the finalized level (before an upgrade is finalized they do: it is
-// still the old release's). When they do not, metadata.version must first
-// be lowered to the older release's level, which Kafka allows only when no
-// level between changed the metadata records; lowerTo is then that level
-// (0 when the binaries can go back as they are), and a refusal is an error
-// that says why.
-func CheckDowngrade(from, to Version, finalized int16) (lowerTo int16, err error) {
+// rolled back to release to: the older binaries must support the finalized
+// level. Before an upgrade is finalized they do (it is still the old
+// release's level). After it, Kafka refuses to lower metadata.version past
+// a level that changed the metadata records; and where it does lower it,
+// the older controllers still fail to start: they replay the metadata log
+// from their last snapshot, which holds the FeatureLevelRecord of the higher
+// level ("Tried to apply FeatureLevelRecord(name='metadata.version',
+// featureLevel=29), but this controller only supports versions 7-27", seen
+// rolling 4.2.1 back to 4.1.2 after lowering 29 to 27, 2026-12-02), until
+// every controller has a snapshot past the downgrade, which groupquake
+// cannot bring about.
+func CheckDowngrade(from, to Version, finalized int16) error {
 	if to >= from {
-		return 0, fmt.Errorf("a downgrade goes to an older release: %s is not older than %s", to, from)
+		return fmt.Errorf("a downgrade goes to an older release: %s is not older than %s", to, from)
 	}
 	supported := to.Profile().MetadataVersionLevel
 	if finalized <= supported {
-		return 0, nil
+		return nil
 	}
 	if changed := MetadataChangedBetween(supported, finalized); len(changed) > 0 {
-		return 0, fmt.Errorf("Kafka refuses to downgrade from %s to %s once metadata.version is finalized at %s (%d): %s supports at most %s (%d), and the levels between changed the metadata records (%s), so metadata.version cannot be lowered; roll the binaries back only before finalizing the upgrade",
+		return fmt.Errorf("Kafka refuses to downgrade from %s to %s once metadata.version is finalized at %s (%d): %s supports at most %s (%d), and the levels between changed the metadata records (%s), so metadata.version cannot be lowered; roll the binaries back only before finalizing the upgrade",
 			from, to, MetadataVersionName(finalized), finalized, to, MetadataVersionName(supported), supported, strings.Join(changed, ", "))
 	}
-	return supported, nil
+	return fmt.Errorf("%s cannot go back to %s once metadata.version is finalized at %s (%d): Kafka lowers it to %s (%d), but %s's controllers then stop at the higher level's FeatureLevelRecord still in the metadata log until a snapshot past the downgrade exists, which groupquake cannot bring about; roll the binaries back only before finalizing the upgrade",
+		from, to, MetadataVersionName(finalized), finalized, MetadataVersionName(supported), supported, to)
 }

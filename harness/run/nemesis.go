@@ -36,19 +36,40 @@ type nemesis struct {
 	// planned counts the upgrade steps still to end (started, in force for
 	// their For, healed): the workload phase lasts until they have.
 	planned sync.WaitGroup
-	mu      sync.Mutex
-	active  map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
-	starts  map[int]effectMark   // schedule index → the meter's reading when it started
+	// stepFailed is closed when an upgrade step failed to apply or heal:
+	// the steps after it are not applied (they would wait for a node slot
+	// a failed heal never gives back).
+	stepFailed chan struct{}
+	failOnce   sync.Once
+	mu         sync.Mutex
+	active     map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
+	starts     map[int]effectMark   // schedule index → the meter's reading when it started
 }
 
 func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
-	n := &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1)}
+	n := &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1), stepFailed: make(chan struct{})}
 	for _, f := range schedule {
 		if f.Family() == faults.FamilyUpgrade {
 			n.planned.Add(1)
 		}
 	}
 	return n
+}
+
+// failedStep is closed once an upgrade step failed, for an upgrade step f;
+// nil (never ready) for any other fault.
+func (n *nemesis) failedStep(f faults.Fault) <-chan struct{} {
+	if f.Family() != faults.FamilyUpgrade {
+		return nil
+	}
+	return n.stepFailed
+}
+
+// stepFails records that upgrade step f failed.
+func (n *nemesis) stepFails(f faults.Fault) {
+	if f.Family() == faults.FamilyUpgrade {
+		n.failOnce.Do(func() { close(n.stepFailed) })
+	}
 }
 
 // awaitPlanned returns when every upgrade step of the schedule has ended,
@@ -215,6 +236,7 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	if err != nil {
 		v.Error = err.Error()
 		n.logf("nemesis: %s did not apply: %v", f, err)
+		n.stepFails(f)
 		if _, ok := err.(errNotApplied); ok {
 			_, rerr := n.rec.Fail(process(i), v, "the fault was not applied")
 			return rerr
@@ -245,6 +267,8 @@ func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (fault
 		case n.nodeSlot <- struct{}{}:
 		case <-ctx.Done():
 			return f, "", errNotApplied{"not applied: the workload phase ended while the node fault before it was still in force or healing"}
+		case <-n.failedStep(f):
+			return f, "", errNotApplied{"not applied: an earlier step of the upgrade failed"}
 		}
 		if d := time.Since(t0); d > 100*time.Millisecond {
 			waited = fmt.Sprintf("waited %s for the node fault before it to heal (one node down at a time)", d.Round(time.Millisecond))
@@ -293,6 +317,7 @@ func (n *nemesis) stop(ctx context.Context, i int, why string) error {
 	v.Effect = joinEffects(v.Effect, saw)
 	if err != nil {
 		v.Error = err.Error()
+		n.stepFails(f)
 		_, rerr := n.rec.Info(process(i), history.FFaultStop, v, "healing failed: the cluster may still be hurt")
 		if rerr != nil {
 			return rerr

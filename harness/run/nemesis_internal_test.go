@@ -237,13 +237,22 @@ func TestEffectMeter(t *testing.T) {
 
 // upgradeEnv is a fakeEnv whose cluster can upgrade: an upgrade takes its
 // node down for a while like a stop and a start.
-type upgradeEnv struct{ *fakeEnv }
+type upgradeEnv struct {
+	*fakeEnv
+	isrFails bool
+}
 
 func (u upgradeEnv) UpgradeNode(ctx context.Context, id faults.NodeID, v string) error {
 	u.nodeDown(id, "upgrade-stop")
 	return u.nodeUp(id, "upgrade-to-"+v)
 }
-func (u upgradeEnv) WaitFullISR(context.Context) error { u.add("isr"); return nil }
+func (u upgradeEnv) WaitFullISR(context.Context) error {
+	u.add("isr")
+	if u.isrFails {
+		return fmt.Errorf("a partition stays under-replicated")
+	}
+	return nil
+}
 func (u upgradeEnv) UpdateFeatures(_ context.Context, l map[string]int16) (string, error) {
 	u.add("features %s", faults.FormatFeatures(l))
 	return "finalized", nil
@@ -270,7 +279,7 @@ func TestNemesisUpgradeStepsSerialiseAndAreAwaited(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := e.env()
-	env.Target = upgradeEnv{e}
+	env.Target = upgradeEnv{fakeEnv: e}
 	n := newNemesis(sched, env, rec, meter, t.Logf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -310,5 +319,48 @@ func TestNemesisUpgradeStepsSerialiseAndAreAwaited(t *testing.T) {
 		if ev.F == history.FFaultStart && ev.Type == history.Fail {
 			t.Errorf("a step was not applied: %v", ev)
 		}
+	}
+}
+
+// A step that fails (here its heal: the replaced node never rejoined the
+// ISR) keeps the node slot, so the steps after it are not applied, and the
+// workload's wait for the upgrade ends instead of hanging.
+func TestNemesisUpgradeStopsAtAFailedStep(t *testing.T) {
+	e := &fakeEnv{}
+	ms := time.Millisecond
+	steps, err := faults.RollingUpgrade([]faults.NodeID{1, 2}, "4.4.0", nil, 0, 10*ms, 10*ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	start := time.Now()
+	clock := history.SinceClock(start)
+	meter := newEffectMeter(clock)
+	rec, err := history.NewRecorder(&buf, clock, history.Retain(), history.Tap(meter.tap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := e.env()
+	env.Target = upgradeEnv{fakeEnv: e, isrFails: true}
+	n := newNemesis(steps, env, rec, meter, t.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- n.run(ctx, start) }()
+	n.awaitPlanned(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("the wait for the upgrade hung after a failed step")
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "under-replicated") {
+		t.Errorf("nemesis: %v, want the failed heal", err)
+	}
+	var notApplied int
+	for _, ev := range rec.Events() {
+		if ev.F == history.FFaultStart && ev.Type == history.Fail && strings.Contains(ev.Value.(history.Fault).Error, "an earlier step of the upgrade failed") {
+			notApplied++
+		}
+	}
+	if notApplied != 1 {
+		t.Errorf("%d steps recorded as not applied after the failure, want 1 (calls %q)", notApplied, e.calls)
 	}
 }

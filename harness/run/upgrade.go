@@ -38,9 +38,10 @@ const (
 	// old release's, so Kafka allows it.
 	DowngradeBeforeFinalize = "before-finalize"
 	// DowngradeAfterFinalize finalizes the new release's features first,
-	// then lowers metadata.version to the old release's level and rolls the
-	// binaries back: Kafka refuses it when a level between changed the
-	// metadata records (version.CheckDowngrade), and so does the plan.
+	// then rolls the binaries back: only where the new release's levels are
+	// the old one's (a patch release of the same line); otherwise Kafka
+	// refuses it or the older controllers cannot start
+	// (version.CheckDowngrade), and the plan says so.
 	DowngradeAfterFinalize = "after-finalize"
 )
 
@@ -50,7 +51,7 @@ func upgradeStepCount(o Options, nodes int) int {
 	case DowngradeBeforeFinalize:
 		return 2 * nodes
 	case DowngradeAfterFinalize:
-		return 2*nodes + 2
+		return 2*nodes + 1
 	}
 	return nodes + 1
 }
@@ -83,7 +84,7 @@ func checkUpgrade(o Options) error {
 	switch o.Downgrade {
 	case "", DowngradeBeforeFinalize:
 	case DowngradeAfterFinalize:
-		if _, err := version.CheckDowngrade(to, from, to.Profile().MetadataVersionLevel); err != nil {
+		if err := version.CheckDowngrade(to, from, to.Profile().MetadataVersionLevel); err != nil {
 			return err
 		}
 	default:
@@ -97,11 +98,10 @@ func checkUpgrade(o Options) error {
 // controller roles, so there are no controllers to take first), then
 // metadata.version and group.version finalized at the new release's latest
 // production levels (coordinator/version); with a downgrade, the binaries
-// rolled back to o.Kafka, before the finalization or after it and after
-// metadata.version was lowered again.
+// rolled back to o.Kafka, before the finalization or after it.
 func upgradeSteps(p Plan) ([]faults.Fault, error) {
 	o := p.Options
-	from, to, err := version.CheckUpgrade(o.Kafka, o.UpgradeTo)
+	_, to, err := version.CheckUpgrade(o.Kafka, o.UpgradeTo)
 	if err != nil {
 		return nil, err
 	}
@@ -134,9 +134,9 @@ func upgradeSteps(p Plan) ([]faults.Fault, error) {
 	case DowngradeBeforeFinalize:
 		err = errors.Join(add(o.UpgradeTo, nil), add(o.Kafka, nil))
 	case DowngradeAfterFinalize:
-		lower := levels(from)
-		lower[version.FeatureGroupVersion] = levels(to)[version.FeatureGroupVersion] // group.version is not lowered
-		err = errors.Join(add(o.UpgradeTo, levels(to)), add("", lower), add(o.Kafka, nil))
+		// Planned only where the finalized levels are the old release's
+		// too (version.CheckDowngrade), so nothing is lowered.
+		err = errors.Join(add(o.UpgradeTo, levels(to)), add(o.Kafka, nil))
 	}
 	if err != nil {
 		return nil, err

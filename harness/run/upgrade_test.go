@@ -59,9 +59,8 @@ func TestUpgradePlan(t *testing.T) {
 }
 
 // A downgrade before finalizing rolls every node up and back without
-// touching the features; after finalizing, where Kafka allows it (4.2 to
-// 4.1: no level between changed the metadata records), metadata.version is
-// lowered before the binaries go back.
+// touching the features; after finalizing, only within a release line (the
+// levels are the same), else it is refused.
 func TestDowngradePlan(t *testing.T) {
 	steps := func(o run.Options) []string {
 		var out []string
@@ -75,11 +74,14 @@ func TestDowngradePlan(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("before finalizing: %q, want %q", got, want)
 	}
-	got = steps(run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.2.1", Downgrade: run.DowngradeAfterFinalize})
-	want = []string{"node-upgrade 4.2.1", "node-upgrade 4.2.1", "node-upgrade 4.2.1", "feature-update group.version=1,metadata.version=29",
-		"feature-update group.version=1,metadata.version=27", "node-upgrade 4.1.2", "node-upgrade 4.1.2", "node-upgrade 4.1.2"}
+	got = steps(run.Options{Kafka: "4.1.0", Nodes: 3, UpgradeTo: "4.1.2", Downgrade: run.DowngradeAfterFinalize})
+	want = []string{"node-upgrade 4.1.2", "node-upgrade 4.1.2", "node-upgrade 4.1.2", "feature-update group.version=1,metadata.version=27",
+		"node-upgrade 4.1.0", "node-upgrade 4.1.0", "node-upgrade 4.1.0"}
 	if !slices.Equal(got, want) {
 		t.Errorf("after finalizing: %q, want %q", got, want)
+	}
+	if _, err := run.NewPlan(3, run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.2.1", Downgrade: run.DowngradeAfterFinalize}, run.DefaultRegistry().Kinds()); err == nil || !strings.Contains(err.Error(), "snapshot past the downgrade") {
+		t.Errorf("4.2.1 back to 4.1.2 after finalizing: %v", err)
 	}
 	p := mustPlan(t, 3, run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Downgrade: run.DowngradeBeforeFinalize})
 	if p.FinalKafka() != "4.1.2" || !strings.Contains(p.Command(), "--downgrade before-finalize") {
