@@ -28,7 +28,17 @@ SOAK_DURATION ?= 1h
 # How many fresh-seed runs `make hunt` makes per version.
 HUNT_RUNS ?= 20
 
-.PHONY: test check unit engine images cluster-tests soak hunt run bench mutate sweep clean
+# The rolling upgrade `make upgrade` validates at full length (the nightly
+# workflow's matrix); CI's cluster tier runs it short, from the oldest of
+# VERSIONS to the newest.
+UPGRADE_FROM ?= 4.1.2
+UPGRADE_TO ?= 4.4.0
+# Faults of the nemesis during the upgrade and its baseline (run.Scenarios()).
+UPGRADE_SCENARIO ?= baseline
+# Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
+UPGRADE_DOWNGRADE ?=
+
+.PHONY: test check unit engine images cluster-tests soak hunt upgrade run bench mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -60,6 +70,11 @@ soak: images build
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build
 	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS)
+
+## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
+upgrade: engine build
+	$(GO) run ./cmd/groupquake image build --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
+	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE)
 
 ## run: the main job (see README).
 run: engine

@@ -113,6 +113,9 @@ const (
 	FamilyNode  Family = "node"  // a broker node
 	FamilyLink  Family = "link"  // one client's links
 	FamilyChurn Family = "churn" // a member's life: joins, leaves, crashes, stalls
+	// FamilyUpgrade holds the steps of a rolling upgrade (upgrade.go):
+	// placed by an upgrade's plan, never drawn, and left out of Kinds.
+	FamilyUpgrade Family = "upgrade"
 )
 
 // Trigger says what starts a fault besides the clock.
@@ -151,6 +154,12 @@ type Fault struct {
 	Latency  time.Duration `json:"latency,omitempty"`
 	Jitter   time.Duration `json:"jitter,omitempty"`
 	KBPerSec int64         `json:"kb_per_sec,omitempty"`
+	// Version is the Kafka release a node upgrade installs.
+	Version string `json:"version,omitempty"`
+	// Features are the levels a feature update finalizes, as
+	// FormatFeatures writes them ("group.version=1,metadata.version=33"): a
+	// string, so that a Fault stays a comparable value.
+	Features string `json:"features,omitempty"`
 }
 
 func (f Fault) target() string {
@@ -163,6 +172,10 @@ func (f Fault) target() string {
 		return fmt.Sprintf("%s→node %d", f.Client, f.Node)
 	case f.Node == Coordinator:
 		return "the coordinator's node"
+	case f.Kind == FeatureUpdate:
+		return "the cluster's features " + f.Features
+	case f.Version != "":
+		return fmt.Sprintf("node %d to Kafka %s", f.Node, f.Version)
 	}
 	return fmt.Sprintf("node %d", f.Node)
 }
@@ -212,8 +225,15 @@ func Lookup(k Kind) (Def, bool) {
 	return d, ok
 }
 
-// Kinds lists every fault kind, sorted by family then name.
+// Kinds lists every fault kind a schedule may draw, sorted by family then
+// name: the upgrade steps (FamilyUpgrade) are placed by an upgrade's plan
+// and are not among them.
 func Kinds() []Kind {
+	return slices.DeleteFunc(allKinds(), func(k Kind) bool { return registry[k].Family() == FamilyUpgrade })
+}
+
+// allKinds lists every registered kind, sorted by family then name.
+func allKinds() []Kind {
 	var out []Kind
 	for k := range registry {
 		out = append(out, k)
@@ -230,7 +250,7 @@ func Kinds() []Kind {
 
 // KindsOf lists the kinds of one family.
 func KindsOf(fam Family) []Kind {
-	return slices.DeleteFunc(Kinds(), func(k Kind) bool { return registry[k].Family() != fam })
+	return slices.DeleteFunc(allKinds(), func(k Kind) bool { return registry[k].Family() != fam })
 }
 
 // ParseKinds reads a comma-separated list of kind names and family names
@@ -249,6 +269,9 @@ func ParseKinds(s string) ([]Kind, error) {
 		}
 		if !Kind(w).Known() {
 			return nil, fmt.Errorf("unknown fault kind %q: known kinds are %s (or a family: node, link, churn)", w, kindList())
+		}
+		if registry[Kind(w)].Family() == FamilyUpgrade {
+			return nil, fmt.Errorf("%s is a step of a rolling upgrade, not a fault a schedule draws: use groupquake upgrade --from V --to W (or run --upgrade-to W)", w)
 		}
 		out = append(out, Kind(w))
 	}
@@ -283,6 +306,14 @@ func (f Fault) Family() Family {
 
 // IsLinkFault reports whether f acts on a client's links.
 func (f Fault) IsLinkFault() bool { return f.Family() == FamilyLink }
+
+// HoldsNode reports whether f takes a node out of service or changes the
+// cluster under the group (node faults and upgrade steps): such faults are
+// carried out one at a time, so a 3-node quorum never loses two nodes.
+func (f Fault) HoldsNode() bool {
+	fam := f.Family()
+	return fam == FamilyNode || fam == FamilyUpgrade
+}
 
 // Validate says what is wrong with f, if anything.
 func (f Fault) Validate() error {

@@ -159,25 +159,13 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 
 	// Rebalances: the distinct generations (classic) and epochs (consumer
 	// protocol) that members joined or were assigned at, after the first.
-	epochs := map[int32]bool{}
+	p.Rebalances = max(0, len(Epochs(events))-1)
 	coord := map[string][]int32{}
 	for _, e := range events {
 		if e.Type == history.Invoke {
 			continue
 		}
 		switch e.F {
-		case history.FAssigned:
-			if a, err := history.ValueAs[history.Assignment](e); err == nil && a.Epoch > 0 {
-				epochs[a.Epoch] = true
-			}
-		case history.FJoin:
-			if j, err := history.ValueAs[history.Join](e); err == nil && e.Type == history.OK && j.Generation > 0 {
-				epochs[j.Generation] = true
-			}
-		case history.FHeartbeat:
-			if h, err := history.ValueAs[history.Heartbeat](e); err == nil && e.Type == history.OK && h.Protocol == history.ProtocolConsumer && h.ResultEpoch > 0 {
-				epochs[h.ResultEpoch] = true
-			}
 		case "found-coordinator":
 			v, err := history.ValueAs[struct {
 				Node *int32 `json:"node"`
@@ -191,11 +179,51 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 			}
 		}
 	}
-	p.Rebalances = max(0, len(epochs)-1)
 	for _, s := range coord {
 		p.CoordinatorMoves = max(p.CoordinatorMoves, len(s)-1)
 	}
 	return p
+}
+
+// EpochSeen is a generation (classic) or epoch (consumer protocol) of the
+// group, when and where a member first reported it.
+type EpochSeen struct {
+	Epoch int32
+	At    time.Duration
+	Event int64
+}
+
+// Epochs lists the distinct generations and epochs that members joined or
+// were assigned at, in the order they were first seen: each one after the
+// first is a rebalance.
+func Epochs(events []history.Event) []EpochSeen {
+	seen := map[int32]bool{}
+	var out []EpochSeen
+	for _, e := range events {
+		if e.Type == history.Invoke {
+			continue
+		}
+		var ep int32
+		switch e.F {
+		case history.FAssigned:
+			if a, err := history.ValueAs[history.Assignment](e); err == nil {
+				ep = a.Epoch
+			}
+		case history.FJoin:
+			if j, err := history.ValueAs[history.Join](e); err == nil && e.Type == history.OK {
+				ep = j.Generation
+			}
+		case history.FHeartbeat:
+			if h, err := history.ValueAs[history.Heartbeat](e); err == nil && e.Type == history.OK && h.Protocol == history.ProtocolConsumer {
+				ep = h.ResultEpoch
+			}
+		}
+		if ep > 0 && !seen[ep] {
+			seen[ep] = true
+			out = append(out, EpochSeen{Epoch: ep, At: e.Time, Event: e.Index})
+		}
+	}
+	return out
 }
 
 // WritePressure prints one row per scenario: the runs' mean pressure.

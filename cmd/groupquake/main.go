@@ -16,6 +16,9 @@ const usage = `groupquake: chaos and conformance for Kafka consumer groups
 
 Usage:
   groupquake run [flags]            plan a run from a seed, carry it out on a cluster (or --bootstrap), judge it
+  groupquake upgrade --from V [--to W]
+                                    validate a rolling Kafka upgrade: a baseline run on V, then the same
+                                    workload while every node is replaced by W and the features finalized
   groupquake check RUN_DIR          re-run every checker over a saved run
   groupquake replay --bootstrap ADDR --group G [--kafka VERSION]
                                     replay a live group's __consumer_offsets through the reference
@@ -94,6 +97,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(ctx, args[1:], stdout, stderr)
+	case "upgrade":
+		return cmdUpgrade(ctx, args[1:], stdout, stderr)
 	case "replay":
 		return cmdReplay(ctx, args[1:], stdout, stderr)
 	case "image":

@@ -50,6 +50,8 @@ type runFlags struct {
 	faults      string
 	intensity   string
 	json        bool
+	upgradeTo   string
+	downgrade   string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -76,6 +78,8 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
 	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute of workload: low, normal, high, or a rate such as 12/min")
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run may take before it is stopped (it is then judged as far as it got)")
+	fs.StringVar(&f.upgradeTo, "upgrade-to", "", "roll the 3-node container cluster from --kafka to this newer release during the workload, then finalize its features (groupquake upgrade adds a baseline run)")
+	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
 }
@@ -343,6 +347,7 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 			return 0, o, badInput("--out: %v", err)
 		}
 	}
+	o.UpgradeTo, o.Downgrade = f.upgradeTo, f.downgrade
 	o.Scenario, o.Duration, o.Members, o.Partitions = f.scenario, f.duration, f.members, int32(f.partitions)
 	o.Rate, o.Records, o.Topic, o.Group = f.rate, f.records, f.topic, f.group
 	return seed, o, nil

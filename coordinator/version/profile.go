@@ -185,6 +185,21 @@ type Profile struct {
 	// StreamsInDefaultProtocols: group.coordinator.rebalance.protocols
 	// defaults to classic,consumer,streams (4.1+) instead of classic,consumer.
 	StreamsInDefaultProtocols bool
+
+	// --- finalized features (KIP-584) ---
+
+	// MetadataVersionLevel is the feature level of the release's latest
+	// production metadata.version (MetadataVersion.LATEST_PRODUCTION): what
+	// a cluster formatted by the release starts at, and what finalizing an
+	// upgrade to the release sets. 25 (4.0-IV3) in 4.0, 27 (4.1-IV1) in
+	// 4.1, 29 (4.2-IV1) in 4.2, 30 (4.3-IV0) in 4.3, 33 (4.4-IV2) in 4.4.0,
+	// read from the released kafka-server-common jar of every served
+	// version (see features.go). Patch releases never moved it.
+	MetadataVersionLevel int16
+	// GroupVersionLevel is the release's latest production group.version
+	// (GroupVersion.LATEST_PRODUCTION): 1 (KIP-848's consumer protocol) in
+	// every 4.x release; a cluster formatted at 4.0+ starts with it.
+	GroupVersionLevel int16
 }
 
 // Profile returns the behaviour profile of v. It is meant for served
@@ -200,6 +215,8 @@ func (v Version) Profile() Profile {
 		WritesPartitionMetadata:            true,
 		InitialGroupEpoch:                  0,
 		FirstMemberEpoch:                   1,
+		MetadataVersionLevel:               25,
+		GroupVersionLevel:                  1,
 	}
 	// Invariant: each rule below switches a behaviour on at the first release
 	// that has it and never off again, except WritesPartitionMetadata, which
@@ -211,6 +228,7 @@ func (v Version) Profile() Profile {
 		p.WritesPartitionMetadata = false
 		p.MetadataHash = true
 		p.StreamsInDefaultProtocols = true
+		p.MetadataVersionLevel = 27
 	}
 	if v >= V4_0_1 {
 		p.JoinGroupV0 = true
@@ -225,6 +243,7 @@ func (v Version) Profile() Profile {
 		p.SubscriptionBoundsAssignment = true
 		p.RevocationAckKeepsEpoch = true
 		p.OffsetsTopicIDs = true
+		p.MetadataVersionLevel = 29
 	}
 	if v >= V4_3_0 {
 		p.AssignmentTimestamp = true
@@ -239,12 +258,14 @@ func (v Version) Profile() Profile {
 		p.ClassicRejoinOnNewAssignment = true
 		p.DowngradeRebalancesOnStaleAssignment = true
 		p.OffsetCommitResolvesTopicIDs = true
+		p.MetadataVersionLevel = 30
 	}
 	if v >= V4_4_0 {
 		p.AssignorChangeRecomputes = true
 		p.StaticRejoinFullGroup = true
 		p.ClassicJoinRefusedWhenMigrationDisabled = true
 		p.LastLeaveResetsAssignmentEpoch = true
+		p.MetadataVersionLevel = 33
 	}
 	return p
 }

@@ -33,13 +33,55 @@ type nemesis struct {
 	// down on three is a lost quorum (seen: a pause of the coordinator's
 	// node while another node was still stopped hung a run).
 	nodeSlot chan struct{}
-	mu       sync.Mutex
-	active   map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
-	starts   map[int]effectMark   // schedule index → the meter's reading when it started
+	// planned counts the upgrade steps still to end (started, in force for
+	// their For, healed): the workload phase lasts until they have.
+	planned sync.WaitGroup
+	// stepFailed is closed when an upgrade step failed to apply or heal:
+	// the steps after it are not applied (they would wait for a node slot
+	// a failed heal never gives back).
+	stepFailed chan struct{}
+	failOnce   sync.Once
+	mu         sync.Mutex
+	active     map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
+	starts     map[int]effectMark   // schedule index → the meter's reading when it started
 }
 
 func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
-	return &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1)}
+	n := &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1), stepFailed: make(chan struct{})}
+	for _, f := range schedule {
+		if f.Family() == faults.FamilyUpgrade {
+			n.planned.Add(1)
+		}
+	}
+	return n
+}
+
+// failedStep is closed once an upgrade step failed, for an upgrade step f;
+// nil (never ready) for any other fault.
+func (n *nemesis) failedStep(f faults.Fault) <-chan struct{} {
+	if f.Family() != faults.FamilyUpgrade {
+		return nil
+	}
+	return n.stepFailed
+}
+
+// stepFails records that upgrade step f failed.
+func (n *nemesis) stepFails(f faults.Fault) {
+	if f.Family() == faults.FamilyUpgrade {
+		n.failOnce.Do(func() { close(n.stepFailed) })
+	}
+}
+
+// awaitPlanned returns when every upgrade step of the schedule has ended,
+// or ctx has: an upgrade is carried out whole, however long the machine
+// takes for it, so the workload phase waits for it.
+func (n *nemesis) awaitPlanned(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { n.planned.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 func process(i int) string { return "nemesis/" + strconv.Itoa(i) }
@@ -55,6 +97,8 @@ func faultValue(f faults.Fault) history.Fault {
 		v.Target = []string{f.Client + "->node-" + strconv.Itoa(int(f.Node))}
 	case f.Node == faults.Coordinator:
 		v.Target = []string{"group-coordinator"}
+	case f.Kind == faults.FeatureUpdate:
+		v.Target = []string{"cluster"}
 	default:
 		v.Target = []string{"node-" + strconv.Itoa(int(f.Node))}
 	}
@@ -70,6 +114,12 @@ func faultValue(f faults.Fault) history.Fault {
 	}
 	if f.Trigger != faults.AtTime {
 		v.Params["trigger"] = string(f.Trigger)
+	}
+	if f.Version != "" {
+		v.Params["version"] = f.Version
+	}
+	if f.Features != "" {
+		v.Params["features"] = f.Features
 	}
 	if len(v.Params) == 0 {
 		v.Params = nil
@@ -87,6 +137,9 @@ func (n *nemesis) run(ctx context.Context, start time.Time) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if n.schedule[i].Family() == faults.FamilyUpgrade {
+				defer n.planned.Done()
+			}
 			if err := n.one(ctx, start, i); err != nil {
 				errs <- err
 			}
@@ -183,6 +236,7 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	if err != nil {
 		v.Error = err.Error()
 		n.logf("nemesis: %s did not apply: %v", f, err)
+		n.stepFails(f)
 		if _, ok := err.(errNotApplied); ok {
 			_, rerr := n.rec.Fail(process(i), v, "the fault was not applied")
 			return rerr
@@ -207,12 +261,14 @@ func (e errNotApplied) Error() string { return e.why }
 // (a failed start may have half happened), so it is healed.
 func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
 	var waited string
-	if f.Family() == faults.FamilyNode {
+	if f.HoldsNode() {
 		t0 := time.Now()
 		select {
 		case n.nodeSlot <- struct{}{}:
 		case <-ctx.Done():
 			return f, "", errNotApplied{"not applied: the workload phase ended while the node fault before it was still in force or healing"}
+		case <-n.failedStep(f):
+			return f, "", errNotApplied{"not applied: an earlier step of the upgrade failed"}
 		}
 		if d := time.Since(t0); d > 100*time.Millisecond {
 			waited = fmt.Sprintf("waited %s for the node fault before it to heal (one node down at a time)", d.Round(time.Millisecond))
@@ -224,7 +280,7 @@ func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (fault
 	}
 	resolved, who, err := faults.Resolve(actx, f, n.env)
 	if err != nil {
-		if f.Family() == faults.FamilyNode {
+		if f.HoldsNode() {
 			<-n.nodeSlot
 		}
 		return f, waited, errNotApplied{err.Error()}
@@ -255,12 +311,13 @@ func (n *nemesis) stop(ctx context.Context, i int, why string) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	saw, err := faults.Heal(actx, f, n.env)
 	cancel()
-	if f.Family() == faults.FamilyNode && err == nil {
+	if f.HoldsNode() && err == nil {
 		<-n.nodeSlot // healed: the next node fault may start
 	}
 	v.Effect = joinEffects(v.Effect, saw)
 	if err != nil {
 		v.Error = err.Error()
+		n.stepFails(f)
 		_, rerr := n.rec.Info(process(i), history.FFaultStop, v, "healing failed: the cluster may still be hurt")
 		if rerr != nil {
 			return rerr

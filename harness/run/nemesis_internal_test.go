@@ -234,3 +234,133 @@ func TestEffectMeter(t *testing.T) {
 		t.Errorf("quiet for %s, want 2s: a heartbeat changes no ownership", q)
 	}
 }
+
+// upgradeEnv is a fakeEnv whose cluster can upgrade: an upgrade takes its
+// node down for a while like a stop and a start.
+type upgradeEnv struct {
+	*fakeEnv
+	isrFails bool
+}
+
+func (u upgradeEnv) UpgradeNode(ctx context.Context, id faults.NodeID, v string) error {
+	u.nodeDown(id, "upgrade-stop")
+	return u.nodeUp(id, "upgrade-to-"+v)
+}
+func (u upgradeEnv) WaitFullISR(context.Context) error {
+	u.add("isr")
+	if u.isrFails {
+		return fmt.Errorf("a partition stays under-replicated")
+	}
+	return nil
+}
+func (u upgradeEnv) UpdateFeatures(_ context.Context, l map[string]int16) (string, error) {
+	u.add("features %s", faults.FormatFeatures(l))
+	return "finalized", nil
+}
+
+// A rolling upgrade's steps hold the node slot like node faults (never two
+// nodes down, with a node fault of the nemesis in between), run in order,
+// and the workload waits for them: a workload that ends before the
+// planned steps (awaitPlanned) still sees every one applied and healed.
+func TestNemesisUpgradeStepsSerialiseAndAreAwaited(t *testing.T) {
+	e := &fakeEnv{coord: 2, startTook: 300 * time.Millisecond}
+	ms := time.Millisecond
+	steps, err := faults.RollingUpgrade([]faults.NodeID{1, 2, 3}, "4.4.0", map[string]int16{"metadata.version": 33}, 10*ms, 20*ms, 10*ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := append([]faults.Fault{{Kind: faults.NodeStop, Node: 2, At: 15 * ms, For: 100 * ms}}, steps...)
+	var buf bytes.Buffer
+	start := time.Now()
+	clock := history.SinceClock(start)
+	meter := newEffectMeter(clock)
+	rec, err := history.NewRecorder(&buf, clock, history.Retain(), history.Tap(meter.tap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := e.env()
+	env.Target = upgradeEnv{fakeEnv: e}
+	n := newNemesis(sched, env, rec, meter, t.Logf)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- n.run(ctx, start) }()
+	// The run's workload goroutine: the planned length (here 50ms) is over,
+	// and it waits for the upgrade before ending the workload.
+	time.Sleep(50 * ms)
+	n.awaitPlanned(ctx)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := n.heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.maxDown > 1 {
+		t.Errorf("%d nodes down at once: %q", e.maxDown, e.calls)
+	}
+	var ups []string
+	for _, c := range e.calls {
+		if strings.HasPrefix(c, "upgrade-to") || strings.HasPrefix(c, "features") {
+			ups = append(ups, c)
+		}
+	}
+	want := []string{"upgrade-to-4.4.0 1", "upgrade-to-4.4.0 2", "upgrade-to-4.4.0 3", "features metadata.version=33"}
+	if strings.Join(ups, "|") != strings.Join(want, "|") {
+		t.Errorf("upgrade calls %q, want %q (all: %q)", ups, want, e.calls)
+	}
+	rep := check.Judge(rec.Events(), nil, history.Plan{Group: "g"})
+	for _, v := range rep.Verdicts {
+		if v.Name == "HistoryWellFormed" && !v.Holds {
+			t.Errorf("history not well formed: %+v", v.Violations)
+		}
+	}
+	for _, ev := range rec.Events() {
+		if ev.F == history.FFaultStart && ev.Type == history.Fail {
+			t.Errorf("a step was not applied: %v", ev)
+		}
+	}
+}
+
+// A step that fails (here its heal: the replaced node never rejoined the
+// ISR) keeps the node slot, so the steps after it are not applied, and the
+// workload's wait for the upgrade ends instead of hanging.
+func TestNemesisUpgradeStopsAtAFailedStep(t *testing.T) {
+	e := &fakeEnv{}
+	ms := time.Millisecond
+	steps, err := faults.RollingUpgrade([]faults.NodeID{1, 2}, "4.4.0", nil, 0, 10*ms, 10*ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	start := time.Now()
+	clock := history.SinceClock(start)
+	meter := newEffectMeter(clock)
+	rec, err := history.NewRecorder(&buf, clock, history.Retain(), history.Tap(meter.tap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := e.env()
+	env.Target = upgradeEnv{fakeEnv: e, isrFails: true}
+	n := newNemesis(steps, env, rec, meter, t.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- n.run(ctx, start) }()
+	n.awaitPlanned(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("the wait for the upgrade hung after a failed step")
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "under-replicated") {
+		t.Errorf("nemesis: %v, want the failed heal", err)
+	}
+	var notApplied int
+	for _, ev := range rec.Events() {
+		if ev.F == history.FFaultStart && ev.Type == history.Fail && strings.Contains(ev.Value.(history.Fault).Error, "an earlier step of the upgrade failed") {
+			notApplied++
+		}
+	}
+	if notApplied != 1 {
+		t.Errorf("%d steps recorded as not applied after the failure, want 1 (calls %q)", notApplied, e.calls)
+	}
+}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,6 +95,14 @@ type Options struct {
 	// Intensity is how many faults a minute the schedule draws: "low",
 	// "normal" (the default) or "high", or a rate ("12/min").
 	Intensity string `json:"intensity,omitempty"`
+	// UpgradeTo, when set, rolls the container cluster from Kafka to this
+	// newer release while the group works: every node replaced in turn on
+	// its data, then the features finalized (upgrade.go). The steps are on
+	// the schedule beside the scenario's faults.
+	UpgradeTo string `json:"upgrade_to,omitempty"`
+	// Downgrade, with UpgradeTo, rolls the binaries back to Kafka after
+	// the upgrade: DowngradeBeforeFinalize or DowngradeAfterFinalize.
+	Downgrade string `json:"downgrade,omitempty"`
 }
 
 // Plan is plan.json: everything a run will do, chosen from the seed before
@@ -206,6 +215,12 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			o.Kafka = cluster.DefaultKafkaVersion
 		}
 	}
+	if err := checkUpgrade(o); err != nil {
+		return Plan{}, err
+	}
+	if o.Duration == 0 && o.UpgradeTo != "" {
+		o.Duration = upgradeWorkload(upgradeStepCount(o, o.Nodes))
+	}
 	if o.Duration == 0 {
 		o.Duration = 20 * time.Second
 	}
@@ -311,6 +326,14 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		if p.Faults, err = faults.Generate(stream(seed, "faults"), space, intensity.Count(p.Workload)); err != nil {
 			return Plan{}, fmt.Errorf("scenario %s: %w", o.Scenario, err)
 		}
+	}
+	if o.UpgradeTo != "" {
+		steps, err := upgradeSteps(p)
+		if err != nil {
+			return Plan{}, err
+		}
+		p.Faults = append(p.Faults, steps...)
+		slices.SortStableFunc(p.Faults, func(a, b faults.Fault) int { return cmp.Compare(a.At, b.At) })
 	}
 	return p, p.Validate()
 }
@@ -519,6 +542,12 @@ func (p Plan) Args() []string {
 	}
 	if o.Intensity != "" {
 		a = append(a, "--intensity", o.Intensity)
+	}
+	if o.UpgradeTo != "" {
+		a = append(a, "--upgrade-to", o.UpgradeTo)
+	}
+	if o.Downgrade != "" {
+		a = append(a, "--downgrade", o.Downgrade)
 	}
 	a = append(a, "--duration", o.Duration.String())
 	return a

@@ -34,7 +34,9 @@ func replayFor(p Plan, obs *history.Observations) (check.ReplayFunc, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("observations.json: %v", err)
 	}
-	fn, err := replay.Func(p.Options.Kafka, p.Group, names)
+	// The final observations come from the release the cluster ends on
+	// (an upgrade's new one), which loaded the older release's records.
+	fn, err := replay.Func(p.FinalKafka(), p.Group, names)
 	if err != nil {
 		return nil, err.Error()
 	}

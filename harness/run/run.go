@@ -208,8 +208,24 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.phase(history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
 		return err
 	}
-	wctx, cancelW := context.WithTimeout(workCtx, r.p.Workload)
+	wctx, cancelW := context.WithCancel(workCtx)
 	wstart := r.cfg.Now()
+	go func() {
+		// The workload lasts as planned, and on until an upgrade's steps
+		// have all ended (a slow machine stretches it, see upgrade.go).
+		t := time.NewTimer(r.p.Workload)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			return
+		}
+		r.nem.awaitPlanned(wctx)
+		if over := r.cfg.Now().Sub(wstart) - r.p.Workload; over > time.Second {
+			r.note("workload: lasted %s past its planned %s, until the upgrade's steps had ended", over.Round(time.Second), r.p.Workload)
+		}
+		cancelW()
+	}()
 	var work sync.WaitGroup
 	workErrs := make(chan error, len(r.prods)+1)
 	for _, pr := range r.prods {

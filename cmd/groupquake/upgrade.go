@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/results"
+)
+
+const upgradeUsage = `Usage: groupquake upgrade --from OLD [--to NEW] [flags]
+
+Validates a rolling Kafka upgrade: a 3-node cluster of OLD; first a baseline
+run of the workload (a group of both protocols and several member kinds) on
+OLD without an upgrade, then the same workload while every node is replaced
+in turn by NEW on its data and metadata.version and group.version are
+finalized at NEW's levels through the Admin API; every checker must hold in
+both, none skipped. upgrade.txt lists each upgrade step and every rebalance
+with how long each partition stopped, beside the baseline's.
+
+Exit status: 0 every checker holds and the upgrade completed, 1 a violation or
+an upgrade step that failed, 2 bad input (nothing is started), 3 a run could
+not be carried out.
+`
+
+// upgradeKinds is the default group of an upgrade: both protocols,
+// groupquake's members and kgo's.
+var upgradeKinds = []string{"classic", "consumer", "kgo-classic", "kgo-consumer"}
+
+// upgradeFlags are the flags of `groupquake upgrade`.
+type upgradeFlags struct {
+	from, to    string
+	seed        string
+	out         string
+	duration    time.Duration
+	baseline    time.Duration
+	scenario    string
+	intensity   string
+	kinds       string
+	partitions  int
+	rate        int
+	bound       time.Duration
+	basePort    int
+	imageSource string
+	downgrade   string
+}
+
+func (f *upgradeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.from, "from", "", "Kafka release the 3-node cluster starts on (served: "+strings.Join(cluster.KafkaVersions, ", ")+")")
+	fs.StringVar(&f.to, "to", cluster.DefaultKafkaVersion, "newer Kafka release every node is upgraded to")
+	fs.StringVar(&f.seed, "seed", "", "seed of both runs' plans (default: a random one, printed)")
+	fs.StringVar(&f.out, "out", "", "directory of the two run directories and upgrade.txt (default: ./runs/<time>-upgrade-<seed>/)")
+	fs.DurationVar(&f.duration, "duration", 0, "workload of the upgrade run (0: as long as the upgrade is planned to take; it lasts on until every step has ended)")
+	fs.DurationVar(&f.baseline, "baseline", 0, "workload of the baseline run on the old release (0: the upgrade run's)")
+	fs.StringVar(&f.scenario, "scenario", run.ScenarioBaseline, "faults of the nemesis in both runs besides the upgrade: "+strings.Join(run.Scenarios(), ", "))
+	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute when --scenario draws faults: low, normal, high, or a rate such as 12/min")
+	fs.StringVar(&f.kinds, "kinds", strings.Join(upgradeKinds, ","), "member kinds, cycled over the members")
+	fs.IntVar(&f.partitions, "partitions", 6, "partitions of the workload topic")
+	fs.IntVar(&f.rate, "rate", 40, "records per second over all partitions")
+	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long both runs may take together")
+	fs.IntVar(&f.basePort, "base-port", 0, "loopback port of the first broker (0: free ports)")
+	fs.StringVar(&f.imageSource, "image-source", "auto", "auto, build or official")
+	fs.StringVar(&f.downgrade, "downgrade", "", "after the upgrade, roll the binaries back to --from: before-finalize (Kafka allows it: metadata.version is still the old release's), or after-finalize (metadata.version lowered first; refused where Kafka refuses it)")
+}
+
+// args rebuilds the command line of an upgrade with seed.
+func (f *upgradeFlags) args(seed uint64) []string {
+	a := []string{"--from", f.from, "--to", f.to, "--seed", strconv.FormatUint(seed, 10), "--kinds", f.kinds,
+		"--partitions", strconv.Itoa(f.partitions), "--rate", strconv.Itoa(f.rate), "--scenario", f.scenario}
+	if f.duration > 0 {
+		a = append(a, "--duration", f.duration.String())
+	}
+	if f.baseline > 0 {
+		a = append(a, "--baseline", f.baseline.String())
+	}
+	if f.intensity != "normal" {
+		a = append(a, "--intensity", f.intensity)
+	}
+	if f.downgrade != "" {
+		a = append(a, "--downgrade", f.downgrade)
+	}
+	return a
+}
+
+// upgradeResult is upgrade.json: both runs' impact, side by side.
+type upgradeResult struct {
+	From     string         `json:"from"`
+	To       string         `json:"to"`
+	Seed     uint64         `json:"seed"`
+	Upgrade  results.Impact `json:"upgrade"`
+	Baseline results.Impact `json:"baseline"`
+}
+
+func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("upgrade", upgradeUsage)
+	var f upgradeFlags
+	f.register(fs)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	bad := badInput
+	if err := noArgs(fs, pos); err != nil {
+		return err
+	}
+	if f.from == "" {
+		return bad("--from is required: the Kafka release the cluster starts on (served: %s)", strings.Join(cluster.KafkaVersions, ", "))
+	}
+	if _, _, err := version.CheckUpgrade(f.from, f.to); err != nil {
+		return bad("%v", err)
+	}
+	if f.baseline < 0 || f.duration < 0 {
+		return bad("--duration and --baseline must not be negative (got %s, %s)", f.duration, f.baseline)
+	}
+	if _, err := faults.ParseIntensity(f.intensity); err != nil {
+		return bad("--intensity: %v", err)
+	}
+	var seed uint64
+	if f.seed == "" {
+		s, err := newSeed()
+		if err != nil {
+			return fmt.Errorf("drawing a seed: %w", err)
+		}
+		seed = s
+	} else {
+		s, err := strconv.ParseUint(f.seed, 10, 64)
+		if err != nil {
+			return bad("--seed %q is not an unsigned 64-bit integer", f.seed)
+		}
+		seed = s
+	}
+	reg := run.DefaultRegistry()
+	o := run.Options{
+		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: strings.Split(f.kinds, ","), Partitions: int32(f.partitions), Rate: f.rate,
+		Duration: f.duration, UpgradeTo: f.to, Downgrade: f.downgrade,
+	}
+	if f.intensity != "normal" {
+		o.Intensity = f.intensity
+	}
+	o.Members = len(o.Kinds)
+	o.Group = fmt.Sprintf("gq-%d-upgrade", seed)
+	o.Topic = o.Group + "-records"
+	up, err := run.NewPlan(seed, o, reg.Kinds())
+	if err != nil {
+		return bad("%v", err)
+	}
+	bo := o
+	bo.UpgradeTo, bo.Downgrade, bo.Duration = "", "", up.Workload
+	if f.baseline > 0 {
+		bo.Duration = f.baseline
+	}
+	bo.Group = fmt.Sprintf("gq-%d-baseline", seed)
+	bo.Topic = bo.Group + "-records"
+	base, err := run.NewPlan(seed, bo, reg.Kinds())
+	if err != nil {
+		return bad("baseline: %v", err)
+	}
+	dir := f.out
+	if dir == "" {
+		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-upgrade-"+strconv.FormatUint(seed, 10))
+	}
+	rerun := "groupquake upgrade " + strings.Join(f.args(seed), " ")
+	logf := logTo(stderr)
+	fmt.Fprintf(stderr, "groupquake: upgrade %s → %s, seed %d; directory %s\ngroupquake: rerun with: %s\n", f.from, f.to, seed, dir, rerun)
+
+	// Everything that can be refused has been: from here on, containers.
+	ctx, cancel := context.WithTimeout(ctx, f.bound)
+	defer cancel()
+	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+		return exitError{exitFailed, fmt.Sprintf("an upgrade replaces Kafka containers and needs a Docker engine: %v (run `groupquake engine up` as root)", err)}
+	}
+	imgOpts := cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource), Logf: logf}
+	for _, v := range []string{f.from, f.to} {
+		if _, err := cluster.EnsureImage(ctx, v, imgOpts); err != nil {
+			return exitError{exitFailed, fmt.Sprintf("image of Kafka %s: %v", v, err)}
+		}
+	}
+	c, err := cluster.Start(ctx, cluster.Config{Version: f.from, Nodes: 3, BasePort: f.basePort, Image: imgOpts, Logf: logf})
+	if err != nil {
+		return exitError{exitFailed, err.Error()}
+	}
+	defer func() {
+		if cerr := c.Close(context.WithoutCancel(ctx)); cerr != nil {
+			logf("closing the cluster: %v", cerr)
+		}
+	}()
+	var failed []string
+	judge := func(name string, p run.Plan) (results.Impact, bool) {
+		d := filepath.Join(dir, name)
+		logf("%s run: %s", name, p.Command())
+		res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Cluster: c, Logf: logf})
+		for _, n := range res.Notes {
+			logf("note (%s): %s", name, n)
+		}
+		fmt.Fprintf(stdout, "== %s (%s)\n", name, d)
+		if res.Report.Verdicts != nil {
+			if j, lerr := run.Judge(d); lerr == nil {
+				printJudgement(stdout, j)
+				if jerr := verdictStatus(j.Report); jerr != nil {
+					failed = append(failed, name+": "+jerr.Error())
+				}
+			}
+			for _, v := range res.Report.Verdicts {
+				if v.Skipped != "" {
+					failed = append(failed, fmt.Sprintf("%s: checker %s was skipped (%s)", name, v.Name, v.Skipped))
+				}
+			}
+		}
+		if err != nil {
+			return results.Impact{}, false
+		}
+		h, lerr := history.Load(filepath.Join(d, run.HistoryFile))
+		if lerr != nil {
+			failed = append(failed, fmt.Sprintf("%s: reading its history: %v", name, lerr))
+			return results.Impact{}, true
+		}
+		return results.MeasureImpact(h.Events), true
+	}
+	bi, ok := judge("baseline", base)
+	if !ok {
+		return exitError{exitFailed, "the baseline run could not be carried out; rerun with: " + rerun}
+	}
+	ui, ok := judge("upgrade", up)
+	if !ok {
+		return exitError{exitFailed, "the upgrade run could not be carried out; rerun with: " + rerun}
+	}
+	for _, s := range ui.Steps {
+		if !s.OK || s.End < 0 {
+			failed = append(failed, fmt.Sprintf("upgrade step %s did not complete: %s", s, s.Error))
+		}
+	}
+	final, want := up.FinalKafka(), up.FinalFeatures()
+	for _, n := range c.Nodes() {
+		if n.Version != final {
+			failed = append(failed, fmt.Sprintf("node %d runs Kafka %s at the end, not %s", n.ID, n.Version, final))
+		}
+	}
+	if fin, err := c.FinalizedFeatures(ctx); err != nil {
+		failed = append(failed, "reading the finalized features: "+err.Error())
+	} else {
+		for id, l := range fin {
+			for name, level := range want {
+				if l[name] != level {
+					failed = append(failed, fmt.Sprintf("broker %d finalized %s at %d, want %d", id, name, l[name], level))
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	what := fmt.Sprintf("rolling upgrade %s → %s", f.from, f.to)
+	if f.downgrade != "" {
+		what += fmt.Sprintf(" and back to %s (%s)", f.from, f.downgrade)
+	}
+	fmt.Fprintf(&b, "%s (seed %d); rerun with: %s\n", what, seed, rerun)
+	if err := results.WriteUpgrade(&b, ui, bi); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "== %s\n%s", what, b.String())
+	werr := errors.Join(
+		os.WriteFile(filepath.Join(dir, "upgrade.txt"), []byte(b.String()), 0o644),
+		writeJSONFile(filepath.Join(dir, "upgrade.json"), upgradeResult{From: f.from, To: f.to, Seed: seed, Upgrade: ui, Baseline: bi}),
+	)
+	if werr != nil {
+		logf("writing the upgrade's result: %v", werr)
+	}
+	fmt.Fprintf(stderr, "groupquake: directory %s; rerun with: %s\n", dir, rerun)
+	if len(failed) > 0 {
+		return exitError{exitViolation, "the upgrade did not validate:\n  " + strings.Join(failed, "\n  ")}
+	}
+	fmt.Fprintf(stdout, "%s validated: every checker held in both runs and every step completed\n", what)
+	return nil
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

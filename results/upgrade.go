@@ -1,0 +1,275 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// The fault kinds of a rolling upgrade's steps (faults.NodeUpgrade and
+// faults.FeatureUpdate), as the history names them.
+const (
+	stepNodeUpgrade   = "node-upgrade"
+	stepFeatureUpdate = "feature-update"
+)
+
+// UpgradeStep is one step of a rolling upgrade as the history recorded it:
+// a node replaced by another release, or the features finalized.
+type UpgradeStep struct {
+	Process string `json:"process"`
+	What    string `json:"what"`
+	Target  string `json:"target"`
+	// Params are the step's version or feature levels.
+	Params map[string]string `json:"params,omitempty"`
+	// Start is when the step began (its invoke), Applied when it took
+	// effect (the new node served, the features were finalized), End when
+	// its interval ended (a node's ISR full again); -1 when it did not come.
+	Start   time.Duration `json:"start"`
+	Applied time.Duration `json:"applied"`
+	End     time.Duration `json:"end"`
+	OK      bool          `json:"ok"`
+	// Effect is what applying it saw and what the group went through
+	// while it was in force.
+	Effect string `json:"effect,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (s UpgradeStep) String() string {
+	name := s.What + " " + s.Target
+	if v := s.Params["version"]; v != "" {
+		name += " → " + v
+	}
+	if f := s.Params["features"]; f != "" {
+		name += " " + f
+	}
+	return name
+}
+
+// Rebalance is one new generation or epoch of the group, with the upgrade
+// step in force when it was first seen and every partition whose
+// consumption resumed at it, with how long it had stopped.
+type Rebalance struct {
+	Epoch int32         `json:"epoch"`
+	At    time.Duration `json:"at"`
+	Event int64         `json:"event"`
+	// Step is the upgrade step in force ("" when none was).
+	Step  string       `json:"step,omitempty"`
+	Stops []check.Stop `json:"stops,omitempty"`
+}
+
+// Impact is what a run's group went through from the start of its workload
+// until its final observations: its rebalances with the partition stops
+// each caused, and its upgrade steps (none in a baseline).
+type Impact struct {
+	Workload   time.Duration `json:"workload"`
+	Steps      []UpgradeStep `json:"steps,omitempty"`
+	Rebalances []Rebalance   `json:"rebalances"`
+	// PartitionStops summarises every partition stop in the span.
+	PartitionStops check.Stats `json:"partition_stops"`
+}
+
+// MeasureImpact reads one run's history: the rebalances first seen from the
+// workload phase on (before the final observations, so the members'
+// leaving at teardown is not counted), each with the partition stops whose
+// consumption resumed at its epoch (check.RebalanceCost), and each upgrade
+// step with when it started, took effect and ended.
+func MeasureImpact(events []history.Event) Impact {
+	var im Impact
+	lo, hi := time.Duration(-1), time.Duration(-1)
+	var wend time.Duration = -1
+	for _, e := range events {
+		if e.F != history.FPhase {
+			continue
+		}
+		ph, err := history.ValueAs[history.Phase](e)
+		if err != nil {
+			continue
+		}
+		switch ph.Name {
+		case history.PhaseWorkload:
+			lo = e.Time
+		case history.PhaseHeal:
+			wend = e.Time
+		case history.PhaseFinal, history.PhaseTeardown:
+			if hi < 0 {
+				hi = e.Time
+			}
+		}
+	}
+	if lo < 0 {
+		return im
+	}
+	if hi < 0 && len(events) > 0 {
+		hi = events[len(events)-1].Time + 1
+	}
+	if wend > lo {
+		im.Workload = wend - lo
+	}
+	im.Steps = upgradeSteps(events)
+	stepAt := func(t time.Duration) string {
+		for _, s := range im.Steps {
+			end := s.End
+			if end < 0 {
+				end = hi
+			}
+			if s.Start <= t && t <= end {
+				return s.String()
+			}
+		}
+		return ""
+	}
+	var stops []time.Duration
+	byEpoch := map[int32][]check.Stop{}
+	if cost := check.RebalanceCost(events); cost != nil {
+		for _, pc := range cost.Protocols {
+			for _, st := range pc.Stops {
+				if st.Partition == "" || st.To < lo || st.To >= hi {
+					continue
+				}
+				byEpoch[st.Epoch] = append(byEpoch[st.Epoch], st)
+				stops = append(stops, st.Duration)
+			}
+		}
+	}
+	for _, ep := range Epochs(events) {
+		// A rebalance begun before the workload counts when partitions
+		// resumed at it inside the span.
+		if ep.At >= hi || (ep.At < lo && len(byEpoch[ep.Epoch]) == 0) {
+			continue
+		}
+		r := Rebalance{Epoch: ep.Epoch, At: ep.At, Event: ep.Event, Step: stepAt(ep.At), Stops: byEpoch[ep.Epoch]}
+		sort.Slice(r.Stops, func(i, j int) bool { return r.Stops[i].Partition < r.Stops[j].Partition })
+		im.Rebalances = append(im.Rebalances, r)
+	}
+	im.PartitionStops = statsOf(stops)
+	return im
+}
+
+// upgradeSteps reads the nemesis processes of the upgrade kinds.
+func upgradeSteps(events []history.Event) []UpgradeStep {
+	var out []UpgradeStep
+	at := map[string]int{}
+	for _, e := range events {
+		if e.F != history.FFaultStart && e.F != history.FFaultStop {
+			continue
+		}
+		f, err := history.ValueAs[history.Fault](e)
+		if err != nil || (f.What != stepNodeUpgrade && f.What != stepFeatureUpdate) {
+			continue
+		}
+		i, ok := at[e.Process]
+		if !ok {
+			at[e.Process] = len(out)
+			i = len(out)
+			out = append(out, UpgradeStep{Process: e.Process, What: f.What, Target: strings.Join(f.Target, ","), Params: f.Params, Start: e.Time, Applied: -1, End: -1})
+		}
+		s := &out[i]
+		switch {
+		case e.Type == history.Invoke:
+		case e.F == history.FFaultStart:
+			s.Applied, s.OK = e.Time, e.Type == history.OK
+			s.Effect, s.Error = f.Effect, f.Error
+		default:
+			s.End = e.Time
+			s.OK = s.OK && e.Type == history.OK
+			if f.Effect != "" {
+				s.Effect = joinNonEmpty(s.Effect, "in force: "+f.Effect)
+			}
+			if f.Error != "" {
+				s.Error = joinNonEmpty(s.Error, f.Error)
+			}
+		}
+	}
+	return out
+}
+
+func joinNonEmpty(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// statsOf summarises durations as check.Stats does (nearest-rank).
+func statsOf(ds []time.Duration) check.Stats {
+	if len(ds) == 0 {
+		return check.Stats{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	st := check.Stats{Count: len(s), Max: s[len(s)-1]}
+	for _, d := range s {
+		st.Total += d
+	}
+	st.Mean = st.Total / time.Duration(len(s))
+	rank := func(p int) time.Duration { return s[(len(s)*p+99)/100-1] }
+	st.P50, st.P99 = rank(50), rank(99)
+	return st
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// WriteUpgrade prints an upgrade run's impact beside its baseline's (the
+// same workload on the old release, no upgrade): each step with its times
+// and effect, every rebalance with the step it came in and how long each
+// partition stopped, and both runs' totals.
+func WriteUpgrade(w io.Writer, upgrade, baseline Impact) error {
+	var b strings.Builder
+	b.WriteString("upgrade steps:\n")
+	for _, s := range upgrade.Steps {
+		status := "ok"
+		if !s.OK {
+			status = "FAILED"
+		}
+		fmt.Fprintf(&b, "  %-8s %s: began %s, took effect %s, ended %s", status, s, ms(s.Start), timeOrNone(s.Applied), timeOrNone(s.End))
+		if s.Applied >= 0 {
+			fmt.Fprintf(&b, " (took %s)", ms(s.Applied-s.Start))
+		}
+		b.WriteString("\n")
+		if s.Effect != "" {
+			fmt.Fprintf(&b, "           %s\n", s.Effect)
+		}
+		if s.Error != "" {
+			fmt.Fprintf(&b, "           error: %s\n", s.Error)
+		}
+	}
+	write := func(name string, im Impact) {
+		fmt.Fprintf(&b, "%s: %d rebalances from the workload on (workload %s); partition stops in them: %d, mean %s, p99 %s, max %s, total %s\n",
+			name, len(im.Rebalances), ms(im.Workload), im.PartitionStops.Count, ms(im.PartitionStops.Mean), ms(im.PartitionStops.P99), ms(im.PartitionStops.Max), ms(im.PartitionStops.Total))
+		for _, r := range im.Rebalances {
+			in := "outside any upgrade step"
+			switch {
+			case r.Step != "":
+				in = "during " + r.Step
+			case len(im.Steps) == 0:
+				in = "no upgrade"
+			}
+			fmt.Fprintf(&b, "  epoch %d first seen at %s (event %d), %s", r.Epoch, ms(r.At), r.Event, in)
+			if len(r.Stops) == 0 {
+				b.WriteString(": no partition stopped\n")
+				continue
+			}
+			var parts []string
+			for _, st := range r.Stops {
+				parts = append(parts, fmt.Sprintf("%s %s", st.Partition, ms(st.Duration)))
+			}
+			fmt.Fprintf(&b, ": partitions stopped %s\n", strings.Join(parts, ", "))
+		}
+	}
+	write("upgrade", upgrade)
+	write("baseline (no upgrade)", baseline)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func timeOrNone(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return ms(d)
+}
