@@ -10,10 +10,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
@@ -50,6 +52,7 @@ type runFlags struct {
 	keep        bool
 	faults      string
 	intensity   string
+	clients     string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -70,7 +73,8 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.rate, "rate", 0, "records per second over all partitions (0: the seed chooses 20–60)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the workload topic (0: the seed chooses 3–8)")
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
-	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+")")
+	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+")")
+	fs.StringVar(&f.clients, "kafka-clients", "", "kafka-clients version of the Java member kinds (default: the cluster's --kafka version), resolved from Maven Central and cached")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
@@ -158,6 +162,20 @@ not be carried out (its verdicts, if it got that far, are still written).
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
 		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
+		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logTo(stderr)})
+		if err != nil {
+			return exitError{exitBadDir, "--kinds: " + err.Error()}
+		}
+		reg = jreg
+	}
+	if f.clients != "" {
+		if !slices.ContainsFunc(o.Kinds, run.IsJavaKind) {
+			return exitError{exitBadDir, fmt.Sprintf("--kafka-clients %s: no Java member kind in --kinds (%s) would use it", f.clients, strings.Join(javaKindNames(), ", "))}
+		}
+		if err := java.CheckVersion(f.clients); err != nil {
+			return exitError{exitBadDir, "--kafka-clients: " + err.Error()}
+		}
+		o.KafkaClients = f.clients
 	}
 	if f.faults != "" {
 		ks, err := faults.ParseKinds(f.faults)
@@ -258,4 +276,12 @@ func kindNames() string {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, ", ")
+}
+
+func javaKindNames() []string {
+	var out []string
+	for _, k := range run.JavaKinds() {
+		out = append(out, k.Name)
+	}
+	return out
 }

@@ -101,6 +101,7 @@ func (c *crew) build(s *slot) error {
 		SessionTimeout: p.Timers.SessionTimeout, HeartbeatInterval: p.Timers.HeartbeatInterval, RebalanceTimeout: p.Timers.RebalanceTimeout,
 		PollInterval: p.Timers.PollInterval,
 		Now:          r.cfg.Now,
+		KafkaClients: p.KafkaClients(),
 	})
 	if err != nil {
 		return err
@@ -293,9 +294,14 @@ func (c *crew) Crash(ctx context.Context, name string) (string, error) {
 				return "", err
 			}
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-		cerr := d.m.Close(cctx)
-		cancel()
+		var cerr error
+		if k, ok := d.m.(killer); ok {
+			cerr = k.Kill() // the member's own process: killed, as a crash kills it
+		} else {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+			cerr = d.m.Close(cctx)
+			cancel()
+		}
 		// Calls the member had open end as unknown outcomes: it cannot report them.
 		if err := d.h.Finish(); err != nil {
 			return "", err
@@ -310,6 +316,10 @@ func (c *crew) Crash(ctx context.Context, name string) (string, error) {
 		return saw, nil
 	})
 }
+
+// killer is a member that runs in a process of its own (clients/java):
+// a crash kills that process instead of closing the client.
+type killer interface{ Kill() error }
 
 // Stall implements faults.Members: the driver stops polling and
 // committing; with freeze, the member's links also delay every byte by d.
