@@ -504,8 +504,7 @@ func (m *Member) writeLine(line string) error {
 
 // await waits for the answer to the command in progress, named want.
 func (m *Member) await(ctx context.Context, want string) (msg, error) {
-	select {
-	case r := <-m.replies:
+	got := func(r msg) (msg, error) {
 		if r.Ev == "error" {
 			return r, fmt.Errorf("java: member %s: %s", m.name, r.Error)
 		}
@@ -513,7 +512,18 @@ func (m *Member) await(ctx context.Context, want string) (msg, error) {
 			return r, fmt.Errorf("java: member %s: the JVM answered %q where %q was due", m.name, r.Ev, want)
 		}
 		return r, nil
+	}
+	select {
+	case r := <-m.replies:
+		return got(r)
 	case <-m.exited:
+		// The reader hands over an answer before it sees the JVM exit: a
+		// JVM that answered and exited (close) answered.
+		select {
+		case r := <-m.replies:
+			return got(r)
+		default:
+		}
 		return msg{}, fmt.Errorf("java: member %s: %w", m.name, m.exitErr)
 	case <-ctx.Done():
 		return msg{}, fmt.Errorf("java: member %s: no %s from the JVM before %w", m.name, want, ctx.Err())

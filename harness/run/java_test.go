@@ -14,11 +14,10 @@ import (
 // TestJavaMemberContract runs the clients contract suite (contract_test.go)
 // on every Java member kind: the official KafkaConsumer of the default
 // Kafka version, in its own JVM, against the embedded cluster. It needs a
-// JDK and Maven (kafka-clients is resolved once and cached), no Docker.
+// JDK and Maven (kafka-clients is resolved once and cached), no Docker, so
+// it belongs to the unit tier like the contract of the other kinds; a
+// machine without them fails it and says what to install.
 func TestJavaMemberContract(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the Java members' contract starts JVMs (needs a JDK and Maven); it runs in the cluster tier")
-	}
 	if err := java.CheckJava(); err != nil {
 		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
 	}
