@@ -160,9 +160,9 @@ func TestConfigPerKind(t *testing.T) {
 			absent: []string{"group.remote.assignor"},
 		},
 		{
-			name: "classic cooperative",
-			opts: []Opt{Assignor("cooperative-sticky")},
-			want: map[string]string{"group.protocol": "classic", "partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"},
+			name:   "classic cooperative",
+			opts:   []Opt{Assignor("cooperative-sticky")},
+			want:   map[string]string{"group.protocol": "classic", "partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"},
 			absent: []string{"group.instance.id", "session.timeout.ms"},
 		},
 		{
