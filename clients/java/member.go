@@ -156,6 +156,7 @@ type Member struct {
 	exited  chan struct{}
 	exitErr error
 	closed  bool
+	frozen  bool // stopped by Freeze: a command's answer waits for the thaw
 	version string
 }
 
@@ -548,13 +549,21 @@ func (m *Member) command(ctx context.Context, line, want string, grace time.Dura
 	if err := m.writeLine(line); err != nil {
 		return msg{}, fmt.Errorf("java: member %s: writing to the JVM: %w", m.name, err)
 	}
-	bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), remaining(ctx, time.Minute)+grace)
-	defer cancel()
-	r, err := m.await(bound, want)
-	if err != nil && bound.Err() != nil {
-		m.Kill() // a JVM that does not answer in time is stuck: its answers could no longer be matched
+	wait := remaining(ctx, time.Minute) + grace
+	for {
+		bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+		r, err := m.await(bound, want)
+		late := bound.Err() != nil
+		cancel()
+		if err != nil && late {
+			if m.isFrozen() {
+				wait = grace // a stopped JVM answers once it is resumed
+				continue
+			}
+			m.Kill() // a JVM that does not answer in time is stuck: its answers could no longer be matched
+		}
+		return r, err
 	}
-	return r, err
 }
 
 // remaining is the time left before ctx's deadline, def without one.
@@ -673,8 +682,9 @@ func (m *Member) Kill() error {
 	return err
 }
 
-// Freeze stops (SIGSTOP) or resumes (SIGCONT) the JVM, where the driver
-// is a process.
+// Freeze stops (SIGSTOP) or resumes (SIGCONT) the JVM, as a long GC pause
+// or a descheduled process would: its heartbeats stop too, and the
+// command in progress is answered after the thaw.
 func (m *Member) Freeze(on bool) error {
 	m.mu.Lock()
 	p := m.p
@@ -687,7 +697,26 @@ func (m *Member) Freeze(on bool) error {
 	if on {
 		sig = syscall.SIGSTOP
 	}
+	m.mu.Lock()
+	m.frozen = on
+	m.mu.Unlock()
 	return j.cmd.Process.Signal(sig)
+}
+
+func (m *Member) isFrozen() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.frozen
+}
+
+// PID is the JVM's process id (0 before Start, or for a stand-in).
+func (m *Member) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if j, ok := m.p.(*jvm); ok {
+		return j.cmd.Process.Pid
+	}
+	return 0
 }
 
 // KafkaClients is the kafka-clients version the JVM reported (after Start).
