@@ -20,7 +20,8 @@ import (
 // be handed a dialer (it connects to the addresses the brokers advertise),
 // so the gateway listens on one loopback port per broker address and
 // rewrites the addresses in Metadata and FindCoordinator answers to its
-// own: the JVM connects only to the gateway, and each connection is dialed
+// own (and the leader hints of Fetch and Produce answers): the JVM
+// connects only to the gateway, and each connection is dialed
 // onward with the member's dial function (its links: its own toxiproxy
 // proxies, so link faults reach it) and observed (clients/wiretap), which
 // is how the member reports its group requests when they leave and when
@@ -113,7 +114,7 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 	defer bc.Close()
 
 	var mu sync.Mutex
-	rewrite := map[int32]int16{} // correlation id → version of a Metadata (key 3) or FindCoordinator (key 10) request
+	rewrite := map[int32]int16{} // correlation id → version of a request whose answer names brokers (rewritten)
 	keys := map[int32]int16{}
 	done := make(chan struct{})
 	go func() {
@@ -127,7 +128,7 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 			}
 			if len(frame) >= 8 {
 				key, version := int16(binary.BigEndian.Uint16(frame)), int16(binary.BigEndian.Uint16(frame[2:]))
-				if key == kmsg.Metadata.Int16() || key == kmsg.FindCoordinator.Int16() {
+				if rewritten(key) {
 					corr := int32(binary.BigEndian.Uint32(frame[4:]))
 					mu.Lock()
 					rewrite[corr], keys[corr] = version, key
@@ -167,8 +168,20 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 	<-done
 }
 
-// rewrite replaces the broker addresses of a Metadata or FindCoordinator
-// response frame (correlation id first) with the gateway's.
+// rewritten says whether answers to requests of key name brokers: Metadata
+// and FindCoordinator, and Fetch and Produce, whose answers carry the new
+// leader's address when a partition's leader moved (KIP-951; the Java
+// client connects to it directly).
+func rewritten(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Metadata, kmsg.FindCoordinator, kmsg.Fetch, kmsg.Produce:
+		return true
+	}
+	return false
+}
+
+// rewrite replaces the broker addresses of a response frame (correlation
+// id first) to a request rewritten names with the gateway's.
 func (g *gateway) rewrite(key, version int16, frame []byte) ([]byte, error) {
 	resp := kmsg.ResponseForKey(key)
 	resp.SetVersion(version)
@@ -199,6 +212,24 @@ func (g *gateway) rewrite(key, version int16, frame []byte) ([]byte, error) {
 		return nil
 	}
 	switch r := resp.(type) {
+	case *kmsg.FetchResponse:
+		if len(r.Brokers) == 0 {
+			return frame, nil // no leader hints: forwarded as it came
+		}
+		for i := range r.Brokers {
+			if err := swap(&r.Brokers[i].Host, &r.Brokers[i].Port); err != nil {
+				return nil, err
+			}
+		}
+	case *kmsg.ProduceResponse:
+		if len(r.Brokers) == 0 {
+			return frame, nil
+		}
+		for i := range r.Brokers {
+			if err := swap(&r.Brokers[i].Host, &r.Brokers[i].Port); err != nil {
+				return nil, err
+			}
+		}
 	case *kmsg.MetadataResponse:
 		for i := range r.Brokers {
 			if err := swap(&r.Brokers[i].Host, &r.Brokers[i].Port); err != nil {

@@ -135,3 +135,44 @@ func TestGatewayCarriesAClientThroughItsDialer(t *testing.T) {
 		t.Errorf("the gateway dialed %v: a client of a 3-broker cluster reaches more than the seed", dialed)
 	}
 }
+
+// A Fetch answer that names a partition's new leader (KIP-951 leader
+// hints: the Java client connects to it directly) names the gateway's
+// listener for that broker instead; one without hints passes unchanged.
+func TestGatewayRewritesFetchLeaderHints(t *testing.T) {
+	gw := newGateway(func(context.Context, string, string) (net.Conn, error) { return nil, fmt.Errorf("no dial in this test") })
+	defer gw.close()
+	encode := func(r *kmsg.FetchResponse) []byte {
+		frame := []byte{0, 0, 0, 42, 0} // correlation id 42, no header tags
+		return r.AppendTo(frame)
+	}
+	const version = 16
+	hinted := kmsg.NewPtrFetchResponse()
+	hinted.Version = version
+	b := kmsg.NewFetchResponseBroker()
+	b.NodeID, b.Host, b.Port = 2, "127.0.0.1", 39092
+	hinted.Brokers = append(hinted.Brokers, b)
+	out, err := gw.rewrite(kmsg.Fetch.Int16(), version, encode(hinted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kmsg.NewPtrFetchResponse()
+	got.Version = version
+	if err := got.ReadFrom(out[5:]); err != nil {
+		t.Fatal(err)
+	}
+	want, err := gw.listen("127.0.0.1:39092")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Brokers) != 1 || net.JoinHostPort(got.Brokers[0].Host, strconv.Itoa(int(got.Brokers[0].Port))) != want {
+		t.Fatalf("rewritten leader hint %+v, want the gateway's %s", got.Brokers, want)
+	}
+	plain := kmsg.NewPtrFetchResponse()
+	plain.Version = version
+	in := encode(plain)
+	out, err = gw.rewrite(kmsg.Fetch.Int16(), version, in)
+	if err != nil || string(out) != string(in) {
+		t.Fatalf("a Fetch answer without hints changed (%v)", err)
+	}
+}
