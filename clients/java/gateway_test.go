@@ -140,7 +140,9 @@ func TestGatewayCarriesAClientThroughItsDialer(t *testing.T) {
 // hints: the Java client connects to it directly) names the gateway's
 // listener for that broker instead; one without hints passes unchanged.
 func TestGatewayRewritesFetchLeaderHints(t *testing.T) {
-	gw := newGateway(func(context.Context, string, string) (net.Conn, error) { return nil, fmt.Errorf("no dial in this test") })
+	gw := newGateway(func(context.Context, string, string) (net.Conn, error) {
+		return nil, fmt.Errorf("no dial in this test")
+	})
 	defer gw.close()
 	encode := func(r *kmsg.FetchResponse) []byte {
 		frame := []byte{0, 0, 0, 42, 0} // correlation id 42, no header tags
