@@ -131,6 +131,8 @@ func TestBadInput(t *testing.T) {
 		{runArgs("--kinds", "nope"), `unknown member kind "nope"`},
 		{runArgs("--kinds", "kgo-classic,,kgo-consumer"), "names an empty kind"},
 		{runArgs("--faults", "bogus"), "--faults:"},
+		{runArgs("--kafka-clients", "4.4.0"), "no Java member kind in --kinds"},
+		{runArgs("--kinds", "java-consumer", "--kafka-clients", "3.x"), "--kafka-clients"},
 		{runArgs("--intensity", "xyz"), "--intensity:"},
 		{runArgs("--image-source", "nope"), `--image-source "nope": use auto, build or official`},
 		{runArgs("--base-port", "70000"), "--base-port 70000"},

@@ -18,6 +18,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
@@ -52,6 +53,7 @@ type runFlags struct {
 	json        bool
 	upgradeTo   string
 	downgrade   string
+	clients     string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -72,7 +74,8 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.rate, "rate", 0, "records per second over all partitions (0: the seed chooses 20–60)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the workload topic (0: the seed chooses 3–8)")
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
-	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+")")
+	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+")")
+	fs.StringVar(&f.clients, "kafka-clients", "", "kafka-clients version of the Java member kinds (default: the cluster's --kafka version), resolved from Maven Central and cached")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
@@ -149,6 +152,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if len(o.Kinds) > 0 {
 		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
+		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logTo(stderr)})
+		if err != nil {
+			return badInput("--kinds: %v", err)
+		}
+		reg = jreg
+	}
+	if f.clients != "" {
+		if !slices.ContainsFunc(o.Kinds, run.IsJavaKind) {
+			return badInput("--kafka-clients %s: no Java member kind in --kinds (%s) would use it", f.clients, strings.Join(javaKindNames(), ", "))
+		}
+		if err := java.CheckVersion(f.clients); err != nil {
+			return badInput("--kafka-clients: %v", err)
+		}
+		o.KafkaClients = f.clients
 	}
 	plan, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {
@@ -404,4 +421,12 @@ func kindNames() string {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, ", ")
+}
+
+func javaKindNames() []string {
+	var out []string
+	for _, k := range run.JavaKinds() {
+		out = append(out, k.Name)
+	}
+	return out
 }

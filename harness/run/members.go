@@ -101,6 +101,7 @@ func (c *crew) build(s *slot) error {
 		SessionTimeout: p.Timers.SessionTimeout, HeartbeatInterval: p.Timers.HeartbeatInterval, RebalanceTimeout: p.Timers.RebalanceTimeout,
 		PollInterval: p.Timers.PollInterval,
 		Now:          r.cfg.Now,
+		KafkaClients: p.KafkaClients(),
 	})
 	if err != nil {
 		return err
@@ -293,9 +294,14 @@ func (c *crew) Crash(ctx context.Context, name string) (string, error) {
 				return "", err
 			}
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-		cerr := d.m.Close(cctx)
-		cancel()
+		var cerr error
+		if k, ok := d.m.(killer); ok {
+			cerr = k.Kill() // the member's own process: killed, as a crash kills it
+		} else {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+			cerr = d.m.Close(cctx)
+			cancel()
+		}
 		// Calls the member had open end as unknown outcomes: it cannot report them.
 		if err := d.h.Finish(); err != nil {
 			return "", err
@@ -311,6 +317,15 @@ func (c *crew) Crash(ctx context.Context, name string) (string, error) {
 	})
 }
 
+// killer is a member that runs in a process of its own (clients/java):
+// a crash kills that process instead of closing the client.
+type killer interface{ Kill() error }
+
+// freezer is a member whose process can be stopped and resumed (SIGSTOP,
+// SIGCONT): a freeze then stops the process as a long pause would, besides
+// delaying its links.
+type freezer interface{ Freeze(on bool) error }
+
 // Stall implements faults.Members: the driver stops polling and
 // committing; with freeze, the member's links also delay every byte by d.
 func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Duration) (string, error) {
@@ -325,6 +340,12 @@ func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Durat
 				return "", fmt.Errorf("freezing member %s's links: %w", name, err)
 			}
 			s.frozen = true
+			if f, ok := s.d.m.(freezer); ok {
+				if err := f.Freeze(true); err != nil {
+					return "", fmt.Errorf("freezing member %s's process: %w", name, err)
+				}
+				return fmt.Sprintf("%s frozen for %s (its process stopped, its links delayed)", name, d), nil
+			}
 			return fmt.Sprintf("%s frozen for %s", name, d), nil
 		}
 		return fmt.Sprintf("%s stopped polling for %s (poll interval %s)", name, d, c.r.p.Timers.PollInterval), nil
@@ -364,6 +385,11 @@ func (c *crew) Restore(ctx context.Context, name string) (string, error) {
 			}
 			if err := l.Heal(faults.AllNodes); err != nil {
 				return "", fmt.Errorf("thawing member %s's links: %w", name, err)
+			}
+			if f, ok := s.d.m.(freezer); ok {
+				if err := f.Freeze(false); err != nil {
+					return "", fmt.Errorf("thawing member %s's process: %w", name, err)
+				}
 			}
 			s.frozen = false
 			saw = "thawed; "

@@ -60,6 +60,9 @@ type Options struct {
 	Scenario string `json:"scenario"`
 	// Kafka is the broker version of a container cluster.
 	Kafka string `json:"kafka,omitempty"`
+	// KafkaClients is the kafka-clients version of the Java member kinds;
+	// empty means Kafka's (or the default version).
+	KafkaClients string `json:"kafka_clients,omitempty"`
 	// Nodes and Controllers size a container cluster (1 or 3 nodes; 0, 1 or 3
 	// separate controllers).
 	Nodes       int `json:"nodes,omitempty"`
@@ -515,6 +518,9 @@ func (p Plan) Args() []string {
 	if len(o.Kinds) > 0 {
 		a = append(a, "--kinds", strings.Join(o.Kinds, ","))
 	}
+	if o.KafkaClients != "" {
+		a = append(a, "--kafka-clients", o.KafkaClients)
+	}
 	if o.Members > 0 {
 		a = append(a, "--members", strconv.Itoa(o.Members))
 	}
@@ -578,4 +584,16 @@ func LoadPlan(path string) (Plan, error) {
 		return Plan{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// KafkaClients is the kafka-clients version of the plan's Java members:
+// Options.KafkaClients, else the cluster's version, else the default.
+func (p Plan) KafkaClients() string {
+	switch {
+	case p.Options.KafkaClients != "":
+		return p.Options.KafkaClients
+	case p.Options.Kafka != "":
+		return p.Options.Kafka
+	}
+	return cluster.DefaultKafkaVersion
 }

@@ -37,6 +37,10 @@ type MemberSpec struct {
 	PollInterval      time.Duration
 	// Now is the run's clock.
 	Now func() time.Time
+	// KafkaClients is the Kafka client library version a member that runs
+	// one (the Java kinds) uses: the plan's --kafka-clients, else the
+	// cluster's version.
+	KafkaClients string
 }
 
 // Factory builds members of one kind.

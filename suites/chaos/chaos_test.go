@@ -56,10 +56,15 @@ var families = []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults, run.S
 // intensity to draw several overlapping faults.
 const matrixWorkload = 20 * time.Second
 
+// javaMix puts both protocols of the Java KafkaConsumer in one group with
+// groupquake's members.
+var javaMix = campaign.Mix{Name: "java", Kinds: []string{"java-classic-cooperative", "java-consumer", "classic-cooperative", "consumer"}}
+
 // TestMatrix runs every scenario family with every protocol mix (classic
 // eager, classic cooperative, consumer, mixed) on one 3-node cluster of the
 // default version, and a covering subset (each family once, each mix once)
-// on the oldest tested version: every checker must hold in every run.
+// on the oldest tested version; and the Java members' mix in the two fault
+// families on the default version: every checker must hold in every run.
 func TestMatrix(t *testing.T) {
 	versions := clustertest.Versions()
 	for vi, version := range versions {
@@ -83,13 +88,28 @@ func TestMatrix(t *testing.T) {
 					}
 				}
 			}
+			if vi > 0 {
+				return
+			}
+			// The Java KafkaConsumer (clients/java) in both fault families,
+			// beside groupquake's members, on the default version.
+			for _, family := range []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults} {
+				for _, seed := range seeds(t) {
+					t.Run(fmt.Sprintf("%s/%s/seed-%d", family, javaMix.Name, seed), func(t *testing.T) {
+						campaign.RunOn(t, c, seed, run.Options{
+							Scenario: family, Kafka: version, Nodes: 3, Kinds: javaMix.Kinds, Members: len(javaMix.Kinds),
+							Duration: matrixWorkload,
+						}, 10*time.Minute)
+					})
+				}
+			}
 		})
 	}
 }
 
 // TestFresh hunts with fresh seeds: -chaos.fresh=N runs on one 3-node
 // cluster of every tested version, the families in turn and the member kinds
-// chosen by each seed. Every run logs the command that reruns it and keeps
+// chosen by each seed, except every fourth run, which runs javaMix. Every run logs the command that reruns it and keeps
 // its run directory under $GROUPQUAKE_RUNS_DIR.
 func TestFresh(t *testing.T) {
 	if *freshFlag <= 0 {
@@ -101,8 +121,15 @@ func TestFresh(t *testing.T) {
 			for i := range *freshFlag {
 				family := families[i%len(families)]
 				seed := campaign.RandomSeed()
-				t.Run(fmt.Sprintf("%02d-%s/seed-%d", i, family, seed), func(t *testing.T) {
-					campaign.RunOn(t, c, seed, run.Options{Scenario: family, Kafka: version, Nodes: 3, Duration: 30 * time.Second}, 10*time.Minute)
+				o := run.Options{Scenario: family, Kafka: version, Nodes: 3, Duration: 30 * time.Second}
+				mix := "seed"
+				if i%4 == 3 {
+					// Every fourth run puts the Java KafkaConsumer in the group
+					// (a seed never draws the Java kinds).
+					o.Kinds, mix = javaMix.Kinds, javaMix.Name
+				}
+				t.Run(fmt.Sprintf("%02d-%s/%s/seed-%d", i, family, mix, seed), func(t *testing.T) {
+					campaign.RunOn(t, c, seed, o, 10*time.Minute)
 				})
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
@@ -96,7 +97,11 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 		o.Group = fmt.Sprintf("gq-%s-%d", name, seed)
 		o.Topic = o.Group + "-records"
 	}
-	reg := run.DefaultRegistry()
+	// Java member kinds join the registry when the options name them.
+	reg, err := run.DefaultRegistry().WithJava(o.Kinds, &java.Toolchain{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {
 		t.Fatal(err)

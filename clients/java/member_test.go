@@ -1,0 +1,391 @@
+package java
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// script is a scripted stand-in for the JVM: the test reads the commands
+// the member writes and answers with the lines a Driver would.
+type script struct {
+	t       *testing.T
+	args    []string
+	inR     *io.PipeReader // what the member writes
+	inW     *io.PipeWriter
+	outR    *io.PipeReader // what the member reads
+	outW    *io.PipeWriter
+	lines   *bufio.Scanner
+	stderr  io.Writer
+	done    chan struct{}
+	once    sync.Once
+	waitErr error
+}
+
+func (s *script) stdin() io.Writer  { return s.inW }
+func (s *script) stdout() io.Reader { return s.outR }
+func (s *script) kill() error {
+	s.exit(errors.New("signal: killed"))
+	return nil
+}
+func (s *script) wait() error { <-s.done; return s.waitErr }
+
+// exit ends the stand-in as a JVM exits: its stdout closes.
+func (s *script) exit(err error) {
+	s.once.Do(func() {
+		s.waitErr = err
+		s.outW.Close()
+		s.inR.Close()
+		close(s.done)
+	})
+}
+
+// send writes one line from the "JVM".
+func (s *script) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.outW, line+"\n"); err != nil {
+		s.t.Fatalf("stand-in: writing %q: %v", line, err)
+	}
+}
+
+// next reads the member's next command.
+func (s *script) next() string {
+	s.t.Helper()
+	if !s.lines.Scan() {
+		s.t.Fatalf("stand-in: the member closed stdin: %v", s.lines.Err())
+	}
+	return s.lines.Text()
+}
+
+// newScripted returns a member whose JVM is a script, and the script once
+// Start has started it.
+func newScripted(t *testing.T, hooks clients.Hooks, opts ...Opt) (*Member, chan *script) {
+	t.Helper()
+	started := make(chan *script, 1)
+	start := func(args []string, stderr io.Writer) (proc, error) {
+		s := &script{t: t, args: args, stderr: stderr, done: make(chan struct{})}
+		s.inR, s.inW = io.Pipe()
+		s.outR, s.outW = io.Pipe()
+		s.lines = bufio.NewScanner(s.inR)
+		started <- s
+		return s, nil
+	}
+	all := append([]Opt{withStarter(start), Hooks(hooks), KgoOpts(kgo.SeedBrokers("127.0.0.1:9"))}, opts...)
+	m, err := New("m1", "g", []string{"t"}, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, started
+}
+
+// startScripted starts m against its script, which says ready.
+func startScripted(t *testing.T, m *Member, started chan *script) *script {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- m.Start(context.Background()) }()
+	s := <-started
+	s.send(`{"ev":"ready","at":1,"version":"4.4.0"}`)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Kill() })
+	return s
+}
+
+type hookLog struct {
+	mu sync.Mutex
+	ev []clients.Event
+}
+
+func (h *hookLog) OnEvent(e clients.Event) {
+	h.mu.Lock()
+	h.ev = append(h.ev, e)
+	h.mu.Unlock()
+}
+
+func (h *hookLog) kinds() []clients.Kind {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []clients.Kind
+	for _, e := range h.ev {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func (h *hookLog) last() clients.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ev[len(h.ev)-1]
+}
+
+func argMap(args []string) map[string]string {
+	out := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		out[k] = v
+	}
+	return out
+}
+
+// The JVM gets the configuration of the kind: the group protocol, the
+// assignor, static membership, the timers each protocol accepts, and the
+// gateway (never the brokers themselves) as bootstrap.
+func TestConfigPerKind(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []Opt
+		want   map[string]string
+		absent []string
+	}{
+		{
+			name: "classic eager static",
+			opts: []Opt{InstanceID("i1"), Timers(6*time.Second, time.Second, 20*time.Second)},
+			want: map[string]string{
+				"group.protocol": "classic", "group.instance.id": "i1", "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
+				"max.poll.interval.ms":          "20000",
+				"partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+				"enable.auto.commit":            "false", "group.id": "g", "topics": "t",
+			},
+			absent: []string{"group.remote.assignor"},
+		},
+		{
+			name:   "classic cooperative",
+			opts:   []Opt{Assignor("cooperative-sticky")},
+			want:   map[string]string{"group.protocol": "classic", "partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"},
+			absent: []string{"group.instance.id", "session.timeout.ms"},
+		},
+		{
+			name:   "consumer range",
+			opts:   []Opt{Protocol(clients.Consumer), Assignor("range"), Timers(6*time.Second, time.Second, 20*time.Second)},
+			want:   map[string]string{"group.protocol": "consumer", "group.remote.assignor": "range", "max.poll.interval.ms": "20000"},
+			absent: []string{"partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, started := newScripted(t, &hookLog{}, tc.opts...)
+			s := startScripted(t, m, started)
+			got := argMap(s.args)
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q (args %q)", k, got[k], v, s.args)
+				}
+			}
+			for _, k := range tc.absent {
+				if _, ok := got[k]; ok {
+					t.Errorf("%s is set (%q); the kind must not set it", k, got[k])
+				}
+			}
+			if bs := got["bootstrap.servers"]; !strings.HasPrefix(bs, "127.0.0.1:") || bs == "127.0.0.1:9" {
+				t.Errorf("bootstrap.servers = %q: the JVM must be given the gateway, not the broker 127.0.0.1:9", bs)
+			}
+			if m.KafkaClients() != "4.4.0" {
+				t.Errorf("KafkaClients() = %q, want the version the JVM reported", m.KafkaClients())
+			}
+		})
+	}
+}
+
+// A rebalance listener event is in the hooks before the member acks it:
+// the JVM's listener returns (and the consumer acknowledges the
+// revocation) only after the history has it. Owned follows the listener,
+// and Poll hands out the records with the generation the JVM held.
+func TestListenerEventsRecordedBeforeAck(t *testing.T) {
+	h := &hookLog{}
+	m, started := newScripted(t, h)
+	s := startScripted(t, m, started)
+
+	type result struct {
+		recs []clients.Record
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		recs, err := m.Poll(ctx)
+		res <- result{recs, err}
+	}()
+	if cmd := s.next(); !strings.HasPrefix(cmd, "poll ") {
+		t.Fatalf("first command %q, want poll", cmd)
+	}
+	s.send(`{"ev":"assigned","at":5,"member_id":"A","generation":3,"partitions":[["t",2],["t",0],["t",1]],"sync":true}`)
+	if got := s.next(); got != "ack" {
+		t.Fatalf("after a sync event the member wrote %q, want ack", got)
+	}
+	if e := h.last(); e.Kind != clients.Assigned || e.Generation != 3 || e.MemberID != "A" || !slices.Equal(e.Partitions["t"], []int32{0, 1, 2}) {
+		t.Fatalf("when the ack was written the last event was %+v, want assigned t[0 1 2] at generation 3", e)
+	}
+	s.send(`{"ev":"revoked","at":6,"member_id":"A","generation":3,"partitions":[["t",1]],"sync":true}`)
+	if got := s.next(); got != "ack" {
+		t.Fatalf("after a sync event the member wrote %q, want ack", got)
+	}
+	if e := h.last(); e.Kind != clients.Revoked || !slices.Equal(e.Partitions["t"], []int32{1}) {
+		t.Fatalf("when the ack was written the last event was %+v, want revoked t[1]", e)
+	}
+	if got := m.Owned(); !slices.Equal(got["t"], []int32{0, 2}) {
+		t.Errorf("Owned() = %v after assigned 0,1,2 and revoked 1", got)
+	}
+	s.send(`{"ev":"polled","at":7,"member_id":"A","generation":3,"records":[["t",0,41,"","c2VxPTQx"],["t",2,7,"a2V5","eA=="]]}`)
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.recs) != 2 || r.recs[0].Offset != 41 || string(r.recs[0].Value) != "seq=41" || r.recs[1].Partition != 2 || string(r.recs[1].Key) != "key" {
+		t.Fatalf("Poll returned %+v", r.recs)
+	}
+	for _, rec := range r.recs {
+		if rec.Generation != 3 || rec.MemberEpoch != -1 {
+			t.Errorf("record %+v: want generation 3 and no member epoch", rec)
+		}
+	}
+	// A lost partition is reported as lost, not revoked.
+	go func() {
+		_, err := m.Poll(context.Background())
+		res <- result{nil, err}
+	}()
+	s.next()
+	s.send(`{"ev":"lost","at":8,"member_id":"A","generation":3,"partitions":[["t",0],["t",2]],"sync":true}`)
+	s.next()
+	s.send(`{"ev":"polled","at":9,"generation":-1,"records":[],"error":"org.apache.kafka.common.errors.FencedInstanceIdException: fenced","class":"FencedInstanceIdException"}`)
+	r = <-res
+	if r.err == nil || !strings.Contains(r.err.Error(), "FencedInstanceIdException") {
+		t.Errorf("Poll after an exception in poll returned %v, want the exception", r.err)
+	}
+	if got := h.kinds(); !slices.Equal(got, []clients.Kind{clients.Assigned, clients.Revoked, clients.Lost}) {
+		t.Errorf("events %v", got)
+	}
+	if m.Owned().Count() != 0 {
+		t.Errorf("Owned() = %v after losing everything", m.Owned())
+	}
+}
+
+// Commit sends the offsets in order with the time ctx leaves, and returns
+// the exception commitSync threw.
+func TestCommitCommand(t *testing.T) {
+	m, started := newScripted(t, &hookLog{})
+	s := startScripted(t, m, started)
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := m.Commit(ctx, map[string]map[int32]int64{"t": {2: 9, 0: 5}, "a": {0: 1}})
+		errc <- err
+	}()
+	cmd := strings.Fields(s.next())
+	if len(cmd) != 11 || cmd[0] != "commit" || strings.Join(cmd[2:], " ") != "a 0 1 t 0 5 t 2 9" {
+		t.Fatalf("commit command %q", cmd)
+	}
+	if ms := cmd[1]; ms < "9000" || len(ms) != 4 {
+		t.Errorf("commit timeout %s ms, want about the 10s ctx leaves", ms)
+	}
+	s.send(`{"ev":"committed","at":2,"generation":4,"error":"org.apache.kafka.clients.consumer.CommitFailedException: rebalanced","class":"CommitFailedException"}`)
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "CommitFailedException") {
+		t.Fatalf("Commit returned %v, want the CommitFailedException", err)
+	}
+	go func() {
+		_, err := m.Commit(context.Background(), map[string]map[int32]int64{"t": {0: 6}})
+		errc <- err
+	}()
+	s.next()
+	s.send(`{"ev":"committed","at":3,"generation":4}`)
+	if err := <-errc; err != nil {
+		t.Fatalf("Commit returned %v on success", err)
+	}
+}
+
+// A JVM that dies mid-command ends the command with an error that carries
+// its last output; the member is then closed.
+func TestJVMDiesMidPoll(t *testing.T) {
+	m, started := newScripted(t, &hookLog{})
+	s := startScripted(t, m, started)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Poll(context.Background())
+		errc <- err
+	}()
+	s.next()
+	io.WriteString(s.stderr, "java.lang.OutOfMemoryError: Java heap space\n")
+	s.exit(errors.New("exit status 3"))
+	err := <-errc
+	if err == nil || !strings.Contains(err.Error(), "OutOfMemoryError") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("Poll on a dead JVM returned %v, want its exit and last output", err)
+	}
+	if _, err := m.Poll(context.Background()); err == nil {
+		t.Error("Poll after the JVM died returned no error")
+	}
+}
+
+// Close asks the consumer to close (it leaves the group), waits for the
+// JVM, and is idempotent.
+func TestClose(t *testing.T) {
+	m, started := newScripted(t, &hookLog{})
+	s := startScripted(t, m, started)
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errc <- m.Close(ctx)
+	}()
+	if cmd := s.next(); !strings.HasPrefix(cmd, "close ") {
+		t.Fatalf("close sent %q", cmd)
+	}
+	s.send(`{"ev":"closed","at":4}`)
+	s.exit(nil)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := m.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Poll after Close returned %v", err)
+	}
+}
+
+// A JVM that never says ready fails Start within its ctx and is killed.
+func TestStartTimesOut(t *testing.T) {
+	m, started := newScripted(t, &hookLog{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- m.Start(ctx) }()
+	s := <-started
+	err := <-errc
+	if err == nil || !strings.Contains(err.Error(), "ready") {
+		t.Fatalf("Start without ready returned %v", err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(time.Second):
+		t.Fatal("the JVM that never got ready was not killed")
+	}
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts []Opt
+		want string
+	}{
+		{nil, "no runtime"},
+		{[]Opt{WithRuntime(Runtime{Classpath: "x"}), Assignor("uniform")}, "does not fit the classic protocol"},
+		{[]Opt{WithRuntime(Runtime{Classpath: "x"}), Protocol(clients.Consumer), Assignor("cooperative-sticky")}, "does not fit the consumer protocol"},
+	} {
+		if _, err := New("m1", "g", []string{"t"}, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%d opts) = %v, want an error with %q", len(tc.opts), err, tc.want)
+		}
+	}
+	if err := CheckVersion("4.4"); err == nil {
+		t.Error("CheckVersion(4.4) accepted a version that is no release number")
+	}
+}

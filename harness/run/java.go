@@ -1,0 +1,111 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/java"
+)
+
+// JavaKind is a member kind backed by the official Java KafkaConsumer
+// (clients/java). The Java kinds are never in DefaultRegistry, so a seed
+// never draws them (a machine may have no JDK); WithJava adds the ones a
+// user names (groupquake run --kinds java-classic,...).
+type JavaKind struct {
+	Name     string
+	Protocol clients.Protocol
+	Assignor string
+	Doc      string
+}
+
+// JavaKinds lists the Java member kinds.
+func JavaKinds() []JavaKind {
+	return []JavaKind{
+		{Name: "java-classic", Protocol: clients.Classic, Assignor: "range",
+			Doc: "the Java KafkaConsumer, classic protocol with Java's default assignors (range, then cooperative-sticky: EAGER rebalances); static with an instance id"},
+		{Name: "java-classic-cooperative", Protocol: clients.Classic, Assignor: "cooperative-sticky",
+			Doc: "the Java KafkaConsumer, classic protocol with the cooperative-sticky assignor alone (KIP-429 COOPERATIVE rebalances)"},
+		{Name: "java-consumer", Protocol: clients.Consumer, Assignor: "uniform",
+			Doc: "the Java KafkaConsumer, group.protocol=consumer (KIP-848), server assignor uniform"},
+		{Name: "java-consumer-range", Protocol: clients.Consumer, Assignor: "range",
+			Doc: "the Java KafkaConsumer, group.protocol=consumer (KIP-848), server assignor range"},
+	}
+}
+
+// IsJavaKind says whether kind is one of JavaKinds.
+func IsJavaKind(kind string) bool {
+	return slices.ContainsFunc(JavaKinds(), func(k JavaKind) bool { return k.Name == kind })
+}
+
+// JavaRegistry returns the Java kinds as a registry whose members are
+// prepared by tc (kafka-clients resolved and the driver compiled on first
+// use). Each member runs its own JVM of the kafka-clients version
+// MemberSpec.KafkaClients names.
+func JavaRegistry(tc *java.Toolchain) Registry {
+	r := Registry{}
+	for _, k := range JavaKinds() {
+		r[k.Name] = Factory{
+			Protocol: k.Protocol,
+			Doc:      k.Doc,
+			New: func(s MemberSpec) (clients.Member, error) {
+				version := s.KafkaClients
+				if version == "" {
+					return nil, fmt.Errorf("member %s (%s): no kafka-clients version: the plan names none (--kafka-clients, or the cluster's --kafka)", s.Name, k.Name)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				rt, err := tc.Prepare(ctx, version)
+				if err != nil {
+					return nil, fmt.Errorf("member %s (%s): %w", s.Name, k.Name, err)
+				}
+				opts := []java.Opt{
+					java.Protocol(k.Protocol), java.Assignor(k.Assignor), java.Hooks(s.Hooks), java.KgoOpts(s.KgoOpts...),
+					java.Clock(s.Now), java.WithRuntime(rt),
+				}
+				poll := s.PollInterval
+				if poll == 0 {
+					// Java's classic rebalance timeout is max.poll.interval.ms.
+					poll = s.RebalanceTimeout
+				}
+				opts = append(opts, java.Timers(s.SessionTimeout, s.HeartbeatInterval, poll))
+				if s.InstanceID != "" {
+					opts = append(opts, java.InstanceID(s.InstanceID))
+				}
+				return java.New(s.Name, s.Group, s.Topics, opts...)
+			},
+			// commitSync retries a commit on retriable errors (a coordinator
+			// move, a lost connection) on its own.
+			ResendsCommits: true,
+		}
+	}
+	return r
+}
+
+// WithJava returns r plus the Java kinds among named. Naming one on a
+// machine without a JDK (java, javac) or Maven is an error that says what
+// to install; naming none changes nothing.
+func (r Registry) WithJava(named []string, tc *java.Toolchain) (Registry, error) {
+	var want []string
+	for _, n := range named {
+		if IsJavaKind(n) && !slices.Contains(want, n) {
+			want = append(want, n)
+		}
+	}
+	if len(want) == 0 {
+		return r, nil
+	}
+	if err := java.CheckJava(); err != nil {
+		return nil, fmt.Errorf("member kinds %s: %w", strings.Join(want, ", "), err)
+	}
+	j := JavaRegistry(tc)
+	out := maps.Clone(r)
+	for _, n := range want {
+		out[n] = j[n]
+	}
+	return out, nil
+}
