@@ -27,6 +27,8 @@ export GROUPQUAKE_RUNS_DIR := $(CURDIR)/build/runs
 SOAK_DURATION ?= 1h
 # How many fresh-seed runs `make hunt` makes per version.
 HUNT_RUNS ?= 20
+# The protocol mix of every hunt run (e.g. mixed); empty: each seed chooses.
+HUNT_MIX ?=
 
 # The rolling upgrade `make upgrade` validates at full length (the nightly
 # workflow's matrix); CI's cluster tier runs it short, from the oldest of
@@ -69,7 +71,7 @@ soak: images build
 
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build
-	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS)
+	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.mix=$(HUNT_MIX)
 
 ## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
 upgrade: engine build

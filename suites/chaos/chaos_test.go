@@ -49,6 +49,33 @@ func seeds(t *testing.T) []uint64 {
 // nightly workflow's hunt; CI runs the fixed matrix instead).
 var freshFlag = flag.Int("chaos.fresh", 0, "TestFresh: runs with fresh seeds per tested version, rotating the scenario families; the seed chooses the members")
 
+// mixFlag makes every TestFresh run use one protocol mix (a name of
+// campaign.Mixes, or "java"), e.g. -chaos.mix=mixed to hunt in groups that
+// hold both protocols; by default the seed chooses the members.
+var mixFlag = flag.String("chaos.mix", "", "TestFresh: run every fresh seed with this protocol mix ("+mixNames()+") instead of the seed's choice")
+
+func mixNames() string {
+	var names []string
+	for _, m := range append(campaign.Mixes, javaMix) {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// freshMix returns the mix -chaos.mix names, or nil for the seed's choice.
+func freshMix(t *testing.T) *campaign.Mix {
+	if *mixFlag == "" {
+		return nil
+	}
+	for _, m := range append(campaign.Mixes, javaMix) {
+		if m.Name == *mixFlag {
+			return &m
+		}
+	}
+	t.Fatalf("-chaos.mix=%q: known mixes are %s", *mixFlag, mixNames())
+	return nil
+}
+
 // families are the scenario families the matrix covers.
 var families = []string{run.ScenarioMemberLinks, run.ScenarioBrokerFaults, run.ScenarioChurn, run.ScenarioCombined}
 
@@ -115,6 +142,7 @@ func TestFresh(t *testing.T) {
 	if *freshFlag <= 0 {
 		t.Skip("-chaos.fresh=N not given: the fresh-seed hunt is the nightly workflow's (make hunt); CI runs TestMatrix's fixed seeds")
 	}
+	only := freshMix(t)
 	for _, version := range clustertest.Versions() {
 		t.Run(version, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 3})
@@ -123,7 +151,10 @@ func TestFresh(t *testing.T) {
 				seed := campaign.RandomSeed()
 				o := run.Options{Scenario: family, Kafka: version, Nodes: 3, Duration: 30 * time.Second}
 				mix := "seed"
-				if i%4 == 3 {
+				switch {
+				case only != nil:
+					o.Kinds, o.Members, mix = only.Kinds, max(3, len(only.Kinds)), only.Name
+				case i%4 == 3:
 					// Every fourth run puts the Java KafkaConsumer in the group
 					// (a seed never draws the Java kinds).
 					o.Kinds, mix = javaMix.Kinds, javaMix.Name

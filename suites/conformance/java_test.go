@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,18 +18,22 @@ import (
 // javaGroups are the groups TestJavaMembers runs: the official Java
 // KafkaConsumer (clients/java, kafka-clients of the cluster's version)
 // beside groupquake's members and kgo's, in one group, in each rebalance
-// protocol and mixed. every: also on the other tested versions (the rest
-// only on the default, to keep the tier short).
+// protocol and mixed. every: also on the other tested versions; ci: in
+// the CI tier, on the default version (the mixed group holds the
+// cooperative and the consumer-protocol Java kinds, and the chaos matrix
+// runs both under faults); -java.all runs every group everywhere.
 var javaGroups = []struct {
-	name  string
-	kinds []string
-	every bool
+	name      string
+	kinds     []string
+	every, ci bool
 }{
-	{"classic-eager", []string{"java-classic", "classic", "java-classic"}, false},
-	{"classic-cooperative", []string{"java-classic-cooperative", "classic-cooperative", "kgo-classic"}, false},
-	{"consumer", []string{"java-consumer", "consumer", "kgo-consumer", "java-consumer"}, false},
-	{"mixed", []string{"java-classic-cooperative", "java-consumer", "classic-cooperative", "consumer"}, true},
+	{"classic-eager", []string{"java-classic", "classic", "java-classic"}, false, true},
+	{"classic-cooperative", []string{"java-classic-cooperative", "classic-cooperative", "kgo-classic"}, false, false},
+	{"consumer", []string{"java-consumer", "consumer", "kgo-consumer", "java-consumer"}, false, false},
+	{"mixed", []string{"java-classic-cooperative", "java-consumer", "classic-cooperative", "consumer"}, true, true},
 }
+
+var javaAll = flag.Bool("java.all", false, "TestJavaMembers: run every Java group on every tested version (CI runs a covering subset)")
 
 // TestJavaMembers runs the seed's baseline workload with Java members in
 // the group on a real one-node cluster of every tested version: every
@@ -41,7 +46,7 @@ func TestJavaMembers(t *testing.T) {
 			clustertest.NeedEngine(t)
 			c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 1})
 			for _, g := range javaGroups {
-				if vi > 0 && !g.every {
+				if !*javaAll && ((vi > 0 && !g.every) || !g.ci) {
 					continue
 				}
 				t.Run(g.name, func(t *testing.T) {
