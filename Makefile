@@ -23,6 +23,15 @@ export TESTCONTAINERS_RYUK_DISABLED := true
 export GROUPQUAKE_KAFKA_VERSIONS := $(VERSIONS)
 # Suites keep every run directory (plan, history, verdicts, report.html) here.
 export GROUPQUAKE_RUNS_DIR := $(CURDIR)/build/runs
+# Where the Kafka images come from (groupquake image build --image-source):
+# auto uses an apache/kafka image already in the engine, else builds one on
+# this Debian machine without any registry; official pulls apache/kafka from
+# the engine's registry (the workflows on GitHub's Ubuntu runners, where the
+# local build refuses the non-Debian host); build always builds.
+IMAGE_SOURCE ?= auto
+ifeq ($(strip $(IMAGE_SOURCE)),)
+$(error IMAGE_SOURCE is empty: use auto, official or build, e.g. make test IMAGE_SOURCE=official)
+endif
 # How long `make soak` keeps starting runs (CI's cluster tier soaks 30s).
 SOAK_DURATION ?= 1h
 # How many fresh-seed runs `make hunt` makes per version.
@@ -40,7 +49,7 @@ UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
 
-.PHONY: test check unit engine images cluster-tests soak hunt upgrade run bench mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt java upgrade run bench mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -57,9 +66,9 @@ unit: build
 engine:
 	$(GO) run ./cmd/groupquake engine up
 
-## images: build (once, then cached) the Kafka image of every tested version.
+## images: get (once, then cached) the Kafka image of every tested version, from IMAGE_SOURCE.
 images: engine
-	$(GO) run ./cmd/groupquake image build --kafka $(VERSIONS)
+	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(VERSIONS)
 
 ## cluster-tests: tests against real Kafka clusters in containers.
 cluster-tests: build
@@ -73,9 +82,13 @@ soak: images build
 hunt: images build
 	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.mix=$(HUNT_MIX)
 
+## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one).
+java: images build
+	$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all
+
 ## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
 upgrade: engine build
-	$(GO) run ./cmd/groupquake image build --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
+	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
 	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE)
 
 ## run: the main job (see README).
