@@ -94,6 +94,37 @@ func TestHandMutantMustBeUnique(t *testing.T) {
 	}
 }
 
+// An auto entry may name one file: only that file's mutants are made, the same as the package's
+// mutants of that file; a test file or a missing one is an error that says what to fix.
+func TestAutoSingleFile(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	pkg, err := generate(root, "tools/mutate/testdata/fixture", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := generate(root, "tools/mutate/testdata/fixture/fixture.go", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) == 0 || len(one) != len(pkg) {
+		t.Fatalf("%d mutants of fixture.go alone, %d of its package (which has no other file)", len(one), len(pkg))
+	}
+	for i := range one {
+		if one[i].ID != pkg[i].ID {
+			t.Errorf("mutant %d: %s alone, %s from the package", i, one[i].ID, pkg[i].ID)
+		}
+	}
+	for file, want := range map[string]string{
+		"tools/mutate/testdata/fixture/fixture_test.go": "is a test file",
+		"tools/mutate/testdata/fixture/gone.go":         "update the mutant list",
+	} {
+		if _, err := generate(root, file, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("auto entry %s: err = %v, want one that says %q", file, err, want)
+		}
+	}
+}
+
 func TestStaleEquivalentIsAnError(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
