@@ -192,6 +192,47 @@ func TestRunOnFixture(t *testing.T) {
 	}
 }
 
+// Without -min-score the list's min_score is the bar: a list whose score dropped below the one it
+// records fails; -min-score still overrides it; a min_score that is no fraction is refused.
+func TestListMinScore(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "tools/mutate/testdata/fixture.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	write := func(min float64) string {
+		spec["min_score"] = min
+		b, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "list.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	list := write(0.8)
+	var stdout, stderr bytes.Buffer
+	// -run Positive: killed 1/2.
+	if code := run([]string{"-C", root, "-mutants", list, "-run", "Positive"}, &stdout, &stderr); code != 1 || !strings.Contains(stdout.String(), "minimum 80.0%: FAIL") {
+		t.Fatalf("exit %d, want 1 below the list's min_score 0.8:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"-C", root, "-mutants", list, "-run", "Positive", "-min-score", "0.5"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, want 0 with -min-score 0.5 overriding the list:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"-C", root, "-mutants", write(90), "-list"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "min_score 90 is not a fraction") {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
