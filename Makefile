@@ -100,10 +100,19 @@ bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
 
-## mutate: mutation score of the checkers' tests (tools/mutate); below MUTATE_MIN it fails.
-MUTATE_MIN ?= 0.9
+## mutate: mutation score of each area of MUTATE_AREAS (tools/mutate/mutants/AREA.json, run with
+## that list's test command); an area below its list's min_score (or MUTATE_MIN, when given) fails
+## the target after every area ran. Summaries: build/mutate-AREA.json.
+MUTATE_AREAS ?= check coordinator classic consumer
+MUTATE_MIN ?=
+MUTATE_JOBS ?= 1
 mutate: build
-	$(GO) run ./tools/mutate -mutants tools/mutate/mutants/check.json -test '$(GO) test -short ./harness/check/' -min-score $(MUTATE_MIN) -json build/mutate-check.json
+	@status=0; for area in $(MUTATE_AREAS); do \
+		echo "== make mutate: $$area (tools/mutate/mutants/$$area.json)"; \
+		start=$$(date +%s); \
+		$(GO) run ./tools/mutate -mutants tools/mutate/mutants/$$area.json -j $(MUTATE_JOBS) $(if $(MUTATE_MIN),-min-score $(MUTATE_MIN)) -json build/mutate-$$area.json || status=1; \
+		echo "== $$area took $$(( $$(date +%s) - start ))s"; \
+	done; exit $$status
 
 sweep:
 	$(GO) run ./cmd/groupquake sweep
