@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
 )
 
@@ -169,5 +170,117 @@ func TestRejoinCommitsFirst(t *testing.T) {
 				t.Errorf("commit before rejoining covers %d partitions, want 6\n%s", n, w)
 			}
 		})
+	}
+}
+
+// stableConsumer is a member of group g that owns all six partitions and has
+// handed out every record (n per partition), with auto-commit on but no
+// interval commit during the test.
+func stableConsumer(t *testing.T, c *kfake.Cluster, n int, opts ...Opt) testMember {
+	t.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for p := range int32(6) {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)})
+		}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, c, "a", "g", append([]Opt{AutoCommit(time.Hour)}, opts...)...)
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	for total := 0; total < 6*n; {
+		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		got, _ := a.Poll(pctx)
+		pcancel()
+		total += len(got)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records before the deadline", total, 6*n)
+		}
+	}
+	return a
+}
+
+// Close commits what was handed out, then leaves with LeaveGroup naming the
+// member; a static member commits but sends no LeaveGroup (Java's
+// maybeLeaveGroup: a static member's session outlives the process).
+func TestCloseCommitsThenLeaves(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []Opt
+		leaves bool
+	}{
+		{name: "dynamic", leaves: true},
+		{name: "static", opts: []Opt{InstanceID("i1")}, leaves: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFake(t)
+			a := stableConsumer(t, c, 2, tc.opts...)
+			gen := a.Generation()
+			w := watchWire(c, kmsg.OffsetCommit, kmsg.LeaveGroup)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := a.Close(ctx); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			reqs := w.all()
+			iCommit := slices.IndexFunc(reqs, func(r kmsg.Request) bool { _, ok := r.(*kmsg.OffsetCommitRequest); return ok })
+			iLeave := slices.IndexFunc(reqs, func(r kmsg.Request) bool { _, ok := r.(*kmsg.LeaveGroupRequest); return ok })
+			if iCommit < 0 {
+				t.Fatalf("no OffsetCommit on close\n%s", w)
+			}
+			oc := reqs[iCommit].(*kmsg.OffsetCommitRequest)
+			if got := classicCommitOffsets(oc); len(got) != 6 || got[0] != 2 || got[5] != 2 || oc.Generation != gen.ID {
+				t.Errorf("close committed %v at generation %d, want every partition at 2 in generation %d", got, oc.Generation, gen.ID)
+			}
+			switch {
+			case tc.leaves && (iLeave < 0 || iLeave < iCommit):
+				t.Fatalf("want the LeaveGroup after the commit; commit at %d, leave at %d\n%s", iCommit, iLeave, w)
+			case tc.leaves:
+				lg := reqs[iLeave].(*kmsg.LeaveGroupRequest)
+				if len(lg.Members) != 1 || lg.Members[0].MemberID != gen.MemberID {
+					t.Errorf("LeaveGroup names %+v, want member %s", lg.Members, gen.MemberID)
+				}
+			case iLeave >= 0:
+				t.Errorf("a static member sent LeaveGroup on close\n%s", w)
+			}
+			if n := len(a.rec.kinds(clients.Revoked)); n == 0 {
+				t.Errorf("close revoked nothing\n%s", a.rec.dump())
+			}
+		})
+	}
+}
+
+// Heartbeats go out at the configured interval, not sooner. Only the lower
+// bound is checked: the next heartbeat is scheduled after the answer to the
+// previous one, so two arrivals are an interval apart however slow the
+// machine.
+func TestHeartbeatInterval(t *testing.T) {
+	c := newFake(t)
+	const interval = 700 * time.Millisecond
+	var mu sync.Mutex
+	var at []time.Time
+	a := start(t, c, "a", "g", HeartbeatInterval(interval))
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c.ControlKey(kmsg.Heartbeat.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		return nil, nil, false
+	})
+	waitFor(t, "four heartbeats", func() bool { mu.Lock(); defer mu.Unlock(); return len(at) >= 4 }, a.rec)
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < 4; i++ {
+		if gap := at[i].Sub(at[i-1]); gap < interval {
+			t.Errorf("heartbeat %d arrived %v after the previous one, sooner than the interval %v", i, gap, interval)
+		}
 	}
 }
