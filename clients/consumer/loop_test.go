@@ -25,8 +25,9 @@ import (
 // (metadata, coordinator lookup, fetches) by kfake. The script writes down
 // every group request in the order it arrived, so a test asserts what the
 // member sent and in which order, beside the events it reported. Waits are
-// bounded polls, never sleeps; the only timing assertion is a lower bound
-// that a slow machine cannot break.
+// bounded polls; the one sleep is the quiet period in which a stale member
+// must send nothing. The only timing assertion is a lower bound that a slow
+// machine cannot break.
 
 const loopTopic = "t"
 
@@ -256,6 +257,13 @@ type loopMember struct {
 
 func startLoopMember(t *testing.T, s *scriptBroker, opts ...Opt) loopMember {
 	t.Helper()
+	return startMember(t, s, true, opts...)
+}
+
+// startMember starts a member; with poll, a goroutine polls it until the
+// test ends, as the workload does.
+func startMember(t *testing.T, s *scriptBroker, poll bool, opts ...Opt) loopMember {
+	t.Helper()
 	log := &eventLog{}
 	base := []Opt{
 		KgoOpts(kgo.SeedBrokers(s.c.ListenAddrs()...)), Topics(loopTopic), WithHooks(log),
@@ -273,7 +281,7 @@ func startLoopMember(t *testing.T, s *scriptBroker, opts ...Opt) loopMember {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
+		for poll && ctx.Err() == nil {
 			if _, err := mb.Poll(ctx); errors.Is(err, ErrClosed) {
 				return
 			}
@@ -641,4 +649,51 @@ func TestLoopCloseCommitsThenLeaves(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The poll timer: a member not polled for longer than the max poll interval
+// leaves on its own (epoch -1), drops its partitions as lost, sends nothing
+// more, and rejoins at epoch 0 with the same id on the next Poll.
+func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startMember(t, s, false, MaxPollInterval(1500*time.Millisecond))
+	dump := m.dumpWith(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for !m.owns(0, 1)() {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		m.Poll(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("the member never owned t[0 1]\n%s", dump())
+		}
+	}
+	// No Poll from here on.
+	eventually(t, "the member leaves", func() bool {
+		return slices.ContainsFunc(s.arrivals(), func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == -1 })
+	}, dump)
+	evs := m.log.all()
+	iExpired := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.SessionExpired })
+	iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
+	if iExpired < 0 || iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
+		t.Fatalf("want SessionExpired and Lost of t[0 1]\n%s", dump())
+	}
+	if m.Owned().Count() != 0 {
+		t.Errorf("owns %v after leaving", m.Owned())
+	}
+	// Staying out: no heartbeat after the leave while nobody polls. The
+	// loop wakes at least every second, so two seconds would show one.
+	n := len(s.arrivals())
+	time.Sleep(2 * time.Second)
+	for _, a := range s.arrivals()[n:] {
+		t.Errorf("sent while stale (no Poll since the leave): %s", a)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	m.Poll(pctx)
+	pcancel()
+	eventually(t, "the member rejoins at epoch 0", func() bool {
+		return slices.ContainsFunc(s.arrivals()[n:], func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 && a.hb.MemberID == m.MemberID() })
+	}, dump)
 }
