@@ -68,6 +68,7 @@ type scriptBroker struct {
 	assigned  []int32
 	interval  time.Duration
 	fail      int16
+	fetchErr  int16 // every OffsetFetch partition answers it while set
 	committed map[int32]int64
 }
 
@@ -190,6 +191,7 @@ func (s *scriptBroker) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 				if o, ok := s.committed[p]; ok {
 					rp.Offset = o
 				}
+				rp.ErrorCode = s.fetchErr
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rg.Topics = append(rg.Topics, rt)
@@ -574,7 +576,9 @@ func TestLoopHeartbeatInterval(t *testing.T) {
 	t.Parallel()
 	s := newScriptBroker(t, 2)
 	s.set(1, 0, 1)
+	s.mu.Lock()
 	s.interval = 1300 * time.Millisecond
+	s.mu.Unlock()
 	m := startLoopMember(t, s)
 	dump := m.dumpWith(s)
 	eventually(t, "the member owns t[0 1]", m.owns(0, 1), dump)
@@ -696,4 +700,45 @@ func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 	eventually(t, "the member rejoins at epoch 0", func() bool {
 		return slices.ContainsFunc(s.arrivals()[n:], func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 && a.hb.MemberID == m.MemberID() })
 	}, dump)
+}
+
+// The rebalance timeout: a reconciliation that cannot finish (here the
+// committed offsets of the new partitions cannot be read) makes the member
+// leave at epoch -1 once the timeout has passed, as the broker would fence
+// it, and rejoin at epoch 0 with the same id; it then reconciles.
+func TestLoopRebalanceTimeoutLeavesAndRejoins(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	s.mu.Lock()
+	s.fetchErr = kerr.UnstableOffsetCommit.Code
+	s.mu.Unlock()
+	m := startLoopMember(t, s, RebalanceTimeout(1500*time.Millisecond), RetryBackoff(50*time.Millisecond, 200*time.Millisecond))
+	dump := m.dumpWith(s)
+	eventually(t, "the member leaves", func() bool {
+		return slices.ContainsFunc(s.arrivals(), func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == -1 })
+	}, dump)
+	as := s.arrivals()
+	iLeave := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == -1 })
+	if as[0].hb == nil || as[0].hb.MemberEpoch != 0 {
+		t.Fatalf("first request is not the join\n%s", dump())
+	}
+	if gap := as[iLeave].at.Sub(as[0].at); gap < 1500*time.Millisecond {
+		t.Errorf("left %v after joining, before the rebalance timeout of 1.5s", gap)
+	}
+	if m.Owned().Count() != 0 {
+		t.Errorf("owns %v though no assignment finished", m.Owned())
+	}
+	if !slices.ContainsFunc(m.log.all(), func(e clients.Event) bool { return e.Kind == clients.SessionExpired }) {
+		t.Errorf("no SessionExpired event\n%s", dump())
+	}
+	s.mu.Lock()
+	s.fetchErr = 0
+	s.mu.Unlock()
+	eventually(t, "the member rejoins and owns t[0 1]", m.owns(0, 1), dump)
+	as = s.arrivals()
+	iRejoin := slices.IndexFunc(as[iLeave+1:], func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 })
+	if iRejoin < 0 || as[iLeave+1+iRejoin].hb.MemberID != m.MemberID() {
+		t.Errorf("no epoch-0 rejoin with the member's id after the leave\n%s", dump())
+	}
 }
