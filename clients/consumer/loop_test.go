@@ -572,6 +572,8 @@ func TestLoopFencedRejoinsAtEpochZero(t *testing.T) {
 // the 1 s it uses before the first answer). Only a lower bound is checked:
 // the broker answers every heartbeat before the member schedules the next,
 // so two arrivals are at least one interval apart however slow the machine.
+// The rebalance timeout is shorter than the steady stretch: it runs only
+// while reconciling, so a stable member keeps its epoch.
 func TestLoopHeartbeatInterval(t *testing.T) {
 	t.Parallel()
 	s := newScriptBroker(t, 2)
@@ -579,7 +581,7 @@ func TestLoopHeartbeatInterval(t *testing.T) {
 	s.mu.Lock()
 	s.interval = 1300 * time.Millisecond
 	s.mu.Unlock()
-	m := startLoopMember(t, s)
+	m := startLoopMember(t, s, RebalanceTimeout(time.Second))
 	dump := m.dumpWith(s)
 	eventually(t, "the member owns t[0 1]", m.owns(0, 1), dump)
 	eventually(t, "the acknowledgement went out", func() bool {
@@ -713,7 +715,9 @@ func TestLoopRebalanceTimeoutLeavesAndRejoins(t *testing.T) {
 	s.mu.Lock()
 	s.fetchErr = kerr.UnstableOffsetCommit.Code
 	s.mu.Unlock()
-	m := startLoopMember(t, s, RebalanceTimeout(1500*time.Millisecond), RetryBackoff(50*time.Millisecond, 200*time.Millisecond))
+	// Nobody polls: the rejoin after this leave is the member's own, unlike
+	// the poll timer's, which waits for a Poll.
+	m := startMember(t, s, false, RebalanceTimeout(1500*time.Millisecond), RetryBackoff(50*time.Millisecond, 200*time.Millisecond))
 	dump := m.dumpWith(s)
 	eventually(t, "the member leaves", func() bool {
 		return slices.ContainsFunc(s.arrivals(), func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == -1 })
