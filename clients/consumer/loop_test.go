@@ -746,3 +746,40 @@ func TestLoopRebalanceTimeoutLeavesAndRejoins(t *testing.T) {
 		t.Errorf("no epoch-0 rejoin with the member's id after the leave\n%s", dump())
 	}
 }
+
+// NOT_COORDINATOR on a heartbeat: kgo keeps sending heartbeats to the node
+// it has cached, so the member makes kgo forget it with a read-only
+// OffsetFetch (no member, no topics) before the next heartbeat, which
+// carries the same epoch: the member keeps its partitions.
+func TestLoopNotCoordinatorFindsItAgain(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(4, 0, 1)
+	m := startLoopMember(t, s, RetryBackoff(20*time.Millisecond, 100*time.Millisecond))
+	dump := m.dumpWith(s)
+	eventually(t, "the member owns t[0 1]", m.owns(0, 1), dump)
+	before := len(s.arrivals())
+	s.failNext(kerr.NotCoordinator.Code, 4, 0, 1)
+	var iFail int
+	eventually(t, "a heartbeat after NOT_COORDINATOR", func() bool {
+		as := s.arrivals()[before:]
+		iFail = slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == kerr.NotCoordinator.Code })
+		return iFail >= 0 && slices.ContainsFunc(as[iFail+1:], func(a groupReq) bool { return a.hb != nil })
+	}, dump)
+	as := s.arrivals()[before:]
+	iNext := iFail + 1 + slices.IndexFunc(as[iFail+1:], func(a groupReq) bool { return a.hb != nil })
+	iFetch := slices.IndexFunc(as[iFail+1:], func(a groupReq) bool { return a.fetch != nil })
+	if iFetch < 0 || iFail+1+iFetch > iNext {
+		t.Fatalf("no OffsetFetch between NOT_COORDINATOR (arrival %d) and the next heartbeat (%d)\n%s", iFail, iNext, dump())
+	}
+	g := as[iFail+1+iFetch].fetch.Groups[0]
+	if g.MemberID != nil || len(g.Topics) != 0 {
+		t.Errorf("the OffsetFetch that drops the coordinator names member %v and %d topics, want none", g.MemberID, len(g.Topics))
+	}
+	if ep := as[iNext].hb.MemberEpoch; ep != 4 {
+		t.Errorf("heartbeat after NOT_COORDINATOR has epoch %d, want 4 (nothing changed)", ep)
+	}
+	if slices.ContainsFunc(m.log.all(), func(e clients.Event) bool { return e.Kind == clients.Lost || e.Kind == clients.Revoked }) {
+		t.Errorf("NOT_COORDINATOR cost the member its partitions\n%s", dump())
+	}
+}
