@@ -77,7 +77,7 @@ func TestBaselineRun(t *testing.T) {
 // baselineRun runs one group of groupquake's member of a protocol beside
 // kgo's on c, with no faults, and requires every checker to hold, none
 // skipped.
-func baselineRun(t *testing.T, c *cluster.Cluster, v string, kinds []string) {
+func baselineRun(t *testing.T, c cluster.Handle, v string, kinds []string) {
 	{
 		{
 			reg := run.DefaultRegistry()
