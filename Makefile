@@ -15,7 +15,9 @@ endif
 # results' report rendered in headless Chromium (installed by the test when
 # missing). They run one package at a time so that two clusters never share
 # the two cores.
-CLUSTER_PKGS := ./harness/cluster/... ./suites/... ./results/
+# harness/run's own real-cluster tests (TestBaselineRun on every version,
+# TestKilledRun) cost about 70 s.
+CLUSTER_PKGS := ./harness/cluster/... ./harness/run/ ./suites/... ./results/
 GOTESTSUM := $(GO) tool gotestsum --format pkgname-and-test-fails
 
 export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
