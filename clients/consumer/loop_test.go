@@ -783,3 +783,34 @@ func TestLoopNotCoordinatorFindsItAgain(t *testing.T) {
 		t.Errorf("NOT_COORDINATOR cost the member its partitions\n%s", dump())
 	}
 }
+
+// A newly assigned partition resumes at its committed offset (the
+// OffsetFetch answer), one without a commit at its start.
+func TestLoopAssignedPartitionResumesAtTheCommit(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.mu.Lock()
+	s.committed[1] = 7
+	s.mu.Unlock()
+	s.set(1, 0, 1)
+	m := startMember(t, s, false)
+	dump := m.dumpWith(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := map[int32][]int64{}
+	for n := 0; n < 13; {
+		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		recs, _ := m.Poll(pctx)
+		pcancel()
+		for _, r := range recs {
+			got[r.Partition] = append(got[r.Partition], r.Offset)
+			n++
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %v, want t[0] 0..9 and t[1] 7..9\n%s", got, dump())
+		}
+	}
+	if !slices.Equal(got[1], []int64{7, 8, 9}) || len(got[0]) != 10 || got[0][0] != 0 {
+		t.Errorf("consumed %v, want t[0] from 0 (no commit) and t[1] 7..9 (committed 7)", got)
+	}
+}
