@@ -15,7 +15,9 @@ endif
 # results' report rendered in headless Chromium (installed by the test when
 # missing). They run one package at a time so that two clusters never share
 # the two cores.
-CLUSTER_PKGS := ./harness/cluster/... ./suites/... ./results/
+# harness/run's own real-cluster tests (TestBaselineRun on every version,
+# TestKilledRun) cost about 70 s.
+CLUSTER_PKGS := ./harness/cluster/... ./harness/run/ ./suites/... ./results/
 GOTESTSUM := $(GO) tool gotestsum --format pkgname-and-test-fails
 
 export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
@@ -70,9 +72,13 @@ engine:
 images: engine
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(VERSIONS)
 
+# Tests of CLUSTER_PKGS that need no Docker and ran in the unit tier: not
+# run twice (TestDifferentialKfake replays every vector against kfake, 90 s).
+UNIT_ONLY := ^TestDifferentialKfake$$
+
 ## cluster-tests: tests against real Kafka clusters in containers.
 cluster-tests: build
-	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m $(CLUSTER_PKGS)
+	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY)' $(CLUSTER_PKGS)
 
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build
