@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -405,7 +406,7 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		r.h, r.ownsH = e, true
 	case p.Options.Embedded:
-		e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: p.Options.Kafka, Logf: r.cfg.Logf})
+		e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: p.Options.Kafka, MigrationPolicy: p.Options.MigrationPolicy, Logf: r.cfg.Logf})
 		if err != nil {
 			return err
 		}
@@ -415,6 +416,13 @@ func (r *runner) setup(ctx context.Context) error {
 		cc.Version, cc.Nodes, cc.Controllers = p.Options.Kafka, p.Options.Nodes, p.Options.Controllers
 		if cc.Logf == nil {
 			cc.Logf = r.cfg.Logf
+		}
+		if pol := p.Options.MigrationPolicy; pol != "" {
+			cc.Settings = maps.Clone(cc.Settings)
+			if cc.Settings == nil {
+				cc.Settings = map[string]string{}
+			}
+			cc.Settings[migrationPolicySetting] = pol
 		}
 		c, err := cluster.Start(ctx, cc)
 		if err != nil {
