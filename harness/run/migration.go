@@ -20,7 +20,9 @@ import (
 // member (the group turns mixed at the first, a consumer group of classic
 // and consumer members, then a consumer group of consumer members), then
 // each of those by a classic member again (at the last, the group is
-// converted back to a classic group, where the policy allows it). The
+// converted back to a classic group, where the policy allows it);
+// Options.MigrationFrom consumer runs it the other way, consumer →
+// classic → consumer, which meets the policy's other refusals. The
 // broker's group.consumer.migration.policy (Options.MigrationPolicy)
 // decides which conversions Kafka makes and which joins it refuses;
 // ExpectMigration says which, and MigrationSteps reads what happened.
@@ -58,6 +60,15 @@ func MigrationPolicies() []string {
 
 // migrationPolicySetting is the broker property the policy sets.
 const migrationPolicySetting = "group.consumer.migration.policy"
+
+// checkMigrationFrom says what is wrong with Options.MigrationFrom.
+func checkMigrationFrom(from string) error {
+	switch from {
+	case "", history.ProtocolClassic, history.ProtocolConsumer:
+		return nil
+	}
+	return fmt.Errorf("unknown protocol %q to migrate from: classic (classic → consumer → classic) or consumer (consumer → classic → consumer)", from)
+}
 
 func checkMigrationPolicy(p string) error {
 	if p == "" || slices.Contains(MigrationPolicies(), p) {
@@ -126,44 +137,50 @@ func migrationSteps(p Plan, n int) ([]faults.Fault, error) {
 	return steps, nil
 }
 
-// MigrationExpectation is what Kafka does to a migration classic →
-// consumer → classic under one policy and release.
+// MigrationExpectation is what Kafka does to a migration.
 type MigrationExpectation struct {
-	// Up and Down are the error each newcomer of the leg gets (a Kafka
-	// error name), "" when the group takes it in.
-	Up, Down string
+	// Steps holds, for each replacement in plan order, the error the
+	// coordinator refuses the newcomer with (a Kafka error name), "" when
+	// the group takes it in.
+	Steps []string
 	// Final is the group's type at the end.
 	Final string
-	// Why says which rule of Kafka decides it.
+	// Why says which rules of Kafka decide it.
 	Why string
 }
 
 // ExpectMigration is what Kafka release kafka does, under policy, to a
-// group migrated as ScenarioMigration plans it. The rules, from
-// GroupMetadataManager:
+// group of legSize members migrated as ScenarioMigration plans it from
+// protocol from (classic: classic → consumer → classic; consumer: consumer
+// → classic → consumer). It follows the group step by step with the rules
+// of GroupMetadataManager:
 //   - a consumer-protocol member joining a classic group that has members
 //     converts it (ConsumerGroup.fromClassicGroup) only where the policy
 //     allows an upgrade (bidirectional, upgrade); otherwise its heartbeat
 //     gets GROUP_ID_NOT_FOUND ("Cannot upgrade classic group … because
-//     online upgrade is disabled") and the group stays classic, so every
-//     newcomer of the leg is refused and the way back replaces classic
-//     members by classic members;
+//     online upgrade is disabled") and the group stays classic;
 //   - a classic member joins a consumer group whatever the policy, except
 //     where the release refuses it under disabled (KAFKA-20640,
 //     version.Profile.ClassicJoinRefusedWhenMigrationDisabled:
-//     INCONSISTENT_GROUP_PROTOCOL); a disabled policy never lets the group
-//     become a consumer group here, so that refusal is not reached;
+//     INCONSISTENT_GROUP_PROTOCOL);
 //   - when the last consumer-protocol member leaves a consumer group whose
 //     other members are classic, the group is converted back to a classic
 //     group (ClassicGroup.fromConsumerGroup) only where the policy allows a
 //     downgrade (bidirectional, downgrade); otherwise it stays a consumer
-//     group of classic members.
-func ExpectMigration(policy, kafka string) (MigrationExpectation, error) {
+//     group of classic members;
+//   - a refused newcomer is stopped and the member it was to replace stays.
+func ExpectMigration(policy, kafka, from string, legSize int) (MigrationExpectation, error) {
 	if err := checkMigrationPolicy(policy); err != nil {
+		return MigrationExpectation{}, err
+	}
+	if err := checkMigrationFrom(from); err != nil {
 		return MigrationExpectation{}, err
 	}
 	if policy == "" {
 		policy = consumergroup.MigrationBidirectional
+	}
+	if from == "" {
+		from = history.ProtocolClassic
 	}
 	v, err := version.Parse(kafka)
 	if err != nil {
@@ -171,19 +188,50 @@ func ExpectMigration(policy, kafka string) (MigrationExpectation, error) {
 	}
 	up := policy == consumergroup.MigrationBidirectional || policy == consumergroup.MigrationUpgrade
 	down := policy == consumergroup.MigrationBidirectional || policy == consumergroup.MigrationDowngrade
-	switch {
-	case !up:
-		return MigrationExpectation{Up: "GROUP_ID_NOT_FOUND", Final: history.ProtocolClassic,
-			Why: fmt.Sprintf("policy %s allows no online upgrade: consumer-protocol members are refused while the classic group has members; the group stays classic", policy)}, nil
-	case policy == consumergroup.MigrationDisabled && v.Profile().ClassicJoinRefusedWhenMigrationDisabled:
-		// Not reached (disabled allows no upgrade), kept for the rule's sake.
-		return MigrationExpectation{Down: "INCONSISTENT_GROUP_PROTOCOL", Final: history.ProtocolConsumer}, nil
-	case down:
-		return MigrationExpectation{Final: history.ProtocolClassic,
-			Why: fmt.Sprintf("policy %s allows both conversions: the group becomes a consumer group at the first consumer-protocol member and a classic group again when the last one leaves", policy)}, nil
+	classicOut := policy == consumergroup.MigrationDisabled && v.Profile().ClassicJoinRefusedWhenMigrationDisabled
+	other := history.ProtocolConsumer
+	if from == history.ProtocolConsumer {
+		other = history.ProtocolClassic
 	}
-	return MigrationExpectation{Final: history.ProtocolConsumer,
-		Why: fmt.Sprintf("policy %s allows the upgrade, not the downgrade: the group stays a consumer group of classic members at the end", policy)}, nil
+	members := slices.Repeat([]string{from}, legSize)
+	group := from
+	var w MigrationExpectation
+	var why []string
+	for _, newcomer := range []string{other, from} {
+		for i := range legSize {
+			refusal := ""
+			switch {
+			case group == history.ProtocolClassic && newcomer == history.ProtocolConsumer && !up:
+				refusal = "GROUP_ID_NOT_FOUND"
+				why = append(why, fmt.Sprintf("policy %s allows no online upgrade: a consumer-protocol member is refused while the classic group has members", policy))
+			case group == history.ProtocolClassic && newcomer == history.ProtocolConsumer:
+				group = history.ProtocolConsumer
+				why = append(why, "the first consumer-protocol member converts the classic group to a consumer group")
+			case group == history.ProtocolConsumer && newcomer == history.ProtocolClassic && classicOut:
+				refusal = "INCONSISTENT_GROUP_PROTOCOL"
+				why = append(why, fmt.Sprintf("Kafka %s keeps classic members out of a consumer group under policy disabled (KAFKA-20640)", v))
+			}
+			w.Steps = append(w.Steps, refusal)
+			if refusal != "" {
+				continue
+			}
+			members[i] = newcomer
+			if group == history.ProtocolConsumer && !slices.Contains(members, history.ProtocolConsumer) {
+				if down {
+					group = history.ProtocolClassic
+					why = append(why, "the last consumer-protocol member's leave converts the group back to a classic group")
+				} else {
+					why = append(why, fmt.Sprintf("policy %s allows no online downgrade: the group stays a consumer group of classic members", policy))
+				}
+			}
+		}
+	}
+	w.Final = group
+	w.Why = strings.Join(slices.Compact(why), "; ")
+	if w.Why == "" {
+		w.Why = "no conversion and no refusal: the group keeps its type"
+	}
+	return w, nil
 }
 
 // MigrationStep is one replacement of a run as its history shows it.
@@ -233,15 +281,15 @@ func MigrationSteps(events []history.Event) []MigrationStep {
 
 // CheckMigration compares a run's steps with what Kafka is expected to do
 // and with the group's type at the end; each difference is one line.
-func CheckMigration(steps []MigrationStep, want MigrationExpectation, final *history.GroupDescription, legSize int) []string {
+func CheckMigration(steps []MigrationStep, want MigrationExpectation, final *history.GroupDescription) []string {
 	var out []string
-	if len(steps) != 2*legSize {
-		out = append(out, fmt.Sprintf("the history holds %d replacements, the plan %d", len(steps), 2*legSize))
+	if len(steps) != len(want.Steps) {
+		out = append(out, fmt.Sprintf("the history holds %d replacements, the plan %d", len(steps), len(want.Steps)))
 	}
 	for i, s := range steps {
-		exp := want.Up
-		if i >= legSize {
-			exp = want.Down
+		exp := ""
+		if i < len(want.Steps) {
+			exp = want.Steps[i]
 		}
 		switch {
 		case !s.Done:

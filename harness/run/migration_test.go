@@ -45,6 +45,18 @@ func TestMigrationPlan(t *testing.T) {
 	if cmd := p.Command(); !strings.Contains(cmd, "--scenario migration") || !strings.Contains(cmd, "--migration-policy upgrade") {
 		t.Errorf("rerun command %q does not ask for the migration", cmd)
 	}
+	// The other way round: consumer → classic → consumer.
+	back := mustPlan(t, 5, run.Options{Scenario: run.ScenarioMigration, Embedded: true, Members: 2, MigrationFrom: "consumer"})
+	protos = nil
+	for _, m := range back.Members {
+		protos = append(protos, m.Protocol)
+	}
+	if want := []string{"consumer", "consumer", "classic", "classic", "consumer", "consumer"}; !slices.Equal(protos, want) {
+		t.Errorf("from consumer: protocols %v, want %v", protos, want)
+	}
+	if cmd := back.Command(); !strings.Contains(cmd, "--migration-from consumer") {
+		t.Errorf("rerun command %q does not say where the migration starts", cmd)
+	}
 	for _, bad := range []struct {
 		o    run.Options
 		says string
@@ -54,6 +66,8 @@ func TestMigrationPlan(t *testing.T) {
 		{run.Options{Scenario: run.ScenarioMigration, Members: 1}, "2 members or more"},
 		{run.Options{Scenario: run.ScenarioMigration, Members: 2, Duration: 5e9}, "too short"},
 		{run.Options{Scenario: run.ScenarioMigration, Kafka: "4.1.2", UpgradeTo: "4.4.0", Nodes: 3}, "separate runs"},
+		{run.Options{Scenario: run.ScenarioMigration, MigrationFrom: "both"}, `unknown protocol "both" to migrate from`},
+		{run.Options{Scenario: run.ScenarioChurn, MigrationFrom: "consumer"}, "needs --scenario migration"},
 	} {
 		if _, err := run.NewPlan(1, bad.o, run.DefaultRegistry().Kinds()); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("NewPlan(%+v) = %v, want an error saying %q", bad.o, err, bad.says)
@@ -61,32 +75,44 @@ func TestMigrationPlan(t *testing.T) {
 	}
 }
 
-// What Kafka refuses and converts under each policy.
+// What Kafka refuses and converts under each policy, step by step, both
+// ways round.
 func TestExpectMigration(t *testing.T) {
+	const (
+		gone = "GROUP_ID_NOT_FOUND"
+		out  = "INCONSISTENT_GROUP_PROTOCOL"
+	)
 	for _, c := range []struct {
-		policy, kafka string
-		up, final     string
+		policy, kafka, from string
+		steps               []string
+		final               string
 	}{
-		{"bidirectional", "4.4.0", "", "classic"},
-		{"", "4.1.2", "", "classic"},
-		{"upgrade", "4.4.0", "", "consumer"},
-		{"upgrade", "4.1.2", "", "consumer"},
-		{"downgrade", "4.4.0", "GROUP_ID_NOT_FOUND", "classic"},
-		{"disabled", "4.1.2", "GROUP_ID_NOT_FOUND", "classic"},
-		{"disabled", "4.4.0", "GROUP_ID_NOT_FOUND", "classic"},
+		{"bidirectional", "4.4.0", "classic", []string{"", "", "", ""}, "classic"},
+		{"", "4.1.2", "", []string{"", "", "", ""}, "classic"},
+		{"upgrade", "4.4.0", "classic", []string{"", "", "", ""}, "consumer"},
+		{"downgrade", "4.4.0", "classic", []string{gone, gone, "", ""}, "classic"},
+		{"disabled", "4.1.2", "classic", []string{gone, gone, "", ""}, "classic"},
+		{"disabled", "4.4.0", "classic", []string{gone, gone, "", ""}, "classic"},
+		{"bidirectional", "4.1.2", "consumer", []string{"", "", "", ""}, "consumer"},
+		{"upgrade", "4.4.0", "consumer", []string{"", "", "", ""}, "consumer"},
+		{"downgrade", "4.1.2", "consumer", []string{"", "", gone, gone}, "classic"},
+		{"disabled", "4.1.2", "consumer", []string{"", "", "", ""}, "consumer"},
+		{"disabled", "4.4.0", "consumer", []string{out, out, "", ""}, "consumer"},
 	} {
-		w, err := run.ExpectMigration(c.policy, c.kafka)
+		w, err := run.ExpectMigration(c.policy, c.kafka, c.from, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.Up != c.up || w.Down != "" || w.Final != c.final || w.Why == "" {
-			t.Errorf("ExpectMigration(%q, %s) = %+v, want up %q, down taken in, final %s, with a reason", c.policy, c.kafka, w, c.up, c.final)
+		if !slices.Equal(w.Steps, c.steps) || w.Final != c.final || w.Why == "" {
+			t.Errorf("ExpectMigration(%q, %s, from %q) = %q, final %s (%s); want %q, final %s", c.policy, c.kafka, c.from, w.Steps, w.Final, w.Why, c.steps, c.final)
 		}
 	}
-	if _, err := run.ExpectMigration("sideways", "4.4.0"); err == nil {
-		t.Errorf("an unknown policy has no expectation")
+	for _, bad := range [][2]string{{"sideways", "classic"}, {"upgrade", "both"}} {
+		if _, err := run.ExpectMigration(bad[0], "4.4.0", bad[1], 2); err == nil {
+			t.Errorf("ExpectMigration(%q, from %q) has an expectation", bad[0], bad[1])
+		}
 	}
-	if _, err := run.ExpectMigration("upgrade", "4.9.9"); err == nil {
+	if _, err := run.ExpectMigration("upgrade", "4.9.9", "", 2); err == nil {
 		t.Errorf("an unknown release has no expectation")
 	}
 }
@@ -113,8 +139,8 @@ func TestCheckMigration(t *testing.T) {
 	if len(steps) != 4 || steps[0].Refused != "GROUP_ID_NOT_FOUND" || steps[1].Refused != "" || !steps[2].Done || steps[3].Done || steps[1].In != "m4" || steps[1].Out != "m2" {
 		t.Fatalf("steps %+v", steps)
 	}
-	refused, _ := run.ExpectMigration("disabled", "4.4.0")
-	got := run.CheckMigration(steps, refused, &history.GroupDescription{Protocol: history.ProtocolConsumer}, 2)
+	refused, _ := run.ExpectMigration("disabled", "4.4.0", "classic", 2)
+	got := run.CheckMigration(steps, refused, &history.GroupDescription{Protocol: history.ProtocolConsumer})
 	for _, says := range []string{
 		"step 2: m4 was taken in", "step 4 (m4 by m6) did not complete", "a consumer group at the end, want a classic group",
 	} {
@@ -125,12 +151,13 @@ func TestCheckMigration(t *testing.T) {
 	if len(got) != 3 {
 		t.Errorf("CheckMigration = %q, want 3 differences", got)
 	}
-	both, _ := run.ExpectMigration("bidirectional", "4.4.0")
-	if got := run.CheckMigration(steps[:2], both, nil, 2); len(got) != 3 || !strings.Contains(got[1], "step 1: m3 was refused with GROUP_ID_NOT_FOUND") {
+	both, _ := run.ExpectMigration("bidirectional", "4.4.0", "classic", 2)
+	if got := run.CheckMigration(steps[:2], both, nil); len(got) != 3 || !strings.Contains(got[1], "step 1: m3 was refused with GROUP_ID_NOT_FOUND") {
 		t.Errorf("CheckMigration = %q, want a missing step count, the refusal of m3, and no final description", got)
 	}
-	ok := []run.MigrationStep{{Out: "m1", In: "m3", Done: true}, {Out: "m2", In: "m4", Done: true}}
-	if got := run.CheckMigration(ok, both, &history.GroupDescription{Protocol: history.ProtocolClassic}, 1); len(got) != 0 {
+	one, _ := run.ExpectMigration("bidirectional", "4.4.0", "classic", 1)
+	ok := []run.MigrationStep{{Out: "m1", In: "m2", Done: true}, {Out: "m2", In: "m3", Done: true}}
+	if got := run.CheckMigration(ok, one, &history.GroupDescription{Protocol: history.ProtocolClassic}); len(got) != 0 {
 		t.Errorf("a migration as expected: %q", got)
 	}
 }

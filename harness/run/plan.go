@@ -115,6 +115,10 @@ type Options struct {
 	// (bidirectional, upgrade, downgrade, disabled; empty: Kafka's
 	// default, bidirectional), set on the clusters the run starts itself.
 	MigrationPolicy string `json:"migration_policy,omitempty"`
+	// MigrationFrom is the protocol a migration's group starts with and
+	// returns to: classic (empty: classic → consumer → classic) or
+	// consumer (consumer → classic → consumer).
+	MigrationFrom string `json:"migration_from,omitempty"`
 }
 
 // Plan is plan.json: everything a run will do, chosen from the seed before
@@ -237,6 +241,12 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		return Plan{}, err
 	}
 	migration := o.Scenario == ScenarioMigration
+	if err := checkMigrationFrom(o.MigrationFrom); err != nil {
+		return Plan{}, err
+	}
+	if o.MigrationFrom != "" && !migration {
+		return Plan{}, fmt.Errorf("--migration-from %s says where a migration starts: it needs --scenario %s", o.MigrationFrom, ScenarioMigration)
+	}
 	legSize := o.Members
 	if migration {
 		if o.UpgradeTo != "" {
@@ -314,12 +324,16 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		}
 	}
 	if migration {
-		// Three legs of legSize: classic, consumer, classic again; each
-		// leg cycles over its protocol's kinds, the last one shifted so
-		// that a member is replaced by another kind than the first leg's.
+		// Three legs of legSize: classic, consumer, classic again (or
+		// consumer, classic, consumer); each leg cycles over its
+		// protocol's kinds, the last one shifted so that a member is
+		// replaced by another kind than the first leg's.
 		cl, co, err := migrationMembersOf(o, kinds, legSize)
 		if err != nil {
 			return Plan{}, err
+		}
+		if o.MigrationFrom == history.ProtocolConsumer {
+			cl, co = co, cl
 		}
 		memberKinds = nil
 		for i := range legSize {
@@ -612,6 +626,9 @@ func (p Plan) Args() []string {
 	}
 	if o.MigrationPolicy != "" {
 		a = append(a, "--migration-policy", o.MigrationPolicy)
+	}
+	if o.MigrationFrom != "" {
+		a = append(a, "--migration-from", o.MigrationFrom)
 	}
 	a = append(a, "--duration", o.Duration.String())
 	return a
