@@ -374,13 +374,26 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s%s: %s (%s) refused after %s, %s; %s stays in its place", RefusedMark, refusal, in, s.plan.Kind, took, stopped, holder), nil
+		saw := fmt.Sprintf("%s%s: %s (%s) refused after %s, %s; %s stays in its place", RefusedMark, refusal, in, s.plan.Kind, took, stopped, holder)
+		return c.checkpointAfter(ctx, saw, in)
 	}
-	saw, err := c.Leave(ctx, holder)
+	left, err := c.Leave(ctx, holder)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s: %s (%s) joined after %s; %s", AdmittedMark, in, s.plan.Kind, took, saw), nil
+	saw := fmt.Sprintf("%s: %s (%s) joined after %s; %s", AdmittedMark, in, s.plan.Kind, took, left)
+	return c.checkpointAfter(ctx, saw, in)
+}
+
+// checkpointAfter takes the checkpoint that ends a replacement (named after
+// its newcomer), so that the group is judged after every step of a
+// migration; what the checkpoint saw is added to what the step saw.
+func (c *crew) checkpointAfter(ctx context.Context, saw, in string) (string, error) {
+	cp, err := c.r.checkpoint(ctx, "after-"+in)
+	if err != nil {
+		return "", err
+	}
+	return saw + "; " + cp, nil
 }
 
 // stop ends a member that the coordinator refused: its driver stops and

@@ -146,6 +146,9 @@ type runner struct {
 	prods   []*producer
 
 	notesMu sync.Mutex
+
+	checkpointsMu sync.Mutex
+	checkpoints   []history.Snapshot // taken during the workload (checkpoint.go)
 }
 
 func (r *runner) note(format string, args ...any) {
@@ -223,7 +226,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 		r.nem.awaitPlanned(wctx)
 		if over := r.cfg.Now().Sub(wstart) - r.p.Workload; over > time.Second {
-			r.note("workload: lasted %s past its planned %s, until the upgrade's steps had ended", over.Round(time.Second), r.p.Workload)
+			r.note("workload: lasted %s past its planned %s, until the planned steps (an upgrade's, a migration's) had ended", over.Round(time.Second), r.p.Workload)
 		}
 		cancelW()
 	}()
@@ -313,7 +316,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	for _, e := range serrs {
 		r.note("final observation: %v", e)
 	}
-	o := &history.Observations{Group: r.p.Group, Final: snap, TopicIDs: ids}
+	o := &history.Observations{Group: r.p.Group, Final: snap, Checkpoints: r.takenCheckpoints(), TopicIDs: ids}
 	if err := writeJSONAtomic(filepath.Join(r.cfg.Dir, ObservationsFile), o); err != nil {
 		return err
 	}

@@ -147,6 +147,18 @@ func judge(t *testing.T, res run.Result, kafka, policy, from string, legSize int
 	for i, s := range steps {
 		t.Logf("step %d: %s by %s: %s", i+1, s.Out, s.In, s.Effect)
 	}
+	// Every step ends with a checkpoint that RecoveredStateMatchesLog
+	// judges: the replay of the records against the group described beside
+	// them, after every step and not only at the end.
+	var labels []string
+	for _, c := range obs.Checkpoints {
+		labels = append(labels, c.Label)
+	}
+	for _, s := range steps {
+		if !slices.Contains(labels, "after-"+s.In) {
+			t.Errorf("step %s by %s left no checkpoint (checkpoints %v): %s", s.Out, s.In, labels, s.Effect)
+		}
+	}
 	for _, d := range run.CheckMigration(steps, want, obs.Final.Group) {
 		t.Errorf("policy %s on Kafka %s, from %s: %s", policy, kafka, from, d)
 	}
