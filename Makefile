@@ -51,7 +51,7 @@ UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade run bench mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration run bench mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -91,6 +91,11 @@ hunt: images build
 ## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one).
 java: images build
 	$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all
+
+## migration: the online protocol migration (classic → consumer → classic and back) under every
+## group.consumer.migration.policy on every version of VERSIONS, one 1-node cluster per policy (~4.5 min a version).
+migration: images build
+	$(GOTESTSUM) --junitfile build/junit-migration.xml -- -count=1 -p 1 -timeout 60m ./suites/migration/ -run 'TestMigration$$' -args -migration.all
 
 ## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
 upgrade: engine build

@@ -53,6 +53,8 @@ type runFlags struct {
 	json        bool
 	upgradeTo   string
 	downgrade   string
+	migration   string
+	migrateFrom string
 	clients     string
 }
 
@@ -82,6 +84,8 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute of workload: low, normal, high, or a rate such as 12/min")
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run (each run of a campaign) may take before it is stopped (it is then judged as far as it got)")
 	fs.StringVar(&f.upgradeTo, "upgrade-to", "", "roll the 3-node container cluster from --kafka to this newer release during the workload, then finalize its features (groupquake upgrade adds a baseline run)")
+	fs.StringVar(&f.migration, "migration-policy", "", "group.consumer.migration.policy of the cluster the run starts: "+strings.Join(run.MigrationPolicies(), ", ")+" (default: Kafka's, bidirectional); --scenario migration moves the group classic → consumer → classic under it")
+	fs.StringVar(&f.migrateFrom, "migration-from", "", "with --scenario migration, the protocol the group starts with and returns to: classic (classic → consumer → classic, the default) or consumer (consumer → classic → consumer)")
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
@@ -401,8 +405,14 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 			return 0, o, badInput("--out: %v", err)
 		}
 	}
-	o.UpgradeTo, o.Downgrade = f.upgradeTo, f.downgrade
+	o.UpgradeTo, o.Downgrade, o.MigrationPolicy, o.MigrationFrom = f.upgradeTo, f.downgrade, f.migration, f.migrateFrom
+	if f.migration != "" && len(o.Bootstrap) > 0 {
+		return 0, o, badInput("--migration-policy %s is a broker setting of the cluster a run starts: set group.consumer.migration.policy on the external cluster itself, and leave the flag out with --bootstrap", f.migration)
+	}
 	o.Scenario, o.Duration, o.Members, o.Partitions = f.scenario, f.duration, f.members, int32(f.partitions)
+	if f.scenario == run.ScenarioMigration && !set["duration"] {
+		o.Duration = 0 // the migration's steps decide it
+	}
 	o.Rate, o.Records, o.Topic, o.Group = f.rate, f.records, f.topic, f.group
 	return seed, o, nil
 }
