@@ -448,6 +448,38 @@ func TestDurableCommits(t *testing.T) {
 		evs, _, _ := partitionErr("COORDINATOR_NOT_AVAILABLE", history.Info)
 		mustHold(t, DurableCommits(evs, nil))
 	})
+	// A commit sent to a coordinator that was then paused: the client resent it after its
+	// timeout, the member was fenced meanwhile and the resent request was answered
+	// UNKNOWN_MEMBER_ID, but the first attempt was applied when the node resumed (4.4.0,
+	// TestMatrix combined/consumer seed 7). The error answers the last attempt only.
+	resentCommit := func(withFault bool) ([]history.Event, int64, int64) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
+		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 6)}}
+		h.invoke("a", history.FCommit, c)
+		pause := history.Fault{What: "node-pause", Target: []string{"node-1"}}
+		if withFault {
+			h.call("nemesis/0", history.FFaultStart, pause, history.OK, pause)
+		}
+		d := h.describe(nil, off(0, 6))
+		if withFault {
+			h.call("nemesis/0", history.FFaultStop, pause, history.OK, pause)
+		}
+		done := c
+		done.PartitionErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: "UNKNOWN_MEMBER_ID"}}
+		h.complete("a", history.FCommit, history.OK, done)
+		return h.events(), ok, d
+	}
+	t.Run("a commit a fault overlapped and answered UNKNOWN_MEMBER_ID may have landed", func(t *testing.T) {
+		evs, _, _ := resentCommit(true)
+		mustHold(t, DurableCommits(evs, nil))
+		mustHold(t, CommittedOffsetMonotonic(evs, nil))
+	})
+	t.Run("the same commit with no fault during it did not land", func(t *testing.T) {
+		evs, ok, d := resentCommit(false)
+		mustCite(t, DurableCommits(evs, nil), ok, d)
+	})
 	t.Run("an unknown commit rejected for a partition with UNKNOWN_MEMBER_ID did not land there", func(t *testing.T) {
 		evs, ok, d := partitionErr("UNKNOWN_MEMBER_ID", history.Info)
 		mustCite(t, DurableCommits(evs, nil), ok, d)
