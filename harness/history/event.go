@@ -72,13 +72,21 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 
 // decodeEvent decodes one line; the Reader calls it directly, which saves the validation pass
 // json.Unmarshal makes before calling UnmarshalJSON.
-func decodeEvent(b []byte) (Event, error) {
+func decodeEvent(b []byte) (Event, error) { return decodeEventIf(b, nil) }
+
+// decodeEventIf decodes an event, and its payload when want is nil or accepts the event (asked
+// before the payload is set); otherwise the payload stays raw JSON.
+func decodeEventIf(b []byte, want func(*Event) bool) (Event, error) {
 	var w wireEvent
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err
 	}
 	e := Event{Index: w.Index, Time: w.Time, Type: w.Type, Process: w.Process, F: w.F, Why: w.Why}
 	if len(w.Value) == 0 || string(w.Value) == "null" {
+		return e, nil
+	}
+	if want != nil && !want(&e) {
+		e.Value = w.Value // json.Unmarshal copied it out of b
 		return e, nil
 	}
 	v, err := DecodeValue(w.F, w.Value)

@@ -20,6 +20,23 @@ type Reader struct {
 	lastIndex int64
 	truncated *Truncation
 	err       error
+	decode    func(*Event) bool
+}
+
+// ReaderOption configures a Reader.
+type ReaderOption interface{ apply(*Reader) }
+
+type readerOpt func(*Reader)
+
+func (o readerOpt) apply(r *Reader) { o(r) }
+
+// DecodeIf decodes the payload only of the events want accepts, asked with the event before its
+// payload is set; the others keep theirs as json.RawMessage, which ValueAs and TypedValue decode
+// when asked. Decoding the payloads is most of the cost of reading a history, so a reader that
+// looks at few of them (the report of a long run) reads much faster. A payload left raw is only
+// checked to be JSON, not to be its F's payload.
+func DecodeIf(want func(e *Event) bool) ReaderOption {
+	return readerOpt(func(r *Reader) { r.decode = want })
 }
 
 // Truncation describes an unterminated, undecodable last line: what a SIGKILL during a write leaves.
@@ -29,8 +46,12 @@ type Truncation struct {
 }
 
 // NewReader returns a Reader over r.
-func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 1<<16), lastIndex: -1}
+func NewReader(r io.Reader, opts ...ReaderOption) *Reader {
+	rd := &Reader{br: bufio.NewReaderSize(r, 1<<16), lastIndex: -1}
+	for _, o := range opts {
+		o.apply(rd)
+	}
+	return rd
 }
 
 // Next returns the next event, or io.EOF after the last complete one. A line that does not decode is
@@ -56,7 +77,7 @@ func (r *Reader) Next() (Event, error) {
 			}
 			continue // a blank line (an editor's trailing newline) carries nothing
 		}
-		e, derr := decodeEvent(body)
+		e, derr := decodeEventIf(body, r.decode)
 		if derr != nil {
 			if !terminated {
 				r.truncated = &Truncation{Line: r.line, Bytes: len(line)}
