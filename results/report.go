@@ -33,7 +33,7 @@ type Report struct {
 	// Partitions are the plan's partitions: each gets a timeline row even if nobody owned it.
 	Partitions []history.TP
 	// Ownerships are the ownership intervals as the checkers see them; nil means derive them from
-	// Events with check.Ownerships (the same pass the checkers make).
+	// the events as check.Ownerships does (the same pass the checkers make).
 	Ownerships []check.Ownership
 }
 
@@ -104,7 +104,7 @@ type digest struct {
 	faults    []Span
 	openFault map[string]int
 	// owning holds the events check.ShapesOwnership keeps, when the ownerships are derived here
-	// (streaming); nil otherwise.
+	// (the report gives none); nil otherwise.
 	owning  []history.Event
 	keepOwn bool
 	times   map[int64]time.Duration // times of the cited events
@@ -439,16 +439,11 @@ const maxViolationsListed = 50
 // WriteReport writes the HTML report of r to w.
 func WriteReport(w io.Writer, r Report) error {
 	v := newView(r)
-	d := newDigest(v.cited, false)
+	d := newDigest(v.cited, r.Ownerships == nil)
 	for i := range r.Events {
 		d.add(&r.Events[i])
 	}
-	d.finish()
-	owns := r.Ownerships
-	if owns == nil {
-		owns = check.Ownerships(r.Events)
-	}
-	return v.render(w, d, owns)
+	return v.render(w, d)
 }
 
 // WriteReportFrom writes the HTML report of r with its events read from history (a history.jsonl)
@@ -471,16 +466,10 @@ func WriteReportFrom(w io.Writer, r Report, jsonl io.Reader) error {
 		}
 		d.add(&e)
 	}
-	d.finish()
 	if rd.Truncated() != nil {
 		v.Truncated = true
 	}
-	owns := r.Ownerships
-	if owns == nil {
-		owns = check.OwnershipsUntil(d.owning, d.end)
-		d.owning = nil
-	}
-	return v.render(w, d, owns)
+	return v.render(w, d)
 }
 
 // HistoryError is the error WriteReportFrom met reading the history (a corrupt line, an I/O
@@ -523,9 +512,16 @@ func newView(r Report) *view {
 	return v
 }
 
-// render lays out the timeline of the digested history and the ownerships owns, and writes the page.
-func (v *view) render(w io.Writer, d *digest, owns []check.Ownership) error {
+// render lays out the timeline of the digested history and writes the page.
+func (v *view) render(w io.Writer, d *digest) error {
 	r := v.Report
+	d.finish()
+	owns := r.Ownerships
+	if owns == nil {
+		// The checkers' facts over the events they depend on: check.Ownerships of the whole history.
+		owns = check.OwnershipsUntil(d.owning, d.end)
+		d.owning = nil
+	}
 	end := d.end
 	phases := d.phases
 	origin, teardown := time.Duration(-1), time.Duration(-1)

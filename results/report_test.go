@@ -365,7 +365,8 @@ func TestProtocolMix(t *testing.T) {
 // renders, keeping only what the page shows) is byte for byte the page of the events in memory:
 // a failing run whose violations cite events of every kind (a heartbeat call and a consumption
 // included, whose payloads the stream otherwise leaves undecoded), a busy run whose events table
-// and timeline are cut to their bounds, and a generated run of both. A history cut off mid-line
+// and timeline are cut to their bounds, and a generated run of both; and both are the page drawn
+// from check.Ownerships over every event. A history cut off mid-line
 // is drawn up to its last complete event and says so.
 func TestStreamedReportIsTheSamePage(t *testing.T) {
 	failing, _ := failingStory(t)
@@ -431,6 +432,16 @@ func TestStreamedReportIsTheSamePage(t *testing.T) {
 				i++
 			}
 			t.Errorf("%s: the streamed page differs from the page in memory at byte %d:\n in memory: %.300s\n  streamed: %.300s", c.name, i, a[i:], b[i:])
+		}
+		// The ownerships both derive are check.Ownerships over every event.
+		var given bytes.Buffer
+		withOwns := c.r
+		withOwns.Ownerships = check.Ownerships(c.r.Events)
+		if err := WriteReport(&given, withOwns); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(given.Bytes(), streamed.Bytes()) {
+			t.Errorf("%s: the page drawn from check.Ownerships over every event differs from the streamed page", c.name)
 		}
 		for _, v := range r.Verdicts {
 			for _, vi := range v.Violations {

@@ -89,9 +89,14 @@ func decodeEventIf(b []byte, want func(*Event) bool) (Event, error) {
 		e.Value = w.Value // json.Unmarshal copied it out of b
 		return e, nil
 	}
-	v, err := DecodeValue(w.F, w.Value)
+	return withValue(e, w.Value)
+}
+
+// withValue sets e's payload decoded from raw by its F.
+func withValue(e Event, raw []byte) (Event, error) {
+	v, err := DecodeValue(e.F, raw)
 	if err != nil {
-		return Event{}, fmt.Errorf("event %d (f %q): %w", w.Index, w.F, err)
+		return Event{}, fmt.Errorf("event %d (f %q): %w", e.Index, e.F, err)
 	}
 	e.Value = v
 	return e, nil

@@ -21,6 +21,23 @@ type Reader struct {
 	truncated *Truncation
 	err       error
 	decode    func(*Event) bool
+	dec       decoder
+	long      []byte // a line longer than the buffer
+}
+
+// readLine returns the next line, its '\n' included, valid until the next call: decoding copies
+// what it keeps, so reading a history allocates nothing per line.
+func (r *Reader) readLine() ([]byte, error) {
+	line, err := r.br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, err
+	}
+	r.long = append(r.long[:0], line...)
+	for err == bufio.ErrBufferFull {
+		line, err = r.br.ReadSlice('\n')
+		r.long = append(r.long, line...)
+	}
+	return r.long, err
 }
 
 // ReaderOption configures a Reader.
@@ -59,7 +76,7 @@ func NewReader(r io.Reader, opts ...ReaderOption) *Reader {
 // and ends the stream. Indexes must increase strictly.
 func (r *Reader) Next() (Event, error) {
 	for r.err == nil {
-		line, err := r.br.ReadBytes('\n')
+		line, err := r.readLine()
 		if len(line) == 0 && err == io.EOF {
 			r.err = io.EOF
 			break
@@ -77,7 +94,7 @@ func (r *Reader) Next() (Event, error) {
 			}
 			continue // a blank line (an editor's trailing newline) carries nothing
 		}
-		e, derr := decodeEventIf(body, r.decode)
+		e, derr := r.dec.decode(body, r.decode)
 		if derr != nil {
 			if !terminated {
 				r.truncated = &Truncation{Line: r.line, Bytes: len(line)}
@@ -143,8 +160,9 @@ func Read(r io.Reader) (Loaded, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var d decoder
 			for i := lo; i < hi; i++ {
-				events[i], errs[i] = decodeEvent(bytes.TrimRight(lines[i], "\r\n"))
+				events[i], errs[i] = d.decode(bytes.TrimRight(lines[i], "\r\n"), nil)
 			}
 		}()
 	}
@@ -217,10 +235,10 @@ func Pairs(events []Event) ([]int, error) {
 	open := map[string]int{}
 	var errs []error
 	n := 0
-	bad := func(err error) {
+	bad := func(format string, args ...any) { // formats only the errors it keeps
 		n++
 		if len(errs) < maxPairErrors {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
 	for i, e := range events {
@@ -229,15 +247,15 @@ func Pairs(events []Event) ([]int, error) {
 		switch e.Type {
 		case Invoke:
 			if isOpen {
-				bad(fmt.Errorf("event %d: process %q invoked %q while its %q call from event %d is still open", e.Index, e.Process, e.F, events[inv].F, events[inv].Index))
+				bad("event %d: process %q invoked %q while its %q call from event %d is still open", e.Index, e.Process, e.F, events[inv].F, events[inv].Index)
 			}
 			open[e.Process] = i
 		case OK, Fail:
 			switch {
 			case !isOpen:
-				bad(fmt.Errorf("event %d: process %q recorded %s %q with no open call", e.Index, e.Process, e.Type, e.F))
+				bad("event %d: process %q recorded %s %q with no open call", e.Index, e.Process, e.Type, e.F)
 			case events[inv].F != e.F:
-				bad(fmt.Errorf("event %d: process %q recorded %s %q but its open call (event %d) is %q", e.Index, e.Process, e.Type, e.F, events[inv].Index, events[inv].F))
+				bad("event %d: process %q recorded %s %q but its open call (event %d) is %q", e.Index, e.Process, e.Type, e.F, events[inv].Index, events[inv].F)
 			default:
 				partner[i], partner[inv] = inv, i
 				delete(open, e.Process)
@@ -248,7 +266,7 @@ func Pairs(events []Event) ([]int, error) {
 				delete(open, e.Process)
 			}
 		default:
-			bad(fmt.Errorf("event %d has type %q", e.Index, e.Type))
+			bad("event %d has type %q", e.Index, e.Type)
 		}
 	}
 	if n > len(errs) {
