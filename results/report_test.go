@@ -346,6 +346,18 @@ func TestReportMergesTinyOwnerships(t *testing.T) {
 	if len(own) > n/10 {
 		t.Errorf("%d bars drawn for %d sub-pixel ownerships: they are not merged", len(own), n)
 	}
+	// The page says what it aggregated.
+	merged, bars := 0, 0
+	for _, rc := range own {
+		if rc.class("many") {
+			merged += int(attrInt(t, rc, "data-count"))
+			bars++
+		}
+	}
+	notes := doc.all(byTagClass("p", "aggregated"))
+	if want := fmt.Sprintf("%d ownerships narrower than a pixel, next to one another, are drawn as %d grey bars", merged, bars); len(notes) != 1 || !strings.Contains(notes[0].allText(), want) {
+		t.Errorf("the page does not say what it aggregated (want %q)", want)
+	}
 }
 
 // TestProtocolMix names the protocol mixes the trend groups runs by.
