@@ -118,11 +118,11 @@ func newDigest(cited map[int64][]string, keepOwn bool) *digest {
 
 // needsValue reports whether the page reads e's payload: what add looks at, and every event the
 // events table may list. The others may come with their payload undecoded.
-func (d *digest) needsValue(e *history.Event) bool {
-	if _, ok := d.cited[e.Index]; ok || e.Type == history.Fail || check.ShapesOwnership(e) {
+func (d *digest) needsValue(e history.Event) bool {
+	if _, ok := d.cited[e.Index]; ok || e.Type == history.Fail || check.ShapesOwnership(&e) {
 		return true
 	}
-	return listable(e)
+	return listable(&e)
 }
 
 // listable: what changes ownership or membership, faults and phases (not the calls in flight).

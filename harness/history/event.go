@@ -76,7 +76,7 @@ func decodeEvent(b []byte) (Event, error) { return decodeEventIf(b, nil) }
 
 // decodeEventIf decodes an event, and its payload when want is nil or accepts the event (asked
 // before the payload is set); otherwise the payload stays raw JSON.
-func decodeEventIf(b []byte, want func(*Event) bool) (Event, error) {
+func decodeEventIf(b []byte, want func(Event) bool) (Event, error) {
 	var w wireEvent
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err
@@ -85,7 +85,7 @@ func decodeEventIf(b []byte, want func(*Event) bool) (Event, error) {
 	if len(w.Value) == 0 || string(w.Value) == "null" {
 		return e, nil
 	}
-	if want != nil && !want(&e) {
+	if want != nil && !want(e) {
 		e.Value = w.Value // json.Unmarshal copied it out of b
 		return e, nil
 	}

@@ -485,7 +485,7 @@ func TestReaderLeavesPayloadsRaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd := NewReader(bytes.NewReader(data), DecodeIf(func(e *Event) bool { return e.Index%2 == 0 }))
+	rd := NewReader(bytes.NewReader(data), DecodeIf(func(e Event) bool { return e.Index%2 == 0 }))
 	for i := 0; ; i++ {
 		e, err := rd.Next()
 		if err == io.EOF {

@@ -20,7 +20,7 @@ type Reader struct {
 	lastIndex int64
 	truncated *Truncation
 	err       error
-	decode    func(*Event) bool
+	decode    func(Event) bool
 	dec       decoder
 	long      []byte // a line longer than the buffer
 }
@@ -52,7 +52,7 @@ func (o readerOpt) apply(r *Reader) { o(r) }
 // when asked. Decoding the payloads is most of the cost of reading a history, so a reader that
 // looks at few of them (the report of a long run) reads much faster. A payload left raw is only
 // checked to be JSON, not to be its F's payload.
-func DecodeIf(want func(e *Event) bool) ReaderOption {
+func DecodeIf(want func(e Event) bool) ReaderOption {
 	return readerOpt(func(r *Reader) { r.decode = want })
 }
 
@@ -235,11 +235,9 @@ func Pairs(events []Event) ([]int, error) {
 	open := map[string]int{}
 	var errs []error
 	n := 0
-	bad := func(format string, args ...any) { // formats only the errors it keeps
+	keep := func() bool { // counts a pairing error and says whether to keep (format) it
 		n++
-		if len(errs) < maxPairErrors {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
+		return len(errs) < maxPairErrors
 	}
 	for i, e := range events {
 		partner[i] = -1
@@ -247,15 +245,21 @@ func Pairs(events []Event) ([]int, error) {
 		switch e.Type {
 		case Invoke:
 			if isOpen {
-				bad("event %d: process %q invoked %q while its %q call from event %d is still open", e.Index, e.Process, e.F, events[inv].F, events[inv].Index)
+				if keep() {
+					errs = append(errs, fmt.Errorf("event %d: process %q invoked %q while its %q call from event %d is still open", e.Index, e.Process, e.F, events[inv].F, events[inv].Index))
+				}
 			}
 			open[e.Process] = i
 		case OK, Fail:
 			switch {
 			case !isOpen:
-				bad("event %d: process %q recorded %s %q with no open call", e.Index, e.Process, e.Type, e.F)
+				if keep() {
+					errs = append(errs, fmt.Errorf("event %d: process %q recorded %s %q with no open call", e.Index, e.Process, e.Type, e.F))
+				}
 			case events[inv].F != e.F:
-				bad("event %d: process %q recorded %s %q but its open call (event %d) is %q", e.Index, e.Process, e.Type, e.F, events[inv].Index, events[inv].F)
+				if keep() {
+					errs = append(errs, fmt.Errorf("event %d: process %q recorded %s %q but its open call (event %d) is %q", e.Index, e.Process, e.Type, e.F, events[inv].Index, events[inv].F))
+				}
 			default:
 				partner[i], partner[inv] = inv, i
 				delete(open, e.Process)
@@ -266,7 +270,9 @@ func Pairs(events []Event) ([]int, error) {
 				delete(open, e.Process)
 			}
 		default:
-			bad("event %d has type %q", e.Index, e.Type)
+			if keep() {
+				errs = append(errs, fmt.Errorf("event %d has type %q", e.Index, e.Type))
+			}
 		}
 	}
 	if n > len(errs) {

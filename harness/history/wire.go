@@ -22,12 +22,12 @@ type decoder struct {
 // allocated per event, as encoding/json would.
 const maxNames = 4096
 
-func (d *decoder) decode(b []byte, want func(*Event) bool) (Event, error) {
+func (d *decoder) decode(b []byte, want func(Event) bool) (Event, error) {
 	if e, raw, ok := d.direct(b); ok {
 		if raw == nil {
 			return e, nil
 		}
-		if want != nil && !want(&e) {
+		if want != nil && !want(e) {
 			e.Value = json.RawMessage(append(make([]byte, 0, len(raw)), raw...))
 			return e, nil
 		}

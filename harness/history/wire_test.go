@@ -19,7 +19,7 @@ func sameAsJSON(t *testing.T, b []byte) (direct bool) {
 	var d decoder
 	_, raw, ok := d.direct(b)
 	want, wantErr := decodeEventIf(b, nil)
-	wantRaw, wantRawErr := decodeEventIf(b, func(*Event) bool { return false })
+	wantRaw, wantRawErr := decodeEventIf(b, func(Event) bool { return false })
 	if !ok {
 		return false
 	}
@@ -33,7 +33,7 @@ func sameAsJSON(t *testing.T, b []byte) (direct bool) {
 	if (gotErr != nil) != (wantErr != nil) || gotErr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("line %q:\n direct        %+v (%v)\n encoding/json %+v (%v)", b, got, gotErr, want, wantErr)
 	}
-	gotRaw, err := d.decode(b, func(*Event) bool { return false })
+	gotRaw, err := d.decode(b, func(Event) bool { return false })
 	if err != nil || !reflect.DeepEqual(gotRaw, wantRaw) {
 		t.Fatalf("line %q with its payload left raw:\n direct        %+v (%v)\n encoding/json %+v", b, gotRaw, err, wantRaw)
 	}
