@@ -843,7 +843,7 @@ tr:target{background:#fff3c4}tr.cited td:first-child{border-left:3px solid #b423
 {{end}}</table>
 <h2>Timeline</h2>
 <p>One row per partition; a bar is one member owning it, from its assignment to where the checkers end it (revoked, lost, fenced, session expired, left); a red outline marks an ownership that ended without a clean revocation. Grey bars on top are faults (their band runs across the rows), red marks link to the events a violation cites, vertical lines start phases. Hover for details; click a bar for its event.</p>
-{{if .Merged}}<p class="aggregated">{{.Merged}} ownerships narrower than a pixel, next to one another, are drawn as {{.MergedBars}} grey bars, each saying how many it stands for; the violation marks above and the events table still cite each event, and history.jsonl has every ownership.</p>
+{{if .Merged}}<p class="aggregated">{{.Merged}} ownerships narrower than a pixel, next to one another, are drawn as {{.MergedBars}} grey bars, each saying how many it stands for; the violation marks and the events table still show every event a violation cites, and history.jsonl has every ownership.</p>
 {{end}}<p class="legend">{{range .Legend}}<span class="member" data-member="{{.Member}}"><span class="swatch" style="background:{{css .Color}}"></span>{{.Member}}{{if .Kind}} <small>({{.Kind}})</small>{{end}}</span>{{end}}</p>
 <svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="1200" height="{{f1 .SVGHeight}}" viewBox="0 0 1200 {{f1 .SVGHeight}}">
 {{range .Segments}}<rect class="{{.Class}}" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect>
