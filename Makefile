@@ -106,10 +106,11 @@ upgrade: engine build
 run: engine
 	$(GO) run ./cmd/groupquake run
 
-## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors).
+## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors, assignors and reconciliation beside Kafka's).
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
+	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/
 
 ## mutate: mutation score of each area of MUTATE_AREAS (tools/mutate/mutants/AREA.json, run with
 ## that list's test command); an area below its list's min_score (or MUTATE_MIN, when given) fails

@@ -97,10 +97,17 @@ func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 // partitions. The output's maps may share the input's where nothing changed.
 func (x *Reconciliation) Run() (ReconcileOutput, error) {
 	r := x.r
-	r.subscribedIDs = subscribedIDs(x.topics, x.names)
-	m, err := r.build()
-	if err != nil {
-		return ReconcileOutput{}, err
+	m := r.member
+	// As the heartbeat does: a member reconciled to the target whose
+	// subscription did not change is left as it is, without resolving its
+	// subscription (CAB.build returns it too, and Kafka's TopicIds resolves
+	// names only when asked).
+	if (r.profile.SubscriptionBoundsAssignment && r.hasSubscriptionChanged) || !m.isReconciledTo(r.targetEpoch) {
+		r.subscribedIDs = subscribedIDs(x.topics, x.names)
+		var err error
+		if m, err = r.build(); err != nil {
+			return ReconcileOutput{}, err
+		}
 	}
 	return ReconcileOutput{State: m.state, Epoch: m.epoch, PrevEpoch: m.prevEpoch, Assigned: m.assigned, Pending: m.pending}, nil
 }
