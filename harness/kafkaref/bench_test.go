@@ -13,6 +13,7 @@ var (
 	warmupMs  = flag.Int("kafkaref.java-warmup-ms", 2000, "the Java side's warm-up per case, in one JVM per case")
 	measureMs = flag.Int("kafkaref.java-measure-ms", 2000, "the Java side's measured time per case (at least -kafkaref.java-min-iters iterations)")
 	minIters  = flag.Int("kafkaref.java-min-iters", 5, "the Java side's least number of warm-up and of measured iterations per case")
+	goOnly    = flag.Bool("kafkaref.go-only", false, "time the Go side alone (for profiling it)")
 )
 
 var (
@@ -35,6 +36,10 @@ func loadBenchCases() (Cases, error) {
 // javaSide prepares the Java side, or says once why there is none (the Go
 // side is then reported alone).
 func javaSide(b *testing.B) (Runtime, bool) {
+	if *goOnly {
+		b.Logf("-kafkaref.go-only: Kafka's side is not measured")
+		return Runtime{}, false
+	}
 	rt, err := runtime(b)
 	if err != nil {
 		b.Logf("Kafka's side is not measured (Go only): %v", err)
