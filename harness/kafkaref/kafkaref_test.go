@@ -165,3 +165,10 @@ func TestSameResultsAsKafka(t *testing.T) {
 		}
 	}
 }
+
+func TestPrepareRefusesABadVersion(t *testing.T) {
+	_, err := Prepare(context.Background(), "4.4", nil)
+	if err == nil || !strings.Contains(err.Error(), "release number") {
+		t.Fatalf("Prepare(4.4) = %v, want an error saying it is not a release number", err)
+	}
+}

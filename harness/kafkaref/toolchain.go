@@ -56,10 +56,10 @@ func Prepare(ctx context.Context, kafka string, logf func(string, ...any)) (Runt
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	if err := java.CheckJava(); err != nil {
+	if err := java.CheckVersion(kafka); err != nil {
 		return Runtime{}, err
 	}
-	if err := java.CheckVersion(kafka); err != nil {
+	if err := java.CheckJava(); err != nil {
 		return Runtime{}, err
 	}
 	javaBin, _ := exec.LookPath("java")
@@ -137,6 +137,9 @@ func resolve(ctx context.Context, dir, kafka string, logf func(string, ...any)) 
 	}
 	os.RemoveAll(libs)
 	if err := os.Rename(filepath.Join(work, "libs"), libs); err != nil {
+		if _, serr := os.Stat(filepath.Join(libs, jar)); serr == nil {
+			return libs, nil // resolved by another process meanwhile
+		}
 		return "", err
 	}
 	return libs, nil
