@@ -494,6 +494,9 @@ func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Durat
 				if err := f.Freeze(true); err != nil {
 					return "", fmt.Errorf("freezing member %s's process: %w", name, err)
 				}
+				if c.r.p.Options.JavaJVMs == JavaJVMsShared {
+					return fmt.Sprintf("%s frozen for %s (its thread in the shared JVM stopped, its gateway held, its links delayed)", name, d), nil
+				}
 				return fmt.Sprintf("%s frozen for %s (its process stopped, its links delayed)", name, d), nil
 			}
 			return fmt.Sprintf("%s frozen for %s", name, d), nil
