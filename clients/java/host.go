@@ -58,7 +58,10 @@ func NewHost(rt Runtime, stderr io.Writer) *Host {
 	return &Host{rt: rt, stderr: stderr}
 }
 
-// Hosted runs the member in h's JVM instead of a JVM of its own.
+// Hosted runs the member in h's JVM instead of a JVM of its own. The
+// JVM's standard error goes to NewHost's stderr (the member's Stderr
+// option does not apply), and its last lines end the error of a member the
+// JVM's exit ended.
 func Hosted(h *Host) Opt {
 	return opt(func(c *cfg) {
 		c.rt = h.rt
