@@ -24,6 +24,7 @@ func TestDiffBadInput(t *testing.T) {
 		{[]string{"--from", "4.1.2", "--frm", "4.0.0"}, "flag provided but not defined: -frm"},
 		{[]string{"--from", "4.1.2", "extra"}, `diff takes no arguments, got "extra"`},
 		{[]string{"--from", "4.1.2", "--image-source", "nowhere"}, `--image-source "nowhere"`},
+		{[]string{"--from", "4.1.2", "--scenarios", "consumer-group,chaos"}, `--scenarios: unknown scenario "chaos"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := dispatch(context.Background(), append([]string{"diff"}, tc.args...), &stdout, &stderr)
@@ -43,10 +44,12 @@ func TestDiffBadInput(t *testing.T) {
 
 // `diff --embedded` of a release with itself prints no difference and
 // exits 0; of 4.1.2 and 4.4.0 it explains every difference by named
-// profile behaviours (exit 0), as text and as JSON.
+// profile behaviours (exit 0), as text and as JSON. The vectors only
+// (--scenarios none): harness/versiondiff's TestScenariosEmbedded runs a
+// scenario on both releases.
 func TestDiffEmbedded(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := runMain(context.Background(), []string{"diff", "--embedded", "--from", "4.4.0", "--to", "4.4.0"}, &stdout, &stderr); code != exitOK {
+	if code := runMain(context.Background(), []string{"diff", "--embedded", "--scenarios", "none", "--from", "4.4.0", "--to", "4.4.0"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("4.4.0 with itself: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "Kafka 4.4.0 → 4.4.0: ") || !strings.Contains(stdout.String(), " 0 differences (0 explained, 0 unexplained)") {
@@ -54,7 +57,7 @@ func TestDiffEmbedded(t *testing.T) {
 	}
 
 	stdout.Reset()
-	if code := runMain(context.Background(), []string{"diff", "--embedded", "--from", "4.1.2", "--to", "4.4.0"}, &stdout, &stderr); code != exitOK {
+	if code := runMain(context.Background(), []string{"diff", "--embedded", "--scenarios", "none", "--from", "4.1.2", "--to", "4.4.0"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("4.1.2 → 4.4.0: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 	for _, want := range []string{"× InitialGroupEpoch (0 → 1)", "RejoinWithEpochZero (false → true)", "RevocationAckKeepsEpoch (false → true)", ", 0 unexplained)"} {
@@ -64,7 +67,7 @@ func TestDiffEmbedded(t *testing.T) {
 	}
 
 	stdout.Reset()
-	if code := runMain(context.Background(), []string{"diff", "--from", "4.1.2", "--embedded", "--json"}, &stdout, &stderr); code != exitOK {
+	if code := runMain(context.Background(), []string{"diff", "--from", "4.1.2", "--embedded", "--json", "--scenarios=none"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("--json: exit %d\n%s", code, stderr.String())
 	}
 	var got struct {

@@ -86,6 +86,22 @@ type Outcome struct {
 	// Agrees is true when the release did what its profile predicts (for a
 	// real broker, the differential run's comparison of Value and Model).
 	Agrees bool `json:"agrees"`
+	// Numeric outcomes (a scenario's measures) are equal within Slack:
+	// two releases' values differ only when they are further apart than
+	// the larger of their slacks.
+	Numeric bool    `json:"numeric,omitempty"`
+	Num     float64 `json:"num,omitempty"`
+	Slack   float64 `json:"slack,omitempty"`
+}
+
+// same reports whether a and b are the same outcome: equal values, or
+// numbers within their slack.
+func same(a, b Outcome) bool {
+	if a.Numeric && b.Numeric {
+		d := a.Num - b.Num
+		return max(d, -d) <= max(a.Slack, b.Slack)
+	}
+	return a.Value == b.Value
 }
 
 // Outcomes are one release's outcomes.
@@ -183,7 +199,7 @@ func Compare(from, to Outcomes, behaviours []Behaviour, attribution map[string][
 		if inA && inB {
 			res.Compared++
 		}
-		if a.Value == b.Value && a.Agrees && b.Agrees {
+		if same(a, b) && a.Agrees && b.Agrees {
 			continue
 		}
 		d := Difference{Key: k, Kind: a.Kind, What: a.What, From: a.Value, To: b.Value}
@@ -205,10 +221,14 @@ func Compare(from, to Outcomes, behaviours []Behaviour, attribution map[string][
 					d.Behaviours = append(d.Behaviours, n)
 				}
 			}
-			if len(d.Behaviours) > 0 {
+			_, known := attribution[k]
+			switch {
+			case len(d.Behaviours) > 0:
 				d.Explained = true
-			} else {
-				d.Why = "the reference predicts it, but no single profile behaviour that differs between the releases changes this point"
+			case !known:
+				d.Why = "no behaviour of the version profiles is known to change this point"
+			default:
+				d.Why = "no single profile behaviour that differs between the releases changes this point"
 			}
 		}
 		res.Differences = append(res.Differences, d)

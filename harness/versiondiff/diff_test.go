@@ -65,7 +65,7 @@ func TestCompare(t *testing.T) {
 	if d := by["a.txt:5 #2"]; !d.Explained || !slices.Equal(d.Behaviours, []string{"RejoinWithEpochZero", "FirstMemberEpoch"}) {
 		t.Errorf("rejoin: %+v, want explained by RejoinWithEpochZero and FirstMemberEpoch, each once", d)
 	}
-	if d := by["a.txt:9 #4"]; d.Explained || !strings.Contains(d.Why, "no single profile behaviour") {
+	if d := by["a.txt:9 #4"]; d.Explained || !strings.Contains(d.Why, "no single profile behaviour that differs") {
 		t.Errorf("a difference attributed to a behaviour both releases share: %+v, want unexplained", d)
 	}
 	if d := by["a.txt:11 #5"]; d.Explained || !strings.Contains(d.Why, `Kafka 4.1.2 answered "Stable" where its profile predicts "Empty"`) {
