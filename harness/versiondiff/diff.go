@@ -1,16 +1,19 @@
 // Package versiondiff compares what two Kafka releases do to consumer
-// groups: the answers to the conformance vectors (and, in the model, the
-// __consumer_offsets records written for them), step by step, and lists
-// every difference, each either explained by named behaviours of the
-// releases' version profiles (coordinator/version.Profile's fields) or
-// unexplained.
+// groups (groupquake diff): the answers to the conformance vectors (and, in
+// the model, the __consumer_offsets records written for them), step by
+// step, and the measures of a few scripted scenario runs; it lists every
+// difference, each either explained by named behaviours of the releases'
+// version profiles (coordinator/version.Profile's fields) or unexplained.
 //
-// The core (Behaviours, Compare) is pure: it takes each release's outcomes,
-// what the reference coordinator predicted for each, and which profile
-// behaviours change each answer (Attribute finds them by flipping one
-// behaviour at a time in the reference), and classifies. The drivers
-// (Model, Real) gather the outcomes: from the reference coordinator alone,
-// or from real brokers through harness/differential.
+// The core (Behaviours, Compare, MeasureRun) is pure: Compare takes each
+// release's outcomes, what its profile predicted for each, and which
+// profile behaviours change each point (Attribute finds them for the
+// vectors by flipping one behaviour at a time in the reference
+// coordinator; a scenario's measures name the behaviours that govern
+// them), and classifies. The drivers gather the outcomes: ModelOutcomes
+// from the reference coordinator alone, RunVectors and RealOutcomes from a
+// real broker through harness/differential, RunScenarios from runs on a
+// container or embedded cluster.
 package versiondiff
 
 import (
