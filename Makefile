@@ -46,12 +46,15 @@ HUNT_MIX ?=
 # VERSIONS to the newest.
 UPGRADE_FROM ?= 4.1.2
 UPGRADE_TO ?= 4.4.0
+# The releases `make diff` compares (groupquake diff --from DIFF_FROM --to DIFF_TO).
+DIFF_FROM ?= 4.1.2
+DIFF_TO ?= 4.4.0
 # Faults of the nemesis during the upgrade and its baseline (run.Scenarios()).
 UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration run bench mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -101,6 +104,11 @@ migration: images build
 upgrade: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
 	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE)
+
+## diff: what DIFF_FROM and DIFF_TO do differently (groupquake diff): the conformance vectors and the
+## scripted scenarios on a 1-node cluster of each in turn (~3 min); exit 1 on an unexplained difference.
+diff: engine build
+	$(GO) run ./cmd/groupquake diff --from $(DIFF_FROM) --to $(DIFF_TO) --image-source $(IMAGE_SOURCE) --out build/runs/diff-$(DIFF_FROM)-$(DIFF_TO)
 
 ## run: the main job (see README).
 run: engine
