@@ -74,6 +74,9 @@ type scriptBroker struct {
 	// is closed; leaveHeld is signalled when a leave is being held.
 	holdLeave chan struct{}
 	leaveHeld chan struct{}
+	// holdCommit does the same for OffsetCommit.
+	holdCommit chan struct{}
+	commitHeld chan struct{}
 }
 
 func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
@@ -129,6 +132,16 @@ func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
 	})
 	c.ControlKey(kmsg.OffsetCommit.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
+		s.mu.Lock()
+		hold, held := s.holdCommit, s.commitHeld
+		s.mu.Unlock()
+		if hold != nil {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			c.SleepControl(func() { <-hold })
+		}
 		return s.offsetCommit(req.(*kmsg.OffsetCommitRequest)), nil, true
 	})
 	c.ControlKey(kmsg.OffsetFetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -946,4 +959,69 @@ func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
 	if leaves != 1 {
 		t.Errorf("%d leave heartbeats sent, want the rebalance-timeout one only\n%s", leaves, dump())
 	}
+}
+
+// While the commit before a revocation is in flight, Poll hands out no
+// record of the partition being revoked (Java's
+// markPendingRevocationToPauseFetching): the commit could not cover it.
+// Records produced to t[1] and then to t[0] during the commit: Poll returns
+// those of t[0], never those of t[1].
+func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startMember(t, s, false)
+	dump := m.dumpWith(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	poll := func() []clients.Record {
+		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer pcancel()
+		recs, _ := m.Poll(pctx)
+		if ctx.Err() != nil {
+			t.Fatalf("timed out\n%s", dump())
+		}
+		return recs
+	}
+	for !m.owns(0, 1)() || !m.consumedAll() {
+		poll()
+	}
+	release := make(chan struct{})
+	s.mu.Lock()
+	s.holdCommit, s.commitHeld = release, make(chan struct{}, 1)
+	held := s.commitHeld
+	s.mu.Unlock()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	s.set(2, 0)
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatalf("no commit before the revocation of t[1]\n%s", dump())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, p := range []int32{1, 0} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: loopTopic, Partition: p, Value: []byte("during the commit")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for got := false; !got; {
+		for _, r := range poll() {
+			if r.Partition == 1 {
+				t.Fatalf("Poll handed out t[1]@%d while the commit before its revocation was in flight\n%s", r.Offset, dump())
+			}
+			got = got || r.Offset == 10
+		}
+	}
+	close(release)
+	released = true
+	eventually(t, "the member owns only t[0]", m.owns(0), dump)
 }
