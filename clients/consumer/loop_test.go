@@ -70,6 +70,13 @@ type scriptBroker struct {
 	fail      int16
 	fetchErr  int16 // every OffsetFetch partition answers it while set
 	committed map[int32]int64
+	// holdLeave, while set, keeps the answer to a leave heartbeat until it
+	// is closed; leaveHeld is signalled when a leave is being held.
+	holdLeave chan struct{}
+	leaveHeld chan struct{}
+	// holdCommit does the same for OffsetCommit.
+	holdCommit chan struct{}
+	commitHeld chan struct{}
 }
 
 func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
@@ -110,10 +117,31 @@ func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
 
 	c.ControlKey(kmsg.ConsumerGroupHeartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		return s.heartbeat(req.(*kmsg.ConsumerGroupHeartbeatRequest)), nil, true
+		hb := req.(*kmsg.ConsumerGroupHeartbeatRequest)
+		s.mu.Lock()
+		hold, held := s.holdLeave, s.leaveHeld
+		s.mu.Unlock()
+		if hb.MemberEpoch < 0 && hold != nil {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			c.SleepControl(func() { <-hold })
+		}
+		return s.heartbeat(hb), nil, true
 	})
 	c.ControlKey(kmsg.OffsetCommit.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
+		s.mu.Lock()
+		hold, held := s.holdCommit, s.commitHeld
+		s.mu.Unlock()
+		if hold != nil {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			c.SleepControl(func() { <-hold })
+		}
 		return s.offsetCommit(req.(*kmsg.OffsetCommitRequest)), nil, true
 	})
 	c.ControlKey(kmsg.OffsetFetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -696,6 +724,17 @@ func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 	for _, a := range s.arrivals()[n:] {
 		t.Errorf("sent while stale (no Poll since the leave): %s", a)
 	}
+	// A member that left is out of the group: its poll timer does not run
+	// on, so the leave is reported once however long nobody polls.
+	expired := 0
+	for _, e := range m.log.all() {
+		if e.Kind == clients.SessionExpired {
+			expired++
+		}
+	}
+	if expired != 1 {
+		t.Errorf("%d SessionExpired events while stale, want the one of the leave\n%s", expired, dump())
+	}
 	pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	m.Poll(pctx)
 	pcancel()
@@ -813,4 +852,176 @@ func TestLoopAssignedPartitionResumesAtTheCommit(t *testing.T) {
 	if !slices.Equal(got[1], []int64{7, 8, 9}) || len(got[0]) != 10 || got[0][0] != 0 {
 		t.Errorf("consumed %v, want t[0] from 0 (no commit) and t[1] 7..9 (committed 7)", got)
 	}
+}
+
+// A fatal heartbeat error (here GROUP_AUTHORIZATION_FAILED) stops the
+// member as Java's transitionToFatal does: its partitions are lost, Poll
+// returns the error, and it sends nothing more, not even a leave on Close.
+func TestLoopFatalErrorStopsTheMember(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startMember(t, s, false)
+	dump := m.dumpWith(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for !m.owns(0, 1)() {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		m.Poll(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("the member never owned t[0 1]\n%s", dump())
+		}
+	}
+	s.failNext(kerr.GroupAuthorizationFailed.Code, 1, 0, 1)
+	var err error
+	for err == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, err = m.Poll(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("Poll never returned the fatal error\n%s", dump())
+		}
+	}
+	if !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("Poll returned %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	// The error reaches Poll as soon as the answer is read; the partitions
+	// are dropped right after, under the ownership lock Poll also takes.
+	eventually(t, "the fatal member owns nothing", m.owns(), dump)
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	if err := m.Close(cctx); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	as := s.arrivals()
+	iFatal := slices.IndexFunc(as, func(a groupReq) bool {
+		return a.hb != nil && a.hbResp.ErrorCode == kerr.GroupAuthorizationFailed.Code
+	})
+	if iFatal < 0 {
+		t.Fatalf("the broker never answered GROUP_AUTHORIZATION_FAILED\n%s", dump())
+	}
+	for _, a := range as[iFatal+1:] {
+		t.Errorf("sent after the fatal error: %s", a)
+	}
+	evs := m.log.all()
+	iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
+	if iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
+		t.Errorf("no Lost of t[0 1]\n%s", dump())
+	}
+	for _, e := range evs {
+		if e.Kind == clients.Left || e.Kind == clients.SessionExpired {
+			t.Errorf("a fatal member reported %s: %s", e.Kind, e.Why)
+		}
+	}
+}
+
+// Close while the rebalance-timeout leave is in flight (its answer held
+// back by the broker): the member is out of the group already, so Close
+// sends no second leave; it stops waiting for the first one.
+func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	release := make(chan struct{})
+	s.mu.Lock()
+	s.fetchErr = kerr.UnstableOffsetCommit.Code // the reconciliation cannot finish
+	s.holdLeave, s.leaveHeld = release, make(chan struct{}, 1)
+	held := s.leaveHeld
+	s.mu.Unlock()
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	m := startMember(t, s, false, RebalanceTimeout(1500*time.Millisecond), RetryBackoff(50*time.Millisecond, 200*time.Millisecond))
+	dump := m.dumpWith(s)
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no leave heartbeat after the rebalance timeout\n%s", dump())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := m.Close(ctx)
+	close(release)
+	released = true
+	if err != nil {
+		t.Errorf("close: %v", err)
+	}
+	leaves := 0
+	for _, e := range m.log.all() {
+		if e.Kind == clients.Sent && e.Op == clients.OpLeave {
+			leaves++
+		}
+	}
+	if leaves != 1 {
+		t.Errorf("%d leave heartbeats sent, want the rebalance-timeout one only\n%s", leaves, dump())
+	}
+}
+
+// While the commit before a revocation is in flight, Poll hands out no
+// record of the partition being revoked (Java's
+// markPendingRevocationToPauseFetching): the commit could not cover it.
+// Records produced to t[1] and then to t[0] during the commit: Poll returns
+// those of t[0], never those of t[1].
+func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startMember(t, s, false)
+	dump := m.dumpWith(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	poll := func() []clients.Record {
+		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer pcancel()
+		recs, _ := m.Poll(pctx)
+		if ctx.Err() != nil {
+			t.Fatalf("timed out\n%s", dump())
+		}
+		return recs
+	}
+	for !m.owns(0, 1)() || !m.consumedAll() {
+		poll()
+	}
+	release := make(chan struct{})
+	s.mu.Lock()
+	s.holdCommit, s.commitHeld = release, make(chan struct{}, 1)
+	held := s.commitHeld
+	s.mu.Unlock()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	s.set(2, 0)
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatalf("no commit before the revocation of t[1]\n%s", dump())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, p := range []int32{1, 0} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: loopTopic, Partition: p, Value: []byte("during the commit")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for got := false; !got; {
+		for _, r := range poll() {
+			if r.Partition == 1 {
+				t.Fatalf("Poll handed out t[1]@%d while the commit before its revocation was in flight\n%s", r.Offset, dump())
+			}
+			got = got || r.Offset == 10
+		}
+	}
+	close(release)
+	released = true
+	eventually(t, "the member owns only t[0]", m.owns(0), dump)
 }

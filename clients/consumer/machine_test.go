@@ -1,9 +1,13 @@
 package consumer
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -457,5 +461,144 @@ func TestRegexJoin(t *testing.T) {
 	ack, _ := h.beat(ok(1, nil))
 	if ack.SubscribedTopicRegex != nil {
 		t.Fatal("unchanged regex resent")
+	}
+}
+
+// The heartbeat interval is the broker's: an answer that names none (a
+// leave's answer carries 0) keeps the last one named rather than making the
+// member fall back to its default.
+func TestAnswerWithoutIntervalKeepsTheLastOne(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.beat(ok(1, map[topicID][]int32{idA: {0}}))
+	if h.m.interval != 500*time.Millisecond {
+		t.Fatalf("interval %v after an answer naming 500ms", h.m.interval)
+	}
+	resp := ok(1, nil)
+	resp.HeartbeatIntervalMillis = 0
+	h.beat(resp)
+	if h.m.interval != 500*time.Millisecond {
+		t.Fatalf("interval %v after an answer naming none, want the last named 500ms", h.m.interval)
+	}
+}
+
+// A plan that could not be carried out (the member's fetch of committed
+// offsets failed) ends unfinished: nothing becomes current, the member stays
+// RECONCILING and the next nextPlan hands out a new plan; the old one cannot
+// be finished afterwards.
+func TestUnfinishedPlanIsPlannedAgain(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.beat(ok(1, map[topicID][]int32{idA: {0, 1}}))
+	p1, _, ok1 := h.m.nextPlan(h.owned)
+	if !ok1 {
+		t.Fatal("no plan for a new assignment")
+	}
+	if h.m.finish(p1, false) {
+		t.Fatal("a plan carried out only in part was finished")
+	}
+	if h.m.state != stateReconciling || !h.m.current.none() {
+		t.Fatalf("after an unfinished plan: state %s current %v, want RECONCILING and nothing", h.m.state, h.m.current)
+	}
+	if h.m.valid(p1) || h.m.finish(p1, true) {
+		t.Fatal("an unfinished plan was finished later")
+	}
+	if !h.m.current.none() {
+		t.Fatalf("the unfinished plan became current: %v", h.m.current)
+	}
+	p2, _, ok2 := h.m.nextPlan(h.owned)
+	if !ok2 || p2.seq == p1.seq || !slices.Equal(p2.add["a"], []int32{0, 1}) {
+		t.Fatalf("plan after the unfinished one: %+v (ok %v)", p2, ok2)
+	}
+	if !h.m.finish(p2, true) || h.m.state != stateAcknowledging {
+		t.Fatalf("the new plan did not finish: state %s", h.m.state)
+	}
+}
+
+// Waiting for a topic's name is no plan: ok is false whether or not the
+// part already known is what the member owns.
+func TestWaitingForANameIsNoPlan(t *testing.T) {
+	t.Parallel()
+	idC := topicID{3}
+	h := newHarness(t)
+	h.beat(ok(1, map[topicID][]int32{idA: {0}}))
+	h.reconcile()
+	h.beat(ok(1, nil))
+	h.beat(ok(2, map[topicID][]int32{idA: {0}, idC: {0}}))
+	_, unresolved, ok1 := h.m.nextPlan(h.owned)
+	if ok1 || len(unresolved) != 1 || unresolved[0] != idC {
+		t.Fatalf("known part owned, c unknown: ok %v unresolved %v, want no plan and c", ok1, unresolved)
+	}
+	if h.m.state != stateReconciling {
+		t.Fatalf("state %s while waiting for a name, want RECONCILING", h.m.state)
+	}
+}
+
+// What the member reports says why: the error message the broker gave with
+// a fatal error (Poll returns it), and whether an assignment came at a new
+// epoch or the same one.
+func TestEventsSayWhy(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	_, o := h.beat(ok(3, map[topicID][]int32{idA: {0}}))
+	h.reconcile()
+	_, o = h.beat(ok(3, map[topicID][]int32{idA: {0, 1}}))
+	if len(o.events) != 1 || !strings.Contains(o.events[0].Why, "member epoch 3 unchanged") || !strings.Contains(o.events[0].Why, "target assignment map[a:[0 1]]") {
+		t.Fatalf("assignment at the same epoch reported as %+v", o.events)
+	}
+	_, o = h.beat(ok(4, nil))
+	if len(o.events) != 1 || !strings.Contains(o.events[0].Why, "member epoch 3 → 4") || strings.Contains(o.events[0].Why, "target") {
+		t.Fatalf("epoch bump without an assignment reported as %+v", o.events)
+	}
+	resp := failed(kerr.GroupAuthorizationFailed)
+	resp.ErrorMessage = new("group g: not authorized")
+	h.beat(resp)
+	if h.m.fatal == nil || !strings.Contains(h.m.fatal.Error(), "group g: not authorized") || !errors.Is(h.m.fatal, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("fatal error %v, want the broker's message and GROUP_AUTHORIZATION_FAILED", h.m.fatal)
+	}
+}
+
+// A topic listed with no partitions assigns nothing: the reported
+// assignment names only topics with partitions.
+func TestTopicWithoutPartitionsIsNotReported(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	_, o := h.beat(ok(1, map[topicID][]int32{idA: {0}, idB: {}}))
+	if len(o.events) != 2 || o.events[1].Partitions.Count() != 1 {
+		t.Fatalf("events %+v", o.events)
+	}
+	if _, listed := o.events[1].Partitions["b"]; listed {
+		t.Fatalf("assignment reported as %v, want topic b left out", o.events[1].Partitions)
+	}
+	p, done := h.reconcile()
+	if !done || !slices.Equal(p.add.Topics(), []string{"a"}) {
+		t.Fatalf("plan %+v", p)
+	}
+}
+
+// The owned partitions go out ordered by topic id, so that a heartbeat is
+// the same bytes for the same state (not the order of a Go map).
+func TestOwnedTopicsGoOutInIDOrder(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	assigned := map[topicID][]int32{}
+	for i := byte(1); i <= 8; i++ {
+		id := topicID{i * 16, i}
+		h.m.names[id] = fmt.Sprintf("t%d", i)
+		assigned[id] = []int32{0}
+	}
+	h.beat(ok(1, assigned))
+	p, _, planned := h.m.nextPlan(clients.Partitions{})
+	if !planned || !h.m.finish(p, true) {
+		t.Fatalf("no plan for the assignment: %+v", p)
+	}
+	req, _ := h.m.request()
+	if len(req.Topics) != 8 {
+		t.Fatalf("acknowledgement lists %d topics, want 8", len(req.Topics))
+	}
+	for i := 1; i < len(req.Topics); i++ {
+		if bytes.Compare(req.Topics[i-1].TopicID[:], req.Topics[i].TopicID[:]) >= 0 {
+			t.Fatalf("topic %d (%x) listed after %x: not in id order", i, req.Topics[i].TopicID, req.Topics[i-1].TopicID)
+		}
 	}
 }

@@ -22,7 +22,9 @@ import (
 //
 // Commands:
 //
-//	new [instance=ID] [regex=RE]     a member of group g subscribed to a, b
+//	new [instance=ID] [regex=RE] [assignor=NAME|none]
+//	                                 a member of group g subscribed to a, b
+//	                                 (server assignor uniform unless named)
 //	heartbeat                        build the next heartbeat; prints it
 //	answer [to=N] epoch=E [a=(0,1)] [b=(..)] [c=(..)] [empty]
 //	answer [to=N] error=NAME         answer heartbeat N (default: the last)
@@ -64,6 +66,14 @@ func TestMachineScripts(t *testing.T) {
 					var re string
 					d.ScanArgs(t, "regex", &re)
 					mut = append(mut, func(c *machineConfig) { c.topics, c.useRegex, c.regex = nil, true, re })
+				}
+				if d.HasArg("assignor") {
+					var name string
+					d.ScanArgs(t, "assignor", &name)
+					if name == "none" {
+						name = ""
+					}
+					mut = append(mut, func(c *machineConfig) { c.assignor = name })
 				}
 				h = newHarness(t, mut...)
 				seqs, pending = nil, nil
