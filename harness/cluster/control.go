@@ -522,6 +522,25 @@ func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
 	return used, nil
 }
 
+// NodeCPU returns the CPU time node id's container used since it started
+// (the counter starts over when the node restarts).
+func (c *Cluster) NodeCPU(ctx context.Context, id NodeID) (time.Duration, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.cli.ContainerStats(ctx, n.Container, client.ContainerStatsOptions{Stream: false})
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("stats of node %d: %v", id, err)
+	}
+	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+}
+
 // UpgradeNode replaces node id's container with one running Kafka version
 // (the binaries of a rolling upgrade): the node is stopped gracefully, its
 // container removed, and a new one started on the same data volume,

@@ -1,0 +1,353 @@
+package light
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// errClosed is what a request gets on a connection that broke or closed.
+var errClosed = errors.New("connection closed")
+
+// Conn is one Kafka connection that pipelines requests: writes are
+// serialized, and one reader goroutine matches answers to requests in
+// order (a broker answers a connection's requests in the order it read
+// them). A transport error breaks the connection for good; the Pool dials
+// a new one.
+type Conn struct {
+	addr   string
+	client string
+	c      net.Conn
+	stats  *Stats
+
+	wmu     sync.Mutex
+	corr    int32
+	pending chan *call
+	wbuf    []byte
+
+	dead    chan struct{}
+	deadErr atomic.Pointer[error]
+	once    sync.Once
+}
+
+type call struct {
+	corr int32
+	req  kmsg.Request
+	done chan result
+}
+
+type result struct {
+	resp kmsg.Response
+	err  error
+}
+
+// maxInflight bounds the requests written to one connection and not yet
+// answered; a writer waits beyond it.
+const maxInflight = 4096
+
+// Dial opens a connection to addr with client id client.
+func Dial(ctx context.Context, addr, client string, stats *Stats) (*Conn, error) {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	nc, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	c := &Conn{addr: addr, client: client, c: nc, stats: stats, pending: make(chan *call, maxInflight), dead: make(chan struct{})}
+	go c.read()
+	return c, nil
+}
+
+// Addr is the address the connection goes to.
+func (c *Conn) Addr() string { return c.addr }
+
+// Broken reports whether the connection can no longer carry requests.
+func (c *Conn) Broken() bool {
+	select {
+	case <-c.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close closes the connection; requests in flight fail.
+func (c *Conn) Close() { c.fail(errClosed) }
+
+func (c *Conn) fail(err error) {
+	c.once.Do(func() {
+		c.deadErr.Store(&err)
+		close(c.dead)
+		c.c.Close()
+	})
+}
+
+func (c *Conn) err() error {
+	if p := c.deadErr.Load(); p != nil {
+		return *p
+	}
+	return errClosed
+}
+
+// Do sends req (at the version it carries) and waits for its answer or
+// ctx's end. A request abandoned by ctx is still answered by the broker;
+// the answer is dropped.
+func (c *Conn) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	cl := &call{req: req, done: make(chan result, 1)}
+	c.wmu.Lock()
+	if c.Broken() {
+		c.wmu.Unlock()
+		return nil, c.err()
+	}
+	c.corr++
+	cl.corr = c.corr
+	buf := c.wbuf[:0]
+	buf = append(buf, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(cl.corr))
+	buf = kbin.AppendNullableString(buf, &c.client)
+	if req.IsFlexible() {
+		buf = append(buf, 0) // request header v2: no tagged fields
+	}
+	buf = req.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	select {
+	case c.pending <- cl:
+	case <-c.dead:
+		c.wmu.Unlock()
+		return nil, c.err()
+	case <-ctx.Done():
+		c.wmu.Unlock()
+		return nil, ctx.Err()
+	}
+	c.stats.sent(req.Key())
+	_, err := c.c.Write(buf)
+	if cap(buf) <= 64<<10 {
+		c.wbuf = buf // keep small buffers; drop the leader's big SyncGroup
+	} else {
+		c.wbuf = nil
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(fmt.Errorf("write %s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err))
+	}
+	select {
+	case r := <-cl.done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// read answers the pending calls in order until the connection breaks.
+func (c *Conn) read() {
+	br := bufio.NewReaderSize(c.c, 4096)
+	var size [4]byte
+	for {
+		var cl *call
+		select {
+		case cl = <-c.pending:
+		case <-c.dead:
+			c.drain()
+			return
+		}
+		if _, err := io.ReadFull(br, size[:]); err != nil {
+			c.fail(fmt.Errorf("read from %s: %w", c.addr, err))
+			cl.done <- result{err: c.err()}
+			c.drain()
+			return
+		}
+		body := make([]byte, binary.BigEndian.Uint32(size[:]))
+		if _, err := io.ReadFull(br, body); err != nil {
+			c.fail(fmt.Errorf("read from %s: %w", c.addr, err))
+			cl.done <- result{err: c.err()}
+			c.drain()
+			return
+		}
+		resp, err := decode(cl, body)
+		if err != nil {
+			c.fail(err)
+			cl.done <- result{err: err}
+			c.drain()
+			return
+		}
+		c.stats.answered(cl.req.Key())
+		cl.done <- result{resp: resp}
+	}
+}
+
+func (c *Conn) drain() {
+	for {
+		select {
+		case cl := <-c.pending:
+			cl.done <- result{err: c.err()}
+		default:
+			return
+		}
+	}
+}
+
+func decode(cl *call, body []byte) (kmsg.Response, error) {
+	name := kmsg.NameForKey(cl.req.Key())
+	r := kbin.Reader{Src: body}
+	if got := r.Int32(); got != cl.corr {
+		return nil, fmt.Errorf("%s answer has correlation id %d, want %d", name, got, cl.corr)
+	}
+	if cl.req.IsFlexible() && cl.req.Key() != int16(kmsg.ApiVersions) { // ApiVersions answers with header v0
+		for n := r.Uvarint(); n > 0; n-- {
+			r.Uvarint()
+			r.Span(int(r.Uvarint()))
+		}
+	}
+	if !r.Ok() {
+		return nil, fmt.Errorf("%s answer header is truncated", name)
+	}
+	resp := cl.req.ResponseKind()
+	resp.SetVersion(cl.req.GetVersion())
+	if err := resp.ReadFrom(r.Src); err != nil {
+		return nil, fmt.Errorf("decode %s v%d answer: %w", name, cl.req.GetVersion(), err)
+	}
+	return resp, nil
+}
+
+// Stats counts the requests members sent and the answers they got, per
+// API key. Safe for concurrent use.
+type Stats struct {
+	sentN     [128]atomic.Int64
+	answeredN [128]atomic.Int64
+
+	mu   sync.Mutex
+	errs map[string]int64
+}
+
+// Error counts an error a member got (a Kafka error by its name, a
+// transport error or timeout as "transport").
+func (s *Stats) Error(err error) {
+	if s == nil || err == nil {
+		return
+	}
+	name := "transport"
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		name = ke.Message
+	}
+	s.mu.Lock()
+	if s.errs == nil {
+		s.errs = map[string]int64{}
+	}
+	s.errs[name]++
+	s.mu.Unlock()
+}
+
+// Errors returns the errors counted so far by name.
+func (s *Stats) Errors() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.errs))
+	for k, v := range s.errs {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Stats) sent(key int16) {
+	if s != nil && key >= 0 && int(key) < len(s.sentN) {
+		s.sentN[key].Add(1)
+	}
+}
+
+func (s *Stats) answered(key int16) {
+	if s != nil && key >= 0 && int(key) < len(s.answeredN) {
+		s.answeredN[key].Add(1)
+	}
+}
+
+// Answered is the number of answers received so far, over every API.
+func (s *Stats) Answered() int64 {
+	var n int64
+	for i := range s.answeredN {
+		n += s.answeredN[i].Load()
+	}
+	return n
+}
+
+// AnsweredBy returns the answers received so far per API name.
+func (s *Stats) AnsweredBy() map[string]int64 {
+	out := map[string]int64{}
+	for i := range s.answeredN {
+		if n := s.answeredN[i].Load(); n > 0 {
+			out[kmsg.NameForKey(int16(i))] = n
+		}
+	}
+	return out
+}
+
+// Pool hands members connections to each address: member i uses slot
+// i mod size (size at least the member count gives each its own). A broken connection is replaced on the next Get.
+type Pool struct {
+	client string
+	stats  *Stats
+	mu     sync.Mutex
+	slots  map[string]map[int]*Conn
+	size   int
+}
+
+// NewPool makes a pool of size connections per address.
+func NewPool(size int, client string, stats *Stats) *Pool {
+	return &Pool{client: client, stats: stats, slots: map[string]map[int]*Conn{}, size: max(size, 1)}
+}
+
+// Get returns member's connection to addr, dialing it if needed.
+func (p *Pool) Get(ctx context.Context, addr string, member int) (*Conn, error) {
+	slot := member % p.size
+	p.mu.Lock()
+	conns := p.slots[addr]
+	if conns == nil {
+		conns = map[int]*Conn{}
+		p.slots[addr] = conns
+	}
+	c := conns[slot]
+	p.mu.Unlock()
+	if c != nil && !c.Broken() {
+		return c, nil
+	}
+	nc, err := Dial(ctx, addr, p.client, p.stats)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cur := conns[slot]; cur != nil && cur != c && !cur.Broken() {
+		nc.Close() // another member of the slot dialed first
+		return cur, nil
+	}
+	conns[slot] = nc
+	return nc, nil
+}
+
+// Close closes every connection.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, conns := range p.slots {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}
+	p.slots = map[string]map[int]*Conn{}
+}
