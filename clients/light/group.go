@@ -97,9 +97,12 @@ func NewGroup(cfg Config) (*Group, error) {
 	st := &Stats{}
 	return &Group{
 		cfg: cfg, Stats: st, Owners: NewOwners(cfg.Partitions),
-		pool: NewPool(cfg.Conns, "groupquake-light", st),
-		own:  NewPool(1<<30, "groupquake-light", st),
-		boot: NewPool(1, "groupquake-light-boot", st),
+		// A short client id: a classic member id is the client id and a
+		// Uuid, and the classic group's metadata record carries every
+		// member's id (see the README's Scale section on its size limit).
+		pool: NewPool(cfg.Conns, "gq", st),
+		own:  NewPool(1<<30, "gq", st),
+		boot: NewPool(1, "gq-boot", st),
 		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x5ca1e)),
 	}, nil
 }

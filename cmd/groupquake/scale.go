@@ -111,7 +111,9 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var gave []string
 	for _, p := range protos {
 		for _, n := range sizes {
-			name := fmt.Sprintf("scale-%s-%d-%d", p, n, seed)
+			// Short names: the classic group's metadata record repeats the
+			// topic name twice per member.
+			name := fmt.Sprintf("gq%c%d-%d", p[0], n, seed%100000)
 			o := scale.Options{
 				Protocol: p, Members: n, Partitions: int32(f.partitions), Group: name, Topic: name,
 				Light: light.Config{

@@ -179,6 +179,7 @@ func Run(ctx context.Context, h cluster.Handle, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer g.Close()
+	defer deleteTopic(adm, o.Topic)
 	r := &runner{o: o, h: h, g: g, adm: adm}
 	r.stats, _ = h.(nodeStats)
 	return r.run(ctx)
@@ -222,6 +223,20 @@ func createTopic(ctx context.Context, adm *kgo.Client, o Options, brokers int) e
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// deleteTopic removes a run's topic once its members stopped, so that
+// later runs on the cluster (and its node restarts) do not carry it.
+func deleteTopic(adm *kgo.Client, topic string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TopicNames = []string{topic}
+	t := kmsg.NewDeleteTopicsRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{t}
+	req.TimeoutMillis = 30000
+	_, _ = req.RequestWith(ctx, adm)
 }
 
 type runner struct {
