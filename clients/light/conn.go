@@ -52,12 +52,11 @@ type result struct {
 	err  error
 }
 
-// maxInflight bounds the requests written to one connection and not yet
-// answered; a writer waits beyond it.
-const maxInflight = 4096
-
-// Dial opens a connection to addr with client id client.
-func Dial(ctx context.Context, addr, client string, stats *Stats) (*Conn, error) {
+// Dial opens a connection to addr with client id client that takes up
+// to inflight requests written and not yet answered (a writer waits
+// beyond them). The queue is allocated up front: a member's own
+// connection wants a short one.
+func Dial(ctx context.Context, addr, client string, inflight int, stats *Stats) (*Conn, error) {
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -65,7 +64,7 @@ func Dial(ctx context.Context, addr, client string, stats *Stats) (*Conn, error)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
-	c := &Conn{addr: addr, client: client, c: nc, stats: stats, pending: make(chan *call, maxInflight), dead: make(chan struct{})}
+	c := &Conn{addr: addr, client: client, c: nc, stats: stats, pending: make(chan *call, max(inflight, 1)), dead: make(chan struct{})}
 	go c.read()
 	return c, nil
 }
@@ -298,16 +297,18 @@ func (s *Stats) AnsweredBy() map[string]int64 {
 // Pool hands members connections to each address: member i uses slot
 // i mod size (size at least the member count gives each its own). A broken connection is replaced on the next Get.
 type Pool struct {
-	client string
-	stats  *Stats
-	mu     sync.Mutex
-	slots  map[string]map[int]*Conn
-	size   int
+	client   string
+	inflight int
+	stats    *Stats
+	mu       sync.Mutex
+	slots    map[string]map[int]*Conn
+	size     int
 }
 
-// NewPool makes a pool of size connections per address.
-func NewPool(size int, client string, stats *Stats) *Pool {
-	return &Pool{client: client, stats: stats, slots: map[string]map[int]*Conn{}, size: max(size, 1)}
+// NewPool makes a pool of size connections per address, each taking up
+// to inflight requests at once.
+func NewPool(size, inflight int, client string, stats *Stats) *Pool {
+	return &Pool{client: client, inflight: inflight, stats: stats, slots: map[string]map[int]*Conn{}, size: max(size, 1)}
 }
 
 // Get returns member's connection to addr, dialing it if needed.
@@ -324,7 +325,7 @@ func (p *Pool) Get(ctx context.Context, addr string, member int) (*Conn, error) 
 	if c != nil && !c.Broken() {
 		return c, nil
 	}
-	nc, err := Dial(ctx, addr, p.client, p.stats)
+	nc, err := Dial(ctx, addr, p.client, p.inflight, p.stats)
 	if err != nil {
 		return nil, err
 	}

@@ -100,9 +100,9 @@ func NewGroup(cfg Config) (*Group, error) {
 		// A short client id: a classic member id is the client id and a
 		// Uuid, and the classic group's metadata record carries every
 		// member's id (see the README's Scale section on its size limit).
-		pool: NewPool(cfg.Conns, "gq", st),
-		own:  NewPool(1<<30, "gq", st),
-		boot: NewPool(1, "gq-boot", st),
+		pool: NewPool(cfg.Conns, 4096, "gq", st),
+		own:  NewPool(1<<30, 2, "gq", st), // a classic member has one request in flight
+		boot: NewPool(1, 4, "gq-boot", st),
 		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x5ca1e)),
 	}, nil
 }
