@@ -84,7 +84,7 @@ run: engine
 
 ## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors).
 bench: engine
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/ ./harness/scale/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
 
 ## mutate: mutation score of the checkers' tests (tools/mutate); below MUTATE_MIN it fails.
