@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type Conn struct {
 }
 
 type call struct {
+	sent time.Time
 	corr int32
 	req  kmsg.Request
 	done chan result
@@ -133,6 +135,7 @@ func (c *Conn) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) 
 		return nil, ctx.Err()
 	}
 	c.stats.sent(req.Key())
+	cl.sent = time.Now()
 	_, err := c.c.Write(buf)
 	if cap(buf) <= 64<<10 {
 		c.wbuf = buf // keep small buffers; drop the leader's big SyncGroup
@@ -183,7 +186,7 @@ func (c *Conn) read() {
 			c.drain()
 			return
 		}
-		c.stats.answered(cl.req.Key())
+		c.stats.answered(cl.req.Key(), time.Since(cl.sent))
 		cl.done <- result{resp: resp}
 	}
 }
@@ -227,6 +230,9 @@ func decode(cl *call, body []byte) (kmsg.Response, error) {
 type Stats struct {
 	sentN     [128]atomic.Int64
 	answeredN [128]atomic.Int64
+	// latency[key][b] counts answers whose latency (write to answer)
+	// fell in bucket b: quarter-octaves of microseconds.
+	latency [128][latencyBuckets]atomic.Int64
 
 	mu   sync.Mutex
 	errs map[string]int64
@@ -268,10 +274,67 @@ func (s *Stats) sent(key int16) {
 	}
 }
 
-func (s *Stats) answered(key int16) {
+const latencyBuckets = 4 * 40
+
+func bucketOf(d time.Duration) int {
+	us := float64(d.Microseconds())
+	if us < 1 {
+		return 0
+	}
+	return min(int(4*math.Log2(us)), latencyBuckets-1)
+}
+
+// bucketTop is the upper bound of bucket b.
+func bucketTop(b int) time.Duration {
+	return time.Duration(math.Exp2(float64(b+1)/4)) * time.Microsecond
+}
+
+func (s *Stats) answered(key int16, d time.Duration) {
 	if s != nil && key >= 0 && int(key) < len(s.answeredN) {
 		s.answeredN[key].Add(1)
+		s.latency[key][bucketOf(d)].Add(1)
 	}
+}
+
+// Latencies is a snapshot of the latency histogram of one API.
+type Latencies [latencyBuckets]int64
+
+// Latencies returns the latency histogram of API key so far.
+func (s *Stats) Latencies(key int16) Latencies {
+	var l Latencies
+	for b := range l {
+		l[b] = s.latency[key][b].Load()
+	}
+	return l
+}
+
+// Since returns what l counted after earlier.
+func (l Latencies) Since(earlier Latencies) Latencies {
+	for b := range l {
+		l[b] -= earlier[b]
+	}
+	return l
+}
+
+// Quantile returns an upper bound of the q-quantile (within a quarter
+// octave), 0 when l is empty.
+func (l Latencies) Quantile(q float64) time.Duration {
+	var n int64
+	for _, c := range l {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(n)))
+	var seen int64
+	for b, c := range l {
+		seen += c
+		if seen >= max(rank, 1) {
+			return bucketTop(b)
+		}
+	}
+	return bucketTop(latencyBuckets - 1)
 }
 
 // Answered is the number of answers received so far, over every API.

@@ -36,3 +36,22 @@ func TestOwnersPauses(t *testing.T) {
 		t.Fatalf("TakePauses kept %v", p)
 	}
 }
+
+// TestLatencyQuantile: quantiles are upper bounds within a quarter octave.
+func TestLatencyQuantile(t *testing.T) {
+	var s Stats
+	for range 99 {
+		s.answered(12, 10*time.Millisecond)
+	}
+	s.answered(12, time.Second)
+	l := s.Latencies(12)
+	if q := l.Quantile(0.5); q < 10*time.Millisecond || q > 12*time.Millisecond {
+		t.Errorf("p50 %s, want 10ms to 12ms", q)
+	}
+	if q := l.Quantile(1); q < time.Second || q > 1200*time.Millisecond {
+		t.Errorf("max %s, want 1s to 1.2s", q)
+	}
+	if q := l.Since(l).Quantile(0.5); q != 0 {
+		t.Errorf("empty histogram p50 %s", q)
+	}
+}

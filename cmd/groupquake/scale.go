@@ -113,7 +113,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, n := range sizes {
 			// Short names: the classic group's metadata record repeats the
 			// topic name twice per member.
-			name := fmt.Sprintf("gq%c%d-%d", p[0], n, seed%100000)
+			name := fmt.Sprintf("gq%s%d-%d", p[:2], n, seed%100000)
 			o := scale.Options{
 				Protocol: p, Members: n, Partitions: int32(f.partitions), Group: name, Topic: name,
 				Light: light.Config{
@@ -238,12 +238,15 @@ func printScale(w io.Writer, reps []*scale.Report, asJSON bool) {
 	ms := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
 	}
+	msf := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "protocol\tmembers\tphase\tto stable ms\tepoch\tpaused\tpause p50 ms\tp99 ms\tmax ms\tcoord req/s\tharness CPU s\tbroker CPU s\t")
+	fmt.Fprintln(tw, "protocol\tmembers\tphase\tto stable ms\tepoch\tpaused\tpause p50 ms\tp99 ms\tmax ms\tcoord req/s\thb p50 ms\thb p99 ms\tharness CPU s\tbroker CPU s\t")
 	for _, r := range reps {
 		for _, ph := range r.Phases {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t\n", r.Protocol, ph.Members, ph.Name, ms(ph.ToStable), ph.Epoch,
-				ph.Paused, ms(ph.PauseP50), ms(ph.PauseP99), ms(ph.PauseMax), ph.RPS, ph.HarnessCPU.Seconds(), ph.BrokerCPU.Seconds())
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.0f\t%s\t%s\t%.2f\t%.2f\t\n", r.Protocol, ph.Members, ph.Name, ms(ph.ToStable), ph.Epoch,
+				ph.Paused, ms(ph.PauseP50), ms(ph.PauseP99), ms(ph.PauseMax), ph.RPS, msf(ph.HeartbeatP50), msf(ph.HeartbeatP99), ph.HarnessCPU.Seconds(), ph.BrokerCPU.Seconds())
 		}
 	}
 	tw.Flush()

@@ -98,6 +98,10 @@ type Phase struct {
 	Answered int64            `json:"answered"`
 	RPS      float64          `json:"rps"`
 	ByAPI    map[string]int64 `json:"by_api"`
+	// Heartbeat latency (write to answer) of the protocol's heartbeat
+	// request, p50 and p99, each an upper bound within a quarter octave.
+	HeartbeatP50 time.Duration `json:"heartbeat_p50_ns"`
+	HeartbeatP99 time.Duration `json:"heartbeat_p99_ns"`
 	// Errors counts the errors members got during the phase, by name
 	// ("transport" for a broken connection or a timeout).
 	Errors map[string]int64 `json:"errors,omitempty"`
@@ -381,15 +385,24 @@ type mark struct {
 	answered  int64
 	byAPI     map[string]int64
 	errs      map[string]int64
+	hb        light.Latencies
 	brokerCPU map[int32]time.Duration
 }
 
 func (r *runner) begin(name string, members int) mark {
 	r.o.Logf("%s %d members: %s (group of %d)", r.o.Protocol, r.o.Members, name, members)
 	r.g.Owners.TakePauses()
-	m := mark{name: name, members: members, cpu: cpuTime(), answered: r.g.Stats.Answered(), byAPI: r.g.Stats.AnsweredBy(), errs: r.g.Stats.Errors(), brokerCPU: r.brokerCPU(context.Background())}
+	m := mark{name: name, members: members, cpu: cpuTime(), answered: r.g.Stats.Answered(), byAPI: r.g.Stats.AnsweredBy(), errs: r.g.Stats.Errors(), hb: r.g.Stats.Latencies(r.hbKey()), brokerCPU: r.brokerCPU(context.Background())}
 	m.start = time.Now()
 	return m
+}
+
+// hbKey is the API key of the protocol's heartbeat.
+func (r *runner) hbKey() int16 {
+	if r.o.Protocol == Classic {
+		return int16(kmsg.Heartbeat)
+	}
+	return int16(kmsg.ConsumerGroupHeartbeat)
 }
 
 func (r *runner) brokerCPU(ctx context.Context) map[int32]time.Duration {
@@ -431,6 +444,8 @@ func (r *runner) measure(ctx context.Context, m mark) Phase {
 			ph.ByAPI[k] = d
 		}
 	}
+	hb := r.g.Stats.Latencies(r.hbKey()).Since(m.hb)
+	ph.HeartbeatP50, ph.HeartbeatP99 = hb.Quantile(0.5), hb.Quantile(0.99)
 	for k, v := range r.g.Stats.Errors() {
 		if d := v - m.errs[k]; d > 0 {
 			if ph.Errors == nil {
@@ -468,7 +483,12 @@ func (r *runner) waitStable(ctx context.Context, n int, since time.Time) (time.T
 	deadline := time.Now().Add(r.o.StableTimeout)
 	var heldSince time.Time
 	why := "not checked yet"
+	nextLog := time.Now().Add(10 * time.Second)
 	for {
+		if time.Now().After(nextLog) {
+			r.o.Logf("not stable yet: %s", why)
+			nextLog = time.Now().Add(10 * time.Second)
+		}
 		epoch, ok, w := r.localStable(n, since)
 		if !ok {
 			heldSince, why = time.Time{}, w
