@@ -32,8 +32,9 @@ Consumer-protocol members share --conns connections; each classic member
 needs one of its own (the broker parks JoinGroup and SyncGroup, and a broker
 answers a connection's requests one at a time).
 
-Sizes run in increasing order; when one does not reach a stable group within
---stable-timeout, the larger sizes of that protocol are skipped (something
+Sizes run in increasing order, every protocol at one size before the next;
+when one does not reach a stable group within --stable-timeout, the larger
+sizes of that protocol are skipped (something
 gave: the message says which phase and why) and the next protocol runs.
 
 Exit status: 0 every run reached a stable group in every phase, 2 bad input
@@ -109,8 +110,14 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}()
 	var reps []*scale.Report
 	var gave []string
-	for _, p := range protos {
-		for _, n := range sizes {
+	failed := map[scale.Protocol]bool{}
+	// Size by size, both protocols at each size before the next, so that
+	// a run cut short has the smaller sizes of every protocol.
+	for _, n := range sizes {
+		for _, p := range protos {
+			if failed[p] || ctx.Err() != nil {
+				continue
+			}
 			// Short names: the classic group's metadata record repeats the
 			// topic name twice per member.
 			name := fmt.Sprintf("gq%s%d-%d", p[:2], n, seed%100000)
@@ -125,17 +132,17 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rep, err := scale.Run(ctx, h, o)
 			if rep != nil && len(rep.Phases) > 0 {
 				reps = append(reps, rep)
+				if b, err := json.Marshal(rep); err == nil {
+					logf("report: %s", b)
+				}
 			}
 			if err != nil {
 				// Push until something gives: the larger sizes of this
-				// protocol are skipped, the next protocol still runs.
+				// protocol are skipped, the other protocol still runs.
+				failed[p] = true
 				gave = append(gave, fmt.Sprintf("%s with %d members: %v", p, n, err))
 				logf("gave: %s", gave[len(gave)-1])
-				break
 			}
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	printScale(stdout, reps, f.json)
