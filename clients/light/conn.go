@@ -234,8 +234,9 @@ type Stats struct {
 	// fell in bucket b: quarter-octaves of microseconds.
 	latency [128][latencyBuckets]atomic.Int64
 
-	mu   sync.Mutex
-	errs map[string]int64
+	mu     sync.Mutex
+	errs   map[string]int64
+	sample map[string]string
 }
 
 // Error counts an error a member got (a Kafka error by its name, a
@@ -251,10 +252,22 @@ func (s *Stats) Error(err error) {
 	}
 	s.mu.Lock()
 	if s.errs == nil {
-		s.errs = map[string]int64{}
+		s.errs, s.sample = map[string]int64{}, map[string]string{}
 	}
 	s.errs[name]++
+	s.sample[name] = err.Error() // the latest, to say what a transport error was
 	s.mu.Unlock()
+}
+
+// Samples returns the latest error text of each error name.
+func (s *Stats) Samples() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.sample))
+	for k, v := range s.sample {
+		out[k] = v
+	}
+	return out
 }
 
 // Errors returns the errors counted so far by name.
@@ -360,6 +373,7 @@ func (s *Stats) AnsweredBy() map[string]int64 {
 // Pool hands members connections to each address: member i uses slot
 // i mod size (size at least the member count gives each its own). A broken connection is replaced on the next Get.
 type Pool struct {
+	mapAddr  func(string) string
 	client   string
 	inflight int
 	stats    *Stats
@@ -388,7 +402,11 @@ func (p *Pool) Get(ctx context.Context, addr string, member int) (*Conn, error) 
 	if c != nil && !c.Broken() {
 		return c, nil
 	}
-	nc, err := Dial(ctx, addr, p.client, p.inflight, p.stats)
+	dial := addr
+	if p.mapAddr != nil {
+		dial = p.mapAddr(addr)
+	}
+	nc, err := Dial(ctx, dial, p.client, p.inflight, p.stats)
 	if err != nil {
 		return nil, err
 	}

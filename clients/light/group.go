@@ -38,6 +38,9 @@ type Config struct {
 	Conns int
 	// Seed drives the heartbeat jitter, so that members do not beat in step.
 	Seed uint64
+	// Addr maps a broker address (as the bootstrap list and the
+	// coordinator's metadata name it) to the one to dial; nil dials it as is.
+	Addr func(string) string
 	// Logf reports what the shared pieces do (coordinator moves); nil is silent.
 	Logf func(format string, args ...any)
 }
@@ -95,7 +98,7 @@ func NewGroup(cfg Config) (*Group, error) {
 		return nil, err
 	}
 	st := &Stats{}
-	return &Group{
+	g := &Group{
 		cfg: cfg, Stats: st, Owners: NewOwners(cfg.Partitions),
 		// A short client id: a classic member id is the client id and a
 		// Uuid, and the classic group's metadata record carries every
@@ -104,7 +107,11 @@ func NewGroup(cfg Config) (*Group, error) {
 		own:  NewPool(1<<30, 2, "gq", st), // a classic member has one request in flight
 		boot: NewPool(1, 4, "gq-boot", st),
 		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x5ca1e)),
-	}, nil
+	}
+	if cfg.Addr != nil {
+		g.pool.mapAddr, g.own.mapAddr, g.boot.mapAddr = cfg.Addr, cfg.Addr, cfg.Addr
+	}
+	return g, nil
 }
 
 // Config returns the group's configuration with defaults filled in.

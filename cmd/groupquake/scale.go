@@ -57,6 +57,7 @@ type scaleFlags struct {
 	commit                 time.Duration
 	steady                 time.Duration
 	noRestart              bool
+	viaProxy               bool
 	stableTimeout          time.Duration
 	seed                   string
 	json                   bool
@@ -81,6 +82,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.consumerSession, "consumer-session", 45*time.Second, "container cluster: group.consumer.session.timeout.ms (Kafka's default)")
 	fs.DurationVar(&f.commit, "commit-interval", 5*time.Second, "how often a member commits its partitions (0: only on revocation and once per assignment)")
 	fs.DurationVar(&f.steady, "steady", 15*time.Second, "how long the stable group is left alone to measure steady load (0: skip)")
+	fs.BoolVar(&f.viaProxy, "via-proxy", false, "container cluster: members dial the published loopback ports (Docker's userland proxy) instead of the containers' own addresses")
 	fs.BoolVar(&f.noRestart, "no-restart", false, "skip the coordinator node restart")
 	fs.DurationVar(&f.stableTimeout, "stable-timeout", 10*time.Minute, "how long each phase may take to reach a stable group")
 	fs.StringVar(&f.seed, "seed", "", "seed of the member ids and heartbeat jitter (default: a random one, printed)")
@@ -127,6 +129,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					SessionTimeout: f.session, RebalanceTimeout: f.rebalance, HeartbeatInterval: f.hb,
 					CommitInterval: f.commit, Conns: f.conns, Seed: seed,
 				},
+				Direct: !f.viaProxy,
 				Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, Logf: logf,
 			}
 			rep, err := scale.Run(ctx, h, o)
@@ -275,7 +278,7 @@ func printScale(w io.Writer, reps []*scale.Report, asJSON bool) {
 				fmt.Fprintf(w, "%s %d, %s: %s\n", r.Protocol, r.Members, ph.Name, ph.Note)
 			}
 			if len(ph.Errors) > 0 {
-				fmt.Fprintf(w, "%s %d, %s: errors the members got: %v\n", r.Protocol, r.Members, ph.Name, ph.Errors)
+				fmt.Fprintf(w, "%s %d, %s: errors the members got: %v (latest of each: %v)\n", r.Protocol, r.Members, ph.Name, ph.Errors, ph.ErrorSamples)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -276,6 +277,30 @@ func (c *Cluster) inspect(ctx context.Context, n *Node) (running, paused bool, e
 		}
 	}
 	return running, paused, exit, nets, nil
+}
+
+// DirectAddr is broker id's client listener at the container's own
+// address on the cluster network, reachable from the host without
+// Docker's userland proxy (which publishes 127.0.0.1:port, and stops a
+// published port for good on an accept error: seen at 5,000 connections).
+// The address can change when the node restarts.
+func (c *Cluster) DirectAddr(ctx context.Context, id NodeID) (string, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return "", err
+	}
+	st, err := c.cli.ContainerInspect(ctx, n.Container, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", err
+	}
+	if ns := st.Container.NetworkSettings; ns != nil {
+		for _, ep := range ns.Networks {
+			if ep != nil && ep.IPAddress.IsValid() {
+				return net.JoinHostPort(ep.IPAddress.String(), strconv.Itoa(n.Port)), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("node %d has no address on the cluster network (is it running?)", id)
 }
 
 // StopNode stops node id gracefully (SIGTERM, controlled shutdown) and

@@ -70,6 +70,10 @@ type Options struct {
 	// Light is the members' configuration beyond the bootstrap, group and
 	// topic (timers, commit interval, connection pool).
 	Light light.Config
+	// Direct makes members dial a container cluster's brokers at their
+	// container addresses instead of the published loopback ports (see
+	// cluster.DirectAddr); other clusters ignore it.
+	Direct bool
 	// Steady is how long the stable group is left alone after the join
 	// wave to measure the steady request rate and CPU; 0 skips it.
 	Steady time.Duration
@@ -105,6 +109,8 @@ type Phase struct {
 	// Errors counts the errors members got during the phase, by name
 	// ("transport" for a broken connection or a timeout).
 	Errors map[string]int64 `json:"errors,omitempty"`
+	// ErrorSamples holds the latest text of each error name.
+	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 	// HarnessCPU is the CPU time this process used during the phase.
 	HarnessCPU time.Duration `json:"harness_cpu_ns"`
 	// BrokerCPU is the CPU time the brokers' containers used (container
@@ -142,6 +148,41 @@ type Report struct {
 	Overlaps int `json:"overlaps"`
 }
 
+// directAddr is a container cluster's way around Docker's userland proxy.
+type directAddr interface {
+	Nodes() []*cluster.Node
+	DirectAddr(ctx context.Context, id cluster.NodeID) (string, error)
+}
+
+// directMap maps each broker's published address to its container
+// address, asked again at most every two seconds (a restarted node may
+// get another one).
+func directMap(d directAddr) func(string) string {
+	var mu sync.Mutex
+	cache := map[string]string{}
+	var at time.Time
+	return func(addr string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) > 2*time.Second {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			for _, n := range d.Nodes() {
+				if n.IsBroker() {
+					if a, err := d.DirectAddr(ctx, n.ID); err == nil {
+						cache[n.Addr()] = a
+					}
+				}
+			}
+			cancel()
+			at = time.Now()
+		}
+		if a, ok := cache[addr]; ok {
+			return a
+		}
+		return addr
+	}
+}
+
 // nodeStats is what a container cluster adds: broker CPU and memory.
 type nodeStats interface {
 	NodeMemory(ctx context.Context, id cluster.NodeID) (uint64, error)
@@ -177,6 +218,9 @@ func Run(ctx context.Context, h cluster.Handle, o Options) (*Report, error) {
 	lc.Bootstrap, lc.Group, lc.Topic, lc.Partitions = h.Bootstrap(), o.Group, o.Topic, o.Partitions
 	if lc.Logf == nil {
 		lc.Logf = o.Logf
+	}
+	if d, ok := h.(directAddr); ok && o.Direct {
+		lc.Addr = directMap(d)
 	}
 	g, err := light.NewGroup(lc)
 	if err != nil {
@@ -454,6 +498,9 @@ func (r *runner) measure(ctx context.Context, m mark) Phase {
 			ph.Errors[k] = d
 		}
 	}
+	if len(ph.Errors) > 0 {
+		ph.ErrorSamples = r.g.Stats.Samples()
+	}
 	for id, c := range r.brokerCPU(ctx) {
 		if d := c - m.brokerCPU[id]; d > 0 {
 			ph.BrokerCPU += d
@@ -486,7 +533,7 @@ func (r *runner) waitStable(ctx context.Context, n int, since time.Time) (time.T
 	nextLog := time.Now().Add(10 * time.Second)
 	for {
 		if time.Now().After(nextLog) {
-			r.o.Logf("not stable yet: %s", why)
+			r.o.Logf("not stable yet: %s (errors so far %v, latest %v)", why, r.g.Stats.Errors(), r.g.Stats.Samples())
 			nextLog = time.Now().Add(10 * time.Second)
 		}
 		epoch, ok, w := r.localStable(n, since)
