@@ -15,7 +15,9 @@ endif
 # results' report rendered in headless Chromium (installed by the test when
 # missing). They run one package at a time so that two clusters never share
 # the two cores.
-CLUSTER_PKGS := ./harness/cluster/... ./suites/... ./results/
+# harness/run's own real-cluster tests (TestBaselineRun on every version,
+# TestKilledRun) cost about 70 s.
+CLUSTER_PKGS := ./harness/cluster/... ./harness/run/ ./suites/... ./results/
 GOTESTSUM := $(GO) tool gotestsum --format pkgname-and-test-fails
 
 export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
@@ -23,6 +25,15 @@ export TESTCONTAINERS_RYUK_DISABLED := true
 export GROUPQUAKE_KAFKA_VERSIONS := $(VERSIONS)
 # Suites keep every run directory (plan, history, verdicts, report.html) here.
 export GROUPQUAKE_RUNS_DIR := $(CURDIR)/build/runs
+# Where the Kafka images come from (groupquake image build --image-source):
+# auto uses an apache/kafka image already in the engine, else builds one on
+# this Debian machine without any registry; official pulls apache/kafka from
+# the engine's registry (the workflows on GitHub's Ubuntu runners, where the
+# local build refuses the non-Debian host); build always builds.
+IMAGE_SOURCE ?= auto
+ifeq ($(strip $(IMAGE_SOURCE)),)
+$(error IMAGE_SOURCE is empty: use auto, official or build, e.g. make test IMAGE_SOURCE=official)
+endif
 # How long `make soak` keeps starting runs (CI's cluster tier soaks 30s).
 SOAK_DURATION ?= 1h
 # How many fresh-seed runs `make hunt` makes per version.
@@ -40,7 +51,7 @@ UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
 
-.PHONY: test check unit engine images cluster-tests soak hunt upgrade run bench mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration run bench mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -57,13 +68,17 @@ unit: build
 engine:
 	$(GO) run ./cmd/groupquake engine up
 
-## images: build (once, then cached) the Kafka image of every tested version.
+## images: get (once, then cached) the Kafka image of every tested version, from IMAGE_SOURCE.
 images: engine
-	$(GO) run ./cmd/groupquake image build --kafka $(VERSIONS)
+	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(VERSIONS)
+
+# Tests of CLUSTER_PKGS that need no Docker and ran in the unit tier: not
+# run twice (TestDifferentialKfake replays every vector against kfake, 90 s).
+UNIT_ONLY := ^TestDifferentialKfake$$
 
 ## cluster-tests: tests against real Kafka clusters in containers.
 cluster-tests: build
-	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m $(CLUSTER_PKGS)
+	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY)' $(CLUSTER_PKGS)
 
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build
@@ -73,9 +88,18 @@ soak: images build
 hunt: images build
 	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.mix=$(HUNT_MIX)
 
+## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one).
+java: images build
+	$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all
+
+## migration: the online protocol migration (classic → consumer → classic and back) under every
+## group.consumer.migration.policy on every version of VERSIONS, one 1-node cluster per policy (~4.5 min a version).
+migration: images build
+	$(GOTESTSUM) --junitfile build/junit-migration.xml -- -count=1 -p 1 -timeout 60m ./suites/migration/ -run 'TestMigration$$' -args -migration.all
+
 ## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
 upgrade: engine build
-	$(GO) run ./cmd/groupquake image build --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
+	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
 	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE)
 
 ## run: the main job (see README).
@@ -87,10 +111,19 @@ bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/ ./harness/scale/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
 
-## mutate: mutation score of the checkers' tests (tools/mutate); below MUTATE_MIN it fails.
-MUTATE_MIN ?= 0.9
+## mutate: mutation score of each area of MUTATE_AREAS (tools/mutate/mutants/AREA.json, run with
+## that list's test command); an area below its list's min_score (or MUTATE_MIN, when given) fails
+## the target after every area ran. Summaries: build/mutate-AREA.json.
+MUTATE_AREAS ?= check coordinator classic consumer
+MUTATE_MIN ?=
+MUTATE_JOBS ?= 1
 mutate: build
-	$(GO) run ./tools/mutate -mutants tools/mutate/mutants/check.json -test '$(GO) test -short ./harness/check/' -min-score $(MUTATE_MIN) -json build/mutate-check.json
+	@status=0; for area in $(MUTATE_AREAS); do \
+		echo "== make mutate: $$area (tools/mutate/mutants/$$area.json)"; \
+		start=$$(date +%s); \
+		$(GO) run ./tools/mutate -mutants tools/mutate/mutants/$$area.json -j $(MUTATE_JOBS) $(if $(MUTATE_MIN),-min-score $(MUTATE_MIN)) -json build/mutate-$$area.json || status=1; \
+		echo "== $$area took $$(( $$(date +%s) - start ))s"; \
+	done; exit $$status
 
 sweep:
 	$(GO) run ./cmd/groupquake sweep

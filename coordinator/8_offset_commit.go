@@ -39,6 +39,10 @@ import (
 // would not survive a restart either.
 func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrOffsetCommitResponse()
+	// The builder matches topics by id from v10 on (two unknown topic
+	// ids both have the empty name), so it needs the version now, not
+	// when Submit stamps the answer.
+	resp.Version = req.Version
 	b := commitResponseBuilder{resp: resp}
 	useIDs := req.Version >= 10
 

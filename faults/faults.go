@@ -156,6 +156,8 @@ type Fault struct {
 	KBPerSec int64         `json:"kb_per_sec,omitempty"`
 	// Version is the Kafka release a node upgrade installs.
 	Version string `json:"version,omitempty"`
+	// With is the member a replacement brings in (MemberReplace).
+	With string `json:"with,omitempty"`
 	// Features are the levels a feature update finalizes, as
 	// FormatFeatures writes them ("group.version=1,metadata.version=33"): a
 	// string, so that a Fault stays a comparable value.
@@ -164,6 +166,8 @@ type Fault struct {
 
 func (f Fault) target() string {
 	switch {
+	case f.Member != "" && f.With != "":
+		return f.Member + " by " + f.With
 	case f.Member != "":
 		return f.Member
 	case f.Client != "" && f.Node == AllNodes:
@@ -226,11 +230,20 @@ func Lookup(k Kind) (Def, bool) {
 }
 
 // Kinds lists every fault kind a schedule may draw, sorted by family then
-// name: the upgrade steps (FamilyUpgrade) are placed by an upgrade's plan
+// name: the upgrade and migration steps are placed by a plan (see Planned)
 // and are not among them.
 func Kinds() []Kind {
-	return slices.DeleteFunc(allKinds(), func(k Kind) bool { return registry[k].Family() == FamilyUpgrade })
+	return slices.DeleteFunc(allKinds(), func(k Kind) bool { return planned(registry[k].Family()) })
 }
+
+// planned reports whether the kinds of fam are placed by a plan (an
+// upgrade's, a migration's) instead of drawn.
+func planned(fam Family) bool { return fam == FamilyUpgrade || fam == FamilyMigration }
+
+// Planned reports whether f is a step a plan placed (a rolling upgrade's, a
+// protocol migration's), never drawn: the workload lasts until such steps
+// have all ended.
+func (f Fault) Planned() bool { return planned(f.Family()) }
 
 // allKinds lists every registered kind, sorted by family then name.
 func allKinds() []Kind {
@@ -272,6 +285,9 @@ func ParseKinds(s string) ([]Kind, error) {
 		}
 		if registry[Kind(w)].Family() == FamilyUpgrade {
 			return nil, fmt.Errorf("%s is a step of a rolling upgrade, not a fault a schedule draws: use groupquake upgrade --from V --to W (or run --upgrade-to W)", w)
+		}
+		if registry[Kind(w)].Family() == FamilyMigration {
+			return nil, fmt.Errorf("%s is a step of an online protocol migration, not a fault a schedule draws: use groupquake run --scenario migration", w)
 		}
 		out = append(out, Kind(w))
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/run"
@@ -18,6 +20,8 @@ type judgementJSON struct {
 	Group    string `json:"group"`
 	Kafka    string `json:"kafka,omitempty"`
 	Rerun    string `json:"rerun"`
+	// Report is the run's report.html, when it was written.
+	Report string `json:"report,omitempty"`
 	// Error says why the run could not be carried out (run only); the
 	// verdicts are there when it got as far as judging.
 	Error  string `json:"error,omitempty"`
@@ -40,6 +44,9 @@ func judgement(p run.Plan, dir string, j *run.Judged, runErr error) judgementJSO
 	}
 	if runErr != nil {
 		out.Error = runErr.Error()
+	}
+	if _, err := os.Stat(filepath.Join(dir, run.ReportFile)); err == nil {
+		out.Report = filepath.Join(dir, run.ReportFile)
 	}
 	if j != nil {
 		out.Events = len(j.Events)

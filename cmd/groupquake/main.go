@@ -15,7 +15,9 @@ import (
 const usage = `groupquake: chaos and conformance for Kafka consumer groups
 
 Usage:
-  groupquake run [flags]            plan a run from a seed, carry it out on a cluster (or --bootstrap), judge it
+  groupquake run [flags]            the default campaign: three fault families on one cluster, groups of
+                                    groupquake's and kgo's members of both protocols, judged, in a table;
+                                    with --scenario, one run planned from a seed
   groupquake upgrade --from V [--to W]
                                     validate a rolling Kafka upgrade: a baseline run on V, then the same
                                     workload while every node is replaced by W and the features finalized

@@ -290,13 +290,13 @@ func TestCheckKilledRun(t *testing.T) {
 	}
 }
 
-// TestRunEmbeddedJSON runs a short plan on the embedded cluster (no Docker)
-// with --json: stdout holds the verdicts as JSON, and the exit status is
-// what they say.
+// TestRunEmbeddedJSON runs one short plan (--scenario) on the embedded
+// cluster (no Docker) with --json: stdout holds the verdicts as JSON, the
+// exit status is what they say, and stderr ends with the run's report.
 func TestRunEmbeddedJSON(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	var stdout, stderr bytes.Buffer
-	code := runMain(context.Background(), []string{"run", "--embedded", "--seed", "11", "--duration", "2s", "--out", dir, "--json"}, &stdout, &stderr)
+	code := runMain(context.Background(), []string{"run", "--embedded", "--scenario", "baseline", "--seed", "11", "--duration", "2s", "--out", dir, "--json"}, &stdout, &stderr)
 	var j judgementJSON
 	if err := json.Unmarshal(stdout.Bytes(), &j); err != nil {
 		t.Fatalf("run --json (exit %d) printed no JSON (%v):\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
@@ -308,7 +308,8 @@ func TestRunEmbeddedJSON(t *testing.T) {
 	if j.Error != "" {
 		want = exitFailed
 	}
-	if code != want || j.Dir != dir || j.Seed != 11 || len(j.Verdicts) == 0 || j.Events == 0 || !strings.Contains(j.Rerun, "--embedded") {
+	if code != want || j.Dir != dir || j.Seed != 11 || len(j.Verdicts) == 0 || j.Events == 0 || !strings.Contains(j.Rerun, "--embedded") ||
+		j.Report != filepath.Join(dir, run.ReportFile) || !strings.HasSuffix(stderr.String(), "groupquake: report: "+j.Report+"\n") {
 		t.Errorf("exit %d (verdicts say %d): %+v\nstderr:\n%s", code, want, j, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, run.VerdictsFile)); err != nil {

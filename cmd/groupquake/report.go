@@ -84,6 +84,17 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if path == "" {
 		path = filepath.Join(commonDir(pos), TrendFile)
 	}
+	if err := writeTrend(path, "", dirs, stderr); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, path)
+	return nil
+}
+
+// writeTrend writes the trend page of the run directories dirs to path,
+// linking each run's report.html (written for the runs that have none);
+// title "" says how many runs it shows.
+func writeTrend(path, title string, dirs []string, stderr io.Writer) error {
 	base := filepath.Dir(path)
 	var runs []results.RunSummary
 	for _, d := range dirs {
@@ -104,13 +115,15 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		runs = append(runs, s)
 	}
 	var b bytes.Buffer
-	if err := results.WriteTrend(&b, fmt.Sprintf("groupquake: %d runs", len(runs)), runs); err != nil {
+	if title == "" {
+		title = fmt.Sprintf("groupquake: %d runs", len(runs))
+	}
+	if err := results.WriteTrend(&b, title, runs); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return exitError{exitFailed, fmt.Sprintf("writing the trend page: %v", err)}
 	}
-	fmt.Fprintln(stdout, path)
 	return nil
 }
 

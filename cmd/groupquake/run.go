@@ -53,16 +53,18 @@ type runFlags struct {
 	json        bool
 	upgradeTo   string
 	downgrade   string
+	migration   string
+	migrateFrom string
 	clients     string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.seed, "seed", "", "seed of the plan (default: a random one, printed)")
-	fs.StringVar(&f.scenario, "scenario", run.ScenarioBaseline, "scenario: "+strings.Join(run.Scenarios(), ", "))
+	fs.StringVar(&f.scenario, "scenario", "", "scenario of one run: "+strings.Join(run.Scenarios(), ", ")+" (default: the default campaign, or baseline when another flag pins the plan: --"+strings.Join(planFlags, ", --")+")")
 	fs.StringVar(&f.out, "out", "", "run directory (default: ./runs/<time>-<seed>/)")
-	fs.DurationVar(&f.duration, "duration", 20*time.Second, "length of the workload phase")
+	fs.DurationVar(&f.duration, "duration", 20*time.Second, "length of the workload phase (of each run of a campaign)")
 	fs.StringVar(&f.version, "kafka", cluster.DefaultKafkaVersion, "Kafka version of the container cluster (served: "+strings.Join(cluster.KafkaVersions, ", ")+")")
-	fs.IntVar(&f.nodes, "nodes", 1, "broker nodes: 1 or 3")
+	fs.IntVar(&f.nodes, "nodes", 1, "broker nodes: 1 or 3 (the default campaign runs on 3 unless --nodes says)")
 	fs.IntVar(&f.controllers, "controllers", 0, "separate controller nodes: 0, 1 or 3")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port] of an external cluster to use instead of containers")
 	fs.BoolVar(&f.embedded, "embedded", false, "run against the reference coordinator served in this process (no Docker, no Java); the default when no Docker engine can be had")
@@ -80,8 +82,10 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
 	fs.StringVar(&f.intensity, "intensity", "normal", "faults per minute of workload: low, normal, high, or a rate such as 12/min")
-	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run may take before it is stopped (it is then judged as far as it got)")
+	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long the whole run (each run of a campaign) may take before it is stopped (it is then judged as far as it got)")
 	fs.StringVar(&f.upgradeTo, "upgrade-to", "", "roll the 3-node container cluster from --kafka to this newer release during the workload, then finalize its features (groupquake upgrade adds a baseline run)")
+	fs.StringVar(&f.migration, "migration-policy", "", "group.consumer.migration.policy of the cluster the run starts: "+strings.Join(run.MigrationPolicies(), ", ")+" (default: Kafka's, bidirectional); --scenario migration moves the group classic → consumer → classic under it")
+	fs.StringVar(&f.migrateFrom, "migration-from", "", "with --scenario migration, the protocol the group starts with and returns to: classic (classic → consumer → classic, the default) or consumer (consumer → classic → consumer)")
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
@@ -120,17 +124,34 @@ func defaultRunsDir() string {
 
 const runUsage = `Usage: groupquake run [flags]
 
-Plans a run from a seed (printed, and saved in plan.json with the command that
-reruns it), carries it out (setup, warm-up, workload with the scenario's faults,
-heal, quiesce, final observations, teardown) and judges it. The run directory
-holds plan.json, rerun.sh, history.jsonl, observations.json and verdicts.json;
+Without --scenario, runs the default campaign: one cluster (3 container
+nodes of the default Kafka version, or the embedded cluster when no Docker
+engine can be had, which it says), and on it a short run of each of
+member-links, broker-faults and combined, every group mixing groupquake's own
+classic and KIP-848 members with kgo's, under faults from the nemesis. Each
+run has its own seed, drawn from the campaign's --seed, and its own run
+directory in the campaign directory (./runs/<time>-<seed>/ or --out), which
+also gets trend.html over them. It ends with a table: scenario, members,
+faults, verdicts and rebalance pauses per protocol, with each run's report
+and rerun command and the command that reruns the whole campaign. --kafka,
+--nodes, --controllers, --embedded, --bootstrap, --duration, --intensity,
+--rate, --partitions and --records apply to every run of the campaign.
+
+With --scenario (or a flag that pins one plan: --kinds, --members, --faults,
+--topic, --group, --upgrade-to, --downgrade, --kafka-clients; the scenario is
+then baseline unless --scenario says), plans one run from a seed (printed,
+and saved in plan.json with the command that reruns it), carries it out
+(setup, warm-up, workload with the scenario's faults, heal, quiesce, final
+observations, teardown) and judges it. A run directory holds plan.json,
+rerun.sh, history.jsonl, observations.json, verdicts.json and report.html;
 a run that is killed leaves what it did, and 'groupquake check DIR' judges it.
 
 Flags are checked before anything starts: a bad one starts no cluster and
 writes no run directory.
 
-Exit status: 0 every checker holds, 1 a violation, 2 bad input, 3 the run could
-not be carried out (its verdicts, if it got that far, are still written).
+Exit status: 0 every checker holds (in every run), 1 a violation (in any run),
+2 bad input, 3 a run could not be carried out (its verdicts, if it got that
+far, are still written; a campaign with a violation exits 1 all the same).
 `
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -149,6 +170,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	seed, o, err := f.options(set)
 	if err != nil {
 		return err
+	}
+	if pinnedBy(set) == "" {
+		return f.campaign(ctx, set, seed, o, reg, stdout, stderr)
 	}
 	if len(o.Kinds) > 0 {
 		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
@@ -172,24 +196,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInput("%v", err)
 	}
 	logf := logTo(stderr)
-	if !o.Embedded && len(o.Bootstrap) == 0 {
-		if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
-			if ctx.Err() != nil {
-				return exitError{exitFailed, "interrupted while looking for a Docker engine"}
-			}
-			name := f.containerOnly(set)
-			if name == "" && set["toxiproxy"] {
-				name = "toxiproxy"
-			}
-			if name != "" {
-				return exitError{exitFailed, fmt.Sprintf("no Docker engine (%v), and --%s needs a container cluster: start an engine (groupquake engine up, as root) or leave --%s out to run on the embedded cluster", err, name, name)}
-			}
-			logf("NO DOCKER ENGINE: %v", err)
-			logf("running against the EMBEDDED cluster instead: groupquake's reference coordinator as Kafka %s, in this process (--embedded)", o.Kafka)
-			o.Embedded, o.Nodes, o.Controllers = true, 1, 0
-			if plan, err = run.NewPlan(seed, o, reg.Kinds()); err != nil {
-				return err
-			}
+	if fallback, err := f.needEngine(ctx, set, o, logf); err != nil {
+		return err
+	} else if fallback {
+		o.Embedded, o.Nodes, o.Controllers = true, 1, 0
+		if plan, err = run.NewPlan(seed, o, reg.Kinds()); err != nil {
+			return err
 		}
 	}
 	dir := f.out
@@ -233,10 +245,39 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	stepSummary(logf, "groupquake run --seed "+strconv.FormatUint(seed, 10), dir, plan, judged, runErr)
 	fmt.Fprintf(stderr, "groupquake: run directory %s; check it again with: groupquake check %s\ngroupquake: rerun with: %s\n", dir, dir, plan.Command())
+	if out.Report != "" {
+		fmt.Fprintf(stderr, "groupquake: report: %s\n", out.Report)
+	}
 	if runErr != nil {
 		return exitError{exitFailed, runErr.Error()}
 	}
 	return verdictStatus(judged.Report)
+}
+
+// needEngine makes sure a Docker engine answers when the plan needs a
+// container cluster. When none can be had it says so and reports fallback:
+// the run goes to the embedded cluster instead, unless a flag given needs
+// containers, which is an exitFailed error.
+func (f *runFlags) needEngine(ctx context.Context, set map[string]bool, o run.Options, logf func(string, ...any)) (fallback bool, err error) {
+	if o.Embedded || len(o.Bootstrap) > 0 {
+		return false, nil
+	}
+	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+		if ctx.Err() != nil {
+			return false, exitError{exitFailed, "interrupted while looking for a Docker engine"}
+		}
+		name := f.containerOnly(set)
+		if name == "" && set["toxiproxy"] {
+			name = "toxiproxy"
+		}
+		if name != "" {
+			return false, exitError{exitFailed, fmt.Sprintf("no Docker engine (%v), and --%s needs a container cluster: start an engine (groupquake engine up, as root) or leave --%s out to run on the embedded cluster", err, name, name)}
+		}
+		logf("NO DOCKER ENGINE: %v", err)
+		logf("running against the EMBEDDED cluster instead: groupquake's reference coordinator as Kafka %s, in this process (--embedded)", o.Kafka)
+		return true, nil
+	}
+	return false, nil
 }
 
 // options checks the flags and turns them into the plan's options: every
@@ -364,8 +405,14 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 			return 0, o, badInput("--out: %v", err)
 		}
 	}
-	o.UpgradeTo, o.Downgrade = f.upgradeTo, f.downgrade
+	o.UpgradeTo, o.Downgrade, o.MigrationPolicy, o.MigrationFrom = f.upgradeTo, f.downgrade, f.migration, f.migrateFrom
+	if f.migration != "" && len(o.Bootstrap) > 0 {
+		return 0, o, badInput("--migration-policy %s is a broker setting of the cluster a run starts: set group.consumer.migration.policy on the external cluster itself, and leave the flag out with --bootstrap", f.migration)
+	}
 	o.Scenario, o.Duration, o.Members, o.Partitions = f.scenario, f.duration, f.members, int32(f.partitions)
+	if f.scenario == run.ScenarioMigration && !set["duration"] {
+		o.Duration = 0 // the migration's steps decide it
+	}
 	o.Rate, o.Records, o.Topic, o.Group = f.rate, f.records, f.topic, f.group
 	return seed, o, nil
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,9 +117,11 @@ func TestEpochMonotonic(t *testing.T) {
 	t.Run("classic generation going back fails", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
-		_, j := h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
-		inv, _ := h.hb("a", 6, history.OK)
-		mustCite(t, EpochMonotonic(h.events(), nil), j, inv)
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
+		_, j := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 7}, history.OK, history.Sync{Member: "a", Generation: 7})
+		h.hb("a", 6, history.OK) // answered from memory: not judged until a SyncGroup confirms 6
+		_, s := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 6}, history.OK, history.Sync{Member: "a", Generation: 6})
+		mustCite(t, EpochMonotonic(h.events(), nil), j, s)
 	})
 	t.Run("group epoch going back after a restart fails", func(t *testing.T) {
 		h := newHist(t)
@@ -448,6 +451,38 @@ func TestDurableCommits(t *testing.T) {
 		evs, _, _ := partitionErr("COORDINATOR_NOT_AVAILABLE", history.Info)
 		mustHold(t, DurableCommits(evs, nil))
 	})
+	// A commit sent to a coordinator that was then paused: the client resent it after its
+	// timeout, the member was fenced meanwhile and the resent request was answered
+	// UNKNOWN_MEMBER_ID, but the first attempt was applied when the node resumed (4.4.0,
+	// TestMatrix combined/consumer seed 7). The error answers the last attempt only.
+	resentCommit := func(withFault bool) ([]history.Event, int64, int64) {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		_, ok := h.commit("a", 1, history.OK, "", 0, 5)
+		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 6)}}
+		h.invoke("a", history.FCommit, c)
+		pause := history.Fault{What: "node-pause", Target: []string{"node-1"}}
+		if withFault {
+			h.call("nemesis/0", history.FFaultStart, pause, history.OK, pause)
+		}
+		d := h.describe(nil, off(0, 6))
+		if withFault {
+			h.call("nemesis/0", history.FFaultStop, pause, history.OK, pause)
+		}
+		done := c
+		done.PartitionErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: "UNKNOWN_MEMBER_ID"}}
+		h.complete("a", history.FCommit, history.OK, done)
+		return h.events(), ok, d
+	}
+	t.Run("a commit a fault overlapped and answered UNKNOWN_MEMBER_ID may have landed", func(t *testing.T) {
+		evs, _, _ := resentCommit(true)
+		mustHold(t, DurableCommits(evs, nil))
+		mustHold(t, CommittedOffsetMonotonic(evs, nil))
+	})
+	t.Run("the same commit with no fault during it did not land", func(t *testing.T) {
+		evs, ok, d := resentCommit(false)
+		mustCite(t, DurableCommits(evs, nil), ok, d)
+	})
 	t.Run("an unknown commit rejected for a partition with UNKNOWN_MEMBER_ID did not land there", func(t *testing.T) {
 		evs, ok, d := partitionErr("UNKNOWN_MEMBER_ID", history.Info)
 		mustCite(t, DurableCommits(evs, nil), ok, d)
@@ -560,27 +595,107 @@ func TestVerdictsRoundTrip(t *testing.T) {
 	}
 }
 
-// A classic coordinator that fails over between JoinGroup and the group's write at SyncGroup
-// forgets the member and the generation it handed out, and hands the same numbers out again to
-// the members that rejoin with new ids (seen on 4.4.0 and 4.1.2): a new membership starts a new
-// sequence. The same member id going back is still a violation.
-func TestEpochMonotonicClassicGenerationPerMembership(t *testing.T) {
+// A classic coordinator answers JoinGroup from memory and writes the generation only with the
+// group's record at SyncGroup. One that fails over in between (or a paused one that resumes after
+// losing its __consumer_offsets partition and answers from state it never wrote) forgets the
+// generation, and the next coordinator hands out the one from the log again (seen on 4.4.0 and
+// 4.1.2 with a paused coordinator, with new member ids and with the same one). A generation that
+// some member's SyncGroup confirmed going back is still a violation.
+func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	t.Parallel()
-	join := func(h *hist, id string, gen int32) (int64, int64) {
-		inv := history.Join{Member: "m1", MemberID: id}
+	join := func(h *hist, m, id string, gen int32) (int64, int64) {
+		inv := history.Join{Member: m, MemberID: id}
 		done := inv
 		done.Generation = gen
-		return h.call("m1/join", history.FJoin, inv, history.OK, done)
+		return h.call(m+"/join", history.FJoin, inv, history.OK, done)
 	}
-	h := newHist(t)
-	h.proto = history.ProtocolClassic
-	join(h, "m1-a", 5)
-	join(h, "m1-b", 4) // rejoined after UNKNOWN_MEMBER_ID: the coordinator had forgotten generation 5
+	sync := func(h *hist, m, id string, gen int32, t history.Type, errName string) (int64, int64) {
+		inv := history.Sync{Member: m, MemberID: id, Generation: gen}
+		done := inv
+		done.Error = errName
+		if t == history.OK {
+			done.Assignment = history.TPs("t", 0)
+		}
+		return h.call(m+"/join", history.FSync, inv, t, done)
+	}
+	classic := func() *hist {
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		return h
+	}
+
+	// Rejoined with a new id after UNKNOWN_MEMBER_ID: the coordinator had forgotten generation 5.
+	h := classic()
+	join(h, "m1", "m1-a", 5)
+	join(h, "m1", "m1-b", 4)
+	v := EpochMonotonic(h.events(), nil)
+	mustHold(t, v)
+	if !slices.ContainsFunc(v.Notes, func(n string) bool { return strings.Contains(n, "not judged") }) {
+		t.Fatalf("the unconfirmed generation is not noted: %v", v.Notes)
+	}
+
+	// The 4.4.0 history of TestMatrix/4.4.0/broker-faults/java/seed-7: a Java classic member got
+	// generation 7 from the resumed coordinator, its SyncGroup was answered NOT_COORDINATOR, and the
+	// new coordinator answered its rejoin (same member id) with generation 4 from the log.
+	h = classic()
+	join(h, "m1", "m1-a", 4)
+	sync(h, "m1", "m1-a", 4, history.OK, "")
+	h.assigned("m1", 4, 0)
+	join(h, "m1", "m1-a", 7)
+	sync(h, "m1", "m1-a", 7, history.Fail, "NOT_COORDINATOR")
+	join(h, "m1", "m1-a", 4)
+	sync(h, "m1", "m1-a", 4, history.OK, "")
+	h.assigned("m1", 4, 0)
+	v = EpochMonotonic(h.events(), nil)
+	mustHold(t, v)
+	if !slices.ContainsFunc(v.Notes, func(n string) bool { return strings.Contains(n, "excused") }) {
+		t.Fatalf("the forgotten generation is not noted: %v", v.Notes)
+	}
+
+	// The 4.4.0 history of TestMatrix/4.4.0/broker-faults/mixed/seed-7: a paused coordinator
+	// resumed, expired every member, turned the empty group into a new classic group it never
+	// wrote, and answered a rejoin with generation 1 before it saw it had lost its partition; the
+	// new coordinator went on from the log's generation 3.
+	h = classic()
+	join(h, "m1", "m1-a", 3)
+	sync(h, "m1", "m1-a", 3, history.OK, "")
+	h.assigned("m1", 3, 0)
+	join(h, "m1", "m1-b", 1)
+	sync(h, "m1", "m1-b", 1, history.Fail, "REBALANCE_IN_PROGRESS")
+	join(h, "m1", "m1-b", 4)
+	sync(h, "m1", "m1-b", 4, history.OK, "")
 	mustHold(t, EpochMonotonic(h.events(), nil))
 
-	h = newHist(t)
-	h.proto = history.ProtocolClassic
-	_, a := join(h, "m1-a", 5)
-	_, b := join(h, "m1-a", 4)
+	// The same lower generation confirmed by a SyncGroup is written: a violation.
+	h = classic()
+	join(h, "m1", "m1-a", 3)
+	_, a := sync(h, "m1", "m1-a", 3, history.OK, "")
+	join(h, "m1", "m1-b", 1)
+	_, b := sync(h, "m1", "m1-b", 1, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
+
+	// The same, but generation 7 was written: m1's own SyncGroup at it was answered.
+	h = classic()
+	join(h, "m1", "m1-a", 7)
+	_, a = sync(h, "m1", "m1-a", 7, history.OK, "")
+	join(h, "m1", "m1-a", 4)
+	_, b = sync(h, "m1", "m1-a", 4, history.OK, "")
+	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
+
+	// Another member's SyncGroup at 7 confirms the generation m1 only saw in JoinGroup.
+	h = classic()
+	_, a = join(h, "m1", "m1-a", 7)
+	sync(h, "m2", "m2-a", 7, history.OK, "")
+	join(h, "m1", "m1-b", 4)
+	_, b = sync(h, "m1", "m1-b", 4, history.OK, "")
+	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
+
+	// A SyncGroup at 7 that succeeds only after the step back does not make it a violation: the
+	// new coordinator reached generation 7 again on its own.
+	h = classic()
+	join(h, "m1", "m1-a", 7)
+	join(h, "m1", "m1-a", 4)
+	join(h, "m1", "m1-a", 7)
+	sync(h, "m1", "m1-a", 7, history.OK, "")
+	mustHold(t, EpochMonotonic(h.events(), nil))
 }

@@ -40,6 +40,9 @@ type facts struct {
 	describes  []int          // positions of describe ok events
 	phases     map[string][]int
 	faultStops []int
+	// faultSpans: from each fault's start (its invoke) to its stop (its completion), or to the end
+	// of the history; a start answered fail (not applied) has none.
+	faultSpans [][2]int
 
 	incs     []incarnation // where the group's epochs start over, in history order
 	incNotes []string      // what findIncarnations excused and what not
@@ -113,6 +116,16 @@ func mayHaveBeenWritten(err string) bool {
 	switch err {
 	case "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT":
 		return true
+	}
+	return false
+}
+
+// faultDuring reports whether a fault was in force at some point between positions lo and hi.
+func (f *facts) faultDuring(lo, hi int) bool {
+	for _, s := range f.faultSpans {
+		if s[0] <= hi && s[1] >= lo {
+			return true
+		}
 	}
 	return false
 }
@@ -210,7 +223,8 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		f.vals[i], decodeErr[i] = history.TypedValue(events[i]) // nil value on error
 	}
 	f.findIncarnations(obs)
-	inc := 0 // incarnation of the group at the current position
+	inc := 0                      // incarnation of the group at the current position
+	openFault := map[string]int{} // per nemesis process: the invoke of its fault in force
 
 	var held []map[int]int // per member: partition → open interval id
 	var epoch []int32      // per member: current epoch as far as the history shows
@@ -443,14 +457,34 @@ func build(events []history.Event, obs *history.Observations) *facts {
 				continue
 			}
 			f.phases[ph.Name] = append(f.phases[ph.Name], i)
+		case history.FFaultStart:
+			switch e.Type {
+			case history.Invoke:
+				openFault[e.Process] = i
+			case history.Fail:
+				delete(openFault, e.Process)
+			}
 		case history.FFaultStop:
 			if e.Type == history.OK || e.Type == history.Info {
 				f.faultStops = append(f.faultStops, i)
+				if s, ok := openFault[e.Process]; ok {
+					f.faultSpans = append(f.faultSpans, [2]int{s, i})
+					delete(openFault, e.Process)
+				}
 			}
 		}
 	}
+	for _, s := range openFault {
+		f.faultSpans = append(f.faultSpans, [2]int{s, n})
+	}
 	for id, n := 0, len(f.commits); id < n; id++ {
 		op := &f.commits[id]
+		// A commit call a fault overlapped may have been sent more than once: the clients resend
+		// a request whose connection broke or timed out, and the broker may apply an attempt whose
+		// answer never arrived (seen on 4.4.0: a commit sent to a paused coordinator was applied
+		// when the node resumed, while the member's resent request was answered
+		// UNKNOWN_MEMBER_ID). Its error then proves nothing about the earlier attempt.
+		resent := op.done > op.inv && f.faultDuring(op.inv, op.done)
 		bad := map[history.TP]string{}
 		for _, pe := range op.c.PartitionErrors {
 			bad[history.TP{Topic: pe.Topic, Partition: pe.Partition}] = pe.Error
@@ -459,7 +493,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		for _, o := range op.c.Offsets {
 			e, failed := bad[o.TP()]
 			switch {
-			case failed && !mayHaveBeenWritten(e):
+			case failed && !mayHaveBeenWritten(e) && !resent:
 				continue // certainly not written
 			case failed && op.outcome != history.Info:
 				unknown = append(unknown, o) // judged apart, as an unknown outcome

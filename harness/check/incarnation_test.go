@@ -430,20 +430,22 @@ func TestIncarnationRules(t *testing.T) {
 		mustCite(t, ValidPartitionEpoch(r.events(), converted()), r.aOwns, r.bOwns)
 	})
 	t.Run("the call that begins an incarnation is judged in it", func(t *testing.T) {
-		// A classic heartbeat is judged where it was sent: b's first call in the new group is
-		// a heartbeat at generation 1, after generation 3 of the old one.
+		// b's first confirmed generation in the new group is a SyncGroup at generation 1, after
+		// generation 3 of the old one. (A JoinGroup or Heartbeat answer alone is not judged:
+		// Kafka has not written the generation it names.)
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
 		h.join("b", 3)
 		h.assigned("b", 3, 0)
 		h.lost("b", 3, 0)
-		hb := history.Heartbeat{Member: "b", Protocol: history.ProtocolClassic, Epoch: 1}
-		inv, _ := h.call("b/hb", history.FHeartbeat, hb, history.OK, hb)
+		inv, _ := h.join("b", 1)
+		sync := history.Sync{Member: "b", Generation: 1}
+		_, synced := h.call("b/join", history.FSync, sync, history.OK, sync)
 		v := EpochMonotonic(h.events(), converted())
 		mustHold(t, v)
 		if !strings.Contains(notesOf(v), "a new incarnation of the group from event "+itoa(inv)) {
 			t.Fatalf("notes: %v", v.Notes)
 		}
-		mustCite(t, EpochMonotonic(h.events(), nil), inv)
+		mustCite(t, EpochMonotonic(h.events(), nil), synced)
 	})
 }

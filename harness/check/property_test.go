@@ -206,7 +206,9 @@ func mutEpochBack(rng *rand.Rand, events []history.Event, _ *history.Observation
 			if v.Protocol == history.ProtocolConsumer && v.ResultEpoch >= 2 {
 				cands = append(cands, i)
 			}
-		case history.Join:
+		case history.Sync:
+			// A generation a SyncGroup confirmed: Kafka has written it (one only answered to
+			// JoinGroup may be forgotten by a failover, which EpochMonotonic excuses).
 			if v.Generation >= 2 {
 				cands = append(cands, i)
 			}
@@ -221,9 +223,9 @@ func mutEpochBack(rng *rand.Rand, events []history.Event, _ *history.Observation
 	case history.Heartbeat:
 		v.ResultEpoch--
 		ins = []history.Event{{Type: history.Invoke, Process: "mutant", F: history.FHeartbeat, Value: v}, {Type: history.OK, Process: "mutant", F: history.FHeartbeat, Value: v}}
-	case history.Join:
+	case history.Sync:
 		v.Generation--
-		ins = []history.Event{{Type: history.Invoke, Process: "mutant", F: history.FJoin, Value: v}, {Type: history.OK, Process: "mutant", F: history.FJoin, Value: v}}
+		ins = []history.Event{{Type: history.Invoke, Process: "mutant", F: history.FSync, Value: v}, {Type: history.OK, Process: "mutant", F: history.FSync, Value: v}}
 	}
 	out, at := insertAt(events, pos+1, ins...)
 	return out, at + 1, true

@@ -282,7 +282,8 @@ func TestEpochMonotonicRules(t *testing.T) {
 	t.Run("a classic sync generation going back fails", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
-		_, j := h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
+		_, j := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 7}, history.OK, history.Sync{Member: "a", Generation: 7})
 		_, s := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 6}, history.OK, history.Sync{Member: "a", Generation: 6})
 		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{j, s}, "generation of a went back from 7")
 	})

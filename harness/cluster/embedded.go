@@ -31,7 +31,11 @@ type EmbeddedConfig struct {
 	DataDir string
 	// Toxiproxy is the API address of an external toxiproxy; empty embeds one.
 	Toxiproxy string
-	Logf      func(format string, args ...any)
+	// MigrationPolicy is group.consumer.migration.policy (bidirectional,
+	// upgrade, downgrade, disabled); empty means Kafka's default,
+	// bidirectional.
+	MigrationPolicy string
+	Logf            func(format string, args ...any)
 }
 
 // EmbeddedNode is the embedded cluster's only node id.
@@ -101,12 +105,14 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		cfg.DataDir, e.ownDir = d, true
 		e.cfg.DataDir = d
 	}
+	ccfg := EmbeddedCoordinatorConfig(v)
+	ccfg.Consumer.MigrationPolicy = cfg.MigrationPolicy
 	e.wcfg = wire.Config{
 		DataDir:           cfg.DataDir,
 		Version:           v,
 		NodeID:            EmbeddedNode,
 		OffsetsPartitions: 3, // as FastGroupSettings
-		NewCoordinator:    reference.New(EmbeddedCoordinatorConfig(v)),
+		NewCoordinator:    reference.New(ccfg),
 		Logf:              cfg.Logf,
 	}
 	srv, err := wire.Start(e.wcfg)

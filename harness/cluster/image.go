@@ -156,11 +156,14 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 		logf("image: %s was built from other image files than this groupquake's; rebuilding it", ref)
 	}
 	start := time.Now()
-	base, err := ensureBaseImage(ctx, cli, o.RebuildBase, logf)
+	// The jars first: resolving them fails in seconds when Maven Central is
+	// out of reach, before a base image build of minutes, and on any host
+	// (the base image needs Debian).
+	libs, err := resolveBrokerJars(ctx, version, o.MavenArgs, logf)
 	if err != nil {
 		return Image{}, err
 	}
-	libs, err := resolveBrokerJars(ctx, version, o.MavenArgs, logf)
+	base, err := ensureBaseImage(ctx, cli, o.RebuildBase, logf)
 	if err != nil {
 		return Image{}, err
 	}

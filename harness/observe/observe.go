@@ -135,7 +135,19 @@ func setTPs(s kadm.TopicsSet) []history.TP {
 }
 
 // Committed fetches the group's committed offsets (of Topics, when set).
+//
+// It asks with require_stable. Without it, Kafka's group coordinator (4.x)
+// answers OffsetFetch as a read operation from its last committed state, the
+// high watermark of the __consumer_offsets partition: right after a
+// coordinator moves, the new leader's high watermark can lag its log, and for
+// seconds it answers with offsets older than commits it already
+// acknowledged (seen on 4.4.0: 11 acknowledged, then 4 read for 3 s after
+// the coordinator's node came back from a 9 s pause; see README Findings).
+// With require_stable the read is a write operation that waits for the
+// high watermark, so the observer reads what the log holds; members read as
+// their clients do.
 func (r *Reader) Committed(ctx context.Context) ([]history.OffsetAt, error) {
+	ctx = kadm.RequireStable(ctx)
 	var rs kadm.OffsetResponses
 	var err error
 	if r.Topics != nil {

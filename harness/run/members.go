@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
@@ -27,6 +29,14 @@ type crew struct {
 	wg    *sync.WaitGroup
 	slots map[string]*slot
 	order []*slot
+
+	// replaceMu serialises the replacements of a migration: each waits
+	// for the group to take its newcomer in before the next begins.
+	replaceMu sync.Mutex
+	// standsFor maps a newcomer the coordinator refused to the member that
+	// stayed in its place, so the replacement planned for the newcomer
+	// replaces that member instead.
+	standsFor map[string]string
 }
 
 // slot is one planned member.
@@ -53,11 +63,39 @@ type muteHooks struct {
 	// epoch is the generation or member epoch of the member's last
 	// assignment: what its partitions are recorded as lost at, on a crash.
 	epoch atomic.Int32
+	// admission receives the first sign that the coordinator took the
+	// member in ("") or refused it for its group protocol (the error's
+	// name); see admissionOf.
+	admission chan string
+	admitted  atomic.Bool
+}
+
+// admissionOf says whether e shows the coordinator taking the member in
+// (a JoinGroup answered, a first member epoch, an assignment) or refusing
+// it for the group's type or the migration policy: GROUP_ID_NOT_FOUND to a
+// consumer-protocol join of a classic group the policy keeps from an
+// upgrade (GroupMetadataManager.consumerGroupHeartbeat →
+// validateOnlineUpgrade), INCONSISTENT_GROUP_PROTOCOL to a classic join of a
+// consumer group the policy keeps classic members out of (KAFKA-20640).
+func admissionOf(e clients.Event) (refusal string, decided bool) {
+	switch {
+	case e.ErrCode == kerr.GroupIDNotFound.Code || e.ErrCode == kerr.InconsistentGroupProtocol.Code:
+		return kerr.ErrorForCode(e.ErrCode).(*kerr.Error).Message, true
+	case e.ErrCode != 0 || e.Err != "":
+		return "", false
+	case e.Kind == clients.Joined, e.Kind == clients.Assigned,
+		e.Kind == clients.Heartbeat && e.MemberEpoch > 0:
+		return "", true
+	}
+	return "", false
 }
 
 func (m *muteHooks) OnEvent(e clients.Event) {
 	if m.muted.Load() {
 		return
+	}
+	if refusal, ok := admissionOf(e); ok && !m.admitted.Swap(true) {
+		m.admission <- refusal // buffered, written once
 	}
 	if e.Kind == clients.Assigned {
 		if p := e.Protocol; p == clients.Consumer || p == "" && m.protocol == clients.Consumer {
@@ -72,7 +110,7 @@ func (m *muteHooks) OnEvent(e clients.Event) {
 var _ faults.Members = (*crew)(nil)
 
 func newCrew(r *runner) *crew {
-	c := &crew{r: r, slots: map[string]*slot{}}
+	c := &crew{r: r, slots: map[string]*slot{}, standsFor: map[string]string{}}
 	for _, mp := range r.p.Members {
 		s := &slot{plan: mp}
 		c.slots[mp.Name] = s
@@ -93,7 +131,7 @@ func (c *crew) build(s *slot) error {
 		hopts = append(hopts, ResendsCommits())
 	}
 	h := NewHookRecorder(r.rec, mp.Name, mp.Protocol, hopts...)
-	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol)}
+	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol), admission: make(chan string, 1)}
 	p := r.p
 	m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
 		Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: l.KgoOpts(), Hooks: mh,
@@ -169,6 +207,9 @@ func (c *crew) startAll(ctx context.Context, errs chan error, wg *sync.WaitGroup
 	c.ctx, c.errs, c.wg = ctx, errs, wg
 	late := map[string]bool{}
 	for _, n := range faults.LateJoiners(c.r.p.Faults) {
+		late[n] = true
+	}
+	for _, n := range faults.Replacements(c.r.p.Faults) {
 		late[n] = true
 	}
 	for _, s := range c.order {
@@ -265,6 +306,112 @@ func (c *crew) Leave(ctx context.Context, name string) (string, error) {
 			return fmt.Sprintf("%s left uncleanly: %v", name, err), nil
 		}
 		return fmt.Sprintf("%s committed and left", name), nil
+	})
+}
+
+// admitWait bounds how long a replacement waits for the group to take its
+// newcomer in or refuse it: a classic join completes once every member has
+// rejoined (the rebalance timeout), a consumer-protocol member's first epoch
+// comes with its first heartbeat.
+func (c *crew) admitWait() time.Duration {
+	t := c.r.p.Timers
+	return t.RebalanceTimeout + t.SessionTimeout
+}
+
+// RefusedMark and AdmittedMark begin what a replacement says it saw, so
+// that a run's steps can be read back from the history (MigrationSteps).
+const (
+	RefusedMark  = "refused by the coordinator with "
+	AdmittedMark = "taken in by the group"
+)
+
+// Replace implements faults.Replacer: in starts; once the group has taken
+// it in, out (or the member that stands for out, when out was itself
+// refused) commits and leaves for good; when the coordinator refuses in,
+// in is stopped and out stays, standing for in from then on.
+func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
+	holder := out
+	for c.standsFor[holder] != "" {
+		holder = c.standsFor[holder]
+	}
+	s, err := c.slot(in)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.slot(holder); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return "", fmt.Errorf("%s is already running: a replacement brings in a member the plan kept out of the group", in)
+	}
+	if s.d == nil || s.starts > 0 {
+		if err := c.build(s); err != nil {
+			s.mu.Unlock()
+			return "", err
+		}
+	}
+	admission := s.hooks.admission
+	c.launch(s, 0, false)
+	s.mu.Unlock()
+
+	t0 := time.Now()
+	var refusal string
+	select {
+	case refusal = <-admission:
+	case <-ctx.Done():
+		return "", fmt.Errorf("replacing %s by %s: %w", holder, in, ctx.Err())
+	case <-time.After(c.admitWait()):
+		return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s; %s stays", in, s.plan.Kind, c.admitWait(), holder)
+	}
+	took := time.Since(t0).Round(time.Millisecond)
+	if refusal != "" {
+		c.standsFor[in] = holder
+		stopped, err := c.stop(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		saw := fmt.Sprintf("%s%s: %s (%s) refused after %s, %s; %s stays in its place", RefusedMark, refusal, in, s.plan.Kind, took, stopped, holder)
+		return c.checkpointAfter(ctx, saw, in)
+	}
+	left, err := c.Leave(ctx, holder)
+	if err != nil {
+		return "", err
+	}
+	saw := fmt.Sprintf("%s: %s (%s) joined after %s; %s", AdmittedMark, in, s.plan.Kind, took, left)
+	return c.checkpointAfter(ctx, saw, in)
+}
+
+// checkpointAfter takes the checkpoint that ends a replacement (named after
+// its newcomer), so that the group is judged after every step of a
+// migration; what the checkpoint saw is added to what the step saw.
+func (c *crew) checkpointAfter(ctx context.Context, saw, in string) (string, error) {
+	cp, err := c.r.checkpoint(ctx, "after-"+in)
+	if err != nil {
+		return "", err
+	}
+	return saw + "; " + cp, nil
+}
+
+// stop ends a member that the coordinator refused: its driver stops and
+// its client closes (it owns nothing to commit).
+func (c *crew) stop(ctx context.Context, name string) (string, error) {
+	return c.change(name, func(s *slot) (string, error) {
+		c.halt(s)
+		d := s.d
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		cerr := d.m.Close(cctx)
+		if err := d.h.Finish(); err != nil {
+			return "", err
+		}
+		if cerr != nil {
+			return "stopped (its client's close said: " + cerr.Error() + ")", nil
+		}
+		return "stopped", nil
 	})
 }
 

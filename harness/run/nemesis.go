@@ -33,8 +33,9 @@ type nemesis struct {
 	// down on three is a lost quorum (seen: a pause of the coordinator's
 	// node while another node was still stopped hung a run).
 	nodeSlot chan struct{}
-	// planned counts the upgrade steps still to end (started, in force for
-	// their For, healed): the workload phase lasts until they have.
+	// planned counts the planned steps (of an upgrade, of a migration) still
+	// to end (started, in force for their For, healed): the workload phase
+	// lasts until they have.
 	planned sync.WaitGroup
 	// stepFailed is closed when an upgrade step failed to apply or heal:
 	// the steps after it are not applied (they would wait for a node slot
@@ -49,7 +50,7 @@ type nemesis struct {
 func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
 	n := &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1), stepFailed: make(chan struct{})}
 	for _, f := range schedule {
-		if f.Family() == faults.FamilyUpgrade {
+		if f.Planned() {
 			n.planned.Add(1)
 		}
 	}
@@ -72,9 +73,10 @@ func (n *nemesis) stepFails(f faults.Fault) {
 	}
 }
 
-// awaitPlanned returns when every upgrade step of the schedule has ended,
-// or ctx has: an upgrade is carried out whole, however long the machine
-// takes for it, so the workload phase waits for it.
+// awaitPlanned returns when every planned step of the schedule (an
+// upgrade's, a migration's) has ended, or ctx has: an upgrade or a
+// migration is carried out whole, however long the machine takes for it,
+// so the workload phase waits for it.
 func (n *nemesis) awaitPlanned(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { n.planned.Wait(); close(done) }()
@@ -121,6 +123,9 @@ func faultValue(f faults.Fault) history.Fault {
 	if f.Features != "" {
 		v.Params["features"] = f.Features
 	}
+	if f.With != "" {
+		v.Params["with"] = f.With
+	}
 	if len(v.Params) == 0 {
 		v.Params = nil
 	}
@@ -137,7 +142,7 @@ func (n *nemesis) run(ctx context.Context, start time.Time) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if n.schedule[i].Family() == faults.FamilyUpgrade {
+			if n.schedule[i].Planned() {
 				defer n.planned.Done()
 			}
 			if err := n.one(ctx, start, i); err != nil {

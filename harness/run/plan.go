@@ -46,11 +46,16 @@ const (
 	// during a node fault, a link fault on one member while the coordinator
 	// moves, coordinator faults started by a churn event's rebalance.
 	ScenarioCombined = "combined"
+	// ScenarioMigration migrates the live group online from the classic
+	// protocol to the consumer protocol and back, one member at a time,
+	// under the broker's group.consumer.migration.policy
+	// (Options.MigrationPolicy); see migration.go.
+	ScenarioMigration = "migration"
 )
 
 // Scenarios returns the scenario names NewPlan accepts.
 func Scenarios() []string {
-	return []string{ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined}
+	return []string{ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined, ScenarioMigration}
 }
 
 // Options are what the user fixes about a plan; the seed chooses the rest.
@@ -106,6 +111,14 @@ type Options struct {
 	// Downgrade, with UpgradeTo, rolls the binaries back to Kafka after
 	// the upgrade: DowngradeBeforeFinalize or DowngradeAfterFinalize.
 	Downgrade string `json:"downgrade,omitempty"`
+	// MigrationPolicy is the broker's group.consumer.migration.policy
+	// (bidirectional, upgrade, downgrade, disabled; empty: Kafka's
+	// default, bidirectional), set on the clusters the run starts itself.
+	MigrationPolicy string `json:"migration_policy,omitempty"`
+	// MigrationFrom is the protocol a migration's group starts with and
+	// returns to: classic (empty: classic → consumer → classic) or
+	// consumer (consumer → classic → consumer).
+	MigrationFrom string `json:"migration_from,omitempty"`
 }
 
 // Plan is plan.json: everything a run will do, chosen from the seed before
@@ -224,6 +237,28 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	if o.Duration == 0 && o.UpgradeTo != "" {
 		o.Duration = upgradeWorkload(upgradeStepCount(o, o.Nodes))
 	}
+	if err := checkMigrationPolicy(o.MigrationPolicy); err != nil {
+		return Plan{}, err
+	}
+	migration := o.Scenario == ScenarioMigration
+	if err := checkMigrationFrom(o.MigrationFrom); err != nil {
+		return Plan{}, err
+	}
+	if o.MigrationFrom != "" && !migration {
+		return Plan{}, fmt.Errorf("--migration-from %s says where a migration starts: it needs --scenario %s", o.MigrationFrom, ScenarioMigration)
+	}
+	legSize := o.Members
+	if migration {
+		if o.UpgradeTo != "" {
+			return Plan{}, errors.New("--scenario migration and --upgrade-to are separate runs: migrate the group on one release")
+		}
+		if legSize == 0 {
+			legSize = migrationMembers
+		}
+		if o.Duration == 0 {
+			o.Duration = migrationWorkload(legSize)
+		}
+	}
 	if o.Duration == 0 {
 		o.Duration = 20 * time.Second
 	}
@@ -288,6 +323,29 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			memberKinds = append(memberKinds, known[topo.IntN(len(known))])
 		}
 	}
+	if migration {
+		// Three legs of legSize: classic, consumer, classic again (or
+		// consumer, classic, consumer); each leg cycles over its
+		// protocol's kinds, the last one shifted so that a member is
+		// replaced by another kind than the first leg's.
+		cl, co, err := migrationMembersOf(o, kinds, legSize)
+		if err != nil {
+			return Plan{}, err
+		}
+		if o.MigrationFrom == history.ProtocolConsumer {
+			cl, co = co, cl
+		}
+		memberKinds = nil
+		for i := range legSize {
+			memberKinds = append(memberKinds, cl[i%len(cl)])
+		}
+		for i := range legSize {
+			memberKinds = append(memberKinds, co[i%len(co)])
+		}
+		for i := range legSize {
+			memberKinds = append(memberKinds, cl[(i+1)%len(cl)])
+		}
+	}
 	ms := stream(seed, "members")
 	for i, k := range memberKinds {
 		p.Members = append(p.Members, MemberPlan{
@@ -298,7 +356,7 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			CommitEvery: time.Duration(200+ms.IntN(800)) * time.Millisecond,
 		})
 	}
-	if o.Scenario != ScenarioBaseline {
+	if o.Scenario != ScenarioBaseline && !migration {
 		// A third of the members are static under faults, so restarts and
 		// crashes exercise KIP-345 (and KIP-848's static members) too.
 		st := stream(seed, "static")
@@ -325,10 +383,18 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	if o.Scenario != ScenarioBaseline || len(o.Faults) > 0 {
+	if (o.Scenario != ScenarioBaseline && !migration) || len(o.Faults) > 0 {
 		if p.Faults, err = faults.Generate(stream(seed, "faults"), space, intensity.Count(p.Workload)); err != nil {
 			return Plan{}, fmt.Errorf("scenario %s: %w", o.Scenario, err)
 		}
+	}
+	if migration {
+		steps, err := migrationSteps(p, legSize)
+		if err != nil {
+			return Plan{}, err
+		}
+		p.Faults = append(p.Faults, steps...)
+		slices.SortStableFunc(p.Faults, func(a, b faults.Fault) int { return cmp.Compare(a.At, b.At) })
 	}
 	if o.UpgradeTo != "" {
 		steps, err := upgradeSteps(p)
@@ -449,8 +515,11 @@ func (p Plan) Validate() error {
 		if f.IsLinkFault() && !names[f.Client] {
 			return fmt.Errorf("fault %s acts on client %q, which is not a member of the plan", f, f.Client)
 		}
-		if f.Family() == faults.FamilyChurn && !names[f.Member] {
+		if (f.Family() == faults.FamilyChurn || f.Family() == faults.FamilyMigration) && !names[f.Member] {
 			return fmt.Errorf("fault %s acts on member %q, which is not a member of the plan", f, f.Member)
+		}
+		if f.With != "" && !names[f.With] {
+			return fmt.Errorf("fault %s brings in member %q, which is not a member of the plan", f, f.With)
 		}
 	}
 	return nil
@@ -554,6 +623,12 @@ func (p Plan) Args() []string {
 	}
 	if o.Downgrade != "" {
 		a = append(a, "--downgrade", o.Downgrade)
+	}
+	if o.MigrationPolicy != "" {
+		a = append(a, "--migration-policy", o.MigrationPolicy)
+	}
+	if o.MigrationFrom != "" {
+		a = append(a, "--migration-from", o.MigrationFrom)
 	}
 	a = append(a, "--duration", o.Duration.String())
 	return a

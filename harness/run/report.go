@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
-	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/results"
 )
 
@@ -103,24 +102,9 @@ func Saved(dir string) (Judged, error) {
 		return j, nil
 	}
 	var j Judged
-	var missing []string
-	var errs []error
-	plan, err := LoadPlan(filepath.Join(dir, PlanFile))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		missing = append(missing, PlanFile)
-	case err != nil:
-		errs = append(errs, err)
-	}
-	loaded, err := history.Load(filepath.Join(dir, HistoryFile))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		missing = append(missing, HistoryFile)
-	case err != nil:
-		errs = append(errs, err)
-	}
-	if len(missing) > 0 || len(errs) > 0 {
-		return j, &IncompleteError{Dir: dir, Missing: missing, Err: errors.Join(errs...)}
+	plan, loaded, err := loadRun(dir)
+	if err != nil {
+		return j, err
 	}
 	j.Plan, j.Events, j.Truncated, j.Report = plan, loaded.Events, loaded.Truncated, rep
 	return j, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,6 +146,9 @@ type runner struct {
 	prods   []*producer
 
 	notesMu sync.Mutex
+
+	checkpointsMu sync.Mutex
+	checkpoints   []history.Snapshot // taken during the workload (checkpoint.go)
 }
 
 func (r *runner) note(format string, args ...any) {
@@ -222,7 +226,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 		r.nem.awaitPlanned(wctx)
 		if over := r.cfg.Now().Sub(wstart) - r.p.Workload; over > time.Second {
-			r.note("workload: lasted %s past its planned %s, until the upgrade's steps had ended", over.Round(time.Second), r.p.Workload)
+			r.note("workload: lasted %s past its planned %s, until the planned steps (an upgrade's, a migration's) had ended", over.Round(time.Second), r.p.Workload)
 		}
 		cancelW()
 	}()
@@ -312,7 +316,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	for _, e := range serrs {
 		r.note("final observation: %v", e)
 	}
-	o := &history.Observations{Group: r.p.Group, Final: snap, TopicIDs: ids}
+	o := &history.Observations{Group: r.p.Group, Final: snap, Checkpoints: r.takenCheckpoints(), TopicIDs: ids}
 	if err := writeJSONAtomic(filepath.Join(r.cfg.Dir, ObservationsFile), o); err != nil {
 		return err
 	}
@@ -405,7 +409,7 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		r.h, r.ownsH = e, true
 	case p.Options.Embedded:
-		e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: p.Options.Kafka, Logf: r.cfg.Logf})
+		e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: p.Options.Kafka, MigrationPolicy: p.Options.MigrationPolicy, Logf: r.cfg.Logf})
 		if err != nil {
 			return err
 		}
@@ -415,6 +419,13 @@ func (r *runner) setup(ctx context.Context) error {
 		cc.Version, cc.Nodes, cc.Controllers = p.Options.Kafka, p.Options.Nodes, p.Options.Controllers
 		if cc.Logf == nil {
 			cc.Logf = r.cfg.Logf
+		}
+		if pol := p.Options.MigrationPolicy; pol != "" {
+			cc.Settings = maps.Clone(cc.Settings)
+			if cc.Settings == nil {
+				cc.Settings = map[string]string{}
+			}
+			cc.Settings[migrationPolicySetting] = pol
 		}
 		c, err := cluster.Start(ctx, cc)
 		if err != nil {

@@ -3,11 +3,13 @@ package run_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,28 +21,65 @@ import (
 	"github.com/groupquake/groupquake/harness/run"
 )
 
-func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := clustertest.Main(m)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// The groupquake command, built once for every test of the package that
+// drives it (a build takes seconds of both cores).
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+func groupquakeBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "groupquake-run-test-"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "groupquake")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/groupquake/groupquake/cmd/groupquake").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build ./cmd/groupquake: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
 
 // TestBaselineRun runs groupquake's two members, each in a group of its
 // protocol beside kgo's, against a one-node cluster of every tested
 // version, with no faults: the run directory must be complete, every
 // checker must hold with none skipped (RecoveredStateMatchesLog replays
 // the broker's records), and judging a copy of the directory offline must
-// give the same verdicts.
+// give the same verdicts. The two runs of a version share its cluster: each
+// plan names its own group and topic after its seed.
 func TestBaselineRun(t *testing.T) {
 	for _, v := range clustertest.Versions() {
-		for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}} {
-			t.Run(v+"/"+kinds[0], func(t *testing.T) { baselineRun(t, v, kinds) })
-		}
+		t.Run(v, func(t *testing.T) {
+			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
+			for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}} {
+				t.Run(kinds[0], func(t *testing.T) { baselineRun(t, c, v, kinds) })
+			}
+		})
 	}
 }
 
 // baselineRun runs one group of groupquake's member of a protocol beside
-// kgo's, with no faults, and requires every checker to hold, none skipped.
-func baselineRun(t *testing.T, v string, kinds []string) {
+// kgo's on c, with no faults, and requires every checker to hold, none
+// skipped.
+func baselineRun(t *testing.T, c cluster.Handle, v string, kinds []string) {
 	{
 		{
-			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
 			reg := run.DefaultRegistry()
 			seed := uint64(time.Now().UnixNano())
 			p, err := run.NewPlan(seed, run.Options{
@@ -99,7 +138,7 @@ func baselineRun(t *testing.T, v string, kinds []string) {
 			if err := os.Remove(filepath.Join(cp, run.VerdictsFile)); err != nil {
 				t.Fatal(err)
 			}
-			out, code := clustertest.RunGroupquake(t, clustertest.BuildGroupquake(t), "check", "--write", cp)
+			out, code := clustertest.RunGroupquake(t, groupquakeBin(t), "check", "--write", cp)
 			if code != 0 {
 				t.Fatalf("groupquake check on a copy exits %d, want 0:\n%s", code, out)
 			}
@@ -179,7 +218,7 @@ func copyDir(t *testing.T, from, to string) {
 func TestKilledRun(t *testing.T) {
 	v := clustertest.Versions()[0]
 	c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
-	bin := clustertest.BuildGroupquake(t)
+	bin := groupquakeBin(t)
 	dir := filepath.Join(t.TempDir(), "killed")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "run.log"))
 	if err != nil {

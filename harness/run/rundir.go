@@ -148,13 +148,9 @@ type Judged struct {
 	Notes []string
 }
 
-// Judge re-runs every checker over the run directory dir, offline. It
-// returns an *IncompleteError when plan.json or history.jsonl is missing or
-// unreadable. RecoveredStateMatchesLog replays the observed records as the
-// plan's Kafka version (package replay); it is skipped, with the reason, when
-// the plan names no version (an external cluster).
-func Judge(dir string) (Judged, error) {
-	var j Judged
+// loadRun reads the plan and the history of the run directory dir, or
+// returns an *IncompleteError naming what is missing or unreadable.
+func loadRun(dir string) (Plan, history.Loaded, error) {
 	var missing []string
 	var errs []error
 	plan, err := LoadPlan(filepath.Join(dir, PlanFile))
@@ -172,7 +168,21 @@ func Judge(dir string) (Judged, error) {
 		errs = append(errs, err)
 	}
 	if len(missing) > 0 || len(errs) > 0 {
-		return j, &IncompleteError{Dir: dir, Missing: missing, Err: errors.Join(errs...)}
+		return plan, loaded, &IncompleteError{Dir: dir, Missing: missing, Err: errors.Join(errs...)}
+	}
+	return plan, loaded, nil
+}
+
+// Judge re-runs every checker over the run directory dir, offline. It
+// returns an *IncompleteError when plan.json or history.jsonl is missing or
+// unreadable. RecoveredStateMatchesLog replays the observed records as the
+// plan's Kafka version (package replay); it is skipped, with the reason, when
+// the plan names no version (an external cluster).
+func Judge(dir string) (Judged, error) {
+	var j Judged
+	plan, loaded, err := loadRun(dir)
+	if err != nil {
+		return j, err
 	}
 	j.Plan, j.Events, j.Truncated = plan, loaded.Events, loaded.Truncated
 	obs, err := history.LoadObservations(filepath.Join(dir, ObservationsFile))

@@ -300,9 +300,11 @@ func (d *driver) run(ctx context.Context) error {
 		}
 		if flushing {
 			d.mu.Lock()
-			d.flush = false
-			d.hold = true
-			close(d.flushed)
+			if d.flush { // not released meanwhile (a checkpoint that gave up)
+				d.flush = false
+				d.hold = true
+				close(d.flushed)
+			}
 			d.mu.Unlock()
 		}
 	}
@@ -362,6 +364,14 @@ func ownedHas(owned clients.Partitions, t string, p int32) bool {
 		}
 	}
 	return false
+}
+
+// release lets a driver held by flushAndHold commit again (a checkpoint
+// has been read).
+func (d *driver) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hold, d.flush, d.flushed = false, false, nil
 }
 
 // flushAndHold makes the driver commit what it consumed once more and then

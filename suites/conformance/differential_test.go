@@ -28,8 +28,10 @@ import (
 // against Kafka fails the test: either the reference or its version profile
 // is wrong, and the report names the step; fix the reference (with a vector
 // that shows the fix), or, if the difference is understood and not a bug of
-// the reference, list it in explained. Differences against kfake never fail;
-// they are the "how far is kfake from Kafka" report.
+// the reference, list it in explained. Against kfake the differences are the
+// "how far is kfake from Kafka" report; every one must follow from a root
+// listed in kfakeGaps, and every root listed must still show (see
+// checkKfakeGaps), so a change of kfake or of the reference fails the test.
 //
 // Reports: -differential.report DIR or $GROUPQUAKE_RUNS_DIR gets
 // differential-kafka-<version>.txt and differential-kfake.txt.
@@ -42,12 +44,14 @@ var differentialReport = flag.String("differential.report", "", "directory for t
 var vectorDirs = []string{"classic", "offsets", "consumer"}
 
 // explanation is a known difference against a target: the step (vector
-// file:line, the Pos of differential.Result) and why it is not a bug of the
-// reference. Versions empty means every version.
+// file:line, the Pos of differential.Result), or for a difference that
+// shows in many sections a match on the result, and why it is not a bug of
+// the reference. Versions empty means every version.
 type explanation struct {
 	target   string
 	versions []string
 	pos      string
+	match    func(differential.Result) bool
 	reason   string
 }
 
@@ -66,11 +70,29 @@ const kfakeHost = "kfake reports ClientHost as ip:port (client_conn remote addre
 // differs on kfake.
 const kfakeKIP559 = "SyncGroup v5+ without ProtocolType/ProtocolName: kfake serves it as a group coordinator would; Kafka answers INCONSISTENT_GROUP_PROTOCOL first (KIP-559, KafkaApis.handleSyncGroupRequest)"
 
+// kfakeNoOnlineUpgrade is why a consumer-protocol member cannot join a
+// classic group on kfake.
+const kfakeNoOnlineUpgrade = "ConsumerGroupHeartbeat to a classic group: kfake has no online upgrade (KIP-848 migration) and answers GROUP_ID_NOT_FOUND without a message; Kafka converts the group, or refuses with a message that says why"
+
+// kfakeFirstEpoch matches the first join of a consumer group answered one
+// epoch lower than Kafka 4.4 answers it, and nothing else.
+func kfakeFirstEpoch(x differential.Result) bool {
+	return strings.HasPrefix(x.Command, "consumer-group-heartbeat ") && strings.Contains(x.Command, " epoch=0") &&
+		strings.Contains(x.Reference, " epoch=2 ") && strings.Replace(x.Reference, " epoch=2 ", " epoch=1 ", 1) == x.Target
+}
+
 // kfakeGaps are the root differences of kfake from Kafka 4.4.0 seen by the
 // differential run (kfake v0.0.0-20260918054303-01f206a7e32c); the rest of
-// kfake's differences follow from these within the same section. They
-// never fail the test; they annotate the kfake report.
+// kfake's differences follow from these within the same section.
+// checkKfakeGaps holds the table to that.
 var kfakeGaps = []explanation{
+	{target: "kfake", match: kfakeFirstEpoch, reason: "consumer group's first join: kfake gives member epoch 1; Kafka 4.4 (group.consumer.assignment.interval.ms=0) gives 2"},
+	{target: "kfake", pos: "classic/new_members.txt:29", reason: "JoinGroup while another member holds a pending member id (MEMBER_ID_REQUIRED answered, not joined yet): Kafka parks it until the pending member joins or expires; kfake completes the rebalance at once"},
+	{target: "kfake", pos: "consumer/mixed_upgrade.txt:45", reason: kfakeNoOnlineUpgrade},
+	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:32", reason: kfakeNoOnlineUpgrade},
+	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:53", reason: kfakeNoOnlineUpgrade},
+	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:73", reason: kfakeNoOnlineUpgrade + " (the parked classic JoinGroup stays parked where Kafka's conversion answers it)"},
+	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:118", reason: kfakeNoOnlineUpgrade + " (the parked classic JoinGroup stays parked where Kafka's conversion answers it)"},
 	{target: "kfake", pos: "classic/join_new_group.txt:19", reason: "JoinGroup UNKNOWN_MEMBER_ID: kfake answers an empty member id; Kafka echoes the request's"},
 	{target: "kfake", pos: "classic/protocols.txt:87", reason: "JoinGroup UNKNOWN_MEMBER_ID: kfake answers an empty member id; Kafka echoes the request's"},
 	{target: "kfake", pos: "classic/join_new_group.txt:48", reason: kfakeHost},
@@ -85,19 +107,29 @@ var kfakeGaps = []explanation{
 	{target: "kfake", pos: "classic/static_members.txt:75", reason: "static member replaced during Stable: kfake rebalances and makes the new member leader; Kafka keeps the leader and generation"},
 	{target: "kfake", pos: "classic/static_rebalance.txt:39", reason: "static member rejoining during a rebalance: kfake keeps the join parked; Kafka completes the join phase"},
 	{target: "kfake", pos: "offsets/simple_group.txt:13", reason: "OffsetCommit with a generation to an unknown group: kfake answers ILLEGAL_GENERATION; Kafka GROUP_ID_NOT_FOUND"},
+	{target: "kfake", pos: "offsets/commit_edges.txt:15", reason: "OffsetCommit with a generation to an unknown group: kfake answers ILLEGAL_GENERATION; Kafka GROUP_ID_NOT_FOUND"},
+	{target: "kfake", pos: "offsets/commit_edges.txt:23", reason: "OffsetCommit metadata longer than offset.metadata.max.bytes: kfake takes it; Kafka answers OFFSET_METADATA_TOO_LARGE"},
+	{target: "kfake", pos: "offsets/commit_edges.txt:62", reason: "Heartbeat with an empty group id: kfake answers GROUP_ID_NOT_FOUND; Kafka INVALID_GROUP_ID"},
+	{target: "kfake", pos: "offsets/commit_edges.txt:66", reason: "SyncGroup with an empty group id: kfake answers GROUP_ID_NOT_FOUND; Kafka INVALID_GROUP_ID"},
 	{target: "kfake", pos: "offsets/simple_group.txt:21", reason: "OffsetFetch of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka offset -1 without error"},
 	{target: "kfake", pos: "offsets/delete.txt:72", reason: "OffsetFetch of a deleted group: kfake answers GROUP_ID_NOT_FOUND; Kafka an empty list"},
 	{target: "kfake", pos: "offsets/topic_ids.txt:32", reason: "OffsetFetch v10 of an unknown topic id: kfake answers -1 without error; Kafka UNKNOWN_TOPIC_ID"},
 	{target: "kfake", pos: "consumer/conversion.txt:25", reason: "ConsumerGroupHeartbeat errors: kfake sends a null ErrorMessage"},
-	{target: "kfake", pos: "consumer/conversion.txt:48", reason: "consumer group's first join: kfake gives member epoch 1; Kafka 4.4 (group.consumer.assignment.interval.ms=0) gives 2"},
 	{target: "kfake", pos: "consumer/conversion.txt:58", reason: "DescribeGroups of a consumer group: kfake describes it as a classic group; Kafka answers GROUP_ID_NOT_FOUND"},
 	{target: "kfake", pos: "consumer/conversion.txt:79", reason: "ConsumerGroupHeartbeat leave (epoch -1): kfake answers the heartbeat interval; Kafka 0"},
 	{target: "kfake", pos: "consumer/delete_and_list.txt:42", reason: "ListGroups: kfake gives consumer groups an empty ProtocolType; Kafka \"consumer\""},
 	{target: "kfake", pos: "consumer/delete_and_list.txt:85", reason: "OffsetDelete on a consumer group with members: kfake answers NON_EMPTY_GROUP; Kafka GROUP_SUBSCRIBED_TO_TOPIC per subscribed partition"},
 }
 
-func (e explanation) covers(target, v, pos string) bool {
-	if e.target != target || e.pos != pos {
+func (e explanation) covers(target, v string, x differential.Result) bool {
+	if e.target != target {
+		return false
+	}
+	if e.match != nil {
+		if !e.match(x) {
+			return false
+		}
+	} else if e.pos != x.Pos {
 		return false
 	}
 	if len(e.versions) == 0 {
@@ -106,9 +138,9 @@ func (e explanation) covers(target, v, pos string) bool {
 	return slices.Contains(e.versions, v)
 }
 
-func explain(target, v, pos string) (string, bool) {
+func explain(target, v string, x differential.Result) (string, bool) {
 	for _, e := range explained {
-		if e.covers(target, v, pos) {
+		if e.covers(target, v, x) {
 			return e.reason, true
 		}
 	}
@@ -154,7 +186,7 @@ func writeReport(t *testing.T, file string, rep differential.Report, table []exp
 	var ex []string
 	for _, x := range rep.Results {
 		for _, e := range table {
-			if x.Outcome == differential.Different && e.covers(rep.Target, rep.Version, x.Pos) {
+			if x.Outcome == differential.Different && e.covers(rep.Target, rep.Version, x) {
 				ex = append(ex, fmt.Sprintf("explained %s: %s", x.Pos, e.reason))
 			}
 		}
@@ -202,7 +234,7 @@ func TestDifferentialKafka(t *testing.T) {
 				if x.Outcome != differential.Different {
 					continue
 				}
-				if why, ok := explain("kafka", v, x.Pos); ok {
+				if why, ok := explain("kafka", v, x); ok {
 					known++
 					seen[x.Pos] = true
 					t.Logf("explained difference at %s (%s): %s", x.Pos, x.Command, why)
@@ -247,5 +279,96 @@ func TestDifferentialKfake(t *testing.T) {
 	writeReport(t, "differential-kfake.txt", rep, kfakeGaps)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, e := range checkKfakeGaps(rep, kfakeGaps) {
+		t.Error(e)
+	}
+	t.Logf("kfake %s: %d same, %d different (from %d listed roots), %d skipped", rep.Version, rep.Count(differential.Same), rep.Count(differential.Different), len(kfakeGaps), rep.Count(differential.Skipped))
+}
+
+// checkKfakeGaps holds the kfake report to its table of roots: every
+// difference is a root the table lists or follows one earlier in its
+// section (a fresh group per section, so a difference cannot carry over
+// from another), every root the table lists by position still shows, and
+// every matching root matches at least once. Some answers must agree, or
+// the run compared nothing.
+func checkKfakeGaps(rep differential.Report, table []explanation) []string {
+	var errs []string
+	rooted := map[string]string{} // section → the first root's position
+	shown := map[int]bool{}       // index in table → covered a difference
+	for _, x := range rep.Results {
+		if x.Outcome != differential.Different {
+			continue
+		}
+		root := false
+		for i, e := range table {
+			if e.covers(rep.Target, rep.Version, x) {
+				shown[i], root = true, true
+			}
+		}
+		switch _, ok := rooted[x.Section]; {
+		case root && !ok:
+			rooted[x.Section] = x.Pos
+		case !root && !ok:
+			errs = append(errs, fmt.Sprintf("%s %s (%s): kfake answers differently from the reference and no root in kfakeGaps explains it or comes before it in the section\nreference: %s\nkfake:     %s", x.Pos, x.Command, x.Section, x.Reference, x.Target))
+		}
+	}
+	for i, e := range table {
+		if !shown[i] {
+			where := e.pos
+			if e.match != nil {
+				where = "its match"
+			}
+			errs = append(errs, fmt.Sprintf("kfakeGaps root at %s no longer shows (%s): remove or move the entry", where, e.reason))
+		}
+	}
+	if rep.Count(differential.Same) == 0 {
+		errs = append(errs, "no answer of kfake agrees with the reference: the run compared nothing")
+	}
+	return errs
+}
+
+// checkKfakeGaps fails a difference that no listed root explains or
+// precedes in its section, a listed root that no longer shows, and a run
+// where nothing agreed; a difference after a root in its section passes.
+func TestCheckKfakeGaps(t *testing.T) {
+	firstJoin := differential.Result{Section: "consumer/a.txt", Pos: "consumer/a.txt:3", Command: "consumer-group-heartbeat member=A epoch=0 subscribe=foo", Outcome: differential.Different,
+		Reference: "consumer-heartbeat member=A epoch=2 interval=5000ms assignment=[foo/0]", Target: "consumer-heartbeat member=A epoch=1 interval=5000ms assignment=[foo/0]"}
+	after := differential.Result{Section: "consumer/a.txt", Pos: "consumer/a.txt:9", Command: "commit member=A gen=2", Outcome: differential.Different, Reference: "commit foo/0", Target: "commit foo/0 STALE_MEMBER_EPOCH"}
+	same := differential.Result{Section: "classic/b.txt", Pos: "classic/b.txt:5", Command: "join client=a", Outcome: differential.Same}
+	listed := differential.Result{Section: "classic/b.txt", Pos: "classic/b.txt:9", Command: "describe groups=g", Outcome: differential.Different, Reference: "x", Target: "y"}
+	table := []explanation{
+		{target: "kfake", match: kfakeFirstEpoch, reason: "first epoch"},
+		{target: "kfake", pos: "classic/b.txt:9", reason: "host"},
+	}
+	rep := func(rs ...differential.Result) differential.Report {
+		return differential.Report{Target: "kfake", Version: "4.4.0", Results: rs}
+	}
+	if errs := checkKfakeGaps(rep(same, firstJoin, after, listed), table); len(errs) != 0 {
+		t.Errorf("every difference is rooted, yet: %v", errs)
+	}
+	// The same commit difference in a section without a root.
+	orphan := after
+	orphan.Section, orphan.Pos = "consumer/c.txt", "consumer/c.txt:9"
+	if errs := checkKfakeGaps(rep(same, firstJoin, after, listed, orphan), table); len(errs) != 1 || !strings.Contains(errs[0], "consumer/c.txt:9") {
+		t.Errorf("an unrooted difference: %v", errs)
+	}
+	// A difference before its section's root is not explained by it.
+	if errs := checkKfakeGaps(rep(same, after, firstJoin, listed), table); len(errs) != 1 || !strings.Contains(errs[0], "consumer/a.txt:9") {
+		t.Errorf("a difference before the root: %v", errs)
+	}
+	// A first join that differs in more than the epoch is not the root.
+	other := firstJoin
+	other.Target = "consumer-heartbeat member=A epoch=1 interval=5000ms assignment=[]"
+	if errs := checkKfakeGaps(rep(same, other, listed), table); len(errs) != 2 {
+		t.Errorf("a first join differing in its assignment: %v", errs)
+	}
+	// A listed root that no longer differs is stale.
+	if errs := checkKfakeGaps(rep(same, firstJoin), table); len(errs) != 1 || !strings.Contains(errs[0], "classic/b.txt:9 no longer shows") {
+		t.Errorf("a stale root: %v", errs)
+	}
+	// Nothing agreed.
+	if errs := checkKfakeGaps(rep(firstJoin, listed), table); len(errs) != 1 || !strings.Contains(errs[0], "compared nothing") {
+		t.Errorf("a run without an agreeing answer: %v", errs)
 	}
 }

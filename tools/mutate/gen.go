@@ -51,23 +51,37 @@ var boundary = map[token.Token]token.Token{
 }
 
 // generate returns the mutants of every non-test Go file of the package directory dir
-// (module-relative) under root.
+// (module-relative) under root, or of the one file dir names when it ends in .go (a package whose
+// tests take long is mutated where its rules are, so that the run stays bounded).
 func generate(root, dir string, deleteCalls []string) ([]Mutant, error) {
-	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir)))
-	if err != nil {
-		return nil, fmt.Errorf("package directory %s: %v", dir, err)
-	}
 	del := map[string]bool{}
 	for _, c := range deleteCalls {
 		del[c] = true
 	}
-	var out []Mutant
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
+	var files []string
+	if strings.HasSuffix(dir, ".go") {
+		if strings.HasSuffix(dir, "_test.go") {
+			return nil, fmt.Errorf("auto entry %s is a test file: name the code whose rules the tests must hold", dir)
 		}
-		rel := path.Join(dir, name)
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir))); err != nil {
+			return nil, fmt.Errorf("auto entry %s: %v (the file moved? update the mutant list)", dir, err)
+		}
+		files = []string{dir}
+	} else {
+		entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir)))
+		if err != nil {
+			return nil, fmt.Errorf("package directory %s: %v", dir, err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			files = append(files, path.Join(dir, name))
+		}
+	}
+	var out []Mutant
+	for _, rel := range files {
 		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
 			return nil, err

@@ -10,7 +10,8 @@
 //
 //	go run ./tools/mutate -mutants tools/mutate/mutants/check.json -min-score 0.95 -json build/mutate.json
 //
-// It exits 1 when the score (killed / (killed + survived)) is below -min-score, 2 on a usage or
+// It exits 1 when the score (killed / (killed + survived)) is below -min-score (by default the
+// list's min_score: the score last measured, so that it does not drop), 2 on a usage or
 // setup error (for example when the tests fail without any mutant), 130 when interrupted.
 package main
 
@@ -37,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	list := fs.String("mutants", "", "mutant list (JSON, see tools/mutate/spec.go); required")
 	test := fs.String("test", "", "test command run with sh -c at the module root (default: the list's \"test\")")
-	minScore := fs.Float64("min-score", 0, "exit 1 when killed/(killed+survived) is below this fraction (0–1)")
+	minScore := fs.Float64("min-score", -1, "exit 1 when killed/(killed+survived) is below this fraction (0–1; default: the list's \"min_score\", else 0)")
 	jsonOut := fs.String("json", "", "write the machine-readable summary to this file (\"-\" for stdout)")
 	only := fs.String("run", "", "run only the mutants whose ID matches this regular expression")
 	jobs := fs.Int("j", 1, "mutants run at once")
@@ -54,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *list == "" {
 		return fail("-mutants is required: for example -mutants tools/mutate/mutants/check.json")
 	}
-	if *minScore < 0 || *minScore > 1 {
+	if (*minScore < 0 && *minScore != -1) || *minScore > 1 {
 		return fail("-min-score %v is not a fraction: give a value from 0 to 1 (0.9 means 90%%)", *minScore)
 	}
 	absRoot, err := filepath.Abs(*root)
@@ -67,6 +68,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	spec, err := loadSpec(*list)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if *minScore == -1 {
+		*minScore = spec.MinScore
 	}
 	ms, err := mutants(absRoot, spec)
 	if err != nil {

@@ -94,6 +94,37 @@ func TestHandMutantMustBeUnique(t *testing.T) {
 	}
 }
 
+// An auto entry may name one file: only that file's mutants are made, the same as the package's
+// mutants of that file; a test file or a missing one is an error that says what to fix.
+func TestAutoSingleFile(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	pkg, err := generate(root, "tools/mutate/testdata/fixture", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := generate(root, "tools/mutate/testdata/fixture/fixture.go", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) == 0 || len(one) != len(pkg) {
+		t.Fatalf("%d mutants of fixture.go alone, %d of its package (which has no other file)", len(one), len(pkg))
+	}
+	for i := range one {
+		if one[i].ID != pkg[i].ID {
+			t.Errorf("mutant %d: %s alone, %s from the package", i, one[i].ID, pkg[i].ID)
+		}
+	}
+	for file, want := range map[string]string{
+		"tools/mutate/testdata/fixture/fixture_test.go": "is a test file",
+		"tools/mutate/testdata/fixture/gone.go":         "update the mutant list",
+	} {
+		if _, err := generate(root, file, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("auto entry %s: err = %v, want one that says %q", file, err, want)
+		}
+	}
+}
+
 func TestStaleEquivalentIsAnError(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
@@ -158,6 +189,47 @@ func TestRunOnFixture(t *testing.T) {
 	code = run([]string{"-C", root, "-mutants", filepath.Join(root, "tools/mutate/testdata/fixture.json"), "-run", "Positive", "-min-score", "0.5"}, &stdout, &stderr)
 	if code != 0 || !strings.Contains(stdout.String(), "killed 1/2") {
 		t.Fatalf("exit code %d, want 0 with killed 1/2:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// Without -min-score the list's min_score is the bar: a list whose score dropped below the one it
+// records fails; -min-score still overrides it; a min_score that is no fraction is refused.
+func TestListMinScore(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "tools/mutate/testdata/fixture.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	write := func(min float64) string {
+		spec["min_score"] = min
+		b, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "list.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	list := write(0.8)
+	var stdout, stderr bytes.Buffer
+	// -run Positive: killed 1/2.
+	if code := run([]string{"-C", root, "-mutants", list, "-run", "Positive"}, &stdout, &stderr); code != 1 || !strings.Contains(stdout.String(), "minimum 80.0%: FAIL") {
+		t.Fatalf("exit %d, want 1 below the list's min_score 0.8:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"-C", root, "-mutants", list, "-run", "Positive", "-min-score", "0.5"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, want 0 with -min-score 0.5 overriding the list:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"-C", root, "-mutants", write(90), "-list"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "min_score 90 is not a fraction") {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
 	}
 }
 

@@ -17,8 +17,13 @@ type Spec struct {
 	// Test is the command that must fail for a mutant to count as killed (run with sh -c at the
 	// module root); the -test flag overrides it.
 	Test string `json:"test,omitempty"`
+	// MinScore is the lowest score (killed / (killed + survived)) the list accepts when -min-score
+	// is not given: set to the score last measured, so that a change that lets a mutant survive
+	// fails the run (the nightly workflow's `make mutate`) instead of lowering the score quietly.
+	MinScore float64 `json:"min_score,omitempty"`
 	// Auto lists package directories (module-relative) whose non-test Go files get generated
-	// mutants (see gen.go for the operators).
+	// mutants (see gen.go for the operators), or single files (ending in .go) where mutating a
+	// whole package would make the run too long.
 	Auto []string `json:"auto,omitempty"`
 	// DeleteCalls names the functions and methods whose call statements are deleted one at a time
 	// by the auto generator (for harness/check: "fail", the call that records a violation).
@@ -59,6 +64,9 @@ func loadSpec(path string) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("mutant list %s is not valid JSON for a Spec (%v): see tools/mutate/spec.go for the fields", path, err)
+	}
+	if s.MinScore < 0 || s.MinScore > 1 {
+		return nil, fmt.Errorf("mutant list %s: min_score %v is not a fraction: give a value from 0 to 1", path, s.MinScore)
 	}
 	return &s, nil
 }

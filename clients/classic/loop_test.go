@@ -1,0 +1,286 @@
+package classic
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/assign"
+)
+
+// These tests drive the member's join loop (heartbeat → onJoinPrepare →
+// JoinGroup → SyncGroup) against kfake and look at the requests the broker
+// received, in order, not only at the member's own events.
+
+// wire records group requests in the order kfake received them, without
+// answering them (kfake's coordinator does).
+type wire struct {
+	mu   sync.Mutex
+	reqs []kmsg.Request
+}
+
+func watchWire(c *kfake.Cluster, keys ...kmsg.Key) *wire {
+	w := &wire{}
+	for _, k := range keys {
+		c.ControlKey(k.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			w.mu.Lock()
+			w.reqs = append(w.reqs, req)
+			w.mu.Unlock()
+			return nil, nil, false // not handled: kfake answers, and the watcher stays
+		})
+	}
+	return w
+}
+
+func (w *wire) all() []kmsg.Request {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.reqs)
+}
+
+func (w *wire) String() string {
+	var b strings.Builder
+	for i, r := range w.all() {
+		switch r := r.(type) {
+		case *kmsg.JoinGroupRequest:
+			fmt.Fprintf(&b, "  %d JoinGroup member %q\n", i, r.MemberID)
+		case *kmsg.SyncGroupRequest:
+			fmt.Fprintf(&b, "  %d SyncGroup member %q generation %d\n", i, r.MemberID, r.Generation)
+		case *kmsg.OffsetCommitRequest:
+			fmt.Fprintf(&b, "  %d OffsetCommit member %q generation %d %v\n", i, r.MemberID, r.Generation, classicCommitOffsets(r))
+		default:
+			fmt.Fprintf(&b, "  %d %T\n", i, r)
+		}
+	}
+	return b.String()
+}
+
+func classicCommitOffsets(r *kmsg.OffsetCommitRequest) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			out[p.Partition] = p.Offset
+		}
+	}
+	return out
+}
+
+// ILLEGAL_GENERATION from SyncGroup keeps the member id (Java's
+// resetGenerationOnResponseError with shouldResetMemberId false): the next
+// JoinGroup names the same member, unlike UNKNOWN_MEMBER_ID.
+func TestSyncGroupIllegalGenerationRejoinsWithSameID(t *testing.T) {
+	c := newFake(t)
+	a := start(t, c, "a", "g")
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	id := a.Generation().MemberID
+	gen := a.Generation().ID
+	w := watchWire(c, kmsg.JoinGroup, kmsg.SyncGroup)
+	failOnce(c, kmsg.SyncGroup, func(r kmsg.Response) { r.(*kmsg.SyncGroupResponse).ErrorCode = kerr.IllegalGeneration.Code })
+	failHeartbeat(c, kerr.RebalanceInProgress.Code) // make a rejoin
+	waitFor(t, "a owns all 6 in a newer generation", func() bool {
+		return owns(a, 0, 1, 2, 3, 4, 5)() && a.Generation().ID > gen+1
+	}, a.rec)
+	if got := a.Generation().MemberID; got != id {
+		t.Errorf("member id changed from %s to %s after ILLEGAL_GENERATION from SyncGroup\n%s", id, got, w)
+	}
+	var joins []string
+	for _, r := range w.all() {
+		if j, ok := r.(*kmsg.JoinGroupRequest); ok {
+			joins = append(joins, j.MemberID)
+		}
+	}
+	// The watcher sits behind failOnce for SyncGroup, so the failed
+	// SyncGroup is not in w; both JoinGroups (the one before it and the
+	// one after) are, and both name the member.
+	if len(joins) < 2 || slices.ContainsFunc(joins, func(m string) bool { return m != id }) {
+		t.Errorf("JoinGroups named %q, want at least two, all %q\n%s", joins, id, w)
+	}
+}
+
+// Before rejoining, a member with auto-commit commits what it handed out
+// (ConsumerCoordinator.onJoinPrepare), so the OffsetCommit of its positions
+// reaches the broker before its next JoinGroup, with the generation it
+// consumed in.
+func TestRejoinCommitsFirst(t *testing.T) {
+	for _, proto := range []string{"eager", "cooperative"} {
+		t.Run(proto, func(t *testing.T) {
+			c := newFake(t)
+			prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prod.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var recs []*kgo.Record
+			for p := range int32(6) {
+				for i := range 3 {
+					recs = append(recs, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)})
+				}
+			}
+			if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			opts := []Opt{AutoCommit(time.Hour)} // no interval commit during the test
+			if proto == "cooperative" {
+				opts = append(opts, Assignors(assign.CooperativeSticky()))
+			}
+			a := start(t, c, "a", "g", opts...)
+			waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+			for total := 0; total < 18; {
+				pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				got, _ := a.Poll(pctx)
+				pcancel()
+				total += len(got)
+				if ctx.Err() != nil {
+					t.Fatalf("consumed %d of 18 records before the deadline", total)
+				}
+			}
+			gen := a.Generation()
+			w := watchWire(c, kmsg.JoinGroup, kmsg.OffsetCommit)
+			failHeartbeat(c, kerr.RebalanceInProgress.Code)
+			waitFor(t, "a joined again", func() bool { return a.Generation().ID > gen.ID && a.Stable() }, a.rec)
+
+			reqs := w.all()
+			iJoin := slices.IndexFunc(reqs, func(r kmsg.Request) bool { _, ok := r.(*kmsg.JoinGroupRequest); return ok })
+			iCommit := slices.IndexFunc(reqs, func(r kmsg.Request) bool { _, ok := r.(*kmsg.OffsetCommitRequest); return ok })
+			if iCommit < 0 || iJoin < 0 || iCommit > iJoin {
+				t.Fatalf("want the OffsetCommit before the JoinGroup; commit at %d, join at %d\n%s", iCommit, iJoin, w)
+			}
+			oc := reqs[iCommit].(*kmsg.OffsetCommitRequest)
+			if oc.Generation != gen.ID || oc.MemberID != gen.MemberID {
+				t.Errorf("commit before rejoining as generation %d member %q, want %d %q", oc.Generation, oc.MemberID, gen.ID, gen.MemberID)
+			}
+			for p, o := range classicCommitOffsets(oc) {
+				if o != 3 {
+					t.Errorf("partition %d committed at %d before rejoining, want 3", p, o)
+				}
+			}
+			if n := len(classicCommitOffsets(oc)); n != 6 {
+				t.Errorf("commit before rejoining covers %d partitions, want 6\n%s", n, w)
+			}
+		})
+	}
+}
+
+// stableConsumer is a member of group g that owns all six partitions and has
+// handed out every record (n per partition), with auto-commit on but no
+// interval commit during the test.
+func stableConsumer(t *testing.T, c *kfake.Cluster, n int, opts ...Opt) testMember {
+	t.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for p := range int32(6) {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)})
+		}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, c, "a", "g", append([]Opt{AutoCommit(time.Hour)}, opts...)...)
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	for total := 0; total < 6*n; {
+		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		got, _ := a.Poll(pctx)
+		pcancel()
+		total += len(got)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records before the deadline", total, 6*n)
+		}
+	}
+	return a
+}
+
+// Close commits what was handed out, then leaves with LeaveGroup naming the
+// member; a static member commits but sends no LeaveGroup (Java's
+// maybeLeaveGroup: a static member's session outlives the process).
+func TestCloseCommitsThenLeaves(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []Opt
+		leaves bool
+	}{
+		{name: "dynamic", leaves: true},
+		{name: "static", opts: []Opt{InstanceID("i1")}, leaves: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFake(t)
+			a := stableConsumer(t, c, 2, tc.opts...)
+			gen := a.Generation()
+			w := watchWire(c, kmsg.OffsetCommit, kmsg.LeaveGroup)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := a.Close(ctx); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			reqs := w.all()
+			iCommit := slices.IndexFunc(reqs, func(r kmsg.Request) bool { _, ok := r.(*kmsg.OffsetCommitRequest); return ok })
+			iLeave := slices.IndexFunc(reqs, func(r kmsg.Request) bool { _, ok := r.(*kmsg.LeaveGroupRequest); return ok })
+			if iCommit < 0 {
+				t.Fatalf("no OffsetCommit on close\n%s", w)
+			}
+			oc := reqs[iCommit].(*kmsg.OffsetCommitRequest)
+			if got := classicCommitOffsets(oc); len(got) != 6 || got[0] != 2 || got[5] != 2 || oc.Generation != gen.ID {
+				t.Errorf("close committed %v at generation %d, want every partition at 2 in generation %d", got, oc.Generation, gen.ID)
+			}
+			switch {
+			case tc.leaves && (iLeave < 0 || iLeave < iCommit):
+				t.Fatalf("want the LeaveGroup after the commit; commit at %d, leave at %d\n%s", iCommit, iLeave, w)
+			case tc.leaves:
+				lg := reqs[iLeave].(*kmsg.LeaveGroupRequest)
+				if len(lg.Members) != 1 || lg.Members[0].MemberID != gen.MemberID {
+					t.Errorf("LeaveGroup names %+v, want member %s", lg.Members, gen.MemberID)
+				}
+			case iLeave >= 0:
+				t.Errorf("a static member sent LeaveGroup on close\n%s", w)
+			}
+			if n := len(a.rec.kinds(clients.Revoked)); n == 0 {
+				t.Errorf("close revoked nothing\n%s", a.rec.dump())
+			}
+		})
+	}
+}
+
+// Heartbeats go out at the configured interval, not sooner. Only the lower
+// bound is checked: the next heartbeat is scheduled after the answer to the
+// previous one, so two arrivals are an interval apart however slow the
+// machine.
+func TestHeartbeatInterval(t *testing.T) {
+	c := newFake(t)
+	const interval = 700 * time.Millisecond
+	var mu sync.Mutex
+	var at []time.Time
+	a := start(t, c, "a", "g", HeartbeatInterval(interval))
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c.ControlKey(kmsg.Heartbeat.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		return nil, nil, false
+	})
+	waitFor(t, "four heartbeats", func() bool { mu.Lock(); defer mu.Unlock(); return len(at) >= 4 }, a.rec)
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < 4; i++ {
+		if gap := at[i].Sub(at[i-1]); gap < interval {
+			t.Errorf("heartbeat %d arrived %v after the previous one, sooner than the interval %v", i, gap, interval)
+		}
+	}
+}

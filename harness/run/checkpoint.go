@@ -1,0 +1,73 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// checkpoint takes a snapshot of the group in the middle of the workload,
+// as the final observation does at its end: every running member commits
+// what it consumed and holds further commits, the group is left to settle
+// (every partition owned once, no member changing, the broker describing it
+// Stable), then the description, the committed offsets and the group's
+// __consumer_offsets records are read together, and the members commit
+// again. RecoveredStateMatchesLog replays each checkpoint's records and
+// compares them with what was described beside them, so a protocol
+// migration is judged after each of its steps, not only at the end.
+//
+// A group that does not settle within the bound gets no checkpoint; the
+// returned text says so, and the run goes on.
+func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
+	running := r.crew.running()
+	defer func() {
+		for _, d := range running {
+			d.release()
+		}
+	}()
+	for _, d := range running {
+		select {
+		case <-d.flushAndHold():
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(30 * time.Second):
+			return fmt.Sprintf("no checkpoint %s: member %s did not make its commit within 30s", label, d.plan.Name), nil
+		}
+	}
+	bound := r.p.Timers.SessionTimeout + r.p.Timers.RebalanceTimeout
+	settled := r.waitFor(ctx, nil, bound, func() bool {
+		if !r.owned() || !r.quiet() {
+			return false
+		}
+		d, err := r.obs.observe(ctx, "checkpoint "+label+": is the group stable?")
+		return err == nil && d != nil && d.Group.Stable()
+	})
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if !settled {
+		return fmt.Sprintf("no checkpoint %s: the group did not settle within %s", label, bound), nil
+	}
+	snap, _, errs := r.obs.snapshot(ctx, label, r.rec.Len())
+	if len(errs) > 0 {
+		return fmt.Sprintf("no checkpoint %s: %v", label, errs[0]), nil
+	}
+	r.checkpointsMu.Lock()
+	r.checkpoints = append(r.checkpoints, snap)
+	r.checkpointsMu.Unlock()
+	what := "no group described"
+	if g := snap.Group; g != nil {
+		what = fmt.Sprintf("a %s group, %d members", g.Protocol, len(g.Members))
+	}
+	return fmt.Sprintf("checkpoint %s: %s, %d __consumer_offsets records", label, what, len(snap.Records)), nil
+}
+
+// takenCheckpoints returns the checkpoints taken so far, in order.
+func (r *runner) takenCheckpoints() []history.Snapshot {
+	r.checkpointsMu.Lock()
+	defer r.checkpointsMu.Unlock()
+	return slices.Clone(r.checkpoints)
+}

@@ -1,0 +1,119 @@
+package workflows
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rhysd/actionlint"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+)
+
+// dir is the project's workflows, from this package's directory.
+var dir = filepath.Join("..", "..", ".github", "workflows")
+
+// TestWorkflows runs actionlint (without shellcheck: see the package
+// comment) and the project's rules over .github/workflows.
+func TestWorkflows(t *testing.T) {
+	files, err := Files(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ci.yml", "nightly.yml", "versions.yml"} {
+		if !slices.Contains(files, filepath.Join(dir, want)) {
+			t.Errorf("no %s among %v", want, files)
+		}
+	}
+	msgs, err := Lint(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		t.Errorf("actionlint: %s", m)
+	}
+	msgs, err = Rules(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		t.Errorf("%s", m)
+	}
+}
+
+// TestChecksBite lints a workflow that breaks every rule and one of
+// actionlint's checks: each must be reported.
+func TestChecksBite(t *testing.T) {
+	bad := filepath.Join("testdata", "bad")
+	lint, err := Lint(bad, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := Rules(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(append(lint, rules...), "\n")
+	for _, want := range []string{
+		`unsafe.yml:26:24: "github.event.pull_request.title" is potentially untrusted`, // actionlint's
+		"unsafe.yml: no top-level permissions",
+		"unsafe.yml: no top-level concurrency",
+		"unsafe.yml:10: job hunt has no timeout-minutes",
+		"unsafe.yml:15: job hunt: a run: script holds a ${{ }} expression",
+		"unsafe.yml:15: job hunt: a run: script calls sudo",
+		"unsafe.yml:26: job typo: a run: script holds a ${{ }} expression",
+		"unsafe.yml:10: job hunt runs a tier as root but keeps no run directory",
+		"unsafe.yml: runs make or .ci/run without IMAGE_SOURCE: official",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in the findings:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "job typo has no timeout-minutes") {
+		t.Errorf("a job with timeout-minutes was reported without:\n%s", got)
+	}
+}
+
+// TestUpgradeMatrix checks nightly.yml's rolling upgrades against
+// coordinator/version: every pair is one Kafka allows, and every release line
+// older than the newest served release is upgraded to it, so a newly served
+// release or line shows up here until the matrix names it.
+func TestUpgradeMatrix(t *testing.T) {
+	w, err := Parse(filepath.Join(dir, "nightly.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.Jobs["upgrade"]
+	if j == nil || j.Strategy == nil || j.Strategy.Matrix == nil || j.Strategy.Matrix.Include == nil {
+		t.Fatal("nightly.yml has no upgrade job with a matrix of include: rows")
+	}
+	served := version.Served()
+	newest := served[len(served)-1]
+	toNewest := map[string]bool{}
+	for i, c := range j.Strategy.Matrix.Include.Combinations {
+		from, to := assign(c, "from"), assign(c, "to")
+		if _, _, err := version.CheckUpgrade(from, to); err != nil {
+			t.Errorf("upgrade row %d (%s → %s): %v", i+1, from, to, err)
+			continue
+		}
+		if to == newest.String() {
+			toNewest[version.MustParse(from).Line()] = true
+		}
+	}
+	for _, v := range served {
+		if v.Line() != newest.Line() && !toNewest[v.Line()] {
+			t.Errorf("no upgrade row from release line %s to the newest served release %s", v.Line(), newest)
+			toNewest[v.Line()] = true // once per line
+		}
+	}
+}
+
+func assign(c *actionlint.MatrixCombination, key string) string {
+	if a, ok := c.Assigns[key]; ok {
+		if s, ok := a.Value.(*actionlint.RawYAMLString); ok {
+			return s.Value
+		}
+	}
+	return ""
+}
