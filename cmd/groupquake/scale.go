@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +64,7 @@ type scaleFlags struct {
 	stableTimeout          time.Duration
 	seed                   string
 	json                   bool
+	logs                   string
 }
 
 func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -87,6 +91,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.stableTimeout, "stable-timeout", 10*time.Minute, "how long each phase may take to reach a stable group")
 	fs.StringVar(&f.seed, "seed", "", "seed of the member ids and heartbeat jitter (default: a random one, printed)")
 	fs.BoolVar(&f.json, "json", false, "print the reports as JSON on stdout")
+	fs.StringVar(&f.logs, "logs", "", "container cluster: save each node's whole log in this directory (node-ID.log) before the cluster is removed")
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
@@ -99,13 +104,16 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logf := logTo(stderr)
-	logf("scale: seed %d; rerun: groupquake scale %s", seed, f.rerun(seed))
+	logf("scale: seed %d; rerun: groupquake scale %s", seed, f.rerun(fs, seed))
 
 	h, err := f.cluster(ctx, logf)
 	if err != nil {
 		return err
 	}
 	defer func() {
+		if c, ok := h.(*cluster.Cluster); ok && f.logs != "" {
+			saveNodeLogs(c, f.logs, logf)
+		}
 		if err := h.Close(context.Background()); err != nil {
 			logf("close the cluster: %v", err)
 		}
@@ -154,6 +162,29 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%d run(s) did not reach a stable group:\n  %s", len(gave), strings.Join(gave, "\n  "))
 	}
 	return nil
+}
+
+// saveNodeLogs writes each node's log to dir/node-ID.log.
+func saveNodeLogs(c *cluster.Cluster, dir string, logf func(string, ...any)) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		logf("node logs: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, id := range c.NodeIDs() {
+		out, err := c.Logs(ctx, id)
+		if err != nil {
+			logf("node %d's log: %v", id, err)
+			continue
+		}
+		p := filepath.Join(dir, fmt.Sprintf("node-%d.log", id))
+		if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+			logf("node %d's log: %v", id, err)
+			continue
+		}
+		logf("node %d's log: %s", id, p)
+	}
 }
 
 func (f *scaleFlags) check() ([]int, []scale.Protocol, uint64, error) {
@@ -206,7 +237,7 @@ func (f *scaleFlags) check() ([]int, []scale.Protocol, uint64, error) {
 }
 
 // rerun is the command line that repeats this run with its seed.
-func (f *scaleFlags) rerun(seed uint64) string {
+func (f *scaleFlags) rerun(fs *flag.FlagSet, seed uint64) string {
 	args := []string{"--members", f.members, "--protocol", f.protocols, "--partitions", strconv.Itoa(f.partitions), "--seed", strconv.FormatUint(seed, 10)}
 	switch {
 	case f.embedded:
@@ -216,6 +247,14 @@ func (f *scaleFlags) rerun(seed uint64) string {
 	default:
 		args = append(args, "--kafka", f.kafka, "--nodes", strconv.Itoa(f.nodes))
 	}
+	// Every other flag the user set changes what is measured.
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "members", "protocol", "partitions", "seed", "embedded", "bootstrap", "kafka", "nodes", "json", "logs":
+			return
+		}
+		args = append(args, "--"+fl.Name+"="+fl.Value.String())
+	})
 	return strings.Join(args, " ")
 }
 

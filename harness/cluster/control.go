@@ -284,23 +284,29 @@ func (c *Cluster) inspect(ctx context.Context, n *Node) (running, paused bool, e
 // Docker's userland proxy (which publishes 127.0.0.1:port, and stops a
 // published port for good on an accept error: seen at 5,000 connections).
 // The address can change when the node restarts.
+//
+// Network safety: the address is read from Docker's inspect of the node's
+// own container (one this cluster created), and only its endpoint on this
+// cluster's own bridge network counts (the network this cluster created),
+// so a client given it dials a container of this run and nothing else.
 func (c *Cluster) DirectAddr(ctx context.Context, id NodeID) (string, error) {
 	n, err := c.Node(id)
 	if err != nil {
 		return "", err
+	}
+	if n.Port <= 0 {
+		return "", fmt.Errorf("node %d has no client listener", id)
 	}
 	st, err := c.cli.ContainerInspect(ctx, n.Container, client.ContainerInspectOptions{})
 	if err != nil {
 		return "", err
 	}
 	if ns := st.Container.NetworkSettings; ns != nil {
-		for _, ep := range ns.Networks {
-			if ep != nil && ep.IPAddress.IsValid() {
-				return net.JoinHostPort(ep.IPAddress.String(), strconv.Itoa(n.Port)), nil
-			}
+		if ep := ns.Networks[c.net.Name]; ep != nil && ep.IPAddress.IsValid() {
+			return net.JoinHostPort(ep.IPAddress.String(), strconv.Itoa(n.Port)), nil
 		}
 	}
-	return "", fmt.Errorf("node %d has no address on the cluster network (is it running?)", id)
+	return "", fmt.Errorf("node %d has no address on the cluster network %s (is it running, or isolated?)", id, c.net.Name)
 }
 
 // StopNode stops node id gracefully (SIGTERM, controlled shutdown) and
