@@ -372,6 +372,12 @@ func (s *Stats) AnsweredBy() map[string]int64 {
 
 // Pool hands members connections to each address: member i uses slot
 // i mod size (size at least the member count gives each its own). A broken connection is replaced on the next Get.
+//
+// Dials are shaped so that the harness does not flood a broker's accept
+// queue (Kafka's socket.listen.backlog.size is 50 by default; a connect
+// beyond it waits for the client's SYN retransmits): the members of one
+// slot wait for the one dial in progress instead of each dialing, and at
+// most MaxDialing connects to one address are in flight at once.
 type Pool struct {
 	mapAddr  func(string) string
 	client   string
@@ -379,45 +385,95 @@ type Pool struct {
 	stats    *Stats
 	mu       sync.Mutex
 	slots    map[string]map[int]*Conn
+	dialing  map[slotKey]*dialCall
+	gates    map[string]chan struct{}
+	closes   int // counts Close calls: a dial that spans one is dropped
 	size     int
+}
+
+// MaxDialing bounds the connects in flight from one Pool to one address.
+const MaxDialing = 32
+
+type slotKey struct {
+	addr string
+	slot int
+}
+
+// dialCall is a dial in progress; done is closed when c or err is set.
+type dialCall struct {
+	done chan struct{}
+	c    *Conn
+	err  error
 }
 
 // NewPool makes a pool of size connections per address, each taking up
 // to inflight requests at once.
 func NewPool(size, inflight int, client string, stats *Stats) *Pool {
-	return &Pool{client: client, inflight: inflight, stats: stats, slots: map[string]map[int]*Conn{}, size: max(size, 1)}
+	return &Pool{client: client, inflight: inflight, stats: stats, slots: map[string]map[int]*Conn{},
+		dialing: map[slotKey]*dialCall{}, gates: map[string]chan struct{}{}, size: max(size, 1)}
 }
 
-// Get returns member's connection to addr, dialing it if needed.
+// Get returns member's connection to addr, dialing it if needed (or
+// waiting for the dial another member of its slot started).
 func (p *Pool) Get(ctx context.Context, addr string, member int) (*Conn, error) {
-	slot := member % p.size
+	key := slotKey{addr, member % p.size}
 	p.mu.Lock()
 	conns := p.slots[addr]
 	if conns == nil {
 		conns = map[int]*Conn{}
 		p.slots[addr] = conns
 	}
-	c := conns[slot]
-	p.mu.Unlock()
-	if c != nil && !c.Broken() {
+	if c := conns[key.slot]; c != nil && !c.Broken() {
+		p.mu.Unlock()
 		return c, nil
 	}
-	dial := addr
-	if p.mapAddr != nil {
-		dial = p.mapAddr(addr)
+	if d := p.dialing[key]; d != nil {
+		p.mu.Unlock()
+		select {
+		case <-d.done:
+			return d.c, d.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	nc, err := Dial(ctx, dial, p.client, p.inflight, p.stats)
-	if err != nil {
-		return nil, err
+	d := &dialCall{done: make(chan struct{})}
+	p.dialing[key] = d
+	closes := p.closes
+	gate := p.gates[addr]
+	if gate == nil {
+		gate = make(chan struct{}, MaxDialing)
+		p.gates[addr] = gate
 	}
+	p.mu.Unlock()
+
+	d.c, d.err = p.dial(ctx, addr, gate)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cur := conns[slot]; cur != nil && cur != c && !cur.Broken() {
-		nc.Close() // another member of the slot dialed first
-		return cur, nil
+	delete(p.dialing, key)
+	if d.err == nil {
+		if p.closes == closes {
+			conns[key.slot] = d.c
+		} else {
+			d.c.Close() // the pool was closed while dialing
+			d.c, d.err = nil, errClosed
+		}
 	}
-	conns[slot] = nc
-	return nc, nil
+	p.mu.Unlock()
+	close(d.done)
+	return d.c, d.err
+}
+
+func (p *Pool) dial(ctx context.Context, addr string, gate chan struct{}) (*Conn, error) {
+	select {
+	case gate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("dial %s: %w", addr, ctx.Err())
+	}
+	defer func() { <-gate }()
+	to := addr
+	if p.mapAddr != nil {
+		to = p.mapAddr(addr)
+	}
+	return Dial(ctx, to, p.client, p.inflight, p.stats)
 }
 
 // Close closes every connection.
@@ -432,4 +488,5 @@ func (p *Pool) Close() {
 		}
 	}
 	p.slots = map[string]map[int]*Conn{}
+	p.closes++
 }
