@@ -52,12 +52,15 @@ SCALE_KAFKA ?= 4.4.0
 # VERSIONS to the newest.
 UPGRADE_FROM ?= 4.1.2
 UPGRADE_TO ?= 4.4.0
+# The releases `make diff` compares (groupquake diff --from DIFF_FROM --to DIFF_TO).
+DIFF_FROM ?= 4.1.2
+DIFF_TO ?= 4.4.0
 # Faults of the nemesis during the upgrade and its baseline (run.Scenarios()).
 UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration run bench scale mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -108,14 +111,20 @@ upgrade: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
 	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE)
 
+## diff: what DIFF_FROM and DIFF_TO do differently (groupquake diff): the conformance vectors and the
+## scripted scenarios on a 1-node cluster of each in turn (~3 min); exit 1 on an unexplained difference.
+diff: engine build
+	$(GO) run ./cmd/groupquake diff --from $(DIFF_FROM) --to $(DIFF_TO) --image-source $(IMAGE_SOURCE) --out build/runs/diff-$(DIFF_FROM)-$(DIFF_TO)
+
 ## run: the main job (see README).
 run: engine
 	$(GO) run ./cmd/groupquake run
 
-## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors).
+## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors, assignors and reconciliation beside Kafka's).
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/ ./harness/scale/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
+	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/
 
 ## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS (README, Scale):
 ## the reports as JSON in build/scale.json, the nodes' logs in build/scale-logs/. Not part of `make test`.

@@ -63,7 +63,7 @@ type env struct {
 
 func (e *env) handle(d *datadriven.TestData) string {
 	if d.Cmd != "new" && e.c == nil {
-		e.new(&datadriven.TestData{})
+		e.t.Fatalf("%s: %s before new: a vector starts with `new version=V` (every vector names the Kafka version it describes)", d.Pos, d.Cmd)
 	}
 	var b strings.Builder
 	switch d.Cmd {
@@ -121,12 +121,13 @@ func (e *env) handle(d *datadriven.TestData) string {
 // [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…] [migration=bidirectional]
 // starts over with an empty coordinator.
 func (e *env) new(d *datadriven.TestData) {
-	v := version.Default
-	if s := e.arg(d, "version", ""); s != "" {
-		var err error
-		if v, err = version.Parse(s); err != nil {
-			e.t.Fatal(err)
-		}
+	s := e.arg(d, "version", "")
+	if s == "" {
+		e.t.Fatalf("%s: new without version=: every vector names the Kafka version it describes (e.g. new version=%s)", d.Pos, version.Default)
+	}
+	v, err := version.Parse(s)
+	if err != nil {
+		e.t.Fatalf("%s: %v", d.Pos, err)
 	}
 	e.profile = v.Profile()
 	e.topics = nil

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
 )
 
 // artifactDir is where a test keeps what CI should keep: under $GROUPQUAKE_RUNS_DIR (the run
@@ -141,5 +144,54 @@ func TestChromiumSeesScriptErrors(t *testing.T) {
 	errs := doc.all(func(n *node) bool { return n.attr["id"] == "script-errors" })
 	if len(errs) != 1 || !strings.Contains(errs[0].allText(), "noSuchFunction") {
 		t.Errorf("the error is not written into #script-errors: %v", errs)
+	}
+}
+
+// TestLongRunReportInChromium: the page of a long run, streamed from its history.jsonl as
+// `groupquake report` does (200,000 events), opens in Chromium
+// without script errors, with a row per partition, its fault bands, and a row for the event a
+// violation cites near the end of the run.
+func TestLongRunReportInChromium(t *testing.T) {
+	bin := needChromium(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "history.jsonl")
+	events := genRun(t, path, 200_000)
+	cited := events[len(events)-100].Index
+	faults := 0
+	for _, e := range events {
+		if e.F == history.FFaultStart && e.Type == history.OK {
+			faults++
+		}
+	}
+	plan := history.Plan{Group: "g", Protocol: history.ProtocolConsumer, Topics: []history.TopicPlan{{Name: "t", Partitions: 12}}}
+	events = nil
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	r := Report{Title: "long run", Partitions: plan.Partitions(),
+		Verdicts: []check.Verdict{{Name: "Late", Violations: []check.Violation{{Message: "near the end", EventIndexes: []int64{cited}}}}}}
+	if err := WriteReportFrom(&buf, r, f); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := parsePage(t, headless(t, bin, page, "--dump-dom"))
+	html := doc.all(byTagClass("html", ""))
+	if len(html) != 1 || html[0].attr["data-ready"] != "1" || html[0].attr["data-script-errors"] != "0" {
+		t.Fatalf("the page of a long run did not load cleanly (%d <html>, attributes %v)", len(html), html[0].attr)
+	}
+	if got := len(doc.all(byTagClass("g", "row"))); got != 12 {
+		t.Errorf("%d timeline rows, want 12", got)
+	}
+	if got := len(doc.all(byTagClass("rect", "faultband"))); got != faults || faults == 0 {
+		t.Errorf("%d fault bands, want %d", got, faults)
+	}
+	if len(doc.all(func(n *node) bool { return n.attr["id"] == "e"+strconv.FormatInt(cited, 10) })) != 1 {
+		t.Errorf("the cited event %d has no row", cited)
 	}
 }

@@ -33,7 +33,7 @@ type Report struct {
 	// Partitions are the plan's partitions: each gets a timeline row even if nobody owned it.
 	Partitions []history.TP
 	// Ownerships are the ownership intervals as the checkers see them; nil means derive them from
-	// Events with check.Ownerships (the same pass the checkers make).
+	// the events as check.Ownerships does (the same pass the checkers make).
 	Ownerships []check.Ownership
 }
 
@@ -88,55 +88,116 @@ type Span struct {
 	Event, StopEvent int64
 }
 
-// faultSpans pairs each fault that took effect (a fault-start completed ok or info) with the
-// completion of the next fault-stop of the same nemesis process (each scheduled fault is one);
-// a fault never stopped lasts to the end. A start recorded as failed was not applied.
-func faultSpans(events []history.Event, end time.Duration) []Span {
-	var out []Span
-	open := map[string]int{}
-	for _, e := range events {
-		if e.F != history.FFaultStart && e.F != history.FFaultStop || e.Type == history.Invoke {
-			continue
+// digest is what the page needs of a history, gathered in one pass over its events so that a
+// history can be streamed through it: the page never holds more of a long run than it shows.
+type digest struct {
+	cited map[int64][]string // events a listed violation cites, and by which checkers
+	n     int
+	end   time.Duration
+	// first is the time of the first event of anything but the harness (-1: none yet).
+	first  time.Duration
+	phases []Span
+	// faults pairs each fault that took effect (a fault-start completed ok or info) with the
+	// completion of the next fault-stop of the same nemesis process (each scheduled fault is
+	// one); a fault never stopped lasts to the end (End -1 until finish). A start recorded as
+	// failed was not applied.
+	faults    []Span
+	openFault map[string]int
+	// owning holds the events check.ShapesOwnership keeps, when the ownerships are derived here
+	// (the report gives none); nil otherwise.
+	owning  []history.Event
+	keepOwn bool
+	times   map[int64]time.Duration // times of the cited events
+	rows    []eventRow
+	dropped int
+}
+
+func newDigest(cited map[int64][]string, keepOwn bool) *digest {
+	return &digest{cited: cited, first: -1, openFault: map[string]int{}, keepOwn: keepOwn, times: map[int64]time.Duration{}}
+}
+
+// needsValue reports whether the page reads e's payload: what add looks at, and every event the
+// events table may list. The others may come with their payload undecoded.
+func (d *digest) needsValue(e history.Event) bool {
+	if _, ok := d.cited[e.Index]; ok || e.Type == history.Fail || check.ShapesOwnership(&e) {
+		return true
+	}
+	return listable(&e)
+}
+
+// listable: what changes ownership or membership, faults and phases (not the calls in flight).
+func listable(e *history.Event) bool {
+	switch e.F {
+	case history.FAssigned, history.FRevoked, history.FLost, history.FFenced, history.FLeft,
+		history.FSessionExpired, history.FFaultStart, history.FFaultStop, history.FPhase, history.FJoin, history.FSync:
+		return e.Type != history.Invoke
+	}
+	return false
+}
+
+func (d *digest) add(e *history.Event) {
+	d.n++
+	d.end = max(d.end, e.Time)
+	if d.first < 0 && e.Process != "harness" {
+		d.first = e.Time
+	}
+	if d.keepOwn && check.ShapesOwnership(e) {
+		d.owning = append(d.owning, *e)
+	}
+	by, isCited := d.cited[e.Index]
+	if isCited {
+		d.times[e.Index] = e.Time
+	}
+	if isCited || e.Type == history.Fail || listable(e) {
+		// The events table: at most maxEventRow of them besides every cited one.
+		if len(d.rows) >= maxEventRow && !isCited {
+			d.dropped++
+		} else {
+			d.rows = append(d.rows, eventRow{Event: *e, CitedBy: by})
 		}
-		f, err := history.ValueAs[history.Fault](e)
+	}
+	switch e.F {
+	case history.FPhase:
+		if p, err := history.ValueAs[history.Phase](*e); err == nil {
+			d.phases = append(d.phases, Span{Label: p.Name, Start: e.Time, Event: e.Index, StopEvent: -1})
+		}
+	case history.FFaultStart, history.FFaultStop:
+		if e.Type == history.Invoke {
+			return
+		}
+		f, err := history.ValueAs[history.Fault](*e)
 		if err != nil {
-			continue
+			return
 		}
 		if e.F == history.FFaultStart {
 			if e.Type == history.Fail {
-				continue
+				return
 			}
 			label := strings.TrimSpace(f.What + " " + strings.Join(f.Target, ","))
-			open[e.Process] = len(out)
-			out = append(out, Span{Label: label, Detail: f.Effect, Start: e.Time, End: end, Event: e.Index, StopEvent: -1})
-			continue
+			d.openFault[e.Process] = len(d.faults)
+			d.faults = append(d.faults, Span{Label: label, Detail: f.Effect, Start: e.Time, End: -1, Event: e.Index, StopEvent: -1})
+			return
 		}
-		if i, ok := open[e.Process]; ok {
-			out[i].End, out[i].StopEvent = e.Time, e.Index
+		if i, ok := d.openFault[e.Process]; ok {
+			s := &d.faults[i]
+			s.End, s.StopEvent = e.Time, e.Index
 			if f.NoEffect != "" {
-				out[i].Detail = strings.TrimSpace(out[i].Detail + "; no observed effect: " + f.NoEffect)
+				s.Detail = strings.TrimSpace(s.Detail + "; no observed effect: " + f.NoEffect)
 			} else if f.Effect != "" {
-				out[i].Detail = strings.TrimSpace(out[i].Detail + "; " + f.Effect)
+				s.Detail = strings.TrimSpace(s.Detail + "; " + f.Effect)
 			}
-			delete(open, e.Process)
+			delete(d.openFault, e.Process)
 		}
 	}
-	return out
 }
 
-func phaseMarks(events []history.Event) []Span {
-	var out []Span
-	for _, e := range events {
-		if e.F != history.FPhase {
-			continue
+// finish ends the faults never stopped at the history's end.
+func (d *digest) finish() {
+	for i := range d.faults {
+		if d.faults[i].End < 0 {
+			d.faults[i].End = d.end
 		}
-		p, err := history.ValueAs[history.Phase](e)
-		if err != nil {
-			continue
-		}
-		out = append(out, Span{Label: p.Name, Start: e.Time, Event: e.Index, StopEvent: -1})
 	}
-	return out
 }
 
 // palette is the fixed set of member colours, in the order members are given them: sixteen hues
@@ -175,29 +236,6 @@ func memberColors(planned []MemberInfo, owns []check.Ownership) (map[string]lege
 		}
 	}
 	return by, order
-}
-
-// listedEvents are the events the report's table shows: what changes ownership or membership,
-// faults, phases, failed calls (up to limit), and every event a violation cites.
-func listedEvents(events []history.Event, cited map[int64][]string, limit int) (rows []eventRow, dropped int) {
-	for _, e := range events {
-		by, isCited := cited[e.Index]
-		interesting := isCited || e.Type == history.Fail
-		switch e.F {
-		case history.FAssigned, history.FRevoked, history.FLost, history.FFenced, history.FLeft,
-			history.FSessionExpired, history.FFaultStart, history.FFaultStop, history.FPhase, history.FJoin, history.FSync:
-			interesting = interesting || e.Type != history.Invoke
-		}
-		if !interesting {
-			continue
-		}
-		if len(rows) >= limit && !isCited {
-			dropped++
-			continue
-		}
-		rows = append(rows, eventRow{Event: e, CitedBy: by})
-	}
-	return rows, dropped
 }
 
 type eventRow struct {
@@ -389,6 +427,11 @@ type view struct {
 	Events    []eventRow
 	Dropped   int
 	Pauses    []pauseRow
+	// Merged ownerships are drawn as MergedBars grey bars.
+	Merged, MergedBars int
+
+	cited           map[int64][]string
+	failed, skipped int
 }
 
 // maxViolationsListed bounds the violations the verdicts table lists per checker (verdicts.json
@@ -397,16 +440,92 @@ const maxViolationsListed = 50
 
 // WriteReport writes the HTML report of r to w.
 func WriteReport(w io.Writer, r Report) error {
-	v := view{Report: r}
-	var end time.Duration
+	v := newView(r)
+	d := newDigest(v.cited, r.Ownerships == nil)
 	for i := range r.Events {
-		end = max(end, r.Events[i].Time)
+		d.add(&r.Events[i])
 	}
+	return v.render(w, d)
+}
+
+// WriteReportFrom writes the HTML report of r with its events read from history (a history.jsonl)
+// instead of r.Events. It holds only what the page shows (the events that shape ownership, the
+// listed and the cited ones), and decodes only the payloads it reads, so a run of millions of
+// events renders in seconds and bounded memory. A history whose last line is cut off marks the
+// report truncated. An error reading the history is a *HistoryError, returned before anything is
+// written.
+func WriteReportFrom(w io.Writer, r Report, jsonl io.Reader) error {
+	v := newView(r)
+	d := newDigest(v.cited, r.Ownerships == nil)
+	rd := history.NewReader(jsonl, history.DecodeIf(d.needsValue))
+	for {
+		e, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return &HistoryError{Err: err}
+		}
+		d.add(&e)
+	}
+	if rd.Truncated() != nil {
+		v.Truncated = true
+	}
+	return v.render(w, d)
+}
+
+// HistoryError is the error WriteReportFrom met reading the history (a corrupt line, an I/O
+// error), as opposed to one writing the page.
+type HistoryError struct{ Err error }
+
+func (e *HistoryError) Error() string { return e.Err.Error() }
+func (e *HistoryError) Unwrap() error { return e.Err }
+
+// newView starts the page of r: its verdicts, and the events they cite.
+func newView(r Report) *view {
+	v := &view{Report: r, cited: map[int64][]string{}}
+	for _, vd := range r.Verdicts {
+		row := verdictRow{Verdict: vd, Status: "holds"}
+		switch {
+		case vd.Skipped != "":
+			row.Status = "skipped"
+			v.skipped++
+		case !vd.Holds:
+			row.Status = "violated"
+			v.failed++
+		}
+		if len(vd.Violations) > maxViolationsListed {
+			row.Violations = vd.Violations[:maxViolationsListed]
+			row.More = len(vd.Violations) - maxViolationsListed
+		}
+		for _, vi := range row.Violations {
+			for _, i := range vi.EventIndexes {
+				if by := v.cited[i]; len(by) == 0 || by[len(by)-1] != vd.Name {
+					v.cited[i] = append(by, vd.Name)
+				}
+			}
+		}
+		v.Verdicts = append(v.Verdicts, row)
+	}
+	v.Status = "holds"
+	if v.failed > 0 {
+		v.Status = "violated"
+	}
+	return v
+}
+
+// render lays out the timeline of the digested history and writes the page.
+func (v *view) render(w io.Writer, d *digest) error {
+	r := v.Report
+	d.finish()
 	owns := r.Ownerships
 	if owns == nil {
-		owns = check.Ownerships(r.Events)
+		// The checkers' facts over the events they depend on: check.Ownerships of the whole history.
+		owns = check.OwnershipsUntil(d.owning, d.end)
+		d.owning = nil
 	}
-	phases := phaseMarks(r.Events)
+	end := d.end
+	phases := d.phases
 	origin, teardown := time.Duration(-1), time.Duration(-1)
 	for _, p := range phases {
 		switch p.Label {
@@ -420,45 +539,9 @@ func WriteReport(w io.Writer, r Report) error {
 	}
 	if origin < 0 {
 		// No warm-up phase: the story starts at the first event of anything but the harness.
-		for i := range r.Events {
-			if r.Events[i].Process != "harness" {
-				origin = r.Events[i].Time
-				break
-			}
-		}
+		origin = d.first
 	}
-
-	// Verdicts, and the events they cite.
-	cited := map[int64][]string{}
-	failed, skipped := 0, 0
-	for _, vd := range r.Verdicts {
-		row := verdictRow{Verdict: vd, Status: "holds"}
-		switch {
-		case vd.Skipped != "":
-			row.Status = "skipped"
-			skipped++
-		case !vd.Holds:
-			row.Status = "violated"
-			failed++
-		}
-		if len(vd.Violations) > maxViolationsListed {
-			row.Violations = vd.Violations[:maxViolationsListed]
-			row.More = len(vd.Violations) - maxViolationsListed
-		}
-		for _, vi := range row.Violations {
-			for _, i := range vi.EventIndexes {
-				if by := cited[i]; len(by) == 0 || by[len(by)-1] != vd.Name {
-					cited[i] = append(by, vd.Name)
-				}
-			}
-		}
-		v.Verdicts = append(v.Verdicts, row)
-	}
-	v.Status = "holds"
-	if failed > 0 {
-		v.Status = "violated"
-	}
-	v.Summary = fmt.Sprintf("%d checkers: %d hold, %d violated, %d skipped; %d events", len(r.Verdicts), len(r.Verdicts)-failed-skipped, failed, skipped, len(r.Events))
+	v.Summary = fmt.Sprintf("%d checkers: %d hold, %d violated, %d skipped; %d events", len(r.Verdicts), len(r.Verdicts)-v.failed-v.skipped, v.failed, v.skipped, d.n)
 
 	// Rows: the plan's partitions and every partition someone owned, sorted.
 	rowOf := map[history.TP]int{}
@@ -488,7 +571,7 @@ func WriteReport(w io.Writer, r Report) error {
 	colors, order := memberColors(r.Run.Members, owns)
 	v.Legend = order
 
-	faults := faultSpans(r.Events, end)
+	faults := d.faults
 	lanes := laneOf(faults)
 	nLanes := 0
 	for _, l := range lanes {
@@ -551,7 +634,7 @@ func WriteReport(w io.Writer, r Report) error {
 	}
 
 	// Violation marks: one per cited event, linked to its row in the events table.
-	times := eventTimes(r.Events, cited)
+	times := d.times
 	for _, vd := range v.Verdicts {
 		for _, vi := range vd.Violations {
 			for _, i := range vi.EventIndexes {
@@ -613,6 +696,14 @@ func WriteReport(w io.Writer, r Report) error {
 		rect.W = max(1, rect.W)
 		row.Rects = append(row.Rects, rect)
 	}
+	for _, row := range v.Rows {
+		for _, rc := range row.Rects {
+			if rc.Count > 0 {
+				v.Merged += rc.Count
+				v.MergedBars++
+			}
+		}
+	}
 
 	if r.Cost != nil {
 		for _, p := range sortedKeys(r.Cost.Protocols) {
@@ -620,7 +711,7 @@ func WriteReport(w io.Writer, r Report) error {
 			v.Pauses = append(v.Pauses, pauseRow{Protocol: p, Partition: pc.PartitionStops, Member: pc.MemberStops})
 		}
 	}
-	v.Events, v.Dropped = listedEvents(r.Events, cited, maxEventRow)
+	v.Events, v.Dropped = d.rows, d.dropped
 	return reportTemplate.Execute(w, v)
 }
 
@@ -638,16 +729,6 @@ func laneOf(spans []Span) []int {
 		lanes[i] = l
 	}
 	return lanes
-}
-
-func eventTimes(events []history.Event, want map[int64][]string) map[int64]time.Duration {
-	out := make(map[int64]time.Duration, len(want))
-	for i := range events {
-		if _, ok := want[events[i].Index]; ok {
-			out[events[i].Index] = events[i].Time
-		}
-	}
-	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -762,7 +843,8 @@ tr:target{background:#fff3c4}tr.cited td:first-child{border-left:3px solid #b423
 {{end}}</table>
 <h2>Timeline</h2>
 <p>One row per partition; a bar is one member owning it, from its assignment to where the checkers end it (revoked, lost, fenced, session expired, left); a red outline marks an ownership that ended without a clean revocation. Grey bars on top are faults (their band runs across the rows), red marks link to the events a violation cites, vertical lines start phases. Hover for details; click a bar for its event.</p>
-<p class="legend">{{range .Legend}}<span class="member" data-member="{{.Member}}"><span class="swatch" style="background:{{css .Color}}"></span>{{.Member}}{{if .Kind}} <small>({{.Kind}})</small>{{end}}</span>{{end}}</p>
+{{if .Merged}}<p class="aggregated">{{.Merged}} ownerships narrower than a pixel, next to one another, are drawn as {{.MergedBars}} grey bars, each saying how many it stands for; the violation marks and the events table still show every event a violation cites, and history.jsonl has every ownership.</p>
+{{end}}<p class="legend">{{range .Legend}}<span class="member" data-member="{{.Member}}"><span class="swatch" style="background:{{css .Color}}"></span>{{.Member}}{{if .Kind}} <small>({{.Kind}})</small>{{end}}</span>{{end}}</p>
 <svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="1200" height="{{f1 .SVGHeight}}" viewBox="0 0 1200 {{f1 .SVGHeight}}">
 {{range .Segments}}<rect class="{{.Class}}" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect>
 {{end}}{{range .Lines}}<line class="{{.Class}}" x1="{{f1 .X1}}" y1="{{f1 .Y1}}" x2="{{f1 .X2}}" y2="{{f1 .Y2}}">{{if .Title}}<title>{{.Title}}</title>{{end}}</line>

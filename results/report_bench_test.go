@@ -128,9 +128,10 @@ func peakRSS() float64 {
 }
 
 // BenchmarkReport1M is what `groupquake report RUN_DIR` does over a history of 1,000,000 events
-// with its verdicts.json: read history.jsonl (load+render), derive the ownership timeline from the
-// checkers' facts and write the page (render: the events already in memory, as at the end of a
-// run). Run it with
+// with its verdicts.json: stream history.jsonl through the page (load+render: WriteReportFrom,
+// which keeps only the events the page shows and decodes only their payloads), derive the
+// ownership timeline from the checkers' facts and write the page (render: WriteReport with the
+// events already in memory, as at the end of a run). Run it with
 //
 //	go test -run '^$' -bench Report1M -benchtime 3x ./results/
 //
@@ -174,17 +175,23 @@ func BenchmarkReport1M(b *testing.B) {
 				debug.FreeOSMemory()
 				_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 				b.StartTimer()
-				es := evs
+				out.n = 0
+				r := Report{Title: "1M", Verdicts: rep.Verdicts, Cost: rep.RebalanceCost, Partitions: plan.Partitions()}
 				if load {
-					l, err := history.Load(path)
+					f, err := os.Open(path)
 					if err != nil {
 						b.Fatal(err)
 					}
-					es = l.Events
-				}
-				out.n = 0
-				if err := WriteReport(&out, Report{Title: "1M", Events: es, Verdicts: rep.Verdicts, Cost: rep.RebalanceCost, Partitions: plan.Partitions()}); err != nil {
-					b.Fatal(err)
+					err = WriteReportFrom(&out, r, f)
+					f.Close()
+					if err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					r.Events = evs
+					if err := WriteReport(&out, r); err != nil {
+						b.Fatal(err)
+					}
 				}
 				peak = max(peak, peakRSS())
 			}

@@ -3,14 +3,18 @@ package results
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -342,6 +346,18 @@ func TestReportMergesTinyOwnerships(t *testing.T) {
 	if len(own) > n/10 {
 		t.Errorf("%d bars drawn for %d sub-pixel ownerships: they are not merged", len(own), n)
 	}
+	// The page says what it aggregated.
+	merged, bars := 0, 0
+	for _, rc := range own {
+		if rc.class("many") {
+			merged += int(attrInt(t, rc, "data-count"))
+			bars++
+		}
+	}
+	notes := doc.all(byTagClass("p", "aggregated"))
+	if want := fmt.Sprintf("%d ownerships narrower than a pixel, next to one another, are drawn as %d grey bars", merged, bars); len(notes) != 1 || !strings.Contains(notes[0].allText(), want) {
+		t.Errorf("the page does not say what it aggregated (want %q)", want)
+	}
 }
 
 // TestProtocolMix names the protocol mixes the trend groups runs by.
@@ -354,5 +370,123 @@ func TestProtocolMix(t *testing.T) {
 		if got := ProtocolMix(tc.ms); got != tc.want {
 			t.Errorf("ProtocolMix(%v) = %q, want %q", tc.ms, got, tc.want)
 		}
+	}
+}
+
+// TestStreamedReportIsTheSamePage: the page streamed from history.jsonl (what `groupquake report`
+// renders, keeping only what the page shows) is byte for byte the page of the events in memory:
+// a failing run whose violations cite events of every kind (a heartbeat call and a consumption
+// included, whose payloads the stream otherwise leaves undecoded), a busy run whose events table
+// and timeline are cut to their bounds, and a generated run of both; and both are the page drawn
+// from check.Ownerships over every event. A history cut off mid-line
+// is drawn up to its last complete event and says so.
+func TestStreamedReportIsTheSamePage(t *testing.T) {
+	failing, _ := failingStory(t)
+	// Cite a heartbeat invoke and add a consumption the events table would not list otherwise.
+	var hbInvoke int64 = -1
+	for _, e := range failing.Events {
+		if e.F == history.FHeartbeat && e.Type == history.Invoke {
+			hbInvoke = e.Index
+			break
+		}
+	}
+	if hbInvoke < 0 {
+		t.Fatal("the failing story has no heartbeat call")
+	}
+	failing.Verdicts = append(slices.Clone(failing.Verdicts), check.Verdict{Name: "Cited", Violations: []check.Violation{{Message: "cites a call", EventIndexes: []int64{hbInvoke}}}})
+
+	busy := newStory(t)
+	busy.at(0).phase(history.PhaseWarmup)
+	for i := range 6000 {
+		m := []string{"a", "b"}[i%2]
+		busy.at(time.Duration(i)*10*time.Millisecond).own(history.FAssigned, m, int32(i+1), 0)
+		busy.at(time.Duration(i)*10*time.Millisecond+5*time.Millisecond).own(history.FRevoked, m, int32(i+1), 0)
+	}
+	busy.at(10 * time.Minute).phase(history.PhaseTeardown)
+	busyEvents := busy.events()
+	late := busyEvents[len(busyEvents)-3].Index // past the table's bound: listed because cited
+
+	gen := genRun(t, filepath.Join(t.TempDir(), "history.jsonl"), 30_000)
+	genPlan := history.Plan{Group: "g", Protocol: history.ProtocolConsumer, Topics: []history.TopicPlan{{Name: "t", Partitions: 12}}}
+	var consume int64 = -1
+	for _, e := range gen[len(gen)/2:] {
+		if e.F == history.FConsume {
+			consume = e.Index
+			break
+		}
+	}
+
+	for _, c := range []struct {
+		name string
+		r    Report
+	}{
+		{"failing", failing},
+		{"busy", Report{Title: "busy", Events: busyEvents, Verdicts: []check.Verdict{{Name: "Late", Violations: []check.Violation{{Message: "late", EventIndexes: []int64{late}}}}}}},
+		{"generated", Report{Title: "generated", Events: gen, Partitions: genPlan.Partitions(),
+			Verdicts: []check.Verdict{{Name: "Consumed", Violations: []check.Violation{{Message: "a consumption", EventIndexes: []int64{consume}}}}}}},
+	} {
+		var mem, streamed, jsonl bytes.Buffer
+		if err := WriteReport(&mem, c.r); err != nil {
+			t.Fatal(err)
+		}
+		if err := history.Write(&jsonl, c.r.Events); err != nil {
+			t.Fatal(err)
+		}
+		r := c.r
+		r.Events = nil
+		if err := WriteReportFrom(&streamed, r, bytes.NewReader(jsonl.Bytes())); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !bytes.Equal(mem.Bytes(), streamed.Bytes()) {
+			a, b := mem.String(), streamed.String()
+			i := 0
+			for i < min(len(a), len(b)) && a[i] == b[i] {
+				i++
+			}
+			t.Errorf("%s: the streamed page differs from the page in memory at byte %d:\n in memory: %.300s\n  streamed: %.300s", c.name, i, a[i:], b[i:])
+		}
+		// The ownerships both derive are check.Ownerships over every event.
+		var given bytes.Buffer
+		withOwns := c.r
+		withOwns.Ownerships = check.Ownerships(c.r.Events)
+		if err := WriteReport(&given, withOwns); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(given.Bytes(), streamed.Bytes()) {
+			t.Errorf("%s: the page drawn from check.Ownerships over every event differs from the streamed page", c.name)
+		}
+		for _, v := range r.Verdicts {
+			for _, vi := range v.Violations {
+				for _, i := range vi.EventIndexes {
+					if !strings.Contains(streamed.String(), fmt.Sprintf(`<tr id="e%d"`, i)) {
+						t.Errorf("%s: the event %d that %s cites has no row", c.name, i, v.Name)
+					}
+				}
+			}
+		}
+	}
+
+	// Cut off mid-line: the complete events are drawn, and the page says the history ends there.
+	var jsonl bytes.Buffer
+	if err := history.Write(&jsonl, failing.Events); err != nil {
+		t.Fatal(err)
+	}
+	cut := jsonl.Bytes()[:jsonl.Len()-20]
+	r := failing
+	r.Events = nil
+	var page bytes.Buffer
+	if err := WriteReportFrom(&page, r, bytes.NewReader(cut)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "the history ends mid-line") || !strings.Contains(page.String(), fmt.Sprintf("; %d events", len(failing.Events)-1)) {
+		t.Errorf("a history cut off mid-line: the page does not say so, or counts the wrong events: %.400s", page.String())
+	}
+	// A corrupt line in the middle is an error reading the history, and nothing is written.
+	bad := bytes.Replace(jsonl.Bytes(), []byte(`"index":3,`), []byte(`"index":"x",`), 1)
+	page.Reset()
+	err := WriteReportFrom(&page, r, bytes.NewReader(bad))
+	var he *HistoryError
+	if !errors.As(err, &he) || page.Len() != 0 {
+		t.Errorf("a corrupt line: got error %v (want a *HistoryError) and %d bytes written", err, page.Len())
 	}
 }

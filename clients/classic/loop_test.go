@@ -284,3 +284,48 @@ func TestHeartbeatInterval(t *testing.T) {
 		}
 	}
 }
+
+// A SyncGroup answer that arrives after a Heartbeat reset the generation is
+// not applied (Java's CoordinatorResponseHandler.generationUnchanged: the
+// SyncGroup future fails with ILLEGAL_GENERATION and the member rejoins at
+// once): the partitions it names belong to a generation the member no longer
+// holds, and the member must not turn stable in no generation. The SyncGroup is held in kfake until the Heartbeat sent meanwhile
+// was answered ILLEGAL_GENERATION.
+func TestSyncAnswerAfterResetIsNotApplied(t *testing.T) {
+	c := newFake(t)
+	a := start(t, c, "a", "g")
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	gen := a.Generation().ID
+	held, release := make(chan int32, 1), make(chan struct{})
+	c.ControlKey(kmsg.SyncGroup.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		held <- req.(*kmsg.SyncGroupRequest).Generation
+		c.SleepControl(func() { <-release })
+		return nil, nil, false // kfake answers with the assignment of the generation
+	})
+	failHeartbeat(c, kerr.RebalanceInProgress.Code) // a rejoin, whose SyncGroup is held
+	var syncGen int32
+	select {
+	case syncGen = <-held:
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatalf("no SyncGroup after the rejoin\n%s", a.rec.dump())
+	}
+	failHeartbeat(c, kerr.IllegalGeneration.Code) // the next heartbeat, during the SyncGroup
+	waitFor(t, "the heartbeat reset the generation", func() bool { return a.Generation().ID < 0 }, a.rec)
+	close(release)
+	waitFor(t, "a owns all 6 in a newer generation", func() bool {
+		return owns(a, 0, 1, 2, 3, 4, 5)() && a.Generation().ID > syncGen
+	}, a.rec)
+	for _, e := range a.rec.kinds(clients.Sent) {
+		// Applied, the stale answer makes the member stable in no generation: it heartbeats as
+		// generation -1 (Kafka answers ILLEGAL_GENERATION) instead of rejoining at once.
+		if e.Op == clients.OpHeartbeat && e.Generation < 0 {
+			t.Fatalf("a Heartbeat sent with generation %d: the SyncGroup answer was applied after the reset\n%s", e.Generation, a.rec.dump())
+		}
+	}
+	for _, e := range a.rec.kinds(clients.Assigned) {
+		if e.Generation <= 0 || e.Generation == syncGen {
+			t.Fatalf("partitions assigned in generation %d (the held SyncGroup was generation %d, the member started in %d): the answer was applied after the reset\n%s", e.Generation, syncGen, gen, a.rec.dump())
+		}
+	}
+}

@@ -40,6 +40,8 @@ type gateway struct {
 	byLn   map[string]string       // listener address → broker address
 	conns  map[net.Conn]struct{}
 	closed bool
+	cut    bool          // cut for good: listening still, every connection refused
+	held   chan struct{} // while frozen: closed on the thaw
 	wg     sync.WaitGroup
 }
 
@@ -79,7 +81,10 @@ func (g *gateway) accept(ln net.Listener, broker string) {
 		}
 		if !g.track(c, true) {
 			c.Close()
-			return
+			if g.isClosed() {
+				return
+			}
+			continue // cut: refused
 		}
 		g.wg.Add(1)
 		go g.serve(c, broker)
@@ -90,7 +95,7 @@ func (g *gateway) track(c net.Conn, add bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if add {
-		if g.closed {
+		if g.closed || g.cut {
 			return false
 		}
 		g.conns[c] = struct{}{}
@@ -105,11 +110,17 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 	defer g.wg.Done()
 	defer g.track(jc, false)
 	defer jc.Close()
+	if !g.pass() {
+		return
+	}
 	bc, err := g.dial(g.ctx, "tcp", broker)
 	if err != nil {
 		return // the JVM sees a closed connection, as a refused one
 	}
-	g.track(bc, true)
+	if !g.track(bc, true) {
+		bc.Close()
+		return
+	}
 	defer g.track(bc, false)
 	defer bc.Close()
 
@@ -135,6 +146,9 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 					mu.Unlock()
 				}
 			}
+			if !g.pass() {
+				return
+			}
 			if err := writeFrame(bc, frame); err != nil {
 				return
 			}
@@ -158,6 +172,9 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 					break
 				}
 			}
+		}
+		if !g.pass() {
+			break
 		}
 		if err := writeFrame(jc, frame); err != nil {
 			break
@@ -253,10 +270,67 @@ func (g *gateway) rewrite(key, version int16, frame []byte) ([]byte, error) {
 	return resp.AppendTo(out), nil
 }
 
+// pass waits while the gateway is held; false once it is cut or closed.
+func (g *gateway) pass() bool {
+	g.mu.Lock()
+	held := g.held
+	g.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-g.ctx.Done():
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.closed && !g.cut
+}
+
+// hold stops (on) or lets go (off) every byte the gateway carries, both
+// ways, and every new connection before it is dialed: the member's links
+// as a stopped process would leave them.
+func (g *gateway) hold(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case on && g.held == nil:
+		g.held = make(chan struct{})
+	case !on && g.held != nil:
+		close(g.held)
+		g.held = nil
+	}
+}
+
+// cutLinks closes every connection and refuses new ones for good, still
+// listening, so that no other gateway is given its ports while the JVM may
+// still try them: nothing the JVM sends afterwards reaches a broker.
+func (g *gateway) cutLinks() {
+	g.mu.Lock()
+	g.cut = true
+	for c := range g.conns {
+		c.Close()
+	}
+	if g.held != nil {
+		close(g.held)
+		g.held = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *gateway) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
 // close stops listening and cuts every connection.
 func (g *gateway) close() {
 	g.mu.Lock()
 	g.closed = true
+	if g.held != nil {
+		close(g.held)
+		g.held = nil
+	}
 	for _, ln := range g.lns {
 		ln.Close()
 	}

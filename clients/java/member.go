@@ -5,13 +5,15 @@
 // by instance id) and java-consumer (KIP-848, server assignor uniform or
 // range).
 //
-// Each member runs in its own JVM (driver/Driver.java, compiled by
-// Toolchain against the chosen kafka-clients version). One JVM per member,
-// not one for many: a crash is then the member's process killed, as it
-// would be in production, with the OS closing its sockets; a stall or a
-// freeze touches that member only; and a KafkaConsumer is single-threaded
-// anyway, so a shared JVM would need a thread and a command router per
-// member for no gain but memory (see the benchmark for what a JVM costs).
+// By default each member runs in its own JVM (driver/Driver.java, compiled
+// by Toolchain against the chosen kafka-clients version): a crash is then
+// the member's process killed, as it would be in production, with the OS
+// closing its sockets, and a freeze stops the whole process, its
+// heartbeat thread included. Hosted(h) instead runs the member in the
+// Host's one JVM with others, each with its own KafkaConsumer, thread and
+// gateway: less memory and a faster start per member (see the benchmark),
+// with crash and freeze emulated per member (Host says how, and how that
+// differs from a process killed or stopped).
 //
 // Go drives the JVM over its stdin/stdout in lines (see Driver.java):
 // poll, commit and close commands answered by polled, committed and closed
@@ -664,14 +666,32 @@ func (m *Member) Close(ctx context.Context) error {
 	return err
 }
 
-// Kill ends the JVM at once (SIGKILL: a crash; the OS closes its sockets)
-// and closes the gateway. The harness calls it for a crash fault.
+// Kill ends the member at once, as a crash: its own JVM is killed
+// (SIGKILL; the OS closes its sockets) and its gateway closed; a member
+// hosted in a shared JVM (Hosted) has its gateway cut for good first, so
+// nothing it sends afterwards reaches a broker, then is abandoned inside
+// the JVM (see Host). The harness calls it for a crash fault.
 func (m *Member) Kill() error {
 	m.mu.Lock()
 	p, gw := m.p, m.gw
 	m.closed = true
 	m.gw = nil
 	m.mu.Unlock()
+	if hp, ok := p.(*hosted); ok {
+		if gw != nil {
+			gw.cutLinks()
+		}
+		err := hp.kill()
+		if !hp.awaitGone(10 * time.Second) {
+			// Left cut, still listening: its ports go to no other gateway
+			// while the abandoned consumer may still try them.
+			return errors.Join(err, fmt.Errorf("java: member %s did not end within 10s of its crash in the shared JVM; its links stay cut", m.name))
+		}
+		if gw != nil {
+			gw.close()
+		}
+		return err
+	}
 	var err error
 	if p != nil {
 		err = p.kill()
@@ -682,25 +702,39 @@ func (m *Member) Kill() error {
 	return err
 }
 
-// Freeze stops (SIGSTOP) or resumes (SIGCONT) the JVM, as a long GC pause
-// or a descheduled process would: its heartbeats stop too, and the
-// command in progress is answered after the thaw.
+// Freeze stops (on) or resumes the member, as a long GC pause or a
+// descheduled process would. A member in its own JVM: SIGSTOP and SIGCONT,
+// so its heartbeats stop too. A member hosted in a shared JVM: its gateway
+// holds its traffic both ways and its thread stops between commands (see
+// Host). Either way the command in progress is answered after the thaw.
 func (m *Member) Freeze(on bool) error {
 	m.mu.Lock()
-	p := m.p
+	p, gw := m.p, m.gw
 	m.mu.Unlock()
-	j, ok := p.(*jvm)
-	if !ok {
-		return fmt.Errorf("java: member %s has no JVM to freeze", m.name)
+	switch p := p.(type) {
+	case *jvm:
+		sig := syscall.SIGCONT
+		if on {
+			sig = syscall.SIGSTOP
+		}
+		m.mu.Lock()
+		m.frozen = on
+		m.mu.Unlock()
+		return p.cmd.Process.Signal(sig)
+	case *hosted:
+		m.mu.Lock()
+		m.frozen = on
+		m.mu.Unlock()
+		if on && gw != nil {
+			gw.hold(true)
+		}
+		err := p.freeze(on)
+		if !on && gw != nil {
+			gw.hold(false)
+		}
+		return err
 	}
-	sig := syscall.SIGCONT
-	if on {
-		sig = syscall.SIGSTOP
-	}
-	m.mu.Lock()
-	m.frozen = on
-	m.mu.Unlock()
-	return j.cmd.Process.Signal(sig)
+	return fmt.Errorf("java: member %s has no JVM to freeze", m.name)
 }
 
 func (m *Member) isFrozen() bool {
@@ -709,12 +743,16 @@ func (m *Member) isFrozen() bool {
 	return m.frozen
 }
 
-// PID is the JVM's process id (0 before Start, or for a stand-in).
+// PID is the JVM's process id, the shared one for a hosted member (0
+// before Start, or for a stand-in).
 func (m *Member) PID() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if j, ok := m.p.(*jvm); ok {
-		return j.cmd.Process.Pid
+	switch p := m.p.(type) {
+	case *jvm:
+		return p.cmd.Process.Pid
+	case *hosted:
+		return p.pid()
 	}
 	return 0
 }

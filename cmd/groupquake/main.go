@@ -21,6 +21,10 @@ Usage:
   groupquake upgrade --from V [--to W]
                                     validate a rolling Kafka upgrade: a baseline run on V, then the same
                                     workload while every node is replaced by W and the features finalized
+  groupquake diff --from V [--to W] [--embedded]
+                                    what two Kafka releases do differently to groups: the
+                                    conformance vectors on both, each difference explained by
+                                    the version profiles or listed as unexplained
   groupquake check RUN_DIR          re-run every checker over a saved run
   groupquake replay --bootstrap ADDR --group G [--kafka VERSION]
                                     replay a live group's __consumer_offsets through the reference
@@ -42,7 +46,7 @@ differ), 2 bad input (flags, arguments, an unreadable run directory), 3 the
 command could not be carried out (no cluster, no engine, a failed build).
 
 Run 'groupquake COMMAND -h' (or 'groupquake help COMMAND') for the flags of a
-command; run, check and replay take --json to print their result as JSON on
+command; run, check, replay and diff take --json to print their result as JSON on
 stdout.
 `
 
@@ -107,6 +111,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdUpgrade(ctx, args[1:], stdout, stderr)
 	case "replay":
 		return cmdReplay(ctx, args[1:], stdout, stderr)
+	case "diff":
+		return cmdDiff(ctx, args[1:], stdout, stderr)
 	case "image":
 		return cmdImage(ctx, args[1:], stdout, stderr)
 	case "engine":

@@ -133,6 +133,8 @@ func TestBadInput(t *testing.T) {
 		{runArgs("--faults", "bogus"), "--faults:"},
 		{runArgs("--kafka-clients", "4.4.0"), "no Java member kind in --kinds"},
 		{runArgs("--kinds", "java-consumer", "--kafka-clients", "3.x"), "--kafka-clients"},
+		{runArgs("--java-jvms", "shared"), "--java-jvms shared lays out the Java members' JVMs, but no Java member kind"},
+		{runArgs("--kinds", "java-consumer", "--java-jvms", "pooled"), `--java-jvms "pooled": want per-member`},
 		{runArgs("--intensity", "xyz"), "--intensity:"},
 		{runArgs("--image-source", "nope"), `--image-source "nope": use auto, build or official`},
 		{runArgs("--base-port", "70000"), "--base-port 70000"},

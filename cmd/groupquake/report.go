@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,17 +62,17 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	if len(dirs) == 1 && len(pos) == 1 && filepath.Clean(pos[0]) == dirs[0] {
-		j, err := run.Saved(dirs[0])
-		if err != nil {
+		var b bytes.Buffer
+		err := run.RenderReport(&b, dirs[0])
+		if inc := (*run.IncompleteError)(nil); errors.As(err, &inc) {
 			return badInput("%v", err)
+		}
+		if err != nil {
+			return err
 		}
 		path := *out
 		if path == "" {
 			path = filepath.Join(dirs[0], run.ReportFile)
-		}
-		var b bytes.Buffer
-		if err := results.WriteReport(&b, run.ReportOf(dirs[0], j)); err != nil {
-			return err
 		}
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 			return exitError{exitFailed, fmt.Sprintf("writing the report: %v", err)}

@@ -130,6 +130,39 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("-o: the trend page at %s does not link the runs' reports relative to itself (%v)", out, err)
 	}
 
+	// With verdicts.json (what every run leaves) the history is streamed through the page, not
+	// judged again; a corrupt line in it is bad input.
+	if err := dispatch(context.Background(), []string{"check", "--write", one}, &stdout, &stderr); exitCode(err) != 1 {
+		t.Fatalf("check --write %s: %v", one, err)
+	}
+	if err := dispatch(context.Background(), []string{"report", one}, &stdout, &stderr); err != nil {
+		t.Fatalf("report %s with its verdicts.json: %v\n%s", one, err, stderr.String())
+	}
+	page, err = os.ReadFile(filepath.Join(one, run.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="v-NoDoubleOwnership" class="verdict violated"`, `data-tp="gq-1-records-0"`, "setup 20s", `class="vmark"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the report of %s, streamed with its verdicts.json, lacks %q", one, want)
+		}
+	}
+	if strings.Contains(string(page), "judged now") {
+		t.Errorf("the report of %s judged the run again although verdicts.json was there", one)
+	}
+	hist := filepath.Join(one, run.HistoryFile)
+	h, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hist, bytes.Replace(h, []byte(`"index":2,`), []byte(`"index":"two",`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = dispatch(context.Background(), []string{"report", one}, &stdout, &stderr)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "line 3 is not a valid event") {
+		t.Errorf("report over a corrupt history: exit %d (%v), want 2 naming the line", exitCode(err), err)
+	}
+
 	for _, bad := range [][]string{{"report"}, {"report", filepath.Join(root, "nothing")}, {"report", t.TempDir()}} {
 		err := dispatch(context.Background(), bad, &stdout, &stderr)
 		if exitCode(err) != 2 {

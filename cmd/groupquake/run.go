@@ -56,6 +56,7 @@ type runFlags struct {
 	migration   string
 	migrateFrom string
 	clients     string
+	javaJVMs    string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
@@ -78,6 +79,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
 	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+")")
 	fs.StringVar(&f.clients, "kafka-clients", "", "kafka-clients version of the Java member kinds (default: the cluster's --kafka version), resolved from Maven Central and cached")
+	fs.StringVar(&f.javaJVMs, "java-jvms", run.JavaJVMsPerMember, "JVMs of the Java member kinds: "+run.JavaJVMsPerMember+" (one each; a crash kills it, a freeze stops it) or "+run.JavaJVMsShared+" (one JVM hosts them all: less memory and a faster start; a crash cuts the member's links and abandons its consumer, a freeze holds its links and stops its thread; README, Java members)")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
@@ -190,6 +192,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return badInput("--kafka-clients: %v", err)
 		}
 		o.KafkaClients = f.clients
+	}
+	if set["java-jvms"] {
+		o.JavaJVMs = f.javaJVMs // NewPlan checks it
 	}
 	plan, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {

@@ -313,27 +313,32 @@ func validate(spec *GroupSpec) error {
 	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
 		return fmt.Errorf("%w: subscription type %d is neither Homogeneous (0) nor Heterogeneous (1)", ErrInvalidSpec, spec.Subscription)
 	}
+	// One set of each kind, cleared per member: validation is on every assignment's path, so it
+	// allocates per group, not per member (a group of 1,000 members made 12,000 maps here).
 	seen := make(map[string]struct{}, len(spec.Members))
+	topics := map[TopicID]struct{}{}
+	assigned := map[TopicID]struct{}{}
+	parts := map[int32]struct{}{}
 	for i := range spec.Members {
 		m := &spec.Members[i]
 		if _, dup := seen[m.ID]; dup {
 			return fmt.Errorf("%w: member id %q appears twice", ErrInvalidSpec, m.ID)
 		}
 		seen[m.ID] = struct{}{}
-		topics := make(map[TopicID]struct{}, len(m.Topics))
+		clear(topics)
 		for _, t := range m.Topics {
 			if _, dup := topics[t]; dup {
 				return fmt.Errorf("%w: member %q subscribes to topic %s twice", ErrInvalidSpec, m.ID, t)
 			}
 			topics[t] = struct{}{}
 		}
-		assigned := make(map[TopicID]struct{}, len(m.Assignment))
+		clear(assigned)
 		for _, tp := range m.Assignment {
 			if _, dup := assigned[tp.Topic]; dup {
 				return fmt.Errorf("%w: member %q lists topic %s twice in its assignment", ErrInvalidSpec, m.ID, tp.Topic)
 			}
 			assigned[tp.Topic] = struct{}{}
-			parts := make(map[int32]struct{}, len(tp.Partitions))
+			clear(parts)
 			for _, p := range tp.Partitions {
 				if p < 0 {
 					return fmt.Errorf("%w: member %q holds partition %d of topic %s: partitions are ≥ 0", ErrInvalidSpec, m.ID, p, tp.Topic)

@@ -14,7 +14,8 @@
 //     whole run (the broker's own invariant in ConsumerGroup.addPartitionEpochs), per incarnation
 //     of the group.
 //  3. EpochMonotonic: generations, member epochs, group and assignment epochs never go back inside
-//     one incarnation of the group.
+//     one incarnation of the group, as far as Kafka wrote them (a classic generation only answered to
+//     JoinGroup or Heartbeat counts once a SyncGroup at it succeeded).
 //  4. FencedCommitsRejected: an accepted commit came from the member that owned the partition at
 //     the commit's generation or epoch in the group's incarnation, and not after the partition moved
 //     on to a newer owner; a stale commit is rejected with an error the protocol names.

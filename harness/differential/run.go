@@ -114,6 +114,9 @@ type Result struct {
 	// normalisation (namespace removed, member ids substituted).
 	Reference, Target string
 	Why               string // why skipped, or a note
+	// Records are the __consumer_offsets records the reference wrote for
+	// the step's own answer, one a line (RenderRecords); set by Model only.
+	Records string
 }
 
 // Report is what Run found on one target.

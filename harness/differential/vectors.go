@@ -2,14 +2,85 @@ package differential
 
 import (
 	"bufio"
+	"embed"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/groupquake/groupquake/coordinator"
 )
+
+// rawVectors are the differential mode's own vectors: rules a broker checks
+// in KafkaApis before its group coordinator sees a request.
+//
+//go:embed testdata/kafkaapis/*.txt
+var rawVectors embed.FS
+
+// VectorDirs are the folders of coordinator/testdata the differential mode
+// replays. The consumergroup package's own vectors use another command set
+// and are not replayed.
+var VectorDirs = []string{"classic", "offsets", "consumer"}
+
+// Vectors returns every section the differential mode replays, from the
+// copies built into the binary: the coordinator's vectors (VectorDirs),
+// then the differential mode's own (testdata/kafkaapis), in file-name order
+// within each folder. Section names are as LoadDir gives them
+// ("classic/rebalance.txt", "kafkaapis/…").
+func Vectors() ([]Section, error) {
+	sub, err := fs.Sub(coordinator.VectorFiles, "testdata")
+	if err != nil {
+		return nil, err
+	}
+	secs, err := LoadFS(sub, VectorDirs...)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := fs.Sub(rawVectors, "testdata")
+	if err != nil {
+		return nil, err
+	}
+	more, err := LoadFS(raw, "kafkaapis")
+	if err != nil {
+		return nil, err
+	}
+	return append(secs, more...), nil
+}
+
+// LoadFS is LoadDir over a file system: every .txt vector under dirs[i] of
+// fsys, in file-name order.
+func LoadFS(fsys fs.FS, dirs ...string) ([]Section, error) {
+	var out []Section
+	for _, d := range dirs {
+		files, err := fs.Glob(fsys, path.Join(d, "*.txt"))
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("no vectors in %s: expected *.txt files of datadriven commands", d)
+		}
+		slices.Sort(files)
+		for _, f := range files {
+			r, err := fsys.Open(f)
+			if err != nil {
+				return nil, err
+			}
+			secs, err := parse(r, f)
+			r.Close()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, secs...)
+		}
+	}
+	return out, nil
+}
 
 // Step is one command of a vector with the output the vector file expects
 // from the reference at the version the vector pins.
@@ -74,14 +145,23 @@ func ParseFile(path, name string) ([]Section, error) {
 		return nil, err
 	}
 	defer f.Close()
+	secs, err := parse(f, name)
+	if err != nil && !strings.HasPrefix(err.Error(), name+":") {
+		err = fmt.Errorf("read %s: %v", path, err)
+	}
+	return secs, err
+}
+
+// parse splits the vector file read from r, named name in positions.
+func parse(r io.Reader, name string) ([]Section, error) {
 	var lines []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %v", path, err)
+		return nil, err
 	}
 	var secs []Section
 	cur := Section{File: name}

@@ -72,7 +72,11 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 
 // decodeEvent decodes one line; the Reader calls it directly, which saves the validation pass
 // json.Unmarshal makes before calling UnmarshalJSON.
-func decodeEvent(b []byte) (Event, error) {
+func decodeEvent(b []byte) (Event, error) { return decodeEventIf(b, nil) }
+
+// decodeEventIf decodes an event, and its payload when want is nil or accepts the event (asked
+// before the payload is set); otherwise the payload stays raw JSON.
+func decodeEventIf(b []byte, want func(Event) bool) (Event, error) {
 	var w wireEvent
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, err
@@ -81,9 +85,18 @@ func decodeEvent(b []byte) (Event, error) {
 	if len(w.Value) == 0 || string(w.Value) == "null" {
 		return e, nil
 	}
-	v, err := DecodeValue(w.F, w.Value)
+	if want != nil && !want(e) {
+		e.Value = w.Value // json.Unmarshal copied it out of b
+		return e, nil
+	}
+	return withValue(e, w.Value)
+}
+
+// withValue sets e's payload decoded from raw by its F.
+func withValue(e Event, raw []byte) (Event, error) {
+	v, err := DecodeValue(e.F, raw)
 	if err != nil {
-		return Event{}, fmt.Errorf("event %d (f %q): %w", w.Index, w.F, err)
+		return Event{}, fmt.Errorf("event %d (f %q): %w", e.Index, e.F, err)
 	}
 	e.Value = v
 	return e, nil

@@ -459,6 +459,55 @@ func readStream(data []byte) (Loaded, error) {
 	}
 }
 
+// longLines is a history whose lines are longer than the Reader's buffer, between short ones.
+func longLines(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	r := newTestRecorder(t, &buf)
+	for i := range 4 {
+		why := strings.Repeat("é<\"", i*40_000)
+		if _, err := r.Info("m1", FConsume, Consume{Member: "m1", Topic: "t", Offset: int64(i)}, why); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if buf.Len() < 3<<16 {
+		t.Fatalf("the long lines are %d bytes in all: not longer than the buffer", buf.Len())
+	}
+	return buf.Bytes()
+}
+
+// TestReaderLeavesPayloadsRaw: with DecodeIf, the payloads it turns down stay raw JSON that
+// ValueAs decodes to what Read gives; the others are decoded.
+func TestReaderLeavesPayloadsRaw(t *testing.T) {
+	t.Parallel()
+	data := longLines(t)
+	all, err := Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := NewReader(bytes.NewReader(data), DecodeIf(func(e Event) bool { return e.Index%2 == 0 }))
+	for i := 0; ; i++ {
+		e, err := rd.Next()
+		if err == io.EOF {
+			if i != len(all.Events) {
+				t.Fatalf("read %d events, want %d", i, len(all.Events))
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, raw := e.Value.(json.RawMessage)
+		if raw != (e.Index%2 == 1) {
+			t.Errorf("event %d: payload %T", e.Index, e.Value)
+		}
+		c, err := ValueAs[Consume](e)
+		if err != nil || c != all.Events[i].Value.(Consume) || e.Why != all.Events[i].Why {
+			t.Errorf("event %d: %+v (%v), want %+v", e.Index, c, err, all.Events[i].Value)
+		}
+	}
+}
+
 func TestReaderAgreesWithRead(t *testing.T) {
 	t.Parallel()
 	full := sampleHistory(t)
@@ -472,6 +521,7 @@ func TestReaderAgreesWithRead(t *testing.T) {
 		"corrupt line 2":   corrupt,
 		"empty":            nil,
 		"only blank lines": []byte("\n \n"),
+		"long lines":       longLines(t),
 	}
 	for name, data := range cases {
 		a, errA := Read(bytes.NewReader(data))
@@ -484,6 +534,9 @@ func TestReaderAgreesWithRead(t *testing.T) {
 		}
 		if errA != nil && errA.Error() != errB.Error() {
 			t.Fatalf("%s: errors differ:\n%v\n%v", name, errA, errB)
+		}
+		if !reflect.DeepEqual(a.Events, b.Events) {
+			t.Fatalf("%s: Read and Reader decode different events", name)
 		}
 	}
 	if l, _ := Read(bytes.NewReader(cases["blank lines"])); len(l.Events) != 3 {

@@ -20,6 +20,40 @@ type Reader struct {
 	lastIndex int64
 	truncated *Truncation
 	err       error
+	decode    func(Event) bool
+	dec       decoder
+	long      []byte // a line longer than the buffer
+}
+
+// readLine returns the next line, its '\n' included, valid until the next call: decoding copies
+// what it keeps, so reading a history allocates nothing per line.
+func (r *Reader) readLine() ([]byte, error) {
+	line, err := r.br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, err
+	}
+	r.long = append(r.long[:0], line...)
+	for err == bufio.ErrBufferFull {
+		line, err = r.br.ReadSlice('\n')
+		r.long = append(r.long, line...)
+	}
+	return r.long, err
+}
+
+// ReaderOption configures a Reader.
+type ReaderOption interface{ apply(*Reader) }
+
+type readerOpt func(*Reader)
+
+func (o readerOpt) apply(r *Reader) { o(r) }
+
+// DecodeIf decodes the payload only of the events want accepts, asked with the event before its
+// payload is set; the others keep theirs as json.RawMessage, which ValueAs and TypedValue decode
+// when asked. Decoding the payloads is most of the cost of reading a history, so a reader that
+// looks at few of them (the report of a long run) reads much faster. A payload left raw is only
+// checked to be JSON, not to be its F's payload.
+func DecodeIf(want func(e Event) bool) ReaderOption {
+	return readerOpt(func(r *Reader) { r.decode = want })
 }
 
 // Truncation describes an unterminated, undecodable last line: what a SIGKILL during a write leaves.
@@ -29,8 +63,12 @@ type Truncation struct {
 }
 
 // NewReader returns a Reader over r.
-func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 1<<16), lastIndex: -1}
+func NewReader(r io.Reader, opts ...ReaderOption) *Reader {
+	rd := &Reader{br: bufio.NewReaderSize(r, 1<<16), lastIndex: -1}
+	for _, o := range opts {
+		o.apply(rd)
+	}
+	return rd
 }
 
 // Next returns the next event, or io.EOF after the last complete one. A line that does not decode is
@@ -38,7 +76,7 @@ func NewReader(r io.Reader) *Reader {
 // and ends the stream. Indexes must increase strictly.
 func (r *Reader) Next() (Event, error) {
 	for r.err == nil {
-		line, err := r.br.ReadBytes('\n')
+		line, err := r.readLine()
 		if len(line) == 0 && err == io.EOF {
 			r.err = io.EOF
 			break
@@ -56,7 +94,7 @@ func (r *Reader) Next() (Event, error) {
 			}
 			continue // a blank line (an editor's trailing newline) carries nothing
 		}
-		e, derr := decodeEvent(body)
+		e, derr := r.dec.decode(body, r.decode)
 		if derr != nil {
 			if !terminated {
 				r.truncated = &Truncation{Line: r.line, Bytes: len(line)}
@@ -122,8 +160,9 @@ func Read(r io.Reader) (Loaded, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var d decoder
 			for i := lo; i < hi; i++ {
-				events[i], errs[i] = decodeEvent(bytes.TrimRight(lines[i], "\r\n"))
+				events[i], errs[i] = d.decode(bytes.TrimRight(lines[i], "\r\n"), nil)
 			}
 		}()
 	}
@@ -196,11 +235,9 @@ func Pairs(events []Event) ([]int, error) {
 	open := map[string]int{}
 	var errs []error
 	n := 0
-	bad := func(err error) {
+	keep := func() bool { // counts a pairing error and says whether to keep (format) it
 		n++
-		if len(errs) < maxPairErrors {
-			errs = append(errs, err)
-		}
+		return len(errs) < maxPairErrors
 	}
 	for i, e := range events {
 		partner[i] = -1
@@ -208,15 +245,21 @@ func Pairs(events []Event) ([]int, error) {
 		switch e.Type {
 		case Invoke:
 			if isOpen {
-				bad(fmt.Errorf("event %d: process %q invoked %q while its %q call from event %d is still open", e.Index, e.Process, e.F, events[inv].F, events[inv].Index))
+				if keep() {
+					errs = append(errs, fmt.Errorf("event %d: process %q invoked %q while its %q call from event %d is still open", e.Index, e.Process, e.F, events[inv].F, events[inv].Index))
+				}
 			}
 			open[e.Process] = i
 		case OK, Fail:
 			switch {
 			case !isOpen:
-				bad(fmt.Errorf("event %d: process %q recorded %s %q with no open call", e.Index, e.Process, e.Type, e.F))
+				if keep() {
+					errs = append(errs, fmt.Errorf("event %d: process %q recorded %s %q with no open call", e.Index, e.Process, e.Type, e.F))
+				}
 			case events[inv].F != e.F:
-				bad(fmt.Errorf("event %d: process %q recorded %s %q but its open call (event %d) is %q", e.Index, e.Process, e.Type, e.F, events[inv].Index, events[inv].F))
+				if keep() {
+					errs = append(errs, fmt.Errorf("event %d: process %q recorded %s %q but its open call (event %d) is %q", e.Index, e.Process, e.Type, e.F, events[inv].Index, events[inv].F))
+				}
 			default:
 				partner[i], partner[inv] = inv, i
 				delete(open, e.Process)
@@ -227,7 +270,9 @@ func Pairs(events []Event) ([]int, error) {
 				delete(open, e.Process)
 			}
 		default:
-			bad(fmt.Errorf("event %d has type %q", e.Index, e.Type))
+			if keep() {
+				errs = append(errs, fmt.Errorf("event %d has type %q", e.Index, e.Type))
+			}
 		}
 	}
 	if n > len(errs) {

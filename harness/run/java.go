@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groupquake/groupquake/clients"
@@ -37,6 +38,14 @@ func JavaKinds() []JavaKind {
 	}
 }
 
+func javaKindNames() []string {
+	var n []string
+	for _, k := range JavaKinds() {
+		n = append(n, k.Name)
+	}
+	return n
+}
+
 // IsJavaKind says whether kind is one of JavaKinds.
 func IsJavaKind(kind string) bool {
 	return slices.ContainsFunc(JavaKinds(), func(k JavaKind) bool { return k.Name == kind })
@@ -45,9 +54,23 @@ func IsJavaKind(kind string) bool {
 // JavaRegistry returns the Java kinds as a registry whose members are
 // prepared by tc (kafka-clients resolved and the driver compiled on first
 // use). Each member runs its own JVM of the kafka-clients version
-// MemberSpec.KafkaClients names.
+// MemberSpec.KafkaClients names, or, when MemberSpec.JavaJVMs is
+// JavaJVMsShared, is hosted in the registry's one JVM of that version
+// (java.Host) with the other members of the same spec.
 func JavaRegistry(tc *java.Toolchain) Registry {
 	r := Registry{}
+	var hostsMu sync.Mutex
+	hosts := map[string]*java.Host{} // by kafka-clients version
+	host := func(rt java.Runtime) *java.Host {
+		hostsMu.Lock()
+		defer hostsMu.Unlock()
+		if h, ok := hosts[rt.KafkaClients]; ok {
+			return h
+		}
+		h := java.NewHost(rt, nil)
+		hosts[rt.KafkaClients] = h
+		return h
+	}
 	for _, k := range JavaKinds() {
 		r[k.Name] = Factory{
 			Protocol: k.Protocol,
@@ -66,6 +89,13 @@ func JavaRegistry(tc *java.Toolchain) Registry {
 				opts := []java.Opt{
 					java.Protocol(k.Protocol), java.Assignor(k.Assignor), java.Hooks(s.Hooks), java.KgoOpts(s.KgoOpts...),
 					java.Clock(s.Now), java.WithRuntime(rt),
+				}
+				switch s.JavaJVMs {
+				case JavaJVMsShared:
+					opts = append(opts, java.Hosted(host(rt)))
+				case "", JavaJVMsPerMember:
+				default:
+					return nil, fmt.Errorf("member %s (%s): Java JVM layout %q is not %s or %s", s.Name, k.Name, s.JavaJVMs, JavaJVMsPerMember, JavaJVMsShared)
 				}
 				poll := s.PollInterval
 				if poll == 0 {

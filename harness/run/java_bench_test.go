@@ -23,6 +23,12 @@ import (
 // Against the embedded cluster (no Docker); each iteration is a new member
 // of a new group.
 //
+// The kinds suffixed /shared run with --java-jvms shared: each iteration
+// starts 4 members, each of its own group, hosted in one new JVM; start-ms
+// is their mean (the first pays the JVM's start), next-start-ms the mean
+// of the 3 that join the running JVM, and rss-MB the JVM's resident memory
+// divided by the 4 members once all consume.
+//
 //	go test ./harness/run -run '^$' -bench BenchmarkMemberStart -benchtime 5x
 func BenchmarkMemberStart(b *testing.B) {
 	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{})
@@ -40,6 +46,9 @@ func BenchmarkMemberStart(b *testing.B) {
 		reg[n] = f
 	}
 	for _, kind := range []string{"consumer", "classic-cooperative", "java-consumer", "java-classic-cooperative"} {
+		if run.IsJavaKind(kind) {
+			b.Run(kind+"/shared", func(b *testing.B) { benchShared(b, e, reg[kind], kind) })
+		}
 		b.Run(kind, func(b *testing.B) {
 			var start, owned, rss float64
 			for i := range b.N {
@@ -81,6 +90,67 @@ func BenchmarkMemberStart(b *testing.B) {
 			}
 		})
 	}
+}
+
+// hostedPerJVM is how many members a shared iteration hosts in its JVM.
+const hostedPerJVM = 4
+
+func benchShared(b *testing.B, e *cluster.Embedded, f run.Factory, kind string) {
+	var start, next, owned, rss float64
+	for i := range b.N {
+		var ms []clients.Member
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		t0 := time.Now()
+		for j := range hostedPerJVM {
+			name := kind + "-shared-" + strconv.Itoa(i) + "-" + strconv.Itoa(j)
+			links, err := e.Links(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := f.New(run.MemberSpec{
+				Name: name, Group: "bench-" + name, Topics: []string{"bench"}, KgoOpts: links.KgoOpts(),
+				Hooks: clients.HookFunc(func(clients.Event) {}), SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
+				RebalanceTimeout: 10 * time.Second, KafkaClients: cluster.DefaultKafkaVersion, JavaJVMs: run.JavaJVMsShared,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s0 := time.Now()
+			if err := m.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			d := float64(time.Since(s0).Milliseconds())
+			start += d
+			if j > 0 {
+				next += d
+			}
+			ms = append(ms, m)
+		}
+		for _, m := range ms {
+			for m.Owned().Count() < 3 && ctx.Err() == nil {
+				pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+				m.Poll(pctx)
+				pcancel()
+			}
+		}
+		owned += float64(time.Since(t0).Milliseconds())
+		pid := ms[0].(*java.Member).PID()
+		for _, m := range ms {
+			if m.(*java.Member).PID() != pid {
+				b.Fatalf("%s runs in JVM %d, not the shared %d", m.Name(), m.(*java.Member).PID(), pid)
+			}
+		}
+		rss += rssMB(b, pid) / hostedPerJVM
+		for _, m := range ms {
+			m.Close(ctx)
+		}
+		cancel()
+	}
+	n := float64(b.N)
+	b.ReportMetric(start/n/hostedPerJVM, "start-ms")
+	b.ReportMetric(next/n/(hostedPerJVM-1), "next-start-ms")
+	b.ReportMetric(owned/n, "all-owned-ms")
+	b.ReportMetric(rss/n, "rss-MB")
 }
 
 // rssMB reads a process's resident set size from /proc.

@@ -140,6 +140,7 @@ func (c *crew) build(s *slot) error {
 		PollInterval: p.Timers.PollInterval,
 		Now:          r.cfg.Now,
 		KafkaClients: p.KafkaClients(),
+		JavaJVMs:     p.Options.JavaJVMs,
 	})
 	if err != nil {
 		return err
@@ -464,12 +465,14 @@ func (c *crew) Crash(ctx context.Context, name string) (string, error) {
 	})
 }
 
-// killer is a member that runs in a process of its own (clients/java):
-// a crash kills that process instead of closing the client.
+// killer is a Java member (clients/java): a crash kills its own process
+// instead of closing the client, or, hosted in a shared JVM, cuts its
+// links for good and abandons its consumer there.
 type killer interface{ Kill() error }
 
 // freezer is a member whose process can be stopped and resumed (SIGSTOP,
-// SIGCONT): a freeze then stops the process as a long pause would, besides
+// SIGCONT; a Java member hosted in a shared JVM: its thread stopped and its
+// links held): a freeze then stops it as a long pause would, besides
 // delaying its links.
 type freezer interface{ Freeze(on bool) error }
 
@@ -490,6 +493,9 @@ func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Durat
 			if f, ok := s.d.m.(freezer); ok {
 				if err := f.Freeze(true); err != nil {
 					return "", fmt.Errorf("freezing member %s's process: %w", name, err)
+				}
+				if c.r.p.Options.JavaJVMs == JavaJVMsShared {
+					return fmt.Sprintf("%s frozen for %s (its thread in the shared JVM stopped, its gateway held, its links delayed)", name, d), nil
 				}
 				return fmt.Sprintf("%s frozen for %s (its process stopped, its links delayed)", name, d), nil
 			}

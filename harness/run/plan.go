@@ -53,6 +53,12 @@ const (
 	ScenarioMigration = "migration"
 )
 
+// The layouts of the Java members' JVMs (Options.JavaJVMs).
+const (
+	JavaJVMsPerMember = "per-member"
+	JavaJVMsShared    = "shared"
+)
+
 // Scenarios returns the scenario names NewPlan accepts.
 func Scenarios() []string {
 	return []string{ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined, ScenarioMigration}
@@ -68,6 +74,11 @@ type Options struct {
 	// KafkaClients is the kafka-clients version of the Java member kinds;
 	// empty means Kafka's (or the default version).
 	KafkaClients string `json:"kafka_clients,omitempty"`
+	// JavaJVMs is how the Java members' JVMs are laid out: JavaJVMsPerMember
+	// (empty, the default: one JVM each, a crash kills it) or JavaJVMsShared
+	// (one JVM hosts every Java member of a kafka-clients version; faults
+	// are emulated per member, see clients/java.Host).
+	JavaJVMs string `json:"java_jvms,omitempty"`
 	// Nodes and Controllers size a container cluster (1 or 3 nodes; 0, 1 or 3
 	// separate controllers).
 	Nodes       int `json:"nodes,omitempty"`
@@ -239,6 +250,16 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	}
 	if err := checkMigrationPolicy(o.MigrationPolicy); err != nil {
 		return Plan{}, err
+	}
+	switch o.JavaJVMs {
+	case "", JavaJVMsPerMember:
+		o.JavaJVMs = "" // the default, left out of plan.json and the rerun command
+	case JavaJVMsShared:
+		if !slices.ContainsFunc(o.Kinds, IsJavaKind) {
+			return Plan{}, fmt.Errorf("--java-jvms %s lays out the Java members' JVMs, but no Java member kind is in --kinds (%s)", o.JavaJVMs, strings.Join(javaKindNames(), ", "))
+		}
+	default:
+		return Plan{}, fmt.Errorf("--java-jvms %q: want %s (one JVM per Java member, the default) or %s (one JVM hosts them all)", o.JavaJVMs, JavaJVMsPerMember, JavaJVMsShared)
 	}
 	migration := o.Scenario == ScenarioMigration
 	if err := checkMigrationFrom(o.MigrationFrom); err != nil {
@@ -589,6 +610,9 @@ func (p Plan) Args() []string {
 	}
 	if o.KafkaClients != "" {
 		a = append(a, "--kafka-clients", o.KafkaClients)
+	}
+	if o.JavaJVMs != "" {
+		a = append(a, "--java-jvms", o.JavaJVMs)
 	}
 	if o.Members > 0 {
 		a = append(a, "--members", strconv.Itoa(o.Members))

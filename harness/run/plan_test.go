@@ -219,3 +219,36 @@ func TestPlanChurn(t *testing.T) {
 		t.Errorf("100 churn seeds drew %d late joiners, %d static members, %d churn faults: want some of each", late, static, churn)
 	}
 }
+
+// TestPlanJavaJVMs: the shared layout of the Java members' JVMs is kept in
+// the plan and its rerun command; the default is left out of both; a
+// layout without Java members or of an unknown name is refused.
+func TestPlanJavaJVMs(t *testing.T) {
+	t.Parallel()
+	kinds := run.DefaultRegistry().Kinds()
+	kinds["java-consumer"] = "consumer"
+	o := run.Options{Embedded: true, Kinds: []string{"java-consumer", "consumer"}, JavaJVMs: run.JavaJVMsShared}
+	p, err := run.NewPlan(5, o, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(p)
+	if !strings.Contains(string(b), `"java_jvms":"shared"`) || !strings.Contains(p.Command(), " --java-jvms shared ") {
+		t.Errorf("the shared layout is not kept: plan %s; rerun %s", b, p.Command())
+	}
+	o.JavaJVMs = run.JavaJVMsPerMember
+	if p, err = run.NewPlan(5, o, kinds); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(p); strings.Contains(string(b), "java_jvms") || strings.Contains(p.Command(), "--java-jvms") {
+		t.Errorf("the default layout is written out: plan %s; rerun %s", b, p.Command())
+	}
+	for _, bad := range []run.Options{
+		{Embedded: true, Kinds: []string{"consumer"}, JavaJVMs: run.JavaJVMsShared},
+		{Embedded: true, Kinds: []string{"java-consumer"}, JavaJVMs: "pooled"},
+	} {
+		if _, err := run.NewPlan(1, bad, kinds); err == nil || !strings.Contains(err.Error(), "--java-jvms") {
+			t.Errorf("NewPlan(%+v) = %v, want an error naming --java-jvms", bad, err)
+		}
+	}
+}

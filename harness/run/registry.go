@@ -41,6 +41,9 @@ type MemberSpec struct {
 	// one (the Java kinds) uses: the plan's --kafka-clients, else the
 	// cluster's version.
 	KafkaClients string
+	// JavaJVMs is the plan's layout of the Java members' JVMs
+	// (JavaJVMsShared, or empty: one JVM per member).
+	JavaJVMs string
 }
 
 // Factory builds members of one kind.

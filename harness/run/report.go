@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,6 +78,50 @@ func WriteReport(dir string, j Judged) error {
 		return fmt.Errorf("rendering %s: %w", ReportFile, err)
 	}
 	return writeFileAtomic(filepath.Join(dir, ReportFile), b.Bytes(), 0o644)
+}
+
+// RenderReport writes the report of the run directory dir to w, as `groupquake report` does. With
+// verdicts.json readable it streams history.jsonl through the page (results.WriteReportFrom), so a
+// run of millions of events renders without holding its history; otherwise it judges the run now,
+// as Saved does. What cannot be read (plan, history) is an *IncompleteError.
+func RenderReport(w io.Writer, dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, VerdictsFile))
+	var rep check.Report
+	if err == nil {
+		rep, err = check.ReadVerdicts(bytes.NewReader(data))
+	}
+	if err != nil {
+		j, err := Saved(dir)
+		if err != nil {
+			return err
+		}
+		return results.WriteReport(w, ReportOf(dir, j))
+	}
+	var missing []string
+	plan, err := LoadPlan(filepath.Join(dir, PlanFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		missing = append(missing, PlanFile)
+	} else if err != nil {
+		return &IncompleteError{Dir: dir, Err: err}
+	}
+	f, err := os.Open(filepath.Join(dir, HistoryFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		missing = append(missing, HistoryFile)
+	} else if err != nil {
+		return &IncompleteError{Dir: dir, Missing: missing, Err: err}
+	}
+	if len(missing) > 0 {
+		if f != nil {
+			f.Close()
+		}
+		return &IncompleteError{Dir: dir, Missing: missing}
+	}
+	defer f.Close()
+	err = results.WriteReportFrom(w, ReportOf(dir, Judged{Plan: plan, Report: rep}), f)
+	if he := (*results.HistoryError)(nil); errors.As(err, &he) {
+		return &IncompleteError{Dir: dir, Err: fmt.Errorf("%s: %w", HistoryFile, he.Err)}
+	}
+	return err
 }
 
 // Saved reads a run directory as its run left it: the plan, the history and the verdicts of

@@ -17,6 +17,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/differential"
+	"github.com/groupquake/groupquake/harness/versiondiff"
 )
 
 // The differential mode of the reference coordinator's conformance vectors
@@ -218,6 +219,7 @@ func writeReport(t *testing.T, file string, rep differential.Report, table []exp
 // every version under test, with the group settings the reference is
 // configured with (differential.Settings over cluster.FastGroupSettings).
 func TestDifferentialKafka(t *testing.T) {
+	reports := map[string]differential.Report{}
 	for _, v := range clustertest.Versions() {
 		t.Run(v, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1, Settings: differential.Settings(v)})
@@ -228,6 +230,7 @@ func TestDifferentialKafka(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			reports[v] = rep
 			var unexplained, known int
 			seen := map[string]bool{}
 			for _, x := range rep.Results {
@@ -252,6 +255,43 @@ func TestDifferentialKafka(t *testing.T) {
 			}
 			t.Logf("Kafka %s: %d same, %d different (%d explained), %d skipped", v, rep.Count(differential.Same), unexplained+known, known, rep.Count(differential.Skipped))
 		})
+	}
+	t.Run("diff", func(t *testing.T) { diffReports(t, reports) })
+}
+
+// diffReports is `groupquake diff` over the vectors of the oldest and the
+// newest tested release, from the reports the runs above made (no cluster
+// of its own): every answer that differs between the two releases must be
+// explained by the version profiles' behaviours.
+func diffReports(t *testing.T, reports map[string]differential.Report) {
+	var vs []version.Version
+	for v := range reports {
+		vs = append(vs, version.MustParse(v))
+	}
+	slices.Sort(vs)
+	if len(vs) < 2 {
+		t.Skipf("the diff needs two tested releases, %d ran (GROUPQUAKE_KAFKA_VERSIONS)", len(vs))
+	}
+	from, to := vs[0], vs[len(vs)-1]
+	secs := append(loadVectors(t), loadRawVectors(t)...)
+	attr, err := versiondiff.Attribute(from.Profile(), to.Profile(), secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := versiondiff.Compare(versiondiff.RealOutcomes(reports[from.String()]), versiondiff.RealOutcomes(reports[to.String()]),
+		versiondiff.Behaviours(from.Profile(), to.Profile()), attr)
+	ex, un := res.Count()
+	t.Logf("%s", res.Summary(false))
+	if ex == 0 && from.Profile() != to.Profile() {
+		t.Errorf("Kafka %s and %s answer every vector alike, though their profiles differ", from, to)
+	}
+	for _, d := range res.Differences {
+		if !d.Explained {
+			t.Errorf("%s %s: Kafka %s and %s differ unexplained (%s)\n%s: %s\n%s: %s", d.Key, d.What, from, to, d.Why, from, d.From, to, d.To)
+		}
+	}
+	if un == 0 {
+		t.Logf("Kafka %s → %s: %d differences, every one explained by the version profiles", from, to, ex)
 	}
 }
 

@@ -1,0 +1,11 @@
+package coordinator
+
+import "embed"
+
+// VectorFiles holds the conformance vectors (testdata/classic, offsets,
+// consumer: the datadriven files TestConformance runs) so that a binary
+// installed away from the source tree can replay them against a broker
+// (harness/differential.Vectors, groupquake diff).
+//
+//go:embed testdata/classic/*.txt testdata/offsets/*.txt testdata/consumer/*.txt
+var VectorFiles embed.FS

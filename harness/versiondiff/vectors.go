@@ -1,0 +1,117 @@
+package versiondiff
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/differential"
+)
+
+// key names a differential result in both releases' outcomes: the step's
+// file:line and the reference's ticket, which numbers the requests of a
+// section in order whatever the release answers.
+func key(x differential.Result) string { return fmt.Sprintf("%s #%d", x.Pos, x.Ticket) }
+
+// value is what a result says the side did: its canonical answer, or why
+// the step was not compared.
+func value(x differential.Result, answer string) string {
+	if x.Outcome == differential.Skipped {
+		return "skipped: " + x.Why
+	}
+	return answer
+}
+
+// ModelOutcomes are the outcomes of the reference coordinator alone with
+// release p's profile: every answer and, per step, the records written.
+// Value and Model are the same: the model did what it predicts.
+func ModelOutcomes(p version.Profile, secs []differential.Section) (Outcomes, error) {
+	rs, err := differential.Model(p, secs, 0)
+	if err != nil {
+		return Outcomes{}, err
+	}
+	out := Outcomes{Version: p.Version.String()}
+	for _, x := range rs {
+		v := value(x, x.Reference)
+		out.Items = append(out.Items, Outcome{Key: key(x), Kind: Answer, What: x.Command, Value: v, Model: v, Agrees: true})
+		if x.Records != "" {
+			out.Items = append(out.Items, Outcome{Key: key(x) + " records", Kind: Records, What: x.Command, Value: x.Records, Model: x.Records, Agrees: true})
+		}
+	}
+	return out, nil
+}
+
+// RealOutcomes are the outcomes of a differential run against a real
+// broker: Value is the broker's answer, Model the reference's with the
+// broker's release's profile, and Agrees the run's own comparison (a
+// request version neither serves agrees though the texts differ).
+func RealOutcomes(rep differential.Report) Outcomes {
+	out := Outcomes{Version: rep.Version}
+	for _, x := range rep.Results {
+		out.Items = append(out.Items, Outcome{Key: key(x), Kind: Answer, What: x.Command,
+			Value: value(x, x.Target), Model: value(x, x.Reference), Agrees: x.Outcome != differential.Different})
+	}
+	return out
+}
+
+// Attribute finds, for every point of the vectors, the profile behaviours
+// that change the reference's outcome there on their own: each behaviour
+// that differs between from and to is flipped, alone, in from's profile
+// (to to's value) and in to's profile (to from's value), and every point
+// whose answer or records the flip changes names it.
+func Attribute(from, to version.Profile, secs []differential.Section) (map[string][]string, error) {
+	base := map[version.Version]map[string]string{}
+	outcomes := func(p version.Profile) (map[string]string, error) {
+		o, err := ModelOutcomes(p, secs)
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]string{}
+		for _, x := range o.Items {
+			m[x.Key] = x.Value
+		}
+		return m, nil
+	}
+	for _, p := range []version.Profile{from, to} {
+		m, err := outcomes(p)
+		if err != nil {
+			return nil, fmt.Errorf("Kafka %s: %v", p.Version, err)
+		}
+		base[p.Version] = m
+	}
+	attr := map[string][]string{}
+	for _, b := range Behaviours(from, to) {
+		for _, side := range [][2]version.Profile{{from, to}, {to, from}} {
+			flipped, err := WithBehaviour(side[0], side[1], b.Name)
+			if err != nil {
+				return nil, err
+			}
+			m, err := outcomes(flipped)
+			if err != nil {
+				// A profile no release has may be refused by the
+				// reference; the behaviour is then not attributed from
+				// this side.
+				continue
+			}
+			orig := base[side[0].Version]
+			for _, k := range slices.Sorted(maps.Keys(union(orig, m))) {
+				if orig[k] != m[k] && !slices.Contains(attr[k], b.Name) {
+					attr[k] = append(attr[k], b.Name)
+				}
+			}
+		}
+	}
+	return attr, nil
+}
+
+func union(a, b map[string]string) map[string]bool {
+	u := map[string]bool{}
+	for k := range a {
+		u[k] = true
+	}
+	for k := range b {
+		u[k] = true
+	}
+	return u
+}
