@@ -41,6 +41,12 @@ HUNT_RUNS ?= 20
 # The protocol mix of every hunt run (e.g. mixed); empty: each seed chooses.
 HUNT_MIX ?=
 
+# The group sizes and protocols `make scale` measures (the nightly workflow's),
+# on a 3-node cluster of SCALE_KAFKA.
+SCALE_MEMBERS ?= 1000,5000
+SCALE_PROTOCOLS ?= consumer,classic
+SCALE_KAFKA ?= 4.4.0
+
 # The rolling upgrade `make upgrade` validates at full length (the nightly
 # workflow's matrix); CI's cluster tier runs it short, from the oldest of
 # VERSIONS to the newest.
@@ -54,7 +60,7 @@ UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -116,9 +122,15 @@ run: engine
 
 ## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors, assignors and reconciliation beside Kafka's).
 bench: engine
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/ ./harness/scale/
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
 	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/
+
+## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS (README, Scale):
+## the reports as JSON in build/scale.json, the nodes' logs in build/scale-logs/. Not part of `make test`.
+scale: engine build
+	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(SCALE_KAFKA)
+	$(GO) run ./cmd/groupquake scale --kafka $(SCALE_KAFKA) --members $(SCALE_MEMBERS) --protocol $(SCALE_PROTOCOLS) --partitions 500 --steady 10s --stable-timeout 3m --heap 1024 --json --logs build/scale-logs > build/scale.json
 
 ## mutate: mutation score of each area of MUTATE_AREAS (tools/mutate/mutants/AREA.json, run with
 ## that list's test command); an area below its list's min_score (or MUTATE_MIN, when given) fails

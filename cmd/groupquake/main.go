@@ -34,6 +34,10 @@ Usage:
   groupquake engine up              install and start a Docker engine if none answers (root)
   groupquake sweep                  remove containers and networks left by crashed runs
   groupquake stats DIR...           how hard the nemesis pushed: faults, churn, time under a fault or mid-rebalance
+  groupquake scale --members N --protocol classic|consumer --partitions P
+                                    thousands of lightweight members in one group: time to a stable
+                                    group after a join wave, a leave and a node restart, pauses,
+                                    coordinator load, the harness's own CPU and memory per member
   groupquake version                the module version and the Kafka versions served (also --version)
   groupquake report [-o FILE] DIR...  render a run's report.html, or over many runs a trend page
 
@@ -119,6 +123,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdStats(ctx, args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(ctx, args[1:], stdout, stderr)
+	case "scale":
+		return cmdScale(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(ctx, args[1:], stdout, stderr)
 	case "help":

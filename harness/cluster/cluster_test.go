@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
@@ -112,6 +114,7 @@ func TestProduceConsume(t *testing.T) {
 					t.Fatal(err)
 				}
 				consumeAll(t, lc, "records", "g-consume", 10000)
+				expectDirectAddrs(t, c)
 			})
 		}
 	}
@@ -474,5 +477,36 @@ func TestLinkFaults(t *testing.T) {
 	})
 	if _, err := c.Links("bad/name"); err == nil {
 		t.Errorf("a client name with '/' was accepted for links")
+	}
+}
+
+// expectDirectAddrs checks each broker's DirectAddr: an address of the
+// node's container on the cluster's private bridge network (never a
+// published or outside one) where the broker answers the Kafka protocol.
+func expectDirectAddrs(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, n := range c.Nodes() {
+		if !n.IsBroker() {
+			continue
+		}
+		addr, err := c.DirectAddr(ctx, n.ID)
+		if err != nil {
+			t.Fatalf("DirectAddr of node %d: %v", n.ID, err)
+		}
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil || !ap.Addr().IsPrivate() || ap.Port() != uint16(n.Port) {
+			t.Fatalf("DirectAddr of node %d is %q: want a private container address on port %d (%v)", n.ID, addr, n.Port, err)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+		cl.Close()
+		if err != nil {
+			t.Fatalf("node %d at its DirectAddr %s: %v", n.ID, addr, err)
+		}
 	}
 }

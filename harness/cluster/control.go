@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -278,6 +279,36 @@ func (c *Cluster) inspect(ctx context.Context, n *Node) (running, paused bool, e
 	return running, paused, exit, nets, nil
 }
 
+// DirectAddr is broker id's client listener at the container's own
+// address on the cluster network, reachable from the host without
+// Docker's userland proxy (which publishes 127.0.0.1:port, and stops a
+// published port for good on an accept error: seen at 5,000 connections).
+// The address can change when the node restarts.
+//
+// Network safety: the address is read from Docker's inspect of the node's
+// own container (one this cluster created), and only its endpoint on this
+// cluster's own bridge network counts (the network this cluster created),
+// so a client given it dials a container of this run and nothing else.
+func (c *Cluster) DirectAddr(ctx context.Context, id NodeID) (string, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return "", err
+	}
+	if n.Port <= 0 {
+		return "", fmt.Errorf("node %d has no client listener", id)
+	}
+	st, err := c.cli.ContainerInspect(ctx, n.Container, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", err
+	}
+	if ns := st.Container.NetworkSettings; ns != nil {
+		if ep := ns.Networks[c.net.Name]; ep != nil && ep.IPAddress.IsValid() {
+			return net.JoinHostPort(ep.IPAddress.String(), strconv.Itoa(n.Port)), nil
+		}
+	}
+	return "", fmt.Errorf("node %d has no address on the cluster network %s (is it running, or isolated?)", id, c.net.Name)
+}
+
 // StopNode stops node id gracefully (SIGTERM, controlled shutdown) and
 // returns when its process has exited. A node that had to be killed after
 // the timeout is an error: the stop was not graceful.
@@ -520,6 +551,25 @@ func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
 		used -= cache
 	}
 	return used, nil
+}
+
+// NodeCPU returns the CPU time node id's container used since it started
+// (the counter starts over when the node restarts).
+func (c *Cluster) NodeCPU(ctx context.Context, id NodeID) (time.Duration, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.cli.ContainerStats(ctx, n.Container, client.ContainerStatsOptions{Stream: false})
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("stats of node %d: %v", id, err)
+	}
+	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
 }
 
 // UpgradeNode replaces node id's container with one running Kafka version

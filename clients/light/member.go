@@ -1,0 +1,58 @@
+package light
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Member is one lightweight member. Run drives it until ctx ends or Leave
+// is called; State says where it stands.
+type Member interface {
+	// Run joins the group and takes part in it until ctx ends (the member
+	// then just stops, as a crashed consumer does: its session expires) or
+	// Leave was called. It returns nil after a leave.
+	Run(ctx context.Context) error
+	// Leave makes the member leave the group (LeaveGroup, or the
+	// heartbeat with epoch -1) and Run return.
+	Leave(ctx context.Context) error
+	// State returns the member's view of itself.
+	State() State
+}
+
+// State is a member's view of itself, for deciding whether the group is
+// stable.
+type State struct {
+	MemberID string
+	// Epoch is the classic generation or the consumer member epoch.
+	Epoch int32
+	// Settled: the member holds the assignment of Epoch and owes the
+	// coordinator nothing (classic: synced, no rejoin pending; consumer:
+	// its last heartbeat acknowledged exactly what it owns).
+	Settled bool
+	// Owned is the number of partitions the member owns.
+	Owned int
+	// LastOK is when the coordinator last answered the member without an
+	// error.
+	LastOK time.Time
+	// Left: the member left the group.
+	Left bool
+}
+
+// state is the part of a member that State reads while Run writes it.
+type state struct {
+	mu sync.Mutex
+	s  State
+}
+
+func (s *state) get() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s
+}
+
+func (s *state) update(f func(*State)) {
+	s.mu.Lock()
+	f(&s.s)
+	s.mu.Unlock()
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestScaleBadInput: every wrong flag of scale is exit 2 with what was
+// wrong, before any cluster is started.
+func TestScaleBadInput(t *testing.T) {
+	ok := []string{"scale", "--members", "10", "--protocol", "consumer", "--partitions", "4", "--embedded"}
+	with := func(flag, v string) []string {
+		out := append([]string(nil), ok...)
+		for i := range out {
+			if out[i] == flag {
+				out[i+1] = v
+				return out
+			}
+		}
+		return append(out, flag, v)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scale"}, "scale needs --members, --protocol and --partitions"},
+		{with("--members", "1"), `--members "1": each size is a whole number of at least 2`},
+		{with("--members", "10,x"), `--members "x"`},
+		{with("--protocol", "eager"), `--protocol: unknown protocol "eager": use classic or consumer`},
+		{with("--partitions", "-2"), "--partitions -2: the topic needs at least one partition"},
+		{with("--bootstrap", "127.0.0.1:9092"), "--embedded and --bootstrap both given"},
+		{with("--nodes", "2"), "--nodes 2: a container cluster has 1 or 3 nodes"},
+		{with("--conns", "0"), "--conns 0"},
+		{with("--heartbeat", "-1s"), "--heartbeat -1s: must be positive"},
+		{with("--seed", "abc"), `--seed "abc": a seed is an unsigned whole number`},
+		{append(ok, "extra"), "scale takes no arguments"},
+	} {
+		code, _, stderr := call(t, tc.args...)
+		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d with %q", tc.args, code, stderr, exitBadInput, tc.want)
+		}
+	}
+}
