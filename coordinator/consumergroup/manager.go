@@ -41,11 +41,23 @@ type Manager struct {
 	// classic is the shell's classic groups (SetClassicGroups), for
 	// downgrades that timers and LeaveGroup trigger.
 	classic ClassicGroups
+	// regexTasks are the scheduled regex resolutions by group (GMM's
+	// executor keys "<group>-regex"); live only, like timers.
+	regexTasks map[string]regexTask
+	// knownTopics, version and newTopicsVersion stand in for the metadata
+	// image's version and GMM.lastMetadataImageWithNewTopics
+	// (observeTopics).
+	knownTopics      map[string]bool
+	version          int64
+	newTopicsVersion int64
 }
 
 // SetTopics tells the Manager the cluster's current topics, for the
 // records Tick writes. Heartbeat and Describe do it too.
-func (m *Manager) SetTopics(topics TopicMetadata) { m.lastTopics = orEmpty(topics) }
+func (m *Manager) SetTopics(topics TopicMetadata) {
+	m.lastTopics = orEmpty(topics)
+	m.observeTopics(m.lastTopics)
+}
 
 // New returns an empty Manager behaving like the Kafka release of profile.
 func New(profile version.Profile, cfg Config) (*Manager, error) {
@@ -60,6 +72,7 @@ func New(profile version.Profile, cfg Config) (*Manager, error) {
 		timers:     map[timerKey]timer{},
 		refreshed:  map[string]bool{},
 		lastTopics: noTopics{},
+		regexTasks: map[string]regexTask{},
 	}
 	m.rp = replayer{groups: map[string]*group{}, initialEpoch: profile.InitialGroupEpoch, keepsEpochs: profile.AssignmentEpochs}
 	opts := []assignor.Opt{assignor.Profile(profile)}
