@@ -392,7 +392,7 @@ func (hb *heartbeat) heartbeat() error {
 	groupID := g.id
 	hb.after = append(hb.after, func() {
 		m.scheduleSession(hb.now, groupID, reconciled.id)
-		m.refreshed[groupID] = true
+		m.markRefreshed(groupID)
 	})
 
 	hb.resp.MemberID = &reconciled.id
@@ -628,18 +628,38 @@ func isSubset(owned []kmsg.ConsumerGroupHeartbeatRequestTopic, a assignment) boo
 
 // hasMetadataExpired stands in for ModernGroup.hasMetadataExpired. Kafka
 // refreshes a group's metadata on its first heartbeat after creation or
-// load (deadline 0) and whenever a metadata image changed one of its
-// topics (onNewMetadataImage resets the deadline); here the second case is
-// detected by comparing the stored metadata with the host's.
+// load (deadline 0) and whenever a metadata image changed one of the topics
+// the group subscribes to (onMetadataUpdate: requestMetadataRefresh for
+// groupsSubscribedToTopic); here the second case is detected by comparing
+// each subscribed topic with what it was at the group's last heartbeat
+// (markRefreshed). A subscription that changed without an epoch bump (a
+// regex not resolved yet, or dropped before KAFKA-19891) does not expire
+// the metadata, as it does not in Kafka.
 func (m *Manager) hasMetadataExpired(g *group, topics TopicMetadata) bool {
-	if !m.refreshed[g.id] {
+	seen, ok := m.refreshed[g.id]
+	if !ok {
 		return true
 	}
-	names := keys(g.subscribedTopicNames(nil, nil))
-	if m.profile.WritesPartitionMetadata {
-		return !sameMeta(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
+	for n := range g.subscribedTopicNames(nil, nil) {
+		if h, known := seen[n]; !known || h != metadataHash(topics, []string{n}) {
+			return true
+		}
 	}
-	return metadataHash(topics, names) != g.metadataHash
+	return false
+}
+
+// markRefreshed records the subscribed topics of a group as the host's
+// metadata has them now, after a heartbeat or a resolution.
+func (m *Manager) markRefreshed(groupID string) {
+	g, ok := m.rp.groups[groupID]
+	if !ok {
+		return
+	}
+	seen := map[string]int64{}
+	for n := range g.subscribedTopicNames(nil, nil) {
+		seen[n] = metadataHash(m.lastTopics, []string{n})
+	}
+	m.refreshed[groupID] = seen
 }
 
 // updateSubscriptionMetadata is GMM.updateSubscriptionMetadata: recompute

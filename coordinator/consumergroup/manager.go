@@ -28,11 +28,12 @@ type Manager struct {
 	timers map[timerKey]timer
 	// idSeq numbers generated member ids when Config.NewMemberID is nil.
 	idSeq int
-	// refreshed holds the groups whose subscription metadata was refreshed
-	// since they were created or loaded: Kafka starts every group with a
+	// refreshed holds, for the groups whose subscription metadata was
+	// refreshed since they were created or loaded, each subscribed topic's
+	// hash as it was then (markRefreshed): Kafka starts every group with a
 	// metadata refresh deadline of 0, so the first heartbeat refreshes it
 	// (ModernGroup.hasMetadataExpired).
-	refreshed map[string]bool
+	refreshed map[string]map[string]int64
 	// lastTopics is the metadata the host gave last (SetTopics, or with a
 	// request): timers fire without a request, and a fence recomputes the
 	// group's metadata hash from the coordinator's current image as Kafka's
@@ -70,7 +71,7 @@ func New(profile version.Profile, cfg Config) (*Manager, error) {
 		cfg:        cfg,
 		assignors:  map[string]assignor.Assignor{},
 		timers:     map[timerKey]timer{},
-		refreshed:  map[string]bool{},
+		refreshed:  map[string]map[string]int64{},
 		lastTopics: noTopics{},
 		regexTasks: map[string]regexTask{},
 	}

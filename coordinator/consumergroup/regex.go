@@ -344,7 +344,7 @@ func (m *Manager) runRegexTask(now time.Time, groupID string, task regexTask) []
 	}
 	if bump {
 		// group.setMetadataRefreshDeadline(now + METADATA_REFRESH_INTERVAL_MS, epoch)
-		m.refreshed[groupID] = true
+		m.markRefreshed(groupID)
 	}
 	return recs
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator"
 	"github.com/groupquake/groupquake/coordinator/consumergroup"
+	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
@@ -395,7 +396,7 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 			continue
 		}
 		ticket := int(out.Ticket)
-		ref.Tick(now)
+		resolved := regexResolutionEpoch(ref.Tick(now))
 		tgtReq, _, err := buildRequest(tn, st)
 		if err != nil {
 			return err
@@ -431,9 +432,34 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 			}
 		}
 		sec.answer(st, first)
+		if resolved != 0 {
+			sec.awaitGroupEpoch(ctx, tn.Group(argVal(st.Args, "group", "g")), resolved)
+		}
 	}
 	sec.finish()
 	return nil
+}
+
+// regexResolutionEpoch is the group epoch a regex resolution moved the
+// reference to right after a request (its ConsumerGroupRegularExpression
+// records, then the epoch bump), or 0. A broker resolves regexes
+// asynchronously (GMM.maybeUpdateRegularExpressions schedules it), so the
+// runner waits for the target to reach that epoch before the next step,
+// as the reference's Tick applies it before the next step.
+func regexResolutionEpoch(recs []records.Record) int32 {
+	regex := false
+	var epoch int32
+	for _, r := range recs {
+		switch v := r.Value.(type) {
+		case *records.ConsumerGroupRegularExpressionValue:
+			regex = true
+		case *records.ConsumerGroupMetadataValue:
+			if regex {
+				epoch = v.Epoch
+			}
+		}
+	}
+	return epoch
 }
 
 // argKey is a tick's duration: its first argument's key.
