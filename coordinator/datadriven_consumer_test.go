@@ -12,7 +12,7 @@ import (
 // This file holds the commands and output forms of the consumer-protocol
 // vectors (testdata/consumer): ConsumerGroupHeartbeat and
 // ConsumerGroupDescribe served through the shell, and the KIP-848 records
-// (types 3–8) in short form.
+// (types 3–8 and 16) in short form.
 
 func currentTPs(ts []records.CurrentAssignmentTopic) string {
 	var parts []string
@@ -46,6 +46,8 @@ func fmtConsumerRecord(r records.Record) (string, bool) {
 		head = "ConsumerGroupTargetAssignmentMember " + k.GroupID + "/" + k.MemberID
 	case records.ConsumerGroupCurrentMemberAssignmentKey:
 		head = "ConsumerGroupCurrentMemberAssignment " + k.GroupID + "/" + k.MemberID
+	case records.ConsumerGroupRegularExpressionKey:
+		head = fmt.Sprintf("ConsumerGroupRegularExpression %s %q", k.GroupID, k.RegularExpression)
 	default:
 		return "", false
 	}
@@ -67,6 +69,9 @@ func fmtConsumerRecord(r records.Record) (string, bool) {
 		body = "[" + strings.Join(ts, " ") + "]"
 	case *records.ConsumerGroupMemberMetadataValue:
 		body = fmt.Sprintf("subscribed=[%s] rebalance=%d client=%s host=%s", strings.Join(v.SubscribedTopicNames, " "), v.RebalanceTimeoutMs, v.ClientID, v.ClientHost)
+		if v.SubscribedTopicRegex != nil && *v.SubscribedTopicRegex != "" {
+			body += fmt.Sprintf(" regex=%q", *v.SubscribedTopicRegex)
+		}
 		if v.InstanceID != nil {
 			body += " instance=" + *v.InstanceID
 		}
@@ -98,6 +103,8 @@ func fmtConsumerRecord(r records.Record) (string, bool) {
 		if len(v.PartitionsPendingRevocation) > 0 {
 			body += " revoking=" + currentTPs(v.PartitionsPendingRevocation)
 		}
+	case *records.ConsumerGroupRegularExpressionValue:
+		body = fmt.Sprintf("[%s] version=%d ts=%d", strings.Join(v.Topics, " "), v.Version, v.Timestamp)
 	default:
 		body = fmt.Sprintf("%+v", v)
 	}

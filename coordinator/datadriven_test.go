@@ -100,6 +100,17 @@ func (e *env) handle(d *datadriven.TestData) string {
 		// replay: compare a coordinator loaded from the log with the live
 		// one (done after every command anyway).
 		return "ok"
+	case "create-topic":
+		// create-topic topics=(name:partitions,…): topics appear in the
+		// metadata image (needs topics= on new). Nothing is written; a
+		// regex subscription sees them at its next resolution.
+		if e.cfg.Topics == nil {
+			e.t.Fatalf("%s: create-topic needs an image: give new topics=(…)", d.Pos)
+		}
+		for _, spec := range e.list(d, "topics") {
+			e.topics = append(e.topics, e.parseTopic(d, spec))
+		}
+		return "ok"
 	default:
 		req, ok, err := vectors.Request(vectors.Identity{}, d.Cmd, args(d))
 		if !ok {
@@ -118,7 +129,7 @@ func (e *env) handle(d *datadriven.TestData) string {
 }
 
 // new version=4.4.0 [delay=0s] [min-session=1s] [max-session=…] [max-size=N] [retention=…] [retention-check=…]
-// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…] [migration=bidirectional]
+// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…] [regex-refresh=10m] [migration=bidirectional]
 // starts over with an empty coordinator.
 func (e *env) new(d *datadriven.TestData) {
 	s := e.arg(d, "version", "")
@@ -132,12 +143,7 @@ func (e *env) new(d *datadriven.TestData) {
 	e.profile = v.Profile()
 	e.topics = nil
 	for _, spec := range e.list(d, "topics") {
-		name, n, _ := strings.Cut(spec, ":")
-		parts, err := strconv.Atoi(n)
-		if err != nil {
-			e.t.Fatalf("%s: topics: %q: want name:partitions", d.Pos, spec)
-		}
-		e.topics = append(e.topics, testTopic{name: name, id: topicID(name), partitions: parts})
+		e.topics = append(e.topics, e.parseTopic(d, spec))
 	}
 	e.cfg = Config{
 		InitialRebalanceDelay:         e.dur(d, "delay", 0),
@@ -150,7 +156,9 @@ func (e *env) new(d *datadriven.TestData) {
 		IDs:                           &shortIDs{},
 	}
 	if e.topics != nil {
-		e.cfg.Topics = e.topics
+		// A pointer, so that create-topic changes the image the
+		// coordinator reads.
+		e.cfg.Topics = &e.topics
 	}
 	// The consumer-group engine: group.consumer.session.timeout.ms and
 	// group.consumer.assignment.interval.ms (4.3+ only; vectors set 0s as
@@ -160,6 +168,11 @@ func (e *env) new(d *datadriven.TestData) {
 	}
 	// group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled.
 	e.cfg.Consumer.MigrationPolicy = e.arg(d, "migration", "")
+	// group.consumer.regex.refresh.interval.ms (4.1+, at least 10s).
+	if d.HasArg("regex-refresh") {
+		iv := e.dur(d, "regex-refresh", 0)
+		e.cfg.Consumer.RegexRefreshInterval = &iv
+	}
 	if d.HasArg("assignment-interval") {
 		iv := e.dur(d, "assignment-interval", 0)
 		e.cfg.Consumer.AssignmentInterval = &iv
@@ -169,6 +182,16 @@ func (e *env) new(d *datadriven.TestData) {
 		e.t.Fatal(err)
 	}
 	e.c, e.now, e.log, e.shown = c, time.UnixMilli(0).UTC(), nil, 0
+}
+
+// parseTopic reads name:partitions.
+func (e *env) parseTopic(d *datadriven.TestData, spec string) testTopic {
+	name, n, _ := strings.Cut(spec, ":")
+	parts, err := strconv.Atoi(n)
+	if err != nil {
+		e.t.Fatalf("%s: topics: %q: want name:partitions", d.Pos, spec)
+	}
+	return testTopic{name: name, id: topicID(name), partitions: parts}
 }
 
 // request sends one request, prints its outcome, then lets due timers fire
@@ -331,6 +354,16 @@ func (ts testTopics) TopicByName(name string) ([16]byte, int, bool) {
 		}
 	}
 	return [16]byte{}, 0, false
+}
+
+// TopicNames makes testTopics a consumergroup.TopicLister, so regex
+// subscriptions resolve against the vector's topics.
+func (ts testTopics) TopicNames() []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.name
+	}
+	return out
 }
 
 func (ts testTopics) TopicByID(id [16]byte) (string, int, bool) {

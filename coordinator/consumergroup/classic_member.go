@@ -183,7 +183,7 @@ func (hb *heartbeat) classicJoin(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGrou
 		delete(m.timers, timerKey{groupID, reconciled.id, joinTimer})
 		m.scheduleSessionFor(hb.now, groupID, reconciled.id, sessionMs)
 		m.scheduleClassic(hb.now, groupID, reconciled.id, syncTimer, rebalanceMs, false)
-		m.refreshed[groupID] = true
+		m.markRefreshed(groupID)
 	})
 	hb.classicJoinResponse(resp, reconciled)
 	return nil

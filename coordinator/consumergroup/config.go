@@ -30,6 +30,12 @@ type Config struct {
 	// Nil means the profile's default (1s on 4.3+); it must be nil before 4.3,
 	// where the config does not exist.
 	AssignmentInterval *time.Duration
+	// RegexRefreshInterval is group.consumer.regex.refresh.interval.ms
+	// (KAFKA-18961, 4.1+; an internal config, at least 10s): a group's
+	// regexes are resolved again when this long passed since the last
+	// resolution. Nil means the default (10 minutes) on 4.1+; it must be
+	// nil on 4.0, where the config does not exist.
+	RegexRefreshInterval *time.Duration
 	// JavaVersion is the broker's JDK major version, which decides some
 	// HashSet iteration orders in the uniform assignor (assignor.JavaVersion).
 	// 0 means the assignor package's default (21, the official images); the
@@ -108,6 +114,10 @@ func (c Config) withDefaults(p version.Profile) Config {
 		d := time.Duration(p.DefaultAssignmentIntervalMs) * time.Millisecond
 		c.AssignmentInterval = &d
 	}
+	if c.RegexRefreshInterval == nil && p.RegexPeriodicRefresh {
+		d := 10 * time.Minute
+		c.RegexRefreshInterval = &d
+	}
 	return c
 }
 
@@ -139,6 +149,12 @@ func (c Config) validate(p version.Profile) error {
 	if c.AssignmentInterval != nil && *c.AssignmentInterval < 0 {
 		return fmt.Errorf("group.consumer.assignment.interval.ms %v: must not be negative", *c.AssignmentInterval)
 	}
+	if !p.RegexPeriodicRefresh && c.RegexRefreshInterval != nil {
+		return fmt.Errorf("group.consumer.regex.refresh.interval.ms does not exist in Kafka %s (KAFKA-18961, 4.1+)", p.Version)
+	}
+	if c.RegexRefreshInterval != nil && *c.RegexRefreshInterval < regexBatchRefreshMinInterval {
+		return fmt.Errorf("group.consumer.regex.refresh.interval.ms %v: must be at least %v", *c.RegexRefreshInterval, regexBatchRefreshMinInterval)
+	}
 	seen := map[string]bool{}
 	for _, a := range c.Assignors {
 		if seen[a] {
@@ -160,6 +176,17 @@ type TopicMetadata interface {
 	TopicByName(name string) (id [16]byte, partitions int, ok bool)
 	// TopicByID returns the name and partition count of a topic, or ok=false.
 	TopicByID(id [16]byte) (name string, partitions int, ok bool)
+}
+
+// TopicLister is a TopicMetadata that can also list its topics, which
+// resolving a regex subscription needs: Kafka matches every regex against
+// every topic name of its metadata image (TopicRegexResolver,
+// metadataImage.topicNames()), internal topics included. A host whose
+// metadata is not a TopicLister resolves every regex to no topics.
+type TopicLister interface {
+	TopicMetadata
+	// TopicNames returns every topic name, in any order.
+	TopicNames() []string
 }
 
 // Topics is a TopicMetadata over a fixed list, for tests and simple hosts.
@@ -192,11 +219,21 @@ func (ts Topics) TopicByID(id [16]byte) (string, int, bool) {
 	return "", 0, false
 }
 
+// TopicNames implements TopicLister.
+func (ts Topics) TopicNames() []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
 // noTopics is the metadata of an empty cluster, used when the host passes nil.
 type noTopics struct{}
 
 func (noTopics) TopicByName(string) ([16]byte, int, bool) { return [16]byte{}, 0, false }
 func (noTopics) TopicByID([16]byte) (string, int, bool)   { return "", 0, false }
+func (noTopics) TopicNames() []string                     { return nil }
 
 func orEmpty(t TopicMetadata) TopicMetadata {
 	if t == nil {

@@ -204,6 +204,7 @@ func (m *Manager) maybeDowngrade(g *group, mbs []*member) ([]records.Record, fun
 	for _, id := range ids {
 		recs = append(recs, tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: id}))
 	}
+	recs = append(recs, g.regexTombstones()...)
 	recs = append(recs,
 		tombstone(records.ConsumerGroupPartitionMetadataKey{GroupID: g.id}),
 		tombstone(records.ConsumerGroupMetadataKey{GroupID: g.id}),
@@ -273,7 +274,10 @@ func (hb *heartbeat) downgradeWithReplacedMember(g *group, replaced, mb, updated
 			return nil, false, nil
 		}
 	}
-	groupEpoch, _, changed := hb.updateMetadata(g, mb, updated)
+	groupEpoch, _, changed, err := hb.updateMetadata(g, mb, updated)
+	if err != nil {
+		return nil, false, err
+	}
 	rebalance := changed
 	if m.profile.DowngradeRebalancesOnStaleAssignment {
 		rebalance = g.assignmentEpoch < groupEpoch // KAFKA-20273
@@ -302,6 +306,7 @@ func (hb *heartbeat) downgradeWithReplacedMember(g *group, replaced, mb, updated
 	for _, id := range ids {
 		hb.recs = append(hb.recs, tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: sub(id)}))
 	}
+	hb.recs = append(hb.recs, g.regexTombstones()...)
 	hb.recs = append(hb.recs,
 		tombstone(records.ConsumerGroupPartitionMetadataKey{GroupID: g.id}),
 		tombstone(records.ConsumerGroupMetadataKey{GroupID: g.id}),

@@ -53,12 +53,23 @@
 // (conversion.go); the shell hands classic groups over and takes them back
 // through the optional ClassicUpgrader and ClassicDowngrader.
 //
+// # Regular-expression subscriptions
+//
+// A member's SubscribedTopicRegex is resolved as GMM does it (regex.go): a
+// heartbeat schedules the resolution, and the next Tick (hosts tick right
+// after every request) writes the ConsumerGroupRegularExpression records
+// and the epoch bump. Topics are listed through the optional TopicLister; a
+// host without it resolves every regex to no topics. Patterns where Go's
+// regexp and Kafka's RE2/J differ are answered as Kafka answers them or
+// refused with UNSUPPORTED_VERSION (checkRE2J). The metadata image version
+// a resolution records is the Manager's own count of topic changes, never
+// below the versions it replayed: Kafka's is the offset of its KRaft log.
+//
 // # Not modelled
 //
-// Regular-expression subscriptions (resolved asynchronously by the broker)
-// are refused with UNSUPPORTED_VERSION and a message that says so;
-// group-level config overrides (consumer.session.timeout.ms per group) are
-// not read.
+// Group-level config overrides (consumer.session.timeout.ms per group) are
+// not read; a regex is resolved without the authorizer's DESCRIBE filter
+// (TopicRegexResolver.filterTopicDescribeAuthorizedTopics).
 //
 // The metadata hash written from 4.1 (metadatahash.go) is Kafka's own,
 // XXH3-64 over the bytes Utils.computeTopicHash and computeGroupHash feed

@@ -191,6 +191,9 @@ type group struct {
 	// partitionEpochs is ConsumerGroup.currentPartitionEpoch: the epoch of the
 	// owner of every assigned or pending-revocation partition.
 	partitionEpochs map[TopicID]map[int32]int32
+	// resolved is ConsumerGroup.resolvedRegularExpressions: regex → the
+	// last ConsumerGroupRegularExpression value (regex.go).
+	resolved map[string]resolvedRegex
 }
 
 type topicMeta struct {
@@ -207,6 +210,7 @@ func newGroup(id string, initialEpoch int32) *group {
 		staticMembers:   map[string]string{},
 		target:          map[string]map[TopicID][]int32{},
 		partitionEpochs: map[TopicID]map[int32]int32{},
+		resolved:        map[string]resolvedRegex{},
 	}
 }
 
@@ -226,6 +230,11 @@ func (g *group) clone() *group {
 	c.partitionEpochs = make(map[TopicID]map[int32]int32, len(g.partitionEpochs))
 	for t, ps := range g.partitionEpochs {
 		c.partitionEpochs[t] = maps.Clone(ps)
+	}
+	c.resolved = make(map[string]resolvedRegex, len(g.resolved))
+	for re, r := range g.resolved {
+		r.topics = slices.Clone(r.topics)
+		c.resolved[re] = r
 	}
 	return &c
 }
@@ -311,42 +320,6 @@ func (g *group) state() string {
 	return StateStable
 }
 
-// subscribedTopicNames counts the subscribers of every topic name
-// (ConsumerGroup.computeSubscribedTopicNames): the group's members, minus
-// old's subscription, plus updated's. Either may be nil.
-func (g *group) subscribedTopicNames(old, updated *member) map[string]int {
-	counts := map[string]int{}
-	for _, m := range g.members {
-		for _, n := range m.subscribed {
-			counts[n]++
-		}
-	}
-	if old != nil {
-		for _, n := range old.subscribed {
-			if counts[n]--; counts[n] <= 0 {
-				delete(counts, n)
-			}
-		}
-	}
-	if updated != nil {
-		for _, n := range updated.subscribed {
-			counts[n]++
-		}
-	}
-	return counts
-}
-
-// subscriptionType is ConsumerGroup.subscriptionType without regexes:
-// homogeneous when every member subscribes to every subscribed topic.
-func subscriptionType(counts map[string]int, numMembers int) assignor.SubscriptionType {
-	for _, c := range counts {
-		if c != numMembers {
-			return assignor.Heterogeneous
-		}
-	}
-	return assignor.Homogeneous
-}
-
 // preferredServerAssignor is ConsumerGroup.computePreferredServerAssignor:
 // the assignor most members ask for, ties broken by the iteration order of
 // the HashMap of counts (Stream.max keeps the first maximum). "" means none
@@ -392,6 +365,9 @@ type replayer struct {
 	// stamps partitions with max(memberEpoch, 0) whatever the record holds,
 	// because no such release reads the field.
 	keepsEpochs bool
+	// regexVersion is the highest Version of the regex records replayed:
+	// the Manager's image version never falls below it (observeTopics).
+	regexVersion int64
 }
 
 // getOrCreate is getOrMaybeCreatePersistedConsumerGroup(groupId, true).
@@ -471,10 +447,22 @@ func (r *replayer) apply(rec records.Record) error {
 	case records.ConsumerGroupCurrentMemberAssignmentKey:
 		return r.replayCurrentAssignment(k, rec.Value)
 	case records.ConsumerGroupRegularExpressionKey:
+		// GMM.replay(ConsumerGroupRegularExpressionKey, …): a value creates
+		// the group if needed; a tombstone of an unknown group is ignored.
 		if rec.Value == nil {
+			if g, ok := r.groups[k.GroupID]; ok {
+				delete(g.resolved, k.RegularExpression)
+			}
 			return nil
 		}
-		return fmt.Errorf("replay ConsumerGroupRegularExpression %q of group %q: regex subscriptions are not modelled by this coordinator", k.RegularExpression, k.GroupID)
+		v, ok := rec.Value.(*records.ConsumerGroupRegularExpressionValue)
+		if !ok {
+			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		}
+		g := r.getOrCreate(k.GroupID)
+		g.resolved[k.RegularExpression] = resolvedRegex{topics: sortedSet(v.Topics), version: v.Version, timestamp: v.Timestamp}
+		r.regexVersion = max(r.regexVersion, v.Version)
+		return nil
 	case nil:
 		return fmt.Errorf("replay: record without a key")
 	default:

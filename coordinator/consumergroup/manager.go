@@ -28,11 +28,12 @@ type Manager struct {
 	timers map[timerKey]timer
 	// idSeq numbers generated member ids when Config.NewMemberID is nil.
 	idSeq int
-	// refreshed holds the groups whose subscription metadata was refreshed
-	// since they were created or loaded: Kafka starts every group with a
+	// refreshed holds, for the groups whose subscription metadata was
+	// refreshed since they were created or loaded, each subscribed topic's
+	// hash as it was then (markRefreshed): Kafka starts every group with a
 	// metadata refresh deadline of 0, so the first heartbeat refreshes it
 	// (ModernGroup.hasMetadataExpired).
-	refreshed map[string]bool
+	refreshed map[string]map[string]int64
 	// lastTopics is the metadata the host gave last (SetTopics, or with a
 	// request): timers fire without a request, and a fence recomputes the
 	// group's metadata hash from the coordinator's current image as Kafka's
@@ -41,11 +42,23 @@ type Manager struct {
 	// classic is the shell's classic groups (SetClassicGroups), for
 	// downgrades that timers and LeaveGroup trigger.
 	classic ClassicGroups
+	// regexTasks are the scheduled regex resolutions by group (GMM's
+	// executor keys "<group>-regex"); live only, like timers.
+	regexTasks map[string]regexTask
+	// knownTopics, version and newTopicsVersion stand in for the metadata
+	// image's version and GMM.lastMetadataImageWithNewTopics
+	// (observeTopics).
+	knownTopics      map[string]bool
+	version          int64
+	newTopicsVersion int64
 }
 
 // SetTopics tells the Manager the cluster's current topics, for the
 // records Tick writes. Heartbeat and Describe do it too.
-func (m *Manager) SetTopics(topics TopicMetadata) { m.lastTopics = orEmpty(topics) }
+func (m *Manager) SetTopics(topics TopicMetadata) {
+	m.lastTopics = orEmpty(topics)
+	m.observeTopics(m.lastTopics)
+}
 
 // New returns an empty Manager behaving like the Kafka release of profile.
 func New(profile version.Profile, cfg Config) (*Manager, error) {
@@ -58,8 +71,9 @@ func New(profile version.Profile, cfg Config) (*Manager, error) {
 		cfg:        cfg,
 		assignors:  map[string]assignor.Assignor{},
 		timers:     map[timerKey]timer{},
-		refreshed:  map[string]bool{},
+		refreshed:  map[string]map[string]int64{},
 		lastTopics: noTopics{},
+		regexTasks: map[string]regexTask{},
 	}
 	m.rp = replayer{groups: map[string]*group{}, initialEpoch: profile.InitialGroupEpoch, keepsEpochs: profile.AssignmentEpochs}
 	opts := []assignor.Opt{assignor.Profile(profile)}

@@ -217,8 +217,9 @@ func (m *Manager) Delete(groupID string) ([]records.Record, error) {
 	for _, id := range keys(g.target) {
 		recs = append(recs, tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: groupID, MemberID: id}))
 	}
+	recs = append(recs, tombstone(records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: groupID}))
+	recs = append(recs, g.regexTombstones()...)
 	recs = append(recs,
-		tombstone(records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: groupID}),
 		tombstone(records.ConsumerGroupPartitionMetadataKey{GroupID: groupID}),
 		tombstone(records.ConsumerGroupMetadataKey{GroupID: groupID}),
 	)
@@ -230,5 +231,6 @@ func (m *Manager) Delete(groupID string) ([]records.Record, error) {
 			delete(m.timers, k)
 		}
 	}
+	delete(m.regexTasks, groupID)
 	return recs, nil
 }

@@ -34,6 +34,15 @@ type GroupSnapshot struct {
 	Targets []TargetSnapshot
 	// PartitionEpochs is the owner epoch of every owned partition.
 	PartitionEpochs []PartitionEpoch
+	// Regexes are the resolved regular expressions, by regex.
+	Regexes []RegexSnapshot
+}
+
+// RegexSnapshot is one ConsumerGroupRegularExpression value.
+type RegexSnapshot struct {
+	Regex              string
+	Topics             []string
+	Version, Timestamp int64
 }
 
 // TopicSnapshot is one topic of PartitionMetadata.
@@ -135,6 +144,10 @@ func (g *group) snapshot() GroupSnapshot {
 		gs.Targets = append(gs.Targets, ts)
 	}
 	gs.PartitionEpochs = flatten(g.partitionEpochs)
+	for _, re := range keys(g.resolved) {
+		r := g.resolved[re]
+		gs.Regexes = append(gs.Regexes, RegexSnapshot{Regex: re, Topics: slices.Clone(r.topics), Version: r.version, Timestamp: r.timestamp})
+	}
 	return gs
 }
 
@@ -241,6 +254,9 @@ func (s Snapshot) Format(name func(TopicID) string) string {
 		}
 		if len(g.PartitionEpochs) > 0 {
 			fmt.Fprintf(&b, "  partition-epochs: %s\n", pe(g.PartitionEpochs, true))
+		}
+		for _, r := range g.Regexes {
+			fmt.Fprintf(&b, "  regex %q: [%s] version=%d ts=%d\n", r.Regex, strings.Join(r.Topics, " "), r.Version, r.Timestamp)
 		}
 	}
 	return b.String()

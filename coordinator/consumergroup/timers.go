@@ -97,8 +97,10 @@ type Expired struct {
 	Fenced bool
 }
 
-// Tick fires every timer whose deadline is not after now, earliest first
-// (ties by group, member, kind), each as its own write as in Kafka: a
+// Tick completes the regex resolutions scheduled at or before now (by
+// group; see regex.go), then fires every timer whose deadline is not after
+// now, earliest first (ties by group, member, kind), each as its own write
+// as in Kafka: a
 // session timeout fences the member (GMM.consumerGroupFenceMemberOperation);
 // a rebalance timeout fences it if it is still at the epoch the timer was
 // armed at; a classic member's sync and join timeouts fence it. It returns the records written, in order.
@@ -123,7 +125,9 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 		return cmp.Or(a.t.deadline.Compare(b.t.deadline), cmp.Compare(a.k.group, b.k.group),
 			cmp.Compare(a.k.member, b.k.member), cmp.Compare(a.k.kind, b.k.kind))
 	})
-	var out []records.Record
+	// Regex resolutions scheduled by earlier heartbeats complete first:
+	// Kafka's executor runs them at once and writes their results.
+	out := m.runRegexTasks(now)
 	var expired []Expired
 	for _, d := range fired {
 		// A timer fired earlier in this loop may have cancelled or replaced it.
@@ -152,14 +156,19 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 	return out, expired
 }
 
-// NextDeadline returns the earliest armed timer, or ok=false, so a host can
-// sleep until then.
+// NextDeadline returns the earliest armed timer or scheduled regex
+// resolution, or ok=false, so a host can sleep until then.
 func (m *Manager) NextDeadline() (time.Time, bool) {
 	var best time.Time
 	ok := false
 	for _, t := range m.timers {
 		if !ok || t.deadline.Before(best) {
 			best, ok = t.deadline, true
+		}
+	}
+	for _, t := range m.regexTasks {
+		if !ok || t.at.Before(best) {
+			best, ok = t.at, true
 		}
 	}
 	return best, ok

@@ -13,6 +13,9 @@ type Names interface {
 	// TopicID is the id of the topic the vector names.
 	TopicID(string) [16]byte
 	Member(string) string
+	// Regex is a SubscribedTopicRegex that matches the topics the vector's
+	// regex matches, as Topic names them; "" stays "" (no regex).
+	Regex(string) string
 }
 
 // Norm maps what one side answered back to the names the vector writes.
@@ -35,6 +38,7 @@ func (Identity) Group(s string) string        { return s }
 func (Identity) Topic(s string) string        { return s }
 func (Identity) TopicID(s string) [16]byte    { return TopicID(s) }
 func (Identity) Member(s string) string       { return s }
+func (Identity) Regex(s string) string        { return s }
 func (Identity) TopicName(id [16]byte) string { return TopicName(id) }
 func (Identity) Text(s string) string         { return s }
 func (Identity) Host(s string) string         { return s }

@@ -81,7 +81,8 @@ func ClientID(args Args) string { return args.Val("client", "c") }
 //	offset-delete group=g partitions=(t/0,…)
 //	cg-heartbeat group=g member= epoch=
 //	consumer-group-heartbeat group=g member= epoch= [subscribe=(t,…)]
-//	  [owned=(t/0,…)] [instance=] [rack=] [assignor=] [rebalance=60s] [v=1]
+//	  [regex=] [owned=(t/0,…)] [instance=] [rack=] [assignor=] [rebalance=60s] [v=1]
+//	  (regex= with no value sends an empty regex, which drops the member's)
 //	consumer-group-describe groups=(…) [v=0]
 func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err error) {
 	b := &builder{n: n, args: args}
@@ -502,6 +503,10 @@ func (b *builder) consumerHeartbeat() kmsg.Request {
 		for _, t := range nonEmpty(b.args.List("subscribe")) {
 			r.SubscribedTopicNames = append(r.SubscribedTopicNames, b.n.Topic(t))
 		}
+	}
+	if b.args.Has("regex") {
+		re := b.n.Regex(b.args.Val("regex", ""))
+		r.SubscribedTopicRegex = &re
 	}
 	if b.args.Has("owned") {
 		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}

@@ -165,6 +165,28 @@ type Profile struct {
 	// request's own ids are stored.
 	OffsetCommitResolvesTopicIDs bool
 
+	// --- regular-expression subscriptions (KIP-848 SubscribedTopicRegex) ---
+
+	// RE2J is the version of com.google.re2j the broker resolves
+	// SubscribedTopicRegex with (gradle/dependencies.gradle): "1.7" on the
+	// 4.0 branch, "1.8" from 4.1.0 (commit 948a91dfdf). 1.8 added the
+	// (?<name>expr) form of named groups (re2j commit 9b3f052); 1.7 refuses
+	// it as "invalid or unsupported Perl syntax".
+	RE2J string
+	// RegexPeriodicRefresh (KAFKA-18961, 4.1.0+): a group's regexes are
+	// resolved again once group.consumer.regex.refresh.interval.ms (10
+	// minutes) passed since the last resolution, even if no topic was
+	// created (GMM.maybeUpdateRegularExpressions, condition 3.3). 4.0 has
+	// neither the config nor the refresh.
+	RegexPeriodicRefresh bool
+	// RegexDropBumpsEpoch (KAFKA-19891 on trunk, 4.2.0+; KAFKA-19899 on the
+	// 4.1 branch, 4.1.2; not on the 4.0 branch): a consumer-protocol member
+	// that replaces its regex by an empty one bumps the group epoch
+	// (REGEX_UPDATED_AND_RESOLVED), so its regex's topics leave its target
+	// at once. Before, the epoch stayed and the member kept them until
+	// something else bumped it.
+	RegexDropBumpsEpoch bool
+
 	// --- request versions (APIVersions) ---
 
 	// JoinGroupV0 (KAFKA-19444, 4.0.1+): JoinGroup v0 and v1 are served
@@ -217,6 +239,7 @@ func (v Version) Profile() Profile {
 		FirstMemberEpoch:                   1,
 		MetadataVersionLevel:               25,
 		GroupVersionLevel:                  1,
+		RE2J:                               "1.7",
 	}
 	// Invariant: each rule below switches a behaviour on at the first release
 	// that has it and never off again, except WritesPartitionMetadata, which
@@ -229,6 +252,8 @@ func (v Version) Profile() Profile {
 		p.MetadataHash = true
 		p.StreamsInDefaultProtocols = true
 		p.MetadataVersionLevel = 27
+		p.RE2J = "1.8"
+		p.RegexPeriodicRefresh = true
 	}
 	if v >= V4_0_1 {
 		p.JoinGroupV0 = true
@@ -237,6 +262,9 @@ func (v Version) Profile() Profile {
 	if (v >= V4_0_2 && v < V4_1_0) || v >= V4_1_2 {
 		p.OwnPendingRevocationNotUnreleased = true
 		p.LoadToleratesCompaction = true
+	}
+	if v >= V4_1_2 {
+		p.RegexDropBumpsEpoch = true
 	}
 	if v >= V4_2_0 {
 		p.RejoinWithEpochZero = true

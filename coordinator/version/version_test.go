@@ -218,3 +218,28 @@ func TestFieldsMovedFromPackages(t *testing.T) {
 		}
 	}
 }
+
+// TestRegexFlags pins the regex-subscription facts read in the 4.0–4.4
+// branches: the RE2/J release of gradle/dependencies.gradle, KAFKA-18961
+// (time-based refresh, 4.1.0+) and KAFKA-19891/KAFKA-19899 (dropping a
+// regex bumps the epoch: 474bd6f7f1 is an ancestor of the 4.1.2 "Bump
+// version" commit c82fd9b934 and not of 4.1.1's be816b82d2; 63a777a162 is
+// in 4.2.0; neither is on the 4.0 branch).
+func TestRegexFlags(t *testing.T) {
+	for _, v := range Served() {
+		p := v.Profile()
+		want := "1.8"
+		if v < V4_1_0 {
+			want = "1.7"
+		}
+		if p.RE2J != want {
+			t.Errorf("%v: RE2J %q, want %q", v, p.RE2J, want)
+		}
+		if w := v >= V4_1_0; p.RegexPeriodicRefresh != w {
+			t.Errorf("%v: RegexPeriodicRefresh %v, want %v", v, p.RegexPeriodicRefresh, w)
+		}
+		if w := v >= V4_1_2; p.RegexDropBumpsEpoch != w {
+			t.Errorf("%v: RegexDropBumpsEpoch %v, want %v", v, p.RegexDropBumpsEpoch, w)
+		}
+	}
+}

@@ -56,6 +56,17 @@ type topicsView struct{ s *Server }
 func (v topicsView) TopicByName(name string) ([16]byte, int, bool) { return v.s.topicByName(name) }
 func (v topicsView) TopicByID(id [16]byte) (string, int, bool)     { return v.s.topicByID(id) }
 
+// TopicNames lists every topic, __consumer_offsets included, as a Kafka
+// metadata image does: a regex subscription resolves against them
+// (consumergroup.TopicLister).
+func (v topicsView) TopicNames() []string {
+	out := make([]string, 0, len(v.s.topics))
+	for n := range v.s.topics {
+		out = append(out, n)
+	}
+	return out
+}
+
 func newTopicID() ([16]byte, error) {
 	var id [16]byte
 	for id == ([16]byte{}) {

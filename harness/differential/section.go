@@ -319,6 +319,36 @@ func (s *sectionRun) describe(ctx context.Context, group string) string {
 	return b.String()
 }
 
+// awaitGroupEpoch polls ConsumerGroupDescribe on the target until group
+// reaches epoch, for at most a tenth of the answer wait, as settle (a
+// target that never gets there shows in the next steps' answers).
+func (s *sectionRun) awaitGroupEpoch(ctx context.Context, group string, epoch int32) {
+	deadline := time.Now().Add(s.r.opt.Wait / 10)
+	for time.Now().Before(deadline) {
+		if s.probe == nil {
+			c, err := dial(ctx, s.r.t.Addr)
+			if err != nil {
+				return
+			}
+			s.probe = c
+		}
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{group}
+		resp, err := s.probe.do(req, "groupquake-settle", time.Now().Add(s.r.opt.Wait))
+		if err != nil {
+			s.probe.close()
+			s.probe = nil
+		} else if gs := resp.(*kmsg.ConsumerGroupDescribeResponse).Groups; len(gs) == 1 && gs[0].ErrorCode == 0 && gs[0].Epoch >= epoch {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // settle waits, after sending a JoinGroup that the reference parks, until
 // the target shows that it took the request in (the group's state or
 // members changed) or answered it, at most a tenth of Options.Wait. Steps

@@ -229,29 +229,3 @@ func TopicNames(byName map[string]string) (map[[16]byte]string, error) {
 	}
 	return out, nil
 }
-
-// Unmodelled says why the reference coordinator cannot replay group's
-// records, or "" when it can. The coordinator leaves regex subscriptions
-// (ConsumerGroupRegularExpression values, resolved asynchronously by the
-// broker) out of KIP-848 and refuses their records (coordinator/consumergroup).
-// A log that holds them is not evidence against the broker, so the caller
-// skips the comparison with this reason instead of reporting the refusal as
-// a violation. Classic-protocol members inside a consumer group (a
-// ConsumerGroupMemberMetadata value with ClassicMemberMetadata, the online
-// migration path) are modelled and replayed.
-func Unmodelled(group string, recs []history.Record) string {
-	for _, hr := range recs {
-		if hr.KeyType != history.RecordConsumerGroupRegularExpression {
-			continue
-		}
-		dec, err := Decode(hr)
-		if err != nil || GroupOf(dec.Key) != group {
-			continue // the replay reports undecodable records itself
-		}
-		if _, ok := dec.Value.(*records.ConsumerGroupRegularExpressionValue); ok {
-			k := dec.Key.(records.ConsumerGroupRegularExpressionKey)
-			return fmt.Sprintf("group %s subscribes with the regular expression %q (%s), which the reference coordinator does not model yet", group, k.RegularExpression, Where(hr))
-		}
-	}
-	return ""
-}

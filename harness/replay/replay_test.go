@@ -347,31 +347,51 @@ func TestTopicNames(t *testing.T) {
 	}
 }
 
-// TestUnmodelled names what the reference coordinator does not replay:
-// regex subscriptions. Classic-protocol members inside a consumer group are
-// replayed (TestMixedGroup); other groups' records do not count.
-func TestUnmodelled(t *testing.T) {
+// TestRegexGroup replays a consumer group whose member subscribes with a
+// regex, as a broker writes it: the member's metadata carries the regex,
+// the ConsumerGroupRegularExpression value its resolved topics (its
+// version a KRaft offset), and the tombstone removes it. Another group's
+// regex does not count.
+func TestRegexGroup(t *testing.T) {
 	l := newLog(t, "4.4.0")
-	consumerGroup(l, "g")
-	l.add(classicMemberRecord("g", "c1", 4))
-	if why := replay.Unmodelled("g", l.recs); why != "" {
-		t.Fatalf("a consumer group with a classic member: %s", why)
-	}
+	re := "t.*"
 	regex := func(group string) records.Record {
-		return records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: group, RegularExpression: "t.*"}, Value: &records.ConsumerGroupRegularExpressionValue{Topics: []string{"t"}}}
+		return records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: group, RegularExpression: re}, Value: &records.ConsumerGroupRegularExpressionValue{Topics: []string{"t"}, Version: 4711, Timestamp: 1700000000000}}
 	}
 	l.add(regex("other"))
-	if why := replay.Unmodelled("g", l.recs); why != "" {
-		t.Fatalf("another group's regex counts: %s", why)
-	}
+	l.add(records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m1"}, Value: &records.ConsumerGroupMemberMetadataValue{
+		ClientID: "kgo", ClientHost: "/127.0.0.1", SubscribedTopicNames: []string{}, SubscribedTopicRegex: &re, RebalanceTimeoutMs: 60000,
+	}})
+	l.add(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}, Value: &records.ConsumerGroupMetadataValue{Epoch: 1}})
+	l.add(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m1"}, Value: &records.ConsumerGroupCurrentMemberAssignmentValue{MemberEpoch: 1, State: records.MemberStable}})
 	l.add(regex("g"))
-	if why := replay.Unmodelled("g", l.recs); !strings.Contains(why, `regular expression "t.*" (__consumer_offsets-1 offset`) {
-		t.Errorf("regex: %q", why)
+	l.add(records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}, Value: &records.ConsumerGroupMetadataValue{Epoch: 2, MetadataHash: 7}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: "m1"}, Value: &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: topicT, Partitions: []int32{0, 1}}}}})
+	l.add(records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: &records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2}})
+	l.add(records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m1"}, Value: &records.ConsumerGroupCurrentMemberAssignmentValue{
+		MemberEpoch: 2, PreviousMemberEpoch: 1, State: records.MemberStable,
+		AssignedPartitions: []records.CurrentAssignmentTopic{{TopicID: topicT, Partitions: []int32{0, 1}, AssignmentEpochs: []int32{2, 2}}},
+	}})
+	fn, err := replay.Func("4.4.0", "g", names)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The replay itself refuses the record, naming it.
-	fn, _ := replay.Func("4.4.0", "g", names)
-	if _, err := fn(l.recs); err == nil || !strings.Contains(err.Error(), "(ConsumerGroupRegularExpression record): the reference coordinator of Kafka 4.4.0 refuses it") {
-		t.Errorf("replay of a regex: %v", err)
+	got, err := fn(l.recs)
+	if err != nil {
+		t.Fatalf("replay of a regex group: %v", err)
+	}
+	want := check.GroupState{
+		Protocol: history.ProtocolConsumer, GroupEpoch: 2, AssignmentEpoch: 2,
+		Members: map[string]check.MemberState{"m1": {MemberEpoch: 2, Assignment: history.TPs("t", 0, 1)}},
+		Offsets: map[history.TP]int64{},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("replayed\n%+v\nwant\n%+v", got, want)
+	}
+	// The regex's tombstone, then the member's: the group keeps its epochs.
+	l.add(records.Record{Key: records.ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: re}})
+	if _, err := fn(l.recs); err != nil {
+		t.Errorf("replay with the regex tombstone: %v", err)
 	}
 }
 
