@@ -54,6 +54,10 @@ type explanation struct {
 	pos      string
 	match    func(differential.Result) bool
 	reason   string
+	// timing: whether the target answers this way depends on how the
+	// requests interleave with its own timers, so the root may not show in
+	// a run (a root is still needed for the runs where it does).
+	timing bool
 }
 
 // explained lists every difference against Kafka that is understood and is
@@ -118,7 +122,8 @@ var kfakeGaps = []explanation{
 	{target: "kfake", pos: "classic/leave_group.txt:15", reason: "LeaveGroup of an unknown group: kfake answers GROUP_ID_NOT_FOUND; Kafka UNKNOWN_MEMBER_ID per member"},
 	{target: "kfake", pos: "classic/list_delete.txt:39", reason: "ListGroups StatesFilter: kfake matches states case-sensitively (STABLE, empty match nothing); Kafka ignores case"},
 	{target: "kfake", pos: "classic/static_members.txt:75", reason: "static member replaced during Stable: kfake rebalances and makes the new member leader; Kafka keeps the leader and generation"},
-	{target: "kfake", pos: "classic/static_rebalance.txt:39", reason: "static member rejoining during a rebalance: kfake keeps the join parked; Kafka completes the join phase"},
+	{target: "kfake", pos: "classic/static_rebalance.txt:39", timing: true, reason: "static member rejoining during a rebalance: kfake keeps the join parked; Kafka completes the join phase (not in every run: in about one of three kfake completes the join phase too, seen in a CI gate)"},
+	{target: "kfake", pos: "classic/static_rebalance.txt:85", reason: "kfake answers a fenced static member's JoinGroup FENCED_INSTANCE_ID without its member id; Kafka names it"},
 	{target: "kfake", pos: "offsets/simple_group.txt:13", reason: "OffsetCommit with a generation to an unknown group: kfake answers ILLEGAL_GENERATION; Kafka GROUP_ID_NOT_FOUND"},
 	{target: "kfake", pos: "offsets/commit_edges.txt:15", reason: "OffsetCommit with a generation to an unknown group: kfake answers ILLEGAL_GENERATION; Kafka GROUP_ID_NOT_FOUND"},
 	{target: "kfake", pos: "offsets/commit_edges.txt:23", reason: "OffsetCommit metadata longer than offset.metadata.max.bytes: kfake takes it; Kafka answers OFFSET_METADATA_TOO_LARGE"},
@@ -366,7 +371,7 @@ func checkKfakeGaps(rep differential.Report, table []explanation) []string {
 		}
 	}
 	for i, e := range table {
-		if !shown[i] {
+		if !shown[i] && !e.timing {
 			where := e.pos
 			if e.match != nil {
 				where = "its match"
@@ -418,6 +423,11 @@ func TestCheckKfakeGaps(t *testing.T) {
 	// A listed root that no longer differs is stale.
 	if errs := checkKfakeGaps(rep(same, firstJoin), table); len(errs) != 1 || !strings.Contains(errs[0], "classic/b.txt:9 no longer shows") {
 		t.Errorf("a stale root: %v", errs)
+	}
+	// A root whose showing depends on timing may not show.
+	timed := append(slices.Clone(table), explanation{target: "kfake", pos: "classic/b.txt:20", timing: true, reason: "timer"})
+	if errs := checkKfakeGaps(rep(same, firstJoin, listed), timed); len(errs) != 0 {
+		t.Errorf("a timing root that did not show: %v", errs)
 	}
 	// Nothing agreed.
 	if errs := checkKfakeGaps(rep(firstJoin, listed), table); len(errs) != 1 || !strings.Contains(errs[0], "compared nothing") {
