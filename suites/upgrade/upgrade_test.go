@@ -78,18 +78,26 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("image of Kafka %s: %v", to, err)
 	}
 	c := clustertest.Start(t, cluster.Config{Version: from, Nodes: 3})
+	if err := c.UpgradeNode(context.Background(), 1, from); err == nil {
+		t.Errorf("upgrading node 1 to the release it runs (%s) was accepted", from)
+	}
 	o := run.Options{Scenario: *scenFlag, Kafka: from, Nodes: 3, Kinds: mixed, Members: len(mixed), Partitions: 6, Rate: 40}
 	baseline := 20 * time.Second
 	if *longFlag {
 		baseline, o.Duration = 3*time.Minute, 3*time.Minute
 	}
-	var base, upg run.Result
-	var steps int
+	// The impacts are measured inside each subtest: without
+	// $GROUPQUAKE_RUNS_DIR a run directory is the subtest's temporary one.
+	var bi *results.Impact
 	t.Run("baseline-"+from, func(t *testing.T) {
 		bo := o
 		bo.Duration = baseline
-		base = campaign.RunOn(t, c, *seedFlag, bo, 5*time.Minute)
+		base := campaign.RunOn(t, c, *seedFlag, bo, 5*time.Minute)
 		noneSkipped(t, base)
+		if base.Dir != "" {
+			m := impact(t, base.Dir)
+			bi = &m
+		}
 	})
 	name := from + "-to-" + to
 	if *downFlag != "" {
@@ -98,7 +106,7 @@ func TestRollingUpgrade(t *testing.T) {
 	t.Run(name, func(t *testing.T) {
 		uo := o
 		uo.UpgradeTo, uo.Downgrade = to, *downFlag
-		upg = campaign.RunOn(t, c, *seedFlag, uo, 10*time.Minute)
+		upg := campaign.RunOn(t, c, *seedFlag, uo, 10*time.Minute)
 		noneSkipped(t, upg)
 		p, err := run.LoadPlan(filepath.Join(upg.Dir, run.PlanFile))
 		if err != nil {
@@ -107,6 +115,15 @@ func TestRollingUpgrade(t *testing.T) {
 		for _, n := range c.Nodes() {
 			if n.Version != p.FinalKafka() {
 				t.Errorf("node %d runs Kafka %s at the end, want %s", n.ID, n.Version, p.FinalKafka())
+			}
+			// The broker itself says which release it is: the node was
+			// really replaced, not only relabelled.
+			logs, err := c.Logs(context.Background(), n.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "Kafka version: " + p.FinalKafka(); !strings.Contains(logs, want) {
+				t.Errorf("node %d did not log %q at the end", n.ID, want)
 			}
 		}
 		fs, err := c.FinalizedFeatures(context.Background())
@@ -120,28 +137,31 @@ func TestRollingUpgrade(t *testing.T) {
 				}
 			}
 		}
-		steps = len(p.UpgradeSteps())
-	})
-	if base.Dir == "" || upg.Dir == "" {
-		return
-	}
-	bi, ui := impact(t, base.Dir), impact(t, upg.Dir)
-	if len(ui.Steps) != steps || steps == 0 {
-		t.Errorf("the upgrade's history holds %d steps, its plan %d: %+v", len(ui.Steps), steps, ui.Steps)
-	}
-	for _, s := range ui.Steps {
-		if !s.OK || s.Applied < 0 || s.End < 0 {
-			t.Errorf("upgrade step %s did not complete: %+v", s, s)
+		steps := len(p.UpgradeSteps())
+		if upg.Dir == "" {
+			return
 		}
-	}
-	var b strings.Builder
-	if err := results.WriteUpgrade(&b, ui, bi); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("rolling upgrade %s → %s:\n%s", from, to, b.String())
-	if err := os.WriteFile(filepath.Join(upg.Dir, "upgrade.txt"), []byte(b.String()), 0o644); err != nil {
-		t.Error(err)
-	}
+		if bi == nil {
+			t.Fatalf("no baseline run to set the upgrade's rebalances beside (the baseline subtest failed before its run directory)")
+		}
+		ui := impact(t, upg.Dir)
+		if len(ui.Steps) != steps || steps == 0 {
+			t.Errorf("the upgrade's history holds %d steps, its plan %d: %+v", len(ui.Steps), steps, ui.Steps)
+		}
+		for _, s := range ui.Steps {
+			if !s.OK || s.Applied < 0 || s.End < 0 {
+				t.Errorf("upgrade step %s did not complete: %+v", s, s)
+			}
+		}
+		var b strings.Builder
+		if err := results.WriteUpgrade(&b, ui, *bi); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rolling upgrade %s → %s:\n%s", from, to, b.String())
+		if err := os.WriteFile(filepath.Join(upg.Dir, "upgrade.txt"), []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // noneSkipped fails t for every checker the run did not judge: an upgrade
