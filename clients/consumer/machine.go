@@ -351,7 +351,13 @@ func (m *machine) onResponse(seq uint64, resp *kmsg.ConsumerGroupHeartbeatRespon
 		m.interval = hb
 	}
 	m.fences = 0
-	// AbstractMembershipManager.onHeartbeatSuccess, in its order.
+	// AbstractMembershipManager.onHeartbeatSuccess, in its order. An
+	// answer to a heartbeat sent before the member chose to leave is
+	// ignored: taking its epoch would send the leave heartbeat with it,
+	// a plain heartbeat instead of a leave.
+	if m.state == stateLeaving {
+		return o
+	}
 	if resp.MemberEpoch < 0 || m.state == stateUnsubscribed || m.state == stateStale {
 		if m.state == stateUnsubscribed || m.state == stateStale {
 			o.leaveDone = true

@@ -602,3 +602,27 @@ func TestOwnedTopicsGoOutInIDOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerWhileLeavingIsIgnored scripts a heartbeat answered after the
+// member decided to leave: the answer was sent before the leave, so Java
+// ignores it (AbstractMembershipManager.onHeartbeatSuccess returns at once
+// in LEAVING) and the member neither takes its epoch nor reports it: its
+// leave heartbeat still carries the leave epoch.
+func TestAnswerWhileLeavingIsIgnored(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.beat(ok(1, map[topicID][]int32{idA: {0}}))
+	h.reconcile()
+	_, seq := h.m.request() // in flight when the member leaves
+	if !h.m.leave(false) || h.m.state != stateLeaving {
+		t.Fatalf("leave: state %s", h.m.state)
+	}
+	o := h.m.onResponse(seq, ok(2, map[topicID][]int32{idA: {0}, idB: {0}}))
+	if h.m.epoch != leaveEpoch || len(o.events) != 0 || o.leaveDone || h.m.state != stateLeaving {
+		t.Fatalf("answer while leaving: epoch %d (want the leave epoch %d), events %+v, leaveDone %v, state %s", h.m.epoch, leaveEpoch, o.events, o.leaveDone, h.m.state)
+	}
+	req, _ := h.m.request()
+	if req.MemberEpoch != leaveEpoch || h.m.state != stateUnsubscribed {
+		t.Fatalf("leave after the ignored answer: epoch %d state %s", req.MemberEpoch, h.m.state)
+	}
+}
