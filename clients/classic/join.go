@@ -174,6 +174,16 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	sync.Protocol = &gen.Protocol
 	if leader {
 		plan, err := m.leaderAssign(ctx, gen, resp)
+		if err != nil && ctx.Err() != nil {
+			// Closing while the leader computed the assignment: as
+			// after a JoinGroup, the member stays COMPLETING_REBALANCE
+			// with its generation, so Close sends LeaveGroup and the
+			// group rebalances at once instead of waiting for the
+			// leader's session to expire (Java closes on the thread
+			// that joins, so a close never cuts its rebalance short).
+			m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Why: "member closing: the leader stopped computing the assignment"})
+			return ctx.Err()
+		}
 		if err != nil {
 			// Java fails the rebalance (the exception leaves poll) and
 			// the member rejoins; the coordinator's sync timer removes

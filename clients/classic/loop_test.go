@@ -332,3 +332,60 @@ func TestSyncAnswerAfterResetIsNotApplied(t *testing.T) {
 		}
 	}
 }
+
+// A member closed while, as the leader, it computes the assignment (its
+// Metadata request held in kfake) still sends LeaveGroup with its member
+// id, so the group rebalances at once. Cutting the leader's assignment
+// short used to reset it to UNJOINED first, and Close then sent nothing:
+// the followers' SyncGroups waited for the leader's session to expire
+// (seen in a migration run: 6 s with the group stopped).
+func TestCloseWhileLeaderAssignsLeaves(t *testing.T) {
+	c := newFake(t)
+	a := start(t, c, "a", "g")
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	gen := a.Generation()
+	var mu sync.Mutex
+	holding := false
+	release := make(chan struct{})
+	c.ControlKey(kmsg.Metadata.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.MetadataRequest)
+		if len(r.Topics) != 1 || r.Topics[0].Topic == nil || *r.Topics[0].Topic != topic {
+			return nil, nil, false
+		}
+		mu.Lock()
+		holding = true
+		mu.Unlock()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	failHeartbeat(c, kerr.RebalanceInProgress.Code)
+	waitFor(t, "a leads a new generation and asks for the metadata of its assignment", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return holding && a.rec.has(clients.Joined, "")
+	}, a.rec)
+	joined := a.Generation()
+	if joined.ID <= gen.ID {
+		t.Fatalf("generation %d after the rejoin, want past %d", joined.ID, gen.ID)
+	}
+	w := watchWire(c, kmsg.LeaveGroup)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = a.Close(ctx) // the commit of a member mid-rebalance may fail; the leave is what counts
+	reqs := w.all()
+	i := slices.IndexFunc(reqs, func(r kmsg.Request) bool { _, ok := r.(*kmsg.LeaveGroupRequest); return ok })
+	if i < 0 {
+		t.Fatalf("no LeaveGroup when closed during its assignment as leader of generation %d\n%s", joined.ID, a.rec.dump())
+	}
+	if lg := reqs[i].(*kmsg.LeaveGroupRequest); len(lg.Members) != 1 || lg.Members[0].MemberID != joined.MemberID {
+		t.Errorf("LeaveGroup names %+v, want member %s", lg.Members, joined.MemberID)
+	}
+}
