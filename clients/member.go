@@ -55,10 +55,17 @@ package clients
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
 )
+
+// ErrStopped is wrapped by the error Poll returns once the member has
+// stopped for good on its own (a fatal error: a KafkaConsumer throws it
+// from poll and must be closed). It never comes back into the group by
+// itself, so the harness need not wait for it.
+var ErrStopped = errors.New("the member stopped for good")
 
 // Protocol is the consumer-group protocol a member speaks.
 type Protocol string

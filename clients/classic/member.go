@@ -38,7 +38,7 @@ func noGeneration() Generation { return Generation{ID: -1} }
 // ErrFatal wraps every error after which the member stops for good
 // (FENCED_INSTANCE_ID, authorization and configuration errors): Java throws
 // these from poll and the consumer must be closed.
-var ErrFatal = errors.New("classic member stopped")
+var ErrFatal = fmt.Errorf("classic member: %w", clients.ErrStopped)
 
 // ErrNotInGroup is Java's CommitFailedException: a generation-scoped commit
 // was asked for while the member is not part of an active generation.

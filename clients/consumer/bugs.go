@@ -30,6 +30,13 @@ const (
 	// member handed out since its last commit: CommittedBeforeRevoked
 	// catches it.
 	BugSkipCommitBeforeRevoke Bug = "skip-commit-before-revoke"
+	// BugGiveUpOnNoAnswer stops for good when a heartbeat gets no answer
+	// (a connection refused or cut, a timeout), which Java retries after a
+	// backoff: the member drops out of the group for the rest of the run
+	// while the others take its partitions, the group Stable and every
+	// partition owned. EventuallyConverges catches it: a member the harness
+	// runs is not in the group at the end.
+	BugGiveUpOnNoAnswer Bug = "give-up-on-no-answer"
 )
 
 // ackBeforeRevokeLag is how long BugAckBeforeRevoke keeps acknowledged
@@ -43,10 +50,10 @@ func WithBug(b Bug) Opt { return opt(func(c *cfg) { c.bug = b }) }
 
 func (b Bug) check() error {
 	switch b {
-	case "", BugAckBeforeRevoke, BugSkipCommitBeforeRevoke:
+	case "", BugAckBeforeRevoke, BugSkipCommitBeforeRevoke, BugGiveUpOnNoAnswer:
 		return nil
 	}
-	return fmt.Errorf("unknown bug %q: the consumer member carries %q or %q", string(b), BugAckBeforeRevoke, BugSkipCommitBeforeRevoke)
+	return fmt.Errorf("unknown bug %q: the consumer member carries %q, %q or %q", string(b), BugAckBeforeRevoke, BugSkipCommitBeforeRevoke, BugGiveUpOnNoAnswer)
 }
 
 // lateRevocation holds what BugAckBeforeRevoke acknowledged as revoked but

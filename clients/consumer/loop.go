@@ -216,6 +216,9 @@ func (mb *Member) heartbeat() (backoff bool) {
 	var o outcome
 	if err != nil {
 		o = mb.m.onError(seq, err)
+		if mb.cfg.bug == BugGiveUpOnNoAnswer && req.MemberEpoch >= 0 {
+			o = mb.m.giveUp(o, err)
+		}
 	} else {
 		o = mb.m.onResponse(seq, resp)
 	}

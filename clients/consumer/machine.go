@@ -478,7 +478,7 @@ func (m *machine) onErrorResponse(resp *kmsg.ConsumerGroupHeartbeatResponse, err
 		// (AbstractHeartbeatRequestManager.handleFatalFailure).
 		prev := m.state
 		o.lostAt = m.epoch
-		m.fatal = fmt.Errorf("consumer group %s: heartbeat failed fatally: %w%s", m.cfg.group, err, msg)
+		m.fatal = fmt.Errorf("%w: consumer group %s: heartbeat failed fatally: %w%s", clients.ErrStopped, m.cfg.group, err, msg)
 		m.state = stateFatal
 		report(clients.Error, fmt.Sprintf("fatal heartbeat error %s%s; the member stops (Java transitionToFatal)", kerrName(err), msg))
 		if prev != stateUnsubscribed && prev != stateStale && prev != stateLeaving {
@@ -489,6 +489,22 @@ func (m *machine) onErrorResponse(resp *kmsg.ConsumerGroupHeartbeatResponse, err
 			o.leaveDone = true
 		}
 	}
+	return o
+}
+
+// giveUp (BugGiveUpOnNoAnswer) stops the member for good on a heartbeat
+// that got no answer, as the fatal errors do.
+func (m *machine) giveUp(o outcome, err error) outcome {
+	if m.state == stateFatal || m.state == stateUnsubscribed || m.state == stateStale {
+		return o
+	}
+	o.lostAt = m.epoch
+	o.loseAll = "gave up on a heartbeat without an answer"
+	o.backoff = false
+	m.current = noAssignment
+	m.fatal = fmt.Errorf("%w: consumer group %s: heartbeat got no answer and the member gave up (deliberate bug): %w", clients.ErrStopped, m.cfg.group, err)
+	m.state = stateFatal
+	o.add(m.ev(clients.Error, "heartbeat got no answer: the member gives up for good (deliberate bug "+string(BugGiveUpOnNoAnswer)+")"))
 	return o
 }
 

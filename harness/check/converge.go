@@ -206,6 +206,14 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 		v.fail([]int64{f.idx(heal), f.idx(descs[first].pos)}, "stability bound exceeded: the group was first seen Stable for good %s after the heal (%s), %s over the bound (%s)",
 			dur(took), descs[first].label, dur(took-bound.Limit), bound.Reason)
 	}
+
+	// Membership: a Stable group can still be short of a member that gave
+	// up; every member that runs must be in it.
+	upto := lastD.pos
+	if upto >= len(f.ev) {
+		upto = sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Time > lastD.t })
+	}
+	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, min(lastD.pos, len(f.ev)-1), bound)
 	return v.done()
 }
 

@@ -24,7 +24,9 @@
 //  7. BoundedDuplicates: a record consumed twice is explained by a change of ownership, and it was
 //     not covered by a commit acknowledged before the new ownership began.
 //  8. EventuallyConverges: after the heal, every partition is owned by exactly one member and the
-//     group is Stable within a bound computed from the plan's timers.
+//     group is Stable within a bound computed from the plan's timers, with every member the harness
+//     runs in it (a member that stopped for good, or stayed out longer than the bound, is named;
+//     the Kafka behaviours that make a KafkaConsumer stop, listed in knownGiveUp, are noted).
 //  9. DurableCommits: every snapshot of committed offsets shows, for each partition, the latest
 //     acknowledged commit or one that could have superseded it.
 //  10. RecoveredStateMatchesLog: replaying __consumer_offsets gives the group the broker describes.

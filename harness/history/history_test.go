@@ -180,13 +180,13 @@ func TestRecorderStopsAfterWriteError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Info("harness", FPhase, Phase{PhaseSetup}, ""); err != nil {
+	if _, err := r.Info("harness", FPhase, Phase{Name: PhaseSetup}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Info("harness", FPhase, Phase{PhaseWarmup}, ""); err == nil {
+	if _, err := r.Info("harness", FPhase, Phase{Name: PhaseWarmup}, ""); err == nil {
 		t.Fatal("write error not reported")
 	}
-	if _, err := r.Info("harness", FPhase, Phase{PhaseWorkload}, ""); err == nil || !strings.Contains(err.Error(), "stopped") {
+	if _, err := r.Info("harness", FPhase, Phase{Name: PhaseWorkload}, ""); err == nil || !strings.Contains(err.Error(), "stopped") {
 		t.Fatalf("recorder kept going after a write error: %v", err)
 	}
 	if _, err := NewRecorder(nil, tickClock()); err == nil {
@@ -207,7 +207,7 @@ func TestRoundTripTypedValues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(r.Info("harness", FPhase, Phase{PhaseWorkload}, "start"))
+	must(r.Info("harness", FPhase, Phase{Name: PhaseWorkload}, "start"))
 	must(r.Invoke("p0", FProduce, Produce{Topic: "t", Partition: 1, Seq: 7, Offset: -1}, ""))
 	must(r.OK("p0", Produce{Topic: "t", Partition: 1, Seq: 7, Offset: 3, Acked: true}, ""))
 	must(r.Info("m1", FAssigned, Assignment{Member: "m1", Protocol: ProtocolConsumer, Epoch: 4, Partitions: TPs("t", 1, 0)}, "heartbeat assignment"))

@@ -43,3 +43,9 @@ func (r *Recorder) SessionExpired(process string, m Membership, why string) (Eve
 func (r *Recorder) BeginPhase(name, why string) (Event, error) {
 	return r.Info("harness", FPhase, Phase{Name: name}, why)
 }
+
+// BeginFinal records the start of the final phase with the members the
+// harness runs then.
+func (r *Recorder) BeginFinal(members []string, why string) (Event, error) {
+	return r.Info("harness", FPhase, Phase{Name: PhaseFinal, Members: members}, why)
+}

@@ -53,6 +53,10 @@ const (
 	// FSessionExpired: the session of the member expired on the coordinator: recorded by the member
 	// when it learns it, or by the observer when it sees the member gone. Standalone info.
 	FSessionExpired = "session-expired"
+	// FStopped: the member stopped for good on its own (its Poll says so, as a KafkaConsumer's
+	// poll throws after a fatal error); recorded once by the workload, Error says why. Standalone
+	// info.
+	FStopped = "stopped"
 	// FFaultStart, FFaultStop: the nemesis applied or healed a fault. invoke → ok | fail | info,
 	// process "nemesis"; Value says what was really done.
 	FFaultStart = "fault-start"
@@ -270,6 +274,10 @@ type Fault struct {
 // Phase is the payload of FPhase.
 type Phase struct {
 	Name string `json:"name"`
+	// Members, on the "final" phase, names the members the harness runs
+	// at the final observation (those it took out for good, refused or
+	// replaced are not among them): each must be in the group.
+	Members []string `json:"members,omitempty"`
 }
 
 // Describe is the payload of FDescribe: what the observer saw at one moment.
@@ -304,7 +312,7 @@ func DecodeValue(f string, raw json.RawMessage) (any, error) {
 		return decodeAs[Heartbeat](raw)
 	case FLeave:
 		return decodeAs[Leave](raw)
-	case FFenced, FLeft, FSessionExpired:
+	case FFenced, FLeft, FSessionExpired, FStopped:
 		return decodeAs[Membership](raw)
 	case FFaultStart, FFaultStop:
 		return decodeAs[Fault](raw)

@@ -24,7 +24,10 @@ type BrokenKind struct {
 	// Fence says the bug shows only when the member is fenced: the plan
 	// must cut the member off for longer than its session.
 	Fence bool
-	new   func(MemberSpec) (clients.Member, error)
+	// GiveUp says the bug shows when a call gets no answer: the plan must
+	// cut the member off for a moment, shorter than its session.
+	GiveUp bool
+	new    func(MemberSpec) (clients.Member, error)
 }
 
 // BrokenKinds lists the broken member kinds. They are never in
@@ -73,6 +76,11 @@ func BrokenKinds() []BrokenKind {
 			Name: "broken-consumer-ack-before-revoke", Unbroken: "consumer", Catches: "NoDoubleOwnership",
 			Bug: "acknowledges a reconciliation before giving up the revoked partitions, which it keeps consuming for 3s",
 			new: withBug(consumer.BugAckBeforeRevoke),
+		},
+		{
+			Name: "broken-consumer-give-up", Unbroken: "consumer", Catches: "EventuallyConverges", GiveUp: true,
+			Bug: "stops for good when a heartbeat gets no answer, where Java retries after a backoff",
+			new: withBug(consumer.BugGiveUpOnNoAnswer),
 		},
 		{
 			Name: "broken-consumer-skip-commit-before-revoke", Unbroken: "consumer", Catches: "CommittedBeforeRevoked",

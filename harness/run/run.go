@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -291,15 +292,24 @@ func (r *runner) run(ctx context.Context) (err error) {
 			r.note("quiesce: member %s did not make its last commit within a minute", running[i].plan.Name)
 		}
 	}
-	stable := r.waitFor(ctx, memberErrs, r.p.Timers.SessionTimeout+r.p.Timers.RebalanceTimeout+r.p.Timers.ConvergenceSlack, func() bool {
+	// Stable, with every member the harness runs in it: a member that
+	// gave up, or was dropped without noticing, is given the whole
+	// convergence bound to come back before the final observation, so
+	// that EventuallyConverges can judge it.
+	var missing []string
+	stable := r.waitFor(ctx, memberErrs, r.settleWait(), func() bool {
 		if !r.owned() || !r.quiet() {
 			return false
 		}
-		d, err := r.obs.observe(ctx, "quiesce: is the group stable?")
-		return err == nil && d != nil && d.Group.Stable()
+		d, err := r.obs.observe(ctx, "quiesce: is the group stable, with every member in it?")
+		if err != nil || d == nil || !d.Group.Stable() {
+			return false
+		}
+		missing = missingMembers(d.Group, r.crew.running())
+		return len(missing) == 0
 	})
 	if !stable {
-		r.note("quiesce: the group was not seen Stable before the final observation")
+		r.note("quiesce: the group was not seen Stable with every running member in it before the final observation (last missing: %v)", missing)
 	}
 	stopObs()
 	if err := <-obsDone; err != nil {
@@ -309,7 +319,12 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return err
 	}
 
-	if err := r.phase(history.PhaseFinal, "final observations: describe, committed offsets, __consumer_offsets"); err != nil {
+	var names []string
+	for _, d := range r.crew.running() {
+		names = append(names, d.plan.Name)
+	}
+	r.cfg.Logf("phase %s", history.PhaseFinal)
+	if _, err := r.rec.BeginFinal(names, "final observations: describe, committed offsets, __consumer_offsets"); err != nil {
 		return err
 	}
 	snap, ids, serrs := r.obs.snapshot(ctx, "final", r.rec.Len())
@@ -328,6 +343,37 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// settleWait bounds the wait for a Stable group with every running member
+// in it: the convergence bound EventuallyConverges judges by (session +
+// rebalance + 3 heartbeats + slack, or the plan's own), so that a member
+// still out at the final observation has had all of it.
+func (r *runner) settleWait() time.Duration {
+	if b, err := check.ConvergenceBound(r.p.Check()); err == nil {
+		return b.Limit
+	}
+	t := r.p.Timers
+	return t.SessionTimeout + t.RebalanceTimeout + t.ConvergenceSlack
+}
+
+// missingMembers names the running members that g does not list, by the
+// client id every member kind of the harness sets: "groupquake-" and its
+// name (a broken kind adds "-" and its bug).
+func missingMembers(g *history.GroupDescription, running []*driver) []string {
+	var out []string
+	for _, d := range running {
+		if d.stopped.Load() {
+			continue // it will not come back: EventuallyConverges judges it as it is
+		}
+		want := "groupquake-" + d.plan.Name
+		if !slices.ContainsFunc(g.Members, func(m history.MemberDescription) bool {
+			return m.ClientID == want || strings.HasPrefix(m.ClientID, want+"-")
+		}) {
+			out = append(out, d.plan.Name)
+		}
+	}
+	return out
 }
 
 // quietSpell is how long the group must go without any member reporting an

@@ -200,6 +200,9 @@ type driver struct {
 	// stalled stops polling and committing (a member-stall or
 	// member-freeze fault): the member's own heartbeats go on.
 	stalled atomic.Bool
+	// stopped: the member's Poll said it stopped for good
+	// (clients.ErrStopped); recorded once as FStopped.
+	stopped atomic.Bool
 
 	mu      sync.Mutex
 	hold    bool                       // stop committing (final observation ahead)
@@ -246,6 +249,13 @@ func (d *driver) run(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 		recs, err := d.m.Poll(pctx)
 		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, clients.ErrStopped) && !d.stopped.Load() {
+			d.stopped.Store(true)
+			v := history.Membership{Member: d.plan.Name, Protocol: d.plan.Protocol, Epoch: -1, Error: err.Error()}
+			if _, rerr := d.rec.Info(d.plan.Name, history.FStopped, v, "the member stopped for good: its Poll says so (a KafkaConsumer throws from poll and must be closed)"); rerr != nil {
+				return rerr
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			// A member in a fatal state returns the same error at once on
 			// every poll: record it once (and how often it repeated when it

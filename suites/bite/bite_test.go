@@ -68,6 +68,10 @@ type schedule struct {
 //     the classic schedule above, with the workload going on for 8s after
 //     the third member joins, so that the broken member commits with its
 //     first generation many times after the coordinator moved on.
+//   - Giving up on a call without an answer needs a call without an
+//     answer: the broken member's links are cut for 2s, well within its
+//     session, so the unbroken member rejoins nothing and carries on, and
+//     the broken one stops for good.
 //   - Ignoring a fence needs a fence: the broken member's links are cut for
 //     9s, longer than the 6s session, while records flow, so the group
 //     gives its partitions to the other member; after the heal it learns
@@ -78,6 +82,9 @@ func scheduleFor(k run.BrokenKind, protocol string) schedule {
 	case k.Fence:
 		s.duration, s.joins = 15*time.Second, []time.Duration{0, 500 * time.Millisecond}
 		s.cut = &faults.Fault{Kind: faults.LinkCut, Node: faults.AllNodes, At: 2 * time.Second, For: 9 * time.Second}
+	case k.GiveUp:
+		s.duration, s.joins = 12*time.Second, []time.Duration{0, 500 * time.Millisecond}
+		s.cut = &faults.Fault{Kind: faults.LinkCut, Node: faults.AllNodes, At: 2 * time.Second, For: 2 * time.Second}
 	case k.Catches == "CommittedBeforeRevoked":
 		s.joins[1], s.commitEvery = 7*time.Second, time.Hour
 	case protocol == "classic":

@@ -1,0 +1,213 @@
+package check
+
+import (
+	"strings"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// memberTrace is what the history says of one member's membership up to
+// the description judged.
+type memberTrace struct {
+	id, inst string // member id of the coordinator's last answer that took it in; static id
+	last     int    // position of its last membership event, -1 if none
+	lastErr  string // error of the last membership call that failed after the last that succeeded
+	errPos   int
+	stopped  int // position of its FStopped after the last call that succeeded, -1 if none
+}
+
+// traceMember follows member name through the events before position upto.
+func traceMember(f *facts, name string, upto int) memberTrace {
+	tr := memberTrace{last: -1, errPos: -1, stopped: -1}
+	ok := func(id string, i int) {
+		if id != "" {
+			tr.id = id
+		}
+		tr.lastErr, tr.errPos, tr.stopped = "", -1, -1
+		tr.last = i
+	}
+	failed := func(err string, i int) {
+		tr.last = i
+		if err != "" {
+			tr.lastErr, tr.errPos = err, i
+		}
+	}
+	for i := 0; i < upto && i < len(f.ev); i++ {
+		e := f.ev[i]
+		switch v := f.vals[i].(type) {
+		case history.Join:
+			if memberName(v.Member, e.Process) != name {
+				continue
+			}
+			if v.InstanceID != "" {
+				tr.inst = v.InstanceID
+			}
+			switch {
+			case e.Type == history.OK && v.Generation >= 0:
+				ok(v.MemberID, i)
+			case e.Type == history.Fail:
+				failed(v.Error, i)
+			}
+		case history.Sync:
+			if memberName(v.Member, e.Process) != name {
+				continue
+			}
+			switch e.Type {
+			case history.OK:
+				ok(v.MemberID, i)
+			case history.Fail:
+				failed(v.Error, i)
+			}
+		case history.Heartbeat:
+			if memberName(v.Member, e.Process) != name {
+				continue
+			}
+			switch {
+			case e.Type == history.OK && (v.Protocol != history.ProtocolConsumer || v.ResultEpoch > 0):
+				ok(v.MemberID, i)
+			case e.Type == history.Fail:
+				failed(v.Error, i)
+			}
+		case history.Membership:
+			switch {
+			case e.Type == history.Invoke || memberName(v.Member, e.Process) != name:
+			case e.F == history.FStopped:
+				tr.stopped, tr.last = i, i
+			default:
+				failed(v.Error, i)
+			}
+		case history.Leave:
+			if e.Type != history.Invoke && memberName(v.Member, e.Process) == name {
+				failed(v.Error, i)
+			}
+		}
+	}
+	return tr
+}
+
+func stoppedWhy(f *facts, pos int) string {
+	if m, ok := f.vals[pos].(history.Membership); ok && m.Error != "" {
+		return m.Error
+	}
+	return "no reason given"
+}
+
+func memberName(member, process string) string {
+	if member != "" {
+		return member
+	}
+	name, _, _ := strings.Cut(process, "/")
+	return name
+}
+
+// knownGiveUp says whether a member that dropped out of the group after
+// the failed membership call v did so by a Kafka behaviour the project
+// knows (README, Findings), and which: KafkaConsumer treats both answers
+// as fatal (AbstractHeartbeatRequestManager.onErrorResponse sends every
+// error it does not list to handleFatalFailure), and so does groupquake's
+// consumer, as Java.
+func knownGiveUp(v any) (string, bool) {
+	hb, ok := v.(history.Heartbeat)
+	if !ok || hb.Protocol != history.ProtocolConsumer {
+		return "", false
+	}
+	switch {
+	case hb.Error == "GROUP_ID_NOT_FOUND":
+		return "a coordinator that has lost its log answers ConsumerGroupHeartbeat from state it never wrote with GROUP_ID_NOT_FOUND, which KafkaConsumer treats as fatal (README, Findings)", true
+	case hb.Error == "UNKNOWN_SERVER_ERROR" && hb.Epoch == 0:
+		return "a consumer-protocol member joining a classic group while a rebalance is in flight whose members do not all support the group's protocol makes the online upgrade throw (ClassicGroupMember.metadata), answered UNKNOWN_SERVER_ERROR, which KafkaConsumer treats as fatal (README, Findings; vector consumer/mixed_upgrade_refused.txt)", true
+	}
+	return "", false
+}
+
+// judgeMembership is EventuallyConverges' last part: a Stable group can
+// still be short of a member that gave up (a fatal error, a fence it never
+// came back from) or that the coordinator dropped unnoticed, every
+// partition owned by the others and the application a consumer short.
+// Every member the harness ran at the final observation (the final phase
+// marker names them) must be in the group at the last description, unless
+// it was out for less than the bound: measured from its last membership
+// event, or from the heal when that came later.
+func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int, at, healT time.Duration, label string, pos int, bound Bound) {
+	fin := f.lastPhase(history.PhaseFinal)
+	var running []string
+	if fin >= 0 {
+		if ph, ok := f.vals[fin].(history.Phase); ok {
+			running = ph.Members
+		}
+	}
+	if len(running) == 0 {
+		v.note("membership not judged: the final phase marker does not name the members that ran (a history written before it did)")
+		return
+	}
+	ids := map[string]bool{}
+	insts := map[string]bool{}
+	for _, m := range g.Members {
+		ids[m.MemberID] = true
+		if m.InstanceID != "" {
+			insts[m.InstanceID] = true
+		}
+	}
+	clientOf := func(name string) bool {
+		want := "groupquake-" + name
+		for _, m := range g.Members {
+			if m.ClientID == want || strings.HasPrefix(m.ClientID, want+"-") {
+				return true
+			}
+		}
+		return false
+	}
+	in := 0
+	for _, name := range running {
+		tr := traceMember(f, name, upto)
+		if (tr.id != "" && ids[tr.id]) || (tr.inst != "" && insts[tr.inst]) || clientOf(name) {
+			in++
+			continue
+		}
+		since, what := healT, "the heal"
+		if tr.last >= 0 && f.ev[tr.last].Time > healT {
+			since, what = f.ev[tr.last].Time, "its last membership event (event "+itoa(f.idx(tr.last))+")"
+		}
+		last := "no membership event at all"
+		if tr.last >= 0 {
+			last = "its last membership event is event " + itoa(f.idx(tr.last))
+			if tr.errPos >= 0 {
+				last += ", after " + tr.lastErr + " at event " + itoa(f.idx(tr.errPos))
+			}
+		}
+		if tr.stopped >= 0 {
+			// It stopped for good: no time would bring it back.
+			if tr.errPos >= 0 {
+				if why, ok := knownGiveUp(f.vals[tr.errPos]); ok {
+					v.note("member %s stopped for good at event %d after %s at event %d and is not in the group at the %s: a known Kafka behaviour: %s", name, f.idx(tr.stopped), tr.lastErr, f.idx(tr.errPos), label, why)
+					continue
+				}
+			}
+			idx := []int64{f.idx(tr.stopped), f.idx(pos)}
+			if tr.errPos >= 0 {
+				idx = append([]int64{f.idx(tr.errPos)}, idx...)
+			}
+			v.fail(idx, "member %s stopped for good at event %d (%s) and is not in the group at the %s: %s", name, f.idx(tr.stopped), stoppedWhy(f, tr.stopped), label, last)
+			continue
+		}
+		waited := at - since
+		if waited < bound.Limit {
+			v.note("member %s not in the group at the %s, only %s after %s: not judged, under the bound (%s)", name, label, dur(waited), what, bound.Reason)
+			continue
+		}
+		if tr.errPos >= 0 {
+			if why, ok := knownGiveUp(f.vals[tr.errPos]); ok {
+				v.note("member %s not in the group at the %s since %s at event %d: a known Kafka behaviour: %s", name, label, tr.lastErr, f.idx(tr.errPos), why)
+				continue
+			}
+		}
+		idx := []int64{f.idx(pos)}
+		if tr.last >= 0 {
+			idx = append([]int64{f.idx(tr.last)}, idx...)
+		}
+		v.fail(idx, "member %s runs but is not in the group at the %s (member id %q): %s; %s after %s, %s over the bound (%s)",
+			name, label, tr.id, last, dur(waited), what, dur(waited-bound.Limit), bound.Reason)
+	}
+	v.note("membership: %d of the %d running member(s) in the group at the %s", in, len(running), label)
+}

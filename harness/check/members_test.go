@@ -1,0 +1,150 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// membershipHist: members a and b (member ids "a" and "b") in a consumer
+// group of two partitions; b stops after err at its heartbeat, a takes
+// both partitions; the heal comes, then the final marker naming both
+// members after wait.
+func membershipHist(t *testing.T, err string, wait time.Duration) (*hist, int64, *history.Observations) {
+	h := newHist(t)
+	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.assigned("a", 1, 0)
+	h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, ResultEpoch: 2})
+	h.assigned("b", 2, 1)
+	_, gaveUp := h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Epoch: 2}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Epoch: 2, Error: err})
+	h.lost("b", 2, 1)
+	h.assigned("a", 3, 0, 1)
+	h.phase(history.PhaseHeal)
+	g := stable(3)
+	g.Members = g.Members[:1] // only a
+	h.describe(g)             // the quiesce's: Stable, b missing
+	h.wait(wait)
+	h.info("harness", history.FPhase, history.Phase{Name: history.PhaseFinal, Members: []string{"a", "b"}})
+	g = stable(3)
+	g.Members = g.Members[:1]
+	return h, gaveUp, &history.Observations{Final: history.Snapshot{Group: g, Time: h.now}}
+}
+
+func TestEventuallyConvergesMembership(t *testing.T) {
+	t.Parallel()
+	t.Run("a member that gave up and stayed out past the bound fails", func(t *testing.T) {
+		h, gaveUp, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 40*time.Second)
+		x := mustCite(t, EventuallyConverges(h.events(), obs, convergePlan()), gaveUp)
+		for _, want := range []string{"member b runs but is not in the group at the final observation", "UNSUPPORTED_ASSIGNOR", "over the bound"} {
+			if !strings.Contains(x.Message, want) {
+				t.Fatalf("message %q lacks %q", x.Message, want)
+			}
+		}
+	})
+	t.Run("every running member in the group holds", func(t *testing.T) {
+		h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 40*time.Second)
+		obs.Final.Group = stable(3) // a and b
+		v := EventuallyConverges(h.events(), obs, convergePlan())
+		mustHold(t, v)
+		if !hasNote(v, "membership: 2 of the 2 running member(s)") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a member the harness no longer runs is not judged", func(t *testing.T) {
+		h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 40*time.Second)
+		ev := h.events()
+		ev[len(ev)-1].Value = history.Phase{Name: history.PhaseFinal, Members: []string{"a"}}
+		mustHold(t, EventuallyConverges(ev, obs, convergePlan()))
+	})
+	t.Run("out for less than the bound after the heal is noted, not judged", func(t *testing.T) {
+		h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 5*time.Second)
+		v := EventuallyConverges(h.events(), obs, convergePlan())
+		mustHold(t, v)
+		if !hasNote(v, "member b not in the group at the final observation") || !hasNote(v, "not judged, under the bound") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("GROUP_ID_NOT_FOUND from a coordinator that lost its log is a known Kafka behaviour", func(t *testing.T) {
+		h, _, obs := membershipHist(t, "GROUP_ID_NOT_FOUND", 40*time.Second)
+		v := EventuallyConverges(h.events(), obs, convergePlan())
+		mustHold(t, v)
+		if !hasNote(v, "a known Kafka behaviour") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("UNKNOWN_SERVER_ERROR to a join at epoch 0 is a known Kafka behaviour, at a later epoch it is not", func(t *testing.T) {
+		h, _, obs := membershipHist(t, "UNKNOWN_SERVER_ERROR", 40*time.Second)
+		ev := h.events()
+		for i, e := range ev {
+			if hb, ok := e.Value.(history.Heartbeat); ok && hb.Error != "" {
+				x := mustCite(t, EventuallyConverges(ev, obs, convergePlan()), e.Index)
+				if !strings.Contains(x.Message, "UNKNOWN_SERVER_ERROR") {
+					t.Fatalf("message: %s", x.Message)
+				}
+				hb.Epoch = 0
+				ev[i].Value = hb
+			}
+		}
+		v := EventuallyConverges(ev, obs, convergePlan())
+		mustHold(t, v)
+		if !hasNote(v, "ClassicGroupMember.metadata") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a member that says it stopped for good is judged without waiting for the bound", func(t *testing.T) {
+		for _, tc := range []struct {
+			err   string
+			holds bool
+		}{{"UNSUPPORTED_ASSIGNOR", false}, {"GROUP_ID_NOT_FOUND", true}} {
+			h := newHist(t)
+			h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+			h.assigned("a", 1, 0, 1)
+			h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: tc.err})
+			stopped := h.info("b", history.FStopped, history.Membership{Member: "b", Epoch: -1, Error: "the member stopped for good: " + tc.err})
+			h.phase(history.PhaseHeal)
+			g := stable(1)
+			g.Members = g.Members[:1]
+			h.describe(g)
+			h.info("harness", history.FPhase, history.Phase{Name: history.PhaseFinal, Members: []string{"a", "b"}})
+			obs := &history.Observations{Final: history.Snapshot{Group: g, Time: h.now}}
+			v := EventuallyConverges(h.events(), obs, convergePlan())
+			if tc.holds {
+				mustHold(t, v)
+				if !hasNote(v, "stopped for good") || !hasNote(v, "a known Kafka behaviour") {
+					t.Fatalf("%s: notes %v", tc.err, v.Notes)
+				}
+				continue
+			}
+			x := mustCite(t, v, stopped)
+			if !strings.Contains(x.Message, "member b stopped for good") || !strings.Contains(x.Message, tc.err) {
+				t.Fatalf("message: %s", x.Message)
+			}
+		}
+	})
+	t.Run("a history whose final marker names no members says membership was not judged", func(t *testing.T) {
+		h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 40*time.Second)
+		ev := h.events()
+		ev[len(ev)-1].Value = history.Phase{Name: history.PhaseFinal}
+		v := EventuallyConverges(ev, obs, convergePlan())
+		mustHold(t, v)
+		if !hasNote(v, "membership not judged") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("a member listed under its client id holds", func(t *testing.T) {
+		h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 40*time.Second)
+		obs.Final.Group.Members = append(obs.Final.Group.Members, history.MemberDescription{MemberID: "b2", ClientID: "groupquake-b", MemberEpoch: 3})
+		mustHold(t, EventuallyConverges(h.events(), obs, convergePlan()))
+	})
+}
+
+func hasNote(v Verdict, s string) bool {
+	for _, n := range v.Notes {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
