@@ -25,7 +25,7 @@
 //   - Calls (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 //     ConsumerGroupHeartbeat, OffsetCommit): the JVM connects to the brokers
 //     only through the member's gateway (gateway.go), which reads every
-//     request on its way out and every answer on its way in (wire.go). A
+//     request on its way out and every answer on its way in (wiretap.Calls). A
 //     request is reported Sent before the broker can see it and answered
 //     before the JVM can use the answer: the bracket the history's rule asks
 //     for, measured outside the JVM, as for kgo.
@@ -144,7 +144,7 @@ type Member struct {
 	name, group string
 	topics      []string
 	cfg         cfg
-	wire        *wire
+	wire        *wiretap.Calls
 	tail        *tailBuffer
 
 	cmdMu sync.Mutex // one command at a time: the JVM answers them in order
@@ -204,7 +204,10 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		c.start = jvmStarter(c.rt)
 	}
 	m := &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, owned: clients.Partitions{}, tail: &tailBuffer{}}
-	m.wire = newWire(m)
+	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
+		Group: group, Protocol: c.protocol, Client: "the Java consumer",
+		Event: m.event, Now: m.now, Report: m.report,
+	})
 	return m, nil
 }
 
@@ -628,8 +631,8 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 			fmt.Fprintf(&b, " %s %d %d", t, p, offsets[t][p])
 		}
 	}
-	m.wire.setApp(true)
-	defer m.wire.setApp(false)
+	m.wire.SetApp(true)
+	defer m.wire.SetApp(false)
 	r, err := m.command(ctx, b.String(), "committed", 30*time.Second)
 	if err != nil {
 		return nil, err
