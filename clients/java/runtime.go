@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sync"
 
@@ -75,20 +74,15 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 		return Runtime{}, err
 	}
 	java, _ := exec.LookPath("java")
-	dir, err := javatool.CacheDir(version)
-	if err != nil {
-		return Runtime{}, err
-	}
 	mvn := javatool.Maven{Args: t.MavenArgs, Logf: t.logf}
-	libs, err := mvn.Resolve(ctx, []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-clients", Version: version}}, dir)
+	classpath, err := mvn.Build(ctx, javatool.Program{
+		Source: driverSource, Class: "Driver", Cache: version,
+		Artifacts: []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-clients", Version: version}},
+	})
 	if err != nil {
 		return Runtime{}, err
 	}
-	classes, err := javatool.Compile(ctx, driverSource, "Driver", filepath.Join(libs, "*"), dir)
-	if err != nil {
-		return Runtime{}, err
-	}
-	rt := Runtime{Java: java, Classpath: javatool.Classpath(classes, libs), KafkaClients: version}
+	rt := Runtime{Java: java, Classpath: classpath, KafkaClients: version}
 	if t.done == nil {
 		t.done = map[string]Runtime{}
 	}

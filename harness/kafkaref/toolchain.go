@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,22 +54,17 @@ func Prepare(ctx context.Context, kafka string, logf func(string, ...any)) (Runt
 	if err != nil {
 		return Runtime{}, err
 	}
-	dir, err := javatool.CacheDir("group-coordinator-" + kafka)
-	if err != nil {
-		return Runtime{}, err
-	}
 	mvn := javatool.Maven{Logf: func(format string, args ...any) { logf("kafkaref: "+format, args...) }}
-	libs, err := mvn.Resolve(ctx, []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-group-coordinator", Version: kafka}}, dir)
-	if err != nil {
-		return Runtime{}, err
-	}
-	classes, err := javatool.Compile(ctx, driverSource, "KafkaRef", filepath.Join(libs, "*"), dir)
+	classpath, err := mvn.Build(ctx, javatool.Program{
+		Source: driverSource, Class: "KafkaRef", Cache: "group-coordinator-" + kafka,
+		Artifacts: []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-group-coordinator", Version: kafka}},
+	})
 	if err != nil {
 		return Runtime{}, err
 	}
 	return Runtime{
 		Java:      javaBin,
-		Classpath: javatool.Classpath(classes, libs),
+		Classpath: classpath,
 		Kafka:     kafka,
 		JavaMajor: major,
 		JVMFlags:  []string{"-Xms1g", "-Xmx4g"},

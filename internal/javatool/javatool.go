@@ -77,10 +77,10 @@ func need(who string, tools ...string) error {
 	return nil
 }
 
-// CacheDir returns the directory for name's jars and classes:
+// cacheDir returns the directory for name's jars and classes:
 // java/<name> under $GROUPQUAKE_CACHE, else under the user cache
 // directory's groupquake/.
-func CacheDir(name string) (string, error) {
+func cacheDir(name string) (string, error) {
 	root := os.Getenv("GROUPQUAKE_CACHE")
 	if root == "" {
 		d, err := os.UserCacheDir()
@@ -236,9 +236,37 @@ func Compile(ctx context.Context, src []byte, class, classpath, dir string) (str
 	return classes, nil
 }
 
-// Classpath is the class path of classes and every jar in libs.
-func Classpath(classes, libs string) string {
-	return classes + string(os.PathListSeparator) + filepath.Join(libs, "*")
+// Program is a Java program of one source file that runs against Maven
+// artifacts and their runtime dependencies.
+type Program struct {
+	// Source is the source of the public class Class.
+	Source []byte
+	Class  string
+	// Artifacts are what Source is compiled and run against.
+	Artifacts []Artifact
+	// Cache names the program's directory under the cache root (cacheDir):
+	// its jars go into libs/, its classes into classes-<source hash>/.
+	Cache string
+}
+
+// Build resolves p's artifacts with m and compiles p's source against them,
+// each only when the cache does not hold it yet, and returns the class path
+// that runs p (java -cp CLASSPATH p.Class).
+func (m Maven) Build(ctx context.Context, p Program) (string, error) {
+	dir, err := cacheDir(p.Cache)
+	if err != nil {
+		return "", err
+	}
+	libs, err := m.Resolve(ctx, p.Artifacts, dir)
+	if err != nil {
+		return "", err
+	}
+	jars := filepath.Join(libs, "*")
+	classes, err := Compile(ctx, p.Source, p.Class, jars, dir)
+	if err != nil {
+		return "", err
+	}
+	return classes + string(os.PathListSeparator) + jars, nil
 }
 
 // LastLines returns the last n lines of b, surrounding space trimmed: the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -270,8 +271,8 @@ func TestLastLines(t *testing.T) {
 
 func TestCacheDir(t *testing.T) {
 	t.Setenv("GROUPQUAKE_CACHE", "/somewhere")
-	if d, err := CacheDir("4.4.0"); err != nil || d != filepath.Join("/somewhere", "java", "4.4.0") {
-		t.Errorf("CacheDir(4.4.0) with GROUPQUAKE_CACHE=/somewhere = %s, %v", d, err)
+	if d, err := cacheDir("4.4.0"); err != nil || d != filepath.Join("/somewhere", "java", "4.4.0") {
+		t.Errorf("cacheDir(4.4.0) with GROUPQUAKE_CACHE=/somewhere = %s, %v", d, err)
 	}
 	if runtime.GOOS != "linux" {
 		return // the user cache directory is XDG_CACHE_HOME on Linux only
@@ -279,7 +280,36 @@ func TestCacheDir(t *testing.T) {
 	t.Setenv("GROUPQUAKE_CACHE", "")
 	t.Setenv("XDG_CACHE_HOME", "/xdg")
 	t.Setenv("HOME", "/home/u")
-	if d, err := CacheDir("group-coordinator-4.4.0"); err != nil || d != filepath.Join("/xdg", "groupquake", "java", "group-coordinator-4.4.0") {
-		t.Errorf("CacheDir without GROUPQUAKE_CACHE = %s, %v, want it under the user cache directory", d, err)
+	if d, err := cacheDir("group-coordinator-4.4.0"); err != nil || d != filepath.Join("/xdg", "groupquake", "java", "group-coordinator-4.4.0") {
+		t.Errorf("cacheDir without GROUPQUAKE_CACHE = %s, %v, want it under the user cache directory", d, err)
+	}
+}
+
+// TestBuildLayout: Build puts the jars into <cache>/java/<Cache>/libs and
+// the classes beside them, and returns the class path of both.
+func TestBuildLayout(t *testing.T) {
+	fakeTools(t, map[string]string{
+		"mvn": mvnArg + `; mkdir -p "$out"; touch "$out/kafka-clients-4.4.0.jar" "$out/dep-1.jar"`,
+		"javac": `while [ $# -gt 0 ]; do case "$1" in -d) out="$2"; shift;; -cp) cp="$2"; shift;; esac; shift; done
+mkdir -p "$out"; echo "$cp" > "$out/Hello.class"`,
+	})
+	root := t.TempDir()
+	t.Setenv("GROUPQUAKE_CACHE", root)
+	p := Program{Source: []byte("public class Hello {}"), Class: "Hello", Cache: "4.4.0", Artifacts: clients}
+	cp, err := Maven{}.Build(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "java", "4.4.0")
+	classes, jars, ok := strings.Cut(cp, string(os.PathListSeparator))
+	if !ok || jars != filepath.Join(dir, "libs", "*") || filepath.Dir(classes) != dir || !strings.HasPrefix(filepath.Base(classes), "classes-") {
+		t.Fatalf("Build = %q, want %s/classes-<hash>%c%s", cp, dir, os.PathListSeparator, filepath.Join(dir, "libs", "*"))
+	}
+	b, err := os.ReadFile(filepath.Join(classes, "Hello.class"))
+	if err != nil || strings.TrimSpace(string(b)) != jars {
+		t.Errorf("javac was given class path %q (%v), want %q", b, err, jars)
+	}
+	if e := entries(t, dir); !reflect.DeepEqual(e, []string{filepath.Base(classes), "libs"}) {
+		t.Errorf("%s holds %v, want only the classes and libs", dir, e)
 	}
 }
