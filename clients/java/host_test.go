@@ -58,11 +58,7 @@ func TestHostedMembers(t *testing.T) {
 	if err := java.CheckJava(); err != nil {
 		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
 	}
-	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("embedded cluster: %v", err)
-	}
-	t.Cleanup(func() { e.Close(context.Background()) })
+	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
 	clustertest.CreateTopic(t, e, "hosted", 4)
 	rt, err := (&java.Toolchain{Logf: t.Logf}).Prepare(context.Background(), cluster.DefaultKafkaVersion)
 	if err != nil {
