@@ -225,14 +225,6 @@ func (m *Member) event(k clients.Kind) clients.Event {
 	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, InstanceID: m.cfg.instanceID, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.now()}
 }
 
-func (m *Member) setEpoch(ev *clients.Event, epoch int32) {
-	if m.cfg.protocol == clients.Consumer {
-		ev.MemberEpoch = epoch
-	} else {
-		ev.Generation = epoch
-	}
-}
-
 // config is the consumer configuration the JVM gets, as key=value.
 func (m *Member) config(bootstrap []string) []string {
 	c := m.cfg
@@ -485,7 +477,7 @@ func (m *Member) ownership(e msg) {
 	ev.At = jvmTime(e.At, ev.At)
 	ev.MemberID, ev.Partitions = e.MemberID, parts
 	if e.Generation != nil {
-		m.setEpoch(&ev, *e.Generation)
+		ev.Generation, ev.MemberEpoch = m.cfg.protocol.Epochs(*e.Generation)
 	}
 	switch kind {
 	case clients.Assigned:
@@ -597,12 +589,8 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	}
 	out := make([]clients.Record, 0, len(r.Records))
 	for _, x := range r.Records {
-		rec := clients.Record{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Key: x.Key, Value: x.Value, Generation: -1, MemberEpoch: -1}
-		if m.cfg.protocol == clients.Consumer {
-			rec.MemberEpoch = gen
-		} else {
-			rec.Generation = gen
-		}
+		rec := clients.Record{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Key: x.Key, Value: x.Value}
+		rec.Generation, rec.MemberEpoch = m.cfg.protocol.Epochs(gen)
 		out = append(out, rec)
 	}
 	return out, nil

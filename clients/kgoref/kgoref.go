@@ -239,12 +239,8 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	_, epoch := cl.GroupMetadata()
 	var out []clients.Record
 	fs.EachRecord(func(r *kgo.Record) {
-		rec := clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: -1}
-		if m.cfg.protocol == clients.Consumer {
-			rec.MemberEpoch = epoch
-		} else {
-			rec.Generation = epoch
-		}
+		rec := clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value}
+		rec.Generation, rec.MemberEpoch = m.cfg.protocol.Epochs(epoch)
 		out = append(out, rec)
 	})
 	return out, ferr
@@ -338,14 +334,6 @@ func (m *Member) event(k clients.Kind) clients.Event {
 	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.now()}
 }
 
-func (m *Member) setEpoch(ev *clients.Event, epoch int32) {
-	if m.cfg.protocol == clients.Consumer {
-		ev.MemberEpoch = epoch
-	} else {
-		ev.Generation = epoch
-	}
-}
-
 // ownership reports an ownership change from a kgo callback with the epoch
 // kgo holds now, and updates Owned.
 func (m *Member) ownership(k clients.Kind, cl *kgo.Client, ps map[string][]int32, why string) {
@@ -381,7 +369,7 @@ func (m *Member) ownership(k clients.Kind, cl *kgo.Client, ps map[string][]int32
 	m.mu.Unlock()
 	ev := m.event(k)
 	ev.MemberID = memberID
-	m.setEpoch(&ev, epoch)
+	ev.Generation, ev.MemberEpoch = m.cfg.protocol.Epochs(epoch)
 	ev.Partitions = parts
 	ev.Why = why
 	m.cfg.hooks.OnEvent(ev)

@@ -154,11 +154,7 @@ func (w *Calls) Request(req kmsg.Request) any {
 	case *kmsg.OffsetCommitRequest:
 		group = r.Group
 		ev.MemberID, ev.Why = r.MemberID, wrote+"OffsetCommit"
-		if w.cfg.Protocol == clients.Consumer {
-			ev.MemberEpoch = r.Generation
-		} else {
-			ev.Generation = r.Generation
-		}
+		ev.Generation, ev.MemberEpoch = w.cfg.Protocol.Epochs(r.Generation)
 		ev.Offsets = map[string]map[int32]int64{}
 		for _, t := range r.Topics {
 			name := t.Topic
