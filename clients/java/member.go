@@ -788,18 +788,8 @@ var JVMFlags = []string{"-Xms16m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredSt
 
 func jvmStarter(rt Runtime) starter {
 	return func(args []string, stderr io.Writer) (proc, error) {
-		cmdArgs := append(slices.Clone(JVMFlags), "-cp", rt.Classpath, "Driver")
-		cmd := exec.Command(rt.Java, append(cmdArgs, args...)...)
-		cmd.Stderr = stderr
-		in, err := cmd.StdinPipe()
+		cmd, in, out, err := rt.start(JVMFlags, args, stderr)
 		if err != nil {
-			return nil, err
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
 		return &jvm{cmd: cmd, in: in, out: out}, nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/groupquake/groupquake/internal/javatool"
@@ -88,6 +90,26 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 	}
 	t.done[version] = rt
 	return rt, nil
+}
+
+// start runs the driver: java flags -cp Classpath Driver args, its
+// standard error into stderr, its standard input and output piped.
+func (rt Runtime) start(flags, args []string, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	cmdArgs := append(append(slices.Clone(flags), "-cp", rt.Classpath, "Driver"), args...)
+	cmd := exec.Command(rt.Java, cmdArgs...)
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, in, out, nil
 }
 
 func (t *Toolchain) logf(format string, args ...any) {
