@@ -42,6 +42,28 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
+// failedWithTail checks the error of what: it says every one of want (the
+// tool's last lines among them) and not tooEarly (a line before those), and
+// the failure left nothing in dir.
+func failedWithTail(t *testing.T, what string, err error, dir, tooEarly string, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s = nil error", what)
+	}
+	msg := err.Error()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: error %q does not say %q", what, msg, w)
+		}
+	}
+	if strings.Contains(msg, tooEarly) {
+		t.Errorf("%s: error %q has more than the tool's last lines (%q)", what, msg, tooEarly)
+	}
+	if e := entries(t, dir); len(e) != 0 {
+		t.Errorf("%s left %v in %s", what, e, dir)
+	}
+}
+
 func TestCheckToolsNamesWhatIsMissingAndWhatToInstall(t *testing.T) {
 	for _, c := range []struct {
 		have     []string
@@ -104,21 +126,8 @@ func TestResolveFailureShowsMavensLastLines(t *testing.T) {
 	fakeTools(t, map[string]string{"mvn": `i=1; while [ $i -le 30 ]; do echo "maven line $i"; i=$((i+1)); done; exit 1`})
 	dir := t.TempDir()
 	_, err := Maven{}.Resolve(context.Background(), clients, dir)
-	if err == nil {
-		t.Fatal("Resolve with a failing mvn = nil error")
-	}
-	msg := err.Error()
-	for _, want := range []string{"resolving kafka-clients 4.4.0 with Maven failed", "Maven Central", "exit status 1", "maven line 19\n", "maven line 30"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error %q does not say %q", msg, want)
-		}
-	}
-	if strings.Contains(msg, "maven line 18\n") {
-		t.Errorf("error %q has more than Maven's last 12 lines", msg)
-	}
-	if e := entries(t, dir); len(e) != 0 {
-		t.Errorf("a failed Resolve left %v in %s", e, dir)
-	}
+	failedWithTail(t, "Resolve with a failing mvn", err, dir, "maven line 18\n",
+		"resolving kafka-clients 4.4.0 with Maven failed", "Maven Central", "exit status 1", "maven line 19\n", "maven line 30")
 }
 
 func TestResolveWithoutTheJarIsAnError(t *testing.T) {
@@ -205,21 +214,8 @@ func TestCompileFailureShowsJavacsLastLines(t *testing.T) {
 	fakeTools(t, map[string]string{"javac": `i=1; while [ $i -le 25 ]; do echo "javac line $i" >&2; i=$((i+1)); done; exit 2`})
 	dir := t.TempDir()
 	_, err := Compile(context.Background(), []byte("public class Hello {}"), "Hello", "/libs/*", dir)
-	if err == nil {
-		t.Fatal("Compile with a failing javac = nil error")
-	}
-	msg := err.Error()
-	for _, want := range []string{"compiling Hello.java against /libs/* failed", "exit status 2", "javac line 6\n", "javac line 25"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error %q does not say %q", msg, want)
-		}
-	}
-	if strings.Contains(msg, "javac line 5\n") {
-		t.Errorf("error %q has more than javac's last 20 lines", msg)
-	}
-	if e := entries(t, dir); len(e) != 0 {
-		t.Errorf("a failed Compile left %v in %s", e, dir)
-	}
+	failedWithTail(t, "Compile with a failing javac", err, dir, "javac line 5\n",
+		"compiling Hello.java against /libs/* failed", "exit status 2", "javac line 6\n", "javac line 25")
 }
 
 // TestCompileWithJavac compiles a real class with the machine's javac: once
