@@ -77,6 +77,15 @@ const (
 	Consumer Protocol = "consumer"
 )
 
+// Epochs places epoch, a generation (Classic) or a member epoch (Consumer),
+// in the two fields events and records carry; the other is -1.
+func (p Protocol) Epochs(epoch int32) (generation, memberEpoch int32) {
+	if p == Consumer {
+		return -1, epoch
+	}
+	return epoch, -1
+}
+
 // Partitions maps a topic to partition numbers, sorted.
 type Partitions map[string][]int32
 

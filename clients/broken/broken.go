@@ -300,13 +300,9 @@ func (w *member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 	// history holds it as an acknowledged commit on the application's
 	// process, which is what the bug claims it is.
 	ev := clients.Event{Kind: clients.Sent, Op: clients.OpCommit, App: true, Call: wrapperCalls + w.calls.Add(1),
-		Protocol: w.inner.Protocol(), Member: w.cfg.Name, MemberID: id, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, Offsets: offsets,
+		Protocol: w.inner.Protocol(), Member: w.cfg.Name, MemberID: id, GroupEpoch: -1, Offsets: offsets,
 		Why: fmt.Sprintf("deliberate bug %s: OffsetCommit with the first epoch/generation %d the member was given", w.bug, epoch), At: time.Now()}
-	if w.inner.Protocol() == clients.Consumer {
-		ev.MemberEpoch = epoch
-	} else {
-		ev.Generation = epoch
-	}
+	ev.Generation, ev.MemberEpoch = w.inner.Protocol().Epochs(epoch)
 	w.onEvent(ev)
 	resp, err := req.RequestWith(ctx, w.cl)
 	ev.At = time.Now()

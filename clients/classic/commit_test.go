@@ -87,7 +87,7 @@ func stableMember(t *testing.T, s *scriptedCoordinator, rec *recorder) *Member {
 
 func acknowledgedOffsets(rec *recorder) []int64 {
 	var out []int64
-	for _, e := range rec.kinds(clients.Committed) {
+	for _, e := range rec.Of(clients.Committed) {
 		if o, ok := e.Offsets[topic][0]; ok && e.Err == "" {
 			out = append(out, o)
 		}

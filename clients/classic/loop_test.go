@@ -251,7 +251,7 @@ func TestCloseCommitsThenLeaves(t *testing.T) {
 			case iLeave >= 0:
 				t.Errorf("a static member sent LeaveGroup on close\n%s", w)
 			}
-			if n := len(a.rec.kinds(clients.Revoked)); n == 0 {
+			if n := len(a.rec.Of(clients.Revoked)); n == 0 {
 				t.Errorf("close revoked nothing\n%s", a.rec.dump())
 			}
 		})
@@ -319,14 +319,14 @@ func TestSyncAnswerAfterResetIsNotApplied(t *testing.T) {
 	waitFor(t, "a owns all 6 in a newer generation", func() bool {
 		return owns(a, 0, 1, 2, 3, 4, 5)() && a.Generation().ID > syncGen
 	}, a.rec)
-	for _, e := range a.rec.kinds(clients.Sent) {
+	for _, e := range a.rec.Of(clients.Sent) {
 		// Applied, the stale answer makes the member stable in no generation: it heartbeats as
 		// generation -1 (Kafka answers ILLEGAL_GENERATION) instead of rejoining at once.
 		if e.Op == clients.OpHeartbeat && e.Generation < 0 {
 			t.Fatalf("a Heartbeat sent with generation %d: the SyncGroup answer was applied after the reset\n%s", e.Generation, a.rec.dump())
 		}
 	}
-	for _, e := range a.rec.kinds(clients.Assigned) {
+	for _, e := range a.rec.Of(clients.Assigned) {
 		if e.Generation <= 0 || e.Generation == syncGen {
 			t.Fatalf("partitions assigned in generation %d (the held SyncGroup was generation %d, the member started in %d): the answer was applied after the reset\n%s", e.Generation, syncGen, gen, a.rec.dump())
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // The state-machine tests run against kfake (franz-go's in-process fake
@@ -37,38 +38,13 @@ func newFake(t *testing.T) *kfake.Cluster {
 }
 
 // recorder collects a member's events.
-type recorder struct {
-	mu     sync.Mutex
-	events []clients.Event
-}
-
-func (r *recorder) OnEvent(e clients.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *recorder) all() []clients.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
-func (r *recorder) kinds(k clients.Kind) []clients.Event {
-	var out []clients.Event
-	for _, e := range r.all() {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+type recorder struct{ clientstest.Recorder }
 
 // answered lists the events of kind k without an error: for Joined, the
 // JoinGroups that were answered with a generation.
 func (r *recorder) answered(k clients.Kind) []clients.Event {
 	var out []clients.Event
-	for _, e := range r.kinds(k) {
+	for _, e := range r.Of(k) {
 		if e.Err == "" {
 			out = append(out, e)
 		}
@@ -77,7 +53,7 @@ func (r *recorder) answered(k clients.Kind) []clients.Event {
 }
 
 func (r *recorder) has(k clients.Kind, errName string) bool {
-	for _, e := range r.kinds(k) {
+	for _, e := range r.Of(k) {
 		if errName == "" || e.Err == errName {
 			return true
 		}
@@ -87,7 +63,7 @@ func (r *recorder) has(k clients.Kind, errName string) bool {
 
 func (r *recorder) dump() string {
 	var b strings.Builder
-	for _, e := range r.all() {
+	for _, e := range r.All() {
 		if e.Kind == clients.Heartbeat && e.Err == "" {
 			continue
 		}
@@ -103,7 +79,7 @@ func checkCalls(t *testing.T, rec *recorder) {
 	t.Helper()
 	open := map[uint64]clients.Event{}
 	busy := map[clients.Lane]uint64{}
-	for i, e := range rec.all() {
+	for i, e := range rec.All() {
 		if e.Call == 0 {
 			continue
 		}
@@ -221,7 +197,7 @@ func TestEagerRangeTwoMembers(t *testing.T) {
 		t.Errorf("member sorting second owns %v, want [3 4 5]", got)
 	}
 	// Eager: a revoked all 6 before rejoining.
-	revoked := a.rec.kinds(clients.Revoked)
+	revoked := a.rec.Of(clients.Revoked)
 	if len(revoked) == 0 || !slices.Equal(revoked[0].Partitions[topic], []int32{0, 1, 2, 3, 4, 5}) {
 		t.Errorf("a's first revocation = %v, want all 6\n%s", revoked, a.rec.dump())
 	}
@@ -248,14 +224,14 @@ func TestCooperativeStickyKeepsPartitions(t *testing.T) {
 	waitFor(t, "a [0 1 2], b [3 4 5]", func() bool {
 		return owns(a, 0, 1, 2)() && owns(b, 3, 4, 5)()
 	}, a.rec, b.rec)
-	for _, e := range a.rec.kinds(clients.Revoked) {
+	for _, e := range a.rec.Of(clients.Revoked) {
 		for _, p := range e.Partitions[topic] {
 			if p < 3 {
 				t.Errorf("a revoked %d: cooperative-sticky must keep [0 1 2]\n%s", p, a.rec.dump())
 			}
 		}
 	}
-	if got := a.rec.kinds(clients.Revoked); len(got) != 1 || !slices.Equal(got[0].Partitions[topic], []int32{3, 4, 5}) {
+	if got := a.rec.Of(clients.Revoked); len(got) != 1 || !slices.Equal(got[0].Partitions[topic], []int32{3, 4, 5}) {
 		t.Errorf("a's revocations = %v, want exactly one of [3 4 5]", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -300,7 +276,7 @@ func TestMemberIDRequiredRoundTrip(t *testing.T) {
 	c := newFake(t)
 	a := start(t, c, "a", "g")
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
-	evs := a.rec.all()
+	evs := a.rec.All()
 	iReq := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Err == "MEMBER_ID_REQUIRED" })
 	iJoin := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Joined && e.Err == "" })
 	if iReq < 0 || iJoin < iReq {
@@ -329,7 +305,7 @@ func TestHeartbeatIllegalGenerationLosesAndKeepsMemberID(t *testing.T) {
 	if got := a.Generation().MemberID; got != id {
 		t.Errorf("member id changed from %s to %s: ILLEGAL_GENERATION keeps it", id, got)
 	}
-	if n := len(a.rec.kinds(clients.Revoked)); n != 0 {
+	if n := len(a.rec.Of(clients.Revoked)); n != 0 {
 		t.Errorf("a revoked %d times: a reset generation loses, it does not revoke\n%s", n, a.rec.dump())
 	}
 }
@@ -530,7 +506,7 @@ func TestJoinGroupNotCoordinatorFindsItAgain(t *testing.T) {
 	failOnce(c, kmsg.JoinGroup, func(r kmsg.Response) { r.(*kmsg.JoinGroupResponse).ErrorCode = kerr.NotCoordinator.Code })
 	a := start(t, c, "a", "g")
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
-	if n := len(a.rec.kinds(clients.FoundCoordinator)); n != 2 || !a.rec.has(clients.Error, "NOT_COORDINATOR") {
+	if n := len(a.rec.Of(clients.FoundCoordinator)); n != 2 || !a.rec.has(clients.Error, "NOT_COORDINATOR") {
 		t.Errorf("want NOT_COORDINATOR then a second FindCoordinator, got %d lookups\n%s", n, a.rec.dump())
 	}
 }
@@ -603,7 +579,7 @@ func TestCommitRetriesCoordinatorErrors(t *testing.T) {
 	if _, err := a.Commit(ctx, map[string]map[int32]int64{topic: {0: 5}}); err != nil {
 		t.Fatalf("commit after NOT_COORDINATOR: %v", err)
 	}
-	commits := a.rec.kinds(clients.Committed)
+	commits := a.rec.Of(clients.Committed)
 	if len(commits) != 2 || commits[0].Err != "NOT_COORDINATOR" || commits[1].Err != "" || commits[1].Offsets[topic][0] != 5 {
 		t.Errorf("want a NOT_COORDINATOR answer then a landed commit, got %v", commits)
 	}

@@ -73,7 +73,7 @@ func TestRejoinCommitsBeforeRevoking(t *testing.T) {
 		return owns(a, 0, 1, 2, 3, 4, 5)() && a.Generation().ID > gen.ID
 	}, a.rec)
 
-	evs := a.rec.all()
+	evs := a.rec.All()
 	iRevoked := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Revoked })
 	iJoin := slices.IndexFunc(evs, func(e clients.Event) bool {
 		return e.Kind == clients.Sent && e.Op == clients.OpJoin && e.Generation == gen.ID
@@ -134,14 +134,14 @@ func TestSyncGroupIllegalGenerationLosesAndKeepsMemberID(t *testing.T) {
 	if got := a.Generation().MemberID; got != id {
 		t.Errorf("member id changed from %s to %s: ILLEGAL_GENERATION from SyncGroup keeps it\n%s", id, got, a.rec.dump())
 	}
-	evs := a.rec.all()
+	evs := a.rec.All()
 	iErr := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Op == clients.OpSync && e.Err == "ILLEGAL_GENERATION" })
 	for _, e := range evs[iErr:] {
 		if e.Kind == clients.Sent && e.Op == clients.OpJoin && e.MemberID != id {
 			t.Errorf("JoinGroup after ILLEGAL_GENERATION sent with member id %q, want %q\n%s", e.MemberID, id, a.rec.dump())
 		}
 	}
-	if lost := a.rec.kinds(clients.Lost); len(lost) != 1 || !slices.Equal(lost[0].Partitions[topic], []int32{0, 1, 2, 3, 4, 5}) {
+	if lost := a.rec.Of(clients.Lost); len(lost) != 1 || !slices.Equal(lost[0].Partitions[topic], []int32{0, 1, 2, 3, 4, 5}) {
 		t.Errorf("lost = %v, want all 6 once\n%s", lost, a.rec.dump())
 	}
 }

@@ -37,7 +37,7 @@ func TestCallsContract(t *testing.T) {
 		mb.Poll(pctx)
 		pcancel()
 		if ctx.Err() != nil {
-			t.Fatalf("the member never owned t's 3 partitions; events: %+v", log.all())
+			t.Fatalf("the member never owned t's 3 partitions; events: %+v", log.All())
 		}
 	}
 	if perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 0, 1: 0, 2: 0}}); err != nil || len(perrs) > 0 {
@@ -50,7 +50,7 @@ func TestCallsContract(t *testing.T) {
 	open := map[uint64]clients.Event{}
 	busy := map[clients.Lane]uint64{}
 	answered := map[clients.Op]int{}
-	for i, e := range log.all() {
+	for i, e := range log.All() {
 		if e.Call == 0 {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // scriptedOffsets is a broker's offset store for one group, reached through
@@ -122,22 +123,7 @@ func nonDecreasing(xs []int64) bool {
 	return true
 }
 
-type eventLog struct {
-	mu  sync.Mutex
-	evs []clients.Event
-}
-
-func (l *eventLog) OnEvent(e clients.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.evs = append(l.evs, e)
-}
-
-func (l *eventLog) all() []clients.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]clients.Event(nil), l.evs...)
-}
+type eventLog struct{ clientstest.Recorder }
 
 // TestOwnCommitInFlightIsNotOvertaken scripts the broker-faults run on
 // Kafka 4.4.0 (seed 1974163557206219369): the member's auto-commit of 61 is
@@ -181,7 +167,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 		a.answer <- scriptedAnswer{}
 		<-autoDone
 		t.Fatalf("commit of %d was sent while the commit of 61 had no answer; the broker applied %v and the member acknowledged %v",
-			b.offset(), s.appliedOffsets(), acknowledged(log.all()))
+			b.offset(), s.appliedOffsets(), acknowledged(log.All()))
 	case <-laneBusy:
 	}
 	a.answer <- scriptedAnswer{} // A's answer (kgo's resend acknowledged)
@@ -197,7 +183,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 	if got := s.appliedOffsets(); fmt.Sprint(got) != "[61 62]" {
 		t.Fatalf("broker applied %v, want [61 62]", got)
 	}
-	if got := acknowledged(log.all()); !nonDecreasing(got) {
+	if got := acknowledged(log.All()); !nonDecreasing(got) {
 		t.Fatalf("member acknowledged %v: an older commit after a newer one", got)
 	}
 }

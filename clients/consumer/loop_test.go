@@ -360,7 +360,7 @@ func (m loopMember) dumpWith(s *scriptBroker) func() string {
 	return func() string {
 		var b strings.Builder
 		b.WriteString("broker saw:\n" + s.dump() + "member reported:\n")
-		for _, e := range m.log.all() {
+		for _, e := range m.log.All() {
 			fmt.Fprintf(&b, "  %s epoch %d parts %v offsets %v err %s: %s\n", e.Kind, e.MemberEpoch, e.Partitions, e.Offsets, e.Err, e.Why)
 		}
 		return b.String()
@@ -428,7 +428,7 @@ func TestLoopJoinFetchesAssignsAndAcknowledges(t *testing.T) {
 			t.Errorf("heartbeat before the acknowledgement lists %v\n%s", hbParts(a.hb), dump())
 		}
 	}
-	evs := m.log.all()
+	evs := m.log.All()
 	iAssigned := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Assigned })
 	iFetched := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Fetched })
 	iJoined := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Joined })
@@ -515,7 +515,7 @@ func TestLoopRevocationCommitsFirst(t *testing.T) {
 				}
 				return false
 			}, dump)
-			err := commitBeforeRevoke(s.arrivals(), m.log.all(), 1, 10)
+			err := commitBeforeRevoke(s.arrivals(), m.log.All(), 1, 10)
 			switch {
 			case tc.fail && err == nil:
 				t.Fatalf("the check passed a member that revokes without committing\n%s", dump())
@@ -525,7 +525,7 @@ func TestLoopRevocationCommitsFirst(t *testing.T) {
 			if tc.fail {
 				return
 			}
-			for _, e := range m.log.all() {
+			for _, e := range m.log.All() {
 				if e.Kind == clients.Revoked && slices.Contains(e.Partitions[loopTopic], 0) {
 					t.Errorf("t[0] was revoked though the new assignment keeps it: %+v", e)
 				}
@@ -579,7 +579,7 @@ func TestLoopFencedRejoinsAtEpochZero(t *testing.T) {
 					t.Errorf("fenced member committed %v: lost partitions are not committed", commitOffsets(a.commit))
 				}
 			}
-			evs := m.log.all()
+			evs := m.log.All()
 			iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
 			if iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
 				t.Fatalf("no Lost of t[0 1]\n%s", dump())
@@ -672,7 +672,7 @@ func TestLoopCloseCommitsThenLeaves(t *testing.T) {
 					t.Errorf("heartbeat after the leave: %s", a)
 				}
 			}
-			evs := m.log.all()
+			evs := m.log.All()
 			iRevoked := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Revoked })
 			iLeft := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Left })
 			if iRevoked < 0 || iLeft < iRevoked || evs[iLeft].MemberEpoch != tc.epoch {
@@ -708,7 +708,7 @@ func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 	eventually(t, "the member leaves", func() bool {
 		return slices.ContainsFunc(s.arrivals(), func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == -1 })
 	}, dump)
-	evs := m.log.all()
+	evs := m.log.All()
 	iExpired := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.SessionExpired })
 	iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
 	if iExpired < 0 || iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
@@ -727,7 +727,7 @@ func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 	// A member that left is out of the group: its poll timer does not run
 	// on, so the leave is reported once however long nobody polls.
 	expired := 0
-	for _, e := range m.log.all() {
+	for _, e := range m.log.All() {
 		if e.Kind == clients.SessionExpired {
 			expired++
 		}
@@ -772,7 +772,7 @@ func TestLoopRebalanceTimeoutLeavesAndRejoins(t *testing.T) {
 	if m.Owned().Count() != 0 {
 		t.Errorf("owns %v though no assignment finished", m.Owned())
 	}
-	if !slices.ContainsFunc(m.log.all(), func(e clients.Event) bool { return e.Kind == clients.SessionExpired }) {
+	if !slices.ContainsFunc(m.log.All(), func(e clients.Event) bool { return e.Kind == clients.SessionExpired }) {
 		t.Errorf("no SessionExpired event\n%s", dump())
 	}
 	s.mu.Lock()
@@ -818,7 +818,7 @@ func TestLoopNotCoordinatorFindsItAgain(t *testing.T) {
 	if ep := as[iNext].hb.MemberEpoch; ep != 4 {
 		t.Errorf("heartbeat after NOT_COORDINATOR has epoch %d, want 4 (nothing changed)", ep)
 	}
-	if slices.ContainsFunc(m.log.all(), func(e clients.Event) bool { return e.Kind == clients.Lost || e.Kind == clients.Revoked }) {
+	if slices.ContainsFunc(m.log.All(), func(e clients.Event) bool { return e.Kind == clients.Lost || e.Kind == clients.Revoked }) {
 		t.Errorf("NOT_COORDINATOR cost the member its partitions\n%s", dump())
 	}
 }
@@ -904,7 +904,7 @@ func TestLoopFatalErrorStopsTheMember(t *testing.T) {
 	for _, a := range as[iFatal+1:] {
 		t.Errorf("sent after the fatal error: %s", a)
 	}
-	evs := m.log.all()
+	evs := m.log.All()
 	iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
 	if iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
 		t.Errorf("no Lost of t[0 1]\n%s", dump())
@@ -951,7 +951,7 @@ func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
 		t.Errorf("close: %v", err)
 	}
 	leaves := 0
-	for _, e := range m.log.all() {
+	for _, e := range m.log.All() {
 		if e.Kind == clients.Sent && e.Op == clients.OpLeave {
 			leaves++
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,25 +110,16 @@ func (h *Host) start(args []string, _ io.Writer) (proc, error) {
 
 // launch starts a hosting JVM; h.mu is held.
 func (h *Host) launch() (*hostJVM, error) {
-	cmdArgs := append(slices.Clone(HostJVMFlags), "-cp", h.rt.Classpath, "Driver", "--host")
-	cmd := exec.Command(h.rt.Java, cmdArgs...)
-	j := &hostJVM{h: h, cmd: cmd, members: map[string]*hosted{}, tail: &tailBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = j.tail
+	j := &hostJVM{h: h, members: map[string]*hosted{}, tail: &tailBuffer{}, exited: make(chan struct{})}
+	var stderr io.Writer = j.tail
 	if h.stderr != nil {
-		cmd.Stderr = io.MultiWriter(j.tail, h.stderr)
+		stderr = io.MultiWriter(j.tail, h.stderr)
 	}
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := h.rt.start(HostJVMFlags, []string{"--host"}, stderr)
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the hosting JVM: %w", err)
 	}
-	j.in = in
+	j.cmd, j.in = cmd, in
 	go j.read(out)
 	return j, nil
 }

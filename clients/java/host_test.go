@@ -4,37 +4,26 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 )
 
 // events records what each hosted member reports.
-type events struct {
-	mu  sync.Mutex
-	all []clients.Event
-}
-
-func (e *events) OnEvent(ev clients.Event) {
-	e.mu.Lock()
-	e.all = append(e.all, ev)
-	e.mu.Unlock()
-}
+type events struct{ clientstest.Recorder }
 
 // leaves counts the leave requests (LeaveGroup, or a ConsumerGroupHeartbeat
 // at epoch -1 or -2) member sent after index from: the member reports a
 // request when its gateway writes it towards the broker, so an unreported
 // one never left.
 func (e *events) leaves(member string, from int) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	n := 0
-	for _, ev := range e.all[from:] {
+	for _, ev := range e.All()[from:] {
 		if ev.Member == member && ev.Kind == clients.Sent && ev.Op == clients.OpLeave {
 			n++
 		}
@@ -42,11 +31,7 @@ func (e *events) leaves(member string, from int) int {
 	return n
 }
 
-func (e *events) len() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.all)
-}
+func (e *events) len() int { return len(e.All()) }
 
 // TestHostedMembers runs four Java members of both protocols (two groups)
 // in one shared JVM against the embedded cluster: they share the process
@@ -58,11 +43,7 @@ func TestHostedMembers(t *testing.T) {
 	if err := java.CheckJava(); err != nil {
 		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
 	}
-	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("embedded cluster: %v", err)
-	}
-	t.Cleanup(func() { e.Close(context.Background()) })
+	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
 	clustertest.CreateTopic(t, e, "hosted", 4)
 	rt, err := (&java.Toolchain{Logf: t.Logf}).Prepare(context.Background(), cluster.DefaultKafkaVersion)
 	if err != nil {
@@ -134,11 +115,10 @@ func TestHostedMembers(t *testing.T) {
 		}
 	}
 	memberID := func(name string) string {
-		evs.mu.Lock()
-		defer evs.mu.Unlock()
-		for i := len(evs.all) - 1; i >= 0; i-- {
-			if evs.all[i].Member == name && evs.all[i].Kind == clients.Assigned && evs.all[i].MemberID != "" {
-				return evs.all[i].MemberID
+		all := evs.All()
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].Member == name && all[i].Kind == clients.Assigned && all[i].MemberID != "" {
+				return all[i].MemberID
 			}
 		}
 		return ""

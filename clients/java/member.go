@@ -25,7 +25,7 @@
 //   - Calls (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 //     ConsumerGroupHeartbeat, OffsetCommit): the JVM connects to the brokers
 //     only through the member's gateway (gateway.go), which reads every
-//     request on its way out and every answer on its way in (wire.go). A
+//     request on its way out and every answer on its way in (wiretap.Calls). A
 //     request is reported Sent before the broker can see it and answered
 //     before the JVM can use the answer: the bracket the history's rule asks
 //     for, measured outside the JVM, as for kgo.
@@ -144,7 +144,7 @@ type Member struct {
 	name, group string
 	topics      []string
 	cfg         cfg
-	wire        *wire
+	wire        *wiretap.Calls
 	tail        *tailBuffer
 
 	cmdMu sync.Mutex // one command at a time: the JVM answers them in order
@@ -204,7 +204,10 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		c.start = jvmStarter(c.rt)
 	}
 	m := &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, owned: clients.Partitions{}, tail: &tailBuffer{}}
-	m.wire = newWire(m)
+	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
+		Group: group, Protocol: c.protocol, Client: "the Java consumer",
+		Event: m.event, Now: m.now, Report: m.report,
+	})
 	return m, nil
 }
 
@@ -220,14 +223,6 @@ func (m *Member) report(e clients.Event) { m.cfg.hooks.OnEvent(e) }
 
 func (m *Member) event(k clients.Kind) clients.Event {
 	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, InstanceID: m.cfg.instanceID, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.now()}
-}
-
-func (m *Member) setEpoch(ev *clients.Event, epoch int32) {
-	if m.cfg.protocol == clients.Consumer {
-		ev.MemberEpoch = epoch
-	} else {
-		ev.Generation = epoch
-	}
 }
 
 // config is the consumer configuration the JVM gets, as key=value.
@@ -482,7 +477,7 @@ func (m *Member) ownership(e msg) {
 	ev.At = jvmTime(e.At, ev.At)
 	ev.MemberID, ev.Partitions = e.MemberID, parts
 	if e.Generation != nil {
-		m.setEpoch(&ev, *e.Generation)
+		ev.Generation, ev.MemberEpoch = m.cfg.protocol.Epochs(*e.Generation)
 	}
 	switch kind {
 	case clients.Assigned:
@@ -594,12 +589,8 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	}
 	out := make([]clients.Record, 0, len(r.Records))
 	for _, x := range r.Records {
-		rec := clients.Record{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Key: x.Key, Value: x.Value, Generation: -1, MemberEpoch: -1}
-		if m.cfg.protocol == clients.Consumer {
-			rec.MemberEpoch = gen
-		} else {
-			rec.Generation = gen
-		}
+		rec := clients.Record{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Key: x.Key, Value: x.Value}
+		rec.Generation, rec.MemberEpoch = m.cfg.protocol.Epochs(gen)
 		out = append(out, rec)
 	}
 	return out, nil
@@ -628,8 +619,8 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 			fmt.Fprintf(&b, " %s %d %d", t, p, offsets[t][p])
 		}
 	}
-	m.wire.setApp(true)
-	defer m.wire.setApp(false)
+	m.wire.SetApp(true)
+	defer m.wire.SetApp(false)
 	r, err := m.command(ctx, b.String(), "committed", 30*time.Second)
 	if err != nil {
 		return nil, err
@@ -797,18 +788,8 @@ var JVMFlags = []string{"-Xms16m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredSt
 
 func jvmStarter(rt Runtime) starter {
 	return func(args []string, stderr io.Writer) (proc, error) {
-		cmdArgs := append(slices.Clone(JVMFlags), "-cp", rt.Classpath, "Driver")
-		cmd := exec.Command(rt.Java, append(cmdArgs, args...)...)
-		cmd.Stderr = stderr
-		in, err := cmd.StdinPipe()
+		cmd, in, out, err := rt.start(JVMFlags, args, stderr)
 		if err != nil {
-			return nil, err
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
 		return &jvm{cmd: cmd, in: in, out: out}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // script is a scripted stand-in for the JVM: the test reads the commands
@@ -102,31 +103,19 @@ func startScripted(t *testing.T, m *Member, started chan *script) *script {
 	return s
 }
 
-type hookLog struct {
-	mu sync.Mutex
-	ev []clients.Event
-}
-
-func (h *hookLog) OnEvent(e clients.Event) {
-	h.mu.Lock()
-	h.ev = append(h.ev, e)
-	h.mu.Unlock()
-}
+type hookLog struct{ clientstest.Recorder }
 
 func (h *hookLog) kinds() []clients.Kind {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []clients.Kind
-	for _, e := range h.ev {
+	for _, e := range h.All() {
 		out = append(out, e.Kind)
 	}
 	return out
 }
 
 func (h *hookLog) last() clients.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ev[len(h.ev)-1]
+	all := h.All()
+	return all[len(all)-1]
 }
 
 func argMap(args []string) map[string]string {

@@ -1,19 +1,16 @@
 package java
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strings"
+	"slices"
 	"sync"
+
+	"github.com/groupquake/groupquake/internal/javatool"
 )
 
 //go:embed driver/Driver.java
@@ -44,23 +41,14 @@ type Toolchain struct {
 	done map[string]Runtime
 }
 
-// ErrNoJava says the machine has no JDK: the Java member kinds need java
-// and javac on PATH.
-var ErrNoJava = errors.New("the Java member kinds (java-*) need a JDK 17 or newer: java and javac on PATH (Debian: apt-get install openjdk-17-jdk-headless), and mvn to resolve kafka-clients (apt-get install maven)")
+// ErrNoJava says the machine has no JDK or no Maven: the Java member kinds
+// need java and javac on PATH, and mvn to resolve kafka-clients.
+var ErrNoJava = javatool.ErrMissingTools
 
-// CheckJava returns ErrNoJava, wrapped with what is missing, when java,
-// javac or mvn is not on PATH.
+// CheckJava returns an error wrapping ErrNoJava, saying what is missing and
+// what to install, when java, javac or mvn is not on PATH.
 func CheckJava() error {
-	var missing []string
-	for _, t := range []string{"java", "javac", "mvn"} {
-		if _, err := exec.LookPath(t); err != nil {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w; missing: %s", ErrNoJava, strings.Join(missing, ", "))
-	}
-	return nil
+	return javatool.CheckTools("the Java member kinds (java-*)")
 }
 
 var versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[A-Za-z0-9.]+)?$`)
@@ -88,20 +76,15 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 		return Runtime{}, err
 	}
 	java, _ := exec.LookPath("java")
-	root, err := cacheRoot()
+	mvn := javatool.Maven{Args: t.MavenArgs, Logf: t.logf}
+	classpath, err := mvn.Build(ctx, javatool.Program{
+		Source: driverSource, Class: "Driver", Cache: version,
+		Artifacts: []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-clients", Version: version}},
+	})
 	if err != nil {
 		return Runtime{}, err
 	}
-	dir := filepath.Join(root, "java", version)
-	libs, err := t.jars(ctx, dir, version)
-	if err != nil {
-		return Runtime{}, err
-	}
-	classes, err := t.compile(ctx, dir, libs)
-	if err != nil {
-		return Runtime{}, err
-	}
-	rt := Runtime{Java: java, Classpath: classes + string(os.PathListSeparator) + filepath.Join(libs, "*"), KafkaClients: version}
+	rt := Runtime{Java: java, Classpath: classpath, KafkaClients: version}
 	if t.done == nil {
 		t.done = map[string]Runtime{}
 	}
@@ -109,105 +92,28 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 	return rt, nil
 }
 
+// start runs the driver: java flags -cp Classpath Driver args, its
+// standard error into stderr, its standard input and output piped.
+func (rt Runtime) start(flags, args []string, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	cmdArgs := append(append(slices.Clone(flags), "-cp", rt.Classpath, "Driver"), args...)
+	cmd := exec.Command(rt.Java, cmdArgs...)
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, in, out, nil
+}
+
 func (t *Toolchain) logf(format string, args ...any) {
 	if t.Logf != nil {
-		t.Logf(format, args...)
+		t.Logf("java: "+format, args...)
 	}
-}
-
-func cacheRoot() (string, error) {
-	if d := os.Getenv("GROUPQUAKE_CACHE"); d != "" {
-		return d, nil
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory for the Java members' jars: set GROUPQUAKE_CACHE: %v", err)
-	}
-	return filepath.Join(d, "groupquake"), nil
-}
-
-const pomTemplate = `<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>io.groupquake</groupId>
-  <artifactId>java-member</artifactId>
-  <version>1</version>
-  <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>%s</version></dependency>
-  </dependencies>
-</project>
-`
-
-// jars resolves kafka-clients version into dir/libs. The directory appears
-// only when resolution succeeded (renamed into place), so a failed or
-// interrupted run leaves nothing half-made.
-func (t *Toolchain) jars(ctx context.Context, dir, version string) (string, error) {
-	libs := filepath.Join(dir, "libs")
-	if _, err := os.Stat(filepath.Join(libs, "kafka-clients-"+version+".jar")); err == nil {
-		return libs, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	work, err := os.MkdirTemp(dir, "resolve-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(work)
-	if err := os.WriteFile(filepath.Join(work, "pom.xml"), fmt.Appendf(nil, pomTemplate, version), 0o644); err != nil {
-		return "", err
-	}
-	t.logf("java: resolving kafka-clients %s with Maven (the machine's Maven settings apply)", version)
-	args := append([]string{"-B", "-q"}, t.MavenArgs...)
-	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
-	cmd := exec.CommandContext(ctx, "mvn", args...)
-	cmd.Dir = work
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("resolving kafka-clients %s with Maven failed (is the version released, and Maven Central or your settings' mirror reachable?): %v\n%s", version, err, lastLines(out, 12))
-	}
-	if _, err := os.Stat(filepath.Join(work, "libs", "kafka-clients-"+version+".jar")); err != nil {
-		return "", fmt.Errorf("maven resolved kafka-clients %s but left no kafka-clients-%s.jar", version, version)
-	}
-	os.RemoveAll(libs)
-	if err := os.Rename(filepath.Join(work, "libs"), libs); err != nil {
-		return "", err
-	}
-	return libs, nil
-}
-
-// compile compiles the driver against libs into dir/classes-<source hash>.
-func (t *Toolchain) compile(ctx context.Context, dir, libs string) (string, error) {
-	sum := sha256.Sum256(driverSource)
-	classes := filepath.Join(dir, "classes-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(classes, "Driver.class")); err == nil {
-		return classes, nil
-	}
-	work, err := os.MkdirTemp(dir, "compile-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(work)
-	src := filepath.Join(work, "Driver.java")
-	if err := os.WriteFile(src, driverSource, 0o644); err != nil {
-		return "", err
-	}
-	out := filepath.Join(work, "classes")
-	cmd := exec.CommandContext(ctx, "javac", "-nowarn", "--release", "17", "-cp", filepath.Join(libs, "*"), "-d", out, src)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("compiling the Java member driver against %s failed: %v\n%s", libs, err, lastLines(b, 20))
-	}
-	if err := os.Rename(out, classes); err != nil {
-		if _, serr := os.Stat(filepath.Join(classes, "Driver.class")); serr == nil {
-			return classes, nil // compiled by another process meanwhile
-		}
-		return "", err
-	}
-	return classes, nil
-}
-
-func lastLines(b []byte, n int) string {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }

@@ -9,7 +9,7 @@
 // Revoked / Lost, with the generation or member epoch kgo's GroupMetadata
 // gives at that moment, and every group request kgo sends by the clients
 // contract (Sent when it is written, the answer when its response is read),
-// by observing kgo's connections (wire.go): kgo has no hook that carries a
+// by observing kgo's connections (wiretap.Calls): kgo has no hook that carries a
 // request or its answer. What it cannot report is why kgo did something:
 // the Kafka error behind a Lost (kgo does not pass it to OnPartitionsLost)
 // shows only as the answer that carried it.
@@ -101,7 +101,7 @@ type Member struct {
 	cfg         cfg
 	opts        []kgo.Opt
 
-	wire *wire
+	wire *wiretap.Calls
 
 	mu        sync.Mutex
 	cl        *kgo.Client
@@ -180,7 +180,7 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	// The dialer the options give (kgo's default when none), read from a
 	// client that never connects, is wrapped so that kgo's group requests
-	// can be reported (wire.go, clients/wiretap).
+	// can be reported (clients/wiretap.Calls).
 	probe, err := kgo.NewClient(m.cfg.kgoOpts...)
 	if err != nil {
 		return fmt.Errorf("kgoref: member %s: %w", m.name, err)
@@ -190,7 +190,10 @@ func (m *Member) Start(ctx context.Context) error {
 	if dial == nil {
 		return fmt.Errorf("kgoref: member %s: kgo has no dialer to observe (OptValue(Dialer) is %T)", m.name, probe.OptValue(kgo.Dialer))
 	}
-	m.wire = newWire(m)
+	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
+		Group: m.group, Protocol: m.cfg.protocol, Client: "kgo",
+		Event: m.event, Now: m.cfg.now, Report: m.cfg.hooks.OnEvent,
+	})
 	cl, err := kgo.NewClient(append(slices.Clone(m.opts), kgo.Dialer(wiretap.Dialer(dial, m.wire)))...)
 	if err != nil {
 		return fmt.Errorf("kgoref: member %s: %w", m.name, err)
@@ -236,12 +239,8 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	_, epoch := cl.GroupMetadata()
 	var out []clients.Record
 	fs.EachRecord(func(r *kgo.Record) {
-		rec := clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: -1}
-		if m.cfg.protocol == clients.Consumer {
-			rec.MemberEpoch = epoch
-		} else {
-			rec.Generation = epoch
-		}
+		rec := clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value}
+		rec.Generation, rec.MemberEpoch = m.cfg.protocol.Epochs(epoch)
 		out = append(out, rec)
 	})
 	return out, ferr
@@ -280,8 +279,8 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 	)
 	// The requests kgo writes now are the application's; their Sent and
 	// answers are reported from the wire.
-	m.wire.setApp(true)
-	defer m.wire.setApp(false)
+	m.wire.SetApp(true)
+	defer m.wire.SetApp(false)
 	cl.CommitOffsetsSync(ctx, eo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			reqErr = err
@@ -298,48 +297,17 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 				if perr[t.Topic] == nil {
 					perr[t.Topic] = map[int32]string{}
 				}
-				perr[t.Topic][p.Partition], _ = errName(kerr.ErrorForCode(p.ErrorCode))
+				perr[t.Topic][p.Partition] = wiretap.ErrName(kerr.ErrorForCode(p.ErrorCode))
 			}
 		}
 		// A coordinator that rejects a commit (stale generation or epoch) rejects every
 		// partition with the same error: that is the request failing as a whole.
-		if _, code, all := sameError(resp); all {
+		if _, code, all := wiretap.CommitRejected(resp); all {
 			reqErr = kerr.ErrorForCode(code)
 			perr = nil
 		}
 	})
 	return perr, reqErr
-}
-
-// sameError reports whether every partition of resp carries one non-zero
-// error code.
-func sameError(resp *kmsg.OffsetCommitResponse) (string, int16, bool) {
-	var code int16
-	n := 0
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 || (n > 0 && p.ErrorCode != code) {
-				return "", 0, false
-			}
-			code = p.ErrorCode
-			n++
-		}
-	}
-	if n == 0 {
-		return "", 0, false
-	}
-	name, _ := errName(kerr.ErrorForCode(code))
-	return name, code, true
-}
-
-// errName returns the Kafka error name of err, or its text for transport
-// errors.
-func errName(err error) (string, int16) {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Message, ke.Code
-	}
-	return err.Error(), 0
 }
 
 // Close leaves the group (kgo's LeaveGroup: LeaveGroup or a leave heartbeat
@@ -364,14 +332,6 @@ func (m *Member) Close(ctx context.Context) error {
 
 func (m *Member) event(k clients.Kind) clients.Event {
 	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.now()}
-}
-
-func (m *Member) setEpoch(ev *clients.Event, epoch int32) {
-	if m.cfg.protocol == clients.Consumer {
-		ev.MemberEpoch = epoch
-	} else {
-		ev.Generation = epoch
-	}
 }
 
 // ownership reports an ownership change from a kgo callback with the epoch
@@ -409,7 +369,7 @@ func (m *Member) ownership(k clients.Kind, cl *kgo.Client, ps map[string][]int32
 	m.mu.Unlock()
 	ev := m.event(k)
 	ev.MemberID = memberID
-	m.setEpoch(&ev, epoch)
+	ev.Generation, ev.MemberEpoch = m.cfg.protocol.Epochs(epoch)
 	ev.Partitions = parts
 	ev.Why = why
 	m.cfg.hooks.OnEvent(ev)

@@ -11,27 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/kgoref"
 )
 
 // log collects the events of several members in the order they were
 // reported, as the run's history would.
-type log struct {
-	mu sync.Mutex
-	es []clients.Event
-}
-
-func (l *log) OnEvent(e clients.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.es = append(l.es, e)
-}
-
-func (l *log) events() []clients.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]clients.Event(nil), l.es...)
-}
+type log struct{ clientstest.Recorder }
 
 func poller(ctx context.Context, t *testing.T, m *kgoref.Member, got chan<- clients.Record) *sync.WaitGroup {
 	var wg sync.WaitGroup
@@ -136,7 +122,7 @@ func TestClassicHandOff(t *testing.T) {
 		}
 	}
 
-	es := l.events()
+	es := l.All()
 	revokedAt := map[int32]int{}
 	committed, left := false, 0
 	for i, e := range es {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,12 +21,9 @@ import (
 // or a broken connection finds the coordinator again and keeps the
 // partitions (the session is still valid on the new coordinator).
 type Classic struct {
-	g     *Group
-	idx   int32
-	st    state
-	leave chan struct{}
-	once  sync.Once
-	done  chan struct{}
+	g   *Group
+	idx int32
+	lifecycle
 
 	co       coord // the coordinator the member last talked to
 	memberID string
@@ -38,21 +34,9 @@ type Classic struct {
 
 // NewClassic makes classic member number idx of the group.
 func (g *Group) NewClassic(idx int32) *Classic {
-	return &Classic{g: g, idx: idx, leave: make(chan struct{}), done: make(chan struct{}), gen: -1}
-}
-
-// State implements Member.
-func (m *Classic) State() State { return m.st.get() }
-
-// Leave implements Member.
-func (m *Classic) Leave(ctx context.Context) error {
-	m.once.Do(func() { close(m.leave) })
-	select {
-	case <-m.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	m := &Classic{g: g, idx: idx, gen: -1}
+	m.prepare()
+	return m
 }
 
 // Run implements Member.

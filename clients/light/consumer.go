@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,12 +25,9 @@ import (
 // coordinator again and resends the full heartbeat, keeping the
 // partitions.
 type Consumer struct {
-	g     *Group
-	idx   int32
-	st    state
-	leave chan struct{}
-	once  sync.Once
-	done  chan struct{}
+	g   *Group
+	idx int32
+	lifecycle
 
 	co       coord
 	memberID string
@@ -50,23 +46,10 @@ func (g *Group) NewConsumer(idx int32) *Consumer {
 	binary.BigEndian.PutUint64(b[8:], g.rng.Uint64())
 	g.mu.Unlock()
 	id := base64.RawURLEncoding.EncodeToString(b[:])
-	c := &Consumer{g: g, idx: idx, leave: make(chan struct{}), done: make(chan struct{}), memberID: id}
+	c := &Consumer{g: g, idx: idx, memberID: id}
+	c.prepare()
 	c.st.s.MemberID = id
 	return c
-}
-
-// State implements Member.
-func (m *Consumer) State() State { return m.st.get() }
-
-// Leave implements Member.
-func (m *Consumer) Leave(ctx context.Context) error {
-	m.once.Do(func() { close(m.leave) })
-	select {
-	case <-m.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Run implements Member.

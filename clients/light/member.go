@@ -56,3 +56,30 @@ func (s *state) update(f func(*State)) {
 	f(&s.s)
 	s.mu.Unlock()
 }
+
+// lifecycle is what both kinds of member share besides their protocol: the
+// State that Run writes and State reads, and Leave's handshake with Run.
+type lifecycle struct {
+	st    state
+	leave chan struct{} // closed by Leave: Run leaves the group and returns
+	once  sync.Once
+	done  chan struct{} // closed by Run when it returns
+}
+
+func (l *lifecycle) prepare() {
+	l.leave, l.done = make(chan struct{}), make(chan struct{})
+}
+
+// State implements Member.
+func (l *lifecycle) State() State { return l.st.get() }
+
+// Leave implements Member.
+func (l *lifecycle) Leave(ctx context.Context) error {
+	l.once.Do(func() { close(l.leave) })
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

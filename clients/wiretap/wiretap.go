@@ -1,10 +1,12 @@
 // Package wiretap observes the Kafka requests and responses on a client's
 // connections without changing a byte: a kgo.Dialer wrapper whose
 // connections decode the frames going by (kmsg) and hand them to an
-// Observer. clients/kgoref reports kgo's group requests through it (kgo has
-// no hook that carries a request or its answer: kgo.HookBrokerWrite and
-// HookBrokerRead give keys, sizes and timings only), and the harness's
-// contract suite uses it as an independent witness of what members send.
+// Observer. Calls is the Observer that reports a member's group requests
+// and their answers by the clients contract: clients/kgoref uses it for kgo
+// (kgo has no hook that carries a request or its answer: kgo.HookBrokerWrite
+// and HookBrokerRead give keys, sizes and timings only) and clients/java for
+// the Java consumer. The harness's contract suite uses the package as an
+// independent witness of what members send.
 //
 // Timing: Request is called before the request's bytes are written, and
 // Response once the whole response frame has been read, before the client

@@ -68,11 +68,26 @@ func javaTime(b *testing.B, rt Runtime, file, name string) (Timing, bool) {
 	return t, true
 }
 
-// report adds Kafka's ns/op and groupquake's time over Kafka's.
-func report(b *testing.B, java Timing) {
-	goNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	b.ReportMetric(java.NsPerOp, "kafka-ns/op")
-	b.ReportMetric(goNs/java.NsPerOp, "go/kafka")
+// timeBoth times run, groupquake's side of case name (the benchmark's
+// ns/op), and with the Java side beside it reports Kafka's ns/op for the
+// case's file and groupquake's time over Kafka's.
+func timeBoth(b *testing.B, rt Runtime, haveJava bool, file, name string, run func() error) {
+	var java Timing
+	if haveJava {
+		java, _ = javaTime(b, rt, file, name)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if haveJava {
+		goNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(java.NsPerOp, "kafka-ns/op")
+		b.ReportMetric(goNs/java.NsPerOp, "go/kafka")
+	}
 }
 
 func caseFile(name string) string {
@@ -105,20 +120,7 @@ func BenchmarkAssignVsKafka(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var java Timing
-			if haveJava {
-				java, _ = javaTime(b, rt, file, c.Name)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := g.Run(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if haveJava {
-				report(b, java)
-			}
+			timeBoth(b, rt, haveJava, file, c.Name, func() error { _, err := g.Run(); return err })
 		})
 	}
 }
@@ -143,20 +145,7 @@ func BenchmarkReconcileVsKafka(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var java Timing
-			if haveJava {
-				java, _ = javaTime(b, rt, file, c.Name)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := g.Run(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if haveJava {
-				report(b, java)
-			}
+			timeBoth(b, rt, haveJava, file, c.Name, func() error { _, err := g.Run(); return err })
 		})
 	}
 }

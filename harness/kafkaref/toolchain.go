@@ -3,19 +3,16 @@ package kafkaref
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/groupquake/groupquake/clients/java"
+	"github.com/groupquake/groupquake/internal/javatool"
 )
 
 //go:embed KafkaRef.java
@@ -35,23 +32,13 @@ type Runtime struct {
 	JVMFlags []string
 }
 
-const pomTemplate = `<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>io.groupquake</groupId>
-  <artifactId>kafkaref</artifactId>
-  <version>1</version>
-  <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-group-coordinator</artifactId><version>%s</version></dependency>
-  </dependencies>
-</project>
-`
-
 // Prepare resolves org.apache.kafka:kafka-group-coordinator of release
 // kafka and its runtime dependencies from Maven Central with mvn (the
 // machine's Maven settings apply) and compiles KafkaRef.java against them
-// with javac, as clients/java does for kafka-clients. Both are cached under
-// $GROUPQUAKE_CACHE (else the user cache directory's groupquake/) in
-// java/group-coordinator-<kafka>/. logf reports the slow steps (nil: silent).
+// with javac, as clients/java does for kafka-clients (both with
+// internal/javatool). Both are cached under $GROUPQUAKE_CACHE (else the user
+// cache directory's groupquake/) in java/group-coordinator-<kafka>/. logf
+// reports the slow steps (nil: silent).
 func Prepare(ctx context.Context, kafka string, logf func(string, ...any)) (Runtime, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -59,7 +46,7 @@ func Prepare(ctx context.Context, kafka string, logf func(string, ...any)) (Runt
 	if err := java.CheckVersion(kafka); err != nil {
 		return Runtime{}, err
 	}
-	if err := java.CheckJava(); err != nil {
+	if err := javatool.CheckTools("the Kafka reference runner (harness/kafkaref)"); err != nil {
 		return Runtime{}, err
 	}
 	javaBin, _ := exec.LookPath("java")
@@ -67,26 +54,17 @@ func Prepare(ctx context.Context, kafka string, logf func(string, ...any)) (Runt
 	if err != nil {
 		return Runtime{}, err
 	}
-	root := os.Getenv("GROUPQUAKE_CACHE")
-	if root == "" {
-		d, err := os.UserCacheDir()
-		if err != nil {
-			return Runtime{}, fmt.Errorf("no cache directory for Kafka's group-coordinator jars: set GROUPQUAKE_CACHE: %v", err)
-		}
-		root = filepath.Join(d, "groupquake")
-	}
-	dir := filepath.Join(root, "java", "group-coordinator-"+kafka)
-	libs, err := resolve(ctx, dir, kafka, logf)
-	if err != nil {
-		return Runtime{}, err
-	}
-	classes, err := compile(ctx, dir, libs)
+	mvn := javatool.Maven{Logf: func(format string, args ...any) { logf("kafkaref: "+format, args...) }}
+	classpath, err := mvn.Build(ctx, javatool.Program{
+		Source: driverSource, Class: "KafkaRef", Cache: "group-coordinator-" + kafka,
+		Artifacts: []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-group-coordinator", Version: kafka}},
+	})
 	if err != nil {
 		return Runtime{}, err
 	}
 	return Runtime{
 		Java:      javaBin,
-		Classpath: classes + string(os.PathListSeparator) + filepath.Join(libs, "*"),
+		Classpath: classpath,
 		Kafka:     kafka,
 		JavaMajor: major,
 		JVMFlags:  []string{"-Xms1g", "-Xmx4g"},
@@ -105,74 +83,6 @@ func javaMajor(ctx context.Context, javaBin string) (int, error) {
 		return 0, fmt.Errorf("cannot read the Java version from java -version: %q", firstLine(out))
 	}
 	return strconv.Atoi(string(m[1]))
-}
-
-// resolve puts the jars into dir/libs; the directory appears only when
-// resolution succeeded (renamed into place).
-func resolve(ctx context.Context, dir, kafka string, logf func(string, ...any)) (string, error) {
-	libs := filepath.Join(dir, "libs")
-	jar := "kafka-group-coordinator-" + kafka + ".jar"
-	if _, err := os.Stat(filepath.Join(libs, jar)); err == nil {
-		return libs, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	work, err := os.MkdirTemp(dir, "resolve-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(work)
-	if err := os.WriteFile(filepath.Join(work, "pom.xml"), fmt.Appendf(nil, pomTemplate, kafka), 0o644); err != nil {
-		return "", err
-	}
-	logf("kafkaref: resolving kafka-group-coordinator %s with Maven (the machine's Maven settings apply)", kafka)
-	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
-	cmd.Dir = work
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("resolving kafka-group-coordinator %s with Maven failed (is the version released, and Maven Central or your settings' mirror reachable?): %v\n%s", kafka, err, lastLines(out, 12))
-	}
-	if _, err := os.Stat(filepath.Join(work, "libs", jar)); err != nil {
-		return "", fmt.Errorf("maven resolved kafka-group-coordinator %s but left no %s", kafka, jar)
-	}
-	os.RemoveAll(libs)
-	if err := os.Rename(filepath.Join(work, "libs"), libs); err != nil {
-		if _, serr := os.Stat(filepath.Join(libs, jar)); serr == nil {
-			return libs, nil // resolved by another process meanwhile
-		}
-		return "", err
-	}
-	return libs, nil
-}
-
-// compile compiles KafkaRef.java against libs into dir/classes-<source hash>.
-func compile(ctx context.Context, dir, libs string) (string, error) {
-	sum := sha256.Sum256(driverSource)
-	classes := filepath.Join(dir, "classes-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(classes, "KafkaRef.class")); err == nil {
-		return classes, nil
-	}
-	work, err := os.MkdirTemp(dir, "compile-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(work)
-	src := filepath.Join(work, "KafkaRef.java")
-	if err := os.WriteFile(src, driverSource, 0o644); err != nil {
-		return "", err
-	}
-	out := filepath.Join(work, "classes")
-	cmd := exec.CommandContext(ctx, "javac", "-nowarn", "--release", "17", "-cp", filepath.Join(libs, "*"), "-d", out, src)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("compiling KafkaRef.java against %s failed: %v\n%s", libs, err, lastLines(b, 20))
-	}
-	if err := os.Rename(out, classes); err != nil {
-		if _, serr := os.Stat(filepath.Join(classes, "KafkaRef.class")); serr == nil {
-			return classes, nil // compiled by another process meanwhile
-		}
-		return "", err
-	}
-	return classes, nil
 }
 
 // Print runs every case of file once and returns what KafkaRef prints for
@@ -216,7 +126,7 @@ func (rt Runtime) run(ctx context.Context, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("KafkaRef %s (Kafka %s): %v\n%s", args[0], rt.Kafka, err, lastLines(stderr.Bytes(), 20))
+		return "", fmt.Errorf("KafkaRef %s (Kafka %s): %v\n%s", args[0], rt.Kafka, err, javatool.LastLines(stderr.Bytes(), 20))
 	}
 	return stdout.String(), nil
 }
@@ -224,12 +134,4 @@ func (rt Runtime) run(ctx context.Context, args ...string) (string, error) {
 func firstLine(b []byte) string {
 	line, _, _ := bytes.Cut(bytes.TrimSpace(b), []byte("\n"))
 	return string(line)
-}
-
-func lastLines(b []byte, n int) string {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }

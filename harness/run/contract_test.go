@@ -48,11 +48,7 @@ const contractLatency = 300 * time.Millisecond
 //
 // HistoryWellFormed and EpochMonotonic must hold on the history.
 func TestMemberContract(t *testing.T) {
-	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("embedded cluster: %v", err)
-	}
-	t.Cleanup(func() { e.Close(context.Background()) })
+	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
 	clustertest.CreateTopic(t, e, "contract", 3)
 	// The broken kinds too: a deliberate bug is in what the member does,
 	// never in how it reports what it sent (a stale commit that reached

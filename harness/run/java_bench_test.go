@@ -31,11 +31,7 @@ import (
 //
 //	go test ./harness/run -run '^$' -bench BenchmarkMemberStart -benchtime 5x
 func BenchmarkMemberStart(b *testing.B) {
-	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close(context.Background())
+	e := clustertest.Embedded(b, cluster.EmbeddedConfig{Logf: func(string, ...any) {}}) // quiet: benchmarks print every log line
 	clustertest.CreateTopic(b, e, "bench", 3)
 	tc := &java.Toolchain{}
 	if _, err := tc.Prepare(context.Background(), cluster.DefaultKafkaVersion); err != nil {

@@ -27,11 +27,7 @@ func TestJavaMemberContract(t *testing.T) {
 	if err := java.CheckJava(); err != nil {
 		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
 	}
-	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("embedded cluster: %v", err)
-	}
-	t.Cleanup(func() { e.Close(context.Background()) })
+	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
 	clustertest.CreateTopic(t, e, "contract", 3)
 	tc := &java.Toolchain{Logf: t.Logf}
 	reg := run.JavaRegistry(tc)

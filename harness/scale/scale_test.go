@@ -8,17 +8,14 @@ import (
 
 	"github.com/groupquake/groupquake/clients/light"
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/scale"
 )
 
+// embedded is a quiet embedded cluster: benchmarks print every log line.
 func embedded(t testing.TB) *cluster.Embedded {
 	t.Helper()
-	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(context.Background()) })
-	return e
+	return clustertest.Embedded(t, cluster.EmbeddedConfig{Logf: func(string, ...any) {}})
 }
 
 // options are small timers for the embedded cluster (its consumer

@@ -178,16 +178,7 @@ func startCluster(t *testing.T, version string) cluster.Handle {
 	if !*embedded {
 		return clustertest.Start(t, cluster.Config{Version: version, Nodes: 1})
 	}
-	e, err := cluster.StartEmbedded(context.Background(), cluster.EmbeddedConfig{Version: version, Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("start the embedded cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(context.Background()); err != nil {
-			t.Errorf("close the embedded cluster: %v", err)
-		}
-	})
-	return e
+	return clustertest.Embedded(t, cluster.EmbeddedConfig{Version: version})
 }
 
 // TestBrokenMembersAreCaught runs every broken kind and its unbroken kind

@@ -18,6 +18,7 @@ import (
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
 	"github.com/groupquake/groupquake/clients/classic"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 )
@@ -50,46 +51,13 @@ func classicEachVersion(t *testing.T, fn func(t *testing.T, c *cluster.Cluster))
 }
 
 // classicRecorder keeps a member's events.
-type classicRecorder struct {
-	mu     sync.Mutex
-	events []clients.Event
-}
+type classicRecorder struct{ clientstest.Recorder }
 
-func (r *classicRecorder) OnEvent(e clients.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *classicRecorder) all() []clients.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
-func (r *classicRecorder) count(k clients.Kind) int {
-	n := 0
-	for _, e := range r.all() {
-		if e.Kind == k {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *classicRecorder) of(k clients.Kind) []clients.Event {
-	var out []clients.Event
-	for _, e := range r.all() {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (r *classicRecorder) count(k clients.Kind) int { return len(r.Of(k)) }
 
 func (r *classicRecorder) String() string {
 	var b strings.Builder
-	for _, e := range r.all() {
+	for _, e := range r.All() {
 		if e.Kind == clients.Heartbeat && e.Err == "" {
 			continue
 		}
@@ -243,7 +211,7 @@ func TestClassicEagerRange(t *testing.T) {
 		eventually(t, "A [0 1 2], B [3 4 5] in one generation", func() bool {
 			return a.owns(topic, 0, 1, 2) && b.owns(topic, 3, 4, 5) && a.Generation().ID == b.Generation().ID
 		})
-		rev := a.rec.of(clients.Revoked)
+		rev := a.rec.Of(clients.Revoked)
 		if len(rev) != 1 || !slices.Equal(rev[0].Partitions[topic], []int32{0, 1, 2, 3, 4, 5}) {
 			t.Errorf("A's revocations %v, want one of all 6 (eager)", rev)
 		}
@@ -275,7 +243,7 @@ func TestClassicCooperativeSticky(t *testing.T) {
 		eventually(t, "A [0 1 2], B [3 4 5]", func() bool {
 			return a.owns(topic, 0, 1, 2) && b.owns(topic, 3, 4, 5) && a.Generation().ID == b.Generation().ID
 		})
-		rev := a.rec.of(clients.Revoked)
+		rev := a.rec.Of(clients.Revoked)
 		if len(rev) != 1 || !slices.Equal(rev[0].Partitions[topic], []int32{3, 4, 5}) {
 			t.Errorf("A's revocations %v, want exactly [3 4 5] once", rev)
 		}
@@ -284,12 +252,12 @@ func TestClassicCooperativeSticky(t *testing.T) {
 		}
 		// B got [3 4 5] only after A revoked them: B's assignment comes in
 		// a later generation than A's revocation.
-		if as := b.rec.of(clients.Assigned); len(as) == 0 || len(rev) == 0 || as[0].Generation <= rev[0].Generation {
+		if as := b.rec.Of(clients.Assigned); len(as) == 0 || len(rev) == 0 || as[0].Generation <= rev[0].Generation {
 			t.Errorf("B assigned %v, A revoked %v: B must get them in a later generation", as, rev)
 		}
 		b.close(t)
 		eventually(t, "A owns all 6 again", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
-		for _, e := range a.rec.of(clients.Revoked) {
+		for _, e := range a.rec.Of(clients.Revoked) {
 			if slices.ContainsFunc(e.Partitions[topic], func(p int32) bool { return p < 3 }) {
 				t.Errorf("A gave up %v", e.Partitions)
 			}
@@ -348,11 +316,11 @@ func TestClassicDuplicateInstanceFenced(t *testing.T) {
 		if !errors.Is(a.Err(), kerr.FencedInstanceID) || !errors.Is(a.Err(), classic.ErrFatal) {
 			t.Errorf("A stopped with %v, want fatal FENCED_INSTANCE_ID", a.Err())
 		}
-		fenced := a.rec.of(clients.Fenced)
+		fenced := a.rec.Of(clients.Fenced)
 		if len(fenced) != 1 || fenced[0].Err != "FENCED_INSTANCE_ID" {
 			t.Errorf("A's Fenced events %v, want one FENCED_INSTANCE_ID", fenced)
 		}
-		if lost := a.rec.of(clients.Lost); len(lost) != 1 || lost[0].Partitions.Count() != 6 || a.Owned().Count() != 0 {
+		if lost := a.rec.Of(clients.Lost); len(lost) != 1 || lost[0].Partitions.Count() != 6 || a.Owned().Count() != 0 {
 			t.Errorf("A lost %v and owns %v, want all 6 lost", lost, a.Owned())
 		}
 		eventually(t, "A2 owns all 6", func() bool { return a2.owns(topic, 0, 1, 2, 3, 4, 5) })
@@ -446,7 +414,7 @@ func TestClassicSessionTimeoutKickedCannotCommit(t *testing.T) {
 			return g.MemberID != before.MemberID && a.Stable() && b.Stable() &&
 				a.Owned().Count() == 3 && b.Owned().Count() == 3 && g.ID == b.Generation().ID
 		})
-		lost := a.rec.of(clients.Lost)
+		lost := a.rec.Of(clients.Lost)
 		if len(lost) != 1 || !slices.Equal(lost[0].Partitions[topic], []int32{0, 1, 2}) {
 			t.Errorf("A's Lost events %v, want [0 1 2] once", lost)
 		}
@@ -587,7 +555,7 @@ func TestClassicInteropKgo(t *testing.T) {
 						all := slices.Sorted(slices.Values(append(slices.Clone(mine), other...)))
 						return slices.Equal(other, theirs.partitions()) && slices.Equal(all, []int32{0, 1, 2, 3, 4, 5})
 					})
-					joined := ours.rec.of(clients.Joined)
+					joined := ours.rec.Of(clients.Joined)
 					if last := joined[len(joined)-1]; last.Leader != oursLead {
 						t.Errorf("our member leads = %v, want %v", last.Leader, oursLead)
 					}

@@ -69,6 +69,26 @@ func Start(t testing.TB, cfg cluster.Config) *cluster.Cluster {
 	return c
 }
 
+// Embedded starts the embedded cluster (the reference coordinator served in
+// this process: no Docker, so the unit tier runs it too), closed when t
+// ends. cfg.Logf defaults to t.Logf.
+func Embedded(t testing.TB, cfg cluster.EmbeddedConfig) *cluster.Embedded {
+	t.Helper()
+	if cfg.Logf == nil {
+		cfg.Logf = t.Logf
+	}
+	e, err := cluster.StartEmbedded(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start the embedded cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(context.Background()); err != nil {
+			t.Errorf("close the embedded cluster: %v", err)
+		}
+	})
+	return e
+}
+
 // CreateTopic creates topic with partitions, replicated as far as the
 // cluster allows.
 func CreateTopic(t testing.TB, c cluster.Handle, topic string, partitions int32) {

@@ -1,45 +1,67 @@
-package java
+package wiretap
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
-	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
-// The Java consumer sends its group requests itself and exposes no hook
-// that carries a request or its answer. To report calls by the clients
-// contract the member observes the JVM's connections where they pass the
-// gateway (gateway.go, clients/wiretap): a request of a tracked kind is
-// reported Sent just before the gateway writes it towards the broker, and
-// answered once its response frame has been read, before the JVM gets it.
-// This is the same witness clients/kgoref uses for kgo, adapted. The frames are decoded,
-// so the events carry what was really sent (generation, member epoch,
-// offsets) and answered.
+// Calls is an Observer that reports the group requests a client writes, and
+// their answers, by the clients contract (package clients, "Calls"), for a
+// member whose client sends its group requests itself and exposes no hook
+// that carries a request or its answer: kgo (clients/kgoref) and the Java
+// consumer (clients/java). A request of a tracked kind is reported Sent just
+// before it is written, and answered once its response frame has been read,
+// before the client gets it. The frames are decoded, so the events carry
+// what was really sent (generation, member epoch, offsets) and answered.
 //
 // Tracked: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 // ConsumerGroupHeartbeat (a leave when its epoch is negative), OffsetCommit
 // of the member's group. Metadata answers are read for topic ids, which
 // name the partitions of a ConsumerGroupHeartbeat assignment. A request whose
-// answer never comes (the connection closes, or the JVM writes the next request
-// of its lane first) is answered as having no answer: an unknown outcome.
-type wire struct {
-	m *Member
+// answer never comes (the connection closes, or the client writes the next
+// request of its lane first) is answered as having no answer: an unknown
+// outcome.
+type Calls struct {
+	cfg CallsConfig
 
 	mu    sync.Mutex
 	calls uint64
-	lanes map[clients.Lane]*wireCall // the last call of each lane
-	names map[[16]byte]string        // topic ids seen in Metadata answers
-	app   bool                       // Member.Commit is running: its commits are the application's
+	lanes map[clients.Lane]*call // the last call of each lane
+	names map[[16]byte]string    // topic ids seen in Metadata answers
+	app   bool                   // Member.Commit is running: its commits are the application's
 }
 
-type wireCall struct {
+// CallsConfig says whose requests a Calls observer reports, and to whom.
+type CallsConfig struct {
+	// Group is the member's group; requests for other groups are not
+	// reported.
+	Group string
+	// Protocol says what an OffsetCommit's generation field holds: a
+	// generation (classic) or a member epoch (consumer).
+	Protocol clients.Protocol
+	// Client names who writes the requests in the events' whys: "kgo",
+	// "the Java consumer".
+	Client string
+	// Event returns a new event of the member: its identity filled in,
+	// Generation, MemberEpoch and GroupEpoch -1, At now.
+	Event func(clients.Kind) clients.Event
+	// Now is the member's clock, for the answers' At.
+	Now func() time.Time
+	// Report receives every event. It is called under the observer's
+	// lock, so that a lane's Sent and answers arrive in the order they
+	// were decided, whatever connection goroutine decides them.
+	Report func(clients.Event)
+}
+
+type call struct {
 	op   clients.Op
 	req  kmsg.Request
 	done bool
@@ -49,86 +71,90 @@ type wireCall struct {
 // metadataToken marks a Metadata request, whose answer only names topics.
 type metadataToken struct{}
 
-var _ wiretap.Observer = (*wire)(nil)
+var _ Observer = (*Calls)(nil)
 
-func newWire(m *Member) *wire {
-	return &wire{m: m, lanes: map[clients.Lane]*wireCall{}, names: map[[16]byte]string{}}
+// NewCalls returns an observer that reports what cfg says.
+func NewCalls(cfg CallsConfig) *Calls {
+	return &Calls{cfg: cfg, lanes: map[clients.Lane]*call{}, names: map[[16]byte]string{}}
 }
 
-func (w *wire) setApp(on bool) {
+// SetApp says whether the OffsetCommits written from now on are the
+// application's (Member.Commit is running).
+func (w *Calls) SetApp(on bool) {
 	w.mu.Lock()
 	w.app = on
 	w.mu.Unlock()
 }
 
-// Wants implements wiretap.Observer.
-func (w *wire) Wants(key int16) bool {
+// Wants implements Observer.
+func (w *Calls) Wants(key int16) bool {
 	return key == kmsg.Metadata.Int16() || trackedOp(key) != ""
 }
 
-// Broken implements wiretap.Observer.
-func (w *wire) Broken(err error) {
-	ev := w.m.event(clients.Error)
+// Broken implements Observer.
+func (w *Calls) Broken(err error) {
+	ev := w.cfg.Event(clients.Error)
 	ev.Err = err.Error()
-	ev.Why = "a connection of the JVM could not be observed any more; its group requests are not reported: " + err.Error()
-	w.m.report(ev)
+	ev.Why = "a connection of " + w.cfg.Client + " could not be observed any more; its group requests are not reported: " + err.Error()
+	w.cfg.Report(ev)
 }
 
-// Lost implements wiretap.Observer.
-func (w *wire) Lost(token any, err error) {
-	if call, ok := token.(*wireCall); ok {
-		w.answer(call, nil, err)
+// Lost implements Observer.
+func (w *Calls) Lost(token any, err error) {
+	if c, ok := token.(*call); ok {
+		w.answer(c, nil, err)
 	}
 }
 
-// Response implements wiretap.Observer.
-func (w *wire) Response(token any, resp kmsg.Response) {
+// Response implements Observer.
+func (w *Calls) Response(token any, resp kmsg.Response) {
 	switch t := token.(type) {
 	case metadataToken:
 		if mr, ok := resp.(*kmsg.MetadataResponse); ok {
 			w.learnNames(mr)
 		}
-	case *wireCall:
+	case *call:
 		w.answer(t, resp, nil)
 	}
 }
 
-// Request implements wiretap.Observer: a tracked request of the member's
-// group is reported Sent.
-func (w *wire) Request(req kmsg.Request) any {
+// Request implements Observer: a tracked request of the member's group is
+// reported Sent.
+func (w *Calls) Request(req kmsg.Request) any {
 	if req.Key() == kmsg.Metadata.Int16() {
 		return metadataToken{}
 	}
 	op := trackedOp(req.Key())
-	ev := w.m.event(clients.Sent)
+	ev := w.cfg.Event(clients.Sent)
+	wrote := w.cfg.Client + " wrote "
 	group := ""
 	switch r := req.(type) {
 	case *kmsg.JoinGroupRequest:
 		group = r.Group
-		ev.MemberID, ev.Why = r.MemberID, "the Java consumer wrote JoinGroup"
+		ev.MemberID, ev.Why = r.MemberID, wrote+"JoinGroup"
 	case *kmsg.SyncGroupRequest:
 		group = r.Group
-		ev.MemberID, ev.Generation, ev.Why = r.MemberID, r.Generation, "the Java consumer wrote SyncGroup"
+		ev.MemberID, ev.Generation, ev.Why = r.MemberID, r.Generation, wrote+"SyncGroup"
 	case *kmsg.HeartbeatRequest:
 		group = r.Group
-		ev.MemberID, ev.Generation, ev.Why = r.MemberID, r.Generation, "the Java consumer wrote Heartbeat"
+		ev.MemberID, ev.Generation, ev.Why = r.MemberID, r.Generation, wrote+"Heartbeat"
 	case *kmsg.LeaveGroupRequest:
 		group = r.Group
-		ev.MemberID, ev.Why = r.MemberID, "the Java consumer wrote LeaveGroup"
+		ev.MemberID, ev.Why = r.MemberID, wrote+"LeaveGroup"
 		if len(r.Members) == 1 {
 			ev.MemberID = r.Members[0].MemberID
 		}
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		group = r.Group
 		ev.MemberID, ev.MemberEpoch = r.MemberID, r.MemberEpoch
-		ev.Why = fmt.Sprintf("the Java consumer wrote ConsumerGroupHeartbeat with member epoch %d", r.MemberEpoch)
+		ev.Why = fmt.Sprintf("%sConsumerGroupHeartbeat with member epoch %d", wrote, r.MemberEpoch)
 		if r.MemberEpoch < 0 {
 			op = clients.OpLeave
 		}
 	case *kmsg.OffsetCommitRequest:
 		group = r.Group
-		ev.MemberID, ev.Why = r.MemberID, "the Java consumer wrote OffsetCommit"
-		w.m.setEpoch(&ev, r.Generation)
+		ev.MemberID, ev.Why = r.MemberID, wrote+"OffsetCommit"
+		ev.Generation, ev.MemberEpoch = w.cfg.Protocol.Epochs(r.Generation)
 		ev.Offsets = map[string]map[int32]int64{}
 		for _, t := range r.Topics {
 			name := t.Topic
@@ -143,25 +169,22 @@ func (w *wire) Request(req kmsg.Request) any {
 			}
 		}
 	}
-	if op == "" || group != w.m.group {
+	if op == "" || group != w.cfg.Group {
 		return nil
 	}
-	// Events are reported under mu, so that a lane's Sent and answers
-	// reach the hooks in the order they were decided, whatever connection
-	// goroutine decides them.
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	lane := op.Lane()
 	if prev := w.lanes[lane]; prev != nil && !prev.done {
-		w.answerLocked(prev, nil, fmt.Errorf("the Java consumer wrote %s before this request's answer came", kmsg.NameForKey(req.Key())))
+		w.answerLocked(prev, nil, fmt.Errorf("%s%s before this request's answer came", wrote, kmsg.NameForKey(req.Key())))
 	}
 	w.calls++
 	ev.Call, ev.Op = w.calls, op
 	ev.App = op == clients.OpCommit && w.app
-	call := &wireCall{op: op, req: req, ev: ev}
-	w.lanes[lane] = call
-	w.m.report(ev)
-	return call
+	c := &call{op: op, req: req, ev: ev}
+	w.lanes[lane] = c
+	w.cfg.Report(ev)
+	return c
 }
 
 func trackedOp(key int16) clients.Op {
@@ -180,7 +203,7 @@ func trackedOp(key int16) clients.Op {
 	return ""
 }
 
-func (w *wire) learnNames(mr *kmsg.MetadataResponse) {
+func (w *Calls) learnNames(mr *kmsg.MetadataResponse) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range mr.Topics {
@@ -190,31 +213,31 @@ func (w *wire) learnNames(mr *kmsg.MetadataResponse) {
 	}
 }
 
-func (w *wire) name(id [16]byte) string {
+func (w *Calls) name(id [16]byte) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.names[id]
 }
 
-// answer reports the answer of call: resp, or err when none came. A call
-// is answered once; a second answer (a late response after the call was
-// given up) is dropped.
-func (w *wire) answer(call *wireCall, resp kmsg.Response, err error) {
+// answer reports the answer of c: resp, or err when none came. A call is
+// answered once; a second answer (a late response after the call was given
+// up) is dropped.
+func (w *Calls) answer(c *call, resp kmsg.Response, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.answerLocked(call, resp, err)
+	w.answerLocked(c, resp, err)
 }
 
-func (w *wire) answerLocked(call *wireCall, resp kmsg.Response, err error) {
-	if call.done {
+func (w *Calls) answerLocked(c *call, resp kmsg.Response, err error) {
+	if c.done {
 		return
 	}
-	call.done = true
+	c.done = true
 
-	ev := call.ev
-	ev.At = w.m.now()
+	ev := c.ev
+	ev.At = w.cfg.Now()
 	ev.Why = ""
-	switch call.op {
+	switch c.op {
 	case clients.OpJoin:
 		ev.Kind = clients.Joined
 	case clients.OpSync:
@@ -228,13 +251,13 @@ func (w *wire) answerLocked(call *wireCall, resp kmsg.Response, err error) {
 	}
 	if err != nil {
 		ev.Err, ev.Why = err.Error(), "no answer: "+err.Error()
-		switch call.op {
+		switch c.op {
 		case clients.OpCommit:
 			ev.Kind = clients.CommitFailed
 		case clients.OpJoin, clients.OpSync:
 			ev.Kind = clients.Error // Joined and Synced mean a generation or an assignment came
 		}
-		w.m.report(ev)
+		w.cfg.Report(ev)
 		return
 	}
 	code := int16(0)
@@ -269,7 +292,7 @@ func (w *wire) answerLocked(call *wireCall, resp kmsg.Response, err error) {
 		ev.Why = "LeaveGroup answered"
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		code = r.ErrorCode
-		if code == 0 && call.op == clients.OpHeartbeat {
+		if code == 0 && c.op == clients.OpHeartbeat {
 			ev.MemberEpoch = r.MemberEpoch
 			ev.Why = fmt.Sprintf("ConsumerGroupHeartbeat answered member epoch %d", r.MemberEpoch)
 			if r.Assignment != nil {
@@ -277,7 +300,7 @@ func (w *wire) answerLocked(call *wireCall, resp kmsg.Response, err error) {
 				for _, t := range r.Assignment.Topics {
 					name := w.names[t.TopicID]
 					if name == "" {
-						ok = false // an id the JVM's metadata has not named yet: the assignment is left out
+						ok = false // an id the client's metadata has not named yet: the assignment is left out
 						break
 					}
 					ps[name] = append(ps[name], t.Partitions...)
@@ -301,29 +324,29 @@ func (w *wire) answerLocked(call *wireCall, resp kmsg.Response, err error) {
 					if perr[name] == nil {
 						perr[name] = map[int32]string{}
 					}
-					perr[name][p.Partition], _ = errName(kerr.ErrorForCode(p.ErrorCode))
+					perr[name][p.Partition] = ErrName(kerr.ErrorForCode(p.ErrorCode))
 				}
 			}
 		}
 		ev.Why = "OffsetCommit answered"
-		if name, c, all := sameError(r); all {
-			ev.Kind, ev.Err, ev.ErrCode = clients.CommitFailed, name, c
+		if name, code, all := CommitRejected(r); all {
+			ev.Kind, ev.Err, ev.ErrCode = clients.CommitFailed, name, code
 			ev.Why = "the coordinator rejected the OffsetCommit: " + name
 		} else if len(perr) > 0 {
 			ev.PartitionErrs = perr
 		}
-		w.m.report(ev)
+		w.cfg.Report(ev)
 		return
 	}
 	if code != 0 {
-		if call.op == clients.OpJoin || call.op == clients.OpSync {
+		if c.op == clients.OpJoin || c.op == clients.OpSync {
 			ev.Kind = clients.Error
 		}
 		ev.ErrCode = code
-		ev.Err, _ = errName(kerr.ErrorForCode(code))
-		ev.Why = kmsg.NameForKey(call.req.Key()) + " answered " + ev.Err
+		ev.Err = ErrName(kerr.ErrorForCode(code))
+		ev.Why = kmsg.NameForKey(c.req.Key()) + " answered " + ev.Err
 	}
-	w.m.report(ev)
+	w.cfg.Report(ev)
 }
 
 func sorted(p clients.Partitions) clients.Partitions {
@@ -336,10 +359,10 @@ func sorted(p clients.Partitions) clients.Partitions {
 	return out
 }
 
-// sameError reports whether every partition of resp carries one non-zero
-// error code.
-func sameError(resp *kmsg.OffsetCommitResponse) (string, int16, bool) {
-	var code int16
+// CommitRejected reports whether every partition of resp carries one
+// non-zero error code: the coordinator rejected the commit as a whole (a
+// stale generation or member epoch), with the error's name and code.
+func CommitRejected(resp *kmsg.OffsetCommitResponse) (name string, code int16, all bool) {
 	n := 0
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -353,16 +376,15 @@ func sameError(resp *kmsg.OffsetCommitResponse) (string, int16, bool) {
 	if n == 0 {
 		return "", 0, false
 	}
-	name, _ := errName(kerr.ErrorForCode(code))
-	return name, code, true
+	return ErrName(kerr.ErrorForCode(code)), code, true
 }
 
-// errName returns the Kafka error name of err, or its text for transport
-// errors.
-func errName(err error) (string, int16) {
+// ErrName returns the Kafka error name of err (FENCED_MEMBER_EPOCH), or its
+// text for transport errors.
+func ErrName(err error) string {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		return ke.Message, ke.Code
+		return ke.Message
 	}
-	return err.Error(), 0
+	return err.Error()
 }

@@ -1,0 +1,42 @@
+// Package clientstest holds what the tests of groupquake's members share:
+// a Hooks that keeps every event a member reports.
+package clientstest
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// Recorder is a clients.Hooks that keeps every event, in the order they
+// were reported; safe for concurrent use. The zero value is ready.
+type Recorder struct {
+	mu     sync.Mutex
+	events []clients.Event
+}
+
+// OnEvent implements clients.Hooks.
+func (r *Recorder) OnEvent(e clients.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// All returns a copy of the events so far.
+func (r *Recorder) All() []clients.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// Of returns the events of kind k so far.
+func (r *Recorder) Of(k clients.Kind) []clients.Event {
+	var out []clients.Event
+	for _, e := range r.All() {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
