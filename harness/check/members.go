@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,10 @@ type memberTrace struct {
 	lastErr  string // error of the last membership call that failed after the last that succeeded
 	errPos   int
 	stopped  int // position of its FStopped after the last call that succeeded, -1 if none
+	// moves are the positions of the answers that told it the coordinator
+	// moved or was loading (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+	// COORDINATOR_LOAD_IN_PROGRESS).
+	moves []int
 }
 
 // traceMember follows member name through the events before position upto.
@@ -29,7 +34,11 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 	}
 	failed := func(err string, i int) {
 		tr.last = i
-		if err != "" {
+		switch err {
+		case "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS":
+			tr.moves = append(tr.moves, i)
+		case "":
+		default:
 			tr.lastErr, tr.errPos = err, i
 		}
 	}
@@ -74,6 +83,10 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 			case e.Type == history.Invoke || memberName(v.Member, e.Process) != name:
 			case e.F == history.FStopped:
 				tr.stopped, tr.last = i, i
+			case tr.errPos >= 0:
+				// The member telling what the failed call before meant
+				// (JoinGroup: fatal FENCED_INSTANCE_ID): the call is the cause.
+				tr.last = i
 			default:
 				failed(v.Error, i)
 			}
@@ -101,22 +114,36 @@ func memberName(member, process string) string {
 	return name
 }
 
-// knownGiveUp says whether a member that dropped out of the group after
-// the failed membership call v did so by a Kafka behaviour the project
-// knows (README, Findings), and which: KafkaConsumer treats both answers
-// as fatal (AbstractHeartbeatRequestManager.onErrorResponse sends every
-// error it does not list to handleFatalFailure), and so does groupquake's
-// consumer, as Java.
-func knownGiveUp(v any) (string, bool) {
-	hb, ok := v.(history.Heartbeat)
-	if !ok || hb.Protocol != history.ProtocolConsumer {
-		return "", false
-	}
-	switch {
-	case hb.Error == "GROUP_ID_NOT_FOUND":
-		return "a coordinator that has lost its log answers ConsumerGroupHeartbeat from state it never wrote with GROUP_ID_NOT_FOUND, which KafkaConsumer treats as fatal (README, Findings)", true
-	case hb.Error == "UNKNOWN_SERVER_ERROR" && hb.Epoch == 0:
-		return "a consumer-protocol member joining a classic group while a rebalance is in flight whose members do not all support the group's protocol makes the online upgrade throw (ClassicGroupMember.metadata), answered UNKNOWN_SERVER_ERROR, which KafkaConsumer treats as fatal (README, Findings; vector consumer/mixed_upgrade_refused.txt)", true
+// moveWindow is how close to a coordinator move a static member's fatal
+// answer must come to be the behaviour knownGiveUp names.
+const moveWindow = 15 * time.Second
+
+// knownGiveUp says whether member tr dropped out of the group, after its
+// failed membership call at tr.errPos, by a Kafka behaviour the project
+// knows (README, Findings), and which. KafkaConsumer treats every one of
+// these answers as fatal (AbstractHeartbeatRequestManager.onErrorResponse
+// and AbstractCoordinator's join handlers), and so do groupquake's
+// members, as Java.
+func knownGiveUp(f *facts, tr memberTrace) (string, bool) {
+	at := f.ev[tr.errPos].Time
+	moved := slices.ContainsFunc(tr.moves, func(p int) bool { return p < tr.errPos && at-f.ev[p].Time <= moveWindow })
+	switch v := f.vals[tr.errPos].(type) {
+	case history.Heartbeat:
+		if v.Protocol != history.ProtocolConsumer {
+			break
+		}
+		switch {
+		case v.Error == "GROUP_ID_NOT_FOUND":
+			return "a coordinator that has lost its log answers ConsumerGroupHeartbeat from state it never wrote with GROUP_ID_NOT_FOUND (README, Findings)", true
+		case v.Error == "UNKNOWN_SERVER_ERROR" && v.Epoch == 0:
+			return "a consumer-protocol member joining a classic group while a rebalance is in flight whose members do not all support the group's protocol makes the online upgrade throw (ClassicGroupMember.metadata), answered UNKNOWN_SERVER_ERROR (README, Findings; vector consumer/mixed_upgrade_refused.txt)", true
+		case v.Error == "UNRELEASED_INSTANCE_ID" && moved:
+			return "a static member told UNKNOWN_MEMBER_ID by a coordinator answering from state it never wrote rejoins at epoch 0, and the next coordinator, which still holds it at its epoch from the log, refuses its instance id (README, Findings)", true
+		}
+	case history.Join:
+		if v.Error == "FENCED_INSTANCE_ID" && moved {
+			return "a static member given a new member id by a coordinator answering from state it never wrote rejoins with it, and the next coordinator, which holds the instance id under the member id in the log, fences it (README, Findings)", true
+		}
 	}
 	return "", false
 }
@@ -179,7 +206,7 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 		if tr.stopped >= 0 {
 			// It stopped for good: no time would bring it back.
 			if tr.errPos >= 0 {
-				if why, ok := knownGiveUp(f.vals[tr.errPos]); ok {
+				if why, ok := knownGiveUp(f, tr); ok {
 					v.note("member %s stopped for good at event %d after %s at event %d and is not in the group at the %s: a known Kafka behaviour: %s", name, f.idx(tr.stopped), tr.lastErr, f.idx(tr.errPos), label, why)
 					continue
 				}
@@ -197,7 +224,7 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			continue
 		}
 		if tr.errPos >= 0 {
-			if why, ok := knownGiveUp(f.vals[tr.errPos]); ok {
+			if why, ok := knownGiveUp(f, tr); ok {
 				v.note("member %s not in the group at the %s since %s at event %d: a known Kafka behaviour: %s", name, label, tr.lastErr, f.idx(tr.errPos), why)
 				continue
 			}

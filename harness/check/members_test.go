@@ -123,6 +123,64 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a static member refused after a coordinator move is a known Kafka behaviour, without the move it is not", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			moved bool
+			call  func(h *hist) int64
+		}{
+			{"FENCED_INSTANCE_ID to JoinGroup", true, func(h *hist) int64 {
+				_, p := h.call("b/join", history.FJoin, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1}, history.Fail, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1, Error: "FENCED_INSTANCE_ID"})
+				h.info("b", history.FFenced, history.Membership{Member: "b", MemberID: "b2", Epoch: 1, Error: "FENCED_INSTANCE_ID"})
+				return p
+			}},
+			{"FENCED_INSTANCE_ID to JoinGroup", false, nil},
+			{"UNRELEASED_INSTANCE_ID to ConsumerGroupHeartbeat", true, func(h *hist) int64 {
+				_, p := h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: "UNRELEASED_INSTANCE_ID"})
+				return p
+			}},
+			{"UNRELEASED_INSTANCE_ID to ConsumerGroupHeartbeat", false, nil},
+		} {
+			call := tc.call
+			if call == nil { // the same call as the case before, without the move
+				if tc.name[0] == 'F' {
+					call = func(h *hist) int64 {
+						_, p := h.call("b/join", history.FJoin, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1}, history.Fail, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1, Error: "FENCED_INSTANCE_ID"})
+						return p
+					}
+				} else {
+					call = func(h *hist) int64 {
+						_, p := h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: "UNRELEASED_INSTANCE_ID"})
+						return p
+					}
+				}
+			}
+			h := newHist(t)
+			h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+			h.assigned("a", 1, 0, 1)
+			h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, ResultEpoch: 2})
+			h.wait(time.Minute)
+			if tc.moved {
+				h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: "NOT_COORDINATOR"})
+			}
+			fatal := call(h)
+			h.info("b", history.FStopped, history.Membership{Member: "b", Epoch: -1, Error: "stopped"})
+			h.phase(history.PhaseHeal)
+			g := stable(1)
+			g.Members = g.Members[:1]
+			h.describe(g)
+			h.info("harness", history.FPhase, history.Phase{Name: history.PhaseFinal, Members: []string{"a", "b"}})
+			v := EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: g, Time: h.now}}, convergePlan())
+			if !tc.moved {
+				mustCite(t, v, fatal)
+				continue
+			}
+			mustHold(t, v)
+			if !hasNote(v, "a known Kafka behaviour: a static member") {
+				t.Fatalf("%s: notes %v", tc.name, v.Notes)
+			}
+		}
+	})
 	t.Run("a history whose final marker names no members says membership was not judged", func(t *testing.T) {
 		h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 40*time.Second)
 		ev := h.events()
