@@ -190,11 +190,15 @@ func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n           
 //     once; a tick that moves time, and `restart`, end the section (the
 //     rest is skipped): the target's clock is real and sessions of seconds
 //     cannot be replayed without asserting durations;
+//   - `create-topic` and `set-topics` (a metadata change) end the section:
+//     when a broker's group coordinator sees the change is its own;
 //   - a request the reference refuses (a version its profile does not
 //     serve) is the same answer if the target does not advertise that
 //     version either, and is not sent: a broker closes the connection on it;
 //   - a `new` that needs broker settings the target does not run with
-//     (delay, max-size, min/max-session) skips the section; settings that
+//     (delay, max-size, min/max-session, migration, consumer-heartbeat,
+//     consumer-max-size, assignors) skips the section, every step saying
+//     which setting; settings that
 //     only act when time passes (new-member-timeout, retention,
 //     consumer-session, assignment-interval) are replaced by the target's.
 func Run(ctx context.Context, t Target, secs []Section, opt Options) (Report, error) {
@@ -279,7 +283,46 @@ type runner struct {
 // target runs with fixed (Settings), with the value they amount to: a
 // section that asks for another cannot run.
 func brokerNewArgs() [][2]string {
-	return [][2]string{{"delay", "0s"}, {"max-session", "30m0s"}, {"max-size", "0"}, {"min-session", "1s"}, {"migration", "bidirectional"}}
+	return [][2]string{{"delay", "0s"}, {"max-session", "30m0s"}, {"max-size", "0"}, {"min-session", "1s"}, {"migration", "bidirectional"},
+		{"consumer-heartbeat", "5s"}, {"consumer-max-size", "0"}, {"assignors", "uniform,range"}}
+}
+
+// needsBrokerSetting says why a section whose `new` is newArgs cannot run
+// on a target with Settings, "" if it can.
+func needsBrokerSetting(newArgs Step) string {
+	for _, kv := range brokerNewArgs() {
+		key, want := kv[0], kv[1]
+		if !hasArg(newArgs.Args, key) {
+			continue
+		}
+		got := strings.Join(argList(newArgs.Args, key), ",")
+		if d, err := time.ParseDuration(got); err == nil {
+			got = d.String()
+		}
+		if got != want {
+			return fmt.Sprintf("section needs broker setting %s=%s; the target runs %s (differential.Settings)", key, got, want)
+		}
+	}
+	return ""
+}
+
+// endsSection says why step st ends its section on a target (every step
+// from it on is skipped with that reason), "" if it does not.
+func endsSection(st Step) string {
+	switch st.Cmd {
+	case "tick":
+		if d, err := time.ParseDuration(argKey(st)); err == nil && d == 0 {
+			return ""
+		}
+		return fmt.Sprintf("after %s at %s: the target's clock is real (section ends)", command(st), st.Pos)
+	case "restart":
+		return fmt.Sprintf("after restart at %s: the target's coordinator does not move (section ends)", st.Pos)
+	case "create-topic":
+		return fmt.Sprintf("after create-topic at %s: a regex sees a new topic only after 10s of the target's real clock (section ends)", st.Pos)
+	case "set-topics":
+		return fmt.Sprintf("after set-topics at %s: the vector deletes topics or adds partitions, which a broker's group coordinator sees only when its metadata image catches up, at no step the runner can pin (section ends)", st.Pos)
+	}
+	return ""
 }
 
 // timeOnlyNewArgs lists the `new` arguments that act only when time passes,
@@ -299,19 +342,9 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 	if s.New != nil {
 		newArgs = *s.New
 	}
-	for _, kv := range brokerNewArgs() {
-		key, want := kv[0], kv[1]
-		if !hasArg(newArgs.Args, key) {
-			continue
-		}
-		got := argVal(newArgs.Args, key, "")
-		if d, err := time.ParseDuration(got); err == nil {
-			got = d.String()
-		}
-		if got != want {
-			skipAll(fmt.Sprintf("section needs broker setting %s=%s; the target runs %s (differential.Settings)", key, argVal(newArgs.Args, key, ""), want))
-			return nil
-		}
+	if why := needsBrokerSetting(newArgs); why != "" {
+		skipAll(why)
+		return nil
 	}
 	var adapted []string
 	if pin := argVal(newArgs.Args, "version", ""); pin != "" && pin != r.t.Version {
@@ -367,20 +400,10 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 				sec.answer(st, nil)
 				continue
 			}
+		}
+		if why := endsSection(st); why != "" {
 			for _, rest := range s.Steps[i:] {
-				sec.skip(rest, fmt.Sprintf("after %s at %s: the target's clock is real (section ends)", command(st), st.Pos))
-			}
-			sec.finish()
-			return nil
-		case "restart":
-			for _, rest := range s.Steps[i:] {
-				sec.skip(rest, fmt.Sprintf("after restart at %s: the target's coordinator does not move (section ends)", st.Pos))
-			}
-			sec.finish()
-			return nil
-		case "create-topic":
-			for _, rest := range s.Steps[i:] {
-				sec.skip(rest, fmt.Sprintf("after create-topic at %s: a regex sees a new topic only after 10s of the target's real clock (section ends)", st.Pos))
+				sec.skip(rest, why)
 			}
 			sec.finish()
 			return nil

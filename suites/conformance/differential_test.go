@@ -39,9 +39,9 @@ import (
 
 var differentialReport = flag.String("differential.report", "", "directory for the differential reports (default $GROUPQUAKE_RUNS_DIR, else only logged)")
 
-// vectorDirs are the vector folders the differential mode replays. The
-// consumergroup package's own vectors (coordinator/consumergroup/testdata)
-// use another command set and are not replayed.
+// vectorDirs are the vector folders the differential mode replays: every
+// conformance vector of the coordinator (the consumer-group engine's are in
+// consumer/, run through the shell).
 var vectorDirs = []string{"classic", "offsets", "consumer"}
 
 // explanation is a known difference against a target: the step (vector
