@@ -517,6 +517,9 @@ type targetNames struct {
 	byID     map[[16]byte]string
 	toTarget map[string]string // reference member id → target member id
 	toRef    map[string]string
+	// regexes maps a confined regex, without the namespace, back to the
+	// vector's (Regex).
+	regexes map[string]string
 }
 
 func (n *targetNames) Group(s string) string {
@@ -531,12 +534,25 @@ func (n *targetNames) Topic(s string) string { return n.ns + s }
 // Regex confines a vector's regex to the section's topics: Kafka matches
 // whole topic names, so the namespace, quoted, then the vector's regex as
 // a group match what the vector's regex matches among the section's
-// topics and nothing else.
+// topics and nothing else. Kafka quotes a regex it refuses in its error
+// message: Text maps the confined regex back to the vector's. A regex
+// that does not parse at all (RE2 syntax, which RE2/J shares) goes as
+// written: it matches nothing, and confining it would change which error
+// the target finds (`foo)` inside a group has one parenthesis too many in
+// another place).
 func (n *targetNames) Regex(s string) string {
 	if s == "" {
 		return ""
 	}
-	return regexp.QuoteMeta(n.ns) + "(?:" + s + ")"
+	if _, err := regexp.Compile(s); err != nil {
+		return s
+	}
+	wrapped := "(?:" + s + ")"
+	if n.regexes == nil {
+		n.regexes = map[string]string{}
+	}
+	n.regexes[wrapped] = s
+	return regexp.QuoteMeta(n.ns) + wrapped
 }
 
 func (n *targetNames) TopicID(s string) [16]byte {
@@ -597,7 +613,11 @@ func (t targetNorm) TopicName(id [16]byte) string {
 	return vectors.TopicName(id)
 }
 func (t targetNorm) Text(s string) string {
+	s = strings.ReplaceAll(s, regexp.QuoteMeta(t.n.ns), "")
 	s = strings.ReplaceAll(s, t.n.ns, "")
+	for _, w := range slices.SortedFunc(maps.Keys(t.n.regexes), func(a, b string) int { return len(b) - len(a) }) {
+		s = strings.ReplaceAll(s, w, t.n.regexes[w])
+	}
 	// Longest ids first, so that no id is replaced inside a longer one.
 	tgts := slices.SortedFunc(maps.Keys(t.n.toRef), func(a, b string) int { return len(b) - len(a) })
 	for _, id := range tgts {
