@@ -93,6 +93,10 @@ type Options struct {
 	// reference's "/127.0.0.1": a broker in a container sees its bridge's
 	// gateway, which says nothing about the coordinator.
 	SameHost bool
+	// ReadsSeeWrites says that the target answers every read from its
+	// latest write (kfake: one goroutine serves a group), so a read that
+	// differs is not asked again (reread), which costs two seconds a time.
+	ReadsSeeWrites bool
 }
 
 // Outcome of one compared answer.
