@@ -329,6 +329,31 @@ func endsSection(st Step) string {
 	return ""
 }
 
+// nothingToSend reports whether section s ends (endsSection) before any
+// request step, and then why each step is skipped, as the run would skip
+// it: a section that sends nothing needs no topics or probes on the target
+// (seconds each).
+func nothingToSend(s Section) ([]string, bool) {
+	whys := make([]string, len(s.Steps))
+	for i, st := range s.Steps {
+		if end := endsSection(st); end != "" {
+			for j := i; j < len(s.Steps); j++ {
+				whys[j] = end
+			}
+			return whys, true
+		}
+		switch st.Cmd {
+		case "state", "records", "replay":
+			whys[i] = "reads the reference's internal state"
+		case "tick": // tick 0s: the reference's timers only
+			whys[i] = "moves no time and sends no request"
+		default:
+			return nil, false
+		}
+	}
+	return whys, true
+}
+
 // timeOnlyNewArgs lists the `new` arguments that act only when time passes,
 // which Run never lets it do.
 func timeOnlyNewArgs() []string {
@@ -358,6 +383,14 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 		if hasArg(newArgs.Args, k) {
 			adapted = append(adapted, fmt.Sprintf("%s=%s replaced by the target's setting (acts only when time passes)", k, argVal(newArgs.Args, k, "")))
 		}
+	}
+
+	if whys, ok := nothingToSend(s); ok {
+		// No request before the section ends: no topics, no namespace.
+		for i, st := range s.Steps {
+			r.rep.Results = append(r.rep.Results, Result{Section: name, Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: whys[i]})
+		}
+		return nil
 	}
 
 	img, derived := sectionTopics(s)
