@@ -29,7 +29,16 @@ import (
 // --embedded) and which profile behaviour makes a step answer differently.
 func Model(p version.Profile, secs []Section, javaVersion int) ([]Result, error) {
 	var out []Result
+	sent := map[string]string{}
 	for _, s := range secs {
+		if needsBrokerSetting(newStep(s)) == "" {
+			if why := sameRequests(sent, s); why != "" {
+				for _, st := range s.Steps {
+					out = append(out, Result{Section: s.Name(), Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: why})
+				}
+				continue
+			}
+		}
 		rs, err := modelSection(p, s, javaVersion)
 		if err != nil {
 			return out, fmt.Errorf("%s: %v", s.Name(), err)
@@ -37,6 +46,14 @@ func Model(p version.Profile, secs []Section, javaVersion int) ([]Result, error)
 		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// newStep is the section's `new`, or an empty step.
+func newStep(s Section) Step {
+	if s.New != nil {
+		return *s.New
+	}
+	return Step{}
 }
 
 func modelSection(p version.Profile, s Section, javaVersion int) ([]Result, error) {

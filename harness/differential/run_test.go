@@ -249,3 +249,54 @@ func TestRegexNames(t *testing.T) {
 		t.Errorf("Text: %q", got)
 	}
 }
+
+// A section that repeats an earlier one's requests with only another
+// pinned release is compared once; another setting or another request
+// makes it a section of its own.
+func TestSameRequestsComparedOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := writeVector(t, dir, "consumer/y.txt", `new version=4.1.0 topics=(foo:2)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+new version=4.2.0 topics=(foo:2)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+new version=4.2.0 topics=(foo:3)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+new version=4.4.0 topics=(foo:2)
+----
+ok
+
+consumer-group-heartbeat member=B epoch=0 subscribe=(foo)
+----
+ok
+`)
+	secs, err := ParseFile(p, "consumer/y.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]string{}
+	var got []string
+	for _, s := range secs {
+		got = append(got, sameRequests(sent, s))
+	}
+	if got[0] != "" || !strings.HasPrefix(got[1], "the requests of consumer/y.txt again") || got[2] != "" || got[3] != "" {
+		t.Errorf("sameRequests: %q", got)
+	}
+}
