@@ -82,7 +82,7 @@ images: engine
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(VERSIONS)
 
 # Tests of CLUSTER_PKGS that need no Docker and ran in the unit tier: not
-# run twice (TestDifferentialKfake replays every vector against kfake, 90 s).
+# run twice (TestDifferentialKfake replays every vector against kfake, 30 s).
 UNIT_ONLY := ^TestDifferentialKfake$$
 
 ## cluster-tests: tests against real Kafka clusters in containers.

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/vectors"
 )
@@ -75,6 +78,12 @@ func fmtConsumerRecord(r records.Record) (string, bool) {
 		if v.InstanceID != nil {
 			body += " instance=" + *v.InstanceID
 		}
+		if v.RackID != nil {
+			body += " rack=" + *v.RackID
+		}
+		if v.ServerAssignor != nil {
+			body += " assignor=" + *v.ServerAssignor
+		}
 		if c := v.ClassicMemberMetadata; c != nil {
 			// A classic member of the consumer group: its session timeout
 			// and protocol names (the subscription bytes are in `state`).
@@ -109,4 +118,25 @@ func fmtConsumerRecord(r records.Record) (string, bool) {
 		body = fmt.Sprintf("%+v", v)
 	}
 	return head + " " + body, true
+}
+
+// consumerManager is the coordinator's consumer-group engine (the default
+// one: every vector runs it).
+func (e *env) consumerManager() *consumergroup.Manager {
+	mg, ok := e.c.consumer.(managerGroups)
+	if !ok {
+		e.t.Fatalf("the coordinator's consumer-group engine is %T, not the default Manager", e.c.consumer)
+	}
+	return mg.m
+}
+
+// checkInvariants holds the live consumer groups to the partition-ownership
+// invariants after every command (consumergroup.CheckInvariants).
+func (e *env) checkInvariants(d *datadriven.TestData) {
+	if e.c == nil {
+		return
+	}
+	if err := consumergroup.CheckInvariants(e.consumerManager().State()); err != nil {
+		e.t.Errorf("%s: after %q: %v", d.Pos, d.Cmd, err)
+	}
 }

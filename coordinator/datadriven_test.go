@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
@@ -35,6 +36,7 @@ func TestConformance(t *testing.T) {
 				e.t = t
 				out := e.handle(d)
 				e.checkReplay(d)
+				e.checkInvariants(d)
 				return out
 			})
 		})
@@ -78,7 +80,13 @@ func (e *env) handle(d *datadriven.TestData) string {
 		e.now = e.now.Add(dur)
 		e.tick(&b)
 	case "state":
-		return strings.TrimSuffix(e.c.State().String(), "\n")
+		// The consumer groups with topic names for ids (vectors.TopicName),
+		// which the coordinator's State keeps as ids.
+		st := e.c.State()
+		if st.Consumer != "" {
+			st.Consumer = e.consumerManager().State().Format(func(id consumergroup.TopicID) string { return vectors.TopicName(id) })
+		}
+		return strings.TrimSuffix(st.String(), "\n")
 	case "records":
 		// records: the records written since the last `records`.
 		for _, r := range e.log[e.shown:] {
@@ -86,11 +94,31 @@ func (e *env) handle(d *datadriven.TestData) string {
 		}
 		e.shown = len(e.log)
 	case "restart":
-		// restart [max-size=N]: a new coordinator loads the log (Replay,
-		// then Loaded), as after a coordinator failover; parked requests
-		// are lost. max-size changes group.max.size across the restart.
+		// restart [max-size=N] [version=V]: a new coordinator loads the
+		// log (Replay, then Loaded), as after a coordinator failover;
+		// parked requests are lost. max-size changes group.max.size across
+		// the restart; version makes the new coordinator another release
+		// (a rolling upgrade or downgrade), with
+		// group.consumer.assignment.interval.ms at 0 where the release
+		// has it and the vector did not set it.
 		if d.HasArg("max-size") {
 			e.cfg.MaxGroupSize = e.int(d, "max-size", 0)
+		}
+		if s := e.arg(d, "version", ""); s != "" {
+			v, err := version.Parse(s)
+			if err != nil {
+				e.t.Fatalf("%s: restart: %v", d.Pos, err)
+			}
+			e.profile = v.Profile()
+			if !e.profile.AssignmentInterval {
+				e.cfg.Consumer.AssignmentInterval = nil
+			} else if e.cfg.Consumer.AssignmentInterval == nil {
+				zero := time.Duration(0)
+				e.cfg.Consumer.AssignmentInterval = &zero
+			}
+			if !e.profile.RegexPeriodicRefresh {
+				e.cfg.Consumer.RegexRefreshInterval = nil
+			}
 		}
 		c := e.replayed()
 		e.c = c
@@ -111,6 +139,21 @@ func (e *env) handle(d *datadriven.TestData) string {
 			e.topics = append(e.topics, e.parseTopic(d, spec))
 		}
 		return "ok"
+	case "set-topics":
+		// set-topics topics=(name:partitions,…): the metadata image becomes
+		// exactly these topics (a topic left out was deleted, a count that
+		// grew gained partitions), as a broker's group coordinator learns
+		// from a new metadata image (GMM.onNewMetadataImage). Nothing is
+		// written; a consumer group sees the change at its next heartbeat.
+		if e.cfg.Topics == nil {
+			e.t.Fatalf("%s: set-topics needs an image: give new topics=(…)", d.Pos)
+		}
+		e.topics = e.topics[:0]
+		for _, spec := range e.list(d, "topics") {
+			e.topics = append(e.topics, e.parseTopic(d, spec))
+		}
+		e.consumerManager().SetTopics(cgTopics(e.cfg.Topics))
+		return "ok"
 	default:
 		req, ok, err := vectors.Request(vectors.Identity{}, d.Cmd, args(d))
 		if !ok {
@@ -129,7 +172,8 @@ func (e *env) handle(d *datadriven.TestData) string {
 }
 
 // new version=4.4.0 [delay=0s] [min-session=1s] [max-session=…] [max-size=N] [retention=…] [retention-check=…]
-// [topics=(name:partitions,…)] [consumer-session=45s] [assignment-interval=…] [regex-refresh=10m] [migration=bidirectional]
+// [topics=(name:partitions,…)] [consumer-session=45s] [consumer-heartbeat=5s] [consumer-max-size=N]
+// [assignors=(uniform,range)] [assignment-interval=…] [regex-refresh=10m] [migration=bidirectional]
 // starts over with an empty coordinator.
 func (e *env) new(d *datadriven.TestData) {
 	s := e.arg(d, "version", "")
@@ -177,6 +221,19 @@ func (e *env) new(d *datadriven.TestData) {
 		iv := e.dur(d, "assignment-interval", 0)
 		e.cfg.Consumer.AssignmentInterval = &iv
 	}
+	// group.consumer.heartbeat.interval.ms; with consumer-session, the
+	// lower bounds of both go down to 1s so that a vector may use short
+	// timers (Kafka's minimums are 45s and 5s).
+	if d.HasArg("consumer-heartbeat") {
+		e.cfg.Consumer.HeartbeatInterval = e.dur(d, "consumer-heartbeat", 0)
+		e.cfg.Consumer.MinHeartbeatInterval = time.Second
+	}
+	if d.HasArg("consumer-session") {
+		e.cfg.Consumer.MinSessionTimeout = time.Second
+	}
+	// group.consumer.max.size and group.consumer.assignors.
+	e.cfg.Consumer.MaxSize = e.int(d, "consumer-max-size", 0)
+	e.cfg.Consumer.Assignors = e.list(d, "assignors")
 	c, err := New(e.profile, e.cfg)
 	if err != nil {
 		e.t.Fatal(err)

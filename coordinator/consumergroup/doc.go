@@ -20,7 +20,8 @@
 //
 //  1. Replaying every record a Manager returned, in order, into a fresh
 //     Manager of the same profile gives an equal State. The conformance
-//     vectors check this after every step.
+//     vectors (coordinator/testdata/consumer, run through the coordinator)
+//     check this after every step, and CheckInvariants.
 //  2. Timers (session and rebalance timeouts) are not state: they live
 //     beside it, as in Kafka's CoordinatorTimer, and Loaded re-arms them
 //     after a replay the way GroupMetadataManager.onLoaded does.

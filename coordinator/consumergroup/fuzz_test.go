@@ -215,7 +215,7 @@ func runHeartbeatFuzz(t *testing.T, data []byte) {
 			t.Fatalf("Kafka %s, step %d: %s", v, steps, diff)
 		}
 		s := e.m.State()
-		if err := checkInvariants(s); err != nil {
+		if err := consumergroup.CheckInvariants(s); err != nil {
 			t.Fatalf("Kafka %s, step %d: %v", v, steps, err)
 		}
 		seen := map[string]bool{}

@@ -193,7 +193,9 @@ func (hb *heartbeat) existingGroup() (*group, error) {
 		if _, err := classicGate(hb.rc.Classic, hb.req.Group, false); err != nil {
 			return nil, err
 		}
-		return nil, errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", hb.req.Group)
+		// GMM.group: "Group", where getOrMaybeCreateConsumerGroup (the
+		// heartbeat path) says "Consumer group".
+		return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", hb.req.Group)
 	}
 	return g, nil
 }

@@ -454,13 +454,14 @@ func (m *Manager) imageVersion() int64 { return max(m.version, m.rp.regexVersion
 
 // checkRE2J says how Kafka's Pattern.compile (com.google.re2j, the release
 // of p.RE2J) takes pattern. desc is the PatternSyntaxException description
-// Kafka reports ("missing closing )"), "" when the pattern compiles.
+// Kafka reports ("missing closing ]"), "" when the pattern compiles.
 // unsupported, when set, says why the model cannot vouch for resolving it
 // as Kafka does; the heartbeat refuses such patterns.
 //
 // Where Go's regexp/syntax (Perl flags) and RE2/J 1.7/1.8 differ:
-//   - an unmatched ")" is "unexpected )" in Go and "missing closing )" in
-//     RE2/J (Parser.parseRightParen);
+//   - an unmatched ")" is "unexpected )" in Go and "regexp/syntax: internal
+//     error" in RE2/J (Parser.parseRightParen finds the stack too short;
+//     Kafka 4.1.2 and 4.4.0 answered so to `foo)` in the differential run);
 //   - a capture name used twice is accepted by Go and refused by RE2/J
 //     ("duplicate capture group name");
 //   - (?<name>expr) is refused by RE2/J 1.7 (Kafka 4.0) as "invalid or
@@ -482,7 +483,7 @@ func checkRE2J(p version.Profile, pattern string) (desc, unsupported string) {
 		}
 		switch code {
 		case syntax.ErrUnexpectedParen:
-			return "missing closing )", ""
+			return "regexp/syntax: internal error", ""
 		case syntax.ErrNestingDepth, syntax.ErrLarge, syntax.ErrInvalidUTF8, syntax.ErrInternalError, "":
 			return "", fmt.Sprintf("Go's regexp refuses it (%v), RE2/J has no such limit", err)
 		}

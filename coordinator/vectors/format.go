@@ -192,19 +192,23 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 		}
 		return s
 	case *kmsg.ConsumerGroupDescribeResponse:
-		s := "consumer-describe"
+		// Kafka answers the invalid group ids first, then the others shard
+		// by shard from a HashMap (GroupCoordinatorService.consumerGroupDescribe).
+		var gs []string
 		for _, g := range r.Groups {
 			if g.ErrorCode != 0 {
-				s += fmt.Sprintf("\n  %s %s %s", n.Group(g.Group), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage)))
+				gs = append(gs, fmt.Sprintf("\n  %s %s %s", n.Group(g.Group), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage))))
 				continue
 			}
-			s += fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.Group), g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName)
+			s := fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.Group), g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName)
 			var ms []string
 			for _, m := range g.Members {
 				var subs []string
 				for _, t := range m.SubscribedTopics {
 					subs = append(subs, n.Topic(t))
 				}
+				// Kafka lists a HashSet (ConsumerGroupMember.subscribedTopicNames).
+				sortIf(subs)
 				x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s target=%s subscribed=[%s]",
 					n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), describeTPs(m.Assignment, n), describeTPs(m.TargetAssignment, n), strings.Join(subs, " "))
 				if m.InstanceID != nil {
@@ -217,9 +221,10 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 				ms = append(ms, x)
 			}
 			sortIf(ms)
-			s += strings.Join(ms, "")
+			gs = append(gs, s+strings.Join(ms, ""))
 		}
-		return s
+		sortIf(gs)
+		return "consumer-describe" + strings.Join(gs, "")
 	}
 	return fmt.Sprintf("%T", r)
 }

@@ -81,8 +81,9 @@ func ClientID(args Args) string { return args.Val("client", "c") }
 //	offset-delete group=g partitions=(t/0,…)
 //	cg-heartbeat group=g member= epoch=
 //	consumer-group-heartbeat group=g member= epoch= [subscribe=(t,…)]
-//	  [regex=] [owned=(t/0,…)] [instance=] [rack=] [assignor=] [rebalance=60s] [v=1]
-//	  (regex= with no value sends an empty regex, which drops the member's)
+//	  [regex=] [owned=(t/0,…)] [instance=] [rack=] [assignor=] [rebalance=60s] [v=1] [raw]
+//	  (regex= with no value sends an empty regex, which drops the member's;
+//	  raw sends a join without the defaults a Java consumer's join carries)
 //	consumer-group-describe groups=(…) [v=0]
 func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err error) {
 	b := &builder{n: n, args: args}
@@ -479,8 +480,9 @@ func (b *builder) fetch() kmsg.Request {
 }
 
 // consumerHeartbeat: a join (epoch=0) sends the rebalance timeout and an
-// empty owned list, as the Java consumer does; other heartbeats send
-// neither unless asked (owned=() sends an empty list, no owned sends null).
+// empty owned list, as the Java consumer does, unless raw is given; other
+// heartbeats send neither unless asked (owned=() sends an empty list, no
+// owned sends null).
 func (b *builder) consumerHeartbeat() kmsg.Request {
 	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	r.Version = b.version(1)
@@ -491,7 +493,7 @@ func (b *builder) consumerHeartbeat() kmsg.Request {
 	r.RackID = b.opt("rack")
 	r.ServerAssignor = b.opt("assignor")
 	r.RebalanceTimeoutMillis = -1
-	if r.MemberEpoch == 0 {
+	if r.MemberEpoch == 0 && !b.args.Has("raw") {
 		r.RebalanceTimeoutMillis = 60000
 		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	}

@@ -18,7 +18,8 @@ import (
 // returns the answers Run would compare a target with: the same Pos,
 // Command and Ticket, Reference set and Target equal to it, every
 // comparison Same. Steps Run skips are skipped for the same reasons (state
-// reads; the rest of a section after a tick that moves time or a restart).
+// reads; a section needing other broker settings; the rest of a section
+// after a step that ends it, endsSection).
 // Records holds, on the answer to each request, the __consumer_offsets
 // records the reference wrote when the request was submitted ("(none)"
 // when it wrote none or refused the request).
@@ -28,7 +29,16 @@ import (
 // --embedded) and which profile behaviour makes a step answer differently.
 func Model(p version.Profile, secs []Section, javaVersion int) ([]Result, error) {
 	var out []Result
+	sent := map[string]string{}
 	for _, s := range secs {
+		if needsBrokerSetting(newStep(s)) == "" {
+			if why := sameRequests(sent, s); why != "" {
+				for _, st := range s.Steps {
+					out = append(out, Result{Section: s.Name(), Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: why})
+				}
+				continue
+			}
+		}
 		rs, err := modelSection(p, s, javaVersion)
 		if err != nil {
 			return out, fmt.Errorf("%s: %v", s.Name(), err)
@@ -36,6 +46,14 @@ func Model(p version.Profile, secs []Section, javaVersion int) ([]Result, error)
 		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// newStep is the section's `new`, or an empty step.
+func newStep(s Section) Step {
+	if s.New != nil {
+		return *s.New
+	}
+	return Step{}
 }
 
 func modelSection(p version.Profile, s Section, javaVersion int) ([]Result, error) {
@@ -52,22 +70,11 @@ func modelSection(p version.Profile, s Section, javaVersion int) ([]Result, erro
 	if s.New != nil {
 		newArgs = *s.New
 	}
-	for _, kv := range brokerNewArgs() {
-		key, want := kv[0], kv[1]
-		if !hasArg(newArgs.Args, key) {
-			continue
+	if why := needsBrokerSetting(newArgs); why != "" {
+		for _, st := range s.Steps {
+			add(Result{Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: why})
 		}
-		got := argVal(newArgs.Args, key, "")
-		if d, err := time.ParseDuration(got); err == nil {
-			got = d.String()
-		}
-		if got != want {
-			for _, st := range s.Steps {
-				add(Result{Pos: st.Pos, Command: command(st), Outcome: Skipped,
-					Why: fmt.Sprintf("section needs broker setting %s=%s; the target runs %s (differential.Settings)", key, argVal(newArgs.Args, key, ""), want)})
-			}
-			return out, nil
-		}
+		return out, nil
 	}
 	img, _ := sectionTopics(s)
 	ref, err := coordinator.New(p, referenceConfig(p, img, javaVersion))
@@ -123,13 +130,10 @@ func modelSection(p version.Profile, s Section, javaVersion int) ([]Result, erro
 				}
 				continue
 			}
+		}
+		if why := endsSection(st); why != "" {
 			for _, rest := range s.Steps[i:] {
-				add(Result{Pos: rest.Pos, Command: command(rest), Outcome: Skipped, Why: fmt.Sprintf("after %s at %s: the target's clock is real (section ends)", command(st), st.Pos)})
-			}
-			return modelFinish(out, parked, written, name), nil
-		case "restart":
-			for _, rest := range s.Steps[i:] {
-				add(Result{Pos: rest.Pos, Command: command(rest), Outcome: Skipped, Why: fmt.Sprintf("after restart at %s: the target's coordinator does not move (section ends)", st.Pos)})
+				add(Result{Pos: rest.Pos, Command: command(rest), Outcome: Skipped, Why: why})
 			}
 			return modelFinish(out, parked, written, name), nil
 		}

@@ -93,6 +93,10 @@ type Options struct {
 	// reference's "/127.0.0.1": a broker in a container sees its bridge's
 	// gateway, which says nothing about the coordinator.
 	SameHost bool
+	// ReadsSeeWrites says that the target answers every read from its
+	// latest write (kfake: one goroutine serves a group), so a read that
+	// differs is not asked again (reread), which costs two seconds a time.
+	ReadsSeeWrites bool
 }
 
 // Outcome of one compared answer.
@@ -190,11 +194,15 @@ func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n           
 //     once; a tick that moves time, and `restart`, end the section (the
 //     rest is skipped): the target's clock is real and sessions of seconds
 //     cannot be replayed without asserting durations;
+//   - `create-topic` and `set-topics` (a metadata change) end the section:
+//     when a broker's group coordinator sees the change is its own;
 //   - a request the reference refuses (a version its profile does not
 //     serve) is the same answer if the target does not advertise that
 //     version either, and is not sent: a broker closes the connection on it;
 //   - a `new` that needs broker settings the target does not run with
-//     (delay, max-size, min/max-session) skips the section; settings that
+//     (delay, max-size, min/max-session, migration, consumer-heartbeat,
+//     consumer-max-size, assignors) skips the section, every step saying
+//     which setting; settings that
 //     only act when time passes (new-member-timeout, retention,
 //     consumer-session, assignment-interval) are replaced by the target's.
 func Run(ctx context.Context, t Target, secs []Section, opt Options) (Report, error) {
@@ -273,13 +281,108 @@ type runner struct {
 	opt    Options
 	adm    *kadm.Client
 	rep    Report
+	// sent maps a section's requests (sameRequests) to the first section
+	// that sent them.
+	sent map[string]string
 }
 
 // brokerNewArgs lists the `new` arguments that are broker settings the
 // target runs with fixed (Settings), with the value they amount to: a
 // section that asks for another cannot run.
 func brokerNewArgs() [][2]string {
-	return [][2]string{{"delay", "0s"}, {"max-session", "30m0s"}, {"max-size", "0"}, {"min-session", "1s"}, {"migration", "bidirectional"}}
+	return [][2]string{{"delay", "0s"}, {"max-session", "30m0s"}, {"max-size", "0"}, {"min-session", "1s"}, {"migration", "bidirectional"},
+		{"consumer-heartbeat", "5s"}, {"consumer-max-size", "0"}, {"assignors", "uniform,range"}}
+}
+
+// needsBrokerSetting says why a section whose `new` is newArgs cannot run
+// on a target with Settings, "" if it can.
+func needsBrokerSetting(newArgs Step) string {
+	for _, kv := range brokerNewArgs() {
+		key, want := kv[0], kv[1]
+		if !hasArg(newArgs.Args, key) {
+			continue
+		}
+		got := strings.Join(argList(newArgs.Args, key), ",")
+		if d, err := time.ParseDuration(got); err == nil {
+			got = d.String()
+		}
+		if got != want {
+			return fmt.Sprintf("section needs broker setting %s=%s; the target runs %s (differential.Settings)", key, got, want)
+		}
+	}
+	return ""
+}
+
+// endsSection says why step st ends its section on a target (every step
+// from it on is skipped with that reason), "" if it does not.
+func endsSection(st Step) string {
+	switch st.Cmd {
+	case "tick":
+		if d, err := time.ParseDuration(argKey(st)); err == nil && d == 0 {
+			return ""
+		}
+		return fmt.Sprintf("after %s at %s: the target's clock is real (section ends)", command(st), st.Pos)
+	case "restart":
+		return fmt.Sprintf("after restart at %s: the target's coordinator does not move (section ends)", st.Pos)
+	case "create-topic":
+		return fmt.Sprintf("after create-topic at %s: a regex sees a new topic only after 10s of the target's real clock (section ends)", st.Pos)
+	case "set-topics":
+		return fmt.Sprintf("after set-topics at %s: the vector deletes topics or adds partitions, which a broker's group coordinator sees only when its metadata image catches up, at no step the runner can pin (section ends)", st.Pos)
+	}
+	return ""
+}
+
+// sameRequests says why section s is not sent, "" if it is: an earlier
+// section of its file sent the same requests, with the same settings, and
+// only the release its `new` pins differs. The reference re-derives every
+// expectation with the target's profile, so the target would be asked the
+// same questions for the same expected answers again; vectors that show
+// one scenario on several releases (one section per release) are compared
+// once. sent records s otherwise.
+func sameRequests(sent map[string]string, s Section) string {
+	var b strings.Builder
+	b.WriteString(s.File)
+	if s.New != nil {
+		for _, a := range s.New.Args {
+			if a.Key != "version" {
+				b.WriteString(" " + a.String())
+			}
+		}
+	}
+	for _, st := range s.Steps {
+		b.WriteString("\n" + command(st))
+	}
+	key := b.String()
+	if first, ok := sent[key]; ok {
+		return fmt.Sprintf("the requests of %s again (only the pinned release differs; the expectations are the target's release's either way): compared once", first)
+	}
+	sent[key] = s.Name()
+	return ""
+}
+
+// nothingToSend reports whether section s ends (endsSection) before any
+// request step, and then why each step is skipped, as the run would skip
+// it: a section that sends nothing needs no topics or probes on the target
+// (seconds each).
+func nothingToSend(s Section) ([]string, bool) {
+	whys := make([]string, len(s.Steps))
+	for i, st := range s.Steps {
+		if end := endsSection(st); end != "" {
+			for j := i; j < len(s.Steps); j++ {
+				whys[j] = end
+			}
+			return whys, true
+		}
+		switch st.Cmd {
+		case "state", "records", "replay":
+			whys[i] = "reads the reference's internal state"
+		case "tick": // tick 0s: the reference's timers only
+			whys[i] = "moves no time and sends no request"
+		default:
+			return nil, false
+		}
+	}
+	return whys, true
 }
 
 // timeOnlyNewArgs lists the `new` arguments that act only when time passes,
@@ -299,19 +402,16 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 	if s.New != nil {
 		newArgs = *s.New
 	}
-	for _, kv := range brokerNewArgs() {
-		key, want := kv[0], kv[1]
-		if !hasArg(newArgs.Args, key) {
-			continue
-		}
-		got := argVal(newArgs.Args, key, "")
-		if d, err := time.ParseDuration(got); err == nil {
-			got = d.String()
-		}
-		if got != want {
-			skipAll(fmt.Sprintf("section needs broker setting %s=%s; the target runs %s (differential.Settings)", key, argVal(newArgs.Args, key, ""), want))
-			return nil
-		}
+	if why := needsBrokerSetting(newArgs); why != "" {
+		skipAll(why)
+		return nil
+	}
+	if r.sent == nil {
+		r.sent = map[string]string{}
+	}
+	if why := sameRequests(r.sent, s); why != "" {
+		skipAll(why)
+		return nil
 	}
 	var adapted []string
 	if pin := argVal(newArgs.Args, "version", ""); pin != "" && pin != r.t.Version {
@@ -321,6 +421,14 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 		if hasArg(newArgs.Args, k) {
 			adapted = append(adapted, fmt.Sprintf("%s=%s replaced by the target's setting (acts only when time passes)", k, argVal(newArgs.Args, k, "")))
 		}
+	}
+
+	if whys, ok := nothingToSend(s); ok {
+		// No request before the section ends: no topics, no namespace.
+		for i, st := range s.Steps {
+			r.rep.Results = append(r.rep.Results, Result{Section: name, Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: whys[i]})
+		}
+		return nil
 	}
 
 	img, derived := sectionTopics(s)
@@ -367,20 +475,10 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 				sec.answer(st, nil)
 				continue
 			}
+		}
+		if why := endsSection(st); why != "" {
 			for _, rest := range s.Steps[i:] {
-				sec.skip(rest, fmt.Sprintf("after %s at %s: the target's clock is real (section ends)", command(st), st.Pos))
-			}
-			sec.finish()
-			return nil
-		case "restart":
-			for _, rest := range s.Steps[i:] {
-				sec.skip(rest, fmt.Sprintf("after restart at %s: the target's coordinator does not move (section ends)", st.Pos))
-			}
-			sec.finish()
-			return nil
-		case "create-topic":
-			for _, rest := range s.Steps[i:] {
-				sec.skip(rest, fmt.Sprintf("after create-topic at %s: a regex sees a new topic only after 10s of the target's real clock (section ends)", st.Pos))
+				sec.skip(rest, why)
 			}
 			sec.finish()
 			return nil
@@ -494,6 +592,9 @@ type targetNames struct {
 	byID     map[[16]byte]string
 	toTarget map[string]string // reference member id → target member id
 	toRef    map[string]string
+	// regexes maps a confined regex, without the namespace, back to the
+	// vector's (Regex).
+	regexes map[string]string
 }
 
 func (n *targetNames) Group(s string) string {
@@ -508,12 +609,25 @@ func (n *targetNames) Topic(s string) string { return n.ns + s }
 // Regex confines a vector's regex to the section's topics: Kafka matches
 // whole topic names, so the namespace, quoted, then the vector's regex as
 // a group match what the vector's regex matches among the section's
-// topics and nothing else.
+// topics and nothing else. Kafka quotes a regex it refuses in its error
+// message: Text maps the confined regex back to the vector's. A regex
+// that does not parse at all (RE2 syntax, which RE2/J shares) goes as
+// written: it matches nothing, and confining it would change which error
+// the target finds (`foo)` inside a group has one parenthesis too many in
+// another place).
 func (n *targetNames) Regex(s string) string {
 	if s == "" {
 		return ""
 	}
-	return regexp.QuoteMeta(n.ns) + "(?:" + s + ")"
+	if _, err := regexp.Compile(s); err != nil {
+		return s
+	}
+	wrapped := "(?:" + s + ")"
+	if n.regexes == nil {
+		n.regexes = map[string]string{}
+	}
+	n.regexes[wrapped] = s
+	return regexp.QuoteMeta(n.ns) + wrapped
 }
 
 func (n *targetNames) TopicID(s string) [16]byte {
@@ -574,7 +688,11 @@ func (t targetNorm) TopicName(id [16]byte) string {
 	return vectors.TopicName(id)
 }
 func (t targetNorm) Text(s string) string {
+	s = strings.ReplaceAll(s, regexp.QuoteMeta(t.n.ns), "")
 	s = strings.ReplaceAll(s, t.n.ns, "")
+	for _, w := range slices.SortedFunc(maps.Keys(t.n.regexes), func(a, b string) int { return len(b) - len(a) }) {
+		s = strings.ReplaceAll(s, w, t.n.regexes[w])
+	}
 	// Longest ids first, so that no id is replaced inside a longer one.
 	tgts := slices.SortedFunc(maps.Keys(t.n.toRef), func(a, b string) int { return len(b) - len(a) })
 	for _, id := range tgts {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/groupquake/groupquake/coordinator/version"
 )
 
 func writeVector(t *testing.T, dir, name, text string) string {
@@ -171,5 +173,130 @@ func TestRunTellsSameFromDifferent(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", rep)
+	}
+}
+
+// A section needing other consumer-group settings is skipped naming the
+// setting, and the steps a target cannot replay end the section with the
+// reason, the same in Run and Model.
+func TestSectionLimits(t *testing.T) {
+	dir := t.TempDir()
+	p := writeVector(t, dir, "consumer/x.txt", `new version=4.4.0 topics=(foo:2) assignors=(range)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+new version=4.4.0 topics=(foo:2) assignors=(uniform, range) consumer-heartbeat=5s
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+set-topics topics=(foo:3)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=1
+----
+ok
+`)
+	secs, err := ParseFile(p, "consumer/x.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := needsBrokerSetting(*secs[0].New); !strings.Contains(why, "assignors=range") || !strings.Contains(why, "uniform,range") {
+		t.Errorf("assignors=(range): %q", why)
+	}
+	if why := needsBrokerSetting(*secs[1].New); why != "" {
+		t.Errorf("the targets' own settings: %q", why)
+	}
+	rs, err := Model(version.MustParse("4.4.0").Profile(), secs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, string(r.Outcome)+" "+r.Pos+" "+r.Why)
+	}
+	want := []string{
+		"skipped consumer/x.txt:5 section needs broker setting assignors=range; the target runs uniform,range (differential.Settings)",
+		"same consumer/x.txt:13 ",
+		"skipped consumer/x.txt:17 after set-topics at consumer/x.txt:17: the vector deletes topics or adds partitions, which a broker's group coordinator sees only when its metadata image catches up, at no step the runner can pin (section ends)",
+		"skipped consumer/x.txt:21 after set-topics at consumer/x.txt:17: the vector deletes topics or adds partitions, which a broker's group coordinator sees only when its metadata image catches up, at no step the runner can pin (section ends)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Model:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A confined regex quoted back in a target's error message reads as the
+// vector's; a regex that does not parse goes as written.
+func TestRegexNames(t *testing.T) {
+	tn := &targetNames{ns: "d007-"}
+	if got := tn.Regex("foo)"); got != "foo)" {
+		t.Errorf("Regex(foo)) = %q, want it unconfined", got)
+	}
+	if got := tn.Regex("f.o"); got != "d007-(?:f.o)" {
+		t.Errorf("Regex(f.o) = %q", got)
+	}
+	n := targetNorm{n: tn}
+	if got := n.Text("SubscribedTopicRegex `d007-(?:f.o)` is not valid"); got != "SubscribedTopicRegex `f.o` is not valid" {
+		t.Errorf("Text: %q", got)
+	}
+}
+
+// A section that repeats an earlier one's requests with only another
+// pinned release is compared once; another setting or another request
+// makes it a section of its own.
+func TestSameRequestsComparedOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := writeVector(t, dir, "consumer/y.txt", `new version=4.1.0 topics=(foo:2)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+new version=4.2.0 topics=(foo:2)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+new version=4.2.0 topics=(foo:3)
+----
+ok
+
+consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+
+new version=4.4.0 topics=(foo:2)
+----
+ok
+
+consumer-group-heartbeat member=B epoch=0 subscribe=(foo)
+----
+ok
+`)
+	secs, err := ParseFile(p, "consumer/y.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]string{}
+	var got []string
+	for _, s := range secs {
+		got = append(got, sameRequests(sent, s))
+	}
+	if got[0] != "" || !strings.HasPrefix(got[1], "the requests of consumer/y.txt again") || got[2] != "" || got[3] != "" {
+		t.Errorf("sameRequests: %q", got)
 	}
 }

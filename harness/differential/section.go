@@ -196,7 +196,7 @@ const (
 // written, once, under CI load). A real difference persists through every
 // try and is reported with the last answer.
 func (s *sectionRun) reread(x *Result, refResp kmsg.Response, f *flight) {
-	if x.Outcome != Different || f.err != nil || f.req == nil {
+	if x.Outcome != Different || f.err != nil || f.req == nil || s.r.opt.ReadsSeeWrites {
 		return
 	}
 	switch f.req.(type) {

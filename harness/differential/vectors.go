@@ -24,8 +24,7 @@ import (
 var rawVectors embed.FS
 
 // VectorDirs are the folders of coordinator/testdata the differential mode
-// replays. The consumergroup package's own vectors use another command set
-// and are not replayed.
+// replays: every conformance vector of the coordinator.
 var VectorDirs = []string{"classic", "offsets", "consumer"}
 
 // Vectors returns every section the differential mode replays, from the
