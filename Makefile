@@ -120,10 +120,12 @@ diff: engine build
 run: engine
 	$(GO) run ./cmd/groupquake run
 
-## bench: benchmarks (image build, cluster start, memory, checkers, report, assignors, assignors and reconciliation beside Kafka's).
+## bench: benchmarks (image build, cluster start beside its floor, memory, a broker's load of 1M
+## __consumer_offsets records beside the reference coordinator's replay, recording, reading and checking
+## per event, report, assignors, assignors and reconciliation beside Kafka's).
 bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/ ./harness/scale/
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./results/ ./clients/assign/ ./coordinator/assignor/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./harness/replay/ ./results/ ./clients/assign/ ./coordinator/assignor/
 	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/
 
 ## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS (README, Scale):

@@ -144,6 +144,35 @@ func State(p version.Profile, group string, topicNames map[[16]byte]string, recs
 	return out, nil
 }
 
+// Load replays every record of one __consumer_offsets partition, in log
+// order and whatever group it belongs to, into a fresh reference
+// coordinator of profile p, then ends the load (Coordinator.Loaded): what a
+// broker does when it becomes the coordinator of the partition
+// (CoordinatorRuntime's load: GroupCoordinatorShard.replay for each record,
+// then onLoaded). State replays one group's records only; Load is the
+// broker's whole load, which BenchmarkLoad times beside the broker's own.
+func Load(p version.Profile, recs []history.Record) (*coordinator.Coordinator, error) {
+	m, err := consumergroup.New(p, consumergroup.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("replay: building the consumer-group engine for Kafka %s: %w", p.Version, err)
+	}
+	c, err := coordinator.New(p, coordinator.Config{ConsumerGroups: coordinator.NewConsumerGroups(m)})
+	if err != nil {
+		return nil, fmt.Errorf("replay: building the coordinator for Kafka %s: %w", p.Version, err)
+	}
+	for i := range recs {
+		dec, err := Decode(recs[i])
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Replay(dec); err != nil {
+			return nil, fmt.Errorf("%s: the reference coordinator of Kafka %s refuses it: %w", Where(recs[i]), p.Version, err)
+		}
+	}
+	c.Loaded(time.UnixMilli(0))
+	return c, nil
+}
+
 // Decode decodes a history record from the broker's bytes. A record saved
 // without them (a run directory older than raw bytes) is an error: the
 // generic rendering is not what the broker wrote.

@@ -3,7 +3,9 @@ package replay_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -536,5 +538,43 @@ func TestMixedGroup(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadReplaysEveryGroup loads a partition that holds two groups and a
+// deleted one: Load keeps every group's offsets and classic state, as the
+// broker's load does, where State keeps one group.
+func TestLoadReplaysEveryGroup(t *testing.T) {
+	l := newLog(t, "4.4.0")
+	classicGroup(t, l, "g", 2, map[string]map[string][]int32{"a": {"t": {0, 1}}})
+	l.commit("g", "t", 0, 10)
+	l.commit("h", "t", 1, 20)
+	l.commit("g", "t", 0, 11)
+	classicGroup(t, l, "gone", 1, map[string]map[string][]int32{"c": {"t": {0}}})
+	l.add(records.Record{Key: records.GroupMetadataKey{Group: "gone"}})
+	c, err := replay.Load(l.p, l.recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.State()
+	got := map[string]int64{}
+	for _, o := range st.Offsets {
+		got[fmt.Sprintf("%s/%s/%d", o.Group, o.Topic, o.Partition)] = o.Offset
+	}
+	if want := map[string]int64{"g/t/0": 11, "h/t/1": 20}; !reflect.DeepEqual(got, want) {
+		t.Errorf("offsets after Load: %v, want %v", got, want)
+	}
+	// h has offsets only: Kafka keeps it as an Empty classic group.
+	var groups []string
+	for _, g := range st.Classic {
+		groups = append(groups, fmt.Sprintf("%s %s %d", g.Group, g.State, g.Generation))
+	}
+	if want := []string{"g Stable 2", "h Empty 0"}; !reflect.DeepEqual(groups, want) {
+		t.Errorf("classic groups after Load: %q, want %q", groups, want)
+	}
+
+	bad := append(slices.Clone(l.recs), history.Record{Partition: 1, Offset: 99, KeyType: 1})
+	if _, err := replay.Load(l.p, bad); err == nil || !strings.Contains(err.Error(), "offset 99") {
+		t.Errorf("Load of a record without bytes: %v, want an error naming offset 99", err)
 	}
 }
