@@ -117,7 +117,7 @@ func validPartitionEpoch(f *facts) Verdict {
 		v.fail([]int64{f.idx(c.first.pos), f.idx(c.second.pos)}, "partition %s at epoch %d%s owned by %s (event %d) and by %s (event %d)",
 			f.tps[c.tp], c.epoch, where, f.mems[c.first.member], f.idx(c.first.pos), f.mems[c.second.member], f.idx(c.second.pos))
 	}
-	v.note("%d (partition, epoch) pairs owned", len(f.pairs))
+	v.note("%d (partition, epoch) pairs owned; %d passed from a static member to the next holder of its instance id", len(f.pairs), f.handovers)
 	v.Notes = append(v.Notes, f.incNotes...)
 	return v.done()
 }
