@@ -152,7 +152,7 @@ func TestMigration(t *testing.T) {
 				for _, from := range froms {
 					t.Run("from-"+from, func(t *testing.T) {
 						res := campaign.RunOn(t, c, *seedFlag, options(v, pol, from, *legFlag, va), 5*time.Minute)
-						judge(t, res, v, pol, from, *legFlag)
+						judge(t, res, v, pol, from, *legFlag, va.static)
 					})
 				}
 			})
@@ -177,7 +177,7 @@ func TestMigrationEmbedded(t *testing.T) {
 					o := options(v, pol, from, *legFlag, va)
 					o.Embedded = true
 					res := campaign.Run(t, *seedFlag, o, 3*time.Minute)
-					judge(t, res, v, pol, from, *legFlag)
+					judge(t, res, v, pol, from, *legFlag, va.static)
 				})
 			}
 		}
@@ -187,7 +187,7 @@ func TestMigrationEmbedded(t *testing.T) {
 // judge fails t unless every checker held and none was skipped, and the
 // run's replacements and the group's type at the end are what Kafka does
 // under the policy.
-func judge(t *testing.T, res run.Result, kafka, policy, from string, legSize int) {
+func judge(t *testing.T, res run.Result, kafka, policy, from string, legSize int, static bool) {
 	t.Helper()
 	if len(res.Report.Verdicts) == 0 {
 		t.Fatalf("the run has no verdicts")
@@ -223,6 +223,23 @@ func judge(t *testing.T, res run.Result, kafka, policy, from string, legSize int
 	for _, s := range steps {
 		if !slices.Contains(labels, "after-"+s.In) {
 			t.Errorf("step %s by %s left no checkpoint (checkpoints %v): %s", s.Out, s.In, labels, s.Effect)
+		}
+	}
+	if static {
+		// Each step was a bounce: a newcomer taken in took the place of
+		// the static member it replaced, and the group's members at the
+		// end are static.
+		for i, s := range steps {
+			if s.Done && s.Refused == "" && !strings.Contains(s.Effect, "took the place of static member ") {
+				t.Errorf("step %d (%s by %s) was not a static member's bounce: %s", i+1, s.Out, s.In, s.Effect)
+			}
+		}
+		if g := obs.Final.Group; g != nil {
+			for _, m := range g.Members {
+				if m.InstanceID == "" {
+					t.Errorf("member %s of the group at the end has no instance id: a static migration's members are static", m.MemberID)
+				}
+			}
 		}
 	}
 	for _, d := range run.CheckMigration(steps, want, obs.Final.Group) {
