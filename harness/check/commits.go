@@ -92,7 +92,7 @@ func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
 	pk := pairKey{inc, tp, e}
 	owner, ok := f.pairs[pk]
 	if ok && len(f.heirs[pk]) > 0 {
-		// The pair passed from static member to static member (staticHandover): the commit is
+		// The pair passed from static member to static member (a static handover, see findInstances): the commit is
 		// judged against the committer's own stretch of it, which ends where the next one took over.
 		chain := append([]pairOwner{owner}, f.heirs[pk]...)
 		for i, o := range chain {

@@ -30,7 +30,7 @@ type facts struct {
 	pairs     map[pairKey]pairOwner
 	conflicts []pairConflict
 	// heirs are, per (partition, epoch) pair, the static members that took the pair over from its
-	// owner, in order (staticHandover); handovers counts them.
+	// owner, in order (a static handover, see findInstances); handovers counts them.
 	heirs     map[pairKey][]pairOwner
 	handovers int
 	// instance is each member's group.instance.id, as its joins, heartbeats and commits say.
