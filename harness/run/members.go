@@ -327,10 +327,29 @@ func (c *crew) leave(ctx context.Context, name string) (string, bool, error) {
 // newcomer in or refuse it: a classic join completes once every member has
 // rejoined (the rebalance timeout), a consumer-protocol member's first epoch
 // comes with its first heartbeat.
+//
+// Node faults beside a migration's steps (Options.Faults) add every node
+// fault's interval and a restart's worth (nodeRestartAllowance) each: the
+// newcomer of a step may have to wait out every one of them (one node down
+// at a time, each after the one before healed), and on a 1-node cluster the
+// group has no coordinator meanwhile (seen on 4.4.0: a node stopped for
+// 6.8 s, then killed for 8.5 s, kept a step's newcomer out for over 21 s).
 func (c *crew) admitWait() time.Duration {
 	t := c.r.p.Timers
-	return t.RebalanceTimeout + t.SessionTimeout
+	w := t.RebalanceTimeout + t.SessionTimeout
+	for _, f := range c.r.p.Faults {
+		if f.Family() == faults.FamilyNode {
+			w += f.For + nodeRestartAllowance
+		}
+	}
+	return w
 }
+
+// nodeRestartAllowance is how long a Kafka node may take to serve the group
+// again once a node fault healed: the container's start, the log's
+// recovery, the coordinator loading __consumer_offsets (9–10 s on the
+// project's 2-core machine).
+const nodeRestartAllowance = 20 * time.Second
 
 // RefusedMark and AdmittedMark begin what a replacement says it saw, so
 // that a run's steps can be read back from the history (MigrationSteps).
@@ -383,7 +402,12 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 	case <-ctx.Done():
 		return "", fmt.Errorf("replacing %s by %s: %w", holder, in, ctx.Err())
 	case <-time.After(c.admitWait()):
-		return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s; %s stays", in, s.plan.Kind, c.admitWait(), holder)
+		c.standsFor[in] = holder
+		stopped, err := c.stop(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s, and is %s; %s stays", in, s.plan.Kind, c.admitWait(), stopped, holder)
 	}
 	took := time.Since(t0).Round(time.Millisecond)
 	if refusal != "" {
@@ -459,7 +483,16 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 	case <-ctx.Done():
 		return "", fmt.Errorf("bouncing %s into %s: %w", out, in, ctx.Err())
 	case <-time.After(c.admitWait()):
-		return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s after %s left", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), out)
+		c.standsFor[in] = out
+		stopped, err := c.stop(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		back, err := c.Join(ctx, out)
+		if err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s after %s left, and is %s; %s", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), out, stopped, back)
 	}
 	took := time.Since(t0).Round(time.Millisecond)
 	if refusal != "" {
