@@ -35,12 +35,12 @@ func noDoubleOwnership(f *facts) Verdict {
 				}
 				overlaps++
 				lo, hi := b.start, min(a.end, b.end)
-				why, evidence := f.fencedExcuse(a, lo, hi)
+				why, evidence := f.fencedExcuse(a, lo, hi, a.inc < b.inc)
 				if why == "" {
 					allowed++
 					continue
 				}
-				why2, evidence2 := f.fencedExcuse(b, lo, hi)
+				why2, evidence2 := f.fencedExcuse(b, lo, hi, b.inc < a.inc)
 				if why2 == "" {
 					allowed++
 					continue
@@ -66,10 +66,12 @@ func (f *facts) endDesc(iv *interval) string {
 }
 
 // fencedExcuse says why the overlap [lo, hi) is not excused by iv's side having been fenced, with
-// the events that show it; "" when it is excused.
-func (f *facts) fencedExcuse(iv *interval, lo, hi int) (string, []int64) {
+// the events that show it; "" when it is excused. An ownership begun in an older incarnation of the
+// group than the other side's counts as fenced however it ended: the group it was owned in had no
+// member left when the new one began (findIncarnations), though its member may not have heard.
+func (f *facts) fencedExcuse(iv *interval, lo, hi int, older bool) (string, []int64) {
 	name := f.mems[iv.member]
-	if iv.endKind != endLost {
+	if iv.endKind != endLost && !older {
 		return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
 	}
 	ss := f.sessions[iv.member]
