@@ -336,8 +336,15 @@ func (c *crew) leave(ctx context.Context, name string) (string, bool, error) {
 // 6.8 s, then killed for 8.5 s, kept a step's newcomer out for over 21 s).
 func (c *crew) admitWait() time.Duration {
 	t := c.r.p.Timers
-	w := t.RebalanceTimeout + t.SessionTimeout
-	for _, f := range c.r.p.Faults {
+	return t.RebalanceTimeout + t.SessionTimeout + c.r.p.nodeFaultsWait()
+}
+
+// nodeFaultsWait is how much longer a migration's step or checkpoint may
+// have to wait for the group because of the plan's node faults: each one's
+// interval and a restart's worth (nodeRestartAllowance).
+func (p Plan) nodeFaultsWait() time.Duration {
+	var w time.Duration
+	for _, f := range p.Faults {
 		if f.Family() == faults.FamilyNode {
 			w += f.For + nodeRestartAllowance
 		}
