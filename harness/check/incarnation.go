@@ -65,8 +65,8 @@ func recordGroup(r history.Record) string {
 // logResets returns, in log order, the deletions or conversions of the empty group that the
 // latest snapshot holding __consumer_offsets records shows; ok is false when no snapshot read the
 // log.
-func logResets(obs *history.Observations) (resets []groupReset, removed map[string]int64, ok bool) {
-	removed = map[string]int64{}
+func logResets(obs *history.Observations) (resets []groupReset, ids memberLog, ok bool) {
+	ids = memberLog{}
 	var recs []history.Record
 	for _, s := range obs.All() {
 		if s.HasRecords {
@@ -89,15 +89,18 @@ func logResets(obs *history.Observations) (resets []groupReset, removed map[stri
 			now := classicMemberIDs(r)
 			for id := range classic {
 				if !now[id] {
-					removed[id] = r.Offset
+					ids.add(id, r.Offset, false)
 				}
+			}
+			for id := range now {
+				ids.add(id, r.Offset, true)
 			}
 			classic = now
 		case history.RecordConsumerGroupMetadata:
 			e, _ = r.ValueInt("epoch")
 		case history.RecordConsumerGroupMemberMetadata:
-			if id, _ := r.KeyString("memberid"); id != "" && r.Tombstone() {
-				removed[id] = r.Offset
+			if id, _ := r.KeyString("memberid"); id != "" {
+				ids.add(id, r.Offset, !r.Tombstone())
 			}
 			continue
 		default:
@@ -124,7 +127,31 @@ func logResets(obs *history.Observations) (resets []groupReset, removed map[stri
 		}
 		pending, live, epoch = false, r.KeyType, int32(e)
 	}
-	return resets, removed, ok
+	return resets, ids, ok
+}
+
+// memberLog is, per member id, where the log shows it in the group (true) or removed (false), in
+// log order.
+type memberLog map[string][]memberMark
+
+type memberMark struct {
+	offset int64
+	in     bool
+}
+
+func (l memberLog) add(id string, off int64, in bool) { l[id] = append(l[id], memberMark{off, in}) }
+
+// outBefore reports whether the log shows member id removed before offset off, and not back in
+// the group since.
+func (l memberLog) outBefore(id string, off int64) bool {
+	out := false
+	for _, m := range l[id] {
+		if m.offset >= off {
+			break
+		}
+		out = !m.in
+	}
+	return out
 }
 
 // classicMemberIDs are the member ids of a GroupMetadata value (none for a tombstone).
@@ -169,8 +196,8 @@ type incarnation struct {
 // findIncarnations finds where the group's epochs start over (see above) and says, in f.incNotes,
 // what was excused and what was not.
 func (f *facts) findIncarnations(obs *history.Observations) {
-	resets, removed, logRead := logResets(obs)
-	memberID := map[string]string{} // member → the member id its latest answered call carried
+	resets, removed, logRead := logResets(obs) // removed: where each member id left the group
+	memberID := map[string]string{}            // member → the member id its latest answered call carried
 	used := 0
 	var top int32 // highest epoch seen in the current incarnation
 	raise := func(e int32) { top = max(top, e) }
@@ -208,8 +235,7 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			if m == joiner || !l && open[m] == 0 {
 				continue
 			}
-			off, ok := removed[memberID[m]]
-			if memberID[m] == "" || !ok || off > r.offset {
+			if memberID[m] == "" || !removed.outBefore(memberID[m], r.offset) {
 				return false
 			}
 			n++
