@@ -59,6 +59,13 @@ DIFF_TO ?= 4.4.0
 UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
+# Variants of `make migration` (the nightly workflow runs each): static members, each replacement a
+# rolling bounce of one group.instance.id into the other protocol (true or false), and the faults of
+# the nemesis beside the migration's steps (baseline, broker-faults or member-links).
+MIGRATION_STATIC ?= false
+MIGRATION_SCENARIO ?= baseline
+# Nodes of each migration cluster: 1, or 3 for broker faults that move the coordinator.
+MIGRATION_NODES ?= 1
 
 .PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate sweep clean
 
@@ -102,9 +109,10 @@ java: images build
 	$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all
 
 ## migration: the online protocol migration (classic → consumer → classic and back) under every
-## group.consumer.migration.policy on every version of VERSIONS, one 1-node cluster per policy (~4.5 min a version).
+## group.consumer.migration.policy on every version of VERSIONS, one 1-node cluster per policy (~4.5 min a version);
+## MIGRATION_STATIC=true bounces static members into the other protocol, MIGRATION_SCENARIO=broker-faults adds the nemesis.
 migration: images build
-	$(GOTESTSUM) --junitfile build/junit-migration.xml -- -count=1 -p 1 -timeout 60m ./suites/migration/ -run 'TestMigration$$' -args -migration.all
+	$(GOTESTSUM) --junitfile build/junit-migration.xml -- -count=1 -p 1 -timeout 90m ./suites/migration/ -run 'TestMigration$$' -args -migration.all -migration.static=$(MIGRATION_STATIC) -migration.scenario=$(MIGRATION_SCENARIO) -migration.nodes=$(MIGRATION_NODES)
 
 ## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
 upgrade: engine build

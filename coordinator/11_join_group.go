@@ -3,6 +3,8 @@ package coordinator
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/coordinator/records"
 )
 
 // handleJoinGroup serves JoinGroup (key 11): GroupCoordinatorService.joinGroup
@@ -31,6 +33,7 @@ func (c *Coordinator) handleJoinGroup(client Client, req *kmsg.JoinGroupRequest)
 	if req.Version == 0 {
 		rebalanceTimeout = req.SessionTimeoutMillis
 	}
+	var tombs []records.Record
 	if info, ok := c.consumer.Lookup(req.Group); ok {
 		if !info.Empty {
 			cm, ok := c.consumer.(ClassicMembers)
@@ -43,13 +46,19 @@ func (c *Coordinator) handleJoinGroup(client Client, req *kmsg.JoinGroupRequest)
 			c.written = append(c.written, recs...)
 			return resp, nil
 		}
-		// An empty consumer group becomes a classic group: its tombstones
-		// go first (GMM.maybeDeleteEmptyConsumerGroup).
+		// An empty consumer group becomes a classic group
+		// (GMM.maybeDeleteEmptyConsumerGroup): it is removed at once, and its
+		// tombstones are put in the request's records, which reach the log
+		// only on the path that writes the new group's empty GroupMetadata
+		// (below). A join with a member id finds no classic group and is
+		// answered UNKNOWN_MEMBER_ID with EMPTY_RESULT: the consumer group is
+		// gone from the coordinator, but its tombstones are never written
+		// (seen on 4.4.0: testdata/consumer/mixed_empty_conversion_unknown_member.txt).
 		recs, err := c.consumer.Delete(req.Group)
 		if err != nil {
 			return fail(req.MemberID, kerr.InconsistentGroupProtocol)
 		}
-		c.written = append(c.written, recs...)
+		tombs = recs
 	}
 
 	unknown := req.MemberID == ""
@@ -78,7 +87,9 @@ func (c *Coordinator) handleJoinGroup(client Client, req *kmsg.JoinGroupRequest)
 		c.joinExistingMember(g, j)
 	}
 	if isNew && len(c.written) == before {
-		// A new group must reach the log even if nothing else was written.
+		// A new group must reach the log even if nothing else was written,
+		// after the tombstones of the consumer group it replaces.
+		c.written = append(c.written, tombs...)
 		c.write(c.emptyGroupMetadataRecord(g), false)
 	}
 	return nil, nil

@@ -320,9 +320,22 @@ func (e *env) checkReplay(d *datadriven.TestData) {
 		return
 	}
 	live, loaded := e.c.State(), e.replayed().State()
+	if why, ok := replayDiverges[d.Pos]; ok {
+		if live.Equal(loaded) {
+			e.t.Errorf("%s: after %q, replaying the log gives the live state, but replayDiverges says it does not (%s): remove the entry", d.Pos, d.Cmd, why)
+		}
+		return
+	}
 	if !live.Equal(loaded) {
 		e.t.Errorf("%s: after %q, replaying the log does not give the live state\nlive:\n%s\nreplayed:\n%s", d.Pos, d.Cmd, live, loaded)
 	}
+}
+
+// replayDiverges lists the commands after which Kafka's own state is not
+// what its log replays to, with why; checkReplay requires the divergence
+// there, and only there.
+var replayDiverges = map[string]string{
+	"testdata/consumer/mixed_empty_conversion_unknown_member.txt:37": "GMM.classicGroupJoinToClassicGroup removes the empty consumer group, then answers UNKNOWN_MEMBER_ID with EMPTY_RESULT: its tombstones are never written, so the log still holds the empty group until the next GroupMetadata record replaces it",
 }
 
 // --- argument helpers ---

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,6 +134,7 @@ func runMixed(t *testing.T, in []byte) {
 		}
 		return fresh
 	}
+	orphans := map[string]bool{}
 	for i := 2; i < len(in); {
 		op, arg := take(&i), take(&i)
 		gi := int(arg & 1)
@@ -266,7 +268,16 @@ func runMixed(t *testing.T, in []byte) {
 			appendLog(c.Loaded(now))
 		}
 		if req != nil {
+			before := c.State().Consumer
 			o, err := c.Submit(now, Client{ID: "c", Host: "/h"}, req)
+			if j, ok := req.(*kmsg.JoinGroupRequest); ok && j.MemberID != "" && strings.Contains(before, "group "+group+": Empty") {
+				if r, ok := o.Response.(*kmsg.JoinGroupResponse); ok && r.ErrorCode == kerr.UnknownMemberID.Code {
+					// Kafka removes the empty consumer group without writing
+					// its tombstones (handleJoinGroup): from here on the
+					// group's replay need not give its live state.
+					orphans[group] = true
+				}
+			}
 			if err != nil {
 				t.Fatalf("submit %T: %v", req, err)
 			}
@@ -281,10 +292,41 @@ func runMixed(t *testing.T, in []byte) {
 			learn(done.Response, gi, &classicMembers, &gens)
 		}
 		checkInvariants(t, c)
-		if live, loaded := c.State(), load().State(); !live.Equal(loaded) {
+		if live, loaded := c.State(), load().State(); !withoutGroups(live, orphans).Equal(withoutGroups(loaded, orphans)) {
 			t.Fatalf("%s, step %d: replay differs from live state\nlive:\n%s\nreplayed:\n%s", profile.Version, i, live, loaded)
 		}
 	}
+}
+
+// withoutGroups is s without the consumer groups named in gs (the blocks
+// of ConsumerGroups.State() that begin "group <id>:"), nor the classic
+// groups of those ids.
+func withoutGroups(s State, gs map[string]bool) State {
+	if len(gs) == 0 {
+		return s
+	}
+	var keep []string
+	skip := false
+	for _, l := range strings.SplitAfter(s.Consumer, "\n") {
+		if strings.HasPrefix(l, "group ") {
+			id, _, _ := strings.Cut(strings.TrimPrefix(l, "group "), ":")
+			skip = gs[id]
+		}
+		if !skip {
+			keep = append(keep, l)
+		}
+	}
+	s.Consumer = strings.Join(keep, "")
+	// A classic group that only live state has: an offset commit without
+	// a generation made it where the log still holds the consumer group.
+	var cl []ClassicGroupState
+	for _, g := range s.Classic {
+		if !gs[g.Group] {
+			cl = append(cl, g)
+		}
+	}
+	s.Classic = cl
+	return s
 }
 
 func commitTopic(arg byte) kmsg.OffsetCommitRequestTopic {

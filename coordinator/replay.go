@@ -39,8 +39,19 @@ func (c *Coordinator) Replay(r records.Record) error {
 		if !ok {
 			return fmt.Errorf("replay GroupMetadata record of group %q: value is %T", k.Group, r.Value)
 		}
-		if _, ok := c.consumer.Lookup(k.Group); ok {
-			return fmt.Errorf("replay GroupMetadata record of group %q: the group is a consumer group; Kafka writes the consumer group's tombstones before converting it", k.Group)
+		if info, ok := c.consumer.Lookup(k.Group); ok {
+			// GMM.replay(GroupMetadataKey) puts the classic group in the
+			// consumer group's place: a log may hold an empty consumer group
+			// and then a classic group without the consumer group's
+			// tombstones between them (a JoinGroup with a member id to an
+			// empty consumer group: handleJoinGroup). A consumer group with
+			// members is never replaced that way.
+			if !info.Empty {
+				return fmt.Errorf("replay GroupMetadata record of group %q: the group is a consumer group with members; Kafka converts it with its tombstones first", k.Group)
+			}
+			if _, err := c.consumer.Delete(k.Group); err != nil {
+				return fmt.Errorf("replay GroupMetadata record of group %q over its empty consumer group: %w", k.Group, err)
+			}
 		}
 		c.replayGroupMetadata(k.Group, v)
 		return nil

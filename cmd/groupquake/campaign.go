@@ -22,7 +22,7 @@ import (
 
 // planFlags are the flags that pin one plan: given any of them, `groupquake
 // run` carries out that one plan instead of the default campaign.
-var planFlags = []string{"scenario", "kinds", "members", "faults", "topic", "group", "upgrade-to", "downgrade", "migration-policy", "migration-from", "kafka-clients", "java-jvms"}
+var planFlags = []string{"scenario", "kinds", "members", "faults", "topic", "group", "upgrade-to", "downgrade", "migration-policy", "migration-from", "migration-static", "kafka-clients", "java-jvms"}
 
 // pinnedBy returns the first flag of set that pins one plan, or "".
 func pinnedBy(set map[string]bool) string {

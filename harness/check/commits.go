@@ -89,7 +89,24 @@ func fencedCommitsRejected(f *facts) Verdict {
 func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
 	e := c.c.Epoch
 	inc := f.incAt(c.inv)
-	owner, ok := f.pairs[pairKey{inc, tp, e}]
+	pk := pairKey{inc, tp, e}
+	owner, ok := f.pairs[pk]
+	if ok && len(f.heirs[pk]) > 0 {
+		// The pair passed from static member to static member (a static handover, see findInstances): the commit is
+		// judged against the committer's own stretch of it, which ends where the next one took over.
+		chain := append([]pairOwner{owner}, f.heirs[pk]...)
+		for i, o := range chain {
+			if o.member != c.member {
+				continue
+			}
+			owner = o
+			if i+1 < len(chain) && chain[i+1].pos < c.inv {
+				next := chain[i+1]
+				return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " had passed to " + f.mems[next.member] + " under the same instance id (event " + itoa(f.idx(next.pos)) + ") before the commit was sent", []int64{f.idx(next.pos)}
+			}
+			break
+		}
+	}
 	switch {
 	case ok && owner.member != c.member:
 		return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " belonged to " + f.mems[owner.member] + " (event " + itoa(f.idx(owner.pos)) + ")", []int64{f.idx(owner.pos)}

@@ -12,13 +12,16 @@
 //     other member's ownership began.
 //  2. ValidPartitionEpoch: a (partition, member epoch or generation) pair has one owner over the
 //     whole run (the broker's own invariant in ConsumerGroup.addPartitionEpochs), per incarnation
-//     of the group.
+//     of the group; a static member's pair passes to the next member of the history under its
+//     instance id once the first gave the partition up (a bounce: Kafka hands the newcomer the
+//     member's place, assignment and epoch; facts.go, findInstances).
 //  3. EpochMonotonic: generations, member epochs, group and assignment epochs never go back inside
 //     one incarnation of the group, as far as Kafka wrote them (a classic generation only answered to
 //     JoinGroup or Heartbeat counts once a SyncGroup at it succeeded).
 //  4. FencedCommitsRejected: an accepted commit came from the member that owned the partition at
-//     the commit's generation or epoch in the group's incarnation, and not after the partition moved
-//     on to a newer owner; a stale commit is rejected with an error the protocol names.
+//     the commit's generation or epoch in the group's incarnation (for a pair handed over between
+//     static members, before the next one took it over), and not after the partition moved on to a
+//     newer owner; a stale commit is rejected with an error the protocol names.
 //  5. CommittedOffsetMonotonic: committed offsets never go back unless a commit marked Reset did it.
 //  6. NoLostRecords: every acknowledged record is consumed.
 //  7. BoundedDuplicates: a record consumed twice is explained by a change of ownership, and it was

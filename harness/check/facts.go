@@ -29,6 +29,12 @@ type facts struct {
 
 	pairs     map[pairKey]pairOwner
 	conflicts []pairConflict
+	// heirs are, per (partition, epoch) pair, the static members that took the pair over from its
+	// owner, in order (a static handover, see findInstances); handovers counts them.
+	heirs     map[pairKey][]pairOwner
+	handovers int
+	// instance is each member's group.instance.id, as its joins, heartbeats and commits say.
+	instance map[string]string
 
 	commits     []commitOp
 	commitsByTP [][]int // commit ids per partition, in invoke order
@@ -201,6 +207,40 @@ func (f *facts) lastPhase(name string) int {
 	return ps[len(ps)-1]
 }
 
+// A static handover: Kafka lets a newcomer take the place of a static member under its
+// group.instance.id, in either protocol, with the member's assignment and epoch
+// (GroupMetadataManager.getOrMaybeSubscribeStaticConsumerGroupMember copies the member under the new
+// member id, and replaceMember moves its partition epochs; a classic group's static rejoin keeps the
+// generation). A rolling bounce of a static member into the other protocol is such a place taken
+// over by another process (another member in the history): its (partition, epoch) pairs pass to the
+// newcomer. A pair is taken as handed over, not shared, only when both members carried the same
+// instance id and the first no longer owned the partition when the second began to.
+
+// findInstances reads each member's instance id from its joins, heartbeats and commits.
+func (f *facts) findInstances() {
+	f.instance = map[string]string{}
+	for i := range f.ev {
+		var name, id string
+		switch v := f.vals[i].(type) {
+		case history.Join:
+			name, id = v.Member, v.InstanceID
+		case history.Heartbeat:
+			name, id = v.Member, v.InstanceID
+		case history.Commit:
+			name, id = v.Member, v.InstanceID
+		}
+		if name != "" && id != "" && f.instance[name] == "" {
+			f.instance[name] = id
+		}
+	}
+}
+
+// sameInstance reports whether members a and b are one static member's incarnations.
+func (f *facts) sameInstance(a, b int) bool {
+	id := f.instance[f.mems[a]]
+	return id != "" && id == f.instance[f.mems[b]]
+}
+
 func (f *facts) problem(pos int, format string, args ...any) {
 	if len(f.problems) < maxViolations {
 		f.problems = append(f.problems, Violation{Message: fmt.Sprintf(format, args...), EventIndexes: []int64{f.idx(pos)}})
@@ -215,6 +255,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		tpIdx:  map[history.TP]int{},
 		memIdx: map[string]int{},
 		pairs:  map[pairKey]pairOwner{},
+		heirs:  map[pairKey][]pairOwner{},
 		phases: map[string][]int{},
 	}
 	f.partner, f.pairErr = history.Pairs(events)
@@ -222,6 +263,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 	for i := range events {
 		f.vals[i], decodeErr[i] = history.TypedValue(events[i]) // nil value on error
 	}
+	f.findInstances()
 	f.findIncarnations(obs)
 	inc := 0                      // incarnation of the group at the current position
 	openFault := map[string]int{} // per nemesis process: the invoke of its fault in force
@@ -245,9 +287,19 @@ func build(events []history.Event, obs *history.Observations) *facts {
 			f.pairs[k] = pairOwner{m, pos}
 			return
 		}
-		if o.member != m {
-			f.conflicts = append(f.conflicts, pairConflict{inc, tp, e, o, pairOwner{m, pos}})
+		last := o
+		if hs := f.heirs[k]; len(hs) > 0 {
+			last = hs[len(hs)-1]
 		}
+		if o.member == m || last.member == m {
+			return
+		}
+		if _, still := held[last.member][tp]; !still && f.sameInstance(last.member, m) {
+			f.heirs[k] = append(f.heirs[k], pairOwner{m, pos})
+			f.handovers++
+			return
+		}
+		f.conflicts = append(f.conflicts, pairConflict{inc, tp, e, o, pairOwner{m, pos}})
 	}
 	setEpoch := func(m int, e int32, pos int) {
 		if e <= 0 || e == epoch[m] {

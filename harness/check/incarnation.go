@@ -30,6 +30,15 @@ import (
 // outcome) has since reported its membership over (fenced, session-expired, left, lost), and no
 // such call is still open. A member the history shows only through its assignments proves nothing:
 // the history does not show who else was in the group.
+//
+// Members cut off from the coordinator (a whole-cluster outage) may never hear that their sessions
+// expired: their heartbeats go unanswered, and the history cannot prove the group empty. The log
+// can: a join at the epoch the next reset's new group gives its first member begins a new
+// incarnation when every other member the history still counts has its member id removed in
+// __consumer_offsets before that reset (a ConsumerGroupMemberMetadata tombstone, or left out of a
+// GroupMetadata). A reset is also a classic group's GroupMetadata written straight after an empty
+// consumer group's records without their tombstones, which Kafka writes when a JoinGroup with a
+// member id it does not know converts the group (testdata/kafka-4.4.0-migration-outage).
 
 // groupReset is one deletion or conversion of the empty group that __consumer_offsets shows.
 type groupReset struct {
@@ -56,7 +65,8 @@ func recordGroup(r history.Record) string {
 // logResets returns, in log order, the deletions or conversions of the empty group that the
 // latest snapshot holding __consumer_offsets records shows; ok is false when no snapshot read the
 // log.
-func logResets(obs *history.Observations) (resets []groupReset, ok bool) {
+func logResets(obs *history.Observations) (resets []groupReset, ids memberLog, ok bool) {
+	ids = memberLog{}
 	var recs []history.Record
 	for _, s := range obs.All() {
 		if s.HasRecords {
@@ -67,6 +77,7 @@ func logResets(obs *history.Observations) (resets []groupReset, ok bool) {
 	var epoch int32
 	pending := false // the live metadata record was tombstoned
 	var tomb history.Record
+	classic := map[string]bool{} // member ids of the last GroupMetadata
 	for _, r := range recs {
 		if recordGroup(r) != obs.Group {
 			continue
@@ -75,10 +86,31 @@ func logResets(obs *history.Observations) (resets []groupReset, ok bool) {
 		switch r.KeyType {
 		case history.RecordGroupMetadata:
 			e, _ = r.ValueInt("generation")
+			now := classicMemberIDs(r)
+			for id := range classic {
+				if !now[id] {
+					ids.add(id, r.Offset, false)
+				}
+			}
+			for id := range now {
+				ids.add(id, r.Offset, true)
+			}
+			classic = now
 		case history.RecordConsumerGroupMetadata:
 			e, _ = r.ValueInt("epoch")
+		case history.RecordConsumerGroupMemberMetadata:
+			if id, _ := r.KeyString("memberid"); id != "" {
+				ids.add(id, r.Offset, !r.Tombstone())
+			}
+			continue
 		default:
 			continue
+		}
+		if !r.Tombstone() && r.KeyType == history.RecordGroupMetadata && live == history.RecordConsumerGroupMetadata && !pending && classicMembers(r) == 0 {
+			// An empty consumer group replaced by a classic group without its tombstones:
+			// Kafka drops them when a JoinGroup with a member id it does not know converts the
+			// group (coordinator/testdata/consumer/mixed_empty_conversion_unknown_member.txt).
+			pending, tomb = true, r
 		}
 		if r.Tombstone() {
 			if r.KeyType == live {
@@ -95,7 +127,51 @@ func logResets(obs *history.Observations) (resets []groupReset, ok bool) {
 		}
 		pending, live, epoch = false, r.KeyType, int32(e)
 	}
-	return resets, ok
+	return resets, ids, ok
+}
+
+// memberLog is, per member id, where the log shows it in the group (true) or removed (false), in
+// log order.
+type memberLog map[string][]memberMark
+
+type memberMark struct {
+	offset int64
+	in     bool
+}
+
+func (l memberLog) add(id string, off int64, in bool) { l[id] = append(l[id], memberMark{off, in}) }
+
+// outBefore reports whether the log shows member id removed before offset off, and not back in
+// the group since.
+func (l memberLog) outBefore(id string, off int64) bool {
+	out := false
+	for _, m := range l[id] {
+		if m.offset >= off {
+			break
+		}
+		out = !m.in
+	}
+	return out
+}
+
+// classicMemberIDs are the member ids of a GroupMetadata value (none for a tombstone).
+func classicMemberIDs(r history.Record) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range r.Value {
+		if !strings.EqualFold(k, "members") {
+			continue
+		}
+		ms, _ := v.([]any)
+		for _, m := range ms {
+			mm, _ := m.(map[string]any)
+			for mk, mv := range mm {
+				if id, ok := mv.(string); ok && strings.EqualFold(mk, "memberid") && id != "" {
+					out[id] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // classicMembers counts the members of a GroupMetadata value.
@@ -120,7 +196,8 @@ type incarnation struct {
 // findIncarnations finds where the group's epochs start over (see above) and says, in f.incNotes,
 // what was excused and what was not.
 func (f *facts) findIncarnations(obs *history.Observations) {
-	resets, logRead := logResets(obs)
+	resets, removed, logRead := logResets(obs) // removed: where each member id left the group
+	memberID := map[string]string{}            // member → the member id its latest answered call carried
 	used := 0
 	var top int32 // highest epoch seen in the current incarnation
 	raise := func(e int32) { top = max(top, e) }
@@ -145,7 +222,36 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			empty = pos
 		}
 	}
+	// gone says whether the log shows every member but joiner that the history cannot rule out
+	// removed before reset r: its member id tombstoned (a consumer group's member), or left out of
+	// a GroupMetadata (a classic group's), at a lower offset. A removed member id cannot come back
+	// (its calls get UNKNOWN_MEMBER_ID), so members cut off from the coordinator, whose sessions
+	// expired while their heartbeats went unanswered, are proven out by the log alone.
+	// At least one such member is needed: a log proves nothing about members the history does not
+	// show in the group.
+	gone := func(joiner string, r groupReset) bool {
+		n := 0
+		for m, l := range live {
+			if m == joiner || !l && open[m] == 0 {
+				continue
+			}
+			if memberID[m] == "" || !removed.outBefore(memberID[m], r.offset) {
+				return false
+			}
+			n++
+		}
+		return n > 0
+	}
 	restart := func(i int, m, proto string, got int32) {
+		if empty == none {
+			// Proven by the log (gone): the new incarnation begins with this join.
+			r := resets[used]
+			used++
+			f.incs = append(f.incs, incarnation{start: f.partner[i], empty: f.partner[i], epoch: got, reset: r})
+			f.incNotes = append(f.incNotes, fmt.Sprintf("a new incarnation of the group from event %d: %s joined at epoch %d (epochs up to %d before), every other member the history still counted had been removed by then as __consumer_offsets shows (sessions expired while they could not reach the coordinator), and it shows the empty group deleted or converted (%s); epochs are judged per incarnation", f.idx(f.partner[i]), m, got, top, r))
+			top = 0
+			return
+		}
 		start := max(f.partner[i], empty+1)
 		switch {
 		case !logRead:
@@ -162,7 +268,7 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			top = 0
 		}
 	}
-	call := func(i int, m, proto string, got int32) {
+	call := func(i int, m, proto string, got int32, id string) {
 		e := &f.ev[i]
 		active[m] = i
 		if e.Type != history.Invoke && f.partner[i] >= 0 {
@@ -176,8 +282,16 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			}
 		case history.OK, history.Info:
 			live[m], ever = true, true
-			if empty != none && e.Type == history.OK && got > 0 && got <= top {
-				restart(i, m, proto, got)
+			if e.Type == history.OK && got > 0 && got <= top {
+				// The log alone proves a restart only of a join at the epoch the next reset's new
+				// group gives its first member: generation 1 of a classic group written at 0, the
+				// group epoch of a consumer group.
+				if empty != none || used < len(resets) && resets[used].protocol == proto && got == firstEpoch(resets[used]) && gone(m, resets[used]) {
+					restart(i, m, proto, got)
+				}
+			}
+			if e.Type == history.OK && id != "" {
+				memberID[m] = id
 			}
 			if e.Type == history.OK {
 				empty = none
@@ -216,7 +330,7 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			}
 		default:
 			if m, proto, got, ok := sessionCall(e, v); ok {
-				call(i, m, proto, got)
+				call(i, m, proto, got, callMemberID(v))
 			}
 		}
 	}
@@ -240,6 +354,27 @@ func sessionCall(e *history.Event, v any) (string, string, int32, bool) {
 		return pick(v.Member, e.Process), history.ProtocolClassic, v.Epoch, true
 	}
 	return "", "", 0, false
+}
+
+// firstEpoch is the generation or member epoch the first member of r's new group gets.
+func firstEpoch(r groupReset) int32 {
+	if r.protocol == history.ProtocolClassic {
+		return r.first + 1
+	}
+	return r.first
+}
+
+// callMemberID is the member id a join, sync or heartbeat payload carries.
+func callMemberID(v any) string {
+	switch v := v.(type) {
+	case history.Join:
+		return v.MemberID
+	case history.Sync:
+		return v.MemberID
+	case history.Heartbeat:
+		return v.MemberID
+	}
+	return ""
 }
 
 // incAt is the incarnation of the group at position pos: how many restarts began at or before it.

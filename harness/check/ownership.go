@@ -35,12 +35,12 @@ func noDoubleOwnership(f *facts) Verdict {
 				}
 				overlaps++
 				lo, hi := b.start, min(a.end, b.end)
-				why, evidence := f.fencedExcuse(a, lo, hi)
+				why, evidence := f.fencedExcuse(a, lo, hi, a.inc < b.inc)
 				if why == "" {
 					allowed++
 					continue
 				}
-				why2, evidence2 := f.fencedExcuse(b, lo, hi)
+				why2, evidence2 := f.fencedExcuse(b, lo, hi, b.inc < a.inc)
 				if why2 == "" {
 					allowed++
 					continue
@@ -66,10 +66,12 @@ func (f *facts) endDesc(iv *interval) string {
 }
 
 // fencedExcuse says why the overlap [lo, hi) is not excused by iv's side having been fenced, with
-// the events that show it; "" when it is excused.
-func (f *facts) fencedExcuse(iv *interval, lo, hi int) (string, []int64) {
+// the events that show it; "" when it is excused. An ownership begun in an older incarnation of the
+// group than the other side's counts as fenced however it ended: the group it was owned in had no
+// member left when the new one began (findIncarnations), though its member may not have heard.
+func (f *facts) fencedExcuse(iv *interval, lo, hi int, older bool) (string, []int64) {
 	name := f.mems[iv.member]
-	if iv.endKind != endLost {
+	if iv.endKind != endLost && !older {
 		return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
 	}
 	ss := f.sessions[iv.member]
@@ -117,7 +119,7 @@ func validPartitionEpoch(f *facts) Verdict {
 		v.fail([]int64{f.idx(c.first.pos), f.idx(c.second.pos)}, "partition %s at epoch %d%s owned by %s (event %d) and by %s (event %d)",
 			f.tps[c.tp], c.epoch, where, f.mems[c.first.member], f.idx(c.first.pos), f.mems[c.second.member], f.idx(c.second.pos))
 	}
-	v.note("%d (partition, epoch) pairs owned", len(f.pairs))
+	v.note("%d (partition, epoch) pairs owned; %d passed from a static member to the next holder of its instance id", len(f.pairs), f.handovers)
 	v.Notes = append(v.Notes, f.incNotes...)
 	return v.done()
 }

@@ -224,6 +224,7 @@ type Sync struct {
 type Heartbeat struct {
 	Member        string `json:"member"`
 	MemberID      string `json:"member_id,omitempty"`
+	InstanceID    string `json:"instance_id,omitempty"`
 	Protocol      string `json:"protocol"`
 	Epoch         int32  `json:"epoch"`
 	ResultEpoch   int32  `json:"result_epoch,omitempty"`

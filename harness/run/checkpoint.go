@@ -37,7 +37,10 @@ func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
 			return fmt.Sprintf("no checkpoint %s: member %s did not make its commit within 30s", label, d.plan.Name), nil
 		}
 	}
-	bound := r.p.Timers.SessionTimeout + r.p.Timers.RebalanceTimeout
+	// Node faults beside the steps may keep the group from settling for
+	// as long as they keep newcomers out (seen on 4.1.2: a checkpoint
+	// during a node kill found no settled group within 21s).
+	bound := r.p.Timers.SessionTimeout + r.p.Timers.RebalanceTimeout + r.p.nodeFaultsWait()
 	settled := r.waitFor(ctx, nil, bound, func() bool {
 		if !r.owned() || !r.quiet() {
 			return false

@@ -43,6 +43,7 @@ import (
 // member reports in that order (clients.Hooks asks it to).
 type HookRecorder struct {
 	resends  bool
+	instance string
 	rec      *history.Recorder
 	name     string
 	protocol string
@@ -97,6 +98,21 @@ type HookOpt func(*HookRecorder)
 // while the coordinator's node was killed came back UNKNOWN_MEMBER_ID, and
 // the broker then described its offsets).
 func ResendsCommits() HookOpt { return func(h *HookRecorder) { h.resends = true } }
+
+// Instance is the member's group.instance.id (a static member): its joins,
+// heartbeats and commits carry it in the history where its client's events
+// do not, so that the checkers can tell one static member taking the place
+// of another (a bounce into the other protocol) from two members sharing a
+// partition epoch.
+func Instance(id string) HookOpt { return func(h *HookRecorder) { h.instance = id } }
+
+// instanceOf is the instance id of the member's call e reports.
+func (h *HookRecorder) instanceOf(e clients.Event) string {
+	if e.InstanceID != "" {
+		return e.InstanceID
+	}
+	return h.instance
+}
 
 // Err returns the first error met while recording: a member event that could
 // not be written is a broken history, and the run must say so.
@@ -159,15 +175,15 @@ func (h *HookRecorder) invokeValue(e clients.Event) (string, any) {
 	proto := h.proto(e)
 	switch e.Op {
 	case clients.OpJoin:
-		return history.FJoin, history.Join{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID, Generation: e.Generation}
+		return history.FJoin, history.Join{Member: h.name, MemberID: e.MemberID, InstanceID: h.instanceOf(e), Generation: e.Generation}
 	case clients.OpSync:
 		return history.FSync, history.Sync{Member: h.name, MemberID: e.MemberID, Generation: e.Generation}
 	case clients.OpLeave:
 		return history.FLeave, history.Leave{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: h.epoch(e)}
 	case clients.OpCommit:
-		return history.FCommit, history.Commit{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID, Protocol: proto, Epoch: h.epoch(e), Offsets: offsetList(e.Offsets)}
+		return history.FCommit, history.Commit{Member: h.name, MemberID: e.MemberID, InstanceID: h.instanceOf(e), Protocol: proto, Epoch: h.epoch(e), Offsets: offsetList(e.Offsets)}
 	}
-	return history.FHeartbeat, history.Heartbeat{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: h.epoch(e)}
+	return history.FHeartbeat, history.Heartbeat{Member: h.name, MemberID: e.MemberID, InstanceID: h.instanceOf(e), Protocol: proto, Epoch: h.epoch(e)}
 }
 
 // completion is the type and payload of the completion of c answered by e.
@@ -349,7 +365,7 @@ const FNotSent = "not-sent"
 
 func (h *HookRecorder) notSent(e clients.Event) {
 	if e.Kind == clients.Committed || e.Kind == clients.CommitFailed {
-		c := history.Commit{Member: h.name, MemberID: e.MemberID, InstanceID: e.InstanceID, Protocol: h.proto(e), Epoch: h.epoch(e), Offsets: offsetList(e.Offsets), Error: e.Err}
+		c := history.Commit{Member: h.name, MemberID: e.MemberID, InstanceID: h.instanceOf(e), Protocol: h.proto(e), Epoch: h.epoch(e), Offsets: offsetList(e.Offsets), Error: e.Err}
 		if e.App && h.app {
 			h.sent = true // the driver's commit is accounted for
 		}

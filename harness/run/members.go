@@ -130,6 +130,9 @@ func (c *crew) build(s *slot) error {
 	if f, ok := r.cfg.Registry[mp.Kind]; ok && f.ResendsCommits {
 		hopts = append(hopts, ResendsCommits())
 	}
+	if mp.InstanceID != "" {
+		hopts = append(hopts, Instance(mp.InstanceID))
+	}
 	h := NewHookRecorder(r.rec, mp.Name, mp.Protocol, hopts...)
 	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol), admission: make(chan string, 1)}
 	p := r.p
@@ -288,7 +291,15 @@ func (c *crew) Join(ctx context.Context, name string) (string, error) {
 // Leave implements faults.Members: the member commits what it consumed of
 // the partitions it owns and leaves the group through its Close.
 func (c *crew) Leave(ctx context.Context, name string) (string, error) {
-	return c.change(name, func(s *slot) (string, error) {
+	saw, _, err := c.leave(ctx, name)
+	return saw, err
+}
+
+// leave is Leave, saying too whether the member's commit and close went
+// through.
+func (c *crew) leave(ctx context.Context, name string) (string, bool, error) {
+	clean := true
+	saw, err := c.change(name, func(s *slot) (string, error) {
 		c.halt(s)
 		d := s.d
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -304,20 +315,48 @@ func (c *crew) Leave(ctx context.Context, name string) (string, error) {
 			return "", err
 		}
 		if err := errors.Join(errs...); err != nil {
+			clean = false
 			return fmt.Sprintf("%s left uncleanly: %v", name, err), nil
 		}
 		return fmt.Sprintf("%s committed and left", name), nil
 	})
+	return saw, clean, err
 }
 
 // admitWait bounds how long a replacement waits for the group to take its
 // newcomer in or refuse it: a classic join completes once every member has
 // rejoined (the rebalance timeout), a consumer-protocol member's first epoch
 // comes with its first heartbeat.
+//
+// Node faults beside a migration's steps (Options.Faults) add every node
+// fault's interval and a restart's worth (nodeRestartAllowance) each: the
+// newcomer of a step may have to wait out every one of them (one node down
+// at a time, each after the one before healed), and on a 1-node cluster the
+// group has no coordinator meanwhile (seen on 4.4.0: a node stopped for
+// 6.8 s, then killed for 8.5 s, kept a step's newcomer out for over 21 s).
 func (c *crew) admitWait() time.Duration {
 	t := c.r.p.Timers
-	return t.RebalanceTimeout + t.SessionTimeout
+	return t.RebalanceTimeout + t.SessionTimeout + c.r.p.nodeFaultsWait()
 }
+
+// nodeFaultsWait is how much longer a migration's step or checkpoint may
+// have to wait for the group because of the plan's node faults: each one's
+// interval and a restart's worth (nodeRestartAllowance).
+func (p Plan) nodeFaultsWait() time.Duration {
+	var w time.Duration
+	for _, f := range p.Faults {
+		if f.Family() == faults.FamilyNode {
+			w += f.For + nodeRestartAllowance
+		}
+	}
+	return w
+}
+
+// nodeRestartAllowance is how long a Kafka node may take to serve the group
+// again once a node fault healed: the container's start, the log's
+// recovery, the coordinator loading __consumer_offsets (9–10 s on the
+// project's 2-core machine).
+const nodeRestartAllowance = 20 * time.Second
 
 // RefusedMark and AdmittedMark begin what a replacement says it saw, so
 // that a run's steps can be read back from the history (MigrationSteps).
@@ -341,8 +380,12 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := c.slot(holder); err != nil {
+	hs, err := c.slot(holder)
+	if err != nil {
 		return "", err
+	}
+	if id := s.plan.InstanceID; id != "" && id == hs.plan.InstanceID {
+		return c.bounce(ctx, holder, in)
 	}
 	s.mu.Lock()
 	if s.running {
@@ -366,7 +409,12 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 	case <-ctx.Done():
 		return "", fmt.Errorf("replacing %s by %s: %w", holder, in, ctx.Err())
 	case <-time.After(c.admitWait()):
-		return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s; %s stays", in, s.plan.Kind, c.admitWait(), holder)
+		c.standsFor[in] = holder
+		stopped, err := c.stop(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s, and is %s; %s stays", in, s.plan.Kind, c.admitWait(), stopped, holder)
 	}
 	took := time.Since(t0).Round(time.Millisecond)
 	if refusal != "" {
@@ -383,6 +431,91 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 		return "", err
 	}
 	saw := fmt.Sprintf("%s: %s (%s) joined after %s; %s", AdmittedMark, in, s.plan.Kind, took, left)
+	return c.checkpointAfter(ctx, saw, in)
+}
+
+// bounce is a replacement of a static member by itself in the other
+// protocol (Options.MigrationStatic), as a rolling bounce of its pod does:
+// out commits and closes (a static member's close: a classic member sends
+// no LeaveGroup, a consumer-protocol member leaves with epoch -2, so the
+// coordinator keeps its place and its assignment for its instance id), then
+// in starts under the same group.instance.id and takes that place over
+// (GroupMetadataManager.getOrMaybeSubscribeStaticConsumerGroupMember, and
+// the classic group's static rejoin). When the coordinator refuses in, in
+// is stopped and out starts again in its own protocol (the bounce rolled
+// back), standing for in from then on.
+//
+// A static consumer-protocol member whose leave failed still holds its
+// instance id, and Kafka refuses it to another consumer-protocol member
+// with UNRELEASED_INSTANCE_ID until it is released
+// (GroupMetadataManager.throwIfInstanceIdIsUnreleased), which the
+// newcomer's client takes as fatal: the bounce then waits out the old
+// member's session first, as a pod's restarts would until the id is free.
+func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
+	left, clean, err := c.leave(ctx, out)
+	if err != nil {
+		return "", err
+	}
+	s, err := c.slot(in)
+	if err != nil {
+		return "", err
+	}
+	if hs := c.slots[out]; !clean && hs.plan.Protocol == history.ProtocolConsumer && s.plan.Protocol == history.ProtocolConsumer {
+		t := c.r.p.Timers
+		wait := t.SessionTimeout + t.HeartbeatInterval
+		if !sleepUntil(ctx, time.Now().Add(wait)) {
+			return "", fmt.Errorf("bouncing %s into %s: %w", out, in, ctx.Err())
+		}
+		left += fmt.Sprintf("; its instance id stays held until its session expires (a consumer-protocol newcomer gets UNRELEASED_INSTANCE_ID meanwhile): %s waited %s", in, wait)
+	}
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return "", fmt.Errorf("%s is already running: a replacement brings in a member the plan kept out of the group", in)
+	}
+	if s.d == nil || s.starts > 0 {
+		if err := c.build(s); err != nil {
+			s.mu.Unlock()
+			return "", err
+		}
+	}
+	admission := s.hooks.admission
+	c.launch(s, 0, false)
+	s.mu.Unlock()
+
+	t0 := time.Now()
+	var refusal string
+	select {
+	case refusal = <-admission:
+	case <-ctx.Done():
+		return "", fmt.Errorf("bouncing %s into %s: %w", out, in, ctx.Err())
+	case <-time.After(c.admitWait()):
+		c.standsFor[in] = out
+		stopped, err := c.stop(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		back, err := c.Join(ctx, out)
+		if err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s after %s left, and is %s; %s", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), out, stopped, back)
+	}
+	took := time.Since(t0).Round(time.Millisecond)
+	if refusal != "" {
+		c.standsFor[in] = out
+		stopped, err := c.stop(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		back, err := c.Join(ctx, out)
+		if err != nil {
+			return "", err
+		}
+		saw := fmt.Sprintf("%s%s: %s (%s, instance id %s) refused after %s, %s; rolled back: %s", RefusedMark, refusal, in, s.plan.Kind, s.plan.InstanceID, took, stopped, back)
+		return c.checkpointAfter(ctx, saw, in)
+	}
+	saw := fmt.Sprintf("%s: %s (%s) took the place of static member %s (instance id %s) %s after it left; %s", AdmittedMark, in, s.plan.Kind, out, s.plan.InstanceID, took, left)
 	return c.checkpointAfter(ctx, saw, in)
 }
 

@@ -83,6 +83,20 @@ func migrationWorkload(n int) time.Duration {
 	return migrationLead + time.Duration(2*n-1)*migrationEvery + migrationTail
 }
 
+// staticMigration gives a static migration's members their
+// group.instance.id: the members that take each other's place (the i-th of
+// every leg) share one, so that each replacement is one static member's
+// rolling bounce into the other protocol and back. Kafka lets a member of
+// either protocol take the place of a static member of the other at once,
+// released or not (GroupMetadataManager.getOrMaybeSubscribeStaticConsumerGroupMember
+// asks for a released instance id only when both use the consumer protocol);
+// the crew still lets the old one go first, as a bounce does (crew.Replace).
+func staticMigration(p *Plan, legSize int) {
+	for i := range p.Members {
+		p.Members[i].InstanceID = fmt.Sprintf("%s-i%d", p.Group, i%legSize+1)
+	}
+}
+
 // migrationMembersOf builds a migration's members and its steps: n classic
 // members that start the group, n consumer-protocol members that replace
 // them, n classic members that replace those. kinds (the plan's

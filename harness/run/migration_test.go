@@ -68,10 +68,49 @@ func TestMigrationPlan(t *testing.T) {
 		{run.Options{Scenario: run.ScenarioMigration, Kafka: "4.1.2", UpgradeTo: "4.4.0", Nodes: 3}, "separate runs"},
 		{run.Options{Scenario: run.ScenarioMigration, MigrationFrom: "both"}, `unknown protocol "both" to migrate from`},
 		{run.Options{Scenario: run.ScenarioChurn, MigrationFrom: "consumer"}, "needs --scenario migration"},
+		{run.Options{Scenario: run.ScenarioChurn, MigrationStatic: true}, "needs --scenario migration"},
 	} {
 		if _, err := run.NewPlan(1, bad.o, run.DefaultRegistry().Kinds()); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("NewPlan(%+v) = %v, want an error saying %q", bad.o, err, bad.says)
 		}
+	}
+}
+
+// A static migration bounces each member into the other protocol and back
+// under one group.instance.id: the members that take each other's place
+// share it, the others do not.
+func TestStaticMigrationPlan(t *testing.T) {
+	p := mustPlan(t, 5, run.Options{Scenario: run.ScenarioMigration, Embedded: true, Members: 2, MigrationStatic: true})
+	var ids []string
+	for _, m := range p.Members {
+		ids = append(ids, m.InstanceID)
+	}
+	i1, i2 := p.Group+"-i1", p.Group+"-i2"
+	if want := []string{i1, i2, i1, i2, i1, i2}; !slices.Equal(ids, want) {
+		t.Errorf("instance ids %v, want %v", ids, want)
+	}
+	for _, f := range p.Faults {
+		if f.Kind != faults.MemberReplace {
+			t.Errorf("step %s: a static migration without -faults has only replacements", f)
+		}
+	}
+	if cmd := p.Command(); !strings.Contains(cmd, "--migration-static") {
+		t.Errorf("rerun command %q does not ask for static members", cmd)
+	}
+	// Faults beside the steps: the nemesis's node faults are drawn on the
+	// same workload, the steps stay.
+	bf := mustPlan(t, 5, run.Options{Scenario: run.ScenarioMigration, Embedded: true, Members: 2, Faults: []faults.Kind{faults.NodeStop, faults.NodeKill, faults.NodePause}})
+	var replace, node int
+	for _, f := range bf.Faults {
+		switch f.Family() {
+		case faults.FamilyMigration:
+			replace++
+		case faults.FamilyNode:
+			node++
+		}
+	}
+	if replace != 4 || node == 0 {
+		t.Errorf("a migration with node faults plans %d replacements and %d node faults, want 4 and some: %v", replace, node, bf.Faults)
 	}
 }
 

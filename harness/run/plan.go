@@ -130,6 +130,12 @@ type Options struct {
 	// returns to: classic (empty: classic → consumer → classic) or
 	// consumer (consumer → classic → consumer).
 	MigrationFrom string `json:"migration_from,omitempty"`
+	// MigrationStatic makes a migration's members static and each
+	// replacement the rolling bounce of one: the member leaves as a static
+	// member does (a classic one sends no LeaveGroup, a consumer-protocol
+	// one leaves with epoch -2) and comes back under the same
+	// group.instance.id in the other protocol (migration.go).
+	MigrationStatic bool `json:"migration_static,omitempty"`
 }
 
 // Plan is plan.json: everything a run will do, chosen from the seed before
@@ -268,6 +274,9 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	if o.MigrationFrom != "" && !migration {
 		return Plan{}, fmt.Errorf("--migration-from %s says where a migration starts: it needs --scenario %s", o.MigrationFrom, ScenarioMigration)
 	}
+	if o.MigrationStatic && !migration {
+		return Plan{}, fmt.Errorf("--migration-static makes a migration's members static: it needs --scenario %s", ScenarioMigration)
+	}
 	legSize := o.Members
 	if migration {
 		if o.UpgradeTo != "" {
@@ -376,6 +385,9 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			JoinAfter:   time.Duration(ms.Int64N(int64(3 * time.Second))).Round(time.Millisecond),
 			CommitEvery: time.Duration(200+ms.IntN(800)) * time.Millisecond,
 		})
+	}
+	if migration && o.MigrationStatic {
+		staticMigration(&p, legSize)
 	}
 	if o.Scenario != ScenarioBaseline && !migration {
 		// A third of the members are static under faults, so restarts and
@@ -653,6 +665,9 @@ func (p Plan) Args() []string {
 	}
 	if o.MigrationFrom != "" {
 		a = append(a, "--migration-from", o.MigrationFrom)
+	}
+	if o.MigrationStatic {
+		a = append(a, "--migration-static")
 	}
 	a = append(a, "--duration", o.Duration.String())
 	return a

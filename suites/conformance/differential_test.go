@@ -107,6 +107,7 @@ var kfakeGaps = []explanation{
 	{target: "kfake", pos: "classic/new_members.txt:29", reason: "JoinGroup while another member holds a pending member id (MEMBER_ID_REQUIRED answered, not joined yet): Kafka parks it until the pending member joins or expires; kfake completes the rebalance at once"},
 	{target: "kfake", pos: "consumer/mixed_upgrade.txt:45", reason: kfakeNoOnlineUpgrade},
 	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:32", reason: kfakeNoOnlineUpgrade},
+	{target: "kfake", pos: "consumer/mixed_static_bounce.txt:42", reason: kfakeNoOnlineUpgrade + " (a static member's bounce into the consumer protocol)"},
 	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:53", reason: kfakeNoOnlineUpgrade},
 	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:73", reason: kfakeNoOnlineUpgrade + " (the parked classic JoinGroup stays parked where Kafka's conversion answers it)"},
 	{target: "kfake", pos: "consumer/mixed_upgrade_refused.txt:118", reason: kfakeNoOnlineUpgrade + " (the parked classic JoinGroup stays parked where Kafka's conversion answers it)"},
