@@ -387,28 +387,11 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 	if id := s.plan.InstanceID; id != "" && id == hs.plan.InstanceID {
 		return c.bounce(ctx, holder, in)
 	}
-	s.mu.Lock()
-	if s.running {
-		s.mu.Unlock()
-		return "", fmt.Errorf("%s is already running: a replacement brings in a member the plan kept out of the group", in)
+	refusal, took, decided, err := c.admit(ctx, s, in, fmt.Sprintf("replacing %s by %s", holder, in))
+	if err != nil {
+		return "", err
 	}
-	if s.d == nil || s.starts > 0 {
-		if err := c.build(s); err != nil {
-			s.mu.Unlock()
-			return "", err
-		}
-	}
-	admission := s.hooks.admission
-	c.launch(s, 0, false)
-	s.mu.Unlock()
-
-	t0 := time.Now()
-	var refusal string
-	select {
-	case refusal = <-admission:
-	case <-ctx.Done():
-		return "", fmt.Errorf("replacing %s by %s: %w", holder, in, ctx.Err())
-	case <-time.After(c.admitWait()):
+	if !decided {
 		c.standsFor[in] = holder
 		stopped, err := c.stop(ctx, in)
 		if err != nil {
@@ -416,7 +399,6 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 		}
 		return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s, and is %s; %s stays", in, s.plan.Kind, c.admitWait(), stopped, holder)
 	}
-	took := time.Since(t0).Round(time.Millisecond)
 	if refusal != "" {
 		c.standsFor[in] = holder
 		stopped, err := c.stop(ctx, in)
@@ -468,28 +450,11 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 		}
 		left += fmt.Sprintf("; its instance id stays held until its session expires (a consumer-protocol newcomer gets UNRELEASED_INSTANCE_ID meanwhile): %s waited %s", in, wait)
 	}
-	s.mu.Lock()
-	if s.running {
-		s.mu.Unlock()
-		return "", fmt.Errorf("%s is already running: a replacement brings in a member the plan kept out of the group", in)
+	refusal, took, decided, err := c.admit(ctx, s, in, fmt.Sprintf("bouncing %s into %s", out, in))
+	if err != nil {
+		return "", err
 	}
-	if s.d == nil || s.starts > 0 {
-		if err := c.build(s); err != nil {
-			s.mu.Unlock()
-			return "", err
-		}
-	}
-	admission := s.hooks.admission
-	c.launch(s, 0, false)
-	s.mu.Unlock()
-
-	t0 := time.Now()
-	var refusal string
-	select {
-	case refusal = <-admission:
-	case <-ctx.Done():
-		return "", fmt.Errorf("bouncing %s into %s: %w", out, in, ctx.Err())
-	case <-time.After(c.admitWait()):
+	if !decided {
 		c.standsFor[in] = out
 		stopped, err := c.stop(ctx, in)
 		if err != nil {
@@ -501,7 +466,6 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 		}
 		return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s after %s left, and is %s; %s", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), out, stopped, back)
 	}
-	took := time.Since(t0).Round(time.Millisecond)
 	if refusal != "" {
 		c.standsFor[in] = out
 		stopped, err := c.stop(ctx, in)
@@ -517,6 +481,37 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 	}
 	saw := fmt.Sprintf("%s: %s (%s) took the place of static member %s (instance id %s) %s after it left; %s", AdmittedMark, in, s.plan.Kind, out, s.plan.InstanceID, took, left)
 	return c.checkpointAfter(ctx, saw, in)
+}
+
+// admit starts newcomer s (named in) and waits for the coordinator to take
+// it in or refuse it for its group protocol (refusal, the error's name).
+// decided is false when neither came within admitWait: the caller stops
+// the newcomer and says what stays. what names the step in errors.
+func (c *crew) admit(ctx context.Context, s *slot, in, what string) (refusal string, took time.Duration, decided bool, err error) {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return "", 0, false, fmt.Errorf("%s is already running: a replacement brings in a member the plan kept out of the group", in)
+	}
+	if s.d == nil || s.starts > 0 {
+		if err := c.build(s); err != nil {
+			s.mu.Unlock()
+			return "", 0, false, err
+		}
+	}
+	admission := s.hooks.admission
+	c.launch(s, 0, false)
+	s.mu.Unlock()
+
+	t0 := time.Now()
+	select {
+	case refusal = <-admission:
+		return refusal, time.Since(t0).Round(time.Millisecond), true, nil
+	case <-ctx.Done():
+		return "", 0, false, fmt.Errorf("%s: %w", what, ctx.Err())
+	case <-time.After(c.admitWait()):
+		return "", 0, false, nil
+	}
 }
 
 // checkpointAfter takes the checkpoint that ends a replacement (named after
