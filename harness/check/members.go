@@ -176,19 +176,10 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			insts[m.InstanceID] = true
 		}
 	}
-	clientOf := func(name string) bool {
-		want := "groupquake-" + name
-		for _, m := range g.Members {
-			if m.ClientID == want || strings.HasPrefix(m.ClientID, want+"-") {
-				return true
-			}
-		}
-		return false
-	}
 	in := 0
 	for _, name := range running {
 		tr := traceMember(f, name, upto)
-		if (tr.id != "" && ids[tr.id]) || (tr.inst != "" && insts[tr.inst]) || clientOf(name) {
+		if (tr.id != "" && ids[tr.id]) || (tr.inst != "" && insts[tr.inst]) || g.ListsClientOf(name) {
 			in++
 			continue
 		}

@@ -588,3 +588,15 @@ func TestRecorderTap(t *testing.T) {
 		t.Errorf("tap saw %v, want [0 1]", seen)
 	}
 }
+
+func TestListsClientOf(t *testing.T) {
+	g := &GroupDescription{Members: []MemberDescription{{ClientID: "groupquake-m1"}, {ClientID: "groupquake-m3-give-up-on-no-answer"}}}
+	for name, want := range map[string]bool{"m1": true, "m3": true, "m10": false, "m2": false, "": false} {
+		if got := g.ListsClientOf(name); got != want {
+			t.Errorf("ListsClientOf(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if (*GroupDescription)(nil).ListsClientOf("m1") {
+		t.Errorf("a missing description lists a member")
+	}
+}

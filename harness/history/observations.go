@@ -47,6 +47,22 @@ type MemberDescription struct {
 	TargetAssignment []TP `json:"target_assignment,omitempty"`
 }
 
+// ListsClientOf reports whether g lists a member whose client id is the
+// one every member kind of the harness sets for member name: "groupquake-"
+// and the name (a broken kind adds "-" and its bug).
+func (g *GroupDescription) ListsClientOf(name string) bool {
+	if g == nil {
+		return false
+	}
+	want := "groupquake-" + name
+	for _, m := range g.Members {
+		if m.ClientID == want || strings.HasPrefix(m.ClientID, want+"-") {
+			return true
+		}
+	}
+	return false
+}
+
 // Stable reports whether the group is at rest: Kafka says Stable and, for a consumer group, every
 // member has reached the assignment epoch.
 func (g *GroupDescription) Stable() bool {

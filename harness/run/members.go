@@ -391,19 +391,13 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !decided {
-		c.standsFor[in] = holder
-		stopped, err := c.stop(ctx, in)
+	if !decided || refusal != "" {
+		stopped, err := c.withdraw(ctx, in, holder)
 		if err != nil {
 			return "", err
 		}
-		return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s, and is %s; %s stays", in, s.plan.Kind, c.admitWait(), stopped, holder)
-	}
-	if refusal != "" {
-		c.standsFor[in] = holder
-		stopped, err := c.stop(ctx, in)
-		if err != nil {
-			return "", err
+		if !decided {
+			return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s, and is %s; %s stays", in, s.plan.Kind, c.admitWait(), stopped, holder)
 		}
 		saw := fmt.Sprintf("%s%s: %s (%s) refused after %s, %s; %s stays in its place", RefusedMark, refusal, in, s.plan.Kind, took, stopped, holder)
 		return c.checkpointAfter(ctx, saw, in)
@@ -454,9 +448,9 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !decided {
-		c.standsFor[in] = out
-		stopped, err := c.stop(ctx, in)
+	if !decided || refusal != "" {
+		// Rolled back: out starts again in its own protocol.
+		stopped, err := c.withdraw(ctx, in, out)
 		if err != nil {
 			return "", err
 		}
@@ -464,17 +458,8 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s after %s left, and is %s; %s", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), out, stopped, back)
-	}
-	if refusal != "" {
-		c.standsFor[in] = out
-		stopped, err := c.stop(ctx, in)
-		if err != nil {
-			return "", err
-		}
-		back, err := c.Join(ctx, out)
-		if err != nil {
-			return "", err
+		if !decided {
+			return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s after %s left, and is %s; %s", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), out, stopped, back)
 		}
 		saw := fmt.Sprintf("%s%s: %s (%s, instance id %s) refused after %s, %s; rolled back: %s", RefusedMark, refusal, in, s.plan.Kind, s.plan.InstanceID, took, stopped, back)
 		return c.checkpointAfter(ctx, saw, in)
@@ -512,6 +497,13 @@ func (c *crew) admit(ctx context.Context, s *slot, in, what string) (refusal str
 	case <-time.After(c.admitWait()):
 		return "", 0, false, nil
 	}
+}
+
+// withdraw stops a newcomer the group did not take in; out, the member it
+// was to replace, stands for it from then on.
+func (c *crew) withdraw(ctx context.Context, in, out string) (string, error) {
+	c.standsFor[in] = out
+	return c.stop(ctx, in)
 }
 
 // checkpointAfter takes the checkpoint that ends a replacement (named after

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -357,19 +356,15 @@ func (r *runner) settleWait() time.Duration {
 	return t.SessionTimeout + t.RebalanceTimeout + t.ConvergenceSlack
 }
 
-// missingMembers names the running members that g does not list, by the
-// client id every member kind of the harness sets: "groupquake-" and its
-// name (a broken kind adds "-" and its bug).
+// missingMembers names the running members that g does not list, by their
+// client ids (GroupDescription.ListsClientOf).
 func missingMembers(g *history.GroupDescription, running []*driver) []string {
 	var out []string
 	for _, d := range running {
 		if d.stopped.Load() {
 			continue // it will not come back: EventuallyConverges judges it as it is
 		}
-		want := "groupquake-" + d.plan.Name
-		if !slices.ContainsFunc(g.Members, func(m history.MemberDescription) bool {
-			return m.ClientID == want || strings.HasPrefix(m.ClientID, want+"-")
-		}) {
+		if !g.ListsClientOf(d.plan.Name) {
 			out = append(out, d.plan.Name)
 		}
 	}
