@@ -163,7 +163,7 @@ func TestRunCampaignEmbedded(t *testing.T) {
 		}
 	}
 	for _, r := range c.Runs {
-		if len(r.Counts.Violated) > 0 {
+		if r.Tally != nil && len(r.Tally.Violated) > 0 {
 			want = exitViolation
 		}
 	}
