@@ -306,6 +306,7 @@ func TestRunEmbeddedJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &j); err != nil {
 		t.Fatalf("run --json (exit %d) printed no JSON (%v):\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
 	}
+	validateJSON(t, "run", stdout.Bytes())
 	want := exitOK
 	if j.Tally != nil && len(j.Tally.Violated) > 0 {
 		want = exitViolation
