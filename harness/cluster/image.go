@@ -500,20 +500,23 @@ func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version
 	}
 	defer res.Body.Close()
 	var log bytes.Buffer
-	// The legacy builder says "Step 3/9 : RUN ...": each is a stage of the
-	// build.
-	step := func(line string) {
-		var n, of int
-		var what string
-		if _, err := fmt.Sscanf(line, "Step %d/%d : ", &n, &of); err == nil {
-			_, what, _ = strings.Cut(strings.TrimSpace(line), " : ")
-			logf("image: building %s: step %d of %d: %s", ref, n, of, what)
-		}
-	}
-	if err := drainJSONStream(res.Body, &log, step); err != nil {
+	if err := drainJSONStream(res.Body, &log, buildSteps(ref, logf)); err != nil {
 		return fmt.Errorf("build %s: %v\n%s", ref, err, tail(log.Bytes(), 15))
 	}
 	return nil
+}
+
+// buildSteps says each stage of an image build as the engine's builder
+// announces it ("Step 3/9 : RUN ...").
+func buildSteps(ref string, logf func(string, ...any)) func(string) {
+	return func(line string) {
+		var n, of int
+		if _, err := fmt.Sscanf(line, "Step %d/%d :", &n, &of); err != nil {
+			return
+		}
+		_, what, _ := strings.Cut(strings.TrimSpace(line), " : ")
+		logf("image: building %s: step %d of %d: %s", ref, n, of, what)
+	}
 }
 
 func writeBuildContext(w io.Writer, libs brokerJars) error {
