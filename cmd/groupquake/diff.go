@@ -223,6 +223,9 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if res.Differences == nil {
 		res.Differences = []versiondiff.Difference{}
 	}
+	if res.Behaviours == nil {
+		res.Behaviours = []versiondiff.Behaviour{}
+	}
 	doc := diffJSON{SchemaVersion: schemaVersion, Mode: mode, Result: res, Explained: ex, Unexplained: un}
 	if len(ss) > 0 {
 		doc.Dir = dir

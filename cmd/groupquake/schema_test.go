@@ -125,6 +125,8 @@ func TestJSONSchemas(t *testing.T) {
 	t.Run("diff", func(t *testing.T) {
 		_, out := jsonCall(t, "diff", "--embedded", "--scenarios", "none", "--from", "4.1.2", "--json")
 		validateJSON(t, "diff", out)
+		_, out = jsonCall(t, "diff", "--embedded", "--scenarios", "none", "--from", "4.4.0", "--to", "4.4.0", "--json")
+		validateJSON(t, "diff", out)
 	})
 	t.Run("scale", func(t *testing.T) {
 		_, out := jsonCall(t, "scale", "--embedded", "--members", "2", "--protocol", "consumer", "--partitions", "2", "--steady", "0", "--no-restart", "--seed", "1", "--json", "-q")
