@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // Output levels of the messages on stderr (results go to stdout at every
@@ -30,17 +32,29 @@ func (l *levelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&l.quiet, "q", false, "quiet: print only the result (and, on failure, the one line that says why)")
 }
 
-// console returns the stderr console of the level the flags chose.
+// console returns the stderr console of the level the flags chose. It
+// also takes testcontainers' log (each container created, started,
+// stopped), which is detail.
 func (l *levelFlags) console(stderr io.Writer) (*console, error) {
+	level := levelNormal
 	switch {
 	case l.verbose && l.quiet:
 		return nil, badInput("-v and -q exclude each other: give -v for more detail, -q for the result alone")
 	case l.verbose:
-		return newConsole(stderr, levelVerbose), nil
+		level = levelVerbose
 	case l.quiet:
-		return newConsole(stderr, levelQuiet), nil
+		level = levelQuiet
 	}
-	return newConsole(stderr, levelNormal), nil
+	c := newConsole(stderr, level)
+	tclog.SetDefault(containerLog{c})
+	return c, nil
+}
+
+// containerLog is testcontainers' logger, writing to a console's detail.
+type containerLog struct{ c *console }
+
+func (l containerLog) Printf(format string, args ...any) {
+	l.c.Debugf("containers: %s", strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
 // console writes the messages of one command to stderr at its level, each

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // TestOutputLevels runs one embedded run with link faults at each level:
@@ -131,6 +133,23 @@ func TestIsDetail(t *testing.T) {
 	for d, want := range map[time.Duration]string{0: "0:00", 65 * time.Second: "1:05", 3725 * time.Second: "1:02:05"} {
 		if got := clock(d); got != want {
 			t.Errorf("clock(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestContainerLog: testcontainers' own log (a line per container created,
+// started, stopped) is detail: only -v shows it.
+func TestContainerLog(t *testing.T) {
+	defer tclog.SetDefault(tclog.Default())
+	for _, lv := range []levelFlags{{}, {verbose: true}} {
+		var b bytes.Buffer
+		if _, err := lv.console(&b); err != nil {
+			t.Fatal(err)
+		}
+		tclog.Printf("🐳 Creating container for image %s\n", "groupquake/kafka:4.4.0")
+		shown := strings.Contains(b.String(), "] containers: 🐳 Creating container for image groupquake/kafka:4.4.0\n")
+		if shown != lv.verbose {
+			t.Errorf("-v %v: wrote %q", lv.verbose, b.String())
 		}
 	}
 }
