@@ -150,6 +150,12 @@ type trendDot struct {
 	Report string
 }
 
+type trendText struct {
+	X, Y   float64
+	Text   string
+	Anchor string
+}
+
 type trendView struct {
 	Title                           string
 	Summary                         string
@@ -157,7 +163,7 @@ type trendView struct {
 	ByKafka, ByProtocol, ByScenario []trendGroup
 	Dots                            []trendDot
 	ChartW, ChartH, ChartTop        float64
-	YTicks                          []svgText
+	YTicks                          []trendText
 	Status                          string
 }
 
@@ -223,7 +229,7 @@ func WriteTrend(w io.Writer, title string, runs []RunSummary) error {
 			Title: fmt.Sprintf("run %d (%s, Kafka %s, %s, seed %d): longest partition pause %s", r.N, r.Run.Scenario, r.Run.Kafka, r.Run.Protocol, r.Run.Seed, roundDur(r.Partition.Max))})
 	}
 	for _, f := range []float64{0, 0.5, 1} {
-		v.YTicks = append(v.YTicks, svgText{X: left - 6, Y: top + height - height*f + 4, Text: roundDur(time.Duration(f * float64(most))), Anchor: "end"})
+		v.YTicks = append(v.YTicks, trendText{X: left - 6, Y: top + height - height*f + 4, Text: roundDur(time.Duration(f * float64(most))), Anchor: "end"})
 	}
 	return trendTemplate.Execute(w, v)
 }
