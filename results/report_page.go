@@ -40,7 +40,7 @@ function zoomable(svg){
   var L=+svg.getAttribute('data-left'),R=+svg.getAttribute('data-right'),A=+svg.getAttribute('data-axis');
   var H=+svg.getAttribute('height'),W=+svg.getAttribute('width');
   var segs=JSON.parse(svg.getAttribute('data-segs'));
-  var zg=svg.querySelector('g.zoom'),tg=svg.querySelector('g.ticks'),NS='http://www.w3.org/2000/svg';
+  var zg=svg.querySelector('g.zoom'),tg=svg.querySelector('g.ticks'),tl=svg.querySelector('g.ticklabels'),NS='http://www.w3.org/2000/svg';
   var readout=document.getElementById('zoom-range');
   var items=[],all=zg.querySelectorAll('rect,line,text,path,polygon,polyline');
   for(var i=0;i<all.length;i++){
@@ -82,6 +82,7 @@ function zoomable(svg){
   var steps=[.001,.002,.005,.01,.02,.05,.1,.2,.5,1,2,5,10,15,30,60,120,300,600,900,1800,3600,7200];
   function ticks(){
     while(tg.firstChild)tg.removeChild(tg.firstChild);
+    while(tl.firstChild)tl.removeChild(tl.firstChild);
     for(var i=0;i<segs.length;i++){
       var s=segs[i];if(s[4])continue;
       var lo=Math.max(s[0],v0),hi=Math.min(s[1],v1);if(hi<=lo)continue;
@@ -94,7 +95,7 @@ function zoomable(svg){
         var tx=document.createElementNS(NS,'text');
         tx.setAttribute('class','ticklabel');tx.setAttribute('x',x);tx.setAttribute('y',A-6);tx.setAttribute('text-anchor','middle');
         tx.textContent=fmt(t,step);
-        tg.appendChild(ln);tg.appendChild(tx);
+        tg.appendChild(ln);tl.appendChild(tx);
       }
     }
   }

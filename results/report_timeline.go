@@ -30,6 +30,8 @@ const (
 	captionH  = 16.0 // a section's caption
 	sectionGp = 6.0
 	charW     = 6.6 // width of a character of the 11px labels, for the gutter and the label fits
+	// rightMargin leaves room past the plot for the last tick's label.
+	rightMargin = 16.0
 )
 
 // Fault families, each with its colour (labels on them are #1a1a1a: contrast ≥ 4.5:1, see
@@ -769,11 +771,11 @@ func (t *timeline) banner() {
 
 // svg assembles the layers: stripes, the axis, the zoomed layer (clipped to the plot), the gutter.
 func (t *timeline) svg(rows string) string {
-	var ticks svgw
+	var ticks, tickLabels svgw
 	for _, tk := range t.sc.ticks() {
 		tx := t.x(tk)
 		ticks.line("tick", tx, axisHeight-4, tx, t.height, "")
-		ticks.text("ticklabel", tx, axisHeight-6, "middle", "", roundDur(tk))
+		tickLabels.text("ticklabel", tx, axisHeight-6, "middle", "", roundDur(tk))
 	}
 	var gut svgw
 	maxChars := int((t.left - 14) / charW)
@@ -801,7 +803,7 @@ func (t *timeline) svg(rows string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" data-left="%s" data-right="%s" data-axis="%s" data-segs="[%s]" data-view="0.000 %s">`+"\n",
-		f1(chartWidth), f1(t.height), f1(chartWidth), f1(t.height), f1(t.left), f1(chartWidth), f1(axisHeight), strings.Join(segs, ","),
+		f1(chartWidth+rightMargin), f1(t.height), f1(chartWidth+rightMargin), f1(t.height), f1(t.left), f1(chartWidth), f1(axisHeight), strings.Join(segs, ","),
 		strconv.FormatFloat(t.end.Seconds(), 'f', 3, 64))
 	b.WriteString(`<defs><clipPath id="plotclip"><rect x="` + f1(t.left) + `" y="0" width="` + f1(chartWidth-t.left) + `" height="` + f1(t.height) + `"/></clipPath>` +
 		`<pattern id="hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="2.5" height="6" fill="#000" fill-opacity=".55"/></pattern></defs>` + "\n")
@@ -812,6 +814,7 @@ func (t *timeline) svg(rows string) string {
 	b.WriteString(`<g class="rows">` + "\n" + rows + "</g>\n")
 	b.WriteString(`<g class="violations">` + "\n" + t.vz.String() + "</g>\n")
 	b.WriteString("</g>\n</g>\n")
+	b.WriteString(`<g class="ticklabels">` + "\n" + tickLabels.String() + "</g>\n")
 	b.WriteString(`<line class="gutterline" x1="` + f1(t.left) + `" y1="` + f1(axisHeight-14) + `" x2="` + f1(t.left) + `" y2="` + f1(t.height) + `"/>` + "\n")
 	b.WriteString(`<g class="gutter">` + "\n" + gut.String() + "</g>\n</svg>")
 	return b.String()
