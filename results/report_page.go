@@ -75,7 +75,8 @@ function zoomable(svg){
   }
   function fmt(t,step){
     var d=step<0.01?3:(step<0.1?2:(step<1?1:0));
-    if(t>=60){var mi=Math.floor(t/60);return mi+'m'+(+(t-60*mi).toFixed(d))+'s';}
+    if(t>=3600){var hr=Math.floor(t/3600),mh=Math.round((t-3600*hr)/60);return hr+'h'+(mh?mh+'m':'');}
+    if(t>=60){var mi=Math.floor(t/60),se=+(t-60*mi).toFixed(d);return mi+'m'+(se?se+'s':'');}
     if(t<1)return (+(t*1000).toFixed(Math.max(0,d-3)))+'ms';
     return (+t.toFixed(d))+'s';
   }
@@ -118,10 +119,25 @@ function zoomable(svg){
       }
     }
     ticks();
+    phases();
     var a=tOf(v0),b=tOf(v1);
     svg.setAttribute('data-view',a.toFixed(3)+' '+b.toFixed(3));
     if(readout)readout.textContent=k>1.0001?'showing '+fmt(a,(b-a)/10)+' to '+fmt(b,(b-a)/10)+' (zoom ×'+(+k.toFixed(1))+')':'showing the whole run';
   }
+  // Phase labels: each in the first of two rows where it does not run into the one before,
+  // else hidden (its line's tooltip names it).
+  var plabels=zg.querySelectorAll('text.phaselabel');
+  function phases(){
+    var ends=[-1e9,-1e9];
+    for(var i=0;i<plabels.length;i++){
+      var el=plabels[i],x=+el.getAttribute('x'),w=el.textContent.length*6+6,end=el.getAttribute('text-anchor')==='end';
+      var lo=end?x-w:x,row=lo>=ends[0]?0:(lo>=ends[1]?1:-1);
+      el.setAttribute('visibility',row<0||lo<L-2?'hidden':'visible');
+      if(row<0)continue;
+      el.setAttribute('y',String(11+10*row));ends[row]=lo+w;
+    }
+  }
+  phases();
   function view(a,b){
     var w=Math.min(R-L,Math.max((R-L)/5000,b-a));
     if(b-a<w){var c=(a+b)/2;a=c-w/2;}
@@ -182,7 +198,7 @@ function zoomable(svg){
 })();`
 
 // The key under the member legend: what each mark of the timeline means.
-const keyHTML = `<span class="k"><svg width="14" height="12"><path class="vmark" transform="translate(7 11)" d="` + glyphVMark + `"/></svg>an event a violation cites, on the partitions and members it concerns (the red band spans the violation's events; the lane's name turns red)</span>
+const keyHTML = `<span class="k"><svg width="14" height="12"><path class="vmark" transform="translate(7 11)" d="` + glyphVMark + `"/></svg>an event a violation cites, on the partitions and members it concerns (the lane's name turns red; a red band spans a violation's events when they are close together)</span>
 <span class="k"><svg width="26" height="12"><rect x="0" y="1" width="26" height="10" style="fill:#4e79a7"/><rect x="0" y="1" width="26" height="10" class="lostmark"/></svg>an ownership that ended without a clean revocation (lost, fenced or session expired)</span>
 <span class="k"><svg width="26" height="14"><rect x="0" y="0" width="26" height="6" style="fill:#4e79a7"/><rect x="8" y="7" width="18" height="6" style="fill:#f28e2b"/></svg>two owners at once: one sub-lane each</span>
 <span class="k"><svg width="12" height="12"><path class="gl" transform="translate(6 6)" d="` + glyphCross + `"/></svg>fenced, lost or session expired</span>
@@ -245,7 +261,7 @@ svg.timeline.dragging{cursor:grabbing}
 .faultband{fill-opacity:.22}.fault{stroke:#555;stroke-width:.5}
 {{famcss}}
 .faultlabel,.coordlabel,.mlabel{font-size:11px;fill:#1a1a1a;pointer-events:none}.mlabel.light{fill:#fff}
-.coord{stroke:#fff;stroke-width:1}.ncmark{fill:#222}
+.coord{stroke:#fff;stroke-width:1}.coord.stale{fill-opacity:.35}.ncmark{fill:#222}
 .rate.consumed{fill:#6baed6;fill-opacity:.6;stroke:#2171b5;stroke-width:1}.rate.produced{fill:none;stroke:#333;stroke-width:1;stroke-dasharray:3 2}
 .mstate.joining{fill-opacity:.35}.mstate.out{fill:#999}.mstate.stopped{fill:#555}.churn{fill:#3a3a3a;fill-opacity:.9}
 .gl{fill:none;stroke:#000;stroke-width:2}.gl.m-left{fill:#000;stroke:#fff;stroke-width:1}.gl.m-stopped{fill:#000;stroke:#fff;stroke-width:1}.gl.restarted{stroke:#0b7a3b;stroke-width:2}
@@ -266,7 +282,7 @@ tr.fault td.fam{width:.6em}
 <span class="where">— {{if ge .First 0}}at {{.At}}, events {{range .Events}}<a href="#e{{.}}">#{{.}}</a> {{end}}{{if .MoreEvents}}and {{.MoreEvents}} more{{end}}{{end}}{{if .Partitions}} · on <span class="on">{{join .Partitions ", "}}</span>{{end}}{{if .Members}} · members <span class="on">{{join .Members ", "}}</span>{{end}}{{if gt .Count 1}} · {{.Count}} violations{{end}}</span>
 {{if .Zoom}}<button class="show" data-x0="{{f1 .X0}}" data-x1="{{f1 .X1}}">show on the timeline</button>{{end}}</li>
 {{end}}</ul></div>
-{{else}}<div class="banner holds" id="banner"><p class="headline">✓ {{.Summary}}</p></div>
+{{else}}<div class="banner holds" id="banner"><p class="headline">✓ No checker found a violation{{if .Truncated}} (the history ends mid-line: the run was killed, and it is judged up to there){{end}}</p></div>
 {{end}}<p class="summary">{{.Summary}}{{if .Truncated}} — <strong>the history ends mid-line: the run was killed, and it is judged up to there</strong>{{end}}</p>
 {{if .Run.Scenario}}<table class="run">
 <tr><th>seed</th><td>{{.Run.Seed}}</td><th>scenario</th><td>{{.Run.Scenario}}</td><th>Kafka</th><td>{{.Run.Kafka}}</td><th>protocol</th><td>{{.Run.Protocol}}</td></tr>

@@ -593,9 +593,15 @@ func (t *timeline) coordinator() {
 			k = len(nodeIdx)
 			nodeIdx[s.node] = k
 		}
-		x0, x1 := t.x(s.start), t.x(to)
+		// Solid while events name the node, pale from the last of them to the next node named.
+		x0, xl, x1 := t.x(s.start), t.x(s.last), t.x(to)
+		fill := nodeFills[k%len(nodeFills)]
 		title := fmt.Sprintf("node %d is the coordinator as %s saw it at %s (event %d); named by %d event(s) up to %s", s.node, s.by, roundDur(s.start), s.event, s.seen, roundDur(s.last))
-		z.span("coord", x0, x1, t.coordTop+1, laneH-2, 1, fmt.Sprintf(`style="fill:%s" data-node="%d" data-event="%d"`, nodeFills[k%len(nodeFills)], s.node, s.event), title)
+		z.span("coord", x0, xl, t.coordTop+1, laneH-2, 1, fmt.Sprintf(`style="fill:%s" data-node="%d" data-event="%d"`, fill, s.node, s.event), title)
+		if to > s.last {
+			z.span("coord stale", xl, x1, t.coordTop+1, laneH-2, 0, fmt.Sprintf(`style="fill:%s" data-node="%d"`, fill, s.node),
+				fmt.Sprintf("node %d was last named the coordinator at %s; no event names one until %s", s.node, roundDur(s.last), roundDur(to)))
+		}
 		z.label("coordlabel", x0, x1, t.coordTop+laneH-4, fmt.Sprintf("node %d", s.node))
 	}
 	for _, m := range l.coordMarks {
@@ -643,9 +649,9 @@ func (t *timeline) members() {
 			}
 			what := strings.TrimPrefix(s.What, "member-")
 			x0, x1 := t.x(s.Start), t.x(s.End)
-			z.span("churn", x0, x1, top+2, laneH-4, 2, fmt.Sprintf(`data-event="%d"`, s.Event),
+			// A dark strip under the membership it interrupts (the fault's own lane names it).
+			z.span("churn", x0, x1, top+laneH-4, 3, 2, fmt.Sprintf(`data-event="%d" data-churn="%s"`, s.Event, esc(what)),
 				fmt.Sprintf("%s: %s from %s (event %d) to %s", name, s.What, roundDur(s.Start), s.Event, roundDur(s.End)))
-			z.label("mlabel light", x0, x1, top+laneH-4, what)
 			if s.StopEvent >= 0 && (what == "crash" || what == "restart") {
 				z.glyph("gl restarted", x1, top+laneH/2, glyphRedo, fmt.Sprintf(`data-event="%d"`, s.StopEvent),
 					fmt.Sprintf("%s restarted at %s (event %d)", name, roundDur(s.End), s.StopEvent))
@@ -775,7 +781,7 @@ func (t *timeline) svg(rows string) string {
 	for _, tk := range t.sc.ticks() {
 		tx := t.x(tk)
 		ticks.line("tick", tx, axisHeight-4, tx, t.height, "")
-		tickLabels.text("ticklabel", tx, axisHeight-6, "middle", "", roundDur(tk))
+		tickLabels.text("ticklabel", tx, axisHeight-6, "middle", "", tickLabel(tk))
 	}
 	var gut svgw
 	maxChars := int((t.left - 14) / charW)
@@ -990,4 +996,17 @@ func fmtRate(r float64) string {
 		return strconv.FormatFloat(r, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(r, 'f', 1, 64)
+}
+
+// tickLabel is roundDur without the zero seconds of whole minutes ("2m", not "2m0s"), as the
+// page's script writes ticks.
+func tickLabel(d time.Duration) string {
+	s := roundDur(d)
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

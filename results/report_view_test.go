@@ -119,7 +119,9 @@ func TestReportShowsTheFailure(t *testing.T) {
 	}
 	var nodes []string
 	for _, rc := range coord[0].all(byTagClass("rect", "coord")) {
-		nodes = append(nodes, rc.attr["data-node"]+"@"+rc.attr["data-event"])
+		if !rc.class("stale") {
+			nodes = append(nodes, rc.attr["data-node"]+"@"+rc.attr["data-event"])
+		}
 	}
 	if want := fmt.Sprintf("1@%d 2@%d", ix["coord-1"], ix["coord-2"]); strings.Join(nodes, " ") != want {
 		t.Errorf("coordinator spans %v, want %s", nodes, want)
@@ -331,7 +333,6 @@ func TestTimelineContrast(t *testing.T) {
 		{"compressed stretch labels", get(".squeezedlabel"), "#ffffff"},
 		{"joining on a pale member colour", get(".mlabel"), blend(palette[8], .35)},
 		{"stopped", get(".mlabel.light"), get(".mstate.stopped")},
-		{"churn", get(".mlabel.light"), blend(get(".churn"), .9)},
 	}
 	for _, f := range faultFamilies {
 		pairs = append(pairs, pair{f.name, get(".faultlabel"), get(".fam-" + f.class)})
@@ -373,4 +374,23 @@ func contrast(a, b string) float64 {
 	}
 	la, lb := lum(a), lum(b)
 	return (max(la, lb) + .05) / (min(la, lb) + .05)
+}
+
+// TestTickLabel: whole minutes and hours drop their zero seconds and minutes, as the page's script
+// writes the ticks it draws on zoom.
+func TestTickLabel(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		2 * time.Minute:                  "2m",
+		90 * time.Second:                 "1m30s",
+		time.Hour:                        "1h",
+		1500 * time.Millisecond:          "1.5s",
+		200 * time.Millisecond:           "200ms",
+		time.Hour + 30*time.Minute:       "1h30m",
+		time.Hour + 30*time.Minute + 5e9: "1h30m5s",
+		10 * time.Second:                 "10s",
+	} {
+		if got := tickLabel(d); got != want {
+			t.Errorf("tickLabel(%v) = %q, want %q", d, got, want)
+		}
+	}
 }
