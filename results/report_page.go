@@ -191,7 +191,7 @@ function zoomable(svg){
     b.addEventListener('click',function(){
       var a=+b.getAttribute('data-x0'),c=+b.getAttribute('data-x1'),w=Math.max(c-a,(R-L)/40)*1.6,m=(a+c)/2;
       view(m-w/2,m+w/2);
-      svg.scrollIntoView({block:'center'});
+      document.getElementById('timeline').scrollIntoView({block:'start'});
     });
   });
 }

@@ -765,7 +765,7 @@ func (t *timeline) banner() {
 			// around the last of them (where the evidence became complete).
 			from, to := m.t0, m.t1
 			if to-from > t.runSpan()/10 {
-				from = to - t.runSpan()/20
+				from, to = m.t1-t.runSpan()/30, min(t.end, m.t1+t.runSpan()/30)
 			}
 			item.X0, item.X1, item.Zoom = t.x(from), t.x(to), true
 		case len(vr.Violations) > 0:
