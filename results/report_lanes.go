@@ -317,20 +317,25 @@ func (l *lanes) notCoordinator(e *history.Event, err string) {
 
 // describedCoordinator is the node that answered the observer's describe, when it says.
 func describedCoordinator(e *history.Event) (int32, bool) {
-	switch v := e.Value.(type) {
-	case json.RawMessage:
-		if !bytes.Contains(v, []byte(`"coordinator"`)) {
-			return 0, false
+	raw, ok := e.Value.(json.RawMessage)
+	if !ok {
+		// In memory: the payload as the observer gave it.
+		v, err := history.TypedValue(*e)
+		if d, ok := v.(history.Describe); err == nil && ok && d.Group != nil && d.Group.Coordinator != nil {
+			return *d.Group.Coordinator, true
 		}
-	case nil:
 		return 0, false
 	}
-	d, err := payload[struct {
+	// Streamed: the payload left raw; decode only the node, and only when it is there.
+	if !bytes.Contains(raw, []byte(`"coordinator"`)) {
+		return 0, false
+	}
+	var d struct {
 		Group *struct {
 			Coordinator *int32 `json:"coordinator"`
 		} `json:"group"`
-	}](e)
-	if err != nil || d.Group == nil || d.Group.Coordinator == nil {
+	}
+	if err := json.Unmarshal(raw, &d); err != nil || d.Group == nil || d.Group.Coordinator == nil {
 		return 0, false
 	}
 	return *d.Group.Coordinator, true
