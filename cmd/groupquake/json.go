@@ -35,6 +35,9 @@ type judgementJSON struct {
 	// Notes say how the judgement was limited and what else to know (faults
 	// with no observed effect).
 	Notes []string `json:"notes,omitempty"`
+	// Findings lists every place the history shows a registered finding
+	// (groupquake findings).
+	Findings []check.Sighting `json:"findings,omitempty"`
 }
 
 func judgement(p run.Plan, dir string, j *run.Judged, runErr error) judgementJSON {
@@ -54,6 +57,7 @@ func judgement(p run.Plan, dir string, j *run.Judged, runErr error) judgementJSO
 		out.Counts = results.Count(j.Report.Verdicts)
 		out.Verdicts = j.Report.Verdicts
 		out.RebalanceCost = j.Report.RebalanceCost
+		out.Findings = j.Report.Findings
 		out.Notes = append(append(out.Notes, j.Notes...), j.Report.Notes...)
 	}
 	return out

@@ -95,7 +95,7 @@ type Reproducer struct {
 // step carries Want.
 type VectorReproducer struct {
 	// Step is the step's file:line under coordinator/testdata
-	// ("consumer/static_rejoin_own_instance.txt:33"), as
+	// ("consumer/static_rejoin_own_instance.txt:31"), as
 	// differential.Result.Pos gives it.
 	Step string `json:"step"`
 	// Want is what the answer carries when the finding is there (an
@@ -178,7 +178,7 @@ var registry = []Finding{
 			"(no acknowledged leave since), and every call carrying it whose outcome is unknown since was that member id's too " +
 			"(a join whose answer was lost); or the answer's message names the member id itself as the owner",
 		Upstream:   "apache/kafka PR #23542 (open): MINOR: Fix static members being fenced by their own instance id",
-		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/static_rejoin_own_instance.txt:33", Want: "UNRELEASED_INSTANCE_ID"}},
+		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/static_rejoin_own_instance.txt:31", Want: "UNRELEASED_INSTANCE_ID"}},
 		seen:       selfRefusedRejoins,
 	},
 	{
@@ -504,7 +504,7 @@ func selfRefusedRejoins(f *facts) []Sighting {
 		case refused:
 			hb := f.vals[i].(history.Heartbeat)
 			name := memberName(hb.Member, e.Process)
-			if m := ownerRE.FindStringSubmatch(e.Why); m != nil {
+			if m := ownerRE.FindStringSubmatch(f.answerMessage(i, name)); m != nil {
 				if m[1] == id {
 					out = append(out, Sighting{Finding: FindingStaticRejoinOwnInstance, Member: name, Events: []int64{f.idx(f.partner[i]), f.idx(i)},
 						What: name + "'s join at epoch 0 as " + id + " with instance id " + inst + " refused UNRELEASED_INSTANCE_ID naming " + id + " itself as the owner"})
@@ -559,4 +559,17 @@ func kgoRevokeAfterLost(f *facts, a, b *interval, lo int) bool {
 		}
 	}
 	return true
+}
+
+// answerMessage is what the member recorded of the answer at position i:
+// the completion's why, and the why of the error it reported right after
+// (groupquake's members put Kafka's error message there).
+func (f *facts) answerMessage(i int, member string) string {
+	msg := f.ev[i].Why
+	for j := i + 1; j < len(f.ev) && j <= i+8 && f.ev[j].Time-f.ev[i].Time <= time.Second; j++ {
+		if e := f.ev[j]; e.Type == history.Info && e.F == "error" && memberName("", e.Process) == member {
+			msg += "\n" + e.Why
+		}
+	}
+	return msg
 }

@@ -152,3 +152,33 @@ func TestMembersOutWithoutHearingIt(t *testing.T) {
 		t.Errorf("ValidPartitionEpoch holds without the members' tombstones in the log: %v", v.Notes)
 	}
 }
+
+// staticRejoin is the run `groupquake run --seed 268778 --scenario broker-faults --kafka 4.4.0
+// --nodes 3 --kinds java-classic-cooperative,java-consumer,classic-cooperative,consumer --members 4
+// --duration 20s` on real Kafka 4.4.0: m4, a static consumer-protocol member, sent its joining
+// heartbeat while node 1 was killed (event 13, no answer at event 14) and again (event 17, no
+// answer at event 37); the coordinator had registered it; its next join, the same member id at
+// epoch 0 (event 39), was answered UNRELEASED_INSTANCE_ID naming m4's member id itself as the
+// owner (event 43, the message at event 44), and m4 stopped for good.
+const staticRejoin = "testdata/kafka-4.4.0-static-rejoin-seed-268778"
+
+func TestStaticRejoinOwnInstanceRealRun(t *testing.T) {
+	t.Parallel()
+	events, obs, plan := loadRun(t, staticRejoin)
+	rep := Judge(events, obs, plan)
+	for _, v := range rep.Verdicts {
+		if v.Name != "EventuallyConverges" {
+			if !v.Holds {
+				t.Fatalf("%s: %+v", v.Name, v.Violations)
+			}
+			continue
+		}
+		x := mustCite(t, v, 39, 43)
+		if len(v.Violations) != 1 || x.Finding != FindingStaticRejoinOwnInstance || !strings.Contains(x.Message, "naming H0_vxV37db_OycugW-wEVQ itself as the owner") {
+			t.Fatalf("want one violation, %s, from the answer's own message: %+v", FindingStaticRejoinOwnInstance, v.Violations)
+		}
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Finding != FindingStaticRejoinOwnInstance || rep.Findings[0].Member != "m4" {
+		t.Fatalf("findings: %+v", rep.Findings)
+	}
+}
