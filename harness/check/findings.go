@@ -299,7 +299,7 @@ var registry = []Finding{
 		Evidence: "a kgo-consumer member's leave heartbeat at epoch -2 answered INVALID_REQUEST (no checker judges a leave's answer: " +
 			"the instance id stays held until the session expires, which a static bounce then waits out)",
 		Reproducer: Reproducer{Plan: &PlanReproducer{
-			Args:     []string{"--seed", "5", "--scenario", "member-links", "--nodes", "1", "--kinds", "kgo-consumer", "--members", "3", "--duration", "10s", "--intensity", "low"},
+			Args:     []string{"--seed", "2", "--scenario", "member-links", "--nodes", "1", "--kinds", "kgo-consumer", "--members", "3", "--duration", "10s", "--intensity", "low"},
 			Kafka:    "4.4.0",
 			Embedded: true,
 		}},
