@@ -182,15 +182,22 @@ func cmdFindingsRerun(ctx context.Context, args []string, stdout, stderr io.Writ
 		failures = append(failures, err.Error())
 	}
 	results = append(results, vecs...)
+	ran := map[string]planRun{} // findings with the same plan share its run
 	for _, x := range picked {
 		if x.Reproducer.Plan == nil {
 			continue
 		}
-		res, err := rerunPlan(ctx, x, v, *embedded, filepath.Join(dir, x.ID), stderr)
-		res.Mode = mode
-		if err != nil {
-			failures = append(failures, x.ID+": "+err.Error())
+		key := strings.Join(x.Reproducer.Plan.Args, " ")
+		pr, ok := ran[key]
+		if !ok {
+			pr = runPlan(ctx, x, v, *embedded, filepath.Join(dir, x.ID), stderr)
+			ran[key] = pr
+			if pr.err != nil {
+				failures = append(failures, x.ID+": "+pr.err.Error())
+			}
 		}
+		res := pr.result(x, v)
+		res.Mode = mode
 		results = append(results, res)
 	}
 	order := map[string]int{}
@@ -368,10 +375,17 @@ func firstLine(s string) string {
 	return s
 }
 
-// rerunPlan runs x's seeded plan against v into dir and reads its
-// history's sightings of x.
-func rerunPlan(ctx context.Context, x check.Finding, v version.Version, embedded bool, dir string, stderr io.Writer) (rerunResult, error) {
-	res := rerunResult{ID: x.ID, Kafka: v.String(), Dir: dir}
+// planRun is one seeded run of a rerun.
+type planRun struct {
+	dir       string
+	err       error
+	notRun    string
+	sightings []check.Sighting
+}
+
+// runPlan runs x's seeded plan against v into dir and judges it.
+func runPlan(ctx context.Context, x check.Finding, v version.Version, embedded bool, dir string, stderr io.Writer) planRun {
+	pr := planRun{dir: dir}
 	args := append([]string{"run"}, x.Reproducer.Plan.Args...)
 	args = append(args, "--kafka", v.String(), "--out", dir, "--json")
 	if embedded {
@@ -379,33 +393,44 @@ func rerunPlan(ctx context.Context, x check.Finding, v version.Version, embedded
 	}
 	fmt.Fprintf(stderr, "groupquake: %s: groupquake %s\n", x.ID, strings.Join(args, " "))
 	var runOut bytes.Buffer
-	code := runMain(ctx, args, &runOut, stderr)
-	if code == exitBadInput || code == exitFailed {
-		res.Outcome, res.Evidence = "not run", fmt.Sprintf("the run exited %d (see above)", code)
-		return res, fmt.Errorf("the seeded run exited %d", code)
+	if code := runMain(ctx, args, &runOut, stderr); code == exitBadInput || code == exitFailed {
+		pr.notRun = fmt.Sprintf("the run exited %d (see above)", code)
+		pr.err = fmt.Errorf("the seeded run exited %d", code)
+		return pr
 	}
 	j, err := run.Judge(dir)
 	if err != nil {
-		res.Outcome, res.Evidence = "not run", err.Error()
-		return res, err
+		pr.notRun, pr.err = err.Error(), err
+		return pr
+	}
+	pr.sightings = j.Report.Findings
+	return pr
+}
+
+// result says whether the run's history shows x.
+func (pr planRun) result(x check.Finding, v version.Version) rerunResult {
+	res := rerunResult{ID: x.ID, Kafka: v.String(), Dir: pr.dir}
+	if pr.notRun != "" {
+		res.Outcome, res.Evidence = "not run", pr.notRun
+		return res
 	}
 	res.Ran, res.Outcome = true, "not reproduced"
 	var what []string
-	for _, s := range j.Report.Findings {
+	for _, s := range pr.sightings {
 		if s.Finding == x.ID {
 			what = append(what, s.What)
 		}
 	}
 	if len(what) > 0 {
 		res.Outcome = "reproduced"
-		res.Evidence = strings.Join(what, "; ") + " (" + dir + ")"
-	} else {
-		res.Evidence = "the history does not show it (" + dir + ")"
-		if x.Reproducer.Plan.Timing != "" {
-			res.Evidence += "; timing-dependent: " + x.Reproducer.Plan.Timing
-		}
+		res.Evidence = strings.Join(what, "; ") + " (" + pr.dir + ")"
+		return res
 	}
-	return res, nil
+	res.Evidence = "the history does not show it (" + pr.dir + ")"
+	if x.Reproducer.Plan.Timing != "" {
+		res.Evidence += "; timing-dependent: " + x.Reproducer.Plan.Timing
+	}
+	return res
 }
 
 // triageRun is one run directory as triage reads it.
