@@ -154,7 +154,8 @@ func TestFindingsTriage(t *testing.T) {
 	}
 	want := triageRow{Scenario: "broker-faults", Runs: 1, Violations: 1, Known: map[string]int{check.FindingStaticRejoinOwnInstance: 1}}
 	if len(got.Scenarios) != 1 || got.Scenarios[0].Scenario != want.Scenario || got.Scenarios[0].Runs != 1 || got.Scenarios[0].Hold != 0 ||
-		got.Scenarios[0].Violations != 1 || got.Scenarios[0].Unexplained != 0 || got.Scenarios[0].Known[check.FindingStaticRejoinOwnInstance] != 1 {
+		got.Scenarios[0].Violations != 1 || got.Scenarios[0].Unexplained != 0 || got.Scenarios[0].Known[check.FindingStaticRejoinOwnInstance] != 1 ||
+		got.Scenarios[0].Lost != 1 || got.Scenarios[0].Share <= 0 {
 		t.Fatalf("scenarios %+v, want %+v", got.Scenarios, want)
 	}
 	code, out, _ = call(t, "findings", "triage", filepath.Dir(dir))

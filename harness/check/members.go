@@ -162,7 +162,8 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			}
 		}
 		if tr.errPos >= 0 && refused[tr.errPos] {
-			v.note("member %s is not in the group at the %s since %s at event %d: failed above as %s", name, label, tr.lastErr, f.idx(tr.errPos), FindingStaticRejoinOwnInstance)
+			x, _ := FindingByID(FindingStaticRejoinOwnInstance)
+			lost.judge(v, x, name, tr, fmt.Sprintf("member %s is not in the group at the %s since %s at event %d (failed above)", name, label, tr.lastErr, f.idx(tr.errPos)), nil)
 			continue
 		}
 		if tr.stopped >= 0 {
@@ -248,7 +249,14 @@ func (l lossShare) judge(v *verdict, x Finding, name string, tr memberTrace, hea
 	}
 	tail := fmt.Sprintf("the workload went on without it for %s, %.1f%% of the run's member-seconds (%d member(s) × %s from the workload's start)",
 		dur(without), 100*share, l.members, dur(max(l.at-l.from, 0)))
-	if x.Fails() {
+	switch {
+	case x.Fails() && idx == nil:
+		// Failed already, by the sighting that lost it: only measured.
+		k.Finding, k.Failed = x.ID, true
+		v.Known = append(v.Known, k)
+		v.note("%s: %s; %s", head, x.ID, tail)
+		return
+	case x.Fails():
 		v.failKnown(x, k, idx, "%s: %s; %s", head, x.Title, tail)
 		return
 	}

@@ -177,6 +177,14 @@ func TestStaticRejoinOwnInstanceRealRun(t *testing.T) {
 		if len(v.Violations) != 1 || x.Finding != FindingStaticRejoinOwnInstance || !strings.Contains(x.Message, "naming H0_vxV37db_OycugW-wEVQ itself as the owner") {
 			t.Fatalf("want one violation, %s, from the answer's own message: %+v", FindingStaticRejoinOwnInstance, v.Violations)
 		}
+		// m4 never came back: the run was judged without it from its refusal on.
+		lost := false
+		for _, k := range v.Known {
+			lost = lost || (k.Member == "m4" && k.Failed && k.Without > 0 && k.Share > 0 && k.Share < 0.25)
+		}
+		if !lost {
+			t.Fatalf("m4's loss not measured: %+v", v.Known)
+		}
 	}
 	if len(rep.Findings) != 1 || rep.Findings[0].Finding != FindingStaticRejoinOwnInstance || rep.Findings[0].Member != "m4" {
 		t.Fatalf("findings: %+v", rep.Findings)
