@@ -53,7 +53,7 @@ func Judge(events []history.Event, obs *history.Observations, plan history.Plan,
 }
 
 func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Verdict {
-	f.kinds = plan.Kinds
+	f.kinds, f.session = plan.Kinds, plan.SessionTimeout
 	for _, t := range plan.Partitions() {
 		f.tp(t)
 	}

@@ -54,7 +54,8 @@ type facts struct {
 	incs     []incarnation // where the group's epochs start over, in history order
 	incNotes []string      // what findIncarnations excused and what not
 
-	kinds map[string]string // member name → kind, as the plan says (history.Plan.Kinds)
+	kinds   map[string]string // member name → kind, as the plan says (history.Plan.Kinds)
+	session time.Duration     // the plan's session timeout (0: not known)
 }
 
 type endKind uint8

@@ -280,8 +280,8 @@ var registry = []Finding{
 		Seen:  []string{"franz-go v1.22.3 against Kafka 4.4.0"},
 		Kind:  Bug,
 		Evidence: "a NoDoubleOwnership overlap one side of which is a kgo-consumer member whose ownership ended revoked (not lost) after the " +
-			"other's began, whose last ConsumerGroupHeartbeat before the other's ownership began got no answer, and which completed no " +
-			"heartbeat from then until it revoked",
+			"other's began, which completed no heartbeat from the other's start until it revoked, and whose last ConsumerGroupHeartbeat " +
+			"before that got no answer or was answered a session timeout or more earlier (none sent while its application was blocked)",
 		Reproducer: Reproducer{Plan: &PlanReproducer{
 			Args:   []string{"--seed", "233280483793606687", "--scenario", "combined", "--nodes", "3"},
 			Kafka:  "4.4.0",
@@ -327,7 +327,7 @@ var registry = []Finding{
 // plan reproduced one, and what verdicts.json lists beside the verdicts.
 func Sightings(events []history.Event, obs *history.Observations, plan history.Plan) []Sighting {
 	f := build(events, obs)
-	f.kinds = plan.Kinds
+	f.kinds, f.session = plan.Kinds, plan.SessionTimeout
 	return sightings(f, nil)
 }
 
@@ -530,15 +530,20 @@ func selfRefusedRejoins(f *facts) []Sighting {
 	return out
 }
 
-// kgoRevokeAfterLost: a's side of an overlap with b (from lo) is a
-// kgo-consumer member that revoked, after b's ownership began, a partition
-// it held through a session the coordinator had ended: its last heartbeat
-// sent before lo got no answer and none completed between that one and the
-// revocation.
+// kgoRevokeAfterLost: a's side of an overlap with b (from lo) is a kgo-consumer member that
+// revoked, after b's ownership began, a partition it held through a session the coordinator had
+// ended: it completed no heartbeat from lo to the revocation, and before lo its last heartbeat got
+// no answer, or was answered a session timeout or more before lo (kgo sent none while its
+// application was blocked in a poll).
 func kgoRevokeAfterLost(f *facts, a, b *interval, lo int) bool {
 	name := f.mems[a.member]
 	if f.kinds[name] != "kgo-consumer" || a.endKind != endRevoked || a.end <= b.start || a.end >= len(f.ev) {
 		return false
+	}
+	for i := lo; i < a.end; i++ {
+		if v, ok := f.vals[i].(history.Heartbeat); ok && f.ev[i].Type == history.OK && memberName(v.Member, f.ev[i].Process) == name {
+			return false // it heard the coordinator while the other owned the partition
+		}
 	}
 	last := -1 // the last heartbeat invoke of a's member before lo
 	for i := lo - 1; i >= a.start; i-- {
@@ -550,15 +555,11 @@ func kgoRevokeAfterLost(f *facts, a, b *interval, lo int) bool {
 	if last < 0 {
 		return false
 	}
-	if p := f.partner[last]; p >= 0 && f.ev[p].Type != history.Info {
-		return false // answered
+	p := f.partner[last]
+	if p < 0 || f.ev[p].Type == history.Info {
+		return true // no answer
 	}
-	for i := last + 1; i < a.end; i++ {
-		if v, ok := f.vals[i].(history.Heartbeat); ok && f.ev[i].Type == history.OK && memberName(v.Member, f.ev[i].Process) == name {
-			return false
-		}
-	}
-	return true
+	return f.ev[p].Type == history.OK && f.session > 0 && f.ev[lo].Time-f.ev[p].Time >= f.session
 }
 
 // answerMessage is what the member recorded of the answer at position i:
