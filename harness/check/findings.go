@@ -285,7 +285,7 @@ var registry = []Finding{
 		Reproducer: Reproducer{Plan: &PlanReproducer{
 			Args:   []string{"--seed", "233280483793606687", "--scenario", "combined", "--nodes", "3"},
 			Kafka:  "4.4.0",
-			Timing: "the kgo member's stall must outlast its session after a heartbeat that got no answer",
+			Timing: "the kgo member must stay silent (a heartbeat without an answer, or none sent) past its session while it owns partitions",
 		}},
 		overlap: kgoRevokeAfterLost,
 		seen:    nil, // seen through NoDoubleOwnership's labelled violations
