@@ -50,9 +50,9 @@ type campaignEntry struct {
 // classic assignments (eager, cooperative) and both protocols of kgo. The
 // combined run leaves kgo's KIP-848 member out: its churn stalls members,
 // and a stalled kgo-consumer member revokes partitions another member
-// already owns (README, Findings), a known kgo behaviour that would fail the
-// default campaign's NoDoubleOwnership for a reason the README already
-// explains; the chaos suite's fresh seeds keep hunting it.
+// already owns (finding kgo-revoke-after-session-lost, docs/findings.md), a
+// known kgo bug that would fail the default campaign's NoDoubleOwnership for
+// a reason already written up; the chaos suite's fresh seeds keep hunting it.
 var defaultCampaign = []campaignEntry{
 	{run.ScenarioMemberLinks, []string{"classic", "consumer", "kgo-classic", "kgo-consumer"}},
 	{run.ScenarioBrokerFaults, []string{"classic-cooperative", "consumer", "kgo-consumer"}},

@@ -51,6 +51,9 @@ type judgementJSON struct {
 	// Notes say how the judgement was limited and what else to know (faults
 	// with no observed effect).
 	Notes []string `json:"notes,omitempty"`
+	// Findings lists every place the history shows a registered finding
+	// (groupquake findings).
+	Findings []check.Sighting `json:"findings,omitempty"`
 }
 
 // runDoc is the document `run --json` (one run) and `check --json` print.
@@ -164,6 +167,7 @@ func judgement(p run.Plan, dir string, j *run.Judged, runErr error) judgementJSO
 		out.Tally = &t
 		out.Verdicts = j.Report.Verdicts
 		out.RebalanceCost = costOf(j.Report.RebalanceCost)
+		out.Findings = j.Report.Findings
 		out.Notes = append(append(out.Notes, j.Notes...), j.Report.Notes...)
 	}
 	return out

@@ -38,6 +38,9 @@ Usage:
                                     thousands of lightweight members in one group: time to a stable
                                     group after a join wave, a leave and a node restart, pauses,
                                     coordinator load, the harness's own CPU and memory per member
+  groupquake findings [rerun|triage]
+                                    what runs found in Kafka and its clients: list the registry, rerun
+                                    its reproducers against a release, or triage run directories
   groupquake version                the module version and the Kafka versions served (also --version)
   groupquake report [-o FILE] DIR...  render a run's report.html, or over many runs a trend page
 
@@ -124,6 +127,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return cmdStats(ctx, args[1:], stdout, stderr)
+	case "findings":
+		return cmdFindings(ctx, args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "scale":

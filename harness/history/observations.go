@@ -290,6 +290,9 @@ type Plan struct {
 	ConvergenceSlack time.Duration `json:"convergence_slack,omitempty"`
 	// ConvergenceBound, when positive, replaces the computed bound.
 	ConvergenceBound time.Duration `json:"convergence_bound,omitempty"`
+	// Kinds names each member's implementation ("kgo-consumer"), by member
+	// name: a finding of one client matches only its members.
+	Kinds map[string]string `json:"kinds,omitempty"`
 }
 
 // TopicPlan is one subscribed topic.
