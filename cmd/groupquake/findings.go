@@ -76,7 +76,10 @@ func cmdFindings(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fx := check.Findings()
 	if *asJSON {
-		return writeJSON(stdout, fx)
+		return writeJSON(stdout, struct {
+			SchemaVersion int             `json:"schema_version"`
+			Findings      []check.Finding `json:"findings"`
+		}{schemaVersion, fx})
 	}
 	for i, x := range fx {
 		if i > 0 {
@@ -212,7 +215,12 @@ func cmdFindingsRerun(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	slices.SortStableFunc(results, func(a, b rerunResult) int { return order[a.ID] - order[b.ID] })
 	if *asJSON {
-		if err := writeJSON(stdout, results); err != nil {
+		if err := writeJSON(stdout, struct {
+			SchemaVersion int           `json:"schema_version"`
+			Kafka         string        `json:"kafka"`
+			Mode          string        `json:"mode"`
+			Results       []rerunResult `json:"results"`
+		}{schemaVersion, v.String(), mode, results}); err != nil {
 			return err
 		}
 	} else {
@@ -461,11 +469,12 @@ type triageViolation struct {
 }
 
 type triageLoss struct {
-	Member  string        `json:"member"`
-	Finding string        `json:"finding"`
-	Failed  bool          `json:"failed"`
-	Without time.Duration `json:"without"`
-	Share   float64       `json:"share"`
+	Member   string        `json:"member"`
+	Finding  string        `json:"finding"`
+	Failed   bool          `json:"failed"`
+	Without  time.Duration `json:"-"`
+	WithoutS float64       `json:"without_s"`
+	Share    float64       `json:"share"`
 }
 
 // triageRow is one scenario's sums.
@@ -533,9 +542,10 @@ func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Write
 	rows := triageTable(runs)
 	if *asJSON {
 		return writeJSON(stdout, struct {
-			Scenarios []triageRow `json:"scenarios"`
-			Runs      []triageRun `json:"runs"`
-		}{rows, runs})
+			SchemaVersion int         `json:"schema_version"`
+			Scenarios     []triageRow `json:"scenarios"`
+			Runs          []triageRun `json:"runs"`
+		}{schemaVersion, rows, runs})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\truns\thold\tviolations\tknown\tunexplained\tmembers lost to a known finding\tmember-seconds judged without them")
@@ -586,7 +596,7 @@ func triage(dir string, j run.Judged) triageRun {
 		}
 		for _, k := range v.Known {
 			if k.Without > 0 {
-				r.Lost = append(r.Lost, triageLoss{Member: k.Member, Finding: k.Finding, Failed: k.Failed, Without: k.Without, Share: k.Share})
+				r.Lost = append(r.Lost, triageLoss{Member: k.Member, Finding: k.Finding, Failed: k.Failed, Without: k.Without, WithoutS: k.Without.Seconds(), Share: k.Share})
 				r.Share += k.Share
 			}
 		}

@@ -49,9 +49,12 @@ func TestFindingsList(t *testing.T) {
 		}
 	}
 	code, out, _ = call(t, "findings", "--json")
-	var got []check.Finding
-	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got) != len(check.Findings()) {
-		t.Fatalf("--json: exit %d, %v, %d findings", code, err, len(got))
+	validateJSON(t, "findings", []byte(out))
+	var got struct {
+		Findings []check.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got.Findings) != len(check.Findings()) {
+		t.Fatalf("--json: exit %d, %v, %d findings", code, err, len(got.Findings))
 	}
 }
 
@@ -65,11 +68,14 @@ func TestFindingsRerunEmbedded(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("%s: exit %d: %s", v, code, errOut)
 		}
-		var rs []rerunResult
-		if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 2 {
+		validateJSON(t, "findings-rerun", []byte(out))
+		var doc struct {
+			Results []rerunResult `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 2 {
 			t.Fatalf("%s: %v: %s", v, err, out)
 		}
-		for _, r := range rs {
+		for _, r := range doc.Results {
 			if r.Outcome != "reproduced" || r.Kafka != v || r.Mode != "embedded" {
 				t.Errorf("%s: %+v", v, r)
 			}
@@ -145,6 +151,7 @@ func TestFindingsTriage(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	validateJSON(t, "findings-triage", []byte(out))
 	var got struct {
 		Scenarios []triageRow `json:"scenarios"`
 		Runs      []triageRun `json:"runs"`
@@ -161,6 +168,16 @@ func TestFindingsTriage(t *testing.T) {
 	code, out, _ = call(t, "findings", "triage", filepath.Dir(dir))
 	if code != exitOK || !strings.Contains(out, "EventuallyConverges: known "+check.FindingStaticRejoinOwnInstance) {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// check --json of the same run: a violation labelled with its finding, the
+	// verdict's matches and the run's sightings follow the run schema.
+	code, out, errOut = call(t, "check", "--json", dir)
+	if code != exitViolation {
+		t.Fatalf("check: exit %d, want %d: %s", code, exitViolation, errOut)
+	}
+	m := validateJSON(t, "run", []byte(out))
+	if !strings.Contains(out, `"finding": "`+check.FindingStaticRejoinOwnInstance+`"`) || m["findings"] == nil {
+		t.Errorf("check --json does not name the finding:\n%s", out)
 	}
 }
 

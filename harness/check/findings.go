@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
 	"time"
@@ -138,8 +139,32 @@ type Known struct {
 	// that time over the run's member-seconds (every member the harness
 	// ran at the end, over the workload from its start to the final
 	// observation): how much of the run was judged a member short.
-	Without time.Duration `json:"without,omitempty"`
+	Without time.Duration `json:"-"`
 	Share   float64       `json:"share,omitempty"`
+}
+
+// knownJSON is Known as verdicts.json and --json hold it: durations in
+// seconds, as every document groupquake writes.
+type knownJSON struct {
+	Finding  string  `json:"finding"`
+	Member   string  `json:"member,omitempty"`
+	Events   []int64 `json:"events,omitempty"`
+	Failed   bool    `json:"failed,omitempty"`
+	WithoutS float64 `json:"without_s,omitempty"`
+	Share    float64 `json:"share,omitempty"`
+}
+
+func (k Known) MarshalJSON() ([]byte, error) {
+	return json.Marshal(knownJSON{k.Finding, k.Member, k.Events, k.Failed, k.Without.Seconds(), k.Share})
+}
+
+func (k *Known) UnmarshalJSON(b []byte) error {
+	var j knownJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*k = Known{Finding: j.Finding, Member: j.Member, Events: j.Events, Failed: j.Failed, Without: time.Duration(j.WithoutS * float64(time.Second)), Share: j.Share}
+	return nil
 }
 
 // Findings returns the registry, in the order docs/findings.md has them.

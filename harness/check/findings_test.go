@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"os"
 	"regexp"
 	"slices"
@@ -303,5 +304,25 @@ func TestKgoStaticLeaveSighted(t *testing.T) {
 		if got != tc.want {
 			t.Fatalf("%s: sighted %v, want %v: %+v", tc.kind, got, tc.want, s)
 		}
+	}
+}
+
+// TestKnownJSONInSeconds: a match's time without its member is written in
+// seconds, as every duration groupquake writes, and read back the same.
+func TestKnownJSONInSeconds(t *testing.T) {
+	k := Known{Finding: "f", Member: "m1", Failed: true, Without: 1500 * time.Millisecond, Share: 0.25}
+	b, err := json.Marshal(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"without_s":1.5`) {
+		t.Fatalf("marshalled %s: want without_s 1.5", b)
+	}
+	var back Known
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Without != k.Without || back.Member != k.Member || !back.Failed || back.Share != k.Share {
+		t.Fatalf("read back %+v, want %+v", back, k)
 	}
 }
