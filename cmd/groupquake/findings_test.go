@@ -179,6 +179,17 @@ func TestFindingsTriage(t *testing.T) {
 	if !strings.Contains(out, `"finding": "`+check.FindingStaticRejoinOwnInstance+`"`) || m["findings"] == nil {
 		t.Errorf("check --json does not name the finding:\n%s", out)
 	}
+	// The report's banner names the finding beside the violated checker.
+	if code, _, errOut := call(t, "check", "--write", dir); code != exitViolation {
+		t.Fatalf("check --write: exit %d: %s", code, errOut)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `<span class="finding">`+check.FindingStaticRejoinOwnInstance+`</span>`) {
+		t.Errorf("report.html's banner does not name %s", check.FindingStaticRejoinOwnInstance)
+	}
 }
 
 func TestTriageTableSharesAndUnexplained(t *testing.T) {
