@@ -142,6 +142,13 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 			if p, ok := lastChange[tp]; ok {
 				idx = append(idx, f.idx(p))
 			}
+			// Two owners or more: cite where each of them began to own it, so the violation
+			// names every member that holds the partition, not only the last to arrive.
+			for _, id := range f.byTP[tp] {
+				if iv := f.intervals[id]; count[tp] > 1 && iv.start <= end && (iv.end > end || iv.end >= len(f.ev)) {
+					idx = append(idx, f.idx(iv.start))
+				}
+			}
 		}
 		v.fail(idx, "never converged: at event %d, %s after the heal, %s (bound %s)", f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), strings.Join(bad, ", "), bound.Reason)
 	} else {
@@ -214,7 +221,14 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 	if upto >= len(f.ev) {
 		upto = sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Time > lastD.t })
 	}
-	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, min(lastD.pos, len(f.ev)-1), bound, refused)
+	// The final observation is no event of the history: it is cited by the final phase marker
+	// that it follows, not by whatever event came last (a member's leave in the teardown, which
+	// would say the violation concerns that member).
+	cite := min(lastD.pos, len(f.ev)-1)
+	if fin := f.lastPhase(history.PhaseFinal); lastD.pos >= len(f.ev) && fin >= 0 {
+		cite = fin
+	}
+	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, cite, bound, refused)
 	return v.done()
 }
 

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,17 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 			if !strings.Contains(x.Message, want) {
 				t.Fatalf("message %q lacks %q", x.Message, want)
 			}
+		}
+	})
+	t.Run("the final observation is cited by the final phase marker, not by the last event", func(t *testing.T) {
+		// a leaves after the final marker (the teardown): the violation is b's, and must not
+		// cite a's leave as where the final observation was.
+		h, gaveUp, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 40*time.Second)
+		fin := h.r.Events()[len(h.r.Events())-1].Index
+		left := h.info("a", history.FLeft, history.Membership{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, Epoch: 3})
+		x := mustCite(t, EventuallyConverges(h.events(), obs, convergePlan()), gaveUp, fin)
+		if slices.Contains(x.EventIndexes, left) {
+			t.Fatalf("cites %v, among them a's leave (event %d) after the final observation", x.EventIndexes, left)
 		}
 	})
 	t.Run("every running member in the group holds", func(t *testing.T) {

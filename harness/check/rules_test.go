@@ -1112,6 +1112,29 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.phase(history.PhaseFinal)
 		mustFailOnce(t, EventuallyConverges(h.events(), nil, convergePlan()), []int64{b}, "t-1 has 2 owners")
 	})
+	t.Run("a partition with two owners at the end cites where each began to own it", func(t *testing.T) {
+		// a holds t-1 from before the heal and never lets go; b is the last to arrive. The
+		// violation must name both (the scorecard charges it to the members it cites), not only b.
+		h := newHist(t)
+		a := h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		h.revoked("a", 1, 0)
+		c := h.assigned("c", 2, 0)
+		b := h.assigned("b", 2, 1)
+		h.phase(history.PhaseFinal)
+		v := EventuallyConverges(h.events(), nil, convergePlan())
+		mustFailOnce(t, v, []int64{a, b}, "t-1 has 2 owners")
+		if slices.Contains(v.Violations[0].EventIndexes, c) {
+			t.Fatalf("cites %v: c's ownership of t-0, which has one owner, is not part of it", v.Violations[0].EventIndexes)
+		}
+	})
+	t.Run("two owners with no final phase: each owner's start is cited", func(t *testing.T) {
+		h := newHist(t)
+		a := h.assigned("a", 1, 0, 1)
+		h.phase(history.PhaseHeal)
+		b := h.assigned("b", 2, 1)
+		mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), a, b)
+	})
 	t.Run("without topics in the plan the partitions ever assigned are judged", func(t *testing.T) {
 		p := convergePlan()
 		p.Topics = nil
