@@ -1,0 +1,194 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+func TestClientOf(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[string]string{
+		"classic":                     ClientGroupquake,
+		"classic-cooperative":         ClientGroupquake,
+		"consumer":                    ClientGroupquake,
+		"kgo-classic":                 "kgo",
+		"kgo-consumer":                "kgo",
+		"java-classic":                "java",
+		"java-classic-cooperative":    "java",
+		"java-consumer-range":         "java",
+		"broken-classic-ignore-fence": "broken",
+		"broken-consumer-give-up":     "broken",
+		// Kinds of one protocol, named without it.
+		"sarama-range":      "sarama",
+		"sarama-roundrobin": "sarama",
+		"kafkago":           "kafkago",
+		// A client whose name has a dash, before the protocol.
+		"spring-kafka-classic": "spring-kafka",
+	} {
+		if got := ClientOf(kind); got != want {
+			t.Errorf("ClientOf(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}
+
+// scoredHistory is a run of two members: m1 (a broken classic kind) and m2 (groupquake's
+// consumer), a producer and the observer. It returns the events and the indexes the tests cite.
+type scoredHistory struct {
+	events                              []history.Event
+	m1Owns, m2Owns, m1Hb, m2Commit      int64
+	produced, described, m1Left, m2Back int64
+}
+
+func newScoredHistory(t *testing.T) scoredHistory {
+	h := newHist(t)
+	var s scoredHistory
+	h.proto = history.ProtocolClassic
+	s.m1Owns = h.assigned("m1", 1, 0, 1)
+	s.m1Hb, _ = h.call("m1/hb", history.FHeartbeat, history.Heartbeat{Protocol: history.ProtocolClassic, Epoch: 1}, history.OK, history.Heartbeat{Protocol: history.ProtocolClassic, Epoch: 1})
+	h.proto = history.ProtocolConsumer
+	s.m2Owns = h.assigned("m2", 2, 1)
+	s.m2Commit, _ = h.call("m2/commit", history.FCommit, history.Commit{Member: "m2", Epoch: 2}, history.OK, history.Commit{Member: "m2", Epoch: 2})
+	_, s.produced = h.call("p0", history.FProduce, history.Produce{Topic: "t", Partition: 0, Seq: 1, Offset: -1}, history.OK, history.Produce{Topic: "t", Partition: 0, Seq: 1, Offset: 0, Acked: true})
+	s.described = h.describe(stable(2))
+	h.proto = history.ProtocolClassic
+	s.m1Left = h.revoked("m1", 1, 0)
+	h.proto = history.ProtocolConsumer
+	s.m2Back = h.assigned("m2", 3, 0)
+	s.events = h.events()
+	return s
+}
+
+var scoredMembers = []RunMember{
+	{Name: "m1", Kind: "broken-classic-ignore-fence", Protocol: history.ProtocolClassic},
+	{Name: "m2", Kind: "consumer", Protocol: history.ProtocolConsumer},
+}
+
+// TestAttribute: a violation is charged to the members whose events it cites (a member's own
+// processes count as the member's), to none when it cites only the producer's or the observer's
+// events; a finding's match to the member it names; a partition stop to the member that resumed
+// the partition, a member stop to its member.
+func TestAttribute(t *testing.T) {
+	t.Parallel()
+	s := newScoredHistory(t)
+	rep := Report{Verdicts: []Verdict{
+		{Name: "HistoryWellFormed", Holds: true},
+		{Name: "NoDoubleOwnership", Violations: []Violation{
+			{Message: "both", EventIndexes: []int64{s.m1Owns, s.m2Owns}},
+			{Message: "m1 alone, through its heartbeat process", EventIndexes: []int64{s.m1Hb}},
+		}},
+		{Name: "NoLostRecords", Violations: []Violation{{Message: "lost", EventIndexes: []int64{s.produced}}}},
+		{Name: "EventuallyConverges", Violations: []Violation{{Message: "known bug x: m2", EventIndexes: []int64{s.described, s.m2Commit}, Finding: "x"}},
+			Known: []Known{{Finding: "x", Member: "m2", Failed: true}, {Finding: "y", Events: []int64{s.m1Left}}, {Finding: "z", Events: []int64{s.described}}}},
+		{Name: "RecoveredStateMatchesLog", Holds: true, Skipped: "no snapshot"},
+	}, RebalanceCost: &Cost{Protocols: map[string]*ProtocolCost{
+		history.ProtocolConsumer: {Stops: []Stop{
+			{Partition: "t-0", Duration: 2 * time.Second, EventIndexes: []int64{s.m1Left, s.m2Back}},
+			{Partition: "t-1", Duration: time.Second, EventIndexes: []int64{s.m1Left, s.produced}}, // resumed by no member
+		}},
+		history.ProtocolClassic: {Stops: []Stop{{Member: "m1", Duration: 3 * time.Second}, {Member: "gone", Duration: time.Hour}}},
+	}}}
+	a := Attribute(s.events, scoredMembers, rep)
+	got := func(cs []Charge) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, fmt.Sprintf("%s:%s%v", c.Checker, c.Finding, c.Members))
+		}
+		return strings.Join(out, " ")
+	}
+	if want := "NoDoubleOwnership:[m1 m2] NoDoubleOwnership:[m1] NoLostRecords:[] EventuallyConverges:x[m2]"; got(a.Violations) != want {
+		t.Errorf("violations charged as\n %s\nwant\n %s", got(a.Violations), want)
+	}
+	if want := "EventuallyConverges:x[m2] EventuallyConverges:y[m1] EventuallyConverges:z[]"; got(a.Known) != want {
+		t.Errorf("findings charged as\n %s\nwant\n %s", got(a.Known), want)
+	}
+	if a.Hold != 1 || a.Violated != 3 || a.Skipped != 1 {
+		t.Errorf("tally %d hold, %d violated, %d skipped; want 1, 3, 1", a.Hold, a.Violated, a.Skipped)
+	}
+	var pauses []string
+	for _, p := range a.Pauses {
+		pauses = append(pauses, fmt.Sprintf("%s/%s/%s", p.Member, p.Partition, p.Duration))
+	}
+	if want := "m1//3s m2/t-0/2s"; strings.Join(pauses, " ") != want {
+		t.Errorf("pauses %v, want %s (classic's member stop of m1, the partition stop m2 ended; none of a member not in the plan nor one no member ended)", pauses, want)
+	}
+}
+
+// TestBuildScorecard: a run counts in the cell of each client it ran; a violation that concerns two
+// clients is charged to each and counted as shared; one that concerns only the other client is not
+// in this client's cell; one of no member is every cell's run-level violation; by kind, the rows are
+// kinds.
+func TestBuildScorecard(t *testing.T) {
+	t.Parallel()
+	s := newScoredHistory(t)
+	broken := Report{Verdicts: []Verdict{
+		{Name: "NoDoubleOwnership", Violations: []Violation{{Message: "both", EventIndexes: []int64{s.m1Owns, s.m2Owns}}}},
+		{Name: "EventuallyConverges", Violations: []Violation{{Message: "m1 only", EventIndexes: []int64{s.m1Hb, s.described}}}},
+		{Name: "NoLostRecords", Violations: []Violation{{Message: "lost", EventIndexes: []int64{s.produced}}}},
+		{Name: "DurableCommits", Holds: true},
+	}, RebalanceCost: &Cost{Protocols: map[string]*ProtocolCost{history.ProtocolClassic: {Stops: []Stop{
+		{Member: "m1", Duration: 3 * time.Second}, {Member: "m2", Duration: time.Second}, {Member: "m2", Duration: 5 * time.Second}, {Member: "m2", Duration: 2 * time.Second},
+	}}}}}
+	clean := Report{Holds: true, Verdicts: []Verdict{{Name: "NoDoubleOwnership", Holds: true}, {Name: "DurableCommits", Holds: true, Skipped: "why"}}}
+	runs := []ScoredRun{
+		{Dir: "r1", Kafka: "4.4.0", Scenario: "member-links", Attribution: Attribute(s.events, scoredMembers, broken)},
+		{Dir: "r2", Kafka: "4.4.0", Scenario: "member-links", Attribution: Attribute(s.events, scoredMembers[1:], clean)},
+		{Dir: "r3", Kafka: "4.10.0", Scenario: "member-links", Attribution: Attribute(s.events, scoredMembers[1:], clean)},
+		{Dir: "r4", Err: "missing plan.json"},
+	}
+	sc := BuildScorecard(runs, ByClient)
+	if sc.Runs != 3 || sc.Hold != 2 || sc.Violated != 1 || !slices.Equal(sc.Unreadable, []string{"r4"}) {
+		t.Fatalf("totals: %d runs, %d hold, %d violated, unreadable %v", sc.Runs, sc.Hold, sc.Violated, sc.Unreadable)
+	}
+	var keys []string
+	for _, c := range sc.Cells {
+		keys = append(keys, c.Client+"/"+c.Kafka)
+	}
+	if want := "broken/4.4.0 groupquake/4.10.0 groupquake/4.4.0"; strings.Join(keys, " ") != want {
+		t.Fatalf("cells %v, want %s (by client, the newest Kafka first)", keys, want)
+	}
+	b, g := sc.Cells[0], sc.Cells[2]
+	if b.Runs != 1 || b.RunsViolated != 1 || b.Charged != 2 || b.Shared != 1 || b.RunLevel != 1 || b.RunsCharged != 1 ||
+		b.Checkers["NoDoubleOwnership"] != 1 || b.Checkers["EventuallyConverges"] != 1 || b.Hold != 1 || b.Violated != 3 {
+		t.Errorf("the broken client's cell: %+v", b)
+	}
+	if g.Runs != 2 || g.RunsHold != 1 || g.RunsViolated != 1 || g.Charged != 1 || g.Shared != 1 || g.RunLevel != 1 || g.RunsCharged != 1 ||
+		g.Checkers["EventuallyConverges"] != 0 || g.Hold != 2 || g.Violated != 3 || g.Skipped != 1 {
+		t.Errorf("groupquake's cell (m2, innocent of m1's convergence): %+v", g)
+	}
+	var gv []string
+	for _, v := range g.Violations {
+		gv = append(gv, fmt.Sprintf("%s:%s%v", v.Dir, v.Checker, v.Clients))
+	}
+	if want := "r1:NoDoubleOwnership[broken groupquake] r1:NoLostRecords[]"; strings.Join(gv, " ") != want {
+		t.Errorf("groupquake's violations %v, want %s", gv, want)
+	}
+	if g.MemberPauses.Count != 3 || g.MemberPauses.P50 != 2*time.Second || g.MemberPauses.Max != 5*time.Second || b.MemberPauses.Max != 3*time.Second {
+		t.Errorf("member pauses: groupquake %+v, broken %+v", g.MemberPauses, b.MemberPauses)
+	}
+	if !slices.Equal(g.Kinds, []string{"consumer"}) || !slices.Equal(b.Kinds, []string{"broken-classic-ignore-fence"}) {
+		t.Errorf("kinds: %v, %v", g.Kinds, b.Kinds)
+	}
+
+	byKind := BuildScorecard(runs, ByKind)
+	keys = nil
+	for _, c := range byKind.Cells {
+		keys = append(keys, c.Client+":"+c.Kind+"/"+c.Kafka)
+	}
+	if want := "broken:broken-classic-ignore-fence/4.4.0 groupquake:consumer/4.10.0 groupquake:consumer/4.4.0"; strings.Join(keys, " ") != want {
+		t.Errorf("cells by kind %v, want %s", keys, want)
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	t.Parallel()
+	vs := []string{"embedded 4.4.0", "4.1.2", "4.10.0", "", "4.4.0", "external"}
+	slices.SortFunc(vs, compareVersions)
+	if want := []string{"4.10.0", "4.4.0", "4.1.2", "", "embedded 4.4.0", "external"}; !slices.Equal(vs, want) {
+		t.Errorf("sorted %q, want %q", vs, want)
+	}
+}
