@@ -168,17 +168,31 @@ type trendView struct {
 	YTicks, XTicks                  []trendText
 	Grid                            []float64
 	Status                          string
+	Scorecard                       string
 }
 
 // WriteTrend writes the trend page over runs (a nightly's run directories, say): verdicts and
 // rebalance pauses per run, per Kafka version and per protocol, and a chart of each run's longest
 // partition pause, red where the run found a violation. Runs are shown in the order they started.
 func WriteTrend(w io.Writer, title string, runs []RunSummary) error {
-	runs = slices.Clone(runs)
+	return WriteTrendPage(w, TrendPage{Title: title, Runs: runs})
+}
+
+// TrendPage is what the trend page shows: its title, the runs, and the link to the client
+// scorecard of the same runs (scorecard.html, relative to the page; "" for none).
+type TrendPage struct {
+	Title     string
+	Runs      []RunSummary
+	Scorecard string
+}
+
+// WriteTrendPage writes the trend page of p (WriteTrend), linking p's scorecard.
+func WriteTrendPage(w io.Writer, p TrendPage) error {
+	title, runs := p.Title, slices.Clone(p.Runs)
 	slices.SortStableFunc(runs, func(a, b RunSummary) int {
 		return cmp.Or(a.Run.Started.Compare(b.Run.Started), cmp.Compare(a.Run.Dir, b.Run.Dir))
 	})
-	v := trendView{Title: title, Status: "holds"}
+	v := trendView{Title: title, Status: "holds", Scorecard: p.Scorecard}
 	hold, violated, unread := 0, 0, 0
 	for i, r := range runs {
 		part, mem := pauses([]RunSummary{r}, "")
@@ -274,6 +288,7 @@ svg.trend{border:1px solid #ccc;background:#fff;display:block}
 </style></head><body class="status-{{.Status}}">
 <h1>{{.Title}}</h1>
 <p class="summary">{{.Summary}}</p>
+{{if .Scorecard}}<p><a class="scorecard" href="{{.Scorecard}}">Client scorecard</a>: per client and member kind, on each Kafka version, under each scenario: runs, verdicts, the violations charged to it, its members' rebalance pauses, findings</p>{{end}}
 <h2>Longest partition pause per run</h2>
 <svg class="trend" xmlns="http://www.w3.org/2000/svg" width="{{f1 .ChartW}}" height="{{f1 .ChartH}}">
 {{range .Grid}}<line class="grid" x1="{{f1 $.Left}}" y1="{{f1 .}}" x2="{{f1 $.Right}}" y2="{{f1 .}}"></line>
