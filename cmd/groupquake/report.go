@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/results"
 )
@@ -18,24 +19,37 @@ import (
 const TrendFile = "trend.html"
 
 const reportUsage = `Usage: groupquake report [-o FILE] DIR...
+       groupquake report --scorecard [--by client|kind] [--json] DIR...
 
 Renders run directories as HTML that opens offline. A DIR that holds no
 plan.json is searched for run directories below it. For one run directory it
 writes that run's report (verdicts, the ownership timeline with faults and
 violations, the events); for many, a trend page: verdicts and rebalance
 pauses per run, per Kafka version and per protocol, linking each run's report
-(written for the runs that have none). Verdicts are read from verdicts.json;
-a run without one is judged now.
+(written for the runs that have none), and beside it scorecard.html, the
+client scorecard. Verdicts are read from verdicts.json; a run without one is
+judged now.
 
-Exit status: 0 written, 2 no run directory is found or the one run directory
-cannot be read, 3 the page could not be written.
+--scorecard prints the client scorecard as a table instead, and writes
+nothing: per client (or member kind), Kafka version and scenario, the runs,
+the verdicts, the violations charged to the client (a violation is charged to
+the members whose events it cites; one that cites several clients' members
+is charged to each, shared), the violations that are the run's (they cite no
+member), its members' rebalance pauses and the registered findings matched.
+--json prints it as one JSON document (docs/schema/scorecard.json).
+
+Exit status: 0 written or printed, 2 no run directory is found or the one run
+directory cannot be read, 3 the page could not be written.
 `
 
 // cmdReport renders run directories: one run's report.html, or over many (a nightly's) the trend
 // page of verdicts and rebalance pauses per run, per Kafka version and per protocol.
 func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportUsage)
-	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many)")
+	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many; scorecard.html is written beside it)")
+	scorecard := fs.Bool("scorecard", false, "print the client scorecard of the runs as a table, and write nothing")
+	by := fs.String("by", check.ByClient, "the scorecard's rows: client (groupquake, kgo, java, …) or kind (each member kind)")
+	asJSON := fs.Bool("json", false, "print the client scorecard as one JSON document (docs/schema/scorecard.json), and write nothing")
 	var lv levelFlags
 	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
@@ -48,6 +62,15 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if len(pos) == 0 {
 		return badInput("report needs at least one run directory, or one that holds runs (see 'groupquake report -h')")
+	}
+	if *by != check.ByClient && *by != check.ByKind {
+		return badInput("--by %s: give client or kind", *by)
+	}
+	if given(fs)["by"] && !*scorecard && !*asJSON {
+		return badInput("--by arranges the scorecard that --scorecard or --json prints: add one of them")
+	}
+	if *out != "" && (*scorecard || *asJSON) {
+		return badInput("-o names the page to write, and --scorecard and --json print the scorecard and write nothing: give one or the other")
 	}
 	if *out != "" {
 		if err := checkOutFile("-o", *out); err != nil {
@@ -70,6 +93,10 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	dirs = slices.Compact(dirs)
 	if len(dirs) == 0 {
 		return badInput("no run directory (one with a %s) under %v: give the directory of a run, or one that holds runs", run.PlanFile, pos)
+	}
+
+	if *scorecard || *asJSON {
+		return printScorecard(stdout, dirs, *by, *asJSON, con.Logf)
 	}
 
 	if len(dirs) == 1 && len(pos) == 1 && filepath.Clean(pos[0]) == dirs[0] {
@@ -100,6 +127,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintln(stdout, path)
+	fmt.Fprintln(stdout, filepath.Join(filepath.Dir(path), ScorecardFile))
 	return nil
 }
 
@@ -116,14 +144,17 @@ func checkOutFile(flag, path string) error {
 }
 
 // writeTrend writes the trend page of the run directories dirs to path,
-// linking each run's report.html (written for the runs that have none);
-// title "" says how many runs it shows.
+// linking each run's report.html (written for the runs that have none), and
+// beside it the client scorecard of the same runs (scorecard.html), which
+// it links; title "" says how many runs it shows.
 func writeTrend(path, title string, dirs []string, logf func(string, ...any)) error {
 	base := filepath.Dir(path)
 	var runs []results.RunSummary
+	var scored []check.ScoredRun
 	for _, d := range dirs {
 		j, err := run.Saved(d)
 		s := run.Summary(d, j, err)
+		scored = append(scored, run.Score(d, j, err))
 		if err != nil {
 			logf("%s: %v", d, err)
 		} else if _, serr := os.Stat(filepath.Join(d, run.ReportFile)); serr != nil {
@@ -142,13 +173,14 @@ func writeTrend(path, title string, dirs []string, logf func(string, ...any)) er
 	if title == "" {
 		title = fmt.Sprintf("groupquake: %d runs", len(runs))
 	}
-	if err := results.WriteTrend(&b, title, runs); err != nil {
+	card := filepath.Join(base, ScorecardFile)
+	if err := results.WriteTrendPage(&b, results.TrendPage{Title: title, Runs: runs, Scorecard: ScorecardFile}); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return exitError{exitFailed, fmt.Sprintf("writing the trend page: %v", err)}
 	}
-	return nil
+	return writeScorecardPage(card, filepath.Base(path), scored)
 }
 
 // commonDir is the deepest directory that holds every one of paths.
