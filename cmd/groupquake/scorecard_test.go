@@ -239,7 +239,7 @@ func TestReportScorecardRefusals(t *testing.T) {
 func TestScorecardSchemaRefusesDrift(t *testing.T) {
 	sc := check.BuildScorecard([]check.ScoredRun{{Dir: "r", Kafka: "4.4.0", Scenario: "churn", Attribution: check.Attribution{
 		Members: []check.RunMember{{Name: "m1", Kind: "kgo-classic", Protocol: "classic"}}, Holds: true, Hold: 13,
-		Pauses:  []check.MemberPause{{Member: "m1", Duration: time.Second}}}}}, check.ByClient)
+		Pauses: []check.MemberPause{{Member: "m1", Duration: time.Second}}}}}, check.ByClient)
 	good, err := json.Marshal(scorecardJSON(sc))
 	if err != nil {
 		t.Fatal(err)
