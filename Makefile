@@ -67,7 +67,23 @@ MIGRATION_SCENARIO ?= baseline
 # Nodes of each migration cluster: 1, or 3 for broker faults that move the coordinator.
 MIGRATION_NODES ?= 1
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate sweep clean
+# The client scorecard `make scorecard` measures (docs/scorecard.md): every group of
+# SCORECARD_GROUPS (member kinds comma-separated, one group per word) runs SCORECARD_SEEDS fresh
+# seeds on a SCORECARD_NODES-node cluster of each of SCORECARD_VERSIONS under each scenario family of
+# SCORECARD_FAMILIES, SCORECARD_DURATION of workload each; the run directories go to SCORECARD_OUT,
+# then `groupquake report` writes trend.html and scorecard.html there and prints the scorecard.
+# SCORECARD_LOCK prefixes each run's command (one run per prefixed command), e.g. a lock shared with
+# the machine's other users of its Docker engine: SCORECARD_LOCK='flock -w 7200 /var/lock/gq'.
+SCORECARD_GROUPS ?= classic,kgo-classic,java-classic consumer,kgo-consumer,java-consumer
+SCORECARD_VERSIONS ?= $(VERSIONS)
+SCORECARD_FAMILIES ?= member-links broker-faults churn combined
+SCORECARD_SEEDS ?= 2
+SCORECARD_DURATION ?= 20s
+SCORECARD_NODES ?= 3
+SCORECARD_OUT ?= build/scorecard
+SCORECARD_LOCK ?=
+
+.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate scorecard sweep clean
 
 test: check unit images cluster-tests
 
@@ -155,6 +171,27 @@ mutate: build
 		$(GO) run ./tools/mutate -mutants tools/mutate/mutants/$$area.json -j $(MUTATE_JOBS) $(if $(MUTATE_MIN),-min-score $(MUTATE_MIN)) -json build/mutate-$$area.json || status=1; \
 		echo "== $$area took $$(( $$(date +%s) - start ))s"; \
 	done; exit $$status
+
+## scorecard: the client scorecard (docs/scorecard.md) of fresh-seed runs of each group of SCORECARD_GROUPS on
+## each of SCORECARD_VERSIONS under each of SCORECARD_FAMILIES, SCORECARD_SEEDS seeds each (1 to 10; every run
+## is bounded at 10 minutes, then interrupted as Ctrl-C does); a run that fails or cannot be carried out does not stop the others.
+scorecard: engine build
+	@case "$(SCORECARD_SEEDS)" in [1-9]|10) ;; *) echo "SCORECARD_SEEDS=$(SCORECARD_SEEDS): give 1 to 10"; exit 2;; esac
+	$(GO) build -o build/groupquake-scorecard ./cmd/groupquake
+	@versions="$$(echo '$(SCORECARD_VERSIONS)' | tr , ' ')"; \
+	total=$$(( $(SCORECARD_SEEDS) * $$(echo $$versions | wc -w) * $$(echo '$(SCORECARD_FAMILIES)' | wc -w) * $$(echo '$(SCORECARD_GROUPS)' | wc -w) )); \
+	echo "== make scorecard: $$total runs into $(SCORECARD_OUT)"; n=0; \
+	for seed in $$(seq 1 $(SCORECARD_SEEDS)); do for v in $$versions; do for f in $(SCORECARD_FAMILIES); do for g in $(SCORECARD_GROUPS); do \
+		n=$$((n+1)); dir="$(SCORECARD_OUT)/$$v/$$f/$$(echo $$g | tr , +)-$$seed"; \
+		if [ -e "$$dir/verdicts.json" ]; then echo "== run $$n of $$total: $$dir is done"; continue; fi; \
+		rm -rf "$$dir"; echo "== run $$n of $$total: Kafka $$v, $$f, kinds $$g -> $$dir (load $$(cut -d' ' -f1-3 /proc/loadavg))"; \
+		$(SCORECARD_LOCK) timeout -s INT -k 60 600 ./build/groupquake-scorecard run --scenario $$f --kafka $$v --nodes $(SCORECARD_NODES) --kinds $$g --duration $(SCORECARD_DURATION) --out "$$dir"; \
+		echo "== exit $$?"; \
+	done; done; done; done
+	./build/groupquake-scorecard report $(SCORECARD_OUT)
+	./build/groupquake-scorecard report --scorecard $(SCORECARD_OUT) | tee $(SCORECARD_OUT)/scorecard.txt
+	./build/groupquake-scorecard report --scorecard --by kind $(SCORECARD_OUT) | tee $(SCORECARD_OUT)/scorecard-by-kind.txt
+	./build/groupquake-scorecard findings triage $(SCORECARD_OUT) | tee $(SCORECARD_OUT)/triage.txt
 
 sweep:
 	$(GO) run ./cmd/groupquake sweep
