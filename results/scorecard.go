@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
 )
@@ -169,7 +170,15 @@ func pausesText(s check.Stats) string {
 	if s.Count == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("%d, p50 %s, max %s", s.Count, roundDur(s.P50), roundDur(s.Max))
+	return fmt.Sprintf("%d, p50 %s, max %s", s.Count, pauseDur(s.P50), pauseDur(s.Max))
+}
+
+// pauseDur is roundDur, with a pause shorter than a millisecond said so rather than "0s".
+func pauseDur(d time.Duration) string {
+	if d > 0 && d < time.Millisecond {
+		return "<1ms"
+	}
+	return roundDur(d)
 }
 
 // countsText is "name ×n, …" in name order.
@@ -272,6 +281,7 @@ td.holds,.holds{color:#17803d}td.matrix.holds{background:#eef8f0}
 td.charged,.charged{color:#b42318}td.matrix.charged{background:#fdecea;font-weight:bold}
 td.others,.others{color:#8a6d00}td.matrix.others{background:#fff8e1}
 td.empty{color:#aaa}
+tr.row-charged td:first-child{color:#b42318;font-weight:bold}tr.row-others td:first-child{color:#8a6d00}tr.row-holds td:first-child{color:#17803d}
 .status-violated h1{color:#b42318}
 ul.violations{margin:.2em 0 .8em;padding-left:1.2em}ul.violations li{margin:.2em 0}
 .concern{font-style:italic}
@@ -295,7 +305,7 @@ again); partition pauses are the stretches without an owner that a member of the
 {{range .Matrix}}<tr><th>{{.Row}}</th>{{range .Cells}}<td class="matrix {{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{with .Cell}}{{.Runs}} runs, {{.RunsHold}} hold<br>charged {{charged .}}{{if .RunLevel}}<br>the run's {{.RunLevel}}{{end}}{{if .MemberPauses.Count}}<br>pause p50 {{dur .MemberPauses.P50}}, max {{dur .MemberPauses.Max}}{{end}}{{else}}—{{end}}</td>{{end}}</tr>
 {{end}}</table>
 <table class="cells" data-by="{{.Name}}"><tr><th>{{.Name}}</th>{{if eq .Name "kind"}}<th>client</th>{{else}}<th>kinds</th>{{end}}<th>Kafka</th><th>scenario</th><th>runs</th><th>hold</th><th>violated</th><th>verdicts hold/violated/skipped</th><th>charged to it</th><th>charged per checker</th><th>the run's</th><th>member pauses</th><th>partition pauses it ended</th><th>findings</th><th>runs</th></tr>
-{{range .Cells}}<tr class="cell {{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}"><td>{{.Row}}</td><td>{{if .Kind}}{{.Client}}{{else}}{{join .Kinds ", "}}{{end}}</td><td>{{.Kafka}}</td><td>{{.Scenario}}</td><td class="n">{{.Runs}}</td><td class="n">{{.RunsHold}}</td><td class="n">{{.RunsViolated}}</td><td class="n">{{.Hold}}/{{.Violated}}/{{.Skipped}}</td><td class="n">{{charged .Cell}}</td><td>{{counts .Checkers}}</td><td class="n">{{.RunLevel}}</td><td class="n">{{pauses .MemberPauses}}</td><td class="n">{{pauses .PartitionPauses}}</td><td>{{counts .Findings}}</td><td>{{range .RunLinks}}{{if .Report}}<a class="run" href="{{.Report}}">{{.Name}}</a>{{else}}{{.Name}}{{end}} {{end}}</td></tr>
+{{range .Cells}}<tr class="cell row-{{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}"><td>{{.Row}}</td><td>{{if .Kind}}{{.Client}}{{else}}{{join .Kinds ", "}}{{end}}</td><td>{{.Kafka}}</td><td>{{.Scenario}}</td><td class="n">{{.Runs}}</td><td class="n">{{.RunsHold}}</td><td class="n">{{.RunsViolated}}</td><td class="n">{{.Hold}}/{{.Violated}}/{{.Skipped}}</td><td class="n">{{charged .Cell}}</td><td>{{counts .Checkers}}</td><td class="n">{{.RunLevel}}</td><td class="n">{{pauses .MemberPauses}}</td><td class="n">{{pauses .PartitionPauses}}</td><td>{{counts .Findings}}</td><td>{{range .RunLinks}}{{if .Report}}<a class="run" href="{{.Report}}">{{.Name}}</a>{{else}}{{.Name}}{{end}} {{end}}</td></tr>
 {{end}}</table>
 {{range .Cells}}{{if .Violations}}<h3 class="cell-violations" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{.Row}} on Kafka {{.Kafka}}, {{.Scenario}}: {{.Charged}} charged to it, {{.RunLevel}} the run's</h3>
 <ul class="violations">{{range .Violations}}<li class="violation" data-checker="{{.Checker}}" data-clients="{{join .Clients " "}}"><b>{{.Checker}}</b>{{if .Finding}} [{{.Finding}}]{{end}} <span class="concern">({{.Concern}})</span> in {{if .Report}}<a href="{{.Report}}">{{.Dir}}</a>{{else}}{{.Dir}}{{end}}: {{first .Message}}</li>
