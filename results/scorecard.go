@@ -139,9 +139,12 @@ func newScoreSection(name string, sc check.Scorecard, reports map[string]string)
 
 // scorecardSummary says what the scorecard covers in one line.
 func scorecardSummary(sc check.Scorecard) string {
-	s := fmt.Sprintf("%d runs: %d hold, %d violated, %d unreadable; %d clients, Kafka %s, scenarios %s",
-		sc.Runs, sc.Hold, sc.Violated, len(sc.Unreadable), len(sc.Rows), orNone(sc.Kafkas), orNone(sc.Scenarios))
-	return s
+	by := sc.By
+	if by == "" {
+		by = check.ByClient
+	}
+	return fmt.Sprintf("%d runs: %d hold, %d violated, %d unreadable; %d %ss, Kafka %s, scenarios %s",
+		sc.Runs, sc.Hold, sc.Violated, len(sc.Unreadable), len(sc.Rows), by, orNone(sc.Kafkas), orNone(sc.Scenarios))
 }
 
 func orNone(xs []string) string {

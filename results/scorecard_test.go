@@ -151,6 +151,16 @@ func TestScorecardText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
+	if first, _, _ := strings.Cut(out, "\n"); first != "scorecard by client: 3 runs: 2 hold, 1 violated, 0 unreadable; 3 clients, Kafka 4.4.0, 4.1.2, scenarios churn, member-links" {
+		t.Errorf("first line %q", first)
+	}
+	var byKind bytes.Buffer
+	if err := WriteScorecardText(&byKind, check.BuildScorecard(scorecardRuns(), check.ByKind)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(byKind.String(), "scorecard by kind: 3 runs: 2 hold, 1 violated, 0 unreadable; 4 kinds,") {
+		t.Errorf("by kind, the first line is %q", strings.SplitN(byKind.String(), "\n", 2)[0])
+	}
 	lines := strings.Split(out, "\n")
 	var table []string
 	for _, l := range lines[1:] {
