@@ -125,7 +125,7 @@ func (c campaignPlan) Args() []string {
 	ra := c.Runs[0].Plan.Args()
 	for i := 0; i < len(ra); i++ {
 		switch {
-		case ra[i] == "--embedded": // the one flag without a value
+		case ra[i] == "--embedded", strings.HasPrefix(ra[i], "--supervisor="): // the flags without a value of their own
 			a = append(a, ra[i])
 		case i+1 == len(ra):
 			a = append(a, ra[i])

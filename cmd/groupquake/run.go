@@ -56,6 +56,7 @@ type runFlags struct {
 	migration   string
 	migrateFrom string
 	migStatic   bool
+	supervisor  bool
 	clients     string
 	javaJVMs    string
 }
@@ -90,6 +91,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.migration, "migration-policy", "", "group.consumer.migration.policy of the cluster the run starts: "+strings.Join(run.MigrationPolicies(), ", ")+" (default: Kafka's, bidirectional); --scenario migration moves the group classic → consumer → classic under it")
 	fs.StringVar(&f.migrateFrom, "migration-from", "", "with --scenario migration, the protocol the group starts with and returns to: classic (classic → consumer → classic, the default) or consumer (consumer → classic → consumer)")
 	fs.BoolVar(&f.migStatic, "migration-static", false, "with --scenario migration, static members: each replacement is a rolling bounce of one group.instance.id into the other protocol and back")
+	fs.BoolVar(&f.supervisor, "supervisor", true, "restart a member that stops for good (its consumer threw a fatal error), as systemd or Kubernetes restarts a process: a new member, with its instance id if static, after a backoff of 1s doubling up to 8s, until the group takes it in (plan.json \"supervisor\"); --supervisor=false leaves it stopped")
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
@@ -413,6 +415,7 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 		}
 	}
 	o.UpgradeTo, o.Downgrade, o.MigrationPolicy, o.MigrationFrom, o.MigrationStatic = f.upgradeTo, f.downgrade, f.migration, f.migrateFrom, f.migStatic
+	o.NoSupervisor = !f.supervisor
 	if f.migration != "" && len(o.Bootstrap) > 0 {
 		return 0, o, badInput("--migration-policy %s is a broker setting of the cluster a run starts: set group.consumer.migration.policy on the external cluster itself, and leave the flag out with --bootstrap", f.migration)
 	}

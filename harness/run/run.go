@@ -278,6 +278,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 			r.led.Missing(), r.led.Acked(), r.meter.quietFor().Round(time.Millisecond), r.quietSpell(), r.p.QuiesceMax)
 	}
 	var flushed []<-chan struct{}
+	r.crew.final.Store(true)
 	running := r.crew.running()
 	for _, d := range running {
 		flushed = append(flushed, d.flushAndHold())
@@ -304,7 +305,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		if err != nil || d == nil || !d.Group.Stable() {
 			return false
 		}
-		missing = missingMembers(d.Group, r.crew.running())
+		missing = missingMembers(d.Group, r.crew.running(), r.crew.restartingNames(), r.p.Supervisor.On())
 		return len(missing) == 0
 	})
 	if !stable {
@@ -318,10 +319,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return err
 	}
 
-	var names []string
-	for _, d := range r.crew.running() {
-		names = append(names, d.plan.Name)
-	}
+	names := r.crew.members()
 	r.cfg.Logf("phase %s", history.PhaseFinal)
 	if _, err := r.rec.BeginFinal(names, "final observations: describe, committed offsets, __consumer_offsets"); err != nil {
 		return err
@@ -347,28 +345,34 @@ func (r *runner) run(ctx context.Context) (err error) {
 // settleWait bounds the wait for a Stable group with every running member
 // in it: the convergence bound EventuallyConverges judges by (session +
 // rebalance + 3 heartbeats + slack, or the plan's own), so that a member
-// still out at the final observation has had all of it.
+// still out at the final observation has had all of it; with a supervisor,
+// one backoff more (a restart may have been waiting out its backoff when
+// the group would have taken the member in).
 func (r *runner) settleWait() time.Duration {
+	w := r.p.Supervisor.MaxBackoff()
 	if b, err := check.ConvergenceBound(r.p.Check()); err == nil {
-		return b.Limit
+		return b.Limit + w
 	}
 	t := r.p.Timers
-	return t.SessionTimeout + t.RebalanceTimeout + t.ConvergenceSlack
+	return t.SessionTimeout + t.RebalanceTimeout + t.ConvergenceSlack + w
 }
 
-// missingMembers names the running members that g does not list, by their
-// client ids (GroupDescription.ListsClientOf).
-func missingMembers(g *history.GroupDescription, running []*driver) []string {
+// missingMembers names the members the harness runs that g does not list,
+// by their client ids (GroupDescription.ListsClientOf): the running ones,
+// and those their supervisor is restarting. A member that stopped for good
+// is missing only when a supervisor will restart it; without one it will
+// not come back, and EventuallyConverges judges it as it is.
+func missingMembers(g *history.GroupDescription, running []*driver, restarting []string, supervised bool) []string {
 	var out []string
 	for _, d := range running {
-		if d.stopped.Load() {
-			continue // it will not come back: EventuallyConverges judges it as it is
+		if d.stopped.Load() && !supervised {
+			continue
 		}
 		if !g.ListsClientOf(d.plan.Name) {
 			out = append(out, d.plan.Name)
 		}
 	}
-	return out
+	return append(out, restarting...)
 }
 
 // quietSpell is how long the group must go without any member reporting an

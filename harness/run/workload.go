@@ -201,8 +201,10 @@ type driver struct {
 	// member-freeze fault): the member's own heartbeats go on.
 	stalled atomic.Bool
 	// stopped: the member's Poll said it stopped for good
-	// (clients.ErrStopped); recorded once as FStopped.
+	// (clients.ErrStopped); recorded once as FStopped, then onStop (its
+	// supervisor) is told.
 	stopped atomic.Bool
+	onStop  func(error) error
 
 	mu      sync.Mutex
 	hold    bool                       // stop committing (final observation ahead)
@@ -236,6 +238,7 @@ func (d *driver) forget(ps clients.Partitions) {
 
 // run drives the member until ctx ends.
 func (d *driver) run(ctx context.Context) error {
+	defer d.abandonFlush()
 	last := d.now()
 	lastErr, repeats := "", 0
 	for ctx.Err() == nil {
@@ -254,6 +257,11 @@ func (d *driver) run(ctx context.Context) error {
 			v := history.Membership{Member: d.plan.Name, Protocol: d.plan.Protocol, Epoch: -1, Error: err.Error()}
 			if _, rerr := d.rec.Info(d.plan.Name, history.FStopped, v, "the member stopped for good: its Poll says so (a KafkaConsumer throws from poll and must be closed)"); rerr != nil {
 				return rerr
+			}
+			if d.onStop != nil {
+				if rerr := d.onStop(err); rerr != nil {
+					return rerr
+				}
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -374,6 +382,19 @@ func ownedHas(owned clients.Partitions, t string, p int32) bool {
 		}
 	}
 	return false
+}
+
+// abandonFlush lets whoever waits for a commit asked of the driver by
+// flushAndHold go on once the driver has stopped (crashed, stopped for
+// good and taken down by its supervisor): that commit will not come.
+func (d *driver) abandonFlush() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.flush {
+		d.flush = false
+		d.hold = true
+		close(d.flushed)
+	}
 }
 
 // release lets a driver held by flushAndHold commit again (a checkpoint

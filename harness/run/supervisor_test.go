@@ -1,0 +1,181 @@
+package run_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/run"
+)
+
+// restartPlan is a group of two consumer-protocol members on the embedded
+// cluster, m1 static, and one fault: m1 crashed (no leave) 2 s into the
+// workload and started again 1.5 s later, well within its 6 s session. The
+// coordinator still holds m1's instance id under the crashed member's id,
+// so it refuses the new one UNRELEASED_INSTANCE_ID
+// (GroupMetadataManager.throwIfInstanceIdIsUnreleased), which the member
+// takes as fatal, as KafkaConsumer does.
+func restartPlan(t *testing.T, supervised bool) run.Plan {
+	t.Helper()
+	p, err := run.NewPlan(31, run.Options{Embedded: true, Kinds: []string{"consumer", "consumer"}, Members: 2, Partitions: 4, Rate: 20, Duration: 10 * time.Second, NoSupervisor: !supervised}, run.DefaultRegistry().Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Members[0].InstanceID = p.Group + "-m1"
+	p.Members[1].InstanceID = ""
+	for i := range p.Members {
+		p.Members[i].JoinAfter = time.Duration(i) * 300 * time.Millisecond
+	}
+	p.Faults = []faults.Fault{{Kind: faults.MemberRestart, Member: "m1", At: 2 * time.Second, For: 1500 * time.Millisecond}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runDir is name under $GROUPQUAKE_RUNS_DIR when set (kept for reading),
+// else in the test's temporary directory.
+func runDir(t *testing.T, name string) string {
+	t.Helper()
+	if root := os.Getenv("GROUPQUAKE_RUNS_DIR"); root != "" {
+		d := filepath.Join(root, t.Name())
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(d, time.Now().UTC().Format("20060102T150405")+"-"+name)
+	}
+	return filepath.Join(t.TempDir(), name)
+}
+
+func runPlan(t *testing.T, p run.Plan, dir string) (run.Result, []history.Event) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := run.Run(ctx, run.Config{Plan: p, Dir: dir, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("run: %v (notes %v)", err, res.Notes)
+	}
+	l, err := history.Load(filepath.Join(dir, run.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, l.Events
+}
+
+func verdictOf(rep check.Report, name string) check.Verdict {
+	for _, v := range rep.Verdicts {
+		if v.Name == name {
+			return v
+		}
+	}
+	return check.Verdict{Name: name, Skipped: "absent"}
+}
+
+// TestSupervisorRestartsARefusedStaticMember scripts, on the embedded
+// cluster, the order of events a crashed static consumer-protocol member
+// goes through in production: crash → restart within its session →
+// UNRELEASED_INSTANCE_ID → stopped for good → its supervisor restarts it
+// after a backoff (again, with a longer one, while the crashed
+// incarnation's session holds the instance id) → taken into the group.
+// Every checker holds. The same plan with the supervisor off (as every run
+// was before it) leaves m1 stopped, and EventuallyConverges fails on it.
+func TestSupervisorRestartsARefusedStaticMember(t *testing.T) {
+	t.Parallel()
+	res, ev := runPlan(t, restartPlan(t, true), runDir(t, "supervised"))
+
+	// The order of m1's events from the crash on.
+	const (
+		crash = iota
+		refused
+		stopped
+		scheduled
+		restarted
+		joined
+	)
+	names := []string{"the crash", "UNRELEASED_INSTANCE_ID", "stopped", "restart scheduled", "restarted", "taken in after a restart"}
+	at := []int64{-1, -1, -1, -1, -1, -1}
+	var attempts []int
+	var backoffs []time.Duration
+	for _, e := range ev {
+		v, err := history.TypedValue(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch v := v.(type) {
+		case history.Fault:
+			if e.F == history.FFaultStart && e.Type == history.OK && v.What == string(faults.MemberRestart) && at[crash] < 0 {
+				at[crash] = e.Index
+			}
+		case history.Heartbeat:
+			if v.Member != "m1" || at[crash] < 0 {
+				continue
+			}
+			if e.Type == history.Fail && v.Error == "UNRELEASED_INSTANCE_ID" && at[refused] < 0 {
+				at[refused] = e.Index
+			}
+			if e.Type == history.OK && v.ResultEpoch > 0 && at[restarted] >= 0 && at[joined] < 0 {
+				at[joined] = e.Index
+			}
+		case history.Membership:
+			if e.F == history.FStopped && v.Member == "m1" && at[stopped] < 0 {
+				at[stopped] = e.Index
+			}
+		case history.Restart:
+			if v.Member != "m1" {
+				continue
+			}
+			switch v.Action {
+			case history.RestartScheduled:
+				if at[scheduled] < 0 {
+					at[scheduled] = e.Index
+				}
+				attempts = append(attempts, v.Attempt)
+				backoffs = append(backoffs, v.Backoff)
+				if !strings.Contains(v.Reason, "UNRELEASED_INSTANCE_ID") {
+					t.Errorf("event %d: the restart's reason %q does not name the fatal answer", e.Index, v.Reason)
+				}
+			case history.RestartStarted:
+				if at[restarted] < 0 {
+					at[restarted] = e.Index
+				}
+			case history.RestartCancelled:
+				t.Errorf("event %d: m1's restart was cancelled: %+v", e.Index, v)
+			}
+		}
+	}
+	for i := range at {
+		if at[i] < 0 {
+			t.Fatalf("no %s of m1 in the history (found %v)", names[i], at)
+		}
+		if i > 0 && at[i] < at[i-1] {
+			t.Errorf("%s (event %d) came before %s (event %d)", names[i], at[i], names[i-1], at[i-1])
+		}
+	}
+	// Attempts count up from 1 while m1 stays out, each waiting twice as
+	// long as the one before (1 s, 2 s, ...).
+	for i, n := range attempts {
+		if n != i+1 {
+			t.Errorf("restart %d is attempt %d, want %d (attempts %v)", i+1, n, i+1, attempts)
+		}
+		if want := run.DefaultSupervisor().Backoff(i + 1); backoffs[i] != want {
+			t.Errorf("attempt %d waits %s, want %s", i+1, backoffs[i], want)
+		}
+	}
+	for _, v := range res.Report.Verdicts {
+		if !v.Holds || v.Skipped != "" {
+			t.Errorf("%s: holds %v, skipped %q, violations %+v", v.Name, v.Holds, v.Skipped, v.Violations)
+		}
+	}
+
+	off, _ := runPlan(t, restartPlan(t, false), runDir(t, "unsupervised"))
+	v := verdictOf(off.Report, "EventuallyConverges")
+	if v.Holds || len(v.Violations) == 0 || !strings.Contains(v.Violations[0].Message, "member m1 stopped for good") {
+		t.Errorf("without the supervisor, EventuallyConverges should fail on m1 stopped for good; got holds %v, skipped %q, violations %+v", v.Holds, v.Skipped, v.Violations)
+	}
+}
