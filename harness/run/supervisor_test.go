@@ -2,12 +2,19 @@ package run_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
@@ -177,5 +184,122 @@ func TestSupervisorRestartsARefusedStaticMember(t *testing.T) {
 	v := verdictOf(off.Report, "EventuallyConverges")
 	if v.Holds || len(v.Violations) == 0 || !strings.Contains(v.Violations[0].Message, "member m1 stopped for good") {
 		t.Errorf("without the supervisor, EventuallyConverges should fail on m1 stopped for good; got holds %v, skipped %q, violations %+v", v.Holds, v.Skipped, v.Violations)
+	}
+}
+
+// refusedRetry is the first incarnation of a static consumer-protocol
+// member scripted as m4 of the real run of seed 268778 (Kafka 4.4.0,
+// broker-faults, a node killed): its joining heartbeat (epoch 0) gets no
+// answer, it resends the join with the same member id and epoch 0, and the
+// coordinator answers UNRELEASED_INSTANCE_ID naming the member itself as
+// the owner; the member stops for good. It talks to no broker: it only
+// reports what m4 reported.
+type refusedRetry struct {
+	name, instance string
+	hooks          clients.Hooks
+	once           sync.Once
+}
+
+const refusedRetryID = "H0_vxV37db_OycugW-wEVQ"
+
+var errRefusedRetry = fmt.Errorf("%w: heartbeat failed fatally: UNRELEASED_INSTANCE_ID: Static member %s with instance id gq-268778-m4 cannot join the group because the instance id is owned by %s member.", clients.ErrStopped, refusedRetryID, refusedRetryID)
+
+func (m *refusedRetry) Name() string                { return m.name }
+func (m *refusedRetry) Protocol() clients.Protocol  { return clients.Consumer }
+func (m *refusedRetry) Start(context.Context) error { return nil }
+func (m *refusedRetry) Owned() clients.Partitions   { return clients.Partitions{} }
+func (m *refusedRetry) Close(context.Context) error { return nil }
+func (m *refusedRetry) Commit(context.Context, map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	return nil, nil
+}
+
+func (m *refusedRetry) Poll(context.Context) ([]clients.Record, error) {
+	m.once.Do(func() {
+		ev := func(k clients.Kind, call uint64, why string) clients.Event {
+			return clients.Event{Kind: k, Protocol: clients.Consumer, Member: m.name, MemberID: refusedRetryID, InstanceID: m.instance,
+				Generation: -1, MemberEpoch: 0, GroupEpoch: -1, Call: call, Op: clients.OpHeartbeat, Why: why, At: time.Now()}
+		}
+		m.hooks.OnEvent(ev(clients.Sent, 1, "ConsumerGroupHeartbeat with member epoch 0"))
+		lost := ev(clients.Heartbeat, 1, "no answer; heartbeat got no answer; the next one is a full request")
+		lost.Err = "context deadline exceeded"
+		m.hooks.OnEvent(lost)
+		m.hooks.OnEvent(ev(clients.Sent, 2, "ConsumerGroupHeartbeat with member epoch 0"))
+		refused := ev(clients.Heartbeat, 2, "answered UNRELEASED_INSTANCE_ID")
+		refused.ErrCode, refused.Err = kerr.UnreleasedInstanceID.Code, "UNRELEASED_INSTANCE_ID"
+		m.hooks.OnEvent(refused)
+	})
+	return nil, errRefusedRetry
+}
+
+// TestSupervisorKeepsTheRefusedRetry: the supervisor restarts a member
+// that Kafka refused UNRELEASED_INSTANCE_ID for its own retried join, and
+// the history keeps every answer that shows the refusal: the lost join, the
+// retry with the same member id at epoch 0 and its UNRELEASED_INSTANCE_ID,
+// in that order, before the stop and the restart (the new incarnation, a
+// real consumer member, then joins). A checker that flags a member refused
+// for its own instance id finds what it needs whether or not the member
+// came back.
+func TestSupervisorKeepsTheRefusedRetry(t *testing.T) {
+	t.Parallel()
+	reg := run.DefaultRegistry()
+	real := reg["consumer"]
+	var builds atomic.Int32
+	reg["scripted-static-consumer"] = run.Factory{Protocol: clients.Consumer, Doc: "m4 of seed 268778, then a consumer member", New: func(s run.MemberSpec) (clients.Member, error) {
+		if builds.Add(1) == 1 {
+			return &refusedRetry{name: s.Name, instance: s.InstanceID, hooks: s.Hooks}, nil
+		}
+		return real.New(s)
+	}}
+	p, err := run.NewPlan(41, run.Options{Embedded: true, Kinds: []string{"consumer", "scripted-static-consumer"}, Members: 2, Partitions: 2, Rate: 20, Duration: 6 * time.Second}, reg.Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Members[1].InstanceID = p.Group + "-m2"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := runDir(t, "refused-retry")
+	res, err := run.Run(ctx, run.Config{Plan: p, Dir: dir, Registry: reg, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("run: %v (notes %v)", err, res.Notes)
+	}
+	l, err := history.Load(filepath.Join(dir, run.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"invoke heartbeat " + refusedRetryID + " epoch 0", "info heartbeat " + refusedRetryID + " context deadline exceeded",
+		"invoke heartbeat " + refusedRetryID + " epoch 0", "fail heartbeat " + refusedRetryID + " UNRELEASED_INSTANCE_ID",
+		"stopped", "restart scheduled 1", "restart restarted 1", "taken in"}
+	var got []string
+	for _, e := range l.Events {
+		v, err := history.TypedValue(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch v := v.(type) {
+		case history.Heartbeat:
+			switch {
+			case v.Member != "m2":
+			case v.MemberID == refusedRetryID && e.Type == history.Invoke:
+				got = append(got, fmt.Sprintf("invoke heartbeat %s epoch %d", v.MemberID, v.Epoch))
+			case v.MemberID == refusedRetryID:
+				got = append(got, fmt.Sprintf("%s heartbeat %s %s", e.Type, v.MemberID, v.Error))
+			case e.Type == history.OK && v.ResultEpoch > 0 && !slices.Contains(got, "taken in"):
+				got = append(got, "taken in")
+			}
+		case history.Membership:
+			if e.F == history.FStopped && v.Member == "m2" {
+				got = append(got, "stopped")
+			}
+		case history.Restart:
+			if v.Member == "m2" {
+				got = append(got, fmt.Sprintf("restart %s %d", v.Action, v.Attempt))
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("m2's history:\n got %q\nwant %q", got, want)
+	}
+	if v := verdictOf(res.Report, "EventuallyConverges"); !v.Holds {
+		t.Errorf("EventuallyConverges: %+v", v.Violations)
 	}
 }
