@@ -4,7 +4,7 @@
 // coordinator's replay (RecoveredStateMatchesLog) takes it as a function value.
 //
 // The checkers and the property each one keeps (names follow the TLA+ model of KIP-848 where one
-// exists; DESIGN.md "What is checked"):
+// exists; docs/design.md "What is checked"):
 //
 //  1. NoDoubleOwnership: two members never own one partition at the same time, unless one of them
 //     had been fenced (its ownership ended in "lost") and shows no sign of a valid session during

@@ -30,6 +30,10 @@ type GroupDescription struct {
 	AssignorName    string              `json:"assignor_name,omitempty"`
 	Members         []MemberDescription `json:"members"`
 	Error           string              `json:"error,omitempty"`
+	// Coordinator is the node that answered the describe (a group's describe is sent to the
+	// node FindCoordinator names, and answered by a node that acts as its coordinator); nil
+	// when not recorded.
+	Coordinator *int32 `json:"coordinator,omitempty"`
 }
 
 // MemberDescription is one member of a GroupDescription.

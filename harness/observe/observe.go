@@ -75,7 +75,8 @@ func (r *Reader) describeConsumer(ctx context.Context) (*history.GroupDescriptio
 	if d.Err != nil {
 		return nil, fmt.Errorf("ConsumerGroupDescribe: %w", d.Err)
 	}
-	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolConsumer, State: d.State, GroupEpoch: d.Epoch, AssignmentEpoch: d.AssignmentEpoch, AssignorName: d.AssignorName, Members: []history.MemberDescription{}}
+	node := d.Coordinator.NodeID
+	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolConsumer, State: d.State, GroupEpoch: d.Epoch, AssignmentEpoch: d.AssignmentEpoch, AssignorName: d.AssignorName, Members: []history.MemberDescription{}, Coordinator: &node}
 	for _, m := range d.Members {
 		md := history.MemberDescription{MemberID: m.MemberID, ClientID: m.ClientID, MemberEpoch: m.MemberEpoch, Assignment: setTPs(m.Assignment), TargetAssignment: setTPs(m.TargetAssignment)}
 		if m.InstanceID != nil {
@@ -104,7 +105,8 @@ func (r *Reader) describeClassic(ctx context.Context) (*history.GroupDescription
 	if d.Err != nil {
 		return nil, fmt.Errorf("DescribeGroups: %w", d.Err)
 	}
-	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolClassic, State: d.State, Members: []history.MemberDescription{}}
+	node := d.Coordinator.NodeID
+	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolClassic, State: d.State, Members: []history.MemberDescription{}, Coordinator: &node}
 	for _, m := range d.Members {
 		md := history.MemberDescription{MemberID: m.MemberID, ClientID: m.ClientID, MemberType: history.ProtocolClassic, Assignment: []history.TP{}}
 		if m.InstanceID != nil {
