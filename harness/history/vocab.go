@@ -321,6 +321,10 @@ func DecodeValue(f string, raw json.RawMessage) (any, error) {
 		return decodeAs[Phase](raw)
 	case FDescribe:
 		return decodeAs[Describe](raw)
+	case FShareHeartbeat:
+		return decodeAs[ShareHeartbeat](raw)
+	case FShareFetch, FShareAck:
+		return decodeAs[ShareFetch](raw)
 	}
 	return append(json.RawMessage(nil), raw...), nil
 }
@@ -368,6 +372,10 @@ func TypedValue(e Event) (any, error) {
 	case *Phase:
 		return deref(v), nil
 	case *Describe:
+		return deref(v), nil
+	case *ShareHeartbeat:
+		return deref(v), nil
+	case *ShareFetch:
 		return deref(v), nil
 	}
 	return e.Value, nil
