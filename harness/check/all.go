@@ -58,7 +58,7 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 	if o.truncated != nil {
 		wf.Notes = append(wf.Notes, fmt.Sprintf("the history ends in a truncated line %d (%d bytes): the run was killed while writing; every complete event before it was checked", o.truncated.Line, o.truncated.Bytes))
 	}
-	return []Verdict{
+	vs := []Verdict{
 		wf,
 		noDoubleOwnership(f),
 		validPartitionEpoch(f),
@@ -73,6 +73,8 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 		committedBeforeRevoked(f),
 		RecoveredStateMatchesLog(obs, o.replay),
 	}
+	// Share groups (share.go): judged only when the run has share members.
+	return append(vs, shareVerdicts(f, obs, plan)...)
 }
 
 // HistoryWellFormed checks the history itself: every completion pairs with an invoke of its process
