@@ -74,7 +74,15 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 		RecoveredStateMatchesLog(obs, o.replay),
 	}
 	// Share groups (share.go): judged only when the run has share members.
-	return append(vs, shareVerdicts(f, obs, plan)...)
+	// A run of share members alone has no consumer-group member for the
+	// others to judge.
+	share := shareVerdicts(f, obs, plan)
+	if len(share) > 0 && len(f.mems) == 0 {
+		for i := 1; i < len(vs); i++ {
+			vs[i] = skipped(vs[i].Name, "the run has no consumer-group members: its share members are judged by the Share* checkers")
+		}
+	}
+	return append(vs, share...)
 }
 
 // HistoryWellFormed checks the history itself: every completion pairs with an invoke of its process

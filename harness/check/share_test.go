@@ -288,4 +288,12 @@ func TestShareVerdictsOnlyWithShareMembers(t *testing.T) {
 	if n != 5 {
 		t.Errorf("%d share verdicts, want 5", n)
 	}
+	// Share members alone: the consumer-group checkers have no member to
+	// judge and say so (NoLostRecords would otherwise count every record
+	// as never consumed).
+	for _, v := range All(h.events(), nil, sharePlan) {
+		if !strings.HasPrefix(v.Name, "Share") && v.Name != "HistoryWellFormed" && v.Skipped == "" {
+			t.Errorf("%s judged a run without consumer-group members: %+v", v.Name, v)
+		}
+	}
 }

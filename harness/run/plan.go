@@ -161,6 +161,10 @@ type Plan struct {
 	// workload phase, and every fault is healed at the latest in the heal
 	// phase.
 	Faults []faults.Fault `json:"faults"`
+	// Share, for a share group's run (share_run.go), is the cluster's
+	// share settings the share checkers judge by; nil when unknown (an
+	// external cluster).
+	Share *history.SharePlan `json:"share,omitempty"`
 }
 
 // MemberPlan is one member's script.
@@ -437,6 +441,9 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		p.Faults = append(p.Faults, steps...)
 		slices.SortStableFunc(p.Faults, func(a, b faults.Fault) int { return cmp.Compare(a.At, b.At) })
 	}
+	if err := checkSharePlan(&p); err != nil { // share_run.go
+		return Plan{}, err
+	}
 	return p, p.Validate()
 }
 
@@ -537,8 +544,11 @@ func (p Plan) Validate() error {
 			return fmt.Errorf("member name %q must be unique, non-empty, without '/' or spaces", m.Name)
 		}
 		names[m.Name] = true
-		if m.Protocol != history.ProtocolClassic && m.Protocol != history.ProtocolConsumer {
-			return fmt.Errorf("member %s (kind %s) has protocol %q, want classic or consumer", m.Name, m.Kind, m.Protocol)
+		if m.Protocol != history.ProtocolClassic && m.Protocol != history.ProtocolConsumer && m.Protocol != history.ProtocolShare {
+			return fmt.Errorf("member %s (kind %s) has protocol %q, want classic, consumer or share", m.Name, m.Kind, m.Protocol)
+		}
+		if (m.Protocol == history.ProtocolShare) != p.IsShare() {
+			return fmt.Errorf("member %s (kind %s) speaks %s, but the group is not a group of that type: share members and consumer-group members never share a group", m.Name, m.Kind, m.Protocol)
 		}
 	}
 	for _, f := range p.Faults {
@@ -563,6 +573,9 @@ func (p Plan) Validate() error {
 // then join it through the broker's classic-member support, KIP-848
 // "upgrade"); otherwise classic.
 func (p Plan) Protocol() string {
+	if p.IsShare() {
+		return history.ProtocolShare
+	}
 	for _, m := range p.Members {
 		if m.Protocol == history.ProtocolConsumer {
 			return history.ProtocolConsumer
@@ -581,6 +594,7 @@ func (p Plan) Check() history.Plan {
 		HeartbeatInterval: p.Timers.HeartbeatInterval,
 		RebalanceTimeout:  p.Timers.RebalanceTimeout,
 		ConvergenceSlack:  p.Timers.ConvergenceSlack,
+		Share:             p.Share,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/groupquake/groupquake/faults"
@@ -103,7 +104,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.Logf("run %s: seed %d, scenario %s, %d members, %d faults; rerun with: %s", cfg.Dir, p.Seed, p.Options.Scenario, len(p.Members), len(p.Faults), p.Command())
 
 	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter}
-	runErr := r.run(ctx)
+	var runErr error
+	if p.IsShare() {
+		runErr = r.runShare(ctx) // share_run.go
+	} else {
+		runErr = r.run(ctx)
+	}
 	if err := hf.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("closing the history: %w", err)
 	}
@@ -144,6 +150,8 @@ type runner struct {
 	hooksMu sync.Mutex
 	hooks   []*HookRecorder // every incarnation's, for their recording errors
 	prods   []*producer
+	// shareAdm is a share run's admin client (share_run.go).
+	shareAdm *kadm.Client
 
 	notesMu sync.Mutex
 
