@@ -535,7 +535,10 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 			continue
 		}
 		for o := op.ack.First; o <= op.ack.Last; o++ {
-			settled[shareKey{op.ack.TP(), o}] = op.ack.Type
+			k := shareKey{op.ack.TP(), o}
+			if op.outcome == "ok" || settled[k] == "" {
+				settled[k] = op.outcome
+			}
 		}
 	}
 	// Fetches without an answer, per partition: each may have acquired
@@ -556,7 +559,7 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		slack += 2 * plan.HeartbeatInterval
 	}
 	finalAt := sf.at(sf.final)
-	produced, ok, inFlight, maybeArchived := 0, 0, 0, 0
+	produced, ok, inFlight, maybeArchived, unconfirmed := 0, 0, 0, 0, 0
 	for i, e := range f.ev {
 		if e.F != history.FProduce || e.Type != history.OK {
 			continue
@@ -567,8 +570,17 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		}
 		produced++
 		k := shareKey{history.TP{Topic: p.Topic, Partition: p.Partition}, p.Offset}
-		if _, ok2 := settled[k]; ok2 {
+		if how, ok2 := settled[k]; ok2 {
 			ok++
+			// Settled only by an acknowledgement whose answer never came:
+			// the share-partition start offset confirms it when past it
+			// (the persisted start offset lags the broker by its last
+			// state write, SharePartition.writeShareGroupState sends
+			// startOffset() before the write's transitions complete, so a
+			// start offset at or below it proves nothing).
+			if s, seen := starts[k.tp]; how == "unknown" && (!seen || s.Error != "" || k.off >= s.StartOffset) {
+				unconfirmed++
+			}
 			continue
 		}
 		ids := sf.byRecord[k]
@@ -602,7 +614,7 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		}
 		v.fail([]int64{e.Index}, "%s (produced at event %d) was never delivered to any share member before the final phase%s", k, e.Index, startNote(starts, k))
 	}
-	v.note("%d acknowledged-produced records: %d settled, %d still under a lock at the final phase, %d possibly archived by fetches whose answers never came", produced, ok, inFlight, maybeArchived)
+	v.note("%d acknowledged-produced records: %d settled (%d of them by an accept or reject whose answer never came, not confirmed by the share-partition start offset), %d still under a lock at the final phase, %d possibly archived by fetches whose answers never came", produced, ok, unconfirmed, inFlight, maybeArchived)
 	if len(starts) == 0 {
 		v.note("no share-partition start offsets were observed")
 	}

@@ -184,14 +184,64 @@ type shareMember struct {
 // settled records: acknowledged accepts, rejects and gaps, and records
 // delivered at the limit (archived once released or lapsed).
 type shareHooks struct {
-	h     *ShareRecorder
-	led   *ledger
-	limit int16
+	h       *ShareRecorder
+	led     *ledger
+	limit   int16
+	unknown *unknownAcks
+}
+
+// unknownAcks are the records accepted or rejected by a call whose answer
+// never came: the broker may have applied it (then nobody is delivered the
+// record again) or not (then its lock lapses and it comes back). Quiesce
+// does not wait for them to be delivered again; ShareRecordsSettle judges
+// them with the share-partition start offsets.
+type unknownAcks struct {
+	mu   sync.Mutex
+	recs map[history.TP]map[int64]bool
+}
+
+func (u *unknownAcks) add(tp history.TP, off int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.recs[tp] == nil {
+		u.recs[tp] = map[int64]bool{}
+	}
+	u.recs[tp][off] = true
+}
+
+// unsettled counts the records producers got acknowledged that no member
+// has settled, leaving out those an unanswered acknowledgement may have.
+func (u *unknownAcks) unsettled(l *ledger) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for tp, offs := range l.acked {
+		for off := range offs {
+			if !l.consumed[tp][off] && !u.recs[tp][off] {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (s shareHooks) OnEvent(e clients.Event) {
 	s.h.OnEvent(e)
-	if e.Share == nil || e.Kind == clients.Sent || e.Err != "" {
+	if e.Share == nil || e.Kind == clients.Sent {
+		return
+	}
+	if e.Err != "" {
+		if e.ErrCode == 0 { // no answer: the acknowledgements may have been applied
+			for _, a := range e.Share.Acks {
+				if a.Type == clients.AckAccept || a.Type == clients.AckReject {
+					for o := a.First; o <= a.Last; o++ {
+						s.unknown.add(history.TP{Topic: a.Topic, Partition: a.Partition}, o)
+					}
+				}
+			}
+		}
 		return
 	}
 	for _, a := range e.Share.Acks {
@@ -378,6 +428,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	if p.Share != nil {
 		limit = p.Share.DeliveryCountLimit
 	}
+	unknown := &unknownAcks{recs: map[history.TP]map[int64]bool{}}
 	var members []*shareMember
 	for _, mp := range p.Members {
 		k, ok := shareKind(mp.Kind)
@@ -390,7 +441,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		}
 		h := NewShareRecorder(r.rec, mp.Name)
 		m, err := share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
-			share.WithHooks(shareHooks{h: h, led: r.led, limit: limit}), share.WithClock(r.cfg.Now),
+			share.WithHooks(shareHooks{h: h, led: r.led, limit: limit, unknown: unknown}), share.WithClock(r.cfg.Now),
 			share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
 		if err != nil {
 			return err
@@ -494,8 +545,8 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	if err := r.phase(history.PhaseQuiesce, "wait until every acknowledged record is accepted, rejected or delivered at the limit"); err != nil {
 		return err
 	}
-	if !r.waitFor(ctx, none, p.QuiesceMax, func() bool { return r.led.Missing() == 0 }) {
-		r.note("quiesce: %d of %d acknowledged records not settled after %s", r.led.Missing(), r.led.Acked(), p.QuiesceMax)
+	if !r.waitFor(ctx, none, p.QuiesceMax, func() bool { return unknown.unsettled(r.led) == 0 }) {
+		r.note("quiesce: %d of %d acknowledged records not settled after %s", unknown.unsettled(r.led), r.led.Acked(), p.QuiesceMax)
 	}
 	var names []string
 	for _, sm := range members {
