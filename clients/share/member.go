@@ -328,6 +328,17 @@ func (m *Member) Acknowledge(recs []Record, t int8) error {
 			return fmt.Errorf("%s-%d@%d: the member does not hold it (never acquired, or already acknowledged)", r.Topic, r.Partition, r.Offset)
 		}
 	}
+	if m.cfg.bug == BugAckAfterLock && t == clients.AckAccept {
+		var last time.Time
+		for _, r := range recs {
+			if r.Deadline.After(last) {
+				last = r.Deadline
+			}
+		}
+		m.mu.Unlock()
+		m.sleep(m.ctx, last.Sub(m.cfg.now())+time.Second)
+		m.mu.Lock()
+	}
 	for _, r := range recs {
 		m.queueLocked(tp{r.Topic, r.Partition}, r.Offset, t)
 	}

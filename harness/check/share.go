@@ -21,7 +21,7 @@ import (
 //   - ShareLockExclusive: a record is acquired by at most one member while
 //     its acquisition lock is valid;
 //   - ShareAckedNotRedelivered: a record whose accept or reject the broker
-//     acknowledged is never delivered again;
+//     acknowledged is never delivered again, nor acknowledged again;
 //   - ShareDeliveryCountBounded: a record's delivery count rises with every
 //     delivery, never passes the limit, and a record delivered at the limit
 //     is archived, not delivered again;
@@ -392,17 +392,36 @@ func (sf *shareFacts) lockExclusive() Verdict {
 }
 
 // ackedNotRedelivered: after the broker answered an accept, reject or gap
-// of a record without an error, no fetch sent later acquires it.
+// of a record without an error, no fetch sent later acquires it, and the
+// broker acknowledges no other final acknowledgement of it (only the
+// member holding a record may acknowledge it, and a record finally
+// acknowledged is held by nobody again: acknowledging it twice means one
+// of the two was applied to a record its sender did not hold).
 func (sf *shareFacts) ackedNotRedelivered() Verdict {
 	v := newVerdict("ShareAckedNotRedelivered")
 	n := 0
-	for _, op := range sf.acks {
+	final := map[shareKey]int{} // the first acknowledged final acknowledgement of each record
+	order := make([]int, 0, len(sf.acks))
+	for i := range sf.acks {
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return sf.acks[order[a]].ans < sf.acks[order[b]].ans })
+	for _, i := range order {
+		op := sf.acks[i]
 		if op.outcome != "ok" || (op.ack.Type != history.AckAccept && op.ack.Type != history.AckReject && op.ack.Type != "gap") {
 			continue
 		}
 		n++
 		for o := op.ack.First; o <= op.ack.Last; o++ {
 			k := shareKey{op.ack.TP(), o}
+			if j, twice := final[k]; twice {
+				prev := sf.acks[j]
+				v.fail([]int64{sf.f.idx(prev.inv), sf.f.idx(prev.ans), sf.f.idx(op.inv), sf.f.idx(op.ans)},
+					"%s was finally acknowledged twice: the broker acknowledged %s's %s of it (events %d–%d) and then %s's %s (events %d–%d)",
+					k, prev.member, prev.ack.Type, sf.f.idx(prev.inv), sf.f.idx(prev.ans), op.member, op.ack.Type, sf.f.idx(op.inv), sf.f.idx(op.ans))
+				break
+			}
+			final[k] = i
 			for _, id := range sf.byRecord[k] {
 				y := sf.acqs[id]
 				if y.inv <= op.ans {
@@ -415,7 +434,7 @@ func (sf *shareFacts) ackedNotRedelivered() Verdict {
 			}
 		}
 	}
-	v.note("%d acknowledged accepts, rejects and gaps checked against later deliveries", n)
+	v.note("%d acknowledged accepts, rejects and gaps checked against later deliveries and acknowledgements", n)
 	return v.done()
 }
 

@@ -181,6 +181,24 @@ func TestShareAckedNotRedelivered(t *testing.T) {
 	}
 }
 
+// TestShareAckedTwice: two final acknowledgements of one record that the
+// broker both acknowledged are a violation (a member reporting an accept
+// after its lock lapsed as done, while the record went to another); a
+// refused second one is not.
+func TestShareAckedTwice(t *testing.T) {
+	for _, c := range []struct {
+		ackErr string
+		holds  bool
+	}{{"", false}, {"INVALID_RECORD_STATE", true}} {
+		h := &shareHist{}
+		h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 1))
+		h.fetch("b", 5200, 5300, history.OK, nil, acq("t", 0, 0, 2))
+		h.ack("b", 5400, 5500, history.OK, "", ackOf(history.AckAccept, 0, 0))
+		h.ack("a", 6000, 6100, history.OK, c.ackErr, ackOf(history.AckAccept, 0, 0))
+		wantHolds(t, shareVerdict(t, h, "ShareAckedNotRedelivered"), c.holds, "finally acknowledged twice")
+	}
+}
+
 // TestShareDeliveryCountBounded: counts that rise hold; a count that does
 // not rise, one past the limit, and a delivery after one at the limit are
 // violations, unless a node fault came between.
