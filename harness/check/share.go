@@ -41,8 +41,11 @@ import (
 // INVALID_SHARE_SESSION_EPOCH; the member leaving or being fenced; and a
 // fault on a node (a new share-partition leader loads the persisted state,
 // where acquisitions are not written, SharePartition.maybeInitialize) or on
-// the member's links or process. The same node faults are why a delivery
-// count may fall: the new leader knows only the count last persisted.
+// the member's links or process; and leadership moving without a fault
+// (the two acquisitions came from different brokers: a preferred-leader
+// election after a node came back moves it too). The same leader changes
+// are why a delivery count may fall: the new leader knows only the count
+// last persisted.
 
 // shareLockMargin allows for the broker's timer firing up to a tick early
 // and the clocks of two processes: a lock is taken as valid only until
@@ -377,8 +380,8 @@ func (sf *shareFacts) lockExclusive() Verdict {
 				if sf.at(y.ans) >= sf.at(x.inv)+x.lock-shareLockMargin {
 					continue // x's lock may have lapsed
 				}
-				if sf.lockEnded(x, k, y.ans) != "" {
-					excused++
+				if x.node != y.node || sf.lockEnded(x, k, y.ans) != "" {
+					excused++ // leadership moved (the new leader knows no lock), or the lock ended early
 					continue
 				}
 				v.fail([]int64{sf.f.idx(x.inv), sf.f.idx(x.ans), sf.f.idx(y.inv), sf.f.idx(y.ans)},
@@ -387,7 +390,7 @@ func (sf *shareFacts) lockExclusive() Verdict {
 			}
 		}
 	}
-	v.note("%d records acquired, %d later acquisitions checked against earlier locks, %d excused by an acknowledgement, a session end, a leave or a fault", len(sf.byRecord), checked, excused)
+	v.note("%d records acquired, %d later acquisitions checked against earlier locks, %d excused by an acknowledgement, a session end, a leave, a fault or a leader change", len(sf.byRecord), checked, excused)
 	return v.done()
 }
 
@@ -467,8 +470,8 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 				if y.rng.DeliveryCount > x.rng.DeliveryCount && !atLimit {
 					continue
 				}
-				if sf.nodeFault(x.inv, y.ans) != "" {
-					excused++
+				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" {
+					excused++ // a new leader: it knows only the persisted count
 					continue
 				}
 				what := fmt.Sprintf("its delivery count went from %d to %d", x.rng.DeliveryCount, y.rng.DeliveryCount)
@@ -484,7 +487,7 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 	if limit == 0 {
 		v.note("the run's plan gives no delivery count limit: only rising counts were checked")
 	}
-	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault in between", len(sf.byRecord), excused)
+	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault or a leader change in between", len(sf.byRecord), excused)
 	return v.done()
 }
 

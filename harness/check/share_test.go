@@ -45,6 +45,15 @@ func (h *shareHist) fetch(member string, inv, ans int, typ history.Type, acks []
 	h.add(ans, typ, member+"/fetch", history.FShareFetch, done)
 }
 
+// fetchFrom is fetch from another broker than node 1.
+func (h *shareHist) fetchFrom(node int32, member string, inv, ans int, acquired ...history.ShareAcquired) {
+	v := history.ShareFetch{Member: member, Node: node, SessionEpoch: 1, Fetch: history.TPs("t", 0)}
+	h.add(inv, history.Invoke, member+"/fetch", history.FShareFetch, v)
+	done := v
+	done.LockTimeoutMs, done.Acquired = 5000, acquired
+	h.add(ans, history.OK, member+"/fetch", history.FShareFetch, done)
+}
+
 // ack is a ShareAcknowledge of member answered with typ; ackErr, when set,
 // is the partition's error in an answered call.
 func (h *shareHist) ack(member string, inv, ans int, typ history.Type, ackErr string, acks ...history.ShareAck) {
@@ -152,6 +161,12 @@ func TestShareLockExclusive(t *testing.T) {
 	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
 	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
 
+	// Leadership moved without a fault (the second fetch went to another
+	// broker): the new leader knows no lock.
+	h = base()
+	h.fetchFrom(2, "b", 1000, 1100, acq("t", 0, 0, 1))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+
 	h = base()
 	h.fault("link-cut", "a->node-1", 400, 900)
 	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
@@ -215,6 +230,11 @@ func TestShareDeliveryCountBounded(t *testing.T) {
 	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "went from 2 to 2")
 
 	h.fault("node-stop", "node-1", 3000, 4000)
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+
+	h = &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 2))
+	h.fetchFrom(2, "b", 6000, 6100, acq("t", 0, 0, 1))
 	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
 
 	h = &shareHist{}
