@@ -271,7 +271,10 @@ func (sm *shareMember) drive(ctx context.Context) {
 			sm.m.Acknowledge(renewed, clients.AckAccept)
 			renewed = nil
 		}
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		// The member bounds each request itself (MaxWait plus its request
+		// timeout); a shorter bound here would cut answers off and turn
+		// them into unknown outcomes.
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		recs, err := sm.m.Poll(pctx)
 		cancel()
 		if errors.Is(err, share.ErrClosed) {
