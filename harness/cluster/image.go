@@ -24,6 +24,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/internal/progress"
 )
 
 //go:embed imagefiles
@@ -136,7 +137,10 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 			return Image{}, fmt.Errorf("pull %s: %v; without a registry use --image-source build", ref, err)
 		}
 		defer rc.Close()
-		if err := drainJSONStream(rc, nil); err != nil {
+		layers := &progress.Counter{Step: "image: pulling " + ref, Units: "layers pulled", Logf: logf, Unit: func(l string) bool { return l == "Pull complete" }}
+		err = drainJSONStream(rc, nil, func(m string) { fmt.Fprintln(layers, m) })
+		layers.Done()
+		if err != nil {
 			return Image{}, fmt.Errorf("pull %s: %v; without a registry use --image-source build", ref, err)
 		}
 		return Image{Ref: ref, Version: version, Official: true, Built: true}, nil
@@ -168,7 +172,7 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 		return Image{}, err
 	}
 	logf("image: building %s from %s and %d jars", ref, base, len(libs.jars))
-	if err := buildKafkaImage(ctx, cli, ref, base, version, libs); err != nil {
+	if err := buildKafkaImage(ctx, cli, ref, base, version, libs, logf); err != nil {
 		return Image{}, err
 	}
 	d := time.Since(start)
@@ -265,7 +269,19 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf
 	}
 	logf("image: building base %s: debootstrap %s with %s from %s (one time, about a minute)", ref, codename, jre, mirror)
 	start := time.Now()
-	out, err := runQuiet(ctx, "debootstrap", "--variant=minbase", "--include="+jre, codename, rootfs, mirror)
+	var output bytes.Buffer
+	fetched := &progress.Counter{Step: "image: debootstrap " + codename, Units: "packages retrieved", Logf: logf,
+		Unit: func(l string) bool { return strings.HasPrefix(l, "I: Retrieving ") }}
+	configured := &progress.Counter{Step: "image: debootstrap " + codename, Units: "packages configured", Logf: logf,
+		Unit: func(l string) bool { return strings.HasPrefix(l, "I: Configuring ") }}
+	deb := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+jre, codename, rootfs, mirror)
+	deb.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	deb.Stdout = io.MultiWriter(&output, fetched, configured)
+	deb.Stderr = deb.Stdout
+	err = deb.Run()
+	fetched.Done()
+	configured.Done()
+	out := output.Bytes()
 	if err != nil {
 		return "", fmt.Errorf("debootstrap %s from %s failed: %v\n%s", codename, mirror, err, tail(out, 15))
 	}
@@ -294,7 +310,7 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf
 		tarCmd.Wait()
 		return "", fmt.Errorf("docker import %s: %v", ref, err)
 	}
-	ierr := drainJSONStream(rc, nil)
+	ierr := drainJSONStream(rc, nil, nil)
 	rc.Close()
 	if werr := tarCmd.Wait(); werr != nil {
 		return "", fmt.Errorf("tar %s: %v: %s", rootfs, werr, tarErr.String())
@@ -437,11 +453,17 @@ func resolveBrokerJars(ctx context.Context, version string, mavenArgs []string, 
 		return brokerJars{}, err
 	}
 	logf("image: resolving Kafka %s broker jars with Maven (the machine's Maven settings apply)", version)
-	args := append([]string{"-B", "-q"}, mavenArgs...)
+	args := append([]string{"-B"}, mavenArgs...)
 	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
 	cmd := exec.CommandContext(ctx, "mvn", args...)
 	cmd.Dir = work
-	out, err := cmd.CombinedOutput()
+	var output bytes.Buffer
+	downloads := progress.MavenJars(fmt.Sprintf("image: resolving Kafka %s broker jars", version), logf)
+	cmd.Stdout = io.MultiWriter(&output, downloads)
+	cmd.Stderr = cmd.Stdout
+	err = cmd.Run()
+	downloads.Done()
+	out := output.Bytes()
 	if err != nil {
 		return brokerJars{}, fmt.Errorf("resolve Kafka %s broker jars with Maven failed (is Maven Central, or the mirror in your Maven settings, reachable?): %v\n%s", version, err, tail(out, 12))
 	}
@@ -459,7 +481,7 @@ func resolveBrokerJars(ctx context.Context, version string, mavenArgs []string, 
 
 // buildKafkaImage sends a build context of the embedded image files plus
 // the jars to the engine.
-func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version string, libs brokerJars) error {
+func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version string, libs brokerJars, logf func(string, ...any)) error {
 	pr, pw := io.Pipe()
 	go func() {
 		pw.CloseWithError(writeBuildContext(pw, libs))
@@ -478,10 +500,23 @@ func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version
 	}
 	defer res.Body.Close()
 	var log bytes.Buffer
-	if err := drainJSONStream(res.Body, &log); err != nil {
+	if err := drainJSONStream(res.Body, &log, buildSteps(ref, logf)); err != nil {
 		return fmt.Errorf("build %s: %v\n%s", ref, err, tail(log.Bytes(), 15))
 	}
 	return nil
+}
+
+// buildSteps says each stage of an image build as the engine's builder
+// announces it ("Step 3/9 : RUN ...").
+func buildSteps(ref string, logf func(string, ...any)) func(string) {
+	return func(line string) {
+		var n, of int
+		if _, err := fmt.Sscanf(line, "Step %d/%d :", &n, &of); err != nil {
+			return
+		}
+		_, what, _ := strings.Cut(strings.TrimSpace(line), " : ")
+		logf("image: building %s: step %d of %d: %s", ref, n, of, what)
+	}
 }
 
 func writeBuildContext(w io.Writer, libs brokerJars) error {
@@ -531,8 +566,9 @@ func writeBuildContext(w io.Writer, libs brokerJars) error {
 }
 
 // drainJSONStream reads the engine's JSON progress stream and returns the
-// first error message it carries.
-func drainJSONStream(r io.Reader, log io.Writer) error {
+// first error message it carries; each message's text goes to log and, one
+// at a time, to each (both optional).
+func drainJSONStream(r io.Reader, log io.Writer, each func(string)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -549,6 +585,9 @@ func drainJSONStream(r io.Reader, log io.Writer) error {
 		}
 		if log != nil {
 			io.WriteString(log, m.Stream+m.Status)
+		}
+		if each != nil && m.Stream+m.Status != "" {
+			each(strings.TrimRight(m.Stream+m.Status, "\n"))
 		}
 		if m.Error != "" {
 			return errors.New(m.Error)

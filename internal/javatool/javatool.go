@@ -19,11 +19,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/groupquake/groupquake/internal/progress"
 )
 
 // debian names the Debian package that provides each tool.
@@ -176,11 +179,21 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	if m.Logf != nil {
 		m.Logf("resolving %s with Maven (the machine's Maven settings apply)", what)
 	}
-	args := append([]string{"-B", "-q"}, m.Args...)
+	args := append([]string{"-B"}, m.Args...)
 	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
 	cmd := exec.CommandContext(ctx, "mvn", args...)
 	cmd.Dir = work
-	if out, err := cmd.CombinedOutput(); err != nil {
+	var output bytes.Buffer
+	logf := m.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	jars := progress.MavenJars("resolving "+what, logf)
+	cmd.Stdout = io.MultiWriter(&output, jars)
+	cmd.Stderr = cmd.Stdout
+	err = cmd.Run()
+	jars.Done()
+	if out := output.Bytes(); err != nil {
 		return "", fmt.Errorf("resolving %s with Maven failed (is the version released, and Maven Central or your settings' mirror reachable?): %v\n%s", what, err, LastLines(out, 12))
 	}
 	if err := hasJars(filepath.Join(work, "libs"), artifacts); err != nil {
