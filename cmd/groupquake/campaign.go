@@ -264,7 +264,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 		logf("campaign run %d of %d: %s with %s; rerun with: %s", i+1, len(cp.Runs), r.Plan.Options.Scenario, strings.Join(r.Plan.Options.Kinds, ", "), r.Plan.Command())
 		oc := campaignOutcome{Run: r, Dir: rdir}
 		rctx, cancel := context.WithTimeout(ctx, f.bound)
-		res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Logf: logf})
+		done := writing(rdir)
+		res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Disposable: !f.keep && len(o.Bootstrap) == 0, Logf: logf, OnPhase: onPhase})
+		done()
 		cancel()
 		for _, n := range res.Notes {
 			logf("note: %s", n)
@@ -275,7 +277,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 			}
 			oc.Err = err
 		}
-		restoreNodes(ctx, h, logf)
+		if ctx.Err() == nil {
+			restoreNodes(ctx, h, logf) // interrupted: the campaign ends and its cluster goes
+		}
 		if res.Report.Verdicts != nil {
 			if j, jerr := run.Judge(rdir); jerr != nil {
 				oc.Err = errors.Join(oc.Err, fmt.Errorf("judging the run: %w", jerr))

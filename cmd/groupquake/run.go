@@ -22,6 +22,7 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // runFlags are the flags of `groupquake run`.
@@ -218,8 +219,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stderr, "groupquake: seed %d; run directory %s\ngroupquake: rerun with: %s\n", seed, dir, plan.Command())
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
+	defer writing(dir)()
 	res, err := run.Run(ctx, run.Config{
-		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf,
+		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, OnPhase: onPhase,
 		ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
 		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
 	})
@@ -256,6 +258,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "groupquake: report: %s\n", out.Report)
 	}
 	if runErr != nil {
+		if interrupt.Is(runErr) && judged != nil {
+			if verr := verdictStatus(judged.Report); verr != nil {
+				return exitError{exitViolation, runErr.Error() + "; up to there, " + verr.Error()}
+			}
+		}
 		return exitError{exitFailed, runErr.Error()}
 	}
 	return verdictStatus(judged.Report)

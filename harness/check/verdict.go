@@ -86,6 +86,10 @@ type Report struct {
 	// Notes say what else a reader of the verdicts should know about the
 	// run: how many faults it went through, and which had no observed effect.
 	Notes []string `json:"notes,omitempty"`
+	// Stopped says where a run that did not reach its end stopped, and why
+	// when the run could say (an interrupt, its bound): the verdicts judge
+	// the history up to there. Empty for a run that reached its end.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // NewReport bundles verdicts (and optionally the cost) into a Report.

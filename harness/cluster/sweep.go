@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -115,6 +116,66 @@ func Leftovers(ctx context.Context, run string) (int, error) {
 	return len(cs.Items) + len(ns.Items) + len(vs.Items), nil
 }
 
+// RemoveOwn removes, at once, every container, volume and network that
+// this process created (labelled with its pid on this host), whatever state
+// the clusters' own Close is in: a second Ctrl-C calls it before the
+// process exits. It returns how many it removed and names what it could not
+// remove (the engine's reason); `groupquake sweep` removes those once this
+// process is gone.
+func RemoveOwn(ctx context.Context) (removed int, left []string, err error) {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
+	}
+	defer cli.Close()
+	host, _ := os.Hostname()
+	f := make(client.Filters).Add("label", LabelPID+"="+strconv.Itoa(os.Getpid())).Add("label", LabelHost+"="+host)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return 0, nil, fmt.Errorf("list this process's containers: %v", err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, ctr := range cs.Items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := cli.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && !strings.Contains(err.Error(), "No such container") {
+				left = append(left, fmt.Sprintf("container %s (%v)", strings.Join(ctr.Names, ","), err))
+				return
+			}
+			removed++
+		}()
+	}
+	wg.Wait()
+	if vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f}); err != nil {
+		left = append(left, fmt.Sprintf("volumes not listed (%v)", err))
+	} else {
+		for _, v := range vs.Items {
+			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !strings.Contains(err.Error(), "no such volume") {
+				left = append(left, fmt.Sprintf("volume %s (%v)", v.Name, err))
+				continue
+			}
+			removed++
+		}
+	}
+	if ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err != nil {
+		left = append(left, fmt.Sprintf("networks not listed (%v)", err))
+	} else {
+		for _, n := range ns.Items {
+			if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !strings.Contains(err.Error(), "not found") {
+				left = append(left, fmt.Sprintf("network %s (%v)", n.Name, err))
+				continue
+			}
+			removed++
+		}
+	}
+	return removed, left, nil
+}
+
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
@@ -128,7 +189,15 @@ var open struct {
 	m map[*Cluster]struct{}
 }
 
+// started is set once this process began to create a container cluster.
+var started atomic.Bool
+
+// Started reports whether this process ever began to start a container
+// cluster (so that RemoveOwn has something to look for).
+func Started() bool { return started.Load() }
+
 func register(c *Cluster) {
+	started.Store(true)
 	open.Lock()
 	defer open.Unlock()
 	if open.m == nil {

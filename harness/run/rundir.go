@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
@@ -209,8 +210,12 @@ func Judge(dir string) (Judged, error) {
 	if fn == nil && why != "" {
 		explainSkip(&j.Report, why)
 	}
-	if !reached(j.Events, history.PhaseFinal) {
-		skipEndOfRun(&j.Report, fmt.Sprintf("the run stopped before its %q phase (killed, or stopped by --bound or an error): it never reached the end this property speaks of; rerun the plan (rerun.sh) to judge it", history.PhaseFinal))
+	if stopped := stoppedAt(j.Events); stopped != "" {
+		j.Report.Stopped = stopped
+		j.Notes = append(j.Notes, "the run "+stopped+"; judged up to there")
+		if !reached(j.Events, history.PhaseFinal) {
+			skipEndOfRun(&j.Report, fmt.Sprintf("the run %s, before its %q phase: it never reached the end this property speaks of; rerun the plan (rerun.sh) to judge it", stopped, history.PhaseFinal))
+		}
 	}
 	j.Report.Notes = append(j.Report.Notes, faultNotes(j.Events)...)
 	return j, nil
@@ -234,6 +239,46 @@ func skipEndOfRun(rep *check.Report, why string) {
 		}
 		rep.Holds = rep.Holds && rep.Verdicts[i].Holds
 	}
+}
+
+// stoppedAt says where and why a run stopped before its end, "" when it
+// reached it: what the run recorded on its teardown phase (an interrupt, its
+// bound; in its final phase too, whose observations are then missing), else,
+// for a history without its final phase, the last phase it reached and its
+// last event (a run killed, or ended by an error).
+func stoppedAt(events []history.Event) string {
+	final := reached(events, history.PhaseFinal)
+	phase, at := "", time.Duration(0)
+	for _, e := range events {
+		if e.F != history.FPhase {
+			continue
+		}
+		p, err := history.ValueAs[history.Phase](e)
+		if err != nil {
+			continue
+		}
+		if p.Name == history.PhaseTeardown && p.Stopped != "" {
+			return fmt.Sprintf("was %s (event %d)", p.Stopped, e.Index)
+		}
+		if p.Name != history.PhaseTeardown {
+			phase, at = p.Name, e.Time
+		}
+	}
+	if final {
+		return ""
+	}
+	if len(events) == 0 {
+		return "stopped before it recorded anything"
+	}
+	last := events[len(events)-1]
+	if phase == "" {
+		return fmt.Sprintf("stopped before its first phase, at %s (event %d)", last.Time.Round(100*time.Millisecond), last.Index)
+	}
+	how := "was killed, or ended by an error,"
+	if reached(events, history.PhaseTeardown) {
+		how = "ended by an error"
+	}
+	return fmt.Sprintf("%s in its %s phase (begun at %s; last event %d, at %s)", how, phase, at.Round(100*time.Millisecond), last.Index, last.Time.Round(100*time.Millisecond))
 }
 
 // reached reports whether the history holds the marker of phase.
