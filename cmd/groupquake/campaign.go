@@ -17,6 +17,7 @@ import (
 
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/machine"
 	"github.com/groupquake/groupquake/results"
 )
 
@@ -115,6 +116,17 @@ func planCampaign(seed uint64, o run.Options, kinds map[string]string) (campaign
 	return c, nil
 }
 
+// checkSize refuses a campaign a run of which the machine cannot take.
+func (c campaignPlan) checkSize() error {
+	m := machine.This()
+	for _, r := range c.Runs {
+		if err := r.Plan.CheckSize(m); err != nil {
+			return badInput("%v", err)
+		}
+	}
+	return nil
+}
+
 // Args are the `groupquake run` flags that plan this campaign again: the
 // campaign's seed and what its runs share.
 func (c campaignPlan) Args() []string {
@@ -209,6 +221,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	if err != nil {
 		return badInput("%v", err)
 	}
+	if err := cp.checkSize(); err != nil {
+		return err
+	}
 	dir := f.out
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
@@ -223,6 +238,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	} else if fallback {
 		o.Embedded, o.Nodes, o.Controllers = true, 1, 0
 		if cp, err = planCampaign(seed, o, reg.Kinds()); err != nil {
+			return err
+		}
+		if err := cp.checkSize(); err != nil {
 			return err
 		}
 	}
@@ -313,7 +331,8 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 	if len(dirs) > 0 {
 		trend := filepath.Join(dir, TrendFile)
-		if err := writeTrend(trend, fmt.Sprintf("groupquake campaign of seed %d", seed), dirs, stderr); err != nil {
+		// Written also when the campaign was interrupted: its runs are judged.
+		if err := writeTrend(context.WithoutCancel(ctx), trend, fmt.Sprintf("groupquake campaign of seed %d", seed), dirs, stderr); err != nil {
 			logf("the campaign's trend page: %v", err)
 		} else {
 			out.Trend = trend
@@ -321,6 +340,11 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 
 	status := campaignStatus(outcomes, len(cp.Runs))
+	var ex exitError
+	if ctx.Err() != nil && len(outcomes) > 0 && (!errors.As(status, &ex) || ex.code != exitViolation) {
+		status = interrupted(ctx, fmt.Sprintf("in run %s: %d of %d runs judged (that one up to where it stopped), %d not started; rerun the campaign with: %s",
+			outcomes[len(outcomes)-1].Run.Name, len(outcomes), len(cp.Runs), len(cp.Runs)-len(outcomes), cp.Command()))
+	}
 	out.Holds = status == nil
 	table := stdout
 	if f.json {

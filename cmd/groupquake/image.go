@@ -114,6 +114,9 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	for _, v := range vs {
 		img, err := cluster.EnsureImage(ctx, v, cluster.ImageOptions{Source: cluster.ImageSource(*source), Rebuild: *rebuild, Logf: logTo(stderr)})
+		if ierr := interrupted(ctx, "while getting the image of Kafka "+v+" (nothing of its build is left; the images built before are kept)"); ierr != nil {
+			return ierr
+		}
 		if err != nil {
 			return err
 		}

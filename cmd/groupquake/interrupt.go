@@ -31,6 +31,19 @@ import (
 // tests, which hold a phase with it to interrupt the run there.
 var onPhase func(ctx context.Context, phase string)
 
+// interrupted is the error of a command whose context a signal (or its
+// bound) ended, saying where (what): nil while ctx goes on.
+func interrupted(ctx context.Context, what string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	why := "stopped by its bound"
+	if sig, ok := interrupt.Of(ctx); ok {
+		why = "interrupted by " + interrupt.Name(sig)
+	}
+	return exitError{exitFailed, why + " " + what}
+}
+
 // forceBound bounds the removal a second Ctrl-C does before exiting.
 const forceBound = 15 * time.Second
 

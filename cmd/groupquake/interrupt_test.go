@@ -510,3 +510,42 @@ func TestInterruptJavaMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptScale interrupts a scale run on the embedded cluster in
+// each of its phases (join wave, steady, one leaves, coordinator restart),
+// with SIGINT and SIGTERM in turn: control comes back, the command says
+// where it was interrupted, what was measured is printed, nothing is left.
+func TestInterruptScale(t *testing.T) {
+	for i, phase := range []string{"join wave", "steady", "one leaves", "coordinator restart"} {
+		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
+		t.Run(sigName(sig)+"/"+phase, func(t *testing.T) {
+			t.Parallel()
+			p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=" + phase},
+				"scale", "--embedded", "--members", "30", "--protocol", "consumer", "--partitions", "10", "--steady", "2s", "--seed", "1")
+			p.waitLine(holding, 3*time.Minute)
+			code, took := p.waitExit(p.signal(sig), controlBound)
+			t.Logf("%s in %s: exit %d after %s", sigName(sig), phase, code, took.Round(time.Millisecond))
+			if want := "groupquake: interrupted by " + sigName(sig) + " (what was measured up to there is printed above)"; code != exitFailed || !strings.Contains(p.log(), want) {
+				t.Errorf("exit %d, want %d and %q:\n%s", code, exitFailed, want, p.log())
+			}
+			p.nothingLeft()
+		})
+	}
+}
+
+// TestInterruptDiff interrupts `diff --embedded` in its scenarios (both
+// releases' embedded clusters running): control comes back and nothing is
+// left.
+func TestInterruptDiff(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "diff")
+	p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=workload"}, "diff", "--from", "4.1.2", "--to", "4.4.0", "--embedded", "--out", dir)
+	p.waitLine(holding, 3*time.Minute)
+	code, took := p.waitExit(p.signal(syscall.SIGINT), controlBound)
+	t.Logf("SIGINT in the diff's scenarios: exit %d after %s", code, took.Round(time.Millisecond))
+	if code != exitFailed || !strings.Contains(p.log(), "interrupted by SIGINT") {
+		t.Errorf("exit %d, want %d and the interrupt named:\n%s", code, exitFailed, p.log())
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
+	p.nothingLeft(runs...)
+}

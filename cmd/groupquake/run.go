@@ -23,6 +23,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/interrupt"
+	"github.com/groupquake/groupquake/internal/machine"
 )
 
 // runFlags are the flags of `groupquake run`.
@@ -176,6 +177,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := run.CheckOptions(o, machine.This()); err != nil {
+		return badInput("%v", err)
+	}
 	if pinnedBy(set) == "" {
 		return f.campaign(ctx, set, seed, o, reg, stdout, stderr)
 	}
@@ -203,6 +207,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput("%v", err)
 	}
+	if err := plan.CheckSize(machine.This()); err != nil {
+		return badInput("%v", err)
+	}
 	logf := logTo(stderr)
 	if fallback, err := f.needEngine(ctx, set, o, logf); err != nil {
 		return err
@@ -210,6 +217,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.Embedded, o.Nodes, o.Controllers = true, 1, 0
 		if plan, err = run.NewPlan(seed, o, reg.Kinds()); err != nil {
 			return err
+		}
+		if err := plan.CheckSize(machine.This()); err != nil {
+			return badInput("%v", err)
 		}
 	}
 	dir := f.out

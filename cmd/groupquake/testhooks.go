@@ -3,9 +3,10 @@
 // The interrupt tests build the command with this file (go build -tags
 // groupquake_testhooks) so that they can interrupt a run in a phase of
 // their choosing: GROUPQUAKE_TEST_HOLD=PHASE holds the run at the start of
-// PHASE (once its marker is in the history) until the run's context ends;
+// PHASE (a run's, once its marker is in the history, or a scale run's:
+// "join wave", "steady", ...) until the run's context ends;
 // PHASE@N holds the N-th time a phase of that name begins in the process (a
-// campaign's N-th run); a trailing "!" holds it for good, whatever the
+// campaign.s N-th run); a trailing "!" holds it for good, whatever the
 // context says, as a teardown that never ends would. The hold is announced
 // on stderr: "groupquake-test: holding in phase PHASE".
 

@@ -37,8 +37,14 @@ const (
 	VerdictsFile     = "verdicts.json"
 )
 
-// writeFileAtomic writes data to a temporary file next to path, syncs it and
-// renames it over path.
+// WriteFileAtomic writes data to a temporary file next to path, syncs it
+// and renames it over path: an interrupted write leaves the old file or
+// the new one, never half of either.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm)
+}
+
+// writeFileAtomic is WriteFileAtomic.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -74,9 +80,9 @@ func writeJSONAtomic(path string, v any) error {
 }
 
 // CheckDir says whether dir can become a run directory, without creating
-// anything: it must not hold a run yet (a plan.json), nor be a file or a Go
-// package's folder (generated output never goes into source folders; the
-// default ./runs/ is in .gitignore).
+// anything: it must not hold a run yet (a plan.json), nor lie inside one,
+// nor be a file or a Go package's folder (generated output never goes into
+// source folders; the default ./runs/ is in .gitignore).
 func CheckDir(dir string) error {
 	if dir == "" {
 		return errors.New("no run directory: set Config.Dir (groupquake run --out DIR)")
@@ -87,6 +93,9 @@ func CheckDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
 		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
 	}
+	if r := RunDirOf(dir); r != "" {
+		return fmt.Errorf("%s is inside the run directory %s: choose a directory outside it", dir, r)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -95,6 +104,39 @@ func CheckDir(dir string) error {
 		return fmt.Errorf("run directory %s is a Go source folder (it holds %s): put runs elsewhere, e.g. ./runs/", dir, filepath.Base(gos[0]))
 	}
 	return nil
+}
+
+// IsRunDir reports whether dir holds a run: a plan.json beside its
+// history.jsonl or rerun.sh.
+func IsRunDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err != nil {
+		return false
+	}
+	for _, f := range []string{HistoryFile, RerunFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// RunDirOf returns the run directory (absolute) that holds path: path
+// itself when it is a run directory, else the nearest directory above it
+// that is one; "" when none is. Commands refuse to write over what it holds unless asked
+// to rewrite that file.
+func RunDirOf(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if IsRunDir(d) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
 
 // prepareDir creates the run directory once CheckDir accepts it.
