@@ -1,23 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
 )
@@ -37,206 +30,19 @@ import (
 // logged.
 const controlBound = 30 * time.Second
 
-var hooked struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
-// hookedBinary builds the command with the test hooks, once per test
-// binary, into a directory TestMain removes.
-func hookedBinary(t *testing.T) string {
-	t.Helper()
-	hooked.once.Do(func() {
-		dir, err := os.MkdirTemp("", "groupquake-interrupt-test-")
-		if err != nil {
-			hooked.err = err
-			return
-		}
-		binDir = dir
-		hooked.bin = filepath.Join(dir, "groupquake")
-		out, err := exec.Command("go", "build", "-tags", "groupquake_testhooks", "-o", hooked.bin, ".").CombinedOutput()
-		if err != nil {
-			hooked.err = fmt.Errorf("go build -tags groupquake_testhooks: %v\n%s", err, out)
-		}
-	})
-	if hooked.err != nil {
-		t.Fatal(hooked.err)
-	}
-	return hooked.bin
-}
-
-var binDir string
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	clustertest.RemoveBuilds()
 	os.Exit(code)
 }
 
-// proc is the command under test.
-type proc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	mark   string
-	tmp    string
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	lines  chan string
-	exited chan struct{}
-	code   int
-}
+// proc is the hooked command, started.
+type proc = clustertest.Process
 
 // startCmd starts the hooked command with args; env adds variables.
 func startCmd(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()), tmp: t.TempDir(), lines: make(chan string, 4096), exited: make(chan struct{})}
-	p.cmd = exec.Command(hookedBinary(t), args...)
-	p.cmd.Env = append(append(os.Environ(), "TMPDIR="+p.tmp, "GROUPQUAKE_TEST_MARK="+p.mark), env...)
-	p.cmd.Stdout = io.Discard
-	pipe, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			select {
-			case p.lines <- sc.Text():
-			default:
-			}
-		}
-		err := p.cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			p.code = ee.ExitCode()
-		default:
-			p.code = -1
-		}
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
-		p.killMarked()
-	})
-	return p
-}
-
-func (p *proc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
-
-// waitLine waits for a stderr line matching re, within bound.
-func (p *proc) waitLine(re *regexp.Regexp, bound time.Duration) string {
-	p.t.Helper()
-	deadline := time.After(bound)
-	for {
-		select {
-		case l := <-p.lines:
-			if re.MatchString(l) {
-				return l
-			}
-		case <-p.exited:
-			p.t.Fatalf("groupquake exited (status %d) before %q appeared:\n%s", p.code, re, p.log())
-		case <-deadline:
-			p.t.Fatalf("%q did not appear within %s:\n%s", re, bound, p.log())
-		}
-	}
-}
-
-// signal sends sig and returns when it was sent.
-func (p *proc) signal(sig syscall.Signal) time.Time {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		p.t.Fatalf("sending %v: %v", sig, err)
-	}
-	return time.Now()
-}
-
-// waitExit waits for the command to exit within bound of since, and
-// returns its status and how long it took.
-func (p *proc) waitExit(since time.Time, bound time.Duration) (int, time.Duration) {
-	p.t.Helper()
-	select {
-	case <-p.exited:
-		return p.code, time.Since(since)
-	case <-time.After(time.Until(since.Add(bound))):
-		p.t.Fatalf("groupquake did not exit within %s of the signal:\n%s", bound, p.log())
-	}
-	return 0, 0
-}
-
-// marked returns the processes still alive that the command started
-// (they carry its GROUPQUAKE_TEST_MARK).
-func (p *proc) marked() []string {
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	want := []byte("GROUPQUAKE_TEST_MARK=" + p.mark + "\x00")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, want) {
-			continue
-		}
-		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
-			continue // a zombie is dead; its parent reaps it
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
-	}
-	return out
-}
-
-func (p *proc) killMarked() {
-	for _, l := range p.marked() {
-		if pid, err := strconv.Atoi(strings.Fields(l)[0]); err == nil {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-// nothingLeft fails the test for any temporary file, child process or
-// half-written run file the command left.
-func (p *proc) nothingLeft(runDirs ...string) {
-	p.t.Helper()
-	if left := p.marked(); len(left) > 0 {
-		p.t.Errorf("processes the command started are still running:\n  %s", strings.Join(left, "\n  "))
-	}
-	ents, err := os.ReadDir(p.tmp)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	for _, e := range ents {
-		p.t.Errorf("left in the temporary directory: %s", e.Name())
-	}
-	for _, d := range runDirs {
-		tmps, _ := filepath.Glob(filepath.Join(d, ".*.tmp-*"))
-		for _, f := range tmps {
-			p.t.Errorf("half-written file left in the run directory: %s", f)
-		}
-	}
+	return clustertest.StartProcess(t, clustertest.HookedGroupquake(t), env, args...)
 }
 
 func sigName(s syscall.Signal) string {
@@ -296,10 +102,10 @@ func TestInterruptRunPhases(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "run")
 				p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=" + phase},
 					"run", "--embedded", "--scenario", "member-links", "--seed", "42", "--duration", "2s", "--out", dir)
-				p.waitLine(holding, 3*time.Minute)
-				code, took := p.waitExit(p.signal(sig), controlBound)
+				p.WaitLine(holding, 3*time.Minute)
+				code, took := p.WaitExit(p.Signal(sig), controlBound)
 				t.Logf("%s in %s: exit %d after %s", sigName(sig), phase, code, took.Round(time.Millisecond))
-				log := p.log()
+				log := p.Log()
 				if !strings.Contains(log, "groupquake: "+sigName(sig)+": stopping") {
 					t.Errorf("the command did not say it was stopping:\n%s", log)
 				}
@@ -337,7 +143,7 @@ func TestInterruptRunPhases(t *testing.T) {
 						}
 					}
 				}
-				p.nothingLeft(dir)
+				p.NothingLeft(dir)
 			})
 		}
 	}
@@ -354,7 +160,7 @@ func TestInterruptCombinedSeed(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "run")
 	p := startCmd(t, nil, "run", "--seed", "3040568321269072316", "--scenario", "combined", "--embedded", "--duration", "10s", "--out", dir)
-	p.waitHistory(dir, 3*time.Minute, "the node stopped and a send to it under way", func(es []history.Event) bool {
+	waitHistory(t, p, dir, 3*time.Minute, "the node stopped and a send to it under way", func(es []history.Event) bool {
 		stopped, open := false, map[string]bool{}
 		for _, e := range es {
 			switch e.F {
@@ -374,10 +180,10 @@ func TestInterruptCombinedSeed(t *testing.T) {
 		}
 		return false
 	})
-	code, took := p.waitExit(p.signal(syscall.SIGINT), controlBound)
+	code, took := p.WaitExit(p.Signal(syscall.SIGINT), controlBound)
 	t.Logf("SIGINT with the node stopped: exit %d after %s", code, took.Round(time.Millisecond))
 	if code != exitFailed && code != exitViolation {
-		t.Errorf("exit %d, want %d or %d:\n%s", code, exitFailed, exitViolation, p.log())
+		t.Errorf("exit %d, want %d or %d:\n%s", code, exitFailed, exitViolation, p.Log())
 	}
 	rep := readVerdicts(t, dir)
 	if !strings.Contains(rep.Stopped, "interrupted by SIGINT in its workload phase") {
@@ -386,25 +192,25 @@ func TestInterruptCombinedSeed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, run.ReportFile)); err != nil {
 		t.Errorf("no report: %v", err)
 	}
-	p.nothingLeft(dir)
+	p.NothingLeft(dir)
 }
 
 // waitHistory waits, within bound, until the history of the run in dir
 // holds what cond looks for (what says it).
-func (p *proc) waitHistory(dir string, bound time.Duration, what string, cond func([]history.Event) bool) {
-	p.t.Helper()
+func waitHistory(t *testing.T, p *proc, dir string, bound time.Duration, what string, cond func([]history.Event) bool) {
+	t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
 		if l, err := history.Load(filepath.Join(dir, run.HistoryFile)); err == nil && cond(l.Events) {
 			return
 		}
 		select {
-		case <-p.exited:
-			p.t.Fatalf("groupquake exited (status %d) before its history showed %s:\n%s", p.code, what, p.log())
+		case <-p.Exited():
+			t.Fatalf("groupquake exited (status %d) before its history showed %s:\n%s", p.Code(), what, p.Log())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("the history did not show %s within %s:\n%s", what, bound, p.log())
+			t.Fatalf("the history did not show %s within %s:\n%s", what, bound, p.Log())
 		}
 	}
 }
@@ -418,12 +224,12 @@ func TestSecondInterrupt(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=teardown!"},
 		"run", "--embedded", "--scenario", "baseline", "--seed", "43", "--duration", "2s", "--out", dir)
-	p.waitLine(holding, 3*time.Minute)
-	p.signal(syscall.SIGINT)
-	p.waitLine(regexp.MustCompile(`^groupquake: SIGINT: stopping`), controlBound)
-	code, took := p.waitExit(p.signal(syscall.SIGINT), controlBound)
+	p.WaitLine(holding, 3*time.Minute)
+	p.Signal(syscall.SIGINT)
+	p.WaitLine(regexp.MustCompile(`^groupquake: SIGINT: stopping`), controlBound)
+	code, took := p.WaitExit(p.Signal(syscall.SIGINT), controlBound)
 	t.Logf("second SIGINT: exit %d after %s", code, took.Round(time.Millisecond))
-	log := p.log()
+	log := p.Log()
 	if code != exitFailed {
 		t.Errorf("exit %d after a second SIGINT, want %d:\n%s", code, exitFailed, log)
 	}
@@ -432,7 +238,7 @@ func TestSecondInterrupt(t *testing.T) {
 			t.Errorf("the command did not say %q:\n%s", want, log)
 		}
 	}
-	p.nothingLeft(dir)
+	p.NothingLeft(dir)
 }
 
 // TestInterruptCampaign interrupts the default campaign (on the embedded
@@ -443,11 +249,11 @@ func TestInterruptCampaign(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "campaign")
 	p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=workload@2"}, "run", "--embedded", "--seed", "5", "--duration", "2s", "--out", dir)
-	p.waitLine(holding, 5*time.Minute)
-	code, took := p.waitExit(p.signal(syscall.SIGTERM), controlBound)
+	p.WaitLine(holding, 5*time.Minute)
+	code, took := p.WaitExit(p.Signal(syscall.SIGTERM), controlBound)
 	t.Logf("SIGTERM in the campaign's second run: exit %d after %s", code, took.Round(time.Millisecond))
 	if code != exitFailed && code != exitViolation {
-		t.Errorf("exit %d, want %d or %d:\n%s", code, exitFailed, exitViolation, p.log())
+		t.Errorf("exit %d, want %d or %d:\n%s", code, exitFailed, exitViolation, p.Log())
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "[0-9]-*"))
 	if len(runs) != 2 {
@@ -462,10 +268,10 @@ func TestInterruptCampaign(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, TrendFile)); err != nil {
 		t.Errorf("no trend page: %v", err)
 	}
-	if !strings.Contains(p.log(), "interrupted") {
-		t.Errorf("the campaign does not say it was interrupted:\n%s", p.log())
+	if !strings.Contains(p.Log(), "interrupted") {
+		t.Errorf("the campaign does not say it was interrupted:\n%s", p.Log())
 	}
-	p.nothingLeft(runs...)
+	p.NothingLeft(runs...)
 }
 
 // TestInterruptJavaMembers: per-member JVMs of the Java KafkaConsumer in a
@@ -481,10 +287,10 @@ func TestInterruptJavaMembers(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=" + tc.hold},
 				"run", "--embedded", "--kinds", "java-consumer,consumer,java-classic-cooperative", "--seed", "44", "--duration", "2s", "--out", dir)
-			p.waitLine(holding, 5*time.Minute)
+			p.WaitLine(holding, 5*time.Minute)
 			// The members keep starting while the run is held.
 			jvms := func() (n int) {
-				for _, l := range p.marked() {
+				for _, l := range p.Marked() {
 					if strings.Contains(l, " Driver ") {
 						n++
 					}
@@ -493,20 +299,20 @@ func TestInterruptJavaMembers(t *testing.T) {
 			}
 			for deadline := time.Now().Add(time.Minute); jvms() < 2; time.Sleep(100 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d member JVMs running a minute into the hold, want 2:\n%s", jvms(), strings.Join(p.marked(), "\n"))
+					t.Fatalf("%d member JVMs running a minute into the hold, want 2:\n%s", jvms(), strings.Join(p.Marked(), "\n"))
 				}
 			}
-			since := p.signal(syscall.SIGINT)
+			since := p.Signal(syscall.SIGINT)
 			if tc.second {
-				p.waitLine(regexp.MustCompile(`^groupquake: SIGINT: stopping`), controlBound)
-				since = p.signal(syscall.SIGINT)
+				p.WaitLine(regexp.MustCompile(`^groupquake: SIGINT: stopping`), controlBound)
+				since = p.Signal(syscall.SIGINT)
 			}
-			code, took := p.waitExit(since, controlBound)
+			code, took := p.WaitExit(since, controlBound)
 			t.Logf("exit %d after %s", code, took.Round(time.Millisecond))
-			if tc.second && !strings.Contains(p.log(), "groupquake: killed ") {
-				t.Errorf("the second SIGINT did not say which processes it killed:\n%s", p.log())
+			if tc.second && !strings.Contains(p.Log(), "groupquake: killed ") {
+				t.Errorf("the second SIGINT did not say which processes it killed:\n%s", p.Log())
 			}
-			p.nothingLeft(dir)
+			p.NothingLeft(dir)
 		})
 	}
 }
@@ -522,13 +328,13 @@ func TestInterruptScale(t *testing.T) {
 			t.Parallel()
 			p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=" + phase},
 				"scale", "--embedded", "--members", "30", "--protocol", "consumer", "--partitions", "10", "--steady", "2s", "--seed", "1")
-			p.waitLine(holding, 3*time.Minute)
-			code, took := p.waitExit(p.signal(sig), controlBound)
+			p.WaitLine(holding, 3*time.Minute)
+			code, took := p.WaitExit(p.Signal(sig), controlBound)
 			t.Logf("%s in %s: exit %d after %s", sigName(sig), phase, code, took.Round(time.Millisecond))
-			if want := "groupquake: interrupted by " + sigName(sig) + " (what was measured up to there is printed above)"; code != exitFailed || !strings.Contains(p.log(), want) {
-				t.Errorf("exit %d, want %d and %q:\n%s", code, exitFailed, want, p.log())
+			if want := "groupquake: interrupted by " + sigName(sig) + " (what was measured up to there is printed above)"; code != exitFailed || !strings.Contains(p.Log(), want) {
+				t.Errorf("exit %d, want %d and %q:\n%s", code, exitFailed, want, p.Log())
 			}
-			p.nothingLeft()
+			p.NothingLeft()
 		})
 	}
 }
@@ -540,12 +346,12 @@ func TestInterruptDiff(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "diff")
 	p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=workload"}, "diff", "--from", "4.1.2", "--to", "4.4.0", "--embedded", "--out", dir)
-	p.waitLine(holding, 3*time.Minute)
-	code, took := p.waitExit(p.signal(syscall.SIGINT), controlBound)
+	p.WaitLine(holding, 3*time.Minute)
+	code, took := p.WaitExit(p.Signal(syscall.SIGINT), controlBound)
 	t.Logf("SIGINT in the diff's scenarios: exit %d after %s", code, took.Round(time.Millisecond))
-	if code != exitFailed || !strings.Contains(p.log(), "interrupted by SIGINT") {
-		t.Errorf("exit %d, want %d and the interrupt named:\n%s", code, exitFailed, p.log())
+	if code != exitFailed || !strings.Contains(p.Log(), "interrupted by SIGINT") {
+		t.Errorf("exit %d, want %d and the interrupt named:\n%s", code, exitFailed, p.Log())
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
-	p.nothingLeft(runs...)
+	p.NothingLeft(runs...)
 }
