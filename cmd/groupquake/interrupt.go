@@ -44,6 +44,15 @@ func interrupted(ctx context.Context, what string) error {
 	return exitError{exitFailed, why + " " + what}
 }
 
+// signalled is interrupted for a signal alone: nil unless a signal ended
+// ctx (a command's own timeout is its to report).
+func signalled(ctx context.Context, what string) error {
+	if _, ok := interrupt.Of(ctx); !ok {
+		return nil
+	}
+	return interrupted(ctx, what)
+}
+
 // forceBound bounds the removal a second Ctrl-C does before exiting.
 const forceBound = 15 * time.Second
 

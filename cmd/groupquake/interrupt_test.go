@@ -135,6 +135,9 @@ func TestInterruptRunPhases(t *testing.T) {
 					if !strings.Contains(rep.Stopped, want) {
 						t.Errorf("verdicts.json says stopped %q, want it to say %q", rep.Stopped, want)
 					}
+					if b, _ := os.ReadFile(filepath.Join(dir, run.ReportFile)); !strings.Contains(string(b), "the run was "+want) {
+						t.Errorf("report.html does not say %q", "the run was "+want)
+					}
 					for _, v := range rep.Verdicts {
 						// In its final phase the run had reached its end: the
 						// quiesce was done; only the observations are missing.

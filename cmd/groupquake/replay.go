@@ -116,16 +116,25 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// The log first: a group without records is a wrong name, which the
 	// describe APIs would only answer with GROUP_ID_NOT_FOUND.
 	if recs, part, err := r.Records(ctx); err != nil {
+		if ierr := signalled(ctx, "while reading group "+*group); ierr != nil {
+			return ierr
+		}
 		return badInput("reading group %s from %s: %v", *group, *bootstrap, err)
 	} else if len(recs) == 0 {
 		return badInput("group %s has no records in %s-%d of %s: is the group name right?", *group, observe.OffsetsTopic, part, *bootstrap)
 	}
 	snap, part, err := readStable(ctx, &r)
 	if err != nil {
+		if ierr := signalled(ctx, "while reading group "+*group); ierr != nil {
+			return ierr
+		}
 		return badInput("reading group %s from %s: %v", *group, *bootstrap, err)
 	}
 	ids, err := r.TopicIDs(ctx, nil, snap.Records)
 	if err != nil {
+		if ierr := signalled(ctx, "while reading group "+*group); ierr != nil {
+			return ierr
+		}
 		return badInput("reading topic ids from %s: %v", *bootstrap, err)
 	}
 	names, err := replay.TopicNames(ids)
