@@ -119,8 +119,9 @@ func Leftovers(ctx context.Context, run string) (int, error) {
 // RemoveOwn removes, at once, every container, volume and network that
 // this process created (labelled with its pid on this host), whatever state
 // the clusters' own Close is in: a second Ctrl-C calls it before the
-// process exits. It returns how many it removed and names what it could not
-// remove (the engine's reason); `groupquake sweep` removes those once this
+// process exits. It returns how many it removed and names what is still
+// there when ctx ends (a Close of the same things may be under way: what it
+// removes counts as gone); `groupquake sweep` removes those once this
 // process is gone.
 func RemoveOwn(ctx context.Context) (removed int, left []string, err error) {
 	cli, err := client.New(client.FromEnv)
@@ -130,50 +131,67 @@ func RemoveOwn(ctx context.Context) (removed int, left []string, err error) {
 	defer cli.Close()
 	host, _ := os.Hostname()
 	f := make(client.Filters).Add("label", LabelPID+"="+strconv.Itoa(os.Getpid())).Add("label", LabelHost+"="+host)
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		return 0, nil, fmt.Errorf("list this process's containers: %v", err)
-	}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, ctr := range cs.Items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := cli.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && !strings.Contains(err.Error(), "No such container") {
-				left = append(left, fmt.Sprintf("container %s (%v)", strings.Join(ctr.Names, ","), err))
-				return
+	count := func() { mu.Lock(); removed++; mu.Unlock() }
+	// List, remove what is listed, and again, until nothing is listed or
+	// ctx ends: what the last listing found is what is left.
+	for {
+		cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+		if err != nil && ctx.Err() != nil && left != nil {
+			return removed, left, nil // what the listing before found
+		}
+		if err != nil {
+			return removed, left, fmt.Errorf("list this process's containers: %v", err)
+		}
+		vs, verr := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+		ns, nerr := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+		left = nil
+		for _, c := range cs.Items {
+			left = append(left, "container "+strings.TrimPrefix(strings.Join(c.Names, ","), "/"))
+		}
+		if verr == nil {
+			for _, v := range vs.Items {
+				left = append(left, "volume "+v.Name)
 			}
-			removed++
-		}()
-	}
-	wg.Wait()
-	if vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f}); err != nil {
-		left = append(left, fmt.Sprintf("volumes not listed (%v)", err))
-	} else {
-		for _, v := range vs.Items {
-			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !strings.Contains(err.Error(), "no such volume") {
-				left = append(left, fmt.Sprintf("volume %s (%v)", v.Name, err))
-				continue
+		}
+		if nerr == nil {
+			for _, n := range ns.Items {
+				left = append(left, "network "+n.Name)
 			}
-			removed++
+		}
+		if len(left) == 0 || ctx.Err() != nil {
+			return removed, left, nil
+		}
+		var wg sync.WaitGroup
+		for _, c := range cs.Items {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err == nil {
+					count()
+				}
+			}()
+		}
+		wg.Wait()
+		if verr == nil {
+			for _, v := range vs.Items {
+				if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err == nil {
+					count()
+				}
+			}
+		}
+		if nerr == nil {
+			for _, n := range ns.Items {
+				if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err == nil {
+					count()
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err != nil {
-		left = append(left, fmt.Sprintf("networks not listed (%v)", err))
-	} else {
-		for _, n := range ns.Items {
-			if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !strings.Contains(err.Error(), "not found") {
-				left = append(left, fmt.Sprintf("network %s (%v)", n.Name, err))
-				continue
-			}
-			removed++
-		}
-	}
-	return removed, left, nil
 }
 
 func processAlive(pid int) bool {
