@@ -56,7 +56,7 @@ type rule struct {
 	allowed func(dep string) bool
 }
 
-// rules are the import rules of DESIGN.md: the coordinator and the history
+// rules are the import rules of docs/design.md: the coordinator and the history
 // are leaves, clients and faults never import the harness, checkers never
 // import the cluster.
 var rules = []rule{

@@ -51,9 +51,9 @@ type campaignEntry struct {
 // classic assignments (eager, cooperative) and both protocols of kgo. The
 // combined run leaves kgo's KIP-848 member out: its churn stalls members,
 // and a stalled kgo-consumer member revokes partitions another member
-// already owns (README, Findings), a known kgo behaviour that would fail the
-// default campaign's NoDoubleOwnership for a reason the README already
-// explains; the chaos suite's fresh seeds keep hunting it.
+// already owns (finding kgo-revoke-after-session-lost, docs/findings.md), a
+// known kgo bug that would fail the default campaign's NoDoubleOwnership for
+// a reason already written up; the chaos suite's fresh seeds keep hunting it.
 var defaultCampaign = []campaignEntry{
 	{run.ScenarioMemberLinks, []string{"classic", "consumer", "kgo-classic", "kgo-consumer"}},
 	{run.ScenarioBrokerFaults, []string{"classic-cooperative", "consumer", "kgo-consumer"}},
@@ -177,9 +177,10 @@ type campaignOutcome struct {
 // campaignJSON is what `run --json` prints for a campaign: one document
 // with every run as `run --json` prints one.
 type campaignJSON struct {
-	Dir   string `json:"dir"`
-	Seed  uint64 `json:"seed"`
-	Rerun string `json:"rerun"`
+	SchemaVersion int    `json:"schema_version"`
+	Dir           string `json:"dir"`
+	Seed          uint64 `json:"seed"`
+	Rerun         string `json:"rerun"`
 	// Cluster says what the runs ran on.
 	Cluster string `json:"cluster"`
 	// Trend is the trend page over the campaign's runs.
@@ -211,8 +212,8 @@ func clusterName(o run.Options) string {
 }
 
 // campaign runs the default campaign (see runUsage) on one cluster.
-func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint64, o run.Options, reg run.Registry, stdout, stderr io.Writer) error {
-	logf := logTo(stderr)
+func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint64, o run.Options, reg run.Registry, stdout io.Writer, con *console) error {
+	logf := con.Logf
 	o = campaignOptions(set, o)
 	if top := 65535 - o.Nodes - o.Controllers; f.basePort > top {
 		return badInput("--base-port %d: the campaign's %d nodes need a port from 1 to %d, or 0 for free ports", f.basePort, o.Nodes, top)
@@ -229,7 +230,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
 	}
 	for _, r := range cp.Runs {
-		if err := run.CheckDir(filepath.Join(dir, r.Name)); err != nil {
+		if err := checkOut(filepath.Join(dir, r.Name)); err != nil {
 			return badInput("--out: %v", err)
 		}
 	}
@@ -244,13 +245,15 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 			return err
 		}
 	}
-	fmt.Fprintf(stderr, "groupquake: campaign of seed %d: %d runs on %s; campaign directory %s\ngroupquake: rerun the campaign with: %s\n",
-		seed, len(cp.Runs), clusterName(o), dir, cp.Command())
+	con.Infof("campaign of seed %d: %d runs on %s; campaign directory %s", seed, len(cp.Runs), clusterName(o), dir)
+	con.Infof("rerun the campaign with: %s", cp.Command())
+	stopWatch := con.watch(ctx)
+	defer stopWatch()
 	for _, n := range cp.Notes {
 		logf("note: %s", n)
 	}
 
-	out := campaignJSON{Dir: dir, Seed: seed, Rerun: cp.Command(), Cluster: clusterName(o), Notes: cp.Notes, Runs: []judgementJSON{}}
+	out := campaignJSON{SchemaVersion: schemaVersion, Dir: dir, Seed: seed, Rerun: cp.Command(), Cluster: clusterName(o), Notes: cp.Notes, Runs: []judgementJSON{}}
 	h, err := startCampaignCluster(ctx, f, o, logf)
 	if err != nil {
 		msg := fmt.Sprintf("the campaign's cluster could not be started: %v", err)
@@ -283,7 +286,8 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 		oc := campaignOutcome{Run: r, Dir: rdir}
 		rctx, cancel := context.WithTimeout(ctx, f.bound)
 		done := writing(rdir)
-		res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Disposable: !f.keep && len(o.Bootstrap) == 0, Logf: logf, OnPhase: onPhase})
+		con.expectWorkload(r.Plan.Workload)
+		res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Disposable: !f.keep && len(o.Bootstrap) == 0, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase})
 		done()
 		cancel()
 		for _, n := range res.Notes {
@@ -298,13 +302,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 		if ctx.Err() == nil {
 			restoreNodes(ctx, h, logf) // interrupted: the campaign ends and its cluster goes
 		}
-		if res.Report.Verdicts != nil {
-			if j, jerr := run.Judge(rdir); jerr != nil {
-				oc.Err = errors.Join(oc.Err, fmt.Errorf("judging the run: %w", jerr))
-			} else {
-				oc.Judged = &j
-			}
-		}
+		oc.Judged, oc.Err = judgeRun(rdir, res, oc.Err)
 		if oc.Judged != nil {
 			oc.Summary = run.Summary(rdir, *oc.Judged, nil)
 		} else {
@@ -332,7 +330,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	if len(dirs) > 0 {
 		trend := filepath.Join(dir, TrendFile)
 		// Written also when the campaign was interrupted: its runs are judged.
-		if err := writeTrend(context.WithoutCancel(ctx), trend, fmt.Sprintf("groupquake campaign of seed %d", seed), dirs, stderr); err != nil {
+		if err := writeTrend(context.WithoutCancel(ctx), trend, fmt.Sprintf("groupquake campaign of seed %d", seed), dirs, logf); err != nil {
 			logf("the campaign's trend page: %v", err)
 		} else {
 			out.Trend = trend
@@ -346,14 +344,18 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 			outcomes[len(outcomes)-1].Run.Name, len(outcomes), len(cp.Runs), len(cp.Runs)-len(outcomes), cp.Command()))
 	}
 	out.Holds = status == nil
-	table := stdout
 	if f.json {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
-		table = stderr // stdout holds the one JSON document
+		// stdout holds the one JSON document: the table goes with the
+		// messages (not with -q).
+		if con.level >= levelNormal {
+			writeCampaignSummary(con.w, out, outcomes)
+		}
+		return status
 	}
-	writeCampaignSummary(table, out, outcomes)
+	writeCampaignSummary(stdout, out, outcomes)
 	return status
 }
 

@@ -156,6 +156,7 @@ func TestRunCampaignEmbedded(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &c); err != nil {
 		t.Fatalf("run --json (exit %d) printed no JSON document (%v):\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
 	}
+	validateJSON(t, "campaign", stdout.Bytes())
 	want := exitOK
 	for _, r := range c.Runs {
 		if r.Error != "" && want == exitOK {
@@ -163,7 +164,7 @@ func TestRunCampaignEmbedded(t *testing.T) {
 		}
 	}
 	for _, r := range c.Runs {
-		if len(r.Counts.Violated) > 0 {
+		if r.Tally != nil && len(r.Tally.Violated) > 0 {
 			want = exitViolation
 		}
 	}

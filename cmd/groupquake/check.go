@@ -22,15 +22,22 @@ Re-runs every checker over a saved run, offline. A run killed halfway is judged
 up to where it stopped, and what could not be judged is said.
 
 Exit status: 0 no checker found a violation (skipped checkers are counted
-apart), 1 a violation, 2 RUN_DIR is not a readable run directory, 3 --write
-could not write verdicts.json.
+apart), 1 a violation, 2 RUN_DIR is not a readable run directory, 3 the run
+never got past its setup (nothing to judge) or --write could not write
+verdicts.json.
 `
 
 func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("check", checkUsage)
 	write := fs.Bool("write", false, "also (re)write verdicts.json in the run directory")
 	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout")
+	var lv levelFlags
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	con, err := lv.console(stderr)
 	if err != nil {
 		return err
 	}
@@ -49,22 +56,32 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput("run directory %s: %v", dir, err)
 	}
+	if !pastSetup(j.Events) {
+		// Nothing happened to judge: no tally for it.
+		err := fmt.Errorf("the run in %s never happened: it stopped in its setup, before any member started, so there is nothing to judge (its history.jsonl says how far it got; rerun it with rerun.sh)", dir)
+		if *asJSON {
+			if jerr := writeJSON(stdout, runDoc{schemaVersion, judgement(j.Plan, dir, nil, err)}); jerr != nil {
+				return jerr
+			}
+		}
+		return exitError{exitFailed, err.Error()}
+	}
 	if *write {
 		if err := run.WriteVerdicts(dir, j.Report); err != nil {
-			return err
+			return exitError{exitFailed, fmt.Sprintf("--write: %v", err)}
 		}
 	}
 	if err := run.WriteReport(dir, j); err != nil {
-		fmt.Fprintf(stderr, "groupquake: %s not rewritten: %v\n", run.ReportFile, err)
+		con.Infof("%s not rewritten: %v", run.ReportFile, err)
 	}
 	if *asJSON {
-		if err := writeJSON(stdout, judgement(j.Plan, dir, &j, nil)); err != nil {
+		if err := writeJSON(stdout, runDoc{schemaVersion, judgement(j.Plan, dir, &j, nil)}); err != nil {
 			return err
 		}
 	} else {
 		printJudgement(stdout, j)
 	}
-	stepSummary(logTo(stderr), "groupquake check "+dir, dir, j.Plan, &j, nil)
+	stepSummary(con.Logf, "groupquake check "+dir, dir, j.Plan, &j, nil)
 	return verdictStatus(j.Report)
 }
 

@@ -54,7 +54,8 @@ has none), 1 an unexplained difference, 2 bad input (nothing is started),
 
 // diffJSON is what `diff --json` prints.
 type diffJSON struct {
-	Mode string `json:"mode"` // "kafka" or "embedded"
+	SchemaVersion int    `json:"schema_version"`
+	Mode          string `json:"mode"` // "kafka" or "embedded"
 	// Dir holds the scenarios' run directories, diff.txt and diff.json.
 	Dir string `json:"dir,omitempty"`
 	versiondiff.Result
@@ -74,12 +75,32 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	imageSource := fs.String("image-source", "auto", "auto, build or official")
 	scenarios := fs.String("scenarios", "all", "scripted scenarios to run on both releases: all, none, or names ("+strings.Join(scenarioNames(), ", ")+")")
 	outDir := fs.String("out", "", "directory of the scenarios' run directories and diff.txt, diff.json (default ./runs/<time>-diff-OLD-NEW/)")
+	var lv levelFlags
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := noArgs(fs, pos); err != nil {
 		return err
+	}
+	con, err := lv.console(stderr)
+	if err != nil {
+		return err
+	}
+	set := given(fs)
+	if *embedded {
+		for _, name := range []string{"image-source", "base-port"} {
+			if set[name] {
+				return badInput("--%s applies to the Kafka containers diff starts; --embedded starts none: leave --%s out, or --embedded", name, name)
+			}
+		}
+	}
+	if *timeout <= 0 {
+		return badInput("--timeout %s: give a positive time, such as 15m", *timeout)
+	}
+	if *basePort < 0 || *basePort > 65535 {
+		return badInput("--base-port %d: give a port from 1 to 65535, or 0 for a free port", *basePort)
 	}
 	if *from == "" {
 		return badInput("--from is required: the older Kafka release (served: %s)", strings.Join(cluster.KafkaVersions, ", "))
@@ -110,9 +131,12 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Each release's scenario runs go to a directory of its own, also when
 	// a release is diffed with itself.
 	sideDir := map[string]string{"from": filepath.Join(dir, "from-"+f.String()), "to": filepath.Join(dir, "to-"+t.String())}
+	if err := checkOut(dir); err != nil {
+		return badInput("--out %s: %v", dir, err)
+	}
 	for _, d := range sideDir {
 		for _, sc := range ss {
-			if err := run.CheckDir(filepath.Join(d, sc.Name)); err != nil {
+			if err := checkOut(filepath.Join(d, sc.Name)); err != nil {
 				return badInput("--out %s: %v", dir, err)
 			}
 		}
@@ -122,7 +146,9 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("loading the conformance vectors: %w", err)
 	}
 	pf, pt := f.Profile(), t.Profile()
-	logf := logTo(stderr)
+	logf := con.Logf
+	stopWatch := con.watch(ctx)
+	defer stopWatch()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	start := time.Now()
@@ -203,7 +229,10 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if res.Differences == nil {
 		res.Differences = []versiondiff.Difference{}
 	}
-	doc := diffJSON{Mode: mode, Result: res, Explained: ex, Unexplained: un}
+	if res.Behaviours == nil {
+		res.Behaviours = []versiondiff.Behaviour{}
+	}
+	doc := diffJSON{SchemaVersion: schemaVersion, Mode: mode, Result: res, Explained: ex, Unexplained: un}
 	if len(ss) > 0 {
 		doc.Dir = dir
 		werr := os.MkdirAll(dir, 0o755)

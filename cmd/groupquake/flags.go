@@ -48,13 +48,29 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return pos, nil
+			return pos, refuseEmpty(fs)
 		}
 		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
-			return append(pos, rest...), nil
+			return append(pos, rest...), refuseEmpty(fs)
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// refuseEmpty refuses a text flag the command line gave an empty value
+// (--kinds "", --out=): every text flag's default is what leaving it out
+// gives, so an empty value is a mistake (an unset shell variable), never a
+// way to ask for the default.
+func refuseEmpty(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && err == nil {
+			if s, ok := g.Get().(string); ok && strings.TrimSpace(s) == "" {
+				err = badInput("--%s is empty: give a value, or leave --%s out for its default (see 'groupquake %s -h')", f.Name, f.Name, fs.Name())
+			}
+		}
+	})
+	return err
 }
 
 // noArgs refuses positional arguments of a command that takes none.

@@ -59,6 +59,8 @@ func cmdEngine(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func cmdEngineUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("engine up", engineUsage)
+	var lv levelFlags
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
@@ -66,9 +68,15 @@ func cmdEngineUp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := noArgs(fs, pos); err != nil {
 		return err
 	}
-	v, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logTo(stderr)))
+	con, err := lv.console(stderr)
 	if err != nil {
 		return err
+	}
+	stopWatch := con.watch(ctx)
+	defer stopWatch()
+	v, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(con.Logf))
+	if err != nil {
+		return exitError{exitFailed, err.Error()}
 	}
 	fmt.Fprintln(stdout, v)
 	return nil
@@ -89,11 +97,17 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	versions := fs.String("kafka", cluster.DefaultKafkaVersion, "Kafka versions, comma-separated (served: "+strings.Join(cluster.KafkaVersions, ", ")+")")
 	source := fs.String("image-source", "auto", "auto (a local apache/kafka image, else build), build, or official (pull apache/kafka)")
 	rebuild := fs.Bool("rebuild", false, "build even when the image is cached")
+	var lv levelFlags
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := noArgs(fs, pos); err != nil {
+		return err
+	}
+	con, err := lv.console(stderr)
+	if err != nil {
 		return err
 	}
 	switch cluster.ImageSource(*source) {
@@ -104,21 +118,31 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var vs []string
 	for _, v := range strings.Split(*versions, ",") {
 		v = strings.TrimSpace(v)
+		if v == "" {
+			return badInput("--kafka %q names an empty version: give versions separated by single commas, e.g. 4.1.2,4.4.0", *versions)
+		}
 		if err := cluster.CheckKafkaVersion(v); err != nil {
 			return badInput("--kafka: %v (groupquake version lists them)", err)
 		}
-		vs = append(vs, v)
+		if !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
 	}
-	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logTo(stderr))); err != nil {
-		return err
+	stopWatch := con.watch(ctx)
+	defer stopWatch()
+	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(con.Logf)); err != nil {
+		return exitError{exitFailed, err.Error()}
 	}
-	for _, v := range vs {
-		img, err := cluster.EnsureImage(ctx, v, cluster.ImageOptions{Source: cluster.ImageSource(*source), Rebuild: *rebuild, Logf: logTo(stderr)})
+	for i, v := range vs {
+		if len(vs) > 1 {
+			con.Infof("image %d of %d: Kafka %s", i+1, len(vs), v)
+		}
+		img, err := cluster.EnsureImage(ctx, v, cluster.ImageOptions{Source: cluster.ImageSource(*source), Rebuild: *rebuild, Logf: con.Logf})
 		if ierr := interrupted(ctx, "while getting the image of Kafka "+v+" (nothing of its build is left; the images built before are kept)"); ierr != nil {
 			return ierr
 		}
 		if err != nil {
-			return err
+			return exitError{exitFailed, err.Error()}
 		}
 		state := "cached"
 		if img.Built {

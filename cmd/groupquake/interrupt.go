@@ -56,25 +56,25 @@ func signalled(ctx context.Context, what string) error {
 // forceBound bounds the removal a second Ctrl-C does before exiting.
 const forceBound = 15 * time.Second
 
-// runDirs are the run directories being written now, named by a second
+// writingDirs are the run directories being written now, named by a second
 // Ctrl-C (they hold what was recorded; `groupquake check` judges them).
-var runDirs struct {
+var writingDirs struct {
 	sync.Mutex
 	m map[string]bool
 }
 
 // writing marks dir as being written until the returned func is called.
 func writing(dir string) func() {
-	runDirs.Lock()
-	if runDirs.m == nil {
-		runDirs.m = map[string]bool{}
+	writingDirs.Lock()
+	if writingDirs.m == nil {
+		writingDirs.m = map[string]bool{}
 	}
-	runDirs.m[dir] = true
-	runDirs.Unlock()
+	writingDirs.m[dir] = true
+	writingDirs.Unlock()
 	return func() {
-		runDirs.Lock()
-		delete(runDirs.m, dir)
-		runDirs.Unlock()
+		writingDirs.Lock()
+		delete(writingDirs.m, dir)
+		writingDirs.Unlock()
 	}
 }
 
@@ -123,11 +123,11 @@ func forceStop(stderr io.Writer, sig os.Signal) int {
 		}
 	}
 	left = append(left, interrupt.RemoveTemps()...)
-	runDirs.Lock()
-	for d := range runDirs.m {
+	writingDirs.Lock()
+	for d := range writingDirs.m {
 		fmt.Fprintf(stderr, "groupquake: run directory %s holds what was recorded, not judged: judge it with: groupquake check %s\n", d, d)
 	}
-	runDirs.Unlock()
+	writingDirs.Unlock()
 	if len(left) > 0 {
 		fmt.Fprintf(stderr, "groupquake: left behind:\n  %s\ngroupquake: remove the containers, volumes and networks with: groupquake sweep\n", strings.Join(left, "\n  "))
 	} else {

@@ -36,16 +36,22 @@ Usage:
                                     thousands of lightweight members in one group: time to a stable
                                     group after a join wave, a leave and a node restart, pauses,
                                     coordinator load, the harness's own CPU and memory per member
+  groupquake findings [rerun|triage]
+                                    what runs found in Kafka and its clients: list the registry, rerun
+                                    its reproducers against a release, or triage run directories
   groupquake version                the module version and the Kafka versions served (also --version)
   groupquake report [-o FILE] DIR...  render a run's report.html, or over many runs a trend page
 
 Exit status: 0 success (every checker holds), 1 a violation (replay: the states
-differ), 2 bad input (flags, arguments, an unreadable run directory), 3 the
-command could not be carried out (no cluster, no engine, a failed build).
+differ), 2 bad input, refused before anything starts (flags, arguments, an
+unreadable run directory), 3 the command could not be carried out (no cluster,
+no engine, a failed build, a run that never got past its setup).
 
 Run 'groupquake COMMAND -h' (or 'groupquake help COMMAND') for the flags of a
-command; run, check, replay and diff take --json to print their result as JSON on
-stdout.
+command. Results go to stdout, progress to stderr: -q prints only the result,
+-v also the detail underneath (the wire, kgo's log). run, check, replay, diff,
+scale and version take --json to print their result as one JSON document
+(docs/json-schema.md).
 `
 
 func main() {
@@ -60,7 +66,7 @@ const (
 	exitOK        = 0 // success: every checker holds, the replay agrees
 	exitViolation = 1 // a checker found a violation; replay: the states differ
 	exitBadInput  = 2 // bad flags or arguments, an unreadable run directory: nothing was started
-	exitFailed    = 3 // the command could not be carried out (no cluster, no engine, a failed build)
+	exitFailed    = 3 // the command could not be carried out (no cluster, no engine, a failed build, a run that never got past its setup)
 )
 
 // runMain runs the command line args and returns the exit status; every
@@ -119,6 +125,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdSweep(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return cmdStats(ctx, args[1:], stdout, stderr)
+	case "findings":
+		return cmdFindings(ctx, args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "scale":
@@ -137,8 +145,4 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return badInput("unknown command %q: run 'groupquake -h' for the commands", args[0])
-}
-
-func logTo(w io.Writer) func(string, ...any) {
-	return func(format string, args ...any) { fmt.Fprintf(w, "groupquake: "+format+"\n", args...) }
 }

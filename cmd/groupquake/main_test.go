@@ -286,8 +286,11 @@ func TestCheckKilledRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
 		t.Fatalf("check --json is not JSON (%v):\n%s", err, stdout)
 	}
-	if code2 != code || j.Seed != 7 || j.Dir != fx.killed || len(j.Verdicts) != j.Counts.Total || j.Counts.Total == 0 ||
-		j.Counts.Hold+len(j.Counts.Violated)+len(j.Counts.Skipped) != j.Counts.Total || !strings.Contains(strings.Join(j.Counts.Skipped, ","), "RecoveredStateMatchesLog") ||
+	if j.Tally == nil {
+		t.Fatalf("check --json has no tally:\n%s", stdout)
+	}
+	if code2 != code || j.Seed != 7 || j.Dir != fx.killed || len(j.Verdicts) != j.Tally.Total || j.Tally.Total == 0 ||
+		j.Tally.Hold+len(j.Tally.Violated)+len(j.Tally.Skipped) != j.Tally.Total || !strings.Contains(strings.Join(j.Tally.Skipped, ","), "RecoveredStateMatchesLog") ||
 		!strings.HasPrefix(j.Rerun, "groupquake run --seed 7 ") {
 		t.Errorf("check --json (exit %d, text exit %d) = %+v", code2, code, j)
 	}
@@ -304,15 +307,16 @@ func TestRunEmbeddedJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &j); err != nil {
 		t.Fatalf("run --json (exit %d) printed no JSON (%v):\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
 	}
+	validateJSON(t, "run", stdout.Bytes())
 	want := exitOK
-	if len(j.Counts.Violated) > 0 {
+	if j.Tally != nil && len(j.Tally.Violated) > 0 {
 		want = exitViolation
 	}
 	if j.Error != "" {
 		want = exitFailed
 	}
 	if code != want || j.Dir != dir || j.Seed != 11 || len(j.Verdicts) == 0 || j.Events == 0 || !strings.Contains(j.Rerun, "--embedded") ||
-		j.Report != filepath.Join(dir, run.ReportFile) || !strings.HasSuffix(stderr.String(), "groupquake: report: "+j.Report+"\n") {
+		j.Report != filepath.Join(dir, run.ReportFile) || !strings.HasSuffix(stderr.String(), "] report: "+j.Report+"\n") {
 		t.Errorf("exit %d (verdicts say %d): %+v\nstderr:\n%s", code, want, j, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, run.VerdictsFile)); err != nil {

@@ -45,8 +45,11 @@ func outputDir(flag, dir string, files ...string) error {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return badInput("%s %s is a file: give a new directory", flag, dir)
 	}
+	if run.IsRunDir(dir) {
+		return badInput("%s %s already holds a run (%s), which this command must not write into: give a new directory", flag, dir, run.PlanFile)
+	}
 	if r := run.RunDirOf(dir); r != "" {
-		return badInput("%s %s: it is inside the run directory %s (or is one), which this command must not write into: give a new directory", flag, dir, r)
+		return badInput("%s %s is inside the run directory %s, which this command must not write into: give a new directory", flag, dir, r)
 	}
 	var held []string
 	for _, f := range files {

@@ -10,8 +10,8 @@ import (
 	"github.com/groupquake/groupquake/harness/run"
 )
 
-// firstLine is the first line of a command's stderr.
-func firstLine(s string) string {
+// stderrFirst is the first line of a command's stderr.
+func stderrFirst(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
@@ -48,7 +48,7 @@ func TestRefusedSizes(t *testing.T) {
 				args = append(args, "--out", out)
 			}
 			code, _, stderr := call(t, args...)
-			l := firstLine(stderr)
+			l := stderrFirst(stderr)
 			if code != exitBadInput || !strings.HasPrefix(l, tc.first) || !strings.Contains(l, tc.more) {
 				t.Errorf("exit %d, first line %q; want %d, %q…%q", code, l, exitBadInput, tc.first, tc.more)
 			}
@@ -99,22 +99,24 @@ func TestProtectedFiles(t *testing.T) {
 		{[]string{"report", "-o", in(run.ObservationsFile), rd}, "groupquake: report -o " + in(run.ObservationsFile) + ": it would write observations.json inside the run directory"},
 		{[]string{"report", "-o", in("new.html"), rd}, "groupquake: report -o " + in("new.html") + ": it would write a file inside the run directory"},
 		{[]string{"report", "-o", in(run.ReportFile), fx.corrupt}, "groupquake: report -o " + in(run.ReportFile) + ": it would write a file inside the run directory " + rd},
-		{[]string{"report", "-o", rd, rd}, "groupquake: report -o " + rd + " is a directory"},
+		{[]string{"report", "-o", rd, rd}, "groupquake: -o " + rd + " is a directory"},
 		{[]string{"report", "-o", in("trend.html"), fx.root}, "groupquake: report -o " + in("trend.html") + ": it would write a file inside the run directory"},
-		{[]string{"diff", "--from", "4.1.2", "--embedded", "--out", rd}, "groupquake: diff --out " + rd + ": it is inside the run directory " + rd},
-		{[]string{"diff", "--from", "4.1.2", "--embedded", "--out", in("sub")}, "groupquake: diff --out " + in("sub") + ": it is inside the run directory"},
+		{[]string{"diff", "--from", "4.1.2", "--embedded", "--out", rd}, "groupquake: diff --out " + rd + " already holds a run (plan.json)"},
+		{[]string{"diff", "--from", "4.1.2", "--embedded", "--out", in("sub")}, "groupquake: diff --out " + in("sub") + " is inside the run directory " + rd},
 		{[]string{"diff", "--from", "4.1.2", "--embedded", "--out", old}, "groupquake: diff --out " + old + " already holds diff.json of an earlier run"},
-		{[]string{"upgrade", "--from", "4.1.2", "--out", rd}, "groupquake: upgrade --out " + rd + ": it is inside the run directory"},
+		{[]string{"upgrade", "--from", "4.1.2", "--out", rd}, "groupquake: upgrade --out " + rd + " already holds a run (plan.json)"},
+		{[]string{"upgrade", "--from", "4.1.2", "--out", in("sub")}, "groupquake: upgrade --out " + in("sub") + " is inside the run directory " + rd},
 		{[]string{"upgrade", "--from", "4.1.2", "--out", old}, "groupquake: upgrade --out " + old + " already holds upgrade.txt"},
-		{[]string{"scale", "--embedded", "--members", "2", "--protocol", "consumer", "--partitions", "1", "--logs", rd}, "groupquake: scale --logs " + rd + ": it is inside the run directory"},
-		{[]string{"scale", "--embedded", "--members", "2", "--protocol", "consumer", "--partitions", "1", "--logs", old}, "groupquake: scale --logs " + old + " already holds node logs"},
+		{[]string{"scale", "--members", "2", "--protocol", "consumer", "--partitions", "1", "--logs", rd}, "groupquake: scale --logs " + rd + " already holds a run (plan.json)"},
+		{[]string{"scale", "--members", "2", "--protocol", "consumer", "--partitions", "1", "--logs", in("logs")}, "groupquake: scale --logs " + in("logs") + " is inside the run directory " + rd},
+		{[]string{"scale", "--members", "2", "--protocol", "consumer", "--partitions", "1", "--logs", old}, "groupquake: scale --logs " + old + " already holds node logs"},
 		{[]string{"run", "--embedded", "--scenario", "baseline", "--out", rd}, "groupquake: --out: run directory " + rd + " already holds a run"},
 		{[]string{"run", "--embedded", "--scenario", "baseline", "--out", in("sub")}, "groupquake: --out: " + in("sub") + " is inside the run directory " + rd},
 		{[]string{"run", "--embedded", "--out", in("campaign")}, "groupquake: --out: " + in("campaign") + " is inside the run directory " + rd},
 	} {
 		t.Run(strings.Join(tc.args[:1], " ")+" "+strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			code, _, stderr := call(t, tc.args...)
-			if l := firstLine(stderr); code != exitBadInput || !strings.HasPrefix(l, tc.first) {
+			if l := stderrFirst(stderr); code != exitBadInput || !strings.HasPrefix(l, tc.first) {
 				t.Errorf("exit %d, first line %q; want %d and %q…", code, l, exitBadInput, tc.first)
 			}
 		})

@@ -34,22 +34,23 @@ and prints the state it rebuilds beside what the broker describes
 (DescribeGroups or ConsumerGroupDescribe, and OffsetFetch), marking every
 difference with '≠'.
 
-Exit status: 0 they agree, 1 they differ, 2 bad input (flags, an unreachable
-cluster, a group with no records).
+Exit status: 0 they agree, 1 they differ, 2 bad input (flags, a group with
+no records), 3 the cluster could not be read (down, unreachable).
 `
 
 // replayJSON is what `replay --json` prints: every compared fact, the
 // differences, and whether the replay agrees with the broker.
 type replayJSON struct {
-	Group     string      `json:"group"`
-	Kafka     string      `json:"kafka"`
-	Bootstrap []string    `json:"bootstrap"`
-	Partition int32       `json:"partition"`
-	Records   int         `json:"records"`
-	Snapshot  string      `json:"snapshot"`
-	Agree     bool        `json:"agree"`
-	Error     string      `json:"error,omitempty"`
-	Rows      []replayRow `json:"rows"`
+	SchemaVersion int         `json:"schema_version"`
+	Group         string      `json:"group"`
+	Kafka         string      `json:"kafka"`
+	Bootstrap     []string    `json:"bootstrap"`
+	Partition     int32       `json:"partition"`
+	Records       int         `json:"records"`
+	Snapshot      string      `json:"snapshot"`
+	Agree         bool        `json:"agree"`
+	Error         string      `json:"error,omitempty"`
+	Rows          []replayRow `json:"rows"`
 	// Differences are the checker's messages, one per difference.
 	Differences []string `json:"differences"`
 }
@@ -75,11 +76,17 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	kafka := fs.String("kafka", "", "Kafka version of the cluster's brokers, which decides how the records are replayed and described (default "+version.Default.String()+")")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the cluster may take")
 	asJSON := fs.Bool("json", false, "print the compared facts and the differences as JSON on stdout")
+	var lv levelFlags
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := noArgs(fs, pos); err != nil {
+		return err
+	}
+	con, err := lv.console(stderr)
+	if err != nil {
 		return err
 	}
 	if *bootstrap == "" || *group == "" {
@@ -101,7 +108,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	} else {
 		ver = version.Default.String()
-		fmt.Fprintf(stderr, "groupquake: --kafka not given: replaying as Kafka %s; name the brokers' version if it is another (the records and the describe APIs differ between releases)\n", ver)
+		con.Infof("--kafka not given: replaying as Kafka %s; name the brokers' version if it is another (the records and the describe APIs differ between releases)", ver)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("groupquake-replay"))
 	if err != nil {
@@ -115,27 +122,27 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	r := observe.Reader{Admin: adm, Bootstrap: seeds, Group: *group}
 	// The log first: a group without records is a wrong name, which the
 	// describe APIs would only answer with GROUP_ID_NOT_FOUND.
-	if recs, part, err := r.Records(ctx); err != nil {
-		if ierr := signalled(ctx, "while reading group "+*group); ierr != nil {
+	// A cluster that cannot be read is a command that could not be carried
+	// out (exit 3), not bad input: the address may be right and the cluster
+	// down.
+	unreachable := func(what string, err error) error {
+		if ierr := signalled(ctx, "while reading "+what); ierr != nil {
 			return ierr
 		}
-		return badInput("reading group %s from %s: %v", *group, *bootstrap, err)
+		return exitError{exitFailed, fmt.Sprintf("reading %s from %s: %v (is the cluster up, and --bootstrap its address?)", what, *bootstrap, err)}
+	}
+	if recs, part, err := r.Records(ctx); err != nil {
+		return unreachable("group "+*group, err)
 	} else if len(recs) == 0 {
 		return badInput("group %s has no records in %s-%d of %s: is the group name right?", *group, observe.OffsetsTopic, part, *bootstrap)
 	}
 	snap, part, err := readStable(ctx, &r)
 	if err != nil {
-		if ierr := signalled(ctx, "while reading group "+*group); ierr != nil {
-			return ierr
-		}
-		return badInput("reading group %s from %s: %v", *group, *bootstrap, err)
+		return unreachable("group "+*group, err)
 	}
 	ids, err := r.TopicIDs(ctx, nil, snap.Records)
 	if err != nil {
-		if ierr := signalled(ctx, "while reading group "+*group); ierr != nil {
-			return ierr
-		}
-		return badInput("reading topic ids from %s: %v", *bootstrap, err)
+		return unreachable("topic ids", err)
 	}
 	names, err := replay.TopicNames(ids)
 	if err != nil {
@@ -145,7 +152,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return badInput("%v", err)
 	}
-	out := replayJSON{Group: *group, Kafka: ver, Bootstrap: seeds, Partition: part, Records: len(snap.Records), Snapshot: snap.Label, Rows: []replayRow{}, Differences: []string{}}
+	out := replayJSON{SchemaVersion: schemaVersion, Group: *group, Kafka: ver, Bootstrap: seeds, Partition: part, Records: len(snap.Records), Snapshot: snap.Label, Rows: []replayRow{}, Differences: []string{}}
 	st, err := fn(snap.Records)
 	if err != nil {
 		out.Error = "the replay refuses what the broker wrote: " + err.Error()

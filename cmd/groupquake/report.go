@@ -36,12 +36,23 @@ cannot be read, 3 the page could not be written.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportUsage)
 	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many)")
+	var lv levelFlags
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	con, err := lv.console(stderr)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
 		return badInput("report needs at least one run directory, or one that holds runs (see 'groupquake report -h')")
+	}
+	if *out != "" {
+		if err := checkOutFile("-o", *out); err != nil {
+			return err
+		}
 	}
 	var dirs []string
 	for _, root := range pos {
@@ -95,17 +106,29 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if err := outputFile("report -o", path, ""); err != nil {
 		return err
 	}
-	if err := writeTrend(ctx, path, "", dirs, stderr); err != nil {
+	if err := writeTrend(ctx, path, "", dirs, con.Logf); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, path)
 	return nil
 }
 
+// checkOutFile refuses an output file (of flag) that is a directory, or
+// whose directory does not exist.
+func checkOutFile(flag, path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return badInput("%s %s is a directory: give the path of the file to write, e.g. %s", flag, path, filepath.Join(path, TrendFile))
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return badInput("%s %s: its directory %s does not exist: create it first, or write elsewhere", flag, path, filepath.Dir(path))
+	}
+	return nil
+}
+
 // writeTrend writes the trend page of the run directories dirs to path,
 // linking each run's report.html (written for the runs that have none);
 // title "" says how many runs it shows.
-func writeTrend(ctx context.Context, path, title string, dirs []string, stderr io.Writer) error {
+func writeTrend(ctx context.Context, path, title string, dirs []string, logf func(string, ...any)) error {
 	base := filepath.Dir(path)
 	var runs []results.RunSummary
 	for i, d := range dirs {
@@ -115,10 +138,10 @@ func writeTrend(ctx context.Context, path, title string, dirs []string, stderr i
 		j, err := run.Saved(d)
 		s := run.Summary(d, j, err)
 		if err != nil {
-			fmt.Fprintf(stderr, "groupquake: %s: %v\n", d, err)
+			logf("%s: %v", d, err)
 		} else if _, serr := os.Stat(filepath.Join(d, run.ReportFile)); serr != nil {
 			if werr := run.WriteReport(d, j); werr != nil {
-				fmt.Fprintf(stderr, "groupquake: %s: %v\n", d, werr)
+				logf("%s: %v", d, werr)
 			}
 		}
 		if _, serr := os.Stat(filepath.Join(d, run.ReportFile)); serr == nil {

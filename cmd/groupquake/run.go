@@ -93,7 +93,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.migrateFrom, "migration-from", "", "with --scenario migration, the protocol the group starts with and returns to: classic (classic → consumer → classic, the default) or consumer (consumer → classic → consumer)")
 	fs.BoolVar(&f.migStatic, "migration-static", false, "with --scenario migration, static members: each replacement is a rolling bounce of one group.instance.id into the other protocol and back")
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
-	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with `groupquake sweep --all`)")
+	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with 'groupquake sweep --all')")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
 }
 
@@ -163,13 +163,19 @@ far, are still written; a campaign with a violation exits 1 all the same).
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := run.DefaultRegistry()
 	var f runFlags
+	var lv levelFlags
 	fs := newFlagSet("run", runUsage)
 	f.register(fs, reg.Names())
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := noArgs(fs, pos); err != nil {
+		return err
+	}
+	con, err := lv.console(stderr)
+	if err != nil {
 		return err
 	}
 	set := given(fs)
@@ -181,11 +187,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInput("%v", err)
 	}
 	if pinnedBy(set) == "" {
-		return f.campaign(ctx, set, seed, o, reg, stdout, stderr)
+		return f.campaign(ctx, set, seed, o, reg, stdout, con)
 	}
+	logf := con.Logf
 	if len(o.Kinds) > 0 {
 		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
-		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logTo(stderr)})
+		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
 		if err != nil {
 			return badInput("--kinds: %v", err)
 		}
@@ -210,7 +217,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := plan.CheckSize(machine.This()); err != nil {
 		return badInput("%v", err)
 	}
-	logf := logTo(stderr)
+	dir := f.out
+	if dir == "" {
+		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
+	}
+	if err := checkOut(dir); err != nil {
+		return badInput("--out: %v", err)
+	}
 	if fallback, err := f.needEngine(ctx, set, o, logf); err != nil {
 		return err
 	} else if fallback {
@@ -222,19 +235,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return badInput("%v", err)
 		}
 	}
-	dir := f.out
-	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
-	}
-	fmt.Fprintf(stderr, "groupquake: seed %d; run directory %s\ngroupquake: rerun with: %s\n", seed, dir, plan.Command())
+	con.Infof("seed %d; run directory %s", seed, dir)
+	con.Infof("rerun with: %s", plan.Command())
+	con.expectWorkload(plan.Workload)
+	stopWatch := con.watch(ctx)
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
 	defer writing(dir)()
 	res, err := run.Run(ctx, run.Config{
-		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, OnPhase: onPhase,
+		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase,
 		ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
 		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
 	})
+	stopWatch()
 	for _, n := range res.Notes {
 		logf("note: %s", n)
 	}
@@ -245,27 +258,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		runErr = err
 	}
-	var judged *run.Judged
-	if res.Report.Verdicts != nil {
-		j, err := run.Judge(dir)
-		if err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("judging the run: %w", err))
-		} else {
-			judged = &j
-		}
-	}
+	judged, runErr := judgeRun(dir, res, runErr)
 	out := judgement(plan, dir, judged, runErr)
 	if f.json {
-		if err := writeJSON(stdout, out); err != nil {
+		if err := writeJSON(stdout, runDoc{schemaVersion, out}); err != nil {
 			return err
 		}
 	} else if judged != nil {
 		printJudgement(stdout, *judged)
 	}
 	stepSummary(logf, "groupquake run --seed "+strconv.FormatUint(seed, 10), dir, plan, judged, runErr)
-	fmt.Fprintf(stderr, "groupquake: run directory %s; check it again with: groupquake check %s\ngroupquake: rerun with: %s\n", dir, dir, plan.Command())
+	con.Infof("run directory %s; check it again with: groupquake check %s", dir, dir)
+	con.Infof("rerun with: %s", plan.Command())
 	if out.Report != "" {
-		fmt.Fprintf(stderr, "groupquake: report: %s\n", out.Report)
+		con.Infof("report: %s", out.Report)
 	}
 	if runErr != nil {
 		if interrupt.Is(runErr) && judged != nil {
@@ -276,6 +282,31 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return exitError{exitFailed, runErr.Error()}
 	}
 	return verdictStatus(judged.Report)
+}
+
+// judgeRun judges the run in dir once run.Run returned res and runErr: it
+// returns the judgement, or nil when there is none to print: the run
+// never got past its setup (then the error says the run never happened,
+// and no tally is printed for it, whatever its checkers say of a history
+// without members) or was not judged at all.
+func judgeRun(dir string, res run.Result, runErr error) (*run.Judged, error) {
+	if res.Report.Verdicts == nil {
+		if runErr == nil {
+			runErr = errors.New("the run ended without verdicts")
+		}
+		return nil, runErr
+	}
+	j, err := run.Judge(dir)
+	if err != nil {
+		return nil, errors.Join(runErr, fmt.Errorf("judging the run: %w", err))
+	}
+	if !pastSetup(j.Events) {
+		if runErr == nil {
+			runErr = errors.New("it stopped in its setup")
+		}
+		return nil, fmt.Errorf("the run never happened (it stopped in its setup, before any member started; nothing was judged): %w", runErr)
+	}
+	return &j, runErr
 }
 
 // needEngine makes sure a Docker engine answers when the plan needs a
@@ -401,14 +432,19 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 		}
 	}
 	if f.nodeControl != "" {
-		if _, err := template.New("node-control").Parse(f.nodeControl); err != nil {
-			return 0, o, badInput("--node-control: %v; write a command template such as 'ssh {{.Host}} sudo systemctl {{.Action}} kafka'", err)
+		if err := checkNodeControl(f.nodeControl); err != nil {
+			return 0, o, err
 		}
 	}
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
-		if slices.Contains(o.Kinds, "") {
-			return 0, o, badInput("--kinds %q names an empty kind: give kinds separated by single commas", f.kinds)
+		if err := checkKinds("--kinds", f.kinds, o.Kinds); err != nil {
+			return 0, o, err
+		}
+	}
+	if f.topic != "" {
+		if err := checkTopic(f.topic); err != nil {
+			return 0, o, err
 		}
 	}
 	if f.faults != "" {
@@ -425,7 +461,7 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 		o.Intensity = f.intensity
 	}
 	if f.out != "" {
-		if err := run.CheckDir(f.out); err != nil {
+		if err := checkOut(f.out); err != nil {
 			return 0, o, badInput("--out: %v", err)
 		}
 	}
@@ -492,6 +528,85 @@ func kindNames() string {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, ", ")
+}
+
+// knownKinds lists every member kind a command line may name, from the
+// registries that hold them: the default one (what a seed draws from), the
+// broken kinds and the Java kinds (run only when named).
+func knownKinds() []string {
+	names := append(run.DefaultRegistry().Names(), run.BrokenRegistry().Names()...)
+	names = append(names, javaKindNames()...)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// checkKinds refuses a --kinds list (flag, as typed) with an empty or
+// unknown kind, naming every known kind.
+func checkKinds(flag, typed string, kinds []string) error {
+	for _, k := range kinds {
+		switch {
+		case strings.TrimSpace(k) == "":
+			return badInput("%s %q names an empty kind: give kinds separated by single commas, e.g. classic,consumer", flag, typed)
+		case !slices.Contains(knownKinds(), k):
+			return badInput("%s: unknown member kind %q: known kinds are %s", flag, k, strings.Join(knownKinds(), ", "))
+		}
+	}
+	return nil
+}
+
+// checkTopic refuses a topic name Kafka refuses: Kafka's
+// org.apache.kafka.common.internals.Topic.validate allows at most 249
+// characters of ASCII letters and digits, '.', '_' and '-', and neither
+// "." nor "..".
+func checkTopic(name string) error {
+	const maxTopicName = 249
+	switch {
+	case name == "." || name == "..":
+		return badInput("--topic %q: Kafka refuses \".\" and \"..\" as topic names: give another name, or leave --topic out", name)
+	case len(name) > maxTopicName:
+		return badInput("--topic: a Kafka topic name has at most %d characters, this one %d: give a shorter one", maxTopicName, len(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return badInput("--topic %q: Kafka topic names hold only ASCII letters, digits, '.', '_' and '-', not %q: give another name", name, r)
+		}
+	}
+	return nil
+}
+
+// checkNodeControl refuses a --node-control template that does not parse,
+// or that fails on a node fault's fields (a field it does not have): a
+// node fault would otherwise fail in the middle of the run.
+func checkNodeControl(text string) error {
+	t, err := template.New("node-control").Option("missingkey=error").Parse(text)
+	if err != nil {
+		return badInput("--node-control: %v; write a command template such as 'ssh {{.Host}} sudo systemctl {{.Action}} kafka'", err)
+	}
+	if err := t.Execute(io.Discard, map[string]any{"Action": "stop", "Node": 1, "Host": "broker-1", "Port": "9092"}); err != nil {
+		return badInput("--node-control: %v; its fields are .Action, .Node, .Host and .Port", err)
+	}
+	return nil
+}
+
+// checkOut says whether dir can become a run directory (run.CheckDir), and
+// whether it can be made: the nearest folder above it that exists must be
+// a folder.
+func checkOut(dir string) error {
+	if err := run.CheckDir(dir); err != nil {
+		return err
+	}
+	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s cannot be made: %s is a file, not a folder", dir, d)
+			}
+			return nil
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
 }
 
 func javaKindNames() []string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,8 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.seed, "seed", "", "seed of the member ids and heartbeat jitter (default: a random one, printed)")
 	fs.BoolVar(&f.json, "json", false, "print the reports as JSON on stdout")
 	fs.StringVar(&f.logs, "logs", "", "container cluster: save each node's whole log in this directory (node-ID.log) before the cluster is removed")
+	var lv levelFlags
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
@@ -101,7 +104,11 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := noArgs(fs, pos); err != nil {
 		return err
 	}
-	sizes, protos, seed, err := f.check()
+	con, err := lv.console(stderr)
+	if err != nil {
+		return err
+	}
+	sizes, protos, seed, err := f.check(given(fs))
 	if err != nil {
 		return err
 	}
@@ -119,12 +126,14 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return badInput("scale --logs %s already holds node logs (%s) of an earlier run: give a new directory", f.logs, filepath.Base(old[0]))
 		}
 	}
-	logf := logTo(stderr)
-	logf("scale: seed %d; rerun: groupquake scale %s", seed, f.rerun(fs, seed))
+	logf := con.Logf
+	con.Infof("scale: seed %d; rerun: groupquake scale %s", seed, f.rerun(fs, seed))
+	stopWatch := con.watch(ctx)
+	defer stopWatch()
 
 	h, err := f.cluster(ctx, logf)
 	if err != nil {
-		return err
+		return exitError{exitFailed, fmt.Sprintf("the cluster could not be started: %v", err)}
 	}
 	defer func() {
 		if c, ok := h.(*cluster.Cluster); ok && f.logs != "" {
@@ -137,13 +146,16 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var reps []*scale.Report
 	var gave []string
 	failed := map[scale.Protocol]bool{}
+	step, steps := 0, len(sizes)*len(protos)
 	// Size by size, both protocols at each size before the next, so that
 	// a run cut short has the smaller sizes of every protocol.
 	for _, n := range sizes {
 		for _, p := range protos {
+			step++
 			if failed[p] || ctx.Err() != nil {
 				continue
 			}
+			con.Infof("scale run %d of %d: %s with %d members", step, steps, p, n)
 			// Short names: the classic group's metadata record repeats the
 			// topic name twice per member.
 			name := fmt.Sprintf("gq%s%d-%d", p[:2], n, seed%100000)
@@ -159,8 +171,8 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rep, err := scale.Run(ctx, h, o)
 			if rep != nil && len(rep.Phases) > 0 {
 				reps = append(reps, rep)
-				if b, err := json.Marshal(rep); err == nil {
-					logf("report: %s", b)
+				if b, err := json.Marshal(scaleReportOf(rep)); err == nil {
+					con.Debugf("report: %s", b)
 				}
 			}
 			if err != nil && ctx.Err() != nil {
@@ -175,13 +187,23 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
-	printScale(stdout, reps, f.json)
-	logf("peak resident set of this process: %d MB", scale.MaxRSS()>>20)
+	if f.json {
+		doc := scaleJSON{SchemaVersion: schemaVersion, Seed: seed, Reports: []scaleReportJSON{}, Gave: gave}
+		for _, r := range reps {
+			doc.Reports = append(doc.Reports, scaleReportOf(r))
+		}
+		if err := writeJSON(stdout, doc); err != nil {
+			return err
+		}
+	} else {
+		printScale(stdout, reps)
+	}
+	con.Infof("peak resident set of this process: %d MB", scale.MaxRSS()>>20)
 	if err := interrupted(ctx, fmt.Sprintf("(what was measured up to there is printed above); rerun with: groupquake scale %s", f.rerun(fs, seed))); err != nil {
 		return err
 	}
 	if len(gave) > 0 {
-		return fmt.Errorf("%d run(s) did not reach a stable group:\n  %s", len(gave), strings.Join(gave, "\n  "))
+		return exitError{exitFailed, fmt.Sprintf("%d run(s) did not reach a stable group: %s", len(gave), strings.Join(gave, "; "))}
 	}
 	return nil
 }
@@ -209,8 +231,8 @@ func saveNodeLogs(c *cluster.Cluster, dir string, logf func(string, ...any)) {
 	}
 }
 
-func (f *scaleFlags) check() ([]int, []scale.Protocol, uint64, error) {
-	if f.members == "" || f.protocols == "" || f.partitions == 0 {
+func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64, error) {
+	if f.members == "" || f.protocols == "" || !set["partitions"] {
 		return nil, nil, 0, badInput("scale needs --members, --protocol and --partitions (see 'groupquake scale -h')")
 	}
 	var sizes []int
@@ -219,7 +241,9 @@ func (f *scaleFlags) check() ([]int, []scale.Protocol, uint64, error) {
 		if err != nil || n < 2 {
 			return nil, nil, 0, badInput("--members %q: each size is a whole number of at least 2 (one member leaves)", s)
 		}
-		sizes = append(sizes, n)
+		if !slices.Contains(sizes, n) {
+			sizes = append(sizes, n)
+		}
 	}
 	slices.Sort(sizes)
 	var protos []scale.Protocol
@@ -228,7 +252,9 @@ func (f *scaleFlags) check() ([]int, []scale.Protocol, uint64, error) {
 		if err != nil {
 			return nil, nil, 0, badInput("--protocol: %v", err)
 		}
-		protos = append(protos, p)
+		if !slices.Contains(protos, p) {
+			protos = append(protos, p)
+		}
 	}
 	if f.partitions < 1 {
 		return nil, nil, 0, badInput("--partitions %d: the topic needs at least one partition", f.partitions)
@@ -236,15 +262,56 @@ func (f *scaleFlags) check() ([]int, []scale.Protocol, uint64, error) {
 	if f.embedded && f.bootstrap != "" {
 		return nil, nil, 0, badInput("--embedded and --bootstrap both given: pick one cluster")
 	}
+	if f.embedded || f.bootstrap != "" {
+		// These shape the container cluster scale starts.
+		for _, name := range []string{"kafka", "nodes", "heap", "consumer-heartbeat", "consumer-session", "via-proxy", "logs"} {
+			if set[name] {
+				which := "--embedded runs in this process"
+				if f.bootstrap != "" {
+					which = "with --bootstrap the cluster is yours"
+				}
+				return nil, nil, 0, badInput("--%s applies to the container cluster scale starts; %s: leave --%s out", name, which, name)
+			}
+		}
+	}
+	if f.bootstrap != "" {
+		for _, a := range strings.Split(f.bootstrap, ",") {
+			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+				return nil, nil, 0, badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", f.bootstrap, a)
+			}
+		}
+	}
+	if err := cluster.CheckKafkaVersion(f.kafka); err != nil {
+		return nil, nil, 0, badInput("--kafka: %v (groupquake version lists them)", err)
+	}
 	if f.nodes != 1 && f.nodes != 3 {
 		return nil, nil, 0, badInput("--nodes %d: a container cluster has 1 or 3 nodes", f.nodes)
+	}
+	if f.heapMB < 0 {
+		return nil, nil, 0, badInput("--heap %d: give each node's JVM heap in MB, such as 1024, or 0 for the cluster's default", f.heapMB)
 	}
 	if f.conns < 1 {
 		return nil, nil, 0, badInput("--conns %d: the consumer members need at least one connection", f.conns)
 	}
-	for name, d := range map[string]time.Duration{"session": f.session, "rebalance-timeout": f.rebalance, "heartbeat": f.hb, "consumer-heartbeat": f.consumerHB, "consumer-session": f.consumerSession, "stable-timeout": f.stableTimeout} {
-		if d <= 0 {
-			return nil, nil, 0, badInput("--%s %s: must be positive", name, d)
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"session", f.session}, {"rebalance-timeout", f.rebalance}, {"heartbeat", f.hb}, {"consumer-heartbeat", f.consumerHB}, {"consumer-session", f.consumerSession}, {"stable-timeout", f.stableTimeout}} {
+		if d.d <= 0 {
+			return nil, nil, 0, badInput("--%s %s: must be positive", d.name, d.d)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"commit-interval", f.commit}, {"steady", f.steady}} {
+		if d.d < 0 {
+			return nil, nil, 0, badInput("--%s %s: give 0 (none) or a positive time", d.name, d.d)
+		}
+	}
+	if f.logs != "" {
+		if st, err := os.Stat(f.logs); err == nil && !st.IsDir() {
+			return nil, nil, 0, badInput("--logs %s is a file: give a directory for the nodes' logs", f.logs)
 		}
 	}
 	seed := rand.Uint64()
@@ -287,9 +354,6 @@ func (f *scaleFlags) cluster(ctx context.Context, logf func(string, ...any)) (cl
 	case f.bootstrap != "":
 		return cluster.Connect(ctx, cluster.ExternalConfig{Bootstrap: strings.Split(f.bootstrap, ","), Logf: logf})
 	}
-	if err := cluster.CheckKafkaVersion(f.kafka); err != nil {
-		return nil, badInput("--kafka: %v", err)
-	}
 	return cluster.Start(ctx, cluster.Config{
 		Version: f.kafka, Nodes: f.nodes, HeapMB: f.heapMB, Logf: logf,
 		Settings: map[string]string{
@@ -299,13 +363,77 @@ func (f *scaleFlags) cluster(ctx context.Context, logf func(string, ...any)) (cl
 	})
 }
 
-func printScale(w io.Writer, reps []*scale.Report, asJSON bool) {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(reps)
-		return
+// scaleJSON is what `scale --json` prints: every run's report, and the
+// runs that did not reach a stable group.
+type scaleJSON struct {
+	SchemaVersion int               `json:"schema_version"`
+	Seed          uint64            `json:"seed"`
+	Reports       []scaleReportJSON `json:"reports"`
+	// Gave says which runs did not reach a stable group, and why.
+	Gave []string `json:"gave,omitempty"`
+}
+
+// scaleReportJSON is scale.Report with every duration in seconds.
+type scaleReportJSON struct {
+	Protocol           scale.Protocol   `json:"protocol"`
+	Members            int              `json:"members"`
+	Partitions         int32            `json:"partitions"`
+	Conns              int              `json:"connections"`
+	Phases             []scalePhaseJSON `json:"phases"`
+	RSSPerMember       float64          `json:"rss_bytes_per_member"`
+	HeapPerMember      float64          `json:"heap_bytes_per_member"`
+	RSS                uint64           `json:"rss_bytes"`
+	MaxRSS             uint64           `json:"max_rss_bytes"`
+	Goroutines         int              `json:"goroutines"`
+	SteadyCPUPerMember float64          `json:"steady_cpu_us_per_member_s"`
+	BrokerMemory       map[int32]uint64 `json:"broker_memory_bytes,omitempty"`
+	Overlaps           int              `json:"overlaps"`
+}
+
+type scalePhaseJSON struct {
+	Name          string            `json:"name"`
+	Members       int               `json:"members"`
+	ToStableS     float64           `json:"to_stable_s"`
+	Paused        int               `json:"paused_partitions"`
+	PauseP50S     float64           `json:"pause_p50_s"`
+	PauseP99S     float64           `json:"pause_p99_s"`
+	PauseMaxS     float64           `json:"pause_max_s"`
+	Answered      int64             `json:"answered"`
+	RPS           float64           `json:"rps"`
+	ByAPI         map[string]int64  `json:"by_api"`
+	HeartbeatP50S float64           `json:"heartbeat_p50_s"`
+	HeartbeatP99S float64           `json:"heartbeat_p99_s"`
+	Errors        map[string]int64  `json:"errors,omitempty"`
+	ErrorSamples  map[string]string `json:"error_samples,omitempty"`
+	HarnessCPUS   float64           `json:"harness_cpu_s"`
+	BrokerCPUS    float64           `json:"broker_cpu_s,omitempty"`
+	Epoch         int32             `json:"epoch"`
+	Note          string            `json:"note,omitempty"`
+}
+
+func scaleReportOf(r *scale.Report) scaleReportJSON {
+	out := scaleReportJSON{
+		Protocol: r.Protocol, Members: r.Members, Partitions: r.Partitions, Conns: r.Conns, Phases: []scalePhaseJSON{},
+		RSSPerMember: r.RSSPerMember, HeapPerMember: r.HeapPerMember, RSS: r.RSS, MaxRSS: r.MaxRSS, Goroutines: r.Goroutines,
+		SteadyCPUPerMember: r.SteadyCPUPerMember, BrokerMemory: r.BrokerMemory, Overlaps: r.Overlaps,
 	}
+	for _, p := range r.Phases {
+		byAPI := p.ByAPI
+		if byAPI == nil {
+			byAPI = map[string]int64{}
+		}
+		out.Phases = append(out.Phases, scalePhaseJSON{
+			Name: p.Name, Members: p.Members, ToStableS: seconds(p.ToStable), Paused: p.Paused,
+			PauseP50S: seconds(p.PauseP50), PauseP99S: seconds(p.PauseP99), PauseMaxS: seconds(p.PauseMax),
+			Answered: p.Answered, RPS: p.RPS, ByAPI: byAPI, HeartbeatP50S: seconds(p.HeartbeatP50), HeartbeatP99S: seconds(p.HeartbeatP99),
+			Errors: p.Errors, ErrorSamples: p.ErrorSamples, HarnessCPUS: seconds(p.HarnessCPU), BrokerCPUS: seconds(p.BrokerCPU),
+			Epoch: p.Epoch, Note: p.Note,
+		})
+	}
+	return out
+}
+
+func printScale(w io.Writer, reps []*scale.Report) {
 	ms := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,7 +27,13 @@ Exit status: 0, or 2 when no readable run directory is found.
 // README's table of scenario families is made from.
 func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("stats", statsUsage)
+	var lv levelFlags
+	lv.register(fs)
 	roots, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	con, err := lv.console(stderr)
 	if err != nil {
 		return err
 	}
@@ -54,12 +59,12 @@ func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, d := range dirs {
 		plan, err := run.LoadPlan(filepath.Join(d, run.PlanFile))
 		if err != nil {
-			fmt.Fprintf(stderr, "groupquake: skipping %s: %v\n", d, err)
+			con.Infof("skipping %s: %v", d, err)
 			continue
 		}
 		loaded, err := history.Load(filepath.Join(d, run.HistoryFile))
 		if err != nil {
-			fmt.Fprintf(stderr, "groupquake: skipping %s: %v\n", d, err)
+			con.Infof("skipping %s: %v", d, err)
 			continue
 		}
 		runs = append(runs, results.MeasurePressure(plan.Options.Scenario, loaded.Events))

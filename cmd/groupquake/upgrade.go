@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,13 +108,19 @@ type upgradeResult struct {
 func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("upgrade", upgradeUsage)
 	var f upgradeFlags
+	var lv levelFlags
 	f.register(fs)
+	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	bad := badInput
 	if err := noArgs(fs, pos); err != nil {
+		return err
+	}
+	con, err := lv.console(stderr)
+	if err != nil {
 		return err
 	}
 	if f.from == "" {
@@ -127,6 +134,32 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if _, err := faults.ParseIntensity(f.intensity); err != nil {
 		return bad("--intensity: %v", err)
+	}
+	switch cluster.ImageSource(f.imageSource) {
+	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
+	default:
+		return bad("--image-source %q: use auto, build or official", f.imageSource)
+	}
+	if f.partitions < 1 {
+		return bad("--partitions %d: the workload topic needs at least one partition", f.partitions)
+	}
+	if f.rate < 1 {
+		return bad("--rate %d: the workload needs at least one record per second", f.rate)
+	}
+	if top := 65535 - 3; f.basePort < 0 || f.basePort > top {
+		return bad("--base-port %d: give a port from 1 to %d, or 0 for free ports", f.basePort, top)
+	}
+	if f.bound <= 0 {
+		return bad("--bound %s: both runs need a positive bound, such as 30m", f.bound)
+	}
+	kinds := strings.Split(f.kinds, ",")
+	if err := checkKinds("--kinds", f.kinds, kinds); err != nil {
+		return err
+	}
+	for _, k := range kinds {
+		if !slices.Contains(run.DefaultRegistry().Names(), k) {
+			return bad("--kinds: %s runs only in groupquake run; an upgrade's group is made of %s", k, strings.Join(run.DefaultRegistry().Names(), ", "))
+		}
 	}
 	var seed uint64
 	if f.seed == "" {
@@ -144,7 +177,7 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	reg := run.DefaultRegistry()
 	o := run.Options{
-		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: strings.Split(f.kinds, ","), Partitions: int32(f.partitions), Rate: f.rate,
+		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: kinds, Partitions: int32(f.partitions), Rate: f.rate,
 		Duration: f.duration, UpgradeTo: f.to, Downgrade: f.downgrade,
 	}
 	if f.intensity != "normal" {
@@ -168,6 +201,9 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return bad("baseline: %v", err)
 	}
+	if both := base.Workload + up.Workload; f.bound <= both {
+		return bad("--bound %s is not longer than the two workloads (%s + %s): raise --bound (it also covers the cluster's start, the images and each run's setup and heal)", f.bound, base.Workload, up.Workload)
+	}
 	dir := f.out
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-upgrade-"+strconv.FormatUint(seed, 10))
@@ -175,8 +211,8 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := outputDir("upgrade --out", dir, "upgrade.txt", "upgrade.json"); err != nil {
 		return err
 	}
-	for _, name := range []string{"baseline", "upgrade"} {
-		if err := run.CheckDir(filepath.Join(dir, name)); err != nil {
+	for _, d := range []string{dir, filepath.Join(dir, "baseline"), filepath.Join(dir, "upgrade")} {
+		if err := checkOut(d); err != nil {
 			return bad("--out: %v", err)
 		}
 	}
@@ -187,8 +223,11 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return bad("%v", err)
 	}
 	rerun := "groupquake upgrade " + strings.Join(f.args(seed), " ")
-	logf := logTo(stderr)
-	fmt.Fprintf(stderr, "groupquake: upgrade %s → %s, seed %d; directory %s\ngroupquake: rerun with: %s\n", f.from, f.to, seed, dir, rerun)
+	logf := con.Logf
+	con.Infof("upgrade %s → %s, seed %d; directory %s", f.from, f.to, seed, dir)
+	con.Infof("rerun with: %s", rerun)
+	stopWatch := con.watch(ctx)
+	defer stopWatch()
 
 	// Everything that can be refused has been: from here on, containers.
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
@@ -222,25 +261,26 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		d := filepath.Join(dir, name)
 		logf("%s run: %s", name, p.Command())
 		defer writing(d)()
-		res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Cluster: c, Disposable: true, Logf: logf, OnPhase: onPhase})
+		con.expectWorkload(p.Workload)
+		res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Cluster: c, Disposable: true, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase})
 		for _, n := range res.Notes {
 			logf("note (%s): %s", name, n)
 		}
 		fmt.Fprintf(stdout, "== %s (%s)\n", name, d)
-		if res.Report.Verdicts != nil {
-			if j, lerr := run.Judge(d); lerr == nil {
-				printJudgement(stdout, j)
-				if jerr := verdictStatus(j.Report); jerr != nil {
-					failed = append(failed, name+": "+jerr.Error())
-				}
+		j, err := judgeRun(d, res, err)
+		if j != nil {
+			printJudgement(stdout, *j)
+			if jerr := verdictStatus(j.Report); jerr != nil {
+				failed = append(failed, name+": "+jerr.Error())
 			}
-			for _, v := range res.Report.Verdicts {
+			for _, v := range j.Report.Verdicts {
 				if v.Skipped != "" {
 					failed = append(failed, fmt.Sprintf("%s: checker %s was skipped (%s)", name, v.Name, v.Skipped))
 				}
 			}
 		}
 		if err != nil {
+			logf("%s run could not be carried out: %v", name, err)
 			return results.Impact{}, false
 		}
 		h, lerr := history.Load(filepath.Join(d, run.HistoryFile))
@@ -303,7 +343,7 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if werr != nil {
 		logf("writing the upgrade's result: %v", werr)
 	}
-	fmt.Fprintf(stderr, "groupquake: directory %s; rerun with: %s\n", dir, rerun)
+	con.Infof("directory %s; rerun with: %s", dir, rerun)
 	if len(failed) > 0 {
 		return exitError{exitViolation, "the upgrade did not validate:\n  " + strings.Join(failed, "\n  ")}
 	}

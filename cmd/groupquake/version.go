@@ -19,12 +19,13 @@ versions it serves, the default marked.
 
 // versionInfo is what `groupquake version` reports.
 type versionInfo struct {
-	Module   string `json:"module"`
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Time     string `json:"time,omitempty"`
-	Modified bool   `json:"modified,omitempty"`
-	Go       string `json:"go"`
+	SchemaVersion int    `json:"schema_version"`
+	Module        string `json:"module"`
+	Version       string `json:"version"`
+	Revision      string `json:"revision,omitempty"`
+	Time          string `json:"time,omitempty"`
+	Modified      bool   `json:"modified,omitempty"`
+	Go            string `json:"go"`
 	// Kafka lists the served Kafka versions, oldest first; coordinator/version
 	// keeps the list.
 	Kafka        []string `json:"kafka_versions"`
@@ -32,7 +33,7 @@ type versionInfo struct {
 }
 
 func buildVersion() versionInfo {
-	v := versionInfo{Module: "github.com/groupquake/groupquake", Version: "(unknown)", DefaultKafka: version.Default.String()}
+	v := versionInfo{SchemaVersion: schemaVersion, Module: "github.com/groupquake/groupquake", Version: "(unknown)", DefaultKafka: version.Default.String()}
 	for _, k := range version.Served() {
 		v.Kafka = append(v.Kafka, k.String())
 	}

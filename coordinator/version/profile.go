@@ -129,6 +129,21 @@ type Profile struct {
 	// 4.3.1): a static member may rejoin a group at group.consumer.max.size
 	// (GMM.throwIfConsumerGroupIsFull takes the instance id in the 4.4.0 jar).
 	StaticRejoinFullGroup bool
+	// StaticRejoinOwnInstance (apache/kafka PR #23542, "Fix static members
+	// being fenced by their own instance id", open; no served release has
+	// it): a static member's ConsumerGroupHeartbeat at epoch 0 with the
+	// member id that owns its instance id is the member itself coming back,
+	// handled in place (its state back like a dynamic member's; after a
+	// leave with epoch -2 its epoch reset and reconciled), and a join that
+	// changes an existing member's instance id is INVALID_REQUEST. Without
+	// it (the 4.0–4.4 branches and trunk),
+	// GMM.getOrMaybeSubscribeStaticConsumerGroupMember takes every join at
+	// epoch 0 of a known instance id for a replacement and calls
+	// throwIfInstanceIdIsUnreleased without comparing member ids, so the
+	// retry of a join whose answer was lost, or the rejoin after
+	// FENCED_MEMBER_EPOCH, is answered UNRELEASED_INSTANCE_ID naming the
+	// member itself (finding kafka-static-rejoin-own-instance).
+	StaticRejoinOwnInstance bool
 	// ClassicRejoinOnNewAssignment (KAFKA-20272, 4.3.0+; 4.3 branch source
 	// and the 4.4.0 jar): a classic member of a consumer group is told to
 	// rejoin (REBALANCE_IN_PROGRESS to its Heartbeat and SyncGroup) when its

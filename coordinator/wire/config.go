@@ -37,7 +37,7 @@ type Config struct {
 	// OffsetsPartitions is offsets.topic.num.partitions: how many
 	// partitions __consumer_offsets has. A data directory that already holds
 	// the topic must hold this many. Default 4 (Kafka's is 50; few
-	// partitions keep runs small, as DESIGN.md asks of brokers).
+	// partitions keep runs small, as docs/design.md asks of brokers).
 	OffsetsPartitions int
 	// DefaultPartitions is num.partitions, for CreateTopics with
 	// NumPartitions -1 and for auto-created topics. Default 1, as Kafka.

@@ -1,6 +1,6 @@
 // Package wire is the embedded cluster: a single-node Kafka-protocol server
 // inside the process that serves a group coordinator over the wire, so the
-// suites and the harness run with no Docker and no Java (DESIGN.md,
+// suites and the harness run with no Docker and no Java (docs/design.md,
 // Clusters → Embedded).
 //
 // It serves what kgo and kadm need around the group APIs, one file per API

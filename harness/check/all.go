@@ -47,10 +47,13 @@ func Judge(events []history.Event, obs *history.Observations, plan history.Plan,
 		opt.apply(&o)
 	}
 	f := build(events, obs)
-	return NewReport(all(f, obs, plan, o), rebalanceCost(f))
+	rep := NewReport(all(f, obs, plan, o), rebalanceCost(f))
+	rep.Findings = sightings(f, rep.Verdicts)
+	return rep
 }
 
 func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Verdict {
+	f.kinds, f.session = plan.Kinds, plan.SessionTimeout
 	for _, t := range plan.Partitions() {
 		f.tp(t)
 	}

@@ -90,6 +90,10 @@ func EnsureEngine(ctx context.Context, o EngineOptions) (string, error) {
 	}
 	if v, err := PingEngine(ctx); err == nil {
 		return v, nil
+	} else if ctx.Err() != nil {
+		// Interrupted, not absent: starting another engine would only
+		// fight the one that may well be running.
+		return "", fmt.Errorf("looking for a Docker engine: %w", ctx.Err())
 	} else if os.Getenv("DOCKER_HOST") != "" {
 		return "", fmt.Errorf("%v; DOCKER_HOST=%s is set, so groupquake does not start a local engine: start that engine or unset DOCKER_HOST", err, os.Getenv("DOCKER_HOST"))
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/groupquake/groupquake/coordinator/version"
-
 	"github.com/groupquake/groupquake/internal/interrupt"
+	"github.com/groupquake/groupquake/internal/progress"
 )
 
 //go:embed imagefiles
@@ -138,7 +138,10 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 			return Image{}, fmt.Errorf("pull %s: %v; without a registry use --image-source build", ref, err)
 		}
 		defer rc.Close()
-		if err := drainJSONStream(rc, nil); err != nil {
+		layers := &progress.Counter{Step: "image: pulling " + ref, Units: "layers pulled", Logf: logf, Unit: func(l string) bool { return l == "Pull complete" }}
+		err = drainJSONStream(rc, nil, func(m string) { fmt.Fprintln(layers, m) })
+		layers.Done()
+		if err != nil {
 			return Image{}, fmt.Errorf("pull %s: %v; without a registry use --image-source build", ref, err)
 		}
 		return Image{Ref: ref, Version: version, Official: true, Built: true}, nil
@@ -170,7 +173,7 @@ func EnsureImage(ctx context.Context, version string, o ImageOptions) (Image, er
 		return Image{}, err
 	}
 	logf("image: building %s from %s and %d jars", ref, base, len(libs.jars))
-	if err := buildKafkaImage(ctx, cli, ref, base, version, libs); err != nil {
+	if err := buildKafkaImage(ctx, cli, ref, base, version, libs, logf); err != nil {
 		return Image{}, err
 	}
 	d := time.Since(start)
@@ -272,7 +275,21 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf
 	}
 	logf("image: building base %s: debootstrap %s with %s from %s (one time, about a minute)", ref, codename, jre, mirror)
 	start := time.Now()
-	out, err := runQuiet(ctx, "debootstrap", "--variant=minbase", "--include="+jre, codename, rootfs, mirror)
+	var output bytes.Buffer
+	fetched := &progress.Counter{Step: "image: debootstrap " + codename, Units: "packages retrieved", Logf: logf,
+		Unit: func(l string) bool { return strings.HasPrefix(l, "I: Retrieving ") }}
+	configured := &progress.Counter{Step: "image: debootstrap " + codename, Units: "packages configured", Logf: logf,
+		Unit: func(l string) bool { return strings.HasPrefix(l, "I: Configuring ") }}
+	// In a process group of its own, interrupted with SIGINT: debootstrap
+	// then unmounts what it mounted in the root (its INT trap).
+	deb := interrupt.Command(ctx, "debootstrap", "--variant=minbase", "--include="+jre, codename, rootfs, mirror)
+	deb.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	deb.Stdout = io.MultiWriter(&output, fetched, configured)
+	deb.Stderr = deb.Stdout
+	err = interrupt.Run(deb)
+	fetched.Done()
+	configured.Done()
+	out := output.Bytes()
 	if err != nil && ctx.Err() != nil {
 		return "", fmt.Errorf("debootstrap %s: %w", codename, context.Cause(ctx))
 	}
@@ -304,7 +321,7 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf
 		interrupt.Wait(tarCmd)
 		return "", fmt.Errorf("docker import %s: %v", ref, err)
 	}
-	ierr := drainJSONStream(rc, nil)
+	ierr := drainJSONStream(rc, nil, nil)
 	rc.Close()
 	if werr := interrupt.Wait(tarCmd); werr != nil {
 		return "", fmt.Errorf("tar %s: %v: %s", rootfs, werr, tarErr.String())
@@ -447,11 +464,17 @@ func resolveBrokerJars(ctx context.Context, version string, mavenArgs []string, 
 		return brokerJars{}, err
 	}
 	logf("image: resolving Kafka %s broker jars with Maven (the machine's Maven settings apply)", version)
-	args := append([]string{"-B", "-q"}, mavenArgs...)
+	args := append([]string{"-B"}, mavenArgs...)
 	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
 	cmd := interrupt.Command(ctx, "mvn", args...)
 	cmd.Dir = work
-	out, err := interrupt.CombinedOutput(cmd)
+	var output bytes.Buffer
+	downloads := progress.MavenJars(fmt.Sprintf("image: resolving Kafka %s broker jars", version), logf)
+	cmd.Stdout = io.MultiWriter(&output, downloads)
+	cmd.Stderr = cmd.Stdout
+	err = interrupt.Run(cmd)
+	downloads.Done()
+	out := output.Bytes()
 	if err != nil {
 		if ctx.Err() != nil {
 			return brokerJars{}, fmt.Errorf("resolving Kafka %s broker jars with Maven: %w", version, context.Cause(ctx))
@@ -472,7 +495,7 @@ func resolveBrokerJars(ctx context.Context, version string, mavenArgs []string, 
 
 // buildKafkaImage sends a build context of the embedded image files plus
 // the jars to the engine.
-func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version string, libs brokerJars) error {
+func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version string, libs brokerJars, logf func(string, ...any)) error {
 	pr, pw := io.Pipe()
 	go func() {
 		pw.CloseWithError(writeBuildContext(pw, libs))
@@ -491,10 +514,23 @@ func buildKafkaImage(ctx context.Context, cli *client.Client, ref, base, version
 	}
 	defer res.Body.Close()
 	var log bytes.Buffer
-	if err := drainJSONStream(res.Body, &log); err != nil {
+	if err := drainJSONStream(res.Body, &log, buildSteps(ref, logf)); err != nil {
 		return fmt.Errorf("build %s: %v\n%s", ref, err, tail(log.Bytes(), 15))
 	}
 	return nil
+}
+
+// buildSteps says each stage of an image build as the engine's builder
+// announces it ("Step 3/9 : RUN ...").
+func buildSteps(ref string, logf func(string, ...any)) func(string) {
+	return func(line string) {
+		var n, of int
+		if _, err := fmt.Sscanf(line, "Step %d/%d :", &n, &of); err != nil {
+			return
+		}
+		_, what, _ := strings.Cut(strings.TrimSpace(line), " : ")
+		logf("image: building %s: step %d of %d: %s", ref, n, of, what)
+	}
 }
 
 func writeBuildContext(w io.Writer, libs brokerJars) error {
@@ -544,8 +580,9 @@ func writeBuildContext(w io.Writer, libs brokerJars) error {
 }
 
 // drainJSONStream reads the engine's JSON progress stream and returns the
-// first error message it carries.
-func drainJSONStream(r io.Reader, log io.Writer) error {
+// first error message it carries; each message's text goes to log and, one
+// at a time, to each (both optional).
+func drainJSONStream(r io.Reader, log io.Writer, each func(string)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -562,6 +599,9 @@ func drainJSONStream(r io.Reader, log io.Writer) error {
 		}
 		if log != nil {
 			io.WriteString(log, m.Stream+m.Status)
+		}
+		if each != nil && m.Stream+m.Status != "" {
+			each(strings.TrimRight(m.Stream+m.Status, "\n"))
 		}
 		if m.Error != "" {
 			return errors.New(m.Error)

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/groupquake/groupquake/coordinator/version"
@@ -73,5 +76,31 @@ func TestClusterIDNeverStartsWithDash(t *testing.T) {
 		if len(id) != 22 || id[0] == '-' {
 			t.Fatalf("cluster id %q: want 22 base64url characters not starting with '-'", id)
 		}
+	}
+}
+
+// TestBuildSteps: the engine's build stream is said stage by stage, "step
+// N of M", and its other lines are not.
+func TestBuildSteps(t *testing.T) {
+	stream := strings.Join([]string{
+		`{"stream":"Step 1/3 : FROM groupquake/jre:trixie"}`,
+		`{"stream":"\n"}`,
+		`{"stream":" ---\u003e 1a2b3c\n"}`,
+		`{"stream":"Step 2/3 : COPY libs /opt/kafka/libs\n"}`,
+		`{"stream":"Step 3/3 : ENTRYPOINT [\"/opt/kafka/run\"]\n"}`,
+		`{"stream":"Successfully built 4d5e6f\n"}`,
+	}, "\n")
+	var said []string
+	logf := func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }
+	if err := drainJSONStream(strings.NewReader(stream), nil, buildSteps("groupquake/kafka:4.4.0", logf)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"image: building groupquake/kafka:4.4.0: step 1 of 3: FROM groupquake/jre:trixie",
+		"image: building groupquake/kafka:4.4.0: step 2 of 3: COPY libs /opt/kafka/libs",
+		`image: building groupquake/kafka:4.4.0: step 3 of 3: ENTRYPOINT ["/opt/kafka/run"]`,
+	}
+	if !slices.Equal(said, want) {
+		t.Errorf("said %q, want %q", said, want)
 	}
 }

@@ -149,7 +149,8 @@ func TestInterruptUpgrade(t *testing.T) {
 	}
 	from, to := lo.String(), hi.String()
 	dir := filepath.Join(t.TempDir(), "upgrade")
-	p := clustertest.StartProcess(t, clustertest.HookedGroupquake(t), nil, "upgrade", "--from", from, "--to", to, "--seed", "22", "--out", dir)
+	// -v: testcontainers says when a container started.
+	p := clustertest.StartProcess(t, clustertest.HookedGroupquake(t), nil, "upgrade", "-v", "--from", from, "--to", to, "--seed", "22", "--out", dir)
 	run := p.WaitLine(startingLine, 4*time.Minute)[1]
 	// Once a container of it runs, the start is under way.
 	p.WaitLine(regexp.MustCompile(`Container started`), 2*time.Minute)

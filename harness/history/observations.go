@@ -30,6 +30,10 @@ type GroupDescription struct {
 	AssignorName    string              `json:"assignor_name,omitempty"`
 	Members         []MemberDescription `json:"members"`
 	Error           string              `json:"error,omitempty"`
+	// Coordinator is the node that answered the describe (a group's describe is sent to the
+	// node FindCoordinator names, and answered by a node that acts as its coordinator); nil
+	// when not recorded.
+	Coordinator *int32 `json:"coordinator,omitempty"`
 }
 
 // MemberDescription is one member of a GroupDescription.
@@ -286,6 +290,9 @@ type Plan struct {
 	ConvergenceSlack time.Duration `json:"convergence_slack,omitempty"`
 	// ConvergenceBound, when positive, replaces the computed bound.
 	ConvergenceBound time.Duration `json:"convergence_bound,omitempty"`
+	// Kinds names each member's implementation ("kgo-consumer"), by member
+	// name: a finding of one client matches only its members.
+	Kinds map[string]string `json:"kinds,omitempty"`
 }
 
 // TopicPlan is one subscribed topic.

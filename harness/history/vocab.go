@@ -74,7 +74,7 @@ const (
 	ProtocolConsumer = "consumer"
 )
 
-// Phase names, in the order a run goes through them (DESIGN.md "A run").
+// Phase names, in the order a run goes through them (docs/design.md "A run").
 const (
 	PhaseSetup    = "setup"
 	PhaseWarmup   = "warmup"

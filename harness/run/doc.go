@@ -1,6 +1,6 @@
 // Package run is the one place that wires a groupquake run together: the
 // plan, the cluster, the producers and members (the workload), the nemesis,
-// the observer, the history and the checkers (DESIGN.md "A run").
+// the observer, the history and the checkers (docs/design.md "A run").
 //
 // A run goes through these steps, Jepsen's and etcd's robustness tests'
 // lifecycle:

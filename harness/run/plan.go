@@ -581,7 +581,20 @@ func (p Plan) Check() history.Plan {
 		HeartbeatInterval: p.Timers.HeartbeatInterval,
 		RebalanceTimeout:  p.Timers.RebalanceTimeout,
 		ConvergenceSlack:  p.Timers.ConvergenceSlack,
+		Kinds:             p.kinds(),
 	}
+}
+
+// kinds maps each planned member to its kind.
+func (p Plan) kinds() map[string]string {
+	if len(p.Members) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(p.Members))
+	for _, m := range p.Members {
+		out[m.Name] = m.Kind
+	}
+	return out
 }
 
 // TopicNames lists the workload topics.

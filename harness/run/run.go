@@ -7,11 +7,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
@@ -46,6 +48,10 @@ type Config struct {
 	// is in the history, with the run's context (tests hold a phase with
 	// it, to interrupt the run there).
 	OnPhase func(ctx context.Context, phase string)
+	// KgoLog, when set, gets the log of the members' and producers' kgo
+	// clients at kgo's info level, each line naming the client (what
+	// `groupquake run -v` shows); nil is silent.
+	KgoLog func(format string, args ...any)
 	// Now is the clock; nil means time.Now. History times are monotonic
 	// time since the run started, read from the times it returns.
 	Now func() time.Time
@@ -164,6 +170,31 @@ type runner struct {
 
 	checkpointsMu sync.Mutex
 	checkpoints   []history.Snapshot // taken during the workload (checkpoint.go)
+}
+
+// kgoOpts are opts plus, when Config.KgoLog is set, a logger that sends the
+// kgo client of name's log there.
+func (r *runner) kgoOpts(name string, opts []kgo.Opt) []kgo.Opt {
+	if r.cfg.KgoLog == nil {
+		return opts
+	}
+	return append(slices.Clone(opts), kgo.WithLogger(kgoLogger{name: name, logf: r.cfg.KgoLog}))
+}
+
+// kgoLogger is a kgo.Logger that writes to a Logf at kgo's info level.
+type kgoLogger struct {
+	name string
+	logf func(string, ...any)
+}
+
+func (l kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	var b strings.Builder
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", keyvals[i], keyvals[i+1])
+	}
+	l.logf("kgo: %s: %s %s%s", l.name, level, msg, b.String())
 }
 
 func (r *runner) note(format string, args ...any) {
@@ -632,7 +663,7 @@ func (r *runner) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("links of producer %s: %w", pp.Name, err)
 		}
-		pr, err := newProducer(pp, l.KgoOpts(), r.rec, r.led, p.Topics, p.Options.Records)
+		pr, err := newProducer(pp, r.kgoOpts(pp.Name, l.KgoOpts()), r.rec, r.led, p.Topics, p.Options.Records)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/groupquake/groupquake/internal/interrupt"
+	"github.com/groupquake/groupquake/internal/progress"
 )
 
 // debian names the Debian package that provides each tool.
@@ -178,11 +180,21 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	if m.Logf != nil {
 		m.Logf("resolving %s with Maven (the machine's Maven settings apply)", what)
 	}
-	args := append([]string{"-B", "-q"}, m.Args...)
+	args := append([]string{"-B"}, m.Args...)
 	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
 	cmd := interrupt.Command(ctx, "mvn", args...)
 	cmd.Dir = work
-	if out, err := interrupt.CombinedOutput(cmd); err != nil {
+	var output bytes.Buffer
+	logf := m.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	jars := progress.MavenJars("resolving "+what, logf)
+	cmd.Stdout = io.MultiWriter(&output, jars)
+	cmd.Stderr = cmd.Stdout
+	err = interrupt.Run(cmd)
+	jars.Done()
+	if out := output.Bytes(); err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("resolving %s with Maven: %w", what, context.Cause(ctx))
 		}

@@ -136,8 +136,10 @@ func TestMatrix(t *testing.T) {
 
 // TestFresh hunts with fresh seeds: -chaos.fresh=N runs on one 3-node
 // cluster of every tested version, the families in turn and the member kinds
-// chosen by each seed, except every fourth run, which runs javaMix. Every run logs the command that reruns it and keeps
-// its run directory under $GROUPQUAKE_RUNS_DIR.
+// chosen by each seed, except every fourth run, which runs javaMix; every
+// third run draws its faults at the high intensity (20 a minute). Every run
+// logs the command that reruns it and keeps its run directory under
+// $GROUPQUAKE_RUNS_DIR.
 func TestFresh(t *testing.T) {
 	if *freshFlag <= 0 {
 		t.Skip("-chaos.fresh=N not given: the fresh-seed hunt is the nightly workflow's (make hunt); CI runs TestMatrix's fixed seeds")
@@ -150,6 +152,9 @@ func TestFresh(t *testing.T) {
 				family := families[i%len(families)]
 				seed := campaign.RandomSeed()
 				o := run.Options{Scenario: family, Kafka: version, Nodes: 3, Duration: 30 * time.Second}
+				if i%3 == 2 {
+					o.Intensity = "high"
+				}
 				mix := "seed"
 				switch {
 				case only != nil:
@@ -159,7 +164,7 @@ func TestFresh(t *testing.T) {
 					// (a seed never draws the Java kinds).
 					o.Kinds, mix = javaMix.Kinds, javaMix.Name
 				}
-				t.Run(fmt.Sprintf("%02d-%s/%s/seed-%d", i, family, mix, seed), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%02d-%s/%s%s/seed-%d", i, family, mix, map[bool]string{true: "-high"}[o.Intensity == "high"], seed), func(t *testing.T) {
 					campaign.RunOn(t, c, seed, o, 10*time.Minute)
 				})
 			}

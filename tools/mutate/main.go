@@ -1,7 +1,7 @@
 // Command mutate measures how well a package's tests hold its rules: it applies small deliberate
 // bugs (mutants) one at a time and runs a test command against each. A mutant the tests do not
 // notice ("survived") is a rule that no test needs; every checker rule must have a history that
-// fails because of that rule alone (DESIGN.md, "What is checked").
+// fails because of that rule alone (docs/design.md, "What is checked").
 //
 // The module tree is never written: each mutant reaches the go command as a -overlay file (set
 // through GOFLAGS), so an interrupted run leaves nothing to restore. Mutants come from a list file
