@@ -132,14 +132,15 @@ func costOf(c *check.Cost) *costJSON {
 }
 
 // pastSetup says whether the run's history got past its setup phase (to
-// its warm-up, where members start): a run that did not never happened,
+// its warm-up, where members start; a run whose setup failed or was
+// interrupted records its teardown right after): a run that did not never happened,
 // whatever its checkers say of a history with no member in it.
 func pastSetup(events []history.Event) bool {
 	for _, e := range events {
 		if e.F != history.FPhase {
 			continue
 		}
-		if ph, err := history.ValueAs[history.Phase](e); err == nil && ph.Name != history.PhaseSetup {
+		if ph, err := history.ValueAs[history.Phase](e); err == nil && ph.Name != history.PhaseSetup && ph.Name != history.PhaseTeardown {
 			return true
 		}
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 const usage = `groupquake: chaos and conformance for Kafka consumer groups
@@ -57,7 +55,7 @@ scale and version take --json to print their result as one JSON document
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyInterrupt(os.Stderr) // interrupt.go: Ctrl-C and SIGTERM
 	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -22,6 +22,8 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/interrupt"
+	"github.com/groupquake/groupquake/internal/machine"
 )
 
 // runFlags are the flags of `groupquake run`.
@@ -181,6 +183,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := run.CheckOptions(o, machine.This()); err != nil {
+		return badInput("%v", err)
+	}
 	if pinnedBy(set) == "" {
 		return f.campaign(ctx, set, seed, o, reg, stdout, con)
 	}
@@ -209,6 +214,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput("%v", err)
 	}
+	if err := plan.CheckSize(machine.This()); err != nil {
+		return badInput("%v", err)
+	}
 	dir := f.out
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
@@ -223,6 +231,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if plan, err = run.NewPlan(seed, o, reg.Kinds()); err != nil {
 			return err
 		}
+		if err := plan.CheckSize(machine.This()); err != nil {
+			return badInput("%v", err)
+		}
 	}
 	con.Infof("seed %d; run directory %s", seed, dir)
 	con.Infof("rerun with: %s", plan.Command())
@@ -230,8 +241,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	stopWatch := con.watch(ctx)
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
+	defer writing(dir)()
 	res, err := run.Run(ctx, run.Config{
-		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con),
+		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase,
 		ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
 		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
 	})
@@ -262,6 +274,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		con.Infof("report: %s", out.Report)
 	}
 	if runErr != nil {
+		if interrupt.Is(runErr) && judged != nil {
+			if verr := verdictStatus(judged.Report); verr != nil {
+				return exitError{exitViolation, runErr.Error() + "; up to there, " + verr.Error()}
+			}
+		}
 		return exitError{exitFailed, runErr.Error()}
 	}
 	return verdictStatus(judged.Report)

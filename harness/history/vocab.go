@@ -279,6 +279,10 @@ type Phase struct {
 	// at the final observation (those it took out for good, refused or
 	// replaced are not among them): each must be in the group.
 	Members []string `json:"members,omitempty"`
+	// Stopped, on the "teardown" phase of a run that stopped before its end,
+	// says why and where: "interrupted by SIGINT in its workload phase at
+	// 7.2s", "stopped by its bound (--bound) in its quiesce phase at 30m0s".
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Describe is the payload of FDescribe: what the observer saw at one moment.
