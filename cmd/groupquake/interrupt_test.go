@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -137,6 +138,10 @@ func TestInterruptRunPhases(t *testing.T) {
 					}
 					if b, _ := os.ReadFile(filepath.Join(dir, run.ReportFile)); !strings.Contains(string(b), "the run was "+want) {
 						t.Errorf("report.html does not say %q", "the run was "+want)
+					}
+					// check --json says the same, in the run schema.
+					if _, out := jsonCall(t, "check", "--json", dir); !strings.Contains(fmt.Sprint(validateJSON(t, "run", out)["stopped"]), want) {
+						t.Errorf("check --json does not say stopped %q", want)
 					}
 					for _, v := range rep.Verdicts {
 						// In its final phase the run had reached its end: the

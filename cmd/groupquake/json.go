@@ -54,6 +54,9 @@ type judgementJSON struct {
 	// Findings lists every place the history shows a registered finding
 	// (groupquake findings).
 	Findings []check.Sighting `json:"findings,omitempty"`
+	// Stopped says where a run that did not reach its end stopped, and why
+	// (an interrupt): it was judged up to there.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // runDoc is the document `run --json` (one run) and `check --json` print.
@@ -169,6 +172,7 @@ func judgement(p run.Plan, dir string, j *run.Judged, runErr error) judgementJSO
 		out.Verdicts = j.Report.Verdicts
 		out.RebalanceCost = costOf(j.Report.RebalanceCost)
 		out.Findings = j.Report.Findings
+		out.Stopped = j.Report.Stopped
 		out.Notes = append(append(out.Notes, j.Notes...), j.Report.Notes...)
 	}
 	return out
