@@ -48,7 +48,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -61,6 +60,8 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/wiretap"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // Opt configures a Member; options are checked once, in New.
@@ -824,13 +825,8 @@ type jvm struct {
 
 func (j *jvm) stdin() io.Writer  { return j.in }
 func (j *jvm) stdout() io.Reader { return j.out }
-func (j *jvm) kill() error {
-	if err := j.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	return nil
-}
-func (j *jvm) wait() error { return j.cmd.Wait() }
+func (j *jvm) kill() error       { return interrupt.Kill(j.cmd) }
+func (j *jvm) wait() error       { return interrupt.Wait(j.cmd) }
 
 // JVMFlags start a small JVM fast: a member needs little heap, and the
 // client's code runs too briefly for the optimising compiler to pay off.

@@ -313,6 +313,10 @@ type Phase struct {
 	// included (those it took out for good, refused or replaced are not
 	// among them): each must be in the group.
 	Members []string `json:"members,omitempty"`
+	// Stopped, on the "teardown" phase of a run that stopped before its end,
+	// says why and where: "interrupted by SIGINT in its workload phase at
+	// 7.2s", "stopped by its bound (--bound) in its quiesce phase at 30m0s".
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Describe is the payload of FDescribe: what the observer saw at one moment.
@@ -357,6 +361,10 @@ func DecodeValue(f string, raw json.RawMessage) (any, error) {
 		return decodeAs[Phase](raw)
 	case FDescribe:
 		return decodeAs[Describe](raw)
+	case FShareHeartbeat:
+		return decodeAs[ShareHeartbeat](raw)
+	case FShareFetch, FShareAck:
+		return decodeAs[ShareFetch](raw)
 	}
 	return append(json.RawMessage(nil), raw...), nil
 }
@@ -406,6 +414,10 @@ func TypedValue(e Event) (any, error) {
 	case *Phase:
 		return deref(v), nil
 	case *Describe:
+		return deref(v), nil
+	case *ShareHeartbeat:
+		return deref(v), nil
+	case *ShareFetch:
 		return deref(v), nil
 	}
 	return e.Value, nil

@@ -69,7 +69,8 @@ func (m *effectMeter) tap(e history.Event) {
 		m.lastChange = e.Time
 	}
 	switch e.F {
-	case history.FJoin, history.FSync, history.FHeartbeat, history.FCommit, history.FLeave:
+	case history.FJoin, history.FSync, history.FHeartbeat, history.FCommit, history.FLeave,
+		history.FShareHeartbeat, history.FShareFetch, history.FShareAck:
 		if e.Type == history.Fail || e.Type == history.Info {
 			m.failed[who]++
 		}

@@ -169,6 +169,10 @@ type Plan struct {
 	// nil in a plan written before it existed: nothing restarts them, and
 	// the run is carried out and judged as it was then.
 	Supervisor *Supervisor `json:"supervisor,omitempty"`
+	// Share, for a share group's run (share_run.go), is the cluster's
+	// share settings the share checkers judge by; nil when unknown (an
+	// external cluster).
+	Share *history.SharePlan `json:"share,omitempty"`
 }
 
 // Supervisor is what runs a member's process in production (systemd,
@@ -496,6 +500,9 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		p.Faults = append(p.Faults, steps...)
 		slices.SortStableFunc(p.Faults, func(a, b faults.Fault) int { return cmp.Compare(a.At, b.At) })
 	}
+	if err := checkSharePlan(&p); err != nil { // share_run.go
+		return Plan{}, err
+	}
 	return p, p.Validate()
 }
 
@@ -596,8 +603,11 @@ func (p Plan) Validate() error {
 			return fmt.Errorf("member name %q must be unique, non-empty, without '/' or spaces", m.Name)
 		}
 		names[m.Name] = true
-		if m.Protocol != history.ProtocolClassic && m.Protocol != history.ProtocolConsumer {
-			return fmt.Errorf("member %s (kind %s) has protocol %q, want classic or consumer", m.Name, m.Kind, m.Protocol)
+		if m.Protocol != history.ProtocolClassic && m.Protocol != history.ProtocolConsumer && m.Protocol != history.ProtocolShare {
+			return fmt.Errorf("member %s (kind %s) has protocol %q, want classic, consumer or share", m.Name, m.Kind, m.Protocol)
+		}
+		if (m.Protocol == history.ProtocolShare) != p.IsShare() {
+			return fmt.Errorf("member %s (kind %s) speaks %s, but the group is not a group of that type: share members and consumer-group members never share a group", m.Name, m.Kind, m.Protocol)
 		}
 	}
 	if s := p.Supervisor; s.On() && (s.BackoffInitial <= 0 || s.BackoffMax < s.BackoffInitial) {
@@ -625,6 +635,9 @@ func (p Plan) Validate() error {
 // then join it through the broker's classic-member support, KIP-848
 // "upgrade"); otherwise classic.
 func (p Plan) Protocol() string {
+	if p.IsShare() {
+		return history.ProtocolShare
+	}
 	for _, m := range p.Members {
 		if m.Protocol == history.ProtocolConsumer {
 			return history.ProtocolConsumer
@@ -643,7 +656,21 @@ func (p Plan) Check() history.Plan {
 		HeartbeatInterval: p.Timers.HeartbeatInterval,
 		RebalanceTimeout:  p.Timers.RebalanceTimeout,
 		ConvergenceSlack:  p.Timers.ConvergenceSlack,
+		Kinds:             p.kinds(),
+		Share:             p.Share,
 	}
+}
+
+// kinds maps each planned member to its kind.
+func (p Plan) kinds() map[string]string {
+	if len(p.Members) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(p.Members))
+	for _, m := range p.Members {
+		out[m.Name] = m.Kind
+	}
+	return out
 }
 
 // TopicNames lists the workload topics.

@@ -238,7 +238,8 @@ func (m *refusedRetry) Poll(context.Context) ([]clients.Record, error) {
 // in that order, before the stop and the restart (the new incarnation, a
 // real consumer member, then joins). A checker that flags a member refused
 // for its own instance id finds what it needs whether or not the member
-// came back.
+// came back: EventuallyConverges fails on it (finding
+// kafka-static-rejoin-own-instance) though m2 is back in the group.
 func TestSupervisorKeepsTheRefusedRetry(t *testing.T) {
 	t.Parallel()
 	reg := run.DefaultRegistry()
@@ -299,7 +300,16 @@ func TestSupervisorKeepsTheRefusedRetry(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("m2's history:\n got %q\nwant %q", got, want)
 	}
-	if v := verdictOf(res.Report, "EventuallyConverges"); !v.Holds {
-		t.Errorf("EventuallyConverges: %+v", v.Violations)
+	// The refusal is a Kafka bug (finding kafka-static-rejoin-own-instance):
+	// the run fails on it although the supervisor brought m2 back, and on
+	// nothing else.
+	v := verdictOf(res.Report, "EventuallyConverges")
+	if v.Holds || len(v.Violations) == 0 {
+		t.Fatalf("EventuallyConverges holds: the refusal of m2's own instance id must fail it, supervisor or not (notes %v)", v.Notes)
+	}
+	for _, x := range v.Violations {
+		if x.Finding != check.FindingStaticRejoinOwnInstance {
+			t.Errorf("EventuallyConverges: a violation other than %s: %+v", check.FindingStaticRejoinOwnInstance, x)
+		}
 	}
 }
