@@ -127,19 +127,22 @@ type Member struct {
 	cmdMu sync.Mutex // one command at a time: the client answers them in order
 	wmu   sync.Mutex // lines to the client
 
-	mu       sync.Mutex
-	conn     Conn
-	gw       *gateway
-	owned    clients.Partitions
-	replies  chan Msg
-	exited   chan struct{}
-	exitErr  error
-	closed   bool
-	frozen   bool
-	nextID   uint64
-	ready    Msg // the client's ready
-	appBusy  bool
-	stopped  error
+	mu        sync.Mutex
+	conn      Conn
+	gw        *gateway
+	owned     clients.Partitions
+	replies   chan Msg
+	exited    chan struct{}
+	exitErr   error
+	closed    bool
+	frozen    bool
+	nextID    uint64
+	ready     Msg // the client's ready
+	appBusy   bool
+	stopped   error
+	killed    bool // Kill was called
+	selfEnded bool // the stream ended before any Kill
+
 	callOpen map[uint64]clients.Event // calls the client reported sent (calls "client")
 }
 
@@ -267,6 +270,13 @@ func (m *Member) Start(ctx context.Context) error {
 		err = m.checkReady(r)
 	}
 	if err != nil {
+		if r.Type == TError {
+			// A client that refused hello ends: give it the time to.
+			select {
+			case <-m.exited:
+			case <-time.After(5 * time.Second):
+			}
+		}
 		m.Kill()
 		return err
 	}
@@ -388,6 +398,7 @@ func (m *Member) read(conn Conn) {
 		err = errors.New("the member's process exited")
 	}
 	m.exitErr = fmt.Errorf("%w; its last output: %s", err, m.tail.String())
+	m.selfEnded = !m.killed
 	close(m.exited)
 	m.mu.Unlock()
 }
@@ -894,6 +905,7 @@ func (m *Member) Kill() error {
 	m.mu.Lock()
 	conn, gw, exited := m.conn, m.gw, m.exited
 	m.closed = true
+	m.killed = true
 	m.gw = nil
 	m.mu.Unlock()
 	if conn == nil {
@@ -981,6 +993,14 @@ func (m *Member) PID() int {
 		return 0
 	}
 	return m.conn.Pid()
+}
+
+// EndedByItself says whether the member's stream ended before the harness
+// killed it (valid once Exited is closed).
+func (m *Member) EndedByItself() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.selfEnded
 }
 
 // Exited is closed once the member's stream has ended (nil before Start).
