@@ -43,6 +43,7 @@ type cfg struct {
 	transcript func(Entry)
 	versions   []int
 	ackDelay   time.Duration
+	grace      time.Duration
 }
 
 // Protocol selects the group protocol: clients.Classic (default) or
@@ -99,6 +100,10 @@ func OfferVersions(v ...int) Opt { return opt(func(c *cfg) { c.versions = slices
 // AckDelay holds every ack back by d (member-check: a client that goes on
 // without waiting for its ack shows in the transcript).
 func AckDelay(d time.Duration) Opt { return opt(func(c *cfg) { c.ackDelay = d }) }
+
+// AnswerGrace is how long past the time it was given a command's answer is
+// waited for before the client is taken as stuck and killed (default 30s).
+func AnswerGrace(d time.Duration) Opt { return opt(func(c *cfg) { c.grace = d }) }
 
 // Entry is one message of a transcript.
 type Entry struct {
@@ -163,6 +168,9 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	}
 	if len(c.versions) == 0 {
 		c.versions = Versions
+	}
+	if c.grace <= 0 {
+		c.grace = 30 * time.Second
 	}
 	switch {
 	case name == "":
@@ -758,7 +766,7 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		return nil, stopped
 	}
 	d := remaining(ctx, 250*time.Millisecond)
-	r, err := m.command(ctx, Msg{Type: TPoll, TimeoutMS: d.Milliseconds()}, 30*time.Second)
+	r, err := m.command(ctx, Msg{Type: TPoll, TimeoutMS: d.Milliseconds()}, m.cfg.grace)
 	if err != nil {
 		return nil, m.endedOnItsOwn(err)
 	}
@@ -851,7 +859,7 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 		m.appBusy = false
 		m.mu.Unlock()
 	}()
-	r, err := m.command(ctx, msg, 30*time.Second)
+	r, err := m.command(ctx, msg, m.cfg.grace)
 	if err != nil {
 		return nil, err
 	}

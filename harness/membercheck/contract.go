@@ -22,13 +22,15 @@ func contract(ctx context.Context, cfg Config, p clients.Protocol) (run.Result, 
 	if p == clients.Consumer {
 		ours = "consumer"
 	}
-	reg := run.DefaultRegistry().WithProcessKinds(run.ProcessKind{
-		Name: kind, Protocol: p, Command: cfg.Command, Doc: "the implementation member-check judges",
-	})
-	plan, err := run.NewPlan(cfg.Seed, run.Options{
+	// The implementation is a user kind of the plan, so that the run's
+	// rerun command defines it again (--process-kind).
+	o := run.Options{
 		Scenario: run.ScenarioChurn, Embedded: true, Kafka: cfg.Kafka, Kinds: []string{kind, ours, kind}, Partitions: 4,
 		Duration: cfg.RunDuration, Faults: []faults.Kind{faults.MemberCrash, faults.MemberRestart, faults.MemberLeave, faults.MemberStall},
-	}, reg.Kinds())
+		ProcessKinds: map[string]run.UserKind{kind: {Protocol: string(p), Command: append([]string{cfg.Command.Path}, cfg.Command.Args...)}},
+	}
+	reg := run.DefaultRegistry().WithUserKinds(o)
+	plan, err := run.NewPlan(cfg.Seed, o, reg.Kinds())
 	if err != nil {
 		return run.Result{}, nil, fmt.Errorf("member-check: planning the contract run: %w", err)
 	}

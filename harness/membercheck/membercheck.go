@@ -195,7 +195,7 @@ func (s *scenario) member(ctx context.Context, tr *transcript, opts ...process.O
 		process.Protocol(s.protocol), process.Start(s.cfg.Command.Starter()), process.Client(s.cfg.Command.Path),
 		process.KgoOpts(links.KgoOpts()...), process.Hooks(&s.events), process.WithTranscript(tr.add),
 		process.WithTimers(6*time.Second, 500*time.Millisecond, 15*time.Second, 20*time.Second),
-		process.AckDelay(150 * time.Millisecond),
+		process.AckDelay(150 * time.Millisecond), process.AnswerGrace(5 * time.Second),
 	}, opts...)
 	m, err := process.New("m1", s.group, []string{s.topic}, all...)
 	if err != nil {
