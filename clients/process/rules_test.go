@@ -1,8 +1,12 @@
 package process
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // transcript parses lines "> JSON" (the harness wrote it), "< JSON" (the
@@ -107,5 +111,52 @@ func TestRules(t *testing.T) {
 			}
 			t.Fatalf("want a violation of %s saying %q, got %v", tc.rule, tc.says, v)
 		})
+	}
+}
+
+// Every message of the conforming transcript, and every message this
+// package writes, follows docs/schema/member-protocol.json.
+func TestMessagesFollowTheSchema(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	b, err := os.ReadFile("../../docs/schema/member-protocol.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "https://github.com/groupquake/groupquake/docs/schema/member-protocol.json"
+	if err := c.AddResource(id, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{}
+	for _, e := range transcript(t, good) {
+		if !e.End && e.Msg.Type != "gq-probe" { // the probe is the message of unknown type
+			lines = append(lines, e.Raw)
+		}
+	}
+	for _, m := range []Msg{{Type: TPoll, ID: 3, TimeoutMS: 250}, {Type: TAck, Seq: 2}, {Type: TCrash}} {
+		lines = append(lines, strings.TrimSpace(string(m.Line())))
+	}
+	for _, l := range lines {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(inst); err != nil {
+			t.Errorf("%s does not follow the schema: %v", l, err)
+		}
+	}
+	// And the schema refuses what the protocol does not have.
+	for _, l := range []string{`{"type":"rebalanced"}`, `{"type":"assigned","seq":1,"partitions":[]}`, `{"type":"ready","id":1}`} {
+		inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(l))
+		if s.Validate(inst) == nil {
+			t.Errorf("the schema accepts %s", l)
+		}
 	}
 }
