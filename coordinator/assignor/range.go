@@ -3,6 +3,7 @@ package assignor
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Range is Kafka's server-side RangeAssignor (rewritten in KAFKA-16944):
@@ -39,8 +40,9 @@ type rangeTopic struct {
 	nextRange     int
 }
 
-// take hands the next member its range, as RangeAssignor.addPartitionsToAssignment.
-func (t *rangeTopic) take(out MemberAssignment) {
+// take hands the next member its range [start, end), as
+// RangeAssignor.addPartitionsToAssignment; start == end means none.
+func (t *rangeTopic) take() (start, end int) {
 	if t.minQuota == -1 {
 		t.minQuota = t.numPartitions / t.numMembers
 		t.extra = t.numPartitions % t.numMembers
@@ -50,15 +52,53 @@ func (t *rangeTopic) take(out MemberAssignment) {
 		quota++
 		t.extra--
 	}
-	end := min(start+quota, t.numPartitions)
+	end = min(start+quota, t.numPartitions)
 	t.nextRange = end
-	if start < end {
-		ps := make([]int32, 0, end-start)
-		for p := start; p < end; p++ {
-			ps = append(ps, int32(p))
-		}
-		out[t.id] = ps
+	return start, end
+}
+
+// rangeOut builds the members' assignments. A range is a slice of one array
+// 0, 1, 2, … shared by all (capped, so appending to one copies it), as
+// Kafka's RangeSet is a view of its bounds, and the members' topics are
+// stretches of one array.
+type rangeOut struct {
+	iota   []int32
+	all    []TopicPartitions
+	bounds []int // member k's topics are all[bounds[k]:bounds[k+1]]
+}
+
+// newRangeOut prepares the output of members members over topics, who are
+// handed at most ranges ranges in all.
+func newRangeOut(topics []*rangeTopic, members, ranges int) *rangeOut {
+	n, total := 0, 0
+	for _, t := range topics {
+		n = max(n, t.numPartitions)
+		total += t.numPartitions
 	}
+	iota := make([]int32, n)
+	for i := range iota {
+		iota[i] = int32(i)
+	}
+	return &rangeOut{
+		iota:   iota,
+		all:    make([]TopicPartitions, 0, min(ranges, total)),
+		bounds: append(make([]int, 0, members+1), 0),
+	}
+}
+
+// member hands the next member its ranges of ts.
+func (r *rangeOut) member(ts []*rangeTopic) {
+	for _, t := range ts {
+		if start, end := t.take(); start < end {
+			r.all = append(r.all, TopicPartitions{Topic: t.id, Partitions: r.iota[start:end:end]})
+		}
+	}
+	r.bounds = append(r.bounds, len(r.all))
+}
+
+// assignment is the k-th member's assignment.
+func (r *rangeOut) assignment(k int) MemberAssignment {
+	return r.all[r.bounds[k]:r.bounds[k+1]:r.bounds[k+1]]
 }
 
 // Assign implements Assignor (RangeAssignor.assign).
@@ -93,41 +133,60 @@ func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAs
 			}
 			ts = append(ts, &rangeTopic{id: id, numPartitions: n, numMembers: len(spec.Members), minQuota: -1})
 		}
-		for _, i := range order {
-			a := make(MemberAssignment, len(ts))
-			for _, t := range ts {
-				t.take(a)
-			}
-			out.Members[spec.Members[i].ID] = a
+		ro := newRangeOut(ts, len(order), len(order)*len(ts))
+		for range order {
+			ro.member(ts)
+		}
+		for k, i := range order {
+			out.Members[spec.Members[i].ID] = ro.assignment(k)
 		}
 		return out, nil
 	}
 
 	// Heterogeneous: a topic's subscriber count is the members that list it;
-	// members that subscribe to nothing still get an (empty) entry.
+	// members that subscribe to nothing still get an (empty) entry. A member
+	// whose subscription is the one of the member before it (most often the
+	// same slice) shares its resolved topics.
 	byID := map[TopicID]*rangeTopic{}
+	resolved := make([][]*rangeTopic, len(spec.Members))
+	var all []*rangeTopic
+	prev := -1
 	for _, i := range order {
 		m := &spec.Members[i]
-		for _, id := range m.Topics {
-			t, ok := byID[id]
-			if !ok {
-				n := topics.NumPartitions(id)
-				if n == -1 {
-					return GroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, m.ID, id)
+		if prev >= 0 && sameTopics(m.Topics, spec.Members[prev].Topics) {
+			resolved[i] = resolved[prev]
+		} else {
+			ts := make([]*rangeTopic, 0, len(m.Topics))
+			for _, id := range m.Topics {
+				t, ok := byID[id]
+				if !ok {
+					n := topics.NumPartitions(id)
+					if n == -1 {
+						return GroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, m.ID, id)
+					}
+					t = &rangeTopic{id: id, numPartitions: n, minQuota: -1}
+					byID[id] = t
+					all = append(all, t)
 				}
-				t = &rangeTopic{id: id, numPartitions: n, minQuota: -1}
-				byID[id] = t
+				ts = append(ts, t)
 			}
+			resolved[i] = ts
+		}
+		prev = i
+		for _, t := range resolved[i] {
 			t.numMembers++
 		}
 	}
+	ranges := 0
+	for _, ts := range resolved {
+		ranges += len(ts)
+	}
+	ro := newRangeOut(all, len(order), ranges)
 	for _, i := range order {
-		m := &spec.Members[i]
-		a := make(MemberAssignment, len(m.Topics))
-		for _, id := range m.Topics {
-			byID[id].take(a)
-		}
-		out.Members[m.ID] = a
+		ro.member(resolved[i])
+	}
+	for k, i := range order {
+		out.Members[spec.Members[i].ID] = ro.assignment(k)
 	}
 	return out, nil
 }
@@ -136,21 +195,51 @@ func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAs
 // instance id, then the rest by member id, both by Java String.compareTo. The
 // sort is stable like List.sort, so equal keys keep memberIds() order.
 func rangeMemberOrder(members []MemberSpec) []int {
-	order := make([]int, len(members))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		ma, mb := &members[a], &members[b]
-		switch {
-		case ma.InstanceID != "" && mb.InstanceID != "":
-			return javaStringCompare(ma.InstanceID, mb.InstanceID)
-		case ma.InstanceID != "":
-			return -1
-		case mb.InstanceID != "":
-			return 1
+	var static, dynamic []rangeKey
+	ascii := true
+	for i := range members {
+		m := &members[i]
+		if m.InstanceID != "" {
+			static = append(static, rangeKey{m.InstanceID, int32(i)})
+			ascii = ascii && isASCII(m.InstanceID)
+		} else {
+			if dynamic == nil {
+				dynamic = make([]rangeKey, 0, len(members)-i)
+			}
+			dynamic = append(dynamic, rangeKey{m.ID, int32(i)})
+			ascii = ascii && isASCII(m.ID)
 		}
-		return javaStringCompare(ma.ID, mb.ID)
-	})
+	}
+	// The index breaks ties last, so the order is the stable one whatever
+	// the sort; keys in order already are left as they are. With ASCII
+	// keys only, Go's string order is Java's.
+	compare := func(a, b rangeKey) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return int(a.index - b.index)
+	}
+	if !ascii {
+		compare = func(a, b rangeKey) int {
+			if c := javaStringCompare(a.id, b.id); c != 0 {
+				return c
+			}
+			return int(a.index - b.index)
+		}
+	}
+	order := make([]int, 0, len(members))
+	for _, keys := range [][]rangeKey{static, dynamic} {
+		if !slices.IsSortedFunc(keys, compare) {
+			slices.SortFunc(keys, compare)
+		}
+		for _, k := range keys {
+			order = append(order, int(k.index))
+		}
+	}
 	return order
+}
+
+type rangeKey struct {
+	id    string // the instance id of a static member, else the member id
+	index int32
 }

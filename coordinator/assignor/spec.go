@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -130,47 +131,6 @@ func (g *GroupSpec) IsPartitionAssigned(topic TopicID, partition int32) bool {
 	return false
 }
 
-// assignedChecker answers isPartitionAssigned in O(1) for the builders.
-type assignedChecker struct {
-	explicit map[TopicID]map[int32]string
-	derived  map[TopicID][]bool
-}
-
-func newAssignedChecker(g *GroupSpec, numPartitions func(TopicID) int) assignedChecker {
-	if g.InvertedTargetAssignment != nil {
-		return assignedChecker{explicit: g.InvertedTargetAssignment}
-	}
-	derived := map[TopicID][]bool{}
-	for i := range g.Members {
-		for _, tp := range g.Members[i].Assignment {
-			bits, ok := derived[tp.Topic]
-			if !ok {
-				n := numPartitions(tp.Topic)
-				if n < 0 {
-					n = 0
-				}
-				bits = make([]bool, n)
-				derived[tp.Topic] = bits
-			}
-			for _, p := range tp.Partitions {
-				if p >= 0 && int(p) < len(bits) {
-					bits[p] = true
-				}
-			}
-		}
-	}
-	return assignedChecker{derived: derived}
-}
-
-func (a assignedChecker) assigned(topic TopicID, partition int32) bool {
-	if a.explicit != nil {
-		_, ok := a.explicit[topic][partition]
-		return ok
-	}
-	bits := a.derived[topic]
-	return int(partition) < len(bits) && bits[partition]
-}
-
 // SubscribedTopicDescriber mirrors the Kafka interface of the same name.
 type SubscribedTopicDescriber interface {
 	// NumPartitions returns the partition count, or -1 if the topic does not exist.
@@ -196,8 +156,35 @@ func (p PartitionCounts) NumPartitions(topic TopicID) int {
 // RacksForPartition implements SubscribedTopicDescriber.
 func (p PartitionCounts) RacksForPartition(TopicID, int32) []string { return nil }
 
-// MemberAssignment is topic id → partitions, ascending.
-type MemberAssignment map[TopicID][]int32
+// MemberAssignment is one member's target assignment (Kafka's
+// Map<Uuid, Set<Integer>>): each topic it holds partitions of, once, with
+// those partitions in ascending order, never empty. The topics are in no
+// particular order (the same for the same input).
+//
+// An assignment is read-only: its slices may be shared with other members'
+// and with the GroupSpec the assignor was given (a member that keeps what it
+// held is handed its previous partitions back, as Kafka hands back the same
+// set), so neither may be changed while the other is in use.
+type MemberAssignment []TopicPartitions
+
+// Partitions returns the partitions of topic t, or nil.
+func (a MemberAssignment) Partitions(t TopicID) []int32 {
+	for i := range a {
+		if a[i].Topic == t {
+			return a[i].Partitions
+		}
+	}
+	return nil
+}
+
+// Size is the number of partitions.
+func (a MemberAssignment) Size() int {
+	n := 0
+	for i := range a {
+		n += len(a[i].Partitions)
+	}
+	return n
+}
 
 // GroupAssignment is the target assignment, keyed by member id. Which members
 // appear follows Kafka: range lists every member (possibly with an empty
@@ -309,7 +296,148 @@ func New(name string, opts ...Opt) (Assignor, error) {
 // validate refuses specs that cannot come from a coordinator. It does not
 // check partitions against topic sizes: the homogeneous builder, like Kafka,
 // tolerates stale ones.
+//
+// It runs before every assignment, so a valid spec is vouched for cheaply
+// (quickValid: no set per member, a subscription equal to the one checked
+// before is not checked again, partitions in ascending order hold no
+// duplicate); whatever quickValid cannot vouch for goes through
+// validateExactly, which names the first problem.
 func validate(spec *GroupSpec) error {
+	if quickValid(spec) {
+		return nil
+	}
+	return validateExactly(spec)
+}
+
+// quickValid reports whether spec passes validateExactly, without saying
+// why not. It is false for every spec validateExactly refuses.
+func quickValid(spec *GroupSpec) bool {
+	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
+		return false
+	}
+	seen := make(map[string]struct{}, len(spec.Members))
+	var checked []TopicID      // the last subscription known to hold no duplicate
+	var lastAssigned []TopicID // the topics of the last assignment known to hold none
+	var stamps map[TopicID]int // stamps[t] == i+1: member i's assignment lists t
+	var scratch []TopicID
+	var parts []int32
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		if _, dup := seen[m.ID]; dup {
+			return false
+		}
+		seen[m.ID] = struct{}{}
+		if !sameTopics(m.Topics, checked) {
+			if hasDuplicateTopic(m.Topics, &scratch) {
+				return false
+			}
+			checked = m.Topics
+		}
+		if len(m.Assignment) > 1 && !sameAssignmentTopics(m.Assignment, lastAssigned) {
+			// Topics listed in the order of the last assignment checked
+			// (most often, members' assignments list the topics they share
+			// in one order) are checked already.
+			lastAssigned = lastAssigned[:0]
+			for _, tp := range m.Assignment {
+				lastAssigned = append(lastAssigned, tp.Topic)
+			}
+			if len(lastAssigned) <= 16 {
+				if hasDuplicateTopic(lastAssigned, nil) {
+					return false
+				}
+			} else {
+				if stamps == nil {
+					stamps = map[TopicID]int{}
+				}
+				for _, t := range lastAssigned {
+					if stamps[t] == i+1 {
+						return false
+					}
+					stamps[t] = i + 1
+				}
+			}
+		}
+		for _, tp := range m.Assignment {
+			if !strictlyAscendingNonNegative(tp.Partitions) && hasBadPartition(tp.Partitions, &parts) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameAssignmentTopics reports whether a lists the topics ts, in order.
+func sameAssignmentTopics(a []TopicPartitions, ts []TopicID) bool {
+	if len(a) != len(ts) {
+		return false
+	}
+	for i := range a {
+		if a[i].Topic != ts[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTopics reports whether a and b list the same topics in the same order
+// (most often they are the same slice).
+func sameTopics(a, b []TopicID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// hasDuplicateTopic reports whether ts lists a topic twice. Long lists are
+// sorted in *scratch, which may be ts itself (its order then changes).
+func hasDuplicateTopic(ts []TopicID, scratch *[]TopicID) bool {
+	if len(ts) <= 16 {
+		for i := 1; i < len(ts); i++ {
+			for j := range i {
+				if ts[i] == ts[j] {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	s := append((*scratch)[:0], ts...)
+	slices.SortFunc(s, func(a, b TopicID) int { return bytes.Compare(a[:], b[:]) })
+	*scratch = s
+	for i := 1; i < len(s); i++ {
+		if s[i] == s[i-1] {
+			return true
+		}
+	}
+	return false
+}
+
+func strictlyAscendingNonNegative(ps []int32) bool {
+	prev := int32(-1)
+	for _, p := range ps {
+		if p <= prev {
+			return false
+		}
+		prev = p
+	}
+	return true
+}
+
+// hasBadPartition reports whether ps holds a negative partition or one
+// twice, sorting a copy in *scratch.
+func hasBadPartition(ps []int32, scratch *[]int32) bool {
+	s := append((*scratch)[:0], ps...)
+	slices.Sort(s)
+	*scratch = s
+	return !strictlyAscendingNonNegative(s)
+}
+
+// validateExactly is validate's exact check: the first problem, in member
+// order, is the one reported.
+func validateExactly(spec *GroupSpec) error {
 	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
 		return fmt.Errorf("%w: subscription type %d is neither Homogeneous (0) nor Heterogeneous (1)", ErrInvalidSpec, spec.Subscription)
 	}
@@ -353,9 +481,10 @@ func validate(spec *GroupSpec) error {
 	return nil
 }
 
-// toMemberAssignment turns a working set into the sorted output form.
+// toMemberAssignment turns a working set into the output form, topics in
+// Uuid order.
 func toMemberAssignment(sets map[TopicID]map[int32]struct{}) MemberAssignment {
-	out := make(MemberAssignment, len(sets))
+	out := make(MemberAssignment, 0, len(sets))
 	for t, ps := range sets {
 		if len(ps) == 0 {
 			continue
@@ -365,7 +494,8 @@ func toMemberAssignment(sets map[TopicID]map[int32]struct{}) MemberAssignment {
 			s = append(s, p)
 		}
 		slices.Sort(s)
-		out[t] = s
+		out = append(out, TopicPartitions{Topic: t, Partitions: s})
 	}
+	slices.SortFunc(out, func(a, b TopicPartitions) int { return compareTopicIDs(a.Topic, b.Topic) })
 	return out
 }

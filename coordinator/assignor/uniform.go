@@ -1,6 +1,9 @@
 package assignor
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Uniform is Kafka's UniformAssignor, the default server-side assignor: balanced
 // first, sticky second. Homogeneous groups go to the homogeneous builder
@@ -34,11 +37,6 @@ func (u *Uniform) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (Group
 	return assignUniformHeterogeneous(&spec, topics)
 }
 
-type topicPartition struct {
-	topic     TopicID
-	partition int32
-}
-
 // assignUniformHomogeneous is UniformHomogeneousAssignmentBuilder.build.
 //
 // Invariants it keeps (for a consistent spec, where no partition is held by
@@ -55,6 +53,14 @@ type topicPartition struct {
 //     it, unless they are among the last members that must take it. Before,
 //     the first P%M members in iteration order always got the extra slot, so a
 //     balanced assignment could still move.
+//
+// Like Kafka's builder, which hands back a member's previous assignment
+// object when it keeps all of it, nothing is copied that need not be: what a
+// member keeps is a prefix of its previous partitions, which the output
+// shares when it is already in ascending order, and what it is given is a
+// run of the list of partitions to assign, which the output shares when the
+// run is one topic in ascending order (all slices capped, so appending to one
+// copies it). Topics are numbered by their place in the subscription.
 func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config) (GroupAssignment, error) {
 	// Kafka copies the first member's subscription into a HashSet: its
 	// iteration order decides the order of never-assigned partitions.
@@ -63,25 +69,88 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	if len(subscribed) == 0 {
 		return out, nil
 	}
-	isSubscribed := make(map[TopicID]bool, len(subscribed))
-	for _, t := range subscribed {
-		isSubscribed[t] = true
-	}
-	checker := newAssignedChecker(spec, topics.NumPartitions)
-
-	var unassigned []topicPartition
+	index := make(map[TopicID]int32, len(subscribed))
+	counts := make([]int, len(subscribed))
 	total := 0
-	for _, t := range subscribed {
+	for i, t := range subscribed {
+		index[t] = int32(i)
 		n := topics.NumPartitions(t)
 		if n == -1 {
 			return GroupAssignment{}, fmt.Errorf("%w: members are subscribed to topic %s which doesn't exist in the topic metadata", ErrPartitionAssignor, t)
 		}
-		for p := range int32(n) {
-			if !checker.assigned(t, p) {
-				unassigned = append(unassigned, topicPartition{t, p})
+		counts[i] = n
+		total += n
+	}
+
+	// The partitions to assign, as Kafka's unassignedPartitions list: first
+	// those nobody holds (isPartitionAssigned), topic by topic in the
+	// subscription's order, ascending; then those the revoke pass takes
+	// away, in member order.
+	var pending pendingList
+	pending.topic = make([]int32, 0, total)
+	pending.part = make([]int32, 0, total)
+	if spec.InvertedTargetAssignment != nil {
+		var bits []bool
+		for ti, t := range subscribed {
+			held := spec.InvertedTargetAssignment[t]
+			n := counts[ti]
+			switch {
+			case len(held) == 0:
+				for p := range int32(n) {
+					pending.add(int32(ti), p)
+				}
+			case len(held) <= 2*n:
+				// Walking the topic's map once is cheaper than looking
+				// each partition up in it.
+				bits = append(bits[:0], make([]bool, n)...)
+				for p := range held {
+					if p >= 0 && int(p) < n {
+						bits[p] = true
+					}
+				}
+				for p := range int32(n) {
+					if !bits[p] {
+						pending.add(int32(ti), p)
+					}
+				}
+			default:
+				for p := range int32(n) {
+					if _, ok := held[p]; !ok {
+						pending.add(int32(ti), p)
+					}
+				}
 			}
 		}
-		total += n
+	} else {
+		// Derived from the members' previous assignments, as the
+		// coordinator's group state holds them.
+		held := make([][]bool, len(subscribed))
+		for i := range spec.Members {
+			for _, tp := range spec.Members[i].Assignment {
+				ti, ok := index[tp.Topic]
+				if !ok {
+					continue
+				}
+				bits := held[ti]
+				if bits == nil {
+					bits = make([]bool, counts[ti])
+					held[ti] = bits
+				}
+				for _, p := range tp.Partitions {
+					if int(p) < len(bits) {
+						bits[p] = true
+					}
+				}
+			}
+		}
+		for ti := range subscribed {
+			bits := held[ti]
+			for p := range int32(counts[ti]) {
+				if bits == nil || !bits[p] {
+					pending.add(int32(ti), p)
+				}
+			}
+		}
 	}
 
 	numMembers := len(spec.Members)
@@ -89,16 +158,22 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	remainingExtra := total % numMembers
 	legacy := !cfg.profile.UniformHomogeneousStable // before KAFKA-18688
 
+	// kept[keptFrom[i]:keptFrom[i+1]] are member i's kept partitions.
+	kept := make([]keptTopic, 0, numMembers)
+	keptFrom := make([]int32, numMembers+1)
+	// unfilled members in order, with their remaining quota; runs[i] is the
+	// run of pending that member i is given.
 	type unfilled struct {
 		member    int
 		remaining int
 	}
 	var unfilledMembers []unfilled
-	targets := make([]map[TopicID]map[int32]struct{}, numMembers)
+	runs := make([][2]int32, numMembers)
 
 	// Revoke pass: over memberIds() order.
 	for i := range spec.Members {
 		m := &spec.Members[i]
+		keptFrom[i] = int32(len(kept))
 		quota := minQuota
 		hasExtra := false
 		if remainingExtra > 0 {
@@ -109,29 +184,23 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 				hasExtra = true
 			}
 		}
-		target := make(map[TopicID]map[int32]struct{}, len(m.Assignment))
 		for _, tp := range m.Assignment {
-			if !isSubscribed[tp.Topic] {
+			ti, ok := index[tp.Topic]
+			if !ok {
 				continue // the whole topic is dropped
 			}
-			kept := make(map[int32]struct{}, min(len(tp.Partitions), max(quota, 0)))
-			if len(tp.Partitions) <= quota {
-				quota -= len(tp.Partitions)
-				for _, p := range tp.Partitions {
-					kept[p] = struct{}{}
-				}
+			keep := len(tp.Partitions)
+			if keep <= quota {
+				quota -= keep
 			} else {
-				for _, p := range tp.Partitions {
-					if quota > 0 {
-						quota--
-						kept[p] = struct{}{}
-					} else {
-						unassigned = append(unassigned, topicPartition{tp.Topic, p})
-					}
+				keep = max(quota, 0)
+				quota -= keep
+				for _, p := range tp.Partitions[keep:] {
+					pending.add(ti, p)
 				}
 			}
-			if len(kept) > 0 {
-				target[tp.Topic] = kept
+			if keep > 0 {
+				kept = append(kept, keptTopic{topic: ti, parts: tp.Partitions[:keep:keep]})
 			}
 		}
 		if !legacy && quota > 0 && hasExtra && numMembers-i > remainingExtra {
@@ -146,29 +215,120 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 		if hasExtra {
 			remainingExtra--
 		}
-		targets[i] = target
 	}
+	keptFrom[numMembers] = int32(len(kept))
 
 	// Fill pass: unfilled members in order take the next partitions in line.
 	next := 0
 	for _, u := range unfilledMembers {
-		target := targets[u.member]
-		for k := 0; k < u.remaining && next < len(unassigned); k++ {
-			tp := unassigned[next]
-			next++
-			set, ok := target[tp.topic]
-			if !ok {
-				set = map[int32]struct{}{}
-				target[tp.topic] = set
-			}
-			set[tp.partition] = struct{}{}
-		}
+		take := min(u.remaining, len(pending.part)-next)
+		runs[u.member] = [2]int32{int32(next), int32(next + take)}
+		next += take
 	}
-	if next < len(unassigned) {
-		return GroupAssignment{}, fmt.Errorf("%w: partitions were left unassigned (%d of %d); the spec's previous assignments overlap or the inverted target assignment is inconsistent", ErrPartitionAssignor, len(unassigned)-next, len(unassigned))
+	if next < len(pending.part) {
+		return GroupAssignment{}, fmt.Errorf("%w: partitions were left unassigned (%d of %d); the spec's previous assignments overlap or the inverted target assignment is inconsistent", ErrPartitionAssignor, len(pending.part)-next, len(pending.part))
 	}
+	// Every member's topics in one array: member i's region holds at most
+	// its kept topics plus the stretches of its run.
+	bound := make([]int32, numMembers+1)
 	for i := range spec.Members {
-		out.Members[spec.Members[i].ID] = toMemberAssignment(targets[i])
+		bound[i+1] = bound[i] + keptFrom[i+1] - keptFrom[i] + pending.stretches(runs[i])
+	}
+	all := make([]TopicPartitions, bound[numMembers])
+	for i := range spec.Members {
+		region := all[bound[i]:bound[i]:bound[i+1]]
+		out.Members[spec.Members[i].ID] = pending.memberAssignment(region, subscribed, kept[keptFrom[i]:keptFrom[i+1]], runs[i])
 	}
 	return out, nil
+}
+
+// keptTopic is what a member keeps of one topic of its previous assignment:
+// a prefix of its partitions, in their iteration order.
+type keptTopic struct {
+	topic int32
+	parts []int32
+}
+
+// pendingList is the homogeneous builder's list of partitions to assign,
+// as two parallel arrays (topic number, partition).
+type pendingList struct {
+	topic, part []int32
+}
+
+func (l *pendingList) add(topic, part int32) {
+	l.topic = append(l.topic, topic)
+	l.part = append(l.part, part)
+}
+
+// stretches is the number of stretches of one topic in the run
+// [run[0], run[1]).
+func (l *pendingList) stretches(run [2]int32) int32 {
+	n := int32(0)
+	for k := run[0]; k < run[1]; k++ {
+		if k == run[0] || l.topic[k] != l.topic[k-1] {
+			n++
+		}
+	}
+	return n
+}
+
+// memberAssignment is one member's output, built in out (empty, with room
+// for its kept topics and the stretches of its run): the partitions it keeps
+// and the run [run[0], run[1]) of the list it is given, each topic once, its
+// partitions ascending.
+func (l *pendingList) memberAssignment(out []TopicPartitions, subscribed []TopicID, kept []keptTopic, run [2]int32) MemberAssignment {
+	for _, kt := range kept {
+		ps := kt.parts
+		if !strictlyAscending(ps) {
+			ps = slices.Clone(ps)
+			slices.Sort(ps)
+		}
+		out = append(out, TopicPartitions{Topic: subscribed[kt.topic], Partitions: ps})
+	}
+	// Partitions a member is given may repeat what it keeps, or repeat in
+	// the list, when the spec's previous assignments overlap or its inverted
+	// target assignment disagrees with them: the member holds them once, as
+	// in Kafka's sets.
+	var unsorted []int
+	for k := run[0]; k < run[1]; {
+		// One stretch of the run in the same topic.
+		ti := l.topic[k]
+		end := k + 1
+		for end < run[1] && l.topic[end] == ti {
+			end++
+		}
+		t := subscribed[ti]
+		stretch := l.part[k:end:end]
+		k = end
+		j := slices.IndexFunc(out, func(x TopicPartitions) bool { return x.Topic == t })
+		if j >= 0 {
+			// The member keeps partitions of t, or t comes back later in
+			// the run: append (the capped slices copy on the first append).
+			merged := append(out[j].Partitions, stretch...)
+			if !strictlyAscending(merged) {
+				unsorted = append(unsorted, j)
+			}
+			out[j].Partitions = merged
+			continue
+		}
+		if !strictlyAscending(stretch) {
+			stretch = slices.Clone(stretch)
+			unsorted = append(unsorted, len(out))
+		}
+		out = append(out, TopicPartitions{Topic: t, Partitions: stretch})
+	}
+	for _, j := range unsorted {
+		slices.Sort(out[j].Partitions)
+		out[j].Partitions = slices.Compact(out[j].Partitions)
+	}
+	return out[:len(out):len(out)]
+}
+
+func strictlyAscending(ps []int32) bool {
+	for i := 1; i < len(ps); i++ {
+		if ps[i] <= ps[i-1] {
+			return false
+		}
+	}
+	return true
 }

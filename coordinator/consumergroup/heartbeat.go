@@ -829,11 +829,11 @@ func (hb *heartbeat) maybeUpdateTarget(g *group, groupEpoch int32, old, updated 
 	}
 	var mine map[TopicID][]int32
 	for _, id := range ids {
-		next := map[TopicID][]int32{}
-		for t, ps := range res.Members[id] {
-			if len(ps) > 0 {
-				next[t] = slices.Sorted(slices.Values(ps))
-			}
+		// The assignor's partitions are ascending; they may share arrays
+		// with the spec and each other, so the group keeps copies.
+		next := make(map[TopicID][]int32, len(res.Members[id]))
+		for _, tp := range res.Members[id] {
+			next[tp.Topic] = slices.Clone(tp.Partitions)
 		}
 		if id == updated.id {
 			mine = next

@@ -610,9 +610,9 @@ func RenderAssign(name string, res assignor.GroupAssignment, err error) string {
 	for _, id := range slices.Sorted(maps.Keys(res.Members)) {
 		fmt.Fprintf(&b, "member %s\n", id)
 		byTopic := map[string][]int32{}
-		for t, ps := range res.Members[id] {
-			if len(ps) > 0 {
-				byTopic[t.String()] = slices.Sorted(slices.Values(ps))
+		for _, tp := range res.Members[id] {
+			if len(tp.Partitions) > 0 {
+				byTopic[tp.Topic.String()] = slices.Sorted(slices.Values(tp.Partitions))
 			}
 		}
 		for _, t := range slices.Sorted(maps.Keys(byTopic)) {

@@ -127,7 +127,7 @@ func countsOf(ts []TopicCount) assignor.PartitionCounts {
 func inTopicOrder(a assignor.MemberAssignment, order []TopicID) []assignor.TopicPartitions {
 	var out []assignor.TopicPartitions
 	for _, t := range order {
-		if ps := a[t]; len(ps) > 0 {
+		if ps := a.Partitions(t); len(ps) > 0 {
 			out = append(out, assignor.TopicPartitions{Topic: t, Partitions: slices.Sorted(slices.Values(ps))})
 		}
 	}
@@ -240,8 +240,8 @@ func NewGroupReconcileCase(name string, members, topics, partitions int, seed ui
 				c.Owners[tp.Topic][p] = 10
 			}
 		}
-		for t, ps := range after.Members[ms.ID] {
-			m.Target[t] = slices.Sorted(slices.Values(ps))
+		for _, tp := range after.Members[ms.ID] {
+			m.Target[tp.Topic] = slices.Sorted(slices.Values(tp.Partitions))
 		}
 		c.Members = append(c.Members, m)
 	}
