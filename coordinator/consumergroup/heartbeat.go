@@ -489,7 +489,7 @@ func (hb *heartbeat) reconcile(g *group, updated *member, targetEpoch int32, tar
 			member:                 updated,
 			targetEpoch:            targetEpoch,
 			target:                 target,
-			subscribedIDs:          subscribedIDs(hb.topics, g.memberTopics(updated)),
+			sub:                    g.subscriptionOf(updated, hb.topics),
 			hasSubscriptionChanged: hasSubscriptionChanged,
 			partitionEpoch:         g.currentPartitionEpoch,
 			owned:                  owned,
@@ -851,14 +851,17 @@ func (hb *heartbeat) maybeUpdateTarget(g *group, groupEpoch int32, old, updated 
 	return groupEpoch, mine, nil
 }
 
-func subscribedIDs(topics TopicMetadata, names []string) map[TopicID]bool {
-	out := map[TopicID]bool{}
-	for _, n := range names {
-		if id, _, ok := topics.TopicByName(n); ok {
-			out[id] = true
+// subscriptionOf is the member's subscription as CAB sees it
+// (CAB.subscribedTopicIds): its names, and the topics its regex resolved to
+// (an unresolved regex matches nothing), as memberTopics lists them.
+func (g *group) subscriptionOf(mb *member, topics TopicMetadata) subscription {
+	s := subscription{topics: topics, names: mb.subscribed}
+	if mb.regex != "" {
+		if r, ok := g.resolved[mb.regex]; ok {
+			s.regex = r.topics
 		}
 	}
-	return out
+	return s
 }
 
 // responseAssignment is ConsumerGroupHeartbeatResponse.createAssignment,

@@ -20,9 +20,9 @@ type ReconcileInput struct {
 	State     records.MemberState
 	Epoch     int32
 	PrevEpoch int32
-	// Subscribed are the subscribed topic names; they are resolved to ids
-	// through Topics on every Run, as CAB resolves them through the
-	// metadata image on every build.
+	// Subscribed are the subscribed topic names; a step resolves the ids
+	// it asks about through Topics on every Run, as CAB resolves them
+	// through the metadata image on every build.
 	Subscribed []string
 	// Assigned and Pending are partition → assignment epoch, per topic.
 	Assigned map[TopicID]map[int32]int32
@@ -54,9 +54,7 @@ type ReconcileOutput struct {
 // Reconciliation is one prepared CurrentAssignmentBuilder step. Run does
 // not change it, so it can be run repeatedly (a benchmark's loop).
 type Reconciliation struct {
-	r      reconciler
-	topics TopicMetadata
-	names  []string
+	r reconciler
 }
 
 // NewReconciliation prepares the step under the behaviour of profile p.
@@ -82,30 +80,27 @@ func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 			member:                 m,
 			targetEpoch:            in.TargetEpoch,
 			target:                 in.Target,
+			sub:                    subscription{topics: orEmpty(in.Topics), names: m.subscribed},
 			hasSubscriptionChanged: in.HasSubscriptionChanged,
 			partitionEpoch:         epochOf,
 			owned:                  in.Owned,
 		},
-		topics: orEmpty(in.Topics),
-		names:  m.subscribed,
 	}
 }
 
-// Run is CurrentAssignmentBuilder.build(): the subscription resolved to
-// topic ids, then the next state of the member. The error is an *Error
+// Run is CurrentAssignmentBuilder.build(): the next state of the member,
+// its subscription resolved to topic ids as the step asks about them (the
+// view CAB gets from TopicIds). The error is an *Error
 // (FENCED_MEMBER_EPOCH) for a member in an unknown state that still claims
-// partitions. The output's maps may share the input's where nothing changed.
+// partitions. The output's maps may share the input's.
 func (x *Reconciliation) Run() (ReconcileOutput, error) {
-	r := x.r
-	m := r.member
+	m := x.r.member
 	// As the heartbeat does: a member reconciled to the target whose
-	// subscription did not change is left as it is, without resolving its
-	// subscription (CAB.build returns it too, and Kafka's TopicIds resolves
-	// names only when asked).
-	if (r.profile.SubscriptionBoundsAssignment && r.hasSubscriptionChanged) || !m.isReconciledTo(r.targetEpoch) {
-		r.subscribedIDs = subscribedIDs(x.topics, x.names)
+	// subscription did not change is left as it is (CAB.build returns it
+	// too).
+	if (x.r.profile.SubscriptionBoundsAssignment && x.r.hasSubscriptionChanged) || !m.isReconciledTo(x.r.targetEpoch) {
 		var err error
-		if m, err = r.build(); err != nil {
+		if m, err = x.r.build(); err != nil {
 			return ReconcileOutput{}, err
 		}
 	}

@@ -186,6 +186,25 @@ func NewMemberReconcileCase(name string, sc ReconcileScenario, topics, partition
 	return c
 }
 
+// NewMissingTopicReconcileCase is one STABLE member at the target epoch
+// whose subscription changed to a topic that does not exist: it holds
+// nothing, or held (two partitions of the one topic that exists). Kafka
+// tells an empty subscription from one whose names do not resolve
+// (TopicIds.isEmpty asks the names).
+func NewMissingTopicReconcileCase(name string, held bool, seed uint64) ReconcileCase {
+	rng := rand.New(rand.NewPCG(seed, 0x6d697373696e67))
+	c := ReconcileCase{Name: name, Topics: reconcileTopics(rng, 1, 3), TargetEpoch: 10, SubscriptionChanged: true}
+	m := ReconcileMember{ID: "member", State: records.MemberStable, Epoch: 10, PrevEpoch: 9, Subscribed: []string{"no-such-topic"},
+		Assigned: map[TopicID]map[int32]int32{}, Pending: map[TopicID]map[int32]int32{}, Target: map[TopicID][]int32{}}
+	if held {
+		t := c.Topics[0].ID
+		m.Assigned[t] = map[int32]int32{0: 10, 1: 10}
+		m.Target[t] = []int32{0, 1}
+	}
+	c.Members = []ReconcileMember{m}
+	return c
+}
+
 // NewGroupReconcileCase is the reconciliation a join starts in a
 // homogeneous group of members members over topics × partitions: every
 // member STABLE at epoch 10 with its share of groupquake's uniform

@@ -132,6 +132,9 @@ func SmallCases() (Cases, error) {
 	for _, sc := range ReconcileScenarios {
 		cs.Reconcile = append(cs.Reconcile, NewMemberReconcileCase("small/cab/"+string(sc), sc, 3, 4, 5))
 	}
+	cs.Reconcile = append(cs.Reconcile,
+		NewMissingTopicReconcileCase("small/cab-missing/empty", false, 7),
+		NewMissingTopicReconcileCase("small/cab-missing/held", true, 8))
 	g, err := NewGroupReconcileCase("small/cab-group/join", 6, 3, 5, 6)
 	if err != nil {
 		return cs, err
