@@ -55,6 +55,12 @@ type ReconcileOutput struct {
 // not change it, so it can be run repeatedly (a benchmark's loop).
 type Reconciliation struct {
 	r reconciler
+	// bound: the subscription changed and, from 4.2, bounds the
+	// assignment (KAFKA-19431).
+	bound bool
+	// same is the member as given, what Run returns when it leaves the
+	// member as it is (CAB.build returns the very member it was given).
+	same ReconcileOutput
 }
 
 // NewReconciliation prepares the step under the behaviour of profile p.
@@ -75,6 +81,7 @@ func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 		epochOf = func(TopicID, int32) int32 { return -1 }
 	}
 	return &Reconciliation{
+		same: ReconcileOutput{State: m.state, Epoch: m.epoch, PrevEpoch: m.prevEpoch, Assigned: m.assigned, Pending: m.pending},
 		r: reconciler{
 			profile:                p,
 			member:                 m,
@@ -85,6 +92,7 @@ func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 			partitionEpoch:         epochOf,
 			owned:                  in.Owned,
 		},
+		bound: p.SubscriptionBoundsAssignment && in.HasSubscriptionChanged,
 	}
 }
 
@@ -92,17 +100,26 @@ func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 // its subscription resolved to topic ids as the step asks about them (the
 // view CAB gets from TopicIds). The error is an *Error
 // (FENCED_MEMBER_EPOCH) for a member in an unknown state that still claims
-// partitions. The output's maps may share the input's.
-func (x *Reconciliation) Run() (ReconcileOutput, error) {
+// partitions. The output is read-only, and its maps may share the input's;
+// a member left as it is comes back as the same output every time.
+func (x *Reconciliation) Run() (*ReconcileOutput, error) {
 	m := x.r.member
 	// As the heartbeat does: a member reconciled to the target whose
 	// subscription did not change is left as it is (CAB.build returns it
 	// too).
-	if (x.r.profile.SubscriptionBoundsAssignment && x.r.hasSubscriptionChanged) || !m.isReconciledTo(x.r.targetEpoch) {
-		var err error
-		if m, err = x.r.build(); err != nil {
-			return ReconcileOutput{}, err
-		}
+	if x.bound || m.state != records.MemberStable || m.epoch != x.r.targetEpoch {
+		return x.build()
 	}
-	return ReconcileOutput{State: m.state, Epoch: m.epoch, PrevEpoch: m.prevEpoch, Assigned: m.assigned, Pending: m.pending}, nil
+	return &x.same, nil
+}
+
+func (x *Reconciliation) build() (*ReconcileOutput, error) {
+	m, err := x.r.build()
+	if err != nil {
+		return nil, err
+	}
+	if m == x.r.member {
+		return &x.same, nil
+	}
+	return &ReconcileOutput{State: m.state, Epoch: m.epoch, PrevEpoch: m.prevEpoch, Assigned: m.assigned, Pending: m.pending}, nil
 }
