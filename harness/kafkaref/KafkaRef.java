@@ -7,6 +7,13 @@
 //   KafkaRef time FILE WARMUP_MS MEASURE_MS MIN_ITERS
 //                                every case timed after a warm-up; prints
 //                                "time NAME NS_PER_OP ITERATIONS"
+//   KafkaRef serve FILE          reads commands from stdin, one a line:
+//                                "time NAME MS MIN_ITERS" runs case NAME for
+//                                at least MS ms and MIN_ITERS iterations and
+//                                prints "time NAME NS_PER_OP ITERATIONS";
+//                                "quit" (or the end of stdin) ends it. The
+//                                Go side times its own runs between two
+//                                commands, so both sides see the same load.
 //
 // Assign cases go to UniformAssignor or RangeAssignor with a GroupSpecImpl
 // whose members, subscriptions and previous targets keep the file's order
@@ -73,7 +80,7 @@ public class KafkaRef {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            System.err.println("usage: KafkaRef print FILE | KafkaRef time FILE WARMUP_MS MEASURE_MS MIN_ITERS");
+            System.err.println("usage: KafkaRef print FILE | KafkaRef time FILE WARMUP_MS MEASURE_MS MIN_ITERS | KafkaRef serve FILE");
             System.exit(2);
         }
         List<Case> cases = read(Path.of(args[1]));
@@ -91,9 +98,10 @@ public class KafkaRef {
                     long start = System.nanoTime();
                     long n = loop(c, measure, minIters);
                     long elapsed = System.nanoTime() - start;
-                    out.printf("time %s %d %d%n", c.name(), elapsed / n, n);
+                    out.printf(java.util.Locale.ROOT, "time %s %.2f %d%n", c.name(), (double) elapsed / n, n);
                 }
             }
+            case "serve" -> serve(cases, out);
             default -> {
                 System.err.println("unknown mode " + args[0]);
                 System.exit(2);
@@ -101,13 +109,42 @@ public class KafkaRef {
         }
     }
 
+    static void serve(List<Case> cases, PrintStream out) throws IOException {
+        Map<String, Case> byName = new HashMap<>();
+        for (Case c : cases) byName.put(c.name(), c);
+        BufferedReader in = new BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] f = line.split(" ");
+            if (f[0].equals("quit")) return;
+            Case c = f.length == 4 && f[0].equals("time") ? byName.get(f[1]) : null;
+            if (c == null) {
+                out.println("error unknown command or case: " + line);
+                continue;
+            }
+            long start = System.nanoTime();
+            long n = loop(c, Long.parseLong(f[2]) * 1_000_000L, Integer.parseInt(f[3]));
+            long elapsed = System.nanoTime() - start;
+            out.printf(java.util.Locale.ROOT, "time %s %.2f %d%n", c.name(), (double) elapsed / n, n);
+        }
+    }
+
+    /**
+     * Runs c for at least ns nanoseconds and minIters iterations and returns the iterations, reading the
+     * clock after batches that double until one takes 100µs (the Go side's timeGo does the same), so that
+     * reading the clock does not weigh on a case of a few nanoseconds.
+     */
     static long loop(Case c, long ns, int minIters) {
         long start = System.nanoTime();
         long n = 0;
+        long batch = 1;
         int acc = 0;
-        while (n < minIters || System.nanoTime() - start < ns) {
-            acc += c.run();
-            n++;
+        while (true) {
+            for (long i = 0; i < batch; i++) acc += c.run();
+            n += batch;
+            long elapsed = System.nanoTime() - start;
+            if (n >= minIters && elapsed >= ns) break;
+            if (elapsed < 100_000L * n / batch) batch *= 2;
         }
         sink = acc;
         return n;
