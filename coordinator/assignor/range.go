@@ -112,9 +112,11 @@ func (r *rangeOut) assignment(k int) MemberAssignment {
 //     member counts as a subscriber of its topics, whatever it subscribed to.
 //  4. The previous target assignment is never read.
 func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
-	if err := validate(&spec); err != nil {
-		return GroupAssignment{}, err
-	}
+	return validated(&spec, r.cfg.javaVersion, func() (GroupAssignment, error) { return assignRange(&spec, topics) })
+}
+
+func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
+	spec := *specp
 	out := GroupAssignment{Members: make(map[string]MemberAssignment, len(spec.Members))}
 	if len(spec.Members) == 0 {
 		return out, nil
@@ -147,7 +149,7 @@ func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAs
 	// members that subscribe to nothing still get an (empty) entry. A member
 	// whose subscription is the one of the member before it (most often the
 	// same slice) shares its resolved topics.
-	byID := map[TopicID]*rangeTopic{}
+	index := newTopicIndex(8)
 	resolved := make([][]*rangeTopic, len(spec.Members))
 	var all []*rangeTopic
 	prev := -1
@@ -158,14 +160,17 @@ func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAs
 		} else {
 			ts := make([]*rangeTopic, 0, len(m.Topics))
 			for _, id := range m.Topics {
-				t, ok := byID[id]
-				if !ok {
+				ti, ok := index.get(id)
+				var t *rangeTopic
+				if ok {
+					t = all[ti]
+				} else {
 					n := topics.NumPartitions(id)
 					if n == -1 {
 						return GroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, m.ID, id)
 					}
 					t = &rangeTopic{id: id, numPartitions: n, minQuota: -1}
-					byID[id] = t
+					index.add(id)
 					all = append(all, t)
 				}
 				ts = append(ts, t)

@@ -118,8 +118,11 @@ func wildSpec(rng *rand.Rand) (GroupSpec, PartitionCounts) {
 			})
 		}
 	}
-	// Rarely, make it invalid.
-	if len(spec.Members) > 0 && rng.IntN(10) == 0 {
+	// Rarely, make it invalid, once or twice.
+	for range rng.IntN(2) + 1 {
+		if len(spec.Members) == 0 || rng.IntN(10) != 0 {
+			break
+		}
 		i := rng.IntN(len(spec.Members))
 		m := &spec.Members[i]
 		switch rng.IntN(6) {
@@ -220,6 +223,8 @@ type refCase struct {
 	name string
 	fast Assignor
 	ref  func(GroupSpec, SubscribedTopicDescriber) (refGroupAssignment, error)
+	// javaVersion is the assignor's, for specs in record order.
+	javaVersion int
 }
 
 func refCases(t testing.TB) []refCase {
@@ -228,9 +233,9 @@ func refCases(t testing.TB) []refCase {
 		u := mustUniform(t, opts...)
 		out = append(out, refCase{fmt.Sprintf("uniform%v", u.cfg), u, func(s GroupSpec, d SubscribedTopicDescriber) (refGroupAssignment, error) {
 			return refUniformAssign(u, s, d)
-		}})
+		}, u.cfg.javaVersion})
 	}
-	out = append(out, refCase{"range", mustRange(t), refRangeAssign})
+	out = append(out, refCase{"range", mustRange(t), refRangeAssign, DefaultJavaVersion})
 	return out
 }
 
@@ -241,7 +246,15 @@ func sameAsReference(t testing.TB, cases []refCase, spec GroupSpec, topics Parti
 	t.Helper()
 	for _, c := range cases {
 		before := deepCopySpec(spec)
-		want, werr := c.ref(deepCopySpec(spec), topics)
+		refSpec := deepCopySpec(spec)
+		if spec.RecordOrder {
+			// The reference is given Kafka's order itself.
+			refSpec.RecordOrder = false
+			for i := range refSpec.Members {
+				refSpec.Members[i].Assignment = JavaAssignmentOrder(refSpec.Members[i].Assignment, c.javaVersion)
+			}
+		}
+		want, werr := c.ref(refSpec, topics)
 		got, gerr := c.fast.Assign(spec, topics)
 		if !reflect.DeepEqual(before, deepCopySpec(spec)) {
 			t.Fatalf("%s %s: the spec was modified", what, c.name)
@@ -272,6 +285,8 @@ func TestSameAsReference(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		spec, topics := wildSpec(rng)
 		sameAsReference(t, cases, spec, topics, fmt.Sprintf("wild seed %d", seed))
+		spec.RecordOrder = true
+		sameAsReference(t, cases, spec, topics, fmt.Sprintf("wild seed %d in record order", seed))
 	}
 	rounds := 120
 	if testing.Short() {
@@ -301,7 +316,9 @@ func FuzzSameAsReference(f *testing.F) {
 		f.Add(s, s^0x5eed)
 	}
 	f.Fuzz(func(t *testing.T, s1, s2 uint64) {
-		spec, topics := wildSpec(rand.New(rand.NewPCG(s1, s2)))
+		rng := rand.New(rand.NewPCG(s1, s2))
+		spec, topics := wildSpec(rng)
+		spec.RecordOrder = rng.IntN(2) == 0
 		sameAsReference(t, refCases(t), spec, topics, fmt.Sprintf("seed (%d,%d)", s1, s2))
 	})
 }

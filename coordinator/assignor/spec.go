@@ -113,6 +113,14 @@ type GroupSpec struct {
 	// which is what the coordinator's group state holds in practice. A non-nil
 	// map (even empty) is used as given, as GroupSpecImpl does.
 	InvertedTargetAssignment map[TopicID]map[int32]string
+	// RecordOrder says the members' Assignments list topics and partitions
+	// in the order of their ConsumerGroupTargetAssignmentMember records (as
+	// the coordinator keeps them), not in the order Kafka iterates them:
+	// the assignor then takes Kafka's order to be JavaAssignmentOrder of
+	// each (what Assignment.fromRecord builds), and works it out only for
+	// a member whose order matters (one holding more than its quota in a
+	// homogeneous group), as the order of the others changes nothing.
+	RecordOrder bool
 }
 
 // IsPartitionAssigned is GroupSpec.isPartitionAssigned.
@@ -293,40 +301,78 @@ func New(name string, opts ...Opt) (Assignor, error) {
 	return nil, fmt.Errorf("unknown server-side assignor %q: known are %q and %q (or their Kafka class names)", name, UniformName, RangeName)
 }
 
-// validate refuses specs that cannot come from a coordinator. It does not
-// check partitions against topic sizes: the homogeneous builder, like Kafka,
-// tolerates stale ones.
-//
-// It runs before every assignment, so a valid spec is vouched for cheaply
-// (quickValid: no set per member, a subscription equal to the one checked
-// before is not checked again, partitions in ascending order hold no
-// duplicate); whatever quickValid cannot vouch for goes through
-// validateExactly, which names the first problem.
-func validate(spec *GroupSpec) error {
-	if quickValid(spec) {
-		return nil
+// The assignors refuse specs that cannot come from a coordinator
+// (ErrInvalidSpec): validateExactly says what is wrong. It does not check
+// partitions against topic sizes: the homogeneous builder, like Kafka,
+// tolerates stale ones. It runs before every assignment, so a valid spec
+// is vouched for cheaply (quickValid: no set per member, a subscription
+// equal to the one checked before is not checked again, partitions in
+// ascending order hold no duplicate); whatever quickValid cannot vouch for
+// goes through validateExactly, which names the first problem.
+
+// validated runs build, an assignor's builder, on a spec that validate
+// would let through, and otherwise returns validate's error: everything
+// but the member ids is vouched for before (quickValid), and the member
+// ids after, by the output (every builder lists every member when it
+// lists any, so a repeated id leaves the output short of members), which
+// spares a set of all member ids. On any doubt or failure, the exact check
+// has the first word, as if validate had run first.
+func validated(spec *GroupSpec, javaVersion int, build func() (GroupAssignment, error)) (GroupAssignment, error) {
+	if !quickValid(spec, false) {
+		if err := validateExactly(spec); err != nil {
+			return GroupAssignment{}, inKafkaOrder(spec, javaVersion, err)
+		}
 	}
-	return validateExactly(spec)
+	res, err := build()
+	if err == nil && (len(res.Members) == len(spec.Members) || (len(res.Members) == 0 && quickValid(spec, true))) {
+		return res, nil
+	}
+	if verr := validateExactly(spec); verr != nil {
+		return GroupAssignment{}, inKafkaOrder(spec, javaVersion, verr)
+	}
+	return res, err
+}
+
+// inKafkaOrder is the exact check's error for spec in Kafka's iteration
+// order, which names another partition than err when the spec is in record
+// order (GroupSpec.RecordOrder) and holds more than one problem.
+func inKafkaOrder(spec *GroupSpec, javaVersion int, err error) error {
+	if !spec.RecordOrder {
+		return err
+	}
+	ordered := *spec
+	ordered.RecordOrder = false
+	ordered.Members = slices.Clone(spec.Members)
+	for i := range ordered.Members {
+		ordered.Members[i].Assignment = JavaAssignmentOrder(ordered.Members[i].Assignment, javaVersion)
+	}
+	return validateExactly(&ordered)
 }
 
 // quickValid reports whether spec passes validateExactly, without saying
-// why not. It is false for every spec validateExactly refuses.
-func quickValid(spec *GroupSpec) bool {
+// why not; with ids false, member ids are not checked. It is false for
+// every spec validateExactly refuses (for a reason it checks).
+func quickValid(spec *GroupSpec, ids bool) bool {
 	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
 		return false
 	}
-	seen := make(map[string]struct{}, len(spec.Members))
+	var seen map[string]struct{}
+	if ids {
+		seen = make(map[string]struct{}, len(spec.Members))
+	}
 	var checked []TopicID      // the last subscription known to hold no duplicate
 	var lastAssigned []TopicID // the topics of the last assignment known to hold none
 	var stamps map[TopicID]int // stamps[t] == i+1: member i's assignment lists t
 	var scratch []TopicID
-	var parts []int32
+	var parts []uint64
 	for i := range spec.Members {
 		m := &spec.Members[i]
-		if _, dup := seen[m.ID]; dup {
-			return false
+		if ids {
+			if _, dup := seen[m.ID]; dup {
+				return false
+			}
+			seen[m.ID] = struct{}{}
 		}
-		seen[m.ID] = struct{}{}
 		if !sameTopics(m.Topics, checked) {
 			if hasDuplicateTopic(m.Topics, &scratch) {
 				return false
@@ -427,12 +473,37 @@ func strictlyAscendingNonNegative(ps []int32) bool {
 }
 
 // hasBadPartition reports whether ps holds a negative partition or one
-// twice, sorting a copy in *scratch.
-func hasBadPartition(ps []int32, scratch *[]int32) bool {
-	s := append((*scratch)[:0], ps...)
-	slices.Sort(s)
-	*scratch = s
-	return !strictlyAscendingNonNegative(s)
+// twice: marking them in the bit set *seen (left clear again), or, for
+// partitions too large for one, sorting a copy.
+func hasBadPartition(ps []int32, seen *[]uint64) bool {
+	hi := int32(0)
+	for _, p := range ps {
+		if p < 0 {
+			return true
+		}
+		hi = max(hi, p)
+	}
+	if hi >= 1<<20 {
+		s := slices.Clone(ps)
+		slices.Sort(s)
+		return !strictlyAscendingNonNegative(s)
+	}
+	if words := int(hi)/64 + 1; len(*seen) < words {
+		*seen = make([]uint64, words)
+	}
+	bits := *seen
+	dup := false
+	for _, p := range ps {
+		w, b := p/64, uint64(1)<<(p%64)
+		if bits[w]&b != 0 {
+			dup = true
+		}
+		bits[w] |= b
+	}
+	for _, p := range ps {
+		bits[p/64] = 0
+	}
+	return dup
 }
 
 // validateExactly is validate's exact check: the first problem, in member

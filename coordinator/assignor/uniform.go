@@ -25,16 +25,15 @@ func (*Uniform) Name() string { return UniformName }
 
 // Assign implements Assignor (UniformAssignor.assign).
 func (u *Uniform) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
-	if err := validate(&spec); err != nil {
-		return GroupAssignment{}, err
-	}
-	if len(spec.Members) == 0 {
-		return GroupAssignment{Members: map[string]MemberAssignment{}}, nil
-	}
-	if spec.Subscription == Homogeneous {
-		return assignUniformHomogeneous(&spec, topics, u.cfg)
-	}
-	return assignUniformHeterogeneous(&spec, topics)
+	return validated(&spec, u.cfg.javaVersion, func() (GroupAssignment, error) {
+		if len(spec.Members) == 0 {
+			return GroupAssignment{Members: map[string]MemberAssignment{}}, nil
+		}
+		if spec.Subscription == Homogeneous {
+			return assignUniformHomogeneous(&spec, topics, u.cfg)
+		}
+		return assignUniformHeterogeneous(&spec, topics, u.cfg)
+	})
 }
 
 // assignUniformHomogeneous is UniformHomogeneousAssignmentBuilder.build.
@@ -69,11 +68,11 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	if len(subscribed) == 0 {
 		return out, nil
 	}
-	index := make(map[TopicID]int32, len(subscribed))
+	index := newTopicIndex(len(subscribed))
 	counts := make([]int, len(subscribed))
 	total := 0
 	for i, t := range subscribed {
-		index[t] = int32(i)
+		index.add(t) // i
 		n := topics.NumPartitions(t)
 		if n == -1 {
 			return GroupAssignment{}, fmt.Errorf("%w: members are subscribed to topic %s which doesn't exist in the topic metadata", ErrPartitionAssignor, t)
@@ -87,9 +86,12 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	// subscription's order, ascending; then those the revoke pass takes
 	// away, in member order.
 	var pending pendingList
-	pending.topic = make([]int32, 0, total)
-	pending.part = make([]int32, 0, total)
 	if spec.InvertedTargetAssignment != nil {
+		free := 0
+		for ti, t := range subscribed {
+			free += max(counts[ti]-len(spec.InvertedTargetAssignment[t]), 0)
+		}
+		pending.reserve(free)
 		var bits []bool
 		for ti, t := range subscribed {
 			held := spec.InvertedTargetAssignment[t]
@@ -123,31 +125,35 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 		}
 	} else {
 		// Derived from the members' previous assignments, as the
-		// coordinator's group state holds them.
-		held := make([][]bool, len(subscribed))
+		// coordinator's group state holds them: topic ti's partitions are
+		// held[from[ti]:from[ti+1]].
+		from := make([]int, len(subscribed)+1)
+		for ti := range subscribed {
+			from[ti+1] = from[ti] + counts[ti]
+		}
+		held := make([]bool, total)
+		heldCount := 0
 		for i := range spec.Members {
 			for _, tp := range spec.Members[i].Assignment {
-				ti, ok := index[tp.Topic]
+				ti, ok := index.get(tp.Topic)
 				if !ok {
 					continue
 				}
-				bits := held[ti]
-				if bits == nil {
-					bits = make([]bool, counts[ti])
-					held[ti] = bits
-				}
+				bits := held[from[ti]:from[ti+1]]
 				for _, p := range tp.Partitions {
-					if int(p) < len(bits) {
+					if int(p) < len(bits) && !bits[p] {
 						bits[p] = true
+						heldCount++
 					}
 				}
 			}
 		}
+		pending.reserve(total - heldCount)
 		for ti := range subscribed {
-			bits := held[ti]
-			for p := range int32(counts[ti]) {
-				if bits == nil || !bits[p] {
-					pending.add(int32(ti), p)
+			bits := held[from[ti]:from[ti+1]]
+			for p, h := range bits {
+				if !h {
+					pending.add(int32(ti), int32(p))
 				}
 			}
 		}
@@ -158,8 +164,9 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	remainingExtra := total % numMembers
 	legacy := !cfg.profile.UniformHomogeneousStable // before KAFKA-18688
 
-	// kept[keptFrom[i]:keptFrom[i+1]] are member i's kept partitions.
-	kept := make([]keptTopic, 0, numMembers)
+	// kept[keptFrom[i]:keptFrom[i+1]] are member i's kept partitions, in
+	// the output's form (ascending; a member's own slice when it is).
+	kept := make([]TopicPartitions, 0, numMembers)
 	keptFrom := make([]int32, numMembers+1)
 	// unfilled members in order, with their remaining quota; runs[i] is the
 	// run of pending that member i is given.
@@ -184,8 +191,22 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 				hasExtra = true
 			}
 		}
-		for _, tp := range m.Assignment {
-			ti, ok := index[tp.Topic]
+		assignment := m.Assignment
+		if spec.RecordOrder && len(assignment) > 0 {
+			// Kafka's order matters only if the member holds more of the
+			// subscribed topics than its quota: which it keeps depends on it.
+			held := 0
+			for _, tp := range assignment {
+				if _, ok := index.get(tp.Topic); ok {
+					held += len(tp.Partitions)
+				}
+			}
+			if held > quota {
+				assignment = JavaAssignmentOrder(assignment, cfg.javaVersion)
+			}
+		}
+		for _, tp := range assignment {
+			ti, ok := index.get(tp.Topic)
 			if !ok {
 				continue // the whole topic is dropped
 			}
@@ -200,7 +221,11 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 				}
 			}
 			if keep > 0 {
-				kept = append(kept, keptTopic{topic: ti, parts: tp.Partitions[:keep:keep]})
+				ps := tp.Partitions[:keep:keep]
+				if !strictlyAscending(ps) {
+					ps = pending.sorted(ps)
+				}
+				kept = append(kept, TopicPartitions{Topic: subscribed[ti], Partitions: ps})
 			}
 		}
 		if !legacy && quota > 0 && hasExtra && numMembers-i > remainingExtra {
@@ -228,31 +253,55 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	if next < len(pending.part) {
 		return GroupAssignment{}, fmt.Errorf("%w: partitions were left unassigned (%d of %d); the spec's previous assignments overlap or the inverted target assignment is inconsistent", ErrPartitionAssignor, len(pending.part)-next, len(pending.part))
 	}
-	// Every member's topics in one array: member i's region holds at most
-	// its kept topics plus the stretches of its run.
-	bound := make([]int32, numMembers+1)
+	// A member given nothing holds what it keeps; the others' topics are
+	// in one more array, member i's region with room for its kept topics
+	// and the stretches of its run.
+	bound := 0
 	for i := range spec.Members {
-		bound[i+1] = bound[i] + keptFrom[i+1] - keptFrom[i] + pending.stretches(runs[i])
+		if runs[i][0] < runs[i][1] {
+			bound += int(keptFrom[i+1]-keptFrom[i]) + pending.stretches(runs[i])
+		}
 	}
-	all := make([]TopicPartitions, bound[numMembers])
+	all := make([]TopicPartitions, bound)
 	for i := range spec.Members {
-		region := all[bound[i]:bound[i]:bound[i+1]]
-		out.Members[spec.Members[i].ID] = pending.memberAssignment(region, subscribed, kept[keptFrom[i]:keptFrom[i+1]], runs[i])
+		a := kept[keptFrom[i]:keptFrom[i+1]:keptFrom[i+1]]
+		if runs[i][0] < runs[i][1] {
+			n := len(a) + pending.stretches(runs[i])
+			region := all[:0:n]
+			all = all[n:]
+			a = pending.memberAssignment(region, subscribed, a, runs[i])
+		}
+		out.Members[spec.Members[i].ID] = a
 	}
 	return out, nil
 }
 
-// keptTopic is what a member keeps of one topic of its previous assignment:
-// a prefix of its partitions, in their iteration order.
-type keptTopic struct {
-	topic int32
-	parts []int32
-}
-
 // pendingList is the homogeneous builder's list of partitions to assign,
-// as two parallel arrays (topic number, partition).
+// as two parallel arrays (topic number, partition), and the array that
+// sorted copies of kept partitions are cut from.
 type pendingList struct {
 	topic, part []int32
+	copies      []int32
+}
+
+// sorted is a sorted copy of ps, cut from l.copies (capped: appending to it
+// copies it).
+func (l *pendingList) sorted(ps []int32) []int32 {
+	if cap(l.copies)-len(l.copies) < len(ps) {
+		l.copies = make([]int32, 0, max(len(ps), 1024))
+	}
+	n := len(l.copies)
+	l.copies = append(l.copies, ps...)
+	s := l.copies[n : n+len(ps) : n+len(ps)]
+	slices.Sort(s)
+	return s
+}
+
+// reserve makes room for n partitions and a few more (what the revoke pass
+// adds to a balanced group).
+func (l *pendingList) reserve(n int) {
+	l.topic = make([]int32, 0, n+16)
+	l.part = make([]int32, 0, n+16)
 }
 
 func (l *pendingList) add(topic, part int32) {
@@ -262,8 +311,8 @@ func (l *pendingList) add(topic, part int32) {
 
 // stretches is the number of stretches of one topic in the run
 // [run[0], run[1]).
-func (l *pendingList) stretches(run [2]int32) int32 {
-	n := int32(0)
+func (l *pendingList) stretches(run [2]int32) int {
+	n := 0
 	for k := run[0]; k < run[1]; k++ {
 		if k == run[0] || l.topic[k] != l.topic[k-1] {
 			n++
@@ -274,17 +323,10 @@ func (l *pendingList) stretches(run [2]int32) int32 {
 
 // memberAssignment is one member's output, built in out (empty, with room
 // for its kept topics and the stretches of its run): the partitions it keeps
-// and the run [run[0], run[1]) of the list it is given, each topic once, its
-// partitions ascending.
-func (l *pendingList) memberAssignment(out []TopicPartitions, subscribed []TopicID, kept []keptTopic, run [2]int32) MemberAssignment {
-	for _, kt := range kept {
-		ps := kt.parts
-		if !strictlyAscending(ps) {
-			ps = slices.Clone(ps)
-			slices.Sort(ps)
-		}
-		out = append(out, TopicPartitions{Topic: subscribed[kt.topic], Partitions: ps})
-	}
+// (in the output's form already) and the run [run[0], run[1]) of the list
+// it is given, each topic once, its partitions ascending.
+func (l *pendingList) memberAssignment(out []TopicPartitions, subscribed []TopicID, kept []TopicPartitions, run [2]int32) MemberAssignment {
+	out = append(out, kept...)
 	// Partitions a member is given may repeat what it keeps, or repeat in
 	// the list, when the spec's previous assignments overlap or its inverted
 	// target assignment disagrees with them: the member holds them once, as

@@ -46,16 +46,19 @@ type heteroBuilder struct {
 	// targets, when non-nil, are every member's target as sets (overlapping
 	// previous assignments).
 	targets []map[TopicID]map[int32]struct{}
+	// javaVersion orders assignments given in record order (an error's).
+	javaVersion int
 }
 
-func assignUniformHeterogeneous(spec *GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
+func assignUniformHeterogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config) (GroupAssignment, error) {
 	numMembers := len(spec.Members)
 	b := &heteroBuilder{
 		spec:         spec,
+		javaVersion:  cfg.javaVersion,
 		sizes:        make([]int, numMembers),
 		memberTopics: make([][]int32, numMembers),
 	}
-	index := map[TopicID]int32{}
+	index := newTopicIndex(8)
 	var prev []TopicID
 	for i := range spec.Members {
 		m := &spec.Members[i]
@@ -65,14 +68,13 @@ func assignUniformHeterogeneous(spec *GroupSpec, topics SubscribedTopicDescriber
 		} else {
 			nums := make([]int32, len(m.Topics))
 			for k, t := range m.Topics {
-				ti, ok := index[t]
+				ti, ok := index.get(t)
 				if !ok {
 					n := topics.NumPartitions(t)
 					if n == -1 {
 						return GroupAssignment{}, fmt.Errorf("%w: members are subscribed to topic %s which doesn't exist in the topic metadata", ErrPartitionAssignor, t)
 					}
-					ti = int32(len(b.ids))
-					index[t] = ti
+					ti = index.add(t)
 					b.ids = append(b.ids, t)
 					b.numParts = append(b.numParts, n)
 					b.subscribers = append(b.subscribers, nil)
@@ -151,14 +153,14 @@ func (b *heteroBuilder) stampMember(stamp []int32, i int) {
 // revoke is maybeRevokePartitions: keep previous partitions of subscribed
 // topics, drop the rest, and record owners and sizes. It reports whether a
 // partition is held by two members.
-func (b *heteroBuilder) revoke(index map[TopicID]int32) (bool, error) {
+func (b *heteroBuilder) revoke(index *topicIndex) (bool, error) {
 	overlap := false
 	stamp := make([]int32, len(b.ids))
 	for i := range b.spec.Members {
 		m := &b.spec.Members[i]
 		b.stampMember(stamp, i)
 		for _, tp := range m.Assignment {
-			ti, ok := index[tp.Topic]
+			ti, ok := index.get(tp.Topic)
 			if !ok || stamp[ti] != int32(i+1) {
 				continue
 			}
@@ -166,7 +168,7 @@ func (b *heteroBuilder) revoke(index map[TopicID]int32) (bool, error) {
 			for _, p := range tp.Partitions {
 				if int(p) >= len(owners) {
 					// Java fails here with ArrayIndexOutOfBoundsException.
-					return false, fmt.Errorf("%w: member %q holds partition %d of topic %s, which has %d partitions", ErrInvalidSpec, m.ID, p, tp.Topic, len(owners))
+					return false, b.beyondTopic(i, index, stamp)
 				}
 				if owners[p] != -1 {
 					overlap = true
@@ -179,10 +181,33 @@ func (b *heteroBuilder) revoke(index map[TopicID]int32) (bool, error) {
 	return overlap, nil
 }
 
+// beyondTopic is the error for member i, which holds a partition beyond
+// its topic's size: the first such partition in Kafka's iteration order of
+// its assignment.
+func (b *heteroBuilder) beyondTopic(i int, index *topicIndex, stamp []int32) error {
+	m := &b.spec.Members[i]
+	assignment := m.Assignment
+	if b.spec.RecordOrder {
+		assignment = JavaAssignmentOrder(assignment, b.javaVersion)
+	}
+	for _, tp := range assignment {
+		ti, ok := index.get(tp.Topic)
+		if !ok || stamp[ti] != int32(i+1) {
+			continue
+		}
+		for _, p := range tp.Partitions {
+			if n := len(b.owners[ti]); int(p) >= n {
+				return fmt.Errorf("%w: member %q holds partition %d of topic %s, which has %d partitions", ErrInvalidSpec, m.ID, p, tp.Topic, n)
+			}
+		}
+	}
+	panic("assignor: beyondTopic called for a member holding no partition beyond its topic")
+}
+
 // trackTargets builds every member's target as sets, as revoke left them
 // (Kafka's maps after maybeRevokePartitions), for a spec whose previous
 // assignments overlap.
-func (b *heteroBuilder) trackTargets(index map[TopicID]int32) {
+func (b *heteroBuilder) trackTargets(index *topicIndex) {
 	b.targets = make([]map[TopicID]map[int32]struct{}, len(b.spec.Members))
 	stamp := make([]int32, len(b.ids))
 	for i := range b.spec.Members {
@@ -190,7 +215,7 @@ func (b *heteroBuilder) trackTargets(index map[TopicID]int32) {
 		b.stampMember(stamp, i)
 		target := make(map[TopicID]map[int32]struct{}, len(m.Assignment))
 		for _, tp := range m.Assignment {
-			if ti, ok := index[tp.Topic]; !ok || stamp[ti] != int32(i+1) || len(tp.Partitions) == 0 {
+			if ti, ok := index.get(tp.Topic); !ok || stamp[ti] != int32(i+1) || len(tp.Partitions) == 0 {
 				continue
 			}
 			set := make(map[int32]struct{}, len(tp.Partitions))
