@@ -182,7 +182,7 @@ func BenchmarkAssignVsKafka(b *testing.B) {
 	}
 	dir := b.TempDir()
 	for _, bc := range benchList() {
-		if bc.Reconcile {
+		if bc.Kind != "assign" {
 			continue
 		}
 		b.Run(bc.Name, func(b *testing.B) {
@@ -209,7 +209,7 @@ func BenchmarkReconcileVsKafka(b *testing.B) {
 	rt, haveJava := javaSide(b)
 	dir := b.TempDir()
 	for _, bc := range benchList() {
-		if !bc.Reconcile {
+		if bc.Kind != "reconcile" {
 			continue
 		}
 		b.Run(bc.Name, func(b *testing.B) {
@@ -219,6 +219,39 @@ func BenchmarkReconcileVsKafka(b *testing.B) {
 			}
 			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
 			g, err := PrepareReconcile(&back.Reconcile[0], defaultKafka)
+			if err != nil {
+				b.Fatal(err)
+			}
+			timeBoth(b, rt, haveJava, file, bc.Name, func() error { _, err := g.Run(); return err })
+		})
+	}
+}
+
+// BenchmarkTargetVsKafka does the same for the target assignment:
+// coordinator/consumergroup's TargetAssignment (the heartbeat's target
+// assignment builder) against Kafka's TargetAssignmentBuilder, as Kafka's
+// TargetAssignmentBuilderBenchmark runs it (uniform assignor, one member
+// joining), one build() per op.
+//
+//	go test -run '^$' -bench TargetVsKafka ./harness/kafkaref/
+func BenchmarkTargetVsKafka(b *testing.B) {
+	rt, haveJava := javaSide(b)
+	javaMajor := 21
+	if haveJava {
+		javaMajor = rt.JavaMajor
+	}
+	dir := b.TempDir()
+	for _, bc := range benchList() {
+		if bc.Kind != "target" {
+			continue
+		}
+		b.Run(bc.Name, func(b *testing.B) {
+			cs, err := bc.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
+			g, err := PrepareTarget(&back.Target[0], defaultKafka, javaMajor)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -65,6 +65,7 @@ type ReconcileMember struct {
 type Cases struct {
 	Assign    []AssignCase
 	Reconcile []ReconcileCase
+	Target    []TargetCase
 }
 
 // The case file is line oriented; both sides read it (KafkaRef.java says
@@ -86,6 +87,14 @@ type Cases struct {
 //	owner TOPIC P:E,...
 //	end
 //
+//	target NAME Homogeneous|Heterogeneous  (a TargetAssignmentBuilder.build, uniform)
+//	topic NAME ID PARTITIONS
+//	subs S NAME,NAME,...
+//	member ID S                       (the group's members, in the order they joined)
+//	owned MEMBER TOPIC P,P,...        (the current target)
+//	joiner ID S                       (the member that joins)
+//	end
+//
 // Member, topic and partition orders are the file's on both sides.
 
 // Write writes cs in the case-file format.
@@ -96,6 +105,9 @@ func Write(w io.Writer, cs Cases) error {
 	}
 	for i := range cs.Reconcile {
 		writeReconcile(bw, &cs.Reconcile[i])
+	}
+	for i := range cs.Target {
+		writeTarget(bw, &cs.Target[i])
 	}
 	return bw.Flush()
 }
@@ -245,8 +257,13 @@ func Read(r io.Reader) (Cases, error) {
 			if c, err = readReconcile(block); err == nil {
 				cs.Reconcile = append(cs.Reconcile, c)
 			}
+		case "target":
+			var c TargetCase
+			if c, err = readTarget(block); err == nil {
+				cs.Target = append(cs.Target, c)
+			}
 		default:
-			err = fmt.Errorf("unknown case kind %q: want assign or reconcile", block[0][0])
+			err = fmt.Errorf("unknown case kind %q: want assign, reconcile or target", block[0][0])
 		}
 		if err != nil {
 			return cs, fmt.Errorf("case file, case ending on line %d: %w", line, err)

@@ -45,9 +45,9 @@ var ReconcileSizes = [][2]int{{10, 5}, {10, 50}, {100, 5}, {100, 50}, {1000, 5},
 // the Java side's, which loads one case per JVM).
 type BenchCase struct {
 	Name string
-	// Reconcile: a reconcile case, else an assign case.
-	Reconcile bool
-	Build     func() (Cases, error)
+	// Kind is "assign", "reconcile" or "target".
+	Kind  string
+	Build func() (Cases, error)
 }
 
 // BenchCaseList lists the cases of the side-by-side benchmark:
@@ -63,11 +63,14 @@ type BenchCase struct {
 //   - "cab/…": CurrentAssignmentBuilderBenchmark's four methods at every
 //     size it has;
 //   - "cab-group/…": the reconciliation of all 1001 members of the issue's
-//     homogeneous group after one joined.
+//     homogeneous group after one joined;
+//   - "tab/…": Kafka's TargetAssignmentBuilderBenchmark (the uniform
+//     assignor, a member joining a group of members - 1 that hold their
+//     target) at each of sizes, both subscription types.
 func BenchCaseList(sizes []Size) []BenchCase {
 	var out []BenchCase
 	assign := func(name string, build func() (AssignCase, error)) {
-		out = append(out, BenchCase{Name: name, Build: func() (Cases, error) {
+		out = append(out, BenchCase{Name: name, Kind: "assign", Build: func() (Cases, error) {
 			c, err := build()
 			return Cases{Assign: []AssignCase{c}}, err
 		}})
@@ -106,16 +109,26 @@ func BenchCaseList(sizes []Size) []BenchCase {
 	for _, sc := range ReconcileScenarios {
 		for _, sz := range ReconcileSizes {
 			name := fmt.Sprintf("cab/%s/topics=%d,pps=%d", sc, sz[0], sz[1])
-			out = append(out, BenchCase{Name: name, Reconcile: true, Build: func() (Cases, error) {
+			out = append(out, BenchCase{Name: name, Kind: "reconcile", Build: func() (Cases, error) {
 				return Cases{Reconcile: []ReconcileCase{NewMemberReconcileCase(name, sc, sz[0], sz[1], 13)}}, nil
 			}})
 		}
 	}
 	const group = "cab-group/join/m=1001,p=10000,t=10"
-	out = append(out, BenchCase{Name: group, Reconcile: true, Build: func() (Cases, error) {
+	out = append(out, BenchCase{Name: group, Kind: "reconcile", Build: func() (Cases, error) {
 		g, err := NewGroupReconcileCase(group, 1000, 10, 1000, 17)
 		return Cases{Reconcile: []ReconcileCase{g}}, err
 	}})
+	for _, sz := range sizes {
+		for _, st := range types {
+			p := sz.Members * sz.Ratio / sz.Topics
+			name := fmt.Sprintf("tab/%s/m=%d,p=%d,t=%d", st, sz.Members, p*sz.Topics, sz.Topics)
+			out = append(out, BenchCase{Name: name, Kind: "target", Build: func() (Cases, error) {
+				c, err := NewTargetCase(name, st, sz, 19)
+				return Cases{Target: []TargetCase{c}}, err
+			}})
+		}
+	}
 	return out
 }
 
@@ -129,6 +142,7 @@ func BenchCases(sizes []Size) (Cases, error) {
 		}
 		cs.Assign = append(cs.Assign, c.Assign...)
 		cs.Reconcile = append(cs.Reconcile, c.Reconcile...)
+		cs.Target = append(cs.Target, c.Target...)
 	}
 	return cs, nil
 }
@@ -169,5 +183,16 @@ func SmallCases() (Cases, error) {
 		return cs, err
 	}
 	cs.Reconcile = append(cs.Reconcile, g)
+	for i, sz := range []Size{{7, 3, 5}, {12, 2, 6}, {25, 4, 10}} {
+		for _, st := range []assignor.SubscriptionType{assignor.Homogeneous, assignor.Heterogeneous} {
+			c, err := NewTargetCase(fmt.Sprintf("small/tab/%s/size%d", st, i), st, sz, uint64(20+i))
+			if err != nil {
+				return cs, err
+			}
+			s := c.Scrambled(uint64(30 + i))
+			s.Name = fmt.Sprintf("small/tab-scrambled/%s/size%d", st, i)
+			cs.Target = append(cs.Target, c, s)
+		}
+	}
 	return cs, nil
 }
