@@ -23,6 +23,9 @@ type reader struct {
 	// (a tagged field), for messages.
 	within string
 	err    error
+	// strings, when not nil, hands back the same string for the same bytes
+	// (Decoder).
+	strings *interner
 }
 
 func newReader(src []byte) *reader {
@@ -35,7 +38,7 @@ func (r *reader) sub(n int, within string) *reader {
 	if !r.need(n, within) {
 		return &reader{err: r.err}
 	}
-	s := &reader{src: r.src, off: r.off, end: r.off + n, within: within}
+	s := &reader{src: r.src, off: r.off, end: r.off + n, within: within, strings: r.strings}
 	r.off += n
 	return s
 }
@@ -112,16 +115,22 @@ func (r *reader) uuid(field string) (u [16]byte) {
 
 // uvarint reads an unsigned varint of at most 5 bytes (ByteUtils.readUnsignedVarint).
 func (r *reader) uvarint(field string) uint32 {
+	return r.uvarintOf(func() string { return field })
+}
+
+// uvarintOf is uvarint with the field's name made only for an error (the
+// names of tagged fields are built from their struct's and tag's).
+func (r *reader) uvarintOf(field func() string) uint32 {
 	if r.err != nil {
 		return 0
 	}
 	v, n := kbin.Uvarint(r.src[r.off:r.end])
 	switch {
 	case n == 0:
-		r.need(r.remaining()+1, field) // reports the truncation
+		r.need(r.remaining()+1, field()) // reports the truncation
 		return 0
 	case n < 0:
-		r.failf("invalid unsigned varint at byte %d: %s does not fit in 32 bits", r.off, field)
+		r.failf("invalid unsigned varint at byte %d: %s does not fit in 32 bits", r.off, field())
 		return 0
 	}
 	r.off += n
@@ -161,36 +170,83 @@ func (r *reader) length(field string, flexible, int16Len bool) int {
 
 // nullableString reads a nullable string.
 func (r *reader) nullableString(field string, flexible bool) *string {
+	s, null := r.readString(field, flexible)
+	if null {
+		return nil
+	}
+	return &s
+}
+
+// readString reads a nullable string; null (or a failure) is reported as
+// null.
+func (r *reader) readString(field string, flexible bool) (s string, null bool) {
 	start := r.off
 	n := r.length(field, flexible, true)
 	if r.err != nil || n < 0 {
-		return nil
+		return "", true
 	}
 	if n > 0x7fff {
 		// Readable.readString: string fields are at most 32767 bytes.
 		r.failf("invalid length at byte %d: string %s has length %d, more than 32767", start, field, n)
-		return nil
+		return "", true
 	}
 	b := r.span(n, field)
 	if b == nil {
-		return nil
+		return "", true
 	}
-	s := string(b)
-	return &s
+	if r.strings != nil {
+		return r.strings.get(b), false
+	}
+	return string(b), false
 }
 
 // string reads a non-nullable string; null is an error, as in Kafka's
 // generated readers ("non-nullable field X was serialized as null").
 func (r *reader) string(field string, flexible bool) string {
 	start := r.off
-	s := r.nullableString(field, flexible)
-	if s == nil {
+	s, null := r.readString(field, flexible)
+	if null {
 		if r.err == nil {
 			r.failf("null at byte %d: non-nullable string %s was serialized as null", start, field)
 		}
 		return ""
 	}
-	return *s
+	return s
+}
+
+// interner hands back one string for equal bytes (Decoder), up to a bound.
+// A small table of recent strings, indexed by the bytes' length and ends,
+// answers the common case (the same few group ids and topic names over and
+// over) without hashing the bytes.
+type interner struct {
+	m      map[string]string
+	recent [64]string
+}
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+// maxInterned bounds what a Decoder keeps: the distinct group ids, topic
+// names, member ids and metadata of a partition are few; anything past the
+// bound is decoded afresh.
+const maxInterned = 1 << 16
+
+func (in *interner) get(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	slot := &in.recent[(len(b)*7+int(b[0])*3+int(b[len(b)-1]))%len(in.recent)]
+	if *slot == string(b) {
+		return *slot
+	}
+	s, ok := in.m[string(b)]
+	if !ok {
+		s = string(b)
+		if len(in.m) < maxInterned && len(b) <= 256 {
+			in.m[s] = s
+		}
+	}
+	*slot = s
+	return s
 }
 
 // bytes reads non-nullable bytes; empty bytes decode as nil.
@@ -280,8 +336,8 @@ func (r *reader) int32Array(field string, flexible, nullable bool) []int32 {
 // reads a known field without checking the size; a mismatch means the bytes
 // are not what Kafka wrote, so it is an error here.
 func (r *reader) tagged(structName string, unknown *kmsg.Tags, known func(tag uint32, f *reader) bool) {
-	count := r.uvarint(structName + " tagged field count")
-	if r.err != nil {
+	count := r.uvarintOf(func() string { return structName + " tagged field count" })
+	if r.err != nil || count == 0 {
 		return
 	}
 	// Every tagged field takes at least two bytes (tag and size).
@@ -290,8 +346,8 @@ func (r *reader) tagged(structName string, unknown *kmsg.Tags, known func(tag ui
 		return
 	}
 	for i := uint32(0); i < count && r.err == nil; i++ {
-		tag := r.uvarint(structName + " tag")
-		size := r.uvarint(fmt.Sprintf("%s tag %d size", structName, tag))
+		tag := r.uvarintOf(func() string { return structName + " tag" })
+		size := r.uvarintOf(func() string { return fmt.Sprintf("%s tag %d size", structName, tag) })
 		if r.err != nil {
 			return
 		}
