@@ -19,26 +19,31 @@ type reader struct {
 	src []byte
 	off int
 	end int
-	// within names the region end closes when it is not the whole buffer
-	// (a tagged field), for messages.
-	within string
-	err    error
+	// withinStruct and withinTag name the region end closes when it is not
+	// the whole buffer (a tagged field of a struct), for messages.
+	withinStruct string
+	withinTag    uint32
+	err          error
 	// strings, when not nil, hands back the same string for the same bytes
-	// (Decoder).
+	// (Decoder), and the readers of tagged fields.
 	strings *interner
+	// depth is how many tagged fields this one is within.
+	depth int
 }
 
 func newReader(src []byte) *reader {
 	return &reader{src: src, end: len(src)}
 }
 
-// sub returns a reader for the n bytes at the current offset (a tagged
-// field's data) and skips them in r. Offsets in its errors stay absolute.
-func (r *reader) sub(n int, within string) *reader {
-	if !r.need(n, within) {
-		return &reader{err: r.err}
+// tagReader returns a reader for the n bytes at the current offset (the
+// data of tag tag of structName) and skips them in r. Offsets in its errors
+// stay absolute.
+func (r *reader) tagReader(n int, structName string, tag uint32) reader {
+	if r.err != nil || n < 0 || r.end-r.off < n {
+		r.need(n, fmt.Sprintf("%s tag %d", structName, tag))
+		return reader{err: r.err}
 	}
-	s := &reader{src: r.src, off: r.off, end: r.off + n, within: within, strings: r.strings}
+	s := reader{src: r.src, off: r.off, end: r.off + n, withinStruct: structName, withinTag: tag, strings: r.strings}
 	r.off += n
 	return s
 }
@@ -55,10 +60,10 @@ func (r *reader) need(n int, field string) bool {
 		return false
 	}
 	if n < 0 || r.end-r.off < n {
-		if r.within == "" {
+		if r.withinStruct == "" {
 			r.failf("truncated at byte %d of %d: %s needs %d bytes, %d remain", r.off, len(r.src), field, n, r.end-r.off)
 		} else {
-			r.failf("truncated at byte %d: %s needs %d bytes, %s ends at byte %d", r.off, field, n, r.within, r.end)
+			r.failf("truncated at byte %d: %s needs %d bytes, %s tag %d ends at byte %d", r.off, field, n, r.withinStruct, r.withinTag, r.end)
 		}
 		return false
 	}
@@ -221,6 +226,21 @@ func (r *reader) string(field string, flexible bool) string {
 type interner struct {
 	m      map[string]string
 	recent [64]string
+	// readers are the readers of tagged fields, one per depth, reused from
+	// one field to the next.
+	readers []*reader
+}
+
+// reader returns a reader for a tagged field at depth: a Decoder's own,
+// or a new one without a Decoder.
+func (in *interner) reader(depth int) *reader {
+	if in == nil {
+		return new(reader)
+	}
+	for len(in.readers) <= depth {
+		in.readers = append(in.readers, new(reader))
+	}
+	return in.readers[depth]
 }
 
 func newInterner() *interner { return &interner{m: map[string]string{}} }
@@ -355,7 +375,9 @@ func (r *reader) tagged(structName string, unknown *kmsg.Tags, known func(tag ui
 			r.need(int(min(uint64(size), 1<<31-1)), fmt.Sprintf("%s tag %d", structName, tag))
 			return
 		}
-		f := r.sub(int(size), fmt.Sprintf("%s tag %d", structName, tag))
+		f := r.strings.reader(r.depth + 1)
+		*f = r.tagReader(int(size), structName, tag)
+		f.depth = r.depth + 1
 		if known != nil && known(tag, f) {
 			if f.err != nil {
 				r.err = f.err
