@@ -115,6 +115,14 @@ func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAs
 	return validated(&spec, r.cfg.javaVersion, func() (GroupAssignment, error) { return assignRange(&spec, topics) })
 }
 
+// AssignInto implements IntoAssignor: Assign, the result in *into (range
+// builds a new one: it is not the coordinator's default).
+func (r *Range) AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error {
+	res, err := r.Assign(spec, topics)
+	into.Members = res.Members
+	return err
+}
+
 func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
 	spec := *specp
 	out := GroupAssignment{Members: make(map[string]MemberAssignment, len(spec.Members))}

@@ -225,6 +225,8 @@ type refCase struct {
 	ref  func(GroupSpec, SubscribedTopicDescriber) (refGroupAssignment, error)
 	// javaVersion is the assignor's, for specs in record order.
 	javaVersion int
+	// into is reused by AssignInto from one spec to the next.
+	into *GroupAssignment
 }
 
 func refCases(t testing.TB) []refCase {
@@ -233,9 +235,9 @@ func refCases(t testing.TB) []refCase {
 		u := mustUniform(t, opts...)
 		out = append(out, refCase{fmt.Sprintf("uniform%v", u.cfg), u, func(s GroupSpec, d SubscribedTopicDescriber) (refGroupAssignment, error) {
 			return refUniformAssign(u, s, d)
-		}, u.cfg.javaVersion})
+		}, u.cfg.javaVersion, &GroupAssignment{}})
 	}
-	out = append(out, refCase{"range", mustRange(t), refRangeAssign, DefaultJavaVersion})
+	out = append(out, refCase{"range", mustRange(t), refRangeAssign, DefaultJavaVersion, &GroupAssignment{}})
 	return out
 }
 
@@ -256,6 +258,15 @@ func sameAsReference(t testing.TB, cases []refCase, spec GroupSpec, topics Parti
 		}
 		want, werr := c.ref(refSpec, topics)
 		got, gerr := c.fast.Assign(spec, topics)
+		// AssignInto, reusing what the previous spec's call left, gives the
+		// same.
+		ierr := c.fast.(IntoAssignor).AssignInto(spec, topics, c.into)
+		switch {
+		case (ierr == nil) != (gerr == nil) || (ierr != nil && ierr.Error() != gerr.Error()):
+			t.Fatalf("%s %s: AssignInto error %v, Assign error %v", what, c.name, ierr, gerr)
+		case gerr == nil && !reflect.DeepEqual(asMaps(got.Members), asMaps(c.into.Members)):
+			t.Fatalf("%s %s: AssignInto gives\n%s\nAssign\n%s", what, c.name, render(c.into.Members), render(got.Members))
+		}
 		if !reflect.DeepEqual(before, deepCopySpec(spec)) {
 			t.Fatalf("%s %s: the spec was modified", what, c.name)
 		}
@@ -321,4 +332,12 @@ func FuzzSameAsReference(f *testing.F) {
 		spec.RecordOrder = rng.IntN(2) == 0
 		sameAsReference(t, refCases(t), spec, topics, fmt.Sprintf("seed (%d,%d)", s1, s2))
 	})
+}
+
+func asMaps(a map[string]MemberAssignment) map[string]map[TopicID][]int32 {
+	out := map[string]map[TopicID][]int32{}
+	for id, m := range a {
+		out[id] = asMap(m)
+	}
+	return out
 }

@@ -199,6 +199,20 @@ func (a MemberAssignment) Size() int {
 // assignment); uniform lists none when no member subscribes to anything.
 type GroupAssignment struct {
 	Members map[string]MemberAssignment
+	// work is the builders' memory, kept by AssignInto.
+	work *homogeneousWork
+}
+
+// IntoAssignor is an Assignor that can reuse the memory of an earlier
+// result: AssignInto is Assign writing the result into *into, reusing its
+// map and arrays, so that what into held before is no longer valid
+// afterwards. A coordinator that computes a group's target assignments one
+// after the other, and is done with each before the next, keeps one
+// GroupAssignment for them (a Go heap does not take the garbage of a large
+// group's assignment as cheaply as a JVM's young generation).
+type IntoAssignor interface {
+	Assignor
+	AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error
 }
 
 // ErrPartitionAssignor marks the failures that Kafka reports as

@@ -25,14 +25,28 @@ func (*Uniform) Name() string { return UniformName }
 
 // Assign implements Assignor (UniformAssignor.assign).
 func (u *Uniform) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
-	return validated(&spec, u.cfg.javaVersion, func() (GroupAssignment, error) {
+	return u.assign(&spec, topics, &homogeneousWork{})
+}
+
+// AssignInto implements IntoAssignor.
+func (u *Uniform) AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error {
+	if into.work == nil {
+		into.work = &homogeneousWork{}
+	}
+	res, err := u.assign(&spec, topics, into.work)
+	into.Members = res.Members
+	return err
+}
+
+func (u *Uniform) assign(spec *GroupSpec, topics SubscribedTopicDescriber, w *homogeneousWork) (GroupAssignment, error) {
+	return validated(spec, u.cfg.javaVersion, func() (GroupAssignment, error) {
 		if len(spec.Members) == 0 {
-			return GroupAssignment{Members: map[string]MemberAssignment{}}, nil
+			return GroupAssignment{Members: w.output(0)}, nil
 		}
 		if spec.Subscription == Homogeneous {
-			return assignUniformHomogeneous(&spec, topics, u.cfg)
+			return assignUniformHomogeneous(spec, topics, u.cfg, w)
 		}
-		return assignUniformHeterogeneous(&spec, topics, u.cfg)
+		return assignUniformHeterogeneous(spec, topics, u.cfg)
 	})
 }
 
@@ -60,11 +74,11 @@ func (u *Uniform) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (Group
 // run of the list of partitions to assign, which the output shares when the
 // run is one topic in ascending order (all slices capped, so appending to one
 // copies it). Topics are numbered by their place in the subscription.
-func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config) (GroupAssignment, error) {
+func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config, w *homogeneousWork) (GroupAssignment, error) {
 	// Kafka copies the first member's subscription into a HashSet: its
 	// iteration order decides the order of never-assigned partitions.
 	subscribed := javaUUIDSetCopyOrder(spec.Members[0].Topics, cfg.javaVersion)
-	out := GroupAssignment{Members: make(map[string]MemberAssignment, len(spec.Members))}
+	out := GroupAssignment{Members: w.output(len(spec.Members))}
 	if len(subscribed) == 0 {
 		return out, nil
 	}
@@ -85,7 +99,8 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	// those nobody holds (isPartitionAssigned), topic by topic in the
 	// subscription's order, ascending; then those the revoke pass takes
 	// away, in member order.
-	var pending pendingList
+	pending := &w.pending
+	pending.copies = pending.copies[:0]
 	if spec.InvertedTargetAssignment != nil {
 		free := 0
 		for ti, t := range subscribed {
@@ -127,11 +142,13 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 		// Derived from the members' previous assignments, as the
 		// coordinator's group state holds them: topic ti's partitions are
 		// held[from[ti]:from[ti+1]].
-		from := make([]int, len(subscribed)+1)
+		w.from = resized(w.from, len(subscribed)+1)
+		from := w.from
 		for ti := range subscribed {
 			from[ti+1] = from[ti] + counts[ti]
 		}
-		held := make([]bool, total)
+		w.held = resized(w.held, total)
+		held := w.held
 		heldCount := 0
 		for i := range spec.Members {
 			for _, tp := range spec.Members[i].Assignment {
@@ -166,16 +183,14 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 
 	// kept[keptFrom[i]:keptFrom[i+1]] are member i's kept partitions, in
 	// the output's form (ascending; a member's own slice when it is).
-	kept := make([]TopicPartitions, 0, numMembers)
-	keptFrom := make([]int32, numMembers+1)
+	kept := resized(w.kept, numMembers)[:0]
+	w.keptFrom = resized(w.keptFrom, numMembers+1)
+	keptFrom := w.keptFrom
 	// unfilled members in order, with their remaining quota; runs[i] is the
 	// run of pending that member i is given.
-	type unfilled struct {
-		member    int
-		remaining int
-	}
-	var unfilledMembers []unfilled
-	runs := make([][2]int32, numMembers)
+	unfilledMembers := w.unfilled[:0]
+	w.runs = resized(w.runs, numMembers)
+	runs := w.runs
 
 	// Revoke pass: over memberIds() order.
 	for i := range spec.Members {
@@ -242,6 +257,7 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 		}
 	}
 	keptFrom[numMembers] = int32(len(kept))
+	w.kept, w.unfilled = kept, unfilledMembers
 
 	// Fill pass: unfilled members in order take the next partitions in line.
 	next := 0
@@ -262,7 +278,8 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 			bound += int(keptFrom[i+1]-keptFrom[i]) + pending.stretches(runs[i])
 		}
 	}
-	all := make([]TopicPartitions, bound)
+	w.all = resized(w.all, bound)
+	all := w.all
 	for i := range spec.Members {
 		a := kept[keptFrom[i]:keptFrom[i+1]:keptFrom[i+1]]
 		if runs[i][0] < runs[i][1] {
@@ -300,8 +317,50 @@ func (l *pendingList) sorted(ps []int32) []int32 {
 // reserve makes room for n partitions and a few more (what the revoke pass
 // adds to a balanced group).
 func (l *pendingList) reserve(n int) {
-	l.topic = make([]int32, 0, n+16)
-	l.part = make([]int32, 0, n+16)
+	l.topic = resized(l.topic, n+16)[:0]
+	l.part = resized(l.part, n+16)[:0]
+}
+
+// unfilled is a member below its quota after the revoke pass.
+type unfilled struct {
+	member    int
+	remaining int
+}
+
+// homogeneousWork is the memory of the homogeneous builder: fresh for
+// Assign, kept from one call to the next by AssignInto (the output's map
+// and arrays among it).
+type homogeneousWork struct {
+	members  map[string]MemberAssignment
+	pending  pendingList
+	from     []int
+	held     []bool
+	kept     []TopicPartitions
+	keptFrom []int32
+	runs     [][2]int32
+	all      []TopicPartitions
+	unfilled []unfilled
+}
+
+// output is the output's map, for n members.
+func (w *homogeneousWork) output(n int) map[string]MemberAssignment {
+	if w.members == nil {
+		w.members = make(map[string]MemberAssignment, n)
+	} else {
+		clear(w.members)
+	}
+	return w.members
+}
+
+// resized is s with length n and zero values, reusing its array when it
+// is large enough.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 func (l *pendingList) add(topic, part int32) {
