@@ -189,6 +189,9 @@ type group struct {
 	staticMembers map[string]string
 	// target is the target assignment, member id → topic → sorted partitions.
 	target map[string]map[TopicID][]int32
+	// scratch is the memory of the target assignments (buildTarget),
+	// shared with the group's copies.
+	scratch *targetScratch
 	// recentSubscriptions are the last distinct subscriptions replayed
 	// (internSubscription), most recent first.
 	recentSubscriptions [][]string

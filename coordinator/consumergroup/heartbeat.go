@@ -802,7 +802,14 @@ func (m *Manager) buildTarget(g *group, topics TopicMetadata, groupEpoch int32, 
 	}
 	ids = assignor.JavaHashMapOrder(ids)
 
-	gs := assignor.GroupSpec{Subscription: subType, Members: make([]assignor.MemberSpec, len(ids)), RecordOrder: true}
+	if g.scratch == nil {
+		g.scratch = &targetScratch{}
+	}
+	scratch := g.scratch
+	if cap(scratch.specs) < len(ids) {
+		scratch.specs = make([]assignor.MemberSpec, len(ids))
+	}
+	gs := assignor.GroupSpec{Subscription: subType, Members: scratch.specs[:len(ids)], RecordOrder: true}
 	var counts assignor.PartitionCounts // made at the first subscription resolved
 	var resolved subscriptionCache
 	for i, id := range ids {
@@ -827,7 +834,14 @@ func (m *Manager) buildTarget(g *group, topics TopicMetadata, groupEpoch int32, 
 	if counts == nil {
 		counts = assignor.PartitionCounts{}
 	}
-	res, err := a.Assign(gs, counts)
+	var res assignor.GroupAssignment
+	var err error
+	if ia, ok := a.(assignor.IntoAssignor); ok {
+		err = ia.AssignInto(gs, counts, &scratch.res)
+		res = scratch.res
+	} else {
+		res, err = a.Assign(gs, counts)
+	}
 	if err != nil {
 		return nil, nil, errorf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", groupEpoch, err)
 	}
@@ -859,6 +873,15 @@ func (m *Manager) buildTarget(g *group, topics TopicMetadata, groupEpoch int32, 
 	}
 	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
 	return mine, recs, nil
+}
+
+// targetScratch is the memory a group's target assignments reuse, one
+// after the other (each is done with before the next begins): the member
+// specs and the assignor's result (assignor.IntoAssignor). A group's copies
+// share it.
+type targetScratch struct {
+	specs []assignor.MemberSpec
+	res   assignor.GroupAssignment
 }
 
 // sameAsTarget reports whether the assignor's output for a member holds
