@@ -67,23 +67,24 @@ type rangeOut struct {
 	bounds []int // member k's topics are all[bounds[k]:bounds[k+1]]
 }
 
-// newRangeOut prepares the output of members members over topics, who are
+// newRangeOut prepares w's output of members members over topics, who are
 // handed at most ranges ranges in all.
-func newRangeOut(topics []*rangeTopic, members, ranges int) *rangeOut {
+func newRangeOut(w *assignWork, topics []*rangeTopic, members, ranges int) *rangeOut {
 	n, total := 0, 0
 	for _, t := range topics {
 		n = max(n, t.numPartitions)
 		total += t.numPartitions
 	}
-	iota := make([]int32, n)
-	for i := range iota {
-		iota[i] = int32(i)
+	r := &w.ranges
+	if len(r.iota) < n {
+		r.iota = make([]int32, n)
+		for i := range r.iota {
+			r.iota[i] = int32(i)
+		}
 	}
-	return &rangeOut{
-		iota:   iota,
-		all:    make([]TopicPartitions, 0, min(ranges, total)),
-		bounds: append(make([]int, 0, members+1), 0),
-	}
+	r.all = resized(r.all, min(ranges, total))[:0]
+	r.bounds = append(resized(r.bounds, members+1)[:0], 0)
+	return r
 }
 
 // member hands the next member its ranges of ts.
@@ -112,24 +113,27 @@ func (r *rangeOut) assignment(k int) MemberAssignment {
 //     member counts as a subscriber of its topics, whatever it subscribed to.
 //  4. The previous target assignment is never read.
 func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
-	return validated(&spec, r.cfg.javaVersion, func() (GroupAssignment, error) { return assignRange(&spec, topics) })
+	w := &assignWork{}
+	return validated(&spec, r.cfg.javaVersion, func() (GroupAssignment, error) { return assignRange(&spec, topics, w) })
 }
 
-// AssignInto implements IntoAssignor: Assign, the result in *into (range
-// builds a new one: it is not the coordinator's default).
+// AssignInto implements IntoAssignor.
 func (r *Range) AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error {
-	res, err := r.Assign(spec, topics)
+	if into.work == nil {
+		into.work = &assignWork{}
+	}
+	res, err := validated(&spec, r.cfg.javaVersion, func() (GroupAssignment, error) { return assignRange(&spec, topics, into.work) })
 	into.Members = res.Members
 	return err
 }
 
-func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
+func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber, w *assignWork) (GroupAssignment, error) {
 	spec := *specp
-	out := GroupAssignment{Members: make(map[string]MemberAssignment, len(spec.Members))}
+	out := GroupAssignment{Members: w.output(len(spec.Members))}
 	if len(spec.Members) == 0 {
 		return out, nil
 	}
-	order := rangeMemberOrder(spec.Members)
+	order := rangeMemberOrderIn(spec.Members, w)
 
 	if spec.Subscription == Homogeneous {
 		// Homogeneous: the first member in range order speaks for everyone, and
@@ -143,7 +147,7 @@ func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber) (GroupAssign
 			}
 			ts = append(ts, &rangeTopic{id: id, numPartitions: n, numMembers: len(spec.Members), minQuota: -1})
 		}
-		ro := newRangeOut(ts, len(order), len(order)*len(ts))
+		ro := newRangeOut(w, ts, len(order), len(order)*len(ts))
 		for range order {
 			ro.member(ts)
 		}
@@ -194,7 +198,7 @@ func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber) (GroupAssign
 	for _, ts := range resolved {
 		ranges += len(ts)
 	}
-	ro := newRangeOut(all, len(order), ranges)
+	ro := newRangeOut(w, all, len(order), ranges)
 	for _, i := range order {
 		ro.member(resolved[i])
 	}
@@ -208,21 +212,30 @@ func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber) (GroupAssign
 // instance id, then the rest by member id, both by Java String.compareTo. The
 // sort is stable like List.sort, so equal keys keep memberIds() order.
 func rangeMemberOrder(members []MemberSpec) []int {
-	var static, dynamic []rangeKey
-	ascii := true
+	return rangeMemberOrderIn(members, &assignWork{})
+}
+
+// rangeMemberOrderIn is rangeMemberOrder in w's memory.
+func rangeMemberOrderIn(members []MemberSpec, w *assignWork) []int {
+	// Static members' keys first, the others' after them.
+	keys := resized(w.keys, len(members))
+	static, ascii := 0, true
 	for i := range members {
-		m := &members[i]
-		if m.InstanceID != "" {
-			static = append(static, rangeKey{m.InstanceID, int32(i)})
-			ascii = ascii && isASCII(m.InstanceID)
-		} else {
-			if dynamic == nil {
-				dynamic = make([]rangeKey, 0, len(members)-i)
-			}
-			dynamic = append(dynamic, rangeKey{m.ID, int32(i)})
-			ascii = ascii && isASCII(m.ID)
+		if id := members[i].InstanceID; id != "" {
+			keys[static] = rangeKey{id, int32(i)}
+			static++
+			ascii = ascii && isASCII(id)
 		}
 	}
+	dynamic := static
+	for i := range members {
+		if members[i].InstanceID == "" {
+			keys[dynamic] = rangeKey{members[i].ID, int32(i)}
+			dynamic++
+			ascii = ascii && isASCII(members[i].ID)
+		}
+	}
+	w.keys = keys
 	// The index breaks ties last, so the order is the stable one whatever
 	// the sort; keys in order already are left as they are. With ASCII
 	// keys only, Go's string order is Java's.
@@ -240,15 +253,16 @@ func rangeMemberOrder(members []MemberSpec) []int {
 			return int(a.index - b.index)
 		}
 	}
-	order := make([]int, 0, len(members))
-	for _, keys := range [][]rangeKey{static, dynamic} {
-		if !slices.IsSortedFunc(keys, compare) {
-			slices.SortFunc(keys, compare)
+	order := resized(w.order, len(members))[:0]
+	for _, part := range [][]rangeKey{keys[:static], keys[static:]} {
+		if !slices.IsSortedFunc(part, compare) {
+			slices.SortFunc(part, compare)
 		}
-		for _, k := range keys {
+		for _, k := range part {
 			order = append(order, int(k.index))
 		}
 	}
+	w.order = order
 	return order
 }
 

@@ -200,7 +200,7 @@ func (a MemberAssignment) Size() int {
 type GroupAssignment struct {
 	Members map[string]MemberAssignment
 	// work is the builders' memory, kept by AssignInto.
-	work *homogeneousWork
+	work *assignWork
 }
 
 // IntoAssignor is an Assignor that can reuse the memory of an earlier

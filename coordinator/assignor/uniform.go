@@ -25,20 +25,20 @@ func (*Uniform) Name() string { return UniformName }
 
 // Assign implements Assignor (UniformAssignor.assign).
 func (u *Uniform) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
-	return u.assign(&spec, topics, &homogeneousWork{})
+	return u.assign(&spec, topics, &assignWork{})
 }
 
 // AssignInto implements IntoAssignor.
 func (u *Uniform) AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error {
 	if into.work == nil {
-		into.work = &homogeneousWork{}
+		into.work = &assignWork{}
 	}
 	res, err := u.assign(&spec, topics, into.work)
 	into.Members = res.Members
 	return err
 }
 
-func (u *Uniform) assign(spec *GroupSpec, topics SubscribedTopicDescriber, w *homogeneousWork) (GroupAssignment, error) {
+func (u *Uniform) assign(spec *GroupSpec, topics SubscribedTopicDescriber, w *assignWork) (GroupAssignment, error) {
 	return validated(spec, u.cfg.javaVersion, func() (GroupAssignment, error) {
 		if len(spec.Members) == 0 {
 			return GroupAssignment{Members: w.output(0)}, nil
@@ -74,7 +74,7 @@ func (u *Uniform) assign(spec *GroupSpec, topics SubscribedTopicDescriber, w *ho
 // run of the list of partitions to assign, which the output shares when the
 // run is one topic in ascending order (all slices capped, so appending to one
 // copies it). Topics are numbered by their place in the subscription.
-func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config, w *homogeneousWork) (GroupAssignment, error) {
+func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config, w *assignWork) (GroupAssignment, error) {
 	// Kafka copies the first member's subscription into a HashSet: its
 	// iteration order decides the order of never-assigned partitions.
 	subscribed := javaUUIDSetCopyOrder(spec.Members[0].Topics, cfg.javaVersion)
@@ -327,11 +327,14 @@ type unfilled struct {
 	remaining int
 }
 
-// homogeneousWork is the memory of the homogeneous builder: fresh for
-// Assign, kept from one call to the next by AssignInto (the output's map
-// and arrays among it).
-type homogeneousWork struct {
+// assignWork is the memory of the uniform homogeneous and the range
+// builders: fresh for Assign, kept from one call to the next by AssignInto
+// (the output's map and arrays among it).
+type assignWork struct {
 	members  map[string]MemberAssignment
+	ranges   rangeOut
+	keys     []rangeKey
+	order    []int
 	pending  pendingList
 	from     []int
 	held     []bool
@@ -343,7 +346,7 @@ type homogeneousWork struct {
 }
 
 // output is the output's map, for n members.
-func (w *homogeneousWork) output(n int) map[string]MemberAssignment {
+func (w *assignWork) output(n int) map[string]MemberAssignment {
 	if w.members == nil {
 		w.members = make(map[string]MemberAssignment, n)
 	} else {
