@@ -18,6 +18,7 @@ var (
 	minIters  = flag.Int("kafkaref.java-min-iters", 5, "each side's least number of warm-up and of measured iterations per round")
 	rounds    = flag.Int("kafkaref.rounds", 5, "rounds per case: in each, Kafka's side is timed, then groupquake's right after")
 	goOnly    = flag.Bool("kafkaref.go-only", false, "time the Go side alone (for profiling it)")
+	fresh     = flag.Bool("kafkaref.fresh", false, "time groupquake's assignors with Assign (a new result each time) instead of AssignInto (the coordinator's call, reusing the previous result's memory)")
 )
 
 func benchList() []BenchCase {
@@ -171,7 +172,8 @@ func caseFile(name string) string {
 // are there, through Kafka's own (UniformAssignor / RangeAssignor of the
 // default release) in alternating rounds (timePair): kafka-ns/op, go-ns/op
 // and go/kafka, groupquake's time over Kafka's. Both sides read the case's
-// file.
+// file. Each side calls its assignor as its coordinator does: Kafka's
+// assign(), groupquake's AssignInto (GoAssign.Run; -kafkaref.fresh: Assign).
 //
 //	go test -run '^$' -bench AssignVsKafka ./harness/kafkaref/
 func BenchmarkAssignVsKafka(b *testing.B) {
@@ -195,7 +197,11 @@ func BenchmarkAssignVsKafka(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			timeBoth(b, rt, haveJava, file, bc.Name, func() error { _, err := g.Run(); return err })
+			run := func() error { _, err := g.Run(); return err }
+			if *fresh {
+				run = func() error { _, err := g.RunFresh(); return err }
+			}
+			timeBoth(b, rt, haveJava, file, bc.Name, run)
 		})
 	}
 }

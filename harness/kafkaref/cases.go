@@ -520,6 +520,8 @@ type GoAssign struct {
 	a      assignor.Assignor
 	spec   assignor.GroupSpec
 	topics assignor.PartitionCounts
+	// into is the result AssignInto reuses from one Run to the next.
+	into assignor.GroupAssignment
 }
 
 // PrepareAssign builds groupquake's assignor for c, with the JDK's HashSet
@@ -536,8 +538,20 @@ func PrepareAssign(c *AssignCase, kafka string, javaMajor int) (*GoAssign, error
 	return &GoAssign{a: a, spec: c.Spec, topics: topics}, nil
 }
 
-// Run is one Assign call.
-func (g *GoAssign) Run() (assignor.GroupAssignment, error) { return g.a.Assign(g.spec, g.topics) }
+// Run is one assignment as groupquake's coordinator makes it: AssignInto
+// (assignor.IntoAssignor), reusing the memory of the previous Run's result,
+// which is then no longer valid; Assign for an assignor without it.
+func (g *GoAssign) Run() (assignor.GroupAssignment, error) {
+	ia, ok := g.a.(assignor.IntoAssignor)
+	if !ok {
+		return g.a.Assign(g.spec, g.topics)
+	}
+	err := ia.AssignInto(g.spec, g.topics, &g.into)
+	return g.into, err
+}
+
+// RunFresh is one Assign call: a new result, nothing reused.
+func (g *GoAssign) RunFresh() (assignor.GroupAssignment, error) { return g.a.Assign(g.spec, g.topics) }
 
 // topicIndex is a TopicMetadata over maps (consumergroup.Topics scans a
 // list, which would charge the Go side for the harness's lookup).
