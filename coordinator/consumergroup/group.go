@@ -75,8 +75,13 @@ type member struct {
 	rackID     string
 	clientID   string
 	clientHost string
-	// subscribed is the set of subscribed topic names, sorted.
-	subscribed         []string
+	// subscribed is the set of subscribed topic names, sorted; set it with
+	// setSubscribed.
+	subscribed []string
+	// subscribedSet is subscribed as a set, made when first needed
+	// (subscribes) and kept with the member and its copies, as Kafka's
+	// member keeps its names in a HashSet; setSubscribed drops it.
+	subscribedSet      map[string]struct{}
 	regex              string
 	rebalanceTimeoutMs int32
 	serverAssignor     string // "" means none
@@ -92,6 +97,32 @@ type member struct {
 	// Its session timeout and supported protocols are persisted in the
 	// member's ConsumerGroupMemberMetadataValue (tag 0).
 	classic *records.ClassicMemberMetadata
+}
+
+// setSubscribed sets the subscribed names (a sorted set). The member's
+// name set is kept when they are the names it had.
+func (m *member) setSubscribed(names []string) {
+	if !slices.Equal(names, m.subscribed) {
+		m.subscribedSet = nil
+	}
+	m.subscribed = names
+}
+
+// subscribes reports whether the member subscribes to topic name: a
+// binary search of a few names, a set of many.
+func (m *member) subscribes(name string) bool {
+	if len(m.subscribed) <= 16 {
+		_, found := slices.BinarySearch(m.subscribed, name)
+		return found
+	}
+	if m.subscribedSet == nil {
+		m.subscribedSet = make(map[string]struct{}, len(m.subscribed))
+		for _, n := range m.subscribed {
+			m.subscribedSet[n] = struct{}{}
+		}
+	}
+	_, ok := m.subscribedSet[name]
+	return ok
 }
 
 // useClassicProtocol is ConsumerGroupMember.useClassicProtocol.
@@ -603,7 +634,7 @@ func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey
 	m.clientID, m.clientHost = v.ClientID, v.ClientHost
 	// The field is not nullable: an empty list (which may decode as nil)
 	// is an empty subscription.
-	m.subscribed = g.internSubscription(sortedSet(v.SubscribedTopicNames))
+	m.setSubscribed(g.internSubscription(sortedSet(v.SubscribedTopicNames)))
 	m.regex = deref(v.SubscribedTopicRegex)
 	m.rebalanceTimeoutMs = v.RebalanceTimeoutMs
 	m.serverAssignor = deref(v.ServerAssignor)

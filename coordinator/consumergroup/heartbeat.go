@@ -375,7 +375,7 @@ func (hb *heartbeat) heartbeat() error {
 		updated.serverAssignor = *r.ServerAssignor
 	}
 	if r.SubscribedTopicNames != nil {
-		updated.subscribed = sortedSet(r.SubscribedTopicNames)
+		updated.setSubscribed(sortedSet(r.SubscribedTopicNames))
 	}
 	if r.SubscribedTopicRegex != nil {
 		updated.regex = *r.SubscribedTopicRegex
@@ -961,7 +961,7 @@ func (c *subscriptionCache) topics(g *group, mb *member, md TopicMetadata, count
 // (CAB.subscribedTopicIds): its names, and the topics its regex resolved to
 // (an unresolved regex matches nothing), as memberTopics lists them.
 func (g *group) subscriptionOf(mb *member, topics TopicMetadata) subscription {
-	s := subscription{topics: topics, names: mb.subscribed}
+	s := subscription{topics: topics, member: mb}
 	if mb.regex != "" {
 		if r, ok := g.resolved[mb.regex]; ok {
 			s.regex = r.topics

@@ -43,37 +43,68 @@ type reconciler struct {
 // there is nothing to do, or an *Error (FENCED_MEMBER_EPOCH) for a member
 // in an unknown state that still claims partitions.
 func (r *reconciler) build() (*member, error) {
+	s, changed, err := r.next()
+	if err != nil || !changed {
+		return r.member, err
+	}
+	return r.member.withStep(s), nil
+}
+
+// step is what a reconciliation changes of a member: Kafka's
+// ConsumerGroupMember.Builder(member) with a new state, epochs and
+// assignment.
+type step struct {
+	state            records.MemberState
+	epoch, prevEpoch int32
+	assigned         assignment
+	pending          assignment
+}
+
+// withStep is the member after s (a copy that shares everything else; the
+// maps of s may be the member's own: members are never changed in place).
+func (m *member) withStep(s step) *member {
+	c := *m
+	c.state, c.epoch, c.prevEpoch = s.state, s.epoch, s.prevEpoch
+	c.assigned, c.pending = s.assigned, s.pending
+	return &c
+}
+
+// next is CAB.build without the member: the step, or changed false when
+// CAB returns the member as it is.
+func (r *reconciler) next() (s step, changed bool, err error) {
 	m := r.member
 	subscriptionBound := r.profile.SubscriptionBoundsAssignment && r.hasSubscriptionChanged
 	switch m.state {
 	case records.MemberStable:
 		if m.epoch != r.targetEpoch {
-			return r.computeNextAssignment(m.epoch, m.assigned), nil
+			return r.computeNextAssignment(m.epoch, m.assigned), true, nil
 		}
 		if subscriptionBound {
-			return r.updateCurrentAssignment(m.epoch, m.assigned), nil
+			s, changed = r.updateCurrentAssignment(m.epoch, m.assigned)
+			return s, changed, nil
 		}
-		return m, nil
+		return step{}, false, nil
 	case records.MemberUnrevokedPartitions:
 		if r.ownsRevokedPartitions(m.pending) {
 			if subscriptionBound {
-				return r.updateCurrentAssignment(m.epoch, m.assigned), nil
+				s, changed = r.updateCurrentAssignment(m.epoch, m.assigned)
+				return s, changed, nil
 			}
-			return m, nil
+			return step{}, false, nil
 		}
 		// Before KAFKA-19974 (4.2) the member stepped to epoch+1 first.
 		epoch := m.epoch
 		if !r.profile.RevocationAckKeepsEpoch {
 			epoch++
 		}
-		return r.computeNextAssignment(epoch, m.assigned), nil
+		return r.computeNextAssignment(epoch, m.assigned), true, nil
 	case records.MemberUnreleasedPartitions:
-		return r.computeNextAssignment(m.epoch, m.assigned), nil
+		return r.computeNextAssignment(m.epoch, m.assigned), true, nil
 	default:
 		if r.owned == nil || len(r.owned) != 0 {
-			return nil, errorf(kerr.FencedMemberEpoch, "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin.")
+			return step{}, false, errorf(kerr.FencedMemberEpoch, "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin.")
 		}
-		return r.computeNextAssignment(r.targetEpoch, m.assigned), nil
+		return r.computeNextAssignment(r.targetEpoch, m.assigned), true, nil
 	}
 }
 
@@ -96,16 +127,17 @@ func (r *reconciler) ownsRevokedPartitions(pending assignment) bool {
 // subscription is CAB.subscribedTopicIds, Kafka's TopicIds view: the set
 // of topic ids of the topics a member subscribes to by name, and of the
 // topics its regex resolved to. It resolves nothing up front: contains
-// looks the id's name up in the metadata, then the name in the (sorted)
-// lists, as TopicIds.contains does. It is empty when it names no topic,
-// whether or not the named topics exist (TopicIds.isEmpty).
+// looks the id's name up in the metadata, then the name in the member's
+// names (member.subscribes) and the regex's (sorted) topics, as
+// TopicIds.contains does. It is empty when it names no topic, whether or
+// not the named topics exist (TopicIds.isEmpty).
 type subscription struct {
 	topics TopicMetadata
-	names  []string // sorted
+	member *member
 	regex  []string // sorted: the topics the member's regex resolved to
 }
 
-func (s subscription) empty() bool { return len(s.names) == 0 && len(s.regex) == 0 }
+func (s subscription) empty() bool { return len(s.member.subscribed) == 0 && len(s.regex) == 0 }
 
 func (s subscription) contains(id TopicID) bool {
 	if s.empty() {
@@ -115,27 +147,17 @@ func (s subscription) contains(id TopicID) bool {
 	if !ok {
 		return false
 	}
-	if _, found := slices.BinarySearch(s.names, name); found {
+	if s.member.subscribes(name) {
 		return true
 	}
 	_, found := slices.BinarySearch(s.regex, name)
 	return found
 }
 
-// withAssignment is the member with another current assignment (Kafka's
-// ConsumerGroupMember.Builder(member)): a copy that shares everything else,
-// and the partition maps it is given. Members are never changed in place,
-// so the maps of a reconciled member may be the old member's.
-func (m *member) withAssignment(assigned, pending assignment) *member {
-	c := *m
-	c.assigned, c.pending = assigned, pending
-	return &c
-}
-
 // updateCurrentAssignment is CAB.updateCurrentAssignment (4.2+): drop the
 // topics the member no longer subscribes to, without looking at the target.
 // Like Kafka, it copies the maps only when it drops a topic.
-func (r *reconciler) updateCurrentAssignment(memberEpoch int32, assigned assignment) *member {
+func (r *reconciler) updateCurrentAssignment(memberEpoch int32, assigned assignment) (step, bool) {
 	m := r.member
 	var newAssigned, newPending assignment
 	if r.sub.empty() && len(m.pending) == 0 {
@@ -151,10 +173,9 @@ func (r *reconciler) updateCurrentAssignment(memberEpoch int32, assigned assignm
 			}
 			if !removed {
 				removed = true
-				newAssigned, newPending = maps.Clone(assigned), maps.Clone(m.pending)
-				if newPending == nil {
-					newPending = assignment{}
-				}
+				newAssigned = maps.Clone(assigned)
+				newPending = make(assignment, len(m.pending)+1)
+				maps.Copy(newPending, m.pending)
 			}
 			delete(newAssigned, t)
 			if existing, ok := newPending[t]; ok {
@@ -166,20 +187,20 @@ func (r *reconciler) updateCurrentAssignment(memberEpoch int32, assigned assignm
 			}
 		}
 		if !removed {
-			return m
+			return step{}, false
 		}
 	}
-	out := m.withAssignment(newAssigned, m.pending)
+	s := step{state: m.state, epoch: m.epoch, prevEpoch: m.prevEpoch, assigned: newAssigned, pending: m.pending}
 	// 4.3+ (#21325): updateMemberEpoch(memberEpoch) moves the previous
 	// epoch up too; 4.2 leaves both epochs alone.
 	if r.profile.UnsubscribeUpdatesPreviousEpoch {
-		out.prevEpoch, out.epoch = m.epoch, memberEpoch
+		s.prevEpoch, s.epoch = m.epoch, memberEpoch
 	}
 	if len(newPending) != 0 && r.ownsRevokedPartitions(newPending) {
-		out.state = records.MemberUnrevokedPartitions
-		out.pending = newPending
+		s.state = records.MemberUnrevokedPartitions
+		s.pending = newPending
 	}
-	return out
+	return s, true
 }
 
 // computeNextAssignment is CAB.computeNextAssignment. Per topic of the
@@ -188,7 +209,7 @@ func (r *reconciler) updateCurrentAssignment(memberEpoch int32, assigned assignm
 // unreleased). A topic whose current partitions are all kept and that gets
 // nothing more shares the member's map (Kafka copies it; neither changes
 // it).
-func (r *reconciler) computeNextAssignment(memberEpoch int32, assigned assignment) *member {
+func (r *reconciler) computeNextAssignment(memberEpoch int32, assigned assignment) step {
 	m := r.member
 	hasUnreleased := false
 	newAssigned := make(assignment, max(len(r.target), len(assigned)))
@@ -273,10 +294,7 @@ func (r *reconciler) computeNextAssignment(memberEpoch int32, assigned assignmen
 				delete(newAssigned, x.topic)
 			}
 		}
-		out := m.withAssignment(newAssigned, newPending)
-		out.state = records.MemberUnrevokedPartitions
-		out.prevEpoch, out.epoch = m.epoch, memberEpoch
-		return out
+		return step{state: records.MemberUnrevokedPartitions, epoch: memberEpoch, prevEpoch: m.epoch, assigned: newAssigned, pending: newPending}
 	case len(pendingAssign) > 0:
 		for _, x := range pendingAssign {
 			keep := newAssigned[x.topic]
@@ -286,13 +304,11 @@ func (r *reconciler) computeNextAssignment(memberEpoch int32, assigned assignmen
 		}
 	default:
 	}
-	out := m.withAssignment(newAssigned, assignment{})
-	out.state = records.MemberStable
+	s := step{state: records.MemberStable, epoch: r.targetEpoch, prevEpoch: m.epoch, assigned: newAssigned, pending: assignment{}}
 	if hasUnreleased {
-		out.state = records.MemberUnreleasedPartitions
+		s.state = records.MemberUnreleasedPartitions
 	}
-	out.prevEpoch, out.epoch = m.epoch, r.targetEpoch
-	return out
+	return s
 }
 
 // toAssign is a topic's partitions to assign.

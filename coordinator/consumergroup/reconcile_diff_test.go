@@ -73,6 +73,12 @@ func TestReconcilerSameAsReference(t *testing.T) {
 				names = append(names, fmt.Sprintf("t%d", i)) // t<len> never exists
 			}
 		}
+		if rng.IntN(4) == 0 {
+			// Many names: the member answers from a set of them.
+			for i := range 20 {
+				names = append(names, fmt.Sprintf("zz-%d", i))
+			}
+		}
 		var regex []string
 		if rng.IntN(4) == 0 {
 			for i := range len(ids) {
@@ -85,7 +91,7 @@ func TestReconcilerSameAsReference(t *testing.T) {
 		m.state = states[rng.IntN(len(states))]
 		m.epoch = int32(9 + rng.IntN(3))
 		m.prevEpoch = m.epoch - int32(rng.IntN(2))
-		m.subscribed = sortedSet(names)
+		m.setSubscribed(sortedSet(names))
 		m.assigned = randomAssignment(rng, ids, parts)
 		m.pending = randomAssignment(rng, ids, parts)
 		target := map[TopicID][]int32{}
@@ -131,7 +137,7 @@ func TestReconcilerSameAsReference(t *testing.T) {
 			subscribedIDs: resolved, namesEmpty: len(m.subscribed) == 0 && len(regex) == 0,
 			hasSubscriptionChanged: changed, partitionEpoch: epochOf, owned: owned}
 		rc := &reconciler{profile: p, member: m, targetEpoch: targetEpoch, target: target,
-			sub:                    subscription{topics: topics, names: m.subscribed, regex: regex},
+			sub:                    subscription{topics: topics, member: m, regex: regex},
 			hasSubscriptionChanged: changed, partitionEpoch: epochOf, owned: owned}
 
 		before := m.clone()

@@ -69,7 +69,7 @@ type Reconciliation struct {
 func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 	m := newMember(in.MemberID)
 	m.state, m.epoch, m.prevEpoch = in.State, in.Epoch, in.PrevEpoch
-	m.subscribed = slices.Sorted(slices.Values(in.Subscribed))
+	m.setSubscribed(slices.Sorted(slices.Values(in.Subscribed)))
 	if in.Assigned != nil {
 		m.assigned = in.Assigned
 	}
@@ -87,7 +87,7 @@ func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 			member:                 m,
 			targetEpoch:            in.TargetEpoch,
 			target:                 in.Target,
-			sub:                    subscription{topics: orEmpty(in.Topics), names: m.subscribed},
+			sub:                    subscription{topics: orEmpty(in.Topics), member: m},
 			hasSubscriptionChanged: in.HasSubscriptionChanged,
 			partitionEpoch:         epochOf,
 			owned:                  in.Owned,
@@ -114,12 +114,12 @@ func (x *Reconciliation) Run() (*ReconcileOutput, error) {
 }
 
 func (x *Reconciliation) build() (*ReconcileOutput, error) {
-	m, err := x.r.build()
+	s, changed, err := x.r.next()
 	if err != nil {
 		return nil, err
 	}
-	if m == x.r.member {
+	if !changed {
 		return &x.same, nil
 	}
-	return &ReconcileOutput{State: m.state, Epoch: m.epoch, PrevEpoch: m.prevEpoch, Assigned: m.assigned, Pending: m.pending}, nil
+	return &ReconcileOutput{State: s.state, Epoch: s.epoch, PrevEpoch: s.prevEpoch, Assigned: s.assigned, Pending: s.pending}, nil
 }

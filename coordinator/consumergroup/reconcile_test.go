@@ -153,7 +153,7 @@ func runReconcile(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	subs, _ := listArg(d, margs, "subscribed")
-	m.subscribed = sortedSet(subs)
+	m.setSubscribed(sortedSet(subs))
 	if items, ok := listArg(d, margs, "assigned"); ok {
 		m.assigned = parsePartitions(t, d, items)
 	}
@@ -178,7 +178,7 @@ func runReconcile(t *testing.T, d *datadriven.TestData) string {
 		member:                 m,
 		targetEpoch:            int32(targetEpoch),
 		target:                 target,
-		sub:                    subscription{topics: topics, names: m.subscribed},
+		sub:                    subscription{topics: topics, member: m},
 		hasSubscriptionChanged: d.HasArg("subscription-changed"),
 		partitionEpoch:         index,
 	}

@@ -126,11 +126,11 @@ func randomGroup(rng *rand.Rand, topics Topics) *group {
 		mb := newMember(fmt.Sprintf("m%d-%x", i, rng.IntN(1<<12)))
 		switch rng.IntN(3) {
 		case 0:
-			mb.subscribed = shared
+			mb.setSubscribed(shared)
 		case 1:
-			mb.subscribed = slices.Clone(shared)
+			mb.setSubscribed(slices.Clone(shared))
 		default:
-			mb.subscribed = subset()
+			mb.setSubscribed(subset())
 		}
 		if rng.IntN(5) == 0 {
 			mb.instanceID = fmt.Sprintf("i%d", i)
@@ -195,14 +195,14 @@ func TestBuildTargetSameAsReference(t *testing.T) {
 		case k == 0 && len(g.order) > 0: // a member changes its subscription
 			old = g.members[g.order[rng.IntN(len(g.order))]]
 			updated = old.clone()
-			updated.subscribed = sortedSet(append(slices.Clone(updated.subscribed), topics[rng.IntN(len(topics))].Name))
+			updated.setSubscribed(sortedSet(append(slices.Clone(updated.subscribed), topics[rng.IntN(len(topics))].Name)))
 		case k == 1 && len(g.staticMembers) > 0: // a static member rejoins under a new id
 			inst := slices.Sorted(maps.Keys(g.staticMembers))[0]
 			updated = g.members[g.staticMembers[inst]].clone()
 			updated.id = "rejoined"
 		default: // a new member
 			updated = newMember("joiner")
-			updated.subscribed = sortedSet([]string{topics[0].Name, "missing"})
+			updated.setSubscribed(sortedSet([]string{topics[0].Name, "missing"}))
 		}
 		subType := assignor.SubscriptionType(rng.IntN(2))
 		what := fmt.Sprintf("seed %d (%s, %s, %d members, updated %s)", seed, p.Version, subType, len(g.order), updated.id)

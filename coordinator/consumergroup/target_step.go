@@ -66,13 +66,13 @@ func NewTargetAssignment(p version.Profile, cfg Config, in TargetAssignmentInput
 	newMb := func(tm TargetMember) *member {
 		mb := newMember(tm.ID)
 		mb.instanceID, mb.rackID = tm.InstanceID, tm.RackID
-		mb.subscribed = sortedSet(tm.Subscribed)
+		mb.setSubscribed(sortedSet(tm.Subscribed))
 		return mb
 	}
 	// The group's members as replaying their records leaves them.
 	newGroupMb := func(tm TargetMember) *member {
 		mb := newMb(tm)
-		mb.subscribed = g.internSubscription(mb.subscribed)
+		mb.setSubscribed(g.internSubscription(mb.subscribed))
 		return mb
 	}
 	sortedTarget := func(a map[TopicID][]int32) map[TopicID][]int32 {
