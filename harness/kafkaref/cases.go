@@ -553,21 +553,37 @@ func (g *GoAssign) Run() (assignor.GroupAssignment, error) {
 // RunFresh is one Assign call: a new result, nothing reused.
 func (g *GoAssign) RunFresh() (assignor.GroupAssignment, error) { return g.a.Assign(g.spec, g.topics) }
 
-// topicIndex is a TopicMetadata over maps (consumergroup.Topics scans a
-// list, which would charge the Go side for the harness's lookup).
+// topicIndex is a TopicMetadata over maps, as the wire server's
+// (consumergroup.Topics scans a list, which would charge the Go side for
+// the harness's lookup).
 type topicIndex struct {
-	byName map[string]consumergroup.Topic
-	byID   map[TopicID]consumergroup.Topic
+	byName map[string]*consumergroup.Topic
+	byID   map[TopicID]*consumergroup.Topic
+}
+
+func newTopicIndex(ts []consumergroup.Topic) topicIndex {
+	idx := topicIndex{byName: map[string]*consumergroup.Topic{}, byID: map[TopicID]*consumergroup.Topic{}}
+	for i := range ts {
+		t := &ts[i]
+		idx.byName[t.Name], idx.byID[t.ID] = t, t
+	}
+	return idx
 }
 
 func (t topicIndex) TopicByName(name string) ([16]byte, int, bool) {
-	x, ok := t.byName[name]
-	return x.ID, x.Partitions, ok
+	x := t.byName[name]
+	if x == nil {
+		return [16]byte{}, 0, false
+	}
+	return x.ID, x.Partitions, true
 }
 
 func (t topicIndex) TopicByID(id [16]byte) (string, int, bool) {
-	x, ok := t.byID[id]
-	return x.Name, x.Partitions, ok
+	x := t.byID[id]
+	if x == nil {
+		return "", 0, false
+	}
+	return x.Name, x.Partitions, true
 }
 
 // GoReconcile is the Go side of a reconcile case, ready to run.
@@ -583,10 +599,7 @@ func PrepareReconcile(c *ReconcileCase, kafka string) (*GoReconcile, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := topicIndex{byName: map[string]consumergroup.Topic{}, byID: map[TopicID]consumergroup.Topic{}}
-	for _, t := range c.Topics {
-		idx.byName[t.Name], idx.byID[t.ID] = t, t
-	}
+	idx := newTopicIndex(c.Topics)
 	owners := c.Owners
 	epochOf := func(t TopicID, p int32) int32 {
 		if e, ok := owners[t][p]; ok {

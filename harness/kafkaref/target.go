@@ -254,10 +254,7 @@ func PrepareTarget(c *TargetCase, kafka string, javaMajor int) (*GoTarget, error
 	if err != nil {
 		return nil, err
 	}
-	idx := topicIndex{byName: map[string]consumergroup.Topic{}, byID: map[TopicID]consumergroup.Topic{}}
-	for _, t := range c.Topics {
-		idx.byName[t.Name], idx.byID[t.ID] = t, t
-	}
+	idx := newTopicIndex(c.Topics)
 	in := consumergroup.TargetAssignmentInput{GroupID: "benchmark-group", SubscriptionType: c.SubscriptionType, Topics: idx,
 		Updated: consumergroup.TargetMember{ID: c.Joiner.ID, Subscribed: c.Joiner.Subscribed}}
 	for _, m := range c.Members {
