@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -222,7 +223,7 @@ func rangeMemberOrderIn(members []MemberSpec, w *assignWork) []int {
 	static, ascii := 0, true
 	for i := range members {
 		if id := members[i].InstanceID; id != "" {
-			keys[static] = rangeKey{id, int32(i)}
+			keys[static] = rangeKey{id: id, index: int32(i)}
 			static++
 			ascii = ascii && isASCII(id)
 		}
@@ -230,7 +231,7 @@ func rangeMemberOrderIn(members []MemberSpec, w *assignWork) []int {
 	dynamic := static
 	for i := range members {
 		if members[i].InstanceID == "" {
-			keys[dynamic] = rangeKey{members[i].ID, int32(i)}
+			keys[dynamic] = rangeKey{id: members[i].ID, index: int32(i)}
 			dynamic++
 			ascii = ascii && isASCII(members[i].ID)
 		}
@@ -256,7 +257,11 @@ func rangeMemberOrderIn(members []MemberSpec, w *assignWork) []int {
 	order := resized(w.order, len(members))[:0]
 	for _, part := range [][]rangeKey{keys[:static], keys[static:]} {
 		if !slices.IsSortedFunc(part, compare) {
-			slices.SortFunc(part, compare)
+			if ascii {
+				sortByPrefix(part)
+			} else {
+				slices.SortFunc(part, compare)
+			}
 		}
 		for _, k := range part {
 			order = append(order, int(k.index))
@@ -269,4 +274,81 @@ func rangeMemberOrderIn(members []MemberSpec, w *assignWork) []int {
 type rangeKey struct {
 	id    string // the instance id of a static member, else the member id
 	index int32
+	// head is the 8 bytes of id after the prefix all keys share, big
+	// endian, zero-padded (sortByPrefix).
+	head uint64
+}
+
+// sortByPrefix sorts keys by id (Go's string order), then index: by the 8
+// bytes after the prefix all ids share first, a number compare, and by the
+// whole ids only where those are equal. Member ids often share a prefix
+// ("member-17", a client id and a UUID), which string compares would read
+// again and again.
+func sortByPrefix(keys []rangeKey) {
+	if len(keys) == 0 {
+		return
+	}
+	prefix := len(keys[0].id)
+	for _, k := range keys[1:] {
+		n := min(prefix, len(k.id))
+		i := 0
+		for i < n && k.id[i] == keys[0].id[i] {
+			i++
+		}
+		prefix = i
+	}
+	short := len(keys) < 1<<31
+	for i := range keys {
+		var b [8]byte
+		copy(b[:], keys[i].id[prefix:])
+		keys[i].head = binary.BigEndian.Uint64(b[:])
+		short = short && uint32(keys[i].head) == 0
+	}
+	if short {
+		// The ids differ within 4 bytes after the prefix ("member-0" to
+		// "member-9999"): sort numbers, each head with its key's place in
+		// its low half, then put keys whose heads are equal (ids equal in
+		// those bytes, which may still differ after them) in order.
+		packed := make([]uint64, len(keys))
+		for i, k := range keys {
+			packed[i] = k.head | uint64(i)
+		}
+		slices.Sort(packed)
+		sorted := make([]rangeKey, len(keys))
+		for i, p := range packed {
+			sorted[i] = keys[uint32(p)]
+		}
+		copy(keys, sorted)
+		for i := 0; i < len(keys); {
+			j := i + 1
+			for j < len(keys) && keys[j].head == keys[i].head {
+				j++
+			}
+			if j-i > 1 {
+				slices.SortFunc(keys[i:j], compareRangeKeys)
+			}
+			i = j
+		}
+		return
+	}
+	slices.SortFunc(keys, func(a, b rangeKey) int {
+		switch {
+		case a.head < b.head:
+			return -1
+		case a.head > b.head:
+			return 1
+		}
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return int(a.index - b.index)
+	})
+}
+
+// compareRangeKeys orders keys by id (Go's string order), then index.
+func compareRangeKeys(a, b rangeKey) int {
+	if c := strings.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	return int(a.index - b.index)
 }
