@@ -147,6 +147,26 @@ func TestEvidenceDurableCommits(t *testing.T) {
 	})
 }
 
+func TestEvidenceFinalSnapshotEndsAtTeardown(t *testing.T) {
+	t.Parallel()
+	// Without history_end, the final snapshot's read ends where the teardown phase begins: a commit
+	// sent after it (a member committing as it closes) cannot be what the snapshot shows.
+	run := func(teardown bool) Verdict {
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.commit("a", 1, history.OK, "", 0, 5)
+		h.phase(history.PhaseFinal) // event 3: the final snapshot begins after it
+		if teardown {
+			h.phase(history.PhaseTeardown)
+		}
+		h.commit("a", 1, history.OK, "", 0, 9)
+		obs := &history.Observations{Final: history.Snapshot{Label: "final", HistoryLen: 4, HasCommitted: true, Committed: []history.OffsetAt{off(0, 9)}}}
+		return DurableCommits(h.events(), obs)
+	}
+	mustFailOnce(t, run(true), []int64{2}, "final snapshot shows t-0 at offset 9")
+	mustHold(t, run(false))
+}
+
 func TestEvidenceFencedCommitsRejected(t *testing.T) {
 	t.Parallel()
 	// a's commit of 4 at epoch 1 is recorded as sent after b got the partition at epoch 2.

@@ -53,9 +53,8 @@ type facts struct {
 	incs     []incarnation // where the group's epochs start over, in history order
 	incNotes []string      // what findIncarnations excused and what not
 
-	snaps []placed       // the observations' snapshots, placed in the history (evidence.go)
-	log   *commitLog     // what __consumer_offsets says about the order of writes, nil if unread
-	flaws []history.Flaw // what the loader set aside (WithFlaws)
+	snaps []placed   // the observations' snapshots, placed in the history (evidence.go)
+	log   *commitLog // what __consumer_offsets says about the order of writes, nil if unread
 }
 
 type endKind uint8
