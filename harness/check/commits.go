@@ -209,25 +209,28 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 	firstByLog := ""
 	for tp := range f.tps {
 		acc := f.acceptedByTP(tp)
-		best := -1 // the highest commit completed so far (since the last reset)
-		j := 0
+		// bestAt[i] is the highest commit among acc[:i+1] since the last reset among them (a reset
+		// counts as the highest when it completes).
+		bestAt := make([]int, len(acc))
+		for i, id := range acc {
+			bestAt[i] = id
+			if i == 0 || f.commits[id].c.Reset {
+				continue
+			}
+			bo, _ := f.commits[bestAt[i-1]].offsetOf(tp)
+			if do, _ := f.commits[id].offsetOf(tp); do < bo {
+				bestAt[i] = bestAt[i-1]
+			}
+		}
 		for _, id := range acc {
 			c := &f.commits[id]
-			// Fold in every commit that completed before c was sent.
-			for ; j < len(acc) && f.commits[acc[j]].done < c.inv; j++ {
-				d := &f.commits[acc[j]]
-				do, _ := d.offsetOf(tp)
-				if d.c.Reset {
-					best = acc[j]
-					continue
-				}
-				if best < 0 {
-					best = acc[j]
-					continue
-				}
-				if bo, _ := f.commits[best].offsetOf(tp); do >= bo {
-					best = acc[j]
-				}
+			// Only the commits that completed before c was sent: acc is in completion order, but
+			// a call sent early and answered late (a request held on a paused node, an answer on a
+			// frozen member's links) overlaps the commits answered meanwhile.
+			j := sort.Search(len(acc), func(i int) bool { return f.commits[acc[i]].done >= c.inv })
+			best := -1
+			if j > 0 {
+				best = bestAt[j-1]
 			}
 			if best < 0 || c.c.Reset {
 				continue

@@ -33,12 +33,12 @@ func logged(committed []history.OffsetAt, recs ...history.Record) *history.Obser
 		HasCommitted: committed != nil, Committed: committed, HasRecords: recs != nil, Records: recs}}
 }
 
-// freezeRun scripts the false alarm of seed 2058727196645645882 (combined, 4.4.0, 3 nodes): m1's
-// OffsetCommit of 50 left for the coordinator while its node was paused, was applied when the node
-// resumed (before the commit of 75 was), and only its answer was held back by a member-freeze of
-// m1. The history records the commit of 75 acknowledged before the invoke of the commit of 50 and
-// the answer of 50 last: by the answers, the offset went back from 75 to 50. It returns the
-// events that the violation would cite.
+// freezeRun scripts a history that orders two commits one way and the log the other way: m1's
+// commit of 75 is answered before its commit of 50 is recorded as sent, while a node pause and a
+// member-freeze of m1 are in force, and __consumer_offsets (in the tests) holds 50 written before
+// 75: the record of 50 is a write the history placed later than it happened (a request applied by
+// the resumed node before its call was recorded, an answer to an earlier attempt). By the answers,
+// the offset went back from 75 to 50. It returns the events the violation would cite.
 func freezeRun(t *testing.T) (h *hist, ack75, inv50, ack50 int64) {
 	h = newHist(t)
 	h.assigned("m1", 5, 0)
@@ -101,6 +101,21 @@ func TestEvidenceCommittedOffsetMonotonic(t *testing.T) {
 		if x := mustCite(t, v, ack60, inv50, ack50); !strings.Contains(x.Message, "went back from 60") || len(v.Violations) != 2 {
 			t.Fatalf("want 60 → 50 by the answers and by the log, got %+v", v.Violations)
 		}
+	})
+	t.Run("rule 2: a commit sent before others and answered after them is concurrent with them", func(t *testing.T) {
+		// The order of seed 2058727196645645882 (TestFreezeSeedAnswerAfterTheMove): m1's commit of
+		// 50 is sent while the coordinator's node is paused and answered after m1's freeze; m2's
+		// commits of 70 and 75 are answered in between.
+		h := newHist(t)
+		h.assigned("m1", 4, 0)
+		h.invoke("m1", history.FCommit, h.commitOf("m1", 4, 0, 50))
+		h.commit("m2", 5, history.OK, "", 0, 70)
+		_, ack75 := h.commit("m2", 5, history.OK, "", 0, 75)
+		h.complete("m1", history.FCommit, history.OK, h.commitOf("m1", 4, 0, 50))
+		mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
+		// Sent after 75 was answered, it is ordered after it.
+		inv, done := h.commit("m1", 4, history.OK, "", 0, 50)
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{ack75, inv, done}, "went back from 75")
 	})
 	t.Run("rule 2: a describe that overlaps a checkpoint is not ordered before it", func(t *testing.T) {
 		// The describe was sent before the checkpoint began and answered while it was read: it
