@@ -195,10 +195,12 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			resetValue[tp][c.offs[i]] = true
 		}
 	}
+	// resetBetween says whether a reset that may have applied was in flight after position lo
+	// (an invoke, or the event a snapshot began after) and before position hi.
 	resetBetween := func(tp, lo, hi int) bool {
 		r := resets[tp]
 		for i := 0; i < len(r); i += 2 {
-			if r[i] < hi && r[i+1] >= lo {
+			if r[i] < hi && r[i+1] > lo {
 				return true
 			}
 		}
@@ -466,6 +468,10 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 		acc    []int
 		maxInv []int
 		byOff  map[int64][]int
+		// laterWrite[i]: the latest first record, in __consumer_offsets, of an offset that one of
+		// acc[:i+1] wrote and that the log stands for (-1: none), to tell whether the log shows a
+		// write after every write of another offset.
+		laterWrite []int64
 	}
 	idx := make([]*tpIndex, len(f.tps))
 	index := func(tp int) *tpIndex {
@@ -480,23 +486,46 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 				o, _ := f.commits[id].offsetOf(tp)
 				t.byOff[o] = append(t.byOff[o], id)
 			}
+			if f.log != nil {
+				w := int64(-1)
+				for _, id := range t.acc {
+					e := &f.commits[id]
+					eo, _ := e.offsetOf(tp)
+					if recs := f.written(tp, eo, e.done); len(recs) > 0 {
+						w = max(w, recs[0])
+					}
+					t.laterWrite = append(t.laterWrite, w)
+				}
+			}
 			idx[tp] = t
 		}
 		return idx[tp]
 	}
 	// superseded says whether d, acknowledged before the read, was superseded by one of acc (the
-	// commits acknowledged before the read): sent after d completed, of another offset, and not
-	// shown by the log written before d.
+	// commits acknowledged before the read): shown by the log written after every write of d's
+	// offset, or sent after d completed, of another offset, and not shown by the log written
+	// before d.
 	byLog := 0
 	firstByLog := ""
+	byLogWhy := "" // why the log says the value read was superseded, for the message
 	superseded := func(tp int, d *commitOp, acc []int, maxInv int) bool {
+		val, _ := d.offsetOf(tp)
+		if f.log != nil {
+			// The log outranks the answers: a write after every write of val, of a commit
+			// acknowledged before the read, is what the read had to show at least.
+			if xs := f.written(tp, val, d.done); len(xs) > 0 && index(tp).laterWrite[len(acc)-1] > xs[len(xs)-1] {
+				if byLogWhy == "" {
+					byLogWhy = "; __consumer_offsets (" + f.log.label + ") holds a write acknowledged before the read (log offset " + itoa(index(tp).laterWrite[len(acc)-1]) + ") after every write of " + itoa(val) + " (" + joinOffsets(xs) + ")"
+				}
+				return true
+			}
+		}
 		if maxInv <= d.done {
 			return false
 		}
 		if f.log == nil {
 			return true // (a commit of the same offset that superseded d is a candidate itself)
 		}
-		val, _ := d.offsetOf(tp)
 		how := ""
 		// Only a commit that completed after d can have been sent after d completed.
 		for i := len(acc) - 1; i >= 0 && f.commits[acc[i]].done > d.done; i-- {
@@ -551,6 +580,7 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 				continue
 			}
 			explained := false
+			byLogWhy = ""
 			cands := t.byOff[val]
 			for c := len(cands) - 1; c >= 0; c-- { // the latest first: it is the likeliest
 				d := &f.commits[cands[c]]
@@ -569,8 +599,8 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 				}
 			}
 			if !explained {
-				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows %s at offset %d, but the latest acknowledged commit before it was offset %d by %s (acknowledged at event %d) and no commit that could have superseded it wrote %d",
-					label, f.tps[tp], val, lastOff, f.mems[last.member], f.idx(last.done), val)
+				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows %s at offset %d, but the latest acknowledged commit before it was offset %d by %s (acknowledged at event %d) and no commit that could have superseded it wrote %d%s",
+					label, f.tps[tp], val, lastOff, f.mems[last.member], f.idx(last.done), val, byLogWhy)
 			}
 		}
 	}

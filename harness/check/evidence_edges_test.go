@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,5 +158,116 @@ func TestEvidenceEdges(t *testing.T) {
 		if v.Holds {
 			t.Fatalf("holds: %+v", v)
 		}
+	})
+}
+
+// TestEvidenceNotes: a verdict's notes name the evidence it used, and only that.
+func TestEvidenceNotes(t *testing.T) {
+	t.Parallel()
+	h := newHist(t)
+	h.assigned("a", 1, 0)
+	h.commit("a", 1, history.OK, "", 0, 5)
+	h.commit("a", 1, history.OK, "", 0, 5) // an equal offset is no step back
+	h.describe(nil, off(0, 5))
+	obs := &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HasCommitted: true, Committed: []history.OffsetAt{off(0, 5)}, HasRecords: true, Records: []history.Record{offsetRec(1, 0, 5), offsetRec(2, 0, 5)}}}
+	for _, v := range []Verdict{CommittedOffsetMonotonic(h.events(), obs), DurableCommits(h.events(), obs), EpochMonotonic(h.events(), obs), FencedCommitsRejected(h.events(), obs)} {
+		mustHold(t, v)
+		for _, not := range []string{"outranks", "written before it did", "snapshot(s) not judged", "snapshot(s) not checked"} {
+			if strings.Contains(notesOf(v), not) {
+				t.Errorf("%s notes %q: %v", v.Name, not, v.Notes)
+			}
+		}
+	}
+	t.Run("HistoryWellFormed cites a flaw at event 0 and counts only events set aside", func(t *testing.T) {
+		wf := All(h.events(), nil, history.Plan{}, WithFlaws([]history.Flaw{{Index: 0, Message: "lines out of order"}}, 0))[0]
+		mustCite(t, wf, 0)
+		if strings.Contains(notesOf(wf), "complete events") {
+			t.Fatalf("notes: %v", wf.Notes)
+		}
+	})
+	t.Run("a snapshot beyond the history's end is counted once, whatever it read", func(t *testing.T) {
+		o := &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HistoryLen: 99, HasCommitted: true, Committed: []history.OffsetAt{off(0, 3)}}}
+		v := CommittedOffsetMonotonic(h.events(), o)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "1 snapshot(s) not judged") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("the first value the log explained is named", func(t *testing.T) {
+		h, _, _, _ := freezeRun(t)
+		v := DurableCommits(h.events(), logged([]history.OffsetAt{off(0, 75)}, offsetRec(10, 0, 50), offsetRec(12, 0, 75)))
+		if n := notesOf(v); !strings.Contains(n, "(first: offset 75 of t-0 by m1: __consumer_offsets (snapshot final) holds every write of 50") {
+			t.Fatalf("notes: %s", n)
+		}
+	})
+}
+
+// TestEvidenceReads: observer reads are ordered by their spans, each against every read that ended
+// before it began.
+func TestEvidenceReads(t *testing.T) {
+	t.Parallel()
+	t.Run("a snapshot right after a describe comes after it, and a read of offset 0 counts", func(t *testing.T) {
+		h := newHist(t)
+		d := h.describe(nil, off(0, 7)) // events 0 and 1
+		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "cp", HistoryLen: 2, HasCommitted: true, Committed: []history.OffsetAt{off(0, 0)}}}}
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), obs), []int64{d}, "from 7 (describe at event 1) to 0 (snapshot cp)")
+	})
+	t.Run("with resets, the highest read since the last reset that may have undone it is cited", func(t *testing.T) {
+		h := newHist(t)
+		h.reset("admin", 0, 1)     // events 0 and 1
+		h.describe(nil, off(0, 7)) // 2, 3
+		h.describe(nil, off(0, 9)) // 4, 5
+		nine := h.describe(nil, off(0, 9))
+		six := h.describe(nil, off(0, 6))
+		five := h.describe(nil, off(0, 5))
+		v := CommittedOffsetMonotonic(h.events(), nil)
+		if len(v.Violations) != 2 {
+			t.Fatalf("want 9 → 6 and 9 → 5, got %+v", v.Violations)
+		}
+		for i, want := range []int64{six, five} {
+			if x := v.Violations[i]; !slices.Equal(x.EventIndexes, []int64{nine, want}) || !strings.Contains(x.Message, "went back from 9 (describe at event 7)") {
+				t.Fatalf("violation %d: %+v", i, x)
+			}
+		}
+	})
+	t.Run("a read a reset may have undone is not the one a later read is judged against", func(t *testing.T) {
+		h := newHist(t)
+		h.describe(nil, off(0, 9))
+		h.reset("admin", 0, 1)
+		six := h.describe(nil, off(0, 6))
+		five := h.describe(nil, off(0, 5))
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), nil), []int64{six, five}, "went back from 6")
+	})
+	t.Run("a reset answered before a snapshot began is before it", func(t *testing.T) {
+		h := newHist(t)
+		h.reset("admin", 0, 1) // events 0 and 1; the checkpoint begins after event 1
+		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "cp", HistoryLen: 2, HistoryEnd: 2, HasCommitted: true, Committed: []history.OffsetAt{off(0, 7)}}}}
+		d := h.describe(nil, off(0, 1))
+		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), obs), []int64{d}, "went back from 7 (snapshot cp) to 1")
+	})
+	t.Run("a commit that overlaps the value read, with the log silent on it, does not supersede it", func(t *testing.T) {
+		// 75 is read; 50 overlaps the commit of 75 and has no record; 60, sent after 75 was
+		// answered, was written before it.
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 50))
+		h.commit("a", 1, history.OK, "", 0, 75)
+		h.complete("a/2", history.FCommit, history.OK, h.commitOf("a", 1, 0, 50))
+		h.commit("a", 1, history.OK, "", 0, 60)
+		mustHold(t, DurableCommits(h.events(), logged([]history.OffsetAt{off(0, 75)}, offsetRec(1, 0, 60), offsetRec(2, 0, 75))))
+	})
+	t.Run("a commit that overlaps the one the read shows does not supersede it", func(t *testing.T) {
+		// a's commit of 50 is sent before the commit of 75 completes and answered after it: the
+		// two are concurrent, and the final read shows 75.
+		h := newHist(t)
+		h.assigned("a", 1, 0)
+		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 75))
+		h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 50))
+		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 75))
+		h.complete("a/2", history.FCommit, history.OK, h.commitOf("a", 1, 0, 50))
+		mustHold(t, DurableCommits(h.events(), logged([]history.OffsetAt{off(0, 75)}, offsetRec(1, 0, 50), offsetRec(2, 0, 75))))
+		// Where the log shows 50 written after 75, it outranks the answers: the read had to show 50.
+		mustFailOnce(t, DurableCommits(h.events(), logged([]history.OffsetAt{off(0, 75)}, offsetRec(1, 0, 75), offsetRec(2, 0, 50))), nil,
+			"final snapshot shows t-0 at offset 75", "holds a write acknowledged before the read (log offset 2) after every write of 75 (log offset 1)")
 	})
 }
