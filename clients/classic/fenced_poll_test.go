@@ -35,7 +35,7 @@ func TestPollAfterAFenceHandsOutNothing(t *testing.T) {
 		}
 	}
 	rec := &recorder{}
-	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), Hooks(rec))
+	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), WithHooks(rec))
 	if err != nil {
 		t.Fatal(err)
 	}

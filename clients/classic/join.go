@@ -504,7 +504,7 @@ func (m *Member) onJoinPrepare(ctx context.Context) {
 	m.mu.Lock()
 	valid := m.gen.ID >= 0 && m.gen.MemberID != ""
 	m.mu.Unlock()
-	if valid && m.cfg.autoCommit > 0 {
+	if valid && m.cfg.autoCommit {
 		if m.cfg.protocol == assign.Eager {
 			// maybeMarkPartitionsPendingRevocation: Poll hands out
 			// nothing more of partitions about to be revoked, so the

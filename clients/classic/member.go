@@ -225,14 +225,15 @@ func (m *Member) Start(ctx context.Context) error {
 	m.joinPrepare = true
 	// Added under m.mu so that Close, which sets closed under m.mu
 	// before waiting, never waits on a group that is still growing.
+	interval := m.cfg.autoCommit && m.cfg.autoCommitInterval > 0
 	m.wg.Add(2)
-	if m.cfg.autoCommit > 0 {
+	if interval {
 		m.wg.Add(1)
 	}
 	m.mu.Unlock()
 	go func() { defer m.wg.Done(); m.manage() }()
 	go func() { defer m.wg.Done(); m.heartbeatLoop() }()
-	if m.cfg.autoCommit > 0 {
+	if interval {
 		go func() { defer m.wg.Done(); m.autoCommitLoop() }()
 	}
 	return nil
@@ -311,7 +312,7 @@ func (m *Member) Close(ctx context.Context) error {
 
 	var errs []error
 	m.mu.Lock()
-	canCommit := m.fatal == nil && m.st == stable && m.cfg.autoCommit > 0
+	canCommit := m.fatal == nil && m.st == stable && m.cfg.autoCommit
 	m.mu.Unlock()
 	if canCommit {
 		if err := m.commitPositions(ctx, "auto-commit on close"); err != nil {

@@ -430,7 +430,7 @@ func (m *Member) autoCommitLoop() {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-m.cfg.clock.After(m.cfg.autoCommit):
+		case <-m.cfg.clock.After(m.cfg.autoCommitInterval):
 		}
 		if m.Stable() {
 			_ = m.commitPositions(m.ctx, "auto-commit interval")

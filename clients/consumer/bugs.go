@@ -46,7 +46,7 @@ const (
 const ackBeforeRevokeLag = 3 * time.Second
 
 // WithBug builds the member with one deliberate defect. Never for real use.
-func WithBug(b Bug) Opt { return opt(func(c *cfg) { c.bug = b }) }
+func WithBug(b Bug) Opt { return opt{func(c *cfg) { c.bug = b }} }
 
 func (b Bug) check() error {
 	switch b {

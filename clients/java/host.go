@@ -64,10 +64,10 @@ func NewHost(rt Runtime, stderr io.Writer) *Host {
 // option does not apply), and its last lines end the error of a member the
 // JVM's exit ended.
 func Hosted(h *Host) Opt {
-	return opt(func(c *cfg) {
+	return opt{func(c *cfg) {
 		c.rt = h.rt
 		c.start = h.start
-	})
+	}}
 }
 
 // HostJVMFlags are JVMFlags with room for many consumers.

@@ -23,7 +23,7 @@ const (
 )
 
 // WithBug makes the member carry b.
-func WithBug(b Bug) Opt { return opt(func(c *cfg) { c.bug = b }) }
+func WithBug(b Bug) Opt { return opt{func(c *cfg) { c.bug = b }} }
 
 func (b Bug) check() error {
 	switch b {

@@ -47,7 +47,7 @@ func BrokenKinds() []BrokenKind {
 		return func(s MemberSpec) (clients.Member, error) {
 			return consumer.New(s.Name, s.Group,
 				consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
-				consumer.WithClock(specClock(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
+				consumer.WithClock(clients.ClockFunc(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
 				consumer.WithBug(bug))
 		}
 	}

@@ -96,7 +96,7 @@ func DefaultRegistry() Registry {
 			New: func(s MemberSpec) (clients.Member, error) {
 				opts := []consumer.Opt{
 					consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
-					consumer.WithClock(specClock(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
+					consumer.WithClock(clients.ClockFunc(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
 				}
 				if s.InstanceID != "" {
 					opts = append(opts, consumer.InstanceID(s.InstanceID))
@@ -116,7 +116,7 @@ func DefaultRegistry() Registry {
 func classicFactory(extra ...classic.Opt) func(MemberSpec) (clients.Member, error) {
 	return func(s MemberSpec) (clients.Member, error) {
 		opts := []classic.Opt{
-			classic.KgoOpts(s.KgoOpts...), classic.Hooks(s.Hooks), classic.WithClock(specClock(s.Now)),
+			classic.KgoOpts(s.KgoOpts...), classic.WithHooks(s.Hooks), classic.WithClock(clients.ClockFunc(s.Now)),
 			classic.SessionTimeout(s.SessionTimeout), classic.HeartbeatInterval(s.HeartbeatInterval),
 			classic.RebalanceTimeout(s.RebalanceTimeout),
 		}
@@ -130,35 +130,19 @@ func classicFactory(extra ...classic.Opt) func(MemberSpec) (clients.Member, erro
 	}
 }
 
-// specClock adapts MemberSpec.Now to the members' Clock interfaces.
-type specClock func() time.Time
-
-func (c specClock) Now() time.Time {
-	if c == nil {
-		return time.Now()
-	}
-	return c()
-}
-
-// After waits on the real clock: MemberSpec.Now only shifts readings.
-func (c specClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
 	return func(s MemberSpec) (clients.Member, error) {
 		// kgo has no max.poll.interval.ms (PollInterval is not passed on): a
 		// stalled kgo member keeps its partitions until a rebalance comes,
 		// which BlockRebalanceOnPoll holds until it polls again; its session
 		// may expire meanwhile.
-		kopts := s.KgoOpts
-		if s.InstanceID != "" {
-			kopts = append(slices.Clip(kopts), kgo.InstanceID(s.InstanceID))
-		}
 		return kgoref.New(s.Name, s.Group, s.Topics,
 			kgoref.Protocol(p),
-			kgoref.Hooks(s.Hooks),
-			kgoref.KgoOpts(kopts...),
-			kgoref.Timers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout),
-			kgoref.Clock(s.Now),
+			kgoref.WithHooks(s.Hooks),
+			kgoref.KgoOpts(s.KgoOpts...),
+			kgoref.SessionTimeout(s.SessionTimeout), kgoref.HeartbeatInterval(s.HeartbeatInterval), kgoref.RebalanceTimeout(s.RebalanceTimeout),
+			kgoref.InstanceID(s.InstanceID),
+			kgoref.WithClock(clients.ClockFunc(s.Now)),
 		)
 	}
 }
