@@ -79,8 +79,8 @@ func stableMember(t *testing.T, s *scriptedCoordinator, rec *recorder) *Member {
 	m.sendCommit = s.send
 	m.mu.Lock()
 	m.started = true
-	m.st, m.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
-	m.owned = clients.Partitions{topic: {0}}
+	m.mach.st, m.mach.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
+	m.mach.owned = clients.Partitions{topic: {0}}
 	m.mu.Unlock()
 	return m
 }
