@@ -76,6 +76,7 @@ type Member struct {
 	// mach is the group state and every decision about it (machine.go);
 	// the member carries out its outcomes under mu.
 	mach      *machine
+	bugs      *bugState // WithBug only (bugs.go)
 	positions map[string]map[int32]int64
 	committed map[string]map[int32]int64 // last auto-committed
 	sentHigh  map[string]map[int32]int64 // highest offset sent per partition in this assignment
@@ -116,6 +117,7 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		mach:      newMachine(machineConfigOf(c)),
+		bugs:      newBugState(),
 		positions: map[string]map[int32]int64{},
 		committed: map[string]map[int32]int64{},
 		sentHigh:  map[string]map[int32]int64{},
@@ -233,8 +235,12 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	// Invariant: a record goes out only if the machine says so
 	// (machine.handsOut).
 	fs.EachRecord(func(r *kgo.Record) {
+		gen := m.mach.gen.ID
 		if !m.mach.handsOut(r.Topic, r.Partition) {
-			return
+			var bug bool
+			if gen, bug = m.bugHandsOut(r.Topic, r.Partition); !bug {
+				return
+			}
 		}
 		if m.positions[r.Topic] == nil {
 			m.positions[r.Topic] = map[int32]int64{}
@@ -242,7 +248,7 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		m.positions[r.Topic][r.Partition] = r.Offset + 1
 		out = append(out, clients.Record{
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Key: r.Key, Value: r.Value, Generation: m.mach.gen.ID, MemberEpoch: -1,
+			Key: r.Key, Value: r.Value, Generation: gen, MemberEpoch: -1,
 		})
 	})
 	var errs []error
@@ -342,6 +348,10 @@ func (m *Member) emit(e clients.Event) {
 	e.MemberEpoch, e.GroupEpoch = -1, -1
 	e.At = m.cfg.clock.Now()
 	m.cfg.log.Debug("classic member event", "member", e.Member, "kind", e.Kind, "generation", e.Generation, "partitions", e.Partitions, "err", e.Err, "why", e.Why)
+	m.bugSees(e)
+	if m.bugHides(e) {
+		return
+	}
 	m.cfg.hooks.OnEvent(e)
 }
 
@@ -372,7 +382,9 @@ func (m *Member) applyLocked(o outcome) {
 	for _, e := range o.events {
 		switch e.Kind {
 		case clients.Revoked, clients.Lost:
-			m.cl.RemoveConsumePartitions(map[string][]int32(e.Partitions.Clone()))
+			if !m.bugKeepsConsuming(e) {
+				m.cl.RemoveConsumePartitions(map[string][]int32(e.Partitions.Clone()))
+			}
 			for t, parts := range e.Partitions {
 				for _, p := range parts {
 					delete(m.positions[t], p)
@@ -381,6 +393,7 @@ func (m *Member) applyLocked(o outcome) {
 				}
 			}
 		case clients.Assigned:
+			m.bugReassigned(e.Partitions)
 			for t, parts := range e.Partitions {
 				for _, p := range parts {
 					delete(m.sentHigh[t], p) // a new assignment: offsets may start lower

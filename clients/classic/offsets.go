@@ -18,6 +18,9 @@ import (
 // rebalance runs (Java's RebalanceInProgressException), ErrNotInGroup
 // otherwise (CommitFailedException).
 func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	if gen, ok := m.bugStaleGeneration(); ok {
+		return m.staleCommit(ctx, gen, offsets)
+	}
 	return m.commitOwn(ctx, offsets, true)
 }
 

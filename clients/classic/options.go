@@ -48,6 +48,7 @@ type cfg struct {
 	instanceID *string
 	reset      kgo.Offset
 	clientID   string
+	bug        Bug // a deliberate defect, for suites/bite only (bugs.go)
 }
 
 // KgoOpts are the options that reach the brokers (the harness passes a
@@ -180,6 +181,9 @@ func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
 	}
 	if c.autoCommitInterval < 0 {
 		errs = append(errs, fmt.Errorf("auto-commit interval %v is negative", c.autoCommitInterval))
+	}
+	if err := c.bug.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.instanceID != nil && *c.instanceID == "" {
 		errs = append(errs, errors.New("instance id is empty: leave InstanceID out for a dynamic member"))

@@ -93,19 +93,7 @@ func DefaultRegistry() Registry {
 		"consumer": {
 			Protocol: clients.Consumer,
 			Doc:      "groupquake's KIP-848 member (clients/consumer; server assignor uniform)",
-			New: func(s MemberSpec) (clients.Member, error) {
-				opts := []consumer.Opt{
-					consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
-					consumer.WithClock(clients.ClockFunc(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
-				}
-				if s.InstanceID != "" {
-					opts = append(opts, consumer.InstanceID(s.InstanceID))
-				}
-				if s.PollInterval > 0 {
-					opts = append(opts, consumer.MaxPollInterval(s.PollInterval))
-				}
-				return consumer.New(s.Name, s.Group, opts...)
-			},
+			New:      consumerFactory(),
 			// Its group requests go through kgo's Client.Request, which resends
 			// on coordinator errors and lost connections.
 			ResendsCommits: true,
@@ -127,6 +115,22 @@ func classicFactory(extra ...classic.Opt) func(MemberSpec) (clients.Member, erro
 			opts = append(opts, classic.MaxPollInterval(s.PollInterval))
 		}
 		return classic.New(s.Name, s.Group, s.Topics, append(opts, extra...)...)
+	}
+}
+
+func consumerFactory(extra ...consumer.Opt) func(MemberSpec) (clients.Member, error) {
+	return func(s MemberSpec) (clients.Member, error) {
+		opts := []consumer.Opt{
+			consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
+			consumer.WithClock(clients.ClockFunc(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
+		}
+		if s.InstanceID != "" {
+			opts = append(opts, consumer.InstanceID(s.InstanceID))
+		}
+		if s.PollInterval > 0 {
+			opts = append(opts, consumer.MaxPollInterval(s.PollInterval))
+		}
+		return consumer.New(s.Name, s.Group, append(opts, extra...)...)
 	}
 }
 
