@@ -44,7 +44,7 @@ directory cannot be read, 3 the page could not be written.
 
 // cmdReport renders run directories: one run's report.html, or over many (a nightly's) the trend
 // page of verdicts and rebalance pauses per run, per Kafka version and per protocol.
-func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportUsage)
 	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many; scorecard.html is written beside it)")
 	scorecard := fs.Bool("scorecard", false, "print the client scorecard of the runs as a table, and write nothing")
@@ -100,6 +100,11 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	if len(dirs) == 1 && len(pos) == 1 && filepath.Clean(pos[0]) == dirs[0] {
+		if *out != "" {
+			if err := outputFile("report -o", *out, dirs[0]); err != nil {
+				return err
+			}
+		}
 		var b bytes.Buffer
 		err := run.RenderReport(&b, dirs[0])
 		if inc := (*run.IncompleteError)(nil); errors.As(err, &inc) {
@@ -112,7 +117,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		if path == "" {
 			path = filepath.Join(dirs[0], run.ReportFile)
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := run.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
 			return exitError{exitFailed, fmt.Sprintf("writing the report: %v", err)}
 		}
 		fmt.Fprintln(stdout, path)
@@ -122,8 +127,13 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	path := *out
 	if path == "" {
 		path = filepath.Join(commonDir(pos), TrendFile)
+		if r := run.RunDirOf(filepath.Dir(path)); r != "" {
+			return badInput("report: the trend page would go to %s, inside the run directory %s: give -o FILE outside any run directory", path, r)
+		}
+	} else if err := outputFile("report -o", path, ""); err != nil {
+		return err
 	}
-	if err := writeTrend(path, "", dirs, con.Logf); err != nil {
+	if err := writeTrend(ctx, path, "", dirs, con.Logf); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, path)
@@ -147,11 +157,14 @@ func checkOutFile(flag, path string) error {
 // linking each run's report.html (written for the runs that have none), and
 // beside it the client scorecard of the same runs (scorecard.html), which
 // it links; title "" says how many runs it shows.
-func writeTrend(path, title string, dirs []string, logf func(string, ...any)) error {
+func writeTrend(ctx context.Context, path, title string, dirs []string, logf func(string, ...any)) error {
 	base := filepath.Dir(path)
 	var runs []results.RunSummary
 	var scored []check.ScoredRun
-	for _, d := range dirs {
+	for i, d := range dirs {
+		if err := interrupted(ctx, fmt.Sprintf("after reading %d of %d runs: no trend page written (%s is as it was)", i, len(dirs), path)); err != nil {
+			return err
+		}
 		j, err := run.Saved(d)
 		s := run.Summary(d, j, err)
 		scored = append(scored, run.Score(d, j, err))
@@ -177,7 +190,7 @@ func writeTrend(path, title string, dirs []string, logf func(string, ...any)) er
 	if err := results.WriteTrendPage(&b, results.TrendPage{Title: title, Runs: runs, Scorecard: ScorecardFile}); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := run.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
 		return exitError{exitFailed, fmt.Sprintf("writing the trend page: %v", err)}
 	}
 	return writeScorecardPage(card, filepath.Base(path), scored)

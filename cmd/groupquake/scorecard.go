@@ -52,7 +52,7 @@ func writeScorecardPage(path, trend string, scored []check.ScoredRun) error {
 	if err := results.WriteScorecard(&b, page); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := run.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
 		return exitError{exitFailed, fmt.Sprintf("writing the scorecard: %v", err)}
 	}
 	return nil

@@ -42,8 +42,8 @@ func giveUpSeed(t *testing.T, kinds []string, duration time.Duration) uint64 {
 	return 0
 }
 
-// embeddedRun runs `groupquake run --embedded` with args into dir and returns its exit status.
-func embeddedRun(t *testing.T, dir string, args ...string) int {
+// runEmbedded runs `groupquake run --embedded` with args into dir and returns its exit status.
+func runEmbedded(t *testing.T, dir string, args ...string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -66,11 +66,11 @@ func TestReportScorecard(t *testing.T) {
 	brokenKinds := []string{"broken-consumer-give-up", "consumer"}
 	seed := giveUpSeed(t, brokenKinds, 8*time.Second)
 	broken := filepath.Join(root, "broken")
-	if code := embeddedRun(t, broken, "--kinds", strings.Join(brokenKinds, ","), "--scenario", "member-links", "--faults", "link-cut", "--seed", fmt.Sprint(seed), "--duration", "8s"); code != exitViolation {
+	if code := runEmbedded(t, broken, "--kinds", strings.Join(brokenKinds, ","), "--scenario", "member-links", "--faults", "link-cut", "--seed", fmt.Sprint(seed), "--duration", "8s"); code != exitViolation {
 		t.Fatalf("the broken member's run exits %d, want %d (a violation)", code, exitViolation)
 	}
 	churn := filepath.Join(root, "churn")
-	embeddedRun(t, churn, "--kinds", "kgo-consumer,classic-cooperative", "--scenario", "churn", "--seed", "5", "--duration", "8s")
+	runEmbedded(t, churn, "--kinds", "kgo-consumer,classic-cooperative", "--scenario", "churn", "--seed", "5", "--duration", "8s")
 
 	// The text table: a line per client and cell.
 	code, out := jsonCall(t, "report", "--scorecard", root)

@@ -195,7 +195,13 @@ type Snapshot struct {
 	// (Recorder.Len()), which places the snapshot in the history so checkers know which
 	// acknowledged commits it must show; 0 when unknown (the final snapshot then counts as taken
 	// after the whole history, a checkpoint is not judged for durability).
-	HistoryLen int64             `json:"history_len,omitempty"`
+	HistoryLen int64 `json:"history_len,omitempty"`
+	// HistoryEnd is the number of history events recorded when the observer had finished reading
+	// (Recorder.Len() again), so that with HistoryLen it brackets the read: the events from
+	// HistoryLen to HistoryEnd were recorded while it was under way, and may have happened before
+	// or after what it read. 0 when unknown: the read then counts as going on until the end of
+	// the history (for the final snapshot, until the teardown phase begins).
+	HistoryEnd int64             `json:"history_end,omitempty"`
 	Group      *GroupDescription `json:"group,omitempty"`
 	// Committed holds OffsetFetch's answer; HasCommitted says it was fetched at all.
 	Committed    []OffsetAt `json:"committed,omitempty"`
@@ -203,6 +209,9 @@ type Snapshot struct {
 	// Records is in log order; HasRecords says the partition was read at all.
 	Records    []Record `json:"records,omitempty"`
 	HasRecords bool     `json:"has_records,omitempty"`
+	// ShareStarts are a share group's share-partition start offsets
+	// (DescribeShareGroupOffsets), when the run has share members.
+	ShareStarts []ShareStart `json:"share_starts,omitempty"`
 }
 
 // Observations is observations.json: the final reads of a run after heal and quiesce, and the
@@ -293,6 +302,9 @@ type Plan struct {
 	// Kinds names each member's implementation ("kgo-consumer"), by member
 	// name: a finding of one client matches only its members.
 	Kinds map[string]string `json:"kinds,omitempty"`
+	// Share is set when the run has share members: the broker's share
+	// settings the share checkers judge against.
+	Share *SharePlan `json:"share,omitempty"`
 }
 
 // TopicPlan is one subscribed topic.
