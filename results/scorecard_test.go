@@ -19,11 +19,11 @@ func scorecardRuns() []check.ScoredRun {
 	return []check.ScoredRun{
 		{Dir: "runs/r1", Kafka: "4.4.0", Scenario: "member-links", Attribution: check.Attribution{Members: broken, Hold: 10, Violated: 3,
 			Violations: []check.Charge{
-				{Checker: "NoDoubleOwnership", Message: "partition t-0 owned by m1 and m2 at once", Members: []string{"m1", "m2"}},
-				{Checker: "EventuallyConverges", Message: "never converged: t-0 has 2 owners", Members: []string{"m1"}},
-				{Checker: "NoLostRecords", Message: "record t-1 offset 3 was never consumed"},
+				{Checker: check.NameNoDoubleOwnership, Message: "partition t-0 owned by m1 and m2 at once", Members: []string{"m1", "m2"}},
+				{Checker: check.NameEventuallyConverges, Message: "never converged: t-0 has 2 owners", Members: []string{"m1"}},
+				{Checker: check.NameNoLostRecords, Message: "record t-1 offset 3 was never consumed"},
 			},
-			Known:  []check.Charge{{Checker: "EventuallyConverges", Finding: "kafka-offset-fetch-unstable"}},
+			Known:  []check.Charge{{Checker: check.NameEventuallyConverges, Finding: "kafka-offset-fetch-unstable"}},
 			Pauses: []check.MemberPause{{Member: "m2", Duration: 1500 * time.Millisecond}, {Member: "m2", Partition: "t-0", Duration: 300 * time.Millisecond}}}},
 		{Dir: "runs/r2", Kafka: "4.4.0", Scenario: "member-links", Attribution: check.Attribution{Members: mixed, Holds: true, Hold: 13,
 			Pauses: []check.MemberPause{{Member: "m2", Duration: 4 * time.Second}, {Member: "m1", Duration: 500 * time.Millisecond}}}},

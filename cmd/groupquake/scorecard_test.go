@@ -152,18 +152,18 @@ func TestReportScorecard(t *testing.T) {
 		}
 	}
 	b, g := cells["broken/member-links"], cells["groupquake/member-links"]
-	if b.Runs != 1 || b.RunsViolated != 1 || b.Charged < 1 || b.Checkers["EventuallyConverges"] < 1 {
+	if b.Runs != 1 || b.RunsViolated != 1 || b.Charged < 1 || b.Checkers[check.NameEventuallyConverges] < 1 {
 		t.Errorf("the broken client's cell: %+v", b)
 	}
 	var alone bool
 	for _, v := range b.Violations {
-		alone = alone || (v.Checker == "EventuallyConverges" && slices.Equal(v.Clients, []string{"broken"}) && slices.Equal(v.Members, []string{"m1"}))
+		alone = alone || (v.Checker == check.NameEventuallyConverges && slices.Equal(v.Clients, []string{"broken"}) && slices.Equal(v.Members, []string{"m1"}))
 	}
 	if !alone {
 		t.Errorf("no EventuallyConverges violation charged to the broken member m1 alone: %+v", b.Violations)
 	}
 	for _, v := range g.Violations {
-		if v.Checker == "EventuallyConverges" && strings.Contains(v.Message, "member m1 stopped for good") {
+		if v.Checker == check.NameEventuallyConverges && strings.Contains(v.Message, "member m1 stopped for good") {
 			t.Errorf("the innocent consumer's client is charged with m1's loss: %+v", v)
 		}
 	}

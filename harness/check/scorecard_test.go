@@ -76,13 +76,13 @@ func TestAttribute(t *testing.T) {
 	t.Parallel()
 	s := newScoredHistory(t)
 	rep := Report{Verdicts: []Verdict{
-		{Name: "HistoryWellFormed", Holds: true},
-		{Name: "NoDoubleOwnership", Violations: []Violation{
+		{Name: NameHistoryWellFormed, Holds: true},
+		{Name: NameNoDoubleOwnership, Violations: []Violation{
 			{Message: "both", EventIndexes: []int64{s.m1Owns, s.m2Owns}},
 			{Message: "m1 alone, through its heartbeat process", EventIndexes: []int64{s.m1Hb}},
 		}},
-		{Name: "NoLostRecords", Violations: []Violation{{Message: "lost", EventIndexes: []int64{s.produced}}}},
-		{Name: "EventuallyConverges", Violations: []Violation{{Message: "known bug x: m2", EventIndexes: []int64{s.described, s.m2Commit}, Finding: "x"}},
+		{Name: NameNoLostRecords, Violations: []Violation{{Message: "lost", EventIndexes: []int64{s.produced}}}},
+		{Name: NameEventuallyConverges, Violations: []Violation{{Message: "known bug x: m2", EventIndexes: []int64{s.described, s.m2Commit}, Finding: "x"}},
 			Known: []Known{{Finding: "x", Member: "m2", Failed: true}, {Finding: "y", Events: []int64{s.m1Left}}, {Finding: "z", Events: []int64{s.described}}}},
 		{Name: "RecoveredStateMatchesLog", Holds: true, Skipped: "no snapshot"},
 	}, RebalanceCost: &Cost{Protocols: map[string]*ProtocolCost{
@@ -126,14 +126,14 @@ func TestBuildScorecard(t *testing.T) {
 	t.Parallel()
 	s := newScoredHistory(t)
 	broken := Report{Verdicts: []Verdict{
-		{Name: "NoDoubleOwnership", Violations: []Violation{{Message: "both", EventIndexes: []int64{s.m1Owns, s.m2Owns}}}},
-		{Name: "EventuallyConverges", Violations: []Violation{{Message: "m1 only", EventIndexes: []int64{s.m1Hb, s.described}}}},
-		{Name: "NoLostRecords", Violations: []Violation{{Message: "lost", EventIndexes: []int64{s.produced}}}},
-		{Name: "DurableCommits", Holds: true},
+		{Name: NameNoDoubleOwnership, Violations: []Violation{{Message: "both", EventIndexes: []int64{s.m1Owns, s.m2Owns}}}},
+		{Name: NameEventuallyConverges, Violations: []Violation{{Message: "m1 only", EventIndexes: []int64{s.m1Hb, s.described}}}},
+		{Name: NameNoLostRecords, Violations: []Violation{{Message: "lost", EventIndexes: []int64{s.produced}}}},
+		{Name: NameDurableCommits, Holds: true},
 	}, RebalanceCost: &Cost{Protocols: map[string]*ProtocolCost{history.ProtocolClassic: {Stops: []Stop{
 		{Member: "m1", Duration: 3 * time.Second}, {Member: "m2", Duration: time.Second}, {Member: "m2", Duration: 5 * time.Second}, {Member: "m2", Duration: 2 * time.Second},
 	}}}}}
-	clean := Report{Holds: true, Verdicts: []Verdict{{Name: "NoDoubleOwnership", Holds: true}, {Name: "DurableCommits", Holds: true, Skipped: "why"}}}
+	clean := Report{Holds: true, Verdicts: []Verdict{{Name: NameNoDoubleOwnership, Holds: true}, {Name: NameDurableCommits, Holds: true, Skipped: "why"}}}
 	runs := []ScoredRun{
 		{Dir: "r1", Kafka: "4.4.0", Scenario: "member-links", Attribution: Attribute(s.events, scoredMembers, broken)},
 		{Dir: "r2", Kafka: "4.4.0", Scenario: "member-links", Attribution: Attribute(s.events, scoredMembers[1:], clean)},
@@ -153,11 +153,11 @@ func TestBuildScorecard(t *testing.T) {
 	}
 	b, g := sc.Cells[0], sc.Cells[2]
 	if b.Runs != 1 || b.RunsViolated != 1 || b.Charged != 2 || b.Shared != 1 || b.RunLevel != 1 || b.RunsCharged != 1 ||
-		b.Checkers["NoDoubleOwnership"] != 1 || b.Checkers["EventuallyConverges"] != 1 || b.Hold != 1 || b.Violated != 3 {
+		b.Checkers[NameNoDoubleOwnership] != 1 || b.Checkers[NameEventuallyConverges] != 1 || b.Hold != 1 || b.Violated != 3 {
 		t.Errorf("the broken client's cell: %+v", b)
 	}
 	if g.Runs != 2 || g.RunsHold != 1 || g.RunsViolated != 1 || g.Charged != 1 || g.Shared != 1 || g.RunLevel != 1 || g.RunsCharged != 1 ||
-		g.Checkers["EventuallyConverges"] != 0 || g.Hold != 2 || g.Violated != 3 || g.Skipped != 1 {
+		g.Checkers[NameEventuallyConverges] != 0 || g.Hold != 2 || g.Violated != 3 || g.Skipped != 1 {
 		t.Errorf("groupquake's cell (m2, innocent of m1's convergence): %+v", g)
 	}
 	var gv []string
