@@ -23,14 +23,16 @@ func TestScaleBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"scale"}, "scale needs --members, --protocol and --partitions"},
+		{[]string{"scale"}, "scale needs --members and --protocol"},
 		{with("--members", "1"), `--members "1": each size is a whole number of at least 2`},
 		{with("--members", "10,x"), `--members "x"`},
 		{with("--protocol", "eager"), `--protocol: unknown protocol "eager": use classic or consumer`},
 		{with("--partitions", "-2"), "--partitions -2: the topic needs at least one partition"},
 		{with("--bootstrap", "127.0.0.1:9092"), "--embedded and --bootstrap both given"},
 		{append(ok[:len(ok)-1:len(ok)-1], "--nodes", "2"), "--nodes 2: a container cluster has 1 or 3 nodes"},
-		{with("--conns", "0"), "--conns 0"},
+		{with("--conns", "-1"), "--conns -1: give the most connections the consumer members share, or 0 for 128"},
+		{append(ok[:len(ok)-1:len(ok)-1], "--kafka", "4.1.2", "--consumer-assignment-interval", "1s"), "--consumer-assignment-interval: Kafka 4.1.2 has no group.consumer.assignment.interval.ms"},
+		{append(ok[:len(ok)-1:len(ok)-1], "--consumer-assignment-interval", "-1s"), "--consumer-assignment-interval -1s: give 0"},
 		{with("--heartbeat", "-1s"), "--heartbeat -1s: must be positive"},
 		{with("--seed", "abc"), `--seed "abc": a seed is an unsigned whole number`},
 		{append(ok, "extra"), "scale takes no arguments"},

@@ -35,7 +35,11 @@ type EmbeddedConfig struct {
 	// upgrade, downgrade, disabled); empty means Kafka's default,
 	// bidirectional.
 	MigrationPolicy string
-	Logf            func(format string, args ...any)
+	// Coordinator, if set, adjusts the reference coordinator's
+	// configuration after EmbeddedCoordinatorConfig (a scale run puts
+	// Kafka's default group timers back, for instance).
+	Coordinator func(*coordinator.Config)
+	Logf        func(format string, args ...any)
 }
 
 // EmbeddedNode is the embedded cluster's only node id.
@@ -107,6 +111,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	ccfg := EmbeddedCoordinatorConfig(v)
 	ccfg.Consumer.MigrationPolicy = cfg.MigrationPolicy
+	if cfg.Coordinator != nil {
+		cfg.Coordinator(&ccfg)
+	}
 	e.wcfg = wire.Config{
 		DataDir:           cfg.DataDir,
 		Version:           v,
