@@ -152,6 +152,9 @@ func (m *Classic) do(ctx context.Context, req kmsg.Request, timeout time.Duratio
 	if err != nil {
 		return nil, err
 	}
+	if m.co.addr != "" && m.co.addr != co.addr {
+		m.g.own.Forget(m.co.addr, int(m.idx)) // its own connection to the old coordinator
+	}
 	m.co = co
 	return m.g.own.Do(ctx, co.addr, int(m.idx), req, timeout)
 }

@@ -64,7 +64,6 @@ type Conn struct {
 
 	pmu     sync.Mutex
 	pending []*call // written, oldest first
-	wake    chan struct{}
 
 	dead    chan struct{}
 	deadErr atomic.Pointer[error]
@@ -72,7 +71,7 @@ type Conn struct {
 }
 
 func newConn(addr string, nc net.Conn, l *lane) *Conn {
-	return &Conn{addr: addr, nc: nc, stats: l.p.stats, lane: l, wake: make(chan struct{}, 1), dead: make(chan struct{})}
+	return &Conn{addr: addr, nc: nc, stats: l.p.stats, lane: l, dead: make(chan struct{})}
 }
 
 // Broken reports whether the connection can no longer carry requests.
@@ -133,10 +132,6 @@ func (c *Conn) write(cl *call) error {
 	c.pmu.Lock()
 	c.pending = append(c.pending, cl)
 	c.pmu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
 	cl.sent = time.Now()
 	c.stats.sent(cl.req.Key(), cl.sent.Sub(cl.asked))
 	_, err := c.nc.Write(cl.buf)
@@ -180,48 +175,43 @@ func (c *Conn) await(ctx context.Context, cl *call, timeout time.Duration) (kmsg
 	}
 }
 
-// head returns the oldest written call, waiting for one; nil once the
-// connection is broken.
-func (c *Conn) head() *call {
-	for {
-		c.pmu.Lock()
-		if len(c.pending) > 0 {
-			cl := c.pending[0]
-			c.pmu.Unlock()
-			return cl
-		}
-		c.pmu.Unlock()
-		select {
-		case <-c.wake:
-		case <-c.dead:
-			return nil
-		}
-	}
-}
-
-func (c *Conn) pop() {
+// pop takes the oldest written call, nil if none is waiting.
+func (c *Conn) pop() *call {
 	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if len(c.pending) == 0 {
+		return nil
+	}
+	cl := c.pending[0]
 	n := copy(c.pending, c.pending[1:])
 	c.pending[n] = nil
 	c.pending = c.pending[:n]
-	c.pmu.Unlock()
+	return cl
 }
 
 // read answers the written calls in order until the connection breaks,
-// then fails the calls still waiting on it and tells the lane.
+// then fails the calls still waiting on it and tells the lane. It reads
+// also while no call waits, so that a broker closing an idle connection
+// (its node stopping) closes it here at once.
 func (c *Conn) read(bufSize int) {
 	br := bufio.NewReaderSize(c.nc, bufSize)
 	for {
-		cl := c.head()
-		if cl == nil {
-			break
-		}
-		resp, err := readAnswer(br, cl)
+		body, err := readFrame(br)
 		if err != nil {
 			c.fail(fmt.Errorf("read from %s: %w", c.addr, err))
 			break
 		}
-		c.pop()
+		cl := c.pop()
+		if cl == nil {
+			c.fail(fmt.Errorf("read from %s: an answer with no request waiting", c.addr))
+			break
+		}
+		resp, err := decode(cl, body)
+		if err != nil {
+			c.fail(err)
+			cl.done <- result{err: err}
+			break
+		}
 		c.stats.answered(cl.req.Key(), time.Since(cl.asked))
 		cl.done <- result{resp: resp}
 		c.lane.release(c)
@@ -240,7 +230,7 @@ func (c *Conn) read(bufSize int) {
 // is out of step.
 const maxAnswer = 256 << 20
 
-func readAnswer(br *bufio.Reader, cl *call) (kmsg.Response, error) {
+func readFrame(br *bufio.Reader) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(br, size[:]); err != nil {
 		return nil, err
@@ -253,7 +243,7 @@ func readAnswer(br *bufio.Reader, cl *call) (kmsg.Response, error) {
 	if _, err := io.ReadFull(br, body); err != nil {
 		return nil, err
 	}
-	return decode(cl, body)
+	return body, nil
 }
 
 func decode(cl *call, body []byte) (kmsg.Response, error) {

@@ -382,6 +382,23 @@ func (p *Pool) Conns(addr string) int {
 	return n
 }
 
+// Forget closes member's lane to addr in a pool of own connections (the
+// member moved to another coordinator), so that its connection does not
+// stay open beside the new one; requests still queued there fail.
+func (p *Pool) Forget(addr string, member int) {
+	if p.shared {
+		return
+	}
+	k := laneKey{addr, member}
+	p.mu.Lock()
+	l := p.lanes[k]
+	delete(p.lanes, k)
+	p.mu.Unlock()
+	if l != nil {
+		l.close()
+	}
+}
+
 // Close closes every connection and fails every queued request. The pool
 // can be used again afterwards; a dial that spans Close is dropped.
 func (p *Pool) Close() {

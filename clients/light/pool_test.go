@@ -291,3 +291,27 @@ func TestPoolClosedWhileDialing(t *testing.T) {
 		t.Errorf("%d connections open after Close, want 0", open)
 	}
 }
+
+// TestIdleConnectionClosedByBroker: a broker that closes an idle
+// connection (its node stopping) has it closed here at once, not left
+// open until the next request finds it broken: a group of 10,000 classic
+// members whose coordinator restarted otherwise kept 10,000 dead
+// connections beside the 10,000 new ones, past the process's 20,000
+// open files.
+func TestIdleConnectionClosedByBroker(t *testing.T) {
+	s := newStub(t, answerAll)
+	st := &Stats{}
+	p := NewSharedPool(0, "gq", st)
+	defer p.Close()
+	if _, err := p.Do(context.Background(), s.addr(), 0, apiVersions(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if open, _, _ := st.Conns(); open != 1 {
+		t.Fatalf("%d connections open after one request, want 1", open)
+	}
+	s.closeConns()
+	eventually(t, "the idle connection the broker closed is closed here", func() bool {
+		open, _, _ := st.Conns()
+		return open == 0 && p.Conns(s.addr()) == 0
+	})
+}

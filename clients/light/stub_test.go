@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type stub struct {
 	conns  []net.Conn
 	seen   []*stubReq // every request read, in the order read
 	forget bool       // keep nothing in seen (a benchmark's stub)
+	gone   []string   // the client id of each connection that ended
 }
 
 // stubReq is one request the stub read.
@@ -90,6 +92,12 @@ func (s *stub) accept() {
 func (s *stub) serve(c net.Conn, n int64) {
 	br := bufio.NewReader(c)
 	var buf []byte
+	client := "?"
+	defer func() { // the client closed the connection (or the stub did)
+		s.mu.Lock()
+		s.gone = append(s.gone, client)
+		s.mu.Unlock()
+	}()
 	for {
 		var size [4]byte
 		if _, err := io.ReadFull(br, size[:]); err != nil {
@@ -115,6 +123,9 @@ func (s *stub) serve(c net.Conn, n int64) {
 		if cid != nil {
 			sr.client = *cid
 		}
+		if client == "?" {
+			client = sr.client
+		}
 		s.mu.Lock()
 		if !s.forget {
 			s.seen = append(s.seen, sr)
@@ -137,6 +148,22 @@ func (s *stub) serve(c net.Conn, n int64) {
 		if _, err := c.Write(buf); err != nil {
 			return
 		}
+	}
+}
+
+// ended returns the client ids of the connections that ended so far.
+func (s *stub) ended() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.gone)
+}
+
+// closeConns closes the stub's side of every connection.
+func (s *stub) closeConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
 	}
 }
 
