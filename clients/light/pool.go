@@ -95,7 +95,7 @@ func NewSharedPool(maxConns int, client string, stats *Stats) *Pool {
 	if maxConns <= 0 {
 		maxConns = MaxShared
 	}
-	return newPool(client, stats, true, maxConns, Window, 4096)
+	return newPool(client, stats, true, maxConns, Window, 1024)
 }
 
 // NewOwnPool makes a pool that gives each member its own connection to
