@@ -24,7 +24,11 @@ const maxRequestSize = 100 * 1024 * 1024
 // its requests one at a time (Kafka mutes a connection until its response
 // is sent, so responses leave in request order), and one goroutine ticks
 // the coordinator. All state below mu is guarded by mu; a parked group
-// request and a fetch waiting for data wait without holding it.
+// request and a fetch waiting for data wait without holding it. The set of
+// connections has its own lock, so that accepting a connection never waits
+// for the coordinator (with thousands of connections busy, each accept
+// queued behind their requests: a group of 10,000 classic members, a
+// connection each, took minutes to connect).
 type Server struct {
 	cfg      Config
 	versions map[kmsg.Key]apiRange // what ApiVersions advertises
@@ -41,6 +45,8 @@ type Server struct {
 	// dataCh is closed and replaced on every append, to wake waiting
 	// fetches.
 	dataCh chan struct{}
+
+	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
 	// last is the latest time given to the coordinator.
 	last time.Time
@@ -131,11 +137,11 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		err := s.ln.Close()
-		s.mu.Lock()
+		s.connMu.Lock()
 		for c := range s.conns {
 			c.Close()
 		}
-		s.mu.Unlock()
+		s.connMu.Unlock()
 		s.wg.Wait()
 		s.mu.Lock()
 		s.closeErr = errors.Join(err, s.closeTopics())
@@ -213,17 +219,17 @@ func (s *Server) accept() {
 			}
 			return
 		}
-		s.mu.Lock()
+		s.connMu.Lock()
 		select {
 		case <-s.done:
-			s.mu.Unlock()
+			s.connMu.Unlock()
 			c.Close()
 			return
 		default:
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
-		s.mu.Unlock()
+		s.connMu.Unlock()
 		go s.serve(c)
 	}
 }
@@ -253,9 +259,9 @@ func (e errClose) Error() string { return e.why }
 func (s *Server) serve(c net.Conn) {
 	defer s.wg.Done()
 	defer func() {
-		s.mu.Lock()
+		s.connMu.Lock()
 		delete(s.conns, c)
-		s.mu.Unlock()
+		s.connMu.Unlock()
 		c.Close()
 	}()
 	host := "/"
