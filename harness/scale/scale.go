@@ -671,7 +671,11 @@ func (r *runner) localStable(n int, since time.Time) (int32, bool, string) {
 		s := m.State()
 		switch {
 		case !s.Settled:
-			return 0, false, fmt.Sprintf("member %d is not settled", i)
+			ago := "never"
+			if !s.LastOK.IsZero() {
+				ago = time.Since(s.LastOK).Round(time.Millisecond).String() + " ago"
+			}
+			return 0, false, fmt.Sprintf("member %d is not settled (epoch %d, member id %q, last answered %s)", i, s.Epoch, s.MemberID, ago)
 		case epoch >= 0 && s.Epoch != epoch:
 			return 0, false, fmt.Sprintf("members at epochs %d and %d", epoch, s.Epoch)
 		case !since.IsZero() && s.LastOK.Before(since):
