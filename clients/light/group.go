@@ -50,6 +50,8 @@ type Config struct {
 	// Addr maps a broker address (as the bootstrap list and the
 	// coordinator's metadata name it) to the one to dial; nil dials it as is.
 	Addr func(string) string
+	// Dial connects to a broker; nil dials TCP.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logf reports what the shared pieces do (coordinator moves); nil is silent.
 	Logf func(format string, args ...any)
 }
@@ -125,6 +127,9 @@ func NewGroup(cfg Config) (*Group, error) {
 	}
 	if cfg.Addr != nil {
 		g.pool.mapAddr, g.own.mapAddr, g.boot.mapAddr = cfg.Addr, cfg.Addr, cfg.Addr
+	}
+	if cfg.Dial != nil {
+		g.pool.dialFn, g.own.dialFn, g.boot.dialFn = cfg.Dial, cfg.Dial, cfg.Dial
 	}
 	return g, nil
 }

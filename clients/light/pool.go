@@ -55,6 +55,7 @@ import (
 // connects to one address are in flight from one pool at once.
 type Pool struct {
 	mapAddr func(string) string
+	dialFn  func(ctx context.Context, network, addr string) (net.Conn, error)
 	client  string
 	stats   *Stats
 	shared  bool // one lane per broker for every member; else one per member
@@ -277,9 +278,13 @@ func (l *lane) dial() {
 	if p.mapAddr != nil {
 		to = p.mapAddr(to)
 	}
-	var d net.Dialer
+	dial := p.dialFn
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	nc, err := d.DialContext(ctx, "tcp", to)
+	nc, err := dial(ctx, "tcp", to)
 	cancel()
 	<-l.gate
 	if err != nil {

@@ -230,8 +230,30 @@ func (s *Server) accept() {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.connMu.Unlock()
-		go s.serve(c)
+		host := "/"
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			host += a.IP.String()
+		}
+		go s.serve(c, host)
 	}
+}
+
+// ServeConn serves c, a connection made in this process (net.Pipe), as if
+// it had been accepted from a client at host ("/127.0.0.1"): a process
+// that holds both ends of thousands of connections needs no file
+// descriptor for them. It fails once the server is closed.
+func (s *Server) ServeConn(c net.Conn, host string) error {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	select {
+	case <-s.done:
+		return errors.New("server closed")
+	default:
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	go s.serve(c, host)
+	return nil
 }
 
 // notifyData wakes the fetches waiting for data. Called with s.mu held.
@@ -256,7 +278,7 @@ type errClose struct{ why string }
 
 func (e errClose) Error() string { return e.why }
 
-func (s *Server) serve(c net.Conn) {
+func (s *Server) serve(c net.Conn, host string) {
 	defer s.wg.Done()
 	defer func() {
 		s.connMu.Lock()
@@ -264,10 +286,6 @@ func (s *Server) serve(c net.Conn) {
 		s.connMu.Unlock()
 		c.Close()
 	}()
-	host := "/"
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		host += a.IP.String()
-	}
 	var buf []byte
 	for {
 		body, err := readFrame(c)

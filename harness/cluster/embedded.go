@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -237,6 +239,34 @@ func (e *Embedded) StartNode(ctx context.Context, id NodeID) error {
 		case <-time.After(200 * time.Millisecond): // the port may linger a moment
 		}
 	}
+}
+
+// DialContext connects to the server in this process, without a socket,
+// when addr is its address (net.Pipe; the server sees the client at
+// /127.0.0.1); other addresses are dialed as usual. A process that holds
+// both ends of thousands of connections (a scale run's classic members,
+// one connection each) would otherwise need two file descriptors for
+// each. A stopped server refuses, as a closed port does. Such connections
+// go around every client's links: no fault reaches them.
+func (e *Embedded) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if addr != e.addr {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	e.mu.Lock()
+	srv := e.srv
+	e.mu.Unlock()
+	refused := &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	if srv == nil {
+		return nil, refused
+	}
+	client, server := net.Pipe()
+	if err := srv.ServeConn(server, "/127.0.0.1"); err != nil {
+		client.Close()
+		server.Close()
+		return nil, refused
+	}
+	return client, nil
 }
 
 // setCut cuts or restores every client's link.

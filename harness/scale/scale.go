@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -222,6 +223,14 @@ func directMap(d directAddr) func(string) string {
 	}
 }
 
+// inProcess is a cluster served in this process (the embedded one): its
+// members connect without sockets, since this process holds both ends of
+// every connection (10,000 classic members would take 20,000 file
+// descriptors, the usual limit).
+type inProcess interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
 // nodeStats is what a container cluster adds: broker CPU and memory.
 type nodeStats interface {
 	NodeMemory(ctx context.Context, id cluster.NodeID) (uint64, error)
@@ -260,6 +269,9 @@ func Run(ctx context.Context, h cluster.Handle, o Options) (*Report, error) {
 	}
 	if d, ok := h.(directAddr); ok && o.Direct {
 		lc.Addr = directMap(d)
+	}
+	if d, ok := h.(inProcess); ok {
+		lc.Dial = d.DialContext
 	}
 	g, err := light.NewGroup(lc)
 	if err != nil {
