@@ -236,8 +236,8 @@ type bannerItem struct {
 	At         string
 	Partitions []string
 	Members    []string
-	// Finding names the known finding the violation matches, when the verdict says (empty today:
-	// check.Violation carries no finding id yet).
+	// Finding names the registered finding (groupquake findings) the shown violation matches, or
+	// the first one another violation of the checker matches.
 	Finding string
 	// X0, X1 are the timeline's x of the stretch "show on the timeline" zooms to.
 	X0, X1 float64
@@ -665,6 +665,8 @@ func (t *timeline) members() {
 					g = glyphLeft
 				case history.FStopped:
 					g = glyphStop
+				case history.FRestart:
+					g, what = glyphRedo, "restarted"
 				case history.FLost:
 					what = "lost " + mk.detail
 				}
@@ -770,6 +772,11 @@ func (t *timeline) banner() {
 			item.X0, item.X1, item.Zoom = t.x(from), t.x(to), true
 		case len(vr.Violations) > 0:
 			item.Message = vr.Violations[0].Message
+		}
+		for _, x := range vr.Violations {
+			if x.Finding != "" && (item.Finding == "" || x.Message == item.Message) {
+				item.Finding = x.Finding
+			}
 		}
 		v.Banner = append(v.Banner, item)
 	}

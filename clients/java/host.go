@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // Host is one JVM that hosts many members: the shared mode (Hosted), beside
@@ -167,7 +169,7 @@ func (j *hostJVM) read(out io.Reader) {
 		}
 		p.out.push(sc.Bytes())
 	}
-	err := j.cmd.Wait()
+	err := interrupt.Wait(j.cmd)
 	if err == nil {
 		err = errors.New("the shared JVM exited")
 	}
@@ -212,7 +214,7 @@ func (j *hostJVM) end(p *hosted, err error) {
 			select {
 			case <-j.exited:
 			case <-time.After(10 * time.Second):
-				j.cmd.Process.Kill()
+				interrupt.Kill(j.cmd)
 			}
 		}()
 	}

@@ -48,7 +48,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -61,6 +60,8 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/wiretap"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // Opt configures a Member; options are checked once, in New.
@@ -160,6 +161,10 @@ type Member struct {
 	closed  bool
 	frozen  bool // stopped by Freeze: a command's answer waits for the thaw
 	version string
+	// stopped is the error Poll returns once the member stopped for good
+	// (clients.ErrStopped): poll threw an exception the application cannot
+	// go on from, or the JVM ended on its own.
+	stopped error
 }
 
 var _ clients.Member = (*Member)(nil)
@@ -574,13 +579,31 @@ func remaining(ctx context.Context, def time.Duration) time.Duration {
 
 // Poll calls consumer.poll for the time ctx leaves (rebalance callbacks run
 // inside it, as in any Java application) and returns its records.
+//
+// When poll throws an exception the application cannot go on from (the
+// driver marks it fatal: every exception but a RetriableException, see
+// Driver.endsThePollLoop), the application is done: Poll returns it as
+// clients.ErrStopped, then and on every later call, without polling again
+// (a KafkaConsumer throws a fatal error once; the next polls return
+// nothing), so that its supervisor closes the consumer and starts a new
+// process. So does a JVM that ended on its own (it died: out of memory, a
+// crash of the JVM), which no Close or Kill asked for.
 func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
+	m.mu.Lock()
+	stopped := m.stopped
+	m.mu.Unlock()
+	if stopped != nil {
+		return nil, stopped
+	}
 	d := remaining(ctx, 250*time.Millisecond)
 	r, err := m.command(ctx, "poll "+ms(d), "polled", 30*time.Second)
 	if err != nil {
-		return nil, err
+		return nil, m.endedOnItsOwn(err)
 	}
 	if r.Error != "" {
+		if r.Fatal {
+			return nil, m.stop(fmt.Errorf("%w: java: member %s: poll threw %s, which the application cannot go on from: it closes the consumer and exits", clients.ErrStopped, m.name, r.Error))
+		}
 		return nil, fmt.Errorf("java: member %s: poll: %s", m.name, r.Error)
 	}
 	gen := int32(-1)
@@ -594,6 +617,34 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// stop records that the member stopped for good with err and returns it.
+func (m *Member) stop(err error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped == nil {
+		m.stopped = err
+	}
+	return m.stopped
+}
+
+// endedOnItsOwn turns err, a command's failure, into the member's stop
+// when its JVM (or, hosted, its consumer's thread) ended without Close or
+// Kill asking: the process is gone, as a crash of it would leave it.
+func (m *Member) endedOnItsOwn(err error) error {
+	m.mu.Lock()
+	exited, closed := m.exited, m.closed
+	m.mu.Unlock()
+	select {
+	case <-exited:
+	default:
+		return err
+	}
+	if closed {
+		return err
+	}
+	return m.stop(fmt.Errorf("%w: %w", clients.ErrStopped, err))
 }
 
 // Owned implements clients.Member: what the listener was given, minus what
@@ -774,13 +825,8 @@ type jvm struct {
 
 func (j *jvm) stdin() io.Writer  { return j.in }
 func (j *jvm) stdout() io.Reader { return j.out }
-func (j *jvm) kill() error {
-	if err := j.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	return nil
-}
-func (j *jvm) wait() error { return j.cmd.Wait() }
+func (j *jvm) kill() error       { return interrupt.Kill(j.cmd) }
+func (j *jvm) wait() error       { return interrupt.Wait(j.cmd) }
 
 // JVMFlags start a small JVM fast: a member needs little heap, and the
 // client's code runs too briefly for the optimising compiler to pay off.

@@ -378,3 +378,67 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		t.Error("CheckVersion(4.4) accepted a version that is no release number")
 	}
 }
+
+// An exception from poll that the driver marks fatal (the application
+// cannot go on from it: here UNRELEASED_INSTANCE_ID to a static member's
+// join) stops the member for good: Poll returns it as clients.ErrStopped,
+// then again without polling the JVM, and the next command is the close
+// its supervisor sends. An exception the driver does not mark fatal (a
+// retriable one) is an error of that poll alone.
+func TestFatalPollExceptionStopsTheMember(t *testing.T) {
+	m, started := newScripted(t, &hookLog{}, InstanceID("g-m1"), Protocol(clients.Consumer))
+	s := startScripted(t, m, started)
+	errc := make(chan error, 1)
+	poll := func() {
+		go func() {
+			_, err := m.Poll(context.Background())
+			errc <- err
+		}()
+	}
+	poll()
+	s.next()
+	s.send(`{"ev":"polled","at":2,"generation":-1,"records":[],"error":"org.apache.kafka.common.errors.CoordinatorNotAvailableException: not available","class":"CoordinatorNotAvailableException"}`)
+	if err := <-errc; err == nil || errors.Is(err, clients.ErrStopped) {
+		t.Fatalf("Poll after a retriable exception returned %v, want that error and no stop", err)
+	}
+	poll()
+	s.next()
+	s.send(`{"ev":"polled","at":3,"generation":-1,"records":[],"error":"org.apache.kafka.common.errors.UnreleasedInstanceIdException: The instance ID is still used by another member","class":"UnreleasedInstanceIdException","fatal":true}`)
+	err := <-errc
+	if !errors.Is(err, clients.ErrStopped) || !strings.Contains(err.Error(), "UnreleasedInstanceIdException") {
+		t.Fatalf("Poll after a fatal exception returned %v, want clients.ErrStopped with the exception", err)
+	}
+	if _, again := m.Poll(context.Background()); !errors.Is(again, clients.ErrStopped) {
+		t.Fatalf("the next Poll returned %v, want the stop again", again)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errc <- m.Close(ctx)
+	}()
+	if cmd := s.next(); !strings.HasPrefix(cmd, "close ") {
+		t.Fatalf("after the stop the member sent %q, want close (no poll)", cmd)
+	}
+	s.send(`{"ev":"closed","at":4}`)
+	s.exit(nil)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A JVM that ends on its own (no Close, no Kill) is a process that died:
+// the member stopped for good.
+func TestJVMEndedOnItsOwnStopsTheMember(t *testing.T) {
+	m, started := newScripted(t, &hookLog{})
+	s := startScripted(t, m, started)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Poll(context.Background())
+		errc <- err
+	}()
+	s.next()
+	s.exit(errors.New("exit status 1"))
+	if err := <-errc; !errors.Is(err, clients.ErrStopped) {
+		t.Fatalf("Poll on a JVM that died returned %v, want clients.ErrStopped", err)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/groupquake/groupquake/internal/javatool"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 //go:embed driver/Driver.java
@@ -96,7 +98,9 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 // standard error into stderr, its standard input and output piped.
 func (rt Runtime) start(flags, args []string, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
 	cmdArgs := append(append(slices.Clone(flags), "-cp", rt.Classpath, "Driver"), args...)
-	cmd := exec.Command(rt.Java, cmdArgs...)
+	// A process group of its own, dying with groupquake: Ctrl-C reaches
+	// the harness, which closes the member in order (or kills it).
+	cmd := interrupt.Command(context.Background(), rt.Java, cmdArgs...)
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -106,7 +110,7 @@ func (rt Runtime) start(flags, args []string, stderr io.Writer) (*exec.Cmd, io.W
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := interrupt.Start(cmd); err != nil {
 		return nil, nil, nil, err
 	}
 	return cmd, in, out, nil

@@ -550,6 +550,9 @@ func (hb *heartbeat) dynamicMember(g *group, memberID string) (*member, error) {
 func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*member, error) {
 	existing := g.staticMember(instanceID)
 	if hb.req.MemberEpoch == JoinEpoch {
+		if mb, ok := g.members[memberID]; ok && hb.m.profile.StaticRejoinOwnInstance {
+			return hb.staticRejoin(mb, instanceID)
+		}
 		if existing == nil {
 			if mb, ok := g.members[memberID]; ok {
 				return mb, nil
@@ -588,6 +591,27 @@ func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*membe
 		return nil, err
 	}
 	return existing, nil
+}
+
+// staticRejoin is a join at epoch 0 from member mb, which the coordinator
+// holds, with instance id instanceID, where the release lets a static
+// member back in (version.Profile.StaticRejoinOwnInstance, apache/kafka PR
+// #23542): a member id keeps its instance id, so the join is mb itself
+// coming back. After a temporary leave (-2) its epoch is reset and it is
+// reconciled; otherwise it is taken back as a dynamic member is.
+func (hb *heartbeat) staticRejoin(mb *member, instanceID string) (*member, error) {
+	if mb.instanceID != instanceID {
+		return nil, errorf(kerr.InvalidRequest, "Member %s cannot change its instance id from %q to %q.", mb.id, mb.instanceID, instanceID)
+	}
+	if mb.epoch == StaticLeaveEpoch {
+		back := mb.clone()
+		back.epoch, back.prevEpoch = 0, 0
+		return back, nil
+	}
+	if err := hb.checkEpoch(mb); err != nil {
+		return nil, err
+	}
+	return mb, nil
 }
 
 // checkEpoch is GMM.throwIfConsumerGroupMemberEpochIsInvalid.

@@ -144,7 +144,8 @@ func setTPs(s kadm.TopicsSet) []history.TP {
 // coordinator moves, the new leader's high watermark can lag its log, and for
 // seconds it answers with offsets older than commits it already
 // acknowledged (seen on 4.4.0: 11 acknowledged, then 4 read for 3 s after
-// the coordinator's node came back from a 9 s pause; see README Findings).
+// the coordinator's node came back from a 9 s pause; finding
+// kafka-offset-fetch-unstable, docs/findings.md).
 // With require_stable the read is a write operation that waits for the
 // high watermark, so the observer reads what the log holds; members read as
 // their clients do.

@@ -103,6 +103,9 @@ type Options struct {
 	// cluster the coordinator is in it.
 	CPUProfile string
 	Logf       func(format string, args ...any)
+	// OnPhase, when set, is called as each phase begins, with the run's
+	// context (tests hold a phase with it, to interrupt the run there).
+	OnPhase func(ctx context.Context, phase string)
 }
 
 // Phase is what one phase of a run measured.
@@ -372,7 +375,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	rss0, heap0 := rss(), heapInUse()
 
 	// Join wave: every member starts at once.
-	join := r.begin("join wave", o.Members)
+	join := r.begin(ctx, "join wave", o.Members)
 	for i := range o.Members {
 		var m light.Member
 		if o.Protocol == Classic {
@@ -409,7 +412,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 
 	if o.Steady > 0 {
-		st := r.begin("steady", o.Members)
+		st := r.begin(ctx, "steady", o.Members)
 		if err := sleepCtx(ctx, o.Steady); err != nil {
 			return rep, err
 		}
@@ -421,7 +424,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 
 	// One member leaves: the last one started, never the classic leader
 	// by design (any member would do; the last one is as good as any).
-	lv := r.begin("one leaves", o.Members-1)
+	lv := r.begin(ctx, "one leaves", o.Members-1)
 	leaver := len(r.members) - 1
 	r.left[leaver] = true
 	if err := r.members[leaver].Leave(ctx); err != nil {
@@ -455,7 +458,7 @@ func (r *runner) restart(ctx context.Context) (Phase, error) {
 	if err != nil {
 		return Phase{}, err
 	}
-	st := r.begin("coordinator restart", r.o.Members-len(r.left))
+	st := r.begin(ctx, "coordinator restart", r.o.Members-len(r.left))
 	if err := r.h.StopNode(ctx, node); err != nil {
 		return Phase{}, fmt.Errorf("stop node %d: %w", node, err)
 	}
@@ -493,8 +496,11 @@ type mark struct {
 	profile       *os.File
 }
 
-func (r *runner) begin(name string, members int) mark {
+func (r *runner) begin(ctx context.Context, name string, members int) mark {
 	r.o.Logf("%s %d members: %s (group of %d)", r.o.Protocol, r.o.Members, name, members)
+	if r.o.OnPhase != nil {
+		r.o.OnPhase(ctx, name)
+	}
 	r.g.Owners.TakePauses()
 	st := r.g.Stats
 	m := mark{name: name, members: members, cpu: cpuTime(), answered: st.Answered(), byAPI: st.AnsweredBy(), errs: st.Errors(),

@@ -5,7 +5,9 @@
 // line to and from the JVM then names its member (below).
 //
 // Commands (one a line, from groupquake):
-//   poll MS            consumer.poll(MS ms); answers "polled" with the records
+//   poll MS            consumer.poll(MS ms); answers "polled" with the records, or with the exception poll
+//                      threw, marked "fatal" when the application cannot go on from it (endsThePollLoop):
+//                      groupquake then polls no more, closes the consumer and reports the member stopped
 //   commit MS T P O... consumer.commitSync(offsets, MS ms) for (topic, partition, next offset)
 //                      triples; answers "committed" with the exception, if any
 //   close MS           consumer.close(MS ms) (leaves the group); answers "closed", then the member
@@ -53,6 +55,9 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public final class Driver {
@@ -303,8 +308,22 @@ public final class Driver {
                 e.raw("records", b.append(']').toString());
             } catch (Exception ex) {
                 e = meta(ev("polled")).str("error", describe(ex)).str("class", ex.getClass().getSimpleName());
+                if (endsThePollLoop(ex)) {
+                    e.raw("fatal", "true");
+                }
             }
             emit(e, false);
+        }
+
+        /**
+         * Whether an exception from poll ends the application: KafkaConsumer.poll documents every exception it
+         * throws as one the consumer cannot go on from (UnreleasedInstanceIdException, FencedInstanceIdException,
+         * GroupIdNotFoundException, GroupAuthorizationException, "any other unrecoverable errors"), so the
+         * application closes the consumer and exits, and its supervisor starts it again. A RetriableException
+         * it logs and polls again; a wakeup or an interrupt is one it asked for.
+         */
+        private static boolean endsThePollLoop(Exception ex) {
+            return !(ex instanceof RetriableException) && !(ex instanceof WakeupException) && !(ex instanceof InterruptException);
         }
 
         private void commit(String[] f) {
