@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestScaleBadInput: every wrong flag of scale is exit 2 with what was
@@ -41,5 +44,23 @@ func TestScaleBadInput(t *testing.T) {
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d with %q", tc.args, code, stderr, exitBadInput, tc.want)
 		}
+	}
+}
+
+// TestScaleEmbeddedFreshClusterPerRun: on the embedded cluster each run
+// gets a cluster of its own, so that a run's coordinator restart replays
+// only its own group's records (the reference coordinator replays the
+// whole log, and a collapsed consumer group of 10,000 left millions).
+func TestScaleEmbeddedFreshClusterPerRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"scale", "--embedded", "--members", "2", "--protocol", "consumer,classic", "--partitions", "2",
+		"--steady", "0", "--no-restart", "--seed", "1", "-v"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "embedded cluster: reference coordinator as Kafka"); n != 2 {
+		t.Errorf("%d embedded clusters started for 2 runs, want 2:\n%s", n, stderr.String())
 	}
 }
