@@ -39,6 +39,7 @@ Usage:
   groupquake findings [rerun|triage]
                                     what runs found in Kafka and its clients: list the registry, rerun
                                     its reproducers against a release, or triage run directories
+  groupquake member-check -- COMMAND  check an implementation of the member protocol (docs/member-protocol.md)
   groupquake version                the module version and the Kafka versions served (also --version)
   groupquake report [-o FILE] DIR...  render a run's report.html, or over many runs a trend page
 
@@ -123,6 +124,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdEngine(ctx, args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(ctx, args[1:], stdout, stderr)
+	case "member-check":
+		return cmdMemberCheck(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return cmdStats(ctx, args[1:], stdout, stderr)
 	case "findings":

@@ -61,7 +61,14 @@ type runFlags struct {
 	supervisor  bool
 	clients     string
 	javaJVMs    string
+	procKinds   kindDefs
 }
+
+// kindDefs collects --process-kind definitions.
+type kindDefs []string
+
+func (k *kindDefs) String() string     { return strings.Join(*k, " ") }
+func (k *kindDefs) Set(s string) error { *k = append(*k, s); return nil }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.seed, "seed", "", "seed of the plan (default: a random one, printed)")
@@ -84,6 +91,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+"; and the share-group kinds, every member of the run one of them, on Kafka 4.2+ (docs/share-groups.md): "+strings.Join(shareKindNames(), ", ")+")")
 	fs.StringVar(&f.clients, "kafka-clients", "", "kafka-clients version of the Java member kinds (default: the cluster's --kafka version), resolved from Maven Central and cached")
 	fs.StringVar(&f.javaJVMs, "java-jvms", run.JavaJVMsPerMember, "JVMs of the Java member kinds: "+run.JavaJVMsPerMember+" (one each; a crash kills it, a freeze stops it) or "+run.JavaJVMsShared+" (one JVM hosts them all: less memory and a faster start; a crash cuts the member's links and abandons its consumer, a freeze holds its links and stops its thread; README, Java members)")
+	fs.Var(&f.procKinds, "process-kind", "define a member kind NAME=PROTOCOL:COMMAND, a process speaking the member protocol (docs/member-protocol.md), e.g. mine=consumer:python3 my_member.py; repeatable; name it in --kinds")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
@@ -194,6 +202,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logf := con.Logf
 	if len(o.Kinds) > 0 {
 		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
+		reg = reg.WithUserKinds(o)    // --process-kind (docs/member-protocol.md)
 		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
 		if err != nil {
 			return badInput("--kinds: %v", err)
@@ -438,9 +447,22 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 			return 0, o, err
 		}
 	}
+	for _, d := range f.procKinds {
+		name, k, err := run.ParseUserKind(d)
+		if err != nil {
+			return 0, o, badInput("%v", err)
+		}
+		if slices.Contains(knownKinds(), name) {
+			return 0, o, badInput("--process-kind %q: %s is already a member kind: give yours another name", d, name)
+		}
+		if o.ProcessKinds == nil {
+			o.ProcessKinds = map[string]run.UserKind{}
+		}
+		o.ProcessKinds[name] = k
+	}
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
-		if err := checkKinds("--kinds", f.kinds, o.Kinds); err != nil {
+		if err := checkKinds("--kinds", f.kinds, o.Kinds, o.ProcessKinds); err != nil {
 			return 0, o, err
 		}
 	}
@@ -548,8 +570,13 @@ func knownKinds() []string {
 
 // checkKinds refuses a --kinds list (flag, as typed) with an empty or
 // unknown kind, naming every known kind.
-func checkKinds(flag, typed string, kinds []string) error {
+func checkKinds(flag, typed string, kinds []string, user ...map[string]run.UserKind) error {
 	for _, k := range kinds {
+		if len(user) > 0 {
+			if _, ok := user[0][k]; ok {
+				continue
+			}
+		}
 		switch {
 		case strings.TrimSpace(k) == "":
 			return badInput("%s %q names an empty kind: give kinds separated by single commas, e.g. classic,consumer", flag, typed)

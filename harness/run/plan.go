@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -79,6 +80,10 @@ type Options struct {
 	// (one JVM hosts every Java member of a kafka-clients version; faults
 	// are emulated per member, see clients/java.Host).
 	JavaJVMs string `json:"java_jvms,omitempty"`
+	// ProcessKinds are member kinds the user defined (--process-kind
+	// NAME=PROTOCOL:COMMAND): processes speaking the member protocol,
+	// kept here so that the rerun command defines them again.
+	ProcessKinds map[string]UserKind `json:"process_kinds,omitempty"`
 	// Nodes and Controllers size a container cluster (1 or 3 nodes; 0, 1 or 3
 	// separate controllers).
 	Nodes       int `json:"nodes,omitempty"`
@@ -714,6 +719,9 @@ func (p Plan) Args() []string {
 	}
 	if o.JavaJVMs != "" {
 		a = append(a, "--java-jvms", o.JavaJVMs)
+	}
+	for _, n := range slices.Sorted(maps.Keys(o.ProcessKinds)) {
+		a = append(a, "--process-kind", o.ProcessKinds[n].Flag(n))
 	}
 	if o.Members > 0 {
 		a = append(a, "--members", strconv.Itoa(o.Members))

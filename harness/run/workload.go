@@ -381,8 +381,20 @@ func (d *driver) run(ctx context.Context) error {
 	return nil
 }
 
+// ownCommitter is a member whose client commits on its own (a process
+// member whose ready says commits "own", a framework's listener container):
+// the driver asks it for no commit, and its commits are recorded from the
+// wire as the member's own.
+type ownCommitter interface{ CommitsOnItsOwn() bool }
+
 // commit sends what was consumed of the partitions the member owns.
 func (d *driver) commit(ctx context.Context) error {
+	if o, ok := d.m.(ownCommitter); ok && o.CommitsOnItsOwn() {
+		d.mu.Lock()
+		clear(d.pending)
+		d.mu.Unlock()
+		return nil
+	}
 	owned := d.m.Owned()
 	d.mu.Lock()
 	offs := map[string]map[int32]int64{}
