@@ -33,6 +33,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run is the mutate command: it loads and selects the mutants, times the
+// unmutated test run, runs each mutant's tests and prints the summary; it
+// returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -76,27 +79,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if *only != "" {
-		re, err := regexp.Compile(*only)
-		if err != nil {
-			return fail("-run: %v", err)
-		}
-		var kept []Mutant
-		for _, m := range ms {
-			if re.MatchString(m.ID) {
-				kept = append(kept, m)
-			}
-		}
-		ms = kept
+	if ms, err = matching(ms, *only); err != nil {
+		return fail("-run: %v", err)
 	}
 	if *listOnly {
-		for _, m := range ms {
-			eq := ""
-			if m.Equivalent != "" {
-				eq = "  [equivalent: " + m.Equivalent + "]"
-			}
-			fmt.Fprintf(stdout, "%s:%d  %s%s\n", m.File, m.Line, m.ID, eq)
-		}
+		listMutants(stdout, ms)
 		return 0
 	}
 	command := *test
@@ -117,11 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	r := &runner{root: absRoot, test: command, timeout: *limit, tmp: tmp, log: stderr}
 	base, err := r.baseline(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "mutate: interrupted; the module tree was never changed")
-			return 130
-		}
-		return fail("%v", err)
+		return interruptedOr(ctx, stderr, fail, err)
 	}
 	if r.timeout == 0 {
 		r.timeout = 5*base + time.Minute
@@ -129,33 +112,78 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "mutate: %d mutants; unmutated run took %s, limit per mutant %s\n", len(ms), base.Round(time.Millisecond), r.timeout)
 	results, err := r.runAll(ctx, ms, *jobs)
 	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "mutate: interrupted; the module tree was never changed")
-			return 130
-		}
-		return fail("%v", err)
+		return interruptedOr(ctx, stderr, fail, err)
 	}
 	s := summarize(command, results, *minScore)
 	table(stdout, s)
 	if *jsonOut != "" {
-		data, err := json.MarshalIndent(s, "", "  ")
-		if err != nil {
+		if err := writeSummary(stdout, *jsonOut, s); err != nil {
 			return fail("%v", err)
-		}
-		data = append(data, '\n')
-		if *jsonOut == "-" {
-			_, err = stdout.Write(data)
-		} else {
-			err = os.WriteFile(*jsonOut, data, 0o644)
-		}
-		if err != nil {
-			return fail("writing the summary: %v", err)
 		}
 	}
 	if !s.Pass {
 		return 1
 	}
 	return 0
+}
+
+// matching keeps the mutants whose ID matches the regular expression only
+// (all of them when only is empty).
+func matching(ms []Mutant, only string) ([]Mutant, error) {
+	if only == "" {
+		return ms, nil
+	}
+	re, err := regexp.Compile(only)
+	if err != nil {
+		return nil, err
+	}
+	var kept []Mutant
+	for _, m := range ms {
+		if re.MatchString(m.ID) {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
+}
+
+// listMutants prints each mutant's place and ID, and why it is equivalent
+// where it is.
+func listMutants(stdout io.Writer, ms []Mutant) {
+	for _, m := range ms {
+		eq := ""
+		if m.Equivalent != "" {
+			eq = "  [equivalent: " + m.Equivalent + "]"
+		}
+		fmt.Fprintf(stdout, "%s:%d  %s%s\n", m.File, m.Line, m.ID, eq)
+	}
+}
+
+// interruptedOr is the exit status of a run that failed with err: 130 when
+// it was interrupted (the module tree is restored before), else fail's.
+func interruptedOr(ctx context.Context, stderr io.Writer, fail func(string, ...any) int, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "mutate: interrupted; the module tree was never changed")
+		return 130
+	}
+	return fail("%v", err)
+}
+
+// writeSummary writes s as JSON to the file path, or to stdout for "-".
+func writeSummary(stdout io.Writer, path string, s Summary) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if path == "-" {
+		_, err = stdout.Write(data)
+	} else {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the summary: %w", err)
+	}
+	return nil
 }
 
 // mutants lists the spec's mutants: generated ones first (in file order), then hand-written ones;
