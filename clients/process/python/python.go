@@ -54,14 +54,14 @@ type Runtime struct {
 func Check(ctx context.Context) (Runtime, error) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		return Runtime{}, fmt.Errorf("%w: python3 is not on PATH (Debian: apt-get install python3 python3-confluent-kafka, or pip install confluent-kafka)", ErrMissing)
+		return Runtime{}, fmt.Errorf("%w: python3 is not on PATH (then: python3 -m pip install 'confluent-kafka>=2.12'; Debian 12's python3-confluent-kafka is 1.7, older than the consumer protocol)", ErrMissing)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	cmd := interrupt.Command(ctx, py, "-c", "import confluent_kafka as c; v = c.version(); print(v[0] if isinstance(v, tuple) else v, c.libversion()[0])")
 	out, err := interrupt.CombinedOutput(cmd)
 	if err != nil {
-		return Runtime{}, fmt.Errorf("%w: %s cannot import confluent_kafka (install it: %s -m pip install confluent-kafka, or on Debian apt-get install python3-confluent-kafka): %s", ErrMissing, py, py, lastLine(out))
+		return Runtime{}, fmt.Errorf("%w: %s cannot import confluent_kafka (install it: %s -m pip install 'confluent-kafka>=2.12'; Debian 12's python3-confluent-kafka is 1.7, older than the consumer protocol): %s", ErrMissing, py, py, lastLine(out))
 	}
 	f := strings.Fields(string(out))
 	if len(f) < 2 {
