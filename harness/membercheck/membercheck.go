@@ -34,8 +34,15 @@ type Config struct {
 	// Protocols are the group protocols to check; empty: both.
 	Protocols []clients.Protocol
 	// Kafka is the release the embedded cluster behaves as (empty: the
-	// default).
+	// default), or the one of the container cluster Real starts.
 	Kafka string
+	// Cluster, when set, is the cluster to check on (used as is and not
+	// closed): a real one, say. Otherwise Check starts the embedded
+	// cluster, or with Real a one-node container cluster of Kafka.
+	Cluster cluster.Handle
+	// Real starts a one-node Kafka cluster in containers (Docker, the
+	// image groupquake/kafka:Kafka) instead of the embedded one.
+	Real bool
 	// RunDuration is the workload of the contract run per protocol; 0
 	// skips the contract runs.
 	RunDuration time.Duration
@@ -83,9 +90,10 @@ func (r Report) Failed() bool {
 	return false
 }
 
-// Check runs the scenario on an embedded cluster of its own. An error
-// means the check could not be carried out (no cluster); a broken rule is a
-// Finding, not an error.
+// Check runs the scenario on cfg.Cluster, else on a cluster of its own
+// (embedded, or a container one with Real). An error means the check could
+// not be carried out (no cluster); a broken rule is a Finding, not an
+// error.
 func Check(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -93,11 +101,23 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 	if len(cfg.Protocols) == 0 {
 		cfg.Protocols = []clients.Protocol{clients.Classic, clients.Consumer}
 	}
-	e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: cfg.Kafka})
-	if err != nil {
-		return Report{}, fmt.Errorf("member-check: starting the embedded cluster: %w", err)
+	if cfg.Cluster == nil {
+		var (
+			h   cluster.Handle
+			err error
+		)
+		if cfg.Real {
+			h, err = cluster.Start(ctx, cluster.Config{Version: cfg.Kafka, Nodes: 1, Logf: cfg.Logf})
+		} else {
+			h, err = cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: cfg.Kafka})
+		}
+		if err != nil {
+			return Report{}, fmt.Errorf("member-check: starting the cluster: %w", err)
+		}
+		defer h.Close(context.WithoutCancel(ctx))
+		cfg.Cluster = h
 	}
-	defer e.Close(context.WithoutCancel(ctx))
+	e := cfg.Cluster
 	var rep Report
 	for _, p := range cfg.Protocols {
 		s := &scenario{cfg: cfg, c: e, protocol: p, topic: "member-check-" + string(p), group: "member-check-" + string(p)}
@@ -122,7 +142,7 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 // scenario is the scripted conversation of one group protocol.
 type scenario struct {
 	cfg      Config
-	c        *cluster.Embedded
+	c        cluster.Handle
 	protocol clients.Protocol
 	topic    string
 	group    string
