@@ -176,8 +176,29 @@ func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations)
 
 func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameCommittedOffsetMonotonic)
-	resets := map[int][]int{} // partition → positions (invoke, completion) of reset commits that may have applied
-	resetValue := map[int]map[int64]bool{}
+	resets := f.resetsMaybeApplied()
+	pairs, byLog, firstByLog := f.acceptedCommitsMonotonic(v, resets)
+	reads := f.observerReadsMonotonic(v, resets)
+	records, beyond := f.offsetRecordsMonotonic(v, obs, resets)
+	v.note("%d ordered commit pairs, %d observer reads and %d OffsetCommit records checked", pairs, reads, records)
+	if byLog > 0 {
+		v.note("%d commit(s) answered after a higher one but written before it, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", byLog, firstByLog)
+	}
+	if beyond > 0 {
+		v.note("%d snapshot(s) not judged: taken after events the history does not hold (it ends at event %d), which may have moved the offsets", beyond, f.lastIndex())
+	}
+	return v.done()
+}
+
+// commitResets are the reset commits (the workload rewinding a partition)
+// that may have applied.
+type commitResets struct {
+	spans map[int][]int          // partition → positions (invoke, completion) of each reset
+	value map[int]map[int64]bool // partition → the offsets resets committed
+}
+
+func (f *facts) resetsMaybeApplied() commitResets {
+	r := commitResets{spans: map[int][]int{}, value: map[int]map[int64]bool{}}
 	for id := range f.commits {
 		c := &f.commits[id]
 		if !c.c.Reset || !c.maybe() {
@@ -188,42 +209,35 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			if end < 0 {
 				end = len(f.ev)
 			}
-			resets[tp] = append(resets[tp], c.inv, end)
-			if resetValue[tp] == nil {
-				resetValue[tp] = map[int64]bool{}
+			r.spans[tp] = append(r.spans[tp], c.inv, end)
+			if r.value[tp] == nil {
+				r.value[tp] = map[int64]bool{}
 			}
-			resetValue[tp][c.offs[i]] = true
+			r.value[tp][c.offs[i]] = true
 		}
 	}
-	// resetBetween says whether a reset that may have applied was in flight after position lo
-	// (an invoke, or the event a snapshot began after) and before position hi.
-	resetBetween := func(tp, lo, hi int) bool {
-		r := resets[tp]
-		for i := 0; i < len(r); i += 2 {
-			if r[i] < hi && r[i+1] > lo {
-				return true
-			}
+	return r
+}
+
+// between says whether a reset that may have applied was in flight after position lo
+// (an invoke, or the event a snapshot began after) and before position hi.
+func (r commitResets) between(tp, lo, hi int) bool {
+	s := r.spans[tp]
+	for i := 0; i < len(s); i += 2 {
+		if s[i] < hi && s[i+1] > lo {
+			return true
 		}
-		return false
 	}
-	// (a) accepted commits in real-time order.
-	pairs, byLog := 0, 0
-	firstByLog := ""
+	return false
+}
+
+// acceptedCommitsMonotonic judges accepted commits in real-time order: a
+// commit sent after another was answered does not go back from it, unless
+// a reset came between or the log shows it written first.
+func (f *facts) acceptedCommitsMonotonic(v *verdict, resets commitResets) (pairs, byLog int, firstByLog string) {
 	for tp := range f.tps {
 		acc := f.acceptedByTP(tp)
-		// bestAt[i] is the highest commit among acc[:i+1] since the last reset among them (a reset
-		// counts as the highest when it completes).
-		bestAt := make([]int, len(acc))
-		for i, id := range acc {
-			bestAt[i] = id
-			if i == 0 || f.commits[id].c.Reset {
-				continue
-			}
-			bo, _ := f.commits[bestAt[i-1]].offsetOf(tp)
-			if do, _ := f.commits[id].offsetOf(tp); do < bo {
-				bestAt[i] = bestAt[i-1]
-			}
-		}
+		bestAt := f.highestSoFar(tp, acc)
 		for _, id := range acc {
 			c := &f.commits[id]
 			// Only the commits that completed before c was sent: acc is in completion order, but
@@ -241,13 +255,13 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			b := &f.commits[best]
 			bo, _ := b.offsetOf(tp)
 			co, _ := c.offsetOf(tp)
-			if co >= bo || resetBetween(tp, b.inv, c.done) {
+			if co >= bo || resets.between(tp, b.inv, c.done) {
 				continue
 			}
 			// The answers say c went back from b; the log may say c was written first. Then every
 			// other commit completed before c was sent is a candidate.
 			var how string
-			b, how = f.wentBackFrom(tp, c, acc[:j], resetBetween)
+			b, how = f.wentBackFrom(tp, c, acc[:j], resets.between)
 			if b == nil {
 				byLog++
 				if firstByLog == "" {
@@ -260,22 +274,45 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 				f.tps[tp], bo, f.mems[b.member], f.idx(b.done), co, f.mems[c.member], f.idx(c.inv), f.idx(c.done))
 		}
 	}
-	// (b) what the observer read, each read against the reads that ended before it began.
-	type read struct {
-		span
-		label string
-		idx   []int64
-		off   int64
+	return pairs, byLog, firstByLog
+}
+
+// highestSoFar: bestAt[i] is the highest commit among acc[:i+1] since the last reset among them
+// (a reset counts as the highest when it completes).
+func (f *facts) highestSoFar(tp int, acc []int) []int {
+	bestAt := make([]int, len(acc))
+	for i, id := range acc {
+		bestAt[i] = id
+		if i == 0 || f.commits[id].c.Reset {
+			continue
+		}
+		bo, _ := f.commits[bestAt[i-1]].offsetOf(tp)
+		if do, _ := f.commits[id].offsetOf(tp); do < bo {
+			bestAt[i] = bestAt[i-1]
+		}
 	}
-	byTP := map[history.TP][]read{}
-	reads, beyond := 0, 0
+	return bestAt
+}
+
+// offsetRead is one read of a partition's committed offset by the observer.
+type offsetRead struct {
+	span
+	label string
+	idx   []int64
+	off   int64
+}
+
+// observerReadsMonotonic judges what the observer read (describes and snapshots), each read
+// against the reads that ended before it began.
+func (f *facts) observerReadsMonotonic(v *verdict, resets commitResets) (reads int) {
+	byTP := map[history.TP][]offsetRead{}
 	for _, pos := range f.describes {
 		d := f.vals[pos].(history.Describe)
 		if !d.HasCommitted {
 			continue
 		}
 		reads++
-		r := read{f.callSpan(pos), "describe at event " + itoa(f.idx(pos)), []int64{f.idx(pos)}, 0}
+		r := offsetRead{f.callSpan(pos), "describe at event " + itoa(f.idx(pos)), []int64{f.idx(pos)}, 0}
 		for _, o := range d.Committed {
 			if o.Offset >= 0 {
 				r.off = o.Offset
@@ -284,67 +321,73 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 		}
 	}
 	for _, s := range f.snaps {
-		if !s.s.HasCommitted {
-			continue
-		}
-		if s.beyond {
+		if !s.s.HasCommitted || s.beyond {
 			continue
 		}
 		reads++
 		for _, o := range s.s.Committed {
 			if o.Offset >= 0 {
-				byTP[o.TP()] = append(byTP[o.TP()], read{s.span, s.label, nil, o.Offset})
+				byTP[o.TP()] = append(byTP[o.TP()], offsetRead{s.span, s.label, nil, o.Offset})
 			}
 		}
 	}
 	for _, t := range sortedTPs(byTP) {
-		rs := byTP[t]
-		tp, known := f.tpIdx[t]
-		// Without resets, the highest read that ended before r began: a prefix maximum over the
-		// reads by their end (and every checkpoint, for the final snapshot).
-		sort.SliceStable(rs, func(a, b int) bool { return rs[a].e < rs[b].e })
-		top := make([]int, len(rs))
-		for i := range rs {
-			top[i] = i
-			if i > 0 && rs[top[i-1]].off > rs[i].off {
-				top[i] = top[i-1]
+		f.readsOfOnePartition(v, t, byTP[t], resets)
+	}
+	return reads
+}
+
+// readsOfOnePartition fails every read of t lower than an earlier one that no reset may have
+// undone.
+func (f *facts) readsOfOnePartition(v *verdict, t history.TP, rs []offsetRead, resets commitResets) {
+	tp, known := f.tpIdx[t]
+	// Without resets, the highest read that ended before r began: a prefix maximum over the
+	// reads by their end (and every checkpoint, for the final snapshot).
+	sort.SliceStable(rs, func(a, b int) bool { return rs[a].e < rs[b].e })
+	top := make([]int, len(rs))
+	for i := range rs {
+		top[i] = i
+		if i > 0 && rs[top[i-1]].off > rs[i].off {
+			top[i] = top[i-1]
+		}
+	}
+	for _, r := range rs {
+		// The highest earlier read that no reset may have undone before r.
+		var from *offsetRead
+		consider := func(p *offsetRead) {
+			if !p.before(r.span) || p.off <= r.off || known && resets.between(tp, p.b, r.e) {
+				return
+			}
+			if from == nil || p.off > from.off || p.off == from.off && p.e > from.e {
+				from = p
 			}
 		}
-		for _, r := range rs {
-			// The highest earlier read that no reset may have undone before r.
-			var from *read
-			consider := func(p *read) {
-				if !p.before(r.span) || p.off <= r.off || known && resetBetween(tp, p.b, r.e) {
-					return
-				}
-				if from == nil || p.off > from.off || p.off == from.off && p.e > from.e {
-					from = p
-				}
+		if known && len(resets.spans[tp]) > 0 {
+			for i := range rs {
+				consider(&rs[i])
 			}
-			if known && len(resets[tp]) > 0 {
+		} else {
+			if k := sort.Search(len(rs), func(i int) bool { return rs[i].e > r.b }); k > 0 {
+				consider(&rs[top[k-1]])
+			}
+			if r.final {
 				for i := range rs {
-					consider(&rs[i])
-				}
-			} else {
-				if k := sort.Search(len(rs), func(i int) bool { return rs[i].e > r.b }); k > 0 {
-					consider(&rs[top[k-1]])
-				}
-				if r.final {
-					for i := range rs {
-						if rs[i].snapshot {
-							consider(&rs[i])
-						}
+					if rs[i].snapshot {
+						consider(&rs[i])
 					}
 				}
 			}
-			if from != nil {
-				v.fail(append(append([]int64(nil), from.idx...), r.idx...), "committed offset of %s read by the observer went back from %d (%s) to %d (%s)",
-					t, from.off, from.label, r.off, r.label)
-			}
+		}
+		if from != nil {
+			v.fail(append(append([]int64(nil), from.idx...), r.idx...), "committed offset of %s read by the observer went back from %d (%s) to %d (%s)",
+				t, from.off, from.label, r.off, r.label)
 		}
 	}
-	// (c) __consumer_offsets records in log order.
-	records := 0
+}
+
+// offsetRecordsMonotonic judges the __consumer_offsets records of every snapshot in log order;
+// beyond counts the snapshots taken after the end of the history, which are not judged.
+func (f *facts) offsetRecordsMonotonic(v *verdict, obs *history.Observations, resets commitResets) (records, beyond int) {
 	for _, s := range f.snaps {
 		if s.beyond {
 			if s.s.HasRecords || s.s.HasCommitted {
@@ -372,20 +415,13 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			if !had || off >= p {
 				continue
 			}
-			if tp, known := f.tpIdx[t]; known && resetValue[tp][off] {
+			if tp, known := f.tpIdx[t]; known && resets.value[tp][off] {
 				continue
 			}
 			v.fail(nil, "snapshot %s: OffsetCommit records of %s go back from %d to %d at __consumer_offsets offset %d", s.s.Label, t, p, off, rec.Offset)
 		}
 	}
-	v.note("%d ordered commit pairs, %d observer reads and %d OffsetCommit records checked", pairs, reads, records)
-	if byLog > 0 {
-		v.note("%d commit(s) answered after a higher one but written before it, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", byLog, firstByLog)
-	}
-	if beyond > 0 {
-		v.note("%d snapshot(s) not judged: taken after events the history does not hold (it ends at event %d), which may have moved the offsets", beyond, f.lastIndex())
-	}
-	return v.done()
+	return records, beyond
 }
 
 // wentBackFrom returns the highest commit among done (accepted commits of tp completed before c
