@@ -43,7 +43,7 @@ HUNT_MIX ?=
 
 # The group sizes and protocols `make scale` measures (the nightly workflow's),
 # on a 3-node cluster of SCALE_KAFKA.
-SCALE_MEMBERS ?= 1000,5000
+SCALE_MEMBERS ?= 1000,5000,10000
 SCALE_PROTOCOLS ?= consumer,classic
 SCALE_KAFKA ?= 4.4.0
 
@@ -83,7 +83,7 @@ SCORECARD_NODES ?= 3
 SCORECARD_OUT ?= build/scorecard
 SCORECARD_LOCK ?=
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate scorecard sweep clean
+.PHONY: test check unit engine images python-member cluster-tests soak hunt java upgrade migration diff run bench scale mutate scorecard sweep clean
 
 test: check unit images cluster-tests
 
@@ -108,8 +108,14 @@ images: engine
 # run twice (TestDifferentialKfake replays every vector against kfake, 30 s).
 UNIT_ONLY := ^TestDifferentialKfake$$
 
+## python-member: python3 with confluent-kafka for the confluent-python member kinds
+## (clients/process/python), installed with pip when missing; the cluster tier's tests of
+## those kinds fail, saying so, when it cannot be.
+python-member:
+	@python3 -c 'import confluent_kafka' 2>/dev/null || python3 -m pip install 'confluent-kafka>=2.12' || echo "python-member: no confluent-kafka: TestPythonMemberContract and TestConfluentPythonMemberCheck will fail"
+
 ## cluster-tests: tests against real Kafka clusters in containers.
-cluster-tests: build
+cluster-tests: build python-member
 	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY)' $(CLUSTER_PKGS)
 
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
@@ -152,11 +158,12 @@ bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./harness/replay/ ./results/ ./clients/assign/ ./coordinator/assignor/
 	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/
 
-## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS (README, Scale):
+## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS, on scale's defaults
+## (docs/measurements/scale.md):
 ## the reports as JSON in build/scale.json, the nodes' logs in build/scale-logs/. Not part of `make test`.
 scale: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(SCALE_KAFKA)
-	$(GO) run ./cmd/groupquake scale --kafka $(SCALE_KAFKA) --members $(SCALE_MEMBERS) --protocol $(SCALE_PROTOCOLS) --partitions 500 --steady 10s --stable-timeout 3m --heap 1024 --json --logs build/scale-logs > build/scale.json
+	$(GO) run ./cmd/groupquake scale --kafka $(SCALE_KAFKA) --members $(SCALE_MEMBERS) --protocol $(SCALE_PROTOCOLS) --json --logs build/scale-logs > build/scale.json
 
 ## mutate: mutation score of each area of MUTATE_AREAS (tools/mutate/mutants/AREA.json, run with
 ## that list's test command); an area below its list's min_score (or MUTATE_MIN, when given) fails
