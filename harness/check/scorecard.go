@@ -18,22 +18,31 @@ const ClientGroupquake = "groupquake"
 // ClientOf names the client library a member kind runs, from the kind's name alone, so that a kind
 // added to the registry needs no entry here. A kind is named <client>-<protocol>[-<variant>]
 // ("kgo-classic", "java-consumer-range", "broken-classic-ignore-fence") or, for a client with one
-// protocol, <client>[-<variant>] ("sarama-range", "kafkago"): the client is what comes before the
-// first protocol word, else the first word; groupquake's own kinds begin with the protocol
-// ("classic-cooperative", "consumer") and are "groupquake". The broken kinds are "broken", a client of
-// their own: what they do wrong is not groupquake's members' doing.
+// protocol, <client>[-<assignor>] ("sarama-range", "confluent-python-cooperative", "kafkago"): the
+// client is what comes before the first protocol word, else the name without its trailing assignor
+// words; groupquake's own kinds begin with the protocol ("classic-cooperative", "consumer",
+// "share") and are "groupquake". The broken kinds are "broken", a client of their own: what they do
+// wrong is not groupquake's members' doing.
 func ClientOf(kind string) string {
 	words := strings.Split(kind, "-")
 	for i, w := range words {
-		if w == history.ProtocolClassic || w == history.ProtocolConsumer {
+		if w == history.ProtocolClassic || w == history.ProtocolConsumer || w == history.ProtocolShare {
 			if i == 0 {
 				return ClientGroupquake
 			}
 			return strings.Join(words[:i], "-")
 		}
 	}
-	return words[0]
+	n := len(words)
+	for n > 1 && assignorWords[words[n-1]] {
+		n--
+	}
+	return strings.Join(words[:n], "-")
 }
+
+// assignorWords are the words a kind's name ends with to name its assignor: they name a variant of
+// the client, not the client.
+var assignorWords = map[string]bool{"range": true, "roundrobin": true, "sticky": true, "cooperative": true, "uniform": true}
 
 // RunMember is one member of a run as its plan names it.
 type RunMember struct {

@@ -27,6 +27,15 @@ func TestClientOf(t *testing.T) {
 		"sarama-range":      "sarama",
 		"sarama-roundrobin": "sarama",
 		"kafkago":           "kafkago",
+		// A client of one protocol whose name has a dash: its kinds are one client.
+		"confluent-python":             "confluent-python",
+		"confluent-python-cooperative": "confluent-python",
+		"confluent-python-consumer":    "confluent-python",
+		"kafka-clients":                "kafka-clients",
+		"sarama-cooperative-sticky":    "sarama",
+		// groupquake's share member, and a broken one.
+		"share":                       ClientGroupquake,
+		"broken-share-ack-after-lock": "broken",
 		// A client whose name has a dash, before the protocol.
 		"spring-kafka-classic": "spring-kafka",
 	} {
