@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/kgoshare"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/faults"
@@ -40,6 +41,9 @@ import (
 type ShareKind struct {
 	Name string
 	Doc  string
+	// Kgo runs franz-go's share consumer (clients/kgoshare) instead of
+	// groupquake's share member.
+	Kgo bool
 	// Bug is the defect a broken kind carries; Catches the check.Verdict
 	// that names it.
 	Bug     share.Bug
@@ -52,6 +56,7 @@ type ShareKind struct {
 func ShareKinds() []ShareKind {
 	return []ShareKind{
 		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
+		{Name: "kgo-share", Kgo: true, Doc: "franz-go's share consumer (kgo.ShareGroup; its requests observed on its connections, clients/kgoshare), acknowledging by the same policy as share; Kafka 4.2+"},
 		{Name: "broken-share-ack-after-lock", Bug: share.BugAckAfterLock, Catches: "ShareAckedNotRedelivered",
 			Doc: "a share member that holds every record past its lock before accepting it and reports the broker's refusal as an accepted acknowledgement"},
 		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: "ShareAcksOnlyAcquired",
@@ -228,10 +233,34 @@ func shareAckFor(seq int64, count int16, renew bool) int8 {
 	return clients.AckAccept
 }
 
+// shareClient is what a share run drives: groupquake's share member
+// (clients/share) or kgo's share consumer (clients/kgoshare).
+type shareClient interface {
+	Start(ctx context.Context) error
+	Poll(ctx context.Context) ([]share.Record, error)
+	Acknowledge(recs []share.Record, t int8) error
+	Assigned() clients.Partitions
+	Close(ctx context.Context) error
+	// Abandon is the process dying (nothing more is sent); Drop closes
+	// the connections it left.
+	Abandon()
+	Drop()
+	// Holding and Unsent count the records acquired by the member that
+	// it has not finally acknowledged, or whose acknowledgement it has not
+	// sent.
+	Holding() int
+	Unsent() int
+}
+
+var (
+	_ shareClient = (*share.Member)(nil)
+	_ shareClient = (*kgoshare.Member)(nil)
+)
+
 // shareMember is one incarnation of a share member of a share run.
 type shareMember struct {
 	plan  MemberPlan
-	m     *share.Member
+	m     shareClient
 	h     *ShareRecorder
 	renew bool
 	done  chan struct{}
@@ -261,7 +290,7 @@ type shareHooks struct {
 
 type inflightAcks struct {
 	mu   sync.Mutex
-	acks []clients.ShareAck
+	acks map[uint64][]clients.ShareAck // by call
 }
 
 // lost is a crash's end of the call in flight: its answer will never be
@@ -271,7 +300,10 @@ func (s shareHooks) lost() {
 		return
 	}
 	s.inflight.mu.Lock()
-	acks := s.inflight.acks
+	var acks []clients.ShareAck
+	for _, as := range s.inflight.acks {
+		acks = append(acks, as...)
+	}
 	s.inflight.acks = nil
 	s.inflight.mu.Unlock()
 	for _, a := range acks {
@@ -330,9 +362,13 @@ func (s shareHooks) OnEvent(e clients.Event) {
 	}
 	if s.inflight != nil {
 		s.inflight.mu.Lock()
-		s.inflight.acks = nil
 		if e.Kind == clients.Sent {
-			s.inflight.acks = e.Share.Acks
+			if s.inflight.acks == nil {
+				s.inflight.acks = map[uint64][]clients.ShareAck{}
+			}
+			s.inflight.acks[e.Call] = e.Share.Acks
+		} else {
+			delete(s.inflight.acks, e.Call)
 		}
 		s.inflight.mu.Unlock()
 	}
@@ -391,7 +427,7 @@ func (sm *shareMember) drive(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		recs, err := sm.m.Poll(pctx)
 		cancel()
-		if errors.Is(err, share.ErrClosed) {
+		if errors.Is(err, share.ErrClosed) || errors.Is(err, kgoshare.ErrClosed) {
 			return
 		}
 		by := map[int8][]share.Record{}
@@ -630,13 +666,22 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 			return nil, fmt.Errorf("links of member %s: %w", mp.Name, err)
 		}
 		h := NewShareRecorder(r.rec, mp.Name)
+		if k.Kgo {
+			h.PerNode()
+		}
 		muted := &atomic.Bool{}
 		hooks := shareHooks{h: h, led: r.led, limit: limit, unknown: unknown, muted: muted, inflight: &inflightAcks{}}
-		m, err := share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
-			share.WithHooks(hooks), share.WithClock(r.cfg.Now),
-			share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
-		if err != nil {
-			return nil, err
+		var m shareClient
+		var err2 error
+		if k.Kgo {
+			m, err2 = kgoshare.New(mp.Name, p.Group, kgoshare.Config{KgoOpts: l.KgoOpts(), Topics: p.TopicNames(), Hooks: hooks, Now: r.cfg.Now})
+		} else {
+			m, err2 = share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
+				share.WithHooks(hooks), share.WithClock(r.cfg.Now),
+				share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
+		}
+		if err2 != nil {
+			return nil, err2
 		}
 		return &shareMember{plan: mp, m: m, h: h, renew: renew, done: make(chan struct{}), muted: muted, hooks: hooks}, nil
 	}
