@@ -364,6 +364,7 @@ func shareVerdicts(f *facts, obs *history.Observations, plan history.Plan) []Ver
 		sf.deliveryCountBounded(plan),
 		sf.acksOnlyAcquired(),
 		sf.recordsSettle(obs, plan),
+		shareStateMatchesLog(sf, obs, plan),
 	}
 }
 

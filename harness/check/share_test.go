@@ -455,8 +455,8 @@ func TestShareVerdictsOnlyWithShareMembers(t *testing.T) {
 			n++
 		}
 	}
-	if n != 5 {
-		t.Errorf("%d share verdicts, want 5", n)
+	if n != 6 {
+		t.Errorf("%d share verdicts, want 6", n)
 	}
 	// Share members alone: the consumer-group checkers have no member to
 	// judge and say so (NoLostRecords would otherwise count every record

@@ -24,6 +24,7 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/observe"
 )
 
 // Share groups (KIP-932) in runs. A plan whose members are all share
@@ -792,7 +793,59 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	}
 	snap.ShareStarts = starts
 	o := &history.Observations{Group: p.Group, Final: snap}
+	r.shareObs = o
 	return writeJSONAtomic(r.cfg.Dir+"/"+ObservationsFile, o)
+}
+
+// observeShareRecovery reads, once every member has closed, the records of
+// the group's state and what the brokers describe of it, for the recovery
+// checker (ShareStateMatchesLog), and adds them to observations.json. Until
+// the group is empty (a crashed member's id stays until its session
+// expires) it waits, at most a session timeout and a bit; the records are
+// read between two describes that must agree, or the read is taken again.
+func (r *runner) observeShareRecovery(ctx context.Context) {
+	if r.shareObs == nil || r.shareAdm == nil {
+		return
+	}
+	p := r.p
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	deadline := time.Now().Add(p.Timers.SessionTimeout + 5*time.Second)
+	for time.Now().Before(deadline) {
+		d, err := r.shareAdm.DescribeShareGroups(ctx, p.Group)
+		if err == nil && len(d[p.Group].Members) == 0 {
+			break
+		}
+		sleepUntil(ctx, time.Now().Add(250*time.Millisecond))
+	}
+	same := func(a, b *history.ShareGroupDescription) bool {
+		if a == nil || b == nil || a.GroupEpoch != b.GroupEpoch || a.AssignmentEpoch != b.AssignmentEpoch || len(a.Members) != len(b.Members) {
+			return false
+		}
+		for i := range a.Members {
+			if a.Members[i].MemberID != b.Members[i].MemberID || a.Members[i].MemberEpoch != b.Members[i].MemberEpoch {
+				return false
+			}
+		}
+		return true
+	}
+	var rec *history.ShareRecovery
+	for try := 0; try < 3; try++ {
+		before := observe.ShareRecovery(ctx, r.shareAdm, r.h.Bootstrap(), p.Group, p.TopicNames())
+		rec = observe.ShareRecovery(ctx, r.shareAdm, r.h.Bootstrap(), p.Group, p.TopicNames())
+		if same(before.Describe, rec.Describe) && len(before.GroupRecords) == len(rec.GroupRecords) && len(before.StateRecords) == len(rec.StateRecords) {
+			break
+		}
+		r.note("share recovery observation: the group changed while it was read (try %d); reading it again", try+1)
+	}
+	rec.Time, rec.HistoryLen = r.cfg.Now().Sub(r.start), int64(r.rec.Len())
+	for _, e := range rec.Errors {
+		r.note("share recovery observation: %s", e)
+	}
+	r.shareObs.ShareRecovery = rec
+	if err := writeJSONAtomic(r.cfg.Dir+"/"+ObservationsFile, r.shareObs); err != nil {
+		r.note("share recovery observation: writing %s: %v", ObservationsFile, err)
+	}
 }
 
 // shareStarts reads the share group's share-partition start offsets
@@ -846,6 +899,7 @@ func (r *runner) teardownShare(ctx context.Context, crew *shareCrew) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	crew.closeAll(cctx)
+	r.observeShareRecovery(ctx)
 	for _, pr := range r.prods {
 		pr.close()
 	}
