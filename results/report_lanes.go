@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -238,6 +239,12 @@ func (l *lanes) add(e *history.Event) {
 			return
 		}
 	case history.FAssigned, history.FLost, history.FFenced, history.FSessionExpired, history.FLeft, history.FStopped:
+	case history.FRestart:
+		// Its supervisor's restart: scheduled and cancelled change nothing
+		// the stop before did not show.
+		if v, err := payload[history.Restart](e); err != nil || v.Action != history.RestartStarted {
+			return
+		}
 	default:
 		return
 	}
@@ -289,6 +296,11 @@ func (l *lanes) add(e *history.Event) {
 		} else {
 			m.set(stOut, e, e.F)
 		}
+	case history.FRestart:
+		v, _ := payload[history.Restart](e)
+		detail := fmt.Sprintf("by its supervisor (attempt %d, after %s)", v.Attempt, v.Backoff)
+		l.keep(m.mark(e.F, e, detail))
+		m.set(stJoining, e, "restarted "+detail)
 	}
 }
 

@@ -665,6 +665,8 @@ func (t *timeline) members() {
 					g = glyphLeft
 				case history.FStopped:
 					g = glyphStop
+				case history.FRestart:
+					g, what = glyphRedo, "restarted"
 				case history.FLost:
 					what = "lost " + mk.detail
 				}

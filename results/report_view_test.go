@@ -209,7 +209,8 @@ func TestViolationPlacement(t *testing.T) {
 // classic member joins, syncs, rebalances, is fenced, rejoins and stops for good; a
 // consumer-protocol member joins with a heartbeat and leaves. The coordinator is node 1 (a member's
 // FindCoordinator answer, the observer's describe) until a member finds node 2; NOT_COORDINATOR
-// answers (a heartbeat's, and one a member reports as an error) are marked.
+// answers (a heartbeat's, and one a member reports as an error) are marked. The member that stopped
+// is restarted by its supervisor (marked) and joins again.
 func TestMembershipAndCoordinatorLanes(t *testing.T) {
 	s := newStory(t)
 	call := func(proc, f string, invoke, done any, typ history.Type) int64 {
@@ -240,7 +241,13 @@ func TestMembershipAndCoordinatorLanes(t *testing.T) {
 	s.at(6 * time.Second)
 	call("k/join", history.FJoin, join, join, history.OK)
 	s.must(s.r.Info("k", history.FStopped, history.Membership{Member: "k", Error: "FENCED_INSTANCE_ID"}, "stopped for good"))
+	s.must(s.r.Restarted("k", history.Restart{Member: "k", Action: history.RestartScheduled, Attempt: 1, Backoff: time.Second}, ""))
 	s.must(s.r.Left("q", history.Membership{Member: "q", Protocol: history.ProtocolConsumer}, ""))
+	s.at(7 * time.Second)
+	s.must(s.r.Restarted("k", history.Restart{Member: "k", Action: history.RestartStarted, Attempt: 1, Backoff: time.Second}, ""))
+	s.at(8 * time.Second)
+	call("k/join", history.FJoin, join, join, history.OK)
+	call("k/join", history.FSync, sync, sync, history.OK)
 
 	var l lanes
 	for _, e := range s.events() {
@@ -253,7 +260,7 @@ func TestMembershipAndCoordinatorLanes(t *testing.T) {
 		}
 		return strings.Join(out, ", ")
 	}
-	if got, want := states("k"), "joining@1s, in group@1s, rebalancing@3s, in group@3s, out of the group@5s, joining@6s, stopped for good@6s"; got != want {
+	if got, want := states("k"), "joining@1s, in group@1s, rebalancing@3s, in group@3s, out of the group@5s, joining@6s, stopped for good@6s, joining@7s, in group@8s"; got != want {
 		t.Errorf("k's membership:\n got %s\nwant %s", got, want)
 	}
 	if got, want := states("q"), "joining@2s, in group@2s, out of the group@6s"; got != want {
@@ -263,7 +270,7 @@ func TestMembershipAndCoordinatorLanes(t *testing.T) {
 	for _, m := range l.members["k"].marks {
 		marks = append(marks, m.f+": "+m.detail)
 	}
-	if got := strings.Join(marks, "; "); got != "fenced: ILLEGAL_GENERATION; stopped: FENCED_INSTANCE_ID stopped for good" {
+	if got := strings.Join(marks, "; "); got != "fenced: ILLEGAL_GENERATION; stopped: FENCED_INSTANCE_ID stopped for good; restart: by its supervisor (attempt 1, after 1s)" {
 		t.Errorf("k's marks: %s", got)
 	}
 	var spans []string

@@ -20,16 +20,24 @@ type memberTrace struct {
 	// moved or was loading (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 	// COORDINATOR_LOAD_IN_PROGRESS).
 	moves []int
+	// supervised is the position of the stop since which its supervisor
+	// has been restarting it (FRestart) without the group taking it in, -1
+	// if none; backoff is the longest wait of those restarts; restarts
+	// counts every restart of the member.
+	supervised int
+	backoff    time.Duration
+	restarts   int
 }
 
 // traceMember follows member name through the events before position upto.
 func traceMember(f *facts, name string, upto int) memberTrace {
-	tr := memberTrace{last: -1, errPos: -1, stopped: -1}
+	tr := memberTrace{last: -1, errPos: -1, stopped: -1, supervised: -1}
 	ok := func(id string, i int) {
 		if id != "" {
 			tr.id = id
 		}
 		tr.lastErr, tr.errPos, tr.stopped = "", -1, -1
+		tr.supervised, tr.backoff = -1, 0
 		tr.last = i
 	}
 	failed := func(err string, i int) {
@@ -94,6 +102,27 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 			if e.Type != history.Invoke && memberName(v.Member, e.Process) == name {
 				failed(v.Error, i)
 			}
+		case history.Restart:
+			if memberName(v.Member, e.Process) != name {
+				continue
+			}
+			tr.last = i
+			switch v.Action {
+			case history.RestartScheduled:
+				// Not stopped for good: its supervisor brings it back.
+				if tr.supervised < 0 {
+					tr.supervised = tr.stopped
+				}
+				if tr.supervised < 0 {
+					tr.supervised = i
+				}
+				tr.stopped = -1
+				tr.backoff = max(tr.backoff, v.Backoff)
+			case history.RestartStarted:
+				tr.restarts++
+			case history.RestartCancelled:
+				tr.supervised, tr.backoff = -1, 0 // the harness took it over
+			}
 		}
 	}
 	return tr
@@ -148,10 +177,23 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 		tr := traceMember(f, name, upto)
 		if (tr.id != "" && ids[tr.id]) || (tr.inst != "" && insts[tr.inst]) || g.ListsClientOf(name) {
 			in++
+			if tr.restarts > 0 {
+				v.note("member %s is in the group at the %s after its supervisor restarted it %d time(s) (it had stopped for good)", name, label, tr.restarts)
+			}
 			continue
 		}
-		since, what := healT, "the heal"
-		if tr.last >= 0 && f.ev[tr.last].Time > healT {
+		since, what, limit := healT, "the heal", bound
+		switch {
+		case tr.supervised >= 0:
+			// Restarted by its supervisor since it stopped: each restart
+			// is a membership event, so it is measured from the stop, and
+			// given the longest backoff its supervisor waited on top.
+			if f.ev[tr.supervised].Time > healT {
+				since, what = f.ev[tr.supervised].Time, "its stop at event "+itoa(f.idx(tr.supervised))+", since which its supervisor restarts it"
+			}
+			limit.Limit += tr.backoff
+			limit.Reason += " + the longest backoff of its supervisor's restarts " + dur(tr.backoff)
+		case tr.last >= 0 && f.ev[tr.last].Time > healT:
 			since, what = f.ev[tr.last].Time, "its last membership event (event "+itoa(f.idx(tr.last))+")"
 		}
 		last := "no membership event at all"
@@ -181,8 +223,8 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			continue
 		}
 		waited := at - since
-		if waited < bound.Limit {
-			v.note("member %s not in the group at the %s, only %s after %s: not judged, under the bound (%s)", name, label, dur(waited), what, bound.Reason)
+		if waited < limit.Limit {
+			v.note("member %s not in the group at the %s, only %s after %s: not judged, under the bound (%s)", name, label, dur(waited), what, limit.Reason)
 			continue
 		}
 		if x, ok := matchLoss(f, tr); ok {
@@ -194,8 +236,11 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 		if tr.last >= 0 {
 			idx = append([]int64{f.idx(tr.last)}, idx...)
 		}
+		if tr.supervised >= 0 && tr.supervised != tr.last {
+			idx = append([]int64{f.idx(tr.supervised)}, idx...)
+		}
 		v.fail(idx, "member %s runs but is not in the group at the %s (member id %q): %s; %s after %s, %s over the bound (%s)",
-			name, label, tr.id, last, dur(waited), what, dur(waited-bound.Limit), bound.Reason)
+			name, label, tr.id, last, dur(waited), what, dur(waited-limit.Limit), limit.Reason)
 	}
 	v.note("membership: %d of the %d running member(s) in the group at the %s", in, len(running), label)
 }

@@ -109,6 +109,10 @@ type Report struct {
 	// Notes say what else a reader of the verdicts should know about the
 	// run: how many faults it went through, and which had no observed effect.
 	Notes []string `json:"notes,omitempty"`
+	// Stopped says where a run that did not reach its end stopped, and why
+	// when the run could say (an interrupt, its bound): the verdicts judge
+	// the history up to there. Empty for a run that reached its end.
+	Stopped string `json:"stopped,omitempty"`
 	// Findings lists every place the history shows a registered finding
 	// (Sightings), whatever the verdicts made of it.
 	Findings []Sighting `json:"findings,omitempty"`

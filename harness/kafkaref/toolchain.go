@@ -13,6 +13,8 @@ import (
 
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/internal/javatool"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 //go:embed KafkaRef.java
@@ -122,10 +124,10 @@ func (rt Runtime) Time(ctx context.Context, file string, warmupMs, measureMs, mi
 
 func (rt Runtime) run(ctx context.Context, args ...string) (string, error) {
 	all := append(append(slices.Clone(rt.JVMFlags), "-cp", rt.Classpath, "KafkaRef"), args...)
-	cmd := exec.CommandContext(ctx, rt.Java, all...)
+	cmd := interrupt.Command(ctx, rt.Java, all...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := interrupt.Run(cmd); err != nil {
 		return "", fmt.Errorf("KafkaRef %s (Kafka %s): %v\n%s", args[0], rt.Kafka, err, javatool.LastLines(stderr.Bytes(), 20))
 	}
 	return stdout.String(), nil

@@ -47,8 +47,9 @@ func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
 		}
 		d, err := r.obs.observe(ctx, "checkpoint "+label+": is the group stable?")
 		// Every running member in it: a member still out (back from an
-		// outage) joins later and moves the group under the snapshot.
-		return err == nil && d != nil && d.Group.Stable() && len(missingMembers(d.Group, running)) == 0
+		// outage, or restarting under its supervisor) joins later and
+		// moves the group under the snapshot.
+		return err == nil && d != nil && d.Group.Stable() && len(missingMembers(d.Group, running, r.crew.restartingNames(), r.p.Supervisor.On())) == 0
 	})
 	if ctx.Err() != nil {
 		return "", ctx.Err()

@@ -603,7 +603,7 @@ func (r *runner) reachShare(ctx context.Context) error {
 // observations (share-partition start offsets) → teardown.
 func (r *runner) runShare(ctx context.Context) (err error) {
 	p := r.p
-	if err := r.phase(history.PhaseSetup, "start or reach the cluster, create the topics, start the share group at the earliest offset, build producers and share members"); err != nil {
+	if err := r.phase(ctx, history.PhaseSetup, "start or reach the cluster, create the topics, start the share group at the earliest offset, build producers and share members"); err != nil {
 		return err
 	}
 	defer func() {
@@ -699,7 +699,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 			err = terr
 		}
 	}()
-	if err := r.phase(history.PhaseWarmup, "share members join, staggered as planned; every partition gets a member"); err != nil {
+	if err := r.phase(ctx, history.PhaseWarmup, "share members join, staggered as planned; every partition gets a member"); err != nil {
 		return err
 	}
 	if err := crew.startAll(workCtx, &wg); err != nil {
@@ -726,7 +726,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		r.note("warm-up: not every partition had a share member within %s; carrying on, the checkers will judge", p.WarmupMax)
 	}
 
-	if err := r.phase(history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
+	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
 		return err
 	}
 	wctx, cancelW := context.WithTimeout(workCtx, p.Workload)
@@ -737,7 +737,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		work.Add(1)
 		go func() {
 			defer work.Done()
-			if err := pr.run(wctx); err != nil {
+			if err := pr.run(wctx, ctx); err != nil {
 				workErrs <- fmt.Errorf("producer %s: %w", pr.plan.Name, err)
 			}
 		}()
@@ -757,20 +757,20 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	for e := range workErrs {
 		werr = errors.Join(werr, e)
 	}
-	if err := r.phase(history.PhaseHeal, "heal every fault still active"); err != nil {
+	if err := r.phase(ctx, history.PhaseHeal, "heal every fault still active"); err != nil {
 		return errors.Join(werr, err)
 	}
-	if err := r.nem.heal(ctx); err != nil {
+	if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
 		werr = errors.Join(werr, err)
+	}
+	if ctx.Err() != nil {
+		return errors.Join(r.stoppedErr(ctx), werr)
 	}
 	if werr != nil {
 		return werr
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("run interrupted: %w", err)
-	}
 
-	if err := r.phase(history.PhaseQuiesce, "wait until every acknowledged record is accepted, rejected or delivered at the limit"); err != nil {
+	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is accepted, rejected or delivered at the limit"); err != nil {
 		return err
 	}
 	if !r.waitFor(ctx, none, p.QuiesceMax, func() bool { return unknown.unsettled(r.led) == 0 }) {
@@ -781,9 +781,11 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		names = append(names, mp.Name)
 	}
 	r.cfg.Logf("phase %s", history.PhaseFinal)
+	r.setPhase(ctx, history.PhaseFinal)
 	if _, err := r.rec.BeginFinal(names, "final observations: the share group's share-partition start offsets and the partitions' ends"); err != nil {
 		return err
 	}
+	r.began(ctx, history.PhaseFinal)
 	snap := history.Snapshot{Label: "final", Time: r.cfg.Now().Sub(r.start), HistoryLen: r.rec.Len()}
 	oc, cancel := context.WithTimeout(ctx, 30*time.Second)
 	starts, serr := shareStarts(oc, r.shareAdm, p.Group, p.TopicNames())
@@ -888,18 +890,27 @@ func shareStarts(ctx context.Context, adm *kadm.Client, group string, topics []s
 // close their sessions; then they leave), drops crashed ones, and closes
 // the producers and the admin.
 func (r *runner) teardownShare(ctx context.Context, crew *shareCrew) error {
-	if _, err := r.rec.BeginPhase(history.PhaseTeardown, "share members leave, clients close"); err != nil {
+	why := r.stopped(ctx)
+	r.setPhase(ctx, history.PhaseTeardown)
+	r.cfg.Logf("phase %s", history.PhaseTeardown)
+	if why != "" {
+		r.cfg.Logf("the run was %s: judging it up to there", why)
+	}
+	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, "share members leave, clients close"); err != nil {
 		r.note("teardown: %v", err)
 	}
+	r.began(ctx, history.PhaseTeardown)
 	if r.nem != nil {
-		if err := r.nem.heal(ctx); err != nil {
+		if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
 			r.note("teardown: healing: %v", err)
 		}
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	crew.closeAll(cctx)
-	r.observeShareRecovery(ctx)
+	if why == "" {
+		r.observeShareRecovery(ctx) // an interrupted run is judged as far as it got
+	}
 	for _, pr := range r.prods {
 		pr.close()
 	}
