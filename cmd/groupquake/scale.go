@@ -17,13 +17,14 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/clients/light"
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/harness/scale"
 	"github.com/groupquake/groupquake/internal/machine"
 )
 
-const scaleUsage = `Usage: groupquake scale --members N[,N...] --protocol classic|consumer[,...] --partitions P [flags]
+const scaleUsage = `Usage: groupquake scale --members N[,N...] --protocol classic|consumer|share[,...] --partitions P [flags]
 
 Puts one consumer group of N lightweight members (membership, assignment and
 commits; no record fetching) on a cluster, for each protocol and size in
@@ -38,6 +39,15 @@ Consumer-protocol members share --conns connections; each classic member
 needs one of its own (the broker parks JoinGroup and SyncGroup, and a broker
 answers a connection's requests one at a time).
 
+--protocol share (Kafka 4.2+) puts one share group (KIP-932) of N lightweight
+share members on the topic instead: they heartbeat on --conns shared
+connections and each fetches on one of its own, accepting what it acquired.
+It measures the time until every member holds an assignment and the
+coordinator describes the group Stable with all of them at its epoch, how
+many members share each partition, and how fast the group drains a backlog
+of --share-records records produced before it joined (records per second,
+deliveries, redeliveries).
+
 Sizes run in increasing order, every protocol at one size before the next;
 when one does not reach a stable group within --stable-timeout, the larger
 sizes of that protocol are skipped (something
@@ -50,6 +60,7 @@ become stable within --stable-timeout.
 
 type scaleFlags struct {
 	members, protocols     string
+	shareRecords           int
 	partitions             int
 	kafka                  string
 	nodes                  int
@@ -81,7 +92,8 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.heapMB, "heap", 0, "JVM heap of each node in MB (0: the cluster's default, 384)")
 	fs.BoolVar(&f.embedded, "embedded", false, "run against the reference coordinator served in this process instead of containers")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port] of an external cluster (no node restart unless it is a container cluster)")
-	fs.IntVar(&f.conns, "conns", 8, "connections the consumer-protocol members share")
+	fs.IntVar(&f.conns, "conns", 8, "connections the consumer-protocol members share (share members: their heartbeats)")
+	fs.IntVar(&f.shareRecords, "share-records", 20000, "--protocol share: the backlog produced before the members join, which the group drains")
 	fs.DurationVar(&f.session, "session", 45*time.Second, "classic session timeout (JoinGroup)")
 	fs.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "rebalance timeout of both protocols")
 	fs.DurationVar(&f.hb, "heartbeat", 3*time.Second, "classic heartbeat interval")
@@ -144,6 +156,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	var reps []*scale.Report
+	var shareReps []*scale.ShareReport
 	var gave []string
 	failed := map[scale.Protocol]bool{}
 	step, steps := 0, len(sizes)*len(protos)
@@ -168,6 +181,24 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				Direct: !f.viaProxy,
 				Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, Logf: logf, OnPhase: onPhase,
 			}
+			if p == scale.Share {
+				sr, err := scale.RunShare(ctx, h, scale.ShareOptions{
+					Members: n, Partitions: int32(f.partitions), Records: f.shareRecords, Group: name, Topic: name,
+					Conns: f.conns, StableTimeout: f.stableTimeout, Logf: logf,
+				})
+				if sr != nil {
+					shareReps = append(shareReps, sr)
+				}
+				if err != nil && ctx.Err() != nil {
+					break
+				}
+				if err != nil {
+					failed[p] = true
+					gave = append(gave, fmt.Sprintf("%s with %d members: %v", p, n, err))
+					logf("gave: %s", gave[len(gave)-1])
+				}
+				continue
+			}
 			rep, err := scale.Run(ctx, h, o)
 			if rep != nil && len(rep.Phases) > 0 {
 				reps = append(reps, rep)
@@ -188,7 +219,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if f.json {
-		doc := scaleJSON{SchemaVersion: schemaVersion, Seed: seed, Reports: []scaleReportJSON{}, Gave: gave}
+		doc := scaleJSON{SchemaVersion: schemaVersion, Seed: seed, Reports: []scaleReportJSON{}, Gave: gave, Share: shareReps}
 		for _, r := range reps {
 			doc.Reports = append(doc.Reports, scaleReportOf(r))
 		}
@@ -197,6 +228,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	} else {
 		printScale(stdout, reps)
+		printShareScale(stdout, shareReps)
 	}
 	con.Infof("peak resident set of this process: %d MB", scale.MaxRSS()>>20)
 	if err := interrupted(ctx, fmt.Sprintf("(what was measured up to there is printed above); rerun with: groupquake scale %s", f.rerun(fs, seed))); err != nil {
@@ -258,6 +290,16 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 	}
 	if f.partitions < 1 {
 		return nil, nil, 0, badInput("--partitions %d: the topic needs at least one partition", f.partitions)
+	}
+	if slices.Contains(protos, scale.Share) {
+		if f.embedded {
+			return nil, nil, 0, badInput("--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster has no share groups; drop --embedded")
+		}
+		if v, err := version.Parse(f.kafka); err == nil && f.bootstrap == "" {
+			if err := version.CheckShareGroups(v); err != nil {
+				return nil, nil, 0, badInput("--protocol share on --kafka %s: %v", f.kafka, err)
+			}
+		}
 	}
 	if f.embedded && f.bootstrap != "" {
 		return nil, nil, 0, badInput("--embedded and --bootstrap both given: pick one cluster")
@@ -371,6 +413,21 @@ type scaleJSON struct {
 	Reports       []scaleReportJSON `json:"reports"`
 	// Gave says which runs did not reach a stable group, and why.
 	Gave []string `json:"gave,omitempty"`
+	// Share are the share groups' runs (--protocol share).
+	Share []*scale.ShareReport `json:"share,omitempty"`
+}
+
+// printShareScale prints the share groups' runs: time to stable, the
+// sharing, the drain rate and the redeliveries.
+func printShareScale(w io.Writer, reps []*scale.ShareReport) {
+	if len(reps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nshare groups (KIP-932)\n%-8s %-10s %-10s %-12s %-10s %-12s %-12s %-10s\n", "members", "partitions", "to stable", "per partition", "backlog", "records/s", "deliveries", "redelivered")
+	for _, r := range reps {
+		fmt.Fprintf(w, "%-8d %-10d %-10s %-12s %-10d %-12.0f %-12d %-10d\n", r.Members, r.Partitions, r.ToStable.Round(10*time.Millisecond),
+			fmt.Sprintf("%d–%d", r.MinSharing, r.MaxSharing), r.Backlog, r.RecordsPerSecond, r.Deliveries, r.Redeliveries)
+	}
 }
 
 // scaleReportJSON is scale.Report with every duration in seconds.

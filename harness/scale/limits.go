@@ -48,8 +48,8 @@ func CheckSize(s Sizes, m machine.Machine) error {
 	conns := uint64(s.Conns)
 	classic := false
 	for _, p := range s.Protocols {
-		if p == Classic {
-			classic = true
+		if p == Classic || p == Share {
+			classic = true // a share member fetches on a connection of its own
 		}
 	}
 	if classic {
