@@ -67,7 +67,7 @@ MIGRATION_SCENARIO ?= baseline
 # Nodes of each migration cluster: 1, or 3 for broker faults that move the coordinator.
 MIGRATION_NODES ?= 1
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt share-hunt java upgrade migration diff run bench scale mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -99,6 +99,11 @@ cluster-tests: build
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build
 	$(GOTESTSUM) --junitfile build/junit-soak.xml -- -count=1 -p 1 -timeout 0 ./suites/soak/ -run TestSoak -args -soak.duration=$(SOAK_DURATION)
+
+## share-hunt: HUNT_RUNS fresh-seed share-group runs (KIP-932) per version of VERSIONS that has share
+## groups, the families and the share member kinds in turn (the nightly workflow's).
+share-hunt: images build
+	$(GOTESTSUM) --junitfile build/junit-share-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestShareFresh -args -chaos.share-fresh=$(HUNT_RUNS)
 
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build
