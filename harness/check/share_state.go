@@ -22,7 +22,8 @@ import (
 //     group coordinator describes;
 //   - every target assignment the coordinator wrote keeps the share
 //     assignor's bound: no partition given to more than
-//     ceil(members/partitions) members (SimpleAssignor);
+//     ceil(members/partitions) members, partitions being those whose
+//     share state is initialized then (SimpleAssignor);
 //   - each workload partition's replayed share-partition start offset is
 //     the one DescribeShareGroupOffsets gives (it reads the share
 //     coordinator's state);
@@ -54,9 +55,7 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 
 	// Topic ids and the workload's partitions.
 	idOf := map[[16]byte]string{}
-	parts := 0
 	for _, t := range plan.Topics {
-		parts += int(t.Partitions)
 		if s, ok := rec.TopicIDs[t.Name]; ok {
 			if b, err := base64.RawURLEncoding.DecodeString(s); err == nil && len(b) == 16 {
 				var id [16]byte
@@ -82,8 +81,20 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 			continue
 		}
 		g := groups[plan.Group]
+		// The assignor shares only the partitions whose share state is
+		// initialized (GroupMetadataManager hands it the group's
+		// initializedTopics).
+		assignable := 0
+		for id, ps := range g.Initialized {
+			if _, ours := idOf[id]; ours {
+				assignable += len(ps)
+			}
+		}
+		if assignable == 0 {
+			continue
+		}
 		assignments++
-		b := sharegroup.Bounds(len(g.Members), parts)
+		b := sharegroup.Bounds(len(g.Members), assignable)
 		count := map[history.TP]int{}
 		for _, m := range g.Members {
 			for _, tp := range m.Target {
@@ -94,8 +105,8 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 		}
 		for tp, n := range count {
 			if n > b.DesiredSharing && overShared == 0 {
-				v.fail(nil, "the target assignment of assignment epoch %d (__consumer_offsets-%d offset %d) gives %s to %d of %d members, more than the share assignor's ceil(members/partitions) = %d",
-					g.AssignmentEpoch, r.Partition, r.Offset, tp, n, len(g.Members), b.DesiredSharing)
+				v.fail(nil, "the target assignment of assignment epoch %d (__consumer_offsets-%d offset %d) gives %s to %d of %d members, more than the share assignor's ceil(members/partitions) = %d (%d partitions initialized)",
+					g.AssignmentEpoch, r.Partition, r.Offset, tp, n, len(g.Members), b.DesiredSharing, assignable)
 			}
 			if n > b.DesiredSharing {
 				overShared++

@@ -88,13 +88,15 @@ func TestShareStateMatchesLog(t *testing.T) {
 	// partition 0 to both is over the bound.
 	plan2 := sharePlan
 	plan2.Topics = []history.TopicPlan{{Name: "t", Partitions: 2}}
-	twoMembers := func(second int32) *history.ShareRecovery {
+	twoMembers := func(second int32, initialized ...int32) *history.ShareRecovery {
 		rec := recovery(t, 3, 3)
 		rec.Starts = append(rec.Starts, history.ShareStart{Topic: "t", Partition: 1, StartOffset: -1})
 		add := func(r sharegroup.GroupRecord) {
 			k, v, _ := sharegroup.EncodeGroupRecord(r)
 			rec.GroupRecords = append(rec.GroupRecords, history.RawRecord{Key: k, Value: v})
 		}
+		add(sharegroup.GroupRecord{Type: sharegroup.TypeStatePartitionMetadata, GroupID: "g", Value: &sharegroup.StatePartitionMetadataValue{
+			InitializedTopics: []sharegroup.TopicInfo{{TopicID: stateTopicID, TopicName: "t", Partitions: initialized}}}})
 		for i, m := range []string{"m1", "m2"} {
 			p := int32(0)
 			if i == 1 {
@@ -120,8 +122,12 @@ func TestShareStateMatchesLog(t *testing.T) {
 		t.Fatal("no verdict")
 		return Verdict{}
 	}
-	wantHolds(t, verdictOn(twoMembers(1)), true, "")
-	wantHolds(t, verdictOn(twoMembers(0)), false, "gives t-0 to 2 of 2 members, more than the share assignor's ceil(members/partitions) = 1")
+	wantHolds(t, verdictOn(twoMembers(1, 0, 1)), true, "")
+	wantHolds(t, verdictOn(twoMembers(0, 0, 1)), false, "gives t-0 to 2 of 2 members, more than the share assignor's ceil(members/partitions) = 1")
+	// Only partition 0 initialized: the assignor shares it among both
+	// (GroupMetadataManager gives the assignor the initialized partitions
+	// only), which is within the bound.
+	wantHolds(t, verdictOn(twoMembers(0, 0)), true, "")
 
 	v := stateVerdict(t, base(), nil)
 	wantHolds(t, v, false, "no share_recovery")

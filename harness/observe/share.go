@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/coordinator/records"
@@ -65,9 +66,23 @@ func ShareRecovery(ctx context.Context, adm *kadm.Client, bootstrap []string, gr
 	out.Describe = d
 
 	ends, err := adm.ListEndOffsets(ctx, topics...)
-	so, derr := adm.DescribeShareGroupOffsets(ctx, group)
-	if derr == nil {
-		derr = so.Error()
+	// A share coordinator still loading its state after a node came back
+	// answers with a retriable error for a moment: ask again, for at most
+	// ten seconds.
+	var so kadm.DescribedShareGroupsOffsets
+	var derr error
+	for try := 0; try < 20; try++ {
+		so, derr = adm.DescribeShareGroupOffsets(ctx, group)
+		if derr == nil {
+			derr = so.Error()
+		}
+		if derr == nil || !kerr.IsRetriable(derr) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	if err != nil {
 		fail(fmt.Errorf("end offsets of %v: %w", topics, err))
