@@ -23,7 +23,6 @@ import (
 	"net"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -35,18 +34,38 @@ import (
 // ErrClosed is returned by calls on a closed or abandoned member.
 var ErrClosed = share.ErrClosed
 
-// Config is what a member is built with.
-type Config struct {
-	// KgoOpts are the options of the member's kgo client: seed brokers
-	// and the dialer of its links.
-	KgoOpts []kgo.Opt
-	Topics  []string
-	Hooks   clients.Hooks
-	// Now stamps the events (the run's clock); nil is time.Now.
-	Now func() time.Time
-	// MaxRecords is kgo.ShareMaxRecords (0: 50, as clients/share).
-	MaxRecords int32
+// Opt configures a Member; the shape and names are those of every member
+// package under clients/ (clients/options_shape_test.go).
+type Opt interface{ apply(*cfg) }
+
+type opt struct{ fn func(*cfg) }
+
+func (o opt) apply(c *cfg) { o.fn(c) }
+
+type cfg struct {
+	kgoOpts    []kgo.Opt
+	topics     []string
+	hooks      clients.Hooks
+	clock      clients.Clock
+	maxRecords int32
 }
+
+// KgoOpts are the options of the member's kgo client: seed brokers and the
+// dialer of its links.
+func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
+
+// Topics are the topics the member subscribes to.
+func Topics(t ...string) Opt { return opt{func(c *cfg) { c.topics = append(c.topics, t...) }} }
+
+// WithHooks receives the member's events.
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+
+// WithClock stamps the events (the run's clock); the default is
+// clients.WallClock. kgo keeps its own timers.
+func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+
+// MaxRecords is kgo.ShareMaxRecords (default 50, as clients/share).
+func MaxRecords(n int32) Opt { return opt{func(c *cfg) { c.maxRecords = n }} }
 
 type key struct {
 	topic     string
@@ -57,7 +76,7 @@ type key struct {
 // Member is one kgo share consumer in a share group.
 type Member struct {
 	name, group string
-	cfg         Config
+	cfg         cfg
 
 	mu       sync.Mutex
 	cl       *kgo.Client
@@ -70,25 +89,28 @@ type Member struct {
 
 // New builds a member named name (the harness's name) of share group
 // group; it connects on Start.
-func New(name, group string, cfg Config) (*Member, error) {
+func New(name, group string, opts ...Opt) (*Member, error) {
+	c := cfg{clock: clients.WallClock{}, maxRecords: 50}
+	for _, o := range opts {
+		o.apply(&c)
+	}
 	switch {
 	case name == "":
 		return nil, errors.New("kgoshare: a member needs a name (the harness's name for it, e.g. m1)")
 	case group == "":
 		return nil, fmt.Errorf("kgoshare: member %s needs a share group id", name)
-	case len(cfg.Topics) == 0:
-		return nil, fmt.Errorf("kgoshare: member %s needs at least one topic to subscribe to", name)
+	case len(c.topics) == 0:
+		return nil, fmt.Errorf("kgoshare: member %s needs at least one topic to subscribe to (Topics)", name)
+	case c.maxRecords <= 0:
+		return nil, fmt.Errorf("kgoshare: member %s: MaxRecords must be positive, got %d", name, c.maxRecords)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if c.clock == nil {
+		c.clock = clients.WallClock{}
 	}
-	if cfg.Hooks == nil {
-		cfg.Hooks = clients.HookFunc(func(clients.Event) {})
+	if c.hooks == nil {
+		c.hooks = clients.HookFunc(func(clients.Event) {})
 	}
-	if cfg.MaxRecords == 0 {
-		cfg.MaxRecords = 50
-	}
-	return &Member{name: name, group: group, cfg: cfg, held: map[key]*kgo.Record{}, assigned: clients.Partitions{}}, nil
+	return &Member{name: name, group: group, cfg: c, held: map[key]*kgo.Record{}, assigned: clients.Partitions{}}, nil
 }
 
 // Name is the harness's name for the member.
@@ -102,7 +124,7 @@ func (m *Member) Start(ctx context.Context) error {
 	if m.cl != nil || m.closed {
 		return fmt.Errorf("kgoshare: member %s: Start called twice or after Close", m.name)
 	}
-	probe, err := kgo.NewClient(m.cfg.KgoOpts...)
+	probe, err := kgo.NewClient(m.cfg.kgoOpts...)
 	if err != nil {
 		return fmt.Errorf("kgoshare: member %s: %w", m.name, err)
 	}
@@ -113,16 +135,16 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	m.wire = wiretap.NewShareCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: clients.Share, Client: "kgo",
-		Event: m.event, Now: m.cfg.Now, Report: m.report,
+		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
 	})
 	// The client's own context: cancelled before a crashed member's client
 	// is closed, so that its close sends nothing.
 	cctx, cancel := context.WithCancel(context.Background())
-	opts := append(slices.Clone(m.cfg.KgoOpts),
+	opts := append(slices.Clone(m.cfg.kgoOpts),
 		kgo.ClientID("groupquake-"+m.name),
 		kgo.ShareGroup(m.group),
-		kgo.ConsumeTopics(m.cfg.Topics...),
-		kgo.ShareMaxRecords(m.cfg.MaxRecords),
+		kgo.ConsumeTopics(m.cfg.topics...),
+		kgo.ShareMaxRecords(m.cfg.maxRecords),
 		kgo.WithContext(cctx),
 		kgo.Dialer(wiretap.Dialer(dial, m.wire)),
 	)
@@ -142,11 +164,11 @@ func (m *Member) report(e clients.Event) {
 		m.assigned = e.Partitions
 		m.mu.Unlock()
 	}
-	m.cfg.Hooks.OnEvent(e)
+	m.cfg.hooks.OnEvent(e)
 }
 
 func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: clients.Share, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.Now()}
+	return clients.Event{Kind: k, Protocol: clients.Share, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
 }
 
 func (m *Member) client() (*kgo.Client, error) {

@@ -57,7 +57,7 @@ func TestKgoShareReportsItsCalls(t *testing.T) {
 		}
 	}
 	ev := &events{}
-	m, err := New("m1", "g", Config{KgoOpts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.FetchMaxWait(100 * time.Millisecond)}, Topics: []string{"t"}, Hooks: ev})
+	m, err := New("m1", "g", KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...), kgo.FetchMaxWait(100*time.Millisecond)), Topics("t"), WithHooks(ev))
 	if err != nil {
 		t.Fatal(err)
 	}

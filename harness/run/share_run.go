@@ -675,10 +675,11 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		var m shareClient
 		var err2 error
 		if k.Kgo {
-			m, err2 = kgoshare.New(mp.Name, p.Group, kgoshare.Config{KgoOpts: l.KgoOpts(), Topics: p.TopicNames(), Hooks: hooks, Now: r.cfg.Now})
+			m, err2 = kgoshare.New(mp.Name, p.Group, kgoshare.KgoOpts(l.KgoOpts()...), kgoshare.Topics(p.TopicNames()...),
+				kgoshare.WithHooks(hooks), kgoshare.WithClock(clients.ClockFunc(r.cfg.Now)))
 		} else {
 			m, err2 = share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
-				share.WithHooks(hooks), share.WithClock(r.cfg.Now),
+				share.WithHooks(hooks), share.WithClock(clients.ClockFunc(r.cfg.Now)),
 				share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
 		}
 		if err2 != nil {
