@@ -439,7 +439,7 @@ func TestShareRecordsSettle(t *testing.T) {
 }
 
 // TestShareVerdictsOnlyWithShareMembers: a history without share members
-// gets no share verdicts; one with them gets all five after the others.
+// gets no share verdicts; one with them gets all six after the others.
 func TestShareVerdictsOnlyWithShareMembers(t *testing.T) {
 	h := &shareHist{}
 	h.produce(0, 0)
