@@ -128,11 +128,7 @@ func (m *lightShare) heartbeatLoop(ctx context.Context) {
 			req.SubscribedTopicNames = []string{m.o.Topic}
 		}
 		m.mu.Unlock()
-		c, err := m.hbPool.Get(ctx, m.coord(), m.idx)
-		var resp kmsg.Response
-		if err == nil {
-			resp, err = c.Do(ctx, req)
-		}
+		resp, err := m.hbPool.Do(ctx, m.coord(), m.idx, req, 0)
 		m.cnt.heartbeats.Add(1)
 		if err != nil {
 			m.cnt.err("heartbeat transport")
@@ -243,13 +239,7 @@ func (m *lightShare) fetch(ctx context.Context, addr string, parts []int32) {
 		t.Partitions = append(t.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, t)
-	c, err := m.fPool.Get(ctx, addr, m.idx)
-	var resp kmsg.Response
-	if err == nil {
-		rctx, cancel := context.WithTimeout(ctx, m.o.MaxWait+10*time.Second)
-		resp, err = c.Do(rctx, req)
-		cancel()
-	}
+	resp, err := m.fPool.Do(ctx, addr, m.idx, req, m.o.MaxWait+10*time.Second)
 	m.cnt.fetches.Add(1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -393,8 +383,8 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	}
 	cnt := &shareCounters{errs: map[string]int64{}}
 	stats := &light.Stats{}
-	hbPool := light.NewPool(o.Conns, 64, "groupquake-share-scale", stats)
-	fPool := light.NewPool(o.Members, 1, "groupquake-share-scale", stats)
+	hbPool := light.NewSharedPool(o.Conns, "groupquake-share-scale", stats) // heartbeats share o.Conns connections per broker
+	fPool := light.NewOwnPool("groupquake-share-scale", stats)              // each member fetches on its own connection
 	defer hbPool.Close()
 	defer fPool.Close()
 	mctx, stop := context.WithCancel(ctx)
