@@ -83,7 +83,7 @@ SCORECARD_NODES ?= 3
 SCORECARD_OUT ?= build/scorecard
 SCORECARD_LOCK ?=
 
-.PHONY: test check unit engine images python-member cluster-tests soak hunt java upgrade migration diff run bench scale mutate scorecard sweep clean
+.PHONY: test check unit engine images python-member cluster-tests soak hunt share-hunt java upgrade migration diff run bench scale mutate scorecard sweep clean
 
 test: check unit images cluster-tests
 
@@ -121,6 +121,11 @@ cluster-tests: build python-member
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build
 	$(GOTESTSUM) --junitfile build/junit-soak.xml -- -count=1 -p 1 -timeout 0 ./suites/soak/ -run TestSoak -args -soak.duration=$(SOAK_DURATION)
+
+## share-hunt: HUNT_RUNS fresh-seed share-group runs (KIP-932) per version of VERSIONS that has share
+## groups, the families and the share member kinds in turn (the nightly workflow's).
+share-hunt: images build
+	$(GOTESTSUM) --junitfile build/junit-share-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestShareFresh -args -chaos.share-fresh=$(HUNT_RUNS)
 
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build

@@ -33,6 +33,24 @@ const AllNodes NodeID = -1
 // was.
 const Coordinator NodeID = -2
 
+// ShareCoordinator, as a node fault's Node, selects the node that leads the
+// __share_group_state partition holding the share group's state of workload
+// partition Fault.Partition (the share coordinator of that share-partition,
+// KIP-932) at the moment the fault starts.
+const ShareCoordinator NodeID = -3
+
+// PartitionLeader, as a node fault's Node, selects the leader of workload
+// partition Fault.Partition at the moment the fault starts: for a share
+// group, the share-partition leader, which holds the acquisition locks and
+// delivery counts of that partition's records.
+const PartitionLeader NodeID = -4
+
+// resolvedAtFault reports whether node names a role the harness resolves
+// when the fault starts, not a fixed node.
+func resolvedAtFault(node NodeID) bool {
+	return node == Coordinator || node == ShareCoordinator || node == PartitionLeader
+}
+
 // Target is what node faults act on: the nodes of a cluster. Each method
 // returns only when the action took effect (a stopped node has exited, a
 // started one serves, an isolated one is unreachable).
@@ -93,6 +111,14 @@ type Group interface {
 	Rebalancing() bool
 }
 
+// Leaders is what faults on the leader of a partition ask: which node leads
+// a workload partition now, and which leads the share coordinator's
+// __share_group_state partition for it. A share run implements it.
+type Leaders interface {
+	PartitionLeader(ctx context.Context, partition int32) (NodeID, error)
+	ShareCoordinator(ctx context.Context, partition int32) (NodeID, error)
+}
+
 // Env is everything faults act on in one run. A nil part means the run
 // cannot do that family of faults (an external cluster without node
 // control has no Target).
@@ -101,6 +127,7 @@ type Env struct {
 	Links   LinkOf
 	Members Members
 	Group   Group
+	Leaders Leaders
 }
 
 // Kind names what a fault does; it is what plans save.
@@ -137,9 +164,13 @@ const RebalanceWait = 10 * time.Second
 type Fault struct {
 	Kind Kind `json:"kind"`
 	// Node is the node a node fault acts on (Coordinator: the group
-	// coordinator's node when the fault starts), or the broker a link fault
-	// cuts the client from (AllNodes for every broker).
+	// coordinator's node when the fault starts; ShareCoordinator and
+	// PartitionLeader: the node in that role for Partition then), or the
+	// broker a link fault cuts the client from (AllNodes for every broker).
 	Node NodeID `json:"node"`
+	// Partition is the workload partition whose leader or share
+	// coordinator a node fault on PartitionLeader or ShareCoordinator hits.
+	Partition int32 `json:"partition,omitempty"`
 	// Client names the client whose links a link fault acts on.
 	Client string `json:"client,omitempty"`
 	// Member names the member a churn fault acts on.
@@ -176,6 +207,10 @@ func (f Fault) target() string {
 		return fmt.Sprintf("%s→node %d", f.Client, f.Node)
 	case f.Node == Coordinator:
 		return "the coordinator's node"
+	case f.Node == ShareCoordinator:
+		return fmt.Sprintf("the share coordinator's node of partition %d", f.Partition)
+	case f.Node == PartitionLeader:
+		return fmt.Sprintf("the leader of partition %d", f.Partition)
 	case f.Kind == FeatureUpdate:
 		return "the cluster's features " + f.Features
 	case f.Version != "":

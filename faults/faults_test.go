@@ -53,8 +53,15 @@ func (r *recorder) Restore(_ context.Context, m string) (string, error) {
 func (r *recorder) Coordinator(context.Context) (NodeID, error) { return 2, nil }
 func (r *recorder) Rebalancing() bool                           { return false }
 
+// The leaders of a share run: partition p is led by node p%3+1, its share
+// coordinator is node (p+1)%3+1.
+func (r *recorder) PartitionLeader(_ context.Context, p int32) (NodeID, error) { return p%3 + 1, nil }
+func (r *recorder) ShareCoordinator(_ context.Context, p int32) (NodeID, error) {
+	return (p+1)%3 + 1, nil
+}
+
 func env(r *recorder, links map[string]*recorder) Env {
-	return Env{Target: r, Members: r, Group: r, Links: func(c string) (Link, error) {
+	return Env{Target: r, Members: r, Group: r, Leaders: r, Links: func(c string) (Link, error) {
 		if links[c] == nil {
 			links[c] = &recorder{}
 		}
@@ -126,6 +133,9 @@ func TestValidateRejects(t *testing.T) {
 		"late join not from start":  {Kind: MemberJoin, Member: "m1", At: time.Second, For: time.Second},
 		"link fault on a member":    {Kind: LinkCut, Client: "m1", Member: "m1", Node: 1},
 		"unknown trigger":           {Kind: NodeKill, Node: 1, Trigger: "full-moon"},
+		"unknown role":              {Kind: NodeKill, Node: -5},
+		"partition of a fixed node": {Kind: NodeKill, Node: 1, Partition: 2},
+		"negative partition":        {Kind: NodeStop, Node: PartitionLeader, Partition: -1},
 	}
 	for name, f := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -162,6 +172,40 @@ func TestResolveCoordinator(t *testing.T) {
 	link := Fault{Kind: LinkCut, Client: "m1", Node: AllNodes}
 	if h, _, _ := Resolve(context.Background(), link, env(r, nil)); h != link {
 		t.Errorf("a link fault changed on Resolve: %v", h)
+	}
+}
+
+// Faults on a partition's leader or its share coordinator are resolved
+// to the node in that role for that partition when they start, and say so;
+// unresolved they are refused, and without a view of the leaders they do
+// not resolve.
+func TestResolveLeaders(t *testing.T) {
+	r := &recorder{}
+	for _, tc := range []struct {
+		f    Fault
+		node NodeID
+		says string
+	}{
+		{Fault{Kind: NodeStop, Node: PartitionLeader, Partition: 1, For: time.Second}, 2, "the leader of partition 1 was node 2"},
+		{Fault{Kind: NodeKill, Node: ShareCoordinator, Partition: 1, For: time.Second}, 3, "the share coordinator of partition 1 was node 3"},
+		{Fault{Kind: NodePause, Node: PartitionLeader, For: time.Second}, 1, "the leader of partition 0 was node 1"},
+	} {
+		if _, err := Apply(context.Background(), tc.f, env(r, nil)); err == nil || !strings.Contains(err.Error(), "resolved") {
+			t.Fatalf("unresolved %v applied: %v", tc.f, err)
+		}
+		g, why, err := Resolve(context.Background(), tc.f, env(r, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Node != tc.node || g.Partition != 0 || why != tc.says {
+			t.Errorf("%v resolved to node %d partition %d (%q), want node %d (%q)", tc.f, g.Node, g.Partition, why, tc.node, tc.says)
+		}
+		if err := g.Validate(); err != nil {
+			t.Errorf("resolved %v does not validate: %v", g, err)
+		}
+		if _, _, err := Resolve(context.Background(), tc.f, Env{Group: r}); err == nil || !strings.Contains(err.Error(), string(tc.f.Kind)) {
+			t.Errorf("%v resolved without a view of the leaders: %v", tc.f, err)
+		}
 	}
 }
 

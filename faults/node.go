@@ -48,6 +48,23 @@ func (k nodeKind) durations(s Space) (time.Duration, time.Duration) {
 }
 
 func (k nodeKind) draw(rng *rand.Rand, s Space, f *Fault) {
+	// A share group's state lives in three roles, each a node fault may
+	// hit as it starts: the group coordinator (membership), the share
+	// coordinator of a partition (the persisted state, __share_group_state)
+	// and the partition's leader (the share-partition: locks and counts).
+	if s.ShareAware {
+		switch rng.IntN(4) {
+		case 0:
+			f.Node = Coordinator
+		case 1:
+			f.Node, f.Partition = ShareCoordinator, rng.Int32N(max(s.Partitions, 1))
+		case 2:
+			f.Node, f.Partition = PartitionLeader, rng.Int32N(max(s.Partitions, 1))
+		default:
+			f.Node = s.Nodes[rng.IntN(len(s.Nodes))]
+		}
+		return
+	}
 	// Half of the node faults, when the space asks for it, hit whichever node
 	// coordinates the group when the fault starts: that is where a group's
 	// state lives, and what moves it.
@@ -59,8 +76,11 @@ func (k nodeKind) draw(rng *rand.Rand, s Space, f *Fault) {
 }
 
 func (k nodeKind) validate(f Fault) error {
-	if f.Node < 0 && f.Node != Coordinator {
-		return fmt.Errorf("fault %s needs a node id or the coordinator (%d), got %d", f.Kind, Coordinator, f.Node)
+	if f.Node < 0 && !resolvedAtFault(f.Node) {
+		return fmt.Errorf("fault %s needs a node id, the coordinator (%d), a partition's share coordinator (%d) or a partition's leader (%d), got %d", f.Kind, Coordinator, ShareCoordinator, PartitionLeader, f.Node)
+	}
+	if f.Partition < 0 || (f.Partition != 0 && f.Node != ShareCoordinator && f.Node != PartitionLeader) {
+		return fmt.Errorf("fault %s: partition %d names the partition whose leader (%d) or share coordinator (%d) it hits, not a fault on node %d", f.Kind, f.Partition, PartitionLeader, ShareCoordinator, f.Node)
 	}
 	if f.Client != "" || f.Member != "" {
 		return fmt.Errorf("fault %s acts on a node, not on client %q or member %q", f.Kind, f.Client, f.Member)
@@ -72,8 +92,8 @@ func (k nodeKind) Apply(ctx context.Context, env Env, f Fault) (string, error) {
 	if env.Target == nil {
 		return "", errNoPart(f, "node control")
 	}
-	if f.Node == Coordinator {
-		return "", fmt.Errorf("fault %s: the coordinator's node must be resolved before the fault starts (faults.Resolve)", f)
+	if resolvedAtFault(f.Node) {
+		return "", fmt.Errorf("fault %s: its node must be resolved before the fault starts (faults.Resolve)", f)
 	}
 	return "", k.apply(env.Target, ctx, f.Node)
 }
@@ -82,26 +102,47 @@ func (k nodeKind) Heal(ctx context.Context, env Env, f Fault) (string, error) {
 	if env.Target == nil {
 		return "", errNoPart(f, "node control")
 	}
-	if f.Node == Coordinator {
+	if resolvedAtFault(f.Node) {
 		return "", fmt.Errorf("fault %s: heal the node it was resolved to", f)
 	}
 	return "", k.heal(env.Target, ctx, f.Node)
 }
 
-// Resolve turns a fault on the Coordinator into a fault on the node that
-// coordinates the group now, and says which; other faults come back as
-// they are.
+// Resolve turns a fault on a role (Coordinator, ShareCoordinator,
+// PartitionLeader) into a fault on the node in that role now, and says
+// which; other faults come back as they are.
 func Resolve(ctx context.Context, f Fault, env Env) (Fault, string, error) {
-	if f.Node != Coordinator || f.Family() != FamilyNode {
+	if !resolvedAtFault(f.Node) || f.Family() != FamilyNode {
 		return f, "", nil
 	}
-	if env.Group == nil {
-		return f, "", errNoPart(f, "a way to find the group's coordinator")
+	var (
+		n   NodeID
+		err error
+		who string
+	)
+	switch f.Node {
+	case Coordinator:
+		if env.Group == nil {
+			return f, "", errNoPart(f, "a way to find the group's coordinator")
+		}
+		n, err = env.Group.Coordinator(ctx)
+		who = "the group's coordinator"
+	case ShareCoordinator:
+		if env.Leaders == nil {
+			return f, "", errNoPart(f, "a way to find a partition's share coordinator")
+		}
+		n, err = env.Leaders.ShareCoordinator(ctx, f.Partition)
+		who = fmt.Sprintf("the share coordinator of partition %d", f.Partition)
+	case PartitionLeader:
+		if env.Leaders == nil {
+			return f, "", errNoPart(f, "a way to find a partition's leader")
+		}
+		n, err = env.Leaders.PartitionLeader(ctx, f.Partition)
+		who = fmt.Sprintf("the leader of partition %d", f.Partition)
 	}
-	n, err := env.Group.Coordinator(ctx)
 	if err != nil {
-		return f, "", fmt.Errorf("finding the group's coordinator for %s: %w", f, err)
+		return f, "", fmt.Errorf("finding %s for %s: %w", who, f, err)
 	}
-	f.Node = n
-	return f, fmt.Sprintf("the group's coordinator was node %d", n), nil
+	f.Node, f.Partition = n, 0
+	return f, fmt.Sprintf("%s was node %d", who, n), nil
 }

@@ -49,6 +49,12 @@ type Space struct {
 	// coordinator's node, and some of them start on a churn event's
 	// rebalance (a coordinator move while a rebalance is in flight).
 	CoordinatorAware bool
+	// ShareAware (a share group's run) makes three node faults in four hit
+	// a role as it starts: the group coordinator, a partition's share
+	// coordinator or a partition's leader (the share-partition leader),
+	// among Partitions workload partitions.
+	ShareAware bool
+	Partitions int32
 }
 
 func (s Space) allowed(k Kind) bool { return len(s.Kinds) == 0 || slices.Contains(s.Kinds, k) }
@@ -243,8 +249,8 @@ func clash(a, b Fault) bool {
 	fa, fb := a.Family(), b.Family()
 	switch {
 	case fa == FamilyNode && fb == FamilyNode:
-		// A fault on the coordinator's node may land on any node.
-		return a.Node == b.Node || a.Node == Coordinator || b.Node == Coordinator
+		// A fault on a role (the coordinator's node, a leader) may land on any node.
+		return a.Node == b.Node || resolvedAtFault(a.Node) || resolvedAtFault(b.Node)
 	case fa == FamilyLink && fb == FamilyLink:
 		return a.Client == b.Client && (a.Node == b.Node || a.Node == AllNodes || b.Node == AllNodes)
 	case fa == FamilyChurn && fb == FamilyChurn:

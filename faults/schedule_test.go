@@ -276,3 +276,46 @@ func TestParseIntensity(t *testing.T) {
 		t.Errorf("Low.Count(1s) = %d, want at least one fault", got)
 	}
 }
+
+// A share run's node faults hit each role (the group coordinator, a
+// partition's share coordinator, a partition's leader) and fixed nodes,
+// over every partition, and its schedules keep every rule: two faults on
+// roles never overlap, since both may land on one node.
+func TestGenerateShareAwareReachesEveryRole(t *testing.T) {
+	seen := map[string]int{}
+	for seed := range uint64(200) {
+		s := space()
+		s.CoordinatorAware, s.ShareAware, s.Partitions = false, true, 3
+		s.Kinds = []Kind{NodeStop, NodeKill, NodePause}
+		sched, err := Generate(rng(seed), s, Normal.Count(s.Horizon))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSchedule(t, s, sched)
+		for _, f := range sched {
+			switch {
+			case f.Node == Coordinator:
+				seen["coordinator"]++
+			case f.Node == ShareCoordinator:
+				seen["share-coordinator p"+string(rune('0'+f.Partition))]++
+			case f.Node == PartitionLeader:
+				seen["leader p"+string(rune('0'+f.Partition))]++
+			case f.Node > 0:
+				seen["node"]++
+			}
+			if f.Partition < 0 || f.Partition >= s.Partitions {
+				t.Errorf("fault %v aims at a partition the topic does not have", f)
+			}
+		}
+	}
+	for _, role := range []string{"coordinator", "node", "share-coordinator p0", "share-coordinator p2", "leader p0", "leader p2"} {
+		if seen[role] == 0 {
+			t.Errorf("no node fault on %s in 200 seeds (seen %v)", role, seen)
+		}
+	}
+	a := Fault{Kind: NodeStop, Node: PartitionLeader, Partition: 1, For: 5 * time.Second}
+	b := Fault{Kind: NodeKill, Node: ShareCoordinator, Partition: 0, At: time.Second, For: 5 * time.Second}
+	if !clash(a, b) {
+		t.Errorf("two overlapping faults on roles do not clash: %v, %v", a, b)
+	}
+}

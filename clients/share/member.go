@@ -301,6 +301,61 @@ func (m *Member) Close(ctx context.Context) error {
 	return nil
 }
 
+// Abandon is the member's process dying: from now on it sends nothing (no
+// final acknowledgement, no leave), its heartbeats stop, and its client
+// stays open with whatever connections it had, as a vanished host leaves
+// its TCP connections half-open on the brokers, until Drop. The records it
+// holds stay acquired until their locks lapse or Drop closes its
+// connections (the broker then ends its share sessions and releases them,
+// SharePartitionManager.releaseSession). The caller stops calling Poll
+// first; calls after Abandon return ErrClosed.
+func (m *Member) Abandon() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+}
+
+// Drop closes the client of an abandoned member: its connections close.
+func (m *Member) Drop() {
+	if m.cl != nil {
+		m.cl.Close()
+	}
+}
+
+// Holding counts the records the member acquired and has not finally
+// acknowledged.
+func (m *Member) Holding() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, offs := range m.holding {
+		n += len(offs)
+	}
+	return n
+}
+
+// Unsent counts the records whose final acknowledgement the member queued
+// and has not sent yet: the broker still has them acquired by it.
+func (m *Member) Unsent() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, acks := range m.pending {
+		for _, a := range acks {
+			if a.Type != clients.AckRenew {
+				n += int(a.Last - a.First + 1)
+			}
+		}
+	}
+	return n
+}
+
 // Acknowledge acknowledges records the member handed out, with type t
 // (clients.AckAccept, AckRelease, AckReject, or AckRenew where the brokers
 // serve it). It only queues them: the next Poll piggybacks them on its

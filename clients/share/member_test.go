@@ -482,3 +482,40 @@ func TestEveryCallAnsweredOnce(t *testing.T) {
 		t.Errorf("calls never answered: %v", open)
 	}
 }
+
+// TestAbandonSendsNothing: an abandoned member (its process died) sends
+// no final acknowledgement and no leave, keeps counting the records it
+// held (their locks lapse on the broker), and refuses every later call;
+// a Close after it sends nothing either.
+func TestAbandonSendsNothing(t *testing.T) {
+	m, s, rec := scripted(t, Explicit())
+	s.sf = append(s.sf, acquired(0, 1, "a", "b"))
+	recs, err := m.Poll(context.Background())
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("poll: %+v, %v", recs, err)
+	}
+	if err := m.Acknowledge(recs[:1], clients.AckAccept); err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.evs)
+	m.Abandon()
+	if got := m.Holding(); got != 1 {
+		t.Errorf("abandoned member holds %d records, want the one it did not acknowledge", got)
+	}
+	if got := m.Unsent(); got != 1 {
+		t.Errorf("abandoned member has %d acknowledgements unsent, want the accept it queued", got)
+	}
+	if _, err := m.Poll(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("poll after abandon: %v, want ErrClosed", err)
+	}
+	if err := m.Acknowledge(recs[1:], clients.AckAccept); !errors.Is(err, ErrClosed) {
+		t.Errorf("acknowledge after abandon: %v, want ErrClosed", err)
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Drop()
+	if len(s.log) != 1 || len(rec.evs) != before {
+		t.Errorf("abandoned member sent %d requests (want only the first fetch) and reported %d events after abandoning", len(s.log), len(rec.evs)-before)
+	}
+}

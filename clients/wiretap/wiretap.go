@@ -53,6 +53,14 @@ type Observer interface {
 	Broken(err error)
 }
 
+// HostObserver is an Observer that wants to know which broker address a
+// request was written to: RequestOn is called instead of Request, with the
+// host the client dialed (the broker's address as the client knows it).
+type HostObserver interface {
+	Observer
+	RequestOn(host string, req kmsg.Request) any
+}
+
 // Dialer wraps dial so that every connection it makes is observed by obs.
 func Dialer(dial DialFunc, obs Observer) DialFunc {
 	return func(ctx context.Context, network, host string) (net.Conn, error) {
@@ -60,7 +68,7 @@ func Dialer(dial DialFunc, obs Observer) DialFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &conn{Conn: c, obs: obs, inflight: map[int32]*pending{}}, nil
+		return &conn{Conn: c, obs: obs, host: host, inflight: map[int32]*pending{}}, nil
 	}
 }
 
@@ -71,7 +79,8 @@ type pending struct {
 
 type conn struct {
 	net.Conn
-	obs Observer
+	obs  Observer
+	host string
 
 	mu       sync.Mutex
 	wbuf     []byte
@@ -135,7 +144,13 @@ func (c *conn) request(frame []byte, written *[]any) error {
 	if err := req.ReadFrom(rd.Src); err != nil {
 		return fmt.Errorf("%s v%d request: %w", kmsg.NameForKey(key), version, err)
 	}
-	if tok := c.obs.Request(req); tok != nil {
+	var tok any
+	if ho, ok := c.obs.(HostObserver); ok {
+		tok = ho.RequestOn(c.host, req)
+	} else {
+		tok = c.obs.Request(req)
+	}
+	if tok != nil {
 		c.inflight[corr] = &pending{key: key, version: version, token: tok}
 		*written = append(*written, tok)
 	}

@@ -517,6 +517,9 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 	if f.scenario == run.ScenarioMigration && !set["duration"] {
 		o.Duration = 0 // the migration's steps decide it
 	}
+	if len(o.Kinds) > 0 && run.IsShareKind(o.Kinds[0]) && !set["duration"] {
+		o.Duration = 0 // a share run's scenario decides it (run.NewPlan)
+	}
 	o.Rate, o.Records, o.Topic, o.Group = f.rate, f.records, f.topic, f.group
 	return seed, o, nil
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/groupquake/groupquake/internal/machine"
 )
 
-const scaleUsage = `Usage: groupquake scale --members N[,N...] --protocol classic|consumer[,...] [flags]
+const scaleUsage = `Usage: groupquake scale --members N[,N...] --protocol classic|consumer|share[,...] [flags]
 
 Puts one consumer group of N lightweight members (membership, assignment and
 commits; no record fetching) on a cluster, for each protocol and size in
@@ -47,6 +47,15 @@ The cluster runs Kafka's default group timers for the consumer protocol
 (heartbeat, session, assignment interval) and no initial rebalance delay;
 the container cluster's nodes get a 1 GB heap.
 
+--protocol share (Kafka 4.2+) puts one share group (KIP-932) of N lightweight
+share members on the topic instead: they heartbeat on --conns shared
+connections and each fetches on one of its own, accepting what it acquired.
+It measures the time until every member holds an assignment and the
+coordinator describes the group Stable with all of them at its epoch, how
+many members share each partition, and how fast the group drains a backlog
+of --share-records records produced before it joined (records per second,
+deliveries, redeliveries).
+
 Sizes run in increasing order, every protocol at one size before the next;
 when one does not reach a stable group within --stable-timeout, the larger
 sizes of that protocol are skipped (something
@@ -59,6 +68,7 @@ become stable within --stable-timeout.
 
 type scaleFlags struct {
 	members, protocols     string
+	shareRecords           int
 	partitions             int
 	kafka                  string
 	nodes                  int
@@ -86,14 +96,15 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f scaleFlags
 	fs := newFlagSet("scale", scaleUsage)
 	fs.StringVar(&f.members, "members", "", "group sizes, comma-separated (each at least 2): 500,2000,5000")
-	fs.StringVar(&f.protocols, "protocol", "", "classic, consumer, or both comma-separated")
+	fs.StringVar(&f.protocols, "protocol", "", "classic, consumer, share, or several comma-separated")
 	fs.IntVar(&f.partitions, "partitions", 500, "partitions of the group's topic")
 	fs.StringVar(&f.kafka, "kafka", cluster.DefaultKafkaVersion, "Kafka version of the container cluster")
 	fs.IntVar(&f.nodes, "nodes", 3, "broker nodes of the container cluster: 1 or 3")
 	fs.IntVar(&f.heapMB, "heap", 1024, "JVM heap of each node in MB (0: the cluster's default, 384)")
 	fs.BoolVar(&f.embedded, "embedded", false, "run against the reference coordinator served in this process instead of containers")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port] of an external cluster (no node restart unless it is a container cluster)")
-	fs.IntVar(&f.conns, "conns", 0, "most connections the consumer-protocol members share to one broker, opened as their queue needs them (0: "+strconv.Itoa(light.MaxShared)+")")
+	fs.IntVar(&f.conns, "conns", 0, "most connections the consumer-protocol members share to one broker, opened as their queue needs them (0: "+strconv.Itoa(light.MaxShared)+"; share members: their heartbeat connections, 0: 8)")
+	fs.IntVar(&f.shareRecords, "share-records", 20000, "--protocol share: the backlog produced before the members join, which the group drains")
 	fs.DurationVar(&f.session, "session", 45*time.Second, "classic session timeout (JoinGroup)")
 	fs.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "rebalance timeout of both protocols")
 	fs.DurationVar(&f.hb, "heartbeat", 3*time.Second, "classic heartbeat interval")
@@ -158,6 +169,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	var reps []*scale.Report
+	var shareReps []*scale.ShareReport
 	var gave []string
 	failed := map[scale.Protocol]bool{}
 	step, steps := 0, len(sizes)*len(protos)
@@ -197,6 +209,24 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				}
 				h = nh
 			}
+			if p == scale.Share {
+				sr, err := scale.RunShare(ctx, h, scale.ShareOptions{
+					Members: n, Partitions: int32(f.partitions), Records: f.shareRecords, Group: group, Topic: topic,
+					Conns: f.conns, StableTimeout: f.stableTimeout, Logf: logf,
+				})
+				if sr != nil {
+					shareReps = append(shareReps, sr)
+				}
+				if err != nil && ctx.Err() != nil {
+					break
+				}
+				if err != nil {
+					failed[p] = true
+					gave = append(gave, fmt.Sprintf("%s with %d members: %v", p, n, err))
+					logf("gave: %s", gave[len(gave)-1])
+				}
+				continue
+			}
 			rep, err := scale.Run(ctx, h, o)
 			if rep != nil && len(rep.Phases) > 0 {
 				reps = append(reps, rep)
@@ -217,7 +247,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if f.json {
-		doc := scaleJSON{SchemaVersion: schemaVersion, Seed: seed, Reports: []scaleReportJSON{}, Gave: gave}
+		doc := scaleJSON{SchemaVersion: schemaVersion, Seed: seed, Reports: []scaleReportJSON{}, Gave: gave, Share: shareReps}
 		for _, r := range reps {
 			doc.Reports = append(doc.Reports, scaleReportOf(r))
 		}
@@ -226,6 +256,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	} else {
 		printScale(stdout, reps)
+		printShareScale(stdout, shareReps)
 	}
 	con.Infof("peak resident set of this process: %d MB", scale.MaxRSS()>>20)
 	if err := interrupted(ctx, fmt.Sprintf("(what was measured up to there is printed above); rerun with: groupquake scale %s", f.rerun(fs, seed))); err != nil {
@@ -287,6 +318,16 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 	}
 	if f.partitions < 1 {
 		return nil, nil, 0, badInput("--partitions %d: the topic needs at least one partition", f.partitions)
+	}
+	if slices.Contains(protos, scale.Share) {
+		if f.embedded {
+			return nil, nil, 0, badInput("--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster has no share groups; drop --embedded")
+		}
+		if v, err := version.Parse(f.kafka); err == nil && f.bootstrap == "" {
+			if err := version.CheckShareGroups(v); err != nil {
+				return nil, nil, 0, badInput("--protocol share on --kafka %s: %v", f.kafka, err)
+			}
+		}
 	}
 	if f.embedded && f.bootstrap != "" {
 		return nil, nil, 0, badInput("--embedded and --bootstrap both given: pick one cluster")
@@ -442,6 +483,21 @@ type scaleJSON struct {
 	Reports       []scaleReportJSON `json:"reports"`
 	// Gave says which runs did not reach a stable group, and why.
 	Gave []string `json:"gave,omitempty"`
+	// Share are the share groups' runs (--protocol share).
+	Share []*scale.ShareReport `json:"share,omitempty"`
+}
+
+// printShareScale prints the share groups' runs: time to stable, the
+// sharing, the drain rate and the redeliveries.
+func printShareScale(w io.Writer, reps []*scale.ShareReport) {
+	if len(reps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nshare groups (KIP-932)\n%-8s %-10s %-10s %-12s %-10s %-12s %-12s %-10s\n", "members", "partitions", "to stable", "per partition", "backlog", "records/s", "deliveries", "redelivered")
+	for _, r := range reps {
+		fmt.Fprintf(w, "%-8d %-10d %-10s %-12s %-10d %-12.0f %-12d %-10d\n", r.Members, r.Partitions, r.ToStable.Round(10*time.Millisecond),
+			fmt.Sprintf("%d–%d", r.MinSharing, r.MaxSharing), r.Backlog, r.RecordsPerSecond, r.Deliveries, r.Redeliveries)
+	}
 }
 
 // scaleReportJSON is scale.Report with every duration in seconds.

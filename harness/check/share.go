@@ -38,14 +38,23 @@ import (
 // epoch -1, ShareSessionCache's disconnect listener), which the history
 // shows as a call of that member to that broker without an answer, at
 // epoch -1, or refused with SHARE_SESSION_NOT_FOUND or
-// INVALID_SHARE_SESSION_EPOCH; the member leaving or being fenced; and a
-// fault on a node (a new share-partition leader loads the persisted state,
-// where acquisitions are not written, SharePartition.maybeInitialize) or on
-// the member's links or process; and leadership moving without a fault
-// (the two acquisitions came from different brokers: a preferred-leader
-// election after a node came back moves it too). The same leader changes
-// are why a delivery count may fall: the new leader knows only the count
-// last persisted.
+// INVALID_SHARE_SESSION_EPOCH; a fault on a node (a new share-partition
+// leader loads the persisted state, where acquisitions are not written,
+// SharePartition.maybeInitialize); a fault that may close the holder's
+// connections without its history showing it (its crash, restart or
+// leave, a cut, reset or black-holed link); and leadership moving without
+// a fault (the two acquisitions came from different brokers: a
+// preferred-leader election after a node came back moves it too). The same
+// leader changes are why a delivery count may fall: the new leader knows
+// only the count last persisted.
+//
+// What does not end a lock: the holder leaving the group or being fenced
+// by the group coordinator (only a share session's end releases a member's
+// records: ShareGroupListener.onMemberLeave is called by the share session
+// cache on a disconnect, never by the group coordinator), and the holder
+// stalling or freezing, or its links slowing, while its connections stay
+// open. A holder is one incarnation of a member (its member id): a member
+// started again is a new member to the broker.
 
 // shareLockMargin allows for the broker's timer firing up to a tick early
 // and the clocks of two processes: a lock is taken as valid only until
@@ -55,6 +64,7 @@ const shareLockMargin = 100 * time.Millisecond
 // shareAcq is one acquired range.
 type shareAcq struct {
 	member   string
+	id       string // the incarnation: its member id, or its name when none was recorded
 	node     int32
 	inv, ans int // positions of the fetch's invoke and completion
 	lock     time.Duration
@@ -64,6 +74,7 @@ type shareAcq struct {
 // shareAckOp is one acknowledged range of a call.
 type shareAckOp struct {
 	member   string
+	id       string
 	node     int32
 	inv, ans int // ans < 0: no completion
 	ack      history.ShareAck
@@ -79,6 +90,7 @@ func (a shareAckOp) final() bool { return a.ack.Type != history.AckRenew }
 // shareCall is one ShareFetch or ShareAcknowledge of a member to a node.
 type shareCall struct {
 	member       string
+	id           string
 	node         int32
 	inv, ans     int
 	typ          history.Type // of the completion; Invoke when none
@@ -91,7 +103,7 @@ type shareCall struct {
 // before a call that went unanswered, was refused with a session error or
 // closed the session, to that call's invoke.
 type shareBreak struct {
-	member   string
+	id       string
 	node     int32
 	from, to int // positions
 	why      int // position of the call that shows it
@@ -104,8 +116,7 @@ type shareFacts struct {
 	acks     []shareAckOp
 	calls    []shareCall
 	breaks   []shareBreak
-	hbEnds   map[string][]int // per member: positions of leaves and fencing heartbeats
-	final    int              // position of the final phase, or len(ev)
+	final    int // position of the final phase, or len(ev)
 	any      bool
 }
 
@@ -117,7 +128,7 @@ type shareKey struct {
 func (k shareKey) String() string { return fmt.Sprintf("%s@%d", k.tp, k.off) }
 
 func (f *facts) shareFacts() *shareFacts {
-	sf := &shareFacts{f: f, byRecord: map[shareKey][]int{}, hbEnds: map[string][]int{}, final: len(f.ev)}
+	sf := &shareFacts{f: f, byRecord: map[shareKey][]int{}, final: len(f.ev)}
 	if ps := f.phases[history.PhaseFinal]; len(ps) > 0 {
 		sf.final = ps[0]
 	}
@@ -125,16 +136,6 @@ func (f *facts) shareFacts() *shareFacts {
 		switch e.F {
 		case history.FShareHeartbeat:
 			sf.any = true
-			hb, ok := f.vals[i].(history.ShareHeartbeat)
-			if !ok || e.Type == history.Invoke {
-				if ok && e.Type == history.Invoke && hb.Epoch < 0 {
-					sf.hbEnds[hb.Member] = append(sf.hbEnds[hb.Member], i)
-				}
-				continue
-			}
-			if e.Type == history.Fail && (hb.Error == "UNKNOWN_MEMBER_ID" || hb.Error == "FENCED_MEMBER_EPOCH") {
-				sf.hbEnds[hb.Member] = append(sf.hbEnds[hb.Member], i)
-			}
 		case history.FShareFetch, history.FShareAck:
 			sf.any = true
 			if e.Type == history.Invoke {
@@ -174,7 +175,11 @@ func (sf *shareFacts) call(i int) {
 		return
 	}
 	typ := e.Type
-	c := shareCall{member: v.Member, node: v.Node, inv: inv, ans: ans, typ: typ, sessionEpoch: v.SessionEpoch, err: v.Error}
+	id := v.MemberID
+	if id == "" {
+		id = v.Member
+	}
+	c := shareCall{member: v.Member, id: id, node: v.Node, inv: inv, ans: ans, typ: typ, sessionEpoch: v.SessionEpoch, err: v.Error}
 	sf.calls = append(sf.calls, c)
 	outcome := "unknown"
 	switch typ {
@@ -184,7 +189,7 @@ func (sf *shareFacts) call(i int) {
 		outcome = "failed"
 	}
 	for _, a := range v.Acks {
-		op := shareAckOp{member: v.Member, node: v.Node, inv: inv, ans: ans, ack: a, outcome: outcome}
+		op := shareAckOp{member: v.Member, id: id, node: v.Node, inv: inv, ans: ans, ack: a, outcome: outcome}
 		if typ == history.OK {
 			if err := v.AckError(a.TP()); err != "" {
 				op.outcome, op.err = "refused", err
@@ -196,26 +201,26 @@ func (sf *shareFacts) call(i int) {
 		return
 	}
 	for _, r := range v.Acquired {
-		id := len(sf.acqs)
-		sf.acqs = append(sf.acqs, shareAcq{member: v.Member, node: v.Node, inv: inv, ans: ans,
+		n := len(sf.acqs)
+		sf.acqs = append(sf.acqs, shareAcq{member: v.Member, id: id, node: v.Node, inv: inv, ans: ans,
 			lock: time.Duration(v.LockTimeoutMs) * time.Millisecond, rng: r})
 		for o := r.First; o <= r.Last; o++ {
 			k := shareKey{r.TP(), o}
-			sf.byRecord[k] = append(sf.byRecord[k], id)
+			sf.byRecord[k] = append(sf.byRecord[k], n)
 		}
 	}
 }
 
-// findBreaks finds, per member and node, the windows in which its share
-// session may have ended.
+// findBreaks finds, per incarnation and node, the windows in which its
+// share session may have ended.
 func (sf *shareFacts) findBreaks() {
 	type mn struct {
-		m string
-		n int32
+		id string
+		n  int32
 	}
 	lastOK := map[mn]int{}
 	for _, c := range sf.calls {
-		k := mn{c.member, c.node}
+		k := mn{c.id, c.node}
 		broke := c.typ == history.Info || c.typ == history.Invoke || c.sessionEpoch < 0 ||
 			(c.typ == history.Fail && (c.err == "SHARE_SESSION_NOT_FOUND" || c.err == "INVALID_SHARE_SESSION_EPOCH"))
 		if broke {
@@ -227,7 +232,7 @@ func (sf *shareFacts) findBreaks() {
 			if c.typ == history.Fail && c.ans >= 0 {
 				to = c.ans
 			}
-			sf.breaks = append(sf.breaks, shareBreak{member: c.member, node: c.node, from: from, to: to, why: c.inv})
+			sf.breaks = append(sf.breaks, shareBreak{id: c.id, node: c.node, from: from, to: to, why: c.inv})
 		}
 		if c.typ == history.OK && c.sessionEpoch >= 0 {
 			lastOK[k] = c.ans
@@ -237,14 +242,14 @@ func (sf *shareFacts) findBreaks() {
 
 // lockEnded says why the lock of acquisition a may have ended before
 // position before (the answer of a later acquisition), or "" when nothing
-// in the history lets it end early: a.member's own final acknowledgement
-// of the record sent before then, a break of its session with a.node
-// reaching into [a's invoke, before], its leaving or being fenced then, or
-// a fault then on a node or on a.member.
+// in the history lets it end early: the holder's own final
+// acknowledgement of the record sent before then, a break of its session
+// with a.node reaching into [a's invoke, before], or a fault then on a
+// node or one on a.member that may close its connections.
 func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int) string {
 	f := sf.f
 	for _, op := range sf.acks {
-		if op.member != a.member || !op.final() || op.inv > before || op.inv < a.ans || !op.ack.Contains(k.tp, k.off) {
+		if op.id != a.id || !op.final() || op.inv > before || op.inv < a.ans || !op.ack.Contains(k.tp, k.off) {
 			continue
 		}
 		if op.outcome == "ok" || op.outcome == "unknown" {
@@ -252,13 +257,8 @@ func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int) string {
 		}
 	}
 	for _, b := range sf.breaks {
-		if b.member == a.member && b.node == a.node && b.from <= before && b.to >= a.inv {
+		if b.id == a.id && b.node == a.node && b.from <= before && b.to >= a.inv {
 			return fmt.Sprintf("%s's share session with node %d may have ended (event %d)", a.member, a.node, f.idx(b.why))
-		}
-	}
-	for _, p := range sf.hbEnds[a.member] {
-		if p >= a.inv && p <= before {
-			return fmt.Sprintf("%s left or was fenced (event %d)", a.member, f.idx(p))
 		}
 	}
 	if why := sf.faultOn(a.member, a.inv, before); why != "" {
@@ -267,8 +267,21 @@ func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int) string {
 	return ""
 }
 
-// faultOn names a fault in force within [from, to] on a node or on member
-// (its process or its links), or "".
+// sessionEnding are the faults on a member that may close its connections
+// (so end its share sessions, releasing what it holds) without a call of
+// its own showing it: a crash or restart (the process's connections close
+// when it dies or at the heal), a leave, and a cut, reset or black-holed
+// link. A stall, a freeze (its links only slowed) and a slow link keep the
+// connections open: a request they make time out shows in the history as
+// a call without an answer.
+var sessionEnding = map[string]bool{
+	"member-crash": true, "member-restart": true, "member-leave": true,
+	"link-cut": true, "link-reset": true, "link-blackhole": true,
+}
+
+// faultOn names a fault in force within [from, to] on a node, or on
+// member (its process or its links) that may end its share sessions, or
+// "".
 func (sf *shareFacts) faultOn(member string, from, to int) string {
 	f := sf.f
 	for _, s := range f.faultSpans {
@@ -279,7 +292,7 @@ func (sf *shareFacts) faultOn(member string, from, to int) string {
 		if !ok {
 			continue
 		}
-		if strings.HasPrefix(fv.What, "node-") || faultTargets(fv, member) {
+		if strings.HasPrefix(fv.What, "node-") || (sessionEnding[fv.What] && faultTargets(fv, member)) {
 			return fmt.Sprintf("fault %s on %s (event %d)", fv.What, strings.Join(fv.Target, ","), f.idx(s[0]))
 		}
 	}
@@ -347,10 +360,11 @@ func shareVerdicts(f *facts, obs *history.Observations, plan history.Plan) []Ver
 	}
 	return []Verdict{
 		sf.lockExclusive(),
-		sf.ackedNotRedelivered(),
+		sf.ackedNotRedelivered(plan),
 		sf.deliveryCountBounded(plan),
 		sf.acksOnlyAcquired(),
 		sf.recordsSettle(obs, plan),
+		shareStateMatchesLog(sf, obs, plan),
 	}
 }
 
@@ -366,7 +380,10 @@ func ShareVerdicts(events []history.Event, obs *history.Observations, plan histo
 // lock early (lockEnded).
 func (sf *shareFacts) lockExclusive() Verdict {
 	v := newVerdict("ShareLockExclusive")
-	checked, excused := 0, 0
+	// afterLapse: later acquisitions that came after the earlier lock may
+	// have lapsed; lapsedOnly: those of them that nothing but the lapse
+	// allows (no acknowledgement, session end, fault or leader change).
+	checked, afterLapse, lapsedOnly, excused := 0, 0, 0, 0
 	for _, k := range sortedShareKeys(sf.byRecord) {
 		ids := sf.byRecord[k]
 		for j := 1; j < len(ids); j++ {
@@ -378,19 +395,23 @@ func (sf *shareFacts) lockExclusive() Verdict {
 				}
 				checked++
 				if sf.at(y.ans) >= sf.at(x.inv)+x.lock-shareLockMargin {
-					continue // x's lock may have lapsed
+					afterLapse++
+					if x.node == y.node && sf.lockEnded(x, k, y.ans) == "" {
+						lapsedOnly++
+					}
+					continue
 				}
 				if x.node != y.node || sf.lockEnded(x, k, y.ans) != "" {
 					excused++ // leadership moved (the new leader knows no lock), or the lock ended early
 					continue
 				}
 				v.fail([]int64{sf.f.idx(x.inv), sf.f.idx(x.ans), sf.f.idx(y.inv), sf.f.idx(y.ans)},
-					"%s was acquired by %s while %s still held it: %s; %s acquired it again at delivery count %d, answered %v after the first fetch was sent, within its %v lock, with no acknowledgement, session end, leave or fault in between",
+					"%s was acquired by %s while %s still held it: %s; %s acquired it again at delivery count %d, answered %v after the first fetch was sent, within its %v lock, with no acknowledgement, session end or fault that ends a lock in between",
 					k, y.member, x.member, sf.describe(x), y.member, y.rng.DeliveryCount, sf.at(y.ans)-sf.at(x.inv), x.lock)
 			}
 		}
 	}
-	v.note("%d records acquired, %d later acquisitions checked against earlier locks, %d excused by an acknowledgement, a session end, a leave, a fault or a leader change", len(sf.byRecord), checked, excused)
+	v.note("%d records acquired, %d later acquisitions checked against earlier locks: %d came after the earlier lock may have lapsed (%d of them allowed by nothing but the lapse), %d within it excused by an acknowledgement, a session end, a fault or a leader change", len(sf.byRecord), checked, afterLapse, lapsedOnly, excused)
 	return v.done()
 }
 
@@ -400,15 +421,25 @@ func (sf *shareFacts) lockExclusive() Verdict {
 // member holding a record may acknowledge it, and a record finally
 // acknowledged is held by nobody again: acknowledging it twice means one
 // of the two was applied to a record its sender did not hold).
-func (sf *shareFacts) ackedNotRedelivered() Verdict {
+//
+// One exception, from the Kafka source (SharePartition.acknowledge, 4.2–
+// 4.4): an acknowledgement of offsets below the share-partition's start
+// offset is skipped as "already archived" and answered without an error,
+// applying nothing. So a later final acknowledgement of a record already
+// finally acknowledged is no breach when the start offset may have passed
+// the record when it was sent: every offset of the partition up to the
+// record may have been settled by then (finally acknowledged, even by a
+// call whose answer never came, or delivered at the limit).
+func (sf *shareFacts) ackedNotRedelivered(plan history.Plan) Verdict {
 	v := newVerdict("ShareAckedNotRedelivered")
-	n := 0
+	n, skipped := 0, 0
 	final := map[shareKey]int{} // the first acknowledged final acknowledgement of each record
 	order := make([]int, 0, len(sf.acks))
 	for i := range sf.acks {
 		order = append(order, i)
 	}
 	sort.SliceStable(order, func(a, b int) bool { return sf.acks[order[a]].ans < sf.acks[order[b]].ans })
+	settledBy := sf.settledBy(plan)
 	for _, i := range order {
 		op := sf.acks[i]
 		if op.outcome != "ok" || (op.ack.Type != history.AckAccept && op.ack.Type != history.AckReject && op.ack.Type != "gap") {
@@ -419,8 +450,12 @@ func (sf *shareFacts) ackedNotRedelivered() Verdict {
 			k := shareKey{op.ack.TP(), o}
 			if j, twice := final[k]; twice {
 				prev := sf.acks[j]
+				if prev.ans < op.inv && settledBy(k, op.inv) {
+					skipped++ // below the start offset: skipped by the broker, applied nothing
+					continue
+				}
 				v.fail([]int64{sf.f.idx(prev.inv), sf.f.idx(prev.ans), sf.f.idx(op.inv), sf.f.idx(op.ans)},
-					"%s was finally acknowledged twice: the broker acknowledged %s's %s of it (events %d–%d) and then %s's %s (events %d–%d)",
+					"%s was finally acknowledged twice: the broker acknowledged %s's %s of it (events %d–%d) and then %s's %s (events %d–%d), while an offset before it was not settled (so the share-partition start offset had not passed it)",
 					k, prev.member, prev.ack.Type, sf.f.idx(prev.inv), sf.f.idx(prev.ans), op.member, op.ack.Type, sf.f.idx(op.inv), sf.f.idx(op.ans))
 				break
 			}
@@ -438,7 +473,65 @@ func (sf *shareFacts) ackedNotRedelivered() Verdict {
 		}
 	}
 	v.note("%d acknowledged accepts, rejects and gaps checked against later deliveries and acknowledgements", n)
+	if skipped > 0 {
+		v.note("%d later final acknowledgements of records another had finally acknowledged were answered without an error while the share-partition start offset may have passed them: Kafka skips acknowledgements below the start offset and answers them as done (SharePartition.acknowledge)", skipped)
+	}
 	return v.done()
+}
+
+// settledBy returns a test: whether every offset of k's partition up to k
+// may have been settled before position before (so the start offset may
+// have passed k): finally acknowledged by a call sent before then (answered
+// without an error or never answered), or delivered at the delivery count
+// limit by a fetch answered before then. Offsets start at 0: a run's
+// topics are new.
+func (sf *shareFacts) settledBy(plan history.Plan) func(shareKey, int) bool {
+	limit := int16(0)
+	if plan.Share != nil {
+		limit = plan.Share.DeliveryCountLimit
+	}
+	at := map[shareKey]int{} // the earliest position each record may have been settled at
+	mark := func(k shareKey, p int) {
+		if q, ok := at[k]; !ok || p < q {
+			at[k] = p
+		}
+	}
+	for _, op := range sf.acks {
+		if (op.outcome != "ok" && op.outcome != "unknown") || !op.final() || op.ack.Type == history.AckRelease {
+			continue
+		}
+		for o := op.ack.First; o <= op.ack.Last; o++ {
+			mark(shareKey{op.ack.TP(), o}, op.inv)
+		}
+	}
+	for k, ids := range sf.byRecord {
+		for _, id := range ids {
+			if a := sf.acqs[id]; limit > 0 && a.rng.DeliveryCount >= limit {
+				mark(k, a.ans)
+			}
+		}
+	}
+	// prefix[tp][o]: the latest of the positions at which offsets 0..o
+	// may have been settled (-1 when one of them never may have).
+	prefix := map[history.TP][]int{}
+	return func(k shareKey, before int) bool {
+		pre, ok := prefix[k.tp]
+		if !ok || int64(len(pre)) <= k.off {
+			pre = pre[:0]
+			latest := 0
+			for o := int64(0); o <= k.off; o++ {
+				p, ok := at[shareKey{k.tp, o}]
+				if !ok || latest < 0 {
+					latest = -1
+				} else {
+					latest = max(latest, p)
+				}
+				pre = append(pre, latest)
+			}
+			prefix[k.tp] = pre
+		}
+		return pre[k.off] >= 0 && pre[k.off] < before
+	}
 }
 
 // deliveryCountBounded: every delivery count is at least 1 and at most the
@@ -507,7 +600,7 @@ func (sf *shareFacts) acksOnlyAcquired() Verdict {
 			held := false
 			for _, id := range sf.byRecord[k] {
 				a := sf.acqs[id]
-				if a.member == op.member && a.ans < op.inv {
+				if a.id == op.id && a.ans < op.inv {
 					held = true
 					break
 				}

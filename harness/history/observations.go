@@ -227,6 +227,9 @@ type Observations struct {
 	// this to compare assignments; nil in run directories written before it
 	// was recorded.
 	TopicIDs map[string]string `json:"topic_ids,omitempty"`
+	// ShareRecovery, for a share group's run, is what the observer read
+	// after every member closed (share.go).
+	ShareRecovery *ShareRecovery `json:"share_recovery,omitempty"`
 }
 
 // All returns the checkpoints followed by the final snapshot.

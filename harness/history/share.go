@@ -1,5 +1,7 @@
 package history
 
+import "time"
+
 // Share groups (KIP-932): the events a share member reports. A share member
 // is not given partitions of its own: many members fetch one partition, and
 // the broker (the share-partition leader) hands each of them records under
@@ -139,4 +141,55 @@ type ShareStart struct {
 	// End is the partition's high watermark when the observer read it.
 	End   int64  `json:"end"`
 	Error string `json:"error,omitempty"`
+}
+
+// ShareRecovery is what the observer reads once a share run's members
+// have all closed (so nothing writes the group's state any more): the
+// records of the group's partition of __consumer_offsets that belong to a
+// share group (types 10–15), every record of __share_group_state, and what
+// the brokers describe: ShareGroupDescribe and DescribeShareGroupOffsets.
+// The recovery checker (ShareStateMatchesLog) replays the records and
+// compares them with the descriptions and the history.
+type ShareRecovery struct {
+	Time       time.Duration `json:"time"`
+	HistoryLen int64         `json:"history_len,omitempty"`
+	// GroupRecords are the share-group records of the group's partition of
+	// __consumer_offsets in log order; StateRecords every record of
+	// __share_group_state, partition by partition in log order.
+	GroupRecords []RawRecord `json:"group_records,omitempty"`
+	StateRecords []RawRecord `json:"state_records,omitempty"`
+	HasRecords   bool        `json:"has_records,omitempty"`
+	// Describe is ShareGroupDescribe's answer; Starts are
+	// DescribeShareGroupOffsets' start offsets.
+	Describe *ShareGroupDescription `json:"describe,omitempty"`
+	Starts   []ShareStart           `json:"starts,omitempty"`
+	// TopicIDs maps the workload topics' names to their ids (Kafka's
+	// Uuid form): share-group records name topics by id.
+	TopicIDs map[string]string `json:"topic_ids,omitempty"`
+	// Errors say what could not be read.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// RawRecord is a record as the broker stored it.
+type RawRecord struct {
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Key       []byte `json:"key"`
+	Value     []byte `json:"value,omitempty"` // nil: a tombstone
+}
+
+// ShareGroupDescription is ShareGroupDescribe's answer for one group.
+type ShareGroupDescription struct {
+	State           string             `json:"state"`
+	GroupEpoch      int32              `json:"group_epoch"`
+	AssignmentEpoch int32              `json:"assignment_epoch"`
+	Members         []ShareGroupMember `json:"members,omitempty"`
+	Error           string             `json:"error,omitempty"`
+}
+
+// ShareGroupMember is one member of a ShareGroupDescription.
+type ShareGroupMember struct {
+	MemberID    string `json:"member_id"`
+	MemberEpoch int32  `json:"member_epoch"`
+	Assignment  []TP   `json:"assignment,omitempty"`
 }

@@ -102,6 +102,10 @@ func faultValue(f faults.Fault) history.Fault {
 		v.Target = []string{f.Client + "->node-" + strconv.Itoa(int(f.Node))}
 	case f.Node == faults.Coordinator:
 		v.Target = []string{"group-coordinator"}
+	case f.Node == faults.ShareCoordinator:
+		v.Target = []string{"share-coordinator-p" + strconv.Itoa(int(f.Partition))}
+	case f.Node == faults.PartitionLeader:
+		v.Target = []string{"leader-p" + strconv.Itoa(int(f.Partition))}
 	case f.Kind == faults.FeatureUpdate:
 		v.Target = []string{"cluster"}
 	default:

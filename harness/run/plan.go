@@ -319,8 +319,13 @@ type MemberPlan struct {
 // ProducerPlan is one producer.
 type ProducerPlan struct {
 	Name string `json:"name"`
-	// Rate is records per second, spread round-robin over every partition.
+	// Rate is records per second, spread round-robin over every partition
+	// (or over Partitions).
 	Rate int `json:"rate"`
+	// Partitions, when set, are the only partitions of the workload topics
+	// the producer writes (a share run has one producer per partition, so a
+	// send waiting for a new leader holds no other partition back).
+	Partitions []int32 `json:"partitions,omitempty"`
 }
 
 // Timers are the group timers the run sets and the checkers bound
@@ -424,6 +429,9 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		if o.Duration == 0 {
 			o.Duration = migrationWorkload(legSize)
 		}
+	}
+	if o.Duration == 0 && shareOptions(o, kinds) {
+		o.Duration = shareWorkload(o.Scenario) // share_run.go
 	}
 	if o.Duration == 0 {
 		o.Duration = 20 * time.Second
@@ -549,6 +557,10 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	// session expires, the group rebalances, the new owners catch up.
 	p.QuiesceMax = 2*(p.Timers.SessionTimeout+p.Timers.RebalanceTimeout) + 30*time.Second
 
+	if p.IsShare() {
+		shapeShare(&p) // share_run.go
+	}
+
 	intensity, err := faults.ParseIntensity(o.Intensity)
 	if err != nil {
 		return Plan{}, err
@@ -638,6 +650,13 @@ func faultSpace(p Plan) (faults.Space, error) {
 			}
 		}
 		s.Kinds = slices.Clone(o.Faults)
+	}
+	if p.IsShare() && len(s.Nodes) > 0 {
+		// A share group's state lives in three roles a node fault may hit:
+		// the group coordinator, a partition's share coordinator and a
+		// partition's leader (the share-partition). A share group has no
+		// rebalance for a fault to wait for.
+		s.CoordinatorAware, s.ShareAware, s.Partitions = false, true, p.Topics[0].Partitions
 	}
 	return s, nil
 }

@@ -168,6 +168,9 @@ type runner struct {
 	prods   []*producer
 	// shareAdm is a share run's admin client (share_run.go).
 	shareAdm *kadm.Client
+	// shareObs are a share run's observations, written at its final
+	// phase and again with what the observer read after teardown.
+	shareObs *history.Observations
 
 	notesMu sync.Mutex
 

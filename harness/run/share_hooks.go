@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/groupquake/groupquake/clients"
@@ -14,13 +15,18 @@ import (
 // when a request left (clients.Sent), its completion when the answer came
 // (ok without an error, fail with a Kafka error, info without an answer).
 // Processes: name+"/hb" for ShareGroupHeartbeat (the join and the leave
-// included), name+"/fetch" for ShareFetch and ShareAcknowledge. A second
+// included), name+"/fetch" for ShareFetch and ShareAcknowledge (or one
+// process per broker, see PerNode). A second
 // call reported on a busy process closes the open one as an unknown
 // outcome and is kept as the recorder's error; Finish closes what the
 // member left open.
 type ShareRecorder struct {
 	rec  *history.Recorder
 	name string
+	// perNode puts ShareFetch and ShareAcknowledge on one process per
+	// broker, name+"/fetch@<node>", for a member that has one request in
+	// flight per broker at a time (kgo's share consumer).
+	perNode bool
 
 	mu   sync.Mutex
 	open map[uint64]shareOpen // by clients.Event.Call
@@ -105,11 +111,26 @@ func (h *ShareRecorder) callOf(e clients.Event) (process, f string, ok bool) {
 	case clients.OpHeartbeat, clients.OpLeave:
 		return h.name + "/hb", history.FShareHeartbeat, true
 	case clients.OpShareFetch:
-		return h.name + "/fetch", history.FShareFetch, true
+		return h.fetchLane(e), history.FShareFetch, true
 	case clients.OpShareAck:
-		return h.name + "/fetch", history.FShareAck, true
+		return h.fetchLane(e), history.FShareAck, true
 	}
 	return "", "", false
+}
+
+func (h *ShareRecorder) fetchLane(e clients.Event) string {
+	if h.perNode && e.Share != nil {
+		return h.name + "/fetch@" + strconv.Itoa(int(e.Share.Node))
+	}
+	return h.name + "/fetch"
+}
+
+// PerNode makes the recorder put a member's ShareFetch and
+// ShareAcknowledge on one process per broker (name+"/fetch@<node>"): for a
+// member with one request in flight per broker at a time.
+func (h *ShareRecorder) PerNode() *ShareRecorder {
+	h.perNode = true
+	return h
 }
 
 // payload is e as the history's payload: the invoke's (what was sent) or,

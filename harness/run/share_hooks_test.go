@@ -107,3 +107,46 @@ func TestShareRecorder(t *testing.T) {
 		t.Errorf("history not well formed: %+v", v.Violations)
 	}
 }
+
+// TestShareRecorderPerNode: a member with one request in flight per broker
+// (kgo's share consumer) gets one fetch process per broker, so that two
+// fetches to two brokers at once are two calls, each answered, and the
+// history stays well formed; on one process the second would close the
+// first as an unknown outcome.
+func TestShareRecorderPerNode(t *testing.T) {
+	for _, perNode := range []bool{true, false} {
+		rec, buf := newRec(t)
+		h := run.NewShareRecorder(rec, "k1")
+		if perNode {
+			h.PerNode()
+		}
+		ev := func(k clients.Kind, call uint64, node int32) clients.Event {
+			return clients.Event{Kind: k, Protocol: clients.Share, Member: "k1", MemberID: "k1-id", Generation: -1, MemberEpoch: -1, GroupEpoch: -1,
+				Call: call, Op: clients.OpShareFetch, Share: &clients.ShareCall{Node: node, SessionEpoch: 1, Fetch: parts("t", node)}}
+		}
+		h.OnEvent(ev(clients.Sent, 1, 1))
+		h.OnEvent(ev(clients.Sent, 2, 2))
+		h.OnEvent(ev(clients.ShareFetched, 2, 2))
+		h.OnEvent(ev(clients.ShareFetched, 1, 1))
+		loaded, err := history.Read(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := loaded.Events
+		oks, infos := 0, 0
+		for _, e := range evs {
+			switch e.Type {
+			case history.OK:
+				oks++
+			case history.Info:
+				infos++
+			}
+		}
+		if perNode && (oks != 2 || infos != 0 || h.Err() != nil || !check.HistoryWellFormed(evs).Holds) {
+			t.Errorf("per node: %d answered, %d unknown, recorder error %v", oks, infos, h.Err())
+		}
+		if !perNode && h.Err() == nil {
+			t.Errorf("one fetch process took two calls at once without complaint")
+		}
+	}
+}

@@ -2,24 +2,29 @@ package run
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/kgoshare"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/observe"
 )
 
 // Share groups (KIP-932) in runs. A plan whose members are all share
@@ -37,6 +42,9 @@ import (
 type ShareKind struct {
 	Name string
 	Doc  string
+	// Kgo runs franz-go's share consumer (clients/kgoshare) instead of
+	// groupquake's share member.
+	Kgo bool
 	// Bug is the defect a broken kind carries; Catches the check.Verdict
 	// that names it.
 	Bug     share.Bug
@@ -49,6 +57,7 @@ type ShareKind struct {
 func ShareKinds() []ShareKind {
 	return []ShareKind{
 		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
+		{Name: "kgo-share", Kgo: true, Doc: "franz-go's share consumer (kgo.ShareGroup; its requests observed on its connections, clients/kgoshare), acknowledging by the same policy as share; Kafka 4.2+"},
 		{Name: "broken-share-ack-after-lock", Bug: share.BugAckAfterLock, Catches: "ShareAckedNotRedelivered",
 			Doc: "a share member that holds every record past its lock before accepting it and reports the broker's refusal as an accepted acknowledgement"},
 		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: "ShareAcksOnlyAcquired",
@@ -124,13 +133,16 @@ func checkSharePlan(p *Plan) error {
 		}
 	}
 	switch o.Scenario {
-	case ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults:
+	case ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined:
 	default:
-		return fmt.Errorf("--scenario %s with share members: share runs draw node and link faults only (scenarios %s, %s, %s); churn and migration act on consumer-group members", o.Scenario, ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults)
+		return fmt.Errorf("--scenario %s with share members: share runs draw node, link and churn faults (scenarios %s, %s, %s, %s, %s); a migration moves consumer-group members between their protocols", o.Scenario, ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined)
+	}
+	if o.UpgradeTo != "" {
+		return fmt.Errorf("--upgrade-to %s with share members: share runs do not roll the cluster yet; run the upgrade with consumer-group members", o.UpgradeTo)
 	}
 	for _, f := range p.Faults {
-		if f.Family() != faults.FamilyNode && f.Family() != faults.FamilyLink {
-			return fmt.Errorf("fault %s with share members: share runs draw node and link faults only", f)
+		if fam := f.Family(); fam != faults.FamilyNode && fam != faults.FamilyLink && fam != faults.FamilyChurn {
+			return fmt.Errorf("fault %s with share members: share runs draw node, link and churn faults only", f)
 		}
 	}
 	for i := range p.Members {
@@ -140,6 +152,57 @@ func checkSharePlan(p *Plan) error {
 		p.Share = &history.SharePlan{DeliveryCountLimit: cluster.FastShareDeliveryCountLimit, RecordLockMs: cluster.FastShareRecordLockMs}
 	}
 	return nil
+}
+
+// shareOptions reports whether o names share kinds (then every member is
+// one, or checkSharePlan refuses the plan).
+func shareOptions(o Options, kinds map[string]string) bool {
+	return len(o.Kinds) > 0 && kinds[o.Kinds[0]] == history.ProtocolShare
+}
+
+// shareWorkload is a share run's default workload length: long enough for
+// its faults to hit records under a lock. Node faults are carried out one at
+// a time and each takes a restart (nodeRestartAllowance), so broker faults
+// get a minute; churn keeps members away for up to two session timeouts.
+func shareWorkload(scenario string) time.Duration {
+	switch scenario {
+	case ScenarioBrokerFaults, ScenarioCombined:
+		return 60 * time.Second
+	case ScenarioChurn:
+		return 40 * time.Second
+	case ScenarioMemberLinks:
+		return 30 * time.Second
+	}
+	return 20 * time.Second
+}
+
+// shareStallSpan is a share run's Timers.PollInterval. A share member has no
+// poll interval (nothing removes a member that stops polling; only its
+// records' locks lapse): member-stall draws its length from half to one
+// and a half of it, so that most stalls outlast the records' lock.
+const shareStallSpan = 10 * time.Second
+
+// shapeShare fits a share plan's workload: one producer per partition,
+// each at its share of the rate (a send that waits out a leader change
+// holds back only its partition, so the other partitions' records keep
+// coming while a node is down), and the stall span.
+func shapeShare(p *Plan) {
+	p.Timers.PollInterval = shareStallSpan
+	rate := 0
+	for _, pp := range p.Producers {
+		rate += pp.Rate
+	}
+	n := int32(0)
+	for _, t := range p.Topics {
+		n = max(n, t.Partitions)
+	}
+	if n <= 1 {
+		return
+	}
+	p.Producers = nil
+	for i := range n {
+		p.Producers = append(p.Producers, ProducerPlan{Name: "p" + strconv.Itoa(int(i)), Rate: max(1, (rate+int(i))/int(n)), Partitions: []int32{i}})
+	}
 }
 
 func shareKindNames() []string {
@@ -171,13 +234,45 @@ func shareAckFor(seq int64, count int16, renew bool) int8 {
 	return clients.AckAccept
 }
 
-// shareMember is one running share member of a share run.
+// shareClient is what a share run drives: groupquake's share member
+// (clients/share) or kgo's share consumer (clients/kgoshare).
+type shareClient interface {
+	Start(ctx context.Context) error
+	Poll(ctx context.Context) ([]share.Record, error)
+	Acknowledge(recs []share.Record, t int8) error
+	Assigned() clients.Partitions
+	Close(ctx context.Context) error
+	// Abandon is the process dying (nothing more is sent); Drop closes
+	// the connections it left.
+	Abandon()
+	Drop()
+	// Holding and Unsent count the records acquired by the member that
+	// it has not finally acknowledged, or whose acknowledgement it has not
+	// sent.
+	Holding() int
+	Unsent() int
+}
+
+var (
+	_ shareClient = (*share.Member)(nil)
+	_ shareClient = (*kgoshare.Member)(nil)
+)
+
+// shareMember is one incarnation of a share member of a share run.
 type shareMember struct {
 	plan  MemberPlan
-	m     *share.Member
+	m     shareClient
 	h     *ShareRecorder
 	renew bool
 	done  chan struct{}
+	// cancel stops its driver (set when it is launched); stalled holds its
+	// polls (a member-stall or member-freeze); muted silences its hooks
+	// (a crash: a dead process reports nothing).
+	cancel  context.CancelFunc
+	stalled atomic.Bool
+	parked  atomic.Bool // the driver saw stalled and polls no more
+	muted   *atomic.Bool
+	hooks   shareHooks
 }
 
 // shareHooks records a share member's events and keeps the ledger of
@@ -188,6 +283,37 @@ type shareHooks struct {
 	led     *ledger
 	limit   int16
 	unknown *unknownAcks
+	muted   *atomic.Bool
+	// inflight holds the acknowledgements of the call on the member's
+	// fetch lane, until its answer is recorded.
+	inflight *inflightAcks
+}
+
+type inflightAcks struct {
+	mu   sync.Mutex
+	acks map[uint64][]clients.ShareAck // by call
+}
+
+// lost is a crash's end of the call in flight: its answer will never be
+// recorded, so its accepts and rejects may or may not have been applied.
+func (s shareHooks) lost() {
+	if s.inflight == nil {
+		return
+	}
+	s.inflight.mu.Lock()
+	var acks []clients.ShareAck
+	for _, as := range s.inflight.acks {
+		acks = append(acks, as...)
+	}
+	s.inflight.acks = nil
+	s.inflight.mu.Unlock()
+	for _, a := range acks {
+		if a.Type == clients.AckAccept || a.Type == clients.AckReject {
+			for o := a.First; o <= a.Last; o++ {
+				s.unknown.add(history.TP{Topic: a.Topic, Partition: a.Partition}, o)
+			}
+		}
+	}
 }
 
 // unknownAcks are the records accepted or rejected by a call whose answer
@@ -228,8 +354,26 @@ func (u *unknownAcks) unsettled(l *ledger) int {
 }
 
 func (s shareHooks) OnEvent(e clients.Event) {
+	if s.muted != nil && s.muted.Load() {
+		return
+	}
 	s.h.OnEvent(e)
-	if e.Share == nil || e.Kind == clients.Sent {
+	if e.Share == nil {
+		return
+	}
+	if s.inflight != nil {
+		s.inflight.mu.Lock()
+		if e.Kind == clients.Sent {
+			if s.inflight.acks == nil {
+				s.inflight.acks = map[uint64][]clients.ShareAck{}
+			}
+			s.inflight.acks[e.Call] = e.Share.Acks
+		} else {
+			delete(s.inflight.acks, e.Call)
+		}
+		s.inflight.mu.Unlock()
+	}
+	if e.Kind == clients.Sent {
 		return
 	}
 	if e.Err != "" {
@@ -262,11 +406,18 @@ func (s shareHooks) OnEvent(e clients.Event) {
 }
 
 // drive polls until ctx ends, acknowledging every record by shareAckFor;
-// a record renewed is accepted by the next round.
+// a record renewed is accepted by the next round. While stalled it does
+// not poll, so what it queued waits.
 func (sm *shareMember) drive(ctx context.Context) {
 	defer close(sm.done)
 	var renewed []share.Record
 	for ctx.Err() == nil {
+		if sm.stalled.Load() {
+			sm.parked.Store(true)
+			sleepUntil(ctx, time.Now().Add(20*time.Millisecond))
+			continue
+		}
+		sm.parked.Store(false)
 		if len(renewed) > 0 {
 			sm.m.Acknowledge(renewed, clients.AckAccept)
 			renewed = nil
@@ -277,7 +428,7 @@ func (sm *shareMember) drive(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		recs, err := sm.m.Poll(pctx)
 		cancel()
-		if errors.Is(err, share.ErrClosed) {
+		if errors.Is(err, share.ErrClosed) || errors.Is(err, kgoshare.ErrClosed) {
 			return
 		}
 		by := map[int8][]share.Record{}
@@ -297,10 +448,80 @@ func (sm *shareMember) drive(ctx context.Context) {
 	}
 }
 
-// shareGroupView is what coordinator-aware faults ask of a share run.
+// shareGroupView is what coordinator-aware faults ask of a share run:
+// the group coordinator, and for a workload partition its leader (the
+// share-partition leader) and its share coordinator.
 type shareGroupView struct {
 	adm   *kadm.Client
+	cl    *kgo.Client
 	group string
+	topic string
+}
+
+var _ faults.Leaders = shareGroupView{}
+
+// PartitionLeader asks the brokers which node leads partition p of the
+// workload topic now.
+func (g shareGroupView) PartitionLeader(ctx context.Context, p int32) (faults.NodeID, error) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	md, err := g.adm.Metadata(cctx, g.topic)
+	if err != nil {
+		return 0, err
+	}
+	td, ok := md.Topics[g.topic]
+	if !ok || td.Err != nil {
+		return 0, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
+	}
+	pd, ok := td.Partitions[p]
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("topic %s has no partition %d", g.topic, p)
+	case pd.Err != nil:
+		return 0, fmt.Errorf("metadata of %s-%d: %w", g.topic, p, pd.Err)
+	case pd.Leader < 0:
+		return 0, fmt.Errorf("%s-%d has no leader now", g.topic, p)
+	}
+	return pd.Leader, nil
+}
+
+// ShareCoordinator asks the brokers which node is the share coordinator
+// of the share group's partition p: FindCoordinator with the SHARE key
+// type (2) and the key groupId:topicId:partition
+// (SharePartitionKey.asCoordinatorKey), the leader of the
+// __share_group_state partition that key hashes to.
+func (g shareGroupView) ShareCoordinator(ctx context.Context, p int32) (faults.NodeID, error) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	md, err := g.adm.Metadata(cctx, g.topic)
+	if err != nil {
+		return 0, err
+	}
+	td, ok := md.Topics[g.topic]
+	if !ok || td.Err != nil {
+		return 0, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 2
+	req.CoordinatorKeys = []string{shareCoordinatorKey(g.group, td.ID, p)}
+	resp, err := req.RequestWith(cctx, g.cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range resp.Coordinators {
+		if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
+			return 0, fmt.Errorf("FindCoordinator(share, %s): %w", c.Key, err)
+		}
+		return c.NodeID, nil
+	}
+	return 0, fmt.Errorf("FindCoordinator(share, %s) named no coordinator", req.CoordinatorKeys[0])
+}
+
+// shareCoordinatorKey is SharePartitionKey.asCoordinatorKey: the group,
+// the topic id as Kafka prints a Uuid (URL-safe base64 without padding)
+// and the partition, joined by colons.
+func shareCoordinatorKey(group string, topicID [16]byte, p int32) string {
+	return fmt.Sprintf("%s:%s:%d", group, base64.RawURLEncoding.EncodeToString(topicID[:]), p)
 }
 
 // Coordinator asks the brokers which node coordinates the share group (the
@@ -409,15 +630,19 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	env := faults.Env{
 		Target: r.h,
 		Links:  func(client string) (faults.Link, error) { return r.h.Links(client) },
-		Group:  shareGroupView{r.shareAdm, p.Group},
 	}
-	r.nem = newNemesis(p.Faults, env, r.rec, r.meter, r.cfg.Logf)
+	view := shareGroupView{adm: r.shareAdm, cl: ctl, group: p.Group, topic: p.Topics[0].Name}
+	env.Group, env.Leaders = view, view
 	for _, pp := range p.Producers {
 		l, err := r.h.Links(pp.Name)
 		if err != nil {
 			return fmt.Errorf("links of producer %s: %w", pp.Name, err)
 		}
-		pr, err := newProducer(pp, l.KgoOpts(), r.rec, r.led, p.Topics, p.Options.Records)
+		limit := p.Options.Records
+		if limit > 0 {
+			limit = (limit + len(p.Producers) - 1) / len(p.Producers) // the cap is over all producers
+		}
+		pr, err := newProducer(pp, l.KgoOpts(), r.rec, r.led, p.Topics, limit)
 		if err != nil {
 			return err
 		}
@@ -432,57 +657,58 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		limit = p.Share.DeliveryCountLimit
 	}
 	unknown := &unknownAcks{recs: map[history.TP]map[int64]bool{}}
-	var members []*shareMember
-	for _, mp := range p.Members {
+	newSM := func(mp MemberPlan) (*shareMember, error) {
 		k, ok := shareKind(mp.Kind)
 		if !ok {
-			return fmt.Errorf("member %s: %q is not a share kind (%s)", mp.Name, mp.Kind, strings.Join(shareKindNames(), ", "))
+			return nil, fmt.Errorf("member %s: %q is not a share kind (%s)", mp.Name, mp.Kind, strings.Join(shareKindNames(), ", "))
 		}
 		l, err := r.h.Links(mp.Name)
 		if err != nil {
-			return fmt.Errorf("links of member %s: %w", mp.Name, err)
+			return nil, fmt.Errorf("links of member %s: %w", mp.Name, err)
 		}
 		h := NewShareRecorder(r.rec, mp.Name)
-		m, err := share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
-			share.WithHooks(shareHooks{h: h, led: r.led, limit: limit, unknown: unknown}), share.WithClock(clients.ClockFunc(r.cfg.Now)),
-			share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
-		if err != nil {
-			return err
+		if k.Kgo {
+			h.PerNode()
 		}
-		members = append(members, &shareMember{plan: mp, m: m, h: h, renew: renew, done: make(chan struct{})})
+		muted := &atomic.Bool{}
+		hooks := shareHooks{h: h, led: r.led, limit: limit, unknown: unknown, muted: muted, inflight: &inflightAcks{}}
+		var m shareClient
+		var err2 error
+		if k.Kgo {
+			m, err2 = kgoshare.New(mp.Name, p.Group, kgoshare.KgoOpts(l.KgoOpts()...), kgoshare.Topics(p.TopicNames()...),
+				kgoshare.WithHooks(hooks), kgoshare.WithClock(clients.ClockFunc(r.cfg.Now)))
+		} else {
+			m, err2 = share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
+				share.WithHooks(hooks), share.WithClock(clients.ClockFunc(r.cfg.Now)),
+				share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
+		}
+		if err2 != nil {
+			return nil, err2
+		}
+		return &shareMember{plan: mp, m: m, h: h, renew: renew, done: make(chan struct{}), muted: muted, hooks: hooks}, nil
 	}
+	crew := newShareCrew(r, newSM)
+	env.Members = crew
+	r.nem = newNemesis(p.Faults, env, r.rec, r.meter, r.cfg.Logf)
 
 	workCtx, stopWork := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
 		stopWork()
 		wg.Wait()
-		if terr := r.teardownShare(ctx, members); terr != nil && err == nil {
+		if terr := r.teardownShare(ctx, crew); terr != nil && err == nil {
 			err = terr
 		}
 	}()
 	if err := r.phase(ctx, history.PhaseWarmup, "share members join, staggered as planned; every partition gets a member"); err != nil {
 		return err
 	}
-	for _, sm := range members {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if !sleepUntil(workCtx, time.Now().Add(sm.plan.JoinAfter)) {
-				close(sm.done)
-				return
-			}
-			if err := sm.m.Start(workCtx); err != nil {
-				r.note("member %s could not start: %v", sm.plan.Name, err)
-				close(sm.done)
-				return
-			}
-			sm.drive(workCtx)
-		}()
+	if err := crew.startAll(workCtx, &wg); err != nil {
+		return err
 	}
 	assigned := func() bool {
 		got := map[history.TP]bool{}
-		for _, sm := range members {
+		for _, sm := range crew.running() {
 			for t, ps := range sm.m.Assigned() {
 				for _, q := range ps {
 					got[history.TP{Topic: t, Partition: q}] = true
@@ -552,8 +778,8 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		r.note("quiesce: %d of %d acknowledged records not settled after %s", unknown.unsettled(r.led), r.led.Acked(), p.QuiesceMax)
 	}
 	var names []string
-	for _, sm := range members {
-		names = append(names, sm.plan.Name)
+	for _, mp := range p.Members {
+		names = append(names, mp.Name)
 	}
 	r.cfg.Logf("phase %s", history.PhaseFinal)
 	r.setPhase(ctx, history.PhaseFinal)
@@ -570,7 +796,59 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	}
 	snap.ShareStarts = starts
 	o := &history.Observations{Group: p.Group, Final: snap}
+	r.shareObs = o
 	return writeJSONAtomic(r.cfg.Dir+"/"+ObservationsFile, o)
+}
+
+// observeShareRecovery reads, once every member has closed, the records of
+// the group's state and what the brokers describe of it, for the recovery
+// checker (ShareStateMatchesLog), and adds them to observations.json. Until
+// the group is empty (a crashed member's id stays until its session
+// expires) it waits, at most a session timeout and a bit; the records are
+// read between two describes that must agree, or the read is taken again.
+func (r *runner) observeShareRecovery(ctx context.Context) {
+	if r.shareObs == nil || r.shareAdm == nil {
+		return
+	}
+	p := r.p
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	deadline := time.Now().Add(p.Timers.SessionTimeout + 5*time.Second)
+	for time.Now().Before(deadline) {
+		d, err := r.shareAdm.DescribeShareGroups(ctx, p.Group)
+		if err == nil && len(d[p.Group].Members) == 0 {
+			break
+		}
+		sleepUntil(ctx, time.Now().Add(250*time.Millisecond))
+	}
+	same := func(a, b *history.ShareGroupDescription) bool {
+		if a == nil || b == nil || a.GroupEpoch != b.GroupEpoch || a.AssignmentEpoch != b.AssignmentEpoch || len(a.Members) != len(b.Members) {
+			return false
+		}
+		for i := range a.Members {
+			if a.Members[i].MemberID != b.Members[i].MemberID || a.Members[i].MemberEpoch != b.Members[i].MemberEpoch {
+				return false
+			}
+		}
+		return true
+	}
+	var rec *history.ShareRecovery
+	for try := 0; try < 3; try++ {
+		before := observe.ShareRecovery(ctx, r.shareAdm, r.h.Bootstrap(), p.Group, p.TopicNames())
+		rec = observe.ShareRecovery(ctx, r.shareAdm, r.h.Bootstrap(), p.Group, p.TopicNames())
+		if same(before.Describe, rec.Describe) && len(before.GroupRecords) == len(rec.GroupRecords) && len(before.StateRecords) == len(rec.StateRecords) {
+			break
+		}
+		r.note("share recovery observation: the group changed while it was read (try %d); reading it again", try+1)
+	}
+	rec.Time, rec.HistoryLen = r.cfg.Now().Sub(r.start), int64(r.rec.Len())
+	for _, e := range rec.Errors {
+		r.note("share recovery observation: %s", e)
+	}
+	r.shareObs.ShareRecovery = rec
+	if err := writeJSONAtomic(r.cfg.Dir+"/"+ObservationsFile, r.shareObs); err != nil {
+		r.note("share recovery observation: writing %s: %v", ObservationsFile, err)
+	}
 }
 
 // shareStarts reads the share group's share-partition start offsets
@@ -610,8 +888,9 @@ func shareStarts(ctx context.Context, adm *kadm.Client, group string, topics []s
 }
 
 // teardownShare closes the share members (their final acknowledgements
-// close their sessions; then they leave), the producers and the admin.
-func (r *runner) teardownShare(ctx context.Context, members []*shareMember) error {
+// close their sessions; then they leave), drops crashed ones, and closes
+// the producers and the admin.
+func (r *runner) teardownShare(ctx context.Context, crew *shareCrew) error {
 	why := r.stopped(ctx)
 	r.setPhase(ctx, history.PhaseTeardown)
 	r.cfg.Logf("phase %s", history.PhaseTeardown)
@@ -629,27 +908,15 @@ func (r *runner) teardownShare(ctx context.Context, members []*shareMember) erro
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, sm := range members {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := sm.m.Close(cctx); err != nil {
-				r.note("teardown: closing %s: %v", sm.plan.Name, err)
-			}
-		}()
+	crew.closeAll(cctx)
+	if why == "" {
+		r.observeShareRecovery(ctx) // an interrupted run is judged as far as it got
 	}
-	wg.Wait()
 	for _, pr := range r.prods {
 		pr.close()
 	}
 	if r.shareAdm != nil {
 		r.shareAdm.Close()
 	}
-	var err error
-	for _, sm := range slices.Clone(members) {
-		sm.h.Finish("the member was closed before the answer came")
-		err = errors.Join(err, sm.h.Err())
-	}
-	return err
+	return crew.finish()
 }

@@ -3,7 +3,9 @@ package run_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
 )
@@ -13,12 +15,14 @@ func shareKinds() map[string]string {
 }
 
 // TestSharePlans: --kinds share makes a share group's plan on 4.2+ for
-// the baseline, member-links and broker-faults scenarios (no static ids,
-// the cluster's share settings recorded for the checkers); it is refused,
-// saying why, on 4.1.2 and 4.0.0, on the embedded cluster, mixed with
-// consumer-group kinds, and with churn. A seed never draws a share kind.
+// the baseline, member-links, broker-faults, churn and combined scenarios
+// (no static ids, the cluster's share settings recorded for the checkers,
+// one producer per partition, a longer workload under faults); it is
+// refused, saying why, on 4.1.2 and 4.0.0, on the embedded cluster, mixed
+// with consumer-group kinds, in a migration and in an upgrade. A seed
+// never draws a share kind.
 func TestSharePlans(t *testing.T) {
-	for _, sc := range []string{run.ScenarioBaseline, run.ScenarioMemberLinks, run.ScenarioBrokerFaults} {
+	for _, sc := range []string{run.ScenarioBaseline, run.ScenarioMemberLinks, run.ScenarioBrokerFaults, run.ScenarioChurn, run.ScenarioCombined} {
 		p, err := run.NewPlan(7, run.Options{Scenario: sc, Kafka: "4.4.0", Nodes: 3, Kinds: []string{"share"}, Members: 5, Partitions: 2}, shareKinds())
 		if err != nil {
 			t.Fatalf("%s: %v", sc, err)
@@ -37,6 +41,12 @@ func TestSharePlans(t *testing.T) {
 		if sc != run.ScenarioBaseline && len(p.Faults) == 0 {
 			t.Errorf("%s: no faults drawn", sc)
 		}
+		if len(p.Producers) != 2 || len(p.Producers[1].Partitions) != 1 || p.Producers[1].Partitions[0] != 1 {
+			t.Errorf("%s: producers %+v, want one per partition", sc, p.Producers)
+		}
+		if sc == run.ScenarioBrokerFaults && p.Workload < time.Minute {
+			t.Errorf("%s: a workload of %s leaves node faults no room", sc, p.Workload)
+		}
 	}
 	for _, c := range []struct {
 		o    run.Options
@@ -46,7 +56,8 @@ func TestSharePlans(t *testing.T) {
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.0.0", Kinds: []string{"share"}}, "early access"},
 		{run.Options{Scenario: run.ScenarioBaseline, Embedded: true, Kinds: []string{"share"}}, "embedded"},
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0", Kinds: []string{"share", "consumer"}}, "never both"},
-		{run.Options{Scenario: run.ScenarioChurn, Kafka: "4.4.0", Kinds: []string{"share"}, Members: 3}, "node and link faults only"},
+		{run.Options{Scenario: run.ScenarioMigration, Kafka: "4.4.0", Kinds: []string{"share"}, Members: 3}, "migration"},
+		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.2.1", UpgradeTo: "4.4.0", Kinds: []string{"share"}, Members: 3}, "upgrade"},
 	} {
 		_, err := run.NewPlan(7, c.o, shareKinds())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -60,6 +71,41 @@ func TestSharePlans(t *testing.T) {
 		}
 		if p.IsShare() {
 			t.Fatalf("seed %d drew share members", seed)
+		}
+	}
+}
+
+// TestShareFaultsHitEveryRole: the node faults of share runs on three
+// nodes reach the group coordinator, the share coordinator of a partition
+// and the leader of a partition, each over the topic's partitions, and
+// churn reaches every kind; a share plan's faults all validate.
+func TestShareFaultsHitEveryRole(t *testing.T) {
+	seen := map[string]int{}
+	for seed := range uint64(40) {
+		for _, sc := range []string{run.ScenarioBrokerFaults, run.ScenarioChurn} {
+			p, err := run.NewPlan(seed, run.Options{Scenario: sc, Kafka: "4.4.0", Nodes: 3, Kinds: []string{"share"}, Members: 4, Partitions: 2}, shareKinds())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range p.Faults {
+				seen[string(f.Kind)]++
+				switch f.Node {
+				case faults.Coordinator:
+					seen["coordinator"]++
+				case faults.ShareCoordinator:
+					seen["share-coordinator"]++
+				case faults.PartitionLeader:
+					seen["leader"]++
+				}
+				if f.Trigger != faults.AtTime {
+					t.Errorf("share fault %v waits for a rebalance a share group never has", f)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"coordinator", "share-coordinator", "leader", "member-crash", "member-stall", "member-freeze", "member-leave", "member-join", "member-restart"} {
+		if seen[want] == 0 {
+			t.Errorf("no %s in 40 seeds of share plans (seen %v)", want, seen)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,8 +131,13 @@ func (p *producer) run(ctx, abort context.Context) error {
 	var parts []history.TP
 	for _, t := range p.topics {
 		for i := int32(0); i < t.Partitions; i++ {
-			parts = append(parts, history.TP{Topic: t.Name, Partition: i})
+			if len(p.plan.Partitions) == 0 || slices.Contains(p.plan.Partitions, i) {
+				parts = append(parts, history.TP{Topic: t.Name, Partition: i})
+			}
 		}
+	}
+	if len(parts) == 0 {
+		return fmt.Errorf("producer %s: none of its partitions %v is a partition of the workload topics", p.plan.Name, p.plan.Partitions)
 	}
 	tick := time.NewTicker(time.Second / time.Duration(max(p.plan.Rate, 1)))
 	defer tick.Stop()

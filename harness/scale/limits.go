@@ -3,6 +3,7 @@ package scale
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/groupquake/groupquake/clients/light"
 	"github.com/groupquake/groupquake/internal/machine"
@@ -54,12 +55,20 @@ func CheckSize(s Sizes, m machine.Machine) error {
 		if conns == 0 {
 			conns = light.MaxShared
 		}
-		if slices.Contains(s.Protocols, Classic) {
+		// A classic member has a connection of its own; so has a share
+		// member, for its fetches.
+		var own []string
+		for _, p := range []Protocol{Classic, Share} {
+			if slices.Contains(s.Protocols, p) {
+				own = append(own, string(p))
+			}
+		}
+		if len(own) > 0 {
 			conns = max(conns, uint64(s.Members)) // one connection each
 		}
 		if need := fdsReserve + conns; need > m.FDs {
 			most := m.FDs - fdsReserve
-			return fmt.Errorf("--members %d: at most %d classic members on this machine (each has a connection of its own, and this process may open %d files (ulimit -n)); give at most %d, use --protocol consumer (its members share connections), or raise the limit (ulimit -n)", s.Members, most, m.FDs, most)
+			return fmt.Errorf("--members %d: at most %d %s members on this machine (each has a connection of its own, and this process may open %d files (ulimit -n)); give at most %d, use --protocol consumer (its members share connections), or raise the limit (ulimit -n)", s.Members, most, strings.Join(own, " or "), m.FDs, most)
 		}
 	}
 	if half := m.Memory / 2; uint64(s.Members)*memberBytes > half {

@@ -21,6 +21,9 @@ func TestCheckSize(t *testing.T) {
 		{Sizes{Members: 10000, Partitions: 10, Protocols: []Protocol{Classic}, Conns: 8, Container: true}, ""},
 		{Sizes{Members: 10001, Partitions: 10, Protocols: []Protocol{Classic}, Conns: 8, Container: true}, "--members 10001: at most 10000 classic members on this machine"},
 		{Sizes{Members: 10000, Partitions: 10, Protocols: []Protocol{Classic}, Container: true}, ""},
+		// A share member fetches on a connection of its own, as a classic member heartbeats on one.
+		{Sizes{Members: 10001, Partitions: 10, Protocols: []Protocol{Share}, Conns: 8, Container: true}, "--members 10001: at most 10000 share members on this machine"},
+		{Sizes{Members: 10001, Partitions: 10, Protocols: []Protocol{Classic, Share}, Conns: 8, Container: true}, "--members 10001: at most 10000 classic or share members on this machine"},
 		{Sizes{Members: 10000, Partitions: 10, Protocols: []Protocol{Consumer, Classic}, Conns: 8, Embedded: true}, ""},
 		{Sizes{Members: 16384, Partitions: 10, Protocols: []Protocol{Classic}, Embedded: true}, ""},
 		{Sizes{Members: 10001, Partitions: 10, Protocols: []Protocol{Consumer}, Conns: 8, Container: true}, ""},

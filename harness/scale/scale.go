@@ -50,15 +50,17 @@ type Protocol string
 const (
 	Classic  Protocol = "classic"
 	Consumer Protocol = "consumer"
+	// Share is a share group (KIP-932, Kafka 4.2+): RunShare measures it.
+	Share Protocol = "share"
 )
 
 // ParseProtocol checks a protocol name.
 func ParseProtocol(s string) (Protocol, error) {
 	switch Protocol(s) {
-	case Classic, Consumer:
+	case Classic, Consumer, Share:
 		return Protocol(s), nil
 	}
-	return "", fmt.Errorf("unknown protocol %q: use classic or consumer", s)
+	return "", fmt.Errorf("unknown protocol %q: use classic, consumer or share", s)
 }
 
 // Names returns the group and topic names of a run of members of protocol

@@ -1,0 +1,479 @@
+package scale
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients/light"
+	"github.com/groupquake/groupquake/clients/share"
+	"github.com/groupquake/groupquake/harness/cluster"
+)
+
+// Share groups (KIP-932) at scale: one share group of many lightweight
+// share members on a few partitions. Each member heartbeats on a
+// connection shared with others (ShareGroupHeartbeat is answered at once)
+// and fetches on a connection of its own (a broker answers one request of
+// a connection at a time, and a ShareFetch waits up to its MaxWait),
+// accepting on its next ShareFetch whatever the previous one acquired.
+// ShareOptions say what to measure; ShareReport is what was measured:
+// the time until every member has joined with an assignment and the
+// coordinator describes the group Stable with all of them at the group's
+// epoch, then how fast the group drains a preloaded backlog (records
+// accepted per second) and how many deliveries were redeliveries.
+
+// ShareOptions describe one share scale run.
+type ShareOptions struct {
+	Members    int
+	Partitions int32
+	// Records is the backlog produced before the members start, drained
+	// after the group is stable.
+	Records      int
+	Group, Topic string
+	Replication  int16
+	// Conns is the size of the heartbeat connection pool per broker.
+	Conns int
+	// MaxWait is each ShareFetch's MaxWaitMs; MaxRecords its MaxRecords.
+	MaxWait       time.Duration
+	MaxRecords    int32
+	StableTimeout time.Duration
+	DrainTimeout  time.Duration
+	Logf          func(format string, args ...any)
+}
+
+// ShareReport is what a share scale run measured.
+type ShareReport struct {
+	Members    int   `json:"members"`
+	Partitions int32 `json:"partitions"`
+	// ToStable is the time from the first join to a stable group.
+	ToStable   time.Duration `json:"to_stable_ns"`
+	GroupEpoch int32         `json:"group_epoch"`
+	// MembersPerPartition is how many members the coordinator gave each
+	// partition (min and max over partitions).
+	MinSharing int `json:"min_members_per_partition"`
+	MaxSharing int `json:"max_members_per_partition"`
+	// Drained records of the backlog were accepted in DrainTime;
+	// RecordsPerSecond is their rate.
+	Backlog          int           `json:"backlog"`
+	Drained          int64         `json:"drained"`
+	DrainTime        time.Duration `json:"drain_ns"`
+	RecordsPerSecond float64       `json:"records_per_second"`
+	// Deliveries counts acquired records, Redeliveries those at a delivery
+	// count above 1, EmptyFetches the ShareFetches that acquired nothing.
+	Deliveries   int64 `json:"deliveries"`
+	Redeliveries int64 `json:"redeliveries"`
+	EmptyFetches int64 `json:"empty_fetches"`
+	// Errors counts the members' errors by name.
+	Errors       map[string]int64 `json:"errors,omitempty"`
+	HeartbeatRPS float64          `json:"heartbeat_rps"`
+	FetchRPS     float64          `json:"fetch_rps"`
+}
+
+// shareCounters are the members' shared counters.
+type shareCounters struct {
+	deliveries, redeliveries, accepted, empty, heartbeats, fetches atomic.Int64
+	mu                                                             sync.Mutex
+	errs                                                           map[string]int64
+}
+
+func (c *shareCounters) err(name string) {
+	c.mu.Lock()
+	c.errs[name]++
+	c.mu.Unlock()
+}
+
+// lightShare is one lightweight share member.
+type lightShare struct {
+	id      string
+	idx     int
+	o       *ShareOptions
+	hbPool  *light.Pool
+	fPool   *light.Pool
+	coord   func() string
+	leaders func() map[int32]string
+	topicID [16]byte
+	cnt     *shareCounters
+
+	mu       sync.Mutex
+	epoch    int32
+	assigned []int32
+	sessions map[string]int32   // leader address → next session epoch
+	pending  map[string][]int64 // leader address → partition<<40|offset acquired, to accept
+}
+
+func newMemberID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (m *lightShare) heartbeatLoop(ctx context.Context) {
+	interval := time.Second
+	for ctx.Err() == nil {
+		m.mu.Lock()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch = m.o.Group, m.id, m.epoch
+		if m.epoch == 0 {
+			req.SubscribedTopicNames = []string{m.o.Topic}
+		}
+		m.mu.Unlock()
+		resp, err := m.hbPool.Do(ctx, m.coord(), m.idx, req, 0)
+		m.cnt.heartbeats.Add(1)
+		if err != nil {
+			m.cnt.err("heartbeat transport")
+			sleepCtx(ctx, 200*time.Millisecond)
+			continue
+		}
+		r := resp.(*kmsg.ShareGroupHeartbeatResponse)
+		if r.ErrorCode != 0 {
+			m.cnt.err("heartbeat " + kerr.ErrorForCode(r.ErrorCode).Error())
+			m.mu.Lock()
+			if r.ErrorCode == kerr.UnknownMemberID.Code || r.ErrorCode == kerr.FencedMemberEpoch.Code {
+				m.epoch, m.assigned = 0, nil
+			}
+			m.mu.Unlock()
+			sleepCtx(ctx, 200*time.Millisecond)
+			continue
+		}
+		m.mu.Lock()
+		m.epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			m.assigned = nil
+			for _, t := range r.Assignment.TopicPartitions {
+				if t.TopicID == m.topicID {
+					m.assigned = append(m.assigned, t.Partitions...)
+				}
+			}
+			sort.Slice(m.assigned, func(i, j int) bool { return m.assigned[i] < m.assigned[j] })
+		}
+		m.mu.Unlock()
+		if r.HeartbeatIntervalMillis > 0 {
+			interval = time.Duration(r.HeartbeatIntervalMillis) * time.Millisecond
+		}
+		sleepCtx(ctx, interval)
+	}
+}
+
+func (m *lightShare) state() (int32, []int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epoch, append([]int32(nil), m.assigned...)
+}
+
+func (m *lightShare) fetchLoop(ctx context.Context) {
+	turn := 0
+	for ctx.Err() == nil {
+		_, parts := m.state()
+		if len(parts) == 0 {
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		leaders := m.leaders()
+		byLeader := map[string][]int32{}
+		var addrs []string
+		for _, p := range parts {
+			a, ok := leaders[p]
+			if !ok {
+				continue
+			}
+			if byLeader[a] == nil {
+				addrs = append(addrs, a)
+			}
+			byLeader[a] = append(byLeader[a], p)
+		}
+		if len(addrs) == 0 {
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		sort.Strings(addrs)
+		addr := addrs[turn%len(addrs)]
+		turn++
+		m.fetch(ctx, addr, byLeader[addr])
+	}
+}
+
+func (m *lightShare) fetch(ctx context.Context, addr string, parts []int32) {
+	m.mu.Lock()
+	epoch := m.sessions[addr]
+	acks := m.pending[addr]
+	if epoch == 0 {
+		acks = nil // an opening fetch carries no acknowledgement
+	}
+	m.mu.Unlock()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(m.o.Group), kmsg.StringPtr(m.id), epoch
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(m.o.MaxWait.Milliseconds()), 1, 1<<20
+	req.MaxRecords, req.BatchSize = m.o.MaxRecords, m.o.MaxRecords
+	t := kmsg.NewShareFetchRequestTopic()
+	t.TopicID = m.topicID
+	byPart := map[int32][]int64{}
+	for _, a := range acks {
+		byPart[int32(a>>40)] = append(byPart[int32(a>>40)], a&(1<<40-1))
+	}
+	for _, p := range parts {
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition = p
+		offs := byPart[p]
+		sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+		for i := 0; i < len(offs); {
+			j := i
+			for j+1 < len(offs) && offs[j+1] == offs[j]+1 {
+				j++
+			}
+			b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+			b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = offs[i], offs[j], []int8{1}
+			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+			i = j + 1
+		}
+		t.Partitions = append(t.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, t)
+	resp, err := m.fPool.Do(ctx, addr, m.idx, req, m.o.MaxWait+10*time.Second)
+	m.cnt.fetches.Add(1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			m.cnt.err("fetch transport")
+		}
+		delete(m.sessions, addr)
+		return
+	}
+	r := resp.(*kmsg.ShareFetchResponse)
+	if r.ErrorCode != 0 {
+		m.cnt.err("fetch " + kerr.ErrorForCode(r.ErrorCode).Error())
+		delete(m.sessions, addr)
+		return
+	}
+	if epoch > 0 {
+		m.cnt.accepted.Add(int64(len(acks)))
+		m.pending[addr] = nil
+	}
+	m.sessions[addr] = epoch + 1
+	got := 0
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				m.cnt.err("fetch partition " + kerr.ErrorForCode(rp.ErrorCode).Error())
+			}
+			for _, a := range rp.AcquiredRecords {
+				for o := a.FirstOffset; o <= a.LastOffset; o++ {
+					got++
+					m.cnt.deliveries.Add(1)
+					if a.DeliveryCount > 1 {
+						m.cnt.redeliveries.Add(1)
+					}
+					m.pending[addr] = append(m.pending[addr], int64(rp.Partition)<<40|o)
+				}
+			}
+		}
+	}
+	if got == 0 {
+		m.cnt.empty.Add(1)
+	}
+}
+
+// ShareCluster is what RunShare needs of a cluster (every cluster.Handle
+// has it).
+type ShareCluster interface {
+	Bootstrap() []string
+	Admin() (*kadm.Client, error)
+}
+
+var _ ShareCluster = cluster.Handle(nil)
+
+// RunShare carries out one share scale run on h.
+func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport, error) {
+	if o.Members < 1 || o.Partitions < 1 {
+		return nil, fmt.Errorf("members %d, partitions %d: a share scale run needs at least one of each", o.Members, o.Partitions)
+	}
+	if o.Group == "" || o.Topic == "" {
+		return nil, errors.New("a share scale run needs a group and a topic")
+	}
+	if o.Conns <= 0 {
+		o.Conns = 8
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 500 * time.Millisecond
+	}
+	if o.MaxRecords <= 0 {
+		o.MaxRecords = 50
+	}
+	if o.StableTimeout <= 0 {
+		o.StableTimeout = 10 * time.Minute
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 10 * time.Minute
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	adm, err := h.Admin()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	rf := o.Replication
+	if rf == 0 {
+		rf = int16(min(3, len(h.Bootstrap())))
+	}
+	if resp, err := adm.CreateTopic(ctx, o.Partitions, rf, nil, o.Topic); err != nil || resp.Err != nil {
+		return nil, fmt.Errorf("creating topic %s: %v %v", o.Topic, err, resp.Err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.Bootstrap()...), kgo.ProducerLinger(5*time.Millisecond), kgo.DefaultProduceTopic(o.Topic))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	if err := share.StartFromEarliest(ctx, cl, o.Group); err != nil {
+		return nil, err
+	}
+	// The backlog: produced before the members start, drained once stable.
+	if o.Records > 0 {
+		var perr error
+		var mu sync.Mutex
+		for i := range o.Records {
+			cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i)), Partition: int32(i) % o.Partitions}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					perr = err
+					mu.Unlock()
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return nil, err
+		}
+		if perr != nil {
+			return nil, fmt.Errorf("producing the backlog: %w", perr)
+		}
+	}
+	md, err := adm.Metadata(ctx, o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	td := md.Topics[o.Topic]
+	brokers := map[int32]string{}
+	for _, b := range md.Brokers {
+		brokers[b.NodeID] = fmt.Sprintf("%s:%d", b.Host, b.Port)
+	}
+	var lmu sync.Mutex
+	leaderAddrs := map[int32]string{}
+	for p, pd := range td.Partitions {
+		leaderAddrs[p] = brokers[pd.Leader]
+	}
+	coords := adm.FindGroupCoordinators(ctx, o.Group)
+	coordAddr := ""
+	for _, c := range coords {
+		if c.Err != nil {
+			return nil, fmt.Errorf("finding the coordinator of %s: %w", o.Group, c.Err)
+		}
+		coordAddr = fmt.Sprintf("%s:%d", c.Host, c.Port)
+	}
+	cnt := &shareCounters{errs: map[string]int64{}}
+	stats := &light.Stats{}
+	hbPool := light.NewSharedPool(o.Conns, "groupquake-share-scale", stats) // heartbeats share o.Conns connections per broker
+	fPool := light.NewOwnPool("groupquake-share-scale", stats)              // each member fetches on its own connection
+	defer hbPool.Close()
+	defer fPool.Close()
+	mctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	members := make([]*lightShare, o.Members)
+	start := time.Now()
+	for i := range members {
+		m := &lightShare{id: newMemberID(), idx: i, o: &o, hbPool: hbPool, fPool: fPool, topicID: td.ID, cnt: cnt,
+			coord:    func() string { return coordAddr },
+			leaders:  func() map[int32]string { lmu.Lock(); defer lmu.Unlock(); return leaderAddrs },
+			sessions: map[string]int32{}, pending: map[string][]int64{}}
+		members[i] = m
+		wg.Add(2)
+		go func() { defer wg.Done(); m.heartbeatLoop(mctx) }()
+		go func() { defer wg.Done(); m.fetchLoop(mctx) }()
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	rep := &ShareReport{Members: o.Members, Partitions: o.Partitions, Backlog: o.Records}
+	// Stable: every member holds an assignment at an epoch, and the
+	// coordinator describes the group Stable with every member at the
+	// group's epoch.
+	deadline := time.Now().Add(o.StableTimeout)
+	for {
+		if time.Now().After(deadline) {
+			return rep, fmt.Errorf("the share group of %d members was not stable within %s", o.Members, o.StableTimeout)
+		}
+		ready := 0
+		for _, m := range members {
+			if e, a := m.state(); e > 0 && len(a) > 0 {
+				ready++
+			}
+		}
+		if ready == o.Members {
+			d, err := adm.DescribeShareGroups(ctx, o.Group)
+			if g, ok := d[o.Group]; err == nil && ok && g.GroupState == "Stable" && len(g.Members) == o.Members && g.AssignmentEpoch == g.GroupEpoch {
+				atEpoch := 0
+				for _, m := range g.Members {
+					if m.MemberEpoch == g.GroupEpoch {
+						atEpoch++
+					}
+				}
+				if atEpoch == o.Members {
+					rep.ToStable, rep.GroupEpoch = time.Since(start), g.GroupEpoch
+					per := map[int32]int{}
+					for _, m := range g.Members {
+						for _, ps := range m.Assignment {
+							for p := range ps {
+								per[p]++
+							}
+						}
+					}
+					rep.MinSharing, rep.MaxSharing = o.Members, 0
+					for p := range o.Partitions {
+						rep.MinSharing, rep.MaxSharing = min(rep.MinSharing, per[p]), max(rep.MaxSharing, per[p])
+					}
+					break
+				}
+			}
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
+	o.Logf("share group of %d members stable after %s at epoch %d (%d–%d members a partition)", o.Members, rep.ToStable.Round(time.Millisecond), rep.GroupEpoch, rep.MinSharing, rep.MaxSharing)
+
+	// Drain: from the moment the group is stable until the backlog is
+	// accepted (the records acquired before count too: the rate is over
+	// the whole backlog from the first join).
+	hb0, f0 := cnt.heartbeats.Load(), cnt.fetches.Load()
+	t0 := time.Now()
+	ddl := time.Now().Add(o.DrainTimeout)
+	for cnt.accepted.Load() < int64(o.Records) && time.Now().Before(ddl) && ctx.Err() == nil {
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	rep.Drained = cnt.accepted.Load()
+	rep.DrainTime = time.Since(start)
+	if rep.DrainTime > 0 {
+		rep.RecordsPerSecond = float64(rep.Drained) / rep.DrainTime.Seconds()
+	}
+	if d := time.Since(t0).Seconds(); d > 0 {
+		rep.HeartbeatRPS = float64(cnt.heartbeats.Load()-hb0) / d
+		rep.FetchRPS = float64(cnt.fetches.Load()-f0) / d
+	}
+	rep.Deliveries, rep.Redeliveries, rep.EmptyFetches = cnt.deliveries.Load(), cnt.redeliveries.Load(), cnt.empty.Load()
+	cnt.mu.Lock()
+	if len(cnt.errs) > 0 {
+		rep.Errors = cnt.errs
+	}
+	cnt.mu.Unlock()
+	o.Logf("drained %d of %d records in %s: %.0f records/s, %d deliveries, %d redeliveries", rep.Drained, o.Records, rep.DrainTime.Round(time.Millisecond), rep.RecordsPerSecond, rep.Deliveries, rep.Redeliveries)
+	return rep, nil
+}

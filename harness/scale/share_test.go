@@ -1,0 +1,47 @@
+package scale
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type fakeCluster struct{ c *kfake.Cluster }
+
+func (f fakeCluster) Bootstrap() []string { return f.c.ListenAddrs() }
+func (f fakeCluster) Admin() (*kadm.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.c.ListenAddrs()...))
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// TestRunShareOnAFake runs the share scale measurement on an in-process
+// fake cluster (kfake): 30 lightweight share members on 3 partitions join,
+// the group becomes stable with every partition shared by 10 members, and
+// the backlog is drained, each record accepted once, none redelivered.
+func TestRunShareOnAFake(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := RunShare(ctx, fakeCluster{c}, ShareOptions{Members: 30, Partitions: 3, Records: 3000, Group: "g", Topic: "t",
+		MaxWait: 50 * time.Millisecond, StableTimeout: 30 * time.Second, DrainTimeout: 30 * time.Second, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.MinSharing != 10 || rep.MaxSharing != 10 {
+		t.Errorf("partitions shared by %d–%d members, want 10 each", rep.MinSharing, rep.MaxSharing)
+	}
+	if rep.Drained != 3000 || rep.Deliveries != 3000 || rep.Redeliveries != 0 || rep.RecordsPerSecond <= 0 {
+		t.Errorf("report %+v: want the 3000 records drained, each delivered once", rep)
+	}
+}
