@@ -186,7 +186,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	logf := con.Logf
 	if len(o.Kinds) > 0 {
-		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
+		reg = reg.WithBroken(o.Kinds).WithGoClients(o.Kinds) // broken-* and Go client kinds run only when named
 		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
 		if err != nil {
 			return badInput("--kinds: %v", err)
@@ -518,6 +518,7 @@ func kindNames() string {
 // broken kinds and the Java kinds (run only when named).
 func knownKinds() []string {
 	names := append(run.DefaultRegistry().Names(), run.BrokenRegistry().Names()...)
+	names = append(names, run.GoClientRegistry().Names()...)
 	names = append(names, javaKindNames()...)
 	slices.Sort(names)
 	return slices.Compact(names)
