@@ -67,7 +67,7 @@ MIGRATION_SCENARIO ?= baseline
 # Nodes of each migration cluster: 1, or 3 for broker faults that move the coordinator.
 MIGRATION_NODES ?= 1
 
-.PHONY: test check unit engine images cluster-tests soak hunt java upgrade migration diff run bench scale mutate sweep clean
+.PHONY: test check unit engine images cluster-tests soak hunt goclients java upgrade migration diff run bench scale mutate sweep clean
 
 test: check unit images cluster-tests
 
@@ -103,6 +103,10 @@ soak: images build
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build
 	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.mix=$(HUNT_MIX)
+
+## goclients: the Go client kinds (Sarama, kafka-go) beside groupquake's classic member, one scenario family each, on the first version of VERSIONS with fresh seeds (the nightly workflow's).
+goclients: images build
+	$(GOTESTSUM) --junitfile build/junit-goclients.xml -- -count=1 -p 1 -timeout 60m ./suites/chaos/ -run TestGoClients -args -chaos.goclients -chaos.seeds=random
 
 ## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one).
 java: images build

@@ -34,11 +34,13 @@
 //
 // Invariants (as clients/kgoref keeps them with kgo.BlockRebalanceOnPoll):
 //
-//  1. Assigned and Revoked are reported only while a Poll runs: between a
-//     Poll's return and the next Poll they wait, and so does kafka-go's
-//     next JoinGroup. A Commit made between two Polls therefore only
-//     covers partitions the member still owns, at the generation it owns
-//     them.
+//  1. Revoked is reported only while a Poll runs: between a Poll's return
+//     and the next Poll it waits, and so does kafka-go's next JoinGroup, as
+//     it waits for any function of the generation (an application that
+//     processes its records in one). A Commit made between two Polls
+//     therefore only covers partitions the member still owns, at the
+//     generation it owns them. Assigned is reported at once (an assignment
+//     only adds partitions).
 //  2. Poll hands out a record only if its generation is the current one
 //     and still owns the partition when Poll returns.
 //  3. The OffsetCommit kafka-go writes during Commit is reported as the
@@ -290,7 +292,6 @@ func (m *Member) run(gen *kafka.Generation) {
 			delete(parts, t)
 		}
 	}
-	m.gate.Lock()
 	m.mu.Lock()
 	m.genID++
 	id = m.genID
@@ -306,7 +307,6 @@ func (m *Member) run(gen *kafka.Generation) {
 		m.cfg.hooks.OnEvent(ev)
 	}
 	close(assigned)
-	m.gate.Unlock()
 	for t, pas := range gen.Assignments {
 		for _, pa := range pas {
 			gen.Start(func(ctx context.Context) { m.read(ctx, id, gen.ID, t, pa) })

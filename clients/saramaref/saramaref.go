@@ -26,20 +26,23 @@
 //     claims, generation and member id) before any ConsumeClaim starts, so
 //     it precedes every record; Cleanup, which Sarama runs once every
 //     ConsumeClaim has returned and before the next JoinGroup or the
-//     LeaveGroup of Close, reports Revoked, or Lost when the session ended
-//     because the coordinator said the member is out of the group (the
-//     session's cancel cause is UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or
-//     FENCED_INSTANCE_ID): Sarama has no lost callback.
+//     LeaveGroup of Close, reports Revoked, or Lost when the coordinator
+//     said the member is out of the group (the session's cancel cause, or
+//     a heartbeat of the session answered, UNKNOWN_MEMBER_ID,
+//     ILLEGAL_GENERATION or FENCED_INSTANCE_ID): Sarama has no lost
+//     callback.
 //   - Records: the messages ConsumeClaim received, with the session's
 //     generation.
 //
 // Invariants the Member keeps, which the history's ordering rules rely on
 // (as clients/kgoref does with kgo.BlockRebalanceOnPoll):
 //
-//  1. Setup and Cleanup report only while a Poll runs: between a Poll's
-//     return and the next Poll they wait (Sarama's heartbeats go on). A
-//     Commit made between two Polls therefore only covers partitions the
-//     member still owns, at the generation it owns them.
+//  1. Cleanup reports only while a Poll runs: between a Poll's return and
+//     the next Poll it waits (Sarama's heartbeats go on), as Sarama waits
+//     for a ConsumeClaim whose application is still processing a message.
+//     A Commit made between two Polls therefore only covers partitions the
+//     member still owns, at the generation it owns them. Setup reports at
+//     once (an assignment only adds partitions).
 //  2. Poll hands out a record only if its session is the current one and
 //     still owns the partition when Poll returns: records buffered when a
 //     session ended are dropped, never handed out (Sarama drops them too).
@@ -162,6 +165,9 @@ type Member struct {
 	// Commit (invariant 3).
 	appCommit *clients.Event
 	lastErr   string
+	// fenced is the error of a heartbeat of the current session answered
+	// with a fencing error (fencingCodes), 0 if none.
+	fenced int16
 }
 
 var _ clients.Member = (*Member)(nil)
@@ -277,28 +283,58 @@ func (m *Member) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cg, err := sarama.NewConsumerGroup(m.seeds, m.group, sc)
-	if err != nil {
-		return fmt.Errorf("saramaref: member %s: %w", m.name, err)
-	}
-	m.cg = cg
 	m.pollMu.Lock()
 	m.gate.Lock()
 	m.gateHeld = true
 	m.pollMu.Unlock()
 	lctx, stop := context.WithCancel(context.Background())
 	m.stop = stop
-	go m.errors()
-	go m.consume(lctx)
+	go m.consume(lctx, sc)
 	return nil
 }
 
-// consume calls Consume until the member closes, as Sarama's example does:
-// each call is one session (one generation); an error (a join that failed
-// after Sarama's retries) is reported and Consume called again after
-// Sarama's rebalance backoff.
-func (m *Member) consume(ctx context.Context) {
+// open creates the consumer group, again every second until it can:
+// sarama.NewConsumerGroup connects to a seed broker and fails when none
+// answers (a KafkaConsumer's constructor connects to nothing), and a member
+// started while its brokers are down or cut off must still come up later.
+func (m *Member) open(ctx context.Context, sc *sarama.Config) sarama.ConsumerGroup {
+	for {
+		cg, err := sarama.NewConsumerGroup(m.seeds, m.group, sc)
+		if err == nil {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.closed {
+				cg.Close()
+				return nil
+			}
+			m.cg = cg
+			return cg
+		}
+		m.mu.Lock()
+		same := err.Error() == m.lastErr
+		m.lastErr = err.Error()
+		m.mu.Unlock()
+		if !same {
+			m.fact(clients.Error, err, "sarama.NewConsumerGroup failed (it connects to a seed broker); the member tries again every second")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// consume opens the consumer group, then calls Consume until the member
+// closes, as Sarama's example does: each call is one session (one
+// generation); an error (a join that failed after Sarama's retries) is
+// reported and Consume called again after Sarama's rebalance backoff.
+func (m *Member) consume(ctx context.Context, sc *sarama.Config) {
 	defer close(m.done)
+	if m.open(ctx, sc) == nil {
+		return
+	}
+	go m.errors()
 	h := handler{m}
 	for ctx.Err() == nil {
 		err := m.cg.Consume(ctx, m.topics, h)
@@ -345,14 +381,25 @@ func (m *Member) fact(k clients.Kind, err error, why string) {
 // report passes the wire's events on, and keeps the answer of the
 // application's OffsetCommit for Commit.
 func (m *Member) report(e clients.Event) {
-	if e.App && e.Op == clients.OpCommit && e.Kind != clients.Sent {
+	switch {
+	case e.Kind == clients.Sent:
+	case e.App && e.Op == clients.OpCommit:
 		m.mu.Lock()
 		a := e
 		m.appCommit = &a
 		m.mu.Unlock()
+	case e.Op == clients.OpHeartbeat && slices.Contains(fencingCodes, e.ErrCode):
+		m.mu.Lock()
+		if m.sess != nil && m.sess.GenerationID() == e.Generation {
+			m.fenced = e.ErrCode
+		}
+		m.mu.Unlock()
 	}
 	m.cfg.hooks.OnEvent(e)
 }
+
+// fencingCodes are the Kafka errors of fencingCauses.
+var fencingCodes = []int16{kerr.UnknownMemberID.Code, kerr.IllegalGeneration.Code, kerr.FencedInstanceID.Code}
 
 func (m *Member) event(k clients.Kind) clients.Event {
 	return clients.Event{Kind: k, Protocol: clients.Classic, Member: m.name, InstanceID: m.cfg.instanceID, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.now()}
@@ -361,11 +408,12 @@ func (m *Member) event(k clients.Kind) clients.Event {
 // handler is the sarama.ConsumerGroupHandler.
 type handler struct{ m *Member }
 
-// Setup reports the session's claims assigned, once a Poll runs.
+// Setup reports the session's claims assigned at once: Sarama calls it
+// when the SyncGroup answered, whether or not the application polls (an
+// assignment only adds partitions, so it needs no hold, and holding it
+// would date the ownership later than the coordinator gave it).
 func (h handler) Setup(s sarama.ConsumerGroupSession) error {
 	m := h.m
-	m.gate.Lock()
-	defer m.gate.Unlock()
 	parts := clients.Partitions{}
 	for t, ps := range s.Claims() {
 		if len(ps) > 0 {
@@ -376,6 +424,7 @@ func (h handler) Setup(s sarama.ConsumerGroupSession) error {
 	m.sessID++
 	m.sess = s
 	m.owned = parts.Clone()
+	m.fenced = 0
 	m.mu.Unlock()
 	if parts.Count() == 0 {
 		return nil
@@ -392,6 +441,27 @@ func (h handler) Setup(s sarama.ConsumerGroupSession) error {
 // member in its generation.
 var fencingCauses = []error{sarama.ErrUnknownMemberId, sarama.ErrIllegalGeneration, sarama.ErrFencedInstancedId}
 
+// cleanupKind says how the session that Cleanup ends ended: Lost when the
+// coordinator said the member is out of its generation, as the session's
+// cancel cause or as the answer of a heartbeat of the session (Sarama
+// heartbeats on while Cleanup waits, and the first cause stays: a session
+// ended on REBALANCE_IN_PROGRESS whose member was then removed for not
+// rejoining within the rebalance timeout learns it from a heartbeat
+// answered UNKNOWN_MEMBER_ID); Revoked otherwise.
+func cleanupKind(cause error, fencedCode int16) (clients.Kind, string) {
+	why := "sarama ConsumerGroupHandler.Cleanup: the session ended, every ConsumeClaim returned, before the next JoinGroup or the LeaveGroup"
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		why += " (the session ended on: " + cause.Error() + ")"
+	}
+	switch {
+	case slices.ContainsFunc(fencingCauses, func(e error) bool { return errors.Is(cause, e) }):
+		return clients.Lost, why
+	case fencedCode != 0:
+		return clients.Lost, why + "; a heartbeat of the session was answered " + wiretap.ErrName(kerr.ErrorForCode(fencedCode))
+	}
+	return clients.Revoked, why
+}
+
 // Cleanup reports the session's claims revoked (lost when the coordinator
 // fenced the member), once a Poll runs.
 func (h handler) Cleanup(s sarama.ConsumerGroupSession) error {
@@ -400,20 +470,15 @@ func (h handler) Cleanup(s sarama.ConsumerGroupSession) error {
 	defer m.gate.Unlock()
 	m.mu.Lock()
 	parts := m.owned
+	fenced := m.fenced
 	m.owned = clients.Partitions{}
 	m.sess = nil
 	m.mu.Unlock()
 	if parts.Count() == 0 {
 		return nil
 	}
-	kind, why := clients.Revoked, "sarama ConsumerGroupHandler.Cleanup: the session ended, every ConsumeClaim returned, before the next JoinGroup or the LeaveGroup"
 	cause := context.Cause(s.Context())
-	if slices.ContainsFunc(fencingCauses, func(e error) bool { return errors.Is(cause, e) }) {
-		kind = clients.Lost
-	}
-	if cause != nil && !errors.Is(cause, context.Canceled) {
-		why += " (the session ended on: " + cause.Error() + ")"
-	}
+	kind, why := cleanupKind(cause, fenced)
 	ev := m.event(kind)
 	ev.MemberID, ev.Generation = s.MemberID(), s.GenerationID()
 	ev.Partitions = parts
@@ -546,20 +611,26 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 func (m *Member) Close(ctx context.Context) error {
 	m.pollMu.Lock()
 	m.mu.Lock()
-	if !m.started || m.closed || m.cg == nil {
+	if !m.started || m.closed || m.stop == nil {
 		m.mu.Unlock()
 		m.pollMu.Unlock()
 		return nil
 	}
 	m.closed = true
+	cg := m.cg
 	m.mu.Unlock()
 	if m.gateHeld {
 		m.gate.Unlock() // Cleanup runs while Close waits
 		m.gateHeld = false
 	}
 	m.pollMu.Unlock()
+	if cg == nil { // never opened: nothing joined
+		m.stop()
+		<-m.done
+		return nil
+	}
 	closed := make(chan error, 1)
-	go func() { closed <- m.cg.Close() }()
+	go func() { closed <- cg.Close() }()
 	var err error
 	select {
 	case err = <-closed:

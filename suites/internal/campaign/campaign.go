@@ -97,8 +97,8 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 		o.Group = fmt.Sprintf("gq-%s-%d", name, seed)
 		o.Topic = o.Group + "-records"
 	}
-	// Java member kinds join the registry when the options name them.
-	reg, err := run.DefaultRegistry().WithJava(o.Kinds, &java.Toolchain{Logf: t.Logf})
+	// Java and Go client member kinds join the registry when the options name them.
+	reg, err := run.DefaultRegistry().WithGoClients(o.Kinds).WithJava(o.Kinds, &java.Toolchain{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,50 @@
+package chaos
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/suites/internal/campaign"
+)
+
+// goClientsFlag turns on TestGoClients (the nightly workflow's `make
+// goclients`): its cells cost more than CI's chaos budget allows.
+var goClientsFlag = flag.Bool("chaos.goclients", false, "TestGoClients: run the Go client kinds (Sarama, kafka-go) beside groupquake's classic member, one scenario family per kind")
+
+// goClientCells covers each Go client kind (run.GoClientRegistry) once,
+// each beside groupquake's classic member in a family of its own, so the
+// four families are each run once: two members of the kind and one
+// classic member, whose range assignor the group agrees on.
+var goClientCells = []struct{ kind, family string }{
+	{"sarama-range", run.ScenarioMemberLinks},
+	{"sarama-roundrobin", run.ScenarioBrokerFaults},
+	{"sarama-sticky", run.ScenarioChurn},
+	{"kafkago", run.ScenarioCombined},
+}
+
+// TestGoClients runs goClientCells on one 3-node cluster of the default
+// version with the seeds of -chaos.seeds: every checker must hold. It
+// measured about 40 s a cell (docs/clients.md), so it is the nightly's,
+// not CI's (whose chaos matrix has under a minute to spare for it).
+func TestGoClients(t *testing.T) {
+	if !*goClientsFlag {
+		t.Skip("-chaos.goclients not given: the Go client cells are the nightly workflow's (make goclients)")
+	}
+	version := clustertest.Versions()[0]
+	c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 3})
+	for _, cell := range goClientCells {
+		for _, seed := range seeds(t) {
+			t.Run(fmt.Sprintf("%s/%s/seed-%d", cell.family, cell.kind, seed), func(t *testing.T) {
+				campaign.RunOn(t, c, seed, run.Options{
+					Scenario: cell.family, Kafka: version, Nodes: 3, Kinds: []string{cell.kind, cell.kind, "classic"},
+					Duration: matrixWorkload,
+				}, 10*time.Minute)
+			})
+		}
+	}
+}
