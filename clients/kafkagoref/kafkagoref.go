@@ -41,8 +41,8 @@
 //     therefore only covers partitions the member still owns, at the
 //     generation it owns them. Assigned is reported at once (an assignment
 //     only adds partitions).
-//  2. Poll hands out a record only if its generation is the current one
-//     and still owns the partition when Poll returns.
+//  2. Poll hands out a record only if its generation is the current one,
+//     has not ended, and still owns the partition when Poll returns.
 //  3. The OffsetCommit kafka-go writes during Commit is reported as the
 //     application's (App) and Commit returns what its answer said.
 //
@@ -64,6 +64,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/pollgate"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
@@ -117,9 +118,12 @@ func Timers(session, heartbeat, rebalance time.Duration) Opt {
 // Clock sets the time source for Event.At; the default is time.Now.
 func Clock(now func() time.Time) Opt { return opt(func(c *cfg) { c.now = now }) }
 
+// record is a message a partition's reader returned, with its generation
+// and the generation's end.
 type record struct {
-	gen uint64
-	rec clients.Record
+	gen   uint64
+	ended <-chan struct{}
+	rec   clients.Record
 }
 
 // fencing are the heartbeat errors by which the coordinator says the
@@ -140,9 +144,9 @@ type Member struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 
-	gate     sync.Mutex // held by the application between Polls (invariant 1)
-	pollMu   sync.Mutex
-	gateHeld bool
+	gate    *pollgate.Gate // holds the revocation back between Polls (invariant 1)
+	pollMu  sync.Mutex
+	running bool // started and not closed: Poll may move the gate
 
 	recs chan record
 
@@ -240,8 +244,8 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	m.cg = cg
 	m.pollMu.Lock()
-	m.gate.Lock()
-	m.gateHeld = true
+	m.gate = pollgate.New()
+	m.running = true
 	m.pollMu.Unlock()
 	lctx, stop := context.WithCancel(context.Background())
 	m.stop = stop
@@ -334,7 +338,7 @@ func (m *Member) read(ctx context.Context, id uint64, genID int32, topic string,
 			}
 			return
 		}
-		rec := record{gen: id, rec: clients.Record{Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: genID, MemberEpoch: -1}}
+		rec := record{gen: id, ended: ctx.Done(), rec: clients.Record{Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: genID, MemberEpoch: -1}}
 		select {
 		case m.recs <- rec:
 		case <-ctx.Done():
@@ -345,8 +349,8 @@ func (m *Member) read(ctx context.Context, id uint64, genID int32, topic string,
 
 // revoke reports the end of generation id, once a Poll runs.
 func (m *Member) revoke(gen *kafka.Generation, id uint64) {
-	m.gate.Lock()
-	defer m.gate.Unlock()
+	m.gate.Enter()
+	defer m.gate.Leave()
 	m.mu.Lock()
 	if m.genID != id {
 		m.mu.Unlock()
@@ -415,10 +419,10 @@ func (m *Member) event(k clients.Kind) clients.Event {
 func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	m.pollMu.Lock()
 	defer m.pollMu.Unlock()
-	if !m.gateHeld {
+	if !m.running {
 		return nil, fmt.Errorf("kafkagoref: member %s is not running: Start it first, and do not Poll after Close", m.name)
 	}
-	m.gate.Unlock()
+	m.gate.Open()
 	var got []record
 	select {
 	case r := <-m.recs:
@@ -434,17 +438,30 @@ more:
 			break more
 		}
 	}
-	m.gate.Lock()
+	m.gate.Shut()
 	m.mu.Lock()
 	cur, live, owned := m.genID, m.gen != nil, m.owned
 	m.mu.Unlock()
 	var out []clients.Record
 	for _, r := range got {
-		if live && r.gen == cur && slices.Contains(owned[r.rec.Topic], r.rec.Partition) {
+		if live && r.gen == cur && !ended(r.ended) && slices.Contains(owned[r.rec.Topic], r.rec.Partition) {
 			out = append(out, r.rec)
 		}
 	}
 	return out, nil
+}
+
+// ended says whether a generation's context is done: its records are no
+// longer handed out, as Reader.ReadMessage(ctx) returns the generation's
+// end to an application that reads inside Generation.Start, even while
+// the revocation waits for the next Poll.
+func ended(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Owned implements clients.Member: the current generation's assignment.
@@ -516,9 +533,9 @@ func (m *Member) Close(ctx context.Context) error {
 	}
 	m.closed = true
 	m.mu.Unlock()
-	if m.gateHeld {
-		m.gate.Unlock() // the revocation is reported while Close waits
-		m.gateHeld = false
+	if m.running {
+		m.gate.Open() // for good: the revocation is reported while Close waits
+		m.running = false
 	}
 	m.pollMu.Unlock()
 	closed := make(chan error, 1)

@@ -43,9 +43,10 @@
 //     A Commit made between two Polls therefore only covers partitions the
 //     member still owns, at the generation it owns them. Setup reports at
 //     once (an assignment only adds partitions).
-//  2. Poll hands out a record only if its session is the current one and
-//     still owns the partition when Poll returns: records buffered when a
-//     session ended are dropped, never handed out (Sarama drops them too).
+//  2. Poll hands out a record only if its session is the current one, has
+//     not ended, and still owns the partition when Poll returns: records
+//     buffered when a session ended are dropped, never handed out (a
+//     ConsumeClaim returns when its session's context is done).
 //  3. Every OffsetCommit Sarama writes during Commit is reported as the
 //     application's (App) and Commit returns what its answer said.
 //
@@ -68,6 +69,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/pollgate"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
@@ -127,10 +129,12 @@ func Clock(now func() time.Time) Opt { return opt(func(c *cfg) { c.now = now }) 
 // groupquake runs.
 func KafkaVersion(v sarama.KafkaVersion) Opt { return opt(func(c *cfg) { c.kafkaVersion = v }) }
 
-// record is a message a ConsumeClaim received, with its session.
+// record is a message a ConsumeClaim received, with its session and the
+// session's end.
 type record struct {
-	sess uint64
-	rec  clients.Record
+	sess  uint64
+	ended <-chan struct{}
+	rec   clients.Record
 }
 
 // Member is a Sarama consumer group behind clients.Member.
@@ -146,12 +150,11 @@ type Member struct {
 	stop context.CancelFunc
 	done chan struct{} // the Consume loop ended
 
-	// gate is held by the application between two Polls; Setup and
-	// Cleanup take it to report (invariant 1). pollMu orders Poll and
-	// Close, which move gate.
-	gate     sync.Mutex
-	pollMu   sync.Mutex
-	gateHeld bool
+	// gate holds Cleanup back between two Polls (invariant 1). pollMu
+	// orders Poll and Close, which move it.
+	gate    *pollgate.Gate
+	pollMu  sync.Mutex
+	running bool // started and not closed: Poll may move the gate
 
 	recs chan record
 
@@ -284,8 +287,8 @@ func (m *Member) Start(ctx context.Context) error {
 		return err
 	}
 	m.pollMu.Lock()
-	m.gate.Lock()
-	m.gateHeld = true
+	m.gate = pollgate.New()
+	m.running = true
 	m.pollMu.Unlock()
 	lctx, stop := context.WithCancel(context.Background())
 	m.stop = stop
@@ -466,8 +469,8 @@ func cleanupKind(cause error, fencedCode int16) (clients.Kind, string) {
 // fenced the member), once a Poll runs.
 func (h handler) Cleanup(s sarama.ConsumerGroupSession) error {
 	m := h.m
-	m.gate.Lock()
-	defer m.gate.Unlock()
+	m.gate.Enter()
+	defer m.gate.Leave()
 	m.mu.Lock()
 	parts := m.owned
 	fenced := m.fenced
@@ -502,7 +505,7 @@ func (h handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGr
 			if !ok {
 				return nil
 			}
-			r := record{sess: id, rec: clients.Record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: gen, MemberEpoch: -1}}
+			r := record{sess: id, ended: s.Context().Done(), rec: clients.Record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: gen, MemberEpoch: -1}}
 			select {
 			case m.recs <- r:
 			case <-s.Context().Done():
@@ -518,10 +521,10 @@ func (h handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGr
 func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	m.pollMu.Lock()
 	defer m.pollMu.Unlock()
-	if !m.gateHeld {
+	if !m.running {
 		return nil, fmt.Errorf("saramaref: member %s is not running: Start it first, and do not Poll after Close", m.name)
 	}
-	m.gate.Unlock()
+	m.gate.Open()
 	var got []record
 	select {
 	case r := <-m.recs:
@@ -537,17 +540,29 @@ more:
 			break more
 		}
 	}
-	m.gate.Lock()
+	m.gate.Shut()
 	m.mu.Lock()
 	cur, live, owned := m.sessID, m.sess != nil, m.owned
 	m.mu.Unlock()
 	var out []clients.Record
 	for _, r := range got {
-		if live && r.sess == cur && slices.Contains(owned[r.rec.Topic], r.rec.Partition) {
+		if live && r.sess == cur && !closed(r.ended) && slices.Contains(owned[r.rec.Topic], r.rec.Partition) {
 			out = append(out, r.rec)
 		}
 	}
 	return out, nil
+}
+
+// closed says whether ch is closed: a session that ended hands out no
+// more records, as a ConsumeClaim returns when its session's context is
+// done (Sarama's example), even while Cleanup waits for the next Poll.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Owned implements clients.Member: the current session's claims.
@@ -619,9 +634,9 @@ func (m *Member) Close(ctx context.Context) error {
 	m.closed = true
 	cg := m.cg
 	m.mu.Unlock()
-	if m.gateHeld {
-		m.gate.Unlock() // Cleanup runs while Close waits
-		m.gateHeld = false
+	if m.running {
+		m.gate.Open() // for good: Cleanup runs while Close waits
+		m.running = false
 	}
 	m.pollMu.Unlock()
 	if cg == nil { // never opened: nothing joined
