@@ -154,7 +154,7 @@ type Member struct {
 	gen       *kafka.Generation // the current generation, from Assigned to Revoked
 	genID     uint64
 	owned     clients.Partitions
-	lastHB    int16 // error code of the last heartbeat answer of the current generation
+	lastHB    int16 // error code of the last heartbeat answer of the current generation; noAnswer if none came
 	started   bool
 	closed    bool
 	appCommit *clients.Event
@@ -364,16 +364,33 @@ func (m *Member) revoke(gen *kafka.Generation, id uint64) {
 	if parts.Count() == 0 {
 		return
 	}
-	kind, why := clients.Revoked, "kafka-go's generation ended (a function started with Generation.Start returns); kafka-go rejoins or leaves only after"
-	if slices.Contains(fencing, hb) {
-		kind = clients.Lost
-		why += "; its last heartbeat was answered " + wiretap.ErrName(kerr.ErrorForCode(hb))
-	}
+	kind, why := revokeKind(hb)
 	ev := m.event(kind)
 	ev.MemberID, ev.Generation = gen.MemberID, gen.ID
 	ev.Partitions = parts
 	ev.Why = why
 	m.cfg.hooks.OnEvent(ev)
+}
+
+// noAnswer marks a heartbeat that got no answer (a transport error or
+// kafka-go's timeout).
+const noAnswer int16 = -1
+
+// revokeKind says how a generation whose last heartbeat was answered
+// lastHB (0: no error; noAnswer) ended. Lost when the coordinator said the
+// member is out of the generation, or when the heartbeat got no answer:
+// kafka-go then ends the generation having lost contact, hands nothing off,
+// and the coordinator may have expired it already. Revoked otherwise (the
+// coordinator asked for a rebalance, or the member closes).
+func revokeKind(lastHB int16) (clients.Kind, string) {
+	why := "kafka-go's generation ended (a function started with Generation.Start returns); kafka-go rejoins or leaves only after"
+	switch {
+	case slices.Contains(fencing, lastHB):
+		return clients.Lost, why + "; its last heartbeat was answered " + wiretap.ErrName(kerr.ErrorForCode(lastHB))
+	case lastHB == noAnswer:
+		return clients.Lost, why + "; its last heartbeat got no answer: not a clean hand-off"
+	}
+	return clients.Revoked, why
 }
 
 func (m *Member) fact(err error, why string) {
@@ -402,6 +419,9 @@ func (m *Member) report(e clients.Event) {
 			m.mu.Lock()
 			if m.gen != nil && m.gen.ID == e.Generation {
 				m.lastHB = e.ErrCode
+				if e.Err != "" && e.ErrCode == 0 {
+					m.lastHB = noAnswer
+				}
 			}
 			m.mu.Unlock()
 		}

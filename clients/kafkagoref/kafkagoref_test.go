@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -171,5 +172,29 @@ func TestEndedGenerationHandsNothingOut(t *testing.T) {
 	}
 	if _, ok := got.find(clients.Revoked); !ok {
 		t.Error("the first Poll after the generation ended returned before the revocation was reported")
+	}
+}
+
+// TestRevokeKind: a generation ends lost when its last heartbeat was
+// answered with a fencing error or got no answer (embedded seed 233 of
+// churn: a frozen member's heartbeat timed out, kafka-go ended the
+// generation, and the coordinator had expired it; reported revoked, the
+// overlap with the partitions' next owner read as a double ownership), and
+// revoked when the coordinator asked for a rebalance or nothing failed.
+func TestRevokeKind(t *testing.T) {
+	for _, c := range []struct {
+		lastHB int16
+		want   clients.Kind
+	}{
+		{0, clients.Revoked},
+		{kerr.RebalanceInProgress.Code, clients.Revoked},
+		{kerr.UnknownMemberID.Code, clients.Lost},
+		{kerr.IllegalGeneration.Code, clients.Lost},
+		{kerr.FencedInstanceID.Code, clients.Lost},
+		{noAnswer, clients.Lost},
+	} {
+		if got, why := revokeKind(c.lastHB); got != c.want {
+			t.Errorf("revokeKind(%d) = %s (%s), want %s", c.lastHB, got, why, c.want)
+		}
 	}
 }

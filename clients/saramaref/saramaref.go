@@ -444,13 +444,18 @@ func (h handler) Setup(s sarama.ConsumerGroupSession) error {
 // member in its generation.
 var fencingCauses = []error{sarama.ErrUnknownMemberId, sarama.ErrIllegalGeneration, sarama.ErrFencedInstancedId}
 
-// cleanupKind says how the session that Cleanup ends ended: Lost when the
+// cleanupKind says how the session that Cleanup ends ended. Lost when the
 // coordinator said the member is out of its generation, as the session's
 // cancel cause or as the answer of a heartbeat of the session (Sarama
 // heartbeats on while Cleanup waits, and the first cause stays: a session
 // ended on REBALANCE_IN_PROGRESS whose member was then removed for not
 // rejoining within the rebalance timeout learns it from a heartbeat
-// answered UNKNOWN_MEMBER_ID); Revoked otherwise.
+// answered UNKNOWN_MEMBER_ID); lost too when the session ended because its
+// heartbeats failed (no answer after Sarama's retries, the coordinator gone):
+// the member lost contact and hands nothing off, and the coordinator may
+// have expired it already. Revoked when the coordinator asked for a
+// rebalance or the member ended the session itself (close, a claim that
+// returned, a partition count that changed).
 func cleanupKind(cause error, fencedCode int16) (clients.Kind, string) {
 	why := "sarama ConsumerGroupHandler.Cleanup: the session ended, every ConsumeClaim returned, before the next JoinGroup or the LeaveGroup"
 	if cause != nil && !errors.Is(cause, context.Canceled) {
@@ -461,9 +466,15 @@ func cleanupKind(cause error, fencedCode int16) (clients.Kind, string) {
 		return clients.Lost, why
 	case fencedCode != 0:
 		return clients.Lost, why + "; a heartbeat of the session was answered " + wiretap.ErrName(kerr.ErrorForCode(fencedCode))
+	case slices.ContainsFunc(cleanEnds, func(e error) bool { return errors.Is(cause, e) }):
+		return clients.Revoked, why
 	}
-	return clients.Revoked, why
+	return clients.Lost, why + "; its heartbeats failed: not a clean hand-off"
 }
+
+// cleanEnds are the causes of a session that ended on the coordinator's
+// request or the member's own: a clean hand-off (nil: never cancelled).
+var cleanEnds = []error{nil, context.Canceled, sarama.ErrRebalanceInProgress, sarama.ErrClosedConsumerGroup, sarama.ErrSessionConsumeClaimExited, sarama.ErrSessionPartitionCountChanged}
 
 // Cleanup reports the session's claims revoked (lost when the coordinator
 // fenced the member), once a Poll runs.

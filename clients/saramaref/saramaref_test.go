@@ -106,7 +106,9 @@ func TestStartWithoutBrokers(t *testing.T) {
 // TestCleanupKind: a session ends lost when the coordinator said the member
 // is out of its generation, as the session's cause or as a heartbeat's
 // answer after the session ended on a rebalance (a member that did not
-// rejoin within the rebalance timeout), and revoked otherwise.
+// rejoin within the rebalance timeout), or when its heartbeats failed (the
+// member lost contact); revoked when the coordinator asked for a rebalance
+// or the member ended it.
 func TestCleanupKind(t *testing.T) {
 	for _, c := range []struct {
 		cause  error
@@ -116,7 +118,10 @@ func TestCleanupKind(t *testing.T) {
 		{nil, 0, clients.Revoked},
 		{context.Canceled, 0, clients.Revoked},
 		{sarama.ErrRebalanceInProgress, 0, clients.Revoked},
-		{errors.New("read tcp: i/o timeout"), 0, clients.Revoked},
+		{sarama.ErrClosedConsumerGroup, 0, clients.Revoked},
+		{sarama.ErrSessionConsumeClaimExited, 0, clients.Revoked},
+		{errors.New("read tcp: i/o timeout"), 0, clients.Lost},
+		{sarama.ErrNotCoordinatorForConsumer, 0, clients.Lost},
 		{sarama.ErrUnknownMemberId, 0, clients.Lost},
 		{sarama.ErrIllegalGeneration, 0, clients.Lost},
 		{sarama.ErrFencedInstancedId, 0, clients.Lost},
