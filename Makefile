@@ -104,7 +104,7 @@ soak: images build
 hunt: images build
 	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.mix=$(HUNT_MIX)
 
-## goclients: the Go client kinds (Sarama, kafka-go) beside groupquake's classic member, one scenario family each, on the first version of VERSIONS with fresh seeds (the nightly workflow's).
+## goclients: the Go client kinds (Sarama beside groupquake's classic member, kafka-go alone), one scenario family each, on the first version of VERSIONS with fresh seeds (the nightly workflow's).
 goclients: images build
 	$(GOTESTSUM) --junitfile build/junit-goclients.xml -- -count=1 -p 1 -timeout 60m ./suites/chaos/ -run TestGoClients -args -chaos.goclients -chaos.seeds=random
 
