@@ -168,6 +168,8 @@ func (o Op) Lane() Lane {
 		return LaneJoin
 	case OpCommit:
 		return LaneCommit
+	case OpShareFetch, OpShareAck:
+		return LaneFetch
 	}
 	return LaneHeartbeat
 }
@@ -213,6 +215,9 @@ type Event struct {
 	// App marks a commit the application asked for (Member.Commit), as
 	// opposed to one the member makes on its own.
 	App bool
+	// Share describes a share member's ShareFetch or ShareAcknowledge
+	// (share_events.go); nil on every other event.
+	Share *ShareCall
 }
 
 // Hooks receive a member's events, in the order they happened, from the

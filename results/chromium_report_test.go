@@ -2,12 +2,17 @@ package results
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
@@ -85,6 +90,43 @@ func TestReportInChromium(t *testing.T) {
 	if !ids["e"+strconv.FormatInt(ix["c-assigned-t2"], 10)] {
 		t.Errorf("the event NoDoubleOwnership cites (#%d) has no row", ix["c-assigned-t2"])
 	}
+
+	// What a reader sees at once, as the browser built it: the banner names the checker and its
+	// first event, the marks sit on t-2's row, b and c own t-2 in two sub-lanes, the coordinator
+	// lane shows node 1 then node 2.
+	var item *node
+	for _, li := range doc.all(byTagClass("li", "bitem")) {
+		if li.attr["data-checker"] == "NoDoubleOwnership" {
+			item = li
+		}
+	}
+	if item == nil || attrInt(t, item, "data-first-event") != ix["b-assigned"] {
+		t.Errorf("the banner does not name NoDoubleOwnership with its first event %d: %v", ix["b-assigned"], item)
+	}
+	onT2 := 0
+	for _, m := range marks {
+		if m.attr["data-checker"] == "NoDoubleOwnership" && m.attr["data-tp"] == "t-2" {
+			onT2++
+		}
+	}
+	if onT2 < 2 {
+		t.Errorf("%d NoDoubleOwnership marks on t-2's row, want one per cited event", onT2)
+	}
+	for _, g := range doc.all(byTagClass("g", "row")) {
+		if g.attr["data-tp"] == "t-2" && len(distinctY(t, g.all(byTagClass("rect", "own")))) != 2 {
+			t.Errorf("the two owners of t-2 are not drawn in two sub-lanes")
+		}
+	}
+	var nodes []string
+	for _, rc := range doc.all(byTagClass("rect", "coord")) {
+		if !rc.class("stale") {
+			nodes = append(nodes, rc.attr["data-node"])
+		}
+	}
+	if strings.Join(nodes, " ") != "1 2" {
+		t.Errorf("the coordinator lane shows nodes %v, want 1 then 2", nodes)
+	}
+	checkZoom(t, bin, page, buf.String(), bannerAt(t, item))
 
 	// The screenshot CI keeps; it must show the bars (member a's colour is on it).
 	shot := filepath.Join(dir, "report.png")
@@ -194,4 +236,209 @@ func TestLongRunReportInChromium(t *testing.T) {
 	if len(doc.all(func(n *node) bool { return n.attr["id"] == "e"+strconv.FormatInt(cited, 10) })) != 1 {
 		t.Errorf("the cited event %d has no row", cited)
 	}
+}
+
+// distinctY is the set of y the rectangles are drawn at.
+func distinctY(t *testing.T, rs []*node) map[float64]bool {
+	ys := map[float64]bool{}
+	for _, r := range rs {
+		ys[attrFloat(t, r, "y")] = true
+	}
+	return ys
+}
+
+// zoomProbe runs in the page after its own scripts: it sends the timeline a mouse-wheel event over
+// the middle of the plot, then clicks the banner's first "show on the timeline", and writes what
+// the timeline showed (data-view) and the width of the first ownership bar before and after into
+// attributes of <html>, for the dumped DOM to tell.
+const zoomProbe = `<script>(function(){
+var h=document.documentElement,svg=document.querySelector('svg.timeline');
+var r=svg.getBoundingClientRect(),L=+svg.getAttribute('data-left'),W=+svg.getAttribute('width');
+var bar=svg.querySelector('g.row rect.own');
+h.setAttribute('data-probe-view-before',svg.getAttribute('data-view'));
+h.setAttribute('data-probe-bar-before',bar.getAttribute('width'));
+svg.dispatchEvent(new WheelEvent('wheel',{deltaY:-400,clientX:r.left+(L+(W-L)/2)*r.width/W,clientY:r.top+r.height/2,bubbles:true,cancelable:true}));
+h.setAttribute('data-probe-view-wheel',svg.getAttribute('data-view'));
+h.setAttribute('data-probe-bar-wheel',bar.getAttribute('width'));
+document.querySelector('button.show').click();
+h.setAttribute('data-probe-view-show',svg.getAttribute('data-view'));
+h.setAttribute('data-probe-ticks',String(svg.querySelectorAll('g.ticklabels text').length));
+})();</script>`
+
+// checkZoom loads the page with zoomProbe in Chromium and checks that a wheel event zooms in (the
+// visible range narrows inside the run, the bars widen) and that the banner's first "show on the
+// timeline" shows a narrower stretch holding second at (when that violation's evidence was
+// complete).
+func checkZoom(t *testing.T, bin, page, html string, at float64) {
+	t.Helper()
+	probed := strings.Replace(html, "</body>", zoomProbe+"</body>", 1)
+	p := strings.TrimSuffix(page, ".html") + "-zoom.html"
+	if err := os.WriteFile(p, []byte(probed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := parsePage(t, headless(t, bin, p, "--dump-dom"))
+	h := doc.all(byTagClass("html", ""))[0]
+	if h.attr["data-script-errors"] != "0" {
+		errs := doc.all(func(n *node) bool { return n.attr["id"] == "script-errors" })
+		t.Fatalf("script errors while zooming: %s", errs[0].allText())
+	}
+	rng := func(name string) (float64, float64) {
+		var a, b float64
+		if _, err := fmt.Sscanf(h.attr[name], "%g %g", &a, &b); err != nil {
+			t.Fatalf("%s=%q: %v (did the probe run?)", name, h.attr[name], err)
+		}
+		return a, b
+	}
+	a0, b0 := rng("data-probe-view-before")
+	a1, b1 := rng("data-probe-view-wheel")
+	if !(b1-a1 < (b0-a0)*0.9 && a1 >= a0 && b1 <= b0) {
+		t.Errorf("a wheel event did not zoom in: the timeline showed %g–%g s, then %g–%g s", a0, b0, a1, b1)
+	}
+	w0, _ := strconv.ParseFloat(h.attr["data-probe-bar-before"], 64)
+	w1, _ := strconv.ParseFloat(h.attr["data-probe-bar-wheel"], 64)
+	if !(w1 > w0*1.1) {
+		t.Errorf("zooming in left the first bar %g wide (was %g)", w1, w0)
+	}
+	a2, b2 := rng("data-probe-view-show")
+	if !(a2 <= at && at <= b2 && b2-a2 < (b0-a0)/2) {
+		t.Errorf("\"show on the timeline\" showed %g–%g s, want a short stretch holding %g s", a2, b2, at)
+	}
+	if h.attr["data-probe-ticks"] == "0" {
+		t.Errorf("no time ticks after zooming")
+	}
+}
+
+// TestFailingRunReportInChromium renders a real failing run (testdata/member-links-seed-6: the
+// embedded cluster, a classic member that ignores its fences, `groupquake run --seed 6 --scenario
+// member-links --embedded --kinds broken-classic-ignore-fence,classic,consumer --partitions 4
+// --rate 20 --duration 10s`) as `groupquake report` does, streaming its history, and checks in
+// Chromium what a reader must see at once: a banner naming NoDoubleOwnership, marks on the rows
+// of the partitions it concerns, a partition owned twice drawn in two sub-lanes, the coordinator
+// lane (node 1, named by the members and the observer), and a timeline that zooms. The report and
+// a screenshot are kept under $GROUPQUAKE_RUNS_DIR for CI.
+func TestFailingRunReportInChromium(t *testing.T) {
+	bin := needChromium(t)
+	const run = "testdata/member-links-seed-6"
+	var plan struct {
+		Group   string              `json:"group"`
+		Topics  []history.TopicPlan `json:"topics"`
+		Members []struct {
+			Name, Kind, Protocol string
+		} `json:"members"`
+		Timers struct {
+			Session   time.Duration `json:"session_timeout"`
+			Heartbeat time.Duration `json:"heartbeat_interval"`
+			Rebalance time.Duration `json:"rebalance_timeout"`
+			Slack     time.Duration `json:"convergence_slack"`
+		} `json:"timers"`
+	}
+	b, err := os.ReadFile(filepath.Join(run, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &plan); err != nil {
+		t.Fatal(err)
+	}
+	hp := history.Plan{Group: plan.Group, Topics: plan.Topics, SessionTimeout: plan.Timers.Session, HeartbeatInterval: plan.Timers.Heartbeat,
+		RebalanceTimeout: plan.Timers.Rebalance, ConvergenceSlack: plan.Timers.Slack}
+	l, err := history.Load(filepath.Join(run, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := check.Judge(l.Events, nil, hp)
+	var violated []string
+	for _, v := range rep.Verdicts {
+		if !v.Holds {
+			violated = append(violated, v.Name)
+		}
+	}
+	if !slices.Contains(violated, "NoDoubleOwnership") {
+		t.Fatalf("the broken member's run no longer violates NoDoubleOwnership (violated: %v): the test's premise is gone", violated)
+	}
+	var members []MemberInfo
+	for _, m := range plan.Members {
+		members = append(members, MemberInfo{Name: m.Name, Kind: m.Kind, Protocol: m.Protocol})
+	}
+	r := Report{Title: "groupquake run: seed 6, scenario member-links (broken-classic-ignore-fence)",
+		Run:      RunInfo{Seed: 6, Scenario: "member-links", Kafka: "embedded 4.4.0", Protocol: ProtocolMix(members), Members: members},
+		Verdicts: rep.Verdicts, Cost: rep.RebalanceCost, Notes: rep.Notes, Partitions: hp.Partitions()}
+	f, err := os.Open(filepath.Join(run, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if err := WriteReportFrom(&buf, r, f); err != nil {
+		t.Fatal(err)
+	}
+	dir := artifactDir(t)
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := parsePage(t, headless(t, bin, page, "--dump-dom"))
+	h := doc.all(byTagClass("html", ""))[0]
+	if h.attr["data-ready"] != "1" || h.attr["data-script-errors"] != "0" {
+		t.Fatalf("the page did not load cleanly: %v", h.attr)
+	}
+	var named []string
+	for _, li := range doc.all(byTagClass("li", "bitem")) {
+		named = append(named, li.attr["data-checker"])
+	}
+	if !slices.Equal(named, violated) {
+		t.Errorf("the banner names %v, want the violated checkers %v", named, violated)
+	}
+	// Each partition NoDoubleOwnership names has its marks, and a second sub-lane.
+	rows := map[string]*node{}
+	for _, g := range doc.all(byTagClass("g", "row")) {
+		rows[g.attr["data-tp"]] = g
+	}
+	marked := map[string]bool{}
+	for _, a := range doc.all(func(n *node) bool {
+		return n.name == "a" && n.class("vmark") && n.attr["data-checker"] == "NoDoubleOwnership"
+	}) {
+		if a.attr["data-tp"] != "" {
+			marked[a.attr["data-tp"]] = true
+		}
+	}
+	ndo := rep.Verdicts[slices.IndexFunc(rep.Verdicts, func(v check.Verdict) bool { return v.Name == "NoDoubleOwnership" })]
+	for _, vi := range ndo.Violations {
+		tp := regexp.MustCompile(`partition (\S+) owned by`).FindStringSubmatch(vi.Message)
+		if tp == nil {
+			t.Fatalf("NoDoubleOwnership's message %q names no partition", vi.Message)
+		}
+		if !marked[tp[1]] {
+			t.Errorf("no NoDoubleOwnership mark on the row of %s, which %q names", tp[1], vi.Message)
+		}
+		if g := rows[tp[1]]; g == nil || g.attr["data-sublanes"] == "1" || len(distinctY(t, g.all(byTagClass("rect", "own")))) < 2 {
+			t.Errorf("%s, owned twice at once, is not drawn in two sub-lanes", tp[1])
+		}
+	}
+	coord := doc.all(byTagClass("rect", "coord"))
+	if len(coord) == 0 || coord[0].attr["data-node"] != "1" {
+		t.Errorf("the coordinator lane does not show node 1 (the embedded cluster's only node): %v", coord)
+	}
+	first := doc.all(byTagClass("li", "bitem"))[0]
+	checkZoom(t, bin, page, buf.String(), bannerAt(t, first))
+
+	shot := filepath.Join(dir, "report.png")
+	headless(t, bin, page, "--screenshot="+shot, "--window-size=1300,1300")
+	if st, err := os.Stat(shot); err != nil || st.Size() == 0 {
+		t.Errorf("no screenshot: %v", err)
+	}
+	t.Logf("report and screenshot kept in %s", dir)
+}
+
+// bannerAt is the time, in seconds, the banner item says its violation's evidence was complete.
+func bannerAt(t *testing.T, li *node) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`at (\S+),`).FindStringSubmatch(li.all(byTagClass("span", "where"))[0].allText())
+	if m == nil {
+		t.Fatalf("the banner item says no time: %q", li.allText())
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatalf("the banner item's time %q: %v", m[1], err)
+	}
+	return d.Seconds()
 }

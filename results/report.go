@@ -81,6 +81,9 @@ func ProtocolMix(members []MemberInfo) string {
 // Span is a fault or a phase drawn across the timeline.
 type Span struct {
 	Label string
+	// What and Target are the fault's (empty for a phase).
+	What   string
+	Target []string
 	// Detail is what the fault was seen to do (its effect, or why it had none).
 	Detail     string
 	Start, End time.Duration
@@ -107,13 +110,23 @@ type digest struct {
 	// (the report gives none); nil otherwise.
 	owning  []history.Event
 	keepOwn bool
-	times   map[int64]time.Duration // times of the cited events
+	citedAt map[int64]citedEvent // the cited events: when, and what they concern
 	rows    []eventRow
 	dropped int
+	lanes   lanes
+}
+
+// citedEvent is an event a violation cites, placed: its time, and the member and partitions its
+// payload names.
+type citedEvent struct {
+	index  int64
+	t      time.Duration
+	member string
+	tps    []history.TP
 }
 
 func newDigest(cited map[int64][]string, keepOwn bool) *digest {
-	return &digest{cited: cited, first: -1, openFault: map[string]int{}, keepOwn: keepOwn, times: map[int64]time.Duration{}}
+	return &digest{cited: cited, first: -1, openFault: map[string]int{}, keepOwn: keepOwn, citedAt: map[int64]citedEvent{}}
 }
 
 // needsValue reports whether the page reads e's payload: what add looks at, and every event the
@@ -125,11 +138,13 @@ func (d *digest) needsValue(e history.Event) bool {
 	return listable(&e)
 }
 
-// listable: what changes ownership or membership, faults and phases (not the calls in flight).
+// listable: what changes ownership or membership (a member stopping for good and its supervisor
+// restarting it included), faults and phases (not the calls in flight).
 func listable(e *history.Event) bool {
 	switch e.F {
 	case history.FAssigned, history.FRevoked, history.FLost, history.FFenced, history.FLeft,
-		history.FSessionExpired, history.FFaultStart, history.FFaultStop, history.FPhase, history.FJoin, history.FSync:
+		history.FSessionExpired, history.FStopped, history.FRestart,
+		history.FFaultStart, history.FFaultStop, history.FPhase, history.FJoin, history.FSync:
 		return e.Type != history.Invoke
 	}
 	return false
@@ -146,8 +161,10 @@ func (d *digest) add(e *history.Event) {
 	}
 	by, isCited := d.cited[e.Index]
 	if isCited {
-		d.times[e.Index] = e.Time
+		m, tps := concerns(e)
+		d.citedAt[e.Index] = citedEvent{index: e.Index, t: e.Time, member: m, tps: tps}
 	}
+	d.lanes.add(e)
 	if isCited || e.Type == history.Fail || listable(e) {
 		// The events table: at most maxEventRow of them besides every cited one.
 		if len(d.rows) >= maxEventRow && !isCited {
@@ -175,20 +192,27 @@ func (d *digest) add(e *history.Event) {
 			}
 			label := strings.TrimSpace(f.What + " " + strings.Join(f.Target, ","))
 			d.openFault[e.Process] = len(d.faults)
-			d.faults = append(d.faults, Span{Label: label, Detail: f.Effect, Start: e.Time, End: -1, Event: e.Index, StopEvent: -1})
+			d.faults = append(d.faults, Span{Label: label, What: f.What, Target: f.Target, Detail: f.Effect, Start: e.Time, End: -1, Event: e.Index, StopEvent: -1})
 			return
 		}
 		if i, ok := d.openFault[e.Process]; ok {
 			s := &d.faults[i]
 			s.End, s.StopEvent = e.Time, e.Index
 			if f.NoEffect != "" {
-				s.Detail = strings.TrimSpace(s.Detail + "; no observed effect: " + f.NoEffect)
+				s.Detail = joinDetail(s.Detail, "no observed effect: "+f.NoEffect)
 			} else if f.Effect != "" {
-				s.Detail = strings.TrimSpace(s.Detail + "; " + f.Effect)
+				s.Detail = joinDetail(s.Detail, f.Effect)
 			}
 			delete(d.openFault, e.Process)
 		}
 	}
+}
+
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // finish ends the faults never stopped at the history's end.
@@ -208,9 +232,10 @@ var palette = []string{
 }
 
 // memberColors gives each member a colour of the palette, in order: the plan's members first
-// (their planned order), then any other member in the order its first ownership appears. Past
+// (their planned order), then any other member in the order its first ownership appears, then the
+// others given (members that spoke in the group but owned nothing). Past
 // the palette's size, colours repeat and the bars of the repeat get a dashed outline (Cycle > 0).
-func memberColors(planned []MemberInfo, owns []check.Ownership) (map[string]legend, []legend) {
+func memberColors(planned []MemberInfo, owns []check.Ownership, others []string) (map[string]legend, []legend) {
 	by := map[string]legend{}
 	var order []legend
 	add := func(name string) {
@@ -227,6 +252,9 @@ func memberColors(planned []MemberInfo, owns []check.Ownership) (map[string]lege
 	}
 	for _, o := range owns {
 		add(o.Member)
+	}
+	for _, m := range others {
+		add(m)
 	}
 	for i := range order {
 		for _, m := range planned {
@@ -354,44 +382,6 @@ func (s timeScale) ticks() []time.Duration {
 	return out
 }
 
-type svgRect struct {
-	X, Y, W, H float64
-	Fill       string
-	Class      string
-	Title      string
-	Member     string
-	Data       template.HTMLAttr
-	// Count is how many ownerships a merged bar stands for (0: one, not merged).
-	Count int
-}
-
-type svgText struct {
-	X, Y   float64
-	Text   string
-	Class  string
-	Anchor string
-}
-
-type svgLine struct {
-	X1, Y1, X2, Y2 float64
-	Class          string
-	Title          string
-}
-
-type svgMark struct {
-	X, Y    float64
-	Event   int64
-	Checker string
-	Title   string
-}
-
-type svgRow struct {
-	TP    string
-	Y     float64
-	Label svgText
-	Rects []svgRect
-}
-
 type legend struct {
 	Member string
 	Kind   string
@@ -413,26 +403,31 @@ type pauseRow struct {
 
 type view struct {
 	Report
-	Summary   string
-	Status    string
-	Verdicts  []verdictRow
-	Legend    []legend
+	Summary  string
+	Status   string
+	Banner   []bannerItem
+	Verdicts []verdictRow
+	Legend   []legend
+	// Families are the fault families the run had, for the key.
+	Families  []faultFamilyKey
+	Timeline  template.HTML
 	SVGHeight float64
-	Segments  []svgRect
-	Texts     []svgText
-	Lines     []svgLine
-	Faults    []svgRect
-	Marks     []svgMark
-	Rows      []svgRow
+	Faults    []faultRow
 	Events    []eventRow
 	Dropped   int
 	Pauses    []pauseRow
 	// Merged ownerships are drawn as MergedBars grey bars.
 	Merged, MergedBars int
+	// Failed counts the violated checkers.
+	Failed int
+	// DroppedMarks counts membership and coordinator glyphs left off past maxMarks a lane.
+	DroppedMarks int
 
 	cited           map[int64][]string
 	failed, skipped int
 }
+
+type faultFamilyKey struct{ Class, Fill, Name string }
 
 // maxViolationsListed bounds the violations the verdicts table lists per checker (verdicts.json
 // has them all); the timeline marks the events of those listed.
@@ -507,6 +502,10 @@ func newView(r Report) *view {
 		}
 		v.Verdicts = append(v.Verdicts, row)
 	}
+	// The violated checkers first, then the skipped, then those that hold, each in the checkers'
+	// order.
+	rank := map[string]int{"violated": 0, "skipped": 1, "holds": 2}
+	slices.SortStableFunc(v.Verdicts, func(a, b verdictRow) int { return cmp.Compare(rank[a.Status], rank[b.Status]) })
 	v.Status = "holds"
 	if v.failed > 0 {
 		v.Status = "violated"
@@ -524,186 +523,42 @@ func (v *view) render(w io.Writer, d *digest) error {
 		owns = check.OwnershipsUntil(d.owning, d.end)
 		d.owning = nil
 	}
-	end := d.end
-	phases := d.phases
-	origin, teardown := time.Duration(-1), time.Duration(-1)
-	for _, p := range phases {
-		switch p.Label {
-		case history.PhaseWarmup:
-			if origin < 0 {
-				origin = p.Start
-			}
-		case history.PhaseTeardown:
-			teardown = p.Start
-		}
-	}
-	if origin < 0 {
-		// No warm-up phase: the story starts at the first event of anything but the harness.
-		origin = d.first
-	}
 	v.Summary = fmt.Sprintf("%d checkers: %d hold, %d violated, %d skipped; %d events", len(r.Verdicts), len(r.Verdicts)-v.failed-v.skipped, v.failed, v.skipped, d.n)
 
 	// Rows: the plan's partitions and every partition someone owned, sorted.
-	rowOf := map[history.TP]int{}
+	seen := map[history.TP]bool{}
 	var tps []history.TP
 	for _, tp := range r.Partitions {
-		if _, ok := rowOf[tp]; !ok {
-			rowOf[tp] = 0
+		if !seen[tp] {
+			seen[tp] = true
 			tps = append(tps, tp)
 		}
 	}
 	for _, o := range owns {
-		if _, ok := rowOf[o.Partition]; !ok {
-			rowOf[o.Partition] = 0
+		if !seen[o.Partition] {
+			seen[o.Partition] = true
 			tps = append(tps, o.Partition)
 		}
 	}
 	slices.SortFunc(tps, func(a, b history.TP) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-	left := labelWidth
-	for i, tp := range tps {
-		rowOf[tp] = i
-		left = max(left, 6.5*float64(len(tp.String()))+12)
-	}
-	left = min(left, chartWidth/3)
-	sc := newScale(left, origin, teardown, end)
-	colors, order := memberColors(r.Run.Members, owns)
-	v.Legend = order
+	v.layoutTimeline(d, owns, tps)
 
-	faults := d.faults
-	lanes := laneOf(faults)
-	nLanes := 0
-	for _, l := range lanes {
-		nLanes = max(nLanes, l+1)
+	had := map[int]bool{}
+	for _, s := range d.faults {
+		fam := faultFamily(s.What)
+		had[fam] = true
+		target := strings.Join(s.Target, ",")
+		v.Faults = append(v.Faults, faultRow{Span: s, Family: faultFamilies[fam].class, Target: target, Stopped: s.StopEvent >= 0})
 	}
-	faultTop := axisHeight
-	markY := faultTop + laneHeight*float64(nLanes) + 2
-	rowsTop := markY + laneHeight + 4
-	v.SVGHeight = rowsTop + rowHeight*float64(len(tps)) + 8
-
-	// Compressed stretches and the axis.
-	for _, g := range sc.segs {
-		if !g.compressed {
-			continue
-		}
-		v.Segments = append(v.Segments, svgRect{X: g.x0, Y: axisHeight - 14, W: g.x1 - g.x0, H: v.SVGHeight - axisHeight + 14, Class: "squeezed",
-			Title: fmt.Sprintf("%s, from %s to %s, drawn compressed", g.label, roundDur(g.t0), roundDur(g.t1))})
-		v.Texts = append(v.Texts, svgText{X: (g.x0 + g.x1) / 2, Y: 12, Text: g.label, Class: "squeezedlabel", Anchor: "middle"})
-	}
-	for _, t := range sc.ticks() {
-		x := sc.x(t)
-		v.Lines = append(v.Lines, svgLine{X1: x, Y1: axisHeight - 4, X2: x, Y2: v.SVGHeight, Class: "tick"})
-		v.Texts = append(v.Texts, svgText{X: x, Y: axisHeight - 6, Text: roundDur(t), Class: "ticklabel", Anchor: "middle"})
-	}
-	for i, p := range phases {
-		x := sc.x(p.Start)
-		v.Lines = append(v.Lines, svgLine{X1: x, Y1: faultTop, X2: x, Y2: v.SVGHeight, Class: "phase", Title: fmt.Sprintf("phase %s at %s (event %d)", p.Label, roundDur(p.Start), p.Event)})
-		if p.Label == history.PhaseSetup || p.Label == history.PhaseTeardown && len(sc.segs) > 1 && sc.segs[len(sc.segs)-1].compressed {
-			continue // named by its compressed stretch
-		}
-		label := svgText{X: x + 2, Y: 11 + 10*float64(i%2), Text: p.Label, Class: "phaselabel"}
-		if x > chartWidth-60 {
-			label.X, label.Anchor = x-2, "end"
-		}
-		v.Texts = append(v.Texts, label)
-	}
-	v.Texts = append(v.Texts,
-		svgText{X: left - 6, Y: markY + 11, Text: "violations", Class: "lanelabel", Anchor: "end"})
-	if nLanes > 0 {
-		v.Texts = append(v.Texts, svgText{X: left - 6, Y: faultTop + 11, Text: "faults", Class: "lanelabel", Anchor: "end"})
-	}
-
-	// Faults: a labelled bar in its lane and a band across the partition rows.
-	for i, s := range faults {
-		x0, x1 := sc.x(s.Start), sc.x(s.End)
-		stop := "never stopped"
-		if s.StopEvent >= 0 {
-			stop = fmt.Sprintf("healed at %s (event %d)", roundDur(s.End), s.StopEvent)
-		}
-		title := fmt.Sprintf("fault %s from %s (event %d), %s", s.Label, roundDur(s.Start), s.Event, stop)
-		if s.Detail != "" {
-			title += ": " + strings.TrimPrefix(s.Detail, "; ")
-		}
-		data := template.HTMLAttr(fmt.Sprintf(`data-event="%d" data-stop-event="%d"`, s.Event, s.StopEvent))
-		y := faultTop + laneHeight*float64(lanes[i])
-		v.Faults = append(v.Faults,
-			svgRect{X: x0, Y: y + 1, W: max(2, x1-x0), H: laneHeight - 2, Class: "fault", Title: title, Data: data},
-			svgRect{X: x0, Y: rowsTop, W: max(2, x1-x0), H: rowHeight * float64(len(tps)), Class: "faultband", Title: title})
-		v.Texts = append(v.Texts, svgText{X: x0 + 2, Y: y + laneHeight - 3, Text: s.Label, Class: "faultlabel"})
-	}
-
-	// Violation marks: one per cited event, linked to its row in the events table.
-	times := d.times
-	for _, vd := range v.Verdicts {
-		for _, vi := range vd.Violations {
-			for _, i := range vi.EventIndexes {
-				t, ok := times[i]
-				if !ok {
-					continue
-				}
-				v.Marks = append(v.Marks, svgMark{X: sc.x(t), Y: markY, Event: i, Checker: vd.Name, Title: fmt.Sprintf("%s: %s (event %d)", vd.Name, vi.Message, i)})
-			}
+	for i, f := range faultFamilies {
+		if had[i] {
+			v.Families = append(v.Families, faultFamilyKey{Class: f.class, Fill: f.fill, Name: f.name})
 		}
 	}
-
-	// Ownership rows.
-	v.Rows = make([]svgRow, len(tps))
-	for i, tp := range tps {
-		y := rowsTop + rowHeight*float64(i)
-		v.Rows[i] = svgRow{TP: tp.String(), Y: y, Label: svgText{X: left - 6, Y: y + 13, Text: tp.String(), Class: "tp", Anchor: "end"}}
-	}
-	for _, o := range owns {
-		row := &v.Rows[rowOf[o.Partition]]
-		x0, x1 := sc.x(o.Start), sc.x(o.End)
-		how := "revoked"
-		switch {
-		case o.Open():
-			how = "still owned at the end"
-		case o.EndF != history.FRevoked:
-			how = o.EndF
-		}
-		end := fmt.Sprintf("to %s (event %d), %s", roundDur(o.End), o.EndEvent, how)
-		if o.Open() {
-			end = fmt.Sprintf("to %s, %s", roundDur(o.End), how)
-		}
-		c := colors[o.Member]
-		cls := "own"
-		if o.Lost {
-			cls += " lost"
-		}
-		if c.Cycle > 0 {
-			cls += " again"
-		}
-		rect := svgRect{
-			X: x0, Y: row.Y + 2, W: x1 - x0, H: rowHeight - 4, Fill: c.Color, Class: cls, Member: o.Member,
-			Title: fmt.Sprintf("%s owns %s at epoch %d from %s (event %d) %s", o.Member, o.Partition, o.Epoch, roundDur(o.Start), o.StartEvent, end),
-			Data:  template.HTMLAttr(fmt.Sprintf(`data-start-event="%d" data-end-event="%d"`, o.StartEvent, o.EndEvent)),
-		}
-		// Ownerships narrower than a pixel next to one another are drawn as one grey bar: a run
-		// with a hundred thousand short ownerships stays a page a browser opens.
-		if n := len(row.Rects); rect.W < 1 && n > 0 && row.Rects[n-1].W < 1.5 && rect.X-(row.Rects[n-1].X+row.Rects[n-1].W) < 1 {
-			last := &row.Rects[n-1]
-			if last.Count == 0 {
-				last.Class, last.Fill, last.Member, last.Count = "own many", "#777", "", 1
-			}
-			last.Count++
-			last.Data = template.HTMLAttr(fmt.Sprintf(`data-count="%d"`, last.Count))
-			last.W = max(last.W, x1-last.X)
-			last.Title = fmt.Sprintf("%d short ownerships of %s, the last from event %d (history.jsonl has each)", last.Count, o.Partition, o.StartEvent)
-			continue
-		}
-		rect.W = max(1, rect.W)
-		row.Rects = append(row.Rects, rect)
-	}
-	for _, row := range v.Rows {
-		for _, rc := range row.Rects {
-			if rc.Count > 0 {
-				v.Merged += rc.Count
-				v.MergedBars++
-			}
-		}
-	}
+	v.DroppedMarks = d.lanes.droppedMarks
+	v.Failed = v.failed
 
 	if r.Cost != nil {
 		for _, p := range sortedKeys(r.Cost.Protocols) {
@@ -770,103 +625,3 @@ window.gqRecordError=record;
 window.addEventListener('error',function(e){record('error: '+e.message+' ('+(e.filename||'page')+':'+e.lineno+')');});
 window.addEventListener('unhandledrejection',function(e){record('unhandled rejection: '+e.reason);});
 })();`
-
-// behaviour highlights one member's bars when its legend entry or a bar is hovered, opens the
-// event of a clicked bar, and checks that every violation link leads to an event row.
-const behaviour = `(function(){
-var svg=document.querySelector('svg.timeline');
-function highlight(m){
-  if(!svg)return;
-  svg.classList.toggle('focus',!!m);
-  svg.querySelectorAll('rect.own').forEach(function(r){r.classList.toggle('hl',r.getAttribute('data-member')===m);});
-}
-document.querySelectorAll('[data-member]').forEach(function(el){
-  el.addEventListener('mouseenter',function(){highlight(el.getAttribute('data-member'));});
-  el.addEventListener('mouseleave',function(){highlight(null);});
-});
-document.querySelectorAll('rect.own[data-start-event]').forEach(function(r){
-  r.addEventListener('click',function(){location.hash='#e'+r.getAttribute('data-start-event');});
-});
-var broken=[];
-document.querySelectorAll('a[href^="#e"]').forEach(function(a){
-  if(!document.getElementById(a.getAttribute('href').slice(1)))broken.push(a.getAttribute('href'));
-});
-if(broken.length)window.gqRecordError('violation links without an event row: '+broken.join(' '));
-document.documentElement.setAttribute('data-links-checked',String(document.querySelectorAll('a[href^="#e"]').length));
-document.documentElement.setAttribute('data-ready','1');
-})();`
-
-var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"value":      eventValue,
-	"dur":        roundDur,
-	"f1":         func(x float64) string { return fmt.Sprintf("%.1f", x) },
-	"css":        func(s string) template.CSS { return template.CSS(s) }, // colours of the fixed palette only
-	"pageScript": func() template.JS { return template.JS(pageScript) },  // the page's own constant scripts
-	"behaviour":  func() template.JS { return template.JS(behaviour) },
-	"join":       strings.Join,
-}).Parse(`<!DOCTYPE html>
-<html lang="en" data-script-errors="0"><head><meta charset="utf-8"><title>{{.Title}}</title>
-<script>{{pageScript}}</script>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}code{background:#f3f3f3;padding:.1em .3em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .5em;vertical-align:top;text-align:left}
-span.holds{color:#17803d}span.violated{color:#b42318;font-weight:bold}span.skipped{color:#8a6d00}li.violation{color:#b42318}
-.status-violated h1{color:#b42318}
-svg.timeline{border:1px solid #ccc;background:#fff;display:block}
-.squeezed{fill:#eee}.squeezedlabel{font-size:11px;fill:#555;font-style:italic}
-.tick{stroke:#eee}.ticklabel{font-size:10px;fill:#666}
-.phase{stroke:#555;stroke-width:1}.phaselabel{font-size:10px;fill:#333}
-.fault{fill:#7a7a7a;fill-opacity:.55}.faultband{fill:#7a7a7a;fill-opacity:.10}.faultlabel{font-size:10px;fill:#fff;pointer-events:none}
-.lanelabel{font-size:10px;fill:#666}.tp{font-size:11px;fill:#333}
-.own{stroke:#fff;stroke-width:.5;cursor:pointer}.own.lost{stroke:#b42318;stroke-width:2}.own.again{stroke:#222;stroke-dasharray:3 2}
-.own.many{stroke:none}
-svg.focus rect.own{opacity:.25}svg.focus rect.own.hl{opacity:1}
-.vmark{fill:#b42318}
-.swatch{display:inline-block;width:1em;height:1em;vertical-align:middle;margin:0 .3em 0 1em;border-radius:2px}
-tr:target{background:#fff3c4}tr.cited td:first-child{border-left:3px solid #b42318}
-#script-errors{color:#b42318;background:#fff0f0;padding:.5em}
-</style></head><body class="status-{{.Status}}">
-<h1>{{.Title}}</h1>
-<p class="summary">{{.Summary}}{{if .Truncated}} — <strong>the history ends mid-line: the run was killed, and it is judged up to there</strong>{{end}}</p>
-{{if .Run.Scenario}}<table class="run">
-<tr><th>seed</th><td>{{.Run.Seed}}</td><th>scenario</th><td>{{.Run.Scenario}}</td><th>Kafka</th><td>{{.Run.Kafka}}</td><th>protocol</th><td>{{.Run.Protocol}}</td></tr>
-{{if .Run.Dir}}<tr><th>run directory</th><td colspan="7"><code>{{.Run.Dir}}</code></td></tr>{{end}}
-</table>{{end}}
-{{if .Command}}<p>Rerun: <code>{{.Command}}</code></p>{{end}}
-{{range .Notes}}<p class="note">note: {{.}}</p>
-{{end}}
-<h2>Verdicts</h2>
-<table class="verdicts"><tr><th>checker</th><th>verdict</th><th>violations and notes</th></tr>
-{{range .Verdicts}}<tr id="v-{{.Name}}" class="verdict {{.Status}}"><td>{{.Name}}</td><td><span class="{{.Status}}">{{.Status}}</span></td>
-<td>{{if .Skipped}}{{.Skipped}}<br>{{end}}{{if .Violations}}<ol class="violations">{{range .Violations}}<li class="violation">{{.Message}} {{range .EventIndexes}}<a class="ev" href="#e{{.}}">#{{.}}</a> {{end}}</li>{{end}}</ol>{{end}}{{if .More}}<p>… and {{.More}} more in verdicts.json</p>{{end}}{{range .Notes}}<small>{{.}}</small><br>{{end}}</td></tr>
-{{end}}</table>
-<h2>Timeline</h2>
-<p>One row per partition; a bar is one member owning it, from its assignment to where the checkers end it (revoked, lost, fenced, session expired, left); a red outline marks an ownership that ended without a clean revocation. Grey bars on top are faults (their band runs across the rows), red marks link to the events a violation cites, vertical lines start phases. Hover for details; click a bar for its event.</p>
-{{if .Merged}}<p class="aggregated">{{.Merged}} ownerships narrower than a pixel, next to one another, are drawn as {{.MergedBars}} grey bars, each saying how many it stands for; the violation marks and the events table still show every event a violation cites, and history.jsonl has every ownership.</p>
-{{end}}<p class="legend">{{range .Legend}}<span class="member" data-member="{{.Member}}"><span class="swatch" style="background:{{css .Color}}"></span>{{.Member}}{{if .Kind}} <small>({{.Kind}})</small>{{end}}</span>{{end}}</p>
-<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="1200" height="{{f1 .SVGHeight}}" viewBox="0 0 1200 {{f1 .SVGHeight}}">
-{{range .Segments}}<rect class="{{.Class}}" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect>
-{{end}}{{range .Lines}}<line class="{{.Class}}" x1="{{f1 .X1}}" y1="{{f1 .Y1}}" x2="{{f1 .X2}}" y2="{{f1 .Y2}}">{{if .Title}}<title>{{.Title}}</title>{{end}}</line>
-{{end}}<g class="faults">{{range .Faults}}<rect class="{{.Class}}" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" {{.Data}}><title>{{.Title}}</title></rect>
-{{end}}</g>
-{{range .Rows}}<g class="row" data-tp="{{.TP}}"><text x="{{f1 .Label.X}}" y="{{f1 .Label.Y}}" class="{{.Label.Class}}" text-anchor="end">{{.Label.Text}}</text>
-{{range .Rects}}<rect class="{{.Class}}" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"{{if .Fill}} style="fill:{{css .Fill}}"{{end}}{{if .Member}} data-member="{{.Member}}"{{end}} {{.Data}}><title>{{.Title}}</title></rect>
-{{end}}</g>
-{{end}}{{range .Texts}}<text x="{{f1 .X}}" y="{{f1 .Y}}" class="{{.Class}}"{{if .Anchor}} text-anchor="{{.Anchor}}"{{end}}>{{.Text}}</text>
-{{end}}<g class="marks">{{range .Marks}}<a class="vmark" href="#e{{.Event}}" data-checker="{{.Checker}}"><path class="vmark" d="M{{f1 .X}} {{f1 .Y}}l-5 0l5 11l5 -11z"><title>{{.Title}}</title></path></a>
-{{end}}</g>
-</svg>
-{{if .Pauses}}<h2>Rebalance pauses</h2>
-<table class="pauses"><tr><th>protocol</th><th>partition pauses</th><th>p50</th><th>p99</th><th>max</th><th>member pauses</th><th>max</th></tr>
-{{range .Pauses}}<tr><td>{{.Protocol}}</td><td>{{.Partition.Count}}</td><td>{{dur .Partition.P50}}</td><td>{{dur .Partition.P99}}</td><td>{{dur .Partition.Max}}</td><td>{{.Member.Count}}</td><td>{{dur .Member.Max}}</td></tr>
-{{end}}</table>{{end}}
-<h2>Events</h2>
-<p>Ownership, membership, faults, phases, failed calls and every event a violation cites{{if .Dropped}} ({{.Dropped}} more not listed: history.jsonl has them){{end}}.</p>
-<table class="events"><tr><th>#</th><th>time</th><th>process</th><th>type</th><th>f</th><th>value</th><th>why</th><th>cited by</th></tr>
-{{range .Events}}<tr id="e{{.Index}}"{{if .CitedBy}} class="cited"{{end}}><td>{{.Index}}</td><td>{{.Time}}</td><td>{{.Process}}</td><td>{{.Type}}</td><td>{{.F}}</td><td>{{value .Event}}</td><td>{{.Why}}</td><td>{{range .CitedBy}}<a href="#v-{{.}}">{{.}}</a> {{end}}</td></tr>
-{{end}}</table>
-<pre id="script-errors" hidden></pre>
-<script>{{behaviour}}</script>
-</body></html>
-`))

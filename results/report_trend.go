@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
@@ -150,6 +151,12 @@ type trendDot struct {
 	Report string
 }
 
+type trendText struct {
+	X, Y   float64
+	Text   string
+	Anchor string
+}
+
 type trendView struct {
 	Title                           string
 	Summary                         string
@@ -157,7 +164,9 @@ type trendView struct {
 	ByKafka, ByProtocol, ByScenario []trendGroup
 	Dots                            []trendDot
 	ChartW, ChartH, ChartTop        float64
-	YTicks                          []svgText
+	Left, Right, Bottom             float64
+	YTicks, XTicks                  []trendText
+	Grid                            []float64
 	Status                          string
 }
 
@@ -199,16 +208,16 @@ func WriteTrend(w io.Writer, title string, runs []RunSummary) error {
 		return k
 	})
 
-	// The chart: one dot per run at its longest partition pause.
-	const left, width, height, top = 60.0, 1000.0, 180.0, 10.0
-	v.ChartW, v.ChartH, v.ChartTop = left+width+20, top+height+30, top
+	// The chart: one dot per run at its longest partition pause; the y axis in seconds from 0 to
+	// a round value above the longest, the x axis the runs' numbers in the order they started.
+	const left, width, height, top = 70.0, 1000.0, 180.0, 10.0
+	v.ChartW, v.ChartH, v.ChartTop = left+width+20, top+height+46, top
+	v.Left, v.Right, v.Bottom = left, left+width, top+height
 	var most time.Duration
 	for _, r := range v.Runs {
 		most = max(most, r.Partition.Max)
 	}
-	if most <= 0 {
-		most = time.Second
-	}
+	yMax := niceCeil(max(most.Seconds(), 0.001))
 	step := width / float64(max(1, len(v.Runs)))
 	for i, r := range v.Runs {
 		cls := "dot holds"
@@ -218,12 +227,23 @@ func WriteTrend(w io.Writer, title string, runs []RunSummary) error {
 		case !r.Holds:
 			cls = "dot violated"
 		}
-		y := top + height - height*float64(r.Partition.Max)/float64(most)
+		y := top + height - height*r.Partition.Max.Seconds()/yMax
 		v.Dots = append(v.Dots, trendDot{X: left + step*(float64(i)+0.5), Y: y, Class: cls, Report: r.Report,
 			Title: fmt.Sprintf("run %d (%s, Kafka %s, %s, seed %d): longest partition pause %s", r.N, r.Run.Scenario, r.Run.Kafka, r.Run.Protocol, r.Run.Seed, roundDur(r.Partition.Max))})
 	}
-	for _, f := range []float64{0, 0.5, 1} {
-		v.YTicks = append(v.YTicks, svgText{X: left - 6, Y: top + height - height*f + 4, Text: roundDur(time.Duration(f * float64(most))), Anchor: "end"})
+	tick := niceCeil(yMax / 5)
+	for i := 0; float64(i)*tick <= yMax*(1+1e-9); i++ {
+		val := float64(i) * tick
+		y := top + height - height*val/yMax
+		v.YTicks = append(v.YTicks, trendText{X: left - 6, Y: y + 4, Text: strconv.FormatFloat(val, 'g', 3, 64), Anchor: "end"})
+		v.Grid = append(v.Grid, y)
+	}
+	// Run numbers: every run's when they fit, else about 20 of them.
+	every := max(1, (len(v.Runs)+19)/20)
+	for i := range v.Runs {
+		if i%every == 0 || i == len(v.Runs)-1 {
+			v.XTicks = append(v.XTicks, trendText{X: left + step*(float64(i)+0.5), Y: top + height + 14, Text: strconv.Itoa(i + 1), Anchor: "middle"})
+		}
 	}
 	return trendTemplate.Execute(w, v)
 }
@@ -248,16 +268,21 @@ td.n{text-align:right}
 .holds{color:#17803d}.violated{color:#b42318;font-weight:bold}.unread{color:#8a6d00}
 .status-violated h1{color:#b42318}
 svg.trend{border:1px solid #ccc;background:#fff;display:block}
-.dot.holds{fill:#17803d}.dot.violated{fill:#b42318}.dot.unread{fill:#8a6d00}.axis{stroke:#999}.ylabel{font-size:10px;fill:#666}
+.dot.holds{fill:#17803d}.dot.violated{fill:#b42318}.dot.unread{fill:#8a6d00}.axis{stroke:#777}.grid{stroke:#eee}
+.ylabel,.xlabel{font-size:11px;fill:#444}.axistitle{font-size:12px;fill:#222}
 #script-errors{color:#b42318;background:#fff0f0;padding:.5em}
 </style></head><body class="status-{{.Status}}">
 <h1>{{.Title}}</h1>
 <p class="summary">{{.Summary}}</p>
 <h2>Longest partition pause per run</h2>
 <svg class="trend" xmlns="http://www.w3.org/2000/svg" width="{{f1 .ChartW}}" height="{{f1 .ChartH}}">
-<line class="axis" x1="60" y1="{{f1 .ChartTop}}" x2="60" y2="190"></line><line class="axis" x1="60" y1="190" x2="1060" y2="190"></line>
+{{range .Grid}}<line class="grid" x1="{{f1 $.Left}}" y1="{{f1 .}}" x2="{{f1 $.Right}}" y2="{{f1 .}}"></line>
+{{end}}<line class="axis" x1="{{f1 .Left}}" y1="{{f1 .ChartTop}}" x2="{{f1 .Left}}" y2="{{f1 .Bottom}}"></line><line class="axis" x1="{{f1 .Left}}" y1="{{f1 .Bottom}}" x2="{{f1 .Right}}" y2="{{f1 .Bottom}}"></line>
 {{range .YTicks}}<text class="ylabel" x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="end">{{.Text}}</text>
-{{end}}{{range .Dots}}{{if .Report}}<a href="{{.Report}}">{{end}}<circle class="{{.Class}}" cx="{{f1 .X}}" cy="{{f1 .Y}}" r="5"><title>{{.Title}}</title></circle>{{if .Report}}</a>{{end}}
+{{end}}{{range .XTicks}}<text class="xlabel" x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="middle">{{.Text}}</text>
+{{end}}<text class="axistitle" id="y-axis-title" transform="translate(18 {{f1 .Bottom}}) rotate(-90)" x="0" y="0">longest partition pause (s)</text>
+<text class="axistitle" id="x-axis-title" x="{{f1 .Left}}" y="{{f1 .ChartH}}" dy="-6">run number, in the order the runs started (red: a checker found a violation; click a dot for its report)</text>
+{{range .Dots}}{{if .Report}}<a href="{{.Report}}">{{end}}<circle class="{{.Class}}" cx="{{f1 .X}}" cy="{{f1 .Y}}" r="5"><title>{{.Title}}</title></circle>{{if .Report}}</a>{{end}}
 {{end}}</svg>
 {{define "groups"}}<table class="groups"><tr><th>{{.Name}}</th><th>runs</th><th>hold</th><th>violated</th><th>violated checkers</th><th>partition pauses</th><th>p50</th><th>p99</th><th>max</th><th>member pauses</th><th>max</th><th>under a fault</th><th>mid-rebalance</th></tr>
 {{range .Groups}}<tr class="group" data-key="{{.Key}}"><td>{{.Key}}</td><td class="n">{{.Runs}}</td><td class="n">{{.Hold}}</td><td class="n{{if .Violated}} violated{{end}}">{{.Violated}}</td><td>{{range .Checkers}}{{.}} {{end}}</td>

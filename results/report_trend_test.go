@@ -69,4 +69,22 @@ func TestTrendGroups(t *testing.T) {
 	if n := len(doc.all(byTagClass("circle", "violated"))); n != 1 {
 		t.Errorf("%d red dots in the chart, want 1 (the violated run)", n)
 	}
+	// The chart's axes say what they measure, in which unit.
+	titles := map[string]string{}
+	for _, txt := range doc.all(byTagClass("text", "axistitle")) {
+		titles[txt.attr["id"]] = txt.text
+	}
+	if !strings.Contains(titles["y-axis-title"], "longest partition pause (s)") || !strings.Contains(titles["x-axis-title"], "run number") {
+		t.Errorf("axis titles %v, want the y axis in seconds and the x axis in run numbers", titles)
+	}
+	var xs, ys []string
+	for _, txt := range doc.all(byTagClass("text", "xlabel")) {
+		xs = append(xs, txt.text)
+	}
+	for _, txt := range doc.all(byTagClass("text", "ylabel")) {
+		ys = append(ys, txt.text)
+	}
+	if strings.Join(xs, " ") != "1 2 3 4" || strings.Join(ys, " ") != "0 0.2 0.4 0.6 0.8 1" {
+		t.Errorf("axis ticks x %v, y %v; want the run numbers and 0 to 1 s (the longest pause is 0.9 s)", xs, ys)
+	}
 }

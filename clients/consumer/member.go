@@ -217,7 +217,11 @@ func (mb *Member) Owned() clients.Partitions {
 // and counts as liveness for the max poll interval. A member that left
 // because the poll timer expired rejoins here (Java's
 // maybeRejoinStaleMember). After a fatal heartbeat error it returns that
-// error.
+// error (clients.ErrStopped), once the answer that carried it and what the
+// member did because of it (its partitions lost) have been reported: the
+// application acts on the error, so it must come after them, as in Java,
+// where the error is thrown by the poll after the background thread
+// handled the answer.
 func (mb *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	mb.pollMu.Lock()
 	defer mb.pollMu.Unlock()
@@ -230,8 +234,16 @@ func (mb *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		return nil, fmt.Errorf("consumer member %q: Poll before Start", mb.name)
 	}
 	if mb.m.state == stateFatal {
+		if mb.owned.Count() > 0 {
+			// The fatal answer's loss of every partition waits for this
+			// Poll to end (lockOwnership): no records, and the next Poll
+			// says the member stopped.
+			mb.mu.Unlock()
+			return nil, nil
+		}
 		err := mb.m.fatal
 		mb.mu.Unlock()
+		mb.flush()
 		return nil, err
 	}
 	mb.lastPoll = mb.cfg.clock.Now()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -15,13 +16,14 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/clientstest"
+	"github.com/groupquake/groupquake/clients/process"
 )
 
-// script is a scripted stand-in for the JVM: the test reads the commands
+// script is a scripted stand-in for the JVM: the test reads the messages
 // the member writes and answers with the lines a Driver would.
 type script struct {
 	t       *testing.T
-	args    []string
+	hello   process.Msg
 	inR     *io.PipeReader // what the member writes
 	inW     *io.PipeWriter
 	outR    *io.PipeReader // what the member reads
@@ -31,15 +33,19 @@ type script struct {
 	done    chan struct{}
 	once    sync.Once
 	waitErr error
+	last    process.Msg // the last command read
 }
 
-func (s *script) stdin() io.Writer  { return s.inW }
-func (s *script) stdout() io.Reader { return s.outR }
-func (s *script) kill() error {
+func (s *script) In() io.Writer   { return s.inW }
+func (s *script) Out() io.Reader  { return s.outR }
+func (s *script) Pid() int        { return 0 }
+func (s *script) Hosted() bool    { return false }
+func (s *script) Stop(bool) error { return nil }
+func (s *script) Kill() error {
 	s.exit(errors.New("signal: killed"))
 	return nil
 }
-func (s *script) wait() error { <-s.done; return s.waitErr }
+func (s *script) Wait() error { <-s.done; return s.waitErr }
 
 // exit ends the stand-in as a JVM exits: its stdout closes.
 func (s *script) exit(err error) {
@@ -59,13 +65,31 @@ func (s *script) send(line string) {
 	}
 }
 
-// next reads the member's next command.
-func (s *script) next() string {
+// answer answers the last command read with a message of type typ and the
+// JSON fields rest (without braces).
+func (s *script) answer(typ, rest string) {
+	s.t.Helper()
+	line := fmt.Sprintf(`{"type":%q,"id":%d`, typ, s.last.ID)
+	if rest != "" {
+		line += "," + rest
+	}
+	s.send(line + "}")
+}
+
+// next reads the member's next message.
+func (s *script) next() process.Msg {
 	s.t.Helper()
 	if !s.lines.Scan() {
 		s.t.Fatalf("stand-in: the member closed stdin: %v", s.lines.Err())
 	}
-	return s.lines.Text()
+	m, err := process.Parse(s.lines.Bytes())
+	if err != nil {
+		s.t.Fatalf("stand-in: the member wrote %q: %v", s.lines.Text(), err)
+	}
+	if _, ok := process.Commands[m.Type]; ok {
+		s.last = m
+	}
+	return m
 }
 
 // newScripted returns a member whose JVM is a script, and the script once
@@ -73,8 +97,8 @@ func (s *script) next() string {
 func newScripted(t *testing.T, hooks clients.Hooks, opts ...Opt) (*Member, chan *script) {
 	t.Helper()
 	started := make(chan *script, 1)
-	start := func(args []string, stderr io.Writer) (proc, error) {
-		s := &script{t: t, args: args, stderr: stderr, done: make(chan struct{})}
+	start := func(stderr io.Writer) (process.Conn, error) {
+		s := &script{t: t, stderr: stderr, done: make(chan struct{})}
 		s.inR, s.inW = io.Pipe()
 		s.outR, s.outW = io.Pipe()
 		s.lines = bufio.NewScanner(s.inR)
@@ -89,13 +113,22 @@ func newScripted(t *testing.T, hooks clients.Hooks, opts ...Opt) (*Member, chan 
 	return m, started
 }
 
-// startScripted starts m against its script, which says ready.
+// startScripted starts m against its script, which says ready and
+// subscribed.
 func startScripted(t *testing.T, m *Member, started chan *script) *script {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() { errc <- m.Start(context.Background()) }()
 	s := <-started
-	s.send(`{"ev":"ready","at":1,"version":"4.4.0"}`)
+	s.hello = s.next()
+	if s.hello.Type != process.THello {
+		t.Fatalf("first message %+v, want hello", s.hello)
+	}
+	s.answer("ready", `"version":1,"client":"kafka-clients 4.4.0","calls":"wire","commits":"application"`)
+	if sub := s.next(); sub.Type != process.TSubscribe || !slices.Equal(sub.Topics, []string{"t"}) {
+		t.Fatalf("after ready the member wrote %+v, want subscribe to t", sub)
+	}
+	s.answer("subscribed", "")
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +151,24 @@ func (h *hookLog) last() clients.Event {
 	return all[len(all)-1]
 }
 
-func argMap(args []string) map[string]string {
-	out := map[string]string{}
-	for _, a := range args {
-		k, v, _ := strings.Cut(a, "=")
+// helloConfig is what hello asks of the consumer, as the settings the
+// driver gives KafkaConsumer.
+func helloConfig(h process.Msg) map[string]string {
+	out := map[string]string{
+		"group.protocol": h.GroupProtocol, "group.id": h.Group, "topics": strings.Join(h.Topics, ","),
+		"bootstrap.servers": strings.Join(h.Bootstrap, ","),
+	}
+	if h.InstanceID != "" {
+		out["group.instance.id"] = h.InstanceID
+	}
+	if t := h.Timers; t != nil {
+		for k, v := range map[string]int64{"session.timeout.ms": t.SessionMS, "heartbeat.interval.ms": t.HeartbeatMS, "max.poll.interval.ms": t.PollIntervalMS} {
+			if v > 0 {
+				out[k] = fmt.Sprint(v)
+			}
+		}
+	}
+	for k, v := range h.Properties {
 		out[k] = v
 	}
 	return out
@@ -144,7 +191,7 @@ func TestConfigPerKind(t *testing.T) {
 				"group.protocol": "classic", "group.instance.id": "i1", "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
 				"max.poll.interval.ms":          "20000",
 				"partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
-				"enable.auto.commit":            "false", "group.id": "g", "topics": "t",
+				"group.id":                      "g", "topics": "t",
 			},
 			absent: []string{"group.remote.assignor"},
 		},
@@ -164,11 +211,14 @@ func TestConfigPerKind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, started := newScripted(t, &hookLog{}, tc.opts...)
 			s := startScripted(t, m, started)
-			got := argMap(s.args)
+			got := helloConfig(s.hello)
 			for k, v := range tc.want {
 				if got[k] != v {
-					t.Errorf("%s = %q, want %q (args %q)", k, got[k], v, s.args)
+					t.Errorf("%s = %q, want %q (hello %+v)", k, got[k], v, s.hello)
 				}
+			}
+			if !slices.Equal(s.hello.Versions, []int{process.Version}) || s.hello.Member != "m1" {
+				t.Errorf("hello offers versions %v for member %q, want [%d] for m1", s.hello.Versions, s.hello.Member, process.Version)
 			}
 			for _, k := range tc.absent {
 				if _, ok := got[k]; ok {
@@ -205,19 +255,19 @@ func TestListenerEventsRecordedBeforeAck(t *testing.T) {
 		recs, err := m.Poll(ctx)
 		res <- result{recs, err}
 	}()
-	if cmd := s.next(); !strings.HasPrefix(cmd, "poll ") {
-		t.Fatalf("first command %q, want poll", cmd)
+	if cmd := s.next(); cmd.Type != process.TPoll {
+		t.Fatalf("first command %+v, want poll", cmd)
 	}
-	s.send(`{"ev":"assigned","at":5,"member_id":"A","generation":3,"partitions":[["t",2],["t",0],["t",1]],"sync":true}`)
-	if got := s.next(); got != "ack" {
-		t.Fatalf("after a sync event the member wrote %q, want ack", got)
+	s.send(`{"type":"assigned","seq":1,"at":5,"member_id":"A","epoch":3,"partitions":[{"topic":"t","partition":2},{"topic":"t","partition":0},{"topic":"t","partition":1}]}`)
+	if got := s.next(); got.Type != process.TAck || got.Seq != 1 {
+		t.Fatalf("after an ownership event the member wrote %+v, want its ack", got)
 	}
 	if e := h.last(); e.Kind != clients.Assigned || e.Generation != 3 || e.MemberID != "A" || !slices.Equal(e.Partitions["t"], []int32{0, 1, 2}) {
 		t.Fatalf("when the ack was written the last event was %+v, want assigned t[0 1 2] at generation 3", e)
 	}
-	s.send(`{"ev":"revoked","at":6,"member_id":"A","generation":3,"partitions":[["t",1]],"sync":true}`)
-	if got := s.next(); got != "ack" {
-		t.Fatalf("after a sync event the member wrote %q, want ack", got)
+	s.send(`{"type":"revoked","seq":2,"at":6,"member_id":"A","epoch":3,"partitions":[{"topic":"t","partition":1}]}`)
+	if got := s.next(); got.Type != process.TAck || got.Seq != 2 {
+		t.Fatalf("after an ownership event the member wrote %+v, want its ack", got)
 	}
 	if e := h.last(); e.Kind != clients.Revoked || !slices.Equal(e.Partitions["t"], []int32{1}) {
 		t.Fatalf("when the ack was written the last event was %+v, want revoked t[1]", e)
@@ -225,7 +275,7 @@ func TestListenerEventsRecordedBeforeAck(t *testing.T) {
 	if got := m.Owned(); !slices.Equal(got["t"], []int32{0, 2}) {
 		t.Errorf("Owned() = %v after assigned 0,1,2 and revoked 1", got)
 	}
-	s.send(`{"ev":"polled","at":7,"member_id":"A","generation":3,"records":[["t",0,41,"","c2VxPTQx"],["t",2,7,"a2V5","eA=="]]}`)
+	s.answer("polled", `"at":7,"member_id":"A","epoch":3,"records":[{"topic":"t","partition":0,"offset":41,"value":"c2VxPTQx"},{"topic":"t","partition":2,"offset":7,"key":"a2V5","value":"eA=="}]`)
 	r := <-res
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -244,9 +294,9 @@ func TestListenerEventsRecordedBeforeAck(t *testing.T) {
 		res <- result{nil, err}
 	}()
 	s.next()
-	s.send(`{"ev":"lost","at":8,"member_id":"A","generation":3,"partitions":[["t",0],["t",2]],"sync":true}`)
+	s.send(`{"type":"lost","seq":3,"at":8,"member_id":"A","epoch":3,"partitions":[{"topic":"t","partition":0},{"topic":"t","partition":2}]}`)
 	s.next()
-	s.send(`{"ev":"polled","at":9,"generation":-1,"records":[],"error":"org.apache.kafka.common.errors.FencedInstanceIdException: fenced","class":"FencedInstanceIdException"}`)
+	s.answer("polled", `"at":9,"epoch":-1,"error":"org.apache.kafka.common.errors.FencedInstanceIdException: fenced","class":"FencedInstanceIdException"`)
 	r = <-res
 	if r.err == nil || !strings.Contains(r.err.Error(), "FencedInstanceIdException") {
 		t.Errorf("Poll after an exception in poll returned %v, want the exception", r.err)
@@ -271,14 +321,15 @@ func TestCommitCommand(t *testing.T) {
 		_, err := m.Commit(ctx, map[string]map[int32]int64{"t": {2: 9, 0: 5}, "a": {0: 1}})
 		errc <- err
 	}()
-	cmd := strings.Fields(s.next())
-	if len(cmd) != 11 || cmd[0] != "commit" || strings.Join(cmd[2:], " ") != "a 0 1 t 0 5 t 2 9" {
-		t.Fatalf("commit command %q", cmd)
+	cmd := s.next()
+	want := []process.Offset{{Topic: "a", Partition: 0, Offset: 1}, {Topic: "t", Partition: 0, Offset: 5}, {Topic: "t", Partition: 2, Offset: 9}}
+	if cmd.Type != process.TCommit || !slices.Equal(cmd.Offsets, want) {
+		t.Fatalf("commit command %+v, want the offsets %v in order", cmd, want)
 	}
-	if ms := cmd[1]; ms < "9000" || len(ms) != 4 {
-		t.Errorf("commit timeout %s ms, want about the 10s ctx leaves", ms)
+	if ms := cmd.TimeoutMS; ms < 9000 || ms > 10000 {
+		t.Errorf("commit timeout %d ms, want about the 10s ctx leaves", ms)
 	}
-	s.send(`{"ev":"committed","at":2,"generation":4,"error":"org.apache.kafka.clients.consumer.CommitFailedException: rebalanced","class":"CommitFailedException"}`)
+	s.answer("committed", `"at":2,"epoch":4,"error":"org.apache.kafka.clients.consumer.CommitFailedException: rebalanced","class":"CommitFailedException"`)
 	if err := <-errc; err == nil || !strings.Contains(err.Error(), "CommitFailedException") {
 		t.Fatalf("Commit returned %v, want the CommitFailedException", err)
 	}
@@ -287,7 +338,7 @@ func TestCommitCommand(t *testing.T) {
 		errc <- err
 	}()
 	s.next()
-	s.send(`{"ev":"committed","at":3,"generation":4}`)
+	s.answer("committed", `"at":3,"epoch":4`)
 	if err := <-errc; err != nil {
 		t.Fatalf("Commit returned %v on success", err)
 	}
@@ -326,10 +377,10 @@ func TestClose(t *testing.T) {
 		defer cancel()
 		errc <- m.Close(ctx)
 	}()
-	if cmd := s.next(); !strings.HasPrefix(cmd, "close ") {
-		t.Fatalf("close sent %q", cmd)
+	if cmd := s.next(); cmd.Type != process.TClose || cmd.TimeoutMS <= 0 {
+		t.Fatalf("close sent %+v", cmd)
 	}
-	s.send(`{"ev":"closed","at":4}`)
+	s.answer("closed", `"at":4`)
 	s.exit(nil)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -350,6 +401,9 @@ func TestStartTimesOut(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- m.Start(ctx) }()
 	s := <-started
+	if h := s.next(); h.Type != process.THello {
+		t.Fatalf("first message %+v, want hello", h)
+	}
 	err := <-errc
 	if err == nil || !strings.Contains(err.Error(), "ready") {
 		t.Fatalf("Start without ready returned %v", err)
@@ -376,5 +430,69 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	if err := CheckVersion("4.4"); err == nil {
 		t.Error("CheckVersion(4.4) accepted a version that is no release number")
+	}
+}
+
+// An exception from poll that the driver marks fatal (the application
+// cannot go on from it: here UNRELEASED_INSTANCE_ID to a static member's
+// join) stops the member for good: Poll returns it as clients.ErrStopped,
+// then again without polling the JVM, and the next command is the close
+// its supervisor sends. An exception the driver does not mark fatal (a
+// retriable one) is an error of that poll alone.
+func TestFatalPollExceptionStopsTheMember(t *testing.T) {
+	m, started := newScripted(t, &hookLog{}, InstanceID("g-m1"), Protocol(clients.Consumer))
+	s := startScripted(t, m, started)
+	errc := make(chan error, 1)
+	poll := func() {
+		go func() {
+			_, err := m.Poll(context.Background())
+			errc <- err
+		}()
+	}
+	poll()
+	s.next()
+	s.answer("polled", `"at":2,"epoch":-1,"error":"org.apache.kafka.common.errors.CoordinatorNotAvailableException: not available","class":"CoordinatorNotAvailableException"`)
+	if err := <-errc; err == nil || errors.Is(err, clients.ErrStopped) {
+		t.Fatalf("Poll after a retriable exception returned %v, want that error and no stop", err)
+	}
+	poll()
+	s.next()
+	s.answer("polled", `"at":3,"epoch":-1,"error":"org.apache.kafka.common.errors.UnreleasedInstanceIdException: The instance ID is still used by another member","class":"UnreleasedInstanceIdException","fatal":true`)
+	err := <-errc
+	if !errors.Is(err, clients.ErrStopped) || !strings.Contains(err.Error(), "UnreleasedInstanceIdException") {
+		t.Fatalf("Poll after a fatal exception returned %v, want clients.ErrStopped with the exception", err)
+	}
+	if _, again := m.Poll(context.Background()); !errors.Is(again, clients.ErrStopped) {
+		t.Fatalf("the next Poll returned %v, want the stop again", again)
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errc <- m.Close(ctx)
+	}()
+	if cmd := s.next(); cmd.Type != process.TClose {
+		t.Fatalf("after the stop the member sent %+v, want close (no poll)", cmd)
+	}
+	s.answer("closed", `"at":4`)
+	s.exit(nil)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A JVM that ends on its own (no Close, no Kill) is a process that died:
+// the member stopped for good.
+func TestJVMEndedOnItsOwnStopsTheMember(t *testing.T) {
+	m, started := newScripted(t, &hookLog{})
+	s := startScripted(t, m, started)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Poll(context.Background())
+		errc <- err
+	}()
+	s.next()
+	s.exit(errors.New("exit status 1"))
+	if err := <-errc; !errors.Is(err, clients.ErrStopped) {
+		t.Fatalf("Poll on a JVM that died returned %v, want clients.ErrStopped", err)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"io"
 	"os/exec"
 	"regexp"
 	"slices"
 	"sync"
 
+	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/internal/javatool"
 )
 
@@ -92,24 +92,9 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 	return rt, nil
 }
 
-// start runs the driver: java flags -cp Classpath Driver args, its
-// standard error into stderr, its standard input and output piped.
-func (rt Runtime) start(flags, args []string, stderr io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
-	cmdArgs := append(append(slices.Clone(flags), "-cp", rt.Classpath, "Driver"), args...)
-	cmd := exec.Command(rt.Java, cmdArgs...)
-	cmd.Stderr = stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, nil, err
-	}
-	return cmd, in, out, nil
+// Command is the driver as a program: java flags -cp Classpath Driver.
+func (rt Runtime) Command(flags []string) process.Command {
+	return process.Command{Path: rt.Java, Args: append(slices.Clone(flags), "-cp", rt.Classpath, "Driver")}
 }
 
 func (t *Toolchain) logf(format string, args ...any) {

@@ -217,6 +217,13 @@ func (m *Member) client() (*kgo.Client, error) {
 // Poll releases the rebalances the previous Poll held back (invariant 1),
 // then returns the records kgo has fetched for owned partitions, waiting at
 // most until ctx ends. A ctx that ends is not an error: it returns no records.
+//
+// kgo's group management never gives up on its own: after any error,
+// UNRELEASED_INSTANCE_ID and FENCED_INSTANCE_ID included, it reports the
+// error through the fetches (ErrGroupSession), backs off and joins again
+// (groupConsumer.manageFailWait), as a supervisor would restart a process.
+// The member is done for good only when its client is closed without Close
+// asking: Poll then says so with clients.ErrStopped.
 func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	cl, err := m.client()
 	if err != nil {
@@ -225,7 +232,13 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	cl.AllowRebalance()
 	fs := cl.PollFetches(ctx)
 	if fs.IsClientClosed() {
-		return nil, fmt.Errorf("kgoref: member %s: client closed", m.name)
+		m.mu.Lock()
+		closed := m.closed
+		m.mu.Unlock()
+		if closed {
+			return nil, fmt.Errorf("kgoref: member %s: client closed", m.name)
+		}
+		return nil, fmt.Errorf("%w: kgoref: member %s: its kgo client is closed", clients.ErrStopped, m.name)
 	}
 	var ferr error
 	fs.EachError(func(t string, p int32, err error) {

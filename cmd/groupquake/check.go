@@ -59,8 +59,13 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if !pastSetup(j.Events) {
 		// Nothing happened to judge: no tally for it.
 		err := fmt.Errorf("the run in %s never happened: it stopped in its setup, before any member started, so there is nothing to judge (its history.jsonl says how far it got; rerun it with rerun.sh)", dir)
+		if j.Report.Stopped != "" {
+			err = fmt.Errorf("%w; it %s", err, j.Report.Stopped)
+		}
 		if *asJSON {
-			if jerr := writeJSON(stdout, runDoc{schemaVersion, judgement(j.Plan, dir, nil, err)}); jerr != nil {
+			doc := judgement(j.Plan, dir, nil, err)
+			doc.Stopped = j.Report.Stopped
+			if jerr := writeJSON(stdout, runDoc{schemaVersion, doc}); jerr != nil {
 				return jerr
 			}
 		}

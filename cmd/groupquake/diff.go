@@ -16,6 +16,7 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/differential"
+	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/harness/versiondiff"
 )
 
@@ -122,6 +123,11 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-diff-"+f.String()+"-"+t.String())
 	}
+	if len(ss) > 0 { // without scenarios nothing is written
+		if err := outputDir("diff --out", dir, "diff.txt", "diff.json"); err != nil {
+			return err
+		}
+	}
 	// Each release's scenario runs go to a directory of its own, also when
 	// a release is diffed with itself.
 	sideDir := map[string]string{"from": filepath.Join(dir, "from-"+f.String()), "to": filepath.Join(dir, "to-"+t.String())}
@@ -150,7 +156,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var a, b versiondiff.Outcomes
 	attr := map[string][]string{}
 	mode := "embedded"
-	scfg := versiondiff.ScenarioConfig{Embedded: *embedded, Logf: logf}
+	scfg := versiondiff.ScenarioConfig{Embedded: *embedded, Logf: logf, OnPhase: onPhase}
 	onSide := func(side string) versiondiff.ScenarioConfig { c := scfg; c.Dir = sideDir[side]; return c }
 	if *embedded {
 		if a, err = versiondiff.ModelOutcomes(pf, secs); err != nil {
@@ -231,7 +237,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		doc.Dir = dir
 		werr := os.MkdirAll(dir, 0o755)
 		if werr == nil {
-			werr = errors.Join(os.WriteFile(filepath.Join(dir, "diff.txt"), []byte(res.String()), 0o644), writeJSONFile(filepath.Join(dir, "diff.json"), doc))
+			werr = errors.Join(run.WriteFileAtomic(filepath.Join(dir, "diff.txt"), []byte(res.String()), 0o644), writeJSONFile(filepath.Join(dir, "diff.json"), doc))
 		}
 		if werr != nil {
 			logf("writing the diff: %v", werr)

@@ -138,6 +138,9 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 			con.Infof("image %d of %d: Kafka %s", i+1, len(vs), v)
 		}
 		img, err := cluster.EnsureImage(ctx, v, cluster.ImageOptions{Source: cluster.ImageSource(*source), Rebuild: *rebuild, Logf: con.Logf})
+		if ierr := interrupted(ctx, "while getting the image of Kafka "+v+" (nothing of its build is left; the images built before are kept)"); ierr != nil {
+			return ierr
+		}
 		if err != nil {
 			return exitError{exitFailed, err.Error()}
 		}

@@ -51,6 +51,12 @@ type judgementJSON struct {
 	// Notes say how the judgement was limited and what else to know (faults
 	// with no observed effect).
 	Notes []string `json:"notes,omitempty"`
+	// Findings lists every place the history shows a registered finding
+	// (groupquake findings).
+	Findings []check.Sighting `json:"findings,omitempty"`
+	// Stopped says where a run that did not reach its end stopped, and why
+	// (an interrupt): it was judged up to there.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // runDoc is the document `run --json` (one run) and `check --json` print.
@@ -129,14 +135,15 @@ func costOf(c *check.Cost) *costJSON {
 }
 
 // pastSetup says whether the run's history got past its setup phase (to
-// its warm-up, where members start): a run that did not never happened,
+// its warm-up, where members start; a run whose setup failed or was
+// interrupted records its teardown right after): a run that did not never happened,
 // whatever its checkers say of a history with no member in it.
 func pastSetup(events []history.Event) bool {
 	for _, e := range events {
 		if e.F != history.FPhase {
 			continue
 		}
-		if ph, err := history.ValueAs[history.Phase](e); err == nil && ph.Name != history.PhaseSetup {
+		if ph, err := history.ValueAs[history.Phase](e); err == nil && ph.Name != history.PhaseSetup && ph.Name != history.PhaseTeardown {
 			return true
 		}
 	}
@@ -164,6 +171,8 @@ func judgement(p run.Plan, dir string, j *run.Judged, runErr error) judgementJSO
 		out.Tally = &t
 		out.Verdicts = j.Report.Verdicts
 		out.RebalanceCost = costOf(j.Report.RebalanceCost)
+		out.Findings = j.Report.Findings
+		out.Stopped = j.Report.Stopped
 		out.Notes = append(append(out.Notes, j.Notes...), j.Report.Notes...)
 	}
 	return out

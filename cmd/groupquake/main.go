@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 const usage = `groupquake: chaos and conformance for Kafka consumer groups
@@ -38,6 +36,10 @@ Usage:
                                     thousands of lightweight members in one group: time to a stable
                                     group after a join wave, a leave and a node restart, pauses,
                                     coordinator load, the harness's own CPU and memory per member
+  groupquake findings [rerun|triage]
+                                    what runs found in Kafka and its clients: list the registry, rerun
+                                    its reproducers against a release, or triage run directories
+  groupquake member-check -- COMMAND  check an implementation of the member protocol (docs/member-protocol.md)
   groupquake version                the module version and the Kafka versions served (also --version)
   groupquake report [-o FILE] DIR...  render a run's report.html, or over many runs a trend page
 
@@ -54,7 +56,7 @@ scale and version take --json to print their result as one JSON document
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyInterrupt(os.Stderr) // interrupt.go: Ctrl-C and SIGTERM
 	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -122,8 +124,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdEngine(ctx, args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(ctx, args[1:], stdout, stderr)
+	case "member-check":
+		return cmdMemberCheck(ctx, args[1:], stdout, stderr)
 	case "stats":
 		return cmdStats(ctx, args[1:], stdout, stderr)
+	case "findings":
+		return cmdFindings(ctx, args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "scale":

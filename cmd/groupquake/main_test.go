@@ -268,7 +268,8 @@ func TestCheckKilledRun(t *testing.T) {
 		"note: observations.json is absent",
 		"truncated line",
 		"SKIP  RecoveredStateMatchesLog: observations.json is absent",
-		`SKIP  NoLostRecords: the run stopped before its "final" phase`,
+		`SKIP  NoLostRecords: the run was killed, or ended by an error, in its workload phase`,
+		"note: the run was killed, or ended by an error, in its workload phase (begun at 0s; last event 1, at 0s); judged up to there",
 		"hold, 0 violated, 3 skipped (NoLostRecords, EventuallyConverges, RecoveredStateMatchesLog)",
 	} {
 		if !strings.Contains(stdout, want) {

@@ -126,6 +126,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// out (exit 3), not bad input: the address may be right and the cluster
 	// down.
 	unreachable := func(what string, err error) error {
+		if ierr := signalled(ctx, "while reading "+what); ierr != nil {
+			return ierr
+		}
 		return exitError{exitFailed, fmt.Sprintf("reading %s from %s: %v (is the cluster up, and --bootstrap its address?)", what, *bootstrap, err)}
 	}
 	if recs, part, err := r.Records(ctx); err != nil {

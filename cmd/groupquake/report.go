@@ -33,7 +33,7 @@ cannot be read, 3 the page could not be written.
 
 // cmdReport renders run directories: one run's report.html, or over many (a nightly's) the trend
 // page of verdicts and rebalance pauses per run, per Kafka version and per protocol.
-func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportUsage)
 	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many)")
 	var lv levelFlags
@@ -73,6 +73,11 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	if len(dirs) == 1 && len(pos) == 1 && filepath.Clean(pos[0]) == dirs[0] {
+		if *out != "" {
+			if err := outputFile("report -o", *out, dirs[0]); err != nil {
+				return err
+			}
+		}
 		var b bytes.Buffer
 		err := run.RenderReport(&b, dirs[0])
 		if inc := (*run.IncompleteError)(nil); errors.As(err, &inc) {
@@ -85,7 +90,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		if path == "" {
 			path = filepath.Join(dirs[0], run.ReportFile)
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := run.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
 			return exitError{exitFailed, fmt.Sprintf("writing the report: %v", err)}
 		}
 		fmt.Fprintln(stdout, path)
@@ -95,8 +100,13 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	path := *out
 	if path == "" {
 		path = filepath.Join(commonDir(pos), TrendFile)
+		if r := run.RunDirOf(filepath.Dir(path)); r != "" {
+			return badInput("report: the trend page would go to %s, inside the run directory %s: give -o FILE outside any run directory", path, r)
+		}
+	} else if err := outputFile("report -o", path, ""); err != nil {
+		return err
 	}
-	if err := writeTrend(path, "", dirs, con.Logf); err != nil {
+	if err := writeTrend(ctx, path, "", dirs, con.Logf); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, path)
@@ -118,10 +128,13 @@ func checkOutFile(flag, path string) error {
 // writeTrend writes the trend page of the run directories dirs to path,
 // linking each run's report.html (written for the runs that have none);
 // title "" says how many runs it shows.
-func writeTrend(path, title string, dirs []string, logf func(string, ...any)) error {
+func writeTrend(ctx context.Context, path, title string, dirs []string, logf func(string, ...any)) error {
 	base := filepath.Dir(path)
 	var runs []results.RunSummary
-	for _, d := range dirs {
+	for i, d := range dirs {
+		if err := interrupted(ctx, fmt.Sprintf("after reading %d of %d runs: no trend page written (%s is as it was)", i, len(dirs), path)); err != nil {
+			return err
+		}
 		j, err := run.Saved(d)
 		s := run.Summary(d, j, err)
 		if err != nil {
@@ -145,7 +158,7 @@ func writeTrend(path, title string, dirs []string, logf func(string, ...any)) er
 	if err := results.WriteTrend(&b, title, runs); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := run.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
 		return exitError{exitFailed, fmt.Sprintf("writing the trend page: %v", err)}
 	}
 	return nil

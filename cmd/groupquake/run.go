@@ -22,6 +22,8 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/interrupt"
+	"github.com/groupquake/groupquake/internal/machine"
 )
 
 // runFlags are the flags of `groupquake run`.
@@ -56,9 +58,17 @@ type runFlags struct {
 	migration   string
 	migrateFrom string
 	migStatic   bool
+	supervisor  bool
 	clients     string
 	javaJVMs    string
+	procKinds   kindDefs
 }
+
+// kindDefs collects --process-kind definitions.
+type kindDefs []string
+
+func (k *kindDefs) String() string     { return strings.Join(*k, " ") }
+func (k *kindDefs) Set(s string) error { *k = append(*k, s); return nil }
 
 func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.seed, "seed", "", "seed of the plan (default: a random one, printed)")
@@ -78,9 +88,10 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.rate, "rate", 0, "records per second over all partitions (0: the seed chooses 20–60)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the workload topic (0: the seed chooses 3–8)")
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
-	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+"; and the Sarama and kafka-go kinds (docs/clients.md): "+strings.Join(run.GoClientRegistry().Names(), ", ")+")")
+	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+"; and the Sarama and kafka-go kinds (docs/clients.md): "+strings.Join(run.GoClientRegistry().Names(), ", ")+"; and the share-group kinds, every member of the run one of them, on Kafka 4.2+ (docs/share-groups.md): "+strings.Join(shareKindNames(), ", ")+")")
 	fs.StringVar(&f.clients, "kafka-clients", "", "kafka-clients version of the Java member kinds (default: the cluster's --kafka version), resolved from Maven Central and cached")
 	fs.StringVar(&f.javaJVMs, "java-jvms", run.JavaJVMsPerMember, "JVMs of the Java member kinds: "+run.JavaJVMsPerMember+" (one each; a crash kills it, a freeze stops it) or "+run.JavaJVMsShared+" (one JVM hosts them all: less memory and a faster start; a crash cuts the member's links and abandons its consumer, a freeze holds its links and stops its thread; README, Java members)")
+	fs.Var(&f.procKinds, "process-kind", "define a member kind NAME=PROTOCOL:COMMAND, a process speaking the member protocol (docs/member-protocol.md), e.g. mine=consumer:python3 my_member.py; repeatable; name it in --kinds")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
 	fs.StringVar(&f.faults, "faults", "", "fault kinds the schedule may draw, comma-separated, or families (node, link, churn); default: the scenario's. Kinds: "+kindNames())
@@ -90,6 +101,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.migration, "migration-policy", "", "group.consumer.migration.policy of the cluster the run starts: "+strings.Join(run.MigrationPolicies(), ", ")+" (default: Kafka's, bidirectional); --scenario migration moves the group classic → consumer → classic under it")
 	fs.StringVar(&f.migrateFrom, "migration-from", "", "with --scenario migration, the protocol the group starts with and returns to: classic (classic → consumer → classic, the default) or consumer (consumer → classic → consumer)")
 	fs.BoolVar(&f.migStatic, "migration-static", false, "with --scenario migration, static members: each replacement is a rolling bounce of one group.instance.id into the other protocol and back")
+	fs.BoolVar(&f.supervisor, "supervisor", true, "restart a member that stops for good (its consumer threw a fatal error), as systemd or Kubernetes restarts a process: a new member, with its instance id if static, after a backoff of 1s doubling up to 8s, until the group takes it in (plan.json \"supervisor\"); --supervisor=false leaves it stopped")
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with 'groupquake sweep --all')")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
@@ -181,12 +193,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := run.CheckOptions(o, machine.This()); err != nil {
+		return badInput("%v", err)
+	}
 	if pinnedBy(set) == "" {
 		return f.campaign(ctx, set, seed, o, reg, stdout, con)
 	}
 	logf := con.Logf
 	if len(o.Kinds) > 0 {
 		reg = reg.WithBroken(o.Kinds).WithGoClients(o.Kinds) // broken-* and Go client kinds run only when named
+		reg = reg.WithUserKinds(o)                           // --process-kind (docs/member-protocol.md)
 		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
 		if err != nil {
 			return badInput("--kinds: %v", err)
@@ -209,6 +225,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput("%v", err)
 	}
+	if err := plan.CheckSize(machine.This()); err != nil {
+		return badInput("%v", err)
+	}
 	dir := f.out
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
@@ -223,6 +242,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if plan, err = run.NewPlan(seed, o, reg.Kinds()); err != nil {
 			return err
 		}
+		if err := plan.CheckSize(machine.This()); err != nil {
+			return badInput("%v", err)
+		}
 	}
 	con.Infof("seed %d; run directory %s", seed, dir)
 	con.Infof("rerun with: %s", plan.Command())
@@ -230,8 +252,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	stopWatch := con.watch(ctx)
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
+	defer writing(dir)()
 	res, err := run.Run(ctx, run.Config{
-		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con),
+		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase,
 		ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
 		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
 	})
@@ -262,6 +285,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		con.Infof("report: %s", out.Report)
 	}
 	if runErr != nil {
+		if interrupt.Is(runErr) && judged != nil {
+			if verr := verdictStatus(judged.Report); verr != nil {
+				return exitError{exitViolation, runErr.Error() + "; up to there, " + verr.Error()}
+			}
+		}
 		return exitError{exitFailed, runErr.Error()}
 	}
 	return verdictStatus(judged.Report)
@@ -419,9 +447,22 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 			return 0, o, err
 		}
 	}
+	for _, d := range f.procKinds {
+		name, k, err := run.ParseUserKind(d)
+		if err != nil {
+			return 0, o, badInput("%v", err)
+		}
+		if slices.Contains(knownKinds(), name) {
+			return 0, o, badInput("--process-kind %q: %s is already a member kind: give yours another name", d, name)
+		}
+		if o.ProcessKinds == nil {
+			o.ProcessKinds = map[string]run.UserKind{}
+		}
+		o.ProcessKinds[name] = k
+	}
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
-		if err := checkKinds("--kinds", f.kinds, o.Kinds); err != nil {
+		if err := checkKinds("--kinds", f.kinds, o.Kinds, o.ProcessKinds); err != nil {
 			return 0, o, err
 		}
 	}
@@ -449,6 +490,7 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 		}
 	}
 	o.UpgradeTo, o.Downgrade, o.MigrationPolicy, o.MigrationFrom, o.MigrationStatic = f.upgradeTo, f.downgrade, f.migration, f.migrateFrom, f.migStatic
+	o.NoSupervisor = !f.supervisor
 	if f.migration != "" && len(o.Bootstrap) > 0 {
 		return 0, o, badInput("--migration-policy %s is a broker setting of the cluster a run starts: set group.consumer.migration.policy on the external cluster itself, and leave the flag out with --bootstrap", f.migration)
 	}
@@ -515,19 +557,27 @@ func kindNames() string {
 
 // knownKinds lists every member kind a command line may name, from the
 // registries that hold them: the default one (what a seed draws from), the
-// broken kinds and the Java kinds (run only when named).
+// broken kinds, the Java kinds and the share kinds (run only when named).
 func knownKinds() []string {
 	names := append(run.DefaultRegistry().Names(), run.BrokenRegistry().Names()...)
 	names = append(names, run.GoClientRegistry().Names()...)
 	names = append(names, javaKindNames()...)
+	for _, k := range run.ShareKinds() {
+		names = append(names, k.Name)
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
 
 // checkKinds refuses a --kinds list (flag, as typed) with an empty or
 // unknown kind, naming every known kind.
-func checkKinds(flag, typed string, kinds []string) error {
+func checkKinds(flag, typed string, kinds []string, user ...map[string]run.UserKind) error {
 	for _, k := range kinds {
+		if len(user) > 0 {
+			if _, ok := user[0][k]; ok {
+				continue
+			}
+		}
 		switch {
 		case strings.TrimSpace(k) == "":
 			return badInput("%s %q names an empty kind: give kinds separated by single commas, e.g. classic,consumer", flag, typed)
@@ -596,6 +646,15 @@ func checkOut(dir string) error {
 func javaKindNames() []string {
 	var out []string
 	for _, k := range run.JavaKinds() {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+// shareKindNames lists the share member kinds (harness/run.ShareKinds).
+func shareKindNames() []string {
+	var out []string
+	for _, k := range run.ShareKinds() {
 		out = append(out, k.Name)
 	}
 	return out

@@ -18,7 +18,9 @@ import (
 
 	"github.com/groupquake/groupquake/clients/light"
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/harness/scale"
+	"github.com/groupquake/groupquake/internal/machine"
 )
 
 const scaleUsage = `Usage: groupquake scale --members N[,N...] --protocol classic|consumer[,...] --partitions P [flags]
@@ -110,6 +112,20 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := scale.CheckSize(scale.Sizes{
+		Members: sizes[len(sizes)-1], Partitions: f.partitions, Protocols: protos, Conns: f.conns,
+		Embedded: f.embedded, Container: !f.embedded && f.bootstrap == "",
+	}, machine.This()); err != nil {
+		return badInput("%v", err)
+	}
+	if f.logs != "" {
+		if err := outputDir("scale --logs", f.logs); err != nil {
+			return err
+		}
+		if old, _ := filepath.Glob(filepath.Join(f.logs, "node-*.log")); len(old) > 0 {
+			return badInput("scale --logs %s already holds node logs (%s) of an earlier run: give a new directory", f.logs, filepath.Base(old[0]))
+		}
+	}
 	logf := con.Logf
 	con.Infof("scale: seed %d; rerun: groupquake scale %s", seed, f.rerun(fs, seed))
 	stopWatch := con.watch(ctx)
@@ -150,7 +166,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					CommitInterval: f.commit, Conns: f.conns, Seed: seed,
 				},
 				Direct: !f.viaProxy,
-				Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, Logf: logf,
+				Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, Logf: logf, OnPhase: onPhase,
 			}
 			rep, err := scale.Run(ctx, h, o)
 			if rep != nil && len(rep.Phases) > 0 {
@@ -158,6 +174,9 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				if b, err := json.Marshal(scaleReportOf(rep)); err == nil {
 					con.Debugf("report: %s", b)
 				}
+			}
+			if err != nil && ctx.Err() != nil {
+				break // interrupted: said below
 			}
 			if err != nil {
 				// Push until something gives: the larger sizes of this
@@ -180,6 +199,9 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		printScale(stdout, reps)
 	}
 	con.Infof("peak resident set of this process: %d MB", scale.MaxRSS()>>20)
+	if err := interrupted(ctx, fmt.Sprintf("(what was measured up to there is printed above); rerun with: groupquake scale %s", f.rerun(fs, seed))); err != nil {
+		return err
+	}
 	if len(gave) > 0 {
 		return exitError{exitFailed, fmt.Sprintf("%d run(s) did not reach a stable group: %s", len(gave), strings.Join(gave, "; "))}
 	}
@@ -201,7 +223,7 @@ func saveNodeLogs(c *cluster.Cluster, dir string, logf func(string, ...any)) {
 			continue
 		}
 		p := filepath.Join(dir, fmt.Sprintf("node-%d.log", id))
-		if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+		if err := run.WriteFileAtomic(p, []byte(out), 0o644); err != nil {
 			logf("node %d's log: %v", id, err)
 			continue
 		}

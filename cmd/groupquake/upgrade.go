@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/machine"
 	"github.com/groupquake/groupquake/results"
 )
 
@@ -208,10 +208,19 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-upgrade-"+strconv.FormatUint(seed, 10))
 	}
+	if err := outputDir("upgrade --out", dir, "upgrade.txt", "upgrade.json"); err != nil {
+		return err
+	}
 	for _, d := range []string{dir, filepath.Join(dir, "baseline"), filepath.Join(dir, "upgrade")} {
 		if err := checkOut(d); err != nil {
 			return bad("--out: %v", err)
 		}
+	}
+	if err := base.CheckSize(machine.This()); err != nil {
+		return bad("%v", err)
+	}
+	if err := up.CheckSize(machine.This()); err != nil {
+		return bad("%v", err)
 	}
 	rerun := "groupquake upgrade " + strings.Join(f.args(seed), " ")
 	logf := con.Logf
@@ -229,11 +238,17 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	imgOpts := cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource), Logf: logf}
 	for _, v := range []string{f.from, f.to} {
 		if _, err := cluster.EnsureImage(ctx, v, imgOpts); err != nil {
+			if ierr := interrupted(ctx, "while getting the image of Kafka "+v+"; rerun with: "+rerun); ierr != nil {
+				return ierr
+			}
 			return exitError{exitFailed, fmt.Sprintf("image of Kafka %s: %v", v, err)}
 		}
 	}
 	c, err := cluster.Start(ctx, cluster.Config{Version: f.from, Nodes: 3, BasePort: f.basePort, Image: imgOpts, Logf: logf})
 	if err != nil {
+		if ierr := interrupted(ctx, "while the cluster started (what it had started is removed); rerun with: "+rerun); ierr != nil {
+			return ierr
+		}
 		return exitError{exitFailed, err.Error()}
 	}
 	defer func() {
@@ -245,8 +260,9 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	judge := func(name string, p run.Plan) (results.Impact, bool) {
 		d := filepath.Join(dir, name)
 		logf("%s run: %s", name, p.Command())
+		defer writing(d)()
 		con.expectWorkload(p.Workload)
-		res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Cluster: c, Logf: logf, KgoLog: kgoLog(con)})
+		res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Cluster: c, Disposable: true, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase})
 		for _, n := range res.Notes {
 			logf("note (%s): %s", name, n)
 		}
@@ -275,10 +291,16 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return results.MeasureImpact(h.Events), true
 	}
 	bi, ok := judge("baseline", base)
+	if err := interrupted(ctx, "in the baseline run (judged up to there in "+filepath.Join(dir, "baseline")+"); the upgrade run was not started; rerun with: "+rerun); err != nil {
+		return err
+	}
 	if !ok {
 		return exitError{exitFailed, "the baseline run could not be carried out; rerun with: " + rerun}
 	}
 	ui, ok := judge("upgrade", up)
+	if err := interrupted(ctx, "in the upgrade run (judged up to there in "+filepath.Join(dir, "upgrade")+"); rerun with: "+rerun); err != nil {
+		return err
+	}
 	if !ok {
 		return exitError{exitFailed, "the upgrade run could not be carried out; rerun with: " + rerun}
 	}
@@ -315,7 +337,7 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "== %s\n%s", what, b.String())
 	werr := errors.Join(
-		os.WriteFile(filepath.Join(dir, "upgrade.txt"), []byte(b.String()), 0o644),
+		run.WriteFileAtomic(filepath.Join(dir, "upgrade.txt"), []byte(b.String()), 0o644),
 		writeJSONFile(filepath.Join(dir, "upgrade.json"), upgradeResult{From: f.from, To: f.to, Seed: seed, Upgrade: ui, Baseline: bi}),
 	)
 	if werr != nil {
@@ -334,5 +356,5 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return run.WriteFileAtomic(path, append(b, '\n'), 0o644)
 }

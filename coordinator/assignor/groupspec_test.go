@@ -2,6 +2,7 @@ package assignor
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -101,4 +102,53 @@ func TestEmptyGroup(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHasBadPartition: duplicates and negative partitions are found in any
+// order, also among partitions too large for the bit set.
+func TestHasBadPartition(t *testing.T) {
+	var seen []uint64
+	for _, tc := range []struct {
+		ps   []int32
+		want bool
+	}{
+		{[]int32{3, 1, 2}, false},
+		{[]int32{3, 1, 3}, true},
+		{[]int32{64, 0, 63, 127, 128}, false},
+		{[]int32{5, -1, 2}, true},
+		{[]int32{1 << 21, 5, 1 << 21}, true},
+		{[]int32{1 << 21, 5, 1<<21 + 1}, false},
+		{[]int32{3, 1, 2}, false}, // the set is clear again
+	} {
+		if got := hasBadPartition(tc.ps, &seen); got != tc.want {
+			t.Errorf("hasBadPartition(%v) = %t, want %t", tc.ps, got, tc.want)
+		}
+	}
+}
+
+// TestRecordOrderErrorsNameKafkasFirst: a spec in record order with two
+// problems gets the error of the first one in Kafka's iteration order, as
+// if it had been given in that order.
+func TestRecordOrderErrorsNameKafkasFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		a, b := randomTopicID(rng), randomTopicID(rng)
+		record := []TopicPartitions{{a, []int32{1, 1}}, {b, []int32{2, 2}}}
+		kafka := JavaAssignmentOrder(record, DefaultJavaVersion)
+		if kafka[0].Topic == a {
+			continue // the same order: nothing to tell apart
+		}
+		topics := PartitionCounts{a: 3, b: 3}
+		spec := GroupSpec{Subscription: Heterogeneous, RecordOrder: true, Members: []MemberSpec{{ID: "m", Topics: []TopicID{a, b}, Assignment: record}}}
+		want := GroupSpec{Subscription: Heterogeneous, Members: []MemberSpec{{ID: "m", Topics: []TopicID{a, b}, Assignment: kafka}}}
+		for _, as := range []Assignor{mustUniform(t), mustRange(t)} {
+			_, err := as.Assign(spec, topics)
+			_, werr := as.Assign(want, topics)
+			if err == nil || werr == nil || err.Error() != werr.Error() {
+				t.Fatalf("%s: record order gives %v, Kafka's order %v", as.Name(), err, werr)
+			}
+		}
+		return
+	}
+	t.Fatal("no pair of topics whose Kafka order is not their record order")
 }

@@ -52,7 +52,19 @@ func exp(tps ...TopicPartitions) MemberAssignment {
 	for _, t := range tps {
 		ps := slices.Clone(t.Partitions)
 		slices.Sort(ps)
-		out[t.Topic] = ps
+		out = append(out, TopicPartitions{Topic: t.Topic, Partitions: ps})
+	}
+	return out
+}
+
+// asMap is a member assignment as topic → partitions, topics without
+// partitions left out.
+func asMap(a MemberAssignment) map[TopicID][]int32 {
+	out := map[TopicID][]int32{}
+	for _, tp := range a {
+		if len(tp.Partitions) > 0 {
+			out[tp.Topic] = tp.Partitions
+		}
 	}
 	return out
 }
@@ -142,17 +154,7 @@ func equalAssignments(a, b map[string]MemberAssignment) bool {
 }
 
 func equalMember(a, b MemberAssignment) bool {
-	return maps.EqualFunc(nonEmpty(a), nonEmpty(b), slices.Equal[[]int32])
-}
-
-func nonEmpty(a MemberAssignment) MemberAssignment {
-	out := MemberAssignment{}
-	for t, ps := range a {
-		if len(ps) > 0 {
-			out[t] = ps
-		}
-	}
-	return out
+	return maps.EqualFunc(asMap(a), asMap(b), slices.Equal[[]int32])
 }
 
 var topicNames = map[TopicID]string{topic1: "T1", topic2: "T2", topic3: "T3", topic4: "T4"}
@@ -163,7 +165,8 @@ func render(a map[string]MemberAssignment) string {
 	for _, id := range slices.Sorted(maps.Keys(a)) {
 		fmt.Fprintf(&sb, "%s:{", id)
 		var parts []string
-		for t, ps := range a[id] {
+		for _, tp := range a[id] {
+			t, ps := tp.Topic, tp.Partitions
 			name, ok := topicNames[t]
 			if !ok {
 				name = t.String()
@@ -180,10 +183,11 @@ func render(a map[string]MemberAssignment) string {
 // toSpecAssignment feeds an output back as a previous target assignment, in
 // the order Kafka would have after loading it from records in ascending order.
 func toSpecAssignment(a MemberAssignment) []TopicPartitions {
-	topics := slices.SortedFunc(maps.Keys(a), compareTopicIDs)
+	m := asMap(a)
+	topics := slices.SortedFunc(maps.Keys(m), compareTopicIDs)
 	var tps []TopicPartitions
 	for _, t := range topics {
-		tps = append(tps, TopicPartitions{Topic: t, Partitions: a[t]})
+		tps = append(tps, TopicPartitions{Topic: t, Partitions: m[t]})
 	}
 	return JavaAssignmentOrder(tps, DefaultJavaVersion)
 }

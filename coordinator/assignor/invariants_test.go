@@ -13,13 +13,17 @@ import (
 // which is all Kafka reads.)
 func checkValid(spec GroupSpec, topics SubscribedTopicDescriber, got GroupAssignment) error {
 	subs := subscriptionsAsSeen(spec)
-	owner := map[topicPartition]string{}
+	owner := map[refTopicPartition]string{}
 	for id, a := range got.Members {
 		topicsOf, ok := subs[id]
 		if !ok {
 			return fmt.Errorf("member %q is in the output but not in the spec", id)
 		}
-		for t, ps := range a {
+		if err := checkShape(a); err != nil {
+			return fmt.Errorf("member %q: %w", id, err)
+		}
+		for _, tp := range a {
+			t, ps := tp.Topic, tp.Partitions
 			if !slices.Contains(topicsOf, t) && len(ps) > 0 {
 				return fmt.Errorf("member %q holds %v of topic %s it does not subscribe to", id, ps, t)
 			}
@@ -28,7 +32,7 @@ func checkValid(spec GroupSpec, topics SubscribedTopicDescriber, got GroupAssign
 				if p < 0 || int(p) >= n {
 					return fmt.Errorf("member %q holds partition %d of topic %s, which has %d", id, p, t, n)
 				}
-				k := topicPartition{t, p}
+				k := refTopicPartition{t, p}
 				if prev, dup := owner[k]; dup {
 					return fmt.Errorf("partition %s-%d is held by both %q and %q", t, p, prev, id)
 				}
@@ -39,7 +43,7 @@ func checkValid(spec GroupSpec, topics SubscribedTopicDescriber, got GroupAssign
 	for _, ts := range subs {
 		for _, t := range ts {
 			for p := range int32(topics.NumPartitions(t)) {
-				if _, ok := owner[topicPartition{t, p}]; !ok {
+				if _, ok := owner[refTopicPartition{t, p}]; !ok {
 					return fmt.Errorf("partition %s-%d of a subscribed topic has no owner", t, p)
 				}
 			}
@@ -60,13 +64,27 @@ func subscriptionsAsSeen(spec GroupSpec) map[string][]TopicID {
 	return subs
 }
 
-func sizeOf(a MemberAssignment) int {
-	n := 0
-	for _, ps := range a {
-		n += len(ps)
+// checkShape: each topic once, with partitions, strictly ascending.
+func checkShape(a MemberAssignment) error {
+	seen := map[TopicID]bool{}
+	for _, tp := range a {
+		if seen[tp.Topic] {
+			return fmt.Errorf("topic %s listed twice", tp.Topic)
+		}
+		seen[tp.Topic] = true
+		if len(tp.Partitions) == 0 {
+			return fmt.Errorf("topic %s listed without partitions", tp.Topic)
+		}
+		for i := 1; i < len(tp.Partitions); i++ {
+			if tp.Partitions[i] <= tp.Partitions[i-1] {
+				return fmt.Errorf("partitions of topic %s not strictly ascending: %v", tp.Topic, tp.Partitions)
+			}
+		}
 	}
-	return n
+	return nil
 }
+
+func sizeOf(a MemberAssignment) int { return a.Size() }
 
 // checkHomogeneousBalance: member sizes differ by at most one.
 func checkHomogeneousBalance(spec GroupSpec, got GroupAssignment) error {
@@ -96,7 +114,7 @@ func checkTopicBalance(spec GroupSpec, got GroupAssignment) error {
 	}
 	for t, ms := range subscribers {
 		for _, from := range ms {
-			if len(got.Members[from][t]) == 0 {
+			if len(got.Members[from].Partitions(t)) == 0 {
 				continue
 			}
 			for _, to := range ms {
@@ -124,7 +142,7 @@ func checkSticky(prev GroupSpec, got GroupAssignment) error {
 			}
 			held += len(tp.Partitions)
 			for _, p := range tp.Partitions {
-				if slices.Contains(got.Members[m.ID][tp.Topic], p) {
+				if slices.Contains(got.Members[m.ID].Partitions(tp.Topic), p) {
 					kept++
 				}
 			}

@@ -3,7 +3,6 @@ package assignor
 import (
 	"math"
 	"math/bits"
-	"slices"
 	"unicode/utf16"
 )
 
@@ -67,22 +66,47 @@ func javaCopySetTable(size, javaVersion int) int {
 }
 
 // javaOrder returns the permutation of 0..n-1 that a Java hash table of the
-// given size iterates, for keys inserted in index order with the given hashes.
+// given size iterates, for keys inserted in index order with the given
+// hashes: a stable sort by bucket, here a counting sort (the table is at
+// most a few times the number of keys), or an insertion sort for a few keys.
 func javaOrder(hashes []int32, table int) []int {
-	idx := make([]int, len(hashes))
-	for i := range idx {
-		idx[i] = i
-	}
 	mask := int32(table - 1)
-	slices.SortStableFunc(idx, func(a, b int) int {
-		return int(javaSpread(hashes[a])&mask) - int(javaSpread(hashes[b])&mask)
-	})
+	idx := make([]int, len(hashes))
+	if len(hashes) <= 16 {
+		for i := range idx {
+			idx[i] = i
+		}
+		for i := 1; i < len(idx); i++ {
+			for j := i; j > 0 && javaSpread(hashes[idx[j]])&mask < javaSpread(hashes[idx[j-1]])&mask; j-- {
+				idx[j], idx[j-1] = idx[j-1], idx[j]
+			}
+		}
+		return idx
+	}
+	start := make([]int32, table+1) // start[b+1] counts bucket b, then where it begins
+	for _, h := range hashes {
+		start[javaSpread(h)&mask+1]++
+	}
+	for b := 1; b <= table; b++ {
+		start[b] += start[b-1]
+	}
+	for i, h := range hashes {
+		b := javaSpread(h) & mask
+		idx[start[b]] = i
+		start[b]++
+	}
 	return idx
 }
 
 // javaStringHash is String.hashCode, over UTF-16 code units.
 func javaStringHash(s string) int32 {
 	var h int32
+	if isASCII(s) {
+		for i := 0; i < len(s); i++ {
+			h = 31*h + int32(s[i])
+		}
+		return h
+	}
 	for _, r := range s {
 		if r >= 0x10000 {
 			r1, r2 := utf16.EncodeRune(r)

@@ -2,8 +2,10 @@ package assignor
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
+	"unicode/utf16"
 )
 
 func TestJavaStringHash(t *testing.T) {
@@ -108,6 +110,55 @@ func TestHomogeneousSubscriptionSetOrderForKafkaTopicIDs(t *testing.T) {
 	for _, in := range [][]TopicID{{topic1, topic3}, {topic3, topic1}} {
 		if got := javaUUIDSetCopyOrder(in, DefaultJavaVersion); !slices.Equal(got, []TopicID{topic3, topic1}) {
 			t.Fatalf("HashSet order of %v = %v, want topic3 first", in, got)
+		}
+	}
+}
+
+// TestJavaOrderIsAStableSortByBucket: javaOrder (a counting sort, or an
+// insertion sort for a few keys) is the stable sort of the insertion order
+// by bucket, for any number of keys and any table.
+func TestJavaOrderIsAStableSortByBucket(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for range 2000 {
+		n := rng.IntN(70)
+		table := 1 << rng.IntN(9)
+		hashes := make([]int32, n)
+		for i := range hashes {
+			hashes[i] = int32(rng.Uint32())
+			if rng.IntN(4) == 0 && i > 0 {
+				hashes[i] = hashes[rng.IntN(i)] // a bucket shared
+			}
+		}
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i
+		}
+		mask := int32(table - 1)
+		slices.SortStableFunc(want, func(a, b int) int {
+			return int(javaSpread(hashes[a])&mask) - int(javaSpread(hashes[b])&mask)
+		})
+		if got := javaOrder(hashes, table); !slices.Equal(got, want) {
+			t.Fatalf("javaOrder(%v, %d) = %v, want %v", hashes, table, got, want)
+		}
+	}
+}
+
+// TestJavaStringHashASCII: the ASCII loop gives String.hashCode as the
+// UTF-16 loop does.
+func TestJavaStringHashASCII(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for range 1000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte(rng.IntN(128))
+		}
+		s := string(b)
+		var want int32
+		for _, u := range utf16.Encode([]rune(s)) {
+			want = 31*want + int32(u)
+		}
+		if got := javaStringHash(s); got != want {
+			t.Fatalf("javaStringHash(%q) = %d, want %d", s, got, want)
 		}
 	}
 }

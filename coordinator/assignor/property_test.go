@@ -111,8 +111,8 @@ func (g *groupGen) evolve(spec GroupSpec, prev GroupAssignment) GroupSpec {
 
 func (g *groupGen) shuffled(a MemberAssignment) []TopicPartitions {
 	var tps []TopicPartitions
-	for _, t := range slices.SortedFunc(maps.Keys(a), compareTopicIDs) {
-		ps := slices.Clone(a[t])
+	for _, t := range slices.SortedFunc(maps.Keys(asMap(a)), compareTopicIDs) {
+		ps := slices.Clone(a.Partitions(t))
 		g.rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 		tps = append(tps, TopicPartitions{Topic: t, Partitions: ps})
 	}
@@ -192,7 +192,7 @@ func checkRangeShape(spec GroupSpec, got GroupAssignment) error {
 		next := int32(0)
 		prevSize := -1
 		for _, id := range ms {
-			ps := got.Members[id][t]
+			ps := got.Members[id].Partitions(t)
 			for k, p := range ps {
 				if p != next+int32(k) {
 					return fmt.Errorf("range: %q holds %v of %s, not the range starting at %d", id, ps, t, next)

@@ -1,8 +1,10 @@
 package assignor
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Range is Kafka's server-side RangeAssignor (rewritten in KAFKA-16944):
@@ -39,8 +41,9 @@ type rangeTopic struct {
 	nextRange     int
 }
 
-// take hands the next member its range, as RangeAssignor.addPartitionsToAssignment.
-func (t *rangeTopic) take(out MemberAssignment) {
+// take hands the next member its range [start, end), as
+// RangeAssignor.addPartitionsToAssignment; start == end means none.
+func (t *rangeTopic) take() (start, end int) {
 	if t.minQuota == -1 {
 		t.minQuota = t.numPartitions / t.numMembers
 		t.extra = t.numPartitions % t.numMembers
@@ -50,15 +53,54 @@ func (t *rangeTopic) take(out MemberAssignment) {
 		quota++
 		t.extra--
 	}
-	end := min(start+quota, t.numPartitions)
+	end = min(start+quota, t.numPartitions)
 	t.nextRange = end
-	if start < end {
-		ps := make([]int32, 0, end-start)
-		for p := start; p < end; p++ {
-			ps = append(ps, int32(p))
-		}
-		out[t.id] = ps
+	return start, end
+}
+
+// rangeOut builds the members' assignments. A range is a slice of one array
+// 0, 1, 2, … shared by all (capped, so appending to one copies it), as
+// Kafka's RangeSet is a view of its bounds, and the members' topics are
+// stretches of one array.
+type rangeOut struct {
+	iota   []int32
+	all    []TopicPartitions
+	bounds []int // member k's topics are all[bounds[k]:bounds[k+1]]
+}
+
+// newRangeOut prepares w's output of members members over topics, who are
+// handed at most ranges ranges in all.
+func newRangeOut(w *assignWork, topics []*rangeTopic, members, ranges int) *rangeOut {
+	n, total := 0, 0
+	for _, t := range topics {
+		n = max(n, t.numPartitions)
+		total += t.numPartitions
 	}
+	r := &w.ranges
+	if len(r.iota) < n {
+		r.iota = make([]int32, n)
+		for i := range r.iota {
+			r.iota[i] = int32(i)
+		}
+	}
+	r.all = resized(r.all, min(ranges, total))[:0]
+	r.bounds = append(resized(r.bounds, members+1)[:0], 0)
+	return r
+}
+
+// member hands the next member its ranges of ts.
+func (r *rangeOut) member(ts []*rangeTopic) {
+	for _, t := range ts {
+		if start, end := t.take(); start < end {
+			r.all = append(r.all, TopicPartitions{Topic: t.id, Partitions: r.iota[start:end:end]})
+		}
+	}
+	r.bounds = append(r.bounds, len(r.all))
+}
+
+// assignment is the k-th member's assignment.
+func (r *rangeOut) assignment(k int) MemberAssignment {
+	return r.all[r.bounds[k]:r.bounds[k+1]:r.bounds[k+1]]
 }
 
 // Assign implements Assignor (RangeAssignor.assign).
@@ -72,14 +114,27 @@ func (t *rangeTopic) take(out MemberAssignment) {
 //     member counts as a subscriber of its topics, whatever it subscribed to.
 //  4. The previous target assignment is never read.
 func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
-	if err := validate(&spec); err != nil {
-		return GroupAssignment{}, err
+	w := &assignWork{}
+	return validated(&spec, r.cfg.javaVersion, func() (GroupAssignment, error) { return assignRange(&spec, topics, w) })
+}
+
+// AssignInto implements IntoAssignor.
+func (r *Range) AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error {
+	if into.work == nil {
+		into.work = &assignWork{}
 	}
-	out := GroupAssignment{Members: make(map[string]MemberAssignment, len(spec.Members))}
+	res, err := validated(&spec, r.cfg.javaVersion, func() (GroupAssignment, error) { return assignRange(&spec, topics, into.work) })
+	into.Members = res.Members
+	return err
+}
+
+func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber, w *assignWork) (GroupAssignment, error) {
+	spec := *specp
+	out := GroupAssignment{Members: w.output(len(spec.Members))}
 	if len(spec.Members) == 0 {
 		return out, nil
 	}
-	order := rangeMemberOrder(spec.Members)
+	order := rangeMemberOrderIn(spec.Members, w)
 
 	if spec.Subscription == Homogeneous {
 		// Homogeneous: the first member in range order speaks for everyone, and
@@ -93,41 +148,63 @@ func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAs
 			}
 			ts = append(ts, &rangeTopic{id: id, numPartitions: n, numMembers: len(spec.Members), minQuota: -1})
 		}
-		for _, i := range order {
-			a := make(MemberAssignment, len(ts))
-			for _, t := range ts {
-				t.take(a)
-			}
-			out.Members[spec.Members[i].ID] = a
+		ro := newRangeOut(w, ts, len(order), len(order)*len(ts))
+		for range order {
+			ro.member(ts)
+		}
+		for k, i := range order {
+			out.Members[spec.Members[i].ID] = ro.assignment(k)
 		}
 		return out, nil
 	}
 
 	// Heterogeneous: a topic's subscriber count is the members that list it;
-	// members that subscribe to nothing still get an (empty) entry.
-	byID := map[TopicID]*rangeTopic{}
+	// members that subscribe to nothing still get an (empty) entry. A member
+	// whose subscription is the one of the member before it (most often the
+	// same slice) shares its resolved topics.
+	index := newTopicIndex(8)
+	resolved := make([][]*rangeTopic, len(spec.Members))
+	var all []*rangeTopic
+	prev := -1
 	for _, i := range order {
 		m := &spec.Members[i]
-		for _, id := range m.Topics {
-			t, ok := byID[id]
-			if !ok {
-				n := topics.NumPartitions(id)
-				if n == -1 {
-					return GroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, m.ID, id)
+		if prev >= 0 && sameTopics(m.Topics, spec.Members[prev].Topics) {
+			resolved[i] = resolved[prev]
+		} else {
+			ts := make([]*rangeTopic, 0, len(m.Topics))
+			for _, id := range m.Topics {
+				ti, ok := index.get(id)
+				var t *rangeTopic
+				if ok {
+					t = all[ti]
+				} else {
+					n := topics.NumPartitions(id)
+					if n == -1 {
+						return GroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, m.ID, id)
+					}
+					t = &rangeTopic{id: id, numPartitions: n, minQuota: -1}
+					index.add(id)
+					all = append(all, t)
 				}
-				t = &rangeTopic{id: id, numPartitions: n, minQuota: -1}
-				byID[id] = t
+				ts = append(ts, t)
 			}
+			resolved[i] = ts
+		}
+		prev = i
+		for _, t := range resolved[i] {
 			t.numMembers++
 		}
 	}
+	ranges := 0
+	for _, ts := range resolved {
+		ranges += len(ts)
+	}
+	ro := newRangeOut(w, all, len(order), ranges)
 	for _, i := range order {
-		m := &spec.Members[i]
-		a := make(MemberAssignment, len(m.Topics))
-		for _, id := range m.Topics {
-			byID[id].take(a)
-		}
-		out.Members[m.ID] = a
+		ro.member(resolved[i])
+	}
+	for k, i := range order {
+		out.Members[spec.Members[i].ID] = ro.assignment(k)
 	}
 	return out, nil
 }
@@ -136,21 +213,142 @@ func (r *Range) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAs
 // instance id, then the rest by member id, both by Java String.compareTo. The
 // sort is stable like List.sort, so equal keys keep memberIds() order.
 func rangeMemberOrder(members []MemberSpec) []int {
-	order := make([]int, len(members))
-	for i := range order {
-		order[i] = i
+	return rangeMemberOrderIn(members, &assignWork{})
+}
+
+// rangeMemberOrderIn is rangeMemberOrder in w's memory.
+func rangeMemberOrderIn(members []MemberSpec, w *assignWork) []int {
+	// Static members' keys first, the others' after them.
+	keys := resized(w.keys, len(members))
+	static, ascii := 0, true
+	for i := range members {
+		if id := members[i].InstanceID; id != "" {
+			keys[static] = rangeKey{id: id, index: int32(i)}
+			static++
+			ascii = ascii && isASCII(id)
+		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		ma, mb := &members[a], &members[b]
+	dynamic := static
+	for i := range members {
+		if members[i].InstanceID == "" {
+			keys[dynamic] = rangeKey{id: members[i].ID, index: int32(i)}
+			dynamic++
+			ascii = ascii && isASCII(members[i].ID)
+		}
+	}
+	w.keys = keys
+	// The index breaks ties last, so the order is the stable one whatever
+	// the sort; keys in order already are left as they are. With ASCII
+	// keys only, Go's string order is Java's.
+	compare := func(a, b rangeKey) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return int(a.index - b.index)
+	}
+	if !ascii {
+		compare = func(a, b rangeKey) int {
+			if c := javaStringCompare(a.id, b.id); c != 0 {
+				return c
+			}
+			return int(a.index - b.index)
+		}
+	}
+	order := resized(w.order, len(members))[:0]
+	for _, part := range [][]rangeKey{keys[:static], keys[static:]} {
+		if !slices.IsSortedFunc(part, compare) {
+			if ascii {
+				sortByPrefix(part)
+			} else {
+				slices.SortFunc(part, compare)
+			}
+		}
+		for _, k := range part {
+			order = append(order, int(k.index))
+		}
+	}
+	w.order = order
+	return order
+}
+
+type rangeKey struct {
+	id    string // the instance id of a static member, else the member id
+	index int32
+	// head is the 8 bytes of id after the prefix all keys share, big
+	// endian, zero-padded (sortByPrefix).
+	head uint64
+}
+
+// sortByPrefix sorts keys by id (Go's string order), then index: by the 8
+// bytes after the prefix all ids share first, a number compare, and by the
+// whole ids only where those are equal. Member ids often share a prefix
+// ("member-17", a client id and a UUID), which string compares would read
+// again and again.
+func sortByPrefix(keys []rangeKey) {
+	if len(keys) == 0 {
+		return
+	}
+	prefix := len(keys[0].id)
+	for _, k := range keys[1:] {
+		n := min(prefix, len(k.id))
+		i := 0
+		for i < n && k.id[i] == keys[0].id[i] {
+			i++
+		}
+		prefix = i
+	}
+	short := len(keys) < 1<<31
+	for i := range keys {
+		var b [8]byte
+		copy(b[:], keys[i].id[prefix:])
+		keys[i].head = binary.BigEndian.Uint64(b[:])
+		short = short && uint32(keys[i].head) == 0
+	}
+	if short {
+		// The ids differ within 4 bytes after the prefix ("member-0" to
+		// "member-9999"): sort numbers, each head with its key's place in
+		// its low half, then put keys whose heads are equal (ids equal in
+		// those bytes, which may still differ after them) in order.
+		packed := make([]uint64, len(keys))
+		for i, k := range keys {
+			packed[i] = k.head | uint64(i)
+		}
+		slices.Sort(packed)
+		sorted := make([]rangeKey, len(keys))
+		for i, p := range packed {
+			sorted[i] = keys[uint32(p)]
+		}
+		copy(keys, sorted)
+		for i := 0; i < len(keys); {
+			j := i + 1
+			for j < len(keys) && keys[j].head == keys[i].head {
+				j++
+			}
+			if j-i > 1 {
+				slices.SortFunc(keys[i:j], compareRangeKeys)
+			}
+			i = j
+		}
+		return
+	}
+	slices.SortFunc(keys, func(a, b rangeKey) int {
 		switch {
-		case ma.InstanceID != "" && mb.InstanceID != "":
-			return javaStringCompare(ma.InstanceID, mb.InstanceID)
-		case ma.InstanceID != "":
+		case a.head < b.head:
 			return -1
-		case mb.InstanceID != "":
+		case a.head > b.head:
 			return 1
 		}
-		return javaStringCompare(ma.ID, mb.ID)
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return int(a.index - b.index)
 	})
-	return order
+}
+
+// compareRangeKeys orders keys by id (Go's string order), then index.
+func compareRangeKeys(a, b rangeKey) int {
+	if c := strings.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	return int(a.index - b.index)
 }

@@ -2,6 +2,9 @@ package assignor
 
 import (
 	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -248,4 +251,36 @@ func TestRangeIgnoresPreviousAssignment(t *testing.T) {
 		"A": exp(tp(topic1, 0, 1)),
 		"B": exp(tp(topic1, 2, 3)),
 	}, got)
+}
+
+// TestRangeMemberOrderAsReference: the member order (sorted by the bytes
+// after a shared prefix first) is the reference's stable sort, for ids
+// sharing long prefixes, holding NUL bytes, of any length, static or not.
+func TestRangeMemberOrderAsReference(t *testing.T) {
+	// Ids equal in their first 8 bytes after the shared prefix, different
+	// after (NUL bytes inside), with the others short.
+	ms := []MemberSpec{{ID: "p-x\x00\x00\x00\x00\x00\x00\x00b"}, {ID: "p-y"}, {ID: "p-x\x00\x00\x00\x00\x00\x00\x00a"}, {ID: "p-x"}}
+	if got, want := rangeMemberOrder(ms), refRangeMemberOrder(ms); !slices.Equal(got, want) {
+		t.Fatalf("order %v, reference %v, members %q", got, want, ms)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	alphabet := []byte{0, 1, '0', '1', '9', 'a', 'z', 0x7f}
+	for range 500 {
+		prefix := strings.Repeat("member-", rng.IntN(3))
+		var ms []MemberSpec
+		for range rng.IntN(40) {
+			b := []byte(prefix)
+			for range rng.IntN(12) {
+				b = append(b, alphabet[rng.IntN(len(alphabet))])
+			}
+			m := MemberSpec{ID: string(b)}
+			if rng.IntN(4) == 0 {
+				m.InstanceID = prefix + string(alphabet[rng.IntN(len(alphabet))])
+			}
+			ms = append(ms, m)
+		}
+		if got, want := rangeMemberOrder(ms), refRangeMemberOrder(ms); !slices.Equal(got, want) {
+			t.Fatalf("order %v, reference %v, members %q", got, want, ms)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -112,6 +113,14 @@ type GroupSpec struct {
 	// which is what the coordinator's group state holds in practice. A non-nil
 	// map (even empty) is used as given, as GroupSpecImpl does.
 	InvertedTargetAssignment map[TopicID]map[int32]string
+	// RecordOrder says the members' Assignments list topics and partitions
+	// in the order of their ConsumerGroupTargetAssignmentMember records (as
+	// the coordinator keeps them), not in the order Kafka iterates them:
+	// the assignor then takes Kafka's order to be JavaAssignmentOrder of
+	// each (what Assignment.fromRecord builds), and works it out only for
+	// a member whose order matters (one holding more than its quota in a
+	// homogeneous group), as the order of the others changes nothing.
+	RecordOrder bool
 }
 
 // IsPartitionAssigned is GroupSpec.isPartitionAssigned.
@@ -128,47 +137,6 @@ func (g *GroupSpec) IsPartitionAssigned(topic TopicID, partition int32) bool {
 		}
 	}
 	return false
-}
-
-// assignedChecker answers isPartitionAssigned in O(1) for the builders.
-type assignedChecker struct {
-	explicit map[TopicID]map[int32]string
-	derived  map[TopicID][]bool
-}
-
-func newAssignedChecker(g *GroupSpec, numPartitions func(TopicID) int) assignedChecker {
-	if g.InvertedTargetAssignment != nil {
-		return assignedChecker{explicit: g.InvertedTargetAssignment}
-	}
-	derived := map[TopicID][]bool{}
-	for i := range g.Members {
-		for _, tp := range g.Members[i].Assignment {
-			bits, ok := derived[tp.Topic]
-			if !ok {
-				n := numPartitions(tp.Topic)
-				if n < 0 {
-					n = 0
-				}
-				bits = make([]bool, n)
-				derived[tp.Topic] = bits
-			}
-			for _, p := range tp.Partitions {
-				if p >= 0 && int(p) < len(bits) {
-					bits[p] = true
-				}
-			}
-		}
-	}
-	return assignedChecker{derived: derived}
-}
-
-func (a assignedChecker) assigned(topic TopicID, partition int32) bool {
-	if a.explicit != nil {
-		_, ok := a.explicit[topic][partition]
-		return ok
-	}
-	bits := a.derived[topic]
-	return int(partition) < len(bits) && bits[partition]
 }
 
 // SubscribedTopicDescriber mirrors the Kafka interface of the same name.
@@ -196,14 +164,55 @@ func (p PartitionCounts) NumPartitions(topic TopicID) int {
 // RacksForPartition implements SubscribedTopicDescriber.
 func (p PartitionCounts) RacksForPartition(TopicID, int32) []string { return nil }
 
-// MemberAssignment is topic id → partitions, ascending.
-type MemberAssignment map[TopicID][]int32
+// MemberAssignment is one member's target assignment (Kafka's
+// Map<Uuid, Set<Integer>>): each topic it holds partitions of, once, with
+// those partitions in ascending order, never empty. The topics are in no
+// particular order (the same for the same input).
+//
+// An assignment is read-only: its slices may be shared with other members'
+// and with the GroupSpec the assignor was given (a member that keeps what it
+// held is handed its previous partitions back, as Kafka hands back the same
+// set), so neither may be changed while the other is in use.
+type MemberAssignment []TopicPartitions
+
+// Partitions returns the partitions of topic t, or nil.
+func (a MemberAssignment) Partitions(t TopicID) []int32 {
+	for i := range a {
+		if a[i].Topic == t {
+			return a[i].Partitions
+		}
+	}
+	return nil
+}
+
+// Size is the number of partitions.
+func (a MemberAssignment) Size() int {
+	n := 0
+	for i := range a {
+		n += len(a[i].Partitions)
+	}
+	return n
+}
 
 // GroupAssignment is the target assignment, keyed by member id. Which members
 // appear follows Kafka: range lists every member (possibly with an empty
 // assignment); uniform lists none when no member subscribes to anything.
 type GroupAssignment struct {
 	Members map[string]MemberAssignment
+	// work is the builders' memory, kept by AssignInto.
+	work *assignWork
+}
+
+// IntoAssignor is an Assignor that can reuse the memory of an earlier
+// result: AssignInto is Assign writing the result into *into, reusing its
+// map and arrays, so that what into held before is no longer valid
+// afterwards. A coordinator that computes a group's target assignments one
+// after the other, and is done with each before the next, keeps one
+// GroupAssignment for them (a Go heap does not take the garbage of a large
+// group's assignment as cheaply as a JVM's young generation).
+type IntoAssignor interface {
+	Assignor
+	AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error
 }
 
 // ErrPartitionAssignor marks the failures that Kafka reports as
@@ -306,10 +315,214 @@ func New(name string, opts ...Opt) (Assignor, error) {
 	return nil, fmt.Errorf("unknown server-side assignor %q: known are %q and %q (or their Kafka class names)", name, UniformName, RangeName)
 }
 
-// validate refuses specs that cannot come from a coordinator. It does not
-// check partitions against topic sizes: the homogeneous builder, like Kafka,
-// tolerates stale ones.
-func validate(spec *GroupSpec) error {
+// The assignors refuse specs that cannot come from a coordinator
+// (ErrInvalidSpec): validateExactly says what is wrong. It does not check
+// partitions against topic sizes: the homogeneous builder, like Kafka,
+// tolerates stale ones. It runs before every assignment, so a valid spec
+// is vouched for cheaply (quickValid: no set per member, a subscription
+// equal to the one checked before is not checked again, partitions in
+// ascending order hold no duplicate); whatever quickValid cannot vouch for
+// goes through validateExactly, which names the first problem.
+
+// validated runs build, an assignor's builder, on a spec that validate
+// would let through, and otherwise returns validate's error: everything
+// but the member ids is vouched for before (quickValid), and the member
+// ids after, by the output (every builder lists every member when it
+// lists any, so a repeated id leaves the output short of members), which
+// spares a set of all member ids. On any doubt or failure, the exact check
+// has the first word, as if validate had run first.
+func validated(spec *GroupSpec, javaVersion int, build func() (GroupAssignment, error)) (GroupAssignment, error) {
+	if !quickValid(spec, false) {
+		if err := validateExactly(spec); err != nil {
+			return GroupAssignment{}, inKafkaOrder(spec, javaVersion, err)
+		}
+	}
+	res, err := build()
+	if err == nil && (len(res.Members) == len(spec.Members) || (len(res.Members) == 0 && quickValid(spec, true))) {
+		return res, nil
+	}
+	if verr := validateExactly(spec); verr != nil {
+		return GroupAssignment{}, inKafkaOrder(spec, javaVersion, verr)
+	}
+	return res, err
+}
+
+// inKafkaOrder is the exact check's error for spec in Kafka's iteration
+// order, which names another partition than err when the spec is in record
+// order (GroupSpec.RecordOrder) and holds more than one problem.
+func inKafkaOrder(spec *GroupSpec, javaVersion int, err error) error {
+	if !spec.RecordOrder {
+		return err
+	}
+	ordered := *spec
+	ordered.RecordOrder = false
+	ordered.Members = slices.Clone(spec.Members)
+	for i := range ordered.Members {
+		ordered.Members[i].Assignment = JavaAssignmentOrder(ordered.Members[i].Assignment, javaVersion)
+	}
+	return validateExactly(&ordered)
+}
+
+// quickValid reports whether spec passes validateExactly, without saying
+// why not; with ids false, member ids are not checked. It is false for
+// every spec validateExactly refuses (for a reason it checks).
+func quickValid(spec *GroupSpec, ids bool) bool {
+	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
+		return false
+	}
+	var seen map[string]struct{}
+	if ids {
+		seen = make(map[string]struct{}, len(spec.Members))
+	}
+	var checked []TopicID      // the last subscription known to hold no duplicate
+	var lastAssigned []TopicID // the topics of the last assignment known to hold none
+	var stamps map[TopicID]int // stamps[t] == i+1: member i's assignment lists t
+	var scratch []TopicID
+	var parts []uint64
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		if ids {
+			if _, dup := seen[m.ID]; dup {
+				return false
+			}
+			seen[m.ID] = struct{}{}
+		}
+		if !sameTopics(m.Topics, checked) {
+			if hasDuplicateTopic(m.Topics, &scratch) {
+				return false
+			}
+			checked = m.Topics
+		}
+		if len(m.Assignment) > 1 && !sameAssignmentTopics(m.Assignment, lastAssigned) {
+			// Topics listed in the order of the last assignment checked
+			// (most often, members' assignments list the topics they share
+			// in one order) are checked already.
+			lastAssigned = lastAssigned[:0]
+			for _, tp := range m.Assignment {
+				lastAssigned = append(lastAssigned, tp.Topic)
+			}
+			if len(lastAssigned) <= 16 {
+				if hasDuplicateTopic(lastAssigned, nil) {
+					return false
+				}
+			} else {
+				if stamps == nil {
+					stamps = map[TopicID]int{}
+				}
+				for _, t := range lastAssigned {
+					if stamps[t] == i+1 {
+						return false
+					}
+					stamps[t] = i + 1
+				}
+			}
+		}
+		for _, tp := range m.Assignment {
+			if !strictlyAscendingNonNegative(tp.Partitions) && hasBadPartition(tp.Partitions, &parts) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameAssignmentTopics reports whether a lists the topics ts, in order.
+func sameAssignmentTopics(a []TopicPartitions, ts []TopicID) bool {
+	if len(a) != len(ts) {
+		return false
+	}
+	for i := range a {
+		if a[i].Topic != ts[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTopics reports whether a and b list the same topics in the same order
+// (most often they are the same slice).
+func sameTopics(a, b []TopicID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// hasDuplicateTopic reports whether ts lists a topic twice. Long lists are
+// sorted in *scratch, which may be ts itself (its order then changes).
+func hasDuplicateTopic(ts []TopicID, scratch *[]TopicID) bool {
+	if len(ts) <= 16 {
+		for i := 1; i < len(ts); i++ {
+			for j := range i {
+				if ts[i] == ts[j] {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	s := append((*scratch)[:0], ts...)
+	slices.SortFunc(s, func(a, b TopicID) int { return bytes.Compare(a[:], b[:]) })
+	*scratch = s
+	for i := 1; i < len(s); i++ {
+		if s[i] == s[i-1] {
+			return true
+		}
+	}
+	return false
+}
+
+func strictlyAscendingNonNegative(ps []int32) bool {
+	prev := int32(-1)
+	for _, p := range ps {
+		if p <= prev {
+			return false
+		}
+		prev = p
+	}
+	return true
+}
+
+// hasBadPartition reports whether ps holds a negative partition or one
+// twice: marking them in the bit set *seen (left clear again), or, for
+// partitions too large for one, sorting a copy.
+func hasBadPartition(ps []int32, seen *[]uint64) bool {
+	hi := int32(0)
+	for _, p := range ps {
+		if p < 0 {
+			return true
+		}
+		hi = max(hi, p)
+	}
+	if hi >= 1<<20 {
+		s := slices.Clone(ps)
+		slices.Sort(s)
+		return !strictlyAscendingNonNegative(s)
+	}
+	if words := int(hi)/64 + 1; len(*seen) < words {
+		*seen = make([]uint64, words)
+	}
+	bits := *seen
+	dup := false
+	for _, p := range ps {
+		w, b := p/64, uint64(1)<<(p%64)
+		if bits[w]&b != 0 {
+			dup = true
+		}
+		bits[w] |= b
+	}
+	for _, p := range ps {
+		bits[p/64] = 0
+	}
+	return dup
+}
+
+// validateExactly is validate's exact check: the first problem, in member
+// order, is the one reported.
+func validateExactly(spec *GroupSpec) error {
 	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
 		return fmt.Errorf("%w: subscription type %d is neither Homogeneous (0) nor Heterogeneous (1)", ErrInvalidSpec, spec.Subscription)
 	}
@@ -353,9 +566,10 @@ func validate(spec *GroupSpec) error {
 	return nil
 }
 
-// toMemberAssignment turns a working set into the sorted output form.
+// toMemberAssignment turns a working set into the output form, topics in
+// Uuid order.
 func toMemberAssignment(sets map[TopicID]map[int32]struct{}) MemberAssignment {
-	out := make(MemberAssignment, len(sets))
+	out := make(MemberAssignment, 0, len(sets))
 	for t, ps := range sets {
 		if len(ps) == 0 {
 			continue
@@ -365,7 +579,8 @@ func toMemberAssignment(sets map[TopicID]map[int32]struct{}) MemberAssignment {
 			s = append(s, p)
 		}
 		slices.Sort(s)
-		out[t] = s
+		out = append(out, TopicPartitions{Topic: t, Partitions: s})
 	}
+	slices.SortFunc(out, func(a, b TopicPartitions) int { return compareTopicIDs(a.Topic, b.Topic) })
 	return out
 }

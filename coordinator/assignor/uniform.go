@@ -1,6 +1,9 @@
 package assignor
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Uniform is Kafka's UniformAssignor, the default server-side assignor: balanced
 // first, sticky second. Homogeneous groups go to the homogeneous builder
@@ -22,21 +25,29 @@ func (*Uniform) Name() string { return UniformName }
 
 // Assign implements Assignor (UniformAssignor.assign).
 func (u *Uniform) Assign(spec GroupSpec, topics SubscribedTopicDescriber) (GroupAssignment, error) {
-	if err := validate(&spec); err != nil {
-		return GroupAssignment{}, err
-	}
-	if len(spec.Members) == 0 {
-		return GroupAssignment{Members: map[string]MemberAssignment{}}, nil
-	}
-	if spec.Subscription == Homogeneous {
-		return assignUniformHomogeneous(&spec, topics, u.cfg)
-	}
-	return assignUniformHeterogeneous(&spec, topics)
+	return u.assign(&spec, topics, &assignWork{})
 }
 
-type topicPartition struct {
-	topic     TopicID
-	partition int32
+// AssignInto implements IntoAssignor.
+func (u *Uniform) AssignInto(spec GroupSpec, topics SubscribedTopicDescriber, into *GroupAssignment) error {
+	if into.work == nil {
+		into.work = &assignWork{}
+	}
+	res, err := u.assign(&spec, topics, into.work)
+	into.Members = res.Members
+	return err
+}
+
+func (u *Uniform) assign(spec *GroupSpec, topics SubscribedTopicDescriber, w *assignWork) (GroupAssignment, error) {
+	return validated(spec, u.cfg.javaVersion, func() (GroupAssignment, error) {
+		if len(spec.Members) == 0 {
+			return GroupAssignment{Members: w.output(0)}, nil
+		}
+		if spec.Subscription == Homogeneous {
+			return assignUniformHomogeneous(spec, topics, u.cfg, w)
+		}
+		return assignUniformHeterogeneous(spec, topics, u.cfg)
+	})
 }
 
 // assignUniformHomogeneous is UniformHomogeneousAssignmentBuilder.build.
@@ -55,33 +66,114 @@ type topicPartition struct {
 //     it, unless they are among the last members that must take it. Before,
 //     the first P%M members in iteration order always got the extra slot, so a
 //     balanced assignment could still move.
-func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config) (GroupAssignment, error) {
+//
+// Like Kafka's builder, which hands back a member's previous assignment
+// object when it keeps all of it, nothing is copied that need not be: what a
+// member keeps is a prefix of its previous partitions, which the output
+// shares when it is already in ascending order, and what it is given is a
+// run of the list of partitions to assign, which the output shares when the
+// run is one topic in ascending order (all slices capped, so appending to one
+// copies it). Topics are numbered by their place in the subscription.
+func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, cfg config, w *assignWork) (GroupAssignment, error) {
 	// Kafka copies the first member's subscription into a HashSet: its
 	// iteration order decides the order of never-assigned partitions.
 	subscribed := javaUUIDSetCopyOrder(spec.Members[0].Topics, cfg.javaVersion)
-	out := GroupAssignment{Members: make(map[string]MemberAssignment, len(spec.Members))}
+	out := GroupAssignment{Members: w.output(len(spec.Members))}
 	if len(subscribed) == 0 {
 		return out, nil
 	}
-	isSubscribed := make(map[TopicID]bool, len(subscribed))
-	for _, t := range subscribed {
-		isSubscribed[t] = true
-	}
-	checker := newAssignedChecker(spec, topics.NumPartitions)
-
-	var unassigned []topicPartition
+	index := newTopicIndex(len(subscribed))
+	counts := make([]int, len(subscribed))
 	total := 0
-	for _, t := range subscribed {
+	for i, t := range subscribed {
+		index.add(t) // i
 		n := topics.NumPartitions(t)
 		if n == -1 {
 			return GroupAssignment{}, fmt.Errorf("%w: members are subscribed to topic %s which doesn't exist in the topic metadata", ErrPartitionAssignor, t)
 		}
-		for p := range int32(n) {
-			if !checker.assigned(t, p) {
-				unassigned = append(unassigned, topicPartition{t, p})
+		counts[i] = n
+		total += n
+	}
+
+	// The partitions to assign, as Kafka's unassignedPartitions list: first
+	// those nobody holds (isPartitionAssigned), topic by topic in the
+	// subscription's order, ascending; then those the revoke pass takes
+	// away, in member order.
+	pending := &w.pending
+	pending.copies = pending.copies[:0]
+	if spec.InvertedTargetAssignment != nil {
+		free := 0
+		for ti, t := range subscribed {
+			free += max(counts[ti]-len(spec.InvertedTargetAssignment[t]), 0)
+		}
+		pending.reserve(free)
+		var bits []bool
+		for ti, t := range subscribed {
+			held := spec.InvertedTargetAssignment[t]
+			n := counts[ti]
+			switch {
+			case len(held) == 0:
+				for p := range int32(n) {
+					pending.add(int32(ti), p)
+				}
+			case len(held) <= 2*n:
+				// Walking the topic's map once is cheaper than looking
+				// each partition up in it.
+				bits = append(bits[:0], make([]bool, n)...)
+				for p := range held {
+					if p >= 0 && int(p) < n {
+						bits[p] = true
+					}
+				}
+				for p := range int32(n) {
+					if !bits[p] {
+						pending.add(int32(ti), p)
+					}
+				}
+			default:
+				for p := range int32(n) {
+					if _, ok := held[p]; !ok {
+						pending.add(int32(ti), p)
+					}
+				}
 			}
 		}
-		total += n
+	} else {
+		// Derived from the members' previous assignments, as the
+		// coordinator's group state holds them: topic ti's partitions are
+		// held[from[ti]:from[ti+1]].
+		w.from = resized(w.from, len(subscribed)+1)
+		from := w.from
+		for ti := range subscribed {
+			from[ti+1] = from[ti] + counts[ti]
+		}
+		w.held = resized(w.held, total)
+		held := w.held
+		heldCount := 0
+		for i := range spec.Members {
+			for _, tp := range spec.Members[i].Assignment {
+				ti, ok := index.get(tp.Topic)
+				if !ok {
+					continue
+				}
+				bits := held[from[ti]:from[ti+1]]
+				for _, p := range tp.Partitions {
+					if int(p) < len(bits) && !bits[p] {
+						bits[p] = true
+						heldCount++
+					}
+				}
+			}
+		}
+		pending.reserve(total - heldCount)
+		for ti := range subscribed {
+			bits := held[from[ti]:from[ti+1]]
+			for p, h := range bits {
+				if !h {
+					pending.add(int32(ti), int32(p))
+				}
+			}
+		}
 	}
 
 	numMembers := len(spec.Members)
@@ -89,16 +181,21 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	remainingExtra := total % numMembers
 	legacy := !cfg.profile.UniformHomogeneousStable // before KAFKA-18688
 
-	type unfilled struct {
-		member    int
-		remaining int
-	}
-	var unfilledMembers []unfilled
-	targets := make([]map[TopicID]map[int32]struct{}, numMembers)
+	// kept[keptFrom[i]:keptFrom[i+1]] are member i's kept partitions, in
+	// the output's form (ascending; a member's own slice when it is).
+	kept := resized(w.kept, numMembers)[:0]
+	w.keptFrom = resized(w.keptFrom, numMembers+1)
+	keptFrom := w.keptFrom
+	// unfilled members in order, with their remaining quota; runs[i] is the
+	// run of pending that member i is given.
+	unfilledMembers := w.unfilled[:0]
+	w.runs = resized(w.runs, numMembers)
+	runs := w.runs
 
 	// Revoke pass: over memberIds() order.
 	for i := range spec.Members {
 		m := &spec.Members[i]
+		keptFrom[i] = int32(len(kept))
 		quota := minQuota
 		hasExtra := false
 		if remainingExtra > 0 {
@@ -109,29 +206,41 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 				hasExtra = true
 			}
 		}
-		target := make(map[TopicID]map[int32]struct{}, len(m.Assignment))
-		for _, tp := range m.Assignment {
-			if !isSubscribed[tp.Topic] {
+		assignment := m.Assignment
+		if spec.RecordOrder && len(assignment) > 0 {
+			// Kafka's order matters only if the member holds more of the
+			// subscribed topics than its quota: which it keeps depends on it.
+			held := 0
+			for _, tp := range assignment {
+				if _, ok := index.get(tp.Topic); ok {
+					held += len(tp.Partitions)
+				}
+			}
+			if held > quota {
+				assignment = JavaAssignmentOrder(assignment, cfg.javaVersion)
+			}
+		}
+		for _, tp := range assignment {
+			ti, ok := index.get(tp.Topic)
+			if !ok {
 				continue // the whole topic is dropped
 			}
-			kept := make(map[int32]struct{}, min(len(tp.Partitions), max(quota, 0)))
-			if len(tp.Partitions) <= quota {
-				quota -= len(tp.Partitions)
-				for _, p := range tp.Partitions {
-					kept[p] = struct{}{}
-				}
+			keep := len(tp.Partitions)
+			if keep <= quota {
+				quota -= keep
 			} else {
-				for _, p := range tp.Partitions {
-					if quota > 0 {
-						quota--
-						kept[p] = struct{}{}
-					} else {
-						unassigned = append(unassigned, topicPartition{tp.Topic, p})
-					}
+				keep = max(quota, 0)
+				quota -= keep
+				for _, p := range tp.Partitions[keep:] {
+					pending.add(ti, p)
 				}
 			}
-			if len(kept) > 0 {
-				target[tp.Topic] = kept
+			if keep > 0 {
+				ps := tp.Partitions[:keep:keep]
+				if !strictlyAscending(ps) {
+					ps = pending.sorted(ps)
+				}
+				kept = append(kept, TopicPartitions{Topic: subscribed[ti], Partitions: ps})
 			}
 		}
 		if !legacy && quota > 0 && hasExtra && numMembers-i > remainingExtra {
@@ -146,29 +255,184 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 		if hasExtra {
 			remainingExtra--
 		}
-		targets[i] = target
 	}
+	keptFrom[numMembers] = int32(len(kept))
+	w.kept, w.unfilled = kept, unfilledMembers
 
 	// Fill pass: unfilled members in order take the next partitions in line.
 	next := 0
 	for _, u := range unfilledMembers {
-		target := targets[u.member]
-		for k := 0; k < u.remaining && next < len(unassigned); k++ {
-			tp := unassigned[next]
-			next++
-			set, ok := target[tp.topic]
-			if !ok {
-				set = map[int32]struct{}{}
-				target[tp.topic] = set
-			}
-			set[tp.partition] = struct{}{}
+		take := min(u.remaining, len(pending.part)-next)
+		runs[u.member] = [2]int32{int32(next), int32(next + take)}
+		next += take
+	}
+	if next < len(pending.part) {
+		return GroupAssignment{}, fmt.Errorf("%w: partitions were left unassigned (%d of %d); the spec's previous assignments overlap or the inverted target assignment is inconsistent", ErrPartitionAssignor, len(pending.part)-next, len(pending.part))
+	}
+	// A member given nothing holds what it keeps; the others' topics are
+	// in one more array, member i's region with room for its kept topics
+	// and the stretches of its run.
+	bound := 0
+	for i := range spec.Members {
+		if runs[i][0] < runs[i][1] {
+			bound += int(keptFrom[i+1]-keptFrom[i]) + pending.stretches(runs[i])
 		}
 	}
-	if next < len(unassigned) {
-		return GroupAssignment{}, fmt.Errorf("%w: partitions were left unassigned (%d of %d); the spec's previous assignments overlap or the inverted target assignment is inconsistent", ErrPartitionAssignor, len(unassigned)-next, len(unassigned))
-	}
+	w.all = resized(w.all, bound)
+	all := w.all
 	for i := range spec.Members {
-		out.Members[spec.Members[i].ID] = toMemberAssignment(targets[i])
+		a := kept[keptFrom[i]:keptFrom[i+1]:keptFrom[i+1]]
+		if runs[i][0] < runs[i][1] {
+			n := len(a) + pending.stretches(runs[i])
+			region := all[:0:n]
+			all = all[n:]
+			a = pending.memberAssignment(region, subscribed, a, runs[i])
+		}
+		out.Members[spec.Members[i].ID] = a
 	}
 	return out, nil
+}
+
+// pendingList is the homogeneous builder's list of partitions to assign,
+// as two parallel arrays (topic number, partition), and the array that
+// sorted copies of kept partitions are cut from.
+type pendingList struct {
+	topic, part []int32
+	copies      []int32
+}
+
+// sorted is a sorted copy of ps, cut from l.copies (capped: appending to it
+// copies it).
+func (l *pendingList) sorted(ps []int32) []int32 {
+	if cap(l.copies)-len(l.copies) < len(ps) {
+		l.copies = make([]int32, 0, max(len(ps), 1024))
+	}
+	n := len(l.copies)
+	l.copies = append(l.copies, ps...)
+	s := l.copies[n : n+len(ps) : n+len(ps)]
+	slices.Sort(s)
+	return s
+}
+
+// reserve makes room for n partitions and a few more (what the revoke pass
+// adds to a balanced group).
+func (l *pendingList) reserve(n int) {
+	l.topic = resized(l.topic, n+16)[:0]
+	l.part = resized(l.part, n+16)[:0]
+}
+
+// unfilled is a member below its quota after the revoke pass.
+type unfilled struct {
+	member    int
+	remaining int
+}
+
+// assignWork is the memory of the uniform homogeneous and the range
+// builders: fresh for Assign, kept from one call to the next by AssignInto
+// (the output's map and arrays among it).
+type assignWork struct {
+	members  map[string]MemberAssignment
+	ranges   rangeOut
+	keys     []rangeKey
+	order    []int
+	pending  pendingList
+	from     []int
+	held     []bool
+	kept     []TopicPartitions
+	keptFrom []int32
+	runs     [][2]int32
+	all      []TopicPartitions
+	unfilled []unfilled
+}
+
+// output is the output's map, for n members.
+func (w *assignWork) output(n int) map[string]MemberAssignment {
+	if w.members == nil {
+		w.members = make(map[string]MemberAssignment, n)
+	} else {
+		clear(w.members)
+	}
+	return w.members
+}
+
+// resized is s with length n and zero values, reusing its array when it
+// is large enough.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+func (l *pendingList) add(topic, part int32) {
+	l.topic = append(l.topic, topic)
+	l.part = append(l.part, part)
+}
+
+// stretches is the number of stretches of one topic in the run
+// [run[0], run[1]).
+func (l *pendingList) stretches(run [2]int32) int {
+	n := 0
+	for k := run[0]; k < run[1]; k++ {
+		if k == run[0] || l.topic[k] != l.topic[k-1] {
+			n++
+		}
+	}
+	return n
+}
+
+// memberAssignment is one member's output, built in out (empty, with room
+// for its kept topics and the stretches of its run): the partitions it keeps
+// (in the output's form already) and the run [run[0], run[1]) of the list
+// it is given, each topic once, its partitions ascending.
+func (l *pendingList) memberAssignment(out []TopicPartitions, subscribed []TopicID, kept []TopicPartitions, run [2]int32) MemberAssignment {
+	out = append(out, kept...)
+	// Partitions a member is given may repeat what it keeps, or repeat in
+	// the list, when the spec's previous assignments overlap or its inverted
+	// target assignment disagrees with them: the member holds them once, as
+	// in Kafka's sets.
+	var unsorted []int
+	for k := run[0]; k < run[1]; {
+		// One stretch of the run in the same topic.
+		ti := l.topic[k]
+		end := k + 1
+		for end < run[1] && l.topic[end] == ti {
+			end++
+		}
+		t := subscribed[ti]
+		stretch := l.part[k:end:end]
+		k = end
+		j := slices.IndexFunc(out, func(x TopicPartitions) bool { return x.Topic == t })
+		if j >= 0 {
+			// The member keeps partitions of t, or t comes back later in
+			// the run: append (the capped slices copy on the first append).
+			merged := append(out[j].Partitions, stretch...)
+			if !strictlyAscending(merged) {
+				unsorted = append(unsorted, j)
+			}
+			out[j].Partitions = merged
+			continue
+		}
+		if !strictlyAscending(stretch) {
+			stretch = slices.Clone(stretch)
+			unsorted = append(unsorted, len(out))
+		}
+		out = append(out, TopicPartitions{Topic: t, Partitions: stretch})
+	}
+	for _, j := range unsorted {
+		slices.Sort(out[j].Partitions)
+		out[j].Partitions = slices.Compact(out[j].Partitions)
+	}
+	return out[:len(out):len(out)]
+}
+
+func strictlyAscending(ps []int32) bool {
+	for i := 1; i < len(ps); i++ {
+		if ps[i] <= ps[i-1] {
+			return false
+		}
+	}
+	return true
 }

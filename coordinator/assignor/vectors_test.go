@@ -267,7 +267,7 @@ func parseVectorFile(t *testing.T, path string) (versions []string, javaVersion 
 		case "outmember":
 			c.want[f[1]] = MemberAssignment{}
 		case "out":
-			c.want[f[1]][mustTopic(f[2])] = parseInts(f[3])
+			c.want[f[1]] = append(c.want[f[1]], TopicPartitions{Topic: mustTopic(f[2]), Partitions: parseInts(f[3])})
 		case "end":
 			cases = append(cases, *c)
 			c = nil

@@ -141,7 +141,7 @@ func (hb *heartbeat) classicJoin(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGrou
 	if req.RebalanceTimeoutMillis != -1 {
 		updated.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
 	}
-	updated.subscribed = sortedSet(sub.Topics)
+	updated.setSubscribed(sortedSet(sub.Topics))
 	updated.regex = "" // classic members cannot subscribe by regex
 	updated.clientID, updated.clientHost = hb.rc.ClientID, hb.rc.ClientHost
 	updated.classic = &records.ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis}

@@ -94,7 +94,7 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 		mb.rackID = deref(sub.Rack)
 		mb.rebalanceTimeoutMs = cm.RebalanceTimeoutMs
 		mb.clientID, mb.clientHost = cm.ClientID, cm.ClientHost
-		mb.subscribed = sortedSet(sub.Topics)
+		mb.setSubscribed(sortedSet(sub.Topics))
 		for t, ps := range target {
 			mb.assigned[t] = map[int32]int32{}
 			for _, p := range ps {

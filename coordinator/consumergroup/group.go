@@ -75,8 +75,13 @@ type member struct {
 	rackID     string
 	clientID   string
 	clientHost string
-	// subscribed is the set of subscribed topic names, sorted.
-	subscribed         []string
+	// subscribed is the set of subscribed topic names, sorted; set it with
+	// setSubscribed.
+	subscribed []string
+	// subscribedSet is subscribed as a set, made when first needed
+	// (subscribes) and kept with the member and its copies, as Kafka's
+	// member keeps its names in a HashSet; setSubscribed drops it.
+	subscribedSet      map[string]struct{}
 	regex              string
 	rebalanceTimeoutMs int32
 	serverAssignor     string // "" means none
@@ -92,6 +97,32 @@ type member struct {
 	// Its session timeout and supported protocols are persisted in the
 	// member's ConsumerGroupMemberMetadataValue (tag 0).
 	classic *records.ClassicMemberMetadata
+}
+
+// setSubscribed sets the subscribed names (a sorted set). The member's
+// name set is kept when they are the names it had.
+func (m *member) setSubscribed(names []string) {
+	if !slices.Equal(names, m.subscribed) {
+		m.subscribedSet = nil
+	}
+	m.subscribed = names
+}
+
+// subscribes reports whether the member subscribes to topic name: a
+// binary search of a few names, a set of many.
+func (m *member) subscribes(name string) bool {
+	if len(m.subscribed) <= 16 {
+		_, found := slices.BinarySearch(m.subscribed, name)
+		return found
+	}
+	if m.subscribedSet == nil {
+		m.subscribedSet = make(map[string]struct{}, len(m.subscribed))
+		for _, n := range m.subscribed {
+			m.subscribedSet[n] = struct{}{}
+		}
+	}
+	_, ok := m.subscribedSet[name]
+	return ok
 }
 
 // useClassicProtocol is ConsumerGroupMember.useClassicProtocol.
@@ -139,7 +170,8 @@ func newMember(id string) *member {
 
 func (m *member) clone() *member {
 	c := *m
-	c.subscribed = slices.Clone(m.subscribed)
+	// subscribed is shared: it is replaced, never changed in place, and
+	// members of a group share equal subscriptions (internSubscription).
 	c.assigned = m.assigned.clone()
 	c.pending = m.pending.clone()
 	c.classic = cloneClassic(m.classic)
@@ -188,6 +220,16 @@ type group struct {
 	staticMembers map[string]string
 	// target is the target assignment, member id → topic → sorted partitions.
 	target map[string]map[TopicID][]int32
+	// scratch is the memory of the target assignments (buildTarget),
+	// shared with the group's copies.
+	scratch *targetScratch
+	// recentSubscriptions are the last distinct subscriptions replayed
+	// (internSubscription), most recent first.
+	recentSubscriptions [][]string
+	// recordTargets caches, per member, its target as a list in record
+	// order (recordTarget), as Kafka keeps the Assignment object: it is
+	// made when first asked for and dropped when the target changes.
+	recordTargets map[string][]assignor.TopicPartitions
 	// partitionEpochs is ConsumerGroup.currentPartitionEpoch: the epoch of the
 	// owner of every assigned or pending-revocation partition.
 	partitionEpochs map[TopicID]map[int32]int32
@@ -227,6 +269,8 @@ func (g *group) clone() *group {
 	for id, a := range g.target {
 		c.target[id] = cloneTarget(a)
 	}
+	c.recordTargets = maps.Clone(g.recordTargets) // read-only lists
+	c.recentSubscriptions = slices.Clone(g.recentSubscriptions)
 	c.partitionEpochs = make(map[TopicID]map[int32]int32, len(g.partitionEpochs))
 	for t, ps := range g.partitionEpochs {
 		c.partitionEpochs[t] = maps.Clone(ps)
@@ -262,6 +306,51 @@ func sameTarget(a, b map[TopicID][]int32) bool {
 
 // memberIDs returns the member ids in creation order.
 func (g *group) memberIDs() []string { return slices.Clone(g.order) }
+
+// internSubscription returns names, or an equal subscription another member
+// replayed lately, so that members with the same subscription share one
+// slice (the target assignment then sees at once that they are equal). It
+// keeps the last 8 distinct ones: a homogeneous group has one, Kafka's
+// benchmarks' heterogeneous groups have 5.
+func (g *group) internSubscription(names []string) []string {
+	for i, s := range g.recentSubscriptions {
+		if slices.Equal(s, names) {
+			copy(g.recentSubscriptions[1:i+1], g.recentSubscriptions[:i])
+			g.recentSubscriptions[0] = s
+			return s
+		}
+	}
+	if len(g.recentSubscriptions) < 8 {
+		g.recentSubscriptions = append(g.recentSubscriptions, nil)
+	}
+	copy(g.recentSubscriptions[1:], g.recentSubscriptions)
+	g.recentSubscriptions[0] = names
+	return names
+}
+
+// recordTarget is member id's target assignment as the assignor is handed
+// it (assignor.GroupSpec.RecordOrder): its topics in the order of the
+// records this coordinator writes (Manager.javaOrder's input), each with
+// the group's own sorted partitions (shared, read-only); nil when it has
+// none. It is kept until the target changes.
+func (g *group) recordTarget(id string) []assignor.TopicPartitions {
+	if a, ok := g.recordTargets[id]; ok {
+		return a
+	}
+	target := g.target[id]
+	var a []assignor.TopicPartitions
+	for t, ps := range target {
+		if len(ps) > 0 {
+			a = append(a, assignor.TopicPartitions{Topic: t, Partitions: ps})
+		}
+	}
+	slices.SortFunc(a, func(x, y assignor.TopicPartitions) int { return compareBytes(x.Topic, y.Topic) })
+	if g.recordTargets == nil {
+		g.recordTargets = map[string][]assignor.TopicPartitions{}
+	}
+	g.recordTargets[id] = a
+	return a
+}
 
 // currentPartitionEpoch is ConsumerGroup.currentPartitionEpoch: -1 if free.
 func (g *group) currentPartitionEpoch(t TopicID, p int32) int32 {
@@ -325,6 +414,24 @@ func (g *group) state() string {
 // the HashMap of counts (Stream.max keeps the first maximum). "" means none
 // asked for.
 func (g *group) preferredServerAssignor(old, updated *member) string {
+	// Most often nobody asks for an assignor: then there is no need to walk
+	// the members in order (which breaks ties between names).
+	if (old == nil || old.serverAssignor == "") && (updated == nil || updated.serverAssignor == "") {
+		asked := false
+		for _, mb := range g.members {
+			if mb.serverAssignor != "" {
+				asked = true
+				break
+			}
+		}
+		if !asked {
+			return ""
+		}
+	}
+	return g.preferredServerAssignorInOrder(old, updated)
+}
+
+func (g *group) preferredServerAssignorInOrder(old, updated *member) string {
 	counts := map[string]int{}
 	var names []string
 	add := func(n string, d int) {
@@ -428,6 +535,7 @@ func (r *replayer) apply(rec records.Record) error {
 		if rec.Value == nil {
 			if g, ok := r.groups[k.GroupID]; ok {
 				delete(g.target, k.MemberID)
+				delete(g.recordTargets, k.MemberID)
 			}
 			return nil
 		}
@@ -443,6 +551,7 @@ func (r *replayer) apply(rec records.Record) error {
 			a[t.TopicID] = slices.Compact(ps)
 		}
 		g.target[k.MemberID] = a
+		delete(g.recordTargets, k.MemberID)
 		return nil
 	case records.ConsumerGroupCurrentMemberAssignmentKey:
 		return r.replayCurrentAssignment(k, rec.Value)
@@ -525,7 +634,7 @@ func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey
 	m.clientID, m.clientHost = v.ClientID, v.ClientHost
 	// The field is not nullable: an empty list (which may decode as nil)
 	// is an empty subscription.
-	m.subscribed = sortedSet(v.SubscribedTopicNames)
+	m.setSubscribed(g.internSubscription(sortedSet(v.SubscribedTopicNames)))
 	m.regex = deref(v.SubscribedTopicRegex)
 	m.rebalanceTimeoutMs = v.RebalanceTimeoutMs
 	m.serverAssignor = deref(v.ServerAssignor)

@@ -375,7 +375,7 @@ func (hb *heartbeat) heartbeat() error {
 		updated.serverAssignor = *r.ServerAssignor
 	}
 	if r.SubscribedTopicNames != nil {
-		updated.subscribed = sortedSet(r.SubscribedTopicNames)
+		updated.setSubscribed(sortedSet(r.SubscribedTopicNames))
 	}
 	if r.SubscribedTopicRegex != nil {
 		updated.regex = *r.SubscribedTopicRegex
@@ -489,7 +489,7 @@ func (hb *heartbeat) reconcile(g *group, updated *member, targetEpoch int32, tar
 			member:                 updated,
 			targetEpoch:            targetEpoch,
 			target:                 target,
-			subscribedIDs:          subscribedIDs(hb.topics, g.memberTopics(updated)),
+			sub:                    g.subscriptionOf(updated, hb.topics),
 			hasSubscriptionChanged: hasSubscriptionChanged,
 			partitionEpoch:         g.currentPartitionEpoch,
 			owned:                  owned,
@@ -550,6 +550,9 @@ func (hb *heartbeat) dynamicMember(g *group, memberID string) (*member, error) {
 func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*member, error) {
 	existing := g.staticMember(instanceID)
 	if hb.req.MemberEpoch == JoinEpoch {
+		if mb, ok := g.members[memberID]; ok && hb.m.profile.StaticRejoinOwnInstance {
+			return hb.staticRejoin(mb, instanceID)
+		}
 		if existing == nil {
 			if mb, ok := g.members[memberID]; ok {
 				return mb, nil
@@ -588,6 +591,27 @@ func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*membe
 		return nil, err
 	}
 	return existing, nil
+}
+
+// staticRejoin is a join at epoch 0 from member mb, which the coordinator
+// holds, with instance id instanceID, where the release lets a static
+// member back in (version.Profile.StaticRejoinOwnInstance, apache/kafka PR
+// #23542): a member id keeps its instance id, so the join is mb itself
+// coming back. After a temporary leave (-2) its epoch is reset and it is
+// reconciled; otherwise it is taken back as a dynamic member is.
+func (hb *heartbeat) staticRejoin(mb *member, instanceID string) (*member, error) {
+	if mb.instanceID != instanceID {
+		return nil, errorf(kerr.InvalidRequest, "Member %s cannot change its instance id from %q to %q.", mb.id, mb.instanceID, instanceID)
+	}
+	if mb.epoch == StaticLeaveEpoch {
+		back := mb.clone()
+		back.epoch, back.prevEpoch = 0, 0
+		return back, nil
+	}
+	if err := hb.checkEpoch(mb); err != nil {
+		return nil, err
+	}
+	return mb, nil
 }
 
 // checkEpoch is GMM.throwIfConsumerGroupMemberEpochIsInvalid.
@@ -760,105 +784,214 @@ func (hb *heartbeat) maybeUpdateTarget(g *group, groupEpoch int32, old, updated 
 			return last()
 		}
 	}
+	mine, recs, err := m.buildTarget(g, hb.topics, groupEpoch, old, updated, subType, nowMs)
+	if err != nil {
+		return 0, nil, err
+	}
+	hb.recs = append(hb.recs, recs...)
+	return groupEpoch, mine, nil
+}
+
+// buildTarget is TargetAssignmentBuilder.build for groupEpoch: the member
+// specs (the group's members, updated added or replacing old, and the
+// static member updated replaces removed; each with its subscription
+// resolved and its previous target), the preferred assignor's assignment
+// of them, a target record for each member whose target changed, and the
+// target metadata record. It returns updated's new target.
+//
+// Like Kafka's builder it does per member only what the member needs:
+// members with the same subscription share its resolved topics (Kafka's
+// CachedTopicResolver resolves each name once a build), a previous target
+// is handed over as the group keeps it (recordTarget, as Kafka keeps the
+// Assignment object) and put in Kafka's iteration order by the assignor
+// only where that order matters (assignor.GroupSpec.RecordOrder), and a
+// member whose target did not change is compared with the assignor's
+// output in place (it shares the group's partitions).
+func (m *Manager) buildTarget(g *group, topics TopicMetadata, groupEpoch int32, old, updated *member, subType assignor.SubscriptionType, nowMs int64) (map[TopicID][]int32, []records.Record, error) {
 	name := m.preferredAssignor(g, old, updated)
 
 	// TAB.build: the member specs start from the group's members, then the
 	// updated member is added or replaced, and a static member it replaces
 	// is removed.
-	type spec struct {
-		mb     *member
-		target map[TopicID][]int32
-	}
-	specs := map[string]spec{}
 	ids := g.memberIDs()
-	for _, id := range ids {
-		specs[id] = spec{g.members[id], g.target[id]}
-	}
-	prevTarget := g.target[updated.id]
+	prevTargetOf := updated.id // whose target is updated's previous one
 	if updated.instanceID != "" {
 		if prev, ok := g.staticMembers[updated.instanceID]; ok && prev != updated.id {
-			prevTarget = g.target[prev]
-			delete(specs, prev)
+			prevTargetOf = prev
 			ids = slices.DeleteFunc(ids, func(s string) bool { return s == prev })
 		}
 	}
-	if _, ok := specs[updated.id]; !ok {
+	if !slices.Contains(ids, updated.id) {
 		ids = append(ids, updated.id)
 	}
-	specs[updated.id] = spec{updated, prevTarget}
 	ids = assignor.JavaHashMapOrder(ids)
 
-	jv := m.cfg.JavaVersion
-	if jv == 0 {
-		jv = assignor.DefaultJavaVersion
+	if g.scratch == nil {
+		g.scratch = &targetScratch{}
 	}
-	gs := assignor.GroupSpec{Subscription: subType}
-	counts := assignor.PartitionCounts{}
-	for _, id := range ids {
-		s := specs[id]
-		ms := assignor.MemberSpec{ID: id, InstanceID: s.mb.instanceID, RackID: s.mb.rackID}
-		for _, n := range g.memberTopics(s.mb) {
-			if tid, parts, ok := hb.topics.TopicByName(n); ok {
-				ms.Topics = append(ms.Topics, tid)
-				counts[tid] = parts
-			}
+	scratch := g.scratch
+	if cap(scratch.specs) < len(ids) {
+		scratch.specs = make([]assignor.MemberSpec, len(ids))
+	}
+	gs := assignor.GroupSpec{Subscription: subType, Members: scratch.specs[:len(ids)], RecordOrder: true}
+	var counts assignor.PartitionCounts // made at the first subscription resolved
+	var resolved subscriptionCache
+	for i, id := range ids {
+		mb, targetOf := g.members[id], id
+		if id == updated.id {
+			mb, targetOf = updated, prevTargetOf
 		}
-		ms.Assignment = m.javaOrder(s.target)
-		gs.Members = append(gs.Members, ms)
+		ms := &gs.Members[i]
+		ms.ID, ms.InstanceID, ms.RackID = id, mb.instanceID, mb.rackID
+		ms.Topics = resolved.topics(g, mb, topics, &counts)
+		ms.Assignment = g.recordTarget(targetOf)
 	}
-	// Partitions of the previous target may belong to topics nobody
-	// subscribes to any more; the assignor needs their sizes to ignore them.
-	for _, id := range ids {
-		for t := range specs[id].target {
-			if _, ok := counts[t]; !ok {
-				if _, parts, ok := hb.topics.TopicByID(t); ok {
-					counts[t] = parts
-				}
-			}
-		}
-	}
+	// The counts are those of the subscribed topics: no assignor asks for
+	// another (partitions of a previous target's topic nobody subscribes
+	// to any more are dropped unread, as Kafka's builders drop them).
 	a, ok := m.assignors[name]
 	if !ok {
 		// A member asked for it under another configuration (the log was
 		// written by a broker with other group.consumer.assignors).
-		return 0, nil, errorf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: assignor %q is not configured", groupEpoch, name)
+		return nil, nil, errorf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: assignor %q is not configured", groupEpoch, name)
 	}
-	res, err := a.Assign(gs, counts)
+	if counts == nil {
+		counts = assignor.PartitionCounts{}
+	}
+	var res assignor.GroupAssignment
+	var err error
+	if ia, ok := a.(assignor.IntoAssignor); ok {
+		err = ia.AssignInto(gs, counts, &scratch.res)
+		res = scratch.res
+	} else {
+		res, err = a.Assign(gs, counts)
+	}
 	if err != nil {
-		return 0, nil, errorf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", groupEpoch, err)
+		return nil, nil, errorf(kerr.UnknownServerError, "Failed to compute a new target assignment for epoch %d: %v", groupEpoch, err)
 	}
 	var mine map[TopicID][]int32
+	var recs []records.Record
 	for _, id := range ids {
-		next := map[TopicID][]int32{}
-		for t, ps := range res.Members[id] {
-			if len(ps) > 0 {
-				next[t] = slices.Sorted(slices.Values(ps))
-			}
+		got := res.Members[id]
+		prev, had := g.target[id]
+		changed := !had || !sameAsTarget(got, prev)
+		if !changed && id != updated.id {
+			continue
+		}
+		// The assignor's partitions are ascending; they may share arrays
+		// with the spec and each other, so the group keeps copies.
+		next := make(map[TopicID][]int32, len(got))
+		for _, tp := range got {
+			next[tp.Topic] = slices.Clone(tp.Partitions)
 		}
 		if id == updated.id {
 			mine = next
 		}
-		prev, had := g.target[id]
-		if !had || !sameTarget(prev, next) {
-			hb.recs = append(hb.recs, m.targetRecord(g.id, id, next))
+		if changed {
+			recs = append(recs, m.targetRecord(g.id, id, next))
 		}
 	}
 	var ts int64
 	if m.profile.AssignmentTimestamp {
 		ts = nowMs
 	}
-	hb.recs = append(hb.recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
-	return groupEpoch, mine, nil
+	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
+	return mine, recs, nil
 }
 
-func subscribedIDs(topics TopicMetadata, names []string) map[TopicID]bool {
-	out := map[TopicID]bool{}
-	for _, n := range names {
-		if id, _, ok := topics.TopicByName(n); ok {
-			out[id] = true
+// targetScratch is the memory a group's target assignments reuse, one
+// after the other (each is done with before the next begins): the member
+// specs and the assignor's result (assignor.IntoAssignor). A group's copies
+// share it.
+type targetScratch struct {
+	specs []assignor.MemberSpec
+	res   assignor.GroupAssignment
+}
+
+// sameAsTarget reports whether the assignor's output for a member holds
+// what its previous target holds (sameTarget of the two maps).
+func sameAsTarget(got assignor.MemberAssignment, prev map[TopicID][]int32) bool {
+	if len(got) != len(prev) {
+		return false
+	}
+	for _, tp := range got {
+		ps, ok := prev[tp.Topic]
+		if !ok || len(ps) != len(tp.Partitions) {
+			return false
+		}
+		if len(ps) > 0 && &ps[0] != &tp.Partitions[0] && !slices.Equal(ps, tp.Partitions) {
+			return false
 		}
 	}
-	return out
+	return true
+}
+
+// sameStrings is slices.Equal, at once when a and b are one slice (members'
+// equal subscriptions are, see internSubscription).
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// subscriptionCache resolves members' subscriptions once per distinct
+// subscription in one build: members that subscribe to the same names (and
+// regex) share one resolved list, as Kafka's CachedTopicResolver resolves
+// each name once a build.
+type subscriptionCache []struct {
+	names  []string
+	regex  string
+	topics []TopicID
+}
+
+// topics is mb's subscription as assignor.MemberSpec.Topics: the names in
+// Java's HashSet order, then its regex's topics, resolved to ids (names
+// that do not exist left out); the partition counts of the topics go into
+// *counts (made at the first call).
+func (c *subscriptionCache) topics(g *group, mb *member, md TopicMetadata, counts *assignor.PartitionCounts) []TopicID {
+	for i := range *c {
+		e := &(*c)[i]
+		if e.regex == mb.regex && sameStrings(e.names, mb.subscribed) {
+			// The next members with this subscription most likely share
+			// this member's slice.
+			e.names = mb.subscribed
+			return e.topics
+		}
+	}
+	names := g.memberTopics(mb)
+	if *counts == nil {
+		*counts = make(assignor.PartitionCounts, len(names))
+	}
+	var ids []TopicID
+	for _, n := range names {
+		if tid, parts, ok := md.TopicByName(n); ok {
+			ids = append(ids, tid)
+			(*counts)[tid] = parts
+		}
+	}
+	*c = append(*c, struct {
+		names  []string
+		regex  string
+		topics []TopicID
+	}{mb.subscribed, mb.regex, ids})
+	return ids
+}
+
+// subscriptionOf is the member's subscription as CAB sees it
+// (CAB.subscribedTopicIds): its names, and the topics its regex resolved to
+// (an unresolved regex matches nothing), as memberTopics lists them.
+func (g *group) subscriptionOf(mb *member, topics TopicMetadata) subscription {
+	s := subscription{topics: topics, member: mb}
+	if mb.regex != "" {
+		if r, ok := g.resolved[mb.regex]; ok {
+			s.regex = r.topics
+		}
+	}
+	return s
 }
 
 // responseAssignment is ConsumerGroupHeartbeatResponse.createAssignment,

@@ -303,6 +303,14 @@ func tombstone(k records.Key) records.Record { return records.Record{Key: k} }
 // known here; the order only changes the bytes of a record, never its
 // meaning.
 func (m *Manager) javaOrder(a map[TopicID][]int32) []assignor.TopicPartitions {
+	jv := m.cfg.JavaVersion
+	if jv == 0 {
+		jv = assignor.DefaultJavaVersion
+	}
+	return javaOrderOf(a, jv)
+}
+
+func javaOrderOf(a map[TopicID][]int32, jv int) []assignor.TopicPartitions {
 	ids := make([]TopicID, 0, len(a))
 	for t, ps := range a {
 		if len(ps) > 0 {
@@ -313,10 +321,6 @@ func (m *Manager) javaOrder(a map[TopicID][]int32) []assignor.TopicPartitions {
 	in := make([]assignor.TopicPartitions, 0, len(ids))
 	for _, t := range ids {
 		in = append(in, assignor.TopicPartitions{Topic: t, Partitions: a[t]})
-	}
-	jv := m.cfg.JavaVersion
-	if jv == 0 {
-		jv = assignor.DefaultJavaVersion
 	}
 	return assignor.JavaAssignmentOrder(in, jv)
 }

@@ -20,9 +20,9 @@ type ReconcileInput struct {
 	State     records.MemberState
 	Epoch     int32
 	PrevEpoch int32
-	// Subscribed are the subscribed topic names; they are resolved to ids
-	// through Topics on every Run, as CAB resolves them through the
-	// metadata image on every build.
+	// Subscribed are the subscribed topic names; a step resolves the ids
+	// it asks about through Topics on every Run, as CAB resolves them
+	// through the metadata image on every build.
 	Subscribed []string
 	// Assigned and Pending are partition → assignment epoch, per topic.
 	Assigned map[TopicID]map[int32]int32
@@ -54,9 +54,13 @@ type ReconcileOutput struct {
 // Reconciliation is one prepared CurrentAssignmentBuilder step. Run does
 // not change it, so it can be run repeatedly (a benchmark's loop).
 type Reconciliation struct {
-	r      reconciler
-	topics TopicMetadata
-	names  []string
+	r reconciler
+	// bound: the subscription changed and, from 4.2, bounds the
+	// assignment (KAFKA-19431).
+	bound bool
+	// same is the member as given, what Run returns when it leaves the
+	// member as it is (CAB.build returns the very member it was given).
+	same ReconcileOutput
 }
 
 // NewReconciliation prepares the step under the behaviour of profile p.
@@ -65,7 +69,7 @@ type Reconciliation struct {
 func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 	m := newMember(in.MemberID)
 	m.state, m.epoch, m.prevEpoch = in.State, in.Epoch, in.PrevEpoch
-	m.subscribed = slices.Sorted(slices.Values(in.Subscribed))
+	m.setSubscribed(slices.Sorted(slices.Values(in.Subscribed)))
 	if in.Assigned != nil {
 		m.assigned = in.Assigned
 	}
@@ -77,37 +81,45 @@ func NewReconciliation(p version.Profile, in ReconcileInput) *Reconciliation {
 		epochOf = func(TopicID, int32) int32 { return -1 }
 	}
 	return &Reconciliation{
+		same: ReconcileOutput{State: m.state, Epoch: m.epoch, PrevEpoch: m.prevEpoch, Assigned: m.assigned, Pending: m.pending},
 		r: reconciler{
 			profile:                p,
 			member:                 m,
 			targetEpoch:            in.TargetEpoch,
 			target:                 in.Target,
+			sub:                    subscription{topics: orEmpty(in.Topics), member: m},
 			hasSubscriptionChanged: in.HasSubscriptionChanged,
 			partitionEpoch:         epochOf,
 			owned:                  in.Owned,
 		},
-		topics: orEmpty(in.Topics),
-		names:  m.subscribed,
+		bound: p.SubscriptionBoundsAssignment && in.HasSubscriptionChanged,
 	}
 }
 
-// Run is CurrentAssignmentBuilder.build(): the subscription resolved to
-// topic ids, then the next state of the member. The error is an *Error
+// Run is CurrentAssignmentBuilder.build(): the next state of the member,
+// its subscription resolved to topic ids as the step asks about them (the
+// view CAB gets from TopicIds). The error is an *Error
 // (FENCED_MEMBER_EPOCH) for a member in an unknown state that still claims
-// partitions. The output's maps may share the input's where nothing changed.
-func (x *Reconciliation) Run() (ReconcileOutput, error) {
-	r := x.r
-	m := r.member
+// partitions. The output is read-only, and its maps may share the input's;
+// a member left as it is comes back as the same output every time.
+func (x *Reconciliation) Run() (*ReconcileOutput, error) {
+	m := x.r.member
 	// As the heartbeat does: a member reconciled to the target whose
-	// subscription did not change is left as it is, without resolving its
-	// subscription (CAB.build returns it too, and Kafka's TopicIds resolves
-	// names only when asked).
-	if (r.profile.SubscriptionBoundsAssignment && r.hasSubscriptionChanged) || !m.isReconciledTo(r.targetEpoch) {
-		r.subscribedIDs = subscribedIDs(x.topics, x.names)
-		var err error
-		if m, err = r.build(); err != nil {
-			return ReconcileOutput{}, err
-		}
+	// subscription did not change is left as it is (CAB.build returns it
+	// too).
+	if x.bound || m.state != records.MemberStable || m.epoch != x.r.targetEpoch {
+		return x.build()
 	}
-	return ReconcileOutput{State: m.state, Epoch: m.epoch, PrevEpoch: m.prevEpoch, Assigned: m.assigned, Pending: m.pending}, nil
+	return &x.same, nil
+}
+
+func (x *Reconciliation) build() (*ReconcileOutput, error) {
+	s, changed, err := x.r.next()
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
+		return &x.same, nil
+	}
+	return &ReconcileOutput{State: s.state, Epoch: s.epoch, PrevEpoch: s.prevEpoch, Assigned: s.assigned, Pending: s.pending}, nil
 }

@@ -1,7 +1,9 @@
 package consumergroup
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/groupquake/groupquake/coordinator/records"
@@ -37,5 +39,37 @@ func TestReconciliationRunsRepeatedly(t *testing.T) {
 	}
 	if !maps.Equal(assigned[t1], map[int32]int32{0: 10, 1: 10}) {
 		t.Fatalf("the input was changed: %v", assigned)
+	}
+}
+
+// TestMemberSubscribes: a member answers whether it subscribes to a name,
+// from its names or from the set it keeps of many; a copy given other names
+// answers from those, a copy given the same names keeps the set.
+func TestMemberSubscribes(t *testing.T) {
+	var many []string
+	for i := range 20 {
+		many = append(many, fmt.Sprintf("t%02d", i))
+	}
+	m := newMember("m")
+	m.setSubscribed(many)
+	if !m.subscribes("t07") || m.subscribes("t20") || m.subscribedSet == nil {
+		t.Fatalf("subscribes: t07 %t, t20 %t, set made %t", m.subscribes("t07"), m.subscribes("t20"), m.subscribedSet != nil)
+	}
+	c := m.clone()
+	c.setSubscribed(slices.Clone(many))
+	if c.subscribedSet == nil {
+		t.Fatal("a copy given the same names dropped the set")
+	}
+	c.setSubscribed(append(slices.Clone(many[1:]), "t20"))
+	if c.subscribes("t00") || !c.subscribes("t20") {
+		t.Fatalf("a copy given other names answers from the old ones: t00 %t, t20 %t", c.subscribes("t00"), c.subscribes("t20"))
+	}
+	if !m.subscribes("t00") {
+		t.Fatal("the original lost its names")
+	}
+	few := newMember("f")
+	few.setSubscribed([]string{"a", "c"})
+	if !few.subscribes("c") || few.subscribes("b") {
+		t.Fatal("a member of few names answers wrong")
 	}
 }

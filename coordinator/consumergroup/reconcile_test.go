@@ -153,7 +153,7 @@ func runReconcile(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	subs, _ := listArg(d, margs, "subscribed")
-	m.subscribed = sortedSet(subs)
+	m.setSubscribed(sortedSet(subs))
 	if items, ok := listArg(d, margs, "assigned"); ok {
 		m.assigned = parsePartitions(t, d, items)
 	}
@@ -172,18 +172,13 @@ func runReconcile(t *testing.T, d *datadriven.TestData) string {
 		}
 		return -1
 	}
-	subscribed := map[TopicID]bool{}
-	for _, n := range m.subscribed {
-		if n == "t1" || n == "t2" {
-			subscribed[cabTopic(n)] = true
-		}
-	}
+	topics := Topics{{Name: "t1", ID: cabTopic("t1"), Partitions: 10}, {Name: "t2", ID: cabTopic("t2"), Partitions: 10}}
 	rc := &reconciler{
 		profile:                p,
 		member:                 m,
 		targetEpoch:            int32(targetEpoch),
 		target:                 target,
-		subscribedIDs:          subscribed,
+		sub:                    subscription{topics: topics, member: m},
 		hasSubscriptionChanged: d.HasArg("subscription-changed"),
 		partitionEpoch:         index,
 	}

@@ -15,6 +15,28 @@ import (
 //
 // The key and value slices are not retained.
 func DecodeRecord(key, value []byte) (Record, error) {
+	return decodeRecord(key, value, nil)
+}
+
+// Decoder decodes records as DecodeRecord does, for a run of them (a
+// partition's load): it keeps the strings it decoded (group ids, topic
+// names, member ids, commit metadata, up to a bound) and hands the same
+// string back when the bytes repeat, as a partition names the same few
+// groups and topics in record after record. A Decoder is not safe for
+// concurrent use.
+type Decoder struct {
+	strings *interner
+}
+
+// NewDecoder returns a Decoder.
+func NewDecoder() *Decoder { return &Decoder{strings: newInterner()} }
+
+// Decode is DecodeRecord.
+func (d *Decoder) Decode(key, value []byte) (Record, error) {
+	return decodeRecord(key, value, d.strings)
+}
+
+func decodeRecord(key, value []byte, strings *interner) (Record, error) {
 	if len(key) < 2 {
 		r := newReader(key)
 		r.int16("record type")
@@ -28,14 +50,14 @@ func DecodeRecord(key, value []byte) (Record, error) {
 		}
 		return rec, nil
 	}
-	k, err := decodeKey(t, key)
+	k, err := decodeKey(t, key, strings)
 	if err != nil {
 		return Record{}, err
 	}
 	if value == nil {
 		return Record{Key: k}, nil
 	}
-	v, err := decodeValue(t, value)
+	v, err := decodeValue(t, value, strings)
 	if err != nil {
 		return Record{}, err
 	}
@@ -49,8 +71,9 @@ func keyName(t Type) string { return t.String() + "Key" }
 func valueName(t Type) string { return t.String() + "Value" }
 
 // decodeKey decodes a key of a known type; keys are never flexible.
-func decodeKey(t Type, key []byte) (Key, error) {
+func decodeKey(t Type, key []byte, strings *interner) (Key, error) {
 	r := newReader(key)
+	r.strings = strings
 	r.int16("record type")
 	var k Key
 	switch t {
@@ -97,8 +120,9 @@ func valueVersions(t Type) (lo, hi int16) {
 	return 0, 0
 }
 
-func decodeValue(t Type, value []byte) (Value, error) {
+func decodeValue(t Type, value []byte, strings *interner) (Value, error) {
 	r := newReader(value)
+	r.strings = strings
 	ver := r.int16("value version")
 	if r.err != nil {
 		return nil, fmt.Errorf("decode %s: %w", valueName(t), r.err)

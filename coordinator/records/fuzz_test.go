@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 // FuzzDecodeRecord: DecodeRecord never panics, and whatever it decodes
@@ -13,6 +14,7 @@ import (
 // may carry out-of-order or duplicate tags, non-minimal varints, or a
 // nullable string with a length below -1.
 func FuzzDecodeRecord(f *testing.F) {
+	fuzzDecoder = NewDecoder()
 	for _, tc := range goldenRecords {
 		key := hx(f, tc.key)
 		if tc.rec.Value == nil {
@@ -28,6 +30,12 @@ func FuzzDecodeRecord(f *testing.F) {
 			value = []byte{}
 		}
 		rec, err := DecodeRecord(key, value)
+		// A Decoder, which keeps strings from one record to the next,
+		// decodes the same (and says the same when it cannot).
+		drec, derr := fuzzDecoder.Decode(key, value)
+		if (err == nil) != (derr == nil) || (err != nil && err.Error() != derr.Error()) || !reflect.DeepEqual(rec, drec) {
+			t.Fatalf("Decoder.Decode gives %s, %v; DecodeRecord %s, %v", describe(drec), derr, describe(rec), err)
+		}
 		if err != nil {
 			return
 		}
@@ -50,4 +58,41 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("encoding not stable: %x/%x then %x/%x (%v)", k2, v2, k3, v3, err)
 		}
 	})
+}
+
+var fuzzDecoder *Decoder
+
+// TestDecoderSameAsDecodeRecord: a Decoder decodes every golden record as
+// DecodeRecord does, also the second time round, when it hands back the
+// strings it kept.
+func TestDecoderSameAsDecodeRecord(t *testing.T) {
+	d := NewDecoder()
+	for round := range 2 {
+		for _, tc := range goldenRecords {
+			key := hx(t, tc.key)
+			var value []byte
+			if tc.rec.Value != nil {
+				value = hx(t, tc.value)
+			}
+			want, werr := DecodeRecord(key, value)
+			got, err := d.Decode(key, value)
+			if (werr == nil) != (err == nil) || !reflect.DeepEqual(want, got) {
+				t.Fatalf("round %d, %s: Decoder gives %s, %v; DecodeRecord %s, %v", round, tc.name, describe(got), err, describe(want), werr)
+			}
+		}
+	}
+	if len(d.strings.m) == 0 {
+		t.Fatal("the Decoder kept no string")
+	}
+	// The same bytes give the very same string.
+	k := []byte{0, 1, 0, 3, 'g', 'r', 'p', 0, 1, 't', 0, 0, 0, 0}
+	a, err1 := d.Decode(k, nil)
+	b, err2 := d.Decode(k, nil)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	ga, gb := a.Key.(OffsetCommitKey).Group, b.Key.(OffsetCommitKey).Group
+	if unsafe.StringData(ga) != unsafe.StringData(gb) {
+		t.Fatalf("group %q decoded twice into two strings", ga)
+	}
 }

@@ -19,23 +19,31 @@ type reader struct {
 	src []byte
 	off int
 	end int
-	// within names the region end closes when it is not the whole buffer
-	// (a tagged field), for messages.
-	within string
-	err    error
+	// withinStruct and withinTag name the region end closes when it is not
+	// the whole buffer (a tagged field of a struct), for messages.
+	withinStruct string
+	withinTag    uint32
+	err          error
+	// strings, when not nil, hands back the same string for the same bytes
+	// (Decoder), and the readers of tagged fields.
+	strings *interner
+	// depth is how many tagged fields this one is within.
+	depth int
 }
 
 func newReader(src []byte) *reader {
 	return &reader{src: src, end: len(src)}
 }
 
-// sub returns a reader for the n bytes at the current offset (a tagged
-// field's data) and skips them in r. Offsets in its errors stay absolute.
-func (r *reader) sub(n int, within string) *reader {
-	if !r.need(n, within) {
-		return &reader{err: r.err}
+// tagReader returns a reader for the n bytes at the current offset (the
+// data of tag tag of structName) and skips them in r. Offsets in its errors
+// stay absolute.
+func (r *reader) tagReader(n int, structName string, tag uint32) reader {
+	if r.err != nil || n < 0 || r.end-r.off < n {
+		r.need(n, fmt.Sprintf("%s tag %d", structName, tag))
+		return reader{err: r.err}
 	}
-	s := &reader{src: r.src, off: r.off, end: r.off + n, within: within}
+	s := reader{src: r.src, off: r.off, end: r.off + n, withinStruct: structName, withinTag: tag, strings: r.strings}
 	r.off += n
 	return s
 }
@@ -52,10 +60,10 @@ func (r *reader) need(n int, field string) bool {
 		return false
 	}
 	if n < 0 || r.end-r.off < n {
-		if r.within == "" {
+		if r.withinStruct == "" {
 			r.failf("truncated at byte %d of %d: %s needs %d bytes, %d remain", r.off, len(r.src), field, n, r.end-r.off)
 		} else {
-			r.failf("truncated at byte %d: %s needs %d bytes, %s ends at byte %d", r.off, field, n, r.within, r.end)
+			r.failf("truncated at byte %d: %s needs %d bytes, %s tag %d ends at byte %d", r.off, field, n, r.withinStruct, r.withinTag, r.end)
 		}
 		return false
 	}
@@ -112,16 +120,22 @@ func (r *reader) uuid(field string) (u [16]byte) {
 
 // uvarint reads an unsigned varint of at most 5 bytes (ByteUtils.readUnsignedVarint).
 func (r *reader) uvarint(field string) uint32 {
+	return r.uvarintOf(func() string { return field })
+}
+
+// uvarintOf is uvarint with the field's name made only for an error (the
+// names of tagged fields are built from their struct's and tag's).
+func (r *reader) uvarintOf(field func() string) uint32 {
 	if r.err != nil {
 		return 0
 	}
 	v, n := kbin.Uvarint(r.src[r.off:r.end])
 	switch {
 	case n == 0:
-		r.need(r.remaining()+1, field) // reports the truncation
+		r.need(r.remaining()+1, field()) // reports the truncation
 		return 0
 	case n < 0:
-		r.failf("invalid unsigned varint at byte %d: %s does not fit in 32 bits", r.off, field)
+		r.failf("invalid unsigned varint at byte %d: %s does not fit in 32 bits", r.off, field())
 		return 0
 	}
 	r.off += n
@@ -161,36 +175,98 @@ func (r *reader) length(field string, flexible, int16Len bool) int {
 
 // nullableString reads a nullable string.
 func (r *reader) nullableString(field string, flexible bool) *string {
+	s, null := r.readString(field, flexible)
+	if null {
+		return nil
+	}
+	return &s
+}
+
+// readString reads a nullable string; null (or a failure) is reported as
+// null.
+func (r *reader) readString(field string, flexible bool) (s string, null bool) {
 	start := r.off
 	n := r.length(field, flexible, true)
 	if r.err != nil || n < 0 {
-		return nil
+		return "", true
 	}
 	if n > 0x7fff {
 		// Readable.readString: string fields are at most 32767 bytes.
 		r.failf("invalid length at byte %d: string %s has length %d, more than 32767", start, field, n)
-		return nil
+		return "", true
 	}
 	b := r.span(n, field)
 	if b == nil {
-		return nil
+		return "", true
 	}
-	s := string(b)
-	return &s
+	if r.strings != nil {
+		return r.strings.get(b), false
+	}
+	return string(b), false
 }
 
 // string reads a non-nullable string; null is an error, as in Kafka's
 // generated readers ("non-nullable field X was serialized as null").
 func (r *reader) string(field string, flexible bool) string {
 	start := r.off
-	s := r.nullableString(field, flexible)
-	if s == nil {
+	s, null := r.readString(field, flexible)
+	if null {
 		if r.err == nil {
 			r.failf("null at byte %d: non-nullable string %s was serialized as null", start, field)
 		}
 		return ""
 	}
-	return *s
+	return s
+}
+
+// interner hands back one string for equal bytes (Decoder), up to a bound.
+// A small table of recent strings, indexed by the bytes' length and ends,
+// answers the common case (the same few group ids and topic names over and
+// over) without hashing the bytes.
+type interner struct {
+	m      map[string]string
+	recent [64]string
+	// readers are the readers of tagged fields, one per depth, reused from
+	// one field to the next.
+	readers []*reader
+}
+
+// reader returns a reader for a tagged field at depth: a Decoder's own,
+// or a new one without a Decoder.
+func (in *interner) reader(depth int) *reader {
+	if in == nil {
+		return new(reader)
+	}
+	for len(in.readers) <= depth {
+		in.readers = append(in.readers, new(reader))
+	}
+	return in.readers[depth]
+}
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+// maxInterned bounds what a Decoder keeps: the distinct group ids, topic
+// names, member ids and metadata of a partition are few; anything past the
+// bound is decoded afresh.
+const maxInterned = 1 << 16
+
+func (in *interner) get(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	slot := &in.recent[(len(b)*7+int(b[0])*3+int(b[len(b)-1]))%len(in.recent)]
+	if *slot == string(b) {
+		return *slot
+	}
+	s, ok := in.m[string(b)]
+	if !ok {
+		s = string(b)
+		if len(in.m) < maxInterned && len(b) <= 256 {
+			in.m[s] = s
+		}
+	}
+	*slot = s
+	return s
 }
 
 // bytes reads non-nullable bytes; empty bytes decode as nil.
@@ -280,8 +356,8 @@ func (r *reader) int32Array(field string, flexible, nullable bool) []int32 {
 // reads a known field without checking the size; a mismatch means the bytes
 // are not what Kafka wrote, so it is an error here.
 func (r *reader) tagged(structName string, unknown *kmsg.Tags, known func(tag uint32, f *reader) bool) {
-	count := r.uvarint(structName + " tagged field count")
-	if r.err != nil {
+	count := r.uvarintOf(func() string { return structName + " tagged field count" })
+	if r.err != nil || count == 0 {
 		return
 	}
 	// Every tagged field takes at least two bytes (tag and size).
@@ -290,8 +366,8 @@ func (r *reader) tagged(structName string, unknown *kmsg.Tags, known func(tag ui
 		return
 	}
 	for i := uint32(0); i < count && r.err == nil; i++ {
-		tag := r.uvarint(structName + " tag")
-		size := r.uvarint(fmt.Sprintf("%s tag %d size", structName, tag))
+		tag := r.uvarintOf(func() string { return structName + " tag" })
+		size := r.uvarintOf(func() string { return fmt.Sprintf("%s tag %d size", structName, tag) })
 		if r.err != nil {
 			return
 		}
@@ -299,7 +375,9 @@ func (r *reader) tagged(structName string, unknown *kmsg.Tags, known func(tag ui
 			r.need(int(min(uint64(size), 1<<31-1)), fmt.Sprintf("%s tag %d", structName, tag))
 			return
 		}
-		f := r.sub(int(size), fmt.Sprintf("%s tag %d", structName, tag))
+		f := r.strings.reader(r.depth + 1)
+		*f = r.tagReader(int(size), structName, tag)
+		f.depth = r.depth + 1
 		if known != nil && known(tag, f) {
 			if f.err != nil {
 				r.err = f.err

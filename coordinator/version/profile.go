@@ -129,6 +129,21 @@ type Profile struct {
 	// 4.3.1): a static member may rejoin a group at group.consumer.max.size
 	// (GMM.throwIfConsumerGroupIsFull takes the instance id in the 4.4.0 jar).
 	StaticRejoinFullGroup bool
+	// StaticRejoinOwnInstance (apache/kafka PR #23542, "Fix static members
+	// being fenced by their own instance id", open; no served release has
+	// it): a static member's ConsumerGroupHeartbeat at epoch 0 with the
+	// member id that owns its instance id is the member itself coming back,
+	// handled in place (its state back like a dynamic member's; after a
+	// leave with epoch -2 its epoch reset and reconciled), and a join that
+	// changes an existing member's instance id is INVALID_REQUEST. Without
+	// it (the 4.0–4.4 branches and trunk),
+	// GMM.getOrMaybeSubscribeStaticConsumerGroupMember takes every join at
+	// epoch 0 of a known instance id for a replacement and calls
+	// throwIfInstanceIdIsUnreleased without comparing member ids, so the
+	// retry of a join whose answer was lost, or the rejoin after
+	// FENCED_MEMBER_EPOCH, is answered UNRELEASED_INSTANCE_ID naming the
+	// member itself (finding kafka-static-rejoin-own-instance).
+	StaticRejoinOwnInstance bool
 	// ClassicRejoinOnNewAssignment (KAFKA-20272, 4.3.0+; 4.3 branch source
 	// and the 4.4.0 jar): a classic member of a consumer group is told to
 	// rejoin (REBALANCE_IN_PROGRESS to its Heartbeat and SyncGroup) when its
@@ -208,6 +223,45 @@ type Profile struct {
 	// defaults to classic,consumer,streams (4.1+) instead of classic,consumer.
 	StreamsInDefaultProtocols bool
 
+	// --- share groups (KIP-932, Kafka's queues) ---
+	//
+	// Read from the 4.0–4.4 branches: ShareVersion.java (server-common),
+	// ShareGroupConfig.java and GroupCoordinatorConfig.java
+	// (group-coordinator), KafkaApis.isShareGroupProtocolEnabled, the
+	// request schemas ShareGroupHeartbeat/ShareGroupDescribe/ShareFetch/
+	// ShareAcknowledge/DescribeShareGroupOffsetsRequest.json, and the
+	// upgrade notes (docs/getting-started/upgrade.md). ShareSupport says
+	// what a cluster needs for share groups (CheckShareGroups).
+
+	// ShareGroups is the release state of share groups: ShareEarlyAccess
+	// (4.0), SharePreview (4.1), ShareProduction (4.2+).
+	ShareGroups ShareStage
+	// ShareVersionLevel is the share.version a cluster formatted by the
+	// release starts at: the highest ShareVersion whose bootstrap
+	// metadata.version is at most MetadataVersionLevel. SV_1 bootstraps
+	// at 4.2-IV0 (28) and SV_2 (KIP-1191's dead-letter queue, 4.4) at
+	// 4.4-IV0 (31), so 0 in 4.0 (no share.version feature) and 4.1 (27),
+	// 1 in 4.2 and 4.3, 2 in 4.4.
+	ShareVersionLevel int16
+	// ShareEnableConfig: the internal broker config group.share.enable
+	// exists (4.0–4.2; removed in 4.3, where share.version alone decides).
+	ShareEnableConfig bool
+	// ShareFetchV2 (KIP-1206 and KIP-1222, 4.2.0+, "KAFKA-19814: Protocol
+	// and API changes for KIP-1222" on the 4.2 branch before its first
+	// "Bump version to 4.2.0"): ShareFetch and ShareAcknowledge v2, which
+	// carry IsRenewAck and the RENEW acknowledgement (type 4), ShareFetch's
+	// ShareAcquireMode, and ShareAcknowledge's AcquisitionLockTimeoutMs.
+	ShareFetchV2 bool
+	// ShareAssignmentInterval (KIP-1263, 4.3+): group.share.assignment.interval.ms
+	// and its min/max bounds exist (GroupCoordinatorConfig).
+	ShareAssignmentInterval bool
+	// ShareDeliveryCountBounds (KIP-1240, 4.3+): the group config
+	// share.delivery.count.limit and the broker bounds
+	// group.share.min.delivery.count.limit (2) and
+	// group.share.max.delivery.count.limit (10) exist; before, the broker's
+	// group.share.delivery.count.limit (2–10, default 5) is the only one.
+	ShareDeliveryCountBounds bool
+
 	// --- finalized features (KIP-584) ---
 
 	// MetadataVersionLevel is the feature level of the release's latest
@@ -243,7 +297,7 @@ func (v Version) Profile() Profile {
 	}
 	// Invariant: each rule below switches a behaviour on at the first release
 	// that has it and never off again, except WritesPartitionMetadata, which
-	// 4.1 retires. Patch-level rules name every release line they reached,
+	// 4.1 retires, and ShareEnableConfig, which 4.3 retires. Patch-level rules name every release line they reached,
 	// established with `git merge-base --is-ancestor <fix> <release commit>`.
 	if v >= V4_1_0 {
 		p.OffsetCommitValueVersion = 4
@@ -266,7 +320,18 @@ func (v Version) Profile() Profile {
 	if v >= V4_1_2 {
 		p.RegexDropBumpsEpoch = true
 	}
+	switch {
+	case v >= V4_2_0:
+		p.ShareGroups = ShareProduction
+	case v >= V4_1_0:
+		p.ShareGroups = SharePreview
+	default:
+		p.ShareGroups = ShareEarlyAccess
+	}
+	p.ShareEnableConfig = v < V4_3_0
 	if v >= V4_2_0 {
+		p.ShareVersionLevel = 1
+		p.ShareFetchV2 = true
 		p.RejoinWithEpochZero = true
 		p.SubscriptionBoundsAssignment = true
 		p.RevocationAckKeepsEpoch = true
@@ -286,6 +351,8 @@ func (v Version) Profile() Profile {
 		p.ClassicRejoinOnNewAssignment = true
 		p.DowngradeRebalancesOnStaleAssignment = true
 		p.OffsetCommitResolvesTopicIDs = true
+		p.ShareAssignmentInterval = true
+		p.ShareDeliveryCountBounds = true
 		p.MetadataVersionLevel = 30
 	}
 	if v >= V4_4_0 {
@@ -293,6 +360,7 @@ func (v Version) Profile() Profile {
 		p.StaticRejoinFullGroup = true
 		p.ClassicJoinRefusedWhenMigrationDisabled = true
 		p.LastLeaveResetsAssignmentEpoch = true
+		p.ShareVersionLevel = 2
 		p.MetadataVersionLevel = 33
 	}
 	return p

@@ -243,3 +243,83 @@ func TestRegexFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestShareGroupFacts pins the share-group facts read in the 4.0–4.4
+// branches: the release stage (4.0 early access, 4.1 preview, 4.2
+// production), share.version at format (SV_1 bootstraps at 4.2-IV0, SV_2
+// at 4.4-IV0), group.share.enable until 4.3, ShareFetch and
+// ShareAcknowledge v2 (RENEW) from 4.2, and the 4.3 configs.
+func TestShareGroupFacts(t *testing.T) {
+	for _, v := range Served() {
+		p := v.Profile()
+		stage := ShareEarlyAccess
+		switch {
+		case v >= V4_2_0:
+			stage = ShareProduction
+		case v >= V4_1_0:
+			stage = SharePreview
+		}
+		level := int16(0)
+		switch {
+		case v >= V4_4_0:
+			level = 2
+		case v >= V4_2_0:
+			level = 1
+		}
+		for _, f := range []struct {
+			name      string
+			got, want any
+		}{
+			{"ShareGroups", p.ShareGroups, stage},
+			{"ShareVersionLevel", p.ShareVersionLevel, level},
+			{"ShareEnableConfig", p.ShareEnableConfig, v < V4_3_0},
+			{"ShareFetchV2", p.ShareFetchV2, v >= V4_2_0},
+			{"ShareAssignmentInterval", p.ShareAssignmentInterval, v >= V4_3_0},
+			{"ShareDeliveryCountBounds", p.ShareDeliveryCountBounds, v >= V4_3_0},
+			{"CheckShareGroups ok", CheckShareGroups(v) == nil, v >= V4_2_0},
+			{"ShareAPIVersions served", p.ShareAPIVersions() != nil, v >= V4_1_0},
+		} {
+			if f.got != f.want {
+				t.Errorf("%v: %s = %v, want %v", v, f.name, f.got, f.want)
+			}
+		}
+		if p.ShareFetchV2 {
+			if r := p.ShareAPIVersions()[APIShareAcknowledge]; r != (APIRange{1, 2}) {
+				t.Errorf("%v: ShareAcknowledge %v, want 1–2", v, r)
+			}
+		}
+		// The reference coordinator does not serve share groups, so its
+		// table must not advertise them.
+		for k := range p.ShareAPIVersions() {
+			if _, ok := p.APIVersions()[k]; ok {
+				t.Errorf("%v: APIVersions lists share API %d, which the reference coordinator does not serve", v, k)
+			}
+		}
+	}
+}
+
+// TestCheckShareGroupsSaysWhatToDo: the refusal of an older release names
+// its stage, the setting or feature level it would need, and the releases
+// to pick instead.
+func TestCheckShareGroupsSaysWhatToDo(t *testing.T) {
+	for _, c := range []struct {
+		v    Version
+		want []string
+	}{
+		{V4_1_2, []string{"4.1.2", "preview", "share.version=1", "kafka-features.sh", "4.2.0, 4.2.1, 4.3.0, 4.3.1, 4.4.0"}},
+		{V4_0_0, []string{"4.0.0", "early access", "group.share.enable=true", "unstable.api.versions.enable", "4.2.0"}},
+	} {
+		err := CheckShareGroups(c.v)
+		if err == nil {
+			t.Fatalf("%v: share groups accepted", c.v)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q does not say %q", c.v, err, w)
+			}
+		}
+	}
+	if got := ShareServed(); len(got) == 0 || got[0] != V4_2_0 {
+		t.Errorf("ShareServed = %v, want it to start at 4.2.0", got)
+	}
+}

@@ -47,10 +47,13 @@ func Judge(events []history.Event, obs *history.Observations, plan history.Plan,
 		opt.apply(&o)
 	}
 	f := build(events, obs)
-	return NewReport(all(f, obs, plan, o), rebalanceCost(f))
+	rep := NewReport(all(f, obs, plan, o), rebalanceCost(f))
+	rep.Findings = sightings(f, rep.Verdicts)
+	return rep
 }
 
 func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Verdict {
+	f.kinds, f.session = plan.Kinds, plan.SessionTimeout
 	for _, t := range plan.Partitions() {
 		f.tp(t)
 	}
@@ -58,7 +61,7 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 	if o.truncated != nil {
 		wf.Notes = append(wf.Notes, fmt.Sprintf("the history ends in a truncated line %d (%d bytes): the run was killed while writing; every complete event before it was checked", o.truncated.Line, o.truncated.Bytes))
 	}
-	return []Verdict{
+	vs := []Verdict{
 		wf,
 		noDoubleOwnership(f),
 		validPartitionEpoch(f),
@@ -73,6 +76,16 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 		committedBeforeRevoked(f),
 		RecoveredStateMatchesLog(obs, o.replay),
 	}
+	// Share groups (share.go): judged only when the run has share members.
+	// A run of share members alone has no consumer-group member for the
+	// others to judge.
+	share := shareVerdicts(f, obs, plan)
+	if len(share) > 0 && len(f.mems) == 0 {
+		for i := 1; i < len(vs); i++ {
+			vs[i] = skipped(vs[i].Name, "the run has no consumer-group members: its share members are judged by the Share* checkers")
+		}
+	}
+	return append(vs, share...)
 }
 
 // HistoryWellFormed checks the history itself: every completion pairs with an invoke of its process

@@ -54,6 +54,7 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 	if len(f.ev) == 0 {
 		return skipped(name, "empty history")
 	}
+	refused := judgeSelfRefusals(v, f, len(f.ev))
 	heal := f.lastPhase(history.PhaseHeal)
 	switch {
 	case heal >= 0:
@@ -213,7 +214,7 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 	if upto >= len(f.ev) {
 		upto = sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Time > lastD.t })
 	}
-	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, min(lastD.pos, len(f.ev)-1), bound)
+	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, min(lastD.pos, len(f.ev)-1), bound, refused)
 	return v.done()
 }
 

@@ -29,7 +29,13 @@
 //  8. EventuallyConverges: after the heal, every partition is owned by exactly one member and the
 //     group is Stable within a bound computed from the plan's timers, with every member the harness
 //     runs in it (a member that stopped for good, or stayed out longer than the bound, is named;
-//     the Kafka behaviours that make a KafkaConsumer stop, listed in knownGiveUp, are noted).
+//     a loss that matches a registered finding, findings.go, is noted or failed as the finding's
+//     kind says, with its share of the run's member-seconds), and no static member was refused its
+//     own instance id (finding kafka-static-rejoin-own-instance), whether or not it came back.
+//
+// Findings (findings.go) is the registry of what runs found in Kafka and its clients: a violation
+// or a member's loss that matches one names its id (Violation.Finding, Verdict.Known), and
+// Report.Findings lists every place a history shows one.
 //  9. DurableCommits: every snapshot of committed offsets shows, for each partition, the latest
 //     acknowledged commit or one that could have superseded it.
 //  10. RecoveredStateMatchesLog: replaying __consumer_offsets gives the group the broker describes.

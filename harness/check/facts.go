@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/groupquake/groupquake/harness/history"
 )
@@ -52,6 +53,9 @@ type facts struct {
 
 	incs     []incarnation // where the group's epochs start over, in history order
 	incNotes []string      // what findIncarnations excused and what not
+
+	kinds   map[string]string // member name → kind, as the plan says (history.Plan.Kinds)
+	session time.Duration     // the plan's session timeout (0: not known)
 }
 
 type endKind uint8
@@ -197,6 +201,27 @@ func (f *facts) member(name, process string) int {
 // posOfIndex returns the position of the first event with Index >= index.
 func (f *facts) posOfIndex(index int64) int {
 	return sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Index >= index })
+}
+
+// pos is the position of the event with index idx, -1 if none.
+func (f *facts) pos(idx int64) int {
+	i := sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Index >= idx })
+	if i < len(f.ev) && f.ev[i].Index == idx {
+		return i
+	}
+	return -1
+}
+
+// workloadStart is the time of the first workload phase marker, or of the
+// first event.
+func (f *facts) workloadStart() time.Duration {
+	if ps := f.phases[history.PhaseWorkload]; len(ps) > 0 {
+		return f.ev[ps[0]].Time
+	}
+	if len(f.ev) > 0 {
+		return f.ev[0].Time
+	}
+	return 0
 }
 
 func (f *facts) lastPhase(name string) int {

@@ -38,7 +38,17 @@ import (
 // __consumer_offsets before that reset (a ConsumerGroupMemberMetadata tombstone, or left out of a
 // GroupMetadata). A reset is also a classic group's GroupMetadata written straight after an empty
 // consumer group's records without their tombstones, which Kafka writes when a JoinGroup with a
-// member id it does not know converts the group (testdata/kafka-4.4.0-migration-outage).
+// member id it does not know converts the group (testdata/kafka-4.4.0-migration-outage), and any
+// new group after the tombstone of a classic group without members, which Kafka deletes when a
+// ConsumerGroupHeartbeat comes (a consumer group at epoch 1 after generation 0). Resets with no
+// member written between them are one reset for the members: the group between never had one
+// (testdata/kafka-4.1.2-migration-outage: a classic JoinGroup answered MEMBER_ID_REQUIRED left a
+// memberless classic group, which the next consumer-protocol join replaced). A consumer-protocol
+// join that the log proves a restart is anchored in the log: the n-th answered join from epoch 0
+// of a member id must be the n-th time the log adds that member id, after the reset (the first
+// join of the run, at the same epoch, is not the restart); and a member of the new group answered
+// before the joiner (its member id only in the log after the reset) does not count as still in
+// the old one.
 
 // groupReset is one deletion or conversion of the empty group that __consumer_offsets shows.
 type groupReset struct {
@@ -78,6 +88,12 @@ func logResets(obs *history.Observations) (resets []groupReset, ids memberLog, o
 	pending := false // the live metadata record was tombstoned
 	var tomb history.Record
 	classic := map[string]bool{} // member ids of the last GroupMetadata
+	// liveEmpty: the live metadata record is a classic group without members (one a conversion
+	// or a JoinGroup that never completed left); emptyTomb: such a record was tombstoned.
+	liveEmpty, emptyTomb := false, false
+	// member: a member was written since the last reset; a reset that follows one with no member
+	// in between is the same reset for the members (the group in between never had one).
+	member, memberAtTomb := true, true
 	for _, r := range recs {
 		if recordGroup(r) != obs.Group {
 			continue
@@ -102,6 +118,7 @@ func logResets(obs *history.Observations) (resets []groupReset, ids memberLog, o
 			if id, _ := r.KeyString("memberid"); id != "" {
 				ids.add(id, r.Offset, !r.Tombstone())
 			}
+			member = member || !r.Tombstone()
 			continue
 		default:
 			continue
@@ -114,17 +131,34 @@ func logResets(obs *history.Observations) (resets []groupReset, ids memberLog, o
 		}
 		if r.Tombstone() {
 			if r.KeyType == live {
-				pending, tomb, live = true, r, -1
+				pending, tomb, live, emptyTomb, memberAtTomb = true, r, -1, liveEmpty, member
 			}
 			continue
 		}
-		if pending && (e < int64(epoch) || r.KeyType == history.RecordGroupMetadata && classicMembers(r) == 0) {
+		// A new group after the tombstone of an empty classic group is a new incarnation whatever
+		// its epoch: Kafka deletes an empty classic group when a ConsumerGroupHeartbeat comes
+		// (GroupMetadataManager.getOrMaybeCreateConsumerGroup), and the new consumer group's first
+		// epoch, 1, is above the empty classic group's generation 0 (seen on 4.1.2: a classic
+		// JoinGroup converted the empty consumer group and got MEMBER_ID_REQUIRED, then a consumer
+		// heartbeat replaced the memberless classic group, testdata/kafka-4.1.2-migration-outage).
+		if pending && (e < int64(epoch) || emptyTomb || r.KeyType == history.RecordGroupMetadata && classicMembers(r) == 0) {
 			proto := history.ProtocolConsumer
 			if r.KeyType == history.RecordGroupMetadata {
 				proto = history.ProtocolClassic
 			}
-			resets = append(resets, groupReset{offset: tomb.Offset, last: epoch, first: int32(e), protocol: proto})
+			next := groupReset{offset: tomb.Offset, last: epoch, first: int32(e), protocol: proto}
+			if n := len(resets); n > 0 && !memberAtTomb {
+				next.offset, next.last = resets[n-1].offset, resets[n-1].last
+				resets[n-1] = next
+			} else {
+				resets = append(resets, next)
+			}
+			member = false
 		}
+		if r.KeyType == history.RecordGroupMetadata && classicMembers(r) > 0 {
+			member = true
+		}
+		liveEmpty = r.KeyType == history.RecordGroupMetadata && classicMembers(r) == 0
 		pending, live, epoch = false, r.KeyType, int32(e)
 	}
 	return resets, ids, ok
@@ -152,6 +186,27 @@ func (l memberLog) outBefore(id string, off int64) bool {
 		out = !m.in
 	}
 	return out
+}
+
+// addedAfter reports whether the n-th time (from 1) the log adds member id to the group, after
+// none or its removal, is after offset off.
+func (l memberLog) addedAfter(id string, n int, off int64) bool {
+	k, in := 0, false
+	for _, m := range l[id] {
+		if m.in && !in {
+			if k++; k == n {
+				return m.offset > off
+			}
+		}
+		in = m.in
+	}
+	return false
+}
+
+// joinsAfter reports whether the log shows member id in the group only from after offset off.
+func (l memberLog) joinsAfter(id string, off int64) bool {
+	ms := l[id]
+	return len(ms) > 0 && ms[0].offset > off && ms[0].in
 }
 
 // classicMemberIDs are the member ids of a GroupMetadata value (none for a tombstone).
@@ -235,12 +290,26 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 			if m == joiner || !l && open[m] == 0 {
 				continue
 			}
+			if id := memberID[m]; id != "" && removed.joinsAfter(id, r.offset) {
+				// A member of the new group, answered before the joiner: the log shows its
+				// member id only after the reset.
+				continue
+			}
 			if memberID[m] == "" || !removed.outBefore(memberID[m], r.offset) {
 				return false
 			}
 			n++
 		}
 		return n > 0
+	}
+	// joins counts, per member id, the consumer-protocol joins from epoch 0 answered so far; the
+	// n-th is the n-th time the log adds the member id (ConsumerGroupMemberMetadata after none or
+	// a tombstone).
+	joins := map[string]int{}
+	// joinedAfter anchors a restart the log proves to the log: a consumer-protocol join begins the
+	// new group of reset r only when the log adds its member id, that time, after r.
+	joinedAfter := func(id, proto string, r groupReset) bool {
+		return proto != history.ProtocolConsumer || removed.addedAfter(id, joins[id], r.offset)
 	}
 	restart := func(i int, m, proto string, got int32) {
 		if empty == none {
@@ -286,7 +355,7 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 				// The log alone proves a restart only of a join at the epoch the next reset's new
 				// group gives its first member: generation 1 of a classic group written at 0, the
 				// group epoch of a consumer group.
-				if empty != none || used < len(resets) && resets[used].protocol == proto && got == firstEpoch(resets[used]) && gone(m, resets[used]) {
+				if empty != none || used < len(resets) && resets[used].protocol == proto && got == firstEpoch(resets[used]) && gone(m, resets[used]) && joinedAfter(id, proto, resets[used]) {
 					restart(i, m, proto, got)
 				}
 			}
@@ -329,6 +398,9 @@ func (f *facts) findIncarnations(obs *history.Observations) {
 				}
 			}
 		default:
+			if hb, ok := v.(history.Heartbeat); ok && e.Type == history.OK && hb.Protocol == history.ProtocolConsumer && hb.Epoch == 0 && hb.MemberID != "" {
+				joins[hb.MemberID]++
+			}
 			if m, proto, got, ok := sessionCall(e, v); ok {
 				call(i, m, proto, got, callMemberID(v))
 			}

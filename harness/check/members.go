@@ -1,7 +1,7 @@
 package check
 
 import (
-	"slices"
+	"fmt"
 	"strings"
 	"time"
 
@@ -20,16 +20,24 @@ type memberTrace struct {
 	// moved or was loading (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 	// COORDINATOR_LOAD_IN_PROGRESS).
 	moves []int
+	// supervised is the position of the stop since which its supervisor
+	// has been restarting it (FRestart) without the group taking it in, -1
+	// if none; backoff is the longest wait of those restarts; restarts
+	// counts every restart of the member.
+	supervised int
+	backoff    time.Duration
+	restarts   int
 }
 
 // traceMember follows member name through the events before position upto.
 func traceMember(f *facts, name string, upto int) memberTrace {
-	tr := memberTrace{last: -1, errPos: -1, stopped: -1}
+	tr := memberTrace{last: -1, errPos: -1, stopped: -1, supervised: -1}
 	ok := func(id string, i int) {
 		if id != "" {
 			tr.id = id
 		}
 		tr.lastErr, tr.errPos, tr.stopped = "", -1, -1
+		tr.supervised, tr.backoff = -1, 0
 		tr.last = i
 	}
 	failed := func(err string, i int) {
@@ -94,6 +102,27 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 			if e.Type != history.Invoke && memberName(v.Member, e.Process) == name {
 				failed(v.Error, i)
 			}
+		case history.Restart:
+			if memberName(v.Member, e.Process) != name {
+				continue
+			}
+			tr.last = i
+			switch v.Action {
+			case history.RestartScheduled:
+				// Not stopped for good: its supervisor brings it back.
+				if tr.supervised < 0 {
+					tr.supervised = tr.stopped
+				}
+				if tr.supervised < 0 {
+					tr.supervised = i
+				}
+				tr.stopped = -1
+				tr.backoff = max(tr.backoff, v.Backoff)
+			case history.RestartStarted:
+				tr.restarts++
+			case history.RestartCancelled:
+				tr.supervised, tr.backoff = -1, 0 // the harness took it over
+			}
 		}
 	}
 	return tr
@@ -114,40 +143,6 @@ func memberName(member, process string) string {
 	return name
 }
 
-// moveWindow is how close to a coordinator move a static member's fatal
-// answer must come to be the behaviour knownGiveUp names.
-const moveWindow = 15 * time.Second
-
-// knownGiveUp says whether member tr dropped out of the group, after its
-// failed membership call at tr.errPos, by a Kafka behaviour the project
-// knows (README, Findings), and which. KafkaConsumer treats every one of
-// these answers as fatal (AbstractHeartbeatRequestManager.onErrorResponse
-// and AbstractCoordinator's join handlers), and so do groupquake's
-// members, as Java.
-func knownGiveUp(f *facts, tr memberTrace) (string, bool) {
-	at := f.ev[tr.errPos].Time
-	moved := slices.ContainsFunc(tr.moves, func(p int) bool { return p < tr.errPos && at-f.ev[p].Time <= moveWindow })
-	switch v := f.vals[tr.errPos].(type) {
-	case history.Heartbeat:
-		if v.Protocol != history.ProtocolConsumer {
-			break
-		}
-		switch {
-		case v.Error == "GROUP_ID_NOT_FOUND":
-			return "a coordinator that has lost its log answers ConsumerGroupHeartbeat from state it never wrote with GROUP_ID_NOT_FOUND (README, Findings)", true
-		case v.Error == "UNKNOWN_SERVER_ERROR" && v.Epoch == 0:
-			return "a consumer-protocol member joining a classic group while a rebalance is in flight whose members do not all support the group's protocol makes the online upgrade throw (ClassicGroupMember.metadata), answered UNKNOWN_SERVER_ERROR (README, Findings; vector consumer/mixed_upgrade_refused.txt)", true
-		case v.Error == "UNRELEASED_INSTANCE_ID" && moved:
-			return "a static member told UNKNOWN_MEMBER_ID by a coordinator answering from state it never wrote rejoins at epoch 0, and the next coordinator, which still holds it at its epoch from the log, refuses its instance id (README, Findings)", true
-		}
-	case history.Join:
-		if v.Error == "FENCED_INSTANCE_ID" && moved {
-			return "a static member given a new member id by a coordinator answering from state it never wrote rejoins with it, and the next coordinator, which holds the instance id under the member id in the log, fences it (README, Findings)", true
-		}
-	}
-	return "", false
-}
-
 // judgeMembership is EventuallyConverges' last part: a Stable group can
 // still be short of a member that gave up (a fatal error, a fence it never
 // came back from) or that the coordinator dropped unnoticed, every
@@ -156,7 +151,7 @@ func knownGiveUp(f *facts, tr memberTrace) (string, bool) {
 // marker names them) must be in the group at the last description, unless
 // it was out for less than the bound: measured from its last membership
 // event, or from the heal when that came later.
-func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int, at, healT time.Duration, label string, pos int, bound Bound) {
+func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int, at, healT time.Duration, label string, pos int, bound Bound, refused map[int]bool) {
 	fin := f.lastPhase(history.PhaseFinal)
 	var running []string
 	if fin >= 0 {
@@ -176,15 +171,29 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			insts[m.InstanceID] = true
 		}
 	}
+	lost := lossShare{f: f, at: at, members: len(running), from: f.workloadStart()}
 	in := 0
 	for _, name := range running {
 		tr := traceMember(f, name, upto)
 		if (tr.id != "" && ids[tr.id]) || (tr.inst != "" && insts[tr.inst]) || g.ListsClientOf(name) {
 			in++
+			if tr.restarts > 0 {
+				v.note("member %s is in the group at the %s after its supervisor restarted it %d time(s) (it had stopped for good)", name, label, tr.restarts)
+			}
 			continue
 		}
-		since, what := healT, "the heal"
-		if tr.last >= 0 && f.ev[tr.last].Time > healT {
+		since, what, limit := healT, "the heal", bound
+		switch {
+		case tr.supervised >= 0:
+			// Restarted by its supervisor since it stopped: each restart
+			// is a membership event, so it is measured from the stop, and
+			// given the longest backoff its supervisor waited on top.
+			if f.ev[tr.supervised].Time > healT {
+				since, what = f.ev[tr.supervised].Time, "its stop at event "+itoa(f.idx(tr.supervised))+", since which its supervisor restarts it"
+			}
+			limit.Limit += tr.backoff
+			limit.Reason += " + the longest backoff of its supervisor's restarts " + dur(tr.backoff)
+		case tr.last >= 0 && f.ev[tr.last].Time > healT:
 			since, what = f.ev[tr.last].Time, "its last membership event (event "+itoa(f.idx(tr.last))+")"
 		}
 		last := "no membership event at all"
@@ -194,13 +203,17 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 				last += ", after " + tr.lastErr + " at event " + itoa(f.idx(tr.errPos))
 			}
 		}
+		if tr.errPos >= 0 && refused[tr.errPos] {
+			x, _ := FindingByID(FindingStaticRejoinOwnInstance)
+			lost.judge(v, x, name, tr, fmt.Sprintf("member %s is not in the group at the %s since %s at event %d (failed above)", name, label, tr.lastErr, f.idx(tr.errPos)), nil)
+			continue
+		}
 		if tr.stopped >= 0 {
 			// It stopped for good: no time would bring it back.
-			if tr.errPos >= 0 {
-				if why, ok := knownGiveUp(f, tr); ok {
-					v.note("member %s stopped for good at event %d after %s at event %d and is not in the group at the %s: a known Kafka behaviour: %s", name, f.idx(tr.stopped), tr.lastErr, f.idx(tr.errPos), label, why)
-					continue
-				}
+			if x, ok := matchLoss(f, tr); ok {
+				lost.judge(v, x, name, tr, fmt.Sprintf("member %s stopped for good at event %d after %s at event %d and is not in the group at the %s", name, f.idx(tr.stopped), tr.lastErr, f.idx(tr.errPos), label),
+					[]int64{f.idx(tr.errPos), f.idx(tr.stopped), f.idx(pos)})
+				continue
 			}
 			idx := []int64{f.idx(tr.stopped), f.idx(pos)}
 			if tr.errPos >= 0 {
@@ -210,22 +223,88 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			continue
 		}
 		waited := at - since
-		if waited < bound.Limit {
-			v.note("member %s not in the group at the %s, only %s after %s: not judged, under the bound (%s)", name, label, dur(waited), what, bound.Reason)
+		if waited < limit.Limit {
+			v.note("member %s not in the group at the %s, only %s after %s: not judged, under the bound (%s)", name, label, dur(waited), what, limit.Reason)
 			continue
 		}
-		if tr.errPos >= 0 {
-			if why, ok := knownGiveUp(f, tr); ok {
-				v.note("member %s not in the group at the %s since %s at event %d: a known Kafka behaviour: %s", name, label, tr.lastErr, f.idx(tr.errPos), why)
-				continue
-			}
+		if x, ok := matchLoss(f, tr); ok {
+			lost.judge(v, x, name, tr, fmt.Sprintf("member %s not in the group at the %s since %s at event %d", name, label, tr.lastErr, f.idx(tr.errPos)),
+				[]int64{f.idx(tr.errPos), f.idx(pos)})
+			continue
 		}
 		idx := []int64{f.idx(pos)}
 		if tr.last >= 0 {
 			idx = append([]int64{f.idx(tr.last)}, idx...)
 		}
+		if tr.supervised >= 0 && tr.supervised != tr.last {
+			idx = append([]int64{f.idx(tr.supervised)}, idx...)
+		}
 		v.fail(idx, "member %s runs but is not in the group at the %s (member id %q): %s; %s after %s, %s over the bound (%s)",
-			name, label, tr.id, last, dur(waited), what, dur(waited-bound.Limit), bound.Reason)
+			name, label, tr.id, last, dur(waited), what, dur(waited-limit.Limit), limit.Reason)
 	}
 	v.note("membership: %d of the %d running member(s) in the group at the %s", in, len(running), label)
+}
+
+// judgeSelfRefusals fails the verdict for every static member the history
+// shows refused its own instance id before position upto (finding
+// kafka-static-rejoin-own-instance), whether or not it came back later (a
+// supervisor may restart it under a new member id, or time may expire its
+// old self): Kafka kept a member out of the group that had every right to
+// be in it. It returns the refused answers' positions.
+func judgeSelfRefusals(v *verdict, f *facts, upto int) map[int]bool {
+	x, _ := FindingByID(FindingStaticRejoinOwnInstance)
+	refused := map[int]bool{}
+	for _, s := range selfRefusedRejoins(f) {
+		last := s.Events[len(s.Events)-1]
+		pos := f.pos(last)
+		if pos < 0 || pos >= upto {
+			continue
+		}
+		refused[pos] = true
+		v.failKnown(x, Known{Member: s.Member, Events: s.Events}, s.Events, "%s: Kafka refused the static member its own place in the group (%s)", s.What, x.Upstream)
+	}
+	return refused
+}
+
+// lossShare measures how much of a run was judged without the members lost
+// for good to a known finding: from the loss (the failed call) to the
+// judged description, over every running member's workload.
+type lossShare struct {
+	f       *facts
+	at      time.Duration // the judged description
+	from    time.Duration // the workload's start
+	members int
+}
+
+// judge notes (or, for a bug that fails, fails) member name's loss after
+// tr.errPos as finding x, saying how long the workload went on without it
+// and its share of the run's member-seconds.
+func (l lossShare) judge(v *verdict, x Finding, name string, tr memberTrace, head string, idx []int64) {
+	lossT := max(l.f.ev[tr.errPos].Time, l.from)
+	without := max(l.at-lossT, 0)
+	total := time.Duration(l.members) * max(l.at-l.from, 0)
+	share := 0.0
+	if total > 0 {
+		share = float64(without) / float64(total)
+	}
+	k := Known{Member: name, Events: idx, Without: without, Share: share}
+	what := "a known Kafka behaviour"
+	if x.Kind == Bug {
+		what = "a known bug"
+	}
+	tail := fmt.Sprintf("the workload went on without it for %s, %.1f%% of the run's member-seconds (%d member(s) × %s from the workload's start)",
+		dur(without), 100*share, l.members, dur(max(l.at-l.from, 0)))
+	switch {
+	case x.Fails() && idx == nil:
+		// Failed already, by the sighting that lost it: only measured.
+		k.Finding, k.Failed = x.ID, true
+		v.Known = append(v.Known, k)
+		v.note("%s: %s; %s", head, x.ID, tail)
+		return
+	case x.Fails():
+		v.failKnown(x, k, idx, "%s: %s; %s", head, x.Title, tail)
+		return
+	}
+	msg := fmt.Sprintf("%s: %s (%s, %s): %s; %s", head, what, x.ID, x.Disposition(), x.Title, tail)
+	v.noteKnown(x, k, "%s", msg)
 }

@@ -66,15 +66,15 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 			t.Fatalf("notes: %v", v.Notes)
 		}
 	})
-	t.Run("GROUP_ID_NOT_FOUND from a coordinator that lost its log is a known Kafka behaviour", func(t *testing.T) {
+	t.Run("GROUP_ID_NOT_FOUND from a coordinator that lost its log is a known, noted finding", func(t *testing.T) {
 		h, _, obs := membershipHist(t, "GROUP_ID_NOT_FOUND", 40*time.Second)
 		v := EventuallyConverges(h.events(), obs, convergePlan())
 		mustHold(t, v)
-		if !hasNote(v, "a known Kafka behaviour") {
+		if !hasNote(v, FindingDeposedGroupIDNotFound) || !hasKnown(v, FindingDeposedGroupIDNotFound, false) {
 			t.Fatalf("notes: %v", v.Notes)
 		}
 	})
-	t.Run("UNKNOWN_SERVER_ERROR to a join at epoch 0 is a known Kafka behaviour, at a later epoch it is not", func(t *testing.T) {
+	t.Run("UNKNOWN_SERVER_ERROR to a join at epoch 0 is a known, noted finding, at a later epoch it is not", func(t *testing.T) {
 		h, _, obs := membershipHist(t, "UNKNOWN_SERVER_ERROR", 40*time.Second)
 		ev := h.events()
 		for i, e := range ev {
@@ -89,7 +89,7 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 		}
 		v := EventuallyConverges(ev, obs, convergePlan())
 		mustHold(t, v)
-		if !hasNote(v, "ClassicGroupMember.metadata") {
+		if !hasKnown(v, FindingOnlineUpgradeUnknownError, false) || !hasNote(v, "of the run's member-seconds") {
 			t.Fatalf("notes: %v", v.Notes)
 		}
 	})
@@ -112,7 +112,7 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 			v := EventuallyConverges(h.events(), obs, convergePlan())
 			if tc.holds {
 				mustHold(t, v)
-				if !hasNote(v, "stopped for good") || !hasNote(v, "a known Kafka behaviour") {
+				if !hasNote(v, "stopped for good") || !hasKnown(v, FindingDeposedGroupIDNotFound, false) {
 					t.Fatalf("%s: notes %v", tc.err, v.Notes)
 				}
 				continue
@@ -123,7 +123,7 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a static member refused after a coordinator move is a known Kafka behaviour, without the move it is not", func(t *testing.T) {
+	t.Run("a static classic member fenced after a coordinator move is a known, noted finding, without the move it is not", func(t *testing.T) {
 		for _, tc := range []struct {
 			name  string
 			moved bool
@@ -135,24 +135,12 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 				return p
 			}},
 			{"FENCED_INSTANCE_ID to JoinGroup", false, nil},
-			{"UNRELEASED_INSTANCE_ID to ConsumerGroupHeartbeat", true, func(h *hist) int64 {
-				_, p := h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: "UNRELEASED_INSTANCE_ID"})
-				return p
-			}},
-			{"UNRELEASED_INSTANCE_ID to ConsumerGroupHeartbeat", false, nil},
 		} {
 			call := tc.call
 			if call == nil { // the same call as the case before, without the move
-				if tc.name[0] == 'F' {
-					call = func(h *hist) int64 {
-						_, p := h.call("b/join", history.FJoin, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1}, history.Fail, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1, Error: "FENCED_INSTANCE_ID"})
-						return p
-					}
-				} else {
-					call = func(h *hist) int64 {
-						_, p := h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: "UNRELEASED_INSTANCE_ID"})
-						return p
-					}
+				call = func(h *hist) int64 {
+					_, p := h.call("b/join", history.FJoin, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1}, history.Fail, history.Join{Member: "b", MemberID: "b2", InstanceID: "ib", Generation: 1, Error: "FENCED_INSTANCE_ID"})
+					return p
 				}
 			}
 			h := newHist(t)
@@ -176,7 +164,7 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 				continue
 			}
 			mustHold(t, v)
-			if !hasNote(v, "a known Kafka behaviour: a static member") {
+			if !hasKnown(v, FindingDeposedStaticFenced, false) {
 				t.Fatalf("%s: notes %v", tc.name, v.Notes)
 			}
 		}
@@ -201,6 +189,16 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 func hasNote(v Verdict, s string) bool {
 	for _, n := range v.Notes {
 		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasKnown reports whether v matched finding id, failed or noted as said.
+func hasKnown(v Verdict, id string, failed bool) bool {
+	for _, k := range v.Known {
+		if k.Finding == id && k.Failed == failed {
 			return true
 		}
 	}

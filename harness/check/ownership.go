@@ -48,8 +48,19 @@ func noDoubleOwnership(f *facts) Verdict {
 				idx := []int64{f.idx(a.start), f.idx(b.start)}
 				idx = append(idx, evidence...)
 				idx = append(idx, evidence2...)
-				v.fail(idx, "partition %s owned by %s (from event %d, epoch %d, %s) and %s (from event %d, epoch %d, %s) at once from event %d: %s; %s",
-					f.tps[tp], f.mems[a.member], f.idx(a.start), a.epoch, f.endDesc(a), f.mems[b.member], f.idx(b.start), b.epoch, f.endDesc(b), f.idx(lo), why, why2)
+				const msg = "partition %s owned by %s (from event %d, epoch %d, %s) and %s (from event %d, epoch %d, %s) at once from event %d: %s; %s"
+				args := []any{f.tps[tp], f.mems[a.member], f.idx(a.start), a.epoch, f.endDesc(a), f.mems[b.member], f.idx(b.start), b.epoch, f.endDesc(b), f.idx(lo), why, why2}
+				if x, ok := matchOverlap(f, a, b, lo); ok {
+					k := Known{Events: idx}
+					if x.Fails() {
+						v.failKnown(x, k, idx, msg, args...)
+					} else {
+						allowed++
+						v.noteKnown(x, k, "a known behaviour ("+x.ID+"): "+msg, args...)
+					}
+					continue
+				}
+				v.fail(idx, msg, args...)
 			}
 			active = append(active, bid)
 		}

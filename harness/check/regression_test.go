@@ -152,3 +152,79 @@ func TestMembersOutWithoutHearingIt(t *testing.T) {
 		t.Errorf("ValidPartitionEpoch holds without the members' tombstones in the log: %v", v.Notes)
 	}
 }
+
+// staticRejoin is the run `groupquake run --seed 268778 --scenario broker-faults --kafka 4.4.0
+// --nodes 3 --kinds java-classic-cooperative,java-consumer,classic-cooperative,consumer --members 4
+// --duration 20s` on real Kafka 4.4.0: m4, a static consumer-protocol member, sent its joining
+// heartbeat while node 1 was killed (event 13, no answer at event 14) and again (event 17, no
+// answer at event 37); the coordinator had registered it; its next join, the same member id at
+// epoch 0 (event 39), was answered UNRELEASED_INSTANCE_ID naming m4's member id itself as the
+// owner (event 43, the message at event 44), and m4 stopped for good.
+const staticRejoin = "testdata/kafka-4.4.0-static-rejoin-seed-268778"
+
+func TestStaticRejoinOwnInstanceRealRun(t *testing.T) {
+	t.Parallel()
+	events, obs, plan := loadRun(t, staticRejoin)
+	rep := Judge(events, obs, plan)
+	for _, v := range rep.Verdicts {
+		if v.Name != "EventuallyConverges" {
+			if !v.Holds {
+				t.Fatalf("%s: %+v", v.Name, v.Violations)
+			}
+			continue
+		}
+		x := mustCite(t, v, 39, 43)
+		if len(v.Violations) != 1 || x.Finding != FindingStaticRejoinOwnInstance || !strings.Contains(x.Message, "naming H0_vxV37db_OycugW-wEVQ itself as the owner") {
+			t.Fatalf("want one violation, %s, from the answer's own message: %+v", FindingStaticRejoinOwnInstance, v.Violations)
+		}
+		// m4 never came back: the run was judged without it from its refusal on.
+		lost := false
+		for _, k := range v.Known {
+			lost = lost || (k.Member == "m4" && k.Failed && k.Without > 0 && k.Share > 0 && k.Share < 0.25)
+		}
+		if !lost {
+			t.Fatalf("m4's loss not measured: %+v", v.Known)
+		}
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Finding != FindingStaticRejoinOwnInstance || rep.Findings[0].Member != "m4" {
+		t.Fatalf("findings: %+v", rep.Findings)
+	}
+}
+
+// migrationOutage412 is TestMigration/4.1.2/bidirectional/broker-faults/from-consumer (seed 13) on
+// real Kafka 4.1.2, 1 node, the run that failed EpochMonotonic: the only node was down for about
+// 26 s (a stop, a pause, then a kill whose node took 26 s to serve again); m1 (consumer, epoch 2)
+// and m2 (kgo-consumer) heard nothing while their sessions expired (__consumer_offsets offsets
+// 32–38: both member ids tombstoned, epoch 4). After the restart m3's classic JoinGroup without a
+// member id converted the empty consumer group to a classic group (offsets 40–43: the consumer
+// group's tombstones, an empty GroupMetadata at generation 0) and was answered MEMBER_ID_REQUIRED;
+// m1, told UNKNOWN_MEMBER_ID (event 479), rejoined at epoch 0 (event 482), which deleted the
+// memberless classic group (offset 44) and made a new consumer group, m1 at epoch 1 (offsets
+// 45–49); m3 joined it with its member id at generation 2 (event 493, offset 50), answered just
+// before m1 (event 496). m1's epoch 1 after its epoch 2 is a new incarnation of the group.
+const migrationOutage412 = "testdata/kafka-4.1.2-migration-outage"
+
+func TestEmptyClassicGroupReplacedIsANewIncarnation(t *testing.T) {
+	t.Parallel()
+	events, obs, plan := loadRun(t, migrationOutage412)
+	for _, v := range All(events, obs, plan) {
+		if v.Skipped != "" && v.Name != "RecoveredStateMatchesLog" || len(v.Violations) > 0 {
+			t.Errorf("%s: skipped %q, violations %v", v.Name, v.Skipped, v.Violations)
+		}
+		if v.Name == "EpochMonotonic" && !hasNote(v, "a new incarnation of the group from event 482: m1 joined at epoch 1") {
+			t.Errorf("EpochMonotonic: the new incarnation must begin at m1's rejoin (event 482): %v", v.Notes)
+		}
+	}
+	// Without the deletions in the log (the consumer group's tombstones, the memberless classic
+	// group and its tombstone), nothing shows the group made anew: m1's epoch going back from 2
+	// to 1 is a violation.
+	o := *obs
+	o.Final.Records = nil
+	for _, r := range obs.Final.Records {
+		if r.Offset >= 40 && r.Offset <= 44 {
+			continue
+		}
+		o.Final.Records = append(o.Final.Records, r)
+	}
+	mustCite(t, EpochMonotonic(events, &o), 341, 496)
+}

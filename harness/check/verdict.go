@@ -16,12 +16,17 @@ type Verdict struct {
 	Violations []Violation `json:"violations,omitempty"`
 	// Notes carry counts and measurements that help read the verdict ("checked 1200 commits").
 	Notes []string `json:"notes,omitempty"`
+	// Known lists what the verdict matched with a registered finding (Findings): a violation
+	// labelled, a member's loss or a sighting that failed it or was noted.
+	Known []Known `json:"known,omitempty"`
 }
 
 // Violation is one breach of the property, citing the events that show it.
 type Violation struct {
 	Message      string  `json:"message"`
 	EventIndexes []int64 `json:"event_indexes,omitempty"`
+	// Finding is the id of the registered finding (Findings) the violation matches: a known bug.
+	Finding string `json:"finding,omitempty"`
 }
 
 // maxViolations caps what one verdict lists: a broken run can breach a property a million times,
@@ -43,6 +48,24 @@ func (v *verdict) fail(idx []int64, format string, args ...any) {
 	}
 	idx = dedupSorted(idx)
 	v.Violations = append(v.Violations, Violation{Message: fmt.Sprintf(format, args...), EventIndexes: idx})
+}
+
+// failKnown is fail for a violation that matches finding x (a bug that fails the run): the
+// message names the finding and the verdict lists the match.
+func (v *verdict) failKnown(x Finding, k Known, idx []int64, format string, args ...any) {
+	v.fail(idx, "known bug "+x.ID+": "+format, args...)
+	if n := len(v.Violations); n > 0 && v.dropped == 0 {
+		v.Violations[n-1].Finding = x.ID
+	}
+	k.Finding, k.Failed = x.ID, true
+	v.Known = append(v.Known, k)
+}
+
+// noteKnown notes a match with finding x that does not fail the run.
+func (v *verdict) noteKnown(x Finding, k Known, format string, args ...any) {
+	v.note(format, args...)
+	k.Finding, k.Failed = x.ID, false
+	v.Known = append(v.Known, k)
 }
 
 func (v *verdict) note(format string, args ...any) {
@@ -86,6 +109,13 @@ type Report struct {
 	// Notes say what else a reader of the verdicts should know about the
 	// run: how many faults it went through, and which had no observed effect.
 	Notes []string `json:"notes,omitempty"`
+	// Stopped says where a run that did not reach its end stopped, and why
+	// when the run could say (an interrupt, its bound): the verdicts judge
+	// the history up to there. Empty for a run that reached its end.
+	Stopped string `json:"stopped,omitempty"`
+	// Findings lists every place the history shows a registered finding
+	// (Sightings), whatever the verdicts made of it.
+	Findings []Sighting `json:"findings,omitempty"`
 }
 
 // NewReport bundles verdicts (and optionally the cost) into a Report.

@@ -18,6 +18,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -161,6 +162,46 @@ func FastGroupSettings(p version.Profile, brokers int) map[string]string {
 	if p.AssignmentInterval {
 		s["group.consumer.assignment.interval.ms"] = "0"
 		s["group.consumer.min.assignment.interval.ms"] = "0"
+	}
+	if p.ShareGroups == version.ShareProduction {
+		maps.Copy(s, fastShareSettings(p))
+	}
+	return s
+}
+
+// The share-group timers of FastGroupSettings (Kafka's defaults are a 30 s
+// record lock, a delivery count limit of 5, a 45 s share session and a 5 s
+// heartbeat interval, version.Share*Default): a lock short enough that a
+// record whose member went quiet comes back within a run, and a limit low
+// enough that a record released again and again is archived within one.
+const (
+	FastShareRecordLockMs       = 5000
+	FastShareDeliveryCountLimit = 3
+	FastShareSessionTimeoutMs   = 6000
+	FastShareHeartbeatMs        = 500
+)
+
+// fastShareSettings are the share-group settings of FastGroupSettings, for
+// releases where share groups are production-ready (share.version=1 comes
+// with the format, so nothing needs enabling): the timers above with their
+// lower bounds lowered to allow them (ShareGroupConfig.validate wants
+// min <= lock duration <= max), three __share_group_state partitions as
+// for __consumer_offsets, and where the release has it (KIP-1263) no
+// assignment batching for share groups either.
+func fastShareSettings(p version.Profile) map[string]string {
+	s := map[string]string{
+		"group.share.min.record.lock.duration.ms":      "1000",
+		"group.share.record.lock.duration.ms":          strconv.Itoa(FastShareRecordLockMs),
+		"group.share.delivery.count.limit":             strconv.Itoa(FastShareDeliveryCountLimit),
+		"group.share.min.session.timeout.ms":           "2000",
+		"group.share.session.timeout.ms":               strconv.Itoa(FastShareSessionTimeoutMs),
+		"group.share.min.heartbeat.interval.ms":        "100",
+		"group.share.heartbeat.interval.ms":            strconv.Itoa(FastShareHeartbeatMs),
+		"share.coordinator.state.topic.num.partitions": "3",
+	}
+	if p.ShareAssignmentInterval {
+		s["group.share.assignment.interval.ms"] = "0"
+		s["group.share.min.assignment.interval.ms"] = "0"
 	}
 	return s
 }

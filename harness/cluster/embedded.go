@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/coordinator/wire"
 	"github.com/groupquake/groupquake/coordinator/wire/reference"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // EmbeddedConfig describes an embedded cluster: groupquake's reference
@@ -98,7 +98,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	e := &Embedded{cfg: cfg, links: map[string]*Links{}}
 	if cfg.DataDir == "" {
-		d, err := os.MkdirTemp("", "groupquake-embedded-")
+		d, err := interrupt.MkdirTemp("", "groupquake-embedded-")
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 
 func (e *Embedded) removeDir() {
 	if e.ownDir {
-		os.RemoveAll(e.cfg.DataDir)
+		interrupt.RemoveTemp(e.cfg.DataDir)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 func init() {
@@ -160,9 +162,9 @@ func EnsureEngine(ctx context.Context, o EngineOptions) (string, error) {
 }
 
 func runQuiet(ctx context.Context, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := interrupt.Command(ctx, name, args...)
 	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	return cmd.CombinedOutput()
+	return interrupt.CombinedOutput(cmd)
 }
 
 // tail returns the last n lines of out.

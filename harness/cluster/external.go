@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // ExternalConfig points the harness at a cluster it did not start.
@@ -183,7 +184,7 @@ func (e *External) control(ctx context.Context, id NodeID, action string, up boo
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
 	defer cancel()
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, "sh", "-c", cmdline.String()).CombinedOutput()
+	out, err := interrupt.CombinedOutput(interrupt.Command(ctx, "sh", "-c", cmdline.String()))
 	if err != nil {
 		return fmt.Errorf("%s node %d: `%s` failed: %v\n%s", action, id, cmdline.String(), err, tail(out, 10))
 	}

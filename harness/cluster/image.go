@@ -24,6 +24,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/internal/interrupt"
 	"github.com/groupquake/groupquake/internal/progress"
 )
 
@@ -262,8 +263,13 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf
 		return "", err
 	}
 	rootfs := filepath.Join(cache, "rootfs-"+codename+".partial")
-	os.RemoveAll(rootfs)
-	defer os.RemoveAll(rootfs)
+	// A debootstrap that was killed may have left the host's /proc and
+	// /sys mounted in it: RemoveTree detaches them before it removes.
+	if err := interrupt.RemoveTree(rootfs); err != nil {
+		return "", err
+	}
+	interrupt.Track(rootfs)
+	defer interrupt.RemoveTemp(rootfs)
 	if err := os.MkdirAll(filepath.Dir(rootfs), 0o755); err != nil {
 		return "", err
 	}
@@ -274,28 +280,33 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf
 		Unit: func(l string) bool { return strings.HasPrefix(l, "I: Retrieving ") }}
 	configured := &progress.Counter{Step: "image: debootstrap " + codename, Units: "packages configured", Logf: logf,
 		Unit: func(l string) bool { return strings.HasPrefix(l, "I: Configuring ") }}
-	deb := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+jre, codename, rootfs, mirror)
+	// In a process group of its own, interrupted with SIGINT: debootstrap
+	// then unmounts what it mounted in the root (its INT trap).
+	deb := interrupt.Command(ctx, "debootstrap", "--variant=minbase", "--include="+jre, codename, rootfs, mirror)
 	deb.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	deb.Stdout = io.MultiWriter(&output, fetched, configured)
 	deb.Stderr = deb.Stdout
-	err = deb.Run()
+	err = interrupt.Run(deb)
 	fetched.Done()
 	configured.Done()
 	out := output.Bytes()
+	if err != nil && ctx.Err() != nil {
+		return "", fmt.Errorf("debootstrap %s: %w", codename, context.Cause(ctx))
+	}
 	if err != nil {
 		return "", fmt.Errorf("debootstrap %s from %s failed: %v\n%s", codename, mirror, err, tail(out, 15))
 	}
 	for _, p := range []string{"var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/info"} {
 		os.RemoveAll(filepath.Join(rootfs, p))
 	}
-	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "-C", rootfs, "-c", ".")
+	tarCmd := interrupt.Command(ctx, "tar", "--numeric-owner", "-C", rootfs, "-c", ".")
 	stdout, err := tarCmd.StdoutPipe()
 	if err != nil {
 		return "", err
 	}
 	var tarErr bytes.Buffer
 	tarCmd.Stderr = &tarErr
-	if err := tarCmd.Start(); err != nil {
+	if err := interrupt.Start(tarCmd); err != nil {
 		return "", fmt.Errorf("tar %s: %v", rootfs, err)
 	}
 	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: stdout, SourceName: "-"}, ref, client.ImageImportOptions{
@@ -306,13 +317,13 @@ func ensureBaseImage(ctx context.Context, cli *client.Client, rebuild bool, logf
 		},
 	})
 	if err != nil {
-		tarCmd.Process.Kill()
-		tarCmd.Wait()
+		interrupt.Kill(tarCmd)
+		interrupt.Wait(tarCmd)
 		return "", fmt.Errorf("docker import %s: %v", ref, err)
 	}
 	ierr := drainJSONStream(rc, nil, nil)
 	rc.Close()
-	if werr := tarCmd.Wait(); werr != nil {
+	if werr := interrupt.Wait(tarCmd); werr != nil {
 		return "", fmt.Errorf("tar %s: %v: %s", rootfs, werr, tarErr.String())
 	}
 	if ierr != nil {
@@ -436,11 +447,11 @@ func resolveBrokerJars(ctx context.Context, version string, mavenArgs []string, 
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return brokerJars{}, err
 	}
-	work, err := os.MkdirTemp(filepath.Dir(dir), "resolve-")
+	work, err := interrupt.MkdirTemp(filepath.Dir(dir), "resolve-")
 	if err != nil {
 		return brokerJars{}, err
 	}
-	defer os.RemoveAll(work)
+	defer interrupt.RemoveTemp(work)
 	tmpl, err := template.ParseFS(imageFiles, "imagefiles/pom.xml.tmpl")
 	if err != nil {
 		return brokerJars{}, err
@@ -455,16 +466,19 @@ func resolveBrokerJars(ctx context.Context, version string, mavenArgs []string, 
 	logf("image: resolving Kafka %s broker jars with Maven (the machine's Maven settings apply)", version)
 	args := append([]string{"-B"}, mavenArgs...)
 	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
-	cmd := exec.CommandContext(ctx, "mvn", args...)
+	cmd := interrupt.Command(ctx, "mvn", args...)
 	cmd.Dir = work
 	var output bytes.Buffer
 	downloads := progress.MavenJars(fmt.Sprintf("image: resolving Kafka %s broker jars", version), logf)
 	cmd.Stdout = io.MultiWriter(&output, downloads)
 	cmd.Stderr = cmd.Stdout
-	err = cmd.Run()
+	err = interrupt.Run(cmd)
 	downloads.Done()
 	out := output.Bytes()
 	if err != nil {
+		if ctx.Err() != nil {
+			return brokerJars{}, fmt.Errorf("resolving Kafka %s broker jars with Maven: %w", version, context.Cause(ctx))
+		}
 		return brokerJars{}, fmt.Errorf("resolve Kafka %s broker jars with Maven failed (is Maven Central, or the mirror in your Maven settings, reachable?): %v\n%s", version, err, tail(out, 12))
 	}
 	jars, _ := filepath.Glob(filepath.Join(work, "libs", "*.jar"))

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,6 +68,42 @@ func TestFastGroupSettingsAreVersionAware(t *testing.T) {
 	}
 	if got := FastGroupSettings(version.V4_4_0.Profile(), 1)["min.insync.replicas"]; got != "1" {
 		t.Errorf("1 broker: min ISR %q, want 1", got)
+	}
+}
+
+// TestFastShareSettings: share-group timers go only to releases where
+// share groups are production-ready, satisfy the bounds the broker checks
+// at start (ShareGroupConfig.validate: min <= lock duration <= max 60 s;
+// delivery count limit 2–10; session timeout and heartbeat interval at or
+// above their minimums), and the share assignment interval only to 4.3+.
+func TestFastShareSettings(t *testing.T) {
+	if _, ok := FastGroupSettings(version.V4_1_2.Profile(), 1)["group.share.record.lock.duration.ms"]; ok {
+		t.Errorf("4.1.2 has share groups as a preview only: no share settings expected")
+	}
+	num := func(s map[string]string, k string) int {
+		t.Helper()
+		n, err := strconv.Atoi(s[k])
+		if err != nil {
+			t.Fatalf("%s = %q: %v", k, s[k], err)
+		}
+		return n
+	}
+	for _, v := range version.ShareServed() {
+		s := FastGroupSettings(v.Profile(), 1)
+		lock, minLock := num(s, "group.share.record.lock.duration.ms"), num(s, "group.share.min.record.lock.duration.ms")
+		if minLock < 1000 || minLock > lock || lock > 60000 {
+			t.Errorf("%v: lock %d ms with minimum %d breaks 1000 <= min <= lock <= 60000", v, lock, minLock)
+		}
+		if l := num(s, "group.share.delivery.count.limit"); l < 2 || l > 10 {
+			t.Errorf("%v: delivery count limit %d outside 2–10", v, l)
+		}
+		if num(s, "group.share.session.timeout.ms") < num(s, "group.share.min.session.timeout.ms") ||
+			num(s, "group.share.heartbeat.interval.ms") < num(s, "group.share.min.heartbeat.interval.ms") {
+			t.Errorf("%v: share timers below their minimums: %v", v, s)
+		}
+		if _, ok := s["group.share.assignment.interval.ms"]; ok != (v >= version.V4_3_0) {
+			t.Errorf("%v: group.share.assignment.interval.ms set = %v, want %v (KIP-1263 is 4.3+)", v, ok, v >= version.V4_3_0)
+		}
 	}
 }
 

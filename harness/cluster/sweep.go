@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -115,6 +116,84 @@ func Leftovers(ctx context.Context, run string) (int, error) {
 	return len(cs.Items) + len(ns.Items) + len(vs.Items), nil
 }
 
+// RemoveOwn removes, at once, every container, volume and network that
+// this process created (labelled with its pid on this host), whatever state
+// the clusters' own Close is in: a second Ctrl-C calls it before the
+// process exits. It returns how many it removed and names what is still
+// there when ctx ends (a Close of the same things may be under way: what it
+// removes counts as gone); `groupquake sweep` removes those once this
+// process is gone.
+func RemoveOwn(ctx context.Context) (removed int, left []string, err error) {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
+	}
+	defer cli.Close()
+	host, _ := os.Hostname()
+	f := make(client.Filters).Add("label", LabelPID+"="+strconv.Itoa(os.Getpid())).Add("label", LabelHost+"="+host)
+	var mu sync.Mutex
+	count := func() { mu.Lock(); removed++; mu.Unlock() }
+	// List, remove what is listed, and again, until nothing is listed or
+	// ctx ends: what the last listing found is what is left.
+	for {
+		cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+		if err != nil && ctx.Err() != nil && left != nil {
+			return removed, left, nil // what the listing before found
+		}
+		if err != nil {
+			return removed, left, fmt.Errorf("list this process's containers: %v", err)
+		}
+		vs, verr := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+		ns, nerr := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+		left = nil
+		for _, c := range cs.Items {
+			left = append(left, "container "+strings.TrimPrefix(strings.Join(c.Names, ","), "/"))
+		}
+		if verr == nil {
+			for _, v := range vs.Items {
+				left = append(left, "volume "+v.Name)
+			}
+		}
+		if nerr == nil {
+			for _, n := range ns.Items {
+				left = append(left, "network "+n.Name)
+			}
+		}
+		if len(left) == 0 || ctx.Err() != nil {
+			return removed, left, nil
+		}
+		var wg sync.WaitGroup
+		for _, c := range cs.Items {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err == nil {
+					count()
+				}
+			}()
+		}
+		wg.Wait()
+		if verr == nil {
+			for _, v := range vs.Items {
+				if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err == nil {
+					count()
+				}
+			}
+		}
+		if nerr == nil {
+			for _, n := range ns.Items {
+				if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err == nil {
+					count()
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
@@ -128,7 +207,15 @@ var open struct {
 	m map[*Cluster]struct{}
 }
 
+// started is set once this process began to create a container cluster.
+var started atomic.Bool
+
+// Started reports whether this process ever began to start a container
+// cluster (so that RemoveOwn has something to look for).
+func Started() bool { return started.Load() }
+
 func register(c *Cluster) {
+	started.Store(true)
 	open.Lock()
 	defer open.Unlock()
 	if open.m == nil {

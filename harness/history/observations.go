@@ -30,6 +30,10 @@ type GroupDescription struct {
 	AssignorName    string              `json:"assignor_name,omitempty"`
 	Members         []MemberDescription `json:"members"`
 	Error           string              `json:"error,omitempty"`
+	// Coordinator is the node that answered the describe (a group's describe is sent to the
+	// node FindCoordinator names, and answered by a node that acts as its coordinator); nil
+	// when not recorded.
+	Coordinator *int32 `json:"coordinator,omitempty"`
 }
 
 // MemberDescription is one member of a GroupDescription.
@@ -199,6 +203,9 @@ type Snapshot struct {
 	// Records is in log order; HasRecords says the partition was read at all.
 	Records    []Record `json:"records,omitempty"`
 	HasRecords bool     `json:"has_records,omitempty"`
+	// ShareStarts are a share group's share-partition start offsets
+	// (DescribeShareGroupOffsets), when the run has share members.
+	ShareStarts []ShareStart `json:"share_starts,omitempty"`
 }
 
 // Observations is observations.json: the final reads of a run after heal and quiesce, and the
@@ -286,6 +293,12 @@ type Plan struct {
 	ConvergenceSlack time.Duration `json:"convergence_slack,omitempty"`
 	// ConvergenceBound, when positive, replaces the computed bound.
 	ConvergenceBound time.Duration `json:"convergence_bound,omitempty"`
+	// Kinds names each member's implementation ("kgo-consumer"), by member
+	// name: a finding of one client matches only its members.
+	Kinds map[string]string `json:"kinds,omitempty"`
+	// Share is set when the run has share members: the broker's share
+	// settings the share checkers judge against.
+	Share *SharePlan `json:"share,omitempty"`
 }
 
 // TopicPlan is one subscribed topic.

@@ -39,6 +39,11 @@ func (r *Recorder) SessionExpired(process string, m Membership, why string) (Eve
 	return r.Info(process, FSessionExpired, m, why)
 }
 
+// Restarted records what a member's supervisor did (r.Action) on the member's own process.
+func (r *Recorder) Restarted(process string, v Restart, why string) (Event, error) {
+	return r.Info(process, FRestart, v, why)
+}
+
 // BeginPhase records that a phase of the run began (PhaseSetup … PhaseTeardown).
 func (r *Recorder) BeginPhase(name, why string) (Event, error) {
 	return r.Info("harness", FPhase, Phase{Name: name}, why)

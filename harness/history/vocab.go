@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // The event vocabulary: the F values that clients, producers, the nemesis and the observer emit, and
@@ -57,6 +58,10 @@ const (
 	// poll throws after a fatal error); recorded once by the workload, Error says why. Standalone
 	// info.
 	FStopped = "stopped"
+	// FRestart: the member's supervisor acted on it after it stopped for good, as systemd or
+	// Kubernetes restarts a process whose consumer threw a fatal error and exited (Restart says
+	// what it did, after which stop and at which attempt). Standalone info on the member's process.
+	FRestart = "restart"
 	// FFaultStart, FFaultStop: the nemesis applied or healed a fault. invoke → ok | fail | info,
 	// process "nemesis"; Value says what was really done.
 	FFaultStart = "fault-start"
@@ -253,6 +258,34 @@ type Membership struct {
 	Error    string `json:"error,omitempty"`
 }
 
+// What a member's supervisor did (Restart.Action).
+const (
+	// RestartScheduled: the member stopped for good and its process exited; a new one starts
+	// after Backoff.
+	RestartScheduled = "scheduled"
+	// RestartStarted: the new incarnation starts (a new member id; a static member keeps its
+	// instance id).
+	RestartStarted = "restarted"
+	// RestartCancelled: the harness took the member over before the restart was due (it left
+	// or was withdrawn); the restart does not happen.
+	RestartCancelled = "cancelled"
+)
+
+// Restart is the payload of FRestart.
+type Restart struct {
+	Member string `json:"member"`
+	Action string `json:"action"`
+	// Attempt counts the restarts since the member was last taken into the group: 1 for the
+	// first after it stopped, 2 when the incarnation that restart started stopped too before
+	// the group took it in, and so on. The backoff grows with it.
+	Attempt int `json:"attempt"`
+	// Backoff is how long the supervisor waits before this attempt.
+	Backoff time.Duration `json:"backoff"`
+	// Reason is why the member stopped (the error its Poll gave), or why the restart was
+	// cancelled.
+	Reason string `json:"reason,omitempty"`
+}
+
 // Fault is the payload of FFaultStart and FFaultStop: what was done to which targets, as the nemesis
 // really did it (Jepsen's annotated op), not only as planned.
 type Fault struct {
@@ -276,9 +309,14 @@ type Fault struct {
 type Phase struct {
 	Name string `json:"name"`
 	// Members, on the "final" phase, names the members the harness runs
-	// at the final observation (those it took out for good, refused or
-	// replaced are not among them): each must be in the group.
+	// at the final observation, those their supervisor is restarting
+	// included (those it took out for good, refused or replaced are not
+	// among them): each must be in the group.
 	Members []string `json:"members,omitempty"`
+	// Stopped, on the "teardown" phase of a run that stopped before its end,
+	// says why and where: "interrupted by SIGINT in its workload phase at
+	// 7.2s", "stopped by its bound (--bound) in its quiesce phase at 30m0s".
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Describe is the payload of FDescribe: what the observer saw at one moment.
@@ -315,12 +353,18 @@ func DecodeValue(f string, raw json.RawMessage) (any, error) {
 		return decodeAs[Leave](raw)
 	case FFenced, FLeft, FSessionExpired, FStopped:
 		return decodeAs[Membership](raw)
+	case FRestart:
+		return decodeAs[Restart](raw)
 	case FFaultStart, FFaultStop:
 		return decodeAs[Fault](raw)
 	case FPhase:
 		return decodeAs[Phase](raw)
 	case FDescribe:
 		return decodeAs[Describe](raw)
+	case FShareHeartbeat:
+		return decodeAs[ShareHeartbeat](raw)
+	case FShareFetch, FShareAck:
+		return decodeAs[ShareFetch](raw)
 	}
 	return append(json.RawMessage(nil), raw...), nil
 }
@@ -365,9 +409,15 @@ func TypedValue(e Event) (any, error) {
 		return deref(v), nil
 	case *Fault:
 		return deref(v), nil
+	case *Restart:
+		return deref(v), nil
 	case *Phase:
 		return deref(v), nil
 	case *Describe:
+		return deref(v), nil
+	case *ShareHeartbeat:
+		return deref(v), nil
+	case *ShareFetch:
 		return deref(v), nil
 	}
 	return e.Value, nil

@@ -7,6 +7,13 @@
 //   KafkaRef time FILE WARMUP_MS MEASURE_MS MIN_ITERS
 //                                every case timed after a warm-up; prints
 //                                "time NAME NS_PER_OP ITERATIONS"
+//   KafkaRef serve FILE          reads commands from stdin, one a line:
+//                                "time NAME MS MIN_ITERS" runs case NAME for
+//                                at least MS ms and MIN_ITERS iterations and
+//                                prints "time NAME NS_PER_OP ITERATIONS";
+//                                "quit" (or the end of stdin) ends it. The
+//                                Go side times its own runs between two
+//                                commands, so both sides see the same load.
 //
 // Assign cases go to UniformAssignor or RangeAssignor with a GroupSpecImpl
 // whose members, subscriptions and previous targets keep the file's order
@@ -14,7 +21,11 @@
 // built from the previous targets once, as the coordinator keeps it.
 // Reconcile cases run CurrentAssignmentBuilder.build() for every member of
 // the case, in file order, against a KRaft metadata image holding the
-// case's topics (built as Kafka's jmh-benchmarks build theirs).
+// case's topics (built as Kafka's jmh-benchmarks build theirs). Target cases
+// run TargetAssignmentBuilder.build() with the UniformAssignor, set up as
+// Kafka's TargetAssignmentBuilderBenchmark sets it up: the members (file
+// order, the joiner last), their current targets, the inverted target
+// assignment built from them, and a metadata image of the topics.
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -38,7 +49,9 @@ import java.util.TreeSet;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.metadata.PartitionRecord;
 import org.apache.kafka.common.metadata.TopicRecord;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.coordinator.common.runtime.CoordinatorMetadataImage;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
 import org.apache.kafka.coordinator.common.runtime.KRaftCoordinatorMetadataImage;
 import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
@@ -47,10 +60,12 @@ import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
 import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 import org.apache.kafka.coordinator.group.assignor.RangeAssignor;
 import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
+import org.apache.kafka.coordinator.group.generated.ConsumerGroupTargetAssignmentMemberKey;
 import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberState;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
+import org.apache.kafka.coordinator.group.modern.TargetAssignmentBuilder;
 import org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroupMember;
 import org.apache.kafka.coordinator.group.modern.consumer.CurrentAssignmentBuilder;
 import org.apache.kafka.image.MetadataDelta;
@@ -73,7 +88,7 @@ public class KafkaRef {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            System.err.println("usage: KafkaRef print FILE | KafkaRef time FILE WARMUP_MS MEASURE_MS MIN_ITERS");
+            System.err.println("usage: KafkaRef print FILE | KafkaRef time FILE WARMUP_MS MEASURE_MS MIN_ITERS | KafkaRef serve FILE");
             System.exit(2);
         }
         List<Case> cases = read(Path.of(args[1]));
@@ -91,9 +106,10 @@ public class KafkaRef {
                     long start = System.nanoTime();
                     long n = loop(c, measure, minIters);
                     long elapsed = System.nanoTime() - start;
-                    out.printf("time %s %d %d%n", c.name(), elapsed / n, n);
+                    out.printf(java.util.Locale.ROOT, "time %s %.2f %d%n", c.name(), (double) elapsed / n, n);
                 }
             }
+            case "serve" -> serve(cases, out);
             default -> {
                 System.err.println("unknown mode " + args[0]);
                 System.exit(2);
@@ -101,13 +117,42 @@ public class KafkaRef {
         }
     }
 
+    static void serve(List<Case> cases, PrintStream out) throws IOException {
+        Map<String, Case> byName = new HashMap<>();
+        for (Case c : cases) byName.put(c.name(), c);
+        BufferedReader in = new BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] f = line.split(" ");
+            if (f[0].equals("quit")) return;
+            Case c = f.length == 4 && f[0].equals("time") ? byName.get(f[1]) : null;
+            if (c == null) {
+                out.println("error unknown command or case: " + line);
+                continue;
+            }
+            long start = System.nanoTime();
+            long n = loop(c, Long.parseLong(f[2]) * 1_000_000L, Integer.parseInt(f[3]));
+            long elapsed = System.nanoTime() - start;
+            out.printf(java.util.Locale.ROOT, "time %s %.2f %d%n", c.name(), (double) elapsed / n, n);
+        }
+    }
+
+    /**
+     * Runs c for at least ns nanoseconds and minIters iterations and returns the iterations, reading the
+     * clock after batches that double until one takes 100µs (the Go side's timeGo does the same), so that
+     * reading the clock does not weigh on a case of a few nanoseconds.
+     */
     static long loop(Case c, long ns, int minIters) {
         long start = System.nanoTime();
         long n = 0;
+        long batch = 1;
         int acc = 0;
-        while (n < minIters || System.nanoTime() - start < ns) {
-            acc += c.run();
-            n++;
+        while (true) {
+            for (long i = 0; i < batch; i++) acc += c.run();
+            n += batch;
+            long elapsed = System.nanoTime() - start;
+            if (n >= minIters && elapsed >= ns) break;
+            if (elapsed < 100_000L * n / batch) batch *= 2;
         }
         sink = acc;
         return n;
@@ -123,7 +168,11 @@ public class KafkaRef {
                 String[] f = line.split(" ");
                 if (f[0].equals("end")) {
                     String[] head = block.get(0);
-                    cases.add(head[0].equals("assign") ? assignCase(block) : reconcileCase(block));
+                    cases.add(switch (head[0]) {
+                        case "assign" -> assignCase(block);
+                        case "target" -> targetCase(block);
+                        default -> reconcileCase(block);
+                    });
                     block.clear();
                 } else {
                     block.add(f);
@@ -327,6 +376,91 @@ public class KafkaRef {
                     renderEpochs(sb, "assigned", m.assignedPartitions());
                     renderEpochs(sb, "pending", m.partitionsPendingRevocation());
                 }
+                return sb.append("end\n").toString();
+            }
+        };
+    }
+
+    // ---- target cases ----
+    //   target NAME Homogeneous|Heterogeneous
+    //   topic NAME ID PARTITIONS
+    //   subs S NAME,NAME,...
+    //   member ID S
+    //   owned MEMBER TOPIC P,P,...
+    //   joiner ID S
+    //   end
+
+    static Case targetCase(List<String[]> lines) {
+        String[] head = lines.get(0);
+        String name = head[1];
+        SubscriptionType type = head[2].equals("Homogeneous") ? SubscriptionType.HOMOGENEOUS : SubscriptionType.HETEROGENEOUS;
+        MetadataDelta delta = new MetadataDelta.Builder().setImage(MetadataImage.EMPTY).build();
+        Map<String, List<String>> subs = new HashMap<>();
+        Map<String, ConsumerGroupMember> members = new LinkedHashMap<>();
+        Map<String, Map<Uuid, Set<Integer>>> owned = new HashMap<>();
+        for (String[] f : lines) {
+            switch (f[0]) {
+                case "topic" -> {
+                    Uuid id = Uuid.fromString(f[2]);
+                    delta.replay(new TopicRecord().setTopicId(id).setName(f[1]));
+                    int n = Integer.parseInt(f[3]);
+                    for (int i = 0; i < n; i++) {
+                        delta.replay(new PartitionRecord().setTopicId(id).setPartitionId(i).setReplicas(List.of(i % 4, (i + 1) % 4)));
+                    }
+                }
+                case "subs" -> subs.put(f[1], f[2].equals("-") ? List.of() : List.of(f[2].split(",")));
+                case "member", "joiner" -> members.put(f[1], new ConsumerGroupMember.Builder(f[1])
+                    .setSubscribedTopicNames(subs.get(f[2]))
+                    .build());
+                case "owned" -> owned.computeIfAbsent(f[1], k -> new HashMap<>()).put(Uuid.fromString(f[2]), new HashSet<>(ints(f[3])));
+                default -> { }
+            }
+        }
+        Map<String, Assignment> targets = new HashMap<>();
+        Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
+        owned.forEach((member, a) -> {
+            targets.put(member, new Assignment(a));
+            a.forEach((t, ps) -> ps.forEach(p -> inverted.computeIfAbsent(t, k -> new HashMap<>()).put(p, member)));
+        });
+        CoordinatorMetadataImage image = new KRaftCoordinatorMetadataImage(delta.apply(MetadataProvenance.EMPTY));
+        TargetAssignmentBuilder.ConsumerTargetAssignmentBuilder builder =
+            new TargetAssignmentBuilder.ConsumerTargetAssignmentBuilder("benchmark-group", 0, new UniformAssignor())
+                .withTime(Time.SYSTEM)
+                .withMembers(members)
+                .withSubscriptionType(type)
+                .withTargetAssignment(targets)
+                .withInvertedTargetAssignment(inverted)
+                .withMetadataImage(image);
+        return new Case() {
+            public String name() {
+                return name;
+            }
+
+            public int run() {
+                return builder.build().records().size();
+            }
+
+            public String render() {
+                StringBuilder sb = new StringBuilder("target ").append(name).append('\n');
+                TargetAssignmentBuilder.TargetAssignmentResult result;
+                try {
+                    result = builder.build();
+                } catch (Exception e) {
+                    return sb.append("error ").append(e.getClass().getSimpleName()).append("\nend\n").toString();
+                }
+                for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(result.targetAssignment()).entrySet()) {
+                    sb.append("member ").append(e.getKey()).append('\n');
+                    TreeMap<String, Set<Integer>> byTopic = new TreeMap<>();
+                    e.getValue().partitions().forEach((t, ps) -> {
+                        if (!ps.isEmpty()) byTopic.put(t.toString(), new TreeSet<>(ps));
+                    });
+                    byTopic.forEach((t, ps) -> sb.append("  ").append(t).append(' ').append(join(ps)).append('\n'));
+                }
+                TreeSet<String> changed = new TreeSet<>();
+                for (CoordinatorRecord r : result.records()) {
+                    if (r.key() instanceof ConsumerGroupTargetAssignmentMemberKey k) changed.add(k.memberId());
+                }
+                sb.append("records ").append(changed.isEmpty() ? "-" : String.join(",", changed)).append('\n');
                 return sb.append("end\n").toString();
             }
         };

@@ -3,34 +3,29 @@ package kafkaref
 import (
 	"context"
 	"flag"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
 	jmhAll    = flag.Bool("kafkaref.jmh-all", false, "take every size of Kafka's ServerSideAssignorBenchmark (hours), not the default three")
-	warmupMs  = flag.Int("kafkaref.java-warmup-ms", 2000, "the Java side's warm-up per case, in one JVM per case")
-	measureMs = flag.Int("kafkaref.java-measure-ms", 2000, "the Java side's measured time per case (at least -kafkaref.java-min-iters iterations)")
-	minIters  = flag.Int("kafkaref.java-min-iters", 5, "the Java side's least number of warm-up and of measured iterations per case")
+	warmupMs  = flag.Int("kafkaref.java-warmup-ms", 2000, "each side's warm-up per case, before the rounds")
+	measureMs = flag.Int("kafkaref.java-measure-ms", 1000, "each side's measured time per round (at least -kafkaref.java-min-iters iterations)")
+	minIters  = flag.Int("kafkaref.java-min-iters", 5, "each side's least number of warm-up and of measured iterations per round")
+	rounds    = flag.Int("kafkaref.rounds", 5, "rounds per case: in each, Kafka's side is timed, then groupquake's right after")
 	goOnly    = flag.Bool("kafkaref.go-only", false, "time the Go side alone (for profiling it)")
+	fresh     = flag.Bool("kafkaref.fresh", false, "time groupquake's assignors with Assign (a new result each time) instead of AssignInto (the coordinator's call, reusing the previous result's memory)")
 )
 
-var (
-	benchOnce  sync.Once
-	benchCases Cases
-	benchErr   error
-)
-
-func loadBenchCases() (Cases, error) {
-	benchOnce.Do(func() {
-		sizes := JMHSizes
-		if *jmhAll {
-			sizes = JMHAllSizes()
-		}
-		benchCases, benchErr = BenchCases(sizes)
-	})
-	return benchCases, benchErr
+func benchList() []BenchCase {
+	if *jmhAll {
+		return BenchCaseList(JMHAllSizes())
+	}
+	return BenchCaseList(JMHSizes)
 }
 
 // javaSide prepares the Java side, or says once why there is none (the Go
@@ -48,33 +43,111 @@ func javaSide(b *testing.B) (Runtime, bool) {
 	return rt, true
 }
 
-// javaTimings caches the Java side's time per case file: the JVM runs once
-// per case, however often the testing package calls the sub-benchmark.
-var javaTimings sync.Map
+// pair is one case's side-by-side result: the medians over the rounds of
+// Kafka's time, groupquake's time and of their ratio within a round.
+type pair struct {
+	kafkaNs, goNs, ratio float64
+}
 
-func javaTime(b *testing.B, rt Runtime, file, name string) (Timing, bool) {
-	if t, ok := javaTimings.Load(file); ok {
-		return t.(Timing), true
+// pairs caches the side-by-side result per case file: it is measured once
+// however often the testing package calls the sub-benchmark.
+var pairs sync.Map
+
+// timePair times case name of file on both sides, alternating: one JVM
+// serves the case (KafkaRef serve); after both sides warmed up, each round
+// times Kafka's side, then groupquake's (run) right after, so the two see
+// the same load on a shared machine, and the round's ratio is taken then.
+// The medians over -kafkaref.rounds rounds are reported.
+func timePair(b *testing.B, rt Runtime, file, name string, run func() error) pair {
+	if p, ok := pairs.Load(file); ok {
+		return p.(pair)
 	}
-	res, err := rt.Time(context.Background(), file, *warmupMs, *measureMs, *minIters)
+	srv, err := rt.Serve(context.Background(), file)
 	if err != nil {
 		b.Fatalf("%s: Kafka's side: %v", name, err)
 	}
-	t, ok := res[name]
-	if !ok {
-		b.Fatalf("%s: Kafka's side printed no time for the case", name)
+	defer func() {
+		if err := srv.Close(); err != nil {
+			b.Errorf("%s: Kafka's side: %v", name, err)
+		}
+	}()
+	if _, err := srv.Time(name, *warmupMs, *minIters); err != nil {
+		b.Fatalf("%s: Kafka's side: %v", name, err)
 	}
-	javaTimings.Store(file, t)
-	return t, true
+	if _, err := timeGo(run, *warmupMs, *minIters); err != nil {
+		b.Fatal(err)
+	}
+	var ks, gs, rs []float64
+	for range max(*rounds, 1) {
+		k, err := srv.Time(name, *measureMs, *minIters)
+		if err != nil {
+			b.Fatalf("%s: Kafka's side: %v", name, err)
+		}
+		g, err := timeGo(run, *measureMs, *minIters)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ks, gs, rs = append(ks, k.NsPerOp), append(gs, g), append(rs, g/k.NsPerOp)
+	}
+	p := pair{kafkaNs: median(ks), goNs: median(gs), ratio: median(rs)}
+	b.Logf("%s: rounds (groupquake ns/op, Kafka ns/op): %s", name, roundsText(gs, ks))
+	pairs.Store(file, p)
+	return p
 }
 
-// timeBoth times run, groupquake's side of case name (the benchmark's
-// ns/op), and with the Java side beside it reports Kafka's ns/op for the
-// case's file and groupquake's time over Kafka's.
+// timeGo is KafkaRef.loop on the Go side: run for at least ms milliseconds
+// and minIters iterations, reading the clock after batches that double
+// until one takes 100µs, and the time per run.
+func timeGo(run func() error, ms, minIters int) (float64, error) {
+	limit := time.Duration(ms) * time.Millisecond
+	start := time.Now()
+	n, batch := 0, 1
+	for {
+		for range batch {
+			if err := run(); err != nil {
+				return 0, err
+			}
+		}
+		n += batch
+		elapsed := time.Since(start)
+		if n >= minIters && elapsed >= limit {
+			return float64(elapsed.Nanoseconds()) / float64(n), nil
+		}
+		if elapsed < 100*time.Microsecond*time.Duration(n)/time.Duration(batch) {
+			batch *= 2
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func roundsText(gs, ks []float64) string {
+	var b strings.Builder
+	for i := range gs {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "(%.0f, %.0f)", gs[i], ks[i])
+	}
+	return b.String()
+}
+
+// timeBoth times run, groupquake's side of case name: the benchmark's ns/op
+// (testing.B's loop, for benchstat), and with the Java side beside it, the
+// rounds of timePair: kafka-ns/op and go-ns/op (the medians of each side's
+// rounds) and go/kafka (the median of the rounds' ratios, groupquake's time
+// over Kafka's, below 1 when groupquake is faster).
 func timeBoth(b *testing.B, rt Runtime, haveJava bool, file, name string, run func() error) {
-	var java Timing
+	var p pair
 	if haveJava {
-		java, _ = javaTime(b, rt, file, name)
+		p = timePair(b, rt, file, name, run)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -84,9 +157,9 @@ func timeBoth(b *testing.B, rt Runtime, haveJava bool, file, name string, run fu
 		}
 	}
 	if haveJava {
-		goNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		b.ReportMetric(java.NsPerOp, "kafka-ns/op")
-		b.ReportMetric(goNs/java.NsPerOp, "go/kafka")
+		b.ReportMetric(p.kafkaNs, "kafka-ns/op")
+		b.ReportMetric(p.goNs, "go-ns/op")
+		b.ReportMetric(p.ratio, "go/kafka")
 	}
 }
 
@@ -94,33 +167,41 @@ func caseFile(name string) string {
 	return strings.NewReplacer("/", "_", "=", "", ",", "_").Replace(name) + ".cases"
 }
 
-// BenchmarkAssignVsKafka runs every assign case of BenchCases through
+// BenchmarkAssignVsKafka runs every assign case of BenchCaseList through
 // groupquake's assignor (the benchmark's ns/op) and, when a JDK and Maven
 // are there, through Kafka's own (UniformAssignor / RangeAssignor of the
-// default release, one JVM per case, timed after a warm-up): kafka-ns/op and
-// go/kafka, groupquake's time over Kafka's. Both sides read the case's file.
+// default release) in alternating rounds (timePair): kafka-ns/op, go-ns/op
+// and go/kafka, groupquake's time over Kafka's. Both sides read the case's
+// file. Each side calls its assignor as its coordinator does: Kafka's
+// assign(), groupquake's AssignInto (GoAssign.Run; -kafkaref.fresh: Assign).
 //
 //	go test -run '^$' -bench AssignVsKafka ./harness/kafkaref/
 func BenchmarkAssignVsKafka(b *testing.B) {
-	cs, err := loadBenchCases()
-	if err != nil {
-		b.Fatal(err)
-	}
 	rt, haveJava := javaSide(b)
 	javaMajor := 21
 	if haveJava {
 		javaMajor = rt.JavaMajor
 	}
 	dir := b.TempDir()
-	for i := range cs.Assign {
-		c := cs.Assign[i]
-		b.Run(c.Name, func(b *testing.B) {
-			file, back := writeCases(b, dir, caseFile(c.Name), Cases{Assign: []AssignCase{c}})
+	for _, bc := range benchList() {
+		if bc.Kind != "assign" {
+			continue
+		}
+		b.Run(bc.Name, func(b *testing.B) {
+			cs, err := bc.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
 			g, err := PrepareAssign(&back.Assign[0], defaultKafka, javaMajor)
 			if err != nil {
 				b.Fatal(err)
 			}
-			timeBoth(b, rt, haveJava, file, c.Name, func() error { _, err := g.Run(); return err })
+			run := func() error { _, err := g.Run(); return err }
+			if *fresh {
+				run = func() error { _, err := g.RunFresh(); return err }
+			}
+			timeBoth(b, rt, haveJava, file, bc.Name, run)
 		})
 	}
 }
@@ -131,21 +212,56 @@ func BenchmarkAssignVsKafka(b *testing.B) {
 //
 //	go test -run '^$' -bench ReconcileVsKafka ./harness/kafkaref/
 func BenchmarkReconcileVsKafka(b *testing.B) {
-	cs, err := loadBenchCases()
-	if err != nil {
-		b.Fatal(err)
-	}
 	rt, haveJava := javaSide(b)
 	dir := b.TempDir()
-	for i := range cs.Reconcile {
-		c := cs.Reconcile[i]
-		b.Run(c.Name, func(b *testing.B) {
-			file, back := writeCases(b, dir, caseFile(c.Name), Cases{Reconcile: []ReconcileCase{c}})
+	for _, bc := range benchList() {
+		if bc.Kind != "reconcile" {
+			continue
+		}
+		b.Run(bc.Name, func(b *testing.B) {
+			cs, err := bc.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
 			g, err := PrepareReconcile(&back.Reconcile[0], defaultKafka)
 			if err != nil {
 				b.Fatal(err)
 			}
-			timeBoth(b, rt, haveJava, file, c.Name, func() error { _, err := g.Run(); return err })
+			timeBoth(b, rt, haveJava, file, bc.Name, func() error { _, err := g.Run(); return err })
+		})
+	}
+}
+
+// BenchmarkTargetVsKafka does the same for the target assignment:
+// coordinator/consumergroup's TargetAssignment (the heartbeat's target
+// assignment builder) against Kafka's TargetAssignmentBuilder, as Kafka's
+// TargetAssignmentBuilderBenchmark runs it (uniform assignor, one member
+// joining), one build() per op.
+//
+//	go test -run '^$' -bench TargetVsKafka ./harness/kafkaref/
+func BenchmarkTargetVsKafka(b *testing.B) {
+	rt, haveJava := javaSide(b)
+	javaMajor := 21
+	if haveJava {
+		javaMajor = rt.JavaMajor
+	}
+	dir := b.TempDir()
+	for _, bc := range benchList() {
+		if bc.Kind != "target" {
+			continue
+		}
+		b.Run(bc.Name, func(b *testing.B) {
+			cs, err := bc.Build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
+			g, err := PrepareTarget(&back.Target[0], defaultKafka, javaMajor)
+			if err != nil {
+				b.Fatal(err)
+			}
+			timeBoth(b, rt, haveJava, file, bc.Name, func() error { _, err := g.Run(); return err })
 		})
 	}
 }

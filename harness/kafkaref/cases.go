@@ -65,6 +65,7 @@ type ReconcileMember struct {
 type Cases struct {
 	Assign    []AssignCase
 	Reconcile []ReconcileCase
+	Target    []TargetCase
 }
 
 // The case file is line oriented; both sides read it (KafkaRef.java says
@@ -86,6 +87,14 @@ type Cases struct {
 //	owner TOPIC P:E,...
 //	end
 //
+//	target NAME Homogeneous|Heterogeneous  (a TargetAssignmentBuilder.build, uniform)
+//	topic NAME ID PARTITIONS
+//	subs S NAME,NAME,...
+//	member ID S                       (the group's members, in the order they joined)
+//	owned MEMBER TOPIC P,P,...        (the current target)
+//	joiner ID S                       (the member that joins)
+//	end
+//
 // Member, topic and partition orders are the file's on both sides.
 
 // Write writes cs in the case-file format.
@@ -96,6 +105,9 @@ func Write(w io.Writer, cs Cases) error {
 	}
 	for i := range cs.Reconcile {
 		writeReconcile(bw, &cs.Reconcile[i])
+	}
+	for i := range cs.Target {
+		writeTarget(bw, &cs.Target[i])
 	}
 	return bw.Flush()
 }
@@ -208,8 +220,11 @@ func writeReconcile(w *bufio.Writer, c *ReconcileCase) {
 }
 
 // Read reads a case file. An assign case's InvertedTargetAssignment is
-// built from the previous targets, as Java's side builds it, so neither
-// side derives it inside the timed call.
+// left nil: groupquake's coordinator does not keep one, and its assignors
+// derive which partitions are held from the members' previous targets
+// inside the call (the heartbeat's path), so the Go side's time includes
+// that; Java's side gets the map built from the same previous targets, as
+// Kafka's coordinator keeps it.
 func Read(r io.Reader) (Cases, error) {
 	var cs Cases
 	sc := bufio.NewScanner(r)
@@ -242,8 +257,13 @@ func Read(r io.Reader) (Cases, error) {
 			if c, err = readReconcile(block); err == nil {
 				cs.Reconcile = append(cs.Reconcile, c)
 			}
+		case "target":
+			var c TargetCase
+			if c, err = readTarget(block); err == nil {
+				cs.Target = append(cs.Target, c)
+			}
 		default:
-			err = fmt.Errorf("unknown case kind %q: want assign or reconcile", block[0][0])
+			err = fmt.Errorf("unknown case kind %q: want assign, reconcile or target", block[0][0])
 		}
 		if err != nil {
 			return cs, fmt.Errorf("case file, case ending on line %d: %w", line, err)
@@ -388,18 +408,6 @@ func readAssign(block [][]string) (AssignCase, error) {
 			return c, fmt.Errorf("unknown line %q in an assign case", f[0])
 		}
 	}
-	inverted := map[TopicID]map[int32]string{}
-	for _, m := range c.Spec.Members {
-		for _, tp := range m.Assignment {
-			if inverted[tp.Topic] == nil {
-				inverted[tp.Topic] = map[int32]string{}
-			}
-			for _, p := range tp.Partitions {
-				inverted[tp.Topic][p] = m.ID
-			}
-		}
-	}
-	c.Spec.InvertedTargetAssignment = inverted
 	return c, nil
 }
 
@@ -512,6 +520,8 @@ type GoAssign struct {
 	a      assignor.Assignor
 	spec   assignor.GroupSpec
 	topics assignor.PartitionCounts
+	// into is the result AssignInto reuses from one Run to the next.
+	into assignor.GroupAssignment
 }
 
 // PrepareAssign builds groupquake's assignor for c, with the JDK's HashSet
@@ -528,24 +538,52 @@ func PrepareAssign(c *AssignCase, kafka string, javaMajor int) (*GoAssign, error
 	return &GoAssign{a: a, spec: c.Spec, topics: topics}, nil
 }
 
-// Run is one Assign call.
-func (g *GoAssign) Run() (assignor.GroupAssignment, error) { return g.a.Assign(g.spec, g.topics) }
+// Run is one assignment as groupquake's coordinator makes it: AssignInto
+// (assignor.IntoAssignor), reusing the memory of the previous Run's result,
+// which is then no longer valid; Assign for an assignor without it.
+func (g *GoAssign) Run() (assignor.GroupAssignment, error) {
+	ia, ok := g.a.(assignor.IntoAssignor)
+	if !ok {
+		return g.a.Assign(g.spec, g.topics)
+	}
+	err := ia.AssignInto(g.spec, g.topics, &g.into)
+	return g.into, err
+}
 
-// topicIndex is a TopicMetadata over maps (consumergroup.Topics scans a
-// list, which would charge the Go side for the harness's lookup).
+// RunFresh is one Assign call: a new result, nothing reused.
+func (g *GoAssign) RunFresh() (assignor.GroupAssignment, error) { return g.a.Assign(g.spec, g.topics) }
+
+// topicIndex is a TopicMetadata over maps, as the wire server's
+// (consumergroup.Topics scans a list, which would charge the Go side for
+// the harness's lookup).
 type topicIndex struct {
-	byName map[string]consumergroup.Topic
-	byID   map[TopicID]consumergroup.Topic
+	byName map[string]*consumergroup.Topic
+	byID   map[TopicID]*consumergroup.Topic
+}
+
+func newTopicIndex(ts []consumergroup.Topic) topicIndex {
+	idx := topicIndex{byName: map[string]*consumergroup.Topic{}, byID: map[TopicID]*consumergroup.Topic{}}
+	for i := range ts {
+		t := &ts[i]
+		idx.byName[t.Name], idx.byID[t.ID] = t, t
+	}
+	return idx
 }
 
 func (t topicIndex) TopicByName(name string) ([16]byte, int, bool) {
-	x, ok := t.byName[name]
-	return x.ID, x.Partitions, ok
+	x := t.byName[name]
+	if x == nil {
+		return [16]byte{}, 0, false
+	}
+	return x.ID, x.Partitions, true
 }
 
 func (t topicIndex) TopicByID(id [16]byte) (string, int, bool) {
-	x, ok := t.byID[id]
-	return x.Name, x.Partitions, ok
+	x := t.byID[id]
+	if x == nil {
+		return "", 0, false
+	}
+	return x.Name, x.Partitions, true
 }
 
 // GoReconcile is the Go side of a reconcile case, ready to run.
@@ -561,10 +599,7 @@ func PrepareReconcile(c *ReconcileCase, kafka string) (*GoReconcile, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := topicIndex{byName: map[string]consumergroup.Topic{}, byID: map[TopicID]consumergroup.Topic{}}
-	for _, t := range c.Topics {
-		idx.byName[t.Name], idx.byID[t.ID] = t, t
-	}
+	idx := newTopicIndex(c.Topics)
 	owners := c.Owners
 	epochOf := func(t TopicID, p int32) int32 {
 		if e, ok := owners[t][p]; ok {
@@ -610,9 +645,9 @@ func RenderAssign(name string, res assignor.GroupAssignment, err error) string {
 	for _, id := range slices.Sorted(maps.Keys(res.Members)) {
 		fmt.Fprintf(&b, "member %s\n", id)
 		byTopic := map[string][]int32{}
-		for t, ps := range res.Members[id] {
-			if len(ps) > 0 {
-				byTopic[t.String()] = slices.Sorted(slices.Values(ps))
+		for _, tp := range res.Members[id] {
+			if len(tp.Partitions) > 0 {
+				byTopic[tp.Topic.String()] = slices.Sorted(slices.Values(tp.Partitions))
 			}
 		}
 		for _, t := range slices.Sorted(maps.Keys(byTopic)) {

@@ -127,7 +127,7 @@ func countsOf(ts []TopicCount) assignor.PartitionCounts {
 func inTopicOrder(a assignor.MemberAssignment, order []TopicID) []assignor.TopicPartitions {
 	var out []assignor.TopicPartitions
 	for _, t := range order {
-		if ps := a[t]; len(ps) > 0 {
+		if ps := a.Partitions(t); len(ps) > 0 {
 			out = append(out, assignor.TopicPartitions{Topic: t, Partitions: slices.Sorted(slices.Values(ps))})
 		}
 	}
@@ -181,6 +181,25 @@ func NewMemberReconcileCase(name string, sc ReconcileScenario, topics, partition
 	case StableToUnrevokedSubscriptionChange:
 		c.SubscriptionChanged = true
 		m.Subscribed = m.Subscribed[:len(m.Subscribed)-1]
+	}
+	c.Members = []ReconcileMember{m}
+	return c
+}
+
+// NewMissingTopicReconcileCase is one STABLE member at the target epoch
+// whose subscription changed to a topic that does not exist: it holds
+// nothing, or held (two partitions of the one topic that exists). Kafka
+// tells an empty subscription from one whose names do not resolve
+// (TopicIds.isEmpty asks the names).
+func NewMissingTopicReconcileCase(name string, held bool, seed uint64) ReconcileCase {
+	rng := rand.New(rand.NewPCG(seed, 0x6d697373696e67))
+	c := ReconcileCase{Name: name, Topics: reconcileTopics(rng, 1, 3), TargetEpoch: 10, SubscriptionChanged: true}
+	m := ReconcileMember{ID: "member", State: records.MemberStable, Epoch: 10, PrevEpoch: 9, Subscribed: []string{"no-such-topic"},
+		Assigned: map[TopicID]map[int32]int32{}, Pending: map[TopicID]map[int32]int32{}, Target: map[TopicID][]int32{}}
+	if held {
+		t := c.Topics[0].ID
+		m.Assigned[t] = map[int32]int32{0: 10, 1: 10}
+		m.Target[t] = []int32{0, 1}
 	}
 	c.Members = []ReconcileMember{m}
 	return c
@@ -240,8 +259,8 @@ func NewGroupReconcileCase(name string, members, topics, partitions int, seed ui
 				c.Owners[tp.Topic][p] = 10
 			}
 		}
-		for t, ps := range after.Members[ms.ID] {
-			m.Target[t] = slices.Sorted(slices.Values(ps))
+		for _, tp := range after.Members[ms.ID] {
+			m.Target[tp.Topic] = slices.Sorted(slices.Values(tp.Partitions))
 		}
 		c.Members = append(c.Members, m)
 	}

@@ -138,7 +138,7 @@ func TestSameResultsAsKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	java := splitBlocks(out)
-	if n := len(cs.Assign) + len(cs.Reconcile); len(java) != n {
+	if n := len(cs.Assign) + len(cs.Reconcile) + len(cs.Target); len(java) != n {
 		t.Fatalf("Kafka printed %d cases, the file has %d:\n%s", len(java), n, out)
 	}
 	for i := range cs.Assign {
@@ -162,6 +162,17 @@ func TestSameResultsAsKafka(t *testing.T) {
 		if got := g.Render(c.Name); got != java[c.Name] {
 			t.Errorf("%s: groupquake's reconciliation differs from Kafka %s's CurrentAssignmentBuilder:\n--- groupquake\n%s--- Kafka\n%s",
 				c.Name, rt.Kafka, got, java[c.Name])
+		}
+	}
+	for i := range cs.Target {
+		c := &cs.Target[i]
+		g, err := PrepareTarget(c, rt.Kafka, rt.JavaMajor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Render(); got != java[c.Name] {
+			t.Errorf("%s: groupquake's target assignment differs from Kafka %s's TargetAssignmentBuilder (JDK %d):\n--- groupquake\n%s--- Kafka\n%s",
+				c.Name, rt.Kafka, rt.JavaMajor, got, java[c.Name])
 		}
 	}
 }

@@ -39,7 +39,18 @@ func JMHAllSizes() []Size {
 // topicCount × partitionsPerTopic.
 var ReconcileSizes = [][2]int{{10, 5}, {10, 50}, {100, 5}, {100, 50}, {1000, 5}, {1000, 50}}
 
-// BenchCases are the cases of the side-by-side benchmark:
+// BenchCase is one case of the side-by-side benchmark, built when it is
+// timed, so that a benchmark process holds the case it times and no other
+// (the Go side's garbage collector then works on what the case needs, as
+// the Java side's, which loads one case per JVM).
+type BenchCase struct {
+	Name string
+	// Kind is "assign", "reconcile" or "target".
+	Kind  string
+	Build func() (Cases, error)
+}
+
+// BenchCaseList lists the cases of the side-by-side benchmark:
 //
 //   - "issue/…": 1000 members over 10 topics of 1000 partitions (10,000 in
 //     all), uniform and range, homogeneous and heterogeneous (each member a
@@ -52,9 +63,18 @@ var ReconcileSizes = [][2]int{{10, 5}, {10, 50}, {100, 5}, {100, 50}, {1000, 5},
 //   - "cab/…": CurrentAssignmentBuilderBenchmark's four methods at every
 //     size it has;
 //   - "cab-group/…": the reconciliation of all 1001 members of the issue's
-//     homogeneous group after one joined.
-func BenchCases(sizes []Size) (Cases, error) {
-	var cs Cases
+//     homogeneous group after one joined;
+//   - "tab/…": Kafka's TargetAssignmentBuilderBenchmark (the uniform
+//     assignor, a member joining a group of members - 1 that hold their
+//     target) at each of sizes, both subscription types.
+func BenchCaseList(sizes []Size) []BenchCase {
+	var out []BenchCase
+	assign := func(name string, build func() (AssignCase, error)) {
+		out = append(out, BenchCase{Name: name, Kind: "assign", Build: func() (Cases, error) {
+			c, err := build()
+			return Cases{Assign: []AssignCase{c}}, err
+		}})
+	}
 	mode := func(join bool) string {
 		if join {
 			return "join"
@@ -67,11 +87,9 @@ func BenchCases(sizes []Size) (Cases, error) {
 		for _, st := range types {
 			for _, join := range []bool{false, true} {
 				name := fmt.Sprintf("issue/%s/%s/%s/m=1000,p=10000,t=10", a, st, mode(join))
-				c, err := NewAssignCase(name, a, st, AssignLayout{Members: 1000, Topics: 10, Partitions: 1000, MemberPrefix: "member-"}, join, 7)
-				if err != nil {
-					return cs, err
-				}
-				cs.Assign = append(cs.Assign, c)
+				assign(name, func() (AssignCase, error) {
+					return NewAssignCase(name, a, st, AssignLayout{Members: 1000, Topics: 10, Partitions: 1000, MemberPrefix: "member-"}, join, 7)
+				})
 			}
 		}
 	}
@@ -81,11 +99,9 @@ func BenchCases(sizes []Size) (Cases, error) {
 				for _, join := range []bool{false, true} {
 					p := sz.Members * sz.Ratio / sz.Topics
 					name := fmt.Sprintf("jmh/%s/%s/%s/m=%d,p=%d,t=%d", a, st, mode(join), sz.Members, p*sz.Topics, sz.Topics)
-					c, err := NewAssignCase(name, a, st, AssignLayout{Members: sz.Members, Topics: sz.Topics, Partitions: p, Bucketed: true, MemberPrefix: "member"}, join, 11)
-					if err != nil {
-						return cs, err
-					}
-					cs.Assign = append(cs.Assign, c)
+					assign(name, func() (AssignCase, error) {
+						return NewAssignCase(name, a, st, AssignLayout{Members: sz.Members, Topics: sz.Topics, Partitions: p, Bucketed: true, MemberPrefix: "member"}, join, 11)
+					})
 				}
 			}
 		}
@@ -93,14 +109,41 @@ func BenchCases(sizes []Size) (Cases, error) {
 	for _, sc := range ReconcileScenarios {
 		for _, sz := range ReconcileSizes {
 			name := fmt.Sprintf("cab/%s/topics=%d,pps=%d", sc, sz[0], sz[1])
-			cs.Reconcile = append(cs.Reconcile, NewMemberReconcileCase(name, sc, sz[0], sz[1], 13))
+			out = append(out, BenchCase{Name: name, Kind: "reconcile", Build: func() (Cases, error) {
+				return Cases{Reconcile: []ReconcileCase{NewMemberReconcileCase(name, sc, sz[0], sz[1], 13)}}, nil
+			}})
 		}
 	}
-	g, err := NewGroupReconcileCase("cab-group/join/m=1001,p=10000,t=10", 1000, 10, 1000, 17)
-	if err != nil {
-		return cs, err
+	const group = "cab-group/join/m=1001,p=10000,t=10"
+	out = append(out, BenchCase{Name: group, Kind: "reconcile", Build: func() (Cases, error) {
+		g, err := NewGroupReconcileCase(group, 1000, 10, 1000, 17)
+		return Cases{Reconcile: []ReconcileCase{g}}, err
+	}})
+	for _, sz := range sizes {
+		for _, st := range types {
+			p := sz.Members * sz.Ratio / sz.Topics
+			name := fmt.Sprintf("tab/%s/m=%d,p=%d,t=%d", st, sz.Members, p*sz.Topics, sz.Topics)
+			out = append(out, BenchCase{Name: name, Kind: "target", Build: func() (Cases, error) {
+				c, err := NewTargetCase(name, st, sz, 19)
+				return Cases{Target: []TargetCase{c}}, err
+			}})
+		}
 	}
-	cs.Reconcile = append(cs.Reconcile, g)
+	return out
+}
+
+// BenchCases builds every case of BenchCaseList.
+func BenchCases(sizes []Size) (Cases, error) {
+	var cs Cases
+	for _, bc := range BenchCaseList(sizes) {
+		c, err := bc.Build()
+		if err != nil {
+			return cs, err
+		}
+		cs.Assign = append(cs.Assign, c.Assign...)
+		cs.Reconcile = append(cs.Reconcile, c.Reconcile...)
+		cs.Target = append(cs.Target, c.Target...)
+	}
 	return cs, nil
 }
 
@@ -132,10 +175,24 @@ func SmallCases() (Cases, error) {
 	for _, sc := range ReconcileScenarios {
 		cs.Reconcile = append(cs.Reconcile, NewMemberReconcileCase("small/cab/"+string(sc), sc, 3, 4, 5))
 	}
+	cs.Reconcile = append(cs.Reconcile,
+		NewMissingTopicReconcileCase("small/cab-missing/empty", false, 7),
+		NewMissingTopicReconcileCase("small/cab-missing/held", true, 8))
 	g, err := NewGroupReconcileCase("small/cab-group/join", 6, 3, 5, 6)
 	if err != nil {
 		return cs, err
 	}
 	cs.Reconcile = append(cs.Reconcile, g)
+	for i, sz := range []Size{{7, 3, 5}, {12, 2, 6}, {25, 4, 10}} {
+		for _, st := range []assignor.SubscriptionType{assignor.Homogeneous, assignor.Heterogeneous} {
+			c, err := NewTargetCase(fmt.Sprintf("small/tab/%s/size%d", st, i), st, sz, uint64(20+i))
+			if err != nil {
+				return cs, err
+			}
+			s := c.Scrambled(uint64(30 + i))
+			s.Name = fmt.Sprintf("small/tab-scrambled/%s/size%d", st, i)
+			cs.Target = append(cs.Target, c, s)
+		}
+	}
 	return cs, nil
 }

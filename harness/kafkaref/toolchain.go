@@ -1,10 +1,12 @@
 package kafkaref
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/internal/javatool"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 //go:embed KafkaRef.java
@@ -120,12 +124,79 @@ func (rt Runtime) Time(ctx context.Context, file string, warmupMs, measureMs, mi
 	return res, nil
 }
 
+// Server is one JVM serving the cases of one file (KafkaRef serve): each
+// Time call runs one case there while the Go side waits, so a caller can
+// alternate between the two sides.
+type Server struct {
+	rt     Runtime
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  *bufio.Scanner
+	stderr bytes.Buffer
+}
+
+// Serve starts a JVM that loads the cases of file and waits for commands.
+func (rt Runtime) Serve(ctx context.Context, file string) (*Server, error) {
+	all := append(append(slices.Clone(rt.JVMFlags), "-cp", rt.Classpath, "KafkaRef"), "serve", file)
+	s := &Server{rt: rt, cmd: exec.CommandContext(ctx, rt.Java, all...)}
+	s.cmd.Stderr = &s.stderr
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("KafkaRef serve (Kafka %s): %v", rt.Kafka, err)
+	}
+	s.lines = bufio.NewScanner(stdout)
+	return s, nil
+}
+
+// Time runs case name for at least ms milliseconds and minIters iterations
+// on the Java side and returns its time per iteration.
+func (s *Server) Time(name string, ms, minIters int) (Timing, error) {
+	if _, err := fmt.Fprintf(s.stdin, "time %s %d %d\n", name, ms, minIters); err != nil {
+		return Timing{}, s.failed(err)
+	}
+	if !s.lines.Scan() {
+		return Timing{}, s.failed(s.lines.Err())
+	}
+	line := s.lines.Text()
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != "time" || f[1] != name {
+		return Timing{}, fmt.Errorf("KafkaRef serve answered %q to case %s", line, name)
+	}
+	ns, err1 := strconv.ParseFloat(f[2], 64)
+	n, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil {
+		return Timing{}, fmt.Errorf("KafkaRef serve printed an unreadable timing line %q", line)
+	}
+	return Timing{NsPerOp: ns, Iterations: n}, nil
+}
+
+func (s *Server) failed(err error) error {
+	return fmt.Errorf("KafkaRef serve (Kafka %s): %v\n%s", s.rt.Kafka, err, javatool.LastLines(s.stderr.Bytes(), 20))
+}
+
+// Close ends the JVM.
+func (s *Server) Close() error {
+	fmt.Fprintln(s.stdin, "quit")
+	s.stdin.Close()
+	if err := s.cmd.Wait(); err != nil {
+		return s.failed(err)
+	}
+	return nil
+}
+
 func (rt Runtime) run(ctx context.Context, args ...string) (string, error) {
 	all := append(append(slices.Clone(rt.JVMFlags), "-cp", rt.Classpath, "KafkaRef"), args...)
-	cmd := exec.CommandContext(ctx, rt.Java, all...)
+	cmd := interrupt.Command(ctx, rt.Java, all...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := interrupt.Run(cmd); err != nil {
 		return "", fmt.Errorf("KafkaRef %s (Kafka %s): %v\n%s", args[0], rt.Kafka, err, javatool.LastLines(stderr.Bytes(), 20))
 	}
 	return stdout.String(), nil

@@ -75,7 +75,8 @@ func (r *Reader) describeConsumer(ctx context.Context) (*history.GroupDescriptio
 	if d.Err != nil {
 		return nil, fmt.Errorf("ConsumerGroupDescribe: %w", d.Err)
 	}
-	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolConsumer, State: d.State, GroupEpoch: d.Epoch, AssignmentEpoch: d.AssignmentEpoch, AssignorName: d.AssignorName, Members: []history.MemberDescription{}}
+	node := d.Coordinator.NodeID
+	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolConsumer, State: d.State, GroupEpoch: d.Epoch, AssignmentEpoch: d.AssignmentEpoch, AssignorName: d.AssignorName, Members: []history.MemberDescription{}, Coordinator: &node}
 	for _, m := range d.Members {
 		md := history.MemberDescription{MemberID: m.MemberID, ClientID: m.ClientID, MemberEpoch: m.MemberEpoch, Assignment: setTPs(m.Assignment), TargetAssignment: setTPs(m.TargetAssignment)}
 		if m.InstanceID != nil {
@@ -104,7 +105,8 @@ func (r *Reader) describeClassic(ctx context.Context) (*history.GroupDescription
 	if d.Err != nil {
 		return nil, fmt.Errorf("DescribeGroups: %w", d.Err)
 	}
-	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolClassic, State: d.State, Members: []history.MemberDescription{}}
+	node := d.Coordinator.NodeID
+	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolClassic, State: d.State, Members: []history.MemberDescription{}, Coordinator: &node}
 	for _, m := range d.Members {
 		md := history.MemberDescription{MemberID: m.MemberID, ClientID: m.ClientID, MemberType: history.ProtocolClassic, Assignment: []history.TP{}}
 		if m.InstanceID != nil {
@@ -142,7 +144,8 @@ func setTPs(s kadm.TopicsSet) []history.TP {
 // coordinator moves, the new leader's high watermark can lag its log, and for
 // seconds it answers with offsets older than commits it already
 // acknowledged (seen on 4.4.0: 11 acknowledged, then 4 read for 3 s after
-// the coordinator's node came back from a 9 s pause; see README Findings).
+// the coordinator's node came back from a 9 s pause; finding
+// kafka-offset-fetch-unstable, docs/findings.md).
 // With require_stable the read is a write operation that waits for the
 // high watermark, so the observer reads what the log holds; members read as
 // their clients do.

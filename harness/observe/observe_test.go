@@ -186,6 +186,11 @@ func TestReaderOnEmbeddedCluster(t *testing.T) {
 	if d.Protocol != history.ProtocolConsumer || len(d.Members) != 1 || d.Members[0].MemberID != "m1" || d.Members[0].MemberType != history.ProtocolConsumer || d.Members[0].MemberEpoch != resp.MemberEpoch {
 		t.Errorf("describe of cg: %+v", d)
 	}
+	// The describe names the node that answered it: the coordinator FindCoordinator names.
+	fc := adm.FindGroupCoordinators(ctx, "cg")
+	if c, ok := fc["cg"]; !ok || c.Err != nil || d.Coordinator == nil || *d.Coordinator != c.NodeID {
+		t.Errorf("describe of cg names coordinator %v; FindCoordinator answered %+v", d.Coordinator, fc)
+	}
 	if n := len(d.Members[0].TargetAssignment); n != 2 {
 		t.Errorf("target assignment %v, want both partitions of t", d.Members[0].TargetAssignment)
 	}

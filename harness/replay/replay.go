@@ -80,9 +80,10 @@ func State(p version.Profile, group string, topicNames map[[16]byte]string, recs
 		return check.GroupState{}, fmt.Errorf("replay: building the coordinator for Kafka %s: %w", p.Version, err)
 	}
 	var lastGroupMetadata *history.Record
+	d := records.NewDecoder()
 	for i := range recs {
 		hr := &recs[i]
-		dec, err := Decode(*hr)
+		dec, err := decode(d, hr)
 		if err != nil {
 			return check.GroupState{}, err
 		}
@@ -160,8 +161,9 @@ func Load(p version.Profile, recs []history.Record) (*coordinator.Coordinator, e
 	if err != nil {
 		return nil, fmt.Errorf("replay: building the coordinator for Kafka %s: %w", p.Version, err)
 	}
+	d := records.NewDecoder()
 	for i := range recs {
-		dec, err := Decode(recs[i])
+		dec, err := decode(d, &recs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -177,15 +179,27 @@ func Load(p version.Profile, recs []history.Record) (*coordinator.Coordinator, e
 // without them (a run directory older than raw bytes) is an error: the
 // generic rendering is not what the broker wrote.
 func Decode(hr history.Record) (records.Record, error) {
+	return decode(nil, &hr)
+}
+
+// decode is Decode with d (nil: none), which keeps the strings of the
+// records it decodes for the next ones.
+func decode(d *records.Decoder, hr *history.Record) (records.Record, error) {
 	if len(hr.RawKey) == 0 {
-		return records.Record{}, fmt.Errorf("%s: no raw key bytes: the observation predates raw bytes (history.Record.RawKey); rerun to replay it", Where(hr))
+		return records.Record{}, fmt.Errorf("%s: no raw key bytes: the observation predates raw bytes (history.Record.RawKey); rerun to replay it", Where(*hr))
 	}
 	if hr.RawValue == nil && hr.Value != nil {
-		return records.Record{}, fmt.Errorf("%s: a value without its raw bytes: the observation predates raw bytes (history.Record.RawValue); rerun to replay it", Where(hr))
+		return records.Record{}, fmt.Errorf("%s: a value without its raw bytes: the observation predates raw bytes (history.Record.RawValue); rerun to replay it", Where(*hr))
 	}
-	dec, err := records.DecodeRecord(hr.RawKey, hr.RawValue)
+	var dec records.Record
+	var err error
+	if d != nil {
+		dec, err = d.Decode(hr.RawKey, hr.RawValue)
+	} else {
+		dec, err = records.DecodeRecord(hr.RawKey, hr.RawValue)
+	}
 	if err != nil {
-		return records.Record{}, fmt.Errorf("%s: does not decode: %w", Where(hr), err)
+		return records.Record{}, fmt.Errorf("%s: does not decode: %w", Where(*hr), err)
 	}
 	return dec, nil
 }

@@ -106,10 +106,13 @@ func BrokenRegistry() Registry {
 	return r
 }
 
-// WithBroken returns r plus the broken kinds among named: a broken kind
-// runs only when it is asked for by name.
+// WithBroken returns r plus the broken kinds and the share kinds among
+// named: either runs only when it is asked for by name.
 func (r Registry) WithBroken(named []string) Registry {
 	b := BrokenRegistry()
+	for _, k := range ShareKinds() { // share kinds run only when named too (share_run.go)
+		b[k.Name] = shareFactory(k)
+	}
 	out := maps.Clone(r)
 	for _, n := range named {
 		if f, ok := b[n]; ok && !slices.Contains(r.Names(), n) {

@@ -13,7 +13,7 @@ import (
 // as the final observation does at its end: every running member commits
 // what it consumed and holds further commits, the group is left to settle
 // (every partition owned once, no member changing, the broker describing it
-// Stable), then the description, the committed offsets and the group's
+// Stable with every running member in it), then the description, the committed offsets and the group's
 // __consumer_offsets records are read together, and the members commit
 // again. RecoveredStateMatchesLog replays each checkpoint's records and
 // compares them with what was described beside them, so a protocol
@@ -46,7 +46,10 @@ func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
 			return false
 		}
 		d, err := r.obs.observe(ctx, "checkpoint "+label+": is the group stable?")
-		return err == nil && d != nil && d.Group.Stable()
+		// Every running member in it: a member still out (back from an
+		// outage, or restarting under its supervisor) joins later and
+		// moves the group under the snapshot.
+		return err == nil && d != nil && d.Group.Stable() && len(missingMembers(d.Group, running, r.crew.restartingNames(), r.p.Supervisor.On())) == 0
 	})
 	if ctx.Err() != nil {
 		return "", ctx.Err()

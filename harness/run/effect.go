@@ -37,8 +37,9 @@ type effectMeter struct {
 	gaveUp     map[string]time.Duration
 	handedOver map[string]time.Duration
 	// lastChange is when a member last reported an ownership or membership
-	// change (assigned, revoked, lost, fenced, left, expired): quiesce waits
-	// for a quiet spell after it.
+	// change (assigned, revoked, lost, fenced, left, expired, stopped for
+	// good, restarted by its supervisor): quiesce waits for a quiet spell
+	// after it.
 	lastChange time.Duration
 }
 
@@ -63,11 +64,13 @@ func (m *effectMeter) tap(e history.Event) {
 	defer m.mu.Unlock()
 	who := member(e.Process)
 	switch e.F {
-	case history.FAssigned, history.FRevoked, history.FLost, history.FFenced, history.FLeft, history.FSessionExpired:
+	case history.FAssigned, history.FRevoked, history.FLost, history.FFenced, history.FLeft, history.FSessionExpired,
+		history.FStopped, history.FRestart:
 		m.lastChange = e.Time
 	}
 	switch e.F {
-	case history.FJoin, history.FSync, history.FHeartbeat, history.FCommit, history.FLeave:
+	case history.FJoin, history.FSync, history.FHeartbeat, history.FCommit, history.FLeave,
+		history.FShareHeartbeat, history.FShareFetch, history.FShareAck:
 		if e.Type == history.Fail || e.Type == history.Info {
 			m.failed[who]++
 		}

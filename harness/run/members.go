@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,9 +17,10 @@ import (
 )
 
 // crew runs the group's members through their lives: the first start in
-// the warm-up (late joiners wait for their MemberJoin heal), and the churn
+// the warm-up (late joiners wait for their MemberJoin heal), the churn
 // the nemesis asks for through faults.Members (leave, crash, stall,
-// restore). Each member is a slot; each start of it is an incarnation with
+// restore), and the restarts of a member that stopped for good by its
+// supervisor (supervisor.go). Each member is a slot; each start of it is an incarnation with
 // its own clients.Member, hooks and driver, under the member's one name, so
 // the history speaks of "m1" across its restarts, as Kafka speaks of one
 // static member across them.
@@ -37,6 +39,9 @@ type crew struct {
 	// stayed in its place, so the replacement planned for the newcomer
 	// replaces that member instead.
 	standsFor map[string]string
+	// final is set once the run flushed the members' commits for the final
+	// observation: an incarnation started later holds its commits.
+	final atomic.Bool
 }
 
 // slot is one planned member.
@@ -51,6 +56,17 @@ type slot struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	starts  int
+	// restarting: the member stopped for good, its supervisor took its
+	// process down and starts a new incarnation after a backoff
+	// (supervisor.go); restartSeq changes when anything else decides the
+	// member's life first, which cancels that restart.
+	restarting bool
+	restartSeq int
+
+	supMu sync.Mutex
+	// attempt counts the supervisor's restarts since the member was last
+	// taken into the group (under supMu).
+	attempt int
 }
 
 // muteHooks passes a member's events to its recorder until the member is
@@ -68,6 +84,10 @@ type muteHooks struct {
 	// name); see admissionOf.
 	admission chan string
 	admitted  atomic.Bool
+	// onJoined runs once, when the coordinator first takes this
+	// incarnation in (its supervisor's attempts start over).
+	onJoined func()
+	joined   atomic.Bool
 }
 
 // admissionOf says whether e shows the coordinator taking the member in
@@ -94,8 +114,12 @@ func (m *muteHooks) OnEvent(e clients.Event) {
 	if m.muted.Load() {
 		return
 	}
-	if refusal, ok := admissionOf(e); ok && !m.admitted.Swap(true) {
+	refusal, ok := admissionOf(e)
+	if ok && !m.admitted.Swap(true) {
 		m.admission <- refusal // buffered, written once
+	}
+	if ok && refusal == "" && !m.joined.Swap(true) && m.onJoined != nil {
+		m.onJoined()
 	}
 	if e.Kind == clients.Assigned {
 		if p := e.Protocol; p == clients.Consumer || p == "" && m.protocol == clients.Consumer {
@@ -134,7 +158,7 @@ func (c *crew) build(s *slot) error {
 		hopts = append(hopts, Instance(mp.InstanceID))
 	}
 	h := NewHookRecorder(r.rec, mp.Name, mp.Protocol, hopts...)
-	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol), admission: make(chan string, 1)}
+	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol), admission: make(chan string, 1), onJoined: s.joined}
 	p := r.p
 	m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
 		Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: r.kgoOpts(mp.Name, l.KgoOpts()), Hooks: mh,
@@ -151,7 +175,12 @@ func (c *crew) build(s *slot) error {
 	r.hooksMu.Lock()
 	r.hooks = append(r.hooks, h)
 	r.hooksMu.Unlock()
-	s.d, s.hooks = newDriver(mp, m, h, r.rec, r.led, r.cfg.Now), mh
+	d := newDriver(mp, m, h, r.rec, r.led, r.cfg.Now)
+	d.onStop = func(err error) error { return c.stopped(s, d, err) }
+	if c.final.Load() {
+		d.hold = true // built after the final flush: commit nothing the final observation could race
+	}
+	s.d, s.hooks = d, mh
 	return nil
 }
 
@@ -245,6 +274,33 @@ func (c *crew) running() []*driver {
 	return out
 }
 
+// members names the members the harness runs now, in plan order: those
+// running and those their supervisor is restarting.
+func (c *crew) members() []string {
+	var out []string
+	for _, s := range c.order {
+		s.mu.Lock()
+		if s.running && s.d != nil || s.restarting {
+			out = append(out, s.plan.Name)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// restartingNames names the members their supervisor is restarting now.
+func (c *crew) restartingNames() []string {
+	var out []string
+	for _, s := range c.order {
+		s.mu.Lock()
+		if s.restarting {
+			out = append(out, s.plan.Name)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
 func (c *crew) slot(name string) (*slot, error) {
 	s, ok := c.slots[name]
 	if !ok {
@@ -279,6 +335,9 @@ func (c *crew) Join(ctx context.Context, name string) (string, error) {
 	if s.running {
 		return fmt.Sprintf("%s was already running", name), nil
 	}
+	if s.restarting {
+		return c.underSupervisor(s), nil
+	}
 	if s.starts > 0 {
 		if err := c.build(s); err != nil {
 			return "", err
@@ -299,7 +358,7 @@ func (c *crew) Leave(ctx context.Context, name string) (string, error) {
 // through.
 func (c *crew) leave(ctx context.Context, name string) (string, bool, error) {
 	clean := true
-	saw, err := c.change(name, func(s *slot) (string, error) {
+	saw, err := c.takeOver(name, func(s *slot) (string, error) {
 		c.halt(s)
 		d := s.d
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -320,6 +379,9 @@ func (c *crew) leave(ctx context.Context, name string) (string, bool, error) {
 		}
 		return fmt.Sprintf("%s committed and left", name), nil
 	})
+	if strings.HasPrefix(saw, name+" was not running") {
+		clean = false // nothing was committed or left: a static member's instance id may still be held
+	}
 	return saw, clean, err
 }
 
@@ -474,7 +536,7 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 // the newcomer and says what stays. what names the step in errors.
 func (c *crew) admit(ctx context.Context, s *slot, in, what string) (refusal string, took time.Duration, decided bool, err error) {
 	s.mu.Lock()
-	if s.running {
+	if s.running || s.restarting {
 		s.mu.Unlock()
 		return "", 0, false, fmt.Errorf("%s is already running: a replacement brings in a member the plan kept out of the group", in)
 	}
@@ -520,7 +582,7 @@ func (c *crew) checkpointAfter(ctx context.Context, saw, in string) (string, err
 // stop ends a member that the coordinator refused: its driver stops and
 // its client closes (it owns nothing to commit).
 func (c *crew) stop(ctx context.Context, name string) (string, error) {
-	return c.change(name, func(s *slot) (string, error) {
+	return c.takeOver(name, func(s *slot) (string, error) {
 		c.halt(s)
 		d := s.d
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -626,8 +688,21 @@ func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Durat
 }
 
 // change runs fn on the running member name, under its slot's lock; a
-// member that is not running is left as it is, and the history says so.
+// member that is not running is left as it is, and the history says so (a
+// member its supervisor is restarting stays in its hands: a crash or a
+// stall of a process that is not there changes nothing).
 func (c *crew) change(name string, fn func(*slot) (string, error)) (string, error) {
+	return c.changeRunning(name, false, fn)
+}
+
+// takeOver is change for what takes the member out of the group until the
+// harness brings it back (a leave, a withdrawal): a restart its supervisor
+// has pending is cancelled.
+func (c *crew) takeOver(name string, fn func(*slot) (string, error)) (string, error) {
+	return c.changeRunning(name, true, fn)
+}
+
+func (c *crew) changeRunning(name string, takeOver bool, fn func(*slot) (string, error)) (string, error) {
 	s, err := c.slot(name)
 	if err != nil {
 		return "", err
@@ -635,6 +710,15 @@ func (c *crew) change(name string, fn func(*slot) (string, error)) (string, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.running {
+		if s.restarting {
+			if !takeOver {
+				return fmt.Sprintf("%s was not running (%s)", name, c.underSupervisor(s)), nil
+			}
+			if err := c.cancelRestart(s, "the harness took the member out first (a leave, or a newcomer withdrawn)"); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s was not running: it had stopped for good; its supervisor's restart is cancelled", name), nil
+		}
 		return fmt.Sprintf("%s was not running", name), nil
 	}
 	return fn(s)
@@ -674,6 +758,9 @@ func (c *crew) Restore(ctx context.Context, name string) (string, error) {
 			saw = name + " was running"
 		}
 		return saw, nil
+	}
+	if s.restarting {
+		return c.underSupervisor(s), nil
 	}
 	if err := c.build(s); err != nil {
 		return "", err

@@ -42,9 +42,12 @@ type nemesis struct {
 	// a failed heal never gives back).
 	stepFailed chan struct{}
 	failOnce   sync.Once
-	mu         sync.Mutex
-	active     map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
-	starts     map[int]effectMark   // schedule index → the meter's reading when it started
+	// abort, when set, cuts short an action in flight (a node stopping or
+	// starting): the run was stopped early and its cluster is removed next.
+	abort  context.Context
+	mu     sync.Mutex
+	active map[int]faults.Fault // schedule index → the fault as applied (coordinator resolved), not healed yet
+	starts map[int]effectMark   // schedule index → the meter's reading when it started
 }
 
 func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
@@ -231,7 +234,7 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	// ends meanwhile: a docker stop cut short goes on in the engine, and a
 	// heal that came before it finished would find the node still up and
 	// leave it stopped for good.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	actx, cancel := n.actionContext(ctx)
 	defer cancel()
 	applied, effect, err := n.apply(ctx, actx, i, f)
 	if applied.Node != f.Node {
@@ -252,6 +255,17 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	n.logf("nemesis: %s%s", applied, effectSuffix(v.Effect))
 	_, err = n.rec.OK(process(i), v, "")
 	return err
+}
+
+// actionContext is the context of one action on the cluster: it outlives
+// ctx (the workload phase) by up to 3 minutes, and ends with abort.
+func (n *nemesis) actionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	if n.abort == nil {
+		return actx, cancel
+	}
+	stop := context.AfterFunc(n.abort, cancel)
+	return actx, func() { stop(); cancel() }
 }
 
 // errNotApplied marks a fault that certainly did not start.
@@ -313,7 +327,7 @@ func (n *nemesis) stop(ctx context.Context, i int, why string) error {
 	// What the group went through while the fault was in force, read
 	// before the heal changes it.
 	v.Effect, v.NoEffect = n.meter.since(mark, f)
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	actx, cancel := n.actionContext(ctx)
 	saw, err := faults.Heal(actx, f, n.env)
 	cancel()
 	if f.HoldsNode() && err == nil {
@@ -338,15 +352,45 @@ func (n *nemesis) stop(ctx context.Context, i int, why string) error {
 
 // heal stops every fault still active, in the order of the schedule. It
 // runs even after the run's context ended, so a cancelled run leaves no
-// fault behind.
-func (n *nemesis) heal(ctx context.Context) error {
+// fault behind; except those leave says to leave in force (a run stopped
+// early whose cluster is removed next, see runner.leaveUnhealed), which are
+// recorded as stopped without a heal.
+func (n *nemesis) heal(ctx context.Context, leave func(faults.Fault) bool) error {
 	var first error
 	for i := range n.schedule {
+		n.mu.Lock()
+		f, ok := n.active[i]
+		n.mu.Unlock()
+		if ok && leave != nil && leave(f) {
+			n.abandon(i, f)
+			continue
+		}
 		if err := n.stop(ctx, i, "final heal"); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// abandon records fault i as ended without a heal: the run stopped early
+// and what the fault acts on goes with the run.
+func (n *nemesis) abandon(i int, f faults.Fault) {
+	v := faultValue(f)
+	why := "not healed: the run was stopped early"
+	if f.HoldsNode() {
+		why += " and its cluster is removed"
+	}
+	if _, err := n.rec.Invoke(process(i), history.FFaultStop, v, why); err != nil {
+		n.logf("nemesis: %v", err)
+		return
+	}
+	v.Error = why
+	if _, err := n.rec.Info(process(i), history.FFaultStop, v, why); err != nil {
+		n.logf("nemesis: %v", err)
+	}
+	n.mu.Lock()
+	delete(n.active, i)
+	n.mu.Unlock()
 }
 
 func joinEffects(a, b string) string {

@@ -120,7 +120,7 @@ func nemesisHistory(t *testing.T, sched []faults.Fault, e *fakeEnv, workload tim
 	if err := n.run(ctx, start); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.heal(context.Background()); err != nil {
+	if err := n.heal(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if open := rec.Open(); len(open) > 0 {
@@ -293,7 +293,7 @@ func TestNemesisUpgradeStepsSerialiseAndAreAwaited(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := n.heal(context.Background()); err != nil {
+	if err := n.heal(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if e.maxDown > 1 {

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // reading itself is package observe's, shared with `groupquake replay`.
 type observer struct {
 	adm    *kadm.Client
-	read   observe.Reader
+	read   groupReader
 	rec    *history.Recorder
 	topics []string
 	clock  func() time.Duration
@@ -31,12 +32,25 @@ type observer struct {
 func newObserver(adm *kadm.Client, bootstrap []string, rec *history.Recorder, group, protocol string, topics []string, clock func() time.Duration) *observer {
 	return &observer{
 		adm:    adm,
-		read:   observe.Reader{Admin: adm, Bootstrap: bootstrap, Group: group, Protocol: protocol, Topics: topics},
+		read:   &observe.Reader{Admin: adm, Bootstrap: bootstrap, Group: group, Protocol: protocol, Topics: topics},
 		rec:    rec,
 		topics: topics,
 		clock:  clock,
 	}
 }
+
+// groupReader is how the observer reads the group (observe.Reader; a
+// scripted one in tests).
+type groupReader interface {
+	Describe(ctx context.Context) (*history.GroupDescription, error)
+	Committed(ctx context.Context) ([]history.OffsetAt, error)
+	Records(ctx context.Context) ([]history.Record, int32, error)
+	TopicIDs(ctx context.Context, topics []string, recs []history.Record) (map[string]string, error)
+}
+
+// snapshotTries is how many times snapshot reads the group before it gives
+// up on a log that keeps moving.
+const snapshotTries = 3
 
 // observe records one FDescribe call.
 func (o *observer) observe(ctx context.Context, why string) (*history.Describe, error) {
@@ -86,29 +100,64 @@ func (o *observer) loop(ctx context.Context, every time.Duration) error {
 // returns the topic name → id mapping read with the records (nil when it
 // could not be read), which the replay needs to name the topics of
 // consumer-group records.
+//
+// The description, the committed offsets and the records are three reads,
+// and RecoveredStateMatchesLog compares the replay of the records with the
+// other two: they must show one state of the group. So the records are
+// read before and after the other two, and the snapshot is taken again
+// when the log moved in between (a member joining or committing meanwhile:
+// seen on 4.1.2, a member back from a whole-cluster outage joined between a
+// checkpoint's description and its records). When it keeps moving, the
+// records are left out (HasRecords false) and an error says why: no replay
+// is compared with a description of another state.
 func (o *observer) snapshot(ctx context.Context, label string, historyLen int64) (history.Snapshot, map[string]string, []error) {
-	s := history.Snapshot{Label: label, HistoryLen: historyLen, Time: o.clock()}
-	var errs []error
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if g, err := o.read.Describe(ctx); err != nil {
-		errs = append(errs, err)
-	} else {
-		s.Group = g
-	}
-	if c, err := o.read.Committed(ctx); err != nil {
-		errs = append(errs, err)
-	} else {
-		s.Committed, s.HasCommitted = c, true
+	var s history.Snapshot
+	var errs []error
+	for try := 1; ; try++ {
+		s = history.Snapshot{Label: label, HistoryLen: historyLen, Time: o.clock()}
+		errs = nil
+		before, _, berr := o.read.Records(ctx)
+		if g, err := o.read.Describe(ctx); err != nil {
+			errs = append(errs, err)
+		} else {
+			s.Group = g
+		}
+		if c, err := o.read.Committed(ctx); err != nil {
+			errs = append(errs, err)
+		} else {
+			s.Committed, s.HasCommitted = c, true
+		}
+		rs, _, err := o.read.Records(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if berr == nil && sameLog(before, rs) {
+			s.Records, s.HasRecords = rs, true
+			break
+		}
+		if try == snapshotTries {
+			errs = append(errs, fmt.Errorf("snapshot %s: the group's __consumer_offsets records changed while the group was read, %d times in a row (%d records, then %d): records left out, so that no replay is compared with another state", label, try, len(before), len(rs)))
+			break
+		}
 	}
 	var ids map[string]string
-	if rs, _, err := o.read.Records(ctx); err != nil {
-		errs = append(errs, err)
-	} else {
-		s.Records, s.HasRecords = rs, true
-		if ids, err = o.read.TopicIDs(ctx, o.topics, rs); err != nil {
+	if s.HasRecords {
+		var err error
+		if ids, err = o.read.TopicIDs(ctx, o.topics, s.Records); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return s, ids, errs
+}
+
+// sameLog reports whether two reads of the group's records saw the same
+// log: as many records, the last at the same offset.
+func sameLog(a, b []history.Record) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || (a[len(a)-1].Partition == b[len(b)-1].Partition && a[len(a)-1].Offset == b[len(b)-1].Offset)
 }

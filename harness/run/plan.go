@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -79,6 +80,10 @@ type Options struct {
 	// (one JVM hosts every Java member of a kafka-clients version; faults
 	// are emulated per member, see clients/java.Host).
 	JavaJVMs string `json:"java_jvms,omitempty"`
+	// ProcessKinds are member kinds the user defined (--process-kind
+	// NAME=PROTOCOL:COMMAND): processes speaking the member protocol,
+	// kept here so that the rerun command defines them again.
+	ProcessKinds map[string]UserKind `json:"process_kinds,omitempty"`
 	// Nodes and Controllers size a container cluster (1 or 3 nodes; 0, 1 or 3
 	// separate controllers).
 	Nodes       int `json:"nodes,omitempty"`
@@ -136,6 +141,10 @@ type Options struct {
 	// one leaves with epoch -2) and comes back under the same
 	// group.instance.id in the other protocol (migration.go).
 	MigrationStatic bool `json:"migration_static,omitempty"`
+	// NoSupervisor turns the members' supervisor off (Plan.Supervisor):
+	// a member that stops for good stays stopped, as in runs made before
+	// the supervisor existed.
+	NoSupervisor bool `json:"no_supervisor,omitempty"`
 }
 
 // Plan is plan.json: everything a run will do, chosen from the seed before
@@ -161,6 +170,60 @@ type Plan struct {
 	// workload phase, and every fault is healed at the latest in the heal
 	// phase.
 	Faults []faults.Fault `json:"faults"`
+	// Supervisor restarts the members that stop for good (supervisor.go).
+	// nil in a plan written before it existed: nothing restarts them, and
+	// the run is carried out and judged as it was then.
+	Supervisor *Supervisor `json:"supervisor,omitempty"`
+	// Share, for a share group's run (share_run.go), is the cluster's
+	// share settings the share checkers judge by; nil when unknown (an
+	// external cluster).
+	Share *history.SharePlan `json:"share,omitempty"`
+}
+
+// Supervisor is what runs a member's process in production (systemd,
+// Kubernetes, a process manager): when the member stops for good on its
+// own (its consumer threw a fatal error, the application closed it and
+// exited), the supervisor starts a new process, a new member with the
+// same group.instance.id if static, after a backoff that doubles with each
+// restart that did not get the member back into the group, up to
+// BackoffMax, until it is taken in or the run ends.
+type Supervisor struct {
+	// Restart turns the supervisor on (the default of a new plan).
+	Restart bool `json:"restart"`
+	// BackoffInitial is the wait before the first restart after the member
+	// was last taken into the group; each further attempt doubles it, up to
+	// BackoffMax.
+	BackoffInitial time.Duration `json:"backoff_initial"`
+	BackoffMax     time.Duration `json:"backoff_max"`
+}
+
+// DefaultSupervisor restarts after 1 s, 2 s, 4 s, then every 8 s: a
+// crashed static consumer-protocol member refused UNRELEASED_INSTANCE_ID
+// until its old session (6 s here) expires is back after a few attempts, as
+// a pod under Kubernetes' CrashLoopBackOff is after Kafka's 45 s default
+// session, with the harness's shorter timers.
+func DefaultSupervisor() *Supervisor {
+	return &Supervisor{Restart: true, BackoffInitial: time.Second, BackoffMax: 8 * time.Second}
+}
+
+// On reports whether the supervisor restarts members (false for a nil one).
+func (s *Supervisor) On() bool { return s != nil && s.Restart }
+
+// Backoff is the wait before restart attempt n (1 for the first).
+func (s *Supervisor) Backoff(n int) time.Duration {
+	b := s.BackoffInitial
+	for i := 1; i < n && b < s.BackoffMax; i++ {
+		b *= 2
+	}
+	return min(b, s.BackoffMax)
+}
+
+// MaxBackoff is the longest wait between two restarts (0 when off).
+func (s *Supervisor) MaxBackoff() time.Duration {
+	if !s.On() {
+		return 0
+	}
+	return s.BackoffMax
 }
 
 // MemberPlan is one member's script.
@@ -309,10 +372,15 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		}
 	}
 
+	sup := DefaultSupervisor()
+	if o.NoSupervisor {
+		sup.Restart = false
+	}
 	p := Plan{
 		Format:       PlanFormat,
 		Seed:         seed,
 		Options:      o,
+		Supervisor:   sup,
 		Group:        fmt.Sprintf("gq-%d", seed),
 		Workload:     o.Duration,
 		WarmupMax:    90 * time.Second,
@@ -437,6 +505,9 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		p.Faults = append(p.Faults, steps...)
 		slices.SortStableFunc(p.Faults, func(a, b faults.Fault) int { return cmp.Compare(a.At, b.At) })
 	}
+	if err := checkSharePlan(&p); err != nil { // share_run.go
+		return Plan{}, err
+	}
 	return p, p.Validate()
 }
 
@@ -537,9 +608,15 @@ func (p Plan) Validate() error {
 			return fmt.Errorf("member name %q must be unique, non-empty, without '/' or spaces", m.Name)
 		}
 		names[m.Name] = true
-		if m.Protocol != history.ProtocolClassic && m.Protocol != history.ProtocolConsumer {
-			return fmt.Errorf("member %s (kind %s) has protocol %q, want classic or consumer", m.Name, m.Kind, m.Protocol)
+		if m.Protocol != history.ProtocolClassic && m.Protocol != history.ProtocolConsumer && m.Protocol != history.ProtocolShare {
+			return fmt.Errorf("member %s (kind %s) has protocol %q, want classic, consumer or share", m.Name, m.Kind, m.Protocol)
 		}
+		if (m.Protocol == history.ProtocolShare) != p.IsShare() {
+			return fmt.Errorf("member %s (kind %s) speaks %s, but the group is not a group of that type: share members and consumer-group members never share a group", m.Name, m.Kind, m.Protocol)
+		}
+	}
+	if s := p.Supervisor; s.On() && (s.BackoffInitial <= 0 || s.BackoffMax < s.BackoffInitial) {
+		return fmt.Errorf("plan's supervisor restarts members after backoff_initial %s up to backoff_max %s: the first must be positive and the second at least as long", s.BackoffInitial, s.BackoffMax)
 	}
 	for _, f := range p.Faults {
 		if err := f.Validate(); err != nil {
@@ -563,6 +640,9 @@ func (p Plan) Validate() error {
 // then join it through the broker's classic-member support, KIP-848
 // "upgrade"); otherwise classic.
 func (p Plan) Protocol() string {
+	if p.IsShare() {
+		return history.ProtocolShare
+	}
 	for _, m := range p.Members {
 		if m.Protocol == history.ProtocolConsumer {
 			return history.ProtocolConsumer
@@ -581,7 +661,21 @@ func (p Plan) Check() history.Plan {
 		HeartbeatInterval: p.Timers.HeartbeatInterval,
 		RebalanceTimeout:  p.Timers.RebalanceTimeout,
 		ConvergenceSlack:  p.Timers.ConvergenceSlack,
+		Kinds:             p.kinds(),
+		Share:             p.Share,
 	}
+}
+
+// kinds maps each planned member to its kind.
+func (p Plan) kinds() map[string]string {
+	if len(p.Members) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(p.Members))
+	for _, m := range p.Members {
+		out[m.Name] = m.Kind
+	}
+	return out
 }
 
 // TopicNames lists the workload topics.
@@ -626,6 +720,9 @@ func (p Plan) Args() []string {
 	if o.JavaJVMs != "" {
 		a = append(a, "--java-jvms", o.JavaJVMs)
 	}
+	for _, n := range slices.Sorted(maps.Keys(o.ProcessKinds)) {
+		a = append(a, "--process-kind", o.ProcessKinds[n].Flag(n))
+	}
 	if o.Members > 0 {
 		a = append(a, "--members", strconv.Itoa(o.Members))
 	}
@@ -668,6 +765,9 @@ func (p Plan) Args() []string {
 	}
 	if o.MigrationStatic {
 		a = append(a, "--migration-static")
+	}
+	if !p.Supervisor.On() {
+		a = append(a, "--supervisor=false") // a plan without a supervisor (one from before it, too) runs without one
 	}
 	a = append(a, "--duration", o.Duration.String())
 	return a

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
@@ -58,6 +60,10 @@ func started(dir string) time.Time {
 // ReportOf is the report of the judged run in dir.
 func ReportOf(dir string, j Judged) results.Report {
 	info := Info(dir, j.Plan)
+	notes := append([]string(nil), j.Notes...)
+	if st := j.Report.Stopped; st != "" && !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, st) }) {
+		notes = append(notes, "the run "+st+"; judged up to there") // read back from verdicts.json
+	}
 	return results.Report{
 		Title:      fmt.Sprintf("groupquake run: seed %d, scenario %s, Kafka %s, %s protocol", info.Seed, info.Scenario, info.Kafka, info.Protocol),
 		Run:        info,
@@ -65,7 +71,7 @@ func ReportOf(dir string, j Judged) results.Report {
 		Events:     j.Events,
 		Verdicts:   j.Report.Verdicts,
 		Cost:       j.Report.RebalanceCost,
-		Notes:      append(append([]string(nil), j.Notes...), j.Report.Notes...),
+		Notes:      append(notes, j.Report.Notes...),
 		Truncated:  j.Truncated != nil,
 		Partitions: j.Plan.Check().Partitions(),
 	}

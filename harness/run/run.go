@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // Config is how to carry out a plan.
@@ -36,8 +38,17 @@ type Config struct {
 	ClusterConfig cluster.Config
 	External      cluster.ExternalConfig
 	Keep          bool
+	// Disposable says that Cluster is removed once this run ends, as a
+	// cluster the run starts itself is: an interrupted run then leaves its
+	// node faults unhealed (the nodes go with the cluster) rather than
+	// wait for stopped nodes to start again.
+	Disposable bool
 	// Logf reports progress; nil is silent.
 	Logf func(format string, args ...any)
+	// OnPhase, when set, is called as each phase begins, once its marker
+	// is in the history, with the run's context (tests hold a phase with
+	// it, to interrupt the run there).
+	OnPhase func(ctx context.Context, phase string)
 	// KgoLog, when set, gets the log of the members' and producers' kgo
 	// clients at kgo's info level, each line naming the client (what
 	// `groupquake run -v` shows); nil is silent.
@@ -109,7 +120,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.Logf("run %s: seed %d, scenario %s, %d members, %d faults; rerun with: %s", cfg.Dir, p.Seed, p.Options.Scenario, len(p.Members), len(p.Faults), p.Command())
 
 	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter}
-	runErr := r.run(ctx)
+	var runErr error
+	if p.IsShare() {
+		runErr = r.runShare(ctx) // share_run.go
+	} else {
+		runErr = r.run(ctx)
+	}
 	if err := hf.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("closing the history: %w", err)
 	}
@@ -150,8 +166,15 @@ type runner struct {
 	hooksMu sync.Mutex
 	hooks   []*HookRecorder // every incarnation's, for their recording errors
 	prods   []*producer
+	// shareAdm is a share run's admin client (share_run.go).
+	shareAdm *kadm.Client
 
 	notesMu sync.Mutex
+
+	phaseMu  sync.Mutex
+	cur      string        // the phase the run is in
+	stopIn   string        // the phase the run was in when its context ended
+	stopTime time.Duration // and when, since the start
 
 	checkpointsMu sync.Mutex
 	checkpoints   []history.Snapshot // taken during the workload (checkpoint.go)
@@ -190,27 +213,104 @@ func (r *runner) note(format string, args ...any) {
 	r.cfg.Logf("%s", s)
 }
 
-func (r *runner) phase(name, why string) error {
+func (r *runner) phase(ctx context.Context, name, why string) error {
 	r.cfg.Logf("phase %s", name)
+	r.setPhase(ctx, name)
 	_, err := r.rec.BeginPhase(name, why)
+	r.began(ctx, name)
 	return err
 }
 
+func (r *runner) began(ctx context.Context, name string) {
+	if r.cfg.OnPhase != nil {
+		r.cfg.OnPhase(ctx, name)
+	}
+}
+
+// setPhase moves the run to phase name. A run whose context has ended
+// meanwhile notes first the phase it ended in (markStopped runs on its own
+// goroutine and may come later).
+func (r *runner) setPhase(ctx context.Context, name string) {
+	if ctx.Err() != nil {
+		r.markStopped()
+	}
+	r.phaseMu.Lock()
+	r.cur = name
+	r.phaseMu.Unlock()
+}
+
+func (r *runner) phaseNow() string {
+	r.phaseMu.Lock()
+	defer r.phaseMu.Unlock()
+	return r.cur
+}
+
+// markStopped notes the phase the run is in when its context ends.
+func (r *runner) markStopped() {
+	r.phaseMu.Lock()
+	defer r.phaseMu.Unlock()
+	if r.stopIn == "" {
+		r.stopIn, r.stopTime = r.cur, r.cfg.Now().Sub(r.start)
+	}
+}
+
+// stopped says why ctx ended the run early ("" while it has not): the
+// signal that interrupted it, or the run's bound, with the phase it was in
+// then.
+func (r *runner) stopped(ctx context.Context) string {
+	if ctx.Err() == nil {
+		return ""
+	}
+	r.markStopped()
+	why := "stopped (its context was cancelled)"
+	if sig, ok := interrupt.Of(ctx); ok {
+		why = "interrupted by " + interrupt.Name(sig)
+	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		why = "stopped by its bound (--bound)"
+	}
+	r.phaseMu.Lock()
+	defer r.phaseMu.Unlock()
+	return fmt.Sprintf("%s in its %s phase at %s", why, r.stopIn, r.stopTime.Round(100*time.Millisecond))
+}
+
+// stoppedError ends a run its context stopped: why says where (see
+// stopped); it wraps the context's cause (an interrupt.Signal, or
+// context.DeadlineExceeded for the bound).
+type stoppedError struct {
+	why   string
+	cause error
+}
+
+func (e *stoppedError) Error() string { return "the run was " + e.why }
+func (e *stoppedError) Unwrap() error { return e.cause }
+
+func (r *runner) stoppedErr(ctx context.Context) error {
+	return &stoppedError{why: r.stopped(ctx), cause: context.Cause(ctx)}
+}
+
+// disposable reports whether the cluster goes once the run ends.
+func (r *runner) disposable() bool {
+	return (r.ownsH && !r.cfg.Keep) || r.cfg.Disposable
+}
+
+// closeBound bounds the members' leave at teardown: a run that was
+// interrupted gives them a few seconds, so that Ctrl-C gives control back
+// within seconds whatever state the brokers are in.
+func (r *runner) closeBound(ctx context.Context) time.Duration {
+	if ctx.Err() != nil {
+		return 5 * time.Second
+	}
+	return 30 * time.Second
+}
+
 func (r *runner) run(ctx context.Context) (err error) {
-	if err := r.phase(history.PhaseSetup, "start or reach the cluster, create the topics, build producers and members"); err != nil {
+	if err := r.phase(ctx, history.PhaseSetup, "start or reach the cluster, create the topics, build producers and members"); err != nil {
 		return err
 	}
-	// Whatever happens from here, the cluster is released and faults healed.
-	defer func() {
-		if r.ownsH && r.h != nil && !r.cfg.Keep {
-			if cerr := r.h.Close(context.WithoutCancel(ctx)); cerr != nil {
-				r.note("teardown: closing the cluster: %v", cerr)
-			}
-		}
-	}()
-	if err := r.setup(ctx); err != nil {
-		return err
-	}
+	defer context.AfterFunc(ctx, r.markStopped)()
+	// Whatever happens from here, the teardown is recorded (with where the
+	// run stopped, when it stopped early), the cluster released and faults
+	// healed.
 	workCtx, stopWork := context.WithCancel(ctx)
 	var members sync.WaitGroup
 	memberErrs := make(chan error, 1)
@@ -220,9 +320,20 @@ func (r *runner) run(ctx context.Context) (err error) {
 		if terr := r.teardown(ctx); terr != nil && err == nil {
 			err = terr
 		}
+		if r.ownsH && r.h != nil && !r.cfg.Keep {
+			if cerr := r.h.Close(context.WithoutCancel(ctx)); cerr != nil {
+				r.note("teardown: closing the cluster: %v", cerr)
+			}
+		}
 	}()
+	if err := r.setup(ctx); err != nil {
+		if ctx.Err() != nil {
+			return r.stoppedErr(ctx)
+		}
+		return err
+	}
 
-	if err := r.phase(history.PhaseWarmup, "members join, staggered as planned; the group forms"); err != nil {
+	if err := r.phase(ctx, history.PhaseWarmup, "members join, staggered as planned; the group forms"); err != nil {
 		return err
 	}
 	if err := r.crew.startAll(workCtx, memberErrs, &members); err != nil {
@@ -233,14 +344,17 @@ func (r *runner) run(ctx context.Context) (err error) {
 	go func() { obsDone <- r.obs.loop(obsCtx, r.p.ObserveEvery) }()
 	defer stopObs()
 
-	if !r.waitFor(ctx, memberErrs, r.p.WarmupMax, r.owned) {
+	if !r.waitFor(ctx, memberErrs, r.p.WarmupMax, r.owned) && ctx.Err() == nil {
 		r.note("warm-up: the group did not own every partition exactly once within %s; carrying on, the checkers will judge", r.p.WarmupMax)
 	}
 	if err := r.firstErr(memberErrs); err != nil {
 		return err
 	}
+	if ctx.Err() != nil {
+		return r.stoppedErr(ctx)
+	}
 
-	if err := r.phase(history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
+	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
 		return err
 	}
 	wctx, cancelW := context.WithCancel(workCtx)
@@ -267,7 +381,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		work.Add(1)
 		go func() {
 			defer work.Done()
-			if err := pr.run(wctx); err != nil {
+			if err := pr.run(wctx, ctx); err != nil {
 				workErrs <- fmt.Errorf("producer %s: %w", pr.plan.Name, err)
 			}
 		}()
@@ -288,27 +402,31 @@ func (r *runner) run(ctx context.Context) (err error) {
 		werr = errors.Join(werr, e)
 	}
 
-	if err := r.phase(history.PhaseHeal, "heal every fault still active"); err != nil {
+	if err := r.phase(ctx, history.PhaseHeal, "heal every fault still active"); err != nil {
 		return errors.Join(werr, err)
 	}
-	if err := r.nem.heal(ctx); err != nil {
+	if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
 		werr = errors.Join(werr, err)
+	}
+	if ctx.Err() != nil {
+		return errors.Join(r.stoppedErr(ctx), werr)
 	}
 	if werr != nil {
 		return werr
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("run interrupted: %w", err)
-	}
 
-	if err := r.phase(history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
+	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
 		return err
 	}
-	if !r.waitFor(ctx, memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) {
+	if !r.waitFor(ctx, memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) && ctx.Err() == nil {
 		r.note("quiesce: %d of %d acknowledged records still not consumed, or the group still changing (quiet for %s of the %s asked), after %s",
 			r.led.Missing(), r.led.Acked(), r.meter.quietFor().Round(time.Millisecond), r.quietSpell(), r.p.QuiesceMax)
 	}
+	if ctx.Err() != nil {
+		return r.stoppedErr(ctx)
+	}
 	var flushed []<-chan struct{}
+	r.crew.final.Store(true)
 	running := r.crew.running()
 	for _, d := range running {
 		flushed = append(flushed, d.flushAndHold())
@@ -317,7 +435,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("run interrupted: %w", ctx.Err())
+			return r.stoppedErr(ctx)
 		case <-time.After(time.Minute):
 			r.note("quiesce: member %s did not make its last commit within a minute", running[i].plan.Name)
 		}
@@ -335,10 +453,10 @@ func (r *runner) run(ctx context.Context) (err error) {
 		if err != nil || d == nil || !d.Group.Stable() {
 			return false
 		}
-		missing = missingMembers(d.Group, r.crew.running())
+		missing = missingMembers(d.Group, r.crew.running(), r.crew.restartingNames(), r.p.Supervisor.On())
 		return len(missing) == 0
 	})
-	if !stable {
+	if !stable && ctx.Err() == nil {
 		r.note("quiesce: the group was not seen Stable with every running member in it before the final observation (last missing: %v)", missing)
 	}
 	stopObs()
@@ -348,16 +466,24 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.firstErr(memberErrs); err != nil {
 		return err
 	}
-
-	var names []string
-	for _, d := range r.crew.running() {
-		names = append(names, d.plan.Name)
+	if ctx.Err() != nil {
+		return r.stoppedErr(ctx)
 	}
+
+	names := r.crew.members()
 	r.cfg.Logf("phase %s", history.PhaseFinal)
+	r.setPhase(ctx, history.PhaseFinal)
 	if _, err := r.rec.BeginFinal(names, "final observations: describe, committed offsets, __consumer_offsets"); err != nil {
 		return err
 	}
+	r.began(ctx, history.PhaseFinal)
 	snap, ids, serrs := r.obs.snapshot(ctx, "final", r.rec.Len())
+	if ctx.Err() != nil {
+		// Half an observation is no final observation: the checkers that
+		// need the observations are skipped, with the reason, rather than
+		// misled by a partial one.
+		return r.stoppedErr(ctx)
+	}
 	for _, e := range serrs {
 		r.note("final observation: %v", e)
 	}
@@ -378,28 +504,34 @@ func (r *runner) run(ctx context.Context) (err error) {
 // settleWait bounds the wait for a Stable group with every running member
 // in it: the convergence bound EventuallyConverges judges by (session +
 // rebalance + 3 heartbeats + slack, or the plan's own), so that a member
-// still out at the final observation has had all of it.
+// still out at the final observation has had all of it; with a supervisor,
+// one backoff more (a restart may have been waiting out its backoff when
+// the group would have taken the member in).
 func (r *runner) settleWait() time.Duration {
+	w := r.p.Supervisor.MaxBackoff()
 	if b, err := check.ConvergenceBound(r.p.Check()); err == nil {
-		return b.Limit
+		return b.Limit + w
 	}
 	t := r.p.Timers
-	return t.SessionTimeout + t.RebalanceTimeout + t.ConvergenceSlack
+	return t.SessionTimeout + t.RebalanceTimeout + t.ConvergenceSlack + w
 }
 
-// missingMembers names the running members that g does not list, by their
-// client ids (GroupDescription.ListsClientOf).
-func missingMembers(g *history.GroupDescription, running []*driver) []string {
+// missingMembers names the members the harness runs that g does not list,
+// by their client ids (GroupDescription.ListsClientOf): the running ones,
+// and those their supervisor is restarting. A member that stopped for good
+// is missing only when a supervisor will restart it; without one it will
+// not come back, and EventuallyConverges judges it as it is.
+func missingMembers(g *history.GroupDescription, running []*driver, restarting []string, supervised bool) []string {
 	var out []string
 	for _, d := range running {
-		if d.stopped.Load() {
-			continue // it will not come back: EventuallyConverges judges it as it is
+		if d.stopped.Load() && !supervised {
+			continue
 		}
 		if !g.ListsClientOf(d.plan.Name) {
 			out = append(out, d.plan.Name)
 		}
 	}
-	return out
+	return append(out, restarting...)
 }
 
 // quietSpell is how long the group must go without any member reporting an
@@ -534,6 +666,9 @@ func (r *runner) setup(ctx context.Context) error {
 		Group:   groupView{r},
 	}
 	r.nem = newNemesis(p.Faults, env, r.rec, r.meter, r.cfg.Logf)
+	if r.disposable() {
+		r.nem.abort = ctx // an interrupt cuts short a node action: the nodes go with the cluster
+	}
 
 	for _, pp := range p.Producers {
 		l, err := r.h.Links(pp.Name)
@@ -554,6 +689,31 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// leaveUnhealed says, for a run that was stopped early (interrupted, or
+// by its bound), which faults its heal leaves in force, so that Ctrl-C
+// gives control back within seconds: node faults and upgrade steps when
+// the cluster is removed next (starting a stopped container node takes up
+// to minutes, for nodes about to be removed), and churn (a crashed member
+// started again, a late joiner joining, only to be closed). Link faults and
+// a stalled or frozen member are healed: that is instant, and a frozen
+// JVM must be thawed to leave. A run that was not stopped heals everything
+// (nil).
+func (r *runner) leaveUnhealed(ctx context.Context) func(faults.Fault) bool {
+	if ctx.Err() == nil {
+		return nil
+	}
+	disposable := r.disposable()
+	return func(f faults.Fault) bool {
+		switch {
+		case f.IsLinkFault(), f.Kind == faults.MemberStall, f.Kind == faults.MemberFreeze:
+			return false
+		case f.HoldsNode():
+			return disposable
+		}
+		return true
+	}
 }
 
 // groupView is what coordinator-aware faults ask of the run.
@@ -580,16 +740,25 @@ func (g groupView) Rebalancing() bool { return !g.r.owned() }
 // teardown closes members (they leave the group), producers and the
 // observer's admin client. The cluster is released by run's deferred close.
 func (r *runner) teardown(ctx context.Context) error {
-	if _, err := r.rec.BeginPhase(history.PhaseTeardown, "members leave, clients close"); err != nil {
+	why := r.stopped(ctx)
+	r.setPhase(ctx, history.PhaseTeardown)
+	r.cfg.Logf("phase %s", history.PhaseTeardown)
+	if why != "" {
+		r.cfg.Logf("the run was %s: judging it up to there", why)
+	}
+	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, "members leave, clients close"); err != nil {
 		r.note("teardown: %v", err)
 	}
+	r.began(ctx, history.PhaseTeardown)
 	if r.nem != nil {
-		if err := r.nem.heal(ctx); err != nil {
+		if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
 			r.note("teardown: healing: %v", err)
 		}
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.closeBound(ctx))
 	defer cancel()
+	// An interrupt during the teardown shortens the members' leave too.
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(r.closeBound(ctx), cancel) })()
 	if r.crew != nil {
 		r.crew.closeAll(cctx)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
@@ -36,8 +37,14 @@ const (
 	VerdictsFile     = "verdicts.json"
 )
 
-// writeFileAtomic writes data to a temporary file next to path, syncs it and
-// renames it over path.
+// WriteFileAtomic writes data to a temporary file next to path, syncs it
+// and renames it over path: an interrupted write leaves the old file or
+// the new one, never half of either.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm)
+}
+
+// writeFileAtomic is WriteFileAtomic.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -73,9 +80,9 @@ func writeJSONAtomic(path string, v any) error {
 }
 
 // CheckDir says whether dir can become a run directory, without creating
-// anything: it must not hold a run yet (a plan.json), nor be a file or a Go
-// package's folder (generated output never goes into source folders; the
-// default ./runs/ is in .gitignore).
+// anything: it must not hold a run yet (a plan.json), nor lie inside one,
+// nor be a file or a Go package's folder (generated output never goes into
+// source folders; the default ./runs/ is in .gitignore).
 func CheckDir(dir string) error {
 	if dir == "" {
 		return errors.New("no run directory: set Config.Dir (groupquake run --out DIR)")
@@ -86,6 +93,9 @@ func CheckDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
 		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
 	}
+	if r := RunDirOf(dir); r != "" {
+		return fmt.Errorf("%s is inside the run directory %s: choose a directory outside it", dir, r)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -94,6 +104,39 @@ func CheckDir(dir string) error {
 		return fmt.Errorf("run directory %s is a Go source folder (it holds %s): put runs elsewhere, e.g. ./runs/", dir, filepath.Base(gos[0]))
 	}
 	return nil
+}
+
+// IsRunDir reports whether dir holds a run: a plan.json beside its
+// history.jsonl or rerun.sh.
+func IsRunDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err != nil {
+		return false
+	}
+	for _, f := range []string{HistoryFile, RerunFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// RunDirOf returns the run directory (absolute) that holds path: path
+// itself when it is a run directory, else the nearest directory above it
+// that is one; "" when none is. Commands refuse to write over what it holds unless asked
+// to rewrite that file.
+func RunDirOf(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if IsRunDir(d) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
 
 // prepareDir creates the run directory once CheckDir accepts it.
@@ -209,8 +252,12 @@ func Judge(dir string) (Judged, error) {
 	if fn == nil && why != "" {
 		explainSkip(&j.Report, why)
 	}
-	if !reached(j.Events, history.PhaseFinal) {
-		skipEndOfRun(&j.Report, fmt.Sprintf("the run stopped before its %q phase (killed, or stopped by --bound or an error): it never reached the end this property speaks of; rerun the plan (rerun.sh) to judge it", history.PhaseFinal))
+	if stopped := stoppedAt(j.Events); stopped != "" {
+		j.Report.Stopped = stopped
+		j.Notes = append(j.Notes, "the run "+stopped+"; judged up to there")
+		if !reached(j.Events, history.PhaseFinal) {
+			skipEndOfRun(&j.Report, fmt.Sprintf("the run %s, before its %q phase: it never reached the end this property speaks of; rerun the plan (rerun.sh) to judge it", stopped, history.PhaseFinal))
+		}
 	}
 	j.Report.Notes = append(j.Report.Notes, faultNotes(j.Events)...)
 	return j, nil
@@ -234,6 +281,46 @@ func skipEndOfRun(rep *check.Report, why string) {
 		}
 		rep.Holds = rep.Holds && rep.Verdicts[i].Holds
 	}
+}
+
+// stoppedAt says where and why a run stopped before its end, "" when it
+// reached it: what the run recorded on its teardown phase (an interrupt, its
+// bound; in its final phase too, whose observations are then missing), else,
+// for a history without its final phase, the last phase it reached and its
+// last event (a run killed, or ended by an error).
+func stoppedAt(events []history.Event) string {
+	final := reached(events, history.PhaseFinal)
+	phase, at := "", time.Duration(0)
+	for _, e := range events {
+		if e.F != history.FPhase {
+			continue
+		}
+		p, err := history.ValueAs[history.Phase](e)
+		if err != nil {
+			continue
+		}
+		if p.Name == history.PhaseTeardown && p.Stopped != "" {
+			return fmt.Sprintf("was %s (event %d)", p.Stopped, e.Index)
+		}
+		if p.Name != history.PhaseTeardown {
+			phase, at = p.Name, e.Time
+		}
+	}
+	if final {
+		return ""
+	}
+	if len(events) == 0 {
+		return "stopped before it recorded anything"
+	}
+	last := events[len(events)-1]
+	if phase == "" {
+		return fmt.Sprintf("stopped before its first phase, at %s (event %d)", last.Time.Round(100*time.Millisecond), last.Index)
+	}
+	how := "was killed, or ended by an error,"
+	if reached(events, history.PhaseTeardown) {
+		how = "ended by an error"
+	}
+	return fmt.Sprintf("%s in its %s phase (begun at %s; last event %d, at %s)", how, phase, at.Round(100*time.Millisecond), last.Index, last.Time.Round(100*time.Millisecond))
 }
 
 // reached reports whether the history holds the marker of phase.

@@ -112,7 +112,7 @@ func TestJudgeRunStoppedEarly(t *testing.T) {
 				if v.Name != "NoLostRecords" && v.Name != "EventuallyConverges" {
 					continue
 				}
-				skipped := strings.Contains(v.Skipped, `the run stopped before its "final" phase`)
+				skipped := strings.Contains(v.Skipped, `the run was killed, or ended by an error, in its workload phase`) && strings.Contains(v.Skipped, `before its "final" phase`)
 				if skipped != tc.wantSkips {
 					t.Errorf("%s: skipped %q, holds %v; want the end-of-run skip: %v", v.Name, v.Skipped, v.Holds, tc.wantSkips)
 				}

@@ -124,8 +124,9 @@ func newProducer(p ProducerPlan, opts []kgo.Opt, rec *history.Recorder, led *led
 	return &producer{plan: p, cl: cl, rec: rec, led: led, topics: topics, limit: limit, seq: map[string]int64{}}, nil
 }
 
-// run produces until ctx ends or the limit is reached.
-func (p *producer) run(ctx context.Context) error {
+// run produces until ctx (the workload phase) ends or the limit is
+// reached; abort (the run's context) ends a send in flight at once.
+func (p *producer) run(ctx, abort context.Context) error {
 	var parts []history.TP
 	for _, t := range p.topics {
 		for i := int32(0); i < t.Partitions; i++ {
@@ -148,22 +149,73 @@ func (p *producer) run(ctx context.Context) error {
 		seq := p.seq[tp.Topic]
 		p.seq[tp.Topic]++
 		sent++
-		if err := p.send(ctx, tp, seq); err != nil {
+		if err := p.send(ctx, abort, tp, seq); err != nil {
+			if errors.Is(err, errSendAbandoned) {
+				return nil
+			}
 			return err
 		}
 	}
 }
 
-func (p *producer) send(ctx context.Context, tp history.TP, seq int64) error {
+// sendGrace is how long a send in flight when the workload phase ends may
+// still take to get its answer.
+const sendGrace = 15 * time.Second
+
+// errSendAbandoned ends a producer whose send was given up: the run was
+// interrupted, or the workload ended sendGrace before the send had its
+// answer (a broker stopped by a fault the heal has not restarted yet).
+var errSendAbandoned = errors.New("send abandoned")
+
+func (p *producer) send(ctx, abort context.Context, tp history.TP, seq int64) error {
 	v := history.Produce{Topic: tp.Topic, Partition: tp.Partition, Seq: seq, Offset: -1}
 	if _, err := p.rec.Invoke(p.plan.Name, history.FProduce, v, ""); err != nil {
 		return err
 	}
-	// The send outlives the phase's context by a bound, so a record in flight
-	// when the workload ends gets its answer instead of an unknown outcome.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	// The send outlives the phase's context by sendGrace, so a record in
+	// flight when the workload ends gets its answer instead of an unknown
+	// outcome. kgo does not give up a batch it has written and had no answer
+	// for (an idempotent producer keeps it until it knows), whatever the
+	// context says, so the wait for the answer is bounded here: by abort at
+	// once, by the workload's end plus sendGrace; the client is closed at
+	// teardown, which fails what it still holds.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendGrace)
 	defer cancel()
-	r, err := p.cl.ProduceSync(sctx, &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Value: recordValue(seq)}).First()
+	type result struct {
+		r   *kgo.Record
+		err error
+	}
+	done := make(chan result, 1)
+	p.cl.Produce(sctx, &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Value: recordValue(seq)}, func(r *kgo.Record, err error) {
+		done <- result{r, err}
+	})
+	var res result
+	var grace <-chan time.Time
+	phaseEnd := ctx.Done()
+wait:
+	for {
+		select {
+		case res = <-done:
+			break wait
+		case <-phaseEnd:
+			phaseEnd = nil
+			t := time.NewTimer(sendGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			v.Error = fmt.Sprintf("no answer within %s of the workload's end", sendGrace)
+			_, rerr := p.rec.Info(p.plan.Name, history.FProduce, v, "send given up: the record may still be written")
+			return errors.Join(rerr, errSendAbandoned)
+		case <-abort.Done():
+			v.Error = "the run was interrupted before the answer came"
+			if cause := context.Cause(abort); cause != nil {
+				v.Error += " (" + cause.Error() + ")"
+			}
+			_, rerr := p.rec.Info(p.plan.Name, history.FProduce, v, "send given up: the record may still be written")
+			return errors.Join(rerr, errSendAbandoned)
+		}
+	}
+	r, err := res.r, res.err
 	if err != nil {
 		// Any failure after the send started may have written the record
 		// (idempotent retries, a timeout after the broker appended it): unknown.
@@ -201,8 +253,10 @@ type driver struct {
 	// member-freeze fault): the member's own heartbeats go on.
 	stalled atomic.Bool
 	// stopped: the member's Poll said it stopped for good
-	// (clients.ErrStopped); recorded once as FStopped.
+	// (clients.ErrStopped); recorded once as FStopped, then onStop (its
+	// supervisor) is told.
 	stopped atomic.Bool
+	onStop  func(error) error
 
 	mu      sync.Mutex
 	hold    bool                       // stop committing (final observation ahead)
@@ -236,6 +290,7 @@ func (d *driver) forget(ps clients.Partitions) {
 
 // run drives the member until ctx ends.
 func (d *driver) run(ctx context.Context) error {
+	defer d.abandonFlush()
 	last := d.now()
 	lastErr, repeats := "", 0
 	for ctx.Err() == nil {
@@ -254,6 +309,11 @@ func (d *driver) run(ctx context.Context) error {
 			v := history.Membership{Member: d.plan.Name, Protocol: d.plan.Protocol, Epoch: -1, Error: err.Error()}
 			if _, rerr := d.rec.Info(d.plan.Name, history.FStopped, v, "the member stopped for good: its Poll says so (a KafkaConsumer throws from poll and must be closed)"); rerr != nil {
 				return rerr
+			}
+			if d.onStop != nil {
+				if rerr := d.onStop(err); rerr != nil {
+					return rerr
+				}
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -321,8 +381,20 @@ func (d *driver) run(ctx context.Context) error {
 	return nil
 }
 
+// ownCommitter is a member whose client commits on its own (a process
+// member whose ready says commits "own", a framework's listener container):
+// the driver asks it for no commit, and its commits are recorded from the
+// wire as the member's own.
+type ownCommitter interface{ CommitsOnItsOwn() bool }
+
 // commit sends what was consumed of the partitions the member owns.
 func (d *driver) commit(ctx context.Context) error {
+	if o, ok := d.m.(ownCommitter); ok && o.CommitsOnItsOwn() {
+		d.mu.Lock()
+		clear(d.pending)
+		d.mu.Unlock()
+		return nil
+	}
 	owned := d.m.Owned()
 	d.mu.Lock()
 	offs := map[string]map[int32]int64{}
@@ -374,6 +446,19 @@ func ownedHas(owned clients.Partitions, t string, p int32) bool {
 		}
 	}
 	return false
+}
+
+// abandonFlush lets whoever waits for a commit asked of the driver by
+// flushAndHold go on once the driver has stopped (crashed, stopped for
+// good and taken down by its supervisor): that commit will not come.
+func (d *driver) abandonFlush() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.flush {
+		d.flush = false
+		d.hold = true
+		close(d.flushed)
+	}
 }
 
 // release lets a driver held by flushAndHold commit again (a checkpoint

@@ -82,6 +82,9 @@ type Options struct {
 	// StableTimeout bounds each wait for a stable group; 0 means 10 minutes.
 	StableTimeout time.Duration
 	Logf          func(format string, args ...any)
+	// OnPhase, when set, is called as each phase begins, with the run's
+	// context (tests hold a phase with it, to interrupt the run there).
+	OnPhase func(ctx context.Context, phase string)
 }
 
 // Phase is what one phase of a run measured.
@@ -315,7 +318,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	rss0, heap0 := rss(), heapInUse()
 
 	// Join wave: every member starts at once.
-	join := r.begin("join wave", o.Members)
+	join := r.begin(ctx, "join wave", o.Members)
 	for i := range o.Members {
 		var m light.Member
 		if o.Protocol == Classic {
@@ -352,7 +355,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 
 	if o.Steady > 0 {
-		st := r.begin("steady", o.Members)
+		st := r.begin(ctx, "steady", o.Members)
 		if err := sleepCtx(ctx, o.Steady); err != nil {
 			return rep, err
 		}
@@ -364,7 +367,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 
 	// One member leaves: the last one started, never the classic leader
 	// by design (any member would do; the last one is as good as any).
-	lv := r.begin("one leaves", o.Members-1)
+	lv := r.begin(ctx, "one leaves", o.Members-1)
 	leaver := len(r.members) - 1
 	r.left[leaver] = true
 	if err := r.members[leaver].Leave(ctx); err != nil {
@@ -398,7 +401,7 @@ func (r *runner) restart(ctx context.Context) (Phase, error) {
 	if err != nil {
 		return Phase{}, err
 	}
-	st := r.begin("coordinator restart", r.o.Members-len(r.left))
+	st := r.begin(ctx, "coordinator restart", r.o.Members-len(r.left))
 	if err := r.h.StopNode(ctx, node); err != nil {
 		return Phase{}, fmt.Errorf("stop node %d: %w", node, err)
 	}
@@ -433,8 +436,11 @@ type mark struct {
 	brokerCPU map[int32]time.Duration
 }
 
-func (r *runner) begin(name string, members int) mark {
+func (r *runner) begin(ctx context.Context, name string, members int) mark {
 	r.o.Logf("%s %d members: %s (group of %d)", r.o.Protocol, r.o.Members, name, members)
+	if r.o.OnPhase != nil {
+		r.o.OnPhase(ctx, name)
+	}
 	r.g.Owners.TakePauses()
 	m := mark{name: name, members: members, cpu: cpuTime(), answered: r.g.Stats.Answered(), byAPI: r.g.Stats.AnsweredBy(), errs: r.g.Stats.Errors(), hb: r.g.Stats.Latencies(r.hbKey()), brokerCPU: r.brokerCPU(context.Background())}
 	m.start = time.Now()

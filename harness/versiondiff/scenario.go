@@ -238,6 +238,8 @@ type ScenarioConfig struct {
 	Image    cluster.ImageOptions
 	BasePort int
 	Logf     func(format string, args ...any)
+	// OnPhase is passed to every run (run.Config.OnPhase).
+	OnPhase func(ctx context.Context, phase string)
 }
 
 // RunScenarios runs every scenario of ss on one 1-node cluster of Kafka v
@@ -275,7 +277,7 @@ func RunScenarios(ctx context.Context, v version.Version, ss []Scenario, cfg Sce
 		}
 		dir := filepath.Join(cfg.Dir, s.Name)
 		logf("scenario %s on Kafka %s: %s", s.Name, v, dir)
-		if _, err := run.Run(ctx, run.Config{Plan: p, Dir: dir, Cluster: h, Logf: logf}); err != nil {
+		if _, err := run.Run(ctx, run.Config{Plan: p, Dir: dir, Cluster: h, Disposable: true, Logf: logf, OnPhase: cfg.OnPhase}); err != nil {
 			return out, fmt.Errorf("scenario %s on Kafka %s could not be carried out: %w (run directory %s)", s.Name, v, err, dir)
 		}
 		j, err := run.Judge(dir)

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/groupquake/groupquake/internal/interrupt"
 	"github.com/groupquake/groupquake/internal/progress"
 )
 
@@ -168,11 +169,11 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	work, err := os.MkdirTemp(dir, "resolve-")
+	work, err := interrupt.MkdirTemp(dir, "resolve-")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(work)
+	defer interrupt.RemoveTemp(work)
 	if err := os.WriteFile(filepath.Join(work, "pom.xml"), pom(artifacts), 0o644); err != nil {
 		return "", err
 	}
@@ -181,7 +182,7 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	}
 	args := append([]string{"-B"}, m.Args...)
 	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
-	cmd := exec.CommandContext(ctx, "mvn", args...)
+	cmd := interrupt.Command(ctx, "mvn", args...)
 	cmd.Dir = work
 	var output bytes.Buffer
 	logf := m.Logf
@@ -191,9 +192,12 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	jars := progress.MavenJars("resolving "+what, logf)
 	cmd.Stdout = io.MultiWriter(&output, jars)
 	cmd.Stderr = cmd.Stdout
-	err = cmd.Run()
+	err = interrupt.Run(cmd)
 	jars.Done()
 	if out := output.Bytes(); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("resolving %s with Maven: %w", what, context.Cause(ctx))
+		}
 		return "", fmt.Errorf("resolving %s with Maven failed (is the version released, and Maven Central or your settings' mirror reachable?): %v\n%s", what, err, LastLines(out, 12))
 	}
 	if err := hasJars(filepath.Join(work, "libs"), artifacts); err != nil {
@@ -226,18 +230,21 @@ func Compile(ctx context.Context, src []byte, class, classpath, dir string) (str
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	work, err := os.MkdirTemp(dir, "compile-")
+	work, err := interrupt.MkdirTemp(dir, "compile-")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(work)
+	defer interrupt.RemoveTemp(work)
 	file := filepath.Join(work, class+".java")
 	if err := os.WriteFile(file, src, 0o644); err != nil {
 		return "", err
 	}
 	out := filepath.Join(work, "classes")
-	cmd := exec.CommandContext(ctx, "javac", "-nowarn", "--release", "17", "-cp", classpath, "-d", out, file)
-	if b, err := cmd.CombinedOutput(); err != nil {
+	cmd := interrupt.Command(ctx, "javac", "-nowarn", "--release", "17", "-cp", classpath, "-d", out, file)
+	if b, err := interrupt.CombinedOutput(cmd); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("compiling %s.java: %w", class, context.Cause(ctx))
+		}
 		return "", fmt.Errorf("compiling %s.java against %s failed: %v\n%s", class, classpath, err, LastLines(b, 20))
 	}
 	if err := os.Rename(out, classes); err != nil {

@@ -116,6 +116,11 @@ func plan(t *testing.T, k run.BrokenKind, kind, prefix, version string) run.Plan
 		Kafka: version, Nodes: 1, Embedded: *embedded,
 		Kinds: kinds, Members: len(kinds), Partitions: 4, Rate: 40, Duration: s.duration,
 		Topic: fmt.Sprintf("bite-%s-%s-records", prefix, k.Name), Group: fmt.Sprintf("bite-%s-%s", prefix, k.Name),
+		// Giving up is a client that stops for good where Java retries. A
+		// supervisor would restart its process, and the group would get it
+		// back after a backoff: that bug bites in the world without one,
+		// where the member stays out (EventuallyConverges).
+		NoSupervisor: k.GiveUp,
 	}
 	p, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {

@@ -1,47 +1,43 @@
-// The JVM side of groupquake's Java members (clients/java): real
-// KafkaConsumers driven over stdin/stdout in lines. A JVM runs one member
-// (the consumer's configuration as arguments key=value, "topics=a,b" the
-// subscription), or, started with the single argument --host, many: every
-// line to and from the JVM then names its member (below).
+// The JVM side of groupquake's Java members (clients/java): a real KafkaConsumer that speaks groupquake's
+// member protocol, version 1 (docs/member-protocol.md): newline-delimited JSON, one object a line.
 //
-// Commands (one a line, from groupquake):
-//   poll MS            consumer.poll(MS ms); answers "polled" with the records
-//   commit MS T P O... consumer.commitSync(offsets, MS ms) for (topic, partition, next offset)
-//                      triples; answers "committed" with the exception, if any
-//   close MS           consumer.close(MS ms) (leaves the group); answers "closed", then the member
-//                      ends (a JVM of one member exits)
-//   ack                the answer to an event sent with "sync": the rebalance listener waits for it,
-//                      so groupquake has written the event before the consumer goes on (a revocation
-//                      is in the history before the request that acknowledges it leaves)
-// Events (one JSON object a line, to groupquake): ready, assigned, revoked, lost, polled,
-// committed, error, closed. Each carries "at", the JVM's wall clock in microseconds when it
-// happened, and the consumer's group metadata (member id, generation or member epoch) then.
+// A JVM runs one member on its standard input and output, or, started with the environment variable
+// GROUPQUAKE_MEMBER_SOCKET=PATH, hosts many: it listens on that Unix socket, every connection is one
+// member speaking the same protocol, and the JVM exits when its standard input closes (the socket
+// transport: --java-jvms shared).
 //
-// A hosting JVM (--host) reads "ID COMMAND" lines, where ID names a member (one incarnation; no
-// spaces), and writes every event of that member with "id":ID. Besides the commands above:
-//   ID new K=V...      creates member ID with that configuration, in a thread of its own
-//   ID crash           abandons the member as a crash would: groupquake has cut its links for good
-//                      first, so nothing it sends after reaches a broker; its thread is woken
-//                      (consumer.wakeup), its listener gives up waiting, and the consumer is closed
-//                      with no time to spare (close(Duration.ZERO)), emitting nothing more
-//   ID freeze, ID thaw stop the member's thread between commands (and in its rebalance listener)
-//                      until thawed; groupquake holds its links meanwhile
-// A member that ends (closed, crashed, or failed to start) writes "gone" last. The JVM exits when
-// its standard input closes, closing every consumer it still hosts.
+// From groupquake: hello (versions, member, group, topics, bootstrap = the member's gateway,
+// group_protocol, assignor, instance_id, timers, properties), subscribe, poll, commit, close (each with
+// an id, answered in order by ready, subscribed, polled, committed, closed), ack (the answer to an
+// ownership event), crash, and, in a hosting JVM, freeze and thaw.
+// To groupquake: the answers; assigned, revoked and lost from the ConsumerRebalanceListener, each
+// answered by ack before the listener returns (so the history has a revocation before the request that
+// acknowledges it leaves); error. Every message from here carries "at", the JVM's wall clock in
+// microseconds, and the consumer's group metadata (member_id, epoch: the generation or member epoch).
+// The group requests themselves are read off the wire by groupquake's gateway: this driver reports
+// none (ready says calls "wire").
 import java.io.BufferedReader;
+import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.io.PrintStream;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -53,84 +49,114 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public final class Driver {
-    private static final PrintStream OUT = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
-    private static final String EOF = "\u0000eof";
-    private static final String CRASH = "\u0000crash";
+    static final int VERSION = 1;
+    private static final Map<String, Object> EOF = Map.of("type", "\u0000eof");
+    private static final Map<String, Object> CRASH = Map.of("type", "\u0000crash");
 
     public static void main(String[] args) throws Exception {
+        PrintStream stdout = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
         // Anything the client library prints goes to stderr, never between our lines.
         System.setOut(System.err);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        if (args.length == 1 && args[0].equals("--host")) {
-            host(in);
+        String sock = System.getenv("GROUPQUAKE_MEMBER_SOCKET");
+        if (sock != null && !sock.isEmpty()) {
+            host(Path.of(sock));
             return;
         }
-        Member m = new Member(null, args);
-        Thread t = new Thread(m, "member");
-        t.start();
-        String line;
-        while ((line = in.readLine()) != null) {
-            m.deliver(line);
-        }
-        // groupquake went away: leave no consumer behind.
-        m.deliver(EOF);
-        t.join();
+        Member m = new Member(System.in, stdout, false);
+        m.run();
         System.exit(0);
     }
 
-    /** Runs the members groupquake names, each in its own thread, until stdin closes. */
-    private static void host(BufferedReader in) throws Exception {
-        Map<String, Member> members = new ConcurrentHashMap<>();
-        List<Thread> threads = new ArrayList<>();
-        String line;
-        while ((line = in.readLine()) != null) {
-            int sp = line.indexOf(' ');
-            if (sp <= 0) {
-                continue;
-            }
-            String id = line.substring(0, sp), cmd = line.substring(sp + 1).trim();
-            if (cmd.startsWith("new ")) {
-                Member m = new Member(id, cmd.substring(4).trim().split(" "));
-                m.onGone = () -> members.remove(id, m);
-                members.put(id, m);
-                Thread t = new Thread(m, "member-" + id);
+    /** The socket transport: one member a connection, until standard input closes. */
+    private static void host(Path sock) throws Exception {
+        Set<Member> members = ConcurrentHashMap.newKeySet();
+        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(sock));
+        Thread acceptor = new Thread(() -> {
+            while (true) {
+                SocketChannel ch;
+                try {
+                    ch = server.accept();
+                } catch (Exception e) {
+                    return;
+                }
+                Member m = new Member(in(ch), new PrintStream(out(ch), false, StandardCharsets.UTF_8), true);
+                m.onGone = () -> {
+                    members.remove(m);
+                    try {
+                        ch.close();
+                    } catch (Exception e) {
+                        // gone already
+                    }
+                };
+                members.add(m);
+                Thread t = new Thread(m, "member");
                 t.setDaemon(true);
-                threads.add(t);
                 t.start();
-                continue;
             }
-            Member m = members.get(id);
-            if (m == null) {
-                continue; // gone already (a crash after a close, an ack after a crash)
-            }
-            switch (cmd) {
-                case "crash":
-                    m.crash();
-                    break;
-                case "freeze":
-                    m.freeze(true);
-                    break;
-                case "thaw":
-                    m.freeze(false);
-                    break;
-                default:
-                    m.deliver(cmd);
-            }
+        }, "acceptor");
+        acceptor.setDaemon(true);
+        acceptor.start();
+        InputStream in = System.in;
+        while (in.read() >= 0) {
+            // standard input carries nothing; its end ends the JVM
         }
-        for (Member m : members.values()) {
-            m.deliver(EOF);
+        server.close();
+        for (Member m : members) {
+            m.queue.add(EOF);
         }
-        for (Thread t : threads) {
-            t.join(5000);
+        long end = System.currentTimeMillis() + 5000;
+        while (!members.isEmpty() && System.currentTimeMillis() < end) {
+            Thread.sleep(20);
         }
         System.exit(0);
+    }
+
+    /**
+     * The channel's reading side. Not Channels.newInputStream: its streams of one channel share a lock, so a
+     * blocked read would hold up every write.
+     */
+    private static InputStream in(SocketChannel ch) {
+        return new InputStream() {
+            @Override
+            public int read() throws java.io.IOException {
+                byte[] b = new byte[1];
+                return read(b, 0, 1) < 0 ? -1 : b[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws java.io.IOException {
+                return ch.read(java.nio.ByteBuffer.wrap(b, off, len));
+            }
+        };
+    }
+
+    /** The channel's writing side (see in). */
+    private static OutputStream out(SocketChannel ch) {
+        return new OutputStream() {
+            @Override
+            public void write(int b) throws java.io.IOException {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws java.io.IOException {
+                java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(b, off, len);
+                while (buf.hasRemaining()) {
+                    ch.write(buf);
+                }
+            }
+        };
     }
 
     /** The kafka-clients version, from the properties file its jar carries (AppInfoParser moved between releases). */
-    private static String clientsVersion() {
+    static String clientsVersion() {
         try (java.io.InputStream r = KafkaConsumer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
             Properties p = new Properties();
             p.load(r);
@@ -147,23 +173,64 @@ public final class Driver {
         }
     }
 
-    /** One KafkaConsumer and the thread that drives it. */
+    /** One KafkaConsumer, the thread that drives it, and the reader of its stream. */
     private static final class Member implements Runnable {
-        private final String id; // null: the JVM's only member
-        private final String[] args;
-        private final BlockingQueue<String> in = new LinkedBlockingQueue<>();
+        private final InputStream rawIn;
+        private final PrintStream out;
+        private final boolean hosted;
+        final BlockingQueue<Map<String, Object>> queue = new LinkedBlockingQueue<>();
         private final Object pause = new Object();
         private volatile boolean crashed, frozen;
         private volatile KafkaConsumer<byte[], byte[]> consumer;
+        private long seq;
+        private List<String> topics = new ArrayList<>();
         Runnable onGone = () -> { };
 
-        Member(String id, String[] args) {
-            this.id = id;
-            this.args = args;
+        Member(InputStream in, PrintStream out, boolean hosted) {
+            this.rawIn = in;
+            this.out = out;
+            this.hosted = hosted;
         }
 
-        void deliver(String line) {
-            in.add(line);
+        /** Reads the stream: crash, freeze and thaw act at once; everything else waits in the queue. */
+        private void read() {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(rawIn, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    if (line.isBlank()) {
+                        continue;
+                    }
+                    Map<String, Object> msg;
+                    try {
+                        Object o = Json.parse(line);
+                        if (!(o instanceof Map)) {
+                            throw new IllegalArgumentException("not a JSON object");
+                        }
+                        @SuppressWarnings("unchecked")
+                        Map<String, Object> mm = (Map<String, Object>) o;
+                        msg = mm;
+                    } catch (Exception e) {
+                        emit(ev("error").str("code", "bad_message").str("error", "a line that is not a JSON object: " + e.getMessage()));
+                        continue;
+                    }
+                    switch (String.valueOf(msg.get("type"))) {
+                        case "crash":
+                            crash();
+                            break;
+                        case "freeze":
+                            freeze(true);
+                            break;
+                        case "thaw":
+                            freeze(false);
+                            break;
+                        default:
+                            queue.add(msg);
+                    }
+                }
+            } catch (Exception e) {
+                // the stream broke: as its end
+            }
+            queue.add(EOF);
         }
 
         void crash() {
@@ -173,7 +240,7 @@ public final class Driver {
             if (c != null) {
                 c.wakeup();
             }
-            in.add(CRASH);
+            queue.add(CRASH);
         }
 
         void freeze(boolean on) {
@@ -195,9 +262,9 @@ public final class Driver {
             }
         }
 
-        private String take() {
+        private Map<String, Object> take() {
             try {
-                return in.take();
+                return queue.take();
             } catch (InterruptedException e) {
                 return EOF;
             }
@@ -205,132 +272,237 @@ public final class Driver {
 
         @Override
         public void run() {
+            Thread reader = new Thread(this::read, "reader");
+            reader.setDaemon(true);
+            reader.start();
             try {
                 serve();
             } finally {
-                if (id != null) {
-                    onGone.run();
-                    emit(ev("gone"), false, true);
-                }
+                onGone.run();
             }
         }
 
         private void serve() {
-            Properties props = new Properties();
-            List<String> topics = new ArrayList<>();
-            for (String a : args) {
-                int i = a.indexOf('=');
-                if (i <= 0) {
-                    fatal("argument " + a + " is not key=value");
-                    return;
-                }
-                String k = a.substring(0, i), v = a.substring(i + 1);
-                if (k.equals("topics")) {
-                    topics.addAll(Arrays.asList(v.split(",")));
-                } else {
-                    props.put(k, v);
-                }
-            }
-            props.put("key.deserializer", ByteArrayDeserializer.class.getName());
-            props.put("value.deserializer", ByteArrayDeserializer.class.getName());
-            try {
-                consumer = new KafkaConsumer<>(props);
-                consumer.subscribe(topics, new Listener());
-            } catch (Exception e) {
-                fatal("creating the consumer: " + describe(e));
-                return;
-            }
-            emit(ev("ready").str("version", clientsVersion()), false);
             while (true) {
-                String line = take();
+                Map<String, Object> msg = take();
                 awaitThaw();
-                if (crashed || line.equals(CRASH)) {
+                if (crashed || msg == CRASH) {
                     abandon();
                     return;
                 }
-                if (line.equals(EOF)) {
-                    consumer.close(Duration.ZERO);
+                if (msg == EOF) {
+                    if (consumer != null) {
+                        consumer.close(Duration.ZERO);
+                    }
                     return;
                 }
-                String[] f = line.trim().split(" ");
-                switch (f[0]) {
+                String type = String.valueOf(msg.get("type"));
+                long id = num(msg, "id", 0);
+                if (consumer == null && !type.equals("hello") && !type.equals("ack")) {
+                    emit(ev("error").num("id", id).str("code", "bad_message").str("error", type + " before hello"));
+                    continue;
+                }
+                switch (type) {
+                    case "hello":
+                        if (!hello(msg, id)) {
+                            return;
+                        }
+                        break;
+                    case "subscribe":
+                        subscribe(msg, id);
+                        break;
                     case "poll":
-                        poll(Long.parseLong(f[1]));
+                        poll(id, num(msg, "timeout_ms", 250));
                         break;
                     case "commit":
-                        commit(f);
+                        commit(msg, id);
                         break;
                     case "close":
-                        close(Long.parseLong(f[1]));
-                        if (id == null) {
-                            System.exit(0);
-                        }
+                        close(id, num(msg, "timeout_ms", 10000));
                         return;
                     case "ack":
                         break; // an ack with nothing waiting: the listener gave up on it
                     default:
-                        emit(ev("error").str("error", "unknown command " + f[0]), false);
+                        J e = ev("error").str("code", "unknown_message").str("error", "unknown message type " + type);
+                        if (id != 0) {
+                            e.num("id", id);
+                        }
+                        emit(e);
                 }
             }
+        }
+
+        /** Builds the consumer from hello; false when it cannot (the member then ends). */
+        private boolean hello(Map<String, Object> h, long id) {
+            if (consumer != null) {
+                emit(ev("error").num("id", id).str("code", "bad_message").str("error", "a second hello"));
+                return true;
+            }
+            List<Object> versions = list(h, "versions");
+            boolean speaks = false;
+            for (Object v : versions) {
+                speaks |= v instanceof Long && (Long) v == VERSION;
+            }
+            if (!speaks) {
+                emit(ev("error").num("id", id).str("code", "unsupported_version").raw("fatal", "true")
+                    .str("error", "this driver speaks member protocol version " + VERSION + ", hello offered " + versions));
+                return false;
+            }
+            String protocol = str(h, "group_protocol", "classic");
+            String assignor = str(h, "assignor", "");
+            Properties props = new Properties();
+            props.put("bootstrap.servers", String.join(",", strings(list(h, "bootstrap"))));
+            props.put("group.id", str(h, "group", ""));
+            props.put("client.id", "groupquake-" + str(h, "member", "member"));
+            props.put("enable.auto.commit", "false");
+            props.put("auto.offset.reset", "earliest");
+            props.put("group.protocol", protocol);
+            String iid = str(h, "instance_id", "");
+            if (!iid.isEmpty()) {
+                props.put("group.instance.id", iid);
+            }
+            Map<String, Object> timers = map(h, "timers");
+            if (num(timers, "poll_interval_ms", 0) > 0) {
+                props.put("max.poll.interval.ms", Long.toString(num(timers, "poll_interval_ms", 0)));
+            }
+            if (protocol.equals("consumer")) {
+                props.put("group.remote.assignor", assignor.isEmpty() ? "uniform" : assignor);
+            } else {
+                String strategy = "org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+                if (assignor.equals("cooperative-sticky")) {
+                    strategy = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+                } else if (!assignor.isEmpty() && !assignor.equals("range")) {
+                    emit(ev("error").num("id", id).str("code", "bad_config").raw("fatal", "true")
+                        .str("error", "assignor " + assignor + " is not range or cooperative-sticky"));
+                    return false;
+                }
+                props.put("partition.assignment.strategy", strategy);
+                if (num(timers, "session_ms", 0) > 0) {
+                    props.put("session.timeout.ms", Long.toString(num(timers, "session_ms", 0)));
+                }
+                if (num(timers, "heartbeat_ms", 0) > 0) {
+                    props.put("heartbeat.interval.ms", Long.toString(num(timers, "heartbeat_ms", 0)));
+                }
+            }
+            for (Map.Entry<String, Object> e : map(h, "properties").entrySet()) {
+                props.put(e.getKey(), String.valueOf(e.getValue()));
+            }
+            props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+            props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+            topics = strings(list(h, "topics"));
+            try {
+                consumer = new KafkaConsumer<>(props);
+            } catch (Exception e) {
+                emit(ev("error").num("id", id).str("code", "bad_config").raw("fatal", "true").str("error", "creating the consumer: " + describe(e)));
+                return false;
+            }
+            J r = ev("ready").num("id", id).num("version", VERSION).str("client", "kafka-clients " + clientsVersion())
+                .str("calls", "wire").str("commits", "application");
+            if (hosted) {
+                r.raw("capabilities", "[\"freeze\"]");
+            }
+            emit(r);
+            return true;
+        }
+
+        private void subscribe(Map<String, Object> msg, long id) {
+            List<String> ts = strings(list(msg, "topics"));
+            if (ts.isEmpty()) {
+                ts = topics;
+            }
+            J e = ev("subscribed").num("id", id);
+            try {
+                consumer.subscribe(ts, new Listener());
+            } catch (Exception ex) {
+                e.str("error", describe(ex));
+            }
+            emit(e);
         }
 
         /** A crash: the links are cut already; the consumer goes with no time given and no word said. */
         private void abandon() {
             try {
-                consumer.close(Duration.ZERO);
+                if (consumer != null) {
+                    consumer.close(Duration.ZERO);
+                }
             } catch (Exception e) {
                 // a crashed member reports nothing
             }
         }
 
-        private void poll(long ms) {
+        private void poll(long id, long ms) {
             J e;
             try {
                 ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(ms));
-                e = meta(ev("polled"));
+                e = meta(ev("polled").num("id", id));
                 StringBuilder b = new StringBuilder("[");
-                boolean first = true;
                 Base64.Encoder b64 = Base64.getEncoder();
                 for (ConsumerRecord<byte[], byte[]> r : recs) {
-                    if (!first) {
+                    if (b.length() > 1) {
                         b.append(',');
                     }
-                    first = false;
-                    b.append('[').append(J.quote(r.topic())).append(',').append(r.partition()).append(',').append(r.offset()).append(',')
-                        .append(J.quote(r.key() == null ? "" : b64.encodeToString(r.key()))).append(',')
-                        .append(J.quote(r.value() == null ? "" : b64.encodeToString(r.value()))).append(']');
+                    b.append("{\"topic\":").append(J.quote(r.topic())).append(",\"partition\":").append(r.partition())
+                        .append(",\"offset\":").append(r.offset());
+                    if (r.key() != null) {
+                        b.append(",\"key\":").append(J.quote(b64.encodeToString(r.key())));
+                    }
+                    if (r.value() != null) {
+                        b.append(",\"value\":").append(J.quote(b64.encodeToString(r.value())));
+                    }
+                    b.append('}');
                 }
                 e.raw("records", b.append(']').toString());
+            } catch (Crashed c) {
+                throw c;
             } catch (Exception ex) {
-                e = meta(ev("polled")).str("error", describe(ex)).str("class", ex.getClass().getSimpleName());
+                e = meta(ev("polled").num("id", id)).str("error", describe(ex)).str("class", ex.getClass().getSimpleName());
+                if (endsThePollLoop(ex)) {
+                    e.raw("fatal", "true");
+                }
             }
-            emit(e, false);
+            emit(e);
         }
 
-        private void commit(String[] f) {
+        /**
+         * Whether an exception from poll ends the application: KafkaConsumer.poll documents every exception it
+         * throws as one the consumer cannot go on from (UnreleasedInstanceIdException, FencedInstanceIdException,
+         * GroupIdNotFoundException, GroupAuthorizationException, "any other unrecoverable errors"), so the
+         * application closes the consumer and exits, and its supervisor starts it again. A RetriableException
+         * it logs and polls again; a wakeup or an interrupt is one it asked for.
+         */
+        private static boolean endsThePollLoop(Exception ex) {
+            return !(ex instanceof RetriableException) && !(ex instanceof WakeupException) && !(ex instanceof InterruptException);
+        }
+
+        private void commit(Map<String, Object> msg, long id) {
             Map<TopicPartition, OffsetAndMetadata> offs = new HashMap<>();
-            long timeout = Long.parseLong(f[1]);
-            for (int i = 2; i + 2 < f.length; i += 3) {
-                offs.put(new TopicPartition(f[i], Integer.parseInt(f[i + 1])), new OffsetAndMetadata(Long.parseLong(f[i + 2])));
+            for (Object o : list(msg, "offsets")) {
+                @SuppressWarnings("unchecked")
+                Map<String, Object> m = (Map<String, Object>) o;
+                offs.put(new TopicPartition(str(m, "topic", ""), (int) num(m, "partition", 0)), new OffsetAndMetadata(num(m, "offset", 0)));
             }
             J e;
             try {
-                consumer.commitSync(offs, Duration.ofMillis(timeout));
-                e = meta(ev("committed"));
+                consumer.commitSync(offs, Duration.ofMillis(num(msg, "timeout_ms", 15000)));
+                e = meta(ev("committed").num("id", id));
+            } catch (Crashed c) {
+                throw c;
             } catch (Exception ex) {
-                e = meta(ev("committed")).str("error", describe(ex)).str("class", ex.getClass().getSimpleName());
+                e = meta(ev("committed").num("id", id)).str("error", describe(ex)).str("class", ex.getClass().getSimpleName());
             }
-            emit(e, false);
+            emit(e);
         }
 
-        private void close(long ms) {
-            J e = ev("closed");
+        private void close(long id, long ms) {
+            J e = ev("closed").num("id", id);
             try {
                 consumer.close(Duration.ofMillis(ms));
+            } catch (Crashed c) {
+                return;
             } catch (Exception ex) {
                 e.str("error", describe(ex));
             }
-            emit(e, false);
+            emit(e);
         }
 
         private final class Listener implements ConsumerRebalanceListener {
@@ -351,6 +523,7 @@ public final class Driver {
             }
         }
 
+        /** Reports a listener call and waits for groupquake's ack before the listener returns. */
         private void ownership(String kind, Collection<TopicPartition> ps) {
             awaitThaw();
             if (crashed) {
@@ -360,85 +533,63 @@ public final class Driver {
                 return;
             }
             StringBuilder b = new StringBuilder("[");
-            boolean first = true;
             for (TopicPartition tp : ps) {
-                if (!first) {
+                if (b.length() > 1) {
                     b.append(',');
                 }
-                first = false;
-                b.append('[').append(J.quote(tp.topic())).append(',').append(tp.partition()).append(']');
+                b.append("{\"topic\":").append(J.quote(tp.topic())).append(",\"partition\":").append(tp.partition()).append('}');
             }
-            emit(meta(ev(kind)).raw("partitions", b.append(']').toString()), true);
+            long s = ++seq;
+            emit(meta(ev(kind)).num("seq", s).raw("partitions", b.append(']').toString()));
+            while (true) {
+                Map<String, Object> m = take();
+                if (m == CRASH || crashed) {
+                    throw new Crashed();
+                }
+                if (m == EOF) {
+                    queue.add(EOF);
+                    throw new Crashed(); // groupquake went away
+                }
+                if ("ack".equals(m.get("type")) && num(m, "seq", -1) == s) {
+                    awaitThaw();
+                    if (crashed) {
+                        throw new Crashed();
+                    }
+                    return;
+                }
+                System.err.println("member: expected the ack of event " + s + ", got: " + m);
+            }
         }
 
         private J meta(J e) {
             try {
                 ConsumerGroupMetadata m = consumer.groupMetadata();
-                e.str("member_id", m.memberId()).num("generation", m.generationId());
-                m.groupInstanceId().ifPresent(iid -> e.str("instance_id", iid));
+                e.str("member_id", m.memberId()).num("epoch", m.generationId());
             } catch (Exception ex) {
                 e.str("meta_error", describe(ex));
             }
             return e;
         }
 
-        private J ev(String kind) {
+        private J ev(String type) {
             Instant now = Instant.now();
-            J e = new J();
-            if (id != null) {
-                e.str("id", id);
-            }
-            return e.str("ev", kind).num("at", now.getEpochSecond() * 1_000_000L + now.getNano() / 1000);
+            return new J().str("type", type).num("at", now.getEpochSecond() * 1_000_000L + now.getNano() / 1000);
         }
 
-        private void emit(J e, boolean sync) {
-            emit(e, sync, false);
-        }
-
-        /** Writes e (nothing once crashed, but "gone"); with sync, waits for groupquake's "ack" before returning. */
-        private void emit(J e, boolean sync, boolean always) {
-            if (crashed && !always) {
+        /** Writes e, unless the member was crashed. */
+        private void emit(J e) {
+            if (crashed) {
                 return;
-            }
-            if (sync) {
-                e.raw("sync", "true");
             }
             String line = e.done();
-            synchronized (OUT) {
-                OUT.println(line);
-                OUT.flush();
-            }
-            if (!sync) {
-                return;
-            }
-            String ack = take();
-            if (ack.equals(CRASH)) {
-                throw new Crashed();
-            }
-            if (ack.equals(EOF)) {
-                if (id == null) {
-                    System.exit(3); // groupquake went away
-                }
-                in.add(EOF);
-                throw new Crashed();
-            }
-            if (!ack.trim().equals("ack")) {
-                System.err.println("member " + id + ": expected ack, got: " + ack);
-                if (id == null) {
-                    System.exit(4);
-                }
-            }
-        }
-
-        private void fatal(String msg) {
-            emit(ev("error").str("error", msg).raw("fatal", "true"), false);
-            if (id == null) {
-                System.exit(2);
+            synchronized (out) {
+                out.println(line);
+                out.flush();
             }
         }
     }
 
-    private static String describe(Throwable t) {
+    static String describe(Throwable t) {
         StringBuilder b = new StringBuilder(t.getClass().getName() + ": " + t.getMessage());
         for (Throwable c = t.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
             b.append(" (caused by ").append(c.getClass().getName()).append(": ").append(c.getMessage()).append(')');
@@ -446,8 +597,38 @@ public final class Driver {
         return b.toString();
     }
 
+    static long num(Map<String, Object> m, String k, long def) {
+        Object v = m.get(k);
+        return v instanceof Number ? ((Number) v).longValue() : def;
+    }
+
+    static String str(Map<String, Object> m, String k, String def) {
+        Object v = m.get(k);
+        return v instanceof String ? (String) v : def;
+    }
+
+    @SuppressWarnings("unchecked")
+    static List<Object> list(Map<String, Object> m, String k) {
+        Object v = m.get(k);
+        return v instanceof List ? (List<Object>) v : List.of();
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> map(Map<String, Object> m, String k) {
+        Object v = m.get(k);
+        return v instanceof Map ? (Map<String, Object>) v : Map.of();
+    }
+
+    static List<String> strings(List<Object> l) {
+        List<String> out = new ArrayList<>();
+        for (Object o : l) {
+            out.add(String.valueOf(o));
+        }
+        return out;
+    }
+
     /** A JSON object built in order. */
-    private static final class J {
+    static final class J {
         private final StringBuilder b = new StringBuilder("{");
 
         J str(String k, String v) {
@@ -492,6 +673,152 @@ public final class Driver {
                 }
             }
             return o.append('"').toString();
+        }
+    }
+
+    /** A small JSON reader: objects (in order), arrays, strings, numbers (Long, else Double), booleans, null. */
+    static final class Json {
+        private final String s;
+        private int i;
+
+        private Json(String s) {
+            this.s = s;
+        }
+
+        static Object parse(String s) {
+            Json j = new Json(s);
+            Object v = j.value();
+            j.ws();
+            if (j.i != s.length()) {
+                throw new IllegalArgumentException("trailing characters at " + j.i);
+            }
+            return v;
+        }
+
+        private void ws() {
+            while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
+                i++;
+            }
+        }
+
+        private Object value() {
+            ws();
+            if (i >= s.length()) {
+                throw new IllegalArgumentException("unexpected end");
+            }
+            char c = s.charAt(i);
+            switch (c) {
+                case '{': {
+                    i++;
+                    Map<String, Object> m = new LinkedHashMap<>();
+                    ws();
+                    if (s.charAt(i) == '}') {
+                        i++;
+                        return m;
+                    }
+                    while (true) {
+                        ws();
+                        String k = string();
+                        ws();
+                        expect(':');
+                        m.put(k, value());
+                        ws();
+                        if (s.charAt(i) == ',') {
+                            i++;
+                            continue;
+                        }
+                        expect('}');
+                        return m;
+                    }
+                }
+                case '[': {
+                    i++;
+                    List<Object> l = new ArrayList<>();
+                    ws();
+                    if (s.charAt(i) == ']') {
+                        i++;
+                        return l;
+                    }
+                    while (true) {
+                        l.add(value());
+                        ws();
+                        if (s.charAt(i) == ',') {
+                            i++;
+                            continue;
+                        }
+                        expect(']');
+                        return l;
+                    }
+                }
+                case '"':
+                    return string();
+                case 't':
+                    word("true");
+                    return Boolean.TRUE;
+                case 'f':
+                    word("false");
+                    return Boolean.FALSE;
+                case 'n':
+                    word("null");
+                    return null;
+                default: {
+                    int start = i;
+                    while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) {
+                        i++;
+                    }
+                    String n = s.substring(start, i);
+                    if (n.isEmpty()) {
+                        throw new IllegalArgumentException("unexpected '" + c + "' at " + start);
+                    }
+                    if (n.contains(".") || n.contains("e") || n.contains("E")) {
+                        return Double.parseDouble(n);
+                    }
+                    return Long.parseLong(n);
+                }
+            }
+        }
+
+        private void expect(char c) {
+            if (i >= s.length() || s.charAt(i) != c) {
+                throw new IllegalArgumentException("expected '" + c + "' at " + i);
+            }
+            i++;
+        }
+
+        private void word(String w) {
+            if (!s.startsWith(w, i)) {
+                throw new IllegalArgumentException("expected " + w + " at " + i);
+            }
+            i += w.length();
+        }
+
+        private String string() {
+            expect('"');
+            StringBuilder b = new StringBuilder();
+            while (true) {
+                char c = s.charAt(i++);
+                if (c == '"') {
+                    return b.toString();
+                }
+                if (c != '\\') {
+                    b.append(c);
+                    continue;
+                }
+                char e = s.charAt(i++);
+                switch (e) {
+                    case 'n': b.append('\n'); break;
+                    case 't': b.append('\t'); break;
+                    case 'r': b.append('\r'); break;
+                    case 'b': b.append('\b'); break;
+                    case 'f': b.append('\f'); break;
+                    case 'u':
+                        b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
+                        i += 4;
+                        break;
+                    default:
+                        b.append(e);
+                }
+            }
         }
     }
 }

@@ -113,5 +113,6 @@ func CreateTopic(t testing.TB, c cluster.Handle, topic string, partitions int32)
 func Main(m *testing.M) int {
 	stop := cluster.CloseOnSignal()
 	defer stop()
+	defer RemoveBuilds()
 	return m.Run()
 }

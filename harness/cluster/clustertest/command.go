@@ -3,8 +3,10 @@ package clustertest
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,6 +21,46 @@ func BuildGroupquake(t testing.TB) string {
 		t.Fatalf("go build ./cmd/groupquake: %v\n%s", err, out)
 	}
 	return bin
+}
+
+var hooked struct {
+	sync.Mutex
+	dir, bin string
+}
+
+// HookedGroupquake builds the groupquake command with the test hooks
+// (cmd/groupquake/testhooks.go: GROUPQUAKE_TEST_HOLD holds a run at the
+// start of a phase) once per test binary, and returns the binary's path.
+// RemoveBuilds (called by Main) removes it.
+func HookedGroupquake(t testing.TB) string {
+	t.Helper()
+	hooked.Lock()
+	defer hooked.Unlock()
+	if hooked.bin != "" {
+		return hooked.bin
+	}
+	dir, err := os.MkdirTemp("", "groupquake-hooked-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "groupquake")
+	cmd := exec.Command("go", "build", "-tags", "groupquake_testhooks", "-o", bin, "github.com/groupquake/groupquake/cmd/groupquake")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("go build -tags groupquake_testhooks ./cmd/groupquake: %v\n%s", err, out)
+	}
+	hooked.dir, hooked.bin = dir, bin
+	return bin
+}
+
+// RemoveBuilds removes what HookedGroupquake built.
+func RemoveBuilds() {
+	hooked.Lock()
+	defer hooked.Unlock()
+	if hooked.dir != "" {
+		os.RemoveAll(hooked.dir)
+		hooked.dir, hooked.bin = "", ""
+	}
 }
 
 // RunGroupquake runs bin with args to completion, within two minutes, and

@@ -145,12 +145,28 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 	return res
 }
 
+// StrictFindingsEnv, when set, makes a violation that matches a registered
+// finding fail its subtest like any other.
+const StrictFindingsEnv = "GROUPQUAKE_STRICT_FINDINGS"
+
+// onlyKnown says whether every violation of v matches a registered finding.
+func onlyKnown(v check.Verdict) bool {
+	for _, x := range v.Violations {
+		if x.Finding == "" {
+			return false
+		}
+	}
+	return len(v.Violations) > 0
+}
+
 // Verdicts reports every checker's verdict of the run in directory d as a
 // subtest of t named after the checker, so that the JUnit gotestsum writes
 // has one test case per checker per run and a red build names the
 // invariant: a violated checker fails its subtest with its first violations,
 // the events that show them, the run directory and the rerun command; a
-// skipped checker skips its subtest with the reason. runErr is the run's
+// skipped checker skips its subtest with the reason; a checker whose every
+// violation matches a registered finding (a known Kafka or client bug) logs
+// it as reproduced, unless $GROUPQUAKE_STRICT_FINDINGS is set. runErr is the run's
 // error, if it could not be carried out. On GitHub Actions
 // ($GITHUB_STEP_SUMMARY) a failed run is also added to the job's summary page.
 func Verdicts(t *testing.T, d, rerun string, rep check.Report, runErr error) {
@@ -168,6 +184,16 @@ func Verdicts(t *testing.T, d, rerun string, rep check.Report, runErr error) {
 			switch {
 			case v.Skipped != "":
 				t.Skip(v.Skipped)
+			case !v.Holds && onlyKnown(v) && os.Getenv(StrictFindingsEnv) == "":
+				// Every violation matches a registered Kafka or client bug
+				// (groupquake findings): the run exits 1 for a user, and a
+				// suite reports the finding reproduced rather than turning
+				// every build red on a bug outside the project.
+				var b strings.Builder
+				fmt.Fprintf(&b, "%s: known findings reproduced (%s=1 fails the test on them):\n", v.Name, StrictFindingsEnv)
+				results.WriteViolations(&b, v, events, "  ")
+				fmt.Fprintf(&b, "run directory: %s\nrerun: %s", d, rerun)
+				t.Log(b.String())
 			case !v.Holds:
 				var b strings.Builder
 				fmt.Fprintf(&b, "%s: %d violations\n", v.Name, len(v.Violations))

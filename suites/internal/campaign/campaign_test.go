@@ -83,3 +83,24 @@ func TestVerdictsAreSubtests(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyKnown: a suite logs a violated checker as known findings
+// reproduced only when every one of its violations names a finding.
+func TestOnlyKnown(t *testing.T) {
+	known := check.Violation{Message: "refused its own instance id", Finding: check.FindingStaticRejoinOwnInstance}
+	plain := check.Violation{Message: "two owners"}
+	for _, c := range []struct {
+		v    []check.Violation
+		want bool
+	}{
+		{[]check.Violation{known}, true},
+		{[]check.Violation{known, known}, true},
+		{[]check.Violation{known, plain}, false},
+		{[]check.Violation{plain}, false},
+		{nil, false},
+	} {
+		if got := onlyKnown(check.Verdict{Name: "EventuallyConverges", Violations: c.v}); got != c.want {
+			t.Errorf("onlyKnown(%v) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package java
+package process
 
 import (
 	"context"
@@ -16,19 +16,19 @@ import (
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
-// gateway gives one JVM its own way to the brokers. The Java client cannot
+// gateway gives one member process its own way to the brokers. A client cannot
 // be handed a dialer (it connects to the addresses the brokers advertise),
 // so the gateway listens on one loopback port per broker address and
 // rewrites the addresses in Metadata and FindCoordinator answers to its
-// own (and the leader hints of Fetch and Produce answers): the JVM
+// own (and the leader hints of Fetch and Produce answers): the client
 // connects only to the gateway, and each connection is dialed
 // onward with the member's dial function (its links: its own toxiproxy
 // proxies, so link faults reach it) and observed (clients/wiretap), which
 // is how the member reports its group requests when they leave and when
 // their answers come.
 //
-// Invariant: no byte of the JVM's traffic bypasses dial. Every address the
-// JVM learns from an answer is a gateway listener; an answer that cannot be
+// Invariant: no byte of the client's traffic bypasses dial. Every address the
+// client learns from an answer is a gateway listener; an answer that cannot be
 // rewritten is not forwarded (the connection is closed instead).
 type gateway struct {
 	dial wiretap.DialFunc // already observed
@@ -105,7 +105,7 @@ func (g *gateway) track(c net.Conn, add bool) bool {
 	return true
 }
 
-// serve carries one JVM connection to broker.
+// serve carries one client connection to broker.
 func (g *gateway) serve(jc net.Conn, broker string) {
 	defer g.wg.Done()
 	defer g.track(jc, false)
@@ -115,7 +115,7 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 	}
 	bc, err := g.dial(g.ctx, "tcp", broker)
 	if err != nil {
-		return // the JVM sees a closed connection, as a refused one
+		return // the client sees a closed connection, as a refused one
 	}
 	if !g.track(bc, true) {
 		bc.Close()
@@ -187,7 +187,7 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 
 // rewritten says whether answers to requests of key name brokers: Metadata
 // and FindCoordinator, and Fetch and Produce, whose answers carry the new
-// leader's address when a partition's leader moved (KIP-951; the Java
+// leader's address when a partition's leader moved (KIP-951; a client
 // client connects to it directly).
 func rewritten(key int16) bool {
 	switch kmsg.Key(key) {
@@ -302,8 +302,8 @@ func (g *gateway) hold(on bool) {
 }
 
 // cutLinks closes every connection and refuses new ones for good, still
-// listening, so that no other gateway is given its ports while the JVM may
-// still try them: nothing the JVM sends afterwards reaches a broker.
+// listening, so that no other gateway is given its ports while the client may
+// still try them: nothing the client sends afterwards reaches a broker.
 func (g *gateway) cutLinks() {
 	g.mu.Lock()
 	g.cut = true

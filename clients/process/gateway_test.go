@@ -1,4 +1,4 @@
-package java
+package process
 
 import (
 	"context"

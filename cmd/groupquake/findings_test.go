@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/differential"
+)
+
+func TestFindingsBadInput(t *testing.T) {
+	t.Parallel()
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"findings", "list"}, `unknown subcommand "list"`},
+		{[]string{"findings", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"findings", "rerun", "no-such-finding"}, `no finding "no-such-finding": the registry has kafka-static-rejoin-own-instance`},
+		{[]string{"findings", "rerun", "--kafka", "3.9.0"}, "--kafka: unknown Kafka version"},
+		{[]string{"findings", "rerun", "--kafka", "4.4.0", "--image-source", "nearby"}, `--image-source "nearby"`},
+		{[]string{"findings", "rerun", check.FindingOffsetFetchUnstable}, "cannot be rerun as asked: no reproducer"},
+		{[]string{"findings", "rerun", check.FindingKgoRevokeAfterLost, "--embedded"}, "needs a container cluster"},
+		{[]string{"findings", "triage"}, "needs at least one run directory"},
+		{[]string{"findings", "triage", filepath.Join(empty, "missing")}, "no such file or directory"},
+		{[]string{"findings", "triage", empty}, "no run directory (one with a plan.json)"},
+	} {
+		code, _, errOut := call(t, tc.args...)
+		if code != exitBadInput || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+func TestFindingsList(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := call(t, "findings")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, x := range check.Findings() {
+		if !strings.Contains(out, x.ID+"  "+string(x.Kind)) {
+			t.Errorf("the list lacks %s with its kind:\n%s", x.ID, out)
+		}
+	}
+	code, out, _ = call(t, "findings", "--json")
+	validateJSON(t, "findings", []byte(out))
+	var got struct {
+		Findings []check.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got.Findings) != len(check.Findings()) {
+		t.Fatalf("--json: exit %d, %v, %d findings", code, err, len(got.Findings))
+	}
+}
+
+// TestFindingsRerunEmbedded reruns the vector reproducers against the
+// reference coordinator as two served releases: every served release has
+// both bugs, so both reproduce.
+func TestFindingsRerunEmbedded(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"4.4.0", "4.1.2"} {
+		code, out, errOut := call(t, "findings", "rerun", check.FindingStaticRejoinOwnInstance, check.FindingOnlineUpgradeUnknownError, "--embedded", "--kafka", v, "--json")
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", v, code, errOut)
+		}
+		validateJSON(t, "findings-rerun", []byte(out))
+		var doc struct {
+			Results []rerunResult `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 2 {
+			t.Fatalf("%s: %v: %s", v, err, out)
+		}
+		for _, r := range doc.Results {
+			if r.Outcome != "reproduced" || r.Kafka != v || r.Mode != "embedded" {
+				t.Errorf("%s: %+v", v, r)
+			}
+		}
+	}
+}
+
+// TestVectorReproducersMatchTheModel: each vector reproducer's step exists
+// and the reference coordinator answers it with the finding's error as
+// every served release; for the static self-rejoin, the release with the
+// fix (version.Profile.StaticRejoinOwnInstance) does not.
+func TestVectorReproducersMatchTheModel(t *testing.T) {
+	t.Parallel()
+	answer := func(p version.Profile, x check.Finding) string {
+		t.Helper()
+		secs, err := vectorSections([]check.Finding{x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := differential.Model(p, secs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := -1
+		for j, r := range rs {
+			if r.Pos == x.Reproducer.Vector.Step && (i < 0 || r.Ticket > rs[i].Ticket) {
+				i = j
+			}
+		}
+		if i < 0 || rs[i].Outcome == differential.Skipped {
+			t.Fatalf("%s: step %s not answered", x.ID, x.Reproducer.Vector.Step)
+		}
+		return rs[i].Reference
+	}
+	for _, x := range check.Findings() {
+		if x.Reproducer.Vector == nil {
+			continue
+		}
+		for _, v := range version.Served() {
+			if a := answer(v.Profile(), x); !strings.Contains(a, x.Reproducer.Vector.Want) {
+				t.Errorf("%s as %s: %s", x.ID, v, a)
+			}
+		}
+	}
+	x, _ := check.FindingByID(check.FindingStaticRejoinOwnInstance)
+	fixed := version.Default.Profile()
+	fixed.StaticRejoinOwnInstance = true
+	if a := answer(fixed, x); strings.Contains(a, "UNRELEASED_INSTANCE_ID") {
+		t.Errorf("with the fix the retried join is still refused: %s", a)
+	}
+}
+
+// TestFindingsTriage triages the real seed-268778 run (harness/check's
+// regression data): one broker-faults run that fails on one violation,
+// known as the static self-rejoin.
+func TestFindingsTriage(t *testing.T) {
+	t.Parallel()
+	src := "../../harness/check/testdata/kafka-4.4.0-static-rejoin-seed-268778"
+	dir := filepath.Join(t.TempDir(), "runs", "s268778")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"plan.json", "history.jsonl", "observations.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := call(t, "findings", "triage", "--json", filepath.Dir(dir))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	validateJSON(t, "findings-triage", []byte(out))
+	var got struct {
+		Scenarios []triageRow `json:"scenarios"`
+		Runs      []triageRun `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := triageRow{Scenario: "broker-faults", Runs: 1, Violations: 1, Known: map[string]int{check.FindingStaticRejoinOwnInstance: 1}}
+	if len(got.Scenarios) != 1 || got.Scenarios[0].Scenario != want.Scenario || got.Scenarios[0].Runs != 1 || got.Scenarios[0].Hold != 0 ||
+		got.Scenarios[0].Violations != 1 || got.Scenarios[0].Unexplained != 0 || got.Scenarios[0].Known[check.FindingStaticRejoinOwnInstance] != 1 ||
+		got.Scenarios[0].Lost != 1 || got.Scenarios[0].Share <= 0 {
+		t.Fatalf("scenarios %+v, want %+v", got.Scenarios, want)
+	}
+	code, out, _ = call(t, "findings", "triage", filepath.Dir(dir))
+	if code != exitOK || !strings.Contains(out, "EventuallyConverges: known "+check.FindingStaticRejoinOwnInstance) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// check --json of the same run: a violation labelled with its finding, the
+	// verdict's matches and the run's sightings follow the run schema.
+	code, out, errOut = call(t, "check", "--json", dir)
+	if code != exitViolation {
+		t.Fatalf("check: exit %d, want %d: %s", code, exitViolation, errOut)
+	}
+	m := validateJSON(t, "run", []byte(out))
+	if !strings.Contains(out, `"finding": "`+check.FindingStaticRejoinOwnInstance+`"`) || m["findings"] == nil {
+		t.Errorf("check --json does not name the finding:\n%s", out)
+	}
+	// The report's banner names the finding beside the violated checker.
+	if code, _, errOut := call(t, "check", "--write", dir); code != exitViolation {
+		t.Fatalf("check --write: exit %d: %s", code, errOut)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `<span class="finding">`+check.FindingStaticRejoinOwnInstance+`</span>`) {
+		t.Errorf("report.html's banner does not name %s", check.FindingStaticRejoinOwnInstance)
+	}
+}
+
+func TestTriageTableSharesAndUnexplained(t *testing.T) {
+	t.Parallel()
+	rows := triageTable([]triageRun{
+		{Scenario: "churn", Holds: true, Lost: []triageLoss{{Member: "m2", Finding: check.FindingOnlineUpgradeUnknownError, Share: 0.2}}, Share: 0.2},
+		{Scenario: "churn", Holds: false, Violations: []triageViolation{{Checker: "NoLostRecords"}, {Checker: "NoDoubleOwnership", Finding: check.FindingKgoRevokeAfterLost}}},
+		{Scenario: "baseline", Holds: true},
+	})
+	if len(rows) != 2 || rows[0].Scenario != "baseline" || rows[1].Scenario != "churn" {
+		t.Fatalf("rows %+v", rows)
+	}
+	c := rows[1]
+	if c.Runs != 2 || c.Hold != 1 || c.Violations != 2 || c.Unexplained != 1 || c.Known[check.FindingKgoRevokeAfterLost] != 1 || c.Lost != 1 || c.Share != 0.1 {
+		t.Fatalf("churn %+v", c)
+	}
+}

@@ -1,0 +1,144 @@
+package version
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ShareStage is how far a release carries KIP-932's share groups.
+type ShareStage int8
+
+const (
+	// ShareEarlyAccess (4.0): the share RPCs exist at v0, marked
+	// latestVersionUnstable, so a broker serves them only with the internal
+	// unstable.api.versions.enable; share groups are on when the internal
+	// group.share.enable is true or group.coordinator.rebalance.protocols
+	// names "share" (ShareGroupConfig of the 4.0 branch). v0 was removed in
+	// 4.1: no released client speaks it.
+	ShareEarlyAccess ShareStage = iota + 1
+	// SharePreview (4.1): the RPCs at v1, served once share.version=1 is
+	// finalized (`kafka-features.sh upgrade --feature share.version=1`,
+	// 4.1.0's upgrade notes) or group.share.enable is set; a cluster the
+	// release formats starts at share.version 0 (KafkaApis
+	// isShareGroupProtocolEnabled: shareGroupConfig.isShareGroupEnabled ||
+	// shareVersion().supportsShareGroups).
+	SharePreview
+	// ShareProduction (4.2+): production-ready (4.2.0's upgrade notes); a
+	// cluster the release formats starts at share.version 1 or later, so
+	// share groups are on without any setting. From 4.3 share.version alone
+	// decides (group.share.enable is gone; 4.4's isShareGroupProtocolEnabled
+	// is shareVersion().supportsShareGroups).
+	ShareProduction
+)
+
+func (s ShareStage) String() string {
+	switch s {
+	case ShareEarlyAccess:
+		return "early access"
+	case SharePreview:
+		return "preview"
+	case ShareProduction:
+		return "production"
+	}
+	return fmt.Sprintf("ShareStage(%d)", int8(s))
+}
+
+// MarshalText names the stage in saved plans and profiles.
+func (s ShareStage) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// FeatureShareVersion is ShareVersion.FEATURE_NAME (server-common).
+const FeatureShareVersion = "share.version"
+
+// API keys of the share-group requests (clients/src/main/resources/common/message).
+const (
+	APIShareGroupHeartbeat       int16 = 76
+	APIShareGroupDescribe        int16 = 77
+	APIShareFetch                int16 = 78
+	APIShareAcknowledge          int16 = 79
+	APIDescribeShareGroupOffsets int16 = 90
+)
+
+// Acknowledge types of ShareFetch and ShareAcknowledge
+// (AcknowledgeType.java; 0 is a gap in the offsets, RENEW needs v2).
+const (
+	AckGap     int8 = 0
+	AckAccept  int8 = 1
+	AckRelease int8 = 2
+	AckReject  int8 = 3
+	AckRenew   int8 = 4
+)
+
+// Share-group broker defaults of every 4.x release (ShareGroupConfig and
+// GroupCoordinatorConfig of the 4.0–4.4 branches): the acquisition lock of
+// a record, the delivery count limit (a record acquired that many times is
+// archived when its lock lapses or it is released), and the share member
+// session timeout and heartbeat interval with their lower bounds.
+const (
+	ShareRecordLockDurationMsDefault    = 30000 // group.share.record.lock.duration.ms
+	ShareMinRecordLockDurationMsDefault = 15000 // group.share.min.record.lock.duration.ms (1000–30000)
+	ShareDeliveryCountLimitDefault      = 5     // group.share.delivery.count.limit (2–10)
+	ShareSessionTimeoutMsDefault        = 45000 // group.share.session.timeout.ms (min 45000 by default)
+	ShareHeartbeatIntervalMsDefault     = 5000  // group.share.heartbeat.interval.ms (min 5000 by default)
+)
+
+// ShareAPIVersions returns the request versions of the share-group APIs
+// p's release serves when share groups are on, or nil where it serves
+// none without unstable versions (4.0: v0 only, latestVersionUnstable).
+// ShareGroupHeartbeat and ShareGroupDescribe are v1 from 4.1;
+// ShareFetch and ShareAcknowledge v1, v1–v2 from 4.2 (ShareFetchV2);
+// DescribeShareGroupOffsets v0, v0–v1 from 4.2. They are kept apart from
+// APIVersions, which lists what the reference coordinator serves: it does
+// not model share groups.
+func (p Profile) ShareAPIVersions() map[int16]APIRange {
+	if p.ShareGroups < SharePreview {
+		return nil
+	}
+	out := map[int16]APIRange{
+		APIShareGroupHeartbeat:       {1, 1},
+		APIShareGroupDescribe:        {1, 1},
+		APIShareFetch:                {1, 1},
+		APIShareAcknowledge:          {1, 1},
+		APIDescribeShareGroupOffsets: {0, 0},
+	}
+	if p.ShareFetchV2 {
+		out[APIShareFetch] = APIRange{1, 2}
+		out[APIShareAcknowledge] = APIRange{1, 2}
+		out[APIDescribeShareGroupOffsets] = APIRange{0, 1}
+	}
+	return out
+}
+
+// ShareServed returns the served releases on which groupquake runs share
+// groups (ShareProduction), oldest first.
+func ShareServed() []Version {
+	var out []Version
+	for _, v := range served {
+		if v.Profile().ShareGroups == ShareProduction {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// CheckShareGroups says whether groupquake runs share groups on v: only
+// where they are production-ready and on in a freshly formatted cluster
+// (4.2.0+). The error names what an older release would need, so that a
+// user who asks for share members on it learns why not and what to pick.
+func CheckShareGroups(v Version) error {
+	p := v.Profile()
+	if p.ShareGroups == ShareProduction {
+		return nil
+	}
+	var ok []string
+	for _, s := range ShareServed() {
+		ok = append(ok, s.String())
+	}
+	var why string
+	switch p.ShareGroups {
+	case SharePreview:
+		why = fmt.Sprintf("Kafka %s has share groups as a preview only (RPCs v1, off until share.version=1 is finalized with kafka-features.sh or the internal group.share.enable=true is set; a cluster %s formats starts at share.version 0)", v, v.Line())
+	default:
+		why = fmt.Sprintf("Kafka %s has share groups as early access only (RPCs v0, served only with the internal unstable.api.versions.enable=true, and on only with group.share.enable=true or \"share\" in group.coordinator.rebalance.protocols; no released client speaks v0)", v)
+	}
+	return fmt.Errorf("share members need Kafka 4.2.0 or later, where share groups are production-ready and share.version=1 is on in every cluster the release formats: %s; pick one of %s", why, strings.Join(ok, ", "))
+}

@@ -1,0 +1,601 @@
+package check
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Kind says what a finding is: a behaviour Kafka or a client has by design
+// (documented, or the protocol's own rule), or a bug.
+type Kind string
+
+const (
+	// Behaviour: a violation or a member's loss that matches it is noted
+	// with the finding's id; the run holds.
+	Behaviour Kind = "behaviour"
+	// Bug: a violation or a member's loss that matches it fails the run,
+	// labelled with the finding's id, unless the finding says why it is
+	// noted instead (Finding.Noted).
+	Bug Kind = "bug"
+)
+
+// Finding is one thing groupquake's runs found in Kafka or a client that is
+// not groupquake's own (those are fixed, with a test that scripts them):
+// where it lives, where it was seen, what a history must show to match it,
+// what a run's verdict does with a match, and how to reproduce it. The
+// registry (Findings) is the one list: the checkers match against it, and
+// `groupquake findings` lists it and reruns its reproducers. The write-up
+// of each is in docs/findings.md, under its id.
+type Finding struct {
+	// ID names it in verdicts, notes and docs/findings.md.
+	ID string `json:"id"`
+	// Title says it in one line.
+	Title string `json:"title"`
+	// Where is the component: "Kafka group coordinator", "franz-go (kgo)".
+	Where string `json:"where"`
+	// Seen lists the releases it was seen on, by a run or a reproducer
+	// ("Kafka 4.4.0", "KafkaConsumer 4.4.0", "franz-go v1.22.3").
+	Seen []string `json:"seen"`
+	Kind Kind     `json:"kind"`
+	// Noted, for a bug, says why a match is noted rather than failed (the
+	// project cannot keep it out of the runs it must keep green); empty
+	// means a match fails the run.
+	Noted string `json:"noted,omitempty"`
+	// Evidence is what a history must show for a violation or a member's
+	// loss to match the finding.
+	Evidence string `json:"evidence"`
+	// Upstream names the issue or pull request that tracks it, if any.
+	Upstream string `json:"upstream,omitempty"`
+	// Reproducer is how to make it happen again.
+	Reproducer Reproducer `json:"reproducer"`
+
+	// loss says whether member tr's failed call at tr.errPos, after which
+	// it dropped out of the group, is this finding.
+	loss func(f *facts, tr memberTrace) bool
+	// overlap says whether a's side of a NoDoubleOwnership overlap with b,
+	// from position lo, is this finding.
+	overlap func(f *facts, a, b *interval, lo int) bool
+	// seen lists every place the history shows the finding, matched by a
+	// verdict or not.
+	seen func(f *facts) []Sighting
+}
+
+// Fails says whether a match fails the run.
+func (x Finding) Fails() bool { return x.Kind == Bug && x.Noted == "" }
+
+// Disposition says in words what a run does with a match.
+func (x Finding) Disposition() string {
+	switch {
+	case x.Fails():
+		return "fails the run"
+	case x.Kind == Bug:
+		return "noted: " + x.Noted
+	}
+	return "noted, the run holds"
+}
+
+// Reproducer is how a finding is made to happen again: a conformance
+// vector's step against a 1-node cluster where one request sequence shows
+// it, else a seeded plan, whose fault schedule is fixed by the seed (the
+// interleaving around it is not, so a plan may need several tries); None
+// says why there is neither.
+type Reproducer struct {
+	Vector *VectorReproducer `json:"vector,omitempty"`
+	Plan   *PlanReproducer   `json:"plan,omitempty"`
+	None   string            `json:"none,omitempty"`
+}
+
+// VectorReproducer is one step of a conformance vector
+// (coordinator/testdata dialect), replayed with its section against a
+// 1-node cluster (harness/differential) or the reference coordinator
+// (--embedded): the finding is reproduced when the target's answer to the
+// step carries Want.
+type VectorReproducer struct {
+	// Step is the step's file:line under coordinator/testdata
+	// ("consumer/static_rejoin_own_instance.txt:31"), as
+	// differential.Result.Pos gives it.
+	Step string `json:"step"`
+	// Want is what the answer carries when the finding is there (an
+	// error name).
+	Want string `json:"want"`
+}
+
+// PlanReproducer is a seeded run (`groupquake run` flags; --kafka is the
+// rerun's): the finding is reproduced when the run's history shows it
+// (Sightings).
+type PlanReproducer struct {
+	Args []string `json:"args"`
+	// Kafka is the release the plan showed it on.
+	Kafka string `json:"kafka"`
+	// Timing says what the plan needs to go its way, when it does not
+	// always.
+	Timing string `json:"timing,omitempty"`
+	// Embedded says the plan can run on the embedded cluster (one node).
+	Embedded bool `json:"embedded,omitempty"`
+}
+
+// Sighting is one place a history shows a finding.
+type Sighting struct {
+	Finding string  `json:"finding"`
+	Member  string  `json:"member,omitempty"`
+	Events  []int64 `json:"events,omitempty"`
+	What    string  `json:"what"`
+}
+
+// Known is a match of a verdict with a finding: a violation labelled, or a
+// member's loss or a sighting that failed the verdict or was noted.
+type Known struct {
+	Finding string  `json:"finding"`
+	Member  string  `json:"member,omitempty"`
+	Events  []int64 `json:"events,omitempty"`
+	// Failed: the match failed the verdict; otherwise it was noted.
+	Failed bool `json:"failed,omitempty"`
+	// Without is, for a member lost for good, how long the workload went
+	// on without it (from its loss to the final observation), and Share
+	// that time over the run's member-seconds (every member the harness
+	// ran at the end, over the workload from its start to the final
+	// observation): how much of the run was judged a member short.
+	Without time.Duration `json:"-"`
+	Share   float64       `json:"share,omitempty"`
+}
+
+// knownJSON is Known as verdicts.json and --json hold it: durations in
+// seconds, as every document groupquake writes.
+type knownJSON struct {
+	Finding  string  `json:"finding"`
+	Member   string  `json:"member,omitempty"`
+	Events   []int64 `json:"events,omitempty"`
+	Failed   bool    `json:"failed,omitempty"`
+	WithoutS float64 `json:"without_s,omitempty"`
+	Share    float64 `json:"share,omitempty"`
+}
+
+func (k Known) MarshalJSON() ([]byte, error) {
+	return json.Marshal(knownJSON{k.Finding, k.Member, k.Events, k.Failed, k.Without.Seconds(), k.Share})
+}
+
+func (k *Known) UnmarshalJSON(b []byte) error {
+	var j knownJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*k = Known{Finding: j.Finding, Member: j.Member, Events: j.Events, Failed: j.Failed, Without: time.Duration(j.WithoutS * float64(time.Second)), Share: j.Share}
+	return nil
+}
+
+// Findings returns the registry, in the order docs/findings.md has them.
+func Findings() []Finding { return slices.Clone(registry) }
+
+// FindingByID returns the finding named id.
+func FindingByID(id string) (Finding, bool) {
+	for _, x := range registry {
+		if x.ID == id {
+			return x, true
+		}
+	}
+	return Finding{}, false
+}
+
+// The registry's ids.
+const (
+	FindingStaticRejoinOwnInstance   = "kafka-static-rejoin-own-instance"
+	FindingOnlineUpgradeUnknownError = "kafka-online-upgrade-unknown-server-error"
+	FindingDeposedGroupIDNotFound    = "kafka-deposed-coordinator-group-id-not-found"
+	FindingDeposedStaticFenced       = "kafka-deposed-coordinator-static-fenced"
+	FindingOffsetFetchUnstable       = "kafka-offset-fetch-unstable"
+	FindingKgoRevokeAfterLost        = "kgo-revoke-after-session-lost"
+	FindingKgoStaticLeave            = "kgo-static-leave-without-instance-id"
+)
+
+var registry = []Finding{
+	{
+		ID:    FindingStaticRejoinOwnInstance,
+		Title: "a static consumer-protocol member's join at epoch 0 with its own member id is refused UNRELEASED_INSTANCE_ID, naming itself as the owner",
+		Where: "Kafka group coordinator (GroupMetadataManager.getOrMaybeSubscribeStaticConsumerGroupMember)",
+		Seen:  []string{"Kafka 4.4.0 (run)", "Kafka 4.0.0–4.4.0 (vector, every served release)", "KafkaConsumer 4.4.0", "groupquake consumer"},
+		Kind:  Bug,
+		Evidence: "a ConsumerGroupHeartbeat at epoch 0 with an instance id, answered UNRELEASED_INSTANCE_ID, whose member id is the only one " +
+			"that can hold the instance id at that point: the last acknowledged call carrying the instance id was that member id's " +
+			"(no acknowledged leave since), and every call carrying it whose outcome is unknown since was that member id's too " +
+			"(a join whose answer was lost); or the answer's message names the member id itself as the owner",
+		Upstream:   "apache/kafka PR #23542 (open): MINOR: Fix static members being fenced by their own instance id",
+		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/static_rejoin_own_instance.txt:31", Want: "UNRELEASED_INSTANCE_ID"}},
+		seen:       selfRefusedRejoins,
+	},
+	{
+		ID:    FindingOnlineUpgradeUnknownError,
+		Title: "a consumer-protocol member joining a classic group mid-rebalance, with a member that does not support the group's protocol, gets UNKNOWN_SERVER_ERROR",
+		Where: "Kafka group coordinator (GroupMetadataManager.convertToConsumerGroup, ClassicGroupMember.metadata)",
+		Seen:  []string{"Kafka 4.1.2", "Kafka 4.4.0", "KafkaConsumer 4.4.0", "groupquake consumer"},
+		Kind:  Bug,
+		Noted: "every mixed group of the chaos matrix and the default campaign runs into it at its first consumer-protocol join; failing it would fail those runs for a reason this registry already names",
+		Evidence: "a consumer-protocol member's ConsumerGroupHeartbeat at epoch 0 answered UNKNOWN_SERVER_ERROR, after which it stopped " +
+			"for good (KafkaConsumer takes it as fatal) or stayed out of the group",
+		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/mixed_upgrade_refused.txt:118", Want: "UNKNOWN_SERVER_ERROR"}},
+		loss: func(f *facts, tr memberTrace) bool {
+			v, ok := f.vals[tr.errPos].(history.Heartbeat)
+			return ok && v.Protocol == history.ProtocolConsumer && v.Error == "UNKNOWN_SERVER_ERROR" && v.Epoch == 0
+		},
+		seen: func(f *facts) []Sighting {
+			return heartbeatErrors(f, FindingOnlineUpgradeUnknownError, func(v history.Heartbeat) bool {
+				return v.Protocol == history.ProtocolConsumer && v.Error == "UNKNOWN_SERVER_ERROR" && v.Epoch == 0
+			})
+		},
+	},
+	{
+		ID:    FindingDeposedGroupIDNotFound,
+		Title: "a coordinator that lost its __consumer_offsets partition without knowing it answers ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND from a state it never wrote",
+		Where: "Kafka group coordinator (CoordinatorRuntime: a write operation's error answers at once, without waiting for the log)",
+		Seen:  []string{"Kafka 4.4.0", "KafkaConsumer 4.4.0", "groupquake consumer"},
+		Kind:  Bug,
+		Noted: "it needs the coordinator's node paused past the sessions and resumed; the broker-faults runs draw that and would fail on timing alone",
+		Evidence: "a consumer-protocol member's ConsumerGroupHeartbeat answered GROUP_ID_NOT_FOUND, after which it stopped for good or " +
+			"stayed out of the group",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:   []string{"--seed", "7", "--scenario", "broker-faults", "--nodes", "3", "--kinds", "java-classic-cooperative,java-consumer,classic-cooperative,consumer", "--members", "4", "--duration", "20s"},
+			Kafka:  "4.4.0",
+			Timing: "the resumed node must answer before it learns it lost the partition (about 100 ms): not every run",
+		}},
+		loss: func(f *facts, tr memberTrace) bool {
+			v, ok := f.vals[tr.errPos].(history.Heartbeat)
+			return ok && v.Protocol == history.ProtocolConsumer && v.Error == "GROUP_ID_NOT_FOUND"
+		},
+		seen: func(f *facts) []Sighting {
+			return heartbeatErrors(f, FindingDeposedGroupIDNotFound, func(v history.Heartbeat) bool {
+				return v.Protocol == history.ProtocolConsumer && v.Error == "GROUP_ID_NOT_FOUND"
+			})
+		},
+	},
+	{
+		ID:    FindingDeposedStaticFenced,
+		Title: "a static classic member given a new member id by a coordinator answering from a state it never wrote is fenced (FENCED_INSTANCE_ID) by the next coordinator",
+		Where: "Kafka group coordinator (a deposed coordinator's answers; ClassicGroup static membership)",
+		Seen:  []string{"Kafka 4.4.0", "groupquake classic"},
+		Kind:  Bug,
+		Noted: "as " + FindingDeposedGroupIDNotFound + ": a pause of the coordinator's node that the broker-faults runs draw",
+		Evidence: "a classic JoinGroup with an instance id answered FENCED_INSTANCE_ID within 15 s after the member was told the coordinator " +
+			"moved or was loading (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS), after which it stopped for good " +
+			"or stayed out of the group",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:   []string{"--seed", "7", "--scenario", "broker-faults", "--nodes", "3", "--kinds", "java-classic-cooperative,java-consumer,classic-cooperative,consumer", "--members", "4", "--duration", "20s"},
+			Kafka:  "4.4.0",
+			Timing: "as " + FindingDeposedGroupIDNotFound,
+		}},
+		loss: func(f *facts, tr memberTrace) bool {
+			v, ok := f.vals[tr.errPos].(history.Join)
+			return ok && v.Error == "FENCED_INSTANCE_ID" && movedBefore(f, tr.moves, tr.errPos)
+		},
+		seen: func(f *facts) []Sighting {
+			var out []Sighting
+			moves := map[string][]int{}
+			for i, e := range f.ev {
+				switch v := f.vals[i].(type) {
+				case history.Heartbeat, history.Join, history.Sync:
+					name, err := callMember(v, e.Process), callError(v)
+					if e.Type == history.Fail && isMove(err) {
+						moves[name] = append(moves[name], i)
+					}
+					if j, ok := v.(history.Join); ok && e.Type == history.Fail && j.Error == "FENCED_INSTANCE_ID" && movedBefore(f, moves[name], i) {
+						out = append(out, Sighting{Finding: FindingDeposedStaticFenced, Member: name, Events: []int64{f.idx(i)},
+							What: name + "'s JoinGroup as " + j.MemberID + " answered FENCED_INSTANCE_ID after a coordinator move"})
+					}
+				}
+			}
+			return out
+		},
+	},
+	{
+		ID:    FindingOffsetFetchUnstable,
+		Title: "OffsetFetch without require_stable right after a coordinator move answers offsets older than acknowledged commits",
+		Where: "Kafka group coordinator (GroupCoordinatorService.fetchOffsets: a read of the last committed state, the high watermark)",
+		Seen:  []string{"Kafka 4.4.0"},
+		Kind:  Behaviour,
+		Evidence: "none in a history any more: the observer asks with require_stable (harness/observe), members read as their clients do; " +
+			"it showed as CommittedOffsetMonotonic and DurableCommits violations on the observer's reads before",
+		Reproducer: Reproducer{None: "it needs a coordinator move right after a commit and a reader without require_stable; the observer now asks with it, so no history shows it"},
+	},
+	{
+		ID:    FindingKgoRevokeAfterLost,
+		Title: "kgo (KIP-848, BlockRebalanceOnPoll) revokes partitions another member already owns after its session expired unnoticed",
+		Where: "franz-go (kgo), KIP-848 consumer",
+		Seen:  []string{"franz-go v1.22.3 against Kafka 4.4.0"},
+		Kind:  Bug,
+		Evidence: "a NoDoubleOwnership overlap one side of which is a kgo-consumer member whose ownership ended revoked (not lost) after the " +
+			"other's began, which completed no heartbeat from the other's start until it revoked, and whose last ConsumerGroupHeartbeat " +
+			"before that got no answer or was answered a session timeout or more earlier (none sent while its application was blocked)",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:   []string{"--seed", "233280483793606687", "--scenario", "combined", "--nodes", "3"},
+			Kafka:  "4.4.0",
+			Timing: "the kgo member must stay silent (a heartbeat without an answer, or none sent) past its session while it owns partitions",
+		}},
+		overlap: kgoRevokeAfterLost,
+		seen:    nil, // seen through NoDoubleOwnership's labelled violations
+	},
+	{
+		ID:    FindingKgoStaticLeave,
+		Title: "kgo leaves a consumer-protocol group as a static member (epoch -2) without its instance id, which Kafka refuses with INVALID_REQUEST",
+		Where: "franz-go (kgo), KIP-848 consumer (leave848)",
+		Seen:  []string{"franz-go v1.22.3 against Kafka 4.1.2 and 4.4.0"},
+		Kind:  Bug,
+		Evidence: "a kgo-consumer member's leave heartbeat at epoch -2 answered INVALID_REQUEST (no checker judges a leave's answer: " +
+			"the instance id stays held until the session expires, which a static bounce then waits out)",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:     []string{"--seed", "2", "--scenario", "member-links", "--nodes", "1", "--kinds", "kgo-consumer", "--members", "3", "--duration", "10s", "--intensity", "low"},
+			Kafka:    "4.4.0",
+			Embedded: true,
+		}},
+		seen: func(f *facts) []Sighting {
+			var out []Sighting
+			for i, e := range f.ev {
+				v, ok := f.vals[i].(history.Leave)
+				if !ok || e.Type == history.Invoke || v.Epoch != -2 || v.Error != "INVALID_REQUEST" {
+					continue
+				}
+				name := memberName(v.Member, e.Process)
+				if f.kinds[name] != "kgo-consumer" {
+					continue
+				}
+				out = append(out, Sighting{Finding: FindingKgoStaticLeave, Member: name, Events: []int64{f.idx(i)},
+					What: name + "'s static leave (epoch -2) answered INVALID_REQUEST"})
+			}
+			return out
+		},
+	},
+}
+
+// Sightings lists every place the history shows a registered finding, in
+// registry order: what `groupquake findings rerun` reads to say whether a
+// plan reproduced one, and what verdicts.json lists beside the verdicts.
+func Sightings(events []history.Event, obs *history.Observations, plan history.Plan) []Sighting {
+	f := build(events, obs)
+	f.kinds, f.session = plan.Kinds, plan.SessionTimeout
+	return sightings(f, nil)
+}
+
+// sightings is Sightings over built facts; the verdicts' labelled
+// violations add the findings seen only through a checker.
+func sightings(f *facts, verdicts []Verdict) []Sighting {
+	var out []Sighting
+	for _, x := range registry {
+		if x.seen != nil {
+			out = append(out, x.seen(f)...)
+		}
+		for _, v := range verdicts {
+			for _, y := range v.Violations {
+				if y.Finding == x.ID && x.seen == nil {
+					out = append(out, Sighting{Finding: x.ID, Events: y.EventIndexes, What: v.Name + ": " + y.Message})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// matchLoss returns the finding member tr's loss after its failed call at
+// tr.errPos matches.
+func matchLoss(f *facts, tr memberTrace) (Finding, bool) {
+	if tr.errPos < 0 {
+		return Finding{}, false
+	}
+	for _, x := range registry {
+		if x.loss != nil && x.loss(f, tr) {
+			return x, true
+		}
+	}
+	return Finding{}, false
+}
+
+// matchOverlap returns the finding a NoDoubleOwnership overlap of a and b
+// from lo matches (either side).
+func matchOverlap(f *facts, a, b *interval, lo int) (Finding, bool) {
+	for _, x := range registry {
+		if x.overlap != nil && (x.overlap(f, a, b, lo) || x.overlap(f, b, a, lo)) {
+			return x, true
+		}
+	}
+	return Finding{}, false
+}
+
+// moveWindow is how close to a coordinator move a static member's fatal
+// answer must come to be the deposed coordinator's.
+const moveWindow = 15 * time.Second
+
+func isMove(err string) bool {
+	switch err {
+	case "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS":
+		return true
+	}
+	return false
+}
+
+// movedBefore reports whether one of the moves (positions of answers that
+// said the coordinator moved) came before pos and within moveWindow of it.
+func movedBefore(f *facts, moves []int, pos int) bool {
+	at := f.ev[pos].Time
+	return slices.ContainsFunc(moves, func(p int) bool { return p < pos && at-f.ev[p].Time <= moveWindow })
+}
+
+func callMember(v any, process string) string {
+	switch v := v.(type) {
+	case history.Heartbeat:
+		return memberName(v.Member, process)
+	case history.Join:
+		return memberName(v.Member, process)
+	case history.Sync:
+		return memberName(v.Member, process)
+	}
+	return ""
+}
+
+func callError(v any) string {
+	switch v := v.(type) {
+	case history.Heartbeat:
+		return v.Error
+	case history.Join:
+		return v.Error
+	case history.Sync:
+		return v.Error
+	}
+	return ""
+}
+
+// heartbeatErrors are the failed heartbeats that match.
+func heartbeatErrors(f *facts, id string, match func(history.Heartbeat) bool) []Sighting {
+	var out []Sighting
+	for i, e := range f.ev {
+		v, ok := f.vals[i].(history.Heartbeat)
+		if !ok || e.Type != history.Fail || !match(v) {
+			continue
+		}
+		name := memberName(v.Member, e.Process)
+		out = append(out, Sighting{Finding: id, Member: name, Events: []int64{f.idx(i)},
+			What: name + "'s ConsumerGroupHeartbeat at epoch " + itoa(int64(v.Epoch)) + " answered " + v.Error})
+	}
+	return out
+}
+
+// ownerRE reads the owner out of Kafka's UNRELEASED_INSTANCE_ID message
+// (GroupMetadataManager.throwIfInstanceIdIsUnreleased), where a member
+// recorded it.
+var ownerRE = regexp.MustCompile(`cannot join the group because the instance id is owned by (\S+) member`)
+
+// selfRefusedRejoins finds the static members refused their own instance
+// id: a ConsumerGroupHeartbeat at epoch 0 answered UNRELEASED_INSTANCE_ID
+// where the member id sent is the only one that can own the instance id.
+// Going through the history, per instance id: the member id of the last
+// acknowledged call that carried it (none once that member id's leave was
+// acknowledged), and the member ids of calls carrying it whose outcome is
+// unknown since (a join whose answer was lost may have been applied). The
+// refusal is the member's own when every one of them is its member id; a
+// message naming the owner settles it either way.
+func selfRefusedRejoins(f *facts) []Sighting {
+	type holder struct {
+		id  string
+		pos int // the call that made it a possible owner (its completion, or its invoke when it never completed)
+	}
+	acked := map[string]holder{}     // instance id → last acknowledged holder
+	unknown := map[string][]holder{} // instance id → unknown outcomes since
+	owner := map[string]string{}     // member id → its instance id, as its calls say
+	var out []Sighting
+	possible := func(inst string, h holder) {
+		unknown[inst] = append(unknown[inst], h)
+	}
+	for i, e := range f.ev {
+		var id, inst string
+		okCall, refused := false, false
+		switch v := f.vals[i].(type) {
+		case history.Heartbeat:
+			id, inst = v.MemberID, v.InstanceID
+			okCall = e.Type == history.OK && (v.Protocol != history.ProtocolConsumer || v.ResultEpoch > 0)
+			refused = e.Type == history.Fail && v.Protocol == history.ProtocolConsumer && v.Error == "UNRELEASED_INSTANCE_ID" && v.Epoch == 0
+		case history.Join:
+			id, inst = v.MemberID, v.InstanceID
+			okCall = e.Type == history.OK && v.Generation >= 0
+		case history.Leave:
+			if e.Type == history.OK && v.Error == "" {
+				if in := owner[v.MemberID]; in != "" && acked[in].id == v.MemberID {
+					delete(acked, in)
+				}
+			}
+			continue
+		default:
+			continue
+		}
+		if inst == "" || id == "" {
+			continue
+		}
+		owner[id] = inst
+		switch {
+		case e.Type == history.Invoke:
+			if f.partner[i] < 0 {
+				possible(inst, holder{id, i}) // never answered
+			}
+		case e.Type == history.Info:
+			possible(inst, holder{id, i})
+		case okCall:
+			acked[inst] = holder{id, i}
+			inv := f.partner[i]
+			kept := unknown[inst][:0]
+			for _, h := range unknown[inst] {
+				if h.pos > inv { // sent after this call: may have been applied after it
+					kept = append(kept, h)
+				}
+			}
+			unknown[inst] = kept
+		case refused:
+			hb := f.vals[i].(history.Heartbeat)
+			name := memberName(hb.Member, e.Process)
+			if m := ownerRE.FindStringSubmatch(f.answerMessage(i, name)); m != nil {
+				if m[1] == id {
+					out = append(out, Sighting{Finding: FindingStaticRejoinOwnInstance, Member: name, Events: []int64{f.idx(f.partner[i]), f.idx(i)},
+						What: name + "'s join at epoch 0 as " + id + " with instance id " + inst + " refused UNRELEASED_INSTANCE_ID naming " + id + " itself as the owner"})
+				}
+				continue
+			}
+			cands := unknown[inst]
+			if a, ok := acked[inst]; ok {
+				cands = append([]holder{a}, cands...)
+			}
+			if len(cands) == 0 || slices.ContainsFunc(cands, func(h holder) bool { return h.id != id }) {
+				continue
+			}
+			ev := []int64{}
+			for _, h := range cands {
+				ev = append(ev, f.idx(h.pos))
+			}
+			ev = append(ev, f.idx(f.partner[i]), f.idx(i))
+			out = append(out, Sighting{Finding: FindingStaticRejoinOwnInstance, Member: name, Events: ev,
+				What: name + "'s join at epoch 0 as " + id + " with instance id " + inst + " refused UNRELEASED_INSTANCE_ID, and no member id but " + id + " can hold " + inst + " (event " + itoa(f.idx(cands[len(cands)-1].pos)) + ")"})
+		}
+	}
+	return out
+}
+
+// kgoRevokeAfterLost: a's side of an overlap with b (from lo) is a kgo-consumer member that
+// revoked, after b's ownership began, a partition it held through a session the coordinator had
+// ended: it completed no heartbeat from lo to the revocation, and before lo its last heartbeat got
+// no answer, or was answered a session timeout or more before lo (kgo sent none while its
+// application was blocked in a poll).
+func kgoRevokeAfterLost(f *facts, a, b *interval, lo int) bool {
+	name := f.mems[a.member]
+	if f.kinds[name] != "kgo-consumer" || a.endKind != endRevoked || a.end <= b.start || a.end >= len(f.ev) {
+		return false
+	}
+	for i := lo; i < a.end; i++ {
+		if v, ok := f.vals[i].(history.Heartbeat); ok && f.ev[i].Type == history.OK && memberName(v.Member, f.ev[i].Process) == name {
+			return false // it heard the coordinator while the other owned the partition
+		}
+	}
+	last := -1 // the last heartbeat invoke of a's member before lo
+	for i := lo - 1; i >= a.start; i-- {
+		if v, ok := f.vals[i].(history.Heartbeat); ok && f.ev[i].Type == history.Invoke && memberName(v.Member, f.ev[i].Process) == name {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return false
+	}
+	p := f.partner[last]
+	if p < 0 || f.ev[p].Type == history.Info {
+		return true // no answer
+	}
+	return f.ev[p].Type == history.OK && f.session > 0 && f.ev[lo].Time-f.ev[p].Time >= f.session
+}
+
+// answerMessage is what the member recorded of the answer at position i:
+// the completion's why, and the why of the error it reported right after
+// (groupquake's members put Kafka's error message there).
+func (f *facts) answerMessage(i int, member string) string {
+	msg := f.ev[i].Why
+	for j := i + 1; j < len(f.ev) && j <= i+8 && f.ev[j].Time-f.ev[i].Time <= time.Second; j++ {
+		if e := f.ev[j]; e.Type == history.Info && e.F == "error" && memberName("", e.Process) == member {
+			msg += "\n" + e.Why
+		}
+	}
+	return msg
+}

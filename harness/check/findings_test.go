@@ -1,0 +1,328 @@
+package check
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// TestFindingsRegistry: every finding has an id used once, says where it
+// lives, where it was seen, what a history must show and what a run does
+// with a match, has one reproducer (or says why none), and is written up
+// under its id in docs/findings.md.
+func TestFindingsRegistry(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/findings.md")
+	if err != nil {
+		t.Fatalf("docs/findings.md: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, x := range Findings() {
+		if x.ID == "" || seen[x.ID] {
+			t.Errorf("finding %q: empty or repeated id", x.ID)
+		}
+		seen[x.ID] = true
+		if x.Title == "" || x.Where == "" || len(x.Seen) == 0 || x.Evidence == "" {
+			t.Errorf("%s: title, where, seen and evidence are required: %+v", x.ID, x)
+		}
+		if x.Kind != Bug && x.Kind != Behaviour {
+			t.Errorf("%s: kind %q", x.ID, x.Kind)
+		}
+		if x.Kind == Behaviour && x.Noted != "" {
+			t.Errorf("%s: a behaviour is always noted; Noted is for bugs", x.ID)
+		}
+		r := x.Reproducer
+		n := 0
+		for _, set := range []bool{r.Vector != nil, r.Plan != nil, r.None != ""} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: one reproducer (vector, plan, or why none), got %+v", x.ID, r)
+		}
+		if x.loss == nil && x.overlap == nil && x.seen == nil && r.None == "" {
+			t.Errorf("%s: nothing in a history matches it, and it has a reproducer that could not say whether it reproduced", x.ID)
+		}
+		if !regexp.MustCompile(`(?m)^## .*` + regexp.QuoteMeta("`"+x.ID+"`")).Match(doc) {
+			t.Errorf("%s: docs/findings.md has no section headed with `%s`", x.ID, x.ID)
+		}
+		if got, ok := FindingByID(x.ID); !ok || got.ID != x.ID {
+			t.Errorf("FindingByID(%q) = %v, %v", x.ID, got.ID, ok)
+		}
+	}
+	if _, ok := FindingByID("no-such-finding"); ok {
+		t.Error("FindingByID found a finding that is not registered")
+	}
+}
+
+// selfRejoin writes the history of the seed-268778 run, small: a owns both
+// partitions; b, static with instance id ib, sends its joining heartbeat
+// as member id b, which the coordinator applied but whose answer was lost
+// (a node killed); b resends it, same member id, epoch 0, and is refused
+// UNRELEASED_INSTANCE_ID (why: the answer's message as the member recorded
+// it); b stops for good. before writes what comes before b's first join.
+func selfRejoin(t *testing.T, before func(h *hist), firstJoin history.Type, why string) (h *hist, refused int64) {
+	h = newHist(t)
+	h.phase(history.PhaseWorkload)
+	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.assigned("a", 1, 0, 1)
+	if before != nil {
+		before(h)
+	}
+	join := history.Heartbeat{Member: "b", MemberID: "b", InstanceID: "ib", Protocol: history.ProtocolConsumer}
+	if firstJoin != "" {
+		h.call("b/hb", history.FHeartbeat, join, firstJoin, join)
+	}
+	no := join
+	no.Error = "UNRELEASED_INSTANCE_ID"
+	h.add(history.Event{Type: history.Invoke, Process: "b/hb", F: history.FHeartbeat, Value: join})
+	refused = h.add(history.Event{Type: history.Fail, Process: "b/hb", F: history.FHeartbeat, Value: no, Why: why})
+	h.info("b", history.FStopped, history.Membership{Member: "b", Epoch: -1, Error: "fatal heartbeat error UNRELEASED_INSTANCE_ID"})
+	return h, refused
+}
+
+// endRun writes the heal, the quiesce's description and the final marker
+// naming a and b, with the final group's members.
+func endRun(h *hist, members ...string) *history.Observations {
+	h.phase(history.PhaseHeal)
+	g := stableGroup(2, members...)
+	h.describe(g)
+	h.info("harness", history.FPhase, history.Phase{Name: history.PhaseFinal, Members: []string{"a", "b"}})
+	return &history.Observations{Final: history.Snapshot{Group: g, Time: h.now}}
+}
+
+func TestStaticRejoinOwnInstanceFails(t *testing.T) {
+	t.Parallel()
+	mustBeFinding := func(t *testing.T, v Verdict, refused int64) {
+		t.Helper()
+		x := mustCite(t, v, refused)
+		if x.Finding != FindingStaticRejoinOwnInstance || !strings.Contains(x.Message, "known bug "+FindingStaticRejoinOwnInstance) {
+			t.Fatalf("violation not labelled %s: %+v", FindingStaticRejoinOwnInstance, x)
+		}
+		if !hasKnown(v, FindingStaticRejoinOwnInstance, true) {
+			t.Fatalf("known: %+v", v.Known)
+		}
+		if len(v.Violations) != 1 {
+			t.Fatalf("one violation for one refusal, got %+v", v.Violations)
+		}
+	}
+	t.Run("the retry of a join whose answer was lost", func(t *testing.T) {
+		h, refused := selfRejoin(t, nil, history.Info, "")
+		obs := endRun(h, "a")
+		mustBeFinding(t, EventuallyConverges(h.events(), obs, convergePlan()), refused)
+	})
+	t.Run("a join never answered at all", func(t *testing.T) {
+		h := newHist(t)
+		h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+		h.assigned("a", 1, 0, 1)
+		join := history.Heartbeat{Member: "b", MemberID: "b", InstanceID: "ib", Protocol: history.ProtocolConsumer}
+		h.add(history.Event{Type: history.Invoke, Process: "b/hb2", F: history.FHeartbeat, Value: join}) // never completed
+		no := join
+		no.Error = "UNRELEASED_INSTANCE_ID"
+		_, refused := h.call("b/hb", history.FHeartbeat, join, history.Fail, no)
+		obs := endRun(h, "a")
+		mustBeFinding(t, EventuallyConverges(h.events(), obs, convergePlan()), refused)
+	})
+	t.Run("the rejoin after FENCED_MEMBER_EPOCH", func(t *testing.T) {
+		h, refused := selfRejoin(t, func(h *hist) {
+			hb := history.Heartbeat{Member: "b", MemberID: "b", InstanceID: "ib", Protocol: history.ProtocolConsumer}
+			ok := hb
+			ok.ResultEpoch = 2
+			h.call("b/hb", history.FHeartbeat, hb, history.OK, ok)
+			hb.Epoch = 2
+			fenced := hb
+			fenced.Error = "FENCED_MEMBER_EPOCH"
+			h.call("b/hb", history.FHeartbeat, hb, history.Fail, fenced)
+		}, "", "")
+		obs := endRun(h, "a")
+		mustBeFinding(t, EventuallyConverges(h.events(), obs, convergePlan()), refused)
+	})
+	t.Run("the member back later under a new member id still fails the run", func(t *testing.T) {
+		h, refused := selfRejoin(t, nil, history.Info, "")
+		// A supervisor restarts b; its old self expired, so b2 takes ib.
+		h.wait(time.Minute)
+		join := history.Heartbeat{Member: "b", MemberID: "b2", InstanceID: "ib", Protocol: history.ProtocolConsumer}
+		ok := join
+		ok.ResultEpoch = 3
+		h.call("b/hb", history.FHeartbeat, join, history.OK, ok)
+		obs := endRun(h, "a", "b2")
+		mustBeFinding(t, EventuallyConverges(h.events(), obs, convergePlan()), refused)
+	})
+	t.Run("the message naming the member itself is enough", func(t *testing.T) {
+		h, refused := selfRejoin(t, nil, "", "fatal heartbeat error UNRELEASED_INSTANCE_ID: Static member b with instance id ib cannot join the group because the instance id is owned by b member.; the member stops")
+		obs := endRun(h, "a")
+		mustBeFinding(t, EventuallyConverges(h.events(), obs, convergePlan()), refused)
+	})
+}
+
+func TestStaticRejoinOwnInstanceNotMatched(t *testing.T) {
+	t.Parallel()
+	// Each of these is Kafka's static membership as designed: another
+	// member id holds the instance id (a restart that sent no leave), or
+	// may. The loss then fails as an unexplained one, without the label.
+	for _, tc := range []struct {
+		name   string
+		before func(h *hist)
+		first  history.Type
+		why    string
+	}{
+		{"another member id holds the instance id", func(h *hist) {
+			hb := history.Heartbeat{Member: "b", MemberID: "b0", InstanceID: "ib", Protocol: history.ProtocolConsumer}
+			ok := hb
+			ok.ResultEpoch = 2
+			h.call("b/hb", history.FHeartbeat, hb, history.OK, ok)
+		}, "", ""},
+		{"another member id may still hold it: the member's lost join may have been refused", func(h *hist) {
+			hb := history.Heartbeat{Member: "b", MemberID: "b0", InstanceID: "ib", Protocol: history.ProtocolConsumer}
+			ok := hb
+			ok.ResultEpoch = 2
+			h.call("b/hb", history.FHeartbeat, hb, history.OK, ok)
+		}, history.Info, ""},
+		{"the message names another owner", nil, history.Info,
+			"fatal heartbeat error UNRELEASED_INSTANCE_ID: Static member b with instance id ib cannot join the group because the instance id is owned by b0 member."},
+		{"no call could have registered the member", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, refused := selfRejoin(t, tc.before, tc.first, tc.why)
+			obs := endRun(h, "a")
+			v := EventuallyConverges(h.events(), obs, convergePlan())
+			x := mustCite(t, v, refused)
+			if x.Finding != "" || len(v.Known) != 0 {
+				t.Fatalf("matched a finding it is not: %+v, known %+v", x, v.Known)
+			}
+			if !strings.Contains(x.Message, "member b stopped for good") {
+				t.Fatalf("message: %s", x.Message)
+			}
+			if s := Sightings(h.events(), obs, convergePlan()); len(s) != 0 {
+				t.Fatalf("sightings: %+v", s)
+			}
+		})
+	}
+}
+
+func TestKnownLossShare(t *testing.T) {
+	t.Parallel()
+	h, _, obs := membershipHist(t, "GROUP_ID_NOT_FOUND", 40*time.Second)
+	ev := h.events()
+	v := EventuallyConverges(ev, obs, convergePlan())
+	mustHold(t, v)
+	if len(v.Known) != 1 {
+		t.Fatalf("known: %+v", v.Known)
+	}
+	k := v.Known[0]
+	var lossT time.Duration
+	for _, e := range ev {
+		if hb, ok := e.Value.(history.Heartbeat); ok && hb.Error == "GROUP_ID_NOT_FOUND" && e.Type == history.Fail {
+			lossT = e.Time
+		}
+	}
+	// No workload marker: the run's span starts at its first event.
+	span := obs.Final.Time - ev[0].Time
+	if k.Member != "b" || k.Without != obs.Final.Time-lossT || k.Share != float64(k.Without)/float64(2*span) || k.Failed {
+		t.Fatalf("known %+v; want b without it for %v over 2 × %v", k, obs.Final.Time-lossT, span)
+	}
+	if !hasNote(v, "of the run's member-seconds") {
+		t.Fatalf("notes: %v", v.Notes)
+	}
+}
+
+// kgoOverlap: m1 owns t-0 at epoch 1; its heartbeat is answered as hbType;
+// after stall, m2 is given t-0 at epoch 2; m1 revokes it later.
+func kgoOverlap(t *testing.T, hbType history.Type, stall time.Duration) []history.Event {
+	h := newHist(t)
+	h.assigned("m1", 1, 0)
+	hb := history.Heartbeat{Member: "m1", MemberID: "m1", Protocol: history.ProtocolConsumer, Epoch: 1}
+	done := hb
+	if hbType == history.OK {
+		done.ResultEpoch = 1
+	}
+	h.call("m1/hb", history.FHeartbeat, hb, hbType, done)
+	h.wait(stall)
+	h.assigned("m2", 2, 0)
+	h.revoked("m1", 1, 0)
+	return h.events()
+}
+
+func TestKgoRevokeAfterLostIsLabelled(t *testing.T) {
+	t.Parallel()
+	verdict := func(ev []history.Event, kind string) Verdict {
+		p := convergePlan()
+		p.Kinds = map[string]string{"m1": kind, "m2": "consumer"}
+		for _, v := range Judge(ev, nil, p).Verdicts {
+			if v.Name == "NoDoubleOwnership" {
+				return v
+			}
+		}
+		t.Fatal("no NoDoubleOwnership verdict")
+		return Verdict{}
+	}
+	// Its last heartbeat unanswered, or answered longer than the session
+	// (10 s) before: seed 233280483793606687's m3 sent none for 20 s.
+	for _, hb := range []history.Type{history.Info, history.OK} {
+		v := verdict(kgoOverlap(t, hb, 20*time.Second), "kgo-consumer")
+		if v.Holds || len(v.Violations) != 1 || v.Violations[0].Finding != FindingKgoRevokeAfterLost || !hasKnown(v, FindingKgoRevokeAfterLost, true) {
+			t.Fatalf("heartbeat %s: want one violation labelled %s: %+v", hb, FindingKgoRevokeAfterLost, v)
+		}
+	}
+	// The same overlap by another client, or with a heartbeat answered
+	// within the session, is not kgo's finding: unexplained.
+	for _, tc := range []struct {
+		kind  string
+		hb    history.Type
+		stall time.Duration
+	}{{"consumer", history.Info, 20 * time.Second}, {"kgo-consumer", history.OK, 2 * time.Second}} {
+		v := verdict(kgoOverlap(t, tc.hb, tc.stall), tc.kind)
+		if v.Holds || v.Violations[0].Finding != "" || len(v.Known) != 0 {
+			t.Fatalf("%s, heartbeat %s: want an unlabelled violation: %+v", tc.kind, tc.hb, v)
+		}
+	}
+}
+
+func TestKgoStaticLeaveSighted(t *testing.T) {
+	t.Parallel()
+	h := newHist(t)
+	leave := history.Leave{Member: "m1", MemberID: "x", Protocol: history.ProtocolConsumer, Epoch: -2}
+	refused := leave
+	refused.Error = "INVALID_REQUEST"
+	_, at := h.call("m1/hb", history.FLeave, leave, history.Info, refused)
+	for _, tc := range []struct {
+		kind string
+		want bool
+	}{{"kgo-consumer", true}, {"consumer", false}} {
+		p := convergePlan()
+		p.Kinds = map[string]string{"m1": tc.kind}
+		s := Judge(h.events(), nil, p).Findings
+		got := slices.ContainsFunc(s, func(s Sighting) bool {
+			return s.Finding == FindingKgoStaticLeave && slices.Contains(s.Events, at)
+		})
+		if got != tc.want {
+			t.Fatalf("%s: sighted %v, want %v: %+v", tc.kind, got, tc.want, s)
+		}
+	}
+}
+
+// TestKnownJSONInSeconds: a match's time without its member is written in
+// seconds, as every duration groupquake writes, and read back the same.
+func TestKnownJSONInSeconds(t *testing.T) {
+	k := Known{Finding: "f", Member: "m1", Failed: true, Without: 1500 * time.Millisecond, Share: 0.25}
+	b, err := json.Marshal(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"without_s":1.5`) {
+		t.Fatalf("marshalled %s: want without_s 1.5", b)
+	}
+	var back Known
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Without != k.Without || back.Member != k.Member || !back.Failed || back.Share != k.Share {
+		t.Fatalf("read back %+v, want %+v", back, k)
+	}
+}

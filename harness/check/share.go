@@ -1,0 +1,669 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Share groups (KIP-932). A share member acquires records under a lock
+// (group.share.record.lock.duration.ms) from the share-partition leader,
+// each acquisition counting one delivery, and acknowledges them: accept
+// and reject are final, release makes the record available again, and a
+// record released or whose lock lapses at group.share.delivery.count.limit
+// deliveries is archived (SharePartition, InFlightState.tryUpdateState).
+// The share checkers judge the broker by what the members saw, the calls'
+// send and answer times bracketing when the broker acted:
+//
+//   - ShareLockExclusive: a record is acquired by at most one member while
+//     its acquisition lock is valid;
+//   - ShareAckedNotRedelivered: a record whose accept or reject the broker
+//     acknowledged is never delivered again, nor acknowledged again;
+//   - ShareDeliveryCountBounded: a record's delivery count rises with every
+//     delivery, never passes the limit, and a record delivered at the limit
+//     is archived, not delivered again;
+//   - ShareAcksOnlyAcquired: the broker acknowledges a member's
+//     acknowledgement only of records that member acquired;
+//   - ShareRecordsSettle: every acknowledged-produced record settles
+//     (accepted, rejected, or archived at the limit) before the final
+//     observation; none is lost or left acquired past its lock.
+//
+// What ends a lock early, so that another acquisition is no breach (each
+// from the Kafka source of 4.2–4.4): the holder's own final
+// acknowledgement; the end of its share session on that broker
+// (SharePartitionManager.releaseSession on a lost connection, the final
+// epoch -1, ShareSessionCache's disconnect listener), which the history
+// shows as a call of that member to that broker without an answer, at
+// epoch -1, or refused with SHARE_SESSION_NOT_FOUND or
+// INVALID_SHARE_SESSION_EPOCH; the member leaving or being fenced; and a
+// fault on a node (a new share-partition leader loads the persisted state,
+// where acquisitions are not written, SharePartition.maybeInitialize) or on
+// the member's links or process; and leadership moving without a fault
+// (the two acquisitions came from different brokers: a preferred-leader
+// election after a node came back moves it too). The same leader changes
+// are why a delivery count may fall: the new leader knows only the count
+// last persisted.
+
+// shareLockMargin allows for the broker's timer firing up to a tick early
+// and the clocks of two processes: a lock is taken as valid only until
+// this long before its earliest possible end.
+const shareLockMargin = 100 * time.Millisecond
+
+// shareAcq is one acquired range.
+type shareAcq struct {
+	member   string
+	node     int32
+	inv, ans int // positions of the fetch's invoke and completion
+	lock     time.Duration
+	rng      history.ShareAcquired
+}
+
+// shareAckOp is one acknowledged range of a call.
+type shareAckOp struct {
+	member   string
+	node     int32
+	inv, ans int // ans < 0: no completion
+	ack      history.ShareAck
+	// outcome: "ok" (the broker acknowledged it), "refused" (a
+	// per-partition error), "failed" (a top-level error: nothing applied),
+	// "unknown" (no answer).
+	outcome string
+	err     string
+}
+
+func (a shareAckOp) final() bool { return a.ack.Type != history.AckRenew }
+
+// shareCall is one ShareFetch or ShareAcknowledge of a member to a node.
+type shareCall struct {
+	member       string
+	node         int32
+	inv, ans     int
+	typ          history.Type // of the completion; Invoke when none
+	sessionEpoch int32
+	err          string
+}
+
+// shareBreak is a window in which a member's share session with a node
+// may have ended: from the answer of its last answered call to the node
+// before a call that went unanswered, was refused with a session error or
+// closed the session, to that call's invoke.
+type shareBreak struct {
+	member   string
+	node     int32
+	from, to int // positions
+	why      int // position of the call that shows it
+}
+
+type shareFacts struct {
+	f        *facts
+	acqs     []shareAcq
+	byRecord map[shareKey][]int // acquisitions per record, in completion order
+	acks     []shareAckOp
+	calls    []shareCall
+	breaks   []shareBreak
+	hbEnds   map[string][]int // per member: positions of leaves and fencing heartbeats
+	final    int              // position of the final phase, or len(ev)
+	any      bool
+}
+
+type shareKey struct {
+	tp  history.TP
+	off int64
+}
+
+func (k shareKey) String() string { return fmt.Sprintf("%s@%d", k.tp, k.off) }
+
+func (f *facts) shareFacts() *shareFacts {
+	sf := &shareFacts{f: f, byRecord: map[shareKey][]int{}, hbEnds: map[string][]int{}, final: len(f.ev)}
+	if ps := f.phases[history.PhaseFinal]; len(ps) > 0 {
+		sf.final = ps[0]
+	}
+	for i, e := range f.ev {
+		switch e.F {
+		case history.FShareHeartbeat:
+			sf.any = true
+			hb, ok := f.vals[i].(history.ShareHeartbeat)
+			if !ok || e.Type == history.Invoke {
+				if ok && e.Type == history.Invoke && hb.Epoch < 0 {
+					sf.hbEnds[hb.Member] = append(sf.hbEnds[hb.Member], i)
+				}
+				continue
+			}
+			if e.Type == history.Fail && (hb.Error == "UNKNOWN_MEMBER_ID" || hb.Error == "FENCED_MEMBER_EPOCH") {
+				sf.hbEnds[hb.Member] = append(sf.hbEnds[hb.Member], i)
+			}
+		case history.FShareFetch, history.FShareAck:
+			sf.any = true
+			if e.Type == history.Invoke {
+				continue
+			}
+			sf.call(i)
+		}
+	}
+	// Calls never answered (the member was closed or the run killed).
+	for i, e := range f.ev {
+		if (e.F == history.FShareFetch || e.F == history.FShareAck) && e.Type == history.Invoke && f.partner[i] < 0 {
+			sf.call(i)
+		}
+	}
+	sort.SliceStable(sf.calls, func(a, b int) bool { return sf.calls[a].inv < sf.calls[b].inv })
+	for r := range sf.byRecord {
+		ids := sf.byRecord[r]
+		sort.SliceStable(ids, func(a, b int) bool { return sf.acqs[ids[a]].ans < sf.acqs[ids[b]].ans })
+	}
+	sf.findBreaks()
+	return sf
+}
+
+// call reads one completed (or never completed) share call at position i.
+func (sf *shareFacts) call(i int) {
+	f := sf.f
+	e := f.ev[i]
+	inv, ans := f.partner[i], i
+	if e.Type == history.Invoke {
+		inv, ans = i, -1
+	}
+	if inv < 0 {
+		return // a completion without its invoke: HistoryWellFormed says so
+	}
+	v, ok := f.vals[i].(history.ShareFetch)
+	if !ok {
+		return
+	}
+	typ := e.Type
+	c := shareCall{member: v.Member, node: v.Node, inv: inv, ans: ans, typ: typ, sessionEpoch: v.SessionEpoch, err: v.Error}
+	sf.calls = append(sf.calls, c)
+	outcome := "unknown"
+	switch typ {
+	case history.OK:
+		outcome = "ok"
+	case history.Fail:
+		outcome = "failed"
+	}
+	for _, a := range v.Acks {
+		op := shareAckOp{member: v.Member, node: v.Node, inv: inv, ans: ans, ack: a, outcome: outcome}
+		if typ == history.OK {
+			if err := v.AckError(a.TP()); err != "" {
+				op.outcome, op.err = "refused", err
+			}
+		}
+		sf.acks = append(sf.acks, op)
+	}
+	if typ != history.OK {
+		return
+	}
+	for _, r := range v.Acquired {
+		id := len(sf.acqs)
+		sf.acqs = append(sf.acqs, shareAcq{member: v.Member, node: v.Node, inv: inv, ans: ans,
+			lock: time.Duration(v.LockTimeoutMs) * time.Millisecond, rng: r})
+		for o := r.First; o <= r.Last; o++ {
+			k := shareKey{r.TP(), o}
+			sf.byRecord[k] = append(sf.byRecord[k], id)
+		}
+	}
+}
+
+// findBreaks finds, per member and node, the windows in which its share
+// session may have ended.
+func (sf *shareFacts) findBreaks() {
+	type mn struct {
+		m string
+		n int32
+	}
+	lastOK := map[mn]int{}
+	for _, c := range sf.calls {
+		k := mn{c.member, c.node}
+		broke := c.typ == history.Info || c.typ == history.Invoke || c.sessionEpoch < 0 ||
+			(c.typ == history.Fail && (c.err == "SHARE_SESSION_NOT_FOUND" || c.err == "INVALID_SHARE_SESSION_EPOCH"))
+		if broke {
+			from, ok := lastOK[k]
+			if !ok {
+				from = 0
+			}
+			to := c.inv
+			if c.typ == history.Fail && c.ans >= 0 {
+				to = c.ans
+			}
+			sf.breaks = append(sf.breaks, shareBreak{member: c.member, node: c.node, from: from, to: to, why: c.inv})
+		}
+		if c.typ == history.OK && c.sessionEpoch >= 0 {
+			lastOK[k] = c.ans
+		}
+	}
+}
+
+// lockEnded says why the lock of acquisition a may have ended before
+// position before (the answer of a later acquisition), or "" when nothing
+// in the history lets it end early: a.member's own final acknowledgement
+// of the record sent before then, a break of its session with a.node
+// reaching into [a's invoke, before], its leaving or being fenced then, or
+// a fault then on a node or on a.member.
+func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int) string {
+	f := sf.f
+	for _, op := range sf.acks {
+		if op.member != a.member || !op.final() || op.inv > before || op.inv < a.ans || !op.ack.Contains(k.tp, k.off) {
+			continue
+		}
+		if op.outcome == "ok" || op.outcome == "unknown" {
+			return fmt.Sprintf("%s sent %s of it (event %d, %s)", a.member, op.ack.Type, f.idx(op.inv), op.outcome)
+		}
+	}
+	for _, b := range sf.breaks {
+		if b.member == a.member && b.node == a.node && b.from <= before && b.to >= a.inv {
+			return fmt.Sprintf("%s's share session with node %d may have ended (event %d)", a.member, a.node, f.idx(b.why))
+		}
+	}
+	for _, p := range sf.hbEnds[a.member] {
+		if p >= a.inv && p <= before {
+			return fmt.Sprintf("%s left or was fenced (event %d)", a.member, f.idx(p))
+		}
+	}
+	if why := sf.faultOn(a.member, a.inv, before); why != "" {
+		return why
+	}
+	return ""
+}
+
+// faultOn names a fault in force within [from, to] on a node or on member
+// (its process or its links), or "".
+func (sf *shareFacts) faultOn(member string, from, to int) string {
+	f := sf.f
+	for _, s := range f.faultSpans {
+		if s[0] > to || s[1] < from {
+			continue
+		}
+		fv, ok := f.vals[s[0]].(history.Fault)
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(fv.What, "node-") || faultTargets(fv, member) {
+			return fmt.Sprintf("fault %s on %s (event %d)", fv.What, strings.Join(fv.Target, ","), f.idx(s[0]))
+		}
+	}
+	return ""
+}
+
+// nodeFault names a fault on a node within [from, to], or "".
+func (sf *shareFacts) nodeFault(from, to int) string {
+	f := sf.f
+	for _, s := range f.faultSpans {
+		if s[0] > to || s[1] < from {
+			continue
+		}
+		if fv, ok := f.vals[s[0]].(history.Fault); ok && strings.HasPrefix(fv.What, "node-") {
+			return fmt.Sprintf("fault %s on %s (event %d)", fv.What, strings.Join(fv.Target, ","), f.idx(s[0]))
+		}
+	}
+	return ""
+}
+
+func faultTargets(fv history.Fault, member string) bool {
+	for _, t := range fv.Target {
+		if t == member || strings.HasPrefix(t, member+"->") {
+			return true
+		}
+	}
+	return false
+}
+
+func (sf *shareFacts) at(pos int) time.Duration {
+	if pos < 0 || pos >= len(sf.f.ev) {
+		return sf.f.ev[len(sf.f.ev)-1].Time
+	}
+	return sf.f.ev[pos].Time
+}
+
+func (sf *shareFacts) describe(a shareAcq) string {
+	return fmt.Sprintf("%s acquired it from node %d at delivery count %d (events %d–%d, lock %v)",
+		a.member, a.node, a.rng.DeliveryCount, sf.f.idx(a.inv), sf.f.idx(a.ans), a.lock)
+}
+
+func sortedShareKeys(m map[shareKey][]int) []shareKey {
+	keys := make([]shareKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].tp != keys[j].tp {
+			if keys[i].tp.Topic != keys[j].tp.Topic {
+				return keys[i].tp.Topic < keys[j].tp.Topic
+			}
+			return keys[i].tp.Partition < keys[j].tp.Partition
+		}
+		return keys[i].off < keys[j].off
+	})
+	return keys
+}
+
+// shareVerdicts are the share checkers' verdicts, or none when the history
+// has no share member.
+func shareVerdicts(f *facts, obs *history.Observations, plan history.Plan) []Verdict {
+	sf := f.shareFacts()
+	if !sf.any {
+		return nil
+	}
+	return []Verdict{
+		sf.lockExclusive(),
+		sf.ackedNotRedelivered(),
+		sf.deliveryCountBounded(plan),
+		sf.acksOnlyAcquired(),
+		sf.recordsSettle(obs, plan),
+	}
+}
+
+// ShareVerdicts runs the share checkers alone (tests, offline tools).
+func ShareVerdicts(events []history.Event, obs *history.Observations, plan history.Plan) []Verdict {
+	return shareVerdicts(build(events, obs), obs, plan)
+}
+
+// lockExclusive: no record is acquired while another acquisition's lock
+// on it is certainly valid: the second fetch was sent after the first was
+// answered, and answered before the first could have lapsed (its invoke
+// plus its lock, less the margin), with nothing in between that ends the
+// lock early (lockEnded).
+func (sf *shareFacts) lockExclusive() Verdict {
+	v := newVerdict("ShareLockExclusive")
+	checked, excused := 0, 0
+	for _, k := range sortedShareKeys(sf.byRecord) {
+		ids := sf.byRecord[k]
+		for j := 1; j < len(ids); j++ {
+			y := sf.acqs[ids[j]]
+			for i := 0; i < j; i++ {
+				x := sf.acqs[ids[i]]
+				if y.inv < x.ans || x.lock <= 0 {
+					continue // not certainly after x, or no lock known
+				}
+				checked++
+				if sf.at(y.ans) >= sf.at(x.inv)+x.lock-shareLockMargin {
+					continue // x's lock may have lapsed
+				}
+				if x.node != y.node || sf.lockEnded(x, k, y.ans) != "" {
+					excused++ // leadership moved (the new leader knows no lock), or the lock ended early
+					continue
+				}
+				v.fail([]int64{sf.f.idx(x.inv), sf.f.idx(x.ans), sf.f.idx(y.inv), sf.f.idx(y.ans)},
+					"%s was acquired by %s while %s still held it: %s; %s acquired it again at delivery count %d, answered %v after the first fetch was sent, within its %v lock, with no acknowledgement, session end, leave or fault in between",
+					k, y.member, x.member, sf.describe(x), y.member, y.rng.DeliveryCount, sf.at(y.ans)-sf.at(x.inv), x.lock)
+			}
+		}
+	}
+	v.note("%d records acquired, %d later acquisitions checked against earlier locks, %d excused by an acknowledgement, a session end, a leave, a fault or a leader change", len(sf.byRecord), checked, excused)
+	return v.done()
+}
+
+// ackedNotRedelivered: after the broker answered an accept, reject or gap
+// of a record without an error, no fetch sent later acquires it, and the
+// broker acknowledges no other final acknowledgement of it (only the
+// member holding a record may acknowledge it, and a record finally
+// acknowledged is held by nobody again: acknowledging it twice means one
+// of the two was applied to a record its sender did not hold).
+func (sf *shareFacts) ackedNotRedelivered() Verdict {
+	v := newVerdict("ShareAckedNotRedelivered")
+	n := 0
+	final := map[shareKey]int{} // the first acknowledged final acknowledgement of each record
+	order := make([]int, 0, len(sf.acks))
+	for i := range sf.acks {
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return sf.acks[order[a]].ans < sf.acks[order[b]].ans })
+	for _, i := range order {
+		op := sf.acks[i]
+		if op.outcome != "ok" || (op.ack.Type != history.AckAccept && op.ack.Type != history.AckReject && op.ack.Type != "gap") {
+			continue
+		}
+		n++
+		for o := op.ack.First; o <= op.ack.Last; o++ {
+			k := shareKey{op.ack.TP(), o}
+			if j, twice := final[k]; twice {
+				prev := sf.acks[j]
+				v.fail([]int64{sf.f.idx(prev.inv), sf.f.idx(prev.ans), sf.f.idx(op.inv), sf.f.idx(op.ans)},
+					"%s was finally acknowledged twice: the broker acknowledged %s's %s of it (events %d–%d) and then %s's %s (events %d–%d)",
+					k, prev.member, prev.ack.Type, sf.f.idx(prev.inv), sf.f.idx(prev.ans), op.member, op.ack.Type, sf.f.idx(op.inv), sf.f.idx(op.ans))
+				break
+			}
+			final[k] = i
+			for _, id := range sf.byRecord[k] {
+				y := sf.acqs[id]
+				if y.inv <= op.ans {
+					continue
+				}
+				v.fail([]int64{sf.f.idx(op.inv), sf.f.idx(op.ans), sf.f.idx(y.inv), sf.f.idx(y.ans)},
+					"%s was delivered again after the broker acknowledged %s's %s of it (events %d–%d): %s",
+					k, op.member, op.ack.Type, sf.f.idx(op.inv), sf.f.idx(op.ans), sf.describe(y))
+				break
+			}
+		}
+	}
+	v.note("%d acknowledged accepts, rejects and gaps checked against later deliveries and acknowledgements", n)
+	return v.done()
+}
+
+// deliveryCountBounded: every delivery count is at least 1 and at most the
+// limit; a record delivered after another delivery of it (sent after that
+// one was answered) has a higher count, and none is delivered after a
+// delivery at the limit, unless a node fault came between (the new leader
+// knows only the persisted count).
+func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
+	v := newVerdict("ShareDeliveryCountBounded")
+	limit := int16(0)
+	if plan.Share != nil {
+		limit = plan.Share.DeliveryCountLimit
+	}
+	excused := 0
+	for _, k := range sortedShareKeys(sf.byRecord) {
+		ids := sf.byRecord[k]
+		for j, id := range ids {
+			y := sf.acqs[id]
+			if y.rng.DeliveryCount < 1 || (limit > 0 && y.rng.DeliveryCount > limit) {
+				v.fail([]int64{sf.f.idx(y.inv), sf.f.idx(y.ans)}, "%s delivered at count %d, outside 1–%d (group.share.delivery.count.limit): %s", k, y.rng.DeliveryCount, limit, sf.describe(y))
+				continue
+			}
+			for i := 0; i < j; i++ {
+				x := sf.acqs[ids[i]]
+				if y.inv < x.ans {
+					continue
+				}
+				atLimit := limit > 0 && x.rng.DeliveryCount >= limit
+				if y.rng.DeliveryCount > x.rng.DeliveryCount && !atLimit {
+					continue
+				}
+				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" {
+					excused++ // a new leader: it knows only the persisted count
+					continue
+				}
+				what := fmt.Sprintf("its delivery count went from %d to %d", x.rng.DeliveryCount, y.rng.DeliveryCount)
+				if atLimit {
+					what = fmt.Sprintf("it was delivered again after a delivery at the limit %d, where it must be archived", limit)
+				}
+				v.fail([]int64{sf.f.idx(x.inv), sf.f.idx(x.ans), sf.f.idx(y.inv), sf.f.idx(y.ans)},
+					"%s: %s with no node fault between: first %s; then %s", k, what, sf.describe(x), sf.describe(y))
+				break
+			}
+		}
+	}
+	if limit == 0 {
+		v.note("the run's plan gives no delivery count limit: only rising counts were checked")
+	}
+	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault or a leader change in between", len(sf.byRecord), excused)
+	return v.done()
+}
+
+// acksOnlyAcquired: an acknowledgement the broker answered without an
+// error covers only records the member had acquired (a fetch of it
+// answered before the acknowledgement was sent).
+func (sf *shareFacts) acksOnlyAcquired() Verdict {
+	v := newVerdict("ShareAcksOnlyAcquired")
+	n := 0
+	for _, op := range sf.acks {
+		if op.outcome != "ok" {
+			continue
+		}
+		n++
+		for o := op.ack.First; o <= op.ack.Last; o++ {
+			k := shareKey{op.ack.TP(), o}
+			held := false
+			for _, id := range sf.byRecord[k] {
+				a := sf.acqs[id]
+				if a.member == op.member && a.ans < op.inv {
+					held = true
+					break
+				}
+			}
+			if !held {
+				v.fail([]int64{sf.f.idx(op.inv), sf.f.idx(op.ans)},
+					"the broker acknowledged %s's %s of %s, which %s never acquired", op.member, op.ack.Type, k, op.member)
+				break
+			}
+		}
+	}
+	v.note("%d acknowledged ranges checked", n)
+	return v.done()
+}
+
+// recordsSettle: every record a producer got acknowledged on the share
+// group's topics settles before the final observation: accepted or
+// rejected (the broker acknowledged it, or the answer never came), or
+// delivered at the limit (then archived). A record never delivered, or
+// whose last delivery's lock lapsed long enough before the final phase for
+// it to be delivered again, is a violation; one still under a lock, or
+// possibly taken to the limit by fetches whose answers never came, is
+// noted.
+func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan) Verdict {
+	v := newVerdict("ShareRecordsSettle")
+	f := sf.f
+	if len(sf.f.phases[history.PhaseFinal]) == 0 {
+		return skipped(v.Name, "the run never reached its final phase: records may still be in flight")
+	}
+	limit := int16(0)
+	if plan.Share != nil {
+		limit = plan.Share.DeliveryCountLimit
+	}
+	topics := map[string]bool{}
+	for _, t := range plan.Topics {
+		topics[t.Name] = true
+	}
+	starts := map[history.TP]history.ShareStart{}
+	if obs != nil {
+		for _, s := range obs.Final.ShareStarts {
+			starts[history.TP{Topic: s.Topic, Partition: s.Partition}] = s
+		}
+	}
+	settled := map[shareKey]string{}
+	for _, op := range sf.acks {
+		if (op.outcome != "ok" && op.outcome != "unknown") || op.ack.Type == history.AckRelease || op.ack.Type == history.AckRenew {
+			continue
+		}
+		for o := op.ack.First; o <= op.ack.Last; o++ {
+			k := shareKey{op.ack.TP(), o}
+			if op.outcome == "ok" || settled[k] == "" {
+				settled[k] = op.outcome
+			}
+		}
+	}
+	// Fetches without an answer, per partition: each may have acquired
+	// (and counted a delivery of) any record of it.
+	unknownFetch := map[history.TP][]int{}
+	for _, c := range sf.calls {
+		if c.typ != history.Info && c.typ != history.Invoke {
+			continue
+		}
+		if v, ok := f.vals[c.inv].(history.ShareFetch); ok && f.ev[c.inv].F == history.FShareFetch {
+			for _, t := range v.Fetch {
+				unknownFetch[t] = append(unknownFetch[t], c.inv)
+			}
+		}
+	}
+	slack := 2 * time.Second
+	if plan.HeartbeatInterval > 0 {
+		slack += 2 * plan.HeartbeatInterval
+	}
+	finalAt := sf.at(sf.final)
+	produced, ok, inFlight, maybeArchived, unconfirmed := 0, 0, 0, 0, 0
+	for i, e := range f.ev {
+		if e.F != history.FProduce || e.Type != history.OK {
+			continue
+		}
+		p, isP := f.vals[i].(history.Produce)
+		if !isP || !p.Acked || p.Offset < 0 || !topics[p.Topic] {
+			continue
+		}
+		produced++
+		k := shareKey{history.TP{Topic: p.Topic, Partition: p.Partition}, p.Offset}
+		if how, ok2 := settled[k]; ok2 {
+			ok++
+			// Settled only by an acknowledgement whose answer never came:
+			// the share-partition start offset confirms it when past it
+			// (the persisted start offset lags the broker by its last
+			// state write, SharePartition.writeShareGroupState sends
+			// startOffset() before the write's transitions complete, so a
+			// start offset at or below it proves nothing).
+			if s, seen := starts[k.tp]; how == "unknown" && (!seen || s.Error != "" || k.off >= s.StartOffset) {
+				unconfirmed++
+			}
+			continue
+		}
+		ids := sf.byRecord[k]
+		if len(ids) > 0 {
+			last := sf.acqs[ids[len(ids)-1]]
+			for _, id := range ids {
+				if a := sf.acqs[id]; a.rng.DeliveryCount > last.rng.DeliveryCount {
+					last = a
+				}
+			}
+			if limit > 0 && last.rng.DeliveryCount >= limit {
+				ok++ // archived when released or when its lock lapsed
+				continue
+			}
+			if sf.at(last.ans)+last.lock+slack > finalAt {
+				inFlight++
+				continue
+			}
+			if limit > 0 && int(last.rng.DeliveryCount)+countAfter(unknownFetch[k.tp], last.ans) >= int(limit) {
+				maybeArchived++
+				continue
+			}
+			v.fail([]int64{f.idx(last.inv), f.idx(last.ans), e.Index},
+				"%s (produced at event %d) never settled: last %s; no accept or reject, not at the limit, and its lock lapsed %v before the final phase without another delivery%s",
+				k, e.Index, sf.describe(last), finalAt-sf.at(last.ans)-last.lock, startNote(starts, k))
+			continue
+		}
+		if limit > 0 && countAfter(unknownFetch[k.tp], i) >= int(limit) {
+			maybeArchived++
+			continue
+		}
+		v.fail([]int64{e.Index}, "%s (produced at event %d) was never delivered to any share member before the final phase%s", k, e.Index, startNote(starts, k))
+	}
+	v.note("%d acknowledged-produced records: %d settled (%d of them by an accept or reject whose answer never came, not confirmed by the share-partition start offset), %d still under a lock at the final phase, %d possibly archived by fetches whose answers never came", produced, ok, unconfirmed, inFlight, maybeArchived)
+	if len(starts) == 0 {
+		v.note("no share-partition start offsets were observed")
+	}
+	return v.done()
+}
+
+// countAfter counts the positions in ps after pos.
+func countAfter(ps []int, pos int) int {
+	n := 0
+	for _, p := range ps {
+		if p > pos {
+			n++
+		}
+	}
+	return n
+}
+
+func startNote(starts map[history.TP]history.ShareStart, k shareKey) string {
+	s, ok := starts[k.tp]
+	if !ok {
+		return ""
+	}
+	if s.Error != "" {
+		return fmt.Sprintf(" (the final DescribeShareGroupOffsets of %s failed: %s)", k.tp, s.Error)
+	}
+	if k.off < s.StartOffset {
+		return fmt.Sprintf("; the broker's share-partition start offset %d is past it, so it counts it settled although no member accepted or rejected it", s.StartOffset)
+	}
+	return fmt.Sprintf("; the broker's share-partition start offset is %d (end %d)", s.StartOffset, s.End)
+}

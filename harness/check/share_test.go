@@ -1,0 +1,337 @@
+package check
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// shareHist builds share-group histories: each call is an invoke and a
+// completion at the times given (milliseconds), on the member's fetch
+// process; events are ordered by time and indexed at the end.
+type shareHist struct {
+	evs []history.Event
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func (h *shareHist) add(at int, typ history.Type, process, f string, v any) {
+	h.evs = append(h.evs, history.Event{Time: ms(at), Type: typ, Process: process, F: f, Value: v})
+}
+
+func acq(tp string, first, last int64, count int16) history.ShareAcquired {
+	return history.ShareAcquired{ShareRange: history.ShareRange{Topic: tp, Partition: 0, First: first, Last: last}, DeliveryCount: count}
+}
+
+func ackOf(typ string, first, last int64) history.ShareAck {
+	return history.ShareAck{ShareRange: history.ShareRange{Topic: "t", Partition: 0, First: first, Last: last}, Type: typ}
+}
+
+// fetch is a ShareFetch of member to node 1 sent at inv and answered at
+// ans with typ, acquiring acquired under a 5 s lock.
+func (h *shareHist) fetch(member string, inv, ans int, typ history.Type, acks []history.ShareAck, acquired ...history.ShareAcquired) {
+	v := history.ShareFetch{Member: member, Node: 1, SessionEpoch: 1, Fetch: history.TPs("t", 0), Acks: acks}
+	h.add(inv, history.Invoke, member+"/fetch", history.FShareFetch, v)
+	if typ == history.Invoke {
+		return
+	}
+	done := v
+	if typ == history.OK {
+		done.LockTimeoutMs, done.Acquired = 5000, acquired
+	}
+	h.add(ans, typ, member+"/fetch", history.FShareFetch, done)
+}
+
+// fetchFrom is fetch from another broker than node 1.
+func (h *shareHist) fetchFrom(node int32, member string, inv, ans int, acquired ...history.ShareAcquired) {
+	v := history.ShareFetch{Member: member, Node: node, SessionEpoch: 1, Fetch: history.TPs("t", 0)}
+	h.add(inv, history.Invoke, member+"/fetch", history.FShareFetch, v)
+	done := v
+	done.LockTimeoutMs, done.Acquired = 5000, acquired
+	h.add(ans, history.OK, member+"/fetch", history.FShareFetch, done)
+}
+
+// ack is a ShareAcknowledge of member answered with typ; ackErr, when set,
+// is the partition's error in an answered call.
+func (h *shareHist) ack(member string, inv, ans int, typ history.Type, ackErr string, acks ...history.ShareAck) {
+	v := history.ShareFetch{Member: member, Node: 1, SessionEpoch: 2, Acks: acks}
+	h.add(inv, history.Invoke, member+"/fetch", history.FShareAck, v)
+	done := v
+	if ackErr != "" {
+		done.AckErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: ackErr}}
+	}
+	h.add(ans, typ, member+"/fetch", history.FShareAck, done)
+}
+
+func (h *shareHist) fault(what, target string, start, stop int) {
+	p := "nemesis/" + what + target
+	v := history.Fault{What: what, Target: []string{target}}
+	h.add(start, history.Invoke, p, history.FFaultStart, v)
+	h.add(start+1, history.OK, p, history.FFaultStart, v)
+	h.add(stop, history.Invoke, p, history.FFaultStop, v)
+	h.add(stop+1, history.OK, p, history.FFaultStop, v)
+}
+
+func (h *shareHist) produce(at int, off int64) {
+	v := history.Produce{Topic: "t", Partition: 0, Seq: off, Offset: -1}
+	h.add(at, history.Invoke, "p0", history.FProduce, v)
+	v.Offset, v.Acked = off, true
+	h.add(at+1, history.OK, "p0", history.FProduce, v)
+}
+
+func (h *shareHist) final(at int) {
+	h.add(at, history.Info, "harness", history.FPhase, history.Phase{Name: history.PhaseFinal})
+}
+
+func (h *shareHist) events() []history.Event {
+	out := append([]history.Event(nil), h.evs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	for i := range out {
+		out[i].Index = int64(i)
+	}
+	return out
+}
+
+var sharePlan = history.Plan{Group: "g", Topics: []history.TopicPlan{{Name: "t", Partitions: 1}},
+	Share: &history.SharePlan{DeliveryCountLimit: 3, RecordLockMs: 5000}}
+
+func shareVerdict(t *testing.T, h *shareHist, name string) Verdict {
+	t.Helper()
+	evs := h.events()
+	if wf := HistoryWellFormed(evs); !wf.Holds {
+		t.Fatalf("test history not well formed: %+v", wf.Violations)
+	}
+	for _, v := range ShareVerdicts(evs, nil, sharePlan) {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("no verdict %s", name)
+	return Verdict{}
+}
+
+func wantHolds(t *testing.T, v Verdict, holds bool, contains string) {
+	t.Helper()
+	if v.Holds != holds {
+		t.Fatalf("%s holds=%v, want %v: %+v", v.Name, v.Holds, holds, v)
+	}
+	if !holds && !strings.Contains(v.Violations[0].Message, contains) {
+		t.Errorf("%s: %q does not say %q", v.Name, v.Violations[0].Message, contains)
+	}
+}
+
+// TestShareLockExclusive: a second member acquiring a record within the
+// first's lock is a violation; a lapsed lock, the holder's release, a
+// lost answer on its session, or a node fault in between excuse it, a
+// fault on another member's links does not.
+func TestShareLockExclusive(t *testing.T) {
+	base := func() *shareHist {
+		h := &shareHist{}
+		h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 4, 1))
+		return h
+	}
+	h := base()
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
+
+	h = base()
+	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+
+	h = base()
+	h.ack("a", 500, 600, history.OK, "", ackOf(history.AckRelease, 0, 0))
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+
+	h = base()
+	h.fetch("a", 300, 800, history.Info, nil)
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+
+	h = base()
+	h.fault("node-kill", "node-1", 400, 900)
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+
+	h = base()
+	h.fault("link-cut", "c->all-brokers", 400, 900)
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
+
+	// Leadership moved without a fault (the second fetch went to another
+	// broker): the new leader knows no lock.
+	h = base()
+	h.fetchFrom(2, "b", 1000, 1100, acq("t", 0, 0, 1))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+
+	h = base()
+	h.fault("link-cut", "a->node-1", 400, 900)
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+}
+
+// TestShareAckedNotRedelivered: a redelivery after an acknowledged accept
+// is a violation; after a refused or unanswered one it is not.
+func TestShareAckedNotRedelivered(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		typ    history.Type
+		ackErr string
+		holds  bool
+	}{
+		{"acknowledged", history.OK, "", false},
+		{"refused", history.OK, "INVALID_RECORD_STATE", true},
+		{"unanswered", history.Info, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &shareHist{}
+			h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 1, 1))
+			h.ack("a", 500, 600, c.typ, c.ackErr, ackOf(history.AckAccept, 0, 1))
+			h.fetch("b", 7000, 7100, history.OK, nil, acq("t", 1, 1, 2))
+			wantHolds(t, shareVerdict(t, h, "ShareAckedNotRedelivered"), c.holds, "delivered again after the broker acknowledged a's accept")
+		})
+	}
+}
+
+// TestShareAckedTwice: two final acknowledgements of one record that the
+// broker both acknowledged are a violation (a member reporting an accept
+// after its lock lapsed as done, while the record went to another); a
+// refused second one is not.
+func TestShareAckedTwice(t *testing.T) {
+	for _, c := range []struct {
+		ackErr string
+		holds  bool
+	}{{"", false}, {"INVALID_RECORD_STATE", true}} {
+		h := &shareHist{}
+		h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 1))
+		h.fetch("b", 5200, 5300, history.OK, nil, acq("t", 0, 0, 2))
+		h.ack("b", 5400, 5500, history.OK, "", ackOf(history.AckAccept, 0, 0))
+		h.ack("a", 6000, 6100, history.OK, c.ackErr, ackOf(history.AckAccept, 0, 0))
+		wantHolds(t, shareVerdict(t, h, "ShareAckedNotRedelivered"), c.holds, "finally acknowledged twice")
+	}
+}
+
+// TestShareDeliveryCountBounded: counts that rise hold; a count that does
+// not rise, one past the limit, and a delivery after one at the limit are
+// violations, unless a node fault came between.
+func TestShareDeliveryCountBounded(t *testing.T) {
+	h := &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 1))
+	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 2))
+	h.fetch("a", 12000, 12100, history.OK, nil, acq("t", 0, 0, 3))
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+
+	h = &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 2))
+	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 2))
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "went from 2 to 2")
+
+	h.fault("node-stop", "node-1", 3000, 4000)
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+
+	h = &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 2))
+	h.fetchFrom(2, "b", 6000, 6100, acq("t", 0, 0, 1))
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+
+	h = &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 4))
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "outside 1–3")
+
+	h = &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 3))
+	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 1))
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "after a delivery at the limit 3")
+}
+
+// TestShareAcksOnlyAcquired: the broker acknowledging a range the member
+// never acquired is a violation.
+func TestShareAcksOnlyAcquired(t *testing.T) {
+	h := &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 1, 1))
+	h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 1))
+	wantHolds(t, shareVerdict(t, h, "ShareAcksOnlyAcquired"), true, "")
+
+	h.ack("a", 700, 800, history.OK, "", ackOf(history.AckAccept, 2, 4))
+	wantHolds(t, shareVerdict(t, h, "ShareAcksOnlyAcquired"), false, "never acquired")
+
+	h = &shareHist{}
+	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 1, 1))
+	h.ack("b", 500, 600, history.OK, "", ackOf(history.AckReject, 0, 0))
+	wantHolds(t, shareVerdict(t, h, "ShareAcksOnlyAcquired"), false, "b's reject of t-0@0, which b never acquired")
+}
+
+// TestShareRecordsSettle: produced records must be accepted, rejected or
+// delivered at the limit before the final phase; one whose lock lapsed
+// long before it, or never delivered, is a violation; one still under a
+// lock is not; without a final phase the checker is skipped.
+func TestShareRecordsSettle(t *testing.T) {
+	base := func() *shareHist {
+		h := &shareHist{}
+		h.produce(0, 0)
+		h.produce(10, 1)
+		h.fetch("a", 100, 200, history.OK, nil, acq("t", 0, 0, 1))
+		h.ack("a", 300, 400, history.OK, "", ackOf(history.AckAccept, 0, 0))
+		return h
+	}
+	h := base()
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 1, 1, 1))
+	h.final(20000)
+	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), false, "t-0@1 (produced at event")
+
+	h = base()
+	h.final(20000)
+	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), false, "never delivered")
+
+	h = base()
+	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 1, 1, 3))
+	h.final(20000)
+	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), true, "")
+
+	h = base()
+	h.fetch("b", 18000, 18100, history.OK, nil, acq("t", 1, 1, 1))
+	h.final(20000)
+	v := shareVerdict(t, h, "ShareRecordsSettle")
+	wantHolds(t, v, true, "")
+	if !strings.Contains(strings.Join(v.Notes, " "), "1 still under a lock") {
+		t.Errorf("notes %v do not count the record under a lock", v.Notes)
+	}
+
+	h = base()
+	if v := shareVerdict(t, h, "ShareRecordsSettle"); v.Skipped == "" {
+		t.Errorf("judged without a final phase: %+v", v)
+	}
+}
+
+// TestShareVerdictsOnlyWithShareMembers: a history without share members
+// gets no share verdicts; one with them gets all five after the others.
+func TestShareVerdictsOnlyWithShareMembers(t *testing.T) {
+	h := &shareHist{}
+	h.produce(0, 0)
+	for _, v := range All(h.events(), nil, sharePlan) {
+		if strings.HasPrefix(v.Name, "Share") {
+			t.Errorf("verdict %s in a run without share members", v.Name)
+		}
+	}
+	h.fetch("a", 100, 200, history.OK, nil, acq("t", 0, 0, 1))
+	n := 0
+	for _, v := range All(h.events(), nil, sharePlan) {
+		if strings.HasPrefix(v.Name, "Share") {
+			n++
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d share verdicts, want 5", n)
+	}
+	// Share members alone: the consumer-group checkers have no member to
+	// judge and say so (NoLostRecords would otherwise count every record
+	// as never consumed).
+	for _, v := range All(h.events(), nil, sharePlan) {
+		if !strings.HasPrefix(v.Name, "Share") && v.Name != "HistoryWellFormed" && v.Skipped == "" {
+			t.Errorf("%s judged a run without consumer-group members: %+v", v.Name, v)
+		}
+	}
+}

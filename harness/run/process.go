@@ -1,0 +1,113 @@
+package run
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/groupquake/groupquake/clients"
+	mproc "github.com/groupquake/groupquake/clients/process"
+)
+
+// ProcessKind is a member kind whose members are processes speaking the
+// member protocol (clients/process, docs/member-protocol.md): a user's own
+// client (--process-kind), or one groupquake ships (confluent-python,
+// spring-kafka). Like the Java kinds, a seed never draws one: it runs when
+// --kinds names it.
+type ProcessKind struct {
+	Name     string
+	Protocol clients.Protocol
+	// Command starts one member (a process of its own each); Host, when
+	// set, hosts them all in one process instead (the socket transport).
+	Command mproc.Command
+	Host    *mproc.Host
+	// Assignor and Properties go into hello as they are.
+	Assignor   string
+	Properties map[string]string
+	Doc        string
+}
+
+// Factory builds the kind's members.
+func (k ProcessKind) Factory() Factory {
+	return Factory{
+		Protocol: k.Protocol,
+		Doc:      k.Doc,
+		New: func(s MemberSpec) (clients.Member, error) {
+			start := k.Command.Starter()
+			if k.Host != nil {
+				start = k.Host.Starter()
+			}
+			opts := []mproc.Opt{
+				mproc.Protocol(k.Protocol), mproc.Start(start), mproc.Client(k.Name), mproc.Hooks(s.Hooks),
+				mproc.KgoOpts(s.KgoOpts...), mproc.Clock(s.Now), mproc.Assignor(k.Assignor), mproc.Properties(k.Properties),
+				mproc.WithTimers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout, s.PollInterval),
+			}
+			if s.InstanceID != "" {
+				opts = append(opts, mproc.InstanceID(s.InstanceID))
+			}
+			return mproc.New(s.Name, s.Group, s.Topics, opts...)
+		},
+		// A client groupquake does not know may resend a commit on its own:
+		// its failed commits are judged as unknown outcomes, never as
+		// rejections that prove nothing was written.
+		ResendsCommits: true,
+	}
+}
+
+// UserKind is a member kind a user defines on the command line
+// (--process-kind NAME=PROTOCOL:COMMAND) and the plan keeps
+// (Options.ProcessKinds), so that a run of it reruns from its seed.
+type UserKind struct {
+	Protocol string   `json:"protocol"`
+	Command  []string `json:"command"`
+}
+
+// ParseUserKind reads NAME=PROTOCOL:COMMAND, COMMAND's words separated by
+// spaces (no quoting: a command that needs it goes into a script).
+func ParseUserKind(s string) (string, UserKind, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	proto, cmd, ok2 := strings.Cut(rest, ":")
+	words := strings.Fields(cmd)
+	switch {
+	case !ok || !ok2 || name == "" || len(words) == 0:
+		return "", UserKind{}, fmt.Errorf("--process-kind %q: want NAME=PROTOCOL:COMMAND, e.g. mine=consumer:python3 my_member.py", s)
+	case proto != string(clients.Classic) && proto != string(clients.Consumer):
+		return "", UserKind{}, fmt.Errorf("--process-kind %q: protocol %q is not classic or consumer", s, proto)
+	case strings.ContainsAny(name, ", =:"):
+		return "", UserKind{}, fmt.Errorf("--process-kind %q: a kind name has no comma, space, '=' or ':'", s)
+	}
+	return name, UserKind{Protocol: proto, Command: words}, nil
+}
+
+// Flag is the kind as --process-kind takes it.
+func (u UserKind) Flag(name string) string {
+	return name + "=" + u.Protocol + ":" + strings.Join(u.Command, " ")
+}
+
+// Kind is the user's kind as a ProcessKind.
+func (u UserKind) Kind(name string) ProcessKind {
+	return ProcessKind{
+		Name: name, Protocol: clients.Protocol(u.Protocol),
+		Command: mproc.Command{Path: u.Command[0], Args: u.Command[1:]},
+		Doc:     "a process speaking the member protocol: " + strings.Join(u.Command, " "),
+	}
+}
+
+// WithProcessKinds returns r plus kinds.
+func (r Registry) WithProcessKinds(kinds ...ProcessKind) Registry {
+	out := maps.Clone(r)
+	for _, k := range kinds {
+		out[k.Name] = k.Factory()
+	}
+	return out
+}
+
+// WithUserKinds returns r plus the user's kinds of the options.
+func (r Registry) WithUserKinds(o Options) Registry {
+	var ks []ProcessKind
+	for _, n := range slices.Sorted(maps.Keys(o.ProcessKinds)) {
+		ks = append(ks, o.ProcessKinds[n].Kind(n))
+	}
+	return r.WithProcessKinds(ks...)
+}

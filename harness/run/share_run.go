@@ -1,0 +1,655 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/share"
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// Share groups (KIP-932) in runs. A plan whose members are all share
+// kinds runs a share group: groupquake's share members (clients/share)
+// acquire and acknowledge records while the producers write and the
+// nemesis draws node and link faults; the share checkers
+// (harness/check/share.go) judge the history. The consumer-group
+// machinery (ownership, commits, the describe loop, __consumer_offsets)
+// has nothing to do there, so the share run has its own phases in
+// runShare, reusing the cluster, the producers, the nemesis and the
+// history of every run.
+
+// ShareKind is a share member kind: groupquake's share member, or one of
+// its deliberately broken variants (suites/bite).
+type ShareKind struct {
+	Name string
+	Doc  string
+	// Bug is the defect a broken kind carries; Catches the check.Verdict
+	// that names it.
+	Bug     share.Bug
+	Catches string
+}
+
+// ShareKinds lists the share member kinds. None is in DefaultRegistry:
+// a seed never draws them; `--kinds share` names them (Registry.WithBroken
+// adds the named ones).
+func ShareKinds() []ShareKind {
+	return []ShareKind{
+		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
+		{Name: "broken-share-ack-after-lock", Bug: share.BugAckAfterLock, Catches: "ShareAckedNotRedelivered",
+			Doc: "a share member that holds every record past its lock before accepting it and reports the broker's refusal as an accepted acknowledgement"},
+		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: "ShareAcksOnlyAcquired",
+			Doc: "a share member that stretches its accepts to offsets it never acquired and reports them acknowledged"},
+		{Name: "broken-share-ignore-delivery-count", Bug: share.BugIgnoreDeliveryCount, Catches: "ShareDeliveryCountBounded",
+			Doc: "a share member that never reads the delivery count and reports every delivery as the first"},
+	}
+}
+
+// shareKind finds the share kind named k.
+func shareKind(k string) (ShareKind, bool) {
+	for _, s := range ShareKinds() {
+		if s.Name == k {
+			return s, true
+		}
+	}
+	return ShareKind{}, false
+}
+
+// IsShareKind reports whether k is a share member kind.
+func IsShareKind(k string) bool {
+	_, ok := shareKind(k)
+	return ok
+}
+
+// shareFactory is the registry entry of a share kind: it says the kind's
+// protocol; share members are built by runShare, not through Factory.New.
+func shareFactory(k ShareKind) Factory {
+	return Factory{
+		Protocol: clients.Share,
+		Doc:      k.Doc,
+		New: func(s MemberSpec) (clients.Member, error) {
+			return nil, fmt.Errorf("member %s: a share member (%s) runs only in a share run, where every member is a share member", s.Name, k.Name)
+		},
+	}
+}
+
+// IsShare reports whether p runs a share group.
+func (p Plan) IsShare() bool {
+	return len(p.Members) > 0 && p.Members[0].Protocol == history.ProtocolShare
+}
+
+// checkSharePlan refuses what a share run cannot do, naming why: share
+// and consumer-group members in one group (a group id has one type),
+// releases before 4.2 (version.CheckShareGroups), the embedded cluster
+// (the reference coordinator has no share groups), and churn (share
+// members run outside the crew). It drops static ids (share groups have
+// none) and records the broker's share settings the checkers judge by.
+func checkSharePlan(p *Plan) error {
+	n := 0
+	for _, m := range p.Members {
+		if m.Protocol == history.ProtocolShare {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	o := p.Options
+	if n != len(p.Members) {
+		return fmt.Errorf("--kinds mixes share members with consumer-group members: a group is a share group or a consumer group, never both; run the share kinds (%s) alone", strings.Join(shareKindNames(), ", "))
+	}
+	if o.Embedded {
+		return errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster (the reference coordinator) has no share groups; drop --embedded")
+	}
+	if o.Kafka != "" && len(o.Bootstrap) == 0 {
+		v, err := version.Parse(o.Kafka)
+		if err != nil {
+			return err
+		}
+		if err := version.CheckShareGroups(v); err != nil {
+			return fmt.Errorf("--kafka %s: %w", o.Kafka, err)
+		}
+	}
+	switch o.Scenario {
+	case ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults:
+	default:
+		return fmt.Errorf("--scenario %s with share members: share runs draw node and link faults only (scenarios %s, %s, %s); churn and migration act on consumer-group members", o.Scenario, ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults)
+	}
+	for _, f := range p.Faults {
+		if f.Family() != faults.FamilyNode && f.Family() != faults.FamilyLink {
+			return fmt.Errorf("fault %s with share members: share runs draw node and link faults only", f)
+		}
+	}
+	for i := range p.Members {
+		p.Members[i].InstanceID = ""
+	}
+	if len(o.Bootstrap) == 0 {
+		p.Share = &history.SharePlan{DeliveryCountLimit: cluster.FastShareDeliveryCountLimit, RecordLockMs: cluster.FastShareRecordLockMs}
+	}
+	return nil
+}
+
+func shareKindNames() []string {
+	var out []string
+	for _, k := range ShareKinds() {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+// shareAckFor is the share driver's acknowledgement of a record: a fixed
+// policy on its sequence number, so that every run exercises each type
+// and the delivery count, and a rerun does the same to the same records.
+// 1 in 59 is released on every delivery (archived at the limit), 1 in 23
+// released on its first delivery (delivered again, then accepted), 1 in
+// 41 rejected, 1 in 31 renewed on its first delivery where the brokers
+// serve RENEW (and accepted by the next poll); the rest accepted.
+func shareAckFor(seq int64, count int16, renew bool) int8 {
+	switch {
+	case seq%59 == 0:
+		return clients.AckRelease
+	case seq%23 == 0 && count == 1:
+		return clients.AckRelease
+	case seq%41 == 0:
+		return clients.AckReject
+	case renew && seq%31 == 0 && count == 1:
+		return clients.AckRenew
+	}
+	return clients.AckAccept
+}
+
+// shareMember is one running share member of a share run.
+type shareMember struct {
+	plan  MemberPlan
+	m     *share.Member
+	h     *ShareRecorder
+	renew bool
+	done  chan struct{}
+}
+
+// shareHooks records a share member's events and keeps the ledger of
+// settled records: acknowledged accepts, rejects and gaps, and records
+// delivered at the limit (archived once released or lapsed).
+type shareHooks struct {
+	h       *ShareRecorder
+	led     *ledger
+	limit   int16
+	unknown *unknownAcks
+}
+
+// unknownAcks are the records accepted or rejected by a call whose answer
+// never came: the broker may have applied it (then nobody is delivered the
+// record again) or not (then its lock lapses and it comes back). Quiesce
+// does not wait for them to be delivered again; ShareRecordsSettle judges
+// them with the share-partition start offsets.
+type unknownAcks struct {
+	mu   sync.Mutex
+	recs map[history.TP]map[int64]bool
+}
+
+func (u *unknownAcks) add(tp history.TP, off int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.recs[tp] == nil {
+		u.recs[tp] = map[int64]bool{}
+	}
+	u.recs[tp][off] = true
+}
+
+// unsettled counts the records producers got acknowledged that no member
+// has settled, leaving out those an unanswered acknowledgement may have.
+func (u *unknownAcks) unsettled(l *ledger) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for tp, offs := range l.acked {
+		for off := range offs {
+			if !l.consumed[tp][off] && !u.recs[tp][off] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (s shareHooks) OnEvent(e clients.Event) {
+	s.h.OnEvent(e)
+	if e.Share == nil || e.Kind == clients.Sent {
+		return
+	}
+	if e.Err != "" {
+		if e.ErrCode == 0 { // no answer: the acknowledgements may have been applied
+			for _, a := range e.Share.Acks {
+				if a.Type == clients.AckAccept || a.Type == clients.AckReject {
+					for o := a.First; o <= a.Last; o++ {
+						s.unknown.add(history.TP{Topic: a.Topic, Partition: a.Partition}, o)
+					}
+				}
+			}
+		}
+		return
+	}
+	for _, a := range e.Share.Acks {
+		if e.Share.AckErrs[a.Topic][a.Partition] != "" || a.Type == clients.AckRelease || a.Type == clients.AckRenew {
+			continue
+		}
+		for o := a.First; o <= a.Last; o++ {
+			s.led.consume(history.TP{Topic: a.Topic, Partition: a.Partition}, o)
+		}
+	}
+	for _, a := range e.Share.Acquired {
+		if s.limit > 0 && a.DeliveryCount >= s.limit {
+			for o := a.First; o <= a.Last; o++ {
+				s.led.consume(history.TP{Topic: a.Topic, Partition: a.Partition}, o)
+			}
+		}
+	}
+}
+
+// drive polls until ctx ends, acknowledging every record by shareAckFor;
+// a record renewed is accepted by the next round.
+func (sm *shareMember) drive(ctx context.Context) {
+	defer close(sm.done)
+	var renewed []share.Record
+	for ctx.Err() == nil {
+		if len(renewed) > 0 {
+			sm.m.Acknowledge(renewed, clients.AckAccept)
+			renewed = nil
+		}
+		// The member bounds each request itself (MaxWait plus its request
+		// timeout); a shorter bound here would cut answers off and turn
+		// them into unknown outcomes.
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		recs, err := sm.m.Poll(pctx)
+		cancel()
+		if errors.Is(err, share.ErrClosed) {
+			return
+		}
+		by := map[int8][]share.Record{}
+		for _, r := range recs {
+			t := shareAckFor(parseSeq(r.Value), r.DeliveryCount, sm.renew)
+			by[t] = append(by[t], r)
+		}
+		for _, t := range []int8{clients.AckRenew, clients.AckRelease, clients.AckReject, clients.AckAccept} {
+			if len(by[t]) == 0 {
+				continue
+			}
+			sm.m.Acknowledge(by[t], t)
+			if t == clients.AckRenew {
+				renewed = append(renewed, by[t]...)
+			}
+		}
+	}
+}
+
+// shareGroupView is what coordinator-aware faults ask of a share run.
+type shareGroupView struct {
+	adm   *kadm.Client
+	group string
+}
+
+// Coordinator asks the brokers which node coordinates the share group (the
+// group coordinator keeps share groups' membership, KIP-932).
+func (g shareGroupView) Coordinator(ctx context.Context) (faults.NodeID, error) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for _, c := range g.adm.FindGroupCoordinators(cctx, g.group) {
+		if c.Err != nil {
+			return 0, c.Err
+		}
+		return c.NodeID, nil
+	}
+	return 0, fmt.Errorf("no coordinator found for group %s", g.group)
+}
+
+// Rebalancing is false: a share group hands the same partitions to many
+// members and has no revocation to wait for, so a fault waiting for a
+// rebalance starts after faults.RebalanceWait and says so.
+func (g shareGroupView) Rebalancing() bool { return false }
+
+// reachShare starts or reaches the cluster of a share run and creates the
+// topics.
+func (r *runner) reachShare(ctx context.Context) error {
+	p := r.p
+	switch {
+	case r.cfg.Cluster != nil:
+		r.h = r.cfg.Cluster
+	case len(p.Options.Bootstrap) > 0:
+		ec := r.cfg.External
+		ec.Bootstrap = p.Options.Bootstrap
+		if ec.Logf == nil {
+			ec.Logf = r.cfg.Logf
+		}
+		e, err := cluster.Connect(ctx, ec)
+		if err != nil {
+			return err
+		}
+		r.h, r.ownsH = e, true
+	case p.Options.Embedded:
+		return errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster has no share groups")
+	default:
+		cc := r.cfg.ClusterConfig
+		cc.Version, cc.Nodes, cc.Controllers = p.Options.Kafka, p.Options.Nodes, p.Options.Controllers
+		if cc.Logf == nil {
+			cc.Logf = r.cfg.Logf
+		}
+		c, err := cluster.Start(ctx, cc)
+		if err != nil {
+			return err
+		}
+		r.h, r.ownsH = c, true
+	}
+	adm, err := r.h.Admin()
+	if err != nil {
+		return err
+	}
+	r.shareAdm = adm
+	rf := int16(min(len(r.h.Bootstrap()), 3))
+	for _, t := range p.Topics {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		resp, err := adm.CreateTopic(cctx, t.Partitions, rf, nil, t.Name)
+		cancel()
+		if err == nil {
+			err = resp.Err
+		}
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("topic %s already exists: a run needs fresh topics and a fresh group (pass --topic and --group, or delete them)", t.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("creating topic %s (%d partitions, replication %d): %w", t.Name, t.Partitions, rf, err)
+		}
+	}
+	return nil
+}
+
+// runShare is run for a share group: setup → warm-up → workload ∥ faults
+// → heal → quiesce (until every acknowledged record settled) → final
+// observations (share-partition start offsets) → teardown.
+func (r *runner) runShare(ctx context.Context) (err error) {
+	p := r.p
+	if err := r.phase(ctx, history.PhaseSetup, "start or reach the cluster, create the topics, start the share group at the earliest offset, build producers and share members"); err != nil {
+		return err
+	}
+	defer func() {
+		if r.ownsH && r.h != nil && !r.cfg.Keep {
+			if cerr := r.h.Close(context.WithoutCancel(ctx)); cerr != nil {
+				r.note("teardown: closing the cluster: %v", cerr)
+			}
+		}
+	}()
+	if err := r.reachShare(ctx); err != nil {
+		return err
+	}
+	ctl, err := kgo.NewClient(kgo.SeedBrokers(r.h.Bootstrap()...))
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = share.StartFromEarliest(sctx, ctl, p.Group)
+	cancel()
+	if err != nil {
+		return err
+	}
+	env := faults.Env{
+		Target: r.h,
+		Links:  func(client string) (faults.Link, error) { return r.h.Links(client) },
+		Group:  shareGroupView{r.shareAdm, p.Group},
+	}
+	r.nem = newNemesis(p.Faults, env, r.rec, r.meter, r.cfg.Logf)
+	for _, pp := range p.Producers {
+		l, err := r.h.Links(pp.Name)
+		if err != nil {
+			return fmt.Errorf("links of producer %s: %w", pp.Name, err)
+		}
+		pr, err := newProducer(pp, l.KgoOpts(), r.rec, r.led, p.Topics, p.Options.Records)
+		if err != nil {
+			return err
+		}
+		r.prods = append(r.prods, pr)
+	}
+	renew := false
+	if v, err := version.Parse(p.Options.Kafka); err == nil {
+		renew = v.Profile().ShareFetchV2
+	}
+	limit := int16(0)
+	if p.Share != nil {
+		limit = p.Share.DeliveryCountLimit
+	}
+	unknown := &unknownAcks{recs: map[history.TP]map[int64]bool{}}
+	var members []*shareMember
+	for _, mp := range p.Members {
+		k, ok := shareKind(mp.Kind)
+		if !ok {
+			return fmt.Errorf("member %s: %q is not a share kind (%s)", mp.Name, mp.Kind, strings.Join(shareKindNames(), ", "))
+		}
+		l, err := r.h.Links(mp.Name)
+		if err != nil {
+			return fmt.Errorf("links of member %s: %w", mp.Name, err)
+		}
+		h := NewShareRecorder(r.rec, mp.Name)
+		m, err := share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
+			share.WithHooks(shareHooks{h: h, led: r.led, limit: limit, unknown: unknown}), share.WithClock(r.cfg.Now),
+			share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
+		if err != nil {
+			return err
+		}
+		members = append(members, &shareMember{plan: mp, m: m, h: h, renew: renew, done: make(chan struct{})})
+	}
+
+	workCtx, stopWork := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stopWork()
+		wg.Wait()
+		if terr := r.teardownShare(ctx, members); terr != nil && err == nil {
+			err = terr
+		}
+	}()
+	if err := r.phase(ctx, history.PhaseWarmup, "share members join, staggered as planned; every partition gets a member"); err != nil {
+		return err
+	}
+	for _, sm := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !sleepUntil(workCtx, time.Now().Add(sm.plan.JoinAfter)) {
+				close(sm.done)
+				return
+			}
+			if err := sm.m.Start(workCtx); err != nil {
+				r.note("member %s could not start: %v", sm.plan.Name, err)
+				close(sm.done)
+				return
+			}
+			sm.drive(workCtx)
+		}()
+	}
+	assigned := func() bool {
+		got := map[history.TP]bool{}
+		for _, sm := range members {
+			for t, ps := range sm.m.Assigned() {
+				for _, q := range ps {
+					got[history.TP{Topic: t, Partition: q}] = true
+				}
+			}
+		}
+		for _, tp := range p.Check().Partitions() {
+			if !got[tp] {
+				return false
+			}
+		}
+		return true
+	}
+	none := make(chan error, 1)
+	if !r.waitFor(ctx, none, p.WarmupMax, assigned) {
+		r.note("warm-up: not every partition had a share member within %s; carrying on, the checkers will judge", p.WarmupMax)
+	}
+
+	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
+		return err
+	}
+	wctx, cancelW := context.WithTimeout(workCtx, p.Workload)
+	wstart := r.cfg.Now()
+	var work sync.WaitGroup
+	workErrs := make(chan error, len(r.prods)+1)
+	for _, pr := range r.prods {
+		work.Add(1)
+		go func() {
+			defer work.Done()
+			if err := pr.run(wctx, ctx); err != nil {
+				workErrs <- fmt.Errorf("producer %s: %w", pr.plan.Name, err)
+			}
+		}()
+	}
+	work.Add(1)
+	go func() {
+		defer work.Done()
+		if err := r.nem.run(wctx, wstart); err != nil {
+			workErrs <- fmt.Errorf("nemesis: %w", err)
+		}
+	}()
+	<-wctx.Done()
+	cancelW()
+	work.Wait()
+	close(workErrs)
+	var werr error
+	for e := range workErrs {
+		werr = errors.Join(werr, e)
+	}
+	if err := r.phase(ctx, history.PhaseHeal, "heal every fault still active"); err != nil {
+		return errors.Join(werr, err)
+	}
+	if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
+		werr = errors.Join(werr, err)
+	}
+	if ctx.Err() != nil {
+		return errors.Join(r.stoppedErr(ctx), werr)
+	}
+	if werr != nil {
+		return werr
+	}
+
+	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is accepted, rejected or delivered at the limit"); err != nil {
+		return err
+	}
+	if !r.waitFor(ctx, none, p.QuiesceMax, func() bool { return unknown.unsettled(r.led) == 0 }) {
+		r.note("quiesce: %d of %d acknowledged records not settled after %s", unknown.unsettled(r.led), r.led.Acked(), p.QuiesceMax)
+	}
+	var names []string
+	for _, sm := range members {
+		names = append(names, sm.plan.Name)
+	}
+	r.cfg.Logf("phase %s", history.PhaseFinal)
+	r.setPhase(ctx, history.PhaseFinal)
+	if _, err := r.rec.BeginFinal(names, "final observations: the share group's share-partition start offsets and the partitions' ends"); err != nil {
+		return err
+	}
+	r.began(ctx, history.PhaseFinal)
+	snap := history.Snapshot{Label: "final", Time: r.cfg.Now().Sub(r.start), HistoryLen: r.rec.Len()}
+	oc, cancel := context.WithTimeout(ctx, 30*time.Second)
+	starts, serr := shareStarts(oc, r.shareAdm, p.Group, p.TopicNames())
+	cancel()
+	if serr != nil {
+		r.note("final observation: %v", serr)
+	}
+	snap.ShareStarts = starts
+	o := &history.Observations{Group: p.Group, Final: snap}
+	return writeJSONAtomic(r.cfg.Dir+"/"+ObservationsFile, o)
+}
+
+// shareStarts reads the share group's share-partition start offsets
+// (DescribeShareGroupOffsets) beside each partition's end.
+func shareStarts(ctx context.Context, adm *kadm.Client, group string, topics []string) ([]history.ShareStart, error) {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	d, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err == nil {
+		err = d.Error()
+	}
+	var out []history.ShareStart
+	ends.Each(func(lo kadm.ListedOffset) {
+		s := history.ShareStart{Topic: lo.Topic, Partition: lo.Partition, StartOffset: -1, End: lo.Offset}
+		if err != nil {
+			s.Error = err.Error()
+		} else if so, ok := d[group].Offsets.Lookup(lo.Topic, lo.Partition); ok {
+			s.StartOffset = so.StartOffset
+			if so.Err != nil {
+				s.Error = so.Err.Error()
+			}
+		}
+		out = append(out, s)
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	if err != nil {
+		return out, fmt.Errorf("describe share group offsets: %w", err)
+	}
+	return out, nil
+}
+
+// teardownShare closes the share members (their final acknowledgements
+// close their sessions; then they leave), the producers and the admin.
+func (r *runner) teardownShare(ctx context.Context, members []*shareMember) error {
+	why := r.stopped(ctx)
+	r.setPhase(ctx, history.PhaseTeardown)
+	r.cfg.Logf("phase %s", history.PhaseTeardown)
+	if why != "" {
+		r.cfg.Logf("the run was %s: judging it up to there", why)
+	}
+	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, "share members leave, clients close"); err != nil {
+		r.note("teardown: %v", err)
+	}
+	r.began(ctx, history.PhaseTeardown)
+	if r.nem != nil {
+		if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
+			r.note("teardown: healing: %v", err)
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, sm := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sm.m.Close(cctx); err != nil {
+				r.note("teardown: closing %s: %v", sm.plan.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, pr := range r.prods {
+		pr.close()
+	}
+	if r.shareAdm != nil {
+		r.shareAdm.Close()
+	}
+	var err error
+	for _, sm := range slices.Clone(members) {
+		sm.h.Finish("the member was closed before the answer came")
+		err = errors.Join(err, sm.h.Err())
+	}
+	return err
+}

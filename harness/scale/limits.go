@@ -1,0 +1,71 @@
+package scale
+
+import (
+	"fmt"
+
+	"github.com/groupquake/groupquake/internal/machine"
+)
+
+// The sizes a scale run may have on a machine: `groupquake scale` refuses
+// larger ones before it starts anything (docs/interrupts.md, Limits).
+const (
+	// MaxContainerPartitions: Kafka's guidance is at most 4,000 partitions
+	// a broker, and every broker holds a replica of every partition here.
+	MaxContainerPartitions = 4000
+	// fdsReserve is what this process opens besides the members'
+	// connections (listeners, the admin client, the Docker client).
+	fdsReserve = 256
+	// memberBytes is a lightweight member's memory in this process, with
+	// headroom over what README's Scale measured (7 KB a consumer member,
+	// 21 KB a classic one, resident).
+	memberBytes = 64 << 10
+)
+
+// Sizes is what a scale command asks for.
+type Sizes struct {
+	Members    int // the largest group
+	Partitions int
+	Protocols  []Protocol
+	Conns      int  // consumer members' shared connections
+	Embedded   bool // the broker's side of every connection, and every partition's log, are in this process
+	Container  bool
+}
+
+// CheckSize refuses sizes the machine m cannot take; the error says the
+// limit, why and what to do, and starts with the flag.
+func CheckSize(s Sizes, m machine.Machine) error {
+	if s.Container && s.Partitions > MaxContainerPartitions {
+		return fmt.Errorf("--partitions %d: at most %d on a container cluster (every broker holds a replica of every partition, and Kafka's guidance is at most 4,000 partitions a broker); give at most %d", s.Partitions, MaxContainerPartitions, MaxContainerPartitions)
+	}
+	sides := uint64(1)
+	if s.Embedded {
+		sides = 2
+	}
+	parts := uint64(0)
+	if s.Embedded {
+		parts = uint64(s.Partitions) + 3
+	}
+	conns := uint64(s.Conns)
+	classic := false
+	for _, p := range s.Protocols {
+		if p == Classic {
+			classic = true
+		}
+	}
+	if classic {
+		conns = max(conns, uint64(s.Members)) // one connection each
+	}
+	if need := fdsReserve + parts + conns*sides; need > m.FDs {
+		if s.Embedded && fdsReserve+conns*sides < m.FDs && parts > conns*sides { // the partitions take most
+			most := m.FDs - fdsReserve - conns*sides - 3
+			return fmt.Errorf("--partitions %d: at most %d on the embedded cluster on this machine (it keeps every partition's log open, this process may open %d files (ulimit -n), and the members' connections need %d); give at most %d, or raise the limit (ulimit -n)", s.Partitions, most, m.FDs, conns*sides, most)
+		}
+		most := (m.FDs - fdsReserve - min(parts, m.FDs-fdsReserve)) / sides
+		return fmt.Errorf("--members %d: at most %d classic members on this machine (each has a connection of its own, which takes %d files here, and this process may open %d (ulimit -n)); give at most %d, use --protocol consumer (its members share --conns connections), or raise the limit (ulimit -n)", s.Members, most, sides, m.FDs, most)
+	}
+	if half := m.Memory / 2; uint64(s.Members)*memberBytes > half {
+		most := half / memberBytes
+		return fmt.Errorf("--members %d: at most %d on this machine (a member takes up to %d KB of this process, and half this machine's memory is %s); give at most %d", s.Members, most, memberBytes>>10, machine.GiB(half), most)
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package scale
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/groupquake/groupquake/internal/machine"
+)
+
+// TestCheckSize: classic members need a connection each, so the open-file
+// limit bounds them (and the embedded cluster's partitions); consumer
+// members share --conns and are bounded by memory alone.
+func TestCheckSize(t *testing.T) {
+	m := machine.Machine{FDs: 10256, Memory: 2 << 30}
+	for _, tc := range []struct {
+		s    Sizes
+		want string // "" holds
+	}{
+		{Sizes{Members: 10000, Partitions: 10, Protocols: []Protocol{Classic}, Conns: 8, Container: true}, ""},
+		{Sizes{Members: 10001, Partitions: 10, Protocols: []Protocol{Classic}, Conns: 8, Container: true}, "--members 10001: at most 10000 classic members on this machine"},
+		{Sizes{Members: 4993, Partitions: 10, Protocols: []Protocol{Consumer, Classic}, Conns: 8, Embedded: true}, ""},
+		{Sizes{Members: 4994, Partitions: 10, Protocols: []Protocol{Classic}, Conns: 8, Embedded: true}, "--members 4994: at most 4993 classic members"},
+		{Sizes{Members: 10001, Partitions: 10, Protocols: []Protocol{Consumer}, Conns: 8, Container: true}, ""},
+		{Sizes{Members: 100, Partitions: 10000, Protocols: []Protocol{Consumer}, Conns: 8, Embedded: true}, "--partitions 10000: at most 9981 on the embedded cluster"},
+		{Sizes{Members: 100, Partitions: 4001, Protocols: []Protocol{Consumer}, Conns: 8, Container: true}, "--partitions 4001: at most 4000 on a container cluster"},
+		{Sizes{Members: 20000, Partitions: 10, Protocols: []Protocol{Consumer}, Conns: 8, Container: true}, "--members 20000: at most 16384 on this machine"},
+	} {
+		err := CheckSize(tc.s, m)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v refused: %v", tc.s, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want %q…", tc.s, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package bite
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/harness/run"
+)
+
+// sharePlan is the plan of a broken share kind's test: three share
+// members on two partitions, the first of them of kind (the broken one or
+// "share"), joining at once, records at 40/s for 12s. Every broken share
+// member shows its bug on its own records, with two correct members
+// taking what it leaves: a record accepted after its lock comes back to
+// them, a stretched accept names records they hold, a record released
+// on a first delivery comes back at a higher count.
+func sharePlan(t *testing.T, k run.ShareKind, kind, prefix, v string) run.Plan {
+	t.Helper()
+	reg := run.DefaultRegistry().WithBroken([]string{kind, "share"})
+	o := run.Options{
+		Kafka: v, Nodes: 1, Kinds: []string{kind, "share", "share"}, Members: 3, Partitions: 2, Rate: 40, Duration: 12 * time.Second,
+		Topic: fmt.Sprintf("bite-%s-%s-records", prefix, k.Name), Group: fmt.Sprintf("bite-%s-%s", prefix, k.Name),
+	}
+	p, err := run.NewPlan(seed, o, reg.Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Members {
+		p.Members[i].Name = fmt.Sprintf("%sm%d", prefix, i+1)
+		p.Members[i].JoinAfter = 0
+	}
+	return p
+}
+
+// TestBrokenShareMembersAreCaught runs every broken share kind and, on the
+// same plan, the correct share member, on one 1-node cluster of the
+// default release: the checker that names the bug must fail for the
+// broken kind and hold for the correct one, and every share checker must
+// hold for the correct one.
+func TestBrokenShareMembersAreCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: real-cluster test not run (share groups need a real Kafka 4.2+)")
+	}
+	v := version.Default.String()
+	h := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
+	i := 0
+	for _, k := range run.ShareKinds() {
+		if k.Bug == "" {
+			continue
+		}
+		i++
+		prefix := fmt.Sprint("s", i)
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			reg := run.DefaultRegistry().WithBroken([]string{k.Name, "share"})
+			var (
+				wg              sync.WaitGroup
+				bad, good       check.Verdict
+				all             []check.Verdict
+				badDir, goodDir string
+				badErr, goodErr error
+			)
+			bp, gp := sharePlan(t, k, k.Name, "b"+prefix, v), sharePlan(t, k, "share", "u"+prefix, v)
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				bad, _, badDir, badErr = verdict(t, h, bp, reg, k.Catches, "broken")
+			}()
+			go func() {
+				defer wg.Done()
+				good, all, goodDir, goodErr = verdict(t, h, gp, reg, k.Catches, "unbroken")
+			}()
+			wg.Wait()
+			if badErr != nil || goodErr != nil {
+				t.Fatalf("%v %v", badErr, goodErr)
+			}
+			switch {
+			case bad.Skipped != "":
+				t.Errorf("%s (%s) was not judged: %s (run directory %s)", k.Catches, k.Doc, bad.Skipped, badDir)
+			case bad.Holds:
+				t.Errorf("%s holds for %s (%s): the checker did not catch the bug (notes %v; run directory %s)", k.Catches, k.Name, k.Doc, bad.Notes, badDir)
+			default:
+				t.Logf("%s caught %s with %d violations, the first: %s", k.Catches, k.Name, len(bad.Violations), bad.Violations[0].Message)
+			}
+			if !good.Holds || good.Skipped != "" {
+				t.Errorf("%s must hold for the correct share member on the same plan: %+v %s (run directory %s)", k.Catches, good.Violations, good.Skipped, goodDir)
+			}
+			for _, v := range all {
+				if len(v.Name) > 5 && v.Name[:5] == "Share" && (!v.Holds || v.Skipped != "") {
+					t.Errorf("correct share members: %s does not hold: %+v %s (run directory %s)", v.Name, v.Violations, v.Skipped, goodDir)
+				}
+			}
+		})
+	}
+}
