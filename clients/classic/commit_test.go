@@ -71,7 +71,7 @@ func (s *scriptedCoordinator) appliedOffsets() []int64 {
 // coordinator; it never contacts a broker and runs no goroutine of its own.
 func stableMember(t *testing.T, s *scriptedCoordinator, rec *recorder) *Member {
 	t.Helper()
-	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers("127.0.0.1:1")), Hooks(rec), RetryBackoff(time.Millisecond, time.Millisecond))
+	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers("127.0.0.1:1")), WithHooks(rec), RetryBackoff(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +79,8 @@ func stableMember(t *testing.T, s *scriptedCoordinator, rec *recorder) *Member {
 	m.sendCommit = s.send
 	m.mu.Lock()
 	m.started = true
-	m.st, m.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
-	m.owned = clients.Partitions{topic: {0}}
+	m.mach.st, m.mach.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
+	m.mach.owned = clients.Partitions{topic: {0}}
 	m.mu.Unlock()
 	return m
 }
@@ -158,7 +158,7 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 	// The backoff after the lost answer ends when the test says so.
 	backoffOver := make(chan struct{})
 	m.cfg.retryBackoff, m.cfg.retryBackoffMax = time.Hour, time.Hour
-	m.cfg.clock = gateClock{realClock{}, backoffOver}
+	m.cfg.clock = gateClock{clients.WallClock{}, backoffOver}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -205,7 +205,7 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 
 // gateClock's timers fire when gate is closed.
 type gateClock struct {
-	realClock
+	clients.WallClock
 	gate chan struct{}
 }
 

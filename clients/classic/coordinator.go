@@ -2,7 +2,6 @@ package classic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,8 +30,8 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 	defer m.coordMu.Unlock()
 	for attempt := 0; ; attempt++ {
 		m.mu.Lock()
-		node, fatal := m.coord, m.fatal
-		gen := m.gen
+		node, fatal := m.mach.coord, m.mach.fatal
+		gen := m.mach.gen
 		m.mu.Unlock()
 		if fatal != nil {
 			return -1, fatal
@@ -52,23 +51,18 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 			}
 			err = kerr.ErrorForCode(code)
 			if err == nil {
-				m.mu.Lock()
-				m.coord = nodeID
-				// Heartbeat.resetSessionTimeout on discovery.
-				m.sessionStart = m.cfg.clock.Now()
-				m.mu.Unlock()
-				m.emit(clients.Event{Kind: clients.FoundCoordinator, Node: nodeID, Generation: gen.ID, MemberID: gen.MemberID, Why: "FindCoordinator answered"})
-				m.wakeHeartbeat()
+				m.step(func(s *machine) outcome { return s.foundCoordinator(nodeID, gen, m.cfg.clock.Now()) })
 				return nodeID, nil
 			}
 		}
 		if ctx.Err() != nil {
 			return -1, ctx.Err()
 		}
-		if errors.Is(err, kerr.GroupAuthorizationFailed) {
-			m.mu.Lock()
-			m.failLocked(err, "FindCoordinator: not authorized for the group")
-			m.mu.Unlock()
+		m.mu.Lock()
+		o, stop := m.mach.findCoordinatorFailed(err)
+		m.applyLocked(o)
+		m.mu.Unlock()
+		if stop {
 			return -1, m.Err()
 		}
 		m.emit(clients.Event{Kind: clients.Error, ErrCode: errCode(err), Err: errName(err), Generation: gen.ID, MemberID: gen.MemberID,
@@ -79,20 +73,13 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 	}
 }
 
-// markCoordinatorUnknownLocked is AbstractCoordinator.markCoordinatorUnknown.
-func (m *Member) markCoordinatorUnknownLocked(why string) {
-	if m.coord < 0 {
-		return
-	}
-	old := m.coord
-	m.coord = -1
-	m.emitLocked(clients.Event{Kind: clients.Error, Node: old, Why: "coordinator marked unknown: " + why})
-}
-
+// markCoordinatorUnknown is machine.markCoordinatorUnknown, under mu.
 func (m *Member) markCoordinatorUnknown(why string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.markCoordinatorUnknownLocked(why)
+	m.step(func(s *machine) outcome {
+		var o outcome
+		s.markCoordinatorUnknown(&o, why)
+		return o
+	})
 }
 
 // coordRequest sends req to the coordinator. A transport error marks the
@@ -117,12 +104,6 @@ func (m *Member) coordRequest(ctx context.Context, req kmsg.Request, sent func()
 		return nil, err
 	}
 	return resp, nil
-}
-
-// isCoordinatorError reports the errors after which Java marks the
-// coordinator unknown and looks it up again.
-func isCoordinatorError(err error) bool {
-	return errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.NotCoordinator)
 }
 
 // backoff is retry.backoff.ms grown exponentially to retry.backoff.max.ms.

@@ -12,18 +12,17 @@
 // thread), the heartbeat loop (HeartbeatThread: heartbeats, the session
 // and max.poll.interval timers) and, with auto-commit, the commit loop.
 //
-// What the member keeps true:
-//  1. Every change of membership or ownership is reported through
-//     clients.Hooks exactly once, with the generation and a why.
-//  2. A partition is owned only between a SyncGroup of the member's
-//     current generation that gave it and the Revoked or Lost event that
-//     gave it up; Poll returns records of owned partitions only.
-//  3. A response is applied only to the generation it was sent with; an
-//     answer for an older generation is ignored, as Java's
-//     generationUnchanged check does.
-//  4. EAGER revokes everything before JoinGroup; COOPERATIVE revokes only
-//     what the new assignment takes away, after SyncGroup, and then rejoins
-//     (KIP-429). The protocol is the highest one every assignor supports.
-//  5. FENCED_INSTANCE_ID and the other fatal errors stop the member: it
-//     reports them, loses its partitions and sends nothing more.
+// Every decision (what to send next, how to react to each answer and error,
+// eager and cooperative revocation, static membership, the session and poll
+// timers) is made by a pure state machine, machine.go, which keeps the
+// member's invariants: every change of membership or ownership reported
+// exactly once with its generation and a why; a partition owned only
+// between a SyncGroup of the current generation and its Revoked or Lost;
+// answers applied only to the generation they were sent with; EAGER revokes
+// everything before JoinGroup, COOPERATIVE only what the new assignment
+// takes away, then rejoins (KIP-429; the protocol is the highest one every
+// assignor supports); FENCED_INSTANCE_ID and the other fatal errors stop the
+// member. The goroutines above are its IO loop: they send what it builds,
+// feed it answers and the time, and carry out its outcomes.
+// testdata/machine scripts it without a network (TestMachineScripts).
 package classic

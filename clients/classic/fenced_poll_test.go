@@ -35,15 +35,15 @@ func TestPollAfterAFenceHandsOutNothing(t *testing.T) {
 		}
 	}
 	rec := &recorder{}
-	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), Hooks(rec))
+	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), WithHooks(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.cancel(); m.cl.Close() })
 	m.mu.Lock()
 	m.started = true
-	m.st, m.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
-	m.owned = clients.Partitions{topic: {0}}
+	m.mach.st, m.mach.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
+	m.mach.owned = clients.Partitions{topic: {0}}
 	m.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
 	m.mu.Unlock()
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,7 +23,7 @@ func (m *Member) manage() {
 	failures := 0
 	for {
 		m.mu.Lock()
-		need := m.rejoin && !m.pollExpired && m.fatal == nil
+		need := m.mach.joinNeeded()
 		m.mu.Unlock()
 		if !need {
 			select {
@@ -51,52 +50,29 @@ func (m *Member) manage() {
 	}
 }
 
-// joinOnce is one JoinGroup + SyncGroup round. Invariants:
-//  1. onJoinPrepare runs once per rebalance, before its first JoinGroup,
-//     and again only after the generation was reset or a round succeeded.
-//  2. A response is applied only to the generation it was sent with
-//     (CoordinatorResponseHandler.generationUnchanged); a reset that
-//     happened meanwhile (heartbeat error, Close) wins.
-//  3. Partitions become owned only after a successful SyncGroup of the
-//     current generation; under COOPERATIVE, partitions taken away are
-//     revoked before anything new is taken, and the member rejoins.
+// joinOnce is one JoinGroup + SyncGroup round: it sends what the machine
+// builds and feeds it the answers. What the round keeps true is the
+// machine's (machine.go): onJoinPrepare once per rebalance, answers applied
+// only to the generation they were sent with, partitions owned only after
+// a SyncGroup of the current generation.
 func (m *Member) joinOnce(ctx context.Context) error {
 	if _, err := m.ensureCoordinator(ctx); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	prepare := m.joinPrepare
-	m.joinPrepare = false
+	prepare := m.mach.takeJoinPrepare()
 	m.mu.Unlock()
 	if prepare {
 		m.onJoinPrepare(ctx)
 	}
 
 	m.mu.Lock()
-	if m.fatal != nil {
-		m.mu.Unlock()
-		return m.fatal
-	}
-	m.st = preparing
-	sent := m.gen
-	why := m.rejoinWhy
-	req := kmsg.NewPtrJoinGroupRequest()
-	req.Group = m.cfg.group
-	req.SessionTimeoutMillis = int32(m.cfg.sessionTimeout.Milliseconds())
-	req.RebalanceTimeoutMillis = int32(m.cfg.rebalanceTimeout.Milliseconds())
-	req.MemberID = sent.MemberID
-	req.InstanceID = m.cfg.instanceID
-	req.ProtocolType = ProtocolType
-	req.Reason = &why
-	protos, err := m.joinProtocolsLocked()
+	req, sent, why, o, err := m.mach.joinRequest()
+	m.applyLocked(o)
 	m.mu.Unlock()
 	if err != nil {
-		m.mu.Lock()
-		m.failLocked(err, "cannot encode the subscription")
-		m.mu.Unlock()
 		return err
 	}
-	req.Protocols = protos
 
 	var call uint64
 	raw, err := m.coordRequest(ctx, req, func() {
@@ -115,7 +91,9 @@ func (m *Member) joinOnce(ctx context.Context) error {
 		return ctx.Err()
 	}
 	if err != nil {
-		m.setUnjoinedIf(sent)
+		m.mu.Lock()
+		m.mach.rebalanceFailed(sent)
+		m.mu.Unlock()
 		if call != 0 {
 			answer.Err, answer.Why = err.Error(), "JoinGroup failed in transport; retrying after backoff"
 			m.emit(answer)
@@ -129,7 +107,11 @@ func (m *Member) joinOnce(ctx context.Context) error {
 		answer.ErrCode, answer.Err, answer.MemberID = resp.ErrorCode, errName(err), resp.MemberID
 		answer.Why = "JoinGroup answered " + errName(err)
 		m.emit(answer)
-		return m.onJoinError(sent, resp, err)
+		m.mu.Lock()
+		o, err := m.mach.onJoinError(sent, resp, err)
+		m.applyLocked(o)
+		m.mu.Unlock()
+		return err
 	}
 	protocol := ""
 	if resp.Protocol != nil {
@@ -140,40 +122,18 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	answer.Generation, answer.MemberID, answer.Leader = resp.Generation, resp.MemberID, leader
 	answer.Why = fmt.Sprintf("JoinGroup answered: generation %d, protocol %s, leader %s (rejoin reason: %s)", resp.Generation, protocol, resp.LeaderID, why)
 	m.emit(answer)
-	if resp.ProtocolType != nil && *resp.ProtocolType != ProtocolType {
-		m.mu.Lock()
-		m.failLocked(kerr.InconsistentGroupProtocol, fmt.Sprintf("JoinGroup answered protocol type %q, expected %q", *resp.ProtocolType, ProtocolType))
-		m.mu.Unlock()
-		return m.Err()
-	}
 
 	m.mu.Lock()
-	if m.st != preparing || m.gen != sent {
-		// Left or reset while the join was in flight (Java's
-		// UnjoinedGroupException): start over.
-		m.mu.Unlock()
-		return fmt.Errorf("JoinGroup answered after the member left or reset: %w", errRetryNow)
-	}
-	m.gen = Generation{ID: resp.Generation, MemberID: resp.MemberID, Protocol: protocol}
-	m.st = completing
-	// HeartbeatThread.enable → Heartbeat.resetTimeouts: heartbeats
-	// resume with fresh session and poll timers.
-	now := m.cfg.clock.Now()
-	m.sessionStart, m.lastPoll = now, now
-	gen := m.gen
+	o, gen, err := m.mach.onJoined(sent, resp, m.cfg.clock.Now())
+	m.applyLocked(o)
 	m.mu.Unlock()
-	m.wakeHeartbeat()
+	if err != nil {
+		return err
+	}
 
-	sync := kmsg.NewPtrSyncGroupRequest()
-	sync.Group = m.cfg.group
-	sync.Generation = gen.ID
-	sync.MemberID = gen.MemberID
-	sync.InstanceID = m.cfg.instanceID
-	pt := ProtocolType
-	sync.ProtocolType = &pt
-	sync.Protocol = &gen.Protocol
+	var plan map[string][]byte
 	if leader {
-		plan, err := m.leaderAssign(ctx, gen, resp)
+		plan, err = m.leaderAssign(ctx, gen, resp)
 		if err != nil && ctx.Err() != nil {
 			// Closing while the leader computed the assignment: as
 			// after a JoinGroup, the member stays COMPLETING_REBALANCE
@@ -185,27 +145,13 @@ func (m *Member) joinOnce(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if err != nil {
-			// Java fails the rebalance (the exception leaves poll) and
-			// the member rejoins; the coordinator's sync timer removes
-			// the members that never get an assignment.
-			m.mu.Lock()
-			m.emitLocked(clients.Event{Kind: clients.Error, Err: err.Error(), Why: "leader could not compute the assignment; rejoining after backoff"})
-			if m.gen == gen {
-				m.st = unjoined
-			}
-			m.requestRejoinLocked("leader assignment failed")
-			m.mu.Unlock()
+			m.step(func(s *machine) outcome { return s.assignFailed(gen, err) })
 			return err
 		}
-		for id, b := range plan {
-			a := kmsg.NewSyncGroupRequestGroupAssignment()
-			a.MemberID, a.MemberAssignment = id, b
-			sync.GroupAssignment = append(sync.GroupAssignment, a)
-		}
-		slices.SortFunc(sync.GroupAssignment, func(a, b kmsg.SyncGroupRequestGroupAssignment) int {
-			return compareStrings(a.MemberID, b.MemberID)
-		})
 	}
+	m.mu.Lock()
+	sync := m.mach.syncRequest(gen, plan)
+	m.mu.Unlock()
 	var scall uint64
 	raw, err = m.coordRequest(ctx, sync, func() {
 		scall = m.sent(clients.OpSync, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Why: "SyncGroup"})
@@ -219,10 +165,7 @@ func (m *Member) joinOnce(ctx context.Context) error {
 		return ctx.Err()
 	}
 	if err != nil {
-		m.mu.Lock()
-		m.requestRejoinLocked("SyncGroup failed in transport")
-		m.mu.Unlock()
-		m.setUnjoinedIf(gen)
+		m.step(func(s *machine) outcome { return s.syncFailed(gen) })
 		if scall != 0 {
 			sanswer.Err, sanswer.Why = err.Error(), "SyncGroup failed in transport; retrying after backoff"
 			m.emit(sanswer)
@@ -235,7 +178,11 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	if err := kerr.ErrorForCode(sresp.ErrorCode); err != nil {
 		sanswer.ErrCode, sanswer.Err, sanswer.Why = sresp.ErrorCode, errName(err), "SyncGroup answered "+errName(err)
 		m.emit(sanswer)
-		return m.onSyncError(gen, err)
+		m.mu.Lock()
+		o, err := m.mach.onSyncError(gen, err)
+		m.applyLocked(o)
+		m.mu.Unlock()
+		return err
 	}
 	assigned, derr := assign.DecodeAssignment(sresp.MemberAssignment)
 	sanswer.Kind = clients.Synced
@@ -247,181 +194,20 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	}
 	m.emit(sanswer)
 	m.mu.Lock()
-	if m.st != completing || m.gen != gen {
-		// Generation data cleared meanwhile: Java raises
-		// ILLEGAL_GENERATION to retry at once.
-		m.mu.Unlock()
-		return fmt.Errorf("SyncGroup answered after a reset: %w", errRetryNow)
-	}
-	if sresp.Protocol != nil && *sresp.Protocol != gen.Protocol {
-		m.failLocked(kerr.InconsistentGroupProtocol, fmt.Sprintf("SyncGroup answered protocol %q, JoinGroup selected %q", *sresp.Protocol, gen.Protocol))
-		m.mu.Unlock()
-		return m.Err()
-	}
-	if derr != nil {
-		m.emitLocked(clients.Event{Kind: clients.Error, Err: derr.Error(), Why: "SyncGroup assignment does not decode; rejoining after backoff"})
-		m.st = unjoined
-		m.requestRejoinLocked("undecodable assignment")
-		m.mu.Unlock()
-		return derr
-	}
-	if len(sresp.MemberAssignment) == 0 {
-		m.emitLocked(clients.Event{Kind: clients.Error,
-			Why: "SyncGroup returned no assignment bytes (the leader left this member out; Java's consumer throws IllegalStateException here): taken as an empty assignment"})
-	}
-	m.st = stable
-	m.rejoin = false
-	m.rejoinWhy = ""
-	m.joinPrepare = true
-	m.sessionStart = m.cfg.clock.Now()
+	o, err = m.mach.onSynced(gen, sresp, derr, m.cfg.clock.Now())
+	m.applyLocked(o)
 	m.mu.Unlock()
-	m.wakeHeartbeat()
-	return m.onJoinComplete(ctx, gen, fromMap(assigned.Partitions))
-}
-
-// setUnjoinedIf is Java's recordRebalanceFailure: a failed round leaves the
-// member UNJOINED (heartbeats stop) unless something else changed it.
-func (m *Member) setUnjoinedIf(gen Generation) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.gen == gen && (m.st == preparing || m.st == completing) {
-		m.st = unjoined
-	}
-}
-
-// onJoinError is AbstractCoordinator.JoinGroupResponseHandler for errors.
-func (m *Member) onJoinError(sent Generation, resp *kmsg.JoinGroupResponse, err error) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	unchanged := m.gen == sent
-	if m.st == preparing {
-		m.st = unjoined
-	}
-	ev := clients.Event{Kind: clients.Error, ErrCode: errCode(err), Err: errName(err)}
-	switch {
-	case errors.Is(err, kerr.MemberIDRequired):
-		// KIP-394: the coordinator names our member id; join again
-		// with it at once.
-		m.gen = Generation{ID: -1, MemberID: resp.MemberID}
-		ev.Why = "JoinGroup: MEMBER_ID_REQUIRED, rejoining with the member id the coordinator gave"
-		m.emitLocked(ev)
-		m.requestRejoinLocked("need to re-join with the given member-id: " + resp.MemberID)
-		return fmt.Errorf("%w: %w", err, errRetryNow)
-	case errors.Is(err, kerr.UnknownMemberID):
-		ev.Why = "JoinGroup: UNKNOWN_MEMBER_ID, rejoining without a member id"
-		m.emitLocked(ev)
-		if unchanged {
-			m.resetLocked(false, "encountered UNKNOWN_MEMBER_ID from JoinGroup response")
-			// onJoinPrepare already ran for this rebalance.
-		}
-		return fmt.Errorf("%w: %w", err, errRetryNow)
-	case errors.Is(err, kerr.RebalanceInProgress):
-		ev.Why = "JoinGroup: REBALANCE_IN_PROGRESS, retrying at once"
-		m.emitLocked(ev)
-		return fmt.Errorf("%w: %w", err, errRetryNow)
-	case errors.Is(err, kerr.IllegalGeneration):
-		ev.Why = "JoinGroup: ILLEGAL_GENERATION, retrying at once"
-		m.emitLocked(ev)
-		return fmt.Errorf("%w: %w", err, errRetryNow)
-	case errors.Is(err, kerr.CoordinatorLoadInProgress):
-		ev.Why = "JoinGroup: coordinator still loading the group; retrying after backoff"
-		m.emitLocked(ev)
-		return err
-	case isCoordinatorError(err):
-		ev.Why = "JoinGroup: coordinator moved or unavailable; finding it again"
-		m.emitLocked(ev)
-		m.markCoordinatorUnknownLocked(errName(err) + " from JoinGroup")
-		return err
-	case errors.Is(err, kerr.FencedInstanceID),
-		errors.Is(err, kerr.InconsistentGroupProtocol),
-		errors.Is(err, kerr.InvalidSessionTimeout),
-		errors.Is(err, kerr.InvalidGroupID),
-		errors.Is(err, kerr.GroupAuthorizationFailed),
-		errors.Is(err, kerr.GroupMaxSizeReached),
-		errors.Is(err, kerr.UnsupportedVersion):
-		m.failLocked(err, "JoinGroup: fatal "+errName(err))
-		return m.fatal
-	}
-	// Java raises a KafkaException from poll for anything else; the
-	// member itself is not torn down, so it tries again.
-	ev.Why = "JoinGroup: unexpected error; retrying after backoff"
-	m.emitLocked(ev)
-	return err
-}
-
-// onSyncError is AbstractCoordinator.SyncGroupResponseHandler for errors:
-// every error requests a rejoin.
-func (m *Member) onSyncError(sent Generation, err error) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	unchanged := m.gen == sent
-	if unchanged && m.st == completing {
-		m.st = unjoined
-	}
-	m.requestRejoinLocked(errName(err) + " from SyncGroup")
-	ev := clients.Event{Kind: clients.Error, ErrCode: errCode(err), Err: errName(err)}
-	switch {
-	case errors.Is(err, kerr.RebalanceInProgress):
-		ev.Why = "SyncGroup: the group began another rebalance; rejoining at once"
-		m.emitLocked(ev)
-		return fmt.Errorf("%w: %w", err, errRetryNow)
-	case errors.Is(err, kerr.FencedInstanceID), errors.Is(err, kerr.GroupAuthorizationFailed):
-		m.failLocked(err, "SyncGroup: fatal "+errName(err))
-		return m.fatal
-	case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.IllegalGeneration):
-		ev.Why = "SyncGroup: " + errName(err) + "; rejoining at once"
-		m.emitLocked(ev)
-		if unchanged {
-			// The member id stays valid on ILLEGAL_GENERATION.
-			m.resetLocked(errors.Is(err, kerr.IllegalGeneration), "encountered "+errName(err)+" from SyncGroup response")
-		}
-		return fmt.Errorf("%w: %w", err, errRetryNow)
-	case isCoordinatorError(err):
-		ev.Why = "SyncGroup: coordinator moved or unavailable; finding it again"
-		m.emitLocked(ev)
-		m.markCoordinatorUnknownLocked(errName(err) + " from SyncGroup")
+	if err != nil {
 		return err
 	}
-	ev.Why = "SyncGroup: unexpected error; retrying after backoff"
-	m.emitLocked(ev)
-	return err
-}
-
-// joinProtocolsLocked builds JoinGroup's protocols, one per assignor in
-// preference order, as ConsumerCoordinator.metadata does: the
-// subscription carries the owned partitions (empty under EAGER, which
-// revoked them) and the generation; the sticky assignors' user data
-// carries what they need.
-func (m *Member) joinProtocolsLocked() ([]kmsg.JoinGroupRequestProtocol, error) {
-	var out []kmsg.JoinGroupRequestProtocol
-	for _, a := range m.cfg.assignors {
-		sub := assign.Subscription{
-			Version:    assign.HighestProtocolVersion,
-			Topics:     m.cfg.topics,
-			Owned:      map[string][]int32(m.owned.Clone()),
-			Generation: m.gen.ID,
-		}
-		// Both sticky assignors remember what onAssignment last gave
-		// them: StickyAssignor the partitions and generation (no user
-		// data before its first assignment), CooperativeStickyAssignor
-		// the generation only (-1 before the first).
-		switch a.Name() {
-		case assign.StickyName:
-			if m.prevAssigned != nil {
-				sub.UserData = assign.EncodeStickyUserData(assign.StickyUserData{Owned: m.prevAssigned, Generation: m.prevGen})
-			}
-		case assign.CooperativeStickyName:
-			sub.UserData = assign.EncodeCooperativeUserData(m.prevGen)
-		}
-		b, err := assign.EncodeSubscription(sub)
-		if err != nil {
-			return nil, err
-		}
-		p := kmsg.NewJoinGroupRequestProtocol()
-		p.Name, p.Metadata = a.Name(), b
-		out = append(out, p)
+	m.mu.Lock()
+	o, added := m.mach.joinComplete(gen, fromMap(assigned.Partitions))
+	m.applyLocked(o)
+	m.mu.Unlock()
+	if added.Count() == 0 {
+		return nil
 	}
-	return out, nil
+	return m.startConsuming(ctx, gen, added)
 }
 
 // leaderAssign is ConsumerCoordinator.onLeaderElected: decode every
@@ -433,14 +219,11 @@ func (m *Member) leaderAssign(ctx context.Context, gen Generation, resp *kmsg.Jo
 	if resp.SkipAssignment {
 		return nil, nil
 	}
-	var assignor assign.Assignor
-	for _, a := range m.cfg.assignors {
-		if a.Name() == gen.Protocol {
-			assignor = a
-		}
-	}
-	if assignor == nil {
-		return nil, fmt.Errorf("coordinator selected assignor %q, which this member does not have", gen.Protocol)
+	m.mu.Lock()
+	assignor, err := m.mach.leaderAssignor(gen)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	members := make([]assign.Member, 0, len(resp.Members))
 	topicSet := map[string]bool{}
@@ -495,86 +278,20 @@ func (m *Member) partitionCounts(ctx context.Context, topics map[string]bool) (m
 }
 
 // onJoinPrepare is ConsumerCoordinator.onJoinPrepare: commit (with
-// auto-commit), then give up partitions before JoinGroup. If the
-// generation was reset (a heartbeat, commit or sync error), what the
-// member owned is lost; otherwise EAGER revokes everything and COOPERATIVE
-// only what left the subscription (never anything here: the subscription
-// is fixed).
+// auto-commit) what Poll handed out, then give up partitions before
+// JoinGroup as the machine says (machine.joinPrepared).
 func (m *Member) onJoinPrepare(ctx context.Context) {
 	m.mu.Lock()
-	valid := m.gen.ID >= 0 && m.gen.MemberID != ""
+	commit := m.mach.commitBeforeJoin()
 	m.mu.Unlock()
-	if valid && m.cfg.autoCommit > 0 {
-		if m.cfg.protocol == assign.Eager {
-			// maybeMarkPartitionsPendingRevocation: Poll hands out
-			// nothing more of partitions about to be revoked, so the
-			// position cannot run ahead of the commit below.
-			m.mu.Lock()
-			m.revoking = true
-			m.mu.Unlock()
-		}
+	if commit {
 		// Java keeps retrying the commit for at most the rebalance
 		// timeout (joinPrepareTimer) and then joins anyway.
 		cctx, cancel := context.WithTimeout(ctx, m.cfg.rebalanceTimeout)
 		_ = m.commitPositions(cctx, "auto-commit before rejoining")
 		cancel()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.revoking = false
-	switch {
-	case m.gen.ID < 0 || m.gen.MemberID == "":
-		m.loseLocked(m.owned.Clone(), "rejoining after the generation was reset: "+m.rejoinWhy)
-	case m.cfg.protocol == assign.Eager:
-		m.revokeLocked(m.owned.Clone(), "eager rebalance: revoke everything before JoinGroup ("+m.rejoinWhy+")")
-	default:
-		var gone clients.Partitions = clients.Partitions{}
-		for t, ps := range m.owned {
-			if !slices.Contains(m.cfg.topics, t) {
-				gone[t] = ps
-			}
-		}
-		m.revokeLocked(gone, "cooperative rebalance: revoke partitions of topics no longer subscribed")
-	}
-}
-
-// onJoinComplete is ConsumerCoordinator.onJoinComplete: take the new
-// assignment. Under COOPERATIVE, what the member owned and was not given
-// again is revoked first and the member rejoins at once so that the
-// follow-up rebalance can give it away (KIP-429).
-func (m *Member) onJoinComplete(ctx context.Context, gen Generation, assigned clients.Partitions) error {
-	m.mu.Lock()
-	if m.gen != gen {
-		m.mu.Unlock()
-		return nil
-	}
-	for t := range assigned {
-		if !slices.Contains(m.cfg.topics, t) {
-			m.requestRejoinLocked(fmt.Sprintf("assignment includes topic %s, which the member does not subscribe to", t))
-			m.mu.Unlock()
-			return nil
-		}
-	}
-	revoked := subtract(m.owned, assigned)
-	added := subtract(assigned, m.owned)
-	if revoked.Count() > 0 {
-		why := "cooperative rebalance: revoke what the new assignment takes away"
-		if m.cfg.protocol == assign.Eager {
-			why = "assignment no longer includes these"
-		}
-		m.revokeLocked(revoked, why)
-		if m.cfg.protocol == assign.Cooperative {
-			m.requestRejoinLocked("need to revoke partitions and re-join")
-		}
-	}
-	m.prevAssigned = map[string][]int32(assigned.Clone())
-	m.prevGen = gen.ID
-	m.assignLocked(added, fmt.Sprintf("SyncGroup of generation %d gave these", gen.ID))
-	m.mu.Unlock()
-	if added.Count() == 0 {
-		return nil
-	}
-	return m.startConsuming(ctx, gen, added)
+	m.step((*machine).joinPrepared)
 }
 
 func compareStrings(a, b string) int {

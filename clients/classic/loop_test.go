@@ -131,7 +131,7 @@ func TestRejoinCommitsFirst(t *testing.T) {
 			if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
-			opts := []Opt{AutoCommit(time.Hour)} // no interval commit during the test
+			opts := []Opt{AutoCommit(true), AutoCommitInterval(time.Hour)} // no interval commit during the test
 			if proto == "cooperative" {
 				opts = append(opts, Assignors(assign.CooperativeSticky()))
 			}
@@ -194,7 +194,7 @@ func stableConsumer(t *testing.T, c *kfake.Cluster, n int, opts ...Opt) testMemb
 	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	a := start(t, c, "a", "g", append([]Opt{AutoCommit(time.Hour)}, opts...)...)
+	a := start(t, c, "a", "g", append([]Opt{AutoCommit(true), AutoCommitInterval(time.Hour)}, opts...)...)
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
 	for total := 0; total < 6*n; {
 		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)

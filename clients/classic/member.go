@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,20 +43,6 @@ var ErrFatal = fmt.Errorf("classic member: %w", clients.ErrStopped)
 // was asked for while the member is not part of an active generation.
 var ErrNotInGroup = errors.New("member is not part of an active group generation")
 
-type state int8
-
-// The member states of AbstractCoordinator.MemberState.
-const (
-	unjoined state = iota
-	preparing
-	completing
-	stable
-)
-
-func (s state) String() string {
-	return [...]string{"UNJOINED", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE"}[s]
-}
-
 // Member is a classic consumer-group member. See the package doc for what
 // it keeps true.
 type Member struct {
@@ -88,27 +73,15 @@ type Member struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	st      state
-	gen     Generation
-	coord   int32 // -1: unknown
-	owned   clients.Partitions
-	// prevAssigned and prevGen are the last assignment SyncGroup gave and
-	// its generation: the sticky assignor's user data.
-	prevAssigned map[string][]int32
-	prevGen      int32
-	rejoin       bool
-	rejoinWhy    string
-	joinPrepare  bool // onJoinPrepare runs before the next JoinGroup
-	pollExpired  bool // left on max.poll.interval; rejoin waits for Poll
-	revoking     bool // eager auto-commit before revocation: Poll returns nothing
-	fatal        error
-	lastPoll     time.Time
-	sessionStart time.Time // last heartbeat success or coordinator found
-	positions    map[string]map[int32]int64
-	committed    map[string]map[int32]int64 // last auto-committed
-	sentHigh     map[string]map[int32]int64 // highest offset sent per partition in this assignment
-	wake         chan struct{}              // manage loop: a rejoin is needed
-	hbWake       chan struct{}              // heartbeat loop: state changed
+	// mach is the group state and every decision about it (machine.go);
+	// the member carries out its outcomes under mu.
+	mach      *machine
+	bugs      *bugState // WithBug only (bugs.go)
+	positions map[string]map[int32]int64
+	committed map[string]map[int32]int64 // last auto-committed
+	sentHigh  map[string]map[int32]int64 // highest offset sent per partition in this assignment
+	wake      chan struct{}              // manage loop: a rejoin is needed
+	hbWake    chan struct{}              // heartbeat loop: state changed
 }
 
 var _ clients.Member = (*Member)(nil)
@@ -143,10 +116,8 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		cl:        cl,
 		ctx:       ctx,
 		cancel:    cancel,
-		gen:       noGeneration(),
-		coord:     -1,
-		owned:     clients.Partitions{},
-		prevGen:   -1,
+		mach:      newMachine(machineConfigOf(c)),
+		bugs:      newBugState(),
 		positions: map[string]map[int32]int64{},
 		committed: map[string]map[int32]int64{},
 		sentHigh:  map[string]map[int32]int64{},
@@ -177,7 +148,7 @@ func (m *Member) RebalanceProtocol() assign.Protocol { return m.cfg.protocol }
 func (m *Member) Generation() Generation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.gen
+	return m.mach.gen
 }
 
 // Stable reports whether the member completed SyncGroup for its current
@@ -185,21 +156,21 @@ func (m *Member) Generation() Generation {
 func (m *Member) Stable() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.st == stable && !m.rejoin
+	return m.mach.stableNow()
 }
 
 // Err is the fatal error that stopped the member, nil while it runs.
 func (m *Member) Err() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.fatal
+	return m.mach.fatal
 }
 
 // Owned is the member's current assignment.
 func (m *Member) Owned() clients.Partitions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.owned.Clone()
+	return m.mach.owned.Clone()
 }
 
 // Start finds the coordinator and starts the membership goroutines; the
@@ -211,7 +182,7 @@ func (m *Member) Start(ctx context.Context) error {
 		return fmt.Errorf("classic member %q: Start called twice or after Close", m.cfg.name)
 	}
 	m.started = true
-	m.lastPoll = m.cfg.clock.Now()
+	m.mach.pollAt(m.cfg.clock.Now())
 	m.mu.Unlock()
 	if _, err := m.ensureCoordinator(ctx); err != nil {
 		return fmt.Errorf("classic member %q: %w", m.cfg.name, err)
@@ -221,18 +192,18 @@ func (m *Member) Start(ctx context.Context) error {
 		m.mu.Unlock()
 		return fmt.Errorf("classic member %q: closed while starting", m.cfg.name)
 	}
-	m.requestRejoinLocked("initial join")
-	m.joinPrepare = true
+	m.applyLocked(m.mach.start())
 	// Added under m.mu so that Close, which sets closed under m.mu
 	// before waiting, never waits on a group that is still growing.
+	interval := m.cfg.autoCommit && m.cfg.autoCommitInterval > 0
 	m.wg.Add(2)
-	if m.cfg.autoCommit > 0 {
+	if interval {
 		m.wg.Add(1)
 	}
 	m.mu.Unlock()
 	go func() { defer m.wg.Done(); m.manage() }()
 	go func() { defer m.wg.Done(); m.heartbeatLoop() }()
-	if m.cfg.autoCommit > 0 {
+	if interval {
 		go func() { defer m.wg.Done(); m.autoCommitLoop() }()
 	}
 	return nil
@@ -243,8 +214,8 @@ func (m *Member) Start(ctx context.Context) error {
 // on poll expiry, Poll makes it rejoin (as KafkaConsumer.poll does).
 func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	m.mu.Lock()
-	if m.fatal != nil {
-		err := m.fatal
+	if m.mach.fatal != nil {
+		err := m.mach.fatal
 		m.mu.Unlock()
 		return nil, err
 	}
@@ -252,27 +223,24 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("classic member %q is closed", m.cfg.name)
 	}
-	m.lastPoll = m.cfg.clock.Now()
-	if m.pollExpired {
-		m.pollExpired = false
-		m.requestRejoinLocked("poll called after the member left on max.poll.interval expiry")
-	}
+	m.applyLocked(m.mach.polled(m.cfg.clock.Now()))
 	m.mu.Unlock()
 
 	fs := m.cl.PollFetches(ctx)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lastPoll = m.cfg.clock.Now()
+	m.mach.pollAt(m.cfg.clock.Now())
 	var out []clients.Record
-	// Invariant: a record goes out only if its partition is owned now, in
-	// a generation the member still holds; kgo may still hold a batch
-	// fetched before a revocation, and a fence (a reset generation) is
-	// only reported as a loss when the member rejoins, as the Java
-	// consumer's poll runs onPartitionsLost before it returns records.
+	// Invariant: a record goes out only if the machine says so
+	// (machine.handsOut).
 	fs.EachRecord(func(r *kgo.Record) {
-		if m.revoking || m.gen.ID < 0 || !slices.Contains(m.owned[r.Topic], r.Partition) {
-			return
+		gen := m.mach.gen.ID
+		if !m.mach.handsOut(r.Topic, r.Partition) {
+			var bug bool
+			if gen, bug = m.bugHandsOut(r.Topic, r.Partition); !bug {
+				return
+			}
 		}
 		if m.positions[r.Topic] == nil {
 			m.positions[r.Topic] = map[int32]int64{}
@@ -280,7 +248,7 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		m.positions[r.Topic][r.Partition] = r.Offset + 1
 		out = append(out, clients.Record{
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Key: r.Key, Value: r.Value, Generation: m.gen.ID, MemberEpoch: -1,
+			Key: r.Key, Value: r.Value, Generation: gen, MemberEpoch: -1,
 		})
 	})
 	var errs []error
@@ -311,7 +279,7 @@ func (m *Member) Close(ctx context.Context) error {
 
 	var errs []error
 	m.mu.Lock()
-	canCommit := m.fatal == nil && m.st == stable && m.cfg.autoCommit > 0
+	canCommit := m.mach.commitOnClose()
 	m.mu.Unlock()
 	if canCommit {
 		if err := m.commitPositions(ctx, "auto-commit on close"); err != nil {
@@ -320,23 +288,17 @@ func (m *Member) Close(ctx context.Context) error {
 	}
 
 	m.mu.Lock()
-	// ConsumerCoordinator.onLeavePrepare: lost when the generation is
-	// gone or a rebalance is in progress, revoked otherwise.
-	if m.gen.ID == -1 || m.gen.MemberID == "" || m.fatal != nil || m.st == preparing || m.st == completing {
-		m.loseLocked(m.owned.Clone(), "closing without a valid generation")
-	} else {
-		m.revokeLocked(m.owned.Clone(), "closing: giving up the assignment before leaving")
-	}
-	gen, st, coord := m.gen, m.st, m.coord
+	o, leave, gen, coord := m.mach.leavePrepare()
+	m.applyLocked(o)
 	m.mu.Unlock()
 
-	if m.cfg.instanceID == nil && coord >= 0 && st != unjoined && gen.MemberID != "" && m.Err() == nil {
+	if leave {
 		if err := m.leaveGroup(ctx, gen, coord, "the consumer is being closed"); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	m.mu.Lock()
-	m.gen, m.st = noGeneration(), unjoined
+	m.mach.closed()
 	m.mu.Unlock()
 	m.cl.Close()
 	return errors.Join(errs...)
@@ -344,14 +306,9 @@ func (m *Member) Close(ctx context.Context) error {
 
 // leaveGroup sends one LeaveGroup, a best effort as in Java (no retry).
 func (m *Member) leaveGroup(ctx context.Context, gen Generation, coord int32, why string) error {
-	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Group = m.cfg.group
-	req.MemberID = gen.MemberID
-	mi := kmsg.NewLeaveGroupRequestMember()
-	mi.MemberID = gen.MemberID
-	mi.InstanceID = m.cfg.instanceID
-	mi.Reason = &why
-	req.Members = append(req.Members, mi)
+	m.mu.Lock()
+	req := m.mach.leaveRequest(gen, why)
+	m.mu.Unlock()
 	call := m.sent(clients.OpLeave, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Why: "LeaveGroup: " + why})
 	ev := clients.Event{Kind: clients.Left, Op: clients.OpLeave, Call: call, Generation: gen.ID, MemberID: gen.MemberID, Why: why}
 	resp, err := req.RequestWith(ctx, m.cl.Broker(int(coord)))
@@ -391,13 +348,11 @@ func (m *Member) emit(e clients.Event) {
 	e.MemberEpoch, e.GroupEpoch = -1, -1
 	e.At = m.cfg.clock.Now()
 	m.cfg.log.Debug("classic member event", "member", e.Member, "kind", e.Kind, "generation", e.Generation, "partitions", e.Partitions, "err", e.Err, "why", e.Why)
+	m.bugSees(e)
+	if m.bugHides(e) {
+		return
+	}
 	m.cfg.hooks.OnEvent(e)
-}
-
-// emitLocked emits with the current generation filled in.
-func (m *Member) emitLocked(e clients.Event) {
-	e.Generation, e.MemberID = m.gen.ID, m.gen.MemberID
-	m.emit(e)
 }
 
 func errName(err error) string {
@@ -416,32 +371,53 @@ func errCode(err error) int16 {
 	return 0
 }
 
-// requestRejoinLocked is AbstractCoordinator.requestRejoin.
-func (m *Member) requestRejoinLocked(why string) {
-	if !m.rejoin {
-		m.rejoinWhy = why
+// applyLocked carries out an outcome of the machine, in order: a Revoked
+// or Lost event first takes its partitions out of kgo's consumption and
+// forgets their positions, an Assigned one starts a new high-water mark;
+// every event is reported; then the join and heartbeat loops are woken.
+// Invariant: kgo consumes exactly the owned partitions whose start offset
+// is known (removal happens before the event, addition after the offsets
+// are read, in startConsuming). mu is held.
+func (m *Member) applyLocked(o outcome) {
+	for _, e := range o.events {
+		switch e.Kind {
+		case clients.Revoked, clients.Lost:
+			if !m.bugKeepsConsuming(e) {
+				m.cl.RemoveConsumePartitions(map[string][]int32(e.Partitions.Clone()))
+			}
+			for t, parts := range e.Partitions {
+				for _, p := range parts {
+					delete(m.positions[t], p)
+					delete(m.committed[t], p)
+					delete(m.sentHigh[t], p)
+				}
+			}
+		case clients.Assigned:
+			m.bugReassigned(e.Partitions)
+			for t, parts := range e.Partitions {
+				for _, p := range parts {
+					delete(m.sentHigh[t], p) // a new assignment: offsets may start lower
+				}
+			}
+		}
+		m.emit(e)
 	}
-	m.rejoin = true
-	select {
-	case m.wake <- struct{}{}:
-	default:
+	if o.wakeHeartbeat {
+		m.wakeHeartbeat()
+	}
+	if o.wakeJoin {
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// resetLocked is AbstractCoordinator.resetStateAndRejoin: the generation
-// is dropped (and the member id with it unless keepMemberID, as for
-// ILLEGAL_GENERATION whose member id is still valid) and the next join
-// runs onJoinPrepare again, which reports the owned partitions lost.
-func (m *Member) resetLocked(keepMemberID bool, why string) {
-	m.st = unjoined
-	if keepMemberID {
-		m.gen = Generation{ID: -1, MemberID: m.gen.MemberID}
-	} else {
-		m.gen = noGeneration()
-	}
-	m.joinPrepare = true
-	m.requestRejoinLocked(why)
-	m.wakeHeartbeat()
+// step runs one step of the machine and carries out its outcome, under mu.
+func (m *Member) step(f func(*machine) outcome) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyLocked(f(m.mach))
 }
 
 func (m *Member) wakeHeartbeat() {
@@ -451,104 +427,6 @@ func (m *Member) wakeHeartbeat() {
 	}
 }
 
-// failLocked stops the member for good: Java throws the error from poll
-// and the application must close the consumer.
-func (m *Member) failLocked(err error, why string) {
-	if m.fatal != nil {
-		return
-	}
-	m.fatal = fmt.Errorf("%w: %w", ErrFatal, err)
-	kind := clients.Error
-	if errors.Is(err, kerr.FencedInstanceID) {
-		kind = clients.Fenced
-	}
-	m.emitLocked(clients.Event{Kind: kind, ErrCode: errCode(err), Err: errName(err), Why: why})
-	m.loseLocked(m.owned.Clone(), "member stopped on a fatal error: "+errName(err))
-	m.st = unjoined
-	m.wakeHeartbeat()
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Ownership changes. Invariant: m.owned changes only here, each change is
-// reported as exactly one event naming exactly the partitions concerned,
-// and kgo consumes exactly the owned partitions whose start offset is known
-// (removal happens before the event, addition after the offsets are read).
-
-func (m *Member) revokeLocked(ps clients.Partitions, why string) {
-	m.dropLocked(ps, clients.Revoked, why)
-}
-
-func (m *Member) loseLocked(ps clients.Partitions, why string) {
-	m.dropLocked(ps, clients.Lost, why)
-}
-
-func (m *Member) dropLocked(ps clients.Partitions, kind clients.Kind, why string) {
-	ps = normalize(ps)
-	if ps.Count() == 0 {
-		return
-	}
-	m.cl.RemoveConsumePartitions(map[string][]int32(ps.Clone()))
-	m.owned = subtract(m.owned, ps)
-	for t, parts := range ps {
-		for _, p := range parts {
-			delete(m.positions[t], p)
-			delete(m.committed[t], p)
-			delete(m.sentHigh[t], p)
-		}
-	}
-	m.emitLocked(clients.Event{Kind: kind, Partitions: ps, Why: why})
-}
-
-func (m *Member) assignLocked(ps clients.Partitions, why string) {
-	ps = normalize(ps)
-	if ps.Count() == 0 {
-		return
-	}
-	m.owned = union(m.owned, ps)
-	for t, parts := range ps {
-		for _, p := range parts {
-			delete(m.sentHigh[t], p) // a new assignment: offsets may start lower
-		}
-	}
-	m.emitLocked(clients.Event{Kind: clients.Assigned, Partitions: ps, Why: why})
-}
-
-// normalize returns sorted partitions without empty topics.
-func normalize(p clients.Partitions) clients.Partitions {
-	out := clients.Partitions{}
-	for t, ps := range p {
-		if len(ps) > 0 {
-			s := slices.Clone(ps)
-			slices.Sort(s)
-			out[t] = slices.Compact(s)
-		}
-	}
-	return out
-}
-
-func subtract(a, b clients.Partitions) clients.Partitions {
-	out := clients.Partitions{}
-	for t, ps := range a {
-		for _, p := range ps {
-			if !slices.Contains(b[t], p) {
-				out[t] = append(out[t], p)
-			}
-		}
-	}
-	return normalize(out)
-}
-
-func union(a, b clients.Partitions) clients.Partitions {
-	out := a.Clone()
-	for t, ps := range b {
-		out[t] = append(out[t], ps...)
-	}
-	return normalize(out)
-}
-
-func fromMap(m map[string][]int32) clients.Partitions {
-	return normalize(clients.Partitions(maps.Clone(m)))
+func fromMap(mp map[string][]int32) clients.Partitions {
+	return normalize(clients.Partitions(maps.Clone(mp)))
 }

@@ -119,7 +119,7 @@ func start(t *testing.T, c *kfake.Cluster, name, group string, opts ...Opt) test
 	rec := &recorder{}
 	base := []Opt{
 		KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)),
-		Hooks(rec),
+		WithHooks(rec),
 		SessionTimeout(6 * time.Second),
 		HeartbeatInterval(200 * time.Millisecond),
 		RebalanceTimeout(10 * time.Second),
@@ -420,7 +420,7 @@ func TestConsumeCommitAndResume(t *testing.T) {
 			}
 		}
 	}
-	a := start(t, c, "a", "g", AutoCommit(100*time.Millisecond))
+	a := start(t, c, "a", "g", AutoCommit(true), AutoCommitInterval(100*time.Millisecond))
 	seen := map[int32]int{}
 	for total := 0; total < 18; {
 		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)

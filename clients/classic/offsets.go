@@ -2,7 +2,6 @@ package classic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -19,6 +18,9 @@ import (
 // rebalance runs (Java's RebalanceInProgressException), ErrNotInGroup
 // otherwise (CommitFailedException).
 func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
+	if gen, ok := m.bugStaleGeneration(); ok {
+		return m.staleCommit(ctx, gen, offsets)
+	}
 	return m.commitOwn(ctx, offsets, true)
 }
 
@@ -26,19 +28,13 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 // (auto-commit, the commit before a rejoin or Close).
 func (m *Member) commitOwn(ctx context.Context, offsets map[string]map[int32]int64, app bool) (map[string]map[int32]string, error) {
 	m.mu.Lock()
-	gen, st, fatal := m.gen, m.st, m.fatal
+	gen, refused, err := m.mach.commitGate(offsets, app)
 	m.mu.Unlock()
-	switch {
-	case fatal != nil:
-		return nil, fatal
-	case st == preparing || st == completing:
-		m.emit(clients.Event{Kind: clients.CommitFailed, ErrCode: kerr.RebalanceInProgress.Code, Err: kerr.RebalanceInProgress.Message, App: app,
-			Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: "commit refused locally: a rebalance is in progress"})
-		return nil, fmt.Errorf("commit: %w", kerr.RebalanceInProgress)
-	case st != stable:
-		m.emit(clients.Event{Kind: clients.CommitFailed, Err: ErrNotInGroup.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, App: app,
-			Why: "commit refused locally: the member is not part of an active generation"})
-		return nil, fmt.Errorf("commit: %w", ErrNotInGroup)
+	if refused != nil {
+		m.emit(*refused)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return m.commit(ctx, gen, offsets, true, app)
 }
@@ -172,25 +168,9 @@ const Superseded = "SUPERSEDED"
 // coordinator refused, first the first of those errors, and retry says
 // whether Java would retry it.
 func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[string]map[int32]int64, app bool) (failed map[string]map[int32]string, first error, retry bool, err error) {
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group = m.cfg.group
-	req.Generation = gen.ID
-	req.MemberID = gen.MemberID
-	if gen.MemberID != "" {
-		req.InstanceID = m.cfg.instanceID
-	}
-	for _, t := range sortedTopics(offsets) {
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = t
-		for _, p := range sortedPartitions(offsets[t]) {
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition = p
-			rp.Offset = offsets[t][p]
-			rp.LeaderEpoch = -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-	}
+	m.mu.Lock()
+	req := m.mach.commitRequest(gen, offsets)
+	m.mu.Unlock()
 	var call uint64
 	resp, err := m.sendCommit(ctx, req, func() {
 		call = m.sent(clients.OpCommit, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, App: app, Why: "OffsetCommit"})
@@ -203,32 +183,7 @@ func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[str
 		m.emit(clients.Event{Kind: clients.CommitFailed, Op: clients.OpCommit, Call: call, App: app, Err: err.Error(), Generation: gen.ID, MemberID: gen.MemberID, Offsets: offsets, Why: why})
 		return nil, nil, false, err
 	}
-	landed := map[string]map[int32]int64{}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			perr := kerr.ErrorForCode(p.ErrorCode)
-			if perr == nil {
-				if landed[t.Topic] == nil {
-					landed[t.Topic] = map[int32]int64{}
-				}
-				landed[t.Topic][p.Partition] = offsets[t.Topic][p.Partition]
-				continue
-			}
-			if failed == nil {
-				failed = map[string]map[int32]string{}
-			}
-			if failed[t.Topic] == nil {
-				failed[t.Topic] = map[int32]string{}
-			}
-			failed[t.Topic][p.Partition] = errName(perr)
-			if first == nil {
-				first = perr
-			}
-			if isCoordinatorError(perr) || errors.Is(perr, kerr.CoordinatorLoadInProgress) || errors.Is(perr, kerr.RequestTimedOut) {
-				retry = true
-			}
-		}
-	}
+	landed, failed, first, retry := commitAnswer(resp, offsets)
 	ev := clients.Event{Kind: clients.Committed, Op: clients.OpCommit, Call: call, App: app, Generation: gen.ID, MemberID: gen.MemberID, Offsets: landed, Why: "OffsetCommit answered"}
 	if len(failed) > 0 {
 		ev.PartitionErrs = failed
@@ -238,25 +193,14 @@ func (m *Member) commitOnce(ctx context.Context, gen Generation, offsets map[str
 	return failed, first, retry, nil
 }
 
-// onCommitError is the membership part of ConsumerCoordinator
-// OffsetCommitResponseHandler, for the member's own commits. After
-// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID Java resets the generation and
-// fails with CommitFailedException, unless the member has meanwhile moved
-// on to a new generation and is rebalancing: then the commit fails with
-// REBALANCE_IN_PROGRESS and nothing is reset (the error it returns).
+// onCommitError has the machine react to the error of an own commit sent
+// with gen sent (machine.onCommitError).
 func (m *Member) onCommitError(sent Generation, err error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch {
-	case errors.Is(err, kerr.FencedInstanceID):
-		m.failLocked(err, "OffsetCommit: group instance id fenced by another instance")
-	case errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.UnknownMemberID):
-		if m.gen != sent && m.st == preparing {
-			return fmt.Errorf("commit: %w (the member already joined a newer rebalance; answered %w)", kerr.RebalanceInProgress, err)
-		}
-		m.resetLocked(errors.Is(err, kerr.IllegalGeneration), "encountered "+errName(err)+" from OffsetCommit response")
-	}
-	return nil
+	o, rip := m.mach.onCommitError(sent, err)
+	m.applyLocked(o)
+	return rip
 }
 
 // FetchOffsets is OffsetFetch for partitions (require_stable, as the Java
@@ -264,7 +208,7 @@ func (m *Member) onCommitError(sent Generation, err error) error {
 // error are left out and the first error is returned.
 func (m *Member) FetchOffsets(ctx context.Context, ps clients.Partitions) (map[string]map[int32]int64, error) {
 	m.mu.Lock()
-	gen := m.gen
+	gen := m.mach.gen
 	m.mu.Unlock()
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.RequireStable = true
@@ -351,7 +295,7 @@ func (m *Member) startConsuming(ctx context.Context, gen Generation, added clien
 	for attempt := 0; ; attempt++ {
 		committed, err := m.FetchOffsets(ctx, added)
 		m.mu.Lock()
-		if m.gen != gen || m.fatal != nil {
+		if !m.mach.consumes(gen) {
 			m.mu.Unlock()
 			return nil
 		}
@@ -359,7 +303,7 @@ func (m *Member) startConsuming(ctx context.Context, gen Generation, added clien
 			start := map[string]map[int32]kgo.Offset{}
 			for t, ps := range added {
 				for _, p := range ps {
-					if !slices.Contains(m.owned[t], p) {
+					if !slices.Contains(m.mach.owned[t], p) {
 						continue
 					}
 					if start[t] == nil {
@@ -396,7 +340,7 @@ func (m *Member) commitPositions(ctx context.Context, why string) error {
 	offsets := map[string]map[int32]int64{}
 	for t, ps := range m.positions {
 		for p, o := range ps {
-			if !slices.Contains(m.owned[t], p) {
+			if !slices.Contains(m.mach.owned[t], p) {
 				continue
 			}
 			if c, ok := m.committed[t][p]; ok && c == o {
@@ -430,7 +374,7 @@ func (m *Member) autoCommitLoop() {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-m.cfg.clock.After(m.cfg.autoCommit):
+		case <-m.cfg.clock.After(m.cfg.autoCommitInterval):
 		}
 		if m.Stable() {
 			_ = m.commitPositions(m.ctx, "auto-commit interval")

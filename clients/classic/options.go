@@ -19,18 +19,6 @@ type opt struct{ fn func(*cfg) }
 
 func (o opt) apply(c *cfg) { o.fn(c) }
 
-// Clock is the member's time source. Timers (heartbeat interval, session
-// timeout, max.poll.interval, auto-commit interval, retry backoff) read it.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 type cfg struct {
 	name   string
 	group  string
@@ -38,7 +26,7 @@ type cfg struct {
 
 	kgoOpts []kgo.Opt
 	hooks   clients.Hooks
-	clock   Clock
+	clock   clients.Clock
 	log     *slog.Logger
 
 	// Defaults are the Java consumer's (ConsumerConfig, Kafka 4.x):
@@ -46,19 +34,21 @@ type cfg struct {
 	// max.poll.interval.ms 300000 (also the rebalance timeout),
 	// retry.backoff.ms 100 (grown to retry.backoff.max.ms 1000),
 	// auto.commit.interval.ms 5000.
-	sessionTimeout    time.Duration
-	heartbeatInterval time.Duration
-	rebalanceTimeout  time.Duration
-	maxPollInterval   time.Duration
-	retryBackoff      time.Duration
-	retryBackoffMax   time.Duration
-	autoCommit        time.Duration // 0: off
+	sessionTimeout     time.Duration
+	heartbeatInterval  time.Duration
+	rebalanceTimeout   time.Duration
+	maxPollInterval    time.Duration
+	retryBackoff       time.Duration
+	retryBackoffMax    time.Duration
+	autoCommit         bool
+	autoCommitInterval time.Duration // 0: only before a rejoin and on Close
 
 	assignors  []assign.Assignor
 	protocol   assign.Protocol
 	instanceID *string
 	reset      kgo.Offset
 	clientID   string
+	bug        Bug // a deliberate defect, for suites/bite only (bugs.go)
 }
 
 // KgoOpts are the options that reach the brokers (the harness passes a
@@ -68,17 +58,19 @@ func KgoOpts(opts ...kgo.Opt) Opt {
 	return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, opts...) }}
 }
 
-// Hooks receives every state change. Default: none. Events that change
+// WithHooks receives every state change. Default: none. Events that change
 // the member's state are delivered while the member holds its lock, so
 // that their order is the order of the changes: a hook must return
 // quickly and must not call back into the member.
-func Hooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
 
-// WithClock sets the clock. Default: the wall clock.
-func WithClock(cl Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+// WithClock sets the clock the timers (heartbeat interval, session
+// timeout, max.poll.interval, auto-commit interval, retry backoff) read and
+// wait on. Default: the wall clock.
+func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
 
-// Logger sets the logger. Default: discard.
-func Logger(l *slog.Logger) Opt { return opt{func(c *cfg) { c.log = l }} }
+// WithLogger sets the logger. Default: discard.
+func WithLogger(l *slog.Logger) Opt { return opt{func(c *cfg) { c.log = l }} }
 
 // SessionTimeout is session.timeout.ms: how long the coordinator keeps the
 // member without a heartbeat. Default 45s.
@@ -119,11 +111,15 @@ func Assignors(as ...assign.Assignor) Opt {
 // InstanceID is group.instance.id (KIP-345 static membership).
 func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = &id }} }
 
-// AutoCommit enables enable.auto.commit with auto.commit.interval.ms:
-// the positions of the records Poll returned are committed on the interval,
-// before every rejoin and on Close. Default off.
-func AutoCommit(interval time.Duration) Opt {
-	return opt{func(c *cfg) { c.autoCommit = interval }}
+// AutoCommit turns enable.auto.commit on or off (default off): the
+// positions of the records Poll returned are committed every
+// AutoCommitInterval, before every rejoin and on Close.
+func AutoCommit(on bool) Opt { return opt{func(c *cfg) { c.autoCommit = on }} }
+
+// AutoCommitInterval is auto.commit.interval.ms (default 5 s, as Java); 0
+// commits only before a rejoin and on Close.
+func AutoCommitInterval(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.autoCommitInterval = d }}
 }
 
 // OffsetReset is where a partition without a committed offset starts.
@@ -136,19 +132,20 @@ func ClientID(id string) Opt { return opt{func(c *cfg) { c.clientID = id }} }
 
 func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
 	c := cfg{
-		name:              name,
-		group:             group,
-		topics:            topics,
-		hooks:             clients.HookFunc(func(clients.Event) {}),
-		clock:             realClock{},
-		log:               slog.New(slog.DiscardHandler),
-		sessionTimeout:    45 * time.Second,
-		heartbeatInterval: 3 * time.Second,
-		maxPollInterval:   5 * time.Minute,
-		retryBackoff:      100 * time.Millisecond,
-		retryBackoffMax:   time.Second,
-		assignors:         []assign.Assignor{assign.Range(), assign.CooperativeSticky()},
-		reset:             kgo.NewOffset().AtStart(),
+		name:               name,
+		group:              group,
+		topics:             topics,
+		hooks:              clients.HookFunc(func(clients.Event) {}),
+		clock:              clients.WallClock{},
+		log:                slog.New(slog.DiscardHandler),
+		sessionTimeout:     45 * time.Second,
+		heartbeatInterval:  3 * time.Second,
+		maxPollInterval:    5 * time.Minute,
+		retryBackoff:       100 * time.Millisecond,
+		retryBackoffMax:    time.Second,
+		autoCommitInterval: 5 * time.Second,
+		assignors:          []assign.Assignor{assign.Range(), assign.CooperativeSticky()},
+		reset:              kgo.NewOffset().AtStart(),
 	}
 	for _, o := range opts {
 		o.apply(&c)
@@ -170,7 +167,7 @@ func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
 		errs = append(errs, errors.New("no topics to subscribe to"))
 	}
 	if c.hooks == nil || c.clock == nil || c.log == nil {
-		errs = append(errs, errors.New("Hooks, WithClock and Logger must not be given nil"))
+		errs = append(errs, errors.New("WithHooks, WithClock and WithLogger must not be given nil"))
 	}
 	if c.sessionTimeout <= 0 || c.heartbeatInterval <= 0 || c.maxPollInterval <= 0 || c.rebalanceTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("timers must be positive: session %v, heartbeat %v, max poll %v, rebalance %v",
@@ -182,8 +179,11 @@ func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
 	if c.retryBackoff <= 0 || c.retryBackoffMax < c.retryBackoff {
 		errs = append(errs, fmt.Errorf("retry backoff %v (max %v): both positive, max at least the base", c.retryBackoff, c.retryBackoffMax))
 	}
-	if c.autoCommit < 0 {
-		errs = append(errs, fmt.Errorf("auto-commit interval %v is negative", c.autoCommit))
+	if c.autoCommitInterval < 0 {
+		errs = append(errs, fmt.Errorf("auto-commit interval %v is negative", c.autoCommitInterval))
+	}
+	if err := c.bug.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.instanceID != nil && *c.instanceID == "" {
 		errs = append(errs, errors.New("instance id is empty: leave InstanceID out for a dynamic member"))

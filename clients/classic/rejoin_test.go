@@ -64,7 +64,7 @@ func pollAll(t *testing.T, m testMember, want int) {
 func TestRejoinCommitsBeforeRevoking(t *testing.T) {
 	c := newFake(t)
 	produceEach(t, c.ListenAddrs(), 3)
-	a := start(t, c, "a", "g", AutoCommit(time.Hour))
+	a := start(t, c, "a", "g", AutoCommit(true), AutoCommitInterval(time.Hour))
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
 	pollAll(t, a, 18)
 	gen := a.Generation()

@@ -13,6 +13,12 @@ import (
 // built without WithBug has none, and no registry a seed draws from sets one
 // (harness/run.BrokenRegistry names these kinds; only an explicit
 // --kinds picks them).
+//
+// Every bug lives in this file. The member reaches it only at a few named
+// seams, each a no-op for the zero Bug: deferRevoke and lateRevoke around a
+// reconciliation, skipsCommitBeforeRevoke before it, giveUp on a heartbeat
+// without an answer, keepsConsuming, reassigned and zombieRecord where
+// partitions leave, come back and are polled.
 type Bug string
 
 const (
@@ -37,7 +43,16 @@ const (
 	// partition owned. EventuallyConverges catches it: a member the harness
 	// runs is not in the group at the end.
 	BugGiveUpOnNoAnswer Bug = "give-up-on-no-answer"
+	// BugFetchAfterRevoke keeps consuming and handing out the records of
+	// a partition after the member reported revoking it, until the
+	// partition is assigned to it again: ConsumedOnlyOwned catches it.
+	BugFetchAfterRevoke Bug = "fetch-after-revoke"
 )
+
+// Bugs lists the bugs a consumer member can be built with.
+func Bugs() []Bug {
+	return []Bug{BugAckBeforeRevoke, BugSkipCommitBeforeRevoke, BugGiveUpOnNoAnswer, BugFetchAfterRevoke}
+}
 
 // ackBeforeRevokeLag is how long BugAckBeforeRevoke keeps acknowledged
 // revocations: several broker heartbeat intervals
@@ -46,15 +61,65 @@ const (
 const ackBeforeRevokeLag = 3 * time.Second
 
 // WithBug builds the member with one deliberate defect. Never for real use.
-func WithBug(b Bug) Opt { return opt(func(c *cfg) { c.bug = b }) }
+func WithBug(b Bug) Opt { return opt{func(c *cfg) { c.bug = b }} }
 
 func (b Bug) check() error {
-	switch b {
-	case "", BugAckBeforeRevoke, BugSkipCommitBeforeRevoke, BugGiveUpOnNoAnswer:
+	if b == "" || slices.Contains(Bugs(), b) {
 		return nil
 	}
-	return fmt.Errorf("unknown bug %q: the consumer member carries %q, %q or %q", string(b), BugAckBeforeRevoke, BugSkipCommitBeforeRevoke, BugGiveUpOnNoAnswer)
+	return fmt.Errorf("unknown bug %q: the consumer member carries one of %q", string(b), Bugs())
 }
+
+// skipsCommitBeforeRevoke (BugSkipCommitBeforeRevoke) says the
+// reconciliation revokes without committing first.
+func (mb *Member) skipsCommitBeforeRevoke() bool { return mb.cfg.bug == BugSkipCommitBeforeRevoke }
+
+// givesUp (BugGiveUpOnNoAnswer) turns the outcome of a heartbeat of epoch
+// that got no answer into stopping for good.
+func (mb *Member) givesUp(o outcome, epoch int32, err error) outcome {
+	if mb.cfg.bug != BugGiveUpOnNoAnswer || epoch < 0 {
+		return o
+	}
+	return mb.m.giveUp(o, err)
+}
+
+// keepsConsuming (BugFetchAfterRevoke) says whether the partitions a
+// reconciliation revokes stay consumed: they become zombies, handed out by
+// Poll although the member reported them revoked. mu is held.
+func (mb *Member) keepsConsuming(revoked clients.Partitions) bool {
+	if mb.cfg.bug != BugFetchAfterRevoke {
+		return false
+	}
+	if mb.zombie == nil {
+		mb.zombie = clients.Partitions{}
+	}
+	for t, ps := range revoked {
+		mb.zombie[t] = slices.Compact(slices.Sorted(slices.Values(append(mb.zombie[t], ps...))))
+	}
+	return true
+}
+
+// reassigned (BugFetchAfterRevoke) stops consuming the zombies among
+// partitions assigned again, so that they are added back at the committed
+// offset as any assigned partition. mu is held.
+func (mb *Member) reassigned(add clients.Partitions) {
+	again := clients.Partitions{}
+	for t, ps := range add {
+		for _, x := range ps {
+			if slices.Contains(mb.zombie[t], x) {
+				again[t] = append(again[t], x)
+				mb.zombie[t] = slices.DeleteFunc(mb.zombie[t], func(y int32) bool { return y == x })
+			}
+		}
+	}
+	if again.Count() > 0 {
+		mb.cl.RemoveConsumePartitions(again)
+	}
+}
+
+// zombieRecord (BugFetchAfterRevoke) says whether Poll hands out a record
+// of t-p although the member does not own it. mu is held.
+func (mb *Member) zombieRecord(t string, p int32) bool { return slices.Contains(mb.zombie[t], p) }
 
 // lateRevocation holds what BugAckBeforeRevoke acknowledged as revoked but
 // still owns, and when it lets go.

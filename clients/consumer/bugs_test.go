@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -57,5 +58,65 @@ func TestBugAckBeforeRevokeDefersTheRevocation(t *testing.T) {
 	}
 	if len(evs) != 1 || evs[0].Kind != clients.Revoked || !slices.Equal(evs[0].Partitions["t"], []int32{1}) {
 		t.Fatalf("events %+v, want one Revoked of t[1]", evs)
+	}
+}
+
+// BugFetchAfterRevoke goes on handing out the records of a partition it
+// revoked, as a correct member does not, until it is assigned again; the
+// revocation is reported either way.
+func TestBugFetchAfterRevokeKeepsHandingOut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []Opt
+		bug  bool
+	}{{name: "member"}, {name: "fetch-after-revoke", opts: []Opt{WithBug(BugFetchAfterRevoke)}, bug: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newScriptBroker(t, 2)
+			s.set(1, 0, 1)
+			m := startMember(t, s, false, tc.opts...)
+			dump := m.dumpWith(s)
+			got := map[int32]int{}
+			poll := func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				rs, _ := m.Poll(ctx)
+				for _, r := range rs {
+					got[r.Partition]++
+				}
+			}
+			eventually(t, "the member handed out the ten records of t[0] and t[1]", func() bool { poll(); return got[0] == 10 && got[1] == 10 }, dump)
+			s.set(2, 0)
+			eventually(t, "the member revoked t[1]", func() bool { poll(); return m.owns(0)() }, dump)
+			revoked := false
+			for _, e := range m.log.All() {
+				revoked = revoked || e.Kind == clients.Revoked && slices.Equal(e.Partitions[loopTopic], []int32{1})
+			}
+			if !revoked {
+				t.Fatalf("no Revoked event for t[1]\n%s", dump())
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(s.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			for range 5 {
+				if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: loopTopic, Partition: 1, Value: []byte("after")}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := got[1]
+			if tc.bug {
+				eventually(t, "the broken member hands out t[1]'s new records", func() bool { poll(); return got[1] == before+5 }, dump)
+				return
+			}
+			for range 10 {
+				poll()
+			}
+			if got[1] != before {
+				t.Fatalf("the correct member handed out %d records of t[1] after revoking it", got[1]-before)
+			}
+		})
 	}
 }

@@ -215,10 +215,7 @@ func (mb *Member) heartbeat() (backoff bool) {
 	defer mb.mu.Unlock()
 	var o outcome
 	if err != nil {
-		o = mb.m.onError(seq, err)
-		if mb.cfg.bug == BugGiveUpOnNoAnswer && req.MemberEpoch >= 0 {
-			o = mb.m.giveUp(o, err)
-		}
+		o = mb.givesUp(mb.m.onError(seq, err), req.MemberEpoch, err)
 	} else {
 		o = mb.m.onResponse(seq, resp)
 	}
@@ -429,7 +426,7 @@ func (mb *Member) reconcile(p plan) bool {
 		mb.revoking = nil
 		mb.mu.Unlock()
 	}()
-	if mb.cfg.autoCommit && mb.cfg.bug != BugSkipCommitBeforeRevoke {
+	if mb.cfg.autoCommit && !mb.skipsCommitBeforeRevoke() {
 		if offs := mb.consumed(); len(offs) > 0 {
 			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer, false)
 		}
@@ -441,7 +438,9 @@ func (mb *Member) reconcile(p plan) bool {
 		return true
 	}
 	if p.revoke.Count() > 0 {
-		mb.cl.RemoveConsumePartitions(p.revoke.Clone())
+		if !mb.keepsConsuming(p.revoke) {
+			mb.cl.RemoveConsumePartitions(p.revoke.Clone())
+		}
 		for t, ps := range p.revoke {
 			mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
 			if len(mb.owned[t]) == 0 {
@@ -482,6 +481,7 @@ func (mb *Member) reconcile(p plan) bool {
 		return true
 	}
 	if p.add.Count() > 0 {
+		mb.reassigned(p.add)
 		add := map[string]map[int32]kgo.Offset{}
 		for t, ps := range p.add {
 			add[t] = map[int32]kgo.Offset{}

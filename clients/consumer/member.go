@@ -65,7 +65,8 @@ type Member struct {
 	started          bool
 	closed           bool
 	pending          []clients.Event
-	late             lateRevocation // BugAckBeforeRevoke only (bugs.go)
+	late             lateRevocation     // BugAckBeforeRevoke only (bugs.go)
+	zombie           clients.Partitions // BugFetchAfterRevoke only (bugs.go)
 
 	// commitMu is the commit lane: it is held while an OffsetCommit of
 	// this member is in flight (from being handed to kgo until its answer
@@ -266,6 +267,10 @@ func (mb *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	epoch := mb.m.epoch
 	var out []clients.Record
 	fetches.EachRecord(func(r *kgo.Record) {
+		if mb.zombieRecord(r.Topic, r.Partition) {
+			out = append(out, clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: epoch})
+			return
+		}
 		if !slices.Contains(mb.owned[r.Topic], r.Partition) || slices.Contains(mb.revoking[r.Topic], r.Partition) {
 			return
 		}

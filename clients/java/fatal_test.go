@@ -39,7 +39,7 @@ func TestRefusedStaticMemberStopsForGood(t *testing.T) {
 			t.Fatal(err)
 		}
 		m, err := java.New("m1", "refused", []string{"refused"}, java.Protocol(clients.Consumer), java.InstanceID("refused-m1"),
-			java.KgoOpts(l.KgoOpts()...), java.Timers(0, 0, 20*time.Second), java.WithRuntime(rt))
+			java.KgoOpts(l.KgoOpts()...), java.MaxPollInterval(20*time.Second), java.WithRuntime(rt))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func NewHost(rt Runtime, stderr io.Writer) *Host {
 // option does not apply), and its last lines end the error of a member the
 // JVM's exit ended.
 func Hosted(h *Host) Opt {
-	return opt(func(c *cfg) { c.start = h.h.Starter() })
+	return opt{func(c *cfg) { c.start = h.h.Starter() }}
 }
 
 // HostJVMFlags are JVMFlags with room for many consumers.

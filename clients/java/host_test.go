@@ -59,8 +59,8 @@ func TestHostedMembers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := java.New(name, "hosted-"+string(p), []string{"hosted"}, java.Protocol(p), java.Hooks(evs),
-			java.KgoOpts(links.KgoOpts()...), java.Timers(6*time.Second, 500*time.Millisecond, 20*time.Second), java.Hosted(host))
+		m, err := java.New(name, "hosted-"+string(p), []string{"hosted"}, java.Protocol(p), java.WithHooks(evs),
+			java.KgoOpts(links.KgoOpts()...), java.SessionTimeout(6*time.Second), java.HeartbeatInterval(500*time.Millisecond), java.MaxPollInterval(20*time.Second), java.Hosted(host))
 		if err != nil {
 			t.Fatal(err)
 		}

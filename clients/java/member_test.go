@@ -105,7 +105,7 @@ func newScripted(t *testing.T, hooks clients.Hooks, opts ...Opt) (*Member, chan 
 		started <- s
 		return s, nil
 	}
-	all := append([]Opt{withStarter(start), Hooks(hooks), KgoOpts(kgo.SeedBrokers("127.0.0.1:9"))}, opts...)
+	all := append([]Opt{withStarter(start), WithHooks(hooks), KgoOpts(kgo.SeedBrokers("127.0.0.1:9"))}, opts...)
 	m, err := New("m1", "g", []string{"t"}, all...)
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestConfigPerKind(t *testing.T) {
 	}{
 		{
 			name: "classic eager static",
-			opts: []Opt{InstanceID("i1"), Timers(6*time.Second, time.Second, 20*time.Second)},
+			opts: []Opt{InstanceID("i1"), SessionTimeout(6 * time.Second), HeartbeatInterval(time.Second), MaxPollInterval(20 * time.Second)},
 			want: map[string]string{
 				"group.protocol": "classic", "group.instance.id": "i1", "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
 				"max.poll.interval.ms":          "20000",
@@ -203,7 +203,7 @@ func TestConfigPerKind(t *testing.T) {
 		},
 		{
 			name:   "consumer range",
-			opts:   []Opt{Protocol(clients.Consumer), Assignor("range"), Timers(6*time.Second, time.Second, 20*time.Second)},
+			opts:   []Opt{Protocol(clients.Consumer), Assignor("range"), SessionTimeout(6 * time.Second), HeartbeatInterval(time.Second), MaxPollInterval(20 * time.Second)},
 			want:   map[string]string{"group.protocol": "consumer", "group.remote.assignor": "range", "max.poll.interval.ms": "20000"},
 			absent: []string{"partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"},
 		},

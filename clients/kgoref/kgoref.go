@@ -53,9 +53,9 @@ import (
 // Opt configures a Member; options are checked once, in New.
 type Opt interface{ apply(*cfg) }
 
-type opt func(*cfg)
+type opt struct{ fn func(*cfg) }
 
-func (o opt) apply(c *cfg) { o(c) }
+func (o opt) apply(c *cfg) { o.fn(c) }
 
 type cfg struct {
 	protocol          clients.Protocol
@@ -64,35 +64,43 @@ type cfg struct {
 	sessionTimeout    time.Duration
 	heartbeatInterval time.Duration
 	rebalanceTimeout  time.Duration
-	now               func() time.Time
+	instanceID        string
+	clock             clients.Clock
 }
 
 // Protocol selects the group protocol: clients.Classic (default) or
 // clients.Consumer (KIP-848 through kgo.ServerSideBalancer, Kafka 4.0+).
-func Protocol(p clients.Protocol) Opt { return opt(func(c *cfg) { c.protocol = p }) }
+func Protocol(p clients.Protocol) Opt { return opt{func(c *cfg) { c.protocol = p }} }
 
-// Hooks receives every event the member reports.
-func Hooks(h clients.Hooks) Opt { return opt(func(c *cfg) { c.hooks = h }) }
+// WithHooks receives every event the member reports.
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
 
 // KgoOpts adds kgo client options: the links' seed brokers and dialer, a
 // logger. Group options set by this package (group, topics, callbacks,
 // balancers, auto-commit) are applied after them and win.
 func KgoOpts(o ...kgo.Opt) Opt {
-	return opt(func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) })
+	return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }}
 }
 
-// Timers sets the classic session timeout, heartbeat interval and rebalance
-// timeout (0 keeps kgo's default). With the consumer protocol the broker owns
-// the session timeout and heartbeat interval (group.consumer.*); only the
-// rebalance timeout is sent.
-func Timers(session, heartbeat, rebalance time.Duration) Opt {
-	return opt(func(c *cfg) {
-		c.sessionTimeout, c.heartbeatInterval, c.rebalanceTimeout = session, heartbeat, rebalance
-	})
-}
+// SessionTimeout is the classic session timeout (kgo.SessionTimeout; 0
+// keeps kgo's default). With the consumer protocol the broker owns it
+// (group.consumer.session.timeout.ms) and it is not sent.
+func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
 
-// Clock sets the time source for Event.At; the default is time.Now.
-func Clock(now func() time.Time) Opt { return opt(func(c *cfg) { c.now = now }) }
+// HeartbeatInterval is the classic heartbeat interval
+// (kgo.HeartbeatInterval; 0 keeps kgo's default). With the consumer protocol
+// the broker owns it (group.consumer.heartbeat.interval.ms).
+func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.heartbeatInterval = d }} }
+
+// RebalanceTimeout is kgo.RebalanceTimeout (0 keeps kgo's default), sent
+// with either protocol.
+func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalanceTimeout = d }} }
+
+// InstanceID makes the member static (kgo.InstanceID, group.instance.id).
+func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
+
+// WithClock sets the time source of Event.At. Default: the wall clock.
+func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
 
 // Member is a kgo group consumer behind clients.Member.
 type Member struct {
@@ -115,12 +123,12 @@ var _ clients.Member = (*Member)(nil)
 // New returns a member named name (the harness's name, stable across
 // rejoins) of group, subscribed to topics. It connects on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
-	c := cfg{protocol: clients.Classic, now: time.Now}
+	c := cfg{protocol: clients.Classic, clock: clients.WallClock{}}
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if c.clock == nil {
+		c.clock = clients.WallClock{}
 	}
 	switch {
 	case name == "":
@@ -161,6 +169,9 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	if c.rebalanceTimeout > 0 {
 		o = append(o, kgo.RebalanceTimeout(c.rebalanceTimeout))
 	}
+	if c.instanceID != "" {
+		o = append(o, kgo.InstanceID(c.instanceID))
+	}
 	m.opts = o
 	return m, nil
 }
@@ -192,7 +203,7 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: m.cfg.protocol, Client: "kgo",
-		Event: m.event, Now: m.cfg.now, Report: m.cfg.hooks.OnEvent,
+		Event: m.event, Now: m.cfg.clock.Now, Report: m.cfg.hooks.OnEvent,
 	})
 	cl, err := kgo.NewClient(append(slices.Clone(m.opts), kgo.Dialer(wiretap.Dialer(dial, m.wire)))...)
 	if err != nil {
@@ -344,7 +355,7 @@ func (m *Member) Close(ctx context.Context) error {
 }
 
 func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.now()}
+	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
 }
 
 // ownership reports an ownership change from a kgo callback with the epoch

@@ -66,9 +66,9 @@ func TestClassicHandOff(t *testing.T) {
 
 	var l log
 	newMember := func(name string) *kgoref.Member {
-		m, err := kgoref.New(name, "g", []string{"t"}, kgoref.Hooks(&l),
+		m, err := kgoref.New(name, "g", []string{"t"}, kgoref.WithHooks(&l),
 			kgoref.KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)),
-			kgoref.Timers(6*time.Second, 200*time.Millisecond, 10*time.Second))
+			kgoref.SessionTimeout(6*time.Second), kgoref.HeartbeatInterval(200*time.Millisecond), kgoref.RebalanceTimeout(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,9 +24,9 @@ import (
 // Opt configures a Member; options are checked once, in New.
 type Opt interface{ apply(*cfg) }
 
-type opt func(*cfg)
+type opt struct{ fn func(*cfg) }
 
-func (o opt) apply(c *cfg) { o(c) }
+func (o opt) apply(c *cfg) { o.fn(c) }
 
 type cfg struct {
 	protocol   clients.Protocol
@@ -48,62 +48,75 @@ type cfg struct {
 
 // Protocol selects the group protocol: clients.Classic (default) or
 // clients.Consumer.
-func Protocol(p clients.Protocol) Opt { return opt(func(c *cfg) { c.protocol = p }) }
+func Protocol(p clients.Protocol) Opt { return opt{func(c *cfg) { c.protocol = p }} }
 
 // Assignor names the assignor hello asks for (empty: the client's default).
-func Assignor(name string) Opt { return opt(func(c *cfg) { c.assignor = name }) }
+func Assignor(name string) Opt { return opt{func(c *cfg) { c.assignor = name }} }
 
 // InstanceID makes the member static (group.instance.id, KIP-345).
-func InstanceID(id string) Opt { return opt(func(c *cfg) { c.instanceID = id }) }
+func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
 
-// Hooks receives every event the member reports.
-func Hooks(h clients.Hooks) Opt { return opt(func(c *cfg) { c.hooks = h }) }
+// WithHooks receives every event the member reports.
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): the gateway dials the brokers with them.
-func KgoOpts(o ...kgo.Opt) Opt { return opt(func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }) }
+func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
 
-// WithTimers sets the timers hello carries.
-func WithTimers(session, heartbeat, rebalance, poll time.Duration) Opt {
-	return opt(func(c *cfg) {
-		c.timers = Timers{SessionMS: session.Milliseconds(), HeartbeatMS: heartbeat.Milliseconds(), RebalanceMS: rebalance.Milliseconds(), PollIntervalMS: poll.Milliseconds()}
-	})
+// SessionTimeout is session.timeout.ms, carried by hello.
+func SessionTimeout(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.timers.SessionMS = d.Milliseconds() }}
+}
+
+// HeartbeatInterval is heartbeat.interval.ms, carried by hello.
+func HeartbeatInterval(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.timers.HeartbeatMS = d.Milliseconds() }}
+}
+
+// RebalanceTimeout is the classic rebalance timeout, carried by hello.
+func RebalanceTimeout(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.timers.RebalanceMS = d.Milliseconds() }}
+}
+
+// MaxPollInterval is max.poll.interval.ms, carried by hello.
+func MaxPollInterval(d time.Duration) Opt {
+	return opt{func(c *cfg) { c.timers.PollIntervalMS = d.Milliseconds() }}
 }
 
 // Properties are client settings hello carries as they are.
 func Properties(p map[string]string) Opt {
-	return opt(func(c *cfg) { c.properties = maps.Clone(p) })
+	return opt{func(c *cfg) { c.properties = maps.Clone(p) }}
 }
 
-// Clock sets the time source of events the client gives no time.
-func Clock(now func() time.Time) Opt { return opt(func(c *cfg) { c.now = now }) }
+// WithClock sets the time source of events the client gives no time.
+func WithClock(clk clients.Clock) Opt { return opt{func(c *cfg) { c.now = clk.Now }} }
 
 // Start says how to start the member's process (Command.Starter,
 // Host.Starter). Required.
-func Start(s Starter) Opt { return opt(func(c *cfg) { c.start = s }) }
+func Start(s Starter) Opt { return opt{func(c *cfg) { c.start = s }} }
 
 // Stderr receives the process's standard error; by default the last lines
 // are kept for error messages only.
-func Stderr(w io.Writer) Opt { return opt(func(c *cfg) { c.stderr = w }) }
+func Stderr(w io.Writer) Opt { return opt{func(c *cfg) { c.stderr = w }} }
 
 // Client names the client in the events' whys ("the Java consumer").
-func Client(name string) Opt { return opt(func(c *cfg) { c.client = name }) }
+func Client(name string) Opt { return opt{func(c *cfg) { c.client = name }} }
 
 // WithTranscript receives every message either way, in order, with the
 // harness's time: what member-check judges.
-func WithTranscript(f func(Entry)) Opt { return opt(func(c *cfg) { c.transcript = f }) }
+func WithTranscript(f func(Entry)) Opt { return opt{func(c *cfg) { c.transcript = f }} }
 
 // OfferVersions replaces the versions hello offers (member-check offers
 // one the client cannot speak, to see it refuse).
-func OfferVersions(v ...int) Opt { return opt(func(c *cfg) { c.versions = slices.Clone(v) }) }
+func OfferVersions(v ...int) Opt { return opt{func(c *cfg) { c.versions = slices.Clone(v) }} }
 
 // AckDelay holds every ack back by d (member-check: a client that goes on
 // without waiting for its ack shows in the transcript).
-func AckDelay(d time.Duration) Opt { return opt(func(c *cfg) { c.ackDelay = d }) }
+func AckDelay(d time.Duration) Opt { return opt{func(c *cfg) { c.ackDelay = d }} }
 
 // AnswerGrace is how long past the time it was given a command's answer is
 // waited for before the client is taken as stuck and killed (default 30s).
-func AnswerGrace(d time.Duration) Opt { return opt(func(c *cfg) { c.grace = d }) }
+func AnswerGrace(d time.Duration) Opt { return opt{func(c *cfg) { c.grace = d }} }
 
 // Entry is one message of a transcript.
 type Entry struct {

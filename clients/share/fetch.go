@@ -84,26 +84,6 @@ func batches(acks []clients.ShareAck) [][3]int64 {
 	return out
 }
 
-// stretch is BugAckNotAcquired: every accept reaches past what was
-// acquired.
-func (m *Member) stretch(acks []clients.ShareAck) []clients.ShareAck {
-	if m.cfg.bug != BugAckNotAcquired {
-		return acks
-	}
-	out := slices.Clone(acks)
-	for i := range out {
-		if out[i].Type == clients.AckAccept && (i+1 == len(out) || out[i+1].Topic != out[i].Topic || out[i+1].Partition != out[i].Partition) {
-			out[i].Last += bugNotAcquiredStretch
-		}
-	}
-	return out
-}
-
-// hidesAckErrors: the bugs that report a refused acknowledgement as done.
-func (m *Member) hidesAckErrors() bool {
-	return m.cfg.bug == BugAckAfterLock || m.cfg.bug == BugAckNotAcquired
-}
-
 // fetch sends one ShareFetch to node asking for want, piggybacking the
 // pending acknowledgements of those partitions when a session is open, and
 // returns the records acquired. want empty only opens a session.
@@ -259,10 +239,7 @@ func (m *Member) acquireLocked(node int32, p tp, rp kmsg.ShareFetchResponseTopic
 	var out []Record
 	gaps := 0
 	for _, ar := range rp.AcquiredRecords {
-		count := ar.DeliveryCount
-		if m.cfg.bug == BugIgnoreDeliveryCount {
-			count = 1
-		}
+		count := m.deliveryCount(ar.DeliveryCount)
 		answer.Acquired = append(answer.Acquired, clients.ShareAcquired{
 			ShareRange:    clients.ShareRange{Topic: p.topic, Partition: p.partition, First: ar.FirstOffset, Last: ar.LastOffset},
 			DeliveryCount: count,

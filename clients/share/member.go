@@ -328,16 +328,8 @@ func (m *Member) Acknowledge(recs []Record, t int8) error {
 			return fmt.Errorf("%s-%d@%d: the member does not hold it (never acquired, or already acknowledged)", r.Topic, r.Partition, r.Offset)
 		}
 	}
-	if m.cfg.bug == BugAckAfterLock && t == clients.AckAccept {
-		var last time.Time
-		for _, r := range recs {
-			if r.Deadline.After(last) {
-				last = r.Deadline
-			}
-		}
-		m.mu.Unlock()
-		m.sleep(m.ctx, last.Sub(m.cfg.now())+time.Second)
-		m.mu.Lock()
+	if t == clients.AckAccept {
+		m.holdPastLock(m.ctx, recs)
 	}
 	for _, r := range recs {
 		m.queueLocked(tp{r.Topic, r.Partition}, r.Offset, t)
@@ -387,19 +379,7 @@ func (m *Member) Poll(ctx context.Context) ([]Record, error) {
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if m.cfg.bug == BugAckAfterLock {
-		var last time.Time
-		for _, r := range m.delivered {
-			if r.Deadline.After(last) {
-				last = r.Deadline
-			}
-		}
-		if !last.IsZero() {
-			m.mu.Unlock()
-			m.sleep(ctx, last.Sub(m.cfg.now())+time.Second)
-			m.mu.Lock()
-		}
-	}
+	m.holdPastLock(ctx, m.delivered)
 	m.acceptDeliveredLocked()
 	stale := m.staleMeta || len(m.unresolved) > 0
 	m.mu.Unlock()

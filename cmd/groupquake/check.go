@@ -18,18 +18,21 @@ import (
 
 const checkUsage = `Usage: groupquake check [flags] RUN_DIR
 
-Re-runs every checker over a saved run, offline. A run killed halfway is judged
-up to where it stopped, and what could not be judged is said.
+Re-runs every checker over a saved run, offline, and prints the verdicts. It
+leaves the run directory as it is: with --write it rewrites verdicts.json and
+report.html together, so the page never shows a verdict the directory's
+verdicts.json does not hold. A run killed halfway is judged up to where it
+stopped, and what could not be judged is said.
 
 Exit status: 0 no checker found a violation (skipped checkers are counted
 apart), 1 a violation, 2 RUN_DIR is not a readable run directory, 3 the run
 never got past its setup (nothing to judge) or --write could not write
-verdicts.json.
+verdicts.json or report.html.
 `
 
 func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("check", checkUsage)
-	write := fs.Bool("write", false, "also (re)write verdicts.json in the run directory")
+	write := fs.Bool("write", false, "rewrite verdicts.json and report.html in the run directory with these verdicts")
 	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout")
 	var lv levelFlags
 	lv.register(fs)
@@ -56,8 +59,9 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return badInput("run directory %s: %v", dir, err)
 	}
-	if !pastSetup(j.Events) {
-		// Nothing happened to judge: no tally for it.
+	if !pastSetup(j.Events) && len(j.Flaws) == 0 {
+		// Nothing happened to judge: no tally for it. (A history that lost its first lines is
+		// judged: HistoryWellFormed says what is missing.)
 		err := fmt.Errorf("the run in %s never happened: it stopped in its setup, before any member started, so there is nothing to judge (its history.jsonl says how far it got; rerun it with rerun.sh)", dir)
 		if j.Report.Stopped != "" {
 			err = fmt.Errorf("%w; it %s", err, j.Report.Stopped)
@@ -75,9 +79,9 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := run.WriteVerdicts(dir, j.Report); err != nil {
 			return exitError{exitFailed, fmt.Sprintf("--write: %v", err)}
 		}
-	}
-	if err := run.WriteReport(dir, j); err != nil {
-		con.Infof("%s not rewritten: %v", run.ReportFile, err)
+		if err := run.WriteReport(dir, j); err != nil {
+			return exitError{exitFailed, fmt.Sprintf("--write: %s rewritten, but %s not: %v", run.VerdictsFile, run.ReportFile, err)}
+		}
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, runDoc{schemaVersion, judgement(j.Plan, dir, &j, nil)}); err != nil {

@@ -12,6 +12,8 @@ type Option interface{ apply(*options) }
 type options struct {
 	replay    ReplayFunc
 	truncated *history.Truncation
+	flaws     []history.Flaw
+	unjudged  int
 }
 
 type optionFunc func(*options)
@@ -26,6 +28,13 @@ func WithReplay(fn ReplayFunc) Option { return optionFunc(func(o *options) { o.r
 // Truncated), so HistoryWellFormed says the run was killed mid-write.
 func WithTruncation(t *history.Truncation) Option {
 	return optionFunc(func(o *options) { o.truncated = t })
+}
+
+// WithFlaws tells All what the loader of the history file set aside (history.ReadWhole's Flaws
+// and Unjudged): HistoryWellFormed fails naming each, and the other checkers judge the events they
+// were given, which end where the history stops being whole.
+func WithFlaws(flaws []history.Flaw, unjudged int) Option {
+	return optionFunc(func(o *options) { o.flaws, o.unjudged = flaws, unjudged })
 }
 
 // All runs every checker over one history and its observations, decoding the history once. The
@@ -58,6 +67,21 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 		f.tp(t)
 	}
 	wf := wellFormed(f)
+	if len(o.flaws) > 0 {
+		w := newVerdict(wf.Name)
+		w.Verdict = wf
+		for _, fl := range o.flaws {
+			var at []int64
+			if fl.Index >= 0 {
+				at = []int64{fl.Index}
+			}
+			w.fail(at, "history.jsonl: %s", fl.Message)
+		}
+		if o.unjudged > 0 {
+			w.note("%d complete events after the first missing or conflicting one were not judged by any checker", o.unjudged)
+		}
+		wf = w.done()
+	}
 	if o.truncated != nil {
 		wf.Notes = append(wf.Notes, fmt.Sprintf("the history ends in a truncated line %d (%d bytes): the run was killed while writing; every complete event before it was checked", o.truncated.Line, o.truncated.Bytes))
 	}

@@ -44,7 +44,8 @@ func FencedCommitsRejected(events []history.Event, obs *history.Observations) Ve
 
 func fencedCommitsRejected(f *facts) Verdict {
 	v := newVerdict("FencedCommitsRejected")
-	accepted, rejected, admin := 0, 0, 0
+	accepted, rejected, admin, byLog := 0, 0, 0, 0
+	firstByLog := ""
 	for id := range f.commits {
 		c := &f.commits[id]
 		if c.outcome != history.OK && c.outcome != history.Fail {
@@ -61,7 +62,13 @@ func fencedCommitsRejected(f *facts) Verdict {
 		}
 		m := f.mems[c.member]
 		for _, tp := range c.tps {
-			stale, idx := f.staleness(c, tp)
+			stale, idx, logged := f.staleness(c, tp)
+			if logged != "" {
+				byLog++
+				if firstByLog == "" {
+					firstByLog = logged
+				}
+			}
 			if c.accepted() {
 				if stale != "" {
 					v.fail(append([]int64{f.idx(c.inv), f.idx(c.done)}, idx...), "commit of %s by %s at epoch %d (sent at event %d) was accepted at event %d, but %s",
@@ -81,12 +88,16 @@ func fencedCommitsRejected(f *facts) Verdict {
 		}
 	}
 	v.note("%d accepted and %d rejected member commits judged; %d admin commits (epoch ≤ 0) not judged", accepted, rejected, admin)
+	if byLog > 0 {
+		v.note("%d accepted commit(s) recorded as sent after their partition moved on were written before it did, as __consumer_offsets shows: the log outranks where the history placed them (first: %s)", byLog, firstByLog)
+	}
 	v.Notes = append(v.Notes, f.incNotes...)
 	return v.done()
 }
 
-// staleness says why commit c of tp must not be accepted, or "" when nothing in the history says so.
-func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
+// staleness says why commit c of tp must not be accepted, or "" when nothing in the history says
+// so; logged says what in __consumer_offsets overrode the history's order, when it did.
+func (f *facts) staleness(c *commitOp, tp int) (why string, idx []int64, logged string) {
 	e := c.c.Epoch
 	inc := f.incAt(c.inv)
 	pk := pairKey{inc, tp, e}
@@ -102,21 +113,22 @@ func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
 			owner = o
 			if i+1 < len(chain) && chain[i+1].pos < c.inv {
 				next := chain[i+1]
-				return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " had passed to " + f.mems[next.member] + " under the same instance id (event " + itoa(f.idx(next.pos)) + ") before the commit was sent", []int64{f.idx(next.pos)}
+				return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " had passed to " + f.mems[next.member] + " under the same instance id (event " + itoa(f.idx(next.pos)) + ") before the commit was sent", []int64{f.idx(next.pos)}, ""
 			}
 			break
 		}
 	}
 	switch {
 	case ok && owner.member != c.member:
-		return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " belonged to " + f.mems[owner.member] + " (event " + itoa(f.idx(owner.pos)) + ")", []int64{f.idx(owner.pos)}
-	case ok && owner.pos > c.done:
-		// The member only reached (tp, e) after the commit completed. (Reaching it between the
-		// invoke and the completion is allowed: a heartbeat goroutine may record the response that
-		// gave the epoch after the committing goroutine already used it.)
-		return f.mems[c.member] + " only owned " + f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " from event " + itoa(f.idx(owner.pos)) + ", after the commit completed", []int64{f.idx(owner.pos)}
+		return f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " belonged to " + f.mems[owner.member] + " (event " + itoa(f.idx(owner.pos)) + ")", []int64{f.idx(owner.pos)}, ""
+	case ok && owner.from > c.done:
+		// The member only reached (tp, e) after the commit completed: the call whose answer gave
+		// it the epoch was sent after the commit's answer came. (A call that overlaps the commit
+		// proves nothing either way: a heartbeat goroutine may record the answer that gave the
+		// epoch after the committing goroutine already used it.)
+		return f.mems[c.member] + " only owned " + f.tps[tp].String() + " at epoch " + itoa(int64(e)) + " from event " + itoa(f.idx(owner.pos)) + ", after the commit completed", []int64{f.idx(owner.pos)}, ""
 	case !ok:
-		return f.mems[c.member] + " never owned " + f.tps[tp].String() + " at epoch " + itoa(int64(e)), nil
+		return f.mems[c.member] + " never owned " + f.tps[tp].String() + " at epoch " + itoa(int64(e)), nil, ""
 	}
 	// Did the partition move on to another member at a newer epoch before the commit was sent?
 	ids := f.byTP[tp]
@@ -124,10 +136,17 @@ func (f *facts) staleness(c *commitOp, tp int) (string, []int64) {
 	if k > 0 {
 		last := &f.intervals[ids[k-1]]
 		if last.member != c.member && last.inc == inc && last.epoch > e {
-			return f.tps[tp].String() + " had moved to " + f.mems[last.member] + " at epoch " + itoa(int64(last.epoch)) + " (event " + itoa(f.idx(last.start)) + ") before the commit was sent: a zombie commit", []int64{f.idx(last.start)}
+			if o, _ := c.offsetOf(tp); c.accepted() {
+				// The log outranks where the history placed the commit: written before the group
+				// reached the epoch the partition moved at, it landed before the move.
+				if how, ok := f.writtenBefore(tp, o, last.epoch, c.done); ok {
+					return "", nil, "commit of " + f.tps[tp].String() + " by " + f.mems[c.member] + " sent at event " + itoa(f.idx(c.inv)) + ": " + how
+				}
+			}
+			return f.tps[tp].String() + " had moved to " + f.mems[last.member] + " at epoch " + itoa(int64(last.epoch)) + " (event " + itoa(f.idx(last.start)) + ") before the commit was sent: a zombie commit", []int64{f.idx(last.start)}, ""
 		}
 	}
-	return "", nil
+	return "", nil, ""
 }
 
 // acceptedByTP lists, per partition, the accepted commits in completion order: the order in which
@@ -145,9 +164,12 @@ func (f *facts) acceptedByTP(tp int) []int {
 
 // CommittedOffsetMonotonic checks that committed offsets never go back unless a commit marked Reset
 // moved them: (a) an accepted commit sent after another accepted commit of the same partition had
-// completed is not lower; (b) the committed offsets the observer read (describe events and saved
-// snapshots, in time order) do not go back; (c) the OffsetCommit records of __consumer_offsets in
-// each snapshot do not go back in log order (a tombstone starts over).
+// completed is not lower, unless __consumer_offsets shows it written first (the log outranks the
+// order of the answers); (b) no read of committed offsets by the observer (describe events and
+// saved snapshots) shows less than a read that ended before it began; (c) the OffsetCommit records
+// of __consumer_offsets in each snapshot do not go back in log order (a tombstone starts over).
+// Reads and commits that overlap are concurrent and never ordered; a snapshot taken after events
+// the history lost is not judged against it.
 func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations) Verdict {
 	return committedOffsetMonotonic(build(events, obs), obs)
 }
@@ -173,38 +195,44 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			resetValue[tp][c.offs[i]] = true
 		}
 	}
+	// resetBetween says whether a reset that may have applied was in flight after position lo
+	// (an invoke, or the event a snapshot began after) and before position hi.
 	resetBetween := func(tp, lo, hi int) bool {
 		r := resets[tp]
 		for i := 0; i < len(r); i += 2 {
-			if r[i] < hi && r[i+1] >= lo {
+			if r[i] < hi && r[i+1] > lo {
 				return true
 			}
 		}
 		return false
 	}
 	// (a) accepted commits in real-time order.
-	pairs := 0
+	pairs, byLog := 0, 0
+	firstByLog := ""
 	for tp := range f.tps {
 		acc := f.acceptedByTP(tp)
-		best := -1 // the highest commit completed so far (since the last reset)
-		j := 0
+		// bestAt[i] is the highest commit among acc[:i+1] since the last reset among them (a reset
+		// counts as the highest when it completes).
+		bestAt := make([]int, len(acc))
+		for i, id := range acc {
+			bestAt[i] = id
+			if i == 0 || f.commits[id].c.Reset {
+				continue
+			}
+			bo, _ := f.commits[bestAt[i-1]].offsetOf(tp)
+			if do, _ := f.commits[id].offsetOf(tp); do < bo {
+				bestAt[i] = bestAt[i-1]
+			}
+		}
 		for _, id := range acc {
 			c := &f.commits[id]
-			// Fold in every commit that completed before c was sent.
-			for ; j < len(acc) && f.commits[acc[j]].done < c.inv; j++ {
-				d := &f.commits[acc[j]]
-				do, _ := d.offsetOf(tp)
-				if d.c.Reset {
-					best = acc[j]
-					continue
-				}
-				if best < 0 {
-					best = acc[j]
-					continue
-				}
-				if bo, _ := f.commits[best].offsetOf(tp); do >= bo {
-					best = acc[j]
-				}
+			// Only the commits that completed before c was sent: acc is in completion order, but
+			// a call sent early and answered late (a request held on a paused node, an answer on a
+			// frozen member's links) overlaps the commits answered meanwhile.
+			j := sort.Search(len(acc), func(i int) bool { return f.commits[acc[i]].done >= c.inv })
+			best := -1
+			if j > 0 {
+				best = bestAt[j-1]
 			}
 			if best < 0 || c.c.Reset {
 				continue
@@ -213,97 +241,194 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			b := &f.commits[best]
 			bo, _ := b.offsetOf(tp)
 			co, _ := c.offsetOf(tp)
-			if co < bo && !resetBetween(tp, b.inv, c.done) {
-				v.fail([]int64{f.idx(b.done), f.idx(c.inv), f.idx(c.done)}, "committed offset of %s went back from %d (commit by %s acknowledged at event %d) to %d (commit by %s sent at event %d, acknowledged at event %d)",
-					f.tps[tp], bo, f.mems[b.member], f.idx(b.done), co, f.mems[c.member], f.idx(c.inv), f.idx(c.done))
+			if co >= bo || resetBetween(tp, b.inv, c.done) {
+				continue
 			}
+			// The answers say c went back from b; the log may say c was written first. Then every
+			// other commit completed before c was sent is a candidate.
+			var how string
+			b, how = f.wentBackFrom(tp, c, acc[:j], resetBetween)
+			if b == nil {
+				byLog++
+				if firstByLog == "" {
+					firstByLog = "commit of " + itoa(co) + " by " + f.mems[c.member] + " sent at event " + itoa(f.idx(c.inv)) + ": " + how
+				}
+				continue
+			}
+			bo, _ = b.offsetOf(tp)
+			v.fail([]int64{f.idx(b.done), f.idx(c.inv), f.idx(c.done)}, "committed offset of %s went back from %d (commit by %s acknowledged at event %d) to %d (commit by %s sent at event %d, acknowledged at event %d)",
+				f.tps[tp], bo, f.mems[b.member], f.idx(b.done), co, f.mems[c.member], f.idx(c.inv), f.idx(c.done))
 		}
 	}
-	// (b) what the observer read, in time order.
+	// (b) what the observer read, each read against the reads that ended before it began.
 	type read struct {
-		lo, hi int // when the read started and ended (positions)
-		label  string
-		idx    []int64
-		offs   []history.OffsetAt
+		span
+		label string
+		idx   []int64
+		off   int64
 	}
-	var reads []read
+	byTP := map[history.TP][]read{}
+	reads, beyond := 0, 0
 	for _, pos := range f.describes {
 		d := f.vals[pos].(history.Describe)
 		if !d.HasCommitted {
 			continue
 		}
-		lo := pos
-		if p := f.partner[pos]; p >= 0 {
-			lo = p
-		}
-		reads = append(reads, read{lo, pos, "describe at event " + itoa(f.idx(pos)), []int64{f.idx(pos)}, d.Committed})
-	}
-	if obs != nil {
-		for _, s := range obs.All() {
-			if !s.HasCommitted {
-				continue
+		reads++
+		r := read{f.callSpan(pos), "describe at event " + itoa(f.idx(pos)), []int64{f.idx(pos)}, 0}
+		for _, o := range d.Committed {
+			if o.Offset >= 0 {
+				r.off = o.Offset
+				byTP[o.TP()] = append(byTP[o.TP()], r)
 			}
-			p := snapPos(f, s)
-			reads = append(reads, read{p, p, "snapshot " + s.Label, nil, s.Committed})
 		}
 	}
-	sort.SliceStable(reads, func(a, b int) bool { return reads[a].hi < reads[b].hi })
-	type seen struct {
-		off int64
-		r   int
+	for _, s := range f.snaps {
+		if !s.s.HasCommitted {
+			continue
+		}
+		if s.beyond {
+			continue
+		}
+		reads++
+		for _, o := range s.s.Committed {
+			if o.Offset >= 0 {
+				byTP[o.TP()] = append(byTP[o.TP()], read{s.span, s.label, nil, o.Offset})
+			}
+		}
 	}
-	prev := map[history.TP]seen{}
-	for ri, r := range reads {
-		for _, o := range r.offs {
-			if o.Offset < 0 {
-				continue
+	for _, t := range sortedTPs(byTP) {
+		rs := byTP[t]
+		tp, known := f.tpIdx[t]
+		// Without resets, the highest read that ended before r began: a prefix maximum over the
+		// reads by their end (and every checkpoint, for the final snapshot).
+		sort.SliceStable(rs, func(a, b int) bool { return rs[a].e < rs[b].e })
+		top := make([]int, len(rs))
+		for i := range rs {
+			top[i] = i
+			if i > 0 && rs[top[i-1]].off > rs[i].off {
+				top[i] = top[i-1]
 			}
-			p, ok := prev[o.TP()]
-			prev[o.TP()] = seen{o.Offset, ri}
-			if !ok || o.Offset >= p.off {
-				continue
+		}
+		for _, r := range rs {
+			// The highest earlier read that no reset may have undone before r.
+			var from *read
+			consider := func(p *read) {
+				if !p.before(r.span) || p.off <= r.off || known && resetBetween(tp, p.b, r.e) {
+					return
+				}
+				if from == nil || p.off > from.off || p.off == from.off && p.e > from.e {
+					from = p
+				}
 			}
-			tp, known := f.tpIdx[o.TP()]
-			if known && resetBetween(tp, reads[p.r].lo, r.hi) {
-				continue
+			if known && len(resets[tp]) > 0 {
+				for i := range rs {
+					consider(&rs[i])
+				}
+			} else {
+				if k := sort.Search(len(rs), func(i int) bool { return rs[i].e > r.b }); k > 0 {
+					consider(&rs[top[k-1]])
+				}
+				if r.final {
+					for i := range rs {
+						if rs[i].snapshot {
+							consider(&rs[i])
+						}
+					}
+				}
 			}
-			v.fail(append(append([]int64(nil), reads[p.r].idx...), r.idx...), "committed offset of %s read by the observer went back from %d (%s) to %d (%s)",
-				o.TP(), p.off, reads[p.r].label, o.Offset, r.label)
+			if from != nil {
+				v.fail(append(append([]int64(nil), from.idx...), r.idx...), "committed offset of %s read by the observer went back from %d (%s) to %d (%s)",
+					t, from.off, from.label, r.off, r.label)
+			}
 		}
 	}
 	// (c) __consumer_offsets records in log order.
 	records := 0
-	if obs != nil {
-		for _, s := range obs.All() {
-			last := map[history.TP]int64{}
-			for _, rec := range s.Records {
-				t, ok := offsetCommitKey(rec, obs.Group)
-				if !ok {
-					continue
-				}
-				if rec.Tombstone() {
-					delete(last, t)
-					continue
-				}
-				off, ok := rec.ValueInt("offset")
-				if !ok {
-					continue
-				}
-				records++
-				p, had := last[t]
-				last[t] = off
-				if !had || off >= p {
-					continue
-				}
-				if tp, known := f.tpIdx[t]; known && resetValue[tp][off] {
-					continue
-				}
-				v.fail(nil, "snapshot %s: OffsetCommit records of %s go back from %d to %d at __consumer_offsets offset %d", s.Label, t, p, off, rec.Offset)
+	for _, s := range f.snaps {
+		if s.beyond {
+			if s.s.HasRecords || s.s.HasCommitted {
+				beyond++
 			}
+			continue
+		}
+		last := map[history.TP]int64{}
+		for _, rec := range s.s.Records {
+			t, ok := offsetCommitKey(rec, obs.Group)
+			if !ok {
+				continue
+			}
+			if rec.Tombstone() {
+				delete(last, t)
+				continue
+			}
+			off, ok := rec.ValueInt("offset")
+			if !ok {
+				continue
+			}
+			records++
+			p, had := last[t]
+			last[t] = off
+			if !had || off >= p {
+				continue
+			}
+			if tp, known := f.tpIdx[t]; known && resetValue[tp][off] {
+				continue
+			}
+			v.fail(nil, "snapshot %s: OffsetCommit records of %s go back from %d to %d at __consumer_offsets offset %d", s.s.Label, t, p, off, rec.Offset)
 		}
 	}
-	v.note("%d ordered commit pairs, %d observer reads and %d OffsetCommit records checked", pairs, len(reads), records)
+	v.note("%d ordered commit pairs, %d observer reads and %d OffsetCommit records checked", pairs, reads, records)
+	if byLog > 0 {
+		v.note("%d commit(s) answered after a higher one but written before it, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", byLog, firstByLog)
+	}
+	if beyond > 0 {
+		v.note("%d snapshot(s) not judged: taken after events the history does not hold (it ends at event %d), which may have moved the offsets", beyond, f.lastIndex())
+	}
 	return v.done()
+}
+
+// wentBackFrom returns the highest commit among done (accepted commits of tp completed before c
+// was sent) that c's lower offset went back from: not a reset, no reset between them, and not
+// shown by __consumer_offsets written after c. nil when there is none, with what the log showed.
+func (f *facts) wentBackFrom(tp int, c *commitOp, done []int, resetBetween func(tp, lo, hi int) bool) (*commitOp, string) {
+	co, _ := c.offsetOf(tp)
+	var from *commitOp
+	var how string
+	for _, id := range done {
+		d := &f.commits[id]
+		do, _ := d.offsetOf(tp)
+		if d.c.Reset || do <= co || resetBetween(tp, d.inv, c.done) {
+			continue
+		}
+		if h, ok := f.logBefore(tp, co, do, max(c.done, d.done)); ok {
+			if how == "" {
+				how = h
+			}
+			continue
+		}
+		if fo, _ := from.offsetOfOr(tp); from == nil || do >= fo {
+			from = d
+		}
+	}
+	return from, how
+}
+
+// offsetOfOr is offsetOf on a commit that may be nil.
+func (c *commitOp) offsetOfOr(tp int) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return c.offsetOf(tp)
+}
+
+func sortedTPs[V any](m map[history.TP]V) []history.TP {
+	out := make([]history.TP, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	history.SortTPs(out)
+	return out
 }
 
 // offsetCommitKey returns the partition of an OffsetCommit record of group (any group when group is
@@ -328,7 +453,9 @@ func offsetCommitKey(r history.Record, group string) (history.TP, bool) {
 // partition with an acknowledged commit before the read, a value some commit could have left there:
 // the latest acknowledged commit, a commit acknowledged concurrently with it or with the read, or a
 // commit whose outcome is unknown. Anything else, including no committed offset at all, means an
-// acknowledged commit was lost.
+// acknowledged commit was lost. A commit acknowledged before the read is superseded by one sent
+// after it completed, unless __consumer_offsets shows the later one written first (the log
+// outranks the history). A snapshot taken after events the history lost is not judged.
 func DurableCommits(events []history.Event, obs *history.Observations) Verdict {
 	return durableCommits(build(events, obs), obs)
 }
@@ -341,6 +468,10 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 		acc    []int
 		maxInv []int
 		byOff  map[int64][]int
+		// laterWrite[i]: the latest first record, in __consumer_offsets, of an offset that one of
+		// acc[:i+1] wrote and that the log stands for (-1: none), to tell whether the log shows a
+		// write after every write of another offset.
+		laterWrite []int64
 	}
 	idx := make([]*tpIndex, len(f.tps))
 	index := func(tp int) *tpIndex {
@@ -355,11 +486,73 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 				o, _ := f.commits[id].offsetOf(tp)
 				t.byOff[o] = append(t.byOff[o], id)
 			}
+			if f.log != nil {
+				w := int64(-1)
+				for _, id := range t.acc {
+					e := &f.commits[id]
+					eo, _ := e.offsetOf(tp)
+					if recs := f.written(tp, eo, e.done); len(recs) > 0 {
+						w = max(w, recs[0])
+					}
+					t.laterWrite = append(t.laterWrite, w)
+				}
+			}
 			idx[tp] = t
 		}
 		return idx[tp]
 	}
+	// superseded says whether d, acknowledged before the read, was superseded by one of acc (the
+	// commits acknowledged before the read): shown by the log written after every write of d's
+	// offset, or sent after d completed, of another offset, and not shown by the log written
+	// before d.
+	byLog := 0
+	firstByLog := ""
+	byLogWhy := "" // why the log says the value read was superseded, for the message
+	superseded := func(tp int, d *commitOp, acc []int, maxInv int) bool {
+		val, _ := d.offsetOf(tp)
+		if f.log != nil {
+			// The log outranks the answers: a write after every write of val, of a commit
+			// acknowledged before the read, is what the read had to show at least.
+			if xs := f.written(tp, val, d.done); len(xs) > 0 && index(tp).laterWrite[len(acc)-1] > xs[len(xs)-1] {
+				if byLogWhy == "" {
+					byLogWhy = "; __consumer_offsets (" + f.log.label + ") holds a write acknowledged before the read (log offset " + itoa(index(tp).laterWrite[len(acc)-1]) + ") after every write of " + itoa(val) + " (" + joinOffsets(xs) + ")"
+				}
+				return true
+			}
+		}
+		if maxInv <= d.done {
+			return false
+		}
+		if f.log == nil {
+			return true // (a commit of the same offset that superseded d is a candidate itself)
+		}
+		how := ""
+		// Only a commit that completed after d can have been sent after d completed.
+		for i := len(acc) - 1; i >= 0 && f.commits[acc[i]].done > d.done; i-- {
+			e := &f.commits[acc[i]]
+			eo, _ := e.offsetOf(tp)
+			if e.inv <= d.done || eo == val {
+				continue
+			}
+			h, ok := f.logBefore(tp, eo, val, max(e.done, d.done))
+			if !ok {
+				return true
+			}
+			if how == "" {
+				how = h
+			}
+		}
+		if how != "" {
+			byLog++
+			if firstByLog == "" {
+				firstByLog = "offset " + itoa(val) + " of " + f.tps[tp].String() + " by " + f.mems[d.member] + ": " + how
+			}
+		}
+		return false
+	}
 	reads, partitions := 0, 0
+	// judge judges a read that began after every commit acknowledged before position lo and
+	// before every commit sent from position hi on.
 	judge := func(lo, hi int, label string, at []int64, committed []history.OffsetAt) {
 		reads++
 		got := map[int]int64{}
@@ -387,8 +580,10 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 				continue
 			}
 			explained := false
-			for _, id := range t.byOff[val] {
-				d := &f.commits[id]
+			byLogWhy = ""
+			cands := t.byOff[val]
+			for c := len(cands) - 1; c >= 0; c-- { // the latest first: it is the likeliest
+				d := &f.commits[cands[c]]
 				if d.inv >= hi || !d.maybe() {
 					continue
 				}
@@ -398,14 +593,14 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 				}
 				// Acknowledged before the read: it must not have been superseded by a commit that was
 				// sent after it completed and acknowledged before the read.
-				if t.maxInv[k-1] <= d.done {
+				if !superseded(tp, d, t.acc[:k], t.maxInv[k-1]) {
 					explained = true
 					break
 				}
 			}
 			if !explained {
-				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows %s at offset %d, but the latest acknowledged commit before it was offset %d by %s (acknowledged at event %d) and no commit that could have superseded it wrote %d",
-					label, f.tps[tp], val, lastOff, f.mems[last.member], f.idx(last.done), val)
+				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows %s at offset %d, but the latest acknowledged commit before it was offset %d by %s (acknowledged at event %d) and no commit that could have superseded it wrote %d%s",
+					label, f.tps[tp], val, lastOff, f.mems[last.member], f.idx(last.done), val, byLogWhy)
 			}
 		}
 	}
@@ -414,36 +609,37 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 		if !d.HasCommitted {
 			continue
 		}
-		lo := pos
-		if p := f.partner[pos]; p >= 0 {
-			lo = p
-		}
-		judge(lo, pos+1, "describe at event "+itoa(f.idx(pos)), []int64{f.idx(pos)}, d.Committed)
+		s := f.callSpan(pos)
+		judge(s.b, s.e+1, "describe at event "+itoa(f.idx(pos)), []int64{f.idx(pos)}, d.Committed)
 	}
-	unplaced := 0
-	if obs != nil {
-		for _, c := range obs.Checkpoints {
-			if !c.HasCommitted {
-				continue
+	unplaced, beyond := 0, 0
+	for _, s := range f.snaps {
+		switch {
+		case !s.s.HasCommitted:
+			if s.final {
+				v.note("the final observation has no committed offsets: durability at the end was not checked")
 			}
-			if c.HistoryLen <= 0 {
-				unplaced++
-				continue
-			}
-			p := snapPos(f, c)
-			judge(p, p, "checkpoint "+c.Label, nil, c.Committed)
+		case s.unplaced:
+			unplaced++
+		case s.beyond:
+			beyond++
+		case s.final:
+			judge(s.b+1, s.e, "final snapshot", nil, s.s.Committed)
+		default:
+			judge(s.b+1, s.e, "checkpoint "+s.s.Label, nil, s.s.Committed)
 		}
-		if obs.Final.HasCommitted {
-			p := snapPos(f, obs.Final)
-			judge(p, p, "final snapshot", nil, obs.Final.Committed)
-		} else {
-			v.note("the final observation has no committed offsets: durability at the end was not checked")
-		}
-	} else {
+	}
+	if obs == nil {
 		v.note("no observations: only the observer's describe events were checked")
 	}
 	if unplaced > 0 {
 		v.note("%d checkpoints without history_len were not checked", unplaced)
+	}
+	if beyond > 0 {
+		v.note("%d snapshot(s) not checked: taken after events the history does not hold (it ends at event %d), whose commits may be what they show", beyond, f.lastIndex())
+	}
+	if byLog > 0 {
+		v.note("%d value(s) read were written after a commit answered later, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", byLog, firstByLog)
 	}
 	v.note("%d reads of committed offsets checked, %d partition values judged", reads, partitions)
 	return v.done()

@@ -50,6 +50,13 @@
 // __consumer_offsets log shows it deleted or converted (incarnation.go); without that proof the
 // run is one incarnation.
 //
+// Order is taken only from evidence that fixes it (evidence.go, docs/checkers-evidence.md): where
+// __consumer_offsets, read after both writes were acknowledged, shows one write before another, that
+// is their order, whatever the history says; otherwise a call that completed before another was
+// invoked came first; calls that overlap are concurrent and never ordered by their answers, and so
+// are observer reads (a snapshot lasts from its history_len to its history_end). A snapshot taken
+// after events the history lost is not judged against it.
+//
 // RebalanceCost is a measurement, not a checker.
 //
 // Ownership is built from the members' own reports (assigned, revoked, lost, fenced, left,

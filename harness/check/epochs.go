@@ -9,8 +9,11 @@ import (
 // EpochMonotonic checks that nothing the group numbers goes backwards: each member's generation or
 // member epoch as the coordinator handed it out (join, sync and heartbeat responses, and the epoch
 // the member reports with assigned/revoked), and the group epoch, assignment epoch, generation and
-// per-member epochs in the observer's descriptions and the saved snapshots (each judged where it
-// was taken in the history). Sentinels (0 for join,
+// per-member epochs in the observer's descriptions and the saved snapshots. Each member's numbers
+// are judged in the order it recorded them; each read of the observer against the reads that ended
+// before it began (a describe from its invoke to its completion, a snapshot from HistoryLen to
+// HistoryEnd, the final one after every checkpoint): reads that overlap are concurrent, and a
+// snapshot taken after events the history lost is not judged. Sentinels (0 for join,
 // -1 leave, -2 static leave) are not epochs and are skipped. A coordinator that reloads an older
 // state after a failover is what this catches.
 //
@@ -91,33 +94,7 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 		}
 	}
 	at := func(pos int) string { return "event " + itoa(f.idx(pos)) }
-	seeGroup := func(g *history.GroupDescription, pos int, label string) {
-		if g == nil {
-			return
-		}
-		see("group/generation", "group generation", g.Generation, pos, label, false)
-		see("group/epoch", "group epoch", g.GroupEpoch, pos, label, false)
-		see("group/assignment-epoch", "assignment epoch", g.AssignmentEpoch, pos, label, false)
-		for _, m := range g.Members {
-			see("described/"+m.MemberID, "member epoch of "+m.MemberID+" as described", m.MemberEpoch, pos, label, false)
-		}
-	}
-	// Snapshots are judged where they were taken, between the events around them: a checkpoint
-	// after a restart that shows a newer epoch than a later describe is a step back.
-	var snaps []history.Snapshot
-	if obs != nil {
-		snaps = obs.All()
-		sort.SliceStable(snaps, func(a, b int) bool { return snapPos(f, snaps[a]) < snapPos(f, snaps[b]) })
-	}
-	next := 0
-	seeSnapshots := func(upto int) {
-		for ; next < len(snaps) && snapPos(f, snaps[next]) <= upto; next++ {
-			s := snaps[next]
-			seeGroup(s.Group, snapPos(f, s)-1, "snapshot "+s.Label)
-		}
-	}
 	for i := range f.ev {
-		seeSnapshots(i)
 		e := &f.ev[i]
 		switch val := f.vals[i].(type) {
 		case history.Heartbeat:
@@ -147,14 +124,14 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 				m := pick(val.Member, e.Process)
 				see("member/"+m, "epoch of "+m, val.Epoch, i, at(i)+" ("+e.F+")", false)
 			}
-		case history.Describe:
-			if e.Type == history.OK || (e.Type == history.Info && f.partner[i] < 0) {
-				seeGroup(val.Group, i, at(i)+" (describe)")
-			}
 		}
 	}
-	seeSnapshots(len(f.ev))
+	reads, beyond := f.epochReads(v)
+	checked += reads
 	v.note("%d epochs checked over %d sequences", checked, len(last))
+	if beyond > 0 {
+		v.note("%d snapshot(s) not judged: taken after events the history does not hold (it ends at event %d)", beyond, f.lastIndex())
+	}
 	if forgotten > 0 {
 		v.note("%d step(s) back from a generation answered to JoinGroup or Heartbeat that no SyncGroup confirmed, so Kafka never wrote it and a failover forgot it: excused (first: %s)", forgotten, firstForgotten)
 	}
@@ -165,13 +142,131 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 	return v.done()
 }
 
-// snapPos places a snapshot in the history: just after the event it was taken after, or at the end
-// when unknown (the final snapshot).
-func snapPos(f *facts, s history.Snapshot) int {
-	if s.HistoryLen <= 0 {
-		return len(f.ev)
+// epochRead is one read of the group by the observer: what it described and when.
+type epochRead struct {
+	span
+	pos   int // the position cited for it: the describe's completion, or the event before a snapshot
+	inc   int
+	label string
+	g     *history.GroupDescription
+}
+
+// epochReads judges the numbers in the observer's reads (describes and snapshots), each against
+// the highest the reads that ended before it began showed, in the same incarnation of the group.
+// It returns how many numbers it judged, and how many snapshots it left unjudged because the
+// history lost events before them.
+func (f *facts) epochReads(v *verdict) (checked, beyond int) {
+	var rs []epochRead
+	for _, pos := range f.describes {
+		if d := f.vals[pos].(history.Describe); d.Group != nil {
+			rs = append(rs, epochRead{f.callSpan(pos), pos, f.incAt(pos), "event " + itoa(f.idx(pos)) + " (describe)", d.Group})
+		}
 	}
-	return f.posOfIndex(s.HistoryLen)
+	for _, s := range f.snaps {
+		switch {
+		case s.beyond:
+			beyond++
+		case s.s.Group != nil:
+			p := max(s.b, 0)
+			rs = append(rs, epochRead{s.span, p, f.incAt(p), s.label, s.s.Group})
+		}
+	}
+	// Walk the reads by where they began, folding in each read once it ended before the next one
+	// began (every checkpoint before the final snapshot).
+	byB := make([]int, len(rs))
+	byE := make([]int, len(rs))
+	for i := range rs {
+		byB[i], byE[i] = i, i
+	}
+	sort.SliceStable(byB, func(a, b int) bool { return rs[byB[a]].b < rs[byB[b]].b })
+	sort.SliceStable(byE, func(a, b int) bool { return rs[byE[a]].e < rs[byE[b]].e })
+	type high struct {
+		epoch int32
+		read  int
+	}
+	type key struct {
+		inc    int
+		number readNumber
+		member string
+	}
+	top := map[key]high{}
+	folded := make([]bool, len(rs))
+	fold := func(i int) {
+		if folded[i] {
+			return
+		}
+		folded[i] = true
+		r := &rs[i]
+		each(r.g, func(n readNumber, member string, e int32) {
+			k := key{r.inc, n, member}
+			if h, ok := top[k]; !ok || e > h.epoch || e == h.epoch && r.e >= rs[h.read].e {
+				top[k] = high{e, i}
+			}
+		})
+	}
+	next := 0
+	for _, i := range byB {
+		r := &rs[i]
+		for ; next < len(byE) && rs[byE[next]].e <= r.b; next++ {
+			fold(byE[next])
+		}
+		if r.final {
+			for j := range rs {
+				if rs[j].snapshot && !rs[j].final {
+					fold(j)
+				}
+			}
+		}
+		each(r.g, func(n readNumber, member string, e int32) {
+			checked++
+			h, ok := top[key{r.inc, n, member}]
+			if ok && e < h.epoch {
+				p := &rs[h.read]
+				v.fail([]int64{f.idx(p.pos), f.idx(r.pos)}, "%s went back from %d (%s) to %d (%s)", n.what(member), h.epoch, p.label, e, r.label)
+			}
+		})
+	}
+	return checked, beyond
+}
+
+// readNumber is one of the numbers a description holds that must not go back.
+type readNumber uint8
+
+const (
+	groupGeneration readNumber = iota
+	groupEpoch
+	assignmentEpoch
+	describedMemberEpoch
+)
+
+func (n readNumber) what(member string) string {
+	switch n {
+	case groupGeneration:
+		return "group generation"
+	case groupEpoch:
+		return "group epoch"
+	case assignmentEpoch:
+		return "assignment epoch"
+	}
+	return "member epoch of " + member + " as described"
+}
+
+// each calls fn with every number of g that must not go back (a member's with its member id).
+func each(g *history.GroupDescription, fn func(n readNumber, member string, e int32)) {
+	if g.Generation > 0 {
+		fn(groupGeneration, "", g.Generation)
+	}
+	if g.GroupEpoch > 0 {
+		fn(groupEpoch, "", g.GroupEpoch)
+	}
+	if g.AssignmentEpoch > 0 {
+		fn(assignmentEpoch, "", g.AssignmentEpoch)
+	}
+	for _, m := range g.Members {
+		if m.MemberEpoch > 0 {
+			fn(describedMemberEpoch, m.MemberID, m.MemberEpoch)
+		}
+	}
 }
 
 func pick(a, b string) string {

@@ -40,7 +40,7 @@ type facts struct {
 	commits     []commitOp
 	commitsByTP [][]int // commit ids per partition, in invoke order
 
-	sessions [][]span // per member: successful heartbeat/join/sync calls, in invoke order
+	sessions [][]call // per member: successful heartbeat/join/sync calls, in invoke order
 
 	consumes   [][]consumeRef // per partition, in history order
 	produces   []int          // positions of produce completions (ok) and unknown outcomes (info)
@@ -56,6 +56,8 @@ type facts struct {
 
 	kinds   map[string]string // member name → kind, as the plan says (history.Plan.Kinds)
 	session time.Duration     // the plan's session timeout (0: not known)
+	snaps   []placed          // the observations' snapshots, placed in the history (evidence.go)
+	log     *commitLog        // what __consumer_offsets says about the order of writes, nil if unread
 }
 
 type endKind uint8
@@ -92,7 +94,10 @@ type pairKey struct {
 	epoch int32
 }
 
-type pairOwner struct{ member, pos int }
+// pairOwner is who holds a (partition, epoch) pair, from which position. from is the earliest the
+// member can have known the epoch: the invoke of the call whose answer gave it (the answer may be
+// recorded after the member already used it), or pos itself for a fact.
+type pairOwner struct{ member, pos, from int }
 
 type pairConflict struct {
 	inc           int
@@ -101,10 +106,14 @@ type pairConflict struct {
 	first, second pairOwner
 }
 
-type span struct{ inv, done int }
+// call is where a call was invoked and where it completed.
+type call struct{ inv, done int }
 
 type commitOp struct {
 	member  int
+	process string // the process that made the call
+	// inv is the position of the invoke; 0 for an answer recorded without its invoke (a broken
+	// pairing), which is only known to have been sent before its answer.
 	inv     int
 	done    int // -1 while open
 	outcome history.Type
@@ -309,7 +318,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		k := pairKey{inc, tp, e}
 		o, ok := f.pairs[k]
 		if !ok {
-			f.pairs[k] = pairOwner{m, pos}
+			f.pairs[k] = pairOwner{m, pos, f.sentAt(pos)}
 			return
 		}
 		last := o
@@ -320,11 +329,11 @@ func build(events []history.Event, obs *history.Observations) *facts {
 			return
 		}
 		if _, still := held[last.member][tp]; !still && f.sameInstance(last.member, m) {
-			f.heirs[k] = append(f.heirs[k], pairOwner{m, pos})
+			f.heirs[k] = append(f.heirs[k], pairOwner{m, pos, f.sentAt(pos)})
 			f.handovers++
 			return
 		}
-		f.conflicts = append(f.conflicts, pairConflict{inc, tp, e, o, pairOwner{m, pos}})
+		f.conflicts = append(f.conflicts, pairConflict{inc, tp, e, o, pairOwner{m, pos, f.sentAt(pos)}})
 	}
 	setEpoch := func(m int, e int32, pos int) {
 		if e <= 0 || e == epoch[m] {
@@ -347,11 +356,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		}
 	}
 	session := func(m, pos int) {
-		inv := f.partner[pos]
-		if inv < 0 {
-			inv = pos
-		}
-		f.sessions[m] = append(f.sessions[m], span{inv, pos})
+		f.sessions[m] = append(f.sessions[m], call{f.sentAt(pos), pos})
 	}
 
 	for i := range events {
@@ -483,7 +488,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 				m := f.member(c.Member, e.Process)
 				grow(m)
 				commitAt[i] = len(f.commits)
-				f.commits = append(f.commits, commitOp{member: m, inv: i, done: -1, c: c})
+				f.commits = append(f.commits, commitOp{member: m, process: e.Process, inv: i, done: -1, c: c})
 				continue
 			}
 			if id, ok := commitAt[p]; ok && p >= 0 {
@@ -492,11 +497,11 @@ func build(events []history.Event, obs *history.Observations) *facts {
 				op.c = mergeCommit(op.c, c)
 				continue
 			}
-			// A completion without its invoke (already reported as a pairing problem) or a standalone
-			// info: judge it as a call that started and ended here.
+			// A completion without its invoke (already reported as a pairing problem) was sent at
+			// some point before it; a standalone info is a call that started and ended here.
 			m := f.member(c.Member, e.Process)
 			grow(m)
-			f.commits = append(f.commits, commitOp{member: m, inv: i, done: i, outcome: e.Type, c: c})
+			f.commits = append(f.commits, commitOp{member: m, process: e.Process, inv: f.sentAt(i), done: i, outcome: e.Type, c: c})
 		case history.FConsume:
 			c, ok := v.(history.Consume)
 			if !ok {
@@ -554,6 +559,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 	for _, s := range openFault {
 		f.faultSpans = append(f.faultSpans, [2]int{s, n})
 	}
+	f.snaps = f.snapshots(obs)
 	for id, n := 0, len(f.commits); id < n; id++ {
 		op := &f.commits[id]
 		// A commit call a fault overlapped may have been sent more than once: the clients resend
@@ -587,7 +593,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		if len(unknown) > 0 {
 			// The partitions whose error does not prove the offset unwritten
 			// are a commit of their own, with an unknown outcome.
-			u := commitOp{member: op.member, inv: op.inv, done: op.done, outcome: history.Info, c: op.c}
+			u := commitOp{member: op.member, process: op.process, inv: op.inv, done: op.done, outcome: history.Info, c: op.c}
 			uid := len(f.commits)
 			for _, o := range unknown {
 				tp := f.tp(o.TP())
@@ -603,7 +609,21 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		sort.SliceStable(ids, func(a, b int) bool { return f.commits[ids[a]].inv < f.commits[ids[b]].inv })
 	}
 	sort.Slice(f.conflicts, func(a, b int) bool { return f.conflicts[a].second.pos < f.conflicts[b].second.pos })
+	f.buildLog(obs)
 	return f
+}
+
+// sentAt is the earliest position at which the call answered at pos can have been sent: its
+// invoke; 0 for an answer (ok or fail) recorded without its invoke, which may have been sent at
+// any time before; pos itself for a fact (a standalone info), which is a point.
+func (f *facts) sentAt(pos int) int {
+	if p := f.partner[pos]; p >= 0 && p < pos {
+		return p
+	}
+	if t := f.ev[pos].Type; t == history.OK || t == history.Fail {
+		return 0
+	}
+	return pos
 }
 
 // mergeCommit combines a commit's invoke payload with its completion's: identity and offsets from

@@ -101,7 +101,7 @@ func committedBeforeRevoked(f *facts) Verdict {
 	autoCommits := make([]bool, len(f.mems))
 	for i := range f.commits {
 		c := &f.commits[i]
-		if f.ev[c.inv].Process == f.mems[c.member]+"/commit" {
+		if c.process == f.mems[c.member]+"/commit" {
 			autoCommits[c.member] = true
 		}
 	}

@@ -35,12 +35,12 @@ func noDoubleOwnership(f *facts) Verdict {
 				}
 				overlaps++
 				lo, hi := b.start, min(a.end, b.end)
-				why, evidence := f.fencedExcuse(a, lo, hi, a.inc < b.inc)
+				why, evidence := f.fencedExcuse(a, b, lo, hi, a.inc < b.inc)
 				if why == "" {
 					allowed++
 					continue
 				}
-				why2, evidence2 := f.fencedExcuse(b, lo, hi, b.inc < a.inc)
+				why2, evidence2 := f.fencedExcuse(b, a, lo, hi, b.inc < a.inc)
 				if why2 == "" {
 					allowed++
 					continue
@@ -76,11 +76,14 @@ func (f *facts) endDesc(iv *interval) string {
 	return iv.endKind.String() + " at event " + itoa(f.idx(iv.end))
 }
 
-// fencedExcuse says why the overlap [lo, hi) is not excused by iv's side having been fenced, with
-// the events that show it; "" when it is excused. An ownership begun in an older incarnation of the
-// group than the other side's counts as fenced however it ended: the group it was owned in had no
-// member left when the new one began (findIncarnations), though its member may not have heard.
-func (f *facts) fencedExcuse(iv *interval, lo, hi int, older bool) (string, []int64) {
+// fencedExcuse says why the overlap [lo, hi) of iv and other is not excused by iv's side having
+// been fenced, with the events that show it; "" when it is excused. An ownership begun in an older
+// incarnation of the group than the other side's counts as fenced however it ended: the group it
+// was owned in had no member left when the new one began (findIncarnations), though its member may
+// not have heard. A call proves iv's session valid during the overlap only if it was sent after the
+// overlap began; an accepted commit does not if __consumer_offsets shows it written before the
+// group reached the epoch of other's ownership (the log outranks where the history placed it).
+func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool) (string, []int64) {
 	name := f.mems[iv.member]
 	if iv.endKind != endLost && !older {
 		return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
@@ -100,6 +103,11 @@ func (f *facts) fencedExcuse(iv *interval, lo, hi int, older bool) (string, []in
 		}
 		if c.member != iv.member || !c.accepted() {
 			continue
+		}
+		if o, _ := c.offsetOf(iv.tp); other.inc == iv.inc {
+			if _, ok := f.writtenBefore(iv.tp, o, other.epoch, c.done); ok {
+				continue // it landed before the other ownership began
+			}
 		}
 		return name + "'s commit of " + f.tps[iv.tp].String() + " sent at event " + itoa(f.idx(c.inv)) + " was accepted at event " + itoa(f.idx(c.done)) + " although it had been fenced", []int64{f.idx(c.inv), f.idx(c.done)}
 	}

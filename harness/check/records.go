@@ -66,7 +66,9 @@ func noLostRecords(f *facts) Verdict {
 // consumptions belong to different ownerships of the partition (a rebalance happened between them,
 // or a fenced member kept reading), and no commit covering the record (offset greater than it) had
 // been acknowledged before the later ownership began, because then the new owner must have started
-// after it. Re-reading inside one ownership is never explained.
+// after it. Re-reading inside one ownership is never explained. A commit counts only if no reset
+// may have landed after it before the ownership began: one sent after it completed, or concurrent
+// with it (unless __consumer_offsets shows the reset written first), or still in flight.
 func BoundedDuplicates(events []history.Event, obs *history.Observations) Verdict {
 	return boundedDuplicates(build(events, obs))
 }
@@ -76,25 +78,7 @@ func boundedDuplicates(f *facts) Verdict {
 	dups, unowned := 0, 0
 	maxPerOwnership := 0
 	for tp, cs := range f.consumes {
-		// Committed floor over time: accepted commits in completion order with the running value
-		// (a reset replaces it, otherwise the highest).
-		acc := f.acceptedByTP(tp)
-		floorAt := make([]int64, len(acc))
-		for i, id := range acc {
-			c := &f.commits[id]
-			o, _ := c.offsetOf(tp)
-			if i > 0 && !c.c.Reset && floorAt[i-1] > o {
-				o = floorAt[i-1]
-			}
-			floorAt[i] = o
-		}
-		committedBefore := func(pos int) (int64, int) {
-			k := sort.Search(len(acc), func(i int) bool { return f.commits[acc[i]].done >= pos })
-			if k == 0 {
-				return -1, -1
-			}
-			return floorAt[k-1], acc[k-1]
-		}
+		committedBefore := f.floor(tp)
 		prev := map[int64]consumeRef{}
 		perOwnership := map[int]int{}
 		for _, c := range cs {
@@ -132,4 +116,68 @@ func boundedDuplicates(f *facts) Verdict {
 	}
 	v.note("%d duplicate consumptions; at most %d of them within one ownership", dups, maxPerOwnership)
 	return v.done()
+}
+
+// floor returns, for partition tp, what was certainly committed before a position: the highest
+// offset of a commit acknowledged before it that no reset may have replaced since (a reset that
+// may have applied, sent before the position and not certainly before the commit: completed before
+// the commit was sent, or shown written first by __consumer_offsets), and that commit; -1 when
+// nothing was.
+func (f *facts) floor(tp int) func(pos int) (int64, int) {
+	acc := f.acceptedByTP(tp) // completion order
+	var resets []int
+	for _, id := range f.commitsByTP[tp] {
+		if c := &f.commits[id]; c.c.Reset && c.maybe() {
+			resets = append(resets, id)
+		}
+	}
+	// Without resets the floor is the running highest.
+	top := make([]int, len(acc))
+	for i, id := range acc {
+		top[i] = id
+		if i > 0 {
+			o, _ := f.commits[id].offsetOf(tp)
+			if p, _ := f.commits[top[i-1]].offsetOf(tp); p > o {
+				top[i] = top[i-1]
+			}
+		}
+	}
+	replaced := func(c *commitOp, pos int) bool {
+		co, _ := c.offsetOf(tp)
+		for _, rid := range resets {
+			r := &f.commits[rid]
+			if r == c || r.inv >= pos || r.done >= 0 && r.done < c.inv {
+				continue
+			}
+			ro, _ := r.offsetOf(tp)
+			if ro == co {
+				continue
+			}
+			if r.accepted() {
+				if _, ok := f.logBefore(tp, ro, co, max(r.done, c.done)); ok {
+					continue
+				}
+			}
+			return true
+		}
+		return false
+	}
+	return func(pos int) (int64, int) {
+		k := sort.Search(len(acc), func(i int) bool { return f.commits[acc[i]].done >= pos })
+		if k == 0 {
+			return -1, -1
+		}
+		if len(resets) == 0 {
+			o, _ := f.commits[top[k-1]].offsetOf(tp)
+			return o, top[k-1]
+		}
+		best, from := int64(-1), -1
+		for _, id := range acc[:k] {
+			c := &f.commits[id]
+			if o, _ := c.offsetOf(tp); o > best && !replaced(c, pos) {
+				best, from = o, id
+			}
+		}
+		return best, from
+	}
 }

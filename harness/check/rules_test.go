@@ -339,12 +339,16 @@ func TestEpochMonotonicRules(t *testing.T) {
 		}
 		mustFailOnce(t, EpochMonotonic(h.events(), falling), []int64{5}, "from 3 (event 5 (describe)) to 2 (snapshot late)")
 	})
-	t.Run("a snapshot is placed just after the event it was taken after", func(t *testing.T) {
+	t.Run("a snapshot taken while a describe was under way is concurrent with it", func(t *testing.T) {
+		// The checkpoint began after event 2, the describe's invoke: either may have read first.
 		h := newHist(t)
 		h.hb("a", 1, history.OK)
-		d := h.describe(g(0, 6, 0, 0)) // events 2 and 3; the checkpoint below comes before event 3
-		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "cp", HistoryLen: 3, Group: g(0, 7, 0, 0)}}}
-		mustFailOnce(t, EpochMonotonic(h.events(), obs), []int64{2, d}, "from 7 (snapshot cp) to 6 (event 3 (describe))")
+		h.describe(g(0, 6, 0, 0)) // events 2 and 3; the checkpoint below begins before event 3
+		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "cp", HistoryLen: 3, HistoryEnd: 3, Group: g(0, 7, 0, 0)}}}
+		mustHold(t, EpochMonotonic(h.events(), obs))
+		// A describe sent after the checkpoint's read ended comes after it.
+		d := h.describe(g(0, 6, 0, 0)) // events 4 and 5
+		mustFailOnce(t, EpochMonotonic(h.events(), obs), []int64{2, d}, "from 7 (snapshot cp) to 6 (event 5 (describe))")
 	})
 	t.Run("a checkpoint newer than a later describe fails", func(t *testing.T) {
 		// Before the snapshots were merged into the history walk, every snapshot was judged after
@@ -352,8 +356,11 @@ func TestEpochMonotonicRules(t *testing.T) {
 		h := newHist(t)
 		h.hb("a", 1, history.OK)
 		d := h.describe(g(0, 6, 0, 0)) // events 2 and 3
-		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 2, Group: g(0, 7, 0, 0)}}}
+		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 2, HistoryEnd: 2, Group: g(0, 7, 0, 0)}}}
 		mustFailOnce(t, EpochMonotonic(h.events(), obs), []int64{1, d}, "group epoch went back from 7 (snapshot after restart) to 6 (event 3 (describe))")
+		// Without HistoryEnd the checkpoint's read may have lasted past the describe's.
+		obs.Checkpoints[0].HistoryEnd = 0
+		mustHold(t, EpochMonotonic(h.events(), obs))
 	})
 }
 
@@ -491,16 +498,20 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		h := newHist(t)
 		d := h.describe(nil, off(0, 7)) // events 0 and 1
 		h.reset("admin", 0, 1)          // events 2 and 3, after the checkpoint
-		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "checkpoint", HistoryLen: 2, HasCommitted: true, Committed: []history.OffsetAt{off(0, 1)}}}}
+		obs := &history.Observations{Checkpoints: []history.Snapshot{{Label: "checkpoint", HistoryLen: 2, HistoryEnd: 2, HasCommitted: true, Committed: []history.OffsetAt{off(0, 1)}}}}
 		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), obs), []int64{d}, "went back from 7")
+		// A checkpoint that does not say when its read ended may have read after the reset landed:
+		// the two are concurrent.
+		obs.Checkpoints[0].HistoryEnd = 0
+		mustHold(t, CommittedOffsetMonotonic(h.events(), obs))
 	})
 	t.Run("snapshots are observer reads; one without committed offsets is not", func(t *testing.T) {
 		h := newHist(t)
 		d := h.describe(nil, off(0, 7))
 		h.info("nemesis", history.FFaultStop, history.Fault{What: "restart", Target: []string{"broker-1"}})
-		unread := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 4, Committed: []history.OffsetAt{off(0, 3)}}}}
+		unread := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 3, Committed: []history.OffsetAt{off(0, 3)}}}}
 		mustHold(t, CommittedOffsetMonotonic(h.events(), unread))
-		read := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 4, HasCommitted: true, Committed: []history.OffsetAt{off(0, 3)}}}}
+		read := &history.Observations{Checkpoints: []history.Snapshot{{Label: "after restart", HistoryLen: 3, HasCommitted: true, Committed: []history.OffsetAt{off(0, 3)}}}}
 		mustFailOnce(t, CommittedOffsetMonotonic(h.events(), read), []int64{d}, "from 7 (describe at event 1) to 3 (snapshot after restart)")
 	})
 	rec := func(typ int16, group string, o int64) history.Record {
@@ -1666,7 +1677,9 @@ func TestFactsPayloadRules(t *testing.T) {
 			t.Fatalf("got %+v", v)
 		}
 	})
-	t.Run("a heartbeat completion without its invoke still shows a session", func(t *testing.T) {
+	t.Run("a heartbeat answer without its invoke proves no session after the overlap began", func(t *testing.T) {
+		// Its invoke is not in the history: it may have been sent before b's ownership began, as
+		// the call in the next case was. The broken pairing is HistoryWellFormed's to report.
 		hb := history.Heartbeat{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, ResultEpoch: 1}
 		es := []history.Event{
 			{Index: 0, Type: history.Info, Process: "a", F: history.FAssigned, Value: history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)}},
@@ -1674,7 +1687,17 @@ func TestFactsPayloadRules(t *testing.T) {
 			{Index: 2, Type: history.OK, Process: "a/hb", F: history.FHeartbeat, Value: hb},
 			{Index: 3, Type: history.Info, Process: "a", F: history.FLost, Value: history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)}},
 		}
-		v := NoDoubleOwnership(es, nil)
+		mustHold(t, NoDoubleOwnership(es, nil))
+		if v := HistoryWellFormed(es); v.Holds {
+			t.Fatalf("HistoryWellFormed holds on an answer without its call: %+v", v)
+		}
+		// With its invoke after b's ownership began, the same answer proves a's session.
+		withInvoke := append(slices.Clone(es[:2]), history.Event{Index: 2, Type: history.Invoke, Process: "a/hb", F: history.FHeartbeat, Value: hb})
+		for _, e := range es[2:] {
+			e.Index++
+			withInvoke = append(withInvoke, e)
+		}
+		v := NoDoubleOwnership(withInvoke, nil)
 		if v.Holds || !strings.Contains(v.Violations[0].Message, "still had a valid session") {
 			t.Fatalf("got %+v", v)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/moby/moby/client"
 )
 
 // countLeftovers counts every groupquake container and network.
@@ -95,14 +96,15 @@ func TestImageBuildWithoutMaven(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("GROUPQUAKE_CACHE", cache)
 	// Offline with an empty local repository: what a build sees when Maven
-	// Central cannot be reached. A served version with no image here (the
-	// tested versions have theirs, built or pulled), so the test also proves
-	// no image is left half-made.
+	// Central cannot be reached. A served version with no image here proves
+	// no image is left half-made; when every served version has one (a
+	// machine that built them all), a forced rebuild of one proves the
+	// failed build leaves the cached image exactly as it was.
 	cached, err := cluster.CachedImages(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := ""
+	version, rebuild := "", false
 	for _, v := range cluster.KafkaVersions {
 		if len(cached[v]) == 0 {
 			version = v
@@ -110,15 +112,17 @@ func TestImageBuildWithoutMaven(t *testing.T) {
 		}
 	}
 	if version == "" {
-		t.Fatalf("precondition: every served version has an image (%v); this test needs one with none: remove one with docker rmi", cached)
+		version, rebuild = cluster.KafkaVersions[0], true
 	}
+	before := imageID(t, cluster.BuiltImageRef(version))
 	_, err = cluster.EnsureImage(context.Background(), version, cluster.ImageOptions{
 		Source:    cluster.SourceBuild,
+		Rebuild:   rebuild,
 		MavenArgs: []string{"-o", "-Dmaven.repo.local=" + filepath.Join(cache, "empty-m2")},
 	})
 	wantErr(t, err, "Kafka "+version, "Maven")
-	if cached, err := cluster.CachedImages(context.Background()); err != nil || len(cached[version]) > 0 {
-		t.Errorf("a failed build left an image: %v (err %v)", cached[version], err)
+	if after := imageID(t, cluster.BuiltImageRef(version)); after != before {
+		t.Errorf("a failed build of %s changed its image from %q to %q (rebuild %v)", version, before, after, rebuild)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "kafka", version, "libs")); !os.IsNotExist(err) {
 		t.Errorf("a failed build left a jar directory (stat: %v)", err)
@@ -126,6 +130,21 @@ func TestImageBuildWithoutMaven(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(cache, "kafka", version, "resolve-*")); len(left) > 0 {
 		t.Errorf("a failed build left work directories %v", left)
 	}
+}
+
+// imageID is the engine's id of ref, or "" when the engine has no such image.
+func imageID(t *testing.T, ref string) string {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	img, err := cli.ImageInspect(context.Background(), ref)
+	if err != nil {
+		return ""
+	}
+	return img.ID
 }
 
 func TestExternalClusterThatDoesNotAnswer(t *testing.T) {

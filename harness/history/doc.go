@@ -16,6 +16,13 @@
 //  3. info with the F of the open call closes it (unknown outcome); any other info event is a
 //     standalone fact and leaves the open call alone.
 //
+// What positions prove: a writer records an invoke before the request leaves and the completion
+// after the answer is read, so a call took effect somewhere between its two events, and a call that
+// completed before another was invoked took effect first. Two calls that overlap are concurrent:
+// the order of their answers proves nothing (a request held on a paused node is applied when it
+// resumes, an answer held on a frozen member's links is read seconds later). The coordinator's own
+// order of writes is __consumer_offsets, in the observations.
+//
 // A member that does several things at once (heartbeats while it commits) therefore records them
 // under separate processes, for example "m1" and "m1/hb"; checkers read the member from the payload,
 // never from the process name.

@@ -131,6 +131,10 @@ type Loaded struct {
 	// Truncated is set when the last line was cut off (the run was killed mid-write); every complete
 	// event before it is in Events.
 	Truncated *Truncation
+	// Flaws and Unjudged are set by ReadWhole only: what breaks the Recorder's rules, and how
+	// many complete events it left out because they come after a missing or conflicting one.
+	Flaws    []Flaw
+	Unjudged int
 }
 
 // Read reads a whole history from r. It decodes lines on every CPU (decoding JSON is the cost of

@@ -195,7 +195,13 @@ type Snapshot struct {
 	// (Recorder.Len()), which places the snapshot in the history so checkers know which
 	// acknowledged commits it must show; 0 when unknown (the final snapshot then counts as taken
 	// after the whole history, a checkpoint is not judged for durability).
-	HistoryLen int64             `json:"history_len,omitempty"`
+	HistoryLen int64 `json:"history_len,omitempty"`
+	// HistoryEnd is the number of history events recorded when the observer had finished reading
+	// (Recorder.Len() again), so that with HistoryLen it brackets the read: the events from
+	// HistoryLen to HistoryEnd were recorded while it was under way, and may have happened before
+	// or after what it read. 0 when unknown: the read then counts as going on until the end of
+	// the history (for the final snapshot, until the teardown phase begins).
+	HistoryEnd int64             `json:"history_end,omitempty"`
 	Group      *GroupDescription `json:"group,omitempty"`
 	// Committed holds OffsetFetch's answer; HasCommitted says it was fetched at all.
 	Committed    []OffsetAt `json:"committed,omitempty"`

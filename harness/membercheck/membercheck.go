@@ -193,8 +193,9 @@ func (s *scenario) member(ctx context.Context, tr *transcript, opts ...process.O
 	}
 	all := append([]process.Opt{
 		process.Protocol(s.protocol), process.Start(s.cfg.Command.Starter()), process.Client(s.cfg.Command.Path),
-		process.KgoOpts(links.KgoOpts()...), process.Hooks(&s.events), process.WithTranscript(tr.add),
-		process.WithTimers(6*time.Second, 500*time.Millisecond, 15*time.Second, 20*time.Second),
+		process.KgoOpts(links.KgoOpts()...), process.WithHooks(&s.events), process.WithTranscript(tr.add),
+		process.SessionTimeout(6 * time.Second), process.HeartbeatInterval(500 * time.Millisecond),
+		process.RebalanceTimeout(15 * time.Second), process.MaxPollInterval(20 * time.Second),
 		process.AckDelay(150 * time.Millisecond), process.AnswerGrace(5 * time.Second),
 	}, opts...)
 	m, err := process.New("m1", s.group, []string{s.topic}, all...)

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/groupquake/groupquake/clients"
-	"github.com/groupquake/groupquake/clients/broken"
+	"github.com/groupquake/groupquake/clients/classic"
 	"github.com/groupquake/groupquake/clients/consumer"
 )
 
@@ -34,58 +34,53 @@ type BrokenKind struct {
 // DefaultRegistry, so a seed never draws them; BrokenRegistry holds them
 // and Registry.WithBroken adds the ones a user names (groupquake run
 // --kinds broken-...).
+//
+// Every broken kind is its unbroken kind built with one more option, the
+// member package's WithBug: the same factory, the same links and timers,
+// one deliberate defect (clients/classic/bugs.go, clients/consumer/bugs.go;
+// the broken share kinds likewise use clients/share's WithBug).
 func BrokenKinds() []BrokenKind {
-	wrap := func(bug broken.Bug, unbroken string) func(MemberSpec) (clients.Member, error) {
-		return func(s MemberSpec) (clients.Member, error) {
-			return broken.Wrap(bug, broken.Config{Name: s.Name, Group: s.Group, KgoOpts: s.KgoOpts, Hooks: s.Hooks}, func(h clients.Hooks) (clients.Member, error) {
-				s.Hooks = h
-				return DefaultRegistry()[unbroken].New(s)
-			})
-		}
+	classicBug := func(b classic.Bug) func(MemberSpec) (clients.Member, error) {
+		return classicFactory(classic.WithBug(b))
 	}
-	withBug := func(bug consumer.Bug) func(MemberSpec) (clients.Member, error) {
-		return func(s MemberSpec) (clients.Member, error) {
-			return consumer.New(s.Name, s.Group,
-				consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
-				consumer.WithClock(specClock(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
-				consumer.WithBug(bug))
-		}
+	consumerBug := func(b consumer.Bug) func(MemberSpec) (clients.Member, error) {
+		return consumerFactory(consumer.WithBug(b))
 	}
 	return []BrokenKind{
 		{
 			Name: "broken-consumer-fetch-after-revoke", Unbroken: "consumer", Catches: "ConsumedOnlyOwned",
 			Bug: "keeps fetching and handing out a partition's records after it reported revoking it",
-			new: wrap(broken.FetchAfterRevoke, "consumer"),
+			new: consumerBug(consumer.BugFetchAfterRevoke),
 		},
 		{
 			Name: "broken-classic-fetch-after-revoke", Unbroken: "classic", Catches: "ConsumedOnlyOwned",
 			Bug: "keeps fetching and handing out a partition's records after it reported revoking it",
-			new: wrap(broken.FetchAfterRevoke, "classic"),
+			new: classicBug(classic.BugFetchAfterRevoke),
 		},
 		{
 			Name: "broken-classic-ignore-fence", Unbroken: "classic", Catches: "NoDoubleOwnership", Fence: true,
 			Bug: "ignores a fence: when its session has ended it neither gives its partitions up nor stops reading them",
-			new: wrap(broken.IgnoreFence, "classic"),
+			new: classicBug(classic.BugIgnoreFence),
 		},
 		{
 			Name: "broken-classic-stale-commit", Unbroken: "classic", Catches: "DurableCommits",
 			Bug: "commits with the first generation it was given and treats the coordinator's ILLEGAL_GENERATION as success",
-			new: wrap(broken.StaleCommit, "classic"),
+			new: classicBug(classic.BugStaleCommit),
 		},
 		{
 			Name: "broken-consumer-ack-before-revoke", Unbroken: "consumer", Catches: "NoDoubleOwnership",
 			Bug: "acknowledges a reconciliation before giving up the revoked partitions, which it keeps consuming for 3s",
-			new: withBug(consumer.BugAckBeforeRevoke),
+			new: consumerBug(consumer.BugAckBeforeRevoke),
 		},
 		{
 			Name: "broken-consumer-give-up", Unbroken: "consumer", Catches: "EventuallyConverges", GiveUp: true,
 			Bug: "stops for good when a heartbeat gets no answer, where Java retries after a backoff",
-			new: withBug(consumer.BugGiveUpOnNoAnswer),
+			new: consumerBug(consumer.BugGiveUpOnNoAnswer),
 		},
 		{
 			Name: "broken-consumer-skip-commit-before-revoke", Unbroken: "consumer", Catches: "CommittedBeforeRevoked",
 			Bug: "revokes partitions without the auto-commit that must come first",
-			new: withBug(consumer.BugSkipCommitBeforeRevoke),
+			new: consumerBug(consumer.BugSkipCommitBeforeRevoke),
 		},
 	}
 }

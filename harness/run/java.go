@@ -87,8 +87,8 @@ func JavaRegistry(tc *java.Toolchain) Registry {
 					return nil, fmt.Errorf("member %s (%s): %w", s.Name, k.Name, err)
 				}
 				opts := []java.Opt{
-					java.Protocol(k.Protocol), java.Assignor(k.Assignor), java.Hooks(s.Hooks), java.KgoOpts(s.KgoOpts...),
-					java.Clock(s.Now), java.WithRuntime(rt),
+					java.Protocol(k.Protocol), java.Assignor(k.Assignor), java.WithHooks(s.Hooks), java.KgoOpts(s.KgoOpts...),
+					java.WithClock(clients.ClockFunc(s.Now)), java.WithRuntime(rt),
 				}
 				switch s.JavaJVMs {
 				case JavaJVMsShared:
@@ -102,7 +102,7 @@ func JavaRegistry(tc *java.Toolchain) Registry {
 					// Java's classic rebalance timeout is max.poll.interval.ms.
 					poll = s.RebalanceTimeout
 				}
-				opts = append(opts, java.Timers(s.SessionTimeout, s.HeartbeatInterval, poll))
+				opts = append(opts, java.SessionTimeout(s.SessionTimeout), java.HeartbeatInterval(s.HeartbeatInterval), java.MaxPollInterval(poll))
 				if s.InstanceID != "" {
 					opts = append(opts, java.InstanceID(s.InstanceID))
 				}

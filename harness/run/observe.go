@@ -96,7 +96,8 @@ func (o *observer) loop(ctx context.Context, every time.Duration) error {
 }
 
 // snapshot takes the final reads for observations.json. historyLen is the
-// number of events recorded before it started (Recorder.Len()). It also
+// number of events recorded before it started (Recorder.Len()); it sets
+// HistoryEnd to the number recorded once it has read. It also
 // returns the topic name → id mapping read with the records (nil when it
 // could not be read), which the replay needs to name the topics of
 // consumer-group records.
@@ -150,6 +151,7 @@ func (o *observer) snapshot(ctx context.Context, label string, historyLen int64)
 			errs = append(errs, err)
 		}
 	}
+	s.HistoryEnd = o.rec.Len() // with HistoryLen, brackets the read in the history
 	return s, ids, errs
 }
 

@@ -39,9 +39,10 @@ func (k ProcessKind) Factory() Factory {
 				start = k.Host.Starter()
 			}
 			opts := []mproc.Opt{
-				mproc.Protocol(k.Protocol), mproc.Start(start), mproc.Client(k.Name), mproc.Hooks(s.Hooks),
-				mproc.KgoOpts(s.KgoOpts...), mproc.Clock(s.Now), mproc.Assignor(k.Assignor), mproc.Properties(k.Properties),
-				mproc.WithTimers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout, s.PollInterval),
+				mproc.Protocol(k.Protocol), mproc.Start(start), mproc.Client(k.Name), mproc.WithHooks(s.Hooks),
+				mproc.KgoOpts(s.KgoOpts...), mproc.WithClock(clients.ClockFunc(s.Now)), mproc.Assignor(k.Assignor), mproc.Properties(k.Properties),
+				mproc.SessionTimeout(s.SessionTimeout), mproc.HeartbeatInterval(s.HeartbeatInterval),
+				mproc.RebalanceTimeout(s.RebalanceTimeout), mproc.MaxPollInterval(s.PollInterval),
 			}
 			if s.InstanceID != "" {
 				opts = append(opts, mproc.InstanceID(s.InstanceID))

@@ -93,19 +93,7 @@ func DefaultRegistry() Registry {
 		"consumer": {
 			Protocol: clients.Consumer,
 			Doc:      "groupquake's KIP-848 member (clients/consumer; server assignor uniform)",
-			New: func(s MemberSpec) (clients.Member, error) {
-				opts := []consumer.Opt{
-					consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
-					consumer.WithClock(specClock(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
-				}
-				if s.InstanceID != "" {
-					opts = append(opts, consumer.InstanceID(s.InstanceID))
-				}
-				if s.PollInterval > 0 {
-					opts = append(opts, consumer.MaxPollInterval(s.PollInterval))
-				}
-				return consumer.New(s.Name, s.Group, opts...)
-			},
+			New:      consumerFactory(),
 			// Its group requests go through kgo's Client.Request, which resends
 			// on coordinator errors and lost connections.
 			ResendsCommits: true,
@@ -116,7 +104,7 @@ func DefaultRegistry() Registry {
 func classicFactory(extra ...classic.Opt) func(MemberSpec) (clients.Member, error) {
 	return func(s MemberSpec) (clients.Member, error) {
 		opts := []classic.Opt{
-			classic.KgoOpts(s.KgoOpts...), classic.Hooks(s.Hooks), classic.WithClock(specClock(s.Now)),
+			classic.KgoOpts(s.KgoOpts...), classic.WithHooks(s.Hooks), classic.WithClock(clients.ClockFunc(s.Now)),
 			classic.SessionTimeout(s.SessionTimeout), classic.HeartbeatInterval(s.HeartbeatInterval),
 			classic.RebalanceTimeout(s.RebalanceTimeout),
 		}
@@ -130,18 +118,21 @@ func classicFactory(extra ...classic.Opt) func(MemberSpec) (clients.Member, erro
 	}
 }
 
-// specClock adapts MemberSpec.Now to the members' Clock interfaces.
-type specClock func() time.Time
-
-func (c specClock) Now() time.Time {
-	if c == nil {
-		return time.Now()
+func consumerFactory(extra ...consumer.Opt) func(MemberSpec) (clients.Member, error) {
+	return func(s MemberSpec) (clients.Member, error) {
+		opts := []consumer.Opt{
+			consumer.KgoOpts(s.KgoOpts...), consumer.Topics(s.Topics...), consumer.WithHooks(s.Hooks),
+			consumer.WithClock(clients.ClockFunc(s.Now)), consumer.RebalanceTimeout(s.RebalanceTimeout),
+		}
+		if s.InstanceID != "" {
+			opts = append(opts, consumer.InstanceID(s.InstanceID))
+		}
+		if s.PollInterval > 0 {
+			opts = append(opts, consumer.MaxPollInterval(s.PollInterval))
+		}
+		return consumer.New(s.Name, s.Group, append(opts, extra...)...)
 	}
-	return c()
 }
-
-// After waits on the real clock: MemberSpec.Now only shifts readings.
-func (c specClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
 	return func(s MemberSpec) (clients.Member, error) {
@@ -149,16 +140,13 @@ func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
 		// stalled kgo member keeps its partitions until a rebalance comes,
 		// which BlockRebalanceOnPoll holds until it polls again; its session
 		// may expire meanwhile.
-		kopts := s.KgoOpts
-		if s.InstanceID != "" {
-			kopts = append(slices.Clip(kopts), kgo.InstanceID(s.InstanceID))
-		}
 		return kgoref.New(s.Name, s.Group, s.Topics,
 			kgoref.Protocol(p),
-			kgoref.Hooks(s.Hooks),
-			kgoref.KgoOpts(kopts...),
-			kgoref.Timers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout),
-			kgoref.Clock(s.Now),
+			kgoref.WithHooks(s.Hooks),
+			kgoref.KgoOpts(s.KgoOpts...),
+			kgoref.SessionTimeout(s.SessionTimeout), kgoref.HeartbeatInterval(s.HeartbeatInterval), kgoref.RebalanceTimeout(s.RebalanceTimeout),
+			kgoref.InstanceID(s.InstanceID),
+			kgoref.WithClock(clients.ClockFunc(s.Now)),
 		)
 	}
 }

@@ -182,6 +182,12 @@ type Judged struct {
 	// Truncated is set when the history ends in a cut-off line: the run was
 	// killed while writing. Every complete event before it was judged.
 	Truncated *history.Truncation
+	// Flaws says how history.jsonl breaks the recorder's rules (lines out of
+	// order, repeated, missing, conflicting), as history.ReadWhole read it;
+	// Unjudged counts the events it set aside after a missing or conflicting
+	// one. HistoryWellFormed fails on any flaw.
+	Flaws    []history.Flaw
+	Unjudged int
 	// Observations is nil when observations.json is absent (the run stopped
 	// before its final observations); the checkers then judge the history
 	// alone.
@@ -203,7 +209,7 @@ func loadRun(dir string) (Plan, history.Loaded, error) {
 	case err != nil:
 		errs = append(errs, err)
 	}
-	loaded, err := history.Load(filepath.Join(dir, HistoryFile))
+	loaded, err := history.LoadWhole(filepath.Join(dir, HistoryFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		missing = append(missing, HistoryFile)
@@ -228,6 +234,7 @@ func Judge(dir string) (Judged, error) {
 		return j, err
 	}
 	j.Plan, j.Events, j.Truncated = plan, loaded.Events, loaded.Truncated
+	j.Flaws, j.Unjudged = loaded.Flaws, loaded.Unjudged
 	obs, err := history.LoadObservations(filepath.Join(dir, ObservationsFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -243,7 +250,10 @@ func Judge(dir string) (Judged, error) {
 	if len(j.Events) == 0 {
 		j.Notes = append(j.Notes, HistoryFile+" holds no complete event: nothing happened before the run stopped")
 	}
-	opts := []check.Option{check.WithTruncation(j.Truncated)}
+	if len(j.Flaws) > 0 {
+		j.Notes = append(j.Notes, fmt.Sprintf("%s breaks the recorder's rules (%s); judged up to event %d, %d later events set aside: HistoryWellFormed says what is wrong", HistoryFile, j.Flaws[0].Message, lastIndex(j.Events), j.Unjudged))
+	}
+	opts := []check.Option{check.WithTruncation(j.Truncated), check.WithFlaws(j.Flaws, j.Unjudged)}
 	fn, why := replayFor(plan, j.Observations)
 	if fn != nil {
 		opts = append(opts, check.WithReplay(fn))

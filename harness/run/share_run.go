@@ -444,7 +444,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		}
 		h := NewShareRecorder(r.rec, mp.Name)
 		m, err := share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
-			share.WithHooks(shareHooks{h: h, led: r.led, limit: limit, unknown: unknown}), share.WithClock(r.cfg.Now),
+			share.WithHooks(shareHooks{h: h, led: r.led, limit: limit, unknown: unknown}), share.WithClock(clients.ClockFunc(r.cfg.Now)),
 			share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
 		if err != nil {
 			return err

@@ -82,7 +82,7 @@ func startClassic(t *testing.T, c *cluster.Cluster, name, group, topic string, o
 	rec := &classicRecorder{}
 	base := []classic.Opt{
 		classic.KgoOpts(links.KgoOpts()...),
-		classic.Hooks(rec),
+		classic.WithHooks(rec),
 		classic.SessionTimeout(classicSession),
 		classic.HeartbeatInterval(classicHeartbeat),
 		classic.RebalanceTimeout(classicRebalance),
