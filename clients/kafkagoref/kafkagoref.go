@@ -80,9 +80,9 @@ const (
 // Opt configures a Member; options are checked once, in New.
 type Opt interface{ apply(*cfg) }
 
-type opt func(*cfg)
+type opt struct{ fn func(*cfg) }
 
-func (o opt) apply(c *cfg) { o(c) }
+func (o opt) apply(c *cfg) { o.fn(c) }
 
 type cfg struct {
 	balancers         []string
@@ -91,32 +91,36 @@ type cfg struct {
 	sessionTimeout    time.Duration
 	heartbeatInterval time.Duration
 	rebalanceTimeout  time.Duration
-	now               func() time.Time
+	clock             clients.Clock
 }
 
 // Balancers names the group balancers offered, in order of preference
 // ("range", "roundrobin"); the default is kafka-go's: range, roundrobin.
 func Balancers(names ...string) Opt {
-	return opt(func(c *cfg) { c.balancers = slices.Clone(names) })
+	return opt{func(c *cfg) { c.balancers = slices.Clone(names) }}
 }
 
-// Hooks receives every event the member reports.
-func Hooks(h clients.Hooks) Opt { return opt(func(c *cfg) { c.hooks = h }) }
+// WithHooks receives every event the member reports.
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): kafka-go's brokers and its only dialer.
-func KgoOpts(o ...kgo.Opt) Opt { return opt(func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }) }
+func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
 
-// Timers sets the session timeout, heartbeat interval and rebalance
-// timeout (0 keeps kafka-go's default).
-func Timers(session, heartbeat, rebalance time.Duration) Opt {
-	return opt(func(c *cfg) {
-		c.sessionTimeout, c.heartbeatInterval, c.rebalanceTimeout = session, heartbeat, rebalance
-	})
-}
+// SessionTimeout is the classic session timeout (session.timeout.ms; 0
+// keeps kafka-go's default).
+func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
 
-// Clock sets the time source for Event.At; the default is time.Now.
-func Clock(now func() time.Time) Opt { return opt(func(c *cfg) { c.now = now }) }
+// HeartbeatInterval is the classic heartbeat interval
+// (heartbeat.interval.ms; 0 keeps kafka-go's default).
+func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.heartbeatInterval = d }} }
+
+// RebalanceTimeout is the JoinGroup rebalance timeout (0 keeps kafka-go's
+// default).
+func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalanceTimeout = d }} }
+
+// WithClock sets the time source of Event.At. Default: the wall clock.
+func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
 
 // record is a message a partition's reader returned, with its generation
 // and the generation's end.
@@ -166,12 +170,12 @@ var _ clients.Member = (*Member)(nil)
 // New returns a member named name (the harness's name, stable across
 // rejoins) of group, subscribed to topics. It connects on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
-	c := cfg{balancers: []string{Range, RoundRobin}, now: time.Now}
+	c := cfg{balancers: []string{Range, RoundRobin}}
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if c.clock == nil {
+		c.clock = clients.WallClock{}
 	}
 	if c.hooks == nil {
 		c.hooks = clients.HookFunc(func(clients.Event) {})
@@ -223,7 +227,7 @@ func (m *Member) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: clients.Classic, Client: "kafka-go", Lookups: true,
-		Event: m.event, Now: m.cfg.now, Report: m.report,
+		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
 	})
 	m.dialer = &kafka.Dialer{ClientID: "groupquake-" + m.name, Timeout: 10 * time.Second, DialFunc: wiretap.Dialer(m.dial, m.wire)}
 	var bal []kafka.GroupBalancer
@@ -430,7 +434,7 @@ func (m *Member) report(e clients.Event) {
 }
 
 func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: clients.Classic, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.now()}
+	return clients.Event{Kind: k, Protocol: clients.Classic, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
 }
 
 // Poll lets the ownership reports through (invariant 1), then returns the

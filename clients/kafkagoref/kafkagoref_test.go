@@ -46,7 +46,7 @@ func TestAssignedWithoutPoll(t *testing.T) {
 	}
 	defer c.Close()
 	var got events
-	m, err := New("m1", "g", []string{"t"}, Hooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), Timers(6*time.Second, 200*time.Millisecond, 10*time.Second))
+	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestEndedGenerationHandsNothingOut(t *testing.T) {
 	}
 	var got events
 	opts := func(h clients.Hooks) []Opt {
-		return []Opt{Hooks(h), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), Timers(6*time.Second, 100*time.Millisecond, 10*time.Second)}
+		return []Opt{WithHooks(h), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6 * time.Second), HeartbeatInterval(100 * time.Millisecond), RebalanceTimeout(10 * time.Second)}
 	}
 	m1, err := New("m1", "g", []string{"t"}, opts(&got)...)
 	if err != nil {

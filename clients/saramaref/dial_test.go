@@ -51,7 +51,7 @@ func TestDialsOnlyThroughTheLinks(t *testing.T) {
 		return conn, err
 	}
 	var got events
-	m, err := New("m1", "g", []string{"t"}, Hooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()[0]), kgo.Dialer(dial)), Timers(6*time.Second, 200*time.Millisecond, 10*time.Second))
+	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()[0]), kgo.Dialer(dial)), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

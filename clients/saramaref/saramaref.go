@@ -82,9 +82,9 @@ var Strategies = []string{sarama.RangeBalanceStrategyName, sarama.RoundRobinBala
 // Opt configures a Member; options are checked once, in New.
 type Opt interface{ apply(*cfg) }
 
-type opt func(*cfg)
+type opt struct{ fn func(*cfg) }
 
-func (o opt) apply(c *cfg) { o(c) }
+func (o opt) apply(c *cfg) { o.fn(c) }
 
 type cfg struct {
 	strategy          string
@@ -94,40 +94,45 @@ type cfg struct {
 	sessionTimeout    time.Duration
 	heartbeatInterval time.Duration
 	rebalanceTimeout  time.Duration
-	now               func() time.Time
+	clock             clients.Clock
 	kafkaVersion      sarama.KafkaVersion
 }
 
-// Strategy names the balance strategy offered first: "range" (default),
-// "roundrobin" or "sticky". Range is always offered after it.
-func Strategy(name string) Opt { return opt(func(c *cfg) { c.strategy = name }) }
+// Assignor names the balance strategy (Sarama's word for the assignor)
+// offered first: "range" (default), "roundrobin" or "sticky". Range is
+// always offered after it.
+func Assignor(name string) Opt { return opt{func(c *cfg) { c.strategy = name }} }
 
 // InstanceID makes the member static (Sarama's Consumer.Group.InstanceId,
 // KIP-345). Sarama then sends no LeaveGroup on Close.
-func InstanceID(id string) Opt { return opt(func(c *cfg) { c.instanceID = id }) }
+func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
 
-// Hooks receives every event the member reports.
-func Hooks(h clients.Hooks) Opt { return opt(func(c *cfg) { c.hooks = h }) }
+// WithHooks receives every event the member reports.
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): Sarama's seed brokers and its only dialer.
-func KgoOpts(o ...kgo.Opt) Opt { return opt(func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }) }
+func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
 
-// Timers sets the session timeout, heartbeat interval and rebalance
-// timeout (0 keeps Sarama's default).
-func Timers(session, heartbeat, rebalance time.Duration) Opt {
-	return opt(func(c *cfg) {
-		c.sessionTimeout, c.heartbeatInterval, c.rebalanceTimeout = session, heartbeat, rebalance
-	})
-}
+// SessionTimeout is the classic session timeout (session.timeout.ms; 0
+// keeps Sarama's default).
+func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
 
-// Clock sets the time source for Event.At; the default is time.Now.
-func Clock(now func() time.Time) Opt { return opt(func(c *cfg) { c.now = now }) }
+// HeartbeatInterval is the classic heartbeat interval
+// (heartbeat.interval.ms; 0 keeps Sarama's default).
+func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.heartbeatInterval = d }} }
+
+// RebalanceTimeout is the JoinGroup rebalance timeout (0 keeps Sarama's
+// default).
+func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalanceTimeout = d }} }
+
+// WithClock sets the time source of Event.At. Default: the wall clock.
+func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
 
 // KafkaVersion sets sarama.Config.Version, which decides the request
 // versions Sarama sends; the default is sarama.V4_0_0_0, the oldest release
 // groupquake runs.
-func KafkaVersion(v sarama.KafkaVersion) Opt { return opt(func(c *cfg) { c.kafkaVersion = v }) }
+func KafkaVersion(v sarama.KafkaVersion) Opt { return opt{func(c *cfg) { c.kafkaVersion = v }} }
 
 // record is a message a ConsumeClaim received, with its session and the
 // session's end.
@@ -178,12 +183,12 @@ var _ clients.Member = (*Member)(nil)
 // New returns a member named name (the harness's name, stable across
 // rejoins) of group, subscribed to topics. It connects on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
-	c := cfg{strategy: sarama.RangeBalanceStrategyName, now: time.Now, kafkaVersion: sarama.V4_0_0_0}
+	c := cfg{strategy: sarama.RangeBalanceStrategyName, kafkaVersion: sarama.V4_0_0_0}
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if c.clock == nil {
+		c.clock = clients.WallClock{}
 	}
 	if c.hooks == nil {
 		c.hooks = clients.HookFunc(func(clients.Event) {})
@@ -280,7 +285,7 @@ func (m *Member) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: clients.Classic, Client: "Sarama", Lookups: true,
-		Event: m.event, Now: m.cfg.now, Report: m.report,
+		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
 	})
 	sc, err := m.config()
 	if err != nil {
@@ -405,7 +410,7 @@ func (m *Member) report(e clients.Event) {
 var fencingCodes = []int16{kerr.UnknownMemberID.Code, kerr.IllegalGeneration.Code, kerr.FencedInstanceID.Code}
 
 func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: clients.Classic, Member: m.name, InstanceID: m.cfg.instanceID, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.now()}
+	return clients.Event{Kind: k, Protocol: clients.Classic, Member: m.name, InstanceID: m.cfg.instanceID, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
 }
 
 // handler is the sarama.ConsumerGroupHandler.

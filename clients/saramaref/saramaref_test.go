@@ -62,7 +62,7 @@ func TestAssignedWithoutPoll(t *testing.T) {
 	}
 	defer c.Close()
 	var got events
-	m, err := New("m1", "g", []string{"t"}, Hooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), Timers(6*time.Second, 200*time.Millisecond, 10*time.Second))
+	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestAssignedWithoutPoll(t *testing.T) {
 // broker-faults on the embedded cluster).
 func TestStartWithoutBrokers(t *testing.T) {
 	var got events
-	m, err := New("m1", "g", []string{"t"}, Hooks(&got), KgoOpts(kgo.SeedBrokers("127.0.0.1:1")))
+	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers("127.0.0.1:1")))
 	if err != nil {
 		t.Fatal(err)
 	}

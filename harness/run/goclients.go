@@ -24,8 +24,8 @@ func GoClientRegistry() Registry {
 			New: func(s MemberSpec) (clients.Member, error) {
 				// Sarama has no max.poll.interval.ms: PollInterval is not passed on.
 				opts := []saramaref.Opt{
-					saramaref.Strategy(strategy), saramaref.Hooks(s.Hooks), saramaref.KgoOpts(s.KgoOpts...),
-					saramaref.Timers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout), saramaref.Clock(s.Now),
+					saramaref.Assignor(strategy), saramaref.WithHooks(s.Hooks), saramaref.KgoOpts(s.KgoOpts...),
+					saramaref.SessionTimeout(s.SessionTimeout), saramaref.HeartbeatInterval(s.HeartbeatInterval), saramaref.RebalanceTimeout(s.RebalanceTimeout), saramaref.WithClock(clients.ClockFunc(s.Now)),
 				}
 				if s.InstanceID != "" {
 					opts = append(opts, saramaref.InstanceID(s.InstanceID))
@@ -40,8 +40,8 @@ func GoClientRegistry() Registry {
 			Doc:      "segmentio/kafka-go " + kafkagoref.Version + " consumer group, classic protocol, " + doc + " (EAGER rebalances; never static: kafka-go has no group.instance.id); each commit sent once",
 			New: func(s MemberSpec) (clients.Member, error) {
 				return kafkagoref.New(s.Name, s.Group, s.Topics,
-					kafkagoref.Balancers(balancers...), kafkagoref.Hooks(s.Hooks), kafkagoref.KgoOpts(s.KgoOpts...),
-					kafkagoref.Timers(s.SessionTimeout, s.HeartbeatInterval, s.RebalanceTimeout), kafkagoref.Clock(s.Now))
+					kafkagoref.Balancers(balancers...), kafkagoref.WithHooks(s.Hooks), kafkagoref.KgoOpts(s.KgoOpts...),
+					kafkagoref.SessionTimeout(s.SessionTimeout), kafkagoref.HeartbeatInterval(s.HeartbeatInterval), kafkagoref.RebalanceTimeout(s.RebalanceTimeout), kafkagoref.WithClock(clients.ClockFunc(s.Now)))
 			},
 		}
 	}
