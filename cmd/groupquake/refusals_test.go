@@ -276,3 +276,21 @@ func TestJavaRunThatNeverHappened(t *testing.T) {
 		t.Errorf("exit %d, want 3, no tally, and that it never happened:\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 }
+
+// TestRunHelpListsScenarios: run -h says what every scenario does, as the
+// plan's list of scenarios says it.
+func TestRunHelpListsScenarios(t *testing.T) {
+	code, stdout, _ := call(t, "run", "-h")
+	if code != exitOK {
+		t.Fatalf("run -h: exit %d", code)
+	}
+	_, list, ok := strings.Cut(stdout, "\nScenarios (--scenario):\n")
+	if !ok {
+		t.Fatalf("run -h lists no scenarios:\n%s", stdout)
+	}
+	for _, sc := range run.ScenarioList() {
+		if !strings.Contains(list, sc.Name) || !strings.Contains(list, sc.About) {
+			t.Errorf("run -h does not say what scenario %s does (%q)", sc.Name, sc.About)
+		}
+	}
+}

@@ -170,11 +170,21 @@ Exit status: 0 every checker holds (in every run), 1 a violation (in any run),
 far, are still written; a campaign with a violation exits 1 all the same).
 `
 
+// scenarioUsage lists the scenarios and what each does, for run -h.
+func scenarioUsage() string {
+	var b strings.Builder
+	b.WriteString("\nScenarios (--scenario):\n")
+	for _, sc := range run.ScenarioList() {
+		fmt.Fprintf(&b, "  %-14s %s\n", sc.Name, sc.About)
+	}
+	return b.String()
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := run.DefaultRegistry()
 	var f runFlags
 	var lv levelFlags
-	fs := newFlagSet("run", runUsage)
+	fs := newFlagSet("run", runUsage+scenarioUsage())
 	f.register(fs, reg.Names())
 	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)

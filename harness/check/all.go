@@ -66,6 +66,34 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 	for _, t := range plan.Partitions() {
 		f.tp(t)
 	}
+	// Share groups (share.go): judged only when the run has share members.
+	// A run of share members alone has no consumer-group member for the
+	// consumer-group checkers to judge: they do not apply, and are not
+	// reported as skipped (a skipped checker is a gap; these are none).
+	share := shareVerdicts(f, obs, plan)
+	groups := ConsumerGroups
+	if len(share) > 0 && len(f.mems) == 0 {
+		groups = ShareGroups
+	}
+	in := &judging{f: f, obs: obs, plan: plan, o: o}
+	var vs []Verdict
+	notApply := 0
+	for _, c := range Checkers {
+		if c.Groups&groups == 0 {
+			notApply++
+			continue
+		}
+		vs = append(vs, c.judge(in))
+	}
+	if notApply > 0 {
+		vs[0].Notes = append(vs[0].Notes, fmt.Sprintf("%d consumer-group checkers do not apply: the run has no consumer-group members, its share members are judged by the Share* checkers", notApply))
+	}
+	return append(vs, share...)
+}
+
+// wellFormedWith is HistoryWellFormed with what the loader of the history
+// file set aside: its flaws fail it, a truncated last line is noted.
+func wellFormedWith(f *facts, o options) Verdict {
 	wf := wellFormed(f)
 	if len(o.flaws) > 0 {
 		w := newVerdict(wf.Name)
@@ -85,31 +113,7 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 	if o.truncated != nil {
 		wf.Notes = append(wf.Notes, fmt.Sprintf("the history ends in a truncated line %d (%d bytes): the run was killed while writing; every complete event before it was checked", o.truncated.Line, o.truncated.Bytes))
 	}
-	vs := []Verdict{
-		wf,
-		noDoubleOwnership(f),
-		validPartitionEpoch(f),
-		epochMonotonic(f, obs),
-		fencedCommitsRejected(f),
-		committedOffsetMonotonic(f, obs),
-		noLostRecords(f),
-		boundedDuplicates(f),
-		eventuallyConverges(f, obs, plan),
-		durableCommits(f, obs),
-		consumedOnlyOwned(f),
-		committedBeforeRevoked(f),
-		RecoveredStateMatchesLog(obs, o.replay),
-	}
-	// Share groups (share.go): judged only when the run has share members.
-	// A run of share members alone has no consumer-group member for the
-	// others to judge.
-	share := shareVerdicts(f, obs, plan)
-	if len(share) > 0 && len(f.mems) == 0 {
-		for i := 1; i < len(vs); i++ {
-			vs[i] = skipped(vs[i].Name, "the run has no consumer-group members: its share members are judged by the Share* checkers")
-		}
-	}
-	return append(vs, share...)
+	return wf
 }
 
 // HistoryWellFormed checks the history itself: every completion pairs with an invoke of its process
@@ -117,7 +121,7 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 func HistoryWellFormed(events []history.Event) Verdict { return wellFormed(build(events, nil)) }
 
 func wellFormed(f *facts) Verdict {
-	v := newVerdict("HistoryWellFormed")
+	v := newVerdict(NameHistoryWellFormed)
 	if f.pairErr != nil {
 		v.fail(nil, "%v", f.pairErr)
 	}

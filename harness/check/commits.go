@@ -43,7 +43,7 @@ func FencedCommitsRejected(events []history.Event, obs *history.Observations) Ve
 }
 
 func fencedCommitsRejected(f *facts) Verdict {
-	v := newVerdict("FencedCommitsRejected")
+	v := newVerdict(NameFencedCommitsRejected)
 	accepted, rejected, admin, byLog := 0, 0, 0, 0
 	firstByLog := ""
 	for id := range f.commits {
@@ -175,7 +175,7 @@ func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations)
 }
 
 func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
-	v := newVerdict("CommittedOffsetMonotonic")
+	v := newVerdict(NameCommittedOffsetMonotonic)
 	resets := map[int][]int{} // partition → positions (invoke, completion) of reset commits that may have applied
 	resetValue := map[int]map[int64]bool{}
 	for id := range f.commits {
@@ -461,7 +461,7 @@ func DurableCommits(events []history.Event, obs *history.Observations) Verdict {
 }
 
 func durableCommits(f *facts, obs *history.Observations) Verdict {
-	v := newVerdict("DurableCommits")
+	v := newVerdict(NameDurableCommits)
 	// Per partition: accepted commits in completion order, the running max of their invoke positions
 	// (to tell which are superseded), and all commits by offset.
 	type tpIndex struct {

@@ -45,7 +45,7 @@ func EventuallyConverges(events []history.Event, obs *history.Observations, plan
 }
 
 func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan) Verdict {
-	const name = "EventuallyConverges"
+	const name = NameEventuallyConverges
 	bound, err := ConvergenceBound(plan)
 	if err != nil {
 		return skipped(name, err.Error())

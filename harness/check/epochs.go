@@ -38,7 +38,7 @@ type epochSeen struct {
 }
 
 func epochMonotonic(f *facts, obs *history.Observations) Verdict {
-	v := newVerdict("EpochMonotonic")
+	v := newVerdict(NameEpochMonotonic)
 	// synced[incarnation/generation] is the first position of an ok SyncGroup at that generation:
 	// from there on Kafka has written the generation.
 	synced := map[string]int{}

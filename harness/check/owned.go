@@ -23,7 +23,7 @@ func ConsumedOnlyOwned(events []history.Event, obs *history.Observations) Verdic
 }
 
 func consumedOnlyOwned(f *facts) Verdict {
-	v := newVerdict("ConsumedOnlyOwned")
+	v := newVerdict(NameConsumedOnlyOwned)
 	consumed, excused := 0, 0
 	for tp, cs := range f.consumes {
 		for _, c := range cs {
@@ -97,7 +97,7 @@ func CommittedBeforeRevoked(events []history.Event, obs *history.Observations) V
 }
 
 func committedBeforeRevoked(f *facts) Verdict {
-	v := newVerdict("CommittedBeforeRevoked")
+	v := newVerdict(NameCommittedBeforeRevoked)
 	autoCommits := make([]bool, len(f.mems))
 	for i := range f.commits {
 		c := &f.commits[i]

@@ -15,7 +15,7 @@ func NoDoubleOwnership(events []history.Event, obs *history.Observations) Verdic
 }
 
 func noDoubleOwnership(f *facts) Verdict {
-	v := newVerdict("NoDoubleOwnership")
+	v := newVerdict(NameNoDoubleOwnership)
 	overlaps, allowed := 0, 0
 	for tp, ids := range f.byTP {
 		var active []int
@@ -123,7 +123,7 @@ func ValidPartitionEpoch(events []history.Event, obs *history.Observations) Verd
 }
 
 func validPartitionEpoch(f *facts) Verdict {
-	v := newVerdict("ValidPartitionEpoch")
+	v := newVerdict(NameValidPartitionEpoch)
 	seen := map[[4]int]bool{}
 	for _, c := range f.conflicts {
 		k := [4]int{c.inc, c.tp, int(c.epoch), c.second.member}

@@ -24,7 +24,7 @@ func NoLostRecords(events []history.Event, obs *history.Observations) Verdict {
 }
 
 func noLostRecords(f *facts) Verdict {
-	v := newVerdict("NoLostRecords")
+	v := newVerdict(NameNoLostRecords)
 	byOff := map[recKey]bool{}
 	bySeq := map[seqKey]bool{}
 	for tp, cs := range f.consumes {
@@ -74,7 +74,7 @@ func BoundedDuplicates(events []history.Event, obs *history.Observations) Verdic
 }
 
 func boundedDuplicates(f *facts) Verdict {
-	v := newVerdict("BoundedDuplicates")
+	v := newVerdict(NameBoundedDuplicates)
 	dups, unowned := 0, 0
 	maxPerOwnership := 0
 	for tp, cs := range f.consumes {

@@ -40,7 +40,7 @@ type ReplayFunc func(records []history.Record) (GroupState, error)
 // or generation, offsets. Numbers the description did not report (0) are not compared. Without a
 // replay function the checker is skipped, not passed.
 func RecoveredStateMatchesLog(obs *history.Observations, replay ReplayFunc) Verdict {
-	const name = "RecoveredStateMatchesLog"
+	const name = NameRecoveredStateMatchesLog
 	if replay == nil {
 		return skipped(name, "no replay function: pass coordinator's replay to check.All with check.WithReplay")
 	}

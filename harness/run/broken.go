@@ -7,6 +7,7 @@ import (
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/classic"
 	"github.com/groupquake/groupquake/clients/consumer"
+	"github.com/groupquake/groupquake/harness/check"
 )
 
 // BrokenKind is a member kind that carries one deliberate bug, and what
@@ -48,37 +49,37 @@ func BrokenKinds() []BrokenKind {
 	}
 	return []BrokenKind{
 		{
-			Name: "broken-consumer-fetch-after-revoke", Unbroken: "consumer", Catches: "ConsumedOnlyOwned",
+			Name: "broken-consumer-fetch-after-revoke", Unbroken: "consumer", Catches: check.NameConsumedOnlyOwned,
 			Bug: "keeps fetching and handing out a partition's records after it reported revoking it",
 			new: consumerBug(consumer.BugFetchAfterRevoke),
 		},
 		{
-			Name: "broken-classic-fetch-after-revoke", Unbroken: "classic", Catches: "ConsumedOnlyOwned",
+			Name: "broken-classic-fetch-after-revoke", Unbroken: "classic", Catches: check.NameConsumedOnlyOwned,
 			Bug: "keeps fetching and handing out a partition's records after it reported revoking it",
 			new: classicBug(classic.BugFetchAfterRevoke),
 		},
 		{
-			Name: "broken-classic-ignore-fence", Unbroken: "classic", Catches: "NoDoubleOwnership", Fence: true,
+			Name: "broken-classic-ignore-fence", Unbroken: "classic", Catches: check.NameNoDoubleOwnership, Fence: true,
 			Bug: "ignores a fence: when its session has ended it neither gives its partitions up nor stops reading them",
 			new: classicBug(classic.BugIgnoreFence),
 		},
 		{
-			Name: "broken-classic-stale-commit", Unbroken: "classic", Catches: "DurableCommits",
+			Name: "broken-classic-stale-commit", Unbroken: "classic", Catches: check.NameDurableCommits,
 			Bug: "commits with the first generation it was given and treats the coordinator's ILLEGAL_GENERATION as success",
 			new: classicBug(classic.BugStaleCommit),
 		},
 		{
-			Name: "broken-consumer-ack-before-revoke", Unbroken: "consumer", Catches: "NoDoubleOwnership",
+			Name: "broken-consumer-ack-before-revoke", Unbroken: "consumer", Catches: check.NameNoDoubleOwnership,
 			Bug: "acknowledges a reconciliation before giving up the revoked partitions, which it keeps consuming for 3s",
 			new: consumerBug(consumer.BugAckBeforeRevoke),
 		},
 		{
-			Name: "broken-consumer-give-up", Unbroken: "consumer", Catches: "EventuallyConverges", GiveUp: true,
+			Name: "broken-consumer-give-up", Unbroken: "consumer", Catches: check.NameEventuallyConverges, GiveUp: true,
 			Bug: "stops for good when a heartbeat gets no answer, where Java retries after a backoff",
 			new: consumerBug(consumer.BugGiveUpOnNoAnswer),
 		},
 		{
-			Name: "broken-consumer-skip-commit-before-revoke", Unbroken: "consumer", Catches: "CommittedBeforeRevoked",
+			Name: "broken-consumer-skip-commit-before-revoke", Unbroken: "consumer", Catches: check.NameCommittedBeforeRevoked,
 			Bug: "revokes partitions without the auto-commit that must come first",
 			new: consumerBug(consumer.BugSkipCommitBeforeRevoke),
 		},

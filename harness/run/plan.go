@@ -60,9 +60,82 @@ const (
 	JavaJVMsShared    = "shared"
 )
 
+// A Scenario is a family of faults a plan can be built for: its name, what
+// it does in a sentence (`run -h` prints it), and how it shapes the fault
+// space the seed draws from. A new scenario is one entry in scenarioList.
+type Scenario struct {
+	Name  string
+	About string
+	// space sets the kinds the schedule may draw (nil: no faults of the
+	// nemesis). nodes grants node faults, refusing where nodes cannot be
+	// controlled; external says the cluster is reached by --bootstrap.
+	space func(s *faults.Space, t Timers, nodes func() error, external bool) error
+}
+
+// linkKinds are the faults of a single member's links.
+var linkKinds = []faults.Kind{faults.LinkCut, faults.LinkLatency, faults.LinkHole, faults.LinkReset}
+
+// nodeKinds are the faults of brokers.
+var nodeKinds = []faults.Kind{faults.NodeStop, faults.NodeKill, faults.NodePause}
+
+var scenarioList = []Scenario{
+	{ScenarioBaseline, "no faults: the group forms, consumes and commits; the control every other run is read against", nil},
+	{ScenarioMemberLinks, "cuts, slows, blackholes or resets single members' links, at times long enough for a session to expire",
+		func(s *faults.Space, _ Timers, _ func() error, _ bool) error {
+			s.Kinds = slices.Clone(linkKinds)
+			return nil
+		}},
+	{ScenarioBrokerFaults, "stops, kills or pauses brokers (never more than a quorum can lose), often the group coordinator's node",
+		func(s *faults.Space, t Timers, nodes func() error, _ bool) error {
+			if err := nodes(); err != nil {
+				return err
+			}
+			// Long enough for a coordinator move and a session expiry,
+			// short enough to leave the workload time to catch up.
+			s.MaxDuration = t.SessionTimeout * 2
+			s.Kinds = slices.Clone(nodeKinds)
+			return nil
+		}},
+	{ScenarioChurn, "changes the membership while the group works: joins, leaves, crashes, quick restarts, stalls and freezes",
+		func(s *faults.Space, _ Timers, _ func() error, _ bool) error {
+			s.Kinds = faults.KindsOf(faults.FamilyChurn)
+			return nil
+		}},
+	{ScenarioCombined, "draws from every family at once, overlapping: churn during a node fault, a link fault while the coordinator moves",
+		func(s *faults.Space, _ Timers, nodes func() error, external bool) error {
+			if !external {
+				if err := nodes(); err != nil {
+					return err
+				}
+			}
+			s.Kinds = append(faults.KindsOf(faults.FamilyChurn), linkKinds...)
+			if len(s.Nodes) > 0 {
+				s.Kinds = append(s.Kinds, nodeKinds...)
+			}
+			return nil
+		}},
+	{ScenarioMigration, "moves the live group between the classic and the consumer protocol one member at a time, and back", nil},
+}
+
+// ScenarioList returns every scenario, in the order `run -h` lists them.
+func ScenarioList() []Scenario { return slices.Clone(scenarioList) }
+
+func scenarioNamed(name string) (Scenario, bool) {
+	for _, sc := range scenarioList {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return Scenario{}, false
+}
+
 // Scenarios returns the scenario names NewPlan accepts.
 func Scenarios() []string {
-	return []string{ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined, ScenarioMigration}
+	var names []string
+	for _, sc := range scenarioList {
+		names = append(names, sc.Name)
+	}
+	return names
 }
 
 // Options are what the user fixes about a plan; the seed chooses the rest.
@@ -549,28 +622,9 @@ func faultSpace(p Plan) (faults.Space, error) {
 		}
 		return nil
 	}
-	switch o.Scenario {
-	case ScenarioMemberLinks:
-		s.Kinds = []faults.Kind{faults.LinkCut, faults.LinkLatency, faults.LinkHole, faults.LinkReset}
-	case ScenarioBrokerFaults:
-		if err := nodes(); err != nil {
+	if sc, ok := scenarioNamed(o.Scenario); ok && sc.space != nil {
+		if err := sc.space(&s, t, nodes, len(o.Bootstrap) > 0); err != nil {
 			return s, err
-		}
-		// Long enough for a coordinator move and a session expiry, short enough to
-		// leave the workload time to catch up.
-		s.MaxDuration = t.SessionTimeout * 2
-		s.Kinds = []faults.Kind{faults.NodeStop, faults.NodeKill, faults.NodePause}
-	case ScenarioChurn:
-		s.Kinds = faults.KindsOf(faults.FamilyChurn)
-	case ScenarioCombined:
-		if len(o.Bootstrap) == 0 {
-			if err := nodes(); err != nil {
-				return s, err
-			}
-		}
-		s.Kinds = append(faults.KindsOf(faults.FamilyChurn), faults.LinkCut, faults.LinkLatency, faults.LinkHole, faults.LinkReset)
-		if len(s.Nodes) > 0 {
-			s.Kinds = append(s.Kinds, faults.NodeStop, faults.NodeKill, faults.NodePause)
 		}
 	}
 	if len(o.Faults) > 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // recoveredStateMatchesLog is the name of the checker the replay feeds.
-const recoveredStateMatchesLog = "RecoveredStateMatchesLog"
+const recoveredStateMatchesLog = check.NameRecoveredStateMatchesLog
 
 // replayFor builds the replay that RecoveredStateMatchesLog compares the
 // broker's description with, from the plan's Kafka version (the replay

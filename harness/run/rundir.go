@@ -279,7 +279,7 @@ func Judge(dir string) (Judged, error) {
 // after the heal (EventuallyConverges). A run that stopped before its final
 // phase never got there: judged on the history it left, they would report
 // records still in flight and a rebalance still under way as violations.
-var endOfRun = []string{"EventuallyConverges", "NoLostRecords"}
+var endOfRun = []string{check.NameEventuallyConverges, check.NameNoLostRecords}
 
 // skipEndOfRun turns the verdicts of endOfRun into skips that say why, and
 // recomputes whether the report holds.
