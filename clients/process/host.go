@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/groupquake/groupquake/internal/interrupt"
@@ -71,7 +72,7 @@ func (h *Host) Starter() Starter {
 			h.cur = p
 		}
 		p := h.cur
-		c, err := net.Dial("unix", p.sock)
+		c, err := p.dial(h.ready)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to the hosting process %s: %w; its last output: %s", h.cmd, err, p.tail.String())
 		}
@@ -122,6 +123,25 @@ func (h *Host) launch() (*hostProc, error) {
 		if time.Now().After(deadline) {
 			interrupt.Kill(cmd)
 			return nil, fmt.Errorf("the hosting process %s did not listen on its socket within %s; its last output: %s", h.cmd, h.ready, p.tail.String())
+		}
+	}
+}
+
+// dial connects to the hosting process's socket. The socket's file exists
+// from the process's bind, a moment before it listens (Java's bind does
+// both, one after the other): a connection refused in between is tried
+// again, every 20ms, until the process listens, exits, or within is up.
+func (p *hostProc) dial(within time.Duration) (net.Conn, error) {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := net.Dial("unix", p.sock)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+			return c, err
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("%w (the process exited: %v)", err, p.exitErr)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -63,18 +64,39 @@ type diffJSON struct {
 	Unexplained int `json:"unexplained"`
 }
 
+// diffFlags are the flags of `groupquake diff`.
+type diffFlags struct {
+	from, to    string
+	embedded    bool
+	all         bool
+	asJSON      bool
+	timeout     time.Duration
+	basePort    int
+	imageSource string
+	scenarios   string
+	out         string
+}
+
+func (d *diffFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.from, "from", "", "the older Kafka release (served: "+strings.Join(cluster.KafkaVersions, ", ")+")")
+	fs.StringVar(&d.to, "to", version.Default.String(), "the newer Kafka release (may be --from itself)")
+	fs.BoolVar(&d.embedded, "embedded", false, "compare the reference coordinator's profiles of the two releases, no Docker")
+	fs.BoolVar(&d.all, "all", false, "print every difference in full, explained ones too")
+	fs.BoolVar(&d.asJSON, "json", false, "print every difference as JSON on stdout")
+	fs.DurationVar(&d.timeout, "timeout", 15*time.Minute, "how long the comparison may take")
+	fs.IntVar(&d.basePort, "base-port", 0, "loopback port of each cluster's broker (0: a free port)")
+	fs.StringVar(&d.imageSource, "image-source", "auto", "auto, build or official")
+	fs.StringVar(&d.scenarios, "scenarios", "all", "scripted scenarios to run on both releases: all, none, or names ("+strings.Join(scenarioNames(), ", ")+")")
+	fs.StringVar(&d.out, "out", "", "directory of the scenarios' run directories and diff.txt, diff.json (default ./runs/<time>-diff-OLD-NEW/)")
+}
+
+// cmdDiff is `groupquake diff`: the conformance vectors and the scripted
+// scenarios on two Kafka releases, every difference explained by the
+// version profiles or reported.
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("diff", diffUsage)
-	from := fs.String("from", "", "the older Kafka release (served: "+strings.Join(cluster.KafkaVersions, ", ")+")")
-	to := fs.String("to", version.Default.String(), "the newer Kafka release (may be --from itself)")
-	embedded := fs.Bool("embedded", false, "compare the reference coordinator's profiles of the two releases, no Docker")
-	all := fs.Bool("all", false, "print every difference in full, explained ones too")
-	asJSON := fs.Bool("json", false, "print every difference as JSON on stdout")
-	timeout := fs.Duration("timeout", 15*time.Minute, "how long the comparison may take")
-	basePort := fs.Int("base-port", 0, "loopback port of each cluster's broker (0: a free port)")
-	imageSource := fs.String("image-source", "auto", "auto, build or official")
-	scenarios := fs.String("scenarios", "all", "scripted scenarios to run on both releases: all, none, or names ("+strings.Join(scenarioNames(), ", ")+")")
-	outDir := fs.String("out", "", "directory of the scenarios' run directories and diff.txt, diff.json (default ./runs/<time>-diff-OLD-NEW/)")
+	var fl diffFlags
+	fl.register(fs)
 	var lv levelFlags
 	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
@@ -88,144 +110,233 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	set := given(fs)
-	if *embedded {
-		for _, name := range []string{"image-source", "base-port"} {
-			if set[name] {
-				return badInput("--%s applies to the Kafka containers diff starts; --embedded starts none: leave --%s out, or --embedded", name, name)
-			}
-		}
-	}
-	if *timeout <= 0 {
-		return badInput("--timeout %s: give a positive time, such as 15m", *timeout)
-	}
-	if *basePort < 0 || *basePort > 65535 {
-		return badInput("--base-port %d: give a port from 1 to 65535, or 0 for a free port", *basePort)
-	}
-	if *from == "" {
-		return badInput("--from is required: the older Kafka release (served: %s)", strings.Join(cluster.KafkaVersions, ", "))
-	}
-	f, t, err := version.CheckUpgrade(*from, *to)
-	if err != nil && (f == 0 || f != t) {
-		// A release diffed with itself is allowed: its diff is empty.
-		return badInput("%v", err)
-	}
-	switch cluster.ImageSource(*imageSource) {
-	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
-	default:
-		return badInput("--image-source %q: use auto, build or official", *imageSource)
-	}
-	ss, err := pickScenarios(*scenarios)
+	f, t, err := fl.validate(given(fs))
 	if err != nil {
 		return err
 	}
-	dir := *outDir
+	ss, err := pickScenarios(fl.scenarios)
+	if err != nil {
+		return err
+	}
+	dir, sideDir, err := fl.prepareOut(f, t, ss)
+	if err != nil {
+		return err
+	}
+	secs, err := differential.Vectors()
+	if err != nil {
+		return fmt.Errorf("loading the conformance vectors: %w", err)
+	}
+	logf := con.Logf
+	stopWatch := con.watch(ctx)
+	defer stopWatch()
+	ctx, cancel := context.WithTimeout(ctx, fl.timeout)
+	defer cancel()
+	start := time.Now()
+
+	d := &differ{
+		ctx: ctx, from: f, to: t, secs: secs, ss: ss, sideDir: sideDir, attr: map[string][]string{}, logf: logf,
+		scfg: versiondiff.ScenarioConfig{Embedded: fl.embedded, Logf: logf, OnPhase: onPhase},
+	}
+	var a, b versiondiff.Outcomes
+	mode := "embedded"
+	if fl.embedded {
+		a, b, err = d.embedded()
+	} else {
+		mode = "kafka"
+		a, b, err = d.real(fl.imageSource, fl.basePort)
+	}
+	if err != nil {
+		return err
+	}
+	res, err := d.compare(a, b)
+	if err != nil {
+		return err
+	}
+	logf("diff %s → %s (%s) took %v", f, t, mode, time.Since(start).Round(100*time.Millisecond))
+	return fl.report(stdout, logf, res, mode, dir, len(ss) > 0, f, t)
+}
+
+// validate refuses the flags of a diff that cannot run (exit 2, nothing
+// started) and returns the two releases. set holds the flags the command
+// line gave.
+func (d *diffFlags) validate(set map[string]bool) (f, t version.Version, err error) {
+	if d.embedded {
+		for _, name := range []string{"image-source", "base-port"} {
+			if set[name] {
+				return f, t, badInput("--%s applies to the Kafka containers diff starts; --embedded starts none: leave --%s out, or --embedded", name, name)
+			}
+		}
+	}
+	if d.timeout <= 0 {
+		return f, t, badInput("--timeout %s: give a positive time, such as 15m", d.timeout)
+	}
+	if d.basePort < 0 || d.basePort > 65535 {
+		return f, t, badInput("--base-port %d: give a port from 1 to 65535, or 0 for a free port", d.basePort)
+	}
+	if d.from == "" {
+		return f, t, badInput("--from is required: the older Kafka release (served: %s)", strings.Join(cluster.KafkaVersions, ", "))
+	}
+	f, t, err = version.CheckUpgrade(d.from, d.to)
+	if err != nil && (f == 0 || f != t) {
+		// A release diffed with itself is allowed: its diff is empty.
+		return f, t, badInput("%v", err)
+	}
+	switch cluster.ImageSource(d.imageSource) {
+	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
+	default:
+		return f, t, badInput("--image-source %q: use auto, build or official", d.imageSource)
+	}
+	return f, t, nil
+}
+
+// prepareOut returns the diff's directory (--out or a new one under the runs
+// directory) and each release's directory of scenario runs in it, refusing
+// directories that already hold a run.
+func (d *diffFlags) prepareOut(f, t version.Version, ss []versiondiff.Scenario) (string, map[string]string, error) {
+	dir := d.out
 	if dir == "" {
 		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-diff-"+f.String()+"-"+t.String())
 	}
 	if len(ss) > 0 { // without scenarios nothing is written
 		if err := outputDir("diff --out", dir, "diff.txt", "diff.json"); err != nil {
-			return err
+			return "", nil, err
 		}
 	}
 	// Each release's scenario runs go to a directory of its own, also when
 	// a release is diffed with itself.
 	sideDir := map[string]string{"from": filepath.Join(dir, "from-"+f.String()), "to": filepath.Join(dir, "to-"+t.String())}
 	if err := checkOut(dir); err != nil {
-		return badInput("--out %s: %v", dir, err)
+		return "", nil, badInput("--out %s: %v", dir, err)
 	}
-	for _, d := range sideDir {
+	for _, sd := range sideDir {
 		for _, sc := range ss {
-			if err := checkOut(filepath.Join(d, sc.Name)); err != nil {
-				return badInput("--out %s: %v", dir, err)
+			if err := checkOut(filepath.Join(sd, sc.Name)); err != nil {
+				return "", nil, badInput("--out %s: %v", dir, err)
 			}
 		}
 	}
-	secs, err := differential.Vectors()
-	if err != nil {
-		return fmt.Errorf("loading the conformance vectors: %w", err)
-	}
-	pf, pt := f.Profile(), t.Profile()
-	logf := con.Logf
-	stopWatch := con.watch(ctx)
-	defer stopWatch()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	start := time.Now()
+	return dir, sideDir, nil
+}
 
-	var a, b versiondiff.Outcomes
-	attr := map[string][]string{}
-	mode := "embedded"
-	scfg := versiondiff.ScenarioConfig{Embedded: *embedded, Logf: logf, OnPhase: onPhase}
-	onSide := func(side string) versiondiff.ScenarioConfig { c := scfg; c.Dir = sideDir[side]; return c }
-	if *embedded {
-		if a, err = versiondiff.ModelOutcomes(pf, secs); err != nil {
-			return fmt.Errorf("reference coordinator as %s: %w", f, err)
-		}
-		if b, err = versiondiff.ModelOutcomes(pt, secs); err != nil {
-			return fmt.Errorf("reference coordinator as %s: %w", t, err)
-		}
-		if len(ss) > 0 {
-			// The embedded clusters need no Docker: both releases at once.
-			var ma, mb versiondiff.Measured
-			var ea, eb error
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ma, ea = versiondiff.RunScenarios(ctx, f, ss, onSide("from"))
-			}()
-			mb, eb = versiondiff.RunScenarios(ctx, t, ss, onSide("to"))
-			wg.Wait()
-			if err := errors.Join(ea, eb); err != nil {
-				return exitError{exitFailed, err.Error()}
-			}
-			a.Items, b.Items = append(a.Items, ma.Outcomes...), append(b.Items, mb.Outcomes...)
-			maps.Copy(attr, ma.Attribution)
-			maps.Copy(attr, mb.Attribution)
-		}
-	} else {
-		mode = "kafka"
-		if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
-			return exitError{exitFailed, fmt.Sprintf("diff starts Kafka containers and needs a Docker engine: %v (run `groupquake engine up` as root, or use --embedded to compare the profiles alone)", err)}
-		}
-		cfg := versiondiff.RealConfig{Image: cluster.ImageOptions{Source: cluster.ImageSource(*imageSource), Logf: logf}, BasePort: *basePort, Logf: logf}
-		scfg.Image, scfg.BasePort = cfg.Image, cfg.BasePort
-		for _, v := range []version.Version{f, t} {
-			if _, err := cluster.EnsureImage(ctx, v.String(), cfg.Image); err != nil {
-				return exitError{exitFailed, fmt.Sprintf("image of Kafka %s: %v", v, err)}
-			}
-		}
-		for _, side := range []struct {
-			name string
-			v    version.Version
-			out  *versiondiff.Outcomes
-		}{{"from", f, &a}, {"to", t, &b}} {
-			logf("replaying %d vector sections against Kafka %s", len(secs), side.v)
-			rep, err := versiondiff.RunVectors(ctx, side.v.String(), secs, cfg)
-			if err != nil {
-				return exitError{exitFailed, fmt.Sprintf("Kafka %s: %v", side.v, err)}
-			}
-			logf("Kafka %s: %d answers as its profile predicts, %d different, %d skipped", side.v, rep.Count(differential.Same), rep.Count(differential.Different), rep.Count(differential.Skipped))
-			*side.out = versiondiff.RealOutcomes(rep)
-			if len(ss) > 0 {
-				m, err := versiondiff.RunScenarios(ctx, side.v, ss, onSide(side.name))
-				if err != nil {
-					return exitError{exitFailed, err.Error()}
-				}
-				side.out.Items = append(side.out.Items, m.Outcomes...)
-				maps.Copy(attr, m.Attribution)
-			}
+// differ gathers the outcomes of two releases, from and to, and the profile
+// behaviours each outcome's difference is attributed to.
+type differ struct {
+	ctx      context.Context
+	from, to version.Version
+	secs     []differential.Section
+	ss       []versiondiff.Scenario
+	scfg     versiondiff.ScenarioConfig
+	sideDir  map[string]string
+	attr     map[string][]string
+	logf     func(string, ...any)
+}
+
+// onSide is the scenario configuration of one side, "from" or "to".
+func (d *differ) onSide(side string) versiondiff.ScenarioConfig {
+	c := d.scfg
+	c.Dir = d.sideDir[side]
+	return c
+}
+
+// embedded gathers both releases' outcomes without Docker: the vectors
+// through the reference coordinator with each release's profile, and the
+// scenarios on the embedded cluster, both releases at once.
+func (d *differ) embedded() (a, b versiondiff.Outcomes, err error) {
+	f, t := d.from, d.to
+	if a, err = versiondiff.ModelOutcomes(f.Profile(), d.secs); err != nil {
+		return a, b, fmt.Errorf("reference coordinator as %s: %w", f, err)
+	}
+	if b, err = versiondiff.ModelOutcomes(t.Profile(), d.secs); err != nil {
+		return a, b, fmt.Errorf("reference coordinator as %s: %w", t, err)
+	}
+	if len(d.ss) == 0 {
+		return a, b, nil
+	}
+	// The embedded clusters need no Docker: both releases at once.
+	var ma, mb versiondiff.Measured
+	var ea, eb error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ma, ea = versiondiff.RunScenarios(d.ctx, f, d.ss, d.onSide("from"))
+	}()
+	mb, eb = versiondiff.RunScenarios(d.ctx, t, d.ss, d.onSide("to"))
+	wg.Wait()
+	if err := errors.Join(ea, eb); err != nil {
+		return a, b, exitError{exitFailed, err.Error()}
+	}
+	a.Items, b.Items = append(a.Items, ma.Outcomes...), append(b.Items, mb.Outcomes...)
+	maps.Copy(d.attr, ma.Attribution)
+	maps.Copy(d.attr, mb.Attribution)
+	return a, b, nil
+}
+
+// real gathers both releases' outcomes on Kafka containers, one release
+// after the other: the vectors replayed against a real broker, then the
+// scenarios.
+func (d *differ) real(imageSource string, basePort int) (a, b versiondiff.Outcomes, err error) {
+	ctx, logf := d.ctx, d.logf
+	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+		return a, b, exitError{exitFailed, fmt.Sprintf("diff starts Kafka containers and needs a Docker engine: %v (run `groupquake engine up` as root, or use --embedded to compare the profiles alone)", err)}
+	}
+	cfg := versiondiff.RealConfig{Image: cluster.ImageOptions{Source: cluster.ImageSource(imageSource), Logf: logf}, BasePort: basePort, Logf: logf}
+	d.scfg.Image, d.scfg.BasePort = cfg.Image, cfg.BasePort
+	for _, v := range []version.Version{d.from, d.to} {
+		if _, err := cluster.EnsureImage(ctx, v.String(), cfg.Image); err != nil {
+			return a, b, exitError{exitFailed, fmt.Sprintf("image of Kafka %s: %v", v, err)}
 		}
 	}
-	vattr, err := versiondiff.Attribute(pf, pt, secs)
+	for _, side := range []struct {
+		name string
+		v    version.Version
+		out  *versiondiff.Outcomes
+	}{{"from", d.from, &a}, {"to", d.to, &b}} {
+		if err := d.realSide(side.name, side.v, cfg, side.out); err != nil {
+			return a, b, err
+		}
+	}
+	return a, b, nil
+}
+
+// realSide replays the vectors against Kafka v and runs the scenarios on it,
+// into out.
+func (d *differ) realSide(name string, v version.Version, cfg versiondiff.RealConfig, out *versiondiff.Outcomes) error {
+	d.logf("replaying %d vector sections against Kafka %s", len(d.secs), v)
+	rep, err := versiondiff.RunVectors(d.ctx, v.String(), d.secs, cfg)
 	if err != nil {
-		return fmt.Errorf("attributing the differences to profile behaviours: %w", err)
+		return exitError{exitFailed, fmt.Sprintf("Kafka %s: %v", v, err)}
 	}
-	maps.Copy(attr, vattr)
-	res := versiondiff.Compare(a, b, versiondiff.Behaviours(pf, pt), attr)
+	d.logf("Kafka %s: %d answers as its profile predicts, %d different, %d skipped", v, rep.Count(differential.Same), rep.Count(differential.Different), rep.Count(differential.Skipped))
+	*out = versiondiff.RealOutcomes(rep)
+	if len(d.ss) > 0 {
+		m, err := versiondiff.RunScenarios(d.ctx, v, d.ss, d.onSide(name))
+		if err != nil {
+			return exitError{exitFailed, err.Error()}
+		}
+		out.Items = append(out.Items, m.Outcomes...)
+		maps.Copy(d.attr, m.Attribution)
+	}
+	return nil
+}
+
+// compare attributes the vectors' differences to the profile behaviours and
+// compares the two releases' outcomes.
+func (d *differ) compare(a, b versiondiff.Outcomes) (versiondiff.Result, error) {
+	pf, pt := d.from.Profile(), d.to.Profile()
+	vattr, err := versiondiff.Attribute(pf, pt, d.secs)
+	if err != nil {
+		return versiondiff.Result{}, fmt.Errorf("attributing the differences to profile behaviours: %w", err)
+	}
+	maps.Copy(d.attr, vattr)
+	return versiondiff.Compare(a, b, versiondiff.Behaviours(pf, pt), d.attr), nil
+}
+
+// report writes diff.txt and diff.json when scenarios ran, prints the diff
+// (as JSON with --json), and fails the command when a difference is not
+// explained.
+func (d *diffFlags) report(stdout io.Writer, logf func(string, ...any), res versiondiff.Result, mode, dir string, scenarios bool, f, t version.Version) error {
 	ex, un := res.Count()
-	logf("diff %s → %s (%s) took %v", f, t, mode, time.Since(start).Round(100*time.Millisecond))
 	if res.Differences == nil {
 		res.Differences = []versiondiff.Difference{}
 	}
@@ -233,7 +344,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		res.Behaviours = []versiondiff.Behaviour{}
 	}
 	doc := diffJSON{SchemaVersion: schemaVersion, Mode: mode, Result: res, Explained: ex, Unexplained: un}
-	if len(ss) > 0 {
+	if scenarios {
 		doc.Dir = dir
 		werr := os.MkdirAll(dir, 0o755)
 		if werr == nil {
@@ -243,17 +354,17 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			logf("writing the diff: %v", werr)
 		}
 	}
-	if *asJSON {
+	if d.asJSON {
 		if err := writeJSON(stdout, doc); err != nil {
 			return err
 		}
 	} else {
 		what := "real brokers, one after the other"
-		if *embedded {
+		if d.embedded {
 			what = "the reference coordinator's profiles and the embedded cluster (--embedded)"
 		}
-		fmt.Fprintf(stdout, "groupquake diff: %s\n%s", what, res.Summary(*all))
-		if len(ss) > 0 {
+		fmt.Fprintf(stdout, "groupquake diff: %s\n%s", what, res.Summary(d.all))
+		if scenarios {
 			fmt.Fprintf(stdout, "scenario run directories and diff.txt: %s\n", dir)
 		}
 	}

@@ -12,29 +12,33 @@ import (
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/clients/process"
+	"github.com/groupquake/groupquake/clients/process/python"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/membercheck"
 )
 
 const memberCheckUsage = `Usage: groupquake member-check [flags] -- COMMAND [ARGS...]
-       groupquake member-check [flags] --impl java|confluent-python|spring-kafka
+       groupquake member-check [flags] --impl java|confluent-python
 
 Checks an implementation of groupquake's member protocol (docs/member-protocol.md):
 COMMAND, started once per member, speaks the protocol on its standard input and
-output. On the embedded cluster (no Docker) member-check drives it, in each group
-protocol, through a scripted scenario: hello offering only a version no client
-speaks (it must refuse and end), join and consume alone, a message of unknown type,
-a commit (the group's committed offsets must be the ones asked for), a rebalance
-with one of groupquake's members, a close, then a new process and its crash. Every
-message either way is judged by the protocol's rules (message order, every command
-and call answered, ownership events acknowledged before the client goes on,
-assignment before consumption, revocation before reassignment, nothing after close
-or crash); then, with --run-duration, a churn run of the implementation beside
-groupquake's members is judged by every checker (the member contract).
+output. On the embedded cluster (no Docker), or with --real on a one-node Kafka
+cluster in containers, member-check drives it, in each group protocol, through a
+scripted scenario: hello offering only a version no client speaks (it must refuse
+and end), join and consume alone, a message of unknown type, a commit (the group's
+committed offsets must be the ones asked for), a rebalance with one of groupquake's
+members, a close, then a new process and its crash. Every message either way is
+judged by the protocol's rules (message order, every command and call answered,
+ownership events acknowledged before the client goes on, assignment before
+consumption, revocation before reassignment, nothing after close or crash); then,
+with --run-duration, a churn run of the implementation beside groupquake's members
+is judged by every checker (the member contract).
 
 Each rule is printed ok or FAIL with the step, the rule's name and the message
 that broke it. --impl checks an implementation groupquake ships instead of a
-command (java: the Java KafkaConsumer's driver of --kafka-clients).
+command (java: the Java KafkaConsumer's driver of --kafka-clients; confluent-python:
+clients/process/python's member.py on confluent-kafka, needing python3 with
+confluent_kafka).
 
 Exit status: 0 every rule holds, 1 a rule was broken, 2 bad input, 3 the check
 could not be carried out.
@@ -46,12 +50,13 @@ func cmdMemberCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	var lv levelFlags
 	lv.register(fs)
 	protocols := fs.String("protocol", "both", "the group protocols to check: classic, consumer or both")
-	kafka := fs.String("kafka", "", "the Kafka release the embedded cluster behaves as (default: groupquake's default)")
+	kafka := fs.String("kafka", "", "the Kafka release the embedded cluster behaves as, or --real's (default: groupquake's default)")
+	real := fs.Bool("real", false, "check on a one-node Kafka cluster in containers (Docker; image groupquake/kafka:VERSION) instead of the embedded one")
 	runDur := fs.Duration("run-duration", 15*time.Second, "the workload of the contract run per protocol (0: no contract run)")
 	seed := fs.Uint64("seed", 1, "the seed of the contract runs")
 	out := fs.String("out", "", "the directory for the contract runs (default: a new temporary directory, kept)")
-	impl := fs.String("impl", "", "check an implementation groupquake ships: java, confluent-python, spring-kafka")
-	clientsV := fs.String("kafka-clients", "", "with --impl java or spring-kafka: the kafka-clients version (default: the Kafka release's)")
+	impl := fs.String("impl", "", "check an implementation groupquake ships: java (the Java KafkaConsumer), confluent-python (confluent-kafka, librdkafka)")
+	clientsV := fs.String("kafka-clients", "", "with --impl java: the kafka-clients version (default: the Kafka release's)")
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
@@ -60,7 +65,7 @@ func cmdMemberCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	cfg := membercheck.Config{Kafka: *kafka, RunDuration: *runDur, Seed: *seed, Logf: con.Logf}
+	cfg := membercheck.Config{Kafka: *kafka, Real: *real, RunDuration: *runDur, Seed: *seed, Logf: con.Logf}
 	switch *protocols {
 	case "both":
 	case "classic", "consumer":
@@ -150,6 +155,13 @@ func shippedCommand(ctx context.Context, name, version string, logf func(string,
 			return process.Command{}, err
 		}
 		return rt.Command(java.JVMFlags), nil
+	case "confluent-python":
+		c, rt, err := python.Command(ctx)
+		if err != nil {
+			return process.Command{}, err
+		}
+		logf("confluent-python: confluent-kafka %s, librdkafka %s", rt.ConfluentKafka, rt.Librdkafka)
+		return c, nil
 	}
-	return process.Command{}, fmt.Errorf("unknown implementation: want java, confluent-python or spring-kafka")
+	return process.Command{}, fmt.Errorf("unknown implementation: want java or confluent-python")
 }

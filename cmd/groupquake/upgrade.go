@@ -105,6 +105,9 @@ type upgradeResult struct {
 	Baseline results.Impact `json:"baseline"`
 }
 
+// cmdUpgrade is `groupquake upgrade`: a baseline run and an upgrade run on
+// one 3-node cluster, each judged, and the upgrade's steps and final state
+// checked.
 func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("upgrade", upgradeUsage)
 	var f upgradeFlags
@@ -115,7 +118,6 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	bad := badInput
 	if err := noArgs(fs, pos); err != nil {
 		return err
 	}
@@ -123,104 +125,22 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if f.from == "" {
-		return bad("--from is required: the Kafka release the cluster starts on (served: %s)", strings.Join(cluster.KafkaVersions, ", "))
-	}
-	if _, _, err := version.CheckUpgrade(f.from, f.to); err != nil {
-		return bad("%v", err)
-	}
-	if f.baseline < 0 || f.duration < 0 {
-		return bad("--duration and --baseline must not be negative (got %s, %s)", f.duration, f.baseline)
-	}
-	if _, err := faults.ParseIntensity(f.intensity); err != nil {
-		return bad("--intensity: %v", err)
-	}
-	switch cluster.ImageSource(f.imageSource) {
-	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
-	default:
-		return bad("--image-source %q: use auto, build or official", f.imageSource)
-	}
-	if f.partitions < 1 {
-		return bad("--partitions %d: the workload topic needs at least one partition", f.partitions)
-	}
-	if f.rate < 1 {
-		return bad("--rate %d: the workload needs at least one record per second", f.rate)
-	}
-	if top := 65535 - 3; f.basePort < 0 || f.basePort > top {
-		return bad("--base-port %d: give a port from 1 to %d, or 0 for free ports", f.basePort, top)
-	}
-	if f.bound <= 0 {
-		return bad("--bound %s: both runs need a positive bound, such as 30m", f.bound)
-	}
-	kinds := strings.Split(f.kinds, ",")
-	if err := checkKinds("--kinds", f.kinds, kinds); err != nil {
+	kinds, err := f.validate()
+	if err != nil {
 		return err
 	}
-	for _, k := range kinds {
-		if !slices.Contains(run.DefaultRegistry().Names(), k) {
-			return bad("--kinds: %s runs only in groupquake run; an upgrade's group is made of %s", k, strings.Join(run.DefaultRegistry().Names(), ", "))
-		}
-	}
-	var seed uint64
-	if f.seed == "" {
-		s, err := newSeed()
-		if err != nil {
-			return fmt.Errorf("drawing a seed: %w", err)
-		}
-		seed = s
-	} else {
-		s, err := strconv.ParseUint(f.seed, 10, 64)
-		if err != nil {
-			return bad("--seed %q is not an unsigned 64-bit integer", f.seed)
-		}
-		seed = s
+	seed, err := f.drawSeed()
+	if err != nil {
+		return err
 	}
 	reg := run.DefaultRegistry()
-	o := run.Options{
-		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: kinds, Partitions: int32(f.partitions), Rate: f.rate,
-		Duration: f.duration, UpgradeTo: f.to, Downgrade: f.downgrade,
-	}
-	if f.intensity != "normal" {
-		o.Intensity = f.intensity
-	}
-	o.Members = len(o.Kinds)
-	o.Group = fmt.Sprintf("gq-%d-upgrade", seed)
-	o.Topic = o.Group + "-records"
-	up, err := run.NewPlan(seed, o, reg.Kinds())
+	base, up, err := f.plans(seed, kinds, reg)
 	if err != nil {
-		return bad("%v", err)
-	}
-	bo := o
-	bo.UpgradeTo, bo.Downgrade, bo.Duration = "", "", up.Workload
-	if f.baseline > 0 {
-		bo.Duration = f.baseline
-	}
-	bo.Group = fmt.Sprintf("gq-%d-baseline", seed)
-	bo.Topic = bo.Group + "-records"
-	base, err := run.NewPlan(seed, bo, reg.Kinds())
-	if err != nil {
-		return bad("baseline: %v", err)
-	}
-	if both := base.Workload + up.Workload; f.bound <= both {
-		return bad("--bound %s is not longer than the two workloads (%s + %s): raise --bound (it also covers the cluster's start, the images and each run's setup and heal)", f.bound, base.Workload, up.Workload)
-	}
-	dir := f.out
-	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-upgrade-"+strconv.FormatUint(seed, 10))
-	}
-	if err := outputDir("upgrade --out", dir, "upgrade.txt", "upgrade.json"); err != nil {
 		return err
 	}
-	for _, d := range []string{dir, filepath.Join(dir, "baseline"), filepath.Join(dir, "upgrade")} {
-		if err := checkOut(d); err != nil {
-			return bad("--out: %v", err)
-		}
-	}
-	if err := base.CheckSize(machine.This()); err != nil {
-		return bad("%v", err)
-	}
-	if err := up.CheckSize(machine.This()); err != nil {
-		return bad("%v", err)
+	dir, err := f.prepareOut(seed, base, up)
+	if err != nil {
+		return err
 	}
 	rerun := "groupquake upgrade " + strings.Join(f.args(seed), " ")
 	logf := con.Logf
@@ -232,100 +152,276 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Everything that can be refused has been: from here on, containers.
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
-	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
-		return exitError{exitFailed, fmt.Sprintf("an upgrade replaces Kafka containers and needs a Docker engine: %v (run `groupquake engine up` as root)", err)}
-	}
-	imgOpts := cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource), Logf: logf}
-	for _, v := range []string{f.from, f.to} {
-		if _, err := cluster.EnsureImage(ctx, v, imgOpts); err != nil {
-			if ierr := interrupted(ctx, "while getting the image of Kafka "+v+"; rerun with: "+rerun); ierr != nil {
-				return ierr
-			}
-			return exitError{exitFailed, fmt.Sprintf("image of Kafka %s: %v", v, err)}
-		}
-	}
-	c, err := cluster.Start(ctx, cluster.Config{Version: f.from, Nodes: 3, BasePort: f.basePort, Image: imgOpts, Logf: logf})
+	c, err := f.startCluster(ctx, logf, rerun)
 	if err != nil {
-		if ierr := interrupted(ctx, "while the cluster started (what it had started is removed); rerun with: "+rerun); ierr != nil {
-			return ierr
-		}
-		return exitError{exitFailed, err.Error()}
+		return err
 	}
 	defer func() {
 		if cerr := c.Close(context.WithoutCancel(ctx)); cerr != nil {
 			logf("closing the cluster: %v", cerr)
 		}
 	}()
-	var failed []string
-	judge := func(name string, p run.Plan) (results.Impact, bool) {
-		d := filepath.Join(dir, name)
-		logf("%s run: %s", name, p.Command())
-		defer writing(d)()
-		con.expectWorkload(p.Workload)
-		res, err := run.Run(ctx, run.Config{Plan: p, Dir: d, Registry: reg, Cluster: c, Disposable: true, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase})
-		for _, n := range res.Notes {
-			logf("note (%s): %s", name, n)
+	s := &upgradeSession{ctx: ctx, dir: dir, reg: reg, c: c, con: con, stdout: stdout}
+	bi, ui, err := s.runBoth(base, up, rerun)
+	if err != nil {
+		return err
+	}
+	s.checkEnd(up, ui)
+	return s.report(&f, seed, rerun, bi, ui)
+}
+
+// validate refuses the flags of an upgrade that cannot run (exit 2, nothing
+// started) and returns the member kinds of its group.
+func (f *upgradeFlags) validate() ([]string, error) {
+	bad := badInput
+	if f.from == "" {
+		return nil, bad("--from is required: the Kafka release the cluster starts on (served: %s)", strings.Join(cluster.KafkaVersions, ", "))
+	}
+	if _, _, err := version.CheckUpgrade(f.from, f.to); err != nil {
+		return nil, bad("%v", err)
+	}
+	if f.baseline < 0 || f.duration < 0 {
+		return nil, bad("--duration and --baseline must not be negative (got %s, %s)", f.duration, f.baseline)
+	}
+	if _, err := faults.ParseIntensity(f.intensity); err != nil {
+		return nil, bad("--intensity: %v", err)
+	}
+	switch cluster.ImageSource(f.imageSource) {
+	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
+	default:
+		return nil, bad("--image-source %q: use auto, build or official", f.imageSource)
+	}
+	if f.partitions < 1 {
+		return nil, bad("--partitions %d: the workload topic needs at least one partition", f.partitions)
+	}
+	if f.rate < 1 {
+		return nil, bad("--rate %d: the workload needs at least one record per second", f.rate)
+	}
+	if top := 65535 - 3; f.basePort < 0 || f.basePort > top {
+		return nil, bad("--base-port %d: give a port from 1 to %d, or 0 for free ports", f.basePort, top)
+	}
+	if f.bound <= 0 {
+		return nil, bad("--bound %s: both runs need a positive bound, such as 30m", f.bound)
+	}
+	kinds := strings.Split(f.kinds, ",")
+	if err := checkKinds("--kinds", f.kinds, kinds); err != nil {
+		return nil, err
+	}
+	for _, k := range kinds {
+		if !slices.Contains(run.DefaultRegistry().Names(), k) {
+			return nil, bad("--kinds: %s runs only in groupquake run; an upgrade's group is made of %s", k, strings.Join(run.DefaultRegistry().Names(), ", "))
 		}
-		fmt.Fprintf(stdout, "== %s (%s)\n", name, d)
-		j, err := judgeRun(d, res, err)
-		if j != nil {
-			printJudgement(stdout, *j)
-			if jerr := verdictStatus(j.Report); jerr != nil {
-				failed = append(failed, name+": "+jerr.Error())
-			}
-			for _, v := range j.Report.Verdicts {
-				if v.Skipped != "" {
-					failed = append(failed, fmt.Sprintf("%s: checker %s was skipped (%s)", name, v.Name, v.Skipped))
-				}
-			}
-		}
+	}
+	return kinds, nil
+}
+
+// drawSeed returns the seed of --seed, or a random one when it is not given.
+func (f *upgradeFlags) drawSeed() (uint64, error) {
+	if f.seed == "" {
+		s, err := newSeed()
 		if err != nil {
-			logf("%s run could not be carried out: %v", name, err)
-			return results.Impact{}, false
+			return 0, fmt.Errorf("drawing a seed: %w", err)
 		}
-		h, lerr := history.Load(filepath.Join(d, run.HistoryFile))
-		if lerr != nil {
-			failed = append(failed, fmt.Sprintf("%s: reading its history: %v", name, lerr))
-			return results.Impact{}, true
-		}
-		return results.MeasureImpact(h.Events), true
+		return s, nil
 	}
-	bi, ok := judge("baseline", base)
-	if err := interrupted(ctx, "in the baseline run (judged up to there in "+filepath.Join(dir, "baseline")+"); the upgrade run was not started; rerun with: "+rerun); err != nil {
-		return err
+	s, err := strconv.ParseUint(f.seed, 10, 64)
+	if err != nil {
+		return 0, badInput("--seed %q is not an unsigned 64-bit integer", f.seed)
+	}
+	return s, nil
+}
+
+// plans draws the plans of both runs from seed: the baseline on --from
+// without an upgrade, and the upgrade run. It refuses a --bound that does not
+// cover both workloads.
+func (f *upgradeFlags) plans(seed uint64, kinds []string, reg run.Registry) (base, up run.Plan, err error) {
+	bad := badInput
+	o := run.Options{
+		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: kinds, Partitions: int32(f.partitions), Rate: f.rate,
+		Duration: f.duration, UpgradeTo: f.to, Downgrade: f.downgrade,
+	}
+	if f.intensity != "normal" {
+		o.Intensity = f.intensity
+	}
+	o.Members = len(o.Kinds)
+	o.Group = fmt.Sprintf("gq-%d-upgrade", seed)
+	o.Topic = o.Group + "-records"
+	up, err = run.NewPlan(seed, o, reg.Kinds())
+	if err != nil {
+		return base, up, bad("%v", err)
+	}
+	bo := o
+	bo.UpgradeTo, bo.Downgrade, bo.Duration = "", "", up.Workload
+	if f.baseline > 0 {
+		bo.Duration = f.baseline
+	}
+	bo.Group = fmt.Sprintf("gq-%d-baseline", seed)
+	bo.Topic = bo.Group + "-records"
+	base, err = run.NewPlan(seed, bo, reg.Kinds())
+	if err != nil {
+		return base, up, bad("baseline: %v", err)
+	}
+	if both := base.Workload + up.Workload; f.bound <= both {
+		return base, up, bad("--bound %s is not longer than the two workloads (%s + %s): raise --bound (it also covers the cluster's start, the images and each run's setup and heal)", f.bound, base.Workload, up.Workload)
+	}
+	return base, up, nil
+}
+
+// prepareOut returns the upgrade's directory (--out or a new one under the
+// runs directory), refusing one that already holds a run, and refuses plans
+// too large for this machine.
+func (f *upgradeFlags) prepareOut(seed uint64, base, up run.Plan) (string, error) {
+	dir := f.out
+	if dir == "" {
+		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-upgrade-"+strconv.FormatUint(seed, 10))
+	}
+	if err := outputDir("upgrade --out", dir, "upgrade.txt", "upgrade.json"); err != nil {
+		return "", err
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "baseline"), filepath.Join(dir, "upgrade")} {
+		if err := checkOut(d); err != nil {
+			return "", badInput("--out: %v", err)
+		}
+	}
+	if err := base.CheckSize(machine.This()); err != nil {
+		return "", badInput("%v", err)
+	}
+	if err := up.CheckSize(machine.This()); err != nil {
+		return "", badInput("%v", err)
+	}
+	return dir, nil
+}
+
+// startCluster gets the engine and the images of both releases and starts
+// the 3-node cluster on --from.
+func (f *upgradeFlags) startCluster(ctx context.Context, logf func(string, ...any), rerun string) (*cluster.Cluster, error) {
+	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+		return nil, exitError{exitFailed, fmt.Sprintf("an upgrade replaces Kafka containers and needs a Docker engine: %v (run `groupquake engine up` as root)", err)}
+	}
+	imgOpts := cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource), Logf: logf}
+	for _, v := range []string{f.from, f.to} {
+		if _, err := cluster.EnsureImage(ctx, v, imgOpts); err != nil {
+			if ierr := interrupted(ctx, "while getting the image of Kafka "+v+"; rerun with: "+rerun); ierr != nil {
+				return nil, ierr
+			}
+			return nil, exitError{exitFailed, fmt.Sprintf("image of Kafka %s: %v", v, err)}
+		}
+	}
+	c, err := cluster.Start(ctx, cluster.Config{Version: f.from, Nodes: 3, BasePort: f.basePort, Image: imgOpts, Logf: logf})
+	if err != nil {
+		if ierr := interrupted(ctx, "while the cluster started (what it had started is removed); rerun with: "+rerun); ierr != nil {
+			return nil, ierr
+		}
+		return nil, exitError{exitFailed, err.Error()}
+	}
+	return c, nil
+}
+
+// upgradeSession is what the two runs of an upgrade share: the cluster, the
+// output, and the reasons, gathered as they are found, that the upgrade did
+// not validate.
+type upgradeSession struct {
+	ctx    context.Context
+	dir    string
+	reg    run.Registry
+	c      *cluster.Cluster
+	con    *console
+	stdout io.Writer
+	failed []string
+}
+
+// runBoth runs and judges the baseline run and then the upgrade run, and
+// returns the impact of each. It stops at the first run that is interrupted
+// or cannot be carried out.
+func (s *upgradeSession) runBoth(base, up run.Plan, rerun string) (bi, ui results.Impact, err error) {
+	bi, ok := s.judge("baseline", base)
+	if err := interrupted(s.ctx, "in the baseline run (judged up to there in "+filepath.Join(s.dir, "baseline")+"); the upgrade run was not started; rerun with: "+rerun); err != nil {
+		return bi, ui, err
 	}
 	if !ok {
-		return exitError{exitFailed, "the baseline run could not be carried out; rerun with: " + rerun}
+		return bi, ui, exitError{exitFailed, "the baseline run could not be carried out; rerun with: " + rerun}
 	}
-	ui, ok := judge("upgrade", up)
-	if err := interrupted(ctx, "in the upgrade run (judged up to there in "+filepath.Join(dir, "upgrade")+"); rerun with: "+rerun); err != nil {
-		return err
+	ui, ok = s.judge("upgrade", up)
+	if err := interrupted(s.ctx, "in the upgrade run (judged up to there in "+filepath.Join(s.dir, "upgrade")+"); rerun with: "+rerun); err != nil {
+		return bi, ui, err
 	}
 	if !ok {
-		return exitError{exitFailed, "the upgrade run could not be carried out; rerun with: " + rerun}
+		return bi, ui, exitError{exitFailed, "the upgrade run could not be carried out; rerun with: " + rerun}
 	}
-	for _, s := range ui.Steps {
-		if !s.OK || s.End < 0 {
-			failed = append(failed, fmt.Sprintf("upgrade step %s did not complete: %s", s, s.Error))
+	return bi, ui, nil
+}
+
+// judge carries out the run of plan p in the subdirectory name, prints its
+// judgement, notes every violated or skipped checker, and measures its
+// impact. ok is false when the run could not be carried out.
+func (s *upgradeSession) judge(name string, p run.Plan) (_ results.Impact, ok bool) {
+	logf := s.con.Logf
+	d := filepath.Join(s.dir, name)
+	logf("%s run: %s", name, p.Command())
+	defer writing(d)()
+	s.con.expectWorkload(p.Workload)
+	res, err := run.Run(s.ctx, run.Config{Plan: p, Dir: d, Registry: s.reg, Cluster: s.c, Disposable: true, Logf: logf, KgoLog: kgoLog(s.con), OnPhase: onPhase})
+	for _, n := range res.Notes {
+		logf("note (%s): %s", name, n)
+	}
+	fmt.Fprintf(s.stdout, "== %s (%s)\n", name, d)
+	j, err := judgeRun(d, res, err)
+	if j != nil {
+		printJudgement(s.stdout, *j)
+		if jerr := verdictStatus(j.Report); jerr != nil {
+			s.failed = append(s.failed, name+": "+jerr.Error())
+		}
+		for _, v := range j.Report.Verdicts {
+			if v.Skipped != "" {
+				s.failed = append(s.failed, fmt.Sprintf("%s: checker %s was skipped (%s)", name, v.Name, v.Skipped))
+			}
+		}
+	}
+	if err != nil {
+		logf("%s run could not be carried out: %v", name, err)
+		return results.Impact{}, false
+	}
+	h, lerr := history.Load(filepath.Join(d, run.HistoryFile))
+	if lerr != nil {
+		s.failed = append(s.failed, fmt.Sprintf("%s: reading its history: %v", name, lerr))
+		return results.Impact{}, true
+	}
+	return results.MeasureImpact(h.Events), true
+}
+
+// checkEnd notes every upgrade step that did not complete, every node not on
+// the plan's final release, and every finalized feature level that is not the
+// plan's.
+func (s *upgradeSession) checkEnd(up run.Plan, ui results.Impact) {
+	for _, st := range ui.Steps {
+		if !st.OK || st.End < 0 {
+			s.failed = append(s.failed, fmt.Sprintf("upgrade step %s did not complete: %s", st, st.Error))
 		}
 	}
 	final, want := up.FinalKafka(), up.FinalFeatures()
-	for _, n := range c.Nodes() {
+	for _, n := range s.c.Nodes() {
 		if n.Version != final {
-			failed = append(failed, fmt.Sprintf("node %d runs Kafka %s at the end, not %s", n.ID, n.Version, final))
+			s.failed = append(s.failed, fmt.Sprintf("node %d runs Kafka %s at the end, not %s", n.ID, n.Version, final))
 		}
 	}
-	if fin, err := c.FinalizedFeatures(ctx); err != nil {
-		failed = append(failed, "reading the finalized features: "+err.Error())
-	} else {
-		for id, l := range fin {
-			for name, level := range want {
-				if l[name] != level {
-					failed = append(failed, fmt.Sprintf("broker %d finalized %s at %d, want %d", id, name, l[name], level))
-				}
+	fin, err := s.c.FinalizedFeatures(s.ctx)
+	if err != nil {
+		s.failed = append(s.failed, "reading the finalized features: "+err.Error())
+		return
+	}
+	for id, l := range fin {
+		for name, level := range want {
+			if l[name] != level {
+				s.failed = append(s.failed, fmt.Sprintf("broker %d finalized %s at %d, want %d", id, name, l[name], level))
 			}
 		}
 	}
+}
+
+// report prints and writes upgrade.txt and upgrade.json, and returns the
+// upgrade's verdict: an error listing every reason it did not validate, or
+// nil.
+func (s *upgradeSession) report(f *upgradeFlags, seed uint64, rerun string, bi, ui results.Impact) error {
 	var b strings.Builder
 	what := fmt.Sprintf("rolling upgrade %s → %s", f.from, f.to)
 	if f.downgrade != "" {
@@ -335,19 +431,19 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := results.WriteUpgrade(&b, ui, bi); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "== %s\n%s", what, b.String())
+	fmt.Fprintf(s.stdout, "== %s\n%s", what, b.String())
 	werr := errors.Join(
-		run.WriteFileAtomic(filepath.Join(dir, "upgrade.txt"), []byte(b.String()), 0o644),
-		writeJSONFile(filepath.Join(dir, "upgrade.json"), upgradeResult{From: f.from, To: f.to, Seed: seed, Upgrade: ui, Baseline: bi}),
+		run.WriteFileAtomic(filepath.Join(s.dir, "upgrade.txt"), []byte(b.String()), 0o644),
+		writeJSONFile(filepath.Join(s.dir, "upgrade.json"), upgradeResult{From: f.from, To: f.to, Seed: seed, Upgrade: ui, Baseline: bi}),
 	)
 	if werr != nil {
-		logf("writing the upgrade's result: %v", werr)
+		s.con.Logf("writing the upgrade's result: %v", werr)
 	}
-	con.Infof("directory %s; rerun with: %s", dir, rerun)
-	if len(failed) > 0 {
-		return exitError{exitViolation, "the upgrade did not validate:\n  " + strings.Join(failed, "\n  ")}
+	s.con.Infof("directory %s; rerun with: %s", s.dir, rerun)
+	if len(s.failed) > 0 {
+		return exitError{exitViolation, "the upgrade did not validate:\n  " + strings.Join(s.failed, "\n  ")}
 	}
-	fmt.Fprintf(stdout, "%s validated: every checker held in both runs and every step completed\n", what)
+	fmt.Fprintf(s.stdout, "%s validated: every checker held in both runs and every step completed\n", what)
 	return nil
 }
 

@@ -84,98 +84,136 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	}
 	index := newTopicIndex(len(subscribed))
 	counts := make([]int, len(subscribed))
-	total := 0
-	for i, t := range subscribed {
-		index.add(t) // i
-		n := topics.NumPartitions(t)
-		if n == -1 {
-			return GroupAssignment{}, fmt.Errorf("%w: members are subscribed to topic %s which doesn't exist in the topic metadata", ErrPartitionAssignor, t)
-		}
-		counts[i] = n
-		total += n
+	total, err := countPartitions(subscribed, topics, index, counts)
+	if err != nil {
+		return GroupAssignment{}, err
 	}
 
 	// The partitions to assign, as Kafka's unassignedPartitions list: first
 	// those nobody holds (isPartitionAssigned), topic by topic in the
 	// subscription's order, ascending; then those the revoke pass takes
 	// away, in member order.
-	pending := &w.pending
-	pending.copies = pending.copies[:0]
+	w.pending.copies = w.pending.copies[:0]
 	if spec.InvertedTargetAssignment != nil {
-		free := 0
-		for ti, t := range subscribed {
-			free += max(counts[ti]-len(spec.InvertedTargetAssignment[t]), 0)
-		}
-		pending.reserve(free)
-		var bits []bool
-		for ti, t := range subscribed {
-			held := spec.InvertedTargetAssignment[t]
-			n := counts[ti]
-			switch {
-			case len(held) == 0:
-				for p := range int32(n) {
-					pending.add(int32(ti), p)
-				}
-			case len(held) <= 2*n:
-				// Walking the topic's map once is cheaper than looking
-				// each partition up in it.
-				bits = append(bits[:0], make([]bool, n)...)
-				for p := range held {
-					if p >= 0 && int(p) < n {
-						bits[p] = true
-					}
-				}
-				for p := range int32(n) {
-					if !bits[p] {
-						pending.add(int32(ti), p)
-					}
-				}
-			default:
-				for p := range int32(n) {
-					if _, ok := held[p]; !ok {
-						pending.add(int32(ti), p)
-					}
-				}
-			}
-		}
+		w.pending.addUnheldInverted(spec.InvertedTargetAssignment, subscribed, counts)
 	} else {
-		// Derived from the members' previous assignments, as the
-		// coordinator's group state holds them: topic ti's partitions are
-		// held[from[ti]:from[ti+1]].
-		w.from = resized(w.from, len(subscribed)+1)
-		from := w.from
-		for ti := range subscribed {
-			from[ti+1] = from[ti] + counts[ti]
+		w.addUnheldPrevious(spec.Members, index, counts, total)
+	}
+	w.revokePass(spec, subscribed, index, total, cfg)
+	if err := w.fillPass(len(spec.Members)); err != nil {
+		return GroupAssignment{}, err
+	}
+	w.homogeneousOutput(spec.Members, subscribed, out.Members)
+	return out, nil
+}
+
+// countPartitions numbers the subscribed topics in index by their place in
+// subscribed, sets counts to each one's partition count and returns their
+// total. A topic the metadata does not have is an error.
+func countPartitions(subscribed []TopicID, topics SubscribedTopicDescriber, index *topicIndex, counts []int) (int, error) {
+	total := 0
+	for i, t := range subscribed {
+		index.add(t) // i
+		n := topics.NumPartitions(t)
+		if n == -1 {
+			return 0, fmt.Errorf("%w: members are subscribed to topic %s which doesn't exist in the topic metadata", ErrPartitionAssignor, t)
 		}
-		w.held = resized(w.held, total)
-		held := w.held
-		heldCount := 0
-		for i := range spec.Members {
-			for _, tp := range spec.Members[i].Assignment {
-				ti, ok := index.get(tp.Topic)
-				if !ok {
-					continue
-				}
-				bits := held[from[ti]:from[ti+1]]
-				for _, p := range tp.Partitions {
-					if int(p) < len(bits) && !bits[p] {
-						bits[p] = true
-						heldCount++
-					}
+		counts[i] = n
+		total += n
+	}
+	return total, nil
+}
+
+// addUnheldInverted adds to l the partitions nobody holds according to the
+// inverted target assignment, topic by topic in subscribed's order,
+// ascending.
+func (l *pendingList) addUnheldInverted(inverted map[TopicID]map[int32]string, subscribed []TopicID, counts []int) {
+	free := 0
+	for ti, t := range subscribed {
+		free += max(counts[ti]-len(inverted[t]), 0)
+	}
+	l.reserve(free)
+	var bits []bool
+	for ti, t := range subscribed {
+		held := inverted[t]
+		n := counts[ti]
+		switch {
+		case len(held) == 0:
+			for p := range int32(n) {
+				l.add(int32(ti), p)
+			}
+		case len(held) <= 2*n:
+			// Walking the topic's map once is cheaper than looking
+			// each partition up in it.
+			bits = append(bits[:0], make([]bool, n)...)
+			for p := range held {
+				if p >= 0 && int(p) < n {
+					bits[p] = true
 				}
 			}
-		}
-		pending.reserve(total - heldCount)
-		for ti := range subscribed {
-			bits := held[from[ti]:from[ti+1]]
-			for p, h := range bits {
-				if !h {
-					pending.add(int32(ti), int32(p))
+			for p := range int32(n) {
+				if !bits[p] {
+					l.add(int32(ti), p)
+				}
+			}
+		default:
+			for p := range int32(n) {
+				if _, ok := held[p]; !ok {
+					l.add(int32(ti), p)
 				}
 			}
 		}
 	}
+}
 
+// addUnheldPrevious adds to w.pending the partitions no member's previous
+// assignment holds, topic by topic in the subscription's order, ascending.
+// The held partitions are derived from the members' previous assignments,
+// as the coordinator's group state holds them.
+func (w *assignWork) addUnheldPrevious(members []MemberSpec, index *topicIndex, counts []int, total int) {
+	pending := &w.pending
+	// Topic ti's partitions are held[from[ti]:from[ti+1]].
+	w.from = resized(w.from, len(counts)+1)
+	from := w.from
+	for ti := range counts {
+		from[ti+1] = from[ti] + counts[ti]
+	}
+	w.held = resized(w.held, total)
+	held := w.held
+	heldCount := 0
+	for i := range members {
+		for _, tp := range members[i].Assignment {
+			ti, ok := index.get(tp.Topic)
+			if !ok {
+				continue
+			}
+			bits := held[from[ti]:from[ti+1]]
+			for _, p := range tp.Partitions {
+				if int(p) < len(bits) && !bits[p] {
+					bits[p] = true
+					heldCount++
+				}
+			}
+		}
+	}
+	pending.reserve(total - heldCount)
+	for ti := range counts {
+		bits := held[from[ti]:from[ti+1]]
+		for p, h := range bits {
+			if !h {
+				pending.add(int32(ti), int32(p))
+			}
+		}
+	}
+}
+
+// revokePass gives each member, in memberIds() order, its quota (total over
+// the members, the remainder as one extra for some), keeps of its previous
+// partitions up to the quota and adds the rest to w.pending. It leaves in
+// w.kept and w.keptFrom what each member keeps, and in w.unfilled the
+// members below their quota, in order.
+func (w *assignWork) revokePass(spec *GroupSpec, subscribed []TopicID, index *topicIndex, total int, cfg config) {
+	pending := &w.pending
 	numMembers := len(spec.Members)
 	minQuota := total / numMembers
 	remainingExtra := total % numMembers
@@ -186,11 +224,8 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	kept := resized(w.kept, numMembers)[:0]
 	w.keptFrom = resized(w.keptFrom, numMembers+1)
 	keptFrom := w.keptFrom
-	// unfilled members in order, with their remaining quota; runs[i] is the
-	// run of pending that member i is given.
+	// unfilled members in order, with their remaining quota.
 	unfilledMembers := w.unfilled[:0]
-	w.runs = resized(w.runs, numMembers)
-	runs := w.runs
 
 	// Revoke pass: over memberIds() order.
 	for i := range spec.Members {
@@ -207,42 +242,12 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 			}
 		}
 		assignment := m.Assignment
-		if spec.RecordOrder && len(assignment) > 0 {
+		if spec.RecordOrder && len(assignment) > 0 && heldOf(assignment, index) > quota {
 			// Kafka's order matters only if the member holds more of the
 			// subscribed topics than its quota: which it keeps depends on it.
-			held := 0
-			for _, tp := range assignment {
-				if _, ok := index.get(tp.Topic); ok {
-					held += len(tp.Partitions)
-				}
-			}
-			if held > quota {
-				assignment = JavaAssignmentOrder(assignment, cfg.javaVersion)
-			}
+			assignment = JavaAssignmentOrder(assignment, cfg.javaVersion)
 		}
-		for _, tp := range assignment {
-			ti, ok := index.get(tp.Topic)
-			if !ok {
-				continue // the whole topic is dropped
-			}
-			keep := len(tp.Partitions)
-			if keep <= quota {
-				quota -= keep
-			} else {
-				keep = max(quota, 0)
-				quota -= keep
-				for _, p := range tp.Partitions[keep:] {
-					pending.add(ti, p)
-				}
-			}
-			if keep > 0 {
-				ps := tp.Partitions[:keep:keep]
-				if !strictlyAscending(ps) {
-					ps = pending.sorted(ps)
-				}
-				kept = append(kept, TopicPartitions{Topic: subscribed[ti], Partitions: ps})
-			}
-		}
+		kept, quota = keepUpTo(assignment, quota, subscribed, index, pending, kept)
 		if !legacy && quota > 0 && hasExtra && numMembers-i > remainingExtra {
 			// Give the extra slot back for a later member to claim, unless this
 			// member is one of the last remainingExtra members and must take it.
@@ -258,29 +263,87 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 	}
 	keptFrom[numMembers] = int32(len(kept))
 	w.kept, w.unfilled = kept, unfilledMembers
+}
 
-	// Fill pass: unfilled members in order take the next partitions in line.
+// heldOf counts the partitions of assignment that are of subscribed topics
+// (those index numbers).
+func heldOf(assignment []TopicPartitions, index *topicIndex) int {
+	held := 0
+	for _, tp := range assignment {
+		if _, ok := index.get(tp.Topic); ok {
+			held += len(tp.Partitions)
+		}
+	}
+	return held
+}
+
+// keepUpTo keeps, in assignment's order, up to quota partitions of the
+// subscribed topics in a member's previous assignment: it appends them to
+// kept, adds the rest to pending, and returns kept and the quota left
+// (negative when none was left before).
+func keepUpTo(assignment []TopicPartitions, quota int, subscribed []TopicID, index *topicIndex, pending *pendingList, kept []TopicPartitions) ([]TopicPartitions, int) {
+	for _, tp := range assignment {
+		ti, ok := index.get(tp.Topic)
+		if !ok {
+			continue // the whole topic is dropped
+		}
+		keep := len(tp.Partitions)
+		if keep <= quota {
+			quota -= keep
+		} else {
+			keep = max(quota, 0)
+			quota -= keep
+			for _, p := range tp.Partitions[keep:] {
+				pending.add(ti, p)
+			}
+		}
+		if keep > 0 {
+			ps := tp.Partitions[:keep:keep]
+			if !strictlyAscending(ps) {
+				ps = pending.sorted(ps)
+			}
+			kept = append(kept, TopicPartitions{Topic: subscribed[ti], Partitions: ps})
+		}
+	}
+	return kept, quota
+}
+
+// fillPass gives the members left unfilled by the revoke pass, in order,
+// the next partitions in line: w.runs[i] is the run of w.pending that
+// member i is given. A partition left over is an error: the spec is
+// inconsistent.
+func (w *assignWork) fillPass(numMembers int) error {
+	pending := &w.pending
+	w.runs = resized(w.runs, numMembers)
+	runs := w.runs
 	next := 0
-	for _, u := range unfilledMembers {
+	for _, u := range w.unfilled {
 		take := min(u.remaining, len(pending.part)-next)
 		runs[u.member] = [2]int32{int32(next), int32(next + take)}
 		next += take
 	}
 	if next < len(pending.part) {
-		return GroupAssignment{}, fmt.Errorf("%w: partitions were left unassigned (%d of %d); the spec's previous assignments overlap or the inverted target assignment is inconsistent", ErrPartitionAssignor, len(pending.part)-next, len(pending.part))
+		return fmt.Errorf("%w: partitions were left unassigned (%d of %d); the spec's previous assignments overlap or the inverted target assignment is inconsistent", ErrPartitionAssignor, len(pending.part)-next, len(pending.part))
 	}
+	return nil
+}
+
+// homogeneousOutput sets each member's assignment in out: what it keeps and
+// the run it is given.
+func (w *assignWork) homogeneousOutput(members []MemberSpec, subscribed []TopicID, out map[string]MemberAssignment) {
+	pending, kept, keptFrom, runs := &w.pending, w.kept, w.keptFrom, w.runs
 	// A member given nothing holds what it keeps; the others' topics are
 	// in one more array, member i's region with room for its kept topics
 	// and the stretches of its run.
 	bound := 0
-	for i := range spec.Members {
+	for i := range members {
 		if runs[i][0] < runs[i][1] {
 			bound += int(keptFrom[i+1]-keptFrom[i]) + pending.stretches(runs[i])
 		}
 	}
 	w.all = resized(w.all, bound)
 	all := w.all
-	for i := range spec.Members {
+	for i := range members {
 		a := kept[keptFrom[i]:keptFrom[i+1]:keptFrom[i+1]]
 		if runs[i][0] < runs[i][1] {
 			n := len(a) + pending.stretches(runs[i])
@@ -288,9 +351,8 @@ func assignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescriber, 
 			all = all[n:]
 			a = pending.memberAssignment(region, subscribed, a, runs[i])
 		}
-		out.Members[spec.Members[i].ID] = a
+		out[members[i].ID] = a
 	}
-	return out, nil
 }
 
 // pendingList is the homogeneous builder's list of partitions to assign,

@@ -45,65 +45,9 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 	var ids []string
 	targets := map[string]map[TopicID][]int32{}
 	for _, cm := range cg.Members {
-		// ClassicGroupMember.metadata(protocolName().get()): a group
-		// without a selected protocol, or a member that joined a rebalance
-		// in flight without supporting the last one, throws an exception
-		// fromClassicGroup does not catch, which the service answers
-		// UNKNOWN_SERVER_ERROR.
-		// The service answers an unexpected exception without a message.
-		if cg.Protocol == "" {
-			return nil, errorf(kerr.UnknownServerError, "")
-		}
-		var meta []byte
-		found := false
-		for _, p := range cm.Protocols {
-			if p.Name == cg.Protocol {
-				meta, found = p.Metadata, true
-				break
-			}
-		}
-		if !found {
-			return nil, errorf(kerr.UnknownServerError, "")
-		}
-		var sub kmsg.ConsumerMemberMetadata
-		if err := sub.ReadFrom(meta); err != nil {
-			return nil, malformed
-		}
-		target := map[TopicID][]int32{}
-		if len(cm.Assignment) > 0 {
-			var a kmsg.ConsumerMemberAssignment
-			if err := a.ReadFrom(cm.Assignment); err != nil {
-				return nil, malformed
-			}
-			if len(a.UserData) > 0 {
-				return nil, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.", groupID)
-			}
-			// toTopicPartitionMap: topics the cluster no longer has are
-			// left out.
-			for _, t := range a.Topics {
-				if id, _, ok := hb.topics.TopicByName(t.Topic); ok {
-					ps := append(target[id], t.Partitions...)
-					slices.Sort(ps)
-					target[id] = slices.Compact(ps)
-				}
-			}
-		}
-		mb := newMember(cm.ID)
-		mb.epoch, mb.prevEpoch, mb.state = gen, gen, records.MemberStable
-		mb.instanceID = cm.InstanceID
-		mb.rackID = deref(sub.Rack)
-		mb.rebalanceTimeoutMs = cm.RebalanceTimeoutMs
-		mb.clientID, mb.clientHost = cm.ClientID, cm.ClientHost
-		mb.setSubscribed(sortedSet(sub.Topics))
-		for t, ps := range target {
-			mb.assigned[t] = map[int32]int32{}
-			for _, p := range ps {
-				mb.assigned[t][p] = gen
-			}
-		}
-		mb.classic = &records.ClassicMemberMetadata{SessionTimeoutMs: cm.SessionTimeoutMs}
-		for _, p := range cm.Protocols {
-			mb.classic.SupportedProtocols = append(mb.classic.SupportedProtocols, records.ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+		mb, target, err := hb.convertMember(groupID, cg, cm, malformed)
+		if err != nil {
+			return nil, err
 		}
 		byID[cm.ID] = mb
 		ids = append(ids, cm.ID)
@@ -111,7 +55,112 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 	}
 	// ConsumerGroup.members() iterates a hash map of member ids.
 	ids = assignor.JavaHashMapOrder(ids)
+	recs := hb.conversionRecords(groupID, gen, ids, byID, targets)
 
+	// The converted group is what replaying those records builds.
+	tmp := replayer{groups: map[string]*group{}, initialEpoch: m.profile.InitialGroupEpoch, keepsEpochs: m.profile.AssignmentEpochs}
+	for _, r := range recs {
+		if err := tmp.apply(r); err != nil {
+			return nil, errorf(kerr.UnknownServerError, "converting classic group %s: %v", groupID, err)
+		}
+	}
+	hb.recs = append(hb.recs, recs...)
+	for _, id := range ids {
+		id, sessionMs := id, byID[id].classic.SessionTimeoutMs
+		hb.after = append(hb.after, func() { m.scheduleSessionFor(hb.now, groupID, id, sessionMs) })
+	}
+	return tmp.groups[groupID], nil
+}
+
+// convertMember is ConsumerGroupMember.Builder of a classic member cm of
+// group cg (ConsumerGroup.fromClassicGroup): STABLE at the classic
+// generation, its last classic assignment both current and target, its
+// classic session timeout and protocols kept. It returns the member and its
+// target assignment.
+func (hb *heartbeat) convertMember(groupID string, cg ClassicGroupSnapshot, cm ClassicMemberSnapshot, malformed error) (*member, map[TopicID][]int32, error) {
+	// ClassicGroupMember.metadata(protocolName().get()): a group
+	// without a selected protocol, or a member that joined a rebalance
+	// in flight without supporting the last one, throws an exception
+	// fromClassicGroup does not catch, which the service answers
+	// UNKNOWN_SERVER_ERROR.
+	// The service answers an unexpected exception without a message.
+	if cg.Protocol == "" {
+		return nil, nil, errorf(kerr.UnknownServerError, "")
+	}
+	var meta []byte
+	found := false
+	for _, p := range cm.Protocols {
+		if p.Name == cg.Protocol {
+			meta, found = p.Metadata, true
+			break
+		}
+	}
+	if !found {
+		return nil, nil, errorf(kerr.UnknownServerError, "")
+	}
+	var sub kmsg.ConsumerMemberMetadata
+	if err := sub.ReadFrom(meta); err != nil {
+		return nil, nil, malformed
+	}
+	target, err := hb.classicTarget(groupID, cm.Assignment, malformed)
+	if err != nil {
+		return nil, nil, err
+	}
+	gen := cg.Generation
+	mb := newMember(cm.ID)
+	mb.epoch, mb.prevEpoch, mb.state = gen, gen, records.MemberStable
+	mb.instanceID = cm.InstanceID
+	mb.rackID = deref(sub.Rack)
+	mb.rebalanceTimeoutMs = cm.RebalanceTimeoutMs
+	mb.clientID, mb.clientHost = cm.ClientID, cm.ClientHost
+	mb.setSubscribed(sortedSet(sub.Topics))
+	for t, ps := range target {
+		mb.assigned[t] = map[int32]int32{}
+		for _, p := range ps {
+			mb.assigned[t][p] = gen
+		}
+	}
+	mb.classic = &records.ClassicMemberMetadata{SessionTimeoutMs: cm.SessionTimeoutMs}
+	for _, p := range cm.Protocols {
+		mb.classic.SupportedProtocols = append(mb.classic.SupportedProtocols, records.ClassicProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+	}
+	return mb, target, nil
+}
+
+// classicTarget reads a classic member's assignment (a
+// ConsumerMemberAssignment, possibly empty) as topic → partitions, sorted,
+// leaving out topics the cluster no longer has. Assignor user data means a
+// custom assignor, which the upgrade refuses.
+func (hb *heartbeat) classicTarget(groupID string, assignment []byte, malformed error) (map[TopicID][]int32, error) {
+	target := map[TopicID][]int32{}
+	if len(assignment) == 0 {
+		return target, nil
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(assignment); err != nil {
+		return nil, malformed
+	}
+	if len(a.UserData) > 0 {
+		return nil, errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.", groupID)
+	}
+	// toTopicPartitionMap: topics the cluster no longer has are
+	// left out.
+	for _, t := range a.Topics {
+		if id, _, ok := hb.topics.TopicByName(t.Topic); ok {
+			ps := append(target[id], t.Partitions...)
+			slices.Sort(ps)
+			target[id] = slices.Compact(ps)
+		}
+	}
+	return target, nil
+}
+
+// conversionRecords are the records of ConsumerGroup.createConsumerGroupRecords
+// for the converted members byID, in the order ids: member metadata, the
+// subscription metadata (or its hash in the epoch record), the group epoch
+// gen, the target assignments and their metadata, the current assignments.
+func (hb *heartbeat) conversionRecords(groupID string, gen int32, ids []string, byID map[string]*member, targets map[string]map[TopicID][]int32) []records.Record {
+	m := hb.m
 	counts := map[string]int{}
 	for _, mb := range byID {
 		for _, n := range mb.subscribed {
@@ -120,7 +169,6 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 	}
 	names := keys(counts)
 
-	// ConsumerGroup.createConsumerGroupRecords.
 	var recs []records.Record
 	for _, id := range ids {
 		recs = append(recs, m.memberMetadataRecord(groupID, byID[id]))
@@ -139,20 +187,7 @@ func (hb *heartbeat) upgrade(groupID string) (*group, error) {
 	for _, id := range ids {
 		recs = append(recs, m.currentRecord(groupID, byID[id]))
 	}
-
-	// The converted group is what replaying those records builds.
-	tmp := replayer{groups: map[string]*group{}, initialEpoch: m.profile.InitialGroupEpoch, keepsEpochs: m.profile.AssignmentEpochs}
-	for _, r := range recs {
-		if err := tmp.apply(r); err != nil {
-			return nil, errorf(kerr.UnknownServerError, "converting classic group %s: %v", groupID, err)
-		}
-	}
-	hb.recs = append(hb.recs, recs...)
-	for _, id := range ids {
-		id, sessionMs := id, byID[id].classic.SessionTimeoutMs
-		hb.after = append(hb.after, func() { m.scheduleSessionFor(hb.now, groupID, id, sessionMs) })
-	}
-	return tmp.groups[groupID], nil
+	return recs
 }
 
 // SetClassicGroups tells the Manager the shell that owns classic groups, so

@@ -27,33 +27,9 @@ const (
 // Format renders a response in the vectors' canonical form: Kafka error
 // names, names mapped back to the vector's through n.
 func Format(r kmsg.Response, n Norm, order Order) string {
-	sortIf := func(s []string) {
-		if order == Sorted {
-			slices.Sort(s)
-		}
-	}
 	switch r := r.(type) {
 	case *kmsg.JoinGroupResponse:
-		s := fmt.Sprintf("join member=%s", n.Member(r.MemberID))
-		if r.ErrorCode == 0 {
-			s += fmt.Sprintf(" gen=%d type=%s proto=%s leader=%s", r.Generation, ps(r.ProtocolType), ps(r.Protocol), n.Member(r.LeaderID))
-			if r.SkipAssignment {
-				s += " skip-assignment"
-			}
-			if len(r.Members) > 0 {
-				var ms []string
-				for _, m := range r.Members {
-					x := n.Member(m.MemberID)
-					if m.InstanceID != nil {
-						x += "/" + *m.InstanceID
-					}
-					ms = append(ms, x+":"+meta(m.ProtocolMetadata, n))
-				}
-				sortIf(ms)
-				s += " members=(" + strings.Join(ms, ", ") + ")"
-			}
-		}
-		return withErr(r.ErrorCode, s)
+		return formatJoin(r, n, order)
 	case *kmsg.SyncGroupResponse:
 		if r.ErrorCode != 0 {
 			return "sync " + ErrName(r.ErrorCode)
@@ -62,171 +38,221 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 	case *kmsg.HeartbeatResponse:
 		return withErr(r.ErrorCode, "heartbeat")
 	case *kmsg.LeaveGroupResponse:
-		s := withErr(r.ErrorCode, "leave")
-		for _, m := range r.Members {
-			x := n.Member(m.MemberID)
-			if m.InstanceID != nil {
-				x += "/" + *m.InstanceID
-			}
-			if e := ErrName(m.ErrorCode); e != "" {
-				x += " " + e
-			}
-			s += "\n  " + x
-		}
-		return s
+		return formatLeave(r, n)
 	case *kmsg.DescribeGroupsResponse:
-		var gs []string
-		for _, g := range r.Groups {
-			x := fmt.Sprintf("\n  %s state=%s type=%q proto=%q", n.Group(g.Group), g.State, g.ProtocolType, g.Protocol)
-			if g.ErrorCode != 0 {
-				x += " " + ErrName(g.ErrorCode)
-			}
-			var ms []string
-			for _, m := range g.Members {
-				ms = append(ms, fmt.Sprintf("\n    %s instance=%s client=%s host=%s metadata=%s assignment=%s",
-					n.Member(m.MemberID), ps(m.InstanceID), m.ClientID, n.Host(m.ClientHost), meta(m.ProtocolMetadata, n), assignment(m.MemberAssignment, n)))
-			}
-			sortIf(ms)
-			gs = append(gs, x+strings.Join(ms, ""))
-		}
-		sortIf(gs)
-		return "describe" + strings.Join(gs, "")
+		return formatDescribe(r, n, order)
 	case *kmsg.ListGroupsResponse:
 		s := withErr(r.ErrorCode, "list")
 		var gs []string
 		for _, g := range r.Groups {
 			gs = append(gs, fmt.Sprintf("\n  %s type=%s state=%s protocol-type=%q", n.Group(g.Group), g.GroupType, g.GroupState, g.ProtocolType))
 		}
-		sortIf(gs)
+		order.sort(gs)
 		return s + strings.Join(gs, "")
 	case *kmsg.DeleteGroupsResponse:
 		var gs []string
 		for _, g := range r.Groups {
-			x := "\n  " + n.Group(g.Group)
-			if e := ErrName(g.ErrorCode); e != "" {
-				x += " " + e
-			}
-			gs = append(gs, x)
+			gs = append(gs, withErr(g.ErrorCode, "\n  "+n.Group(g.Group)))
 		}
-		sortIf(gs)
+		order.sort(gs)
 		return "delete" + strings.Join(gs, "")
 	case *kmsg.OffsetCommitResponse:
 		var parts []string
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				x := fmt.Sprintf("%s/%d", topicName(t.Topic, t.TopicID, n), p.Partition)
-				if e := ErrName(p.ErrorCode); e != "" {
-					x += " " + e
-				}
-				parts = append(parts, x)
+				parts = append(parts, withErr(p.ErrorCode, fmt.Sprintf("%s/%d", topicName(t.Topic, t.TopicID, n), p.Partition)))
 			}
 		}
-		sortIf(parts)
+		order.sort(parts)
 		return "commit " + strings.Join(parts, ", ")
 	case *kmsg.OffsetFetchResponse:
-		var parts []string
-		add := func(topic string, p, epoch int32, off int64, md *string, perr int16) {
-			x := fmt.Sprintf("%s/%d=%d", topic, p, off)
-			if epoch != -1 {
-				x += fmt.Sprintf("@%d", epoch)
-			}
-			if md != nil && len(*md) > 20 {
-				x += fmt.Sprintf(" metadata-size=%d", len(*md))
-			} else if md != nil && *md != "" {
-				x += fmt.Sprintf(" %q", *md)
-			}
-			if e := ErrName(perr); e != "" {
-				x += " " + e
-			}
-			parts = append(parts, x)
-		}
-		if r.Version < 8 {
-			for _, t := range r.Topics {
-				for _, p := range t.Partitions {
-					add(n.Topic(t.Topic), p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
-				}
-			}
-			sortIf(parts)
-			return withErr(r.ErrorCode, "fetch "+strings.Join(parts, ", "))
-		}
-		s := "fetch"
-		for _, g := range r.Groups {
-			parts = nil
-			for _, t := range g.Topics {
-				for _, p := range t.Partitions {
-					add(topicName(t.Topic, t.TopicID, n), p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
-				}
-			}
-			sortIf(parts)
-			s += fmt.Sprintf(" %s: %s", n.Group(g.Group), withErr(g.ErrorCode, strings.Join(parts, ", ")))
-		}
-		return s
+		return formatFetch(r, n, order)
 	case *kmsg.OffsetDeleteResponse:
 		var parts []string
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				x := fmt.Sprintf("%s/%d", n.Topic(t.Topic), p.Partition)
-				if e := ErrName(p.ErrorCode); e != "" {
-					x += " " + e
-				}
-				parts = append(parts, x)
+				parts = append(parts, withErr(p.ErrorCode, fmt.Sprintf("%s/%d", n.Topic(t.Topic), p.Partition)))
 			}
 		}
-		sortIf(parts)
+		order.sort(parts)
 		return withErr(r.ErrorCode, "offset-delete "+strings.Join(parts, ", "))
 	case *kmsg.ConsumerGroupHeartbeatResponse:
-		if r.ErrorCode != 0 {
-			return fmt.Sprintf("consumer-heartbeat %s %s", ErrName(r.ErrorCode), n.Text(ps(r.ErrorMessage)))
-		}
-		s := fmt.Sprintf("consumer-heartbeat member=%s epoch=%d interval=%dms", n.Member(ps(r.MemberID)), r.MemberEpoch, r.HeartbeatIntervalMillis)
-		if r.Assignment != nil {
-			// Always sorted: the vectors pinned a sorted assignment.
-			var parts []string
-			for _, t := range r.Assignment.Topics {
-				for _, p := range t.Partitions {
-					parts = append(parts, fmt.Sprintf("%s/%d", n.TopicName(t.TopicID), p))
-				}
-			}
-			slices.Sort(parts)
-			s += " assignment=[" + strings.Join(parts, " ") + "]"
-		}
-		return s
+		return formatConsumerHeartbeat(r, n)
 	case *kmsg.ConsumerGroupDescribeResponse:
-		// Kafka answers the invalid group ids first, then the others shard
-		// by shard from a HashMap (GroupCoordinatorService.consumerGroupDescribe).
-		var gs []string
-		for _, g := range r.Groups {
-			if g.ErrorCode != 0 {
-				gs = append(gs, fmt.Sprintf("\n  %s %s %s", n.Group(g.Group), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage))))
-				continue
-			}
-			s := fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.Group), g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName)
-			var ms []string
-			for _, m := range g.Members {
-				var subs []string
-				for _, t := range m.SubscribedTopics {
-					subs = append(subs, n.Topic(t))
-				}
-				// Kafka lists a HashSet (ConsumerGroupMember.subscribedTopicNames).
-				sortIf(subs)
-				x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s target=%s subscribed=[%s]",
-					n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), describeTPs(m.Assignment, n), describeTPs(m.TargetAssignment, n), strings.Join(subs, " "))
-				if m.InstanceID != nil {
-					x += " instance=" + *m.InstanceID
-				}
-				if r.Version >= 1 && m.MemberType == 0 {
-					// KIP-1099 (v1+): a classic-protocol member of the group.
-					x += " type=classic"
-				}
-				ms = append(ms, x)
-			}
-			sortIf(ms)
-			gs = append(gs, s+strings.Join(ms, ""))
-		}
-		sortIf(gs)
-		return "consumer-describe" + strings.Join(gs, "")
+		return formatConsumerDescribe(r, n, order)
 	}
 	return fmt.Sprintf("%T", r)
+}
+
+// sort sorts s when o is Sorted.
+func (o Order) sort(s []string) {
+	if o == Sorted {
+		slices.Sort(s)
+	}
+}
+
+// formatJoin renders a JoinGroup response: the member, and on success the
+// generation, protocol, leader and (to the leader) the members.
+func formatJoin(r *kmsg.JoinGroupResponse, n Norm, order Order) string {
+	s := fmt.Sprintf("join member=%s", n.Member(r.MemberID))
+	if r.ErrorCode == 0 {
+		s += fmt.Sprintf(" gen=%d type=%s proto=%s leader=%s", r.Generation, ps(r.ProtocolType), ps(r.Protocol), n.Member(r.LeaderID))
+		if r.SkipAssignment {
+			s += " skip-assignment"
+		}
+		if len(r.Members) > 0 {
+			var ms []string
+			for _, m := range r.Members {
+				x := n.Member(m.MemberID)
+				if m.InstanceID != nil {
+					x += "/" + *m.InstanceID
+				}
+				ms = append(ms, x+":"+meta(m.ProtocolMetadata, n))
+			}
+			order.sort(ms)
+			s += " members=(" + strings.Join(ms, ", ") + ")"
+		}
+	}
+	return withErr(r.ErrorCode, s)
+}
+
+// formatLeave renders a LeaveGroup response: its error and each member's,
+// in the request's order.
+func formatLeave(r *kmsg.LeaveGroupResponse, n Norm) string {
+	s := withErr(r.ErrorCode, "leave")
+	for _, m := range r.Members {
+		x := n.Member(m.MemberID)
+		if m.InstanceID != nil {
+			x += "/" + *m.InstanceID
+		}
+		if e := ErrName(m.ErrorCode); e != "" {
+			x += " " + e
+		}
+		s += "\n  " + x
+	}
+	return s
+}
+
+// formatDescribe renders a DescribeGroups response: each group, a line a
+// member.
+func formatDescribe(r *kmsg.DescribeGroupsResponse, n Norm, order Order) string {
+	var gs []string
+	for _, g := range r.Groups {
+		x := withErr(g.ErrorCode, fmt.Sprintf("\n  %s state=%s type=%q proto=%q", n.Group(g.Group), g.State, g.ProtocolType, g.Protocol))
+		var ms []string
+		for _, m := range g.Members {
+			ms = append(ms, fmt.Sprintf("\n    %s instance=%s client=%s host=%s metadata=%s assignment=%s",
+				n.Member(m.MemberID), ps(m.InstanceID), m.ClientID, n.Host(m.ClientHost), meta(m.ProtocolMetadata, n), assignment(m.MemberAssignment, n)))
+		}
+		order.sort(ms)
+		gs = append(gs, x+strings.Join(ms, ""))
+	}
+	order.sort(gs)
+	return "describe" + strings.Join(gs, "")
+}
+
+// formatFetch renders an OffsetFetch response: each partition's offset,
+// leader epoch, metadata and error; from v8 group by group.
+func formatFetch(r *kmsg.OffsetFetchResponse, n Norm, order Order) string {
+	var parts []string
+	add := func(topic string, p, epoch int32, off int64, md *string, perr int16) {
+		x := fmt.Sprintf("%s/%d=%d", topic, p, off)
+		if epoch != -1 {
+			x += fmt.Sprintf("@%d", epoch)
+		}
+		if md != nil && len(*md) > 20 {
+			x += fmt.Sprintf(" metadata-size=%d", len(*md))
+		} else if md != nil && *md != "" {
+			x += fmt.Sprintf(" %q", *md)
+		}
+		parts = append(parts, withErr(perr, x))
+	}
+	if r.Version < 8 {
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				add(n.Topic(t.Topic), p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
+			}
+		}
+		order.sort(parts)
+		return withErr(r.ErrorCode, "fetch "+strings.Join(parts, ", "))
+	}
+	s := "fetch"
+	for _, g := range r.Groups {
+		parts = nil
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				add(topicName(t.Topic, t.TopicID, n), p.Partition, p.LeaderEpoch, p.Offset, p.Metadata, p.ErrorCode)
+			}
+		}
+		order.sort(parts)
+		s += fmt.Sprintf(" %s: %s", n.Group(g.Group), withErr(g.ErrorCode, strings.Join(parts, ", ")))
+	}
+	return s
+}
+
+// formatConsumerHeartbeat renders a ConsumerGroupHeartbeat response: its
+// error, or the member, its epoch and (always sorted) its assignment.
+func formatConsumerHeartbeat(r *kmsg.ConsumerGroupHeartbeatResponse, n Norm) string {
+	if r.ErrorCode != 0 {
+		return fmt.Sprintf("consumer-heartbeat %s %s", ErrName(r.ErrorCode), n.Text(ps(r.ErrorMessage)))
+	}
+	s := fmt.Sprintf("consumer-heartbeat member=%s epoch=%d interval=%dms", n.Member(ps(r.MemberID)), r.MemberEpoch, r.HeartbeatIntervalMillis)
+	if r.Assignment != nil {
+		// Always sorted: the vectors pinned a sorted assignment.
+		var parts []string
+		for _, t := range r.Assignment.Topics {
+			for _, p := range t.Partitions {
+				parts = append(parts, fmt.Sprintf("%s/%d", n.TopicName(t.TopicID), p))
+			}
+		}
+		slices.Sort(parts)
+		s += " assignment=[" + strings.Join(parts, " ") + "]"
+	}
+	return s
+}
+
+// formatConsumerDescribe renders a ConsumerGroupDescribe response: each
+// group, a line a member.
+func formatConsumerDescribe(r *kmsg.ConsumerGroupDescribeResponse, n Norm, order Order) string {
+	// Kafka answers the invalid group ids first, then the others shard
+	// by shard from a HashMap (GroupCoordinatorService.consumerGroupDescribe).
+	var gs []string
+	for _, g := range r.Groups {
+		if g.ErrorCode != 0 {
+			gs = append(gs, fmt.Sprintf("\n  %s %s %s", n.Group(g.Group), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage))))
+			continue
+		}
+		s := fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.Group), g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName)
+		var ms []string
+		for _, m := range g.Members {
+			ms = append(ms, consumerDescribeMember(m, r.Version, n, order))
+		}
+		order.sort(ms)
+		gs = append(gs, s+strings.Join(ms, ""))
+	}
+	order.sort(gs)
+	return "consumer-describe" + strings.Join(gs, "")
+}
+
+// consumerDescribeMember renders one member of a ConsumerGroupDescribe
+// response of version v.
+func consumerDescribeMember(m kmsg.ConsumerGroupDescribeResponseGroupMember, v int16, n Norm, order Order) string {
+	var subs []string
+	for _, t := range m.SubscribedTopics {
+		subs = append(subs, n.Topic(t))
+	}
+	// Kafka lists a HashSet (ConsumerGroupMember.subscribedTopicNames).
+	order.sort(subs)
+	x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s target=%s subscribed=[%s]",
+		n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), describeTPs(m.Assignment, n), describeTPs(m.TargetAssignment, n), strings.Join(subs, " "))
+	if m.InstanceID != nil {
+		x += " instance=" + *m.InstanceID
+	}
+	if v >= 1 && m.MemberType == 0 {
+		// KIP-1099 (v1+): a classic-protocol member of the group.
+		x += " type=classic"
+	}
+	return x
 }
 
 // describeTPs renders a ConsumerGroupDescribe assignment, always sorted.

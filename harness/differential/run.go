@@ -391,7 +391,47 @@ func timeOnlyNewArgs() []string {
 	return []string{"new-member-timeout", "retention", "retention-check", "consumer-session", "assignment-interval", "regex-refresh"}
 }
 
+// section compares section idx of the vectors, s, on the target and the
+// reference coordinator, step by step, unless it is skipped whole.
 func (r *runner) section(ctx context.Context, idx int, s Section) error {
+	name := s.Name()
+	if r.skipSection(s) {
+		return nil
+	}
+	img, derived := sectionTopics(s)
+	r.noteAdapted(s, img, derived)
+	tn, err := r.prepareTarget(ctx, idx, s, img)
+	if err != nil {
+		return err
+	}
+	ref, err := coordinator.New(r.p, referenceConfig(r.p, img, r.t.JavaVersion))
+	if err != nil {
+		return fmt.Errorf("reference coordinator: %v", err)
+	}
+	sec := &sectionRun{r: r, name: name, ref: ref, tn: tn, flights: map[int]*flight{}, refParked: map[int]Step{}}
+	defer sec.close()
+	now := time.UnixMilli(0).UTC()
+	for i, st := range s.Steps {
+		end, err := sec.step(ctx, now, st)
+		if err != nil {
+			return err
+		}
+		if end != "" {
+			for _, rest := range s.Steps[i:] {
+				sec.skip(rest, end)
+			}
+			break
+		}
+	}
+	sec.finish()
+	return nil
+}
+
+// skipSection reports every step of section s as skipped, and returns
+// true, when the section is not compared: it needs a broker setting the
+// target does not have, its requests were compared already, or it ends
+// before it sends any.
+func (r *runner) skipSection(s Section) bool {
 	name := s.Name()
 	skipAll := func(why string) {
 		for _, st := range s.Steps {
@@ -404,14 +444,32 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 	}
 	if why := needsBrokerSetting(newArgs); why != "" {
 		skipAll(why)
-		return nil
+		return true
 	}
 	if r.sent == nil {
 		r.sent = map[string]string{}
 	}
 	if why := sameRequests(r.sent, s); why != "" {
 		skipAll(why)
-		return nil
+		return true
+	}
+	if whys, ok := nothingToSend(s); ok {
+		// No request before the section ends: no topics, no namespace.
+		for i, st := range s.Steps {
+			r.rep.Results = append(r.rep.Results, Result{Section: name, Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: whys[i]})
+		}
+		return true
+	}
+	return false
+}
+
+// noteAdapted notes in the report what of section s the run adapts to the
+// target: the pinned release, the settings that act only as time passes,
+// a metadata image derived from the topics it uses (img, when derived).
+func (r *runner) noteAdapted(s Section, img image, derived bool) {
+	var newArgs = Step{}
+	if s.New != nil {
+		newArgs = *s.New
 	}
 	var adapted []string
 	if pin := argVal(newArgs.Args, "version", ""); pin != "" && pin != r.t.Version {
@@ -422,123 +480,117 @@ func (r *runner) section(ctx context.Context, idx int, s Section) error {
 			adapted = append(adapted, fmt.Sprintf("%s=%s replaced by the target's setting (acts only when time passes)", k, argVal(newArgs.Args, k, "")))
 		}
 	}
-
-	if whys, ok := nothingToSend(s); ok {
-		// No request before the section ends: no topics, no namespace.
-		for i, st := range s.Steps {
-			r.rep.Results = append(r.rep.Results, Result{Section: name, Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: whys[i]})
-		}
-		return nil
-	}
-
-	img, derived := sectionTopics(s)
 	if derived && len(img) > 0 {
 		adapted = append(adapted, "metadata image derived from the topics the section uses: "+img.String()+" (the reference gets it too)")
 	}
 	if len(adapted) > 0 {
-		r.rep.Notes = append(r.rep.Notes, name+": "+strings.Join(adapted, "; "))
+		r.rep.Notes = append(r.rep.Notes, s.Name()+": "+strings.Join(adapted, "; "))
 	}
+}
 
+// prepareTarget gives section idx its namespace on the target, creates the
+// topics of img there, warms the coordinator up and, for the consumer
+// protocol, waits until the group coordinator sees the topics.
+func (r *runner) prepareTarget(ctx context.Context, idx int, s Section, img image) (*targetNames, error) {
 	ns := fmt.Sprintf("%s%03d-", r.opt.Namespace, idx)
 	tn := &targetNames{ns: ns, ids: map[string][16]byte{}, byID: map[[16]byte]string{}, toTarget: map[string]string{}, toRef: map[string]string{}}
 	if err := r.createTopics(ctx, tn, img); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.warmUp(ctx, tn, s); err != nil {
-		return err
+		return nil, err
 	}
 	if usesConsumerProtocol(s) {
 		if err := r.probeConsumerTopics(ctx, tn, img); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return tn, nil
+}
 
-	ref, err := coordinator.New(r.p, referenceConfig(r.p, img, r.t.JavaVersion))
+// step runs step st of the section on the reference and the target and
+// answers it. end is not empty when st ends the section: why it and the
+// steps after it are skipped.
+func (sec *sectionRun) step(ctx context.Context, now time.Time, st Step) (end string, err error) {
+	ref, tn := sec.ref, sec.tn
+	switch st.Cmd {
+	case "state", "records", "replay":
+		sec.skip(st, "reads the reference's internal state")
+		return "", nil
+	case "tick":
+		d, err := time.ParseDuration(argKey(st))
+		if err != nil {
+			return "", fmt.Errorf("%s: tick: %v", st.Pos, err)
+		}
+		if d == 0 {
+			ref.Tick(now)
+			sec.answer(st, nil)
+			return "", nil
+		}
+	}
+	if why := endsSection(st); why != "" {
+		return why, nil
+	}
+	refReq, ok, err := buildRequest(vectors.Identity{}, st)
 	if err != nil {
-		return fmt.Errorf("reference coordinator: %v", err)
+		return "", err
 	}
-	sec := &sectionRun{r: r, name: name, ref: ref, tn: tn, flights: map[int]*flight{}, refParked: map[int]Step{}}
-	defer sec.close()
-	now := time.UnixMilli(0).UTC()
-	for i, st := range s.Steps {
-		switch st.Cmd {
-		case "state", "records", "replay":
-			sec.skip(st, "reads the reference's internal state")
-			continue
-		case "tick":
-			d, err := time.ParseDuration(argKey(st))
-			if err != nil {
-				return fmt.Errorf("%s: tick: %v", st.Pos, err)
-			}
-			if d == 0 {
-				ref.Tick(now)
-				sec.answer(st, nil)
-				continue
-			}
-		}
-		if why := endsSection(st); why != "" {
-			for _, rest := range s.Steps[i:] {
-				sec.skip(rest, why)
-			}
-			sec.finish()
-			return nil
-		}
-		refReq, ok, err := buildRequest(vectors.Identity{}, st)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			sec.skip(st, fmt.Sprintf("unknown command %q", st.Cmd))
-			continue
-		}
-		out, err := ref.Submit(now, coordinator.Client{ID: clientID(st), Host: "/127.0.0.1"}, refReq)
-		if err != nil {
-			sec.refused(st, int(out.Ticket), refReq, err)
-			continue
-		}
-		ticket := int(out.Ticket)
-		resolved := regexResolutionEpoch(ref.Tick(now))
-		tgtReq, _, err := buildRequest(tn, st)
-		if err != nil {
-			return err
-		}
-		if rng, ok := r.served[tgtReq.Key()]; ok && (tgtReq.GetVersion() < rng[0] || tgtReq.GetVersion() > rng[1]) {
-			// A broker closes the connection on a version it does not
-			// serve; say what it advertises instead.
-			x := Result{Section: name, Pos: st.Pos, Command: command(st), Ticket: ticket, Outcome: Different,
-				Target: fmt.Sprintf("UNSUPPORTED_VERSION: the target serves %s v%d–v%d (ApiVersions), not v%d; not sent", kmsg.NameForKey(tgtReq.Key()), rng[0], rng[1], tgtReq.GetVersion())}
-			if out.Response != nil {
-				if rr, err := wireRoundTrip(out.Response); err == nil {
-					x.Reference = format(rr, vectors.Identity{})
-				}
-			} else {
-				x.Reference = "parked"
-			}
-			r.rep.Results = append(r.rep.Results, x)
-			sec.answer(st, nil) // parked requests this one completed
-			continue
-		}
-		var before string
+	if !ok {
+		sec.skip(st, fmt.Sprintf("unknown command %q", st.Cmd))
+		return "", nil
+	}
+	out, err := ref.Submit(now, coordinator.Client{ID: clientID(st), Host: "/127.0.0.1"}, refReq)
+	if err != nil {
+		sec.refused(st, int(out.Ticket), refReq, err)
+		return "", nil
+	}
+	ticket := int(out.Ticket)
+	resolved := regexResolutionEpoch(ref.Tick(now))
+	tgtReq, _, err := buildRequest(tn, st)
+	if err != nil {
+		return "", err
+	}
+	if rng, ok := sec.r.served[tgtReq.Key()]; ok && (tgtReq.GetVersion() < rng[0] || tgtReq.GetVersion() > rng[1]) {
+		sec.unsupported(st, ticket, tgtReq, rng, out)
+		return "", nil
+	}
+	var before string
+	if st.Cmd == "join" {
+		before = sec.describe(ctx, tn.Group(argVal(st.Args, "group", "g")))
+	}
+	sec.send(ctx, ticket, st, tgtReq)
+	var first *coordinator.Completion
+	if out.Response != nil {
+		first = &coordinator.Completion{Ticket: out.Ticket, Response: out.Response}
+	} else {
+		sec.refParked[ticket] = st
 		if st.Cmd == "join" {
-			before = sec.describe(ctx, tn.Group(argVal(st.Args, "group", "g")))
-		}
-		sec.send(ctx, ticket, st, tgtReq)
-		var first *coordinator.Completion
-		if out.Response != nil {
-			first = &coordinator.Completion{Ticket: out.Ticket, Response: out.Response}
-		} else {
-			sec.refParked[ticket] = st
-			if st.Cmd == "join" {
-				sec.settle(ctx, tn.Group(argVal(st.Args, "group", "g")), before, sec.flights[ticket])
-			}
-		}
-		sec.answer(st, first)
-		if resolved != 0 {
-			sec.awaitGroupEpoch(ctx, tn.Group(argVal(st.Args, "group", "g")), resolved)
+			sec.settle(ctx, tn.Group(argVal(st.Args, "group", "g")), before, sec.flights[ticket])
 		}
 	}
-	sec.finish()
-	return nil
+	sec.answer(st, first)
+	if resolved != 0 {
+		sec.awaitGroupEpoch(ctx, tn.Group(argVal(st.Args, "group", "g")), resolved)
+	}
+	return "", nil
+}
+
+// unsupported reports step st as different without sending it: the target
+// serves its request's API only in versions rng (a broker closes the
+// connection on a version it does not serve); out is the reference's
+// outcome.
+func (sec *sectionRun) unsupported(st Step, ticket int, tgtReq kmsg.Request, rng [2]int16, out coordinator.Outcome) {
+	x := Result{Section: sec.name, Pos: st.Pos, Command: command(st), Ticket: ticket, Outcome: Different,
+		Target: fmt.Sprintf("UNSUPPORTED_VERSION: the target serves %s v%d–v%d (ApiVersions), not v%d; not sent", kmsg.NameForKey(tgtReq.Key()), rng[0], rng[1], tgtReq.GetVersion())}
+	if out.Response != nil {
+		if rr, err := wireRoundTrip(out.Response); err == nil {
+			x.Reference = format(rr, vectors.Identity{})
+		}
+	} else {
+		x.Reference = "parked"
+	}
+	sec.r.rep.Results = append(sec.r.rep.Results, x)
+	sec.answer(st, nil) // parked requests this one completed
 }
 
 // regexResolutionEpoch is the group epoch a regex resolution moved the

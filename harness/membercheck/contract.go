@@ -9,11 +9,12 @@ import (
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
 // contract runs the member contract of the implementation in protocol p: a
-// churn run (crashes, restarts, leaves, stalls, freezes) on the embedded
+// churn run (crashes, restarts, leaves, stalls, freezes) on the check's
 // cluster of two members of the implementation beside one of groupquake's,
 // judged by every checker; a checker that fails or skips is a finding.
 func contract(ctx context.Context, cfg Config, p clients.Protocol) (run.Result, []Finding, error) {
@@ -23,11 +24,23 @@ func contract(ctx context.Context, cfg Config, p clients.Protocol) (run.Result, 
 		ours = "consumer"
 	}
 	// The implementation is a user kind of the plan, so that the run's
-	// rerun command defines it again (--process-kind).
+	// rerun command defines it again (--process-kind). On the embedded
+	// cluster each contract run starts one of its own, as its rerun command
+	// does; on a real one they share the check's cluster, each with a topic
+	// and group of its own.
+	_, embedded := cfg.Cluster.(*cluster.Embedded)
+	var h cluster.Handle
+	if !embedded {
+		h = cfg.Cluster
+	}
 	o := run.Options{
-		Scenario: run.ScenarioChurn, Embedded: true, Kafka: cfg.Kafka, Kinds: []string{kind, ours, kind}, Partitions: 4,
+		Scenario: run.ScenarioChurn, Embedded: embedded, Kafka: cfg.Kafka, Kinds: []string{kind, ours, kind}, Partitions: 4,
 		Duration: cfg.RunDuration, Faults: []faults.Kind{faults.MemberCrash, faults.MemberRestart, faults.MemberLeave, faults.MemberStall},
 		ProcessKinds: map[string]run.UserKind{kind: {Protocol: string(p), Command: append([]string{cfg.Command.Path}, cfg.Command.Args...)}},
+	}
+	if !embedded {
+		o.Nodes = 1
+		o.Topic, o.Group = fmt.Sprintf("member-check-contract-%s-%d", p, cfg.Seed), fmt.Sprintf("member-check-contract-%s-%d", p, cfg.Seed)
 	}
 	reg := run.DefaultRegistry().WithUserKinds(o)
 	plan, err := run.NewPlan(cfg.Seed, o, reg.Kinds())
@@ -38,7 +51,7 @@ func contract(ctx context.Context, cfg Config, p clients.Protocol) (run.Result, 
 	cfg.Logf("member-check %s: contract run (%s of churn, seed %d) in %s", p, cfg.RunDuration, cfg.Seed, dir)
 	rctx, cancel := context.WithTimeout(ctx, cfg.RunDuration+5*time.Minute)
 	defer cancel()
-	res, err := run.Run(rctx, run.Config{Plan: plan, Dir: dir, Registry: reg, Logf: cfg.Logf})
+	res, err := run.Run(rctx, run.Config{Plan: plan, Dir: dir, Registry: reg, Cluster: h, Logf: cfg.Logf})
 	if err != nil {
 		return res, []Finding{{Protocol: p, Step: "contract run", Rule: ruleContract, Text: fmt.Sprintf("the run in %s could not be carried out: %v", dir, err)}}, nil
 	}

@@ -34,8 +34,15 @@ type Config struct {
 	// Protocols are the group protocols to check; empty: both.
 	Protocols []clients.Protocol
 	// Kafka is the release the embedded cluster behaves as (empty: the
-	// default).
+	// default), or the one of the container cluster Real starts.
 	Kafka string
+	// Cluster, when set, is the cluster to check on (used as is and not
+	// closed): a real one, say. Otherwise Check starts the embedded
+	// cluster, or with Real a one-node container cluster of Kafka.
+	Cluster cluster.Handle
+	// Real starts a one-node Kafka cluster in containers (Docker, the
+	// image groupquake/kafka:Kafka) instead of the embedded one.
+	Real bool
 	// RunDuration is the workload of the contract run per protocol; 0
 	// skips the contract runs.
 	RunDuration time.Duration
@@ -83,9 +90,10 @@ func (r Report) Failed() bool {
 	return false
 }
 
-// Check runs the scenario on an embedded cluster of its own. An error
-// means the check could not be carried out (no cluster); a broken rule is a
-// Finding, not an error.
+// Check runs the scenario on cfg.Cluster, else on a cluster of its own
+// (embedded, or a container one with Real). An error means the check could
+// not be carried out (no cluster); a broken rule is a Finding, not an
+// error.
 func Check(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -93,11 +101,23 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 	if len(cfg.Protocols) == 0 {
 		cfg.Protocols = []clients.Protocol{clients.Classic, clients.Consumer}
 	}
-	e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: cfg.Kafka})
-	if err != nil {
-		return Report{}, fmt.Errorf("member-check: starting the embedded cluster: %w", err)
+	if cfg.Cluster == nil {
+		var (
+			h   cluster.Handle
+			err error
+		)
+		if cfg.Real {
+			h, err = cluster.Start(ctx, cluster.Config{Version: cfg.Kafka, Nodes: 1, Logf: cfg.Logf})
+		} else {
+			h, err = cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: cfg.Kafka})
+		}
+		if err != nil {
+			return Report{}, fmt.Errorf("member-check: starting the cluster: %w", err)
+		}
+		defer h.Close(context.WithoutCancel(ctx))
+		cfg.Cluster = h
 	}
-	defer e.Close(context.WithoutCancel(ctx))
+	e := cfg.Cluster
 	var rep Report
 	for _, p := range cfg.Protocols {
 		s := &scenario{cfg: cfg, c: e, protocol: p, topic: "member-check-" + string(p), group: "member-check-" + string(p)}
@@ -122,7 +142,7 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 // scenario is the scripted conversation of one group protocol.
 type scenario struct {
 	cfg      Config
-	c        *cluster.Embedded
+	c        cluster.Handle
 	protocol clients.Protocol
 	topic    string
 	group    string
@@ -245,8 +265,10 @@ func (s *scenario) partner() (clients.Member, error) {
 
 const partitions = 4
 
+// run is the scripted conversation: version negotiation, join and consume,
+// an unknown message, a commit, a rebalance with groupquake's member, a close,
+// and a new process's crash; then every transcript is judged.
 func (s *scenario) run(ctx context.Context) error {
-	logf := s.cfg.Logf
 	adm, err := s.c.Admin()
 	if err != nil {
 		return err
@@ -260,93 +282,160 @@ func (s *scenario) run(ctx context.Context) error {
 	}
 	var transcripts []*transcript
 
-	// Version negotiation: hello offers only a version no client speaks.
-	logf("member-check %s: version negotiation", s.protocol)
 	tv := &transcript{}
 	transcripts = append(transcripts, tv)
-	if m, err := s.member(ctx, tv, process.OfferVersions(99)); err == nil {
-		s.bad(stepVersion, process.RuleVersion, "hello offered only version 99 and the client answered ready (version %d) instead of an error with code %s", m.Ready().Version, process.CodeUnsupportedVersion)
-		m.Kill()
-	} else {
-		if m == nil {
-			s.bad(stepVersion, process.RuleVersion, "the member could not be made: %v", err)
-			return nil
-		}
-		if x := m.Exited(); x != nil {
-			select {
-			case <-x:
-			case <-time.After(10 * time.Second):
-			}
-		}
-		ans := firstFromClient(tv.all())
-		switch {
-		case ans == nil:
-			s.bad(stepVersion, process.RuleVersion, "hello offered only version 99 and the client answered nothing (%v)", err)
-		case ans.Type != process.TError || ans.Code != process.CodeUnsupportedVersion:
-			s.bad(stepVersion, process.RuleVersion, "hello offered only version 99 and the client answered %s (code %q), want an error with code %s", ans.Type, ans.Code, process.CodeUnsupportedVersion)
-		case !m.EndedByItself():
-			s.bad(stepVersion, process.RuleVersion, "the client refused version 99 but its process did not end within 5s (it was killed)")
-		default:
-			s.ok(stepVersion, process.RuleVersion, "offered only version 99, the client refused with %s and ended", process.CodeUnsupportedVersion)
-		}
+	if !s.checkVersion(ctx, tv) {
+		return nil
 	}
 
-	// Join and consume.
-	logf("member-check %s: join and consume", s.protocol)
 	ta := &transcript{}
 	transcripts = append(transcripts, ta)
-	a, err := s.member(ctx, ta)
-	if err != nil {
-		s.bad(stepJoin, ruleStarts, "the first member did not start: %v", err)
+	a, c := s.checkJoin(ctx, ta)
+	if a == nil {
 		s.judge(transcripts)
 		return nil
 	}
 	defer a.Kill()
-	s.ok(stepJoin, ruleStarts, "ready (version %d, client %q, calls %q, commits %q) and subscribed", a.Ready().Version, a.Ready().Client, or(a.Ready().Calls, process.CallsWire), or(a.Ready().Commits, process.CommitsApplication))
-	consumed := map[string]map[int32]int64{}
-	count := 0
-	poll := func(ms ...clients.Member) error {
-		for _, m := range ms {
-			pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
-			recs, err := m.Poll(pctx)
-			cancel()
-			if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("%s: %w", m.Name(), err)
-			}
-			if m == clients.Member(a) {
-				for _, r := range recs {
-					if consumed[r.Topic] == nil {
-						consumed[r.Topic] = map[int32]int64{}
-					}
-					consumed[r.Topic][r.Partition] = r.Offset + 1
-					count++
+	s.checkUnknown(ctx, a)
+	s.checkCommit(ctx, a, c.consumed)
+
+	b, err := s.startPartner(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		b.Close(cctx)
+		cancel()
+	}()
+	if err := s.checkRebalance(ctx, c, a, b); err != nil {
+		return err
+	}
+	s.checkClose(ctx, c, a, b)
+
+	// A new process, and its crash.
+	s.cfg.Logf("member-check %s: a new process and its crash", s.protocol)
+	tc := &transcript{}
+	transcripts = append(transcripts, tc)
+	a2, err := s.member(ctx, tc)
+	if err != nil {
+		s.bad(stepCrash, ruleStarts, "the second process did not start: %v", err)
+	} else {
+		defer a2.Kill()
+		s.checkCrash(c, a2, b)
+	}
+	s.judge(transcripts)
+	s.crossCheck()
+	return nil
+}
+
+// checkVersion is the version negotiation: hello offers only a version no
+// client speaks, and the client must refuse it with an error and end. It
+// returns false when the member could not be made at all, and the scenario
+// stops.
+func (s *scenario) checkVersion(ctx context.Context, tv *transcript) bool {
+	s.cfg.Logf("member-check %s: version negotiation", s.protocol)
+	m, err := s.member(ctx, tv, process.OfferVersions(99))
+	if err == nil {
+		s.bad(stepVersion, process.RuleVersion, "hello offered only version 99 and the client answered ready (version %d) instead of an error with code %s", m.Ready().Version, process.CodeUnsupportedVersion)
+		m.Kill()
+		return true
+	}
+	if m == nil {
+		s.bad(stepVersion, process.RuleVersion, "the member could not be made: %v", err)
+		return false
+	}
+	if x := m.Exited(); x != nil {
+		select {
+		case <-x:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	ans := firstFromClient(tv.all())
+	switch {
+	case ans == nil:
+		s.bad(stepVersion, process.RuleVersion, "hello offered only version 99 and the client answered nothing (%v)", err)
+	case ans.Type != process.TError || ans.Code != process.CodeUnsupportedVersion:
+		s.bad(stepVersion, process.RuleVersion, "hello offered only version 99 and the client answered %s (code %q), want an error with code %s", ans.Type, ans.Code, process.CodeUnsupportedVersion)
+	case !m.EndedByItself():
+		s.bad(stepVersion, process.RuleVersion, "the client refused version 99 but its process did not end within 5s (it was killed)")
+	default:
+		s.ok(stepVersion, process.RuleVersion, "offered only version 99, the client refused with %s and ended", process.CodeUnsupportedVersion)
+	}
+	return true
+}
+
+// consumer polls the scenario's members and keeps the offsets the
+// implementation under check (a) hands out.
+type consumer struct {
+	ctx      context.Context
+	a        clients.Member
+	consumed map[string]map[int32]int64 // topic → partition → next offset
+	count    int                        // records a handed out
+}
+
+// poll polls each of ms once, for at most 250ms.
+func (c *consumer) poll(ms ...clients.Member) error {
+	for _, m := range ms {
+		pctx, cancel := context.WithTimeout(c.ctx, 250*time.Millisecond)
+		recs, err := m.Poll(pctx)
+		cancel()
+		if err != nil && c.ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: %w", m.Name(), err)
+		}
+		if m == c.a {
+			for _, r := range recs {
+				if c.consumed[r.Topic] == nil {
+					c.consumed[r.Topic] = map[int32]int64{}
 				}
+				c.consumed[r.Topic][r.Partition] = r.Offset + 1
+				c.count++
 			}
 		}
-		return ctx.Err()
 	}
-	until := func(d time.Duration, done func() bool, ms ...clients.Member) (bool, error) {
-		for end := time.Now().Add(d); !done(); {
-			if time.Now().After(end) {
-				return false, nil
-			}
-			if err := poll(ms...); err != nil {
-				return false, err
-			}
+	return c.ctx.Err()
+}
+
+// until polls ms until done holds (true) or d has passed (false).
+func (c *consumer) until(d time.Duration, done func() bool, ms ...clients.Member) (bool, error) {
+	for end := time.Now().Add(d); !done(); {
+		if time.Now().After(end) {
+			return false, nil
 		}
-		return true, nil
+		if err := c.poll(ms...); err != nil {
+			return false, err
+		}
 	}
-	got, err := until(time.Minute, func() bool { return a.Owned().Count() == partitions && count >= 100 }, a)
+	return true, nil
+}
+
+// checkJoin starts the implementation's first member, which must join
+// alone, own every partition and hand out the 100 records. It returns nil
+// when the member did not start.
+func (s *scenario) checkJoin(ctx context.Context, ta *transcript) (*process.Member, *consumer) {
+	s.cfg.Logf("member-check %s: join and consume", s.protocol)
+	a, err := s.member(ctx, ta)
+	if err != nil {
+		s.bad(stepJoin, ruleStarts, "the first member did not start: %v", err)
+		return nil, nil
+	}
+	s.ok(stepJoin, ruleStarts, "ready (version %d, client %q, calls %q, commits %q) and subscribed", a.Ready().Version, a.Ready().Client, or(a.Ready().Calls, process.CallsWire), or(a.Ready().Commits, process.CommitsApplication))
+	c := &consumer{ctx: ctx, a: a, consumed: map[string]map[int32]int64{}}
+	got, err := c.until(time.Minute, func() bool { return a.Owned().Count() == partitions && c.count >= 100 }, a)
 	switch {
 	case err != nil:
 		s.bad(stepJoin, ruleConsumes, "polling the only member of the group failed: %v", err)
 	case !got:
-		s.bad(stepJoin, ruleConsumes, "within 60s the only member of the group owned %d of %d partitions and handed out %d of 100 records", a.Owned().Count(), partitions, count)
+		s.bad(stepJoin, ruleConsumes, "within 60s the only member of the group owned %d of %d partitions and handed out %d of 100 records", a.Owned().Count(), partitions, c.count)
 	default:
-		s.ok(stepJoin, ruleConsumes, "owned all %d partitions and handed out %d records", partitions, count)
+		s.ok(stepJoin, ruleConsumes, "owned all %d partitions and handed out %d records", partitions, c.count)
 	}
+	return a, c
+}
 
-	// A message of a type the protocol does not have.
+// checkUnknown sends a a message of a type the protocol does not have: it
+// must answer with an error of code unknown-message and the message's id.
+func (s *scenario) checkUnknown(ctx context.Context, a *process.Member) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	r, perr := a.Probe(pctx, "gq-unknown-probe")
 	cancel()
@@ -358,41 +447,52 @@ func (s *scenario) run(ctx context.Context) error {
 	default:
 		s.ok(stepUnknown, process.RuleUnknown, "answered by an error with code %s and its id", process.CodeUnknownMessage)
 	}
+}
 
-	// A commit.
+// checkCommit asks a to commit what it handed out, unless it commits on its
+// own, and checks that the group's committed offsets are those.
+func (s *scenario) checkCommit(ctx context.Context, a *process.Member, consumed map[string]map[int32]int64) {
 	if a.CommitsOnItsOwn() {
 		s.ok(stepCommit, ruleCommitLands, "the client commits on its own (ready: commits %q): no commit asked", process.CommitsOwn)
-	} else if len(consumed) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		_, cerr := a.Commit(cctx, consumed)
-		cancel()
-		if cerr != nil {
-			s.bad(stepCommit, ruleCommitLands, "committing what it handed out failed: %v", cerr)
-		} else if diff := s.committedDiff(ctx, consumed); diff != "" {
-			s.bad(stepCommit, ruleCommitLands, "the commit was answered without error but the group's committed offsets differ: %s", diff)
-		} else {
-			s.ok(stepCommit, ruleCommitLands, "the committed offsets are the ones asked for")
-		}
+		return
 	}
+	if len(consumed) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, cerr := a.Commit(cctx, consumed)
+	cancel()
+	if cerr != nil {
+		s.bad(stepCommit, ruleCommitLands, "committing what it handed out failed: %v", cerr)
+	} else if diff := s.committedDiff(ctx, consumed); diff != "" {
+		s.bad(stepCommit, ruleCommitLands, "the commit was answered without error but the group's committed offsets differ: %s", diff)
+	} else {
+		s.ok(stepCommit, ruleCommitLands, "the committed offsets are the ones asked for")
+	}
+}
 
-	// A rebalance with a second member.
-	logf("member-check %s: rebalance with a second member", s.protocol)
+// startPartner starts groupquake's member of the protocol, the second
+// member of the group; the caller closes it.
+func (s *scenario) startPartner(ctx context.Context) (clients.Member, error) {
+	s.cfg.Logf("member-check %s: rebalance with a second member", s.protocol)
 	b, err := s.partner()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	err = b.Start(sctx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("member-check: starting groupquake's %s member: %w", s.protocol, err)
+		return nil, fmt.Errorf("member-check: starting groupquake's %s member: %w", s.protocol, err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		b.Close(cctx)
-		cancel()
-	}()
-	got, err = until(time.Minute, func() bool {
+	return b, nil
+}
+
+// checkRebalance checks that a and the second member b share the
+// partitions after the rebalance, then produces more records and polls both
+// for 15s.
+func (s *scenario) checkRebalance(ctx context.Context, c *consumer, a *process.Member, b clients.Member) error {
+	got, err := c.until(time.Minute, func() bool {
 		return a.Owned().Count() > 0 && b.Owned().Count() > 0 && a.Owned().Count()+b.Owned().Count() == partitions
 	}, a, b)
 	switch {
@@ -406,10 +506,14 @@ func (s *scenario) run(ctx context.Context) error {
 	if err := s.produce(ctx, 100, 100); err != nil {
 		return err
 	}
-	until(15*time.Second, func() bool { return false }, a, b)
+	c.until(15*time.Second, func() bool { return false }, a, b)
+	return nil
+}
 
-	// A close.
-	logf("member-check %s: close", s.protocol)
+// checkClose closes a, whose process must end by itself, and waits for b
+// to own every partition.
+func (s *scenario) checkClose(ctx context.Context, c *consumer, a *process.Member, b clients.Member) {
+	s.cfg.Logf("member-check %s: close", s.protocol)
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	cerr := a.Close(cctx)
 	cancel()
@@ -422,41 +526,32 @@ func (s *scenario) run(ctx context.Context) error {
 		s.ok(stepClose, ruleCloseEnds, "closed, and the process ended")
 	}
 	s.gone(a, "closed")
-	until(30*time.Second, func() bool { return b.Owned().Count() == partitions }, b)
+	c.until(30*time.Second, func() bool { return b.Owned().Count() == partitions }, b)
+}
 
-	// A new process, and its crash.
-	logf("member-check %s: a new process and its crash", s.protocol)
-	tc := &transcript{}
-	transcripts = append(transcripts, tc)
-	a2, err := s.member(ctx, tc)
-	if err != nil {
-		s.bad(stepCrash, ruleStarts, "the second process did not start: %v", err)
+// checkCrash waits for the new process a2 to own partitions, tells it to
+// crash: its stream must end, and it must send no leave request after.
+func (s *scenario) checkCrash(c *consumer, a2 *process.Member, b clients.Member) {
+	c.until(time.Minute, func() bool { return a2.Owned().Count() > 0 }, a2, b)
+	s.gone(a2, "crashed by member-check")
+	crashedAt := len(s.events.all())
+	if !a2.Crash(10 * time.Second) {
+		s.bad(stepCrash, ruleCrashEnds, "told crash, the client's stream did not end within 10s")
+		a2.Kill()
 	} else {
-		defer a2.Kill()
-		until(time.Minute, func() bool { return a2.Owned().Count() > 0 }, a2, b)
-		s.gone(a2, "crashed by member-check")
-		crashedAt := len(s.events.all())
-		if !a2.Crash(10 * time.Second) {
-			s.bad(stepCrash, ruleCrashEnds, "told crash, the client's stream did not end within 10s")
-			a2.Kill()
-		} else {
-			s.ok(stepCrash, ruleCrashEnds, "told crash, the process ended")
-		}
-		leaves := 0
-		for _, ev := range s.events.all()[crashedAt:] {
-			if ev.Member == "m1" && ev.Kind == clients.Sent && ev.Op == clients.OpLeave {
-				leaves++
-			}
-		}
-		if leaves > 0 {
-			s.bad(stepCrash, ruleCrashSilent, "after crash the client sent %d leave requests: a crash leaves the group to its session timeout", leaves)
-		} else {
-			s.ok(stepCrash, ruleCrashSilent, "no leave request after crash")
+		s.ok(stepCrash, ruleCrashEnds, "told crash, the process ended")
+	}
+	leaves := 0
+	for _, ev := range s.events.all()[crashedAt:] {
+		if ev.Member == "m1" && ev.Kind == clients.Sent && ev.Op == clients.OpLeave {
+			leaves++
 		}
 	}
-	s.judge(transcripts)
-	s.crossCheck()
-	return nil
+	if leaves > 0 {
+		s.bad(stepCrash, ruleCrashSilent, "after crash the client sent %d leave requests: a crash leaves the group to its session timeout", leaves)
+	} else {
+		s.ok(stepCrash, ruleCrashSilent, "no leave request after crash")
+	}
 }
 
 // gone records, on behalf of a member whose process ends, the loss of what

@@ -33,78 +33,82 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// flags are mutate's command line.
+type flags struct {
+	list, test, jsonOut, only, root string
+	minScore                        float64
+	jobs                            int
+	limit                           time.Duration
+	listOnly                        bool
+}
+
+// parseFlags parses mutate's command line; on an error the flag package has
+// said what was wrong on stderr.
+func parseFlags(args []string, stderr io.Writer) (flags, error) {
+	var f flags
 	fs := flag.NewFlagSet("mutate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	list := fs.String("mutants", "", "mutant list (JSON, see tools/mutate/spec.go); required")
-	test := fs.String("test", "", "test command run with sh -c at the module root (default: the list's \"test\")")
-	minScore := fs.Float64("min-score", -1, "exit 1 when killed/(killed+survived) is below this fraction (0–1; default: the list's \"min_score\", else 0)")
-	jsonOut := fs.String("json", "", "write the machine-readable summary to this file (\"-\" for stdout)")
-	only := fs.String("run", "", "run only the mutants whose ID matches this regular expression")
-	jobs := fs.Int("j", 1, "mutants run at once")
-	limit := fs.Duration("timeout", 0, "time limit per mutant (default: 5× the unmutated run + 1m)")
-	listOnly := fs.Bool("list", false, "print the mutants' IDs and exit without running anything")
-	root := fs.String("C", ".", "module root (the directory holding go.mod)")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&f.list, "mutants", "", "mutant list (JSON, see tools/mutate/spec.go); required")
+	fs.StringVar(&f.test, "test", "", "test command run with sh -c at the module root (default: the list's \"test\")")
+	fs.Float64Var(&f.minScore, "min-score", -1, "exit 1 when killed/(killed+survived) is below this fraction (0–1; default: the list's \"min_score\", else 0)")
+	fs.StringVar(&f.jsonOut, "json", "", "write the machine-readable summary to this file (\"-\" for stdout)")
+	fs.StringVar(&f.only, "run", "", "run only the mutants whose ID matches this regular expression")
+	fs.IntVar(&f.jobs, "j", 1, "mutants run at once")
+	fs.DurationVar(&f.limit, "timeout", 0, "time limit per mutant (default: 5× the unmutated run + 1m)")
+	fs.BoolVar(&f.listOnly, "list", false, "print the mutants' IDs and exit without running anything")
+	fs.StringVar(&f.root, "C", ".", "module root (the directory holding go.mod)")
+	return f, fs.Parse(args)
+}
+
+// run is the mutate command: it loads and selects the mutants, times the
+// unmutated test run, runs each mutant's tests and prints the summary; it
+// returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
 		return 2
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "mutate: "+format+"\n", a...)
 		return 2
 	}
-	if *list == "" {
+	if o.list == "" {
 		return fail("-mutants is required: for example -mutants tools/mutate/mutants/check.json")
 	}
-	if (*minScore < 0 && *minScore != -1) || *minScore > 1 {
-		return fail("-min-score %v is not a fraction: give a value from 0 to 1 (0.9 means 90%%)", *minScore)
+	if (o.minScore < 0 && o.minScore != -1) || o.minScore > 1 {
+		return fail("-min-score %v is not a fraction: give a value from 0 to 1 (0.9 means 90%%)", o.minScore)
 	}
-	absRoot, err := filepath.Abs(*root)
+	absRoot, err := filepath.Abs(o.root)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if _, err := os.Stat(filepath.Join(absRoot, "go.mod")); err != nil {
 		return fail("%s holds no go.mod: run from the module root or pass -C", absRoot)
 	}
-	spec, err := loadSpec(*list)
+	spec, err := loadSpec(o.list)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if *minScore == -1 {
-		*minScore = spec.MinScore
+	if o.minScore == -1 {
+		o.minScore = spec.MinScore
 	}
 	ms, err := mutants(absRoot, spec)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if *only != "" {
-		re, err := regexp.Compile(*only)
-		if err != nil {
-			return fail("-run: %v", err)
-		}
-		var kept []Mutant
-		for _, m := range ms {
-			if re.MatchString(m.ID) {
-				kept = append(kept, m)
-			}
-		}
-		ms = kept
+	if ms, err = matching(ms, o.only); err != nil {
+		return fail("-run: %v", err)
 	}
-	if *listOnly {
-		for _, m := range ms {
-			eq := ""
-			if m.Equivalent != "" {
-				eq = "  [equivalent: " + m.Equivalent + "]"
-			}
-			fmt.Fprintf(stdout, "%s:%d  %s%s\n", m.File, m.Line, m.ID, eq)
-		}
+	if o.listOnly {
+		listMutants(stdout, ms)
 		return 0
 	}
-	command := *test
+	command := o.test
 	if command == "" {
 		command = spec.Test
 	}
 	if command == "" {
-		return fail("no test command: give -test or set \"test\" in %s", *list)
+		return fail("no test command: give -test or set \"test\" in %s", o.list)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -114,48 +118,89 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(tmp)
-	r := &runner{root: absRoot, test: command, timeout: *limit, tmp: tmp, log: stderr}
+	r := &runner{root: absRoot, test: command, timeout: o.limit, tmp: tmp, log: stderr}
 	base, err := r.baseline(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "mutate: interrupted; the module tree was never changed")
-			return 130
-		}
-		return fail("%v", err)
+		return interruptedOr(ctx, stderr, fail, err)
 	}
 	if r.timeout == 0 {
 		r.timeout = 5*base + time.Minute
 	}
 	fmt.Fprintf(stderr, "mutate: %d mutants; unmutated run took %s, limit per mutant %s\n", len(ms), base.Round(time.Millisecond), r.timeout)
-	results, err := r.runAll(ctx, ms, *jobs)
+	results, err := r.runAll(ctx, ms, o.jobs)
 	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "mutate: interrupted; the module tree was never changed")
-			return 130
-		}
-		return fail("%v", err)
+		return interruptedOr(ctx, stderr, fail, err)
 	}
-	s := summarize(command, results, *minScore)
+	s := summarize(command, results, o.minScore)
 	table(stdout, s)
-	if *jsonOut != "" {
-		data, err := json.MarshalIndent(s, "", "  ")
-		if err != nil {
+	if o.jsonOut != "" {
+		if err := writeSummary(stdout, o.jsonOut, s); err != nil {
 			return fail("%v", err)
-		}
-		data = append(data, '\n')
-		if *jsonOut == "-" {
-			_, err = stdout.Write(data)
-		} else {
-			err = os.WriteFile(*jsonOut, data, 0o644)
-		}
-		if err != nil {
-			return fail("writing the summary: %v", err)
 		}
 	}
 	if !s.Pass {
 		return 1
 	}
 	return 0
+}
+
+// matching keeps the mutants whose ID matches the regular expression only
+// (all of them when only is empty).
+func matching(ms []Mutant, only string) ([]Mutant, error) {
+	if only == "" {
+		return ms, nil
+	}
+	re, err := regexp.Compile(only)
+	if err != nil {
+		return nil, err
+	}
+	var kept []Mutant
+	for _, m := range ms {
+		if re.MatchString(m.ID) {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
+}
+
+// listMutants prints each mutant's place and ID, and why it is equivalent
+// where it is.
+func listMutants(stdout io.Writer, ms []Mutant) {
+	for _, m := range ms {
+		eq := ""
+		if m.Equivalent != "" {
+			eq = "  [equivalent: " + m.Equivalent + "]"
+		}
+		fmt.Fprintf(stdout, "%s:%d  %s%s\n", m.File, m.Line, m.ID, eq)
+	}
+}
+
+// interruptedOr is the exit status of a run that failed with err: 130 when
+// it was interrupted (the module tree is restored before), else fail's.
+func interruptedOr(ctx context.Context, stderr io.Writer, fail func(string, ...any) int, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "mutate: interrupted; the module tree was never changed")
+		return 130
+	}
+	return fail("%v", err)
+}
+
+// writeSummary writes s as JSON to the file path, or to stdout for "-".
+func writeSummary(stdout io.Writer, path string, s Summary) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if path == "-" {
+		_, err = stdout.Write(data)
+	} else {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the summary: %w", err)
+	}
+	return nil
 }
 
 // mutants lists the spec's mutants: generated ones first (in file order), then hand-written ones;
