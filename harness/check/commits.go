@@ -176,8 +176,29 @@ func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations)
 
 func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameCommittedOffsetMonotonic)
-	resets := map[int][]int{} // partition → positions (invoke, completion) of reset commits that may have applied
-	resetValue := map[int]map[int64]bool{}
+	resets := f.resetsMaybeApplied()
+	pairs, byLog, firstByLog := f.acceptedCommitsMonotonic(v, resets)
+	reads := f.observerReadsMonotonic(v, resets)
+	records, beyond := f.offsetRecordsMonotonic(v, obs, resets)
+	v.note("%d ordered commit pairs, %d observer reads and %d OffsetCommit records checked", pairs, reads, records)
+	if byLog > 0 {
+		v.note("%d commit(s) answered after a higher one but written before it, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", byLog, firstByLog)
+	}
+	if beyond > 0 {
+		v.note("%d snapshot(s) not judged: taken after events the history does not hold (it ends at event %d), which may have moved the offsets", beyond, f.lastIndex())
+	}
+	return v.done()
+}
+
+// commitResets are the reset commits (the workload rewinding a partition)
+// that may have applied.
+type commitResets struct {
+	spans map[int][]int          // partition → positions (invoke, completion) of each reset
+	value map[int]map[int64]bool // partition → the offsets resets committed
+}
+
+func (f *facts) resetsMaybeApplied() commitResets {
+	r := commitResets{spans: map[int][]int{}, value: map[int]map[int64]bool{}}
 	for id := range f.commits {
 		c := &f.commits[id]
 		if !c.c.Reset || !c.maybe() {
@@ -188,42 +209,35 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			if end < 0 {
 				end = len(f.ev)
 			}
-			resets[tp] = append(resets[tp], c.inv, end)
-			if resetValue[tp] == nil {
-				resetValue[tp] = map[int64]bool{}
+			r.spans[tp] = append(r.spans[tp], c.inv, end)
+			if r.value[tp] == nil {
+				r.value[tp] = map[int64]bool{}
 			}
-			resetValue[tp][c.offs[i]] = true
+			r.value[tp][c.offs[i]] = true
 		}
 	}
-	// resetBetween says whether a reset that may have applied was in flight after position lo
-	// (an invoke, or the event a snapshot began after) and before position hi.
-	resetBetween := func(tp, lo, hi int) bool {
-		r := resets[tp]
-		for i := 0; i < len(r); i += 2 {
-			if r[i] < hi && r[i+1] > lo {
-				return true
-			}
+	return r
+}
+
+// between says whether a reset that may have applied was in flight after position lo
+// (an invoke, or the event a snapshot began after) and before position hi.
+func (r commitResets) between(tp, lo, hi int) bool {
+	s := r.spans[tp]
+	for i := 0; i < len(s); i += 2 {
+		if s[i] < hi && s[i+1] > lo {
+			return true
 		}
-		return false
 	}
-	// (a) accepted commits in real-time order.
-	pairs, byLog := 0, 0
-	firstByLog := ""
+	return false
+}
+
+// acceptedCommitsMonotonic judges accepted commits in real-time order: a
+// commit sent after another was answered does not go back from it, unless
+// a reset came between or the log shows it written first.
+func (f *facts) acceptedCommitsMonotonic(v *verdict, resets commitResets) (pairs, byLog int, firstByLog string) {
 	for tp := range f.tps {
 		acc := f.acceptedByTP(tp)
-		// bestAt[i] is the highest commit among acc[:i+1] since the last reset among them (a reset
-		// counts as the highest when it completes).
-		bestAt := make([]int, len(acc))
-		for i, id := range acc {
-			bestAt[i] = id
-			if i == 0 || f.commits[id].c.Reset {
-				continue
-			}
-			bo, _ := f.commits[bestAt[i-1]].offsetOf(tp)
-			if do, _ := f.commits[id].offsetOf(tp); do < bo {
-				bestAt[i] = bestAt[i-1]
-			}
-		}
+		bestAt := f.highestSoFar(tp, acc)
 		for _, id := range acc {
 			c := &f.commits[id]
 			// Only the commits that completed before c was sent: acc is in completion order, but
@@ -241,13 +255,13 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			b := &f.commits[best]
 			bo, _ := b.offsetOf(tp)
 			co, _ := c.offsetOf(tp)
-			if co >= bo || resetBetween(tp, b.inv, c.done) {
+			if co >= bo || resets.between(tp, b.inv, c.done) {
 				continue
 			}
 			// The answers say c went back from b; the log may say c was written first. Then every
 			// other commit completed before c was sent is a candidate.
 			var how string
-			b, how = f.wentBackFrom(tp, c, acc[:j], resetBetween)
+			b, how = f.wentBackFrom(tp, c, acc[:j], resets.between)
 			if b == nil {
 				byLog++
 				if firstByLog == "" {
@@ -260,22 +274,45 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 				f.tps[tp], bo, f.mems[b.member], f.idx(b.done), co, f.mems[c.member], f.idx(c.inv), f.idx(c.done))
 		}
 	}
-	// (b) what the observer read, each read against the reads that ended before it began.
-	type read struct {
-		span
-		label string
-		idx   []int64
-		off   int64
+	return pairs, byLog, firstByLog
+}
+
+// highestSoFar: bestAt[i] is the highest commit among acc[:i+1] since the last reset among them
+// (a reset counts as the highest when it completes).
+func (f *facts) highestSoFar(tp int, acc []int) []int {
+	bestAt := make([]int, len(acc))
+	for i, id := range acc {
+		bestAt[i] = id
+		if i == 0 || f.commits[id].c.Reset {
+			continue
+		}
+		bo, _ := f.commits[bestAt[i-1]].offsetOf(tp)
+		if do, _ := f.commits[id].offsetOf(tp); do < bo {
+			bestAt[i] = bestAt[i-1]
+		}
 	}
-	byTP := map[history.TP][]read{}
-	reads, beyond := 0, 0
+	return bestAt
+}
+
+// offsetRead is one read of a partition's committed offset by the observer.
+type offsetRead struct {
+	span
+	label string
+	idx   []int64
+	off   int64
+}
+
+// observerReadsMonotonic judges what the observer read (describes and snapshots), each read
+// against the reads that ended before it began.
+func (f *facts) observerReadsMonotonic(v *verdict, resets commitResets) (reads int) {
+	byTP := map[history.TP][]offsetRead{}
 	for _, pos := range f.describes {
 		d := f.vals[pos].(history.Describe)
 		if !d.HasCommitted {
 			continue
 		}
 		reads++
-		r := read{f.callSpan(pos), "describe at event " + itoa(f.idx(pos)), []int64{f.idx(pos)}, 0}
+		r := offsetRead{f.callSpan(pos), "describe at event " + itoa(f.idx(pos)), []int64{f.idx(pos)}, 0}
 		for _, o := range d.Committed {
 			if o.Offset >= 0 {
 				r.off = o.Offset
@@ -284,67 +321,73 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 		}
 	}
 	for _, s := range f.snaps {
-		if !s.s.HasCommitted {
-			continue
-		}
-		if s.beyond {
+		if !s.s.HasCommitted || s.beyond {
 			continue
 		}
 		reads++
 		for _, o := range s.s.Committed {
 			if o.Offset >= 0 {
-				byTP[o.TP()] = append(byTP[o.TP()], read{s.span, s.label, nil, o.Offset})
+				byTP[o.TP()] = append(byTP[o.TP()], offsetRead{s.span, s.label, nil, o.Offset})
 			}
 		}
 	}
 	for _, t := range sortedTPs(byTP) {
-		rs := byTP[t]
-		tp, known := f.tpIdx[t]
-		// Without resets, the highest read that ended before r began: a prefix maximum over the
-		// reads by their end (and every checkpoint, for the final snapshot).
-		sort.SliceStable(rs, func(a, b int) bool { return rs[a].e < rs[b].e })
-		top := make([]int, len(rs))
-		for i := range rs {
-			top[i] = i
-			if i > 0 && rs[top[i-1]].off > rs[i].off {
-				top[i] = top[i-1]
+		f.readsOfOnePartition(v, t, byTP[t], resets)
+	}
+	return reads
+}
+
+// readsOfOnePartition fails every read of t lower than an earlier one that no reset may have
+// undone.
+func (f *facts) readsOfOnePartition(v *verdict, t history.TP, rs []offsetRead, resets commitResets) {
+	tp, known := f.tpIdx[t]
+	// Without resets, the highest read that ended before r began: a prefix maximum over the
+	// reads by their end (and every checkpoint, for the final snapshot).
+	sort.SliceStable(rs, func(a, b int) bool { return rs[a].e < rs[b].e })
+	top := make([]int, len(rs))
+	for i := range rs {
+		top[i] = i
+		if i > 0 && rs[top[i-1]].off > rs[i].off {
+			top[i] = top[i-1]
+		}
+	}
+	for _, r := range rs {
+		// The highest earlier read that no reset may have undone before r.
+		var from *offsetRead
+		consider := func(p *offsetRead) {
+			if !p.before(r.span) || p.off <= r.off || known && resets.between(tp, p.b, r.e) {
+				return
+			}
+			if from == nil || p.off > from.off || p.off == from.off && p.e > from.e {
+				from = p
 			}
 		}
-		for _, r := range rs {
-			// The highest earlier read that no reset may have undone before r.
-			var from *read
-			consider := func(p *read) {
-				if !p.before(r.span) || p.off <= r.off || known && resetBetween(tp, p.b, r.e) {
-					return
-				}
-				if from == nil || p.off > from.off || p.off == from.off && p.e > from.e {
-					from = p
-				}
+		if known && len(resets.spans[tp]) > 0 {
+			for i := range rs {
+				consider(&rs[i])
 			}
-			if known && len(resets[tp]) > 0 {
+		} else {
+			if k := sort.Search(len(rs), func(i int) bool { return rs[i].e > r.b }); k > 0 {
+				consider(&rs[top[k-1]])
+			}
+			if r.final {
 				for i := range rs {
-					consider(&rs[i])
-				}
-			} else {
-				if k := sort.Search(len(rs), func(i int) bool { return rs[i].e > r.b }); k > 0 {
-					consider(&rs[top[k-1]])
-				}
-				if r.final {
-					for i := range rs {
-						if rs[i].snapshot {
-							consider(&rs[i])
-						}
+					if rs[i].snapshot {
+						consider(&rs[i])
 					}
 				}
 			}
-			if from != nil {
-				v.fail(append(append([]int64(nil), from.idx...), r.idx...), "committed offset of %s read by the observer went back from %d (%s) to %d (%s)",
-					t, from.off, from.label, r.off, r.label)
-			}
+		}
+		if from != nil {
+			v.fail(append(append([]int64(nil), from.idx...), r.idx...), "committed offset of %s read by the observer went back from %d (%s) to %d (%s)",
+				t, from.off, from.label, r.off, r.label)
 		}
 	}
-	// (c) __consumer_offsets records in log order.
-	records := 0
+}
+
+// offsetRecordsMonotonic judges the __consumer_offsets records of every snapshot in log order;
+// beyond counts the snapshots taken after the end of the history, which are not judged.
+func (f *facts) offsetRecordsMonotonic(v *verdict, obs *history.Observations, resets commitResets) (records, beyond int) {
 	for _, s := range f.snaps {
 		if s.beyond {
 			if s.s.HasRecords || s.s.HasCommitted {
@@ -372,20 +415,13 @@ func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 			if !had || off >= p {
 				continue
 			}
-			if tp, known := f.tpIdx[t]; known && resetValue[tp][off] {
+			if tp, known := f.tpIdx[t]; known && resets.value[tp][off] {
 				continue
 			}
 			v.fail(nil, "snapshot %s: OffsetCommit records of %s go back from %d to %d at __consumer_offsets offset %d", s.s.Label, t, p, off, rec.Offset)
 		}
 	}
-	v.note("%d ordered commit pairs, %d observer reads and %d OffsetCommit records checked", pairs, reads, records)
-	if byLog > 0 {
-		v.note("%d commit(s) answered after a higher one but written before it, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", byLog, firstByLog)
-	}
-	if beyond > 0 {
-		v.note("%d snapshot(s) not judged: taken after events the history does not hold (it ends at event %d), which may have moved the offsets", beyond, f.lastIndex())
-	}
-	return v.done()
+	return records, beyond
 }
 
 // wentBackFrom returns the highest commit among done (accepted commits of tp completed before c
@@ -461,156 +497,15 @@ func DurableCommits(events []history.Event, obs *history.Observations) Verdict {
 }
 
 func durableCommits(f *facts, obs *history.Observations) Verdict {
-	v := newVerdict(NameDurableCommits)
-	// Per partition: accepted commits in completion order, the running max of their invoke positions
-	// (to tell which are superseded), and all commits by offset.
-	type tpIndex struct {
-		acc    []int
-		maxInv []int
-		byOff  map[int64][]int
-		// laterWrite[i]: the latest first record, in __consumer_offsets, of an offset that one of
-		// acc[:i+1] wrote and that the log stands for (-1: none), to tell whether the log shows a
-		// write after every write of another offset.
-		laterWrite []int64
-	}
-	idx := make([]*tpIndex, len(f.tps))
-	index := func(tp int) *tpIndex {
-		if idx[tp] == nil {
-			t := &tpIndex{acc: f.acceptedByTP(tp), byOff: map[int64][]int{}}
-			m := -1
-			for _, id := range t.acc {
-				m = max(m, f.commits[id].inv)
-				t.maxInv = append(t.maxInv, m)
-			}
-			for _, id := range f.commitsByTP[tp] {
-				o, _ := f.commits[id].offsetOf(tp)
-				t.byOff[o] = append(t.byOff[o], id)
-			}
-			if f.log != nil {
-				w := int64(-1)
-				for _, id := range t.acc {
-					e := &f.commits[id]
-					eo, _ := e.offsetOf(tp)
-					if recs := f.written(tp, eo, e.done); len(recs) > 0 {
-						w = max(w, recs[0])
-					}
-					t.laterWrite = append(t.laterWrite, w)
-				}
-			}
-			idx[tp] = t
-		}
-		return idx[tp]
-	}
-	// superseded says whether d, acknowledged before the read, was superseded by one of acc (the
-	// commits acknowledged before the read): shown by the log written after every write of d's
-	// offset, or sent after d completed, of another offset, and not shown by the log written
-	// before d.
-	byLog := 0
-	firstByLog := ""
-	byLogWhy := "" // why the log says the value read was superseded, for the message
-	superseded := func(tp int, d *commitOp, acc []int, maxInv int) bool {
-		val, _ := d.offsetOf(tp)
-		if f.log != nil {
-			// The log outranks the answers: a write after every write of val, of a commit
-			// acknowledged before the read, is what the read had to show at least.
-			if xs := f.written(tp, val, d.done); len(xs) > 0 && index(tp).laterWrite[len(acc)-1] > xs[len(xs)-1] {
-				if byLogWhy == "" {
-					byLogWhy = "; __consumer_offsets (" + f.log.label + ") holds a write acknowledged before the read (log offset " + itoa(index(tp).laterWrite[len(acc)-1]) + ") after every write of " + itoa(val) + " (" + joinOffsets(xs) + ")"
-				}
-				return true
-			}
-		}
-		if maxInv <= d.done {
-			return false
-		}
-		if f.log == nil {
-			return true // (a commit of the same offset that superseded d is a candidate itself)
-		}
-		how := ""
-		// Only a commit that completed after d can have been sent after d completed.
-		for i := len(acc) - 1; i >= 0 && f.commits[acc[i]].done > d.done; i-- {
-			e := &f.commits[acc[i]]
-			eo, _ := e.offsetOf(tp)
-			if e.inv <= d.done || eo == val {
-				continue
-			}
-			h, ok := f.logBefore(tp, eo, val, max(e.done, d.done))
-			if !ok {
-				return true
-			}
-			if how == "" {
-				how = h
-			}
-		}
-		if how != "" {
-			byLog++
-			if firstByLog == "" {
-				firstByLog = "offset " + itoa(val) + " of " + f.tps[tp].String() + " by " + f.mems[d.member] + ": " + how
-			}
-		}
-		return false
-	}
-	reads, partitions := 0, 0
-	// judge judges a read that began after every commit acknowledged before position lo and
-	// before every commit sent from position hi on.
-	judge := func(lo, hi int, label string, at []int64, committed []history.OffsetAt) {
-		reads++
-		got := map[int]int64{}
-		for _, o := range committed {
-			if o.Offset < 0 {
-				continue // OffsetFetch's "no committed offset"
-			}
-			if tp, ok := f.tpIdx[o.TP()]; ok {
-				got[tp] = o.Offset
-			}
-		}
-		for tp := range f.tps {
-			t := index(tp)
-			k := sort.Search(len(t.acc), func(i int) bool { return f.commits[t.acc[i]].done >= lo })
-			if k == 0 {
-				continue // nothing acknowledged before the read
-			}
-			partitions++
-			last := &f.commits[t.acc[k-1]]
-			lastOff, _ := last.offsetOf(tp)
-			val, ok := got[tp]
-			if !ok {
-				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows no committed offset for %s, but a commit of offset %d by %s was acknowledged at event %d",
-					label, f.tps[tp], lastOff, f.mems[last.member], f.idx(last.done))
-				continue
-			}
-			explained := false
-			byLogWhy = ""
-			cands := t.byOff[val]
-			for c := len(cands) - 1; c >= 0; c-- { // the latest first: it is the likeliest
-				d := &f.commits[cands[c]]
-				if d.inv >= hi || !d.maybe() {
-					continue
-				}
-				if !d.accepted() || d.done >= lo {
-					explained = true // unknown outcome, or acknowledged while the read was going on
-					break
-				}
-				// Acknowledged before the read: it must not have been superseded by a commit that was
-				// sent after it completed and acknowledged before the read.
-				if !superseded(tp, d, t.acc[:k], t.maxInv[k-1]) {
-					explained = true
-					break
-				}
-			}
-			if !explained {
-				v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows %s at offset %d, but the latest acknowledged commit before it was offset %d by %s (acknowledged at event %d) and no commit that could have superseded it wrote %d%s",
-					label, f.tps[tp], val, lastOff, f.mems[last.member], f.idx(last.done), val, byLogWhy)
-			}
-		}
-	}
+	d := &durability{f: f, v: newVerdict(NameDurableCommits), idx: make([]*tpIndex, len(f.tps))}
+	v := d.v
 	for _, pos := range f.describes {
-		d := f.vals[pos].(history.Describe)
-		if !d.HasCommitted {
+		ds := f.vals[pos].(history.Describe)
+		if !ds.HasCommitted {
 			continue
 		}
 		s := f.callSpan(pos)
-		judge(s.b, s.e+1, "describe at event "+itoa(f.idx(pos)), []int64{f.idx(pos)}, d.Committed)
+		d.judge(s.b, s.e+1, "describe at event "+itoa(f.idx(pos)), []int64{f.idx(pos)}, ds.Committed)
 	}
 	unplaced, beyond := 0, 0
 	for _, s := range f.snaps {
@@ -624,9 +519,9 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 		case s.beyond:
 			beyond++
 		case s.final:
-			judge(s.b+1, s.e, "final snapshot", nil, s.s.Committed)
+			d.judge(s.b+1, s.e, "final snapshot", nil, s.s.Committed)
 		default:
-			judge(s.b+1, s.e, "checkpoint "+s.s.Label, nil, s.s.Committed)
+			d.judge(s.b+1, s.e, "checkpoint "+s.s.Label, nil, s.s.Committed)
 		}
 	}
 	if obs == nil {
@@ -638,9 +533,171 @@ func durableCommits(f *facts, obs *history.Observations) Verdict {
 	if beyond > 0 {
 		v.note("%d snapshot(s) not checked: taken after events the history does not hold (it ends at event %d), whose commits may be what they show", beyond, f.lastIndex())
 	}
-	if byLog > 0 {
-		v.note("%d value(s) read were written after a commit answered later, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", byLog, firstByLog)
+	if d.byLog > 0 {
+		v.note("%d value(s) read were written after a commit answered later, as __consumer_offsets shows: the log outranks the order of the answers (first: %s)", d.byLog, d.firstByLog)
 	}
-	v.note("%d reads of committed offsets checked, %d partition values judged", reads, partitions)
+	v.note("%d reads of committed offsets checked, %d partition values judged", d.reads, d.partitions)
 	return v.done()
+}
+
+// durability is DurableCommits at work: the commits indexed per partition,
+// and what the reads judged so far counted.
+type durability struct {
+	f          *facts
+	v          *verdict
+	idx        []*tpIndex
+	byLog      int    // values read that the log shows written after a commit answered later
+	firstByLog string // the first of them, for the note
+	byLogWhy   string // why the log says the value read was superseded, for the message
+	reads      int
+	partitions int
+}
+
+// tpIndex is one partition's accepted commits in completion order, the running max of their
+// invoke positions (to tell which are superseded), and all commits by offset.
+type tpIndex struct {
+	acc    []int
+	maxInv []int
+	byOff  map[int64][]int
+	// laterWrite[i]: the latest first record, in __consumer_offsets, of an offset that one of
+	// acc[:i+1] wrote and that the log stands for (-1: none), to tell whether the log shows a
+	// write after every write of another offset.
+	laterWrite []int64
+}
+
+func (d *durability) index(tp int) *tpIndex {
+	if d.idx[tp] != nil {
+		return d.idx[tp]
+	}
+	f := d.f
+	t := &tpIndex{acc: f.acceptedByTP(tp), byOff: map[int64][]int{}}
+	m := -1
+	for _, id := range t.acc {
+		m = max(m, f.commits[id].inv)
+		t.maxInv = append(t.maxInv, m)
+	}
+	for _, id := range f.commitsByTP[tp] {
+		o, _ := f.commits[id].offsetOf(tp)
+		t.byOff[o] = append(t.byOff[o], id)
+	}
+	if f.log != nil {
+		w := int64(-1)
+		for _, id := range t.acc {
+			e := &f.commits[id]
+			eo, _ := e.offsetOf(tp)
+			if recs := f.written(tp, eo, e.done); len(recs) > 0 {
+				w = max(w, recs[0])
+			}
+			t.laterWrite = append(t.laterWrite, w)
+		}
+	}
+	d.idx[tp] = t
+	return t
+}
+
+// superseded says whether c, acknowledged before the read, was superseded by one of acc (the
+// commits acknowledged before the read): shown by the log written after every write of c's
+// offset, or sent after c completed, of another offset, and not shown by the log written
+// before c.
+func (d *durability) superseded(tp int, c *commitOp, acc []int, maxInv int) bool {
+	f := d.f
+	val, _ := c.offsetOf(tp)
+	if f.log != nil {
+		// The log outranks the answers: a write after every write of val, of a commit
+		// acknowledged before the read, is what the read had to show at least.
+		if xs := f.written(tp, val, c.done); len(xs) > 0 && d.index(tp).laterWrite[len(acc)-1] > xs[len(xs)-1] {
+			if d.byLogWhy == "" {
+				d.byLogWhy = "; __consumer_offsets (" + f.log.label + ") holds a write acknowledged before the read (log offset " + itoa(d.index(tp).laterWrite[len(acc)-1]) + ") after every write of " + itoa(val) + " (" + joinOffsets(xs) + ")"
+			}
+			return true
+		}
+	}
+	if maxInv <= c.done {
+		return false
+	}
+	if f.log == nil {
+		return true // (a commit of the same offset that superseded c is a candidate itself)
+	}
+	how := ""
+	// Only a commit that completed after c can have been sent after c completed.
+	for i := len(acc) - 1; i >= 0 && f.commits[acc[i]].done > c.done; i-- {
+		e := &f.commits[acc[i]]
+		eo, _ := e.offsetOf(tp)
+		if e.inv <= c.done || eo == val {
+			continue
+		}
+		h, ok := f.logBefore(tp, eo, val, max(e.done, c.done))
+		if !ok {
+			return true
+		}
+		if how == "" {
+			how = h
+		}
+	}
+	if how != "" {
+		d.byLog++
+		if d.firstByLog == "" {
+			d.firstByLog = "offset " + itoa(val) + " of " + f.tps[tp].String() + " by " + f.mems[c.member] + ": " + how
+		}
+	}
+	return false
+}
+
+// judge judges a read that began after every commit acknowledged before position lo and
+// before every commit sent from position hi on.
+func (d *durability) judge(lo, hi int, label string, at []int64, committed []history.OffsetAt) {
+	f := d.f
+	d.reads++
+	got := map[int]int64{}
+	for _, o := range committed {
+		if o.Offset < 0 {
+			continue // OffsetFetch's "no committed offset"
+		}
+		if tp, ok := f.tpIdx[o.TP()]; ok {
+			got[tp] = o.Offset
+		}
+	}
+	for tp := range f.tps {
+		t := d.index(tp)
+		k := sort.Search(len(t.acc), func(i int) bool { return f.commits[t.acc[i]].done >= lo })
+		if k == 0 {
+			continue // nothing acknowledged before the read
+		}
+		d.partitions++
+		last := &f.commits[t.acc[k-1]]
+		lastOff, _ := last.offsetOf(tp)
+		val, ok := got[tp]
+		if !ok {
+			d.v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows no committed offset for %s, but a commit of offset %d by %s was acknowledged at event %d",
+				label, f.tps[tp], lastOff, f.mems[last.member], f.idx(last.done))
+			continue
+		}
+		d.byLogWhy = ""
+		if !d.explained(tp, t, k, val, lo, hi) {
+			d.v.fail(append([]int64{f.idx(last.done)}, at...), "%s shows %s at offset %d, but the latest acknowledged commit before it was offset %d by %s (acknowledged at event %d) and no commit that could have superseded it wrote %d%s",
+				label, f.tps[tp], val, lastOff, f.mems[last.member], f.idx(last.done), val, d.byLogWhy)
+		}
+	}
+}
+
+// explained says whether a commit may have written val, the offset a read of tp showed: one of
+// unknown outcome or acknowledged while the read was going on, or one acknowledged before it
+// (t.acc[:k]) that nothing superseded.
+func (d *durability) explained(tp int, t *tpIndex, k int, val int64, lo, hi int) bool {
+	cands := t.byOff[val]
+	for c := len(cands) - 1; c >= 0; c-- { // the latest first: it is the likeliest
+		x := &d.f.commits[cands[c]]
+		if x.inv >= hi || !x.maybe() {
+			continue
+		}
+		if !x.accepted() || x.done >= lo {
+			return true // unknown outcome, or acknowledged while the read was going on
+		}
+		// Acknowledged before the read: it must not have been superseded by a commit that was
+		// sent after it completed and acknowledged before the read.
+		if !d.superseded(tp, x, t.acc[:k], t.maxInv[k-1]) {
+			return true
+		}
+	}
+	return false
 }

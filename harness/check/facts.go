@@ -293,273 +293,298 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		phases: map[string][]int{},
 	}
 	f.partner, f.pairErr = history.Pairs(events)
-	decodeErr := make([]error, n)
+	b := &builder{f: f, n: n, decodeErr: make([]error, n), openFault: map[string]int{}, commitAt: map[int]int{}}
 	for i := range events {
-		f.vals[i], decodeErr[i] = history.TypedValue(events[i]) // nil value on error
+		f.vals[i], b.decodeErr[i] = history.TypedValue(events[i]) // nil value on error
 	}
 	f.findInstances()
 	f.findIncarnations(obs)
-	inc := 0                      // incarnation of the group at the current position
-	openFault := map[string]int{} // per nemesis process: the invoke of its fault in force
-
-	var held []map[int]int // per member: partition → open interval id
-	var epoch []int32      // per member: current epoch as far as the history shows
-	commitAt := map[int]int{}
-	grow := func(m int) {
-		for len(held) <= m {
-			held = append(held, map[int]int{})
-			epoch = append(epoch, 0)
-		}
-	}
-	registerPair := func(tp int, e int32, m, pos int) {
-		if e <= 0 {
-			return
-		}
-		k := pairKey{inc, tp, e}
-		o, ok := f.pairs[k]
-		if !ok {
-			f.pairs[k] = pairOwner{m, pos, f.sentAt(pos)}
-			return
-		}
-		last := o
-		if hs := f.heirs[k]; len(hs) > 0 {
-			last = hs[len(hs)-1]
-		}
-		if o.member == m || last.member == m {
-			return
-		}
-		if _, still := held[last.member][tp]; !still && f.sameInstance(last.member, m) {
-			f.heirs[k] = append(f.heirs[k], pairOwner{m, pos, f.sentAt(pos)})
-			f.handovers++
-			return
-		}
-		f.conflicts = append(f.conflicts, pairConflict{inc, tp, e, o, pairOwner{m, pos, f.sentAt(pos)}})
-	}
-	setEpoch := func(m int, e int32, pos int) {
-		if e <= 0 || e == epoch[m] {
-			return
-		}
-		epoch[m] = e
-		tps := make([]int, 0, len(held[m]))
-		for tp := range held[m] {
-			tps = append(tps, tp)
-		}
-		sort.Ints(tps)
-		for _, tp := range tps {
-			registerPair(tp, e, m, pos)
-		}
-	}
-	closeAll := func(m int, kind endKind, pos int) {
-		for tp, id := range held[m] {
-			f.intervals[id].end, f.intervals[id].endKind = pos, kind
-			delete(held[m], tp)
-		}
-	}
-	session := func(m, pos int) {
-		f.sessions[m] = append(f.sessions[m], call{f.sentAt(pos), pos})
-	}
-
 	for i := range events {
-		if inc < len(f.incs) && f.incs[inc].start == i {
-			// Every membership had ended: the new incarnation's epochs start from nothing.
-			inc++
-			clear(epoch)
+		b.event(i)
+	}
+	for _, s := range b.openFault {
+		f.faultSpans = append(f.faultSpans, [2]int{s, n})
+	}
+	f.snaps = f.snapshots(obs)
+	f.placeCommits()
+	sort.Slice(f.conflicts, func(a, b int) bool { return f.conflicts[a].second.pos < f.conflicts[b].second.pos })
+	f.buildLog(obs)
+	return f
+}
+
+// builder walks the history once, in order, for build: what each member
+// holds and at which epoch, where the group's incarnations start over, the
+// faults in force and the commit calls open.
+type builder struct {
+	f         *facts
+	n         int
+	decodeErr []error
+	inc       int            // incarnation of the group at the current position
+	openFault map[string]int // per nemesis process: the invoke of its fault in force
+	held      []map[int]int  // per member: partition → open interval id
+	epoch     []int32        // per member: current epoch as far as the history shows
+	commitAt  map[int]int    // a commit's invoke → its commitOp
+}
+
+// grow makes room for member m.
+func (b *builder) grow(m int) {
+	for len(b.held) <= m {
+		b.held = append(b.held, map[int]int{})
+		b.epoch = append(b.epoch, 0)
+	}
+}
+
+// registerPair records m as an owner of (tp, epoch e) at pos: the first,
+// the same instance's heir, or a conflict.
+func (b *builder) registerPair(tp int, e int32, m, pos int) {
+	if e <= 0 {
+		return
+	}
+	f := b.f
+	k := pairKey{b.inc, tp, e}
+	o, ok := f.pairs[k]
+	if !ok {
+		f.pairs[k] = pairOwner{m, pos, f.sentAt(pos)}
+		return
+	}
+	last := o
+	if hs := f.heirs[k]; len(hs) > 0 {
+		last = hs[len(hs)-1]
+	}
+	if o.member == m || last.member == m {
+		return
+	}
+	if _, still := b.held[last.member][tp]; !still && f.sameInstance(last.member, m) {
+		f.heirs[k] = append(f.heirs[k], pairOwner{m, pos, f.sentAt(pos)})
+		f.handovers++
+		return
+	}
+	f.conflicts = append(f.conflicts, pairConflict{b.inc, tp, e, o, pairOwner{m, pos, f.sentAt(pos)}})
+}
+
+// setEpoch moves m to epoch e at pos, registering what it holds at it.
+func (b *builder) setEpoch(m int, e int32, pos int) {
+	if e <= 0 || e == b.epoch[m] {
+		return
+	}
+	b.epoch[m] = e
+	tps := make([]int, 0, len(b.held[m]))
+	for tp := range b.held[m] {
+		tps = append(tps, tp)
+	}
+	sort.Ints(tps)
+	for _, tp := range tps {
+		b.registerPair(tp, e, m, pos)
+	}
+}
+
+// closeAll ends every interval m holds at pos.
+func (b *builder) closeAll(m int, kind endKind, pos int) {
+	for tp, id := range b.held[m] {
+		b.f.intervals[id].end, b.f.intervals[id].endKind = pos, kind
+		delete(b.held[m], tp)
+	}
+}
+
+// session records a call at pos that proves m's session valid.
+func (b *builder) session(m, pos int) {
+	b.f.sessions[m] = append(b.f.sessions[m], call{b.f.sentAt(pos), pos})
+}
+
+// payload is event i's decoded value as a T, or a problem recorded.
+func payload[T any](f *facts, i int, what string) (T, bool) {
+	v, ok := f.vals[i].(T)
+	if !ok {
+		var want T
+		f.problem(i, "event %d: %s payload is %T, want %T", f.ev[i].Index, what, f.vals[i], want)
+	}
+	return v, ok
+}
+
+// event takes event i into the facts.
+func (b *builder) event(i int) {
+	f := b.f
+	if b.inc < len(f.incs) && f.incs[b.inc].start == i {
+		// Every membership had ended: the new incarnation's epochs start from nothing.
+		b.inc++
+		clear(b.epoch)
+	}
+	e := &f.ev[i]
+	if err := b.decodeErr[i]; err != nil {
+		f.problem(i, "event %d: %v", e.Index, err)
+		return
+	}
+	switch e.F {
+	case history.FAssigned, history.FRevoked, history.FLost:
+		if a, ok := payload[history.Assignment](f, i, string(e.F)); ok {
+			b.assignment(i, a)
 		}
-		e := &events[i]
-		if err := decodeErr[i]; err != nil {
-			f.problem(i, "event %d: %v", e.Index, err)
-			continue
-		}
-		v := f.vals[i]
-		done := e.Type == history.OK || e.Type == history.Info
-		switch e.F {
-		case history.FAssigned, history.FRevoked, history.FLost:
-			a, ok := v.(history.Assignment)
-			if !ok {
-				f.problem(i, "event %d: %s payload is %T, want history.Assignment", e.Index, e.F, v)
-				continue
-			}
-			if !done {
-				continue
-			}
-			m := f.member(a.Member, e.Process)
-			grow(m)
-			if a.Protocol != "" {
-				f.proto[m] = a.Protocol
-			}
-			switch e.F {
-			case history.FAssigned:
-				setEpoch(m, a.Epoch, i)
-				for _, t := range a.Partitions {
-					tp := f.tp(t)
-					if _, own := held[m][tp]; own {
-						continue
-					}
-					id := len(f.intervals)
-					f.intervals = append(f.intervals, interval{member: m, tp: tp, start: i, end: n, epoch: epoch[m], inc: inc, protocol: f.proto[m]})
-					f.byTP[tp] = append(f.byTP[tp], id)
-					held[m][tp] = id
-					registerPair(tp, epoch[m], m, i)
-				}
-			default:
-				kind := endRevoked
-				if e.F == history.FLost {
-					kind = endLost
-				}
-				for _, t := range a.Partitions {
-					tp := f.tp(t)
-					if id, own := held[m][tp]; own {
-						f.intervals[id].end, f.intervals[id].endKind = i, kind
-						delete(held[m], tp)
-					}
-				}
-			}
-		case history.FFenced, history.FSessionExpired, history.FLeft:
-			mb, ok := v.(history.Membership)
-			if !ok {
-				f.problem(i, "event %d: %s payload is %T, want history.Membership", e.Index, e.F, v)
-				continue
-			}
-			if !done {
-				continue
-			}
+	case history.FFenced, history.FSessionExpired, history.FLeft:
+		if mb, ok := payload[history.Membership](f, i, string(e.F)); ok && (e.Type == history.OK || e.Type == history.Info) {
 			m := f.member(mb.Member, e.Process)
-			grow(m)
+			b.grow(m)
 			kind := endLost
 			if e.F == history.FLeft {
 				kind = endRevoked
 			}
-			closeAll(m, kind, i)
-		case history.FHeartbeat:
-			hb, ok := v.(history.Heartbeat)
-			if !ok {
-				f.problem(i, "event %d: heartbeat payload is %T, want history.Heartbeat", e.Index, v)
-				continue
-			}
-			if e.Type != history.OK {
-				continue
-			}
-			m := f.member(hb.Member, e.Process)
-			grow(m)
-			if hb.Protocol != "" {
-				f.proto[m] = hb.Protocol
-			}
-			if hb.Protocol == history.ProtocolConsumer {
-				setEpoch(m, hb.ResultEpoch, i)
-			} else {
-				setEpoch(m, hb.Epoch, i)
-			}
-			session(m, i)
-		case history.FJoin:
-			j, ok := v.(history.Join)
-			if !ok {
-				f.problem(i, "event %d: join payload is %T, want history.Join", e.Index, v)
-				continue
-			}
-			if e.Type != history.OK {
-				continue
-			}
+			b.closeAll(m, kind, i)
+		}
+	case history.FHeartbeat:
+		if hb, ok := payload[history.Heartbeat](f, i, "heartbeat"); ok && e.Type == history.OK {
+			b.heartbeat(i, hb)
+		}
+	case history.FJoin:
+		if j, ok := payload[history.Join](f, i, "join"); ok && e.Type == history.OK {
 			m := f.member(j.Member, e.Process)
-			grow(m)
+			b.grow(m)
 			f.proto[m] = history.ProtocolClassic
-			setEpoch(m, j.Generation, i)
-			session(m, i)
-		case history.FSync:
-			s, ok := v.(history.Sync)
-			if !ok {
-				f.problem(i, "event %d: sync payload is %T, want history.Sync", e.Index, v)
-				continue
-			}
-			if e.Type != history.OK {
-				continue
-			}
+			b.setEpoch(m, j.Generation, i)
+			b.session(m, i)
+		}
+	case history.FSync:
+		if s, ok := payload[history.Sync](f, i, "sync"); ok && e.Type == history.OK {
 			m := f.member(s.Member, e.Process)
-			grow(m)
-			setEpoch(m, s.Generation, i)
-			session(m, i)
-		case history.FCommit:
-			c, ok := v.(history.Commit)
-			if !ok {
-				f.problem(i, "event %d: commit payload is %T, want history.Commit", e.Index, v)
-				continue
-			}
-			p := f.partner[i]
-			if e.Type == history.Invoke {
-				m := f.member(c.Member, e.Process)
-				grow(m)
-				commitAt[i] = len(f.commits)
-				f.commits = append(f.commits, commitOp{member: m, process: e.Process, inv: i, done: -1, c: c})
-				continue
-			}
-			if id, ok := commitAt[p]; ok && p >= 0 {
-				op := &f.commits[id]
-				op.done, op.outcome = i, e.Type
-				op.c = mergeCommit(op.c, c)
-				continue
-			}
-			// A completion without its invoke (already reported as a pairing problem) was sent at
-			// some point before it; a standalone info is a call that started and ended here.
+			b.grow(m)
+			b.setEpoch(m, s.Generation, i)
+			b.session(m, i)
+		}
+	case history.FCommit:
+		if c, ok := payload[history.Commit](f, i, "commit"); ok {
+			b.commit(i, c)
+		}
+	case history.FConsume:
+		if c, ok := payload[history.Consume](f, i, "consume"); ok {
 			m := f.member(c.Member, e.Process)
-			grow(m)
-			f.commits = append(f.commits, commitOp{member: m, process: e.Process, inv: f.sentAt(i), done: i, outcome: e.Type, c: c})
-		case history.FConsume:
-			c, ok := v.(history.Consume)
-			if !ok {
-				f.problem(i, "event %d: consume payload is %T, want history.Consume", e.Index, v)
-				continue
-			}
-			m := f.member(c.Member, e.Process)
-			grow(m)
+			b.grow(m)
 			tp := f.tp(c.TP())
 			iv := -1
-			if id, own := held[m][tp]; own {
+			if id, own := b.held[m][tp]; own {
 				iv = id
 			}
 			f.consumes[tp] = append(f.consumes[tp], consumeRef{pos: i, member: m, interval: iv, off: c.Offset, seq: c.Seq})
-		case history.FProduce:
-			if _, ok := v.(history.Produce); !ok {
-				f.problem(i, "event %d: produce payload is %T, want history.Produce", e.Index, v)
-				continue
-			}
-			if e.Type == history.OK || (e.Type == history.Info && f.partner[i] >= 0) {
-				f.produces = append(f.produces, i)
-			}
-		case history.FDescribe:
-			if _, ok := v.(history.Describe); !ok {
-				f.problem(i, "event %d: describe payload is %T, want history.Describe", e.Index, v)
-				continue
-			}
-			if e.Type == history.OK || (e.Type == history.Info && f.partner[i] < 0) {
-				f.describes = append(f.describes, i)
-			}
-		case history.FPhase:
-			ph, ok := v.(history.Phase)
-			if !ok {
-				f.problem(i, "event %d: phase payload is %T, want history.Phase", e.Index, v)
-				continue
-			}
+		}
+	case history.FProduce:
+		if _, ok := payload[history.Produce](f, i, "produce"); ok && (e.Type == history.OK || (e.Type == history.Info && f.partner[i] >= 0)) {
+			f.produces = append(f.produces, i)
+		}
+	case history.FDescribe:
+		if _, ok := payload[history.Describe](f, i, "describe"); ok && (e.Type == history.OK || (e.Type == history.Info && f.partner[i] < 0)) {
+			f.describes = append(f.describes, i)
+		}
+	case history.FPhase:
+		if ph, ok := payload[history.Phase](f, i, "phase"); ok {
 			f.phases[ph.Name] = append(f.phases[ph.Name], i)
-		case history.FFaultStart:
-			switch e.Type {
-			case history.Invoke:
-				openFault[e.Process] = i
-			case history.Fail:
-				delete(openFault, e.Process)
+		}
+	case history.FFaultStart, history.FFaultStop:
+		b.fault(i)
+	}
+}
+
+// assignment takes an assigned, revoked or lost partition set.
+func (b *builder) assignment(i int, a history.Assignment) {
+	f, e := b.f, &b.f.ev[i]
+	if e.Type != history.OK && e.Type != history.Info {
+		return
+	}
+	m := f.member(a.Member, e.Process)
+	b.grow(m)
+	if a.Protocol != "" {
+		f.proto[m] = a.Protocol
+	}
+	if e.F == history.FAssigned {
+		b.setEpoch(m, a.Epoch, i)
+		for _, t := range a.Partitions {
+			tp := f.tp(t)
+			if _, own := b.held[m][tp]; own {
+				continue
 			}
-		case history.FFaultStop:
-			if e.Type == history.OK || e.Type == history.Info {
-				f.faultStops = append(f.faultStops, i)
-				if s, ok := openFault[e.Process]; ok {
-					f.faultSpans = append(f.faultSpans, [2]int{s, i})
-					delete(openFault, e.Process)
-				}
-			}
+			id := len(f.intervals)
+			f.intervals = append(f.intervals, interval{member: m, tp: tp, start: i, end: b.n, epoch: b.epoch[m], inc: b.inc, protocol: f.proto[m]})
+			f.byTP[tp] = append(f.byTP[tp], id)
+			b.held[m][tp] = id
+			b.registerPair(tp, b.epoch[m], m, i)
+		}
+		return
+	}
+	kind := endRevoked
+	if e.F == history.FLost {
+		kind = endLost
+	}
+	for _, t := range a.Partitions {
+		tp := f.tp(t)
+		if id, own := b.held[m][tp]; own {
+			f.intervals[id].end, f.intervals[id].endKind = i, kind
+			delete(b.held[m], tp)
 		}
 	}
-	for _, s := range openFault {
-		f.faultSpans = append(f.faultSpans, [2]int{s, n})
+}
+
+// heartbeat takes an answered heartbeat: the member's epoch, its session.
+func (b *builder) heartbeat(i int, hb history.Heartbeat) {
+	f := b.f
+	m := f.member(hb.Member, f.ev[i].Process)
+	b.grow(m)
+	if hb.Protocol != "" {
+		f.proto[m] = hb.Protocol
 	}
-	f.snaps = f.snapshots(obs)
+	if hb.Protocol == history.ProtocolConsumer {
+		b.setEpoch(m, hb.ResultEpoch, i)
+	} else {
+		b.setEpoch(m, hb.Epoch, i)
+	}
+	b.session(m, i)
+}
+
+// commit takes a commit's invoke or completion into its commitOp.
+func (b *builder) commit(i int, c history.Commit) {
+	f, e := b.f, &b.f.ev[i]
+	p := f.partner[i]
+	if e.Type == history.Invoke {
+		m := f.member(c.Member, e.Process)
+		b.grow(m)
+		b.commitAt[i] = len(f.commits)
+		f.commits = append(f.commits, commitOp{member: m, process: e.Process, inv: i, done: -1, c: c})
+		return
+	}
+	if id, ok := b.commitAt[p]; ok && p >= 0 {
+		op := &f.commits[id]
+		op.done, op.outcome = i, e.Type
+		op.c = mergeCommit(op.c, c)
+		return
+	}
+	// A completion without its invoke (already reported as a pairing problem) was sent at
+	// some point before it; a standalone info is a call that started and ended here.
+	m := f.member(c.Member, e.Process)
+	b.grow(m)
+	f.commits = append(f.commits, commitOp{member: m, process: e.Process, inv: f.sentAt(i), done: i, outcome: e.Type, c: c})
+}
+
+// fault takes a fault's start or stop: the spans faults were in force.
+func (b *builder) fault(i int) {
+	f, e := b.f, &b.f.ev[i]
+	if e.F == history.FFaultStart {
+		switch e.Type {
+		case history.Invoke:
+			b.openFault[e.Process] = i
+		case history.Fail:
+			delete(b.openFault, e.Process)
+		}
+		return
+	}
+	if e.Type == history.OK || e.Type == history.Info {
+		f.faultStops = append(f.faultStops, i)
+		if s, ok := b.openFault[e.Process]; ok {
+			f.faultSpans = append(f.faultSpans, [2]int{s, i})
+			delete(b.openFault, e.Process)
+		}
+	}
+}
+
+// placeCommits files every commit's offsets under their partitions, in
+// the order the commits were sent; a commit's partitions whose error does
+// not prove the offset unwritten become a commit of their own, with an
+// unknown outcome.
+func (f *facts) placeCommits() {
 	for id, n := 0, len(f.commits); id < n; id++ {
 		op := &f.commits[id]
 		// A commit call a fault overlapped may have been sent more than once: the clients resend
@@ -591,8 +616,6 @@ func build(events []history.Event, obs *history.Observations) *facts {
 			f.proto[op.member] = op.c.Protocol
 		}
 		if len(unknown) > 0 {
-			// The partitions whose error does not prove the offset unwritten
-			// are a commit of their own, with an unknown outcome.
 			u := commitOp{member: op.member, process: op.process, inv: op.inv, done: op.done, outcome: history.Info, c: op.c}
 			uid := len(f.commits)
 			for _, o := range unknown {
@@ -608,9 +631,6 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		ids := f.commitsByTP[tp]
 		sort.SliceStable(ids, func(a, b int) bool { return f.commits[ids[a]].inv < f.commits[ids[b]].inv })
 	}
-	sort.Slice(f.conflicts, func(a, b int) bool { return f.conflicts[a].second.pos < f.conflicts[b].second.pos })
-	f.buildLog(obs)
-	return f
 }
 
 // sentAt is the earliest position at which the call answered at pos can have been sent: its
