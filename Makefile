@@ -43,7 +43,7 @@ HUNT_MIX ?=
 
 # The group sizes and protocols `make scale` measures (the nightly workflow's),
 # on a 3-node cluster of SCALE_KAFKA.
-SCALE_MEMBERS ?= 1000,5000
+SCALE_MEMBERS ?= 1000,5000,10000
 SCALE_PROTOCOLS ?= consumer,classic
 SCALE_KAFKA ?= 4.4.0
 
@@ -146,11 +146,12 @@ bench: engine
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./harness/replay/ ./results/ ./clients/assign/ ./coordinator/assignor/
 	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/
 
-## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS (README, Scale):
+## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS, on scale's defaults
+## (docs/measurements/scale.md):
 ## the reports as JSON in build/scale.json, the nodes' logs in build/scale-logs/. Not part of `make test`.
 scale: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(SCALE_KAFKA)
-	$(GO) run ./cmd/groupquake scale --kafka $(SCALE_KAFKA) --members $(SCALE_MEMBERS) --protocol $(SCALE_PROTOCOLS) --partitions 500 --steady 10s --stable-timeout 3m --heap 1024 --json --logs build/scale-logs > build/scale.json
+	$(GO) run ./cmd/groupquake scale --kafka $(SCALE_KAFKA) --members $(SCALE_MEMBERS) --protocol $(SCALE_PROTOCOLS) --json --logs build/scale-logs > build/scale.json
 
 ## mutate: mutation score of each area of MUTATE_AREAS (tools/mutate/mutants/AREA.json, run with
 ## that list's test command); an area below its list's min_score (or MUTATE_MIN, when given) fails

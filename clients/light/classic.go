@@ -43,6 +43,8 @@ func (g *Group) NewClassic(idx int32) *Classic {
 func (m *Classic) Run(ctx context.Context) error {
 	defer close(m.done)
 	cfg := m.g.cfg
+	rctx, stop := m.requests(ctx)
+	defer stop()
 	rejoin := true
 	lastCommit := time.Now()
 	for attempt := 0; ; {
@@ -55,7 +57,10 @@ func (m *Classic) Run(ctx context.Context) error {
 			return nil
 		}
 		if rejoin {
-			if err := m.join(ctx); err != nil {
+			if err := m.join(rctx); err != nil {
+				if rctx.Err() != nil {
+					continue // leaving, or the run ends
+				}
 				if m.react(err) {
 					attempt++
 					_ = sleep(ctx, backoff(attempt))
@@ -64,7 +69,7 @@ func (m *Classic) Run(ctx context.Context) error {
 			}
 			rejoin, attempt = false, 0
 			lastCommit = time.Now()
-			m.commit(ctx) // what a consumer commits once it starts on an assignment
+			m.commit(rctx) // what a consumer commits once it starts on an assignment
 			continue
 		}
 		wait := cfg.HeartbeatInterval
@@ -78,17 +83,17 @@ func (m *Classic) Run(ctx context.Context) error {
 			return nil
 		case <-time.After(wait):
 		}
-		err := m.heartbeat(ctx)
+		err := m.heartbeat(rctx)
 		if err == nil && cfg.CommitInterval > 0 && time.Since(lastCommit) >= cfg.CommitInterval {
 			lastCommit = time.Now()
-			err = m.commit(ctx)
+			err = m.commit(rctx)
 		}
 		if err == nil {
 			attempt = 0
 			continue
 		}
-		if ctx.Err() != nil {
-			return nil
+		if rctx.Err() != nil {
+			continue // leaving, or the run ends
 		}
 		if retriable(err) {
 			attempt++
@@ -140,14 +145,18 @@ func (m *Classic) revoke() {
 	m.st.update(func(s *State) { s.Settled, s.Owned = false, 0 })
 }
 
-func (m *Classic) conn(ctx context.Context) (*Conn, error) {
+// do sends req to the coordinator on the member's own connection and
+// waits for its answer, at most timeout once written.
+func (m *Classic) do(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	co, err := m.g.coordinator(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if m.co.addr != "" && m.co.addr != co.addr {
+		m.g.own.Forget(m.co.addr, int(m.idx)) // its own connection to the old coordinator
+	}
 	m.co = co
-	addr := co.addr
-	return m.g.own.Get(ctx, addr, int(m.idx))
+	return m.g.own.Do(ctx, co.addr, int(m.idx), req, timeout)
 }
 
 func (m *Classic) ok() {
@@ -159,10 +168,6 @@ func (m *Classic) ok() {
 func (m *Classic) join(ctx context.Context) error {
 	cfg := m.g.cfg
 	m.revoke()
-	c, err := m.conn(ctx)
-	if err != nil {
-		return err
-	}
 	meta, err := assign.EncodeSubscription(assign.Subscription{Version: 0, Topics: []string{cfg.Topic}, Generation: -1})
 	if err != nil {
 		return err
@@ -179,13 +184,10 @@ func (m *Classic) join(ctx context.Context) error {
 		p := kmsg.NewJoinGroupRequestProtocol()
 		p.Name, p.Metadata = assign.RangeName, meta
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{p}
-		rctx, cancel := context.WithTimeout(ctx, cfg.RebalanceTimeout+10*time.Second)
-		r, err := c.Do(rctx, req)
-		cancel()
+		// Past its timeout the parked request's connection is broken: the
+		// answer may still come, and the connection is out of step.
+		r, err := m.do(ctx, req, cfg.RebalanceTimeout+10*time.Second)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				c.Close() // the answer may still come; this connection is out of step
-			}
 			return err
 		}
 		jr = r.(*kmsg.JoinGroupResponse)
@@ -217,13 +219,8 @@ func (m *Classic) join(ctx context.Context) error {
 			sreq.GroupAssignment = append(sreq.GroupAssignment, a)
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, cfg.RebalanceTimeout+10*time.Second)
-	r, err := c.Do(rctx, sreq)
-	cancel()
+	r, err := m.do(ctx, sreq, cfg.RebalanceTimeout+10*time.Second)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			c.Close()
-		}
 		return err
 	}
 	sr := r.(*kmsg.SyncGroupResponse)
@@ -259,16 +256,10 @@ func (m *Classic) lead(jr *kmsg.JoinGroupResponse) (map[string][]byte, error) {
 }
 
 func (m *Classic) heartbeat(ctx context.Context) error {
-	c, err := m.conn(ctx)
-	if err != nil {
-		return err
-	}
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.SetVersion(4)
 	req.Group, req.Generation, req.MemberID = m.g.cfg.Group, m.gen, m.memberID
-	rctx, cancel := context.WithTimeout(ctx, m.g.cfg.SessionTimeout)
-	defer cancel()
-	r, err := c.Do(rctx, req)
+	r, err := m.do(ctx, req, m.g.cfg.RequestTimeout)
 	if err != nil {
 		return err
 	}
@@ -288,15 +279,9 @@ func (m *Classic) commit(ctx context.Context) error {
 	if len(m.owned) == 0 {
 		return nil
 	}
-	c, err := m.conn(ctx)
-	if err != nil {
-		return err
-	}
 	m.offset++
 	req := commitRequest(m.g.cfg, m.memberID, m.gen, m.owned, m.offset)
-	rctx, cancel := context.WithTimeout(ctx, m.g.cfg.SessionTimeout)
-	defer cancel()
-	r, err := c.Do(rctx, req)
+	r, err := m.do(ctx, req, m.g.cfg.RequestTimeout)
 	if err != nil {
 		return err
 	}
@@ -336,10 +321,6 @@ func (m *Classic) doLeave(ctx context.Context) error {
 	if m.memberID == "" {
 		return nil
 	}
-	c, err := m.conn(ctx)
-	if err != nil {
-		return err
-	}
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.SetVersion(5)
 	req.Group = m.g.cfg.Group
@@ -347,9 +328,7 @@ func (m *Classic) doLeave(ctx context.Context) error {
 	lm.MemberID = m.memberID
 	lm.Reason = kmsg.StringPtr("groupquake scale: one member leaves")
 	req.Members = []kmsg.LeaveGroupRequestMember{lm}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	r, err := c.Do(rctx, req)
+	r, err := m.do(ctx, req, 10*time.Second)
 	if err != nil {
 		return err
 	}

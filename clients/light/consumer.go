@@ -56,6 +56,8 @@ func (g *Group) NewConsumer(idx int32) *Consumer {
 func (m *Consumer) Run(ctx context.Context) error {
 	defer close(m.done)
 	cfg := m.g.cfg
+	rctx, stop := m.requests(ctx)
+	defer stop()
 	full := true // send every field: joining, or after an error
 	ack := false // the next heartbeat acknowledges what the member owns
 	wait := time.Duration(0)
@@ -70,7 +72,7 @@ func (m *Consumer) Run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 		sentAck := ack || full
-		resp, err := m.heartbeat(ctx, full, sentAck)
+		resp, err := m.heartbeat(rctx, full, sentAck)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
@@ -78,13 +80,16 @@ func (m *Consumer) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if rctx.Err() != nil {
+				continue // leaving: the heartbeat was dropped or its answer is moot
+			}
 			attempt++
 			full = true
 			m.g.Stats.Error(err)
 			switch {
 			case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.FencedMemberEpoch):
 				m.epoch = 0
-				m.revoke(ctx, m.owned, false) // fenced: its commits would be refused
+				m.revoke(rctx, m.owned, false) // fenced: its commits would be refused
 				wait = 0
 			default:
 				if retriable(err) {
@@ -105,7 +110,7 @@ func (m *Consumer) Run(ctx context.Context) error {
 		}
 		ack = false
 		if resp.Assignment != nil {
-			ack = m.reconcile(ctx, resp.Assignment)
+			ack = m.reconcile(rctx, resp.Assignment)
 		}
 		now := time.Now()
 		settled := !ack
@@ -114,7 +119,7 @@ func (m *Consumer) Run(ctx context.Context) error {
 		})
 		if cfg.CommitInterval > 0 && time.Since(lastCommit) >= cfg.CommitInterval {
 			lastCommit = time.Now()
-			_ = m.commit(ctx, m.owned)
+			_ = m.commit(rctx, m.owned)
 		}
 		wait = interval
 		if ack {
@@ -168,14 +173,14 @@ func (m *Consumer) revoke(ctx context.Context, parts []int32, commit bool) {
 	m.owned = slices.DeleteFunc(slices.Clone(m.owned), func(p int32) bool { return slices.Contains(parts, p) })
 }
 
-func (m *Consumer) conn(ctx context.Context) (*Conn, error) {
+// do sends req to the coordinator and waits for its answer.
+func (m *Consumer) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	co, err := m.g.coordinator(ctx)
 	if err != nil {
 		return nil, err
 	}
 	m.co = co
-	addr := co.addr
-	return m.g.pool.Get(ctx, addr, int(m.idx))
+	return m.g.pool.Do(ctx, co.addr, int(m.idx), req, m.g.cfg.RequestTimeout)
 }
 
 func (m *Consumer) heartbeat(ctx context.Context, full, withTopics bool) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
@@ -184,10 +189,6 @@ func (m *Consumer) heartbeat(ctx context.Context, full, withTopics bool) (*kmsg.
 
 func (m *Consumer) send(ctx context.Context, epoch int32, full, withTopics bool) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
 	cfg := m.g.cfg
-	c, err := m.conn(ctx)
-	if err != nil {
-		return nil, err
-	}
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.SetVersion(1)
 	req.Group, req.MemberID, req.MemberEpoch = cfg.Group, m.memberID, epoch
@@ -204,9 +205,7 @@ func (m *Consumer) send(ctx context.Context, epoch int32, full, withTopics bool)
 			req.Topics = append(req.Topics, t)
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	r, err := c.Do(rctx, req)
+	r, err := m.do(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -217,14 +216,8 @@ func (m *Consumer) commit(ctx context.Context, parts []int32) error {
 	if len(parts) == 0 || m.epoch <= 0 {
 		return nil
 	}
-	c, err := m.conn(ctx)
-	if err != nil {
-		return err
-	}
 	m.offset++
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	r, err := c.Do(rctx, commitRequest(m.g.cfg, m.memberID, m.epoch, parts, m.offset))
+	r, err := m.do(ctx, commitRequest(m.g.cfg, m.memberID, m.epoch, parts, m.offset))
 	if err != nil {
 		return err
 	}

@@ -33,14 +33,25 @@ type Config struct {
 	// CommitInterval is how often a member commits the partitions it
 	// owns; 0 commits only when a partition is given up.
 	CommitInterval time.Duration
-	// Conns is the consumer-protocol members' connection pool size per
-	// broker; classic members always get one each (see the package doc).
+	// Conns bounds the connections the consumer-protocol members share to
+	// each broker; 0 is MaxShared. The pool opens them as its queue needs
+	// them (see Pool). Classic members always get one each (see the
+	// package doc).
 	Conns int
+	// RequestTimeout bounds the wait for the answer to a written request
+	// (Kafka's request.timeout.ms, 30 s by default); past it the
+	// connection is broken. A classic JoinGroup or SyncGroup waits the
+	// rebalance timeout and 10 s more instead. The wait in the queue before
+	// a request is written has no bound: a member does not send a request
+	// again while the last one is still queued.
+	RequestTimeout time.Duration
 	// Seed drives the heartbeat jitter, so that members do not beat in step.
 	Seed uint64
 	// Addr maps a broker address (as the bootstrap list and the
 	// coordinator's metadata name it) to the one to dial; nil dials it as is.
 	Addr func(string) string
+	// Dial connects to a broker; nil dials TCP.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logf reports what the shared pieces do (coordinator moves); nil is silent.
 	Logf func(format string, args ...any)
 }
@@ -64,7 +75,10 @@ func (c *Config) check() error {
 		c.HeartbeatInterval = 3 * time.Second
 	}
 	if c.Conns <= 0 {
-		c.Conns = 8
+		c.Conns = MaxShared
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -92,6 +106,12 @@ type Group struct {
 	rng     *rand.Rand
 }
 
+// ClientID is the members' client id, empty: a classic member id is the
+// client id, "-" and a Uuid, and the classic group's metadata record
+// (GroupMetadataValue) carries every member's id and client id, under
+// message.max.bytes (see harness/scale's TestClassicRecordFits).
+const ClientID = ""
+
 // NewGroup checks cfg and makes the shared environment.
 func NewGroup(cfg Config) (*Group, error) {
 	if err := cfg.check(); err != nil {
@@ -100,16 +120,16 @@ func NewGroup(cfg Config) (*Group, error) {
 	st := &Stats{}
 	g := &Group{
 		cfg: cfg, Stats: st, Owners: NewOwners(cfg.Partitions),
-		// A short client id: a classic member id is the client id and a
-		// Uuid, and the classic group's metadata record carries every
-		// member's id (see the README's Scale section on its size limit).
-		pool: NewPool(cfg.Conns, 4096, "gq", st),
-		own:  NewPool(1<<30, 2, "gq", st), // a classic member has one request in flight
-		boot: NewPool(1, 4, "gq-boot", st),
+		pool: NewSharedPool(cfg.Conns, ClientID, st),
+		own:  NewOwnPool(ClientID, st),
+		boot: NewOwnPool("gq-boot", st),
 		rng:  rand.New(rand.NewPCG(cfg.Seed, 0x5ca1e)),
 	}
 	if cfg.Addr != nil {
 		g.pool.mapAddr, g.own.mapAddr, g.boot.mapAddr = cfg.Addr, cfg.Addr, cfg.Addr
+	}
+	if cfg.Dial != nil {
+		g.pool.dialFn, g.own.dialFn, g.boot.dialFn = cfg.Dial, cfg.Dial, cfg.Dial
 	}
 	return g, nil
 }
@@ -220,18 +240,11 @@ func (g *Group) find(ctx context.Context) (string, int32, [16]byte, error) {
 
 func (g *Group) findAt(ctx context.Context, broker string, i int) (string, int32, [16]byte, error) {
 	var tid [16]byte
-	c, err := g.boot.Get(ctx, broker, 0)
-	if err != nil {
-		return "", -1, tid, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.SetVersion(4)
 	fc.CoordinatorKeys = []string{g.cfg.Group}
-	r, err := c.Do(rctx, fc)
+	r, err := g.boot.Do(ctx, broker, i, fc, 5*time.Second)
 	if err != nil {
-		c.Close()
 		return "", -1, tid, err
 	}
 	fr := r.(*kmsg.FindCoordinatorResponse)
@@ -247,9 +260,8 @@ func (g *Group) findAt(ctx context.Context, broker string, i int) (string, int32
 	mt := kmsg.NewMetadataRequestTopic()
 	mt.Topic = kmsg.StringPtr(g.cfg.Topic)
 	md.Topics = []kmsg.MetadataRequestTopic{mt}
-	r, err = c.Do(rctx, md)
+	r, err = g.boot.Do(ctx, broker, i, md, 5*time.Second)
 	if err != nil {
-		c.Close()
 		return "", -1, tid, err
 	}
 	mr := r.(*kmsg.MetadataResponse)

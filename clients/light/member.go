@@ -64,6 +64,20 @@ type lifecycle struct {
 	leave chan struct{} // closed by Leave: Run leaves the group and returns
 	once  sync.Once
 	done  chan struct{} // closed by Run when it returns
+	// drop ends the context of the member's requests (under st.mu), so
+	// that Leave drops a request still queued instead of waiting for it.
+	drop context.CancelFunc
+}
+
+// requests returns the context of Run's requests until it leaves: ctx,
+// also ended by Leave. A request still queued when the member leaves is
+// dropped, never sent; the leave itself goes with ctx.
+func (l *lifecycle) requests(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancel(ctx)
+	l.st.mu.Lock()
+	l.drop = cancel
+	l.st.mu.Unlock()
+	return rctx, cancel
 }
 
 func (l *lifecycle) prepare() {
@@ -76,6 +90,12 @@ func (l *lifecycle) State() State { return l.st.get() }
 // Leave implements Member.
 func (l *lifecycle) Leave(ctx context.Context) error {
 	l.once.Do(func() { close(l.leave) })
+	l.st.mu.Lock()
+	drop := l.drop
+	l.st.mu.Unlock()
+	if drop != nil {
+		drop()
+	}
 	select {
 	case <-l.done:
 		return nil

@@ -36,7 +36,7 @@ func TestRefusedSizes(t *testing.T) {
 		{[]string{"run", "--embedded", "--partitions", "100000000"}, "groupquake: --partitions 100000000", ""},
 		{[]string{"upgrade", "--from", "4.1.2", "--partitions", "5000"}, "groupquake: --partitions 5000: at most 4000 on a container cluster", ""},
 		{[]string{"upgrade", "--from", "4.1.2", "--rate", "20000"}, "groupquake: --rate 20000: at most 10000", ""},
-		{[]string{"scale", "--embedded", "--members", "2000000", "--protocol", "classic", "--partitions", "10"}, "groupquake: --members 2000000: at most ", "classic members on this machine (each has a connection of its own"},
+		{[]string{"scale", "--members", "2000000", "--protocol", "classic", "--partitions", "10"}, "groupquake: --members 2000000: at most ", "classic members on this machine (each has a connection of its own"},
 		{[]string{"scale", "--members", "100", "--protocol", "consumer", "--partitions", "5000"}, "groupquake: --partitions 5000: at most 4000 on a container cluster", ""},
 		{[]string{"scale", "--embedded", "--members", "100", "--protocol", "consumer", "--partitions", "100000000"}, "groupquake: --partitions 100000000: at most ", "on the embedded cluster on this machine"},
 		{[]string{"scale", "--embedded", "--members", "1000000000", "--protocol", "consumer", "--partitions", "10"}, "groupquake: --members 1000000000: at most ", "half this machine's memory"},

@@ -17,13 +17,15 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/clients/light"
+	"github.com/groupquake/groupquake/coordinator"
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/harness/scale"
 	"github.com/groupquake/groupquake/internal/machine"
 )
 
-const scaleUsage = `Usage: groupquake scale --members N[,N...] --protocol classic|consumer[,...] --partitions P [flags]
+const scaleUsage = `Usage: groupquake scale --members N[,N...] --protocol classic|consumer[,...] [flags]
 
 Puts one consumer group of N lightweight members (membership, assignment and
 commits; no record fetching) on a cluster, for each protocol and size in
@@ -34,9 +36,16 @@ max); the requests per second the coordinator answered; and this process's
 own CPU and memory per member, apart from the brokers' (container CPU and
 memory, reported beside them).
 
-Consumer-protocol members share --conns connections; each classic member
+Consumer-protocol members share connections, opened as their queue of
+requests needs them (up to --conns to one broker); each classic member
 needs one of its own (the broker parks JoinGroup and SyncGroup, and a broker
-answers a connection's requests one at a time).
+answers a connection's requests one at a time). A member does not send a
+request again while the last one still waits in the queue, and one it gives
+up there is dropped, never sent.
+
+The cluster runs Kafka's default group timers for the consumer protocol
+(heartbeat, session, assignment interval) and no initial rebalance delay;
+the container cluster's nodes get a 1 GB heap.
 
 Sizes run in increasing order, every protocol at one size before the next;
 when one does not reach a stable group within --stable-timeout, the larger
@@ -60,6 +69,8 @@ type scaleFlags struct {
 	session, rebalance, hb time.Duration
 	consumerHB             time.Duration
 	consumerSession        time.Duration
+	assignInterval         time.Duration
+	assignIntervalSet      bool
 	commit                 time.Duration
 	steady                 time.Duration
 	noRestart              bool
@@ -68,6 +79,7 @@ type scaleFlags struct {
 	seed                   string
 	json                   bool
 	logs                   string
+	cpuProfile             string
 }
 
 func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -75,18 +87,19 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("scale", scaleUsage)
 	fs.StringVar(&f.members, "members", "", "group sizes, comma-separated (each at least 2): 500,2000,5000")
 	fs.StringVar(&f.protocols, "protocol", "", "classic, consumer, or both comma-separated")
-	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the group's topic")
+	fs.IntVar(&f.partitions, "partitions", 500, "partitions of the group's topic")
 	fs.StringVar(&f.kafka, "kafka", cluster.DefaultKafkaVersion, "Kafka version of the container cluster")
 	fs.IntVar(&f.nodes, "nodes", 3, "broker nodes of the container cluster: 1 or 3")
-	fs.IntVar(&f.heapMB, "heap", 0, "JVM heap of each node in MB (0: the cluster's default, 384)")
+	fs.IntVar(&f.heapMB, "heap", 1024, "JVM heap of each node in MB (0: the cluster's default, 384)")
 	fs.BoolVar(&f.embedded, "embedded", false, "run against the reference coordinator served in this process instead of containers")
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port] of an external cluster (no node restart unless it is a container cluster)")
-	fs.IntVar(&f.conns, "conns", 8, "connections the consumer-protocol members share")
+	fs.IntVar(&f.conns, "conns", 0, "most connections the consumer-protocol members share to one broker, opened as their queue needs them (0: "+strconv.Itoa(light.MaxShared)+")")
 	fs.DurationVar(&f.session, "session", 45*time.Second, "classic session timeout (JoinGroup)")
 	fs.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "rebalance timeout of both protocols")
 	fs.DurationVar(&f.hb, "heartbeat", 3*time.Second, "classic heartbeat interval")
-	fs.DurationVar(&f.consumerHB, "consumer-heartbeat", 5*time.Second, "container cluster: group.consumer.heartbeat.interval.ms (Kafka's default)")
-	fs.DurationVar(&f.consumerSession, "consumer-session", 45*time.Second, "container cluster: group.consumer.session.timeout.ms (Kafka's default)")
+	fs.DurationVar(&f.consumerHB, "consumer-heartbeat", 5*time.Second, "group.consumer.heartbeat.interval.ms of the cluster scale starts (Kafka's default)")
+	fs.DurationVar(&f.consumerSession, "consumer-session", 45*time.Second, "group.consumer.session.timeout.ms of the cluster scale starts (Kafka's default)")
+	fs.DurationVar(&f.assignInterval, "consumer-assignment-interval", 0, "group.consumer.assignment.interval.ms of the cluster scale starts (KIP-1263, Kafka 4.3+; default Kafka's own)")
 	fs.DurationVar(&f.commit, "commit-interval", 5*time.Second, "how often a member commits its partitions (0: only on revocation and once per assignment)")
 	fs.DurationVar(&f.steady, "steady", 15*time.Second, "how long the stable group is left alone to measure steady load (0: skip)")
 	fs.BoolVar(&f.viaProxy, "via-proxy", false, "container cluster: members dial the published loopback ports (Docker's userland proxy) instead of the containers' own addresses")
@@ -94,6 +107,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.stableTimeout, "stable-timeout", 10*time.Minute, "how long each phase may take to reach a stable group")
 	fs.StringVar(&f.seed, "seed", "", "seed of the member ids and heartbeat jitter (default: a random one, printed)")
 	fs.BoolVar(&f.json, "json", false, "print the reports as JSON on stdout")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process per run and phase in this directory (with --embedded the coordinator is in it)")
 	fs.StringVar(&f.logs, "logs", "", "container cluster: save each node's whole log in this directory (node-ID.log) before the cluster is removed")
 	var lv levelFlags
 	lv.register(fs)
@@ -156,17 +170,32 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				continue
 			}
 			con.Infof("scale run %d of %d: %s with %d members", step, steps, p, n)
-			// Short names: the classic group's metadata record repeats the
-			// topic name twice per member.
-			name := fmt.Sprintf("gq%s%d-%d", p[:2], n, seed%100000)
+			group, topic := scale.Names(p, n, seed)
 			o := scale.Options{
-				Protocol: p, Members: n, Partitions: int32(f.partitions), Group: name, Topic: name,
+				Protocol: p, Members: n, Partitions: int32(f.partitions), Group: group, Topic: topic,
 				Light: light.Config{
 					SessionTimeout: f.session, RebalanceTimeout: f.rebalance, HeartbeatInterval: f.hb,
 					CommitInterval: f.commit, Conns: f.conns, Seed: seed,
 				},
 				Direct: !f.viaProxy,
-				Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, Logf: logf, OnPhase: onPhase,
+				Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, CPUProfile: f.cpuProfile, Logf: logf, OnPhase: onPhase,
+			}
+			if f.embedded && step > 1 {
+				// A fresh embedded cluster for each run: its coordinator
+				// replays the whole log on a restart, and the records of
+				// the groups before (a collapsed consumer group of 10,000
+				// writes millions) made a classic run's restart replay
+				// for longer than its timeout.
+				if err := h.Close(context.Background()); err != nil {
+					logf("close the cluster: %v", err)
+				}
+				nh, err := f.cluster(ctx, logf)
+				if err != nil {
+					gave = append(gave, fmt.Sprintf("%s with %d members: the embedded cluster could not be started: %v", p, n, err))
+					failed[p] = true
+					continue
+				}
+				h = nh
 			}
 			rep, err := scale.Run(ctx, h, o)
 			if rep != nil && len(rep.Phases) > 0 {
@@ -232,8 +261,8 @@ func saveNodeLogs(c *cluster.Cluster, dir string, logf func(string, ...any)) {
 }
 
 func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64, error) {
-	if f.members == "" || f.protocols == "" || !set["partitions"] {
-		return nil, nil, 0, badInput("scale needs --members, --protocol and --partitions (see 'groupquake scale -h')")
+	if f.members == "" || f.protocols == "" {
+		return nil, nil, 0, badInput("scale needs --members and --protocol (see 'groupquake scale -h')")
 	}
 	var sizes []int
 	for _, s := range strings.Split(f.members, ",") {
@@ -264,7 +293,11 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 	}
 	if f.embedded || f.bootstrap != "" {
 		// These shape the container cluster scale starts.
-		for _, name := range []string{"kafka", "nodes", "heap", "consumer-heartbeat", "consumer-session", "via-proxy", "logs"} {
+		names := []string{"kafka", "nodes", "heap", "via-proxy", "logs"}
+		if f.bootstrap != "" {
+			names = append(names, "consumer-heartbeat", "consumer-session", "consumer-assignment-interval")
+		}
+		for _, name := range names {
 			if set[name] {
 				which := "--embedded runs in this process"
 				if f.bootstrap != "" {
@@ -290,8 +323,18 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 	if f.heapMB < 0 {
 		return nil, nil, 0, badInput("--heap %d: give each node's JVM heap in MB, such as 1024, or 0 for the cluster's default", f.heapMB)
 	}
-	if f.conns < 1 {
-		return nil, nil, 0, badInput("--conns %d: the consumer members need at least one connection", f.conns)
+	if f.conns < 0 {
+		return nil, nil, 0, badInput("--conns %d: give the most connections the consumer members share, or 0 for %d", f.conns, light.MaxShared)
+	}
+	f.assignIntervalSet = set["consumer-assignment-interval"]
+	if f.assignIntervalSet {
+		v, _ := version.Parse(f.kafka)
+		if !v.Profile().AssignmentInterval {
+			return nil, nil, 0, badInput("--consumer-assignment-interval: Kafka %s has no group.consumer.assignment.interval.ms (KIP-1263 is 4.3+); leave it out", f.kafka)
+		}
+		if f.assignInterval < 0 {
+			return nil, nil, 0, badInput("--consumer-assignment-interval %s: give 0 (an assignment per group epoch) or a positive time", f.assignInterval)
+		}
 	}
 	for _, d := range []struct {
 		name string
@@ -307,6 +350,11 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 	}{{"commit-interval", f.commit}, {"steady", f.steady}} {
 		if d.d < 0 {
 			return nil, nil, 0, badInput("--%s %s: give 0 (none) or a positive time", d.name, d.d)
+		}
+	}
+	if f.cpuProfile != "" {
+		if err := os.MkdirAll(f.cpuProfile, 0o755); err != nil {
+			return nil, nil, 0, badInput("--cpuprofile %s: %v; give a directory for the profiles", f.cpuProfile, err)
 		}
 	}
 	if f.logs != "" {
@@ -339,7 +387,7 @@ func (f *scaleFlags) rerun(fs *flag.FlagSet, seed uint64) string {
 	// Every other flag the user set changes what is measured.
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "members", "protocol", "partitions", "seed", "embedded", "bootstrap", "kafka", "nodes", "json", "logs":
+		case "members", "protocol", "partitions", "seed", "embedded", "bootstrap", "kafka", "nodes", "json", "logs", "cpuprofile":
 			return
 		}
 		args = append(args, "--"+fl.Name+"="+fl.Value.String())
@@ -347,20 +395,43 @@ func (f *scaleFlags) rerun(fs *flag.FlagSet, seed uint64) string {
 	return strings.Join(args, " ")
 }
 
+// assignmentInterval is group.consumer.assignment.interval.ms of the
+// cluster scale starts: the flag's, or Kafka's own default; ok is false for
+// a release without it.
+func (f *scaleFlags) assignmentInterval() (d time.Duration, ok bool) {
+	p := version.MustParse(f.kafka).Profile()
+	if !p.AssignmentInterval {
+		return 0, false
+	}
+	if f.assignIntervalSet {
+		return f.assignInterval, true
+	}
+	return time.Duration(p.DefaultAssignmentIntervalMs) * time.Millisecond, true
+}
+
 func (f *scaleFlags) cluster(ctx context.Context, logf func(string, ...any)) (cluster.Handle, error) {
+	interval, hasInterval := f.assignmentInterval()
 	switch {
 	case f.embedded:
-		return cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Logf: logf})
+		// Kafka's consumer-protocol timers instead of the embedded
+		// cluster's fast test ones, as on the container cluster.
+		return cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Logf: logf, Coordinator: func(c *coordinator.Config) {
+			c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout = f.consumerHB, f.consumerSession
+			if hasInterval {
+				c.Consumer.AssignmentInterval = &interval
+			}
+		}})
 	case f.bootstrap != "":
 		return cluster.Connect(ctx, cluster.ExternalConfig{Bootstrap: strings.Split(f.bootstrap, ","), Logf: logf})
 	}
-	return cluster.Start(ctx, cluster.Config{
-		Version: f.kafka, Nodes: f.nodes, HeapMB: f.heapMB, Logf: logf,
-		Settings: map[string]string{
-			"group.consumer.heartbeat.interval.ms": strconv.FormatInt(f.consumerHB.Milliseconds(), 10),
-			"group.consumer.session.timeout.ms":    strconv.FormatInt(f.consumerSession.Milliseconds(), 10),
-		},
-	})
+	settings := map[string]string{
+		"group.consumer.heartbeat.interval.ms": strconv.FormatInt(f.consumerHB.Milliseconds(), 10),
+		"group.consumer.session.timeout.ms":    strconv.FormatInt(f.consumerSession.Milliseconds(), 10),
+	}
+	if hasInterval {
+		settings["group.consumer.assignment.interval.ms"] = strconv.FormatInt(interval.Milliseconds(), 10)
+	}
+	return cluster.Start(ctx, cluster.Config{Version: f.kafka, Nodes: f.nodes, HeapMB: f.heapMB, Logf: logf, Settings: settings})
 }
 
 // scaleJSON is what `scale --json` prints: every run's report, and the
@@ -378,7 +449,8 @@ type scaleReportJSON struct {
 	Protocol           scale.Protocol   `json:"protocol"`
 	Members            int              `json:"members"`
 	Partitions         int32            `json:"partitions"`
-	Conns              int              `json:"connections"`
+	Conns              int64            `json:"connections"`
+	MaxShared          int              `json:"max_shared_connections"`
 	Phases             []scalePhaseJSON `json:"phases"`
 	RSSPerMember       float64          `json:"rss_bytes_per_member"`
 	HeapPerMember      float64          `json:"heap_bytes_per_member"`
@@ -403,6 +475,13 @@ type scalePhaseJSON struct {
 	ByAPI         map[string]int64  `json:"by_api"`
 	HeartbeatP50S float64           `json:"heartbeat_p50_s"`
 	HeartbeatP99S float64           `json:"heartbeat_p99_s"`
+	HBWaitP50S    float64           `json:"heartbeat_wait_p50_s"`
+	HBWaitP99S    float64           `json:"heartbeat_wait_p99_s"`
+	Dropped       map[string]int64  `json:"dropped,omitempty"`
+	Void          map[string]int64  `json:"void,omitempty"`
+	Conns         int64             `json:"connections"`
+	PeakConns     int64             `json:"peak_connections"`
+	Dialed        int64             `json:"dialed"`
 	Errors        map[string]int64  `json:"errors,omitempty"`
 	ErrorSamples  map[string]string `json:"error_samples,omitempty"`
 	HarnessCPUS   float64           `json:"harness_cpu_s"`
@@ -413,7 +492,7 @@ type scalePhaseJSON struct {
 
 func scaleReportOf(r *scale.Report) scaleReportJSON {
 	out := scaleReportJSON{
-		Protocol: r.Protocol, Members: r.Members, Partitions: r.Partitions, Conns: r.Conns, Phases: []scalePhaseJSON{},
+		Protocol: r.Protocol, Members: r.Members, Partitions: r.Partitions, Conns: r.Conns, MaxShared: r.MaxShared, Phases: []scalePhaseJSON{},
 		RSSPerMember: r.RSSPerMember, HeapPerMember: r.HeapPerMember, RSS: r.RSS, MaxRSS: r.MaxRSS, Goroutines: r.Goroutines,
 		SteadyCPUPerMember: r.SteadyCPUPerMember, BrokerMemory: r.BrokerMemory, Overlaps: r.Overlaps,
 	}
@@ -426,6 +505,8 @@ func scaleReportOf(r *scale.Report) scaleReportJSON {
 			Name: p.Name, Members: p.Members, ToStableS: seconds(p.ToStable), Paused: p.Paused,
 			PauseP50S: seconds(p.PauseP50), PauseP99S: seconds(p.PauseP99), PauseMaxS: seconds(p.PauseMax),
 			Answered: p.Answered, RPS: p.RPS, ByAPI: byAPI, HeartbeatP50S: seconds(p.HeartbeatP50), HeartbeatP99S: seconds(p.HeartbeatP99),
+			HBWaitP50S: seconds(p.HeartbeatWaitP50), HBWaitP99S: seconds(p.HeartbeatWaitP99), Dropped: p.Dropped, Void: p.Void,
+			Conns: p.Conns, PeakConns: p.PeakConns, Dialed: p.Dialed,
 			Errors: p.Errors, ErrorSamples: p.ErrorSamples, HarnessCPUS: seconds(p.HarnessCPU), BrokerCPUS: seconds(p.BrokerCPU),
 			Epoch: p.Epoch, Note: p.Note,
 		})
@@ -441,11 +522,12 @@ func printScale(w io.Writer, reps []*scale.Report) {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "protocol\tmembers\tphase\tto stable ms\tepoch\tpaused\tpause p50 ms\tp99 ms\tmax ms\tcoord req/s\thb p50 ms\thb p99 ms\tharness CPU s\tbroker CPU s\t")
+	fmt.Fprintln(tw, "protocol\tmembers\tphase\tto stable ms\tepoch\tpaused\tpause p50 ms\tp99 ms\tmax ms\tcoord req/s\thb p50 ms\thb p99 ms\tqueued p99 ms\tconns\tharness CPU s\tbroker CPU s\t")
 	for _, r := range reps {
 		for _, ph := range r.Phases {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.0f\t%s\t%s\t%.2f\t%.2f\t\n", r.Protocol, ph.Members, ph.Name, ms(ph.ToStable), ph.Epoch,
-				ph.Paused, ms(ph.PauseP50), ms(ph.PauseP99), ms(ph.PauseMax), ph.RPS, msf(ph.HeartbeatP50), msf(ph.HeartbeatP99), ph.HarnessCPU.Seconds(), ph.BrokerCPU.Seconds())
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%d\t%.2f\t%.2f\t\n", r.Protocol, ph.Members, ph.Name, ms(ph.ToStable), ph.Epoch,
+				ph.Paused, ms(ph.PauseP50), ms(ph.PauseP99), ms(ph.PauseMax), ph.RPS, msf(ph.HeartbeatP50), msf(ph.HeartbeatP99), msf(ph.HeartbeatWaitP99), ph.PeakConns,
+				ph.HarnessCPU.Seconds(), ph.BrokerCPU.Seconds())
 		}
 	}
 	tw.Flush()
@@ -465,6 +547,9 @@ func printScale(w io.Writer, reps []*scale.Report) {
 		for _, ph := range r.Phases {
 			if ph.Note != "" {
 				fmt.Fprintf(w, "%s %d, %s: %s\n", r.Protocol, r.Members, ph.Name, ph.Note)
+			}
+			if len(ph.Dropped) > 0 || len(ph.Void) > 0 {
+				fmt.Fprintf(w, "%s %d, %s: requests given up while queued (dropped, never sent) %v, after they were sent %v\n", r.Protocol, r.Members, ph.Name, ph.Dropped, ph.Void)
 			}
 			if len(ph.Errors) > 0 {
 				fmt.Fprintf(w, "%s %d, %s: errors the members got: %v (latest of each: %v)\n", r.Protocol, r.Members, ph.Name, ph.Errors, ph.ErrorSamples)

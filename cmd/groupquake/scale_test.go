@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestScaleBadInput: every wrong flag of scale is exit 2 with what was
@@ -23,14 +26,16 @@ func TestScaleBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"scale"}, "scale needs --members, --protocol and --partitions"},
+		{[]string{"scale"}, "scale needs --members and --protocol"},
 		{with("--members", "1"), `--members "1": each size is a whole number of at least 2`},
 		{with("--members", "10,x"), `--members "x"`},
 		{with("--protocol", "eager"), `--protocol: unknown protocol "eager": use classic or consumer`},
 		{with("--partitions", "-2"), "--partitions -2: the topic needs at least one partition"},
 		{with("--bootstrap", "127.0.0.1:9092"), "--embedded and --bootstrap both given"},
 		{append(ok[:len(ok)-1:len(ok)-1], "--nodes", "2"), "--nodes 2: a container cluster has 1 or 3 nodes"},
-		{with("--conns", "0"), "--conns 0"},
+		{with("--conns", "-1"), "--conns -1: give the most connections the consumer members share, or 0 for 128"},
+		{append(ok[:len(ok)-1:len(ok)-1], "--kafka", "4.1.2", "--consumer-assignment-interval", "1s"), "--consumer-assignment-interval: Kafka 4.1.2 has no group.consumer.assignment.interval.ms"},
+		{append(ok[:len(ok)-1:len(ok)-1], "--consumer-assignment-interval", "-1s"), "--consumer-assignment-interval -1s: give 0"},
 		{with("--heartbeat", "-1s"), "--heartbeat -1s: must be positive"},
 		{with("--seed", "abc"), `--seed "abc": a seed is an unsigned whole number`},
 		{append(ok, "extra"), "scale takes no arguments"},
@@ -39,5 +44,23 @@ func TestScaleBadInput(t *testing.T) {
 		if code != exitBadInput || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d with %q", tc.args, code, stderr, exitBadInput, tc.want)
 		}
+	}
+}
+
+// TestScaleEmbeddedFreshClusterPerRun: on the embedded cluster each run
+// gets a cluster of its own, so that a run's coordinator restart replays
+// only its own group's records (the reference coordinator replays the
+// whole log, and a collapsed consumer group of 10,000 left millions).
+func TestScaleEmbeddedFreshClusterPerRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"scale", "--embedded", "--members", "2", "--protocol", "consumer,classic", "--partitions", "2",
+		"--steady", "0", "--no-restart", "--seed", "1", "-v"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "embedded cluster: reference coordinator as Kafka"); n != 2 {
+		t.Errorf("%d embedded clusters started for 2 runs, want 2:\n%s", n, stderr.String())
 	}
 }

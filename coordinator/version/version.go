@@ -41,6 +41,16 @@ const (
 	Default = V4_4_0
 )
 
+// DefaultMessageMaxBytes is message.max.bytes by default in every release
+// served: 1 MiB plus Records.LOG_OVERHEAD of 12 bytes
+// (server-common/src/main/java/org/apache/kafka/server/config/ServerLogConfigs.java,
+// MAX_MESSAGE_BYTES_DEFAULT). __consumer_offsets takes it as its
+// max.message.bytes, and the group coordinator writes every batch under it
+// (coordinator-common CoordinatorRuntime.maybeAllocateNewBatch): a classic
+// group's GroupMetadataValue, which lists every member, cannot be written
+// once it outgrows it.
+const DefaultMessageMaxBytes = 1024*1024 + 12
+
 // served is the single list of exact releases; Served, Parse and the error
 // text are all derived from it. Keep it sorted.
 var served = [...]Version{

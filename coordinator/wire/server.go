@@ -24,7 +24,11 @@ const maxRequestSize = 100 * 1024 * 1024
 // its requests one at a time (Kafka mutes a connection until its response
 // is sent, so responses leave in request order), and one goroutine ticks
 // the coordinator. All state below mu is guarded by mu; a parked group
-// request and a fetch waiting for data wait without holding it.
+// request and a fetch waiting for data wait without holding it. The set of
+// connections has its own lock, so that accepting a connection never waits
+// for the coordinator (with thousands of connections busy, each accept
+// queued behind their requests: a group of 10,000 classic members, a
+// connection each, took minutes to connect).
 type Server struct {
 	cfg      Config
 	versions map[kmsg.Key]apiRange // what ApiVersions advertises
@@ -41,6 +45,8 @@ type Server struct {
 	// dataCh is closed and replaced on every append, to wake waiting
 	// fetches.
 	dataCh chan struct{}
+
+	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
 	// last is the latest time given to the coordinator.
 	last time.Time
@@ -131,11 +137,11 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		err := s.ln.Close()
-		s.mu.Lock()
+		s.connMu.Lock()
 		for c := range s.conns {
 			c.Close()
 		}
-		s.mu.Unlock()
+		s.connMu.Unlock()
 		s.wg.Wait()
 		s.mu.Lock()
 		s.closeErr = errors.Join(err, s.closeTopics())
@@ -213,19 +219,41 @@ func (s *Server) accept() {
 			}
 			return
 		}
-		s.mu.Lock()
+		s.connMu.Lock()
 		select {
 		case <-s.done:
-			s.mu.Unlock()
+			s.connMu.Unlock()
 			c.Close()
 			return
 		default:
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
-		s.mu.Unlock()
-		go s.serve(c)
+		s.connMu.Unlock()
+		host := "/"
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			host += a.IP.String()
+		}
+		go s.serve(c, host)
 	}
+}
+
+// ServeConn serves c, a connection made in this process (net.Pipe), as if
+// it had been accepted from a client at host ("/127.0.0.1"): a process
+// that holds both ends of thousands of connections needs no file
+// descriptor for them. It fails once the server is closed.
+func (s *Server) ServeConn(c net.Conn, host string) error {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	select {
+	case <-s.done:
+		return errors.New("server closed")
+	default:
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	go s.serve(c, host)
+	return nil
 }
 
 // notifyData wakes the fetches waiting for data. Called with s.mu held.
@@ -250,18 +278,14 @@ type errClose struct{ why string }
 
 func (e errClose) Error() string { return e.why }
 
-func (s *Server) serve(c net.Conn) {
+func (s *Server) serve(c net.Conn, host string) {
 	defer s.wg.Done()
 	defer func() {
-		s.mu.Lock()
+		s.connMu.Lock()
 		delete(s.conns, c)
-		s.mu.Unlock()
+		s.connMu.Unlock()
 		c.Close()
 	}()
-	host := "/"
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		host += a.IP.String()
-	}
 	var buf []byte
 	for {
 		body, err := readFrame(c)

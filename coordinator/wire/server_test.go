@@ -249,3 +249,28 @@ func TestVersionsPerRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptDoesNotWaitForCoordinator: a new connection is accepted and
+// served while the coordinator's lock is held (a request in progress), so
+// that connecting does not queue behind every connection's requests: with
+// 10,000 classic members, a connection each, each accept waited for the
+// requests of all the others and connecting took minutes.
+func TestAcceptDoesNotWaitForCoordinator(t *testing.T) {
+	s := startStandIn(t, "", version.V4_4_0)
+	defer s.Close()
+	held, release := make(chan struct{}), make(chan struct{})
+	go s.WithCoordinator(func(Coordinator) {
+		close(held)
+		<-release
+	})
+	defer close(release)
+	<-held
+	// ApiVersions needs no coordinator: answered at once once accepted.
+	c := dialRaw(t, s)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(0)
+	c.send(req, 7)
+	if corr, _ := c.read(); corr != 7 {
+		t.Fatalf("answer with correlation id %d, want 7", corr)
+	}
+}

@@ -251,163 +251,198 @@ type incarnation struct {
 // findIncarnations finds where the group's epochs start over (see above) and says, in f.incNotes,
 // what was excused and what was not.
 func (f *facts) findIncarnations(obs *history.Observations) {
-	resets, removed, logRead := logResets(obs) // removed: where each member id left the group
-	memberID := map[string]string{}            // member → the member id its latest answered call carried
-	used := 0
-	var top int32 // highest epoch seen in the current incarnation
-	raise := func(e int32) { top = max(top, e) }
-	live := map[string]bool{}  // member → answered a join, sync or heartbeat since its membership last ended
-	open := map[string]int{}   // member → its join, sync and heartbeat calls not answered yet
-	active := map[string]int{} // member → position of its latest join, sync or heartbeat event
-	members := func() int {
-		n := 0
-		for m, l := range live {
-			if l || open[m] > 0 {
-				n++
-			}
-		}
-		return n
+	x := &incFinder{f: f, memberID: map[string]string{}, live: map[string]bool{}, open: map[string]int{}, active: map[string]int{}, empty: noEvent, joins: map[string]int{}}
+	x.resets, x.removed, x.logRead = logResets(obs)
+	for i := range f.ev {
+		x.event(i)
 	}
-	const none = -1
-	ever := false // some member was seen in the group
-	empty := none // the latest event proving the group had no member, since the last join
-	ended := func(m string, pos int) {
-		live[m] = false
-		if ever && members() == 0 {
-			empty = pos
-		}
+	if x.used < len(x.resets) {
+		f.incNotes = append(f.incNotes, fmt.Sprintf("__consumer_offsets shows %d deletions or conversions of the empty group, %d of them matched by a restart of epochs in the history", len(x.resets), x.used))
 	}
-	// gone says whether the log shows every member but joiner that the history cannot rule out
-	// removed before reset r: its member id tombstoned (a consumer group's member), or left out of
-	// a GroupMetadata (a classic group's), at a lower offset. A removed member id cannot come back
-	// (its calls get UNKNOWN_MEMBER_ID), so members cut off from the coordinator, whose sessions
-	// expired while their heartbeats went unanswered, are proven out by the log alone.
-	// At least one such member is needed: a log proves nothing about members the history does not
-	// show in the group.
-	gone := func(joiner string, r groupReset) bool {
-		n := 0
-		for m, l := range live {
-			if m == joiner || !l && open[m] == 0 {
-				continue
-			}
-			if id := memberID[m]; id != "" && removed.joinsAfter(id, r.offset) {
-				// A member of the new group, answered before the joiner: the log shows its
-				// member id only after the reset.
-				continue
-			}
-			if memberID[m] == "" || !removed.outBefore(memberID[m], r.offset) {
-				return false
-			}
-			n++
-		}
-		return n > 0
-	}
+}
+
+// noEvent is incFinder.empty when nothing proves the group empty.
+const noEvent = -1
+
+// incFinder walks the history for findIncarnations: who is in the group,
+// the highest epoch of the current incarnation, and the deletions or
+// conversions of the empty group that __consumer_offsets shows, used in
+// order.
+type incFinder struct {
+	f        *facts
+	resets   []groupReset
+	removed  memberLog // where each member id left the group
+	logRead  bool
+	memberID map[string]string // member → the member id its latest answered call carried
+	used     int               // resets matched so far
+	top      int32             // highest epoch seen in the current incarnation
+	live     map[string]bool   // member → answered a join, sync or heartbeat since its membership last ended
+	open     map[string]int    // member → its join, sync and heartbeat calls not answered yet
+	active   map[string]int    // member → position of its latest join, sync or heartbeat event
+	ever     bool              // some member was seen in the group
+	empty    int               // the latest event proving the group had no member, since the last join
 	// joins counts, per member id, the consumer-protocol joins from epoch 0 answered so far; the
 	// n-th is the n-th time the log adds the member id (ConsumerGroupMemberMetadata after none or
 	// a tombstone).
-	joins := map[string]int{}
-	// joinedAfter anchors a restart the log proves to the log: a consumer-protocol join begins the
-	// new group of reset r only when the log adds its member id, that time, after r.
-	joinedAfter := func(id, proto string, r groupReset) bool {
-		return proto != history.ProtocolConsumer || removed.addedAfter(id, joins[id], r.offset)
-	}
-	restart := func(i int, m, proto string, got int32) {
-		if empty == none {
-			// Proven by the log (gone): the new incarnation begins with this join.
-			r := resets[used]
-			used++
-			f.incs = append(f.incs, incarnation{start: f.partner[i], empty: f.partner[i], epoch: got, reset: r})
-			f.incNotes = append(f.incNotes, fmt.Sprintf("a new incarnation of the group from event %d: %s joined at epoch %d (epochs up to %d before), every other member the history still counted had been removed by then as __consumer_offsets shows (sessions expired while they could not reach the coordinator), and it shows the empty group deleted or converted (%s); epochs are judged per incarnation", f.idx(f.partner[i]), m, got, top, r))
-			top = 0
-			return
-		}
-		start := max(f.partner[i], empty+1)
-		switch {
-		case !logRead:
-			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because no snapshot read __consumer_offsets to show the group deleted or converted", f.idx(i), m, got, f.idx(empty), top))
-		case used >= len(resets):
-			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because __consumer_offsets shows %d deletions or conversions of the empty group and all were used before", f.idx(i), m, got, f.idx(empty), top, len(resets)))
-		case resets[used].protocol != proto:
-			f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because %s joined with the %s protocol and the next deletion __consumer_offsets shows made a %s group (%s)", f.idx(i), m, got, f.idx(empty), top, m, proto, resets[used].protocol, resets[used]))
-		default:
-			r := resets[used]
-			used++
-			f.incs = append(f.incs, incarnation{start: start, empty: empty, epoch: got, reset: r})
-			f.incNotes = append(f.incNotes, fmt.Sprintf("a new incarnation of the group from event %d: the group had no member at event %d, %s joined at epoch %d (epochs up to %d before), and __consumer_offsets shows the empty group deleted or converted (%s); epochs are judged per incarnation", f.idx(start), f.idx(empty), m, got, top, r))
-			top = 0
+	joins map[string]int
+}
+
+func (x *incFinder) raise(e int32) { x.top = max(x.top, e) }
+
+// members counts the members live or with a call open.
+func (x *incFinder) members() int {
+	n := 0
+	for m, l := range x.live {
+		if l || x.open[m] > 0 {
+			n++
 		}
 	}
-	call := func(i int, m, proto string, got int32, id string) {
-		e := &f.ev[i]
-		active[m] = i
-		if e.Type != history.Invoke && f.partner[i] >= 0 {
-			open[m]--
+	return n
+}
+
+// ended: m's membership ended at pos.
+func (x *incFinder) ended(m string, pos int) {
+	x.live[m] = false
+	if x.ever && x.members() == 0 {
+		x.empty = pos
+	}
+}
+
+// gone says whether the log shows every member but joiner that the history cannot rule out
+// removed before reset r: its member id tombstoned (a consumer group's member), or left out of
+// a GroupMetadata (a classic group's), at a lower offset. A removed member id cannot come back
+// (its calls get UNKNOWN_MEMBER_ID), so members cut off from the coordinator, whose sessions
+// expired while their heartbeats went unanswered, are proven out by the log alone.
+// At least one such member is needed: a log proves nothing about members the history does not
+// show in the group.
+func (x *incFinder) gone(joiner string, r groupReset) bool {
+	n := 0
+	for m, l := range x.live {
+		if m == joiner || !l && x.open[m] == 0 {
+			continue
 		}
-		switch e.Type {
-		case history.Invoke:
-			open[m]++
-			if _, listed := live[m]; !listed {
-				live[m] = false // counted while the call is open
+		if id := x.memberID[m]; id != "" && x.removed.joinsAfter(id, r.offset) {
+			// A member of the new group, answered before the joiner: the log shows its
+			// member id only after the reset.
+			continue
+		}
+		if x.memberID[m] == "" || !x.removed.outBefore(x.memberID[m], r.offset) {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// joinedAfter anchors a restart the log proves to the log: a consumer-protocol join begins the
+// new group of reset r only when the log adds its member id, that time, after r.
+func (x *incFinder) joinedAfter(id, proto string, r groupReset) bool {
+	return proto != history.ProtocolConsumer || x.removed.addedAfter(id, x.joins[id], r.offset)
+}
+
+// restart: m's answered call at i handed out epoch got, not above the incarnation's top; a new
+// incarnation begins when the log shows the empty group deleted or converted, else a note says
+// why not.
+func (x *incFinder) restart(i int, m, proto string, got int32) {
+	f := x.f
+	if x.empty == noEvent {
+		// Proven by the log (gone): the new incarnation begins with this join.
+		r := x.resets[x.used]
+		x.used++
+		f.incs = append(f.incs, incarnation{start: f.partner[i], empty: f.partner[i], epoch: got, reset: r})
+		f.incNotes = append(f.incNotes, fmt.Sprintf("a new incarnation of the group from event %d: %s joined at epoch %d (epochs up to %d before), every other member the history still counted had been removed by then as __consumer_offsets shows (sessions expired while they could not reach the coordinator), and it shows the empty group deleted or converted (%s); epochs are judged per incarnation", f.idx(f.partner[i]), m, got, x.top, r))
+		x.top = 0
+		return
+	}
+	start := max(f.partner[i], x.empty+1)
+	switch {
+	case !x.logRead:
+		f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because no snapshot read __consumer_offsets to show the group deleted or converted", f.idx(i), m, got, f.idx(x.empty), x.top))
+	case x.used >= len(x.resets):
+		f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because __consumer_offsets shows %d deletions or conversions of the empty group and all were used before", f.idx(i), m, got, f.idx(x.empty), x.top, len(x.resets)))
+	case x.resets[x.used].protocol != proto:
+		f.incNotes = append(f.incNotes, fmt.Sprintf("epochs start over at event %d (%s at epoch %d after the group had no member at event %d, with epochs up to %d before): not excused, because %s joined with the %s protocol and the next deletion __consumer_offsets shows made a %s group (%s)", f.idx(i), m, got, f.idx(x.empty), x.top, m, proto, x.resets[x.used].protocol, x.resets[x.used]))
+	default:
+		r := x.resets[x.used]
+		x.used++
+		f.incs = append(f.incs, incarnation{start: start, empty: x.empty, epoch: got, reset: r})
+		f.incNotes = append(f.incNotes, fmt.Sprintf("a new incarnation of the group from event %d: the group had no member at event %d, %s joined at epoch %d (epochs up to %d before), and __consumer_offsets shows the empty group deleted or converted (%s); epochs are judged per incarnation", f.idx(start), f.idx(x.empty), m, got, x.top, r))
+		x.top = 0
+	}
+}
+
+// call takes m's join, sync or heartbeat event i (an answered one handed out epoch got).
+func (x *incFinder) call(i int, m, proto string, got int32, id string) {
+	f := x.f
+	e := &f.ev[i]
+	x.active[m] = i
+	if e.Type != history.Invoke && f.partner[i] >= 0 {
+		x.open[m]--
+	}
+	switch e.Type {
+	case history.Invoke:
+		x.open[m]++
+		if _, listed := x.live[m]; !listed {
+			x.live[m] = false // counted while the call is open
+		}
+	case history.OK, history.Info:
+		x.live[m], x.ever = true, true
+		if e.Type == history.OK && got > 0 && got <= x.top {
+			// The log alone proves a restart only of a join at the epoch the next reset's new
+			// group gives its first member: generation 1 of a classic group written at 0, the
+			// group epoch of a consumer group.
+			if x.empty != noEvent || x.used < len(x.resets) && x.resets[x.used].protocol == proto && got == firstEpoch(x.resets[x.used]) && x.gone(m, x.resets[x.used]) && x.joinedAfter(id, proto, x.resets[x.used]) {
+				x.restart(i, m, proto, got)
 			}
-		case history.OK, history.Info:
-			live[m], ever = true, true
-			if e.Type == history.OK && got > 0 && got <= top {
-				// The log alone proves a restart only of a join at the epoch the next reset's new
-				// group gives its first member: generation 1 of a classic group written at 0, the
-				// group epoch of a consumer group.
-				if empty != none || used < len(resets) && resets[used].protocol == proto && got == firstEpoch(resets[used]) && gone(m, resets[used]) && joinedAfter(id, proto, resets[used]) {
-					restart(i, m, proto, got)
+		}
+		if e.Type == history.OK && id != "" {
+			x.memberID[m] = id
+		}
+		if e.Type == history.OK {
+			x.empty = noEvent
+		}
+		x.raise(got)
+	}
+}
+
+// event takes event i.
+func (x *incFinder) event(i int) {
+	f := x.f
+	e := &f.ev[i]
+	switch v := f.vals[i].(type) {
+	case history.Membership:
+		if e.F == history.FFenced || e.F == history.FSessionExpired || e.F == history.FLeft {
+			x.ended(pick(v.Member, e.Process), i)
+		}
+	case history.Assignment:
+		if e.F == history.FLost {
+			x.ended(pick(v.Member, e.Process), i)
+		} else {
+			x.raise(v.Epoch)
+		}
+	case history.Describe:
+		if g := v.Group; e.Type == history.OK && g != nil {
+			x.raise(max(g.GroupEpoch, g.Generation, g.AssignmentEpoch))
+			if g.Error == "" && len(g.Members) == 0 && (g.State == "Empty" || g.State == "Dead") {
+				// The coordinator answered that nobody is in the group: whoever made no
+				// call since the describe was sent is out.
+				for m := range x.live {
+					if x.active[m] < f.partner[i] {
+						x.live[m] = false
+					}
+				}
+				if x.members() == 0 {
+					x.empty = i
 				}
 			}
-			if e.Type == history.OK && id != "" {
-				memberID[m] = id
-			}
-			if e.Type == history.OK {
-				empty = none
-			}
-			raise(got)
 		}
-	}
-	for i := range f.ev {
-		e := &f.ev[i]
-		switch v := f.vals[i].(type) {
-		case history.Membership:
-			if e.F == history.FFenced || e.F == history.FSessionExpired || e.F == history.FLeft {
-				ended(pick(v.Member, e.Process), i)
-			}
-		case history.Assignment:
-			if e.F == history.FLost {
-				ended(pick(v.Member, e.Process), i)
-			} else {
-				raise(v.Epoch)
-			}
-		case history.Describe:
-			if g := v.Group; e.Type == history.OK && g != nil {
-				raise(max(g.GroupEpoch, g.Generation, g.AssignmentEpoch))
-				if g.Error == "" && len(g.Members) == 0 && (g.State == "Empty" || g.State == "Dead") {
-					// The coordinator answered that nobody is in the group: whoever made no
-					// call since the describe was sent is out.
-					for m := range live {
-						if active[m] < f.partner[i] {
-							live[m] = false
-						}
-					}
-					if members() == 0 {
-						empty = i
-					}
-				}
-			}
-		default:
-			if hb, ok := v.(history.Heartbeat); ok && e.Type == history.OK && hb.Protocol == history.ProtocolConsumer && hb.Epoch == 0 && hb.MemberID != "" {
-				joins[hb.MemberID]++
-			}
-			if m, proto, got, ok := sessionCall(e, v); ok {
-				call(i, m, proto, got, callMemberID(v))
-			}
+	default:
+		if hb, ok := v.(history.Heartbeat); ok && e.Type == history.OK && hb.Protocol == history.ProtocolConsumer && hb.Epoch == 0 && hb.MemberID != "" {
+			x.joins[hb.MemberID]++
 		}
-	}
-	if used < len(resets) {
-		f.incNotes = append(f.incNotes, fmt.Sprintf("__consumer_offsets shows %d deletions or conversions of the empty group, %d of them matched by a restart of epochs in the history", len(resets), used))
+		if m, proto, got, ok := sessionCall(e, v); ok {
+			x.call(i, m, proto, got, callMemberID(v))
+		}
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -35,7 +37,11 @@ type EmbeddedConfig struct {
 	// upgrade, downgrade, disabled); empty means Kafka's default,
 	// bidirectional.
 	MigrationPolicy string
-	Logf            func(format string, args ...any)
+	// Coordinator, if set, adjusts the reference coordinator's
+	// configuration after EmbeddedCoordinatorConfig (a scale run puts
+	// Kafka's default group timers back, for instance).
+	Coordinator func(*coordinator.Config)
+	Logf        func(format string, args ...any)
 }
 
 // EmbeddedNode is the embedded cluster's only node id.
@@ -107,6 +113,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	ccfg := EmbeddedCoordinatorConfig(v)
 	ccfg.Consumer.MigrationPolicy = cfg.MigrationPolicy
+	if cfg.Coordinator != nil {
+		cfg.Coordinator(&ccfg)
+	}
 	e.wcfg = wire.Config{
 		DataDir:           cfg.DataDir,
 		Version:           v,
@@ -230,6 +239,34 @@ func (e *Embedded) StartNode(ctx context.Context, id NodeID) error {
 		case <-time.After(200 * time.Millisecond): // the port may linger a moment
 		}
 	}
+}
+
+// DialContext connects to the server in this process, without a socket,
+// when addr is its address (net.Pipe; the server sees the client at
+// /127.0.0.1); other addresses are dialed as usual. A process that holds
+// both ends of thousands of connections (a scale run's classic members,
+// one connection each) would otherwise need two file descriptors for
+// each. A stopped server refuses, as a closed port does. Such connections
+// go around every client's links: no fault reaches them.
+func (e *Embedded) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if addr != e.addr {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	e.mu.Lock()
+	srv := e.srv
+	e.mu.Unlock()
+	refused := &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	if srv == nil {
+		return nil, refused
+	}
+	client, server := net.Pipe()
+	if err := srv.ServeConn(server, "/127.0.0.1"); err != nil {
+		client.Close()
+		server.Close()
+		return nil, refused
+	}
+	return client, nil
 }
 
 // setCut cuts or restores every client's link.

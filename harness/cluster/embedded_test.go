@@ -2,9 +2,15 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/harness/cluster"
 )
@@ -70,4 +76,65 @@ func TestEmbeddedCluster(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("Close left the temporary data directory %s (stat: %v)", dir, err)
 	}
+}
+
+// TestEmbeddedDialInProcess: DialContext to the embedded cluster's address
+// gives a connection without a socket (100 of them open no file
+// descriptor), on which a client is served as over TCP; a stopped cluster
+// refuses it, a started one serves it again.
+func TestEmbeddedDialInProcess(t *testing.T) {
+	ctx := context.Background()
+	e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	addr := e.Bootstrap()[0]
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("no /proc/self/fd: %v", err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	var conns []net.Conn
+	for range 100 {
+		c, err := e.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	if grew := fds() - before; grew > 10 {
+		t.Errorf("100 in-process connections opened %d file descriptors", grew)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.Dialer(e.DialContext), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl); err != nil {
+		t.Fatalf("metadata through an in-process connection: %v", err)
+	}
+	if err := e.StopNode(ctx, cluster.EmbeddedNode); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DialContext(ctx, "tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial to a stopped cluster: %v, want connection refused", err)
+	}
+	if err := e.StartNode(ctx, cluster.EmbeddedNode); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatalf("dial after the start: %v", err)
+	}
+	c.Close()
 }

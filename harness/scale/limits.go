@@ -2,7 +2,9 @@ package scale
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/groupquake/groupquake/clients/light"
 	"github.com/groupquake/groupquake/internal/machine"
 )
 
@@ -16,8 +18,8 @@ const (
 	// connections (listeners, the admin client, the Docker client).
 	fdsReserve = 256
 	// memberBytes is a lightweight member's memory in this process, with
-	// headroom over what README's Scale measured (7 KB a consumer member,
-	// 21 KB a classic one, resident).
+	// headroom over what was measured (docs/measurements/scale.md: 7 KB a
+	// consumer member, 15 KB a classic one, resident).
 	memberBytes = 64 << 10
 )
 
@@ -26,8 +28,8 @@ type Sizes struct {
 	Members    int // the largest group
 	Partitions int
 	Protocols  []Protocol
-	Conns      int  // consumer members' shared connections
-	Embedded   bool // the broker's side of every connection, and every partition's log, are in this process
+	Conns      int  // the most shared connections of the consumer members to one broker (0: light.MaxShared)
+	Embedded   bool // every partition's log is in this process (and the broker's side of every connection, in process)
 	Container  bool
 }
 
@@ -37,31 +39,28 @@ func CheckSize(s Sizes, m machine.Machine) error {
 	if s.Container && s.Partitions > MaxContainerPartitions {
 		return fmt.Errorf("--partitions %d: at most %d on a container cluster (every broker holds a replica of every partition, and Kafka's guidance is at most 4,000 partitions a broker); give at most %d", s.Partitions, MaxContainerPartitions, MaxContainerPartitions)
 	}
-	sides := uint64(1)
-	if s.Embedded {
-		sides = 2
-	}
+	// A member's connection takes a file descriptor on a cluster reached
+	// over TCP; on the embedded cluster the members connect in process
+	// (cluster.Embedded.DialContext), without one.
 	parts := uint64(0)
 	if s.Embedded {
 		parts = uint64(s.Partitions) + 3
-	}
-	conns := uint64(s.Conns)
-	classic := false
-	for _, p := range s.Protocols {
-		if p == Classic {
-			classic = true
+		if need := fdsReserve + parts; need > m.FDs {
+			most := m.FDs - fdsReserve - 3
+			return fmt.Errorf("--partitions %d: at most %d on the embedded cluster on this machine (it keeps every partition's log open, and this process may open %d files (ulimit -n)); give at most %d, or raise the limit (ulimit -n)", s.Partitions, most, m.FDs, most)
 		}
-	}
-	if classic {
-		conns = max(conns, uint64(s.Members)) // one connection each
-	}
-	if need := fdsReserve + parts + conns*sides; need > m.FDs {
-		if s.Embedded && fdsReserve+conns*sides < m.FDs && parts > conns*sides { // the partitions take most
-			most := m.FDs - fdsReserve - conns*sides - 3
-			return fmt.Errorf("--partitions %d: at most %d on the embedded cluster on this machine (it keeps every partition's log open, this process may open %d files (ulimit -n), and the members' connections need %d); give at most %d, or raise the limit (ulimit -n)", s.Partitions, most, m.FDs, conns*sides, most)
+	} else {
+		conns := uint64(s.Conns)
+		if conns == 0 {
+			conns = light.MaxShared
 		}
-		most := (m.FDs - fdsReserve - min(parts, m.FDs-fdsReserve)) / sides
-		return fmt.Errorf("--members %d: at most %d classic members on this machine (each has a connection of its own, which takes %d files here, and this process may open %d (ulimit -n)); give at most %d, use --protocol consumer (its members share --conns connections), or raise the limit (ulimit -n)", s.Members, most, sides, m.FDs, most)
+		if slices.Contains(s.Protocols, Classic) {
+			conns = max(conns, uint64(s.Members)) // one connection each
+		}
+		if need := fdsReserve + conns; need > m.FDs {
+			most := m.FDs - fdsReserve
+			return fmt.Errorf("--members %d: at most %d classic members on this machine (each has a connection of its own, and this process may open %d files (ulimit -n)); give at most %d, use --protocol consumer (its members share connections), or raise the limit (ulimit -n)", s.Members, most, m.FDs, most)
+		}
 	}
 	if half := m.Memory / 2; uint64(s.Members)*memberBytes > half {
 		most := half / memberBytes

@@ -21,9 +21,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +61,19 @@ func ParseProtocol(s string) (Protocol, error) {
 	return "", fmt.Errorf("unknown protocol %q: use classic or consumer", s)
 }
 
+// Names returns the group and topic names of a run of members of protocol
+// p with seed. The topic's name is four characters: a classic member's
+// subscription names it and the classic group's metadata record carries
+// every member's subscription, under message.max.bytes (see
+// TestClassicRecordFits); the group's name appears once in that record.
+func Names(p Protocol, members int, seed uint64) (group, topic string) {
+	group = fmt.Sprintf("gq%s%d-%d", p[:2], members, seed%100000)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d/%d", p, members, seed)
+	topic = strconv.FormatUint(36*36*36+h.Sum64()%(35*36*36*36), 36) // four characters, the first not 0
+	return group, topic
+}
+
 // Options describe one scale run: one group on one cluster.
 type Options struct {
 	Protocol   Protocol
@@ -81,7 +98,11 @@ type Options struct {
 	Restart bool
 	// StableTimeout bounds each wait for a stable group; 0 means 10 minutes.
 	StableTimeout time.Duration
-	Logf          func(format string, args ...any)
+	// CPUProfile, when set, is a directory where each phase's CPU profile
+	// of this process goes (PROTOCOL-MEMBERS-PHASE.pprof); on the embedded
+	// cluster the coordinator is in it.
+	CPUProfile string
+	Logf       func(format string, args ...any)
 	// OnPhase, when set, is called as each phase begins, with the run's
 	// context (tests hold a phase with it, to interrupt the run there).
 	OnPhase func(ctx context.Context, phase string)
@@ -105,10 +126,25 @@ type Phase struct {
 	Answered int64            `json:"answered"`
 	RPS      float64          `json:"rps"`
 	ByAPI    map[string]int64 `json:"by_api"`
-	// Heartbeat latency (write to answer) of the protocol's heartbeat
-	// request, p50 and p99, each an upper bound within a quarter octave.
-	HeartbeatP50 time.Duration `json:"heartbeat_p50_ns"`
-	HeartbeatP99 time.Duration `json:"heartbeat_p99_ns"`
+	// Heartbeat latency of the protocol's heartbeat request, from the
+	// member's asking to the answer (its wait in the members' queue
+	// included), p50 and p99, each an upper bound within a quarter octave;
+	// HeartbeatWait is the part spent in the queue, before it was written.
+	HeartbeatP50     time.Duration `json:"heartbeat_p50_ns"`
+	HeartbeatP99     time.Duration `json:"heartbeat_p99_ns"`
+	HeartbeatWaitP50 time.Duration `json:"heartbeat_wait_p50_ns"`
+	HeartbeatWaitP99 time.Duration `json:"heartbeat_wait_p99_ns"`
+	// Dropped counts, by API, the requests members gave up while they
+	// were still queued (never sent); Void those given up after they were
+	// written (their answer thrown away).
+	Dropped map[string]int64 `json:"dropped,omitempty"`
+	Void    map[string]int64 `json:"void,omitempty"`
+	// Conns is the members' connections open at the phase's end,
+	// PeakConns the most open at once during it, Dialed how many were
+	// dialed during it.
+	Conns     int64 `json:"connections"`
+	PeakConns int64 `json:"peak_connections"`
+	Dialed    int64 `json:"dialed"`
 	// Errors counts the errors members got during the phase, by name
 	// ("transport" for a broken connection or a timeout).
 	Errors map[string]int64 `json:"errors,omitempty"`
@@ -130,8 +166,12 @@ type Report struct {
 	Protocol   Protocol `json:"protocol"`
 	Members    int      `json:"members"`
 	Partitions int32    `json:"partitions"`
-	Conns      int      `json:"connections"`
-	Phases     []Phase  `json:"phases"`
+	// Conns is the most connections the members had open at once;
+	// MaxShared the bound of the consumer members' shared connections
+	// to one broker.
+	Conns     int64   `json:"connections"`
+	MaxShared int     `json:"max_shared_connections"`
+	Phases    []Phase `json:"phases"`
 	// Memory of this process once the join wave is stable: resident set
 	// and Go heap in use, above what they were before the members
 	// started, per member; Goroutines counts all of the process's.
@@ -186,6 +226,14 @@ func directMap(d directAddr) func(string) string {
 	}
 }
 
+// inProcess is a cluster served in this process (the embedded one): its
+// members connect without sockets, since this process holds both ends of
+// every connection (10,000 classic members would take 20,000 file
+// descriptors, the usual limit).
+type inProcess interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
 // nodeStats is what a container cluster adds: broker CPU and memory.
 type nodeStats interface {
 	NodeMemory(ctx context.Context, id cluster.NodeID) (uint64, error)
@@ -225,6 +273,9 @@ func Run(ctx context.Context, h cluster.Handle, o Options) (*Report, error) {
 	if d, ok := h.(directAddr); ok && o.Direct {
 		lc.Addr = directMap(d)
 	}
+	if d, ok := h.(inProcess); ok {
+		lc.Dial = d.DialContext
+	}
 	g, err := light.NewGroup(lc)
 	if err != nil {
 		return nil, err
@@ -249,7 +300,11 @@ func createTopic(ctx context.Context, adm *kgo.Client, o Options, brokers int) e
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", o.Topic, err)
 	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			// The run deletes its topic at the end: never one it did not make.
+			return fmt.Errorf("create topic %s: it exists already; a scale run makes its own topic and deletes it afterwards, so delete %s or run with another seed", o.Topic, o.Topic)
+		}
 		return fmt.Errorf("create topic %s: %w", o.Topic, err)
 	}
 	// Wait until the metadata knows every partition's leader.
@@ -303,10 +358,12 @@ type runner struct {
 
 func (r *runner) run(ctx context.Context) (*Report, error) {
 	o := r.o
-	rep := &Report{Protocol: o.Protocol, Members: o.Members, Partitions: o.Partitions, Conns: r.g.Config().Conns}
-	if o.Protocol == Classic {
-		rep.Conns = o.Members
-	}
+	rep := &Report{Protocol: o.Protocol, Members: o.Members, Partitions: o.Partitions, MaxShared: r.g.Config().Conns}
+	defer func() { // the phases' peaks, once they are all in
+		for _, ph := range rep.Phases {
+			rep.Conns = max(rep.Conns, ph.PeakConns)
+		}
+	}()
 	mctx, stop := context.WithCancel(ctx)
 	defer func() {
 		stop()
@@ -425,15 +482,18 @@ func (r *runner) restart(ctx context.Context) (Phase, error) {
 
 // mark is a phase's starting point.
 type mark struct {
-	name      string
-	members   int
-	start     time.Time
-	cpu       time.Duration
-	answered  int64
-	byAPI     map[string]int64
-	errs      map[string]int64
-	hb        light.Latencies
-	brokerCPU map[int32]time.Duration
+	name          string
+	members       int
+	start         time.Time
+	cpu           time.Duration
+	answered      int64
+	byAPI         map[string]int64
+	errs          map[string]int64
+	dropped, void map[string]int64
+	hb, hbWait    light.Latencies
+	dialed        int64
+	brokerCPU     map[int32]time.Duration
+	profile       *os.File
 }
 
 func (r *runner) begin(ctx context.Context, name string, members int) mark {
@@ -442,9 +502,34 @@ func (r *runner) begin(ctx context.Context, name string, members int) mark {
 		r.o.OnPhase(ctx, name)
 	}
 	r.g.Owners.TakePauses()
-	m := mark{name: name, members: members, cpu: cpuTime(), answered: r.g.Stats.Answered(), byAPI: r.g.Stats.AnsweredBy(), errs: r.g.Stats.Errors(), hb: r.g.Stats.Latencies(r.hbKey()), brokerCPU: r.brokerCPU(context.Background())}
+	st := r.g.Stats
+	m := mark{name: name, members: members, cpu: cpuTime(), answered: st.Answered(), byAPI: st.AnsweredBy(), errs: st.Errors(),
+		dropped: st.DroppedBy(), void: st.VoidBy(), hb: st.Latencies(r.hbKey()), hbWait: st.Waits(r.hbKey()), brokerCPU: r.brokerCPU(context.Background())}
+	_, _, m.dialed = st.Conns()
+	st.ResetPeak()
+	m.profile = r.startProfile(name)
 	m.start = time.Now()
 	return m
+}
+
+// startProfile starts the CPU profile of phase name, if asked for.
+func (r *runner) startProfile(name string) *os.File {
+	if r.o.CPUProfile == "" {
+		return nil
+	}
+	path := filepath.Join(r.o.CPUProfile, fmt.Sprintf("%s-%d-%s.pprof", r.o.Protocol, r.o.Members, strings.ReplaceAll(name, " ", "-")))
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		r.o.Logf("CPU profile of %s: %v", name, err)
+		return nil
+	}
+	r.o.Logf("CPU profile of %s: %s", name, path)
+	return f
 }
 
 // hbKey is the API key of the protocol's heartbeat.
@@ -485,17 +570,27 @@ func (r *runner) end(ctx context.Context, m mark, since time.Time) (Phase, error
 
 func (r *runner) measure(ctx context.Context, m mark) Phase {
 	el := time.Since(m.start)
+	if m.profile != nil {
+		pprof.StopCPUProfile()
+		m.profile.Close()
+	}
 	ph := Phase{Name: m.name, Members: m.members, HarnessCPU: cpuTime() - m.cpu}
 	ph.Answered = r.g.Stats.Answered() - m.answered
 	ph.RPS = float64(ph.Answered) / el.Seconds()
-	ph.ByAPI = map[string]int64{}
-	for k, v := range r.g.Stats.AnsweredBy() {
-		if d := v - m.byAPI[k]; d > 0 {
-			ph.ByAPI[k] = d
-		}
+	ph.ByAPI = since(r.g.Stats.AnsweredBy(), m.byAPI)
+	if d := since(r.g.Stats.DroppedBy(), m.dropped); len(d) > 0 {
+		ph.Dropped = d
+	}
+	if d := since(r.g.Stats.VoidBy(), m.void); len(d) > 0 {
+		ph.Void = d
 	}
 	hb := r.g.Stats.Latencies(r.hbKey()).Since(m.hb)
 	ph.HeartbeatP50, ph.HeartbeatP99 = hb.Quantile(0.5), hb.Quantile(0.99)
+	hw := r.g.Stats.Waits(r.hbKey()).Since(m.hbWait)
+	ph.HeartbeatWaitP50, ph.HeartbeatWaitP99 = hw.Quantile(0.5), hw.Quantile(0.99)
+	var dialed int64
+	ph.Conns, ph.PeakConns, dialed = r.g.Stats.Conns()
+	ph.Dialed = dialed - m.dialed
 	for k, v := range r.g.Stats.Errors() {
 		if d := v - m.errs[k]; d > 0 {
 			if ph.Errors == nil {
@@ -521,6 +616,18 @@ func (r *runner) measure(ctx context.Context, m mark) Phase {
 		ph.PauseP50, ph.PauseP99, ph.PauseMax = pct(p, 0.50), pct(p, 0.99), p[len(p)-1]
 	}
 	return ph
+}
+
+// since returns the counts of now above those of earlier, leaving out
+// the ones that did not grow.
+func since(now, earlier map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range now {
+		if d := v - earlier[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // pct is the nearest-rank percentile of sorted d.
@@ -582,7 +689,11 @@ func (r *runner) localStable(n int, since time.Time) (int32, bool, string) {
 		s := m.State()
 		switch {
 		case !s.Settled:
-			return 0, false, fmt.Sprintf("member %d is not settled", i)
+			ago := "never"
+			if !s.LastOK.IsZero() {
+				ago = time.Since(s.LastOK).Round(time.Millisecond).String() + " ago"
+			}
+			return 0, false, fmt.Sprintf("member %d is not settled (epoch %d, member id %q, last answered %s)", i, s.Epoch, s.MemberID, ago)
 		case epoch >= 0 && s.Epoch != epoch:
 			return 0, false, fmt.Sprintf("members at epochs %d and %d", epoch, s.Epoch)
 		case !since.IsZero() && s.LastOK.Before(since):
