@@ -114,9 +114,10 @@ hunt: images build
 goclients: images build
 	$(GOTESTSUM) --junitfile build/junit-goclients.xml -- -count=1 -p 1 -timeout 60m ./suites/chaos/ -run TestGoClients -args -chaos.goclients -chaos.seeds=random
 
-## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one).
+## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one), then member-check of the Spring Kafka member on the embedded cluster.
 java: images build
 	$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all
+	$(GOTESTSUM) --junitfile build/junit-spring.xml -- -count=1 -timeout 15m ./suites/conformance/ -run TestSpringKafkaMemberCheck -args -spring-kafka
 
 ## migration: the online protocol migration (classic → consumer → classic and back) under every
 ## group.consumer.migration.policy on every version of VERSIONS, one 1-node cluster per policy (~4.5 min a version);

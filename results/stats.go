@@ -57,7 +57,30 @@ func union(spans []span, lo, hi time.Duration) time.Duration {
 // MeasurePressure reads one run's history.
 func MeasurePressure(scenario string, events []history.Event) Pressure {
 	p := Pressure{Scenario: scenario}
-	var lo, hi time.Duration = -1, -1
+	lo, hi := workloadWindow(events)
+	if lo < 0 {
+		return p
+	}
+	p.Workload = hi - lo
+	faults := faultSpans(events, hi, &p)
+	rebal := rebalanceSpans(events, hi)
+	if p.Workload > 0 {
+		w := float64(p.Workload)
+		p.UnderFault = float64(union(slices.Clone(faults), lo, hi)) / w
+		p.MidRebalance = float64(union(slices.Clone(rebal), lo, hi)) / w
+		p.Busy = float64(union(append(faults, rebal...), lo, hi)) / w
+	}
+	// Rebalances: the distinct generations (classic) and epochs (consumer
+	// protocol) that members joined or were assigned at, after the first.
+	p.Rebalances = max(0, len(Epochs(events))-1)
+	p.CoordinatorMoves = coordinatorMoves(events)
+	return p
+}
+
+// workloadWindow is the workload's span, from its phase marker to the
+// heal's (or the last event); lo is -1 when the history has no workload.
+func workloadWindow(events []history.Event) (lo, hi time.Duration) {
+	lo, hi = -1, -1
 	var last time.Duration
 	for _, e := range events {
 		last = max(last, e.Time)
@@ -75,15 +98,15 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 			hi = e.Time
 		}
 	}
-	if lo < 0 {
-		return p
-	}
-	if hi < lo {
+	if lo >= 0 && hi < lo {
 		hi = last
 	}
-	p.Workload = hi - lo
+	return lo, hi
+}
 
-	// Faults in force: from a start that took effect to its stop.
+// faultSpans are the faults in force: from a start that took effect to its
+// stop (or hi); it counts them, and the churn among them, into p.
+func faultSpans(events []history.Event, hi time.Duration, p *Pressure) []span {
 	var faults []span
 	open := map[string]int{}
 	for _, e := range events {
@@ -111,9 +134,13 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 			delete(open, e.Process)
 		}
 	}
+	return faults
+}
 
-	// Mid-rebalance: some partition with no owner or more than one, as
-	// the checkers see ownership (a fenced member's ends at its fence).
+// rebalanceSpans are the spans mid-rebalance: some partition with no owner
+// or more than one, as the checkers see ownership (a fenced member's ends at
+// its fence).
+func rebalanceSpans(events []history.Event, hi time.Duration) []span {
 	var rebal []span
 	byTP := map[history.TP][]check.Ownership{}
 	for _, o := range check.Ownerships(events) {
@@ -149,40 +176,33 @@ func MeasurePressure(scenario string, events []history.Event) Pressure {
 			rebal = append(rebal, span{since, hi})
 		}
 	}
+	return rebal
+}
 
-	if p.Workload > 0 {
-		w := float64(p.Workload)
-		p.UnderFault = float64(union(slices.Clone(faults), lo, hi)) / w
-		p.MidRebalance = float64(union(slices.Clone(rebal), lo, hi)) / w
-		p.Busy = float64(union(append(faults, rebal...), lo, hi)) / w
-	}
-
-	// Rebalances: the distinct generations (classic) and epochs (consumer
-	// protocol) that members joined or were assigned at, after the first.
-	p.Rebalances = max(0, len(Epochs(events))-1)
+// coordinatorMoves is the most times one member found its coordinator on
+// another node.
+func coordinatorMoves(events []history.Event) int {
 	coord := map[string][]int32{}
 	for _, e := range events {
-		if e.Type == history.Invoke {
+		if e.Type == history.Invoke || e.F != "found-coordinator" {
 			continue
 		}
-		switch e.F {
-		case "found-coordinator":
-			v, err := history.ValueAs[struct {
-				Node *int32 `json:"node"`
-			}](e)
-			if err != nil || v.Node == nil {
-				continue
-			}
-			who, _, _ := strings.Cut(e.Process, "/")
-			if s := coord[who]; len(s) == 0 || s[len(s)-1] != *v.Node {
-				coord[who] = append(s, *v.Node)
-			}
+		v, err := history.ValueAs[struct {
+			Node *int32 `json:"node"`
+		}](e)
+		if err != nil || v.Node == nil {
+			continue
+		}
+		who, _, _ := strings.Cut(e.Process, "/")
+		if s := coord[who]; len(s) == 0 || s[len(s)-1] != *v.Node {
+			coord[who] = append(s, *v.Node)
 		}
 	}
+	moves := 0
 	for _, s := range coord {
-		p.CoordinatorMoves = max(p.CoordinatorMoves, len(s)-1)
+		moves = max(moves, len(s)-1)
 	}
-	return p
+	return moves
 }
 
 // EpochSeen is a generation (classic) or epoch (consumer protocol) of the

@@ -66,71 +66,10 @@ func (m *Member) joinOnce(ctx context.Context) error {
 		m.onJoinPrepare(ctx)
 	}
 
-	m.mu.Lock()
-	req, sent, why, o, err := m.mach.joinRequest()
-	m.applyLocked(o)
-	m.mu.Unlock()
+	gen, leader, resp, err := m.joinGroup(ctx)
 	if err != nil {
 		return err
 	}
-
-	var call uint64
-	raw, err := m.coordRequest(ctx, req, func() {
-		call = m.sent(clients.OpJoin, clients.Event{Generation: sent.ID, MemberID: sent.MemberID, Why: "JoinGroup (rejoin reason: " + why + ")"})
-	})
-	// A JoinGroup that failed is answered by an Error event, one that
-	// succeeded by Joined (the clients contract).
-	answer := clients.Event{Kind: clients.Error, Op: clients.OpJoin, Call: call, Generation: sent.ID, MemberID: sent.MemberID}
-	if ctx.Err() != nil {
-		// Closing: the join is still pending at the coordinator, so the
-		// member stays PREPARING_REBALANCE and Close sends LeaveGroup.
-		if call != 0 {
-			answer.Err, answer.Why = ctx.Err().Error(), "member closing: stopped waiting for the JoinGroup answer"
-			m.emit(answer)
-		}
-		return ctx.Err()
-	}
-	if err != nil {
-		m.mu.Lock()
-		m.mach.rebalanceFailed(sent)
-		m.mu.Unlock()
-		if call != 0 {
-			answer.Err, answer.Why = err.Error(), "JoinGroup failed in transport; retrying after backoff"
-			m.emit(answer)
-		} else {
-			m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: sent.ID, MemberID: sent.MemberID, Why: "JoinGroup not sent: the coordinator could not be found; retrying after backoff"})
-		}
-		return err
-	}
-	resp := raw.(*kmsg.JoinGroupResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		answer.ErrCode, answer.Err, answer.MemberID = resp.ErrorCode, errName(err), resp.MemberID
-		answer.Why = "JoinGroup answered " + errName(err)
-		m.emit(answer)
-		m.mu.Lock()
-		o, err := m.mach.onJoinError(sent, resp, err)
-		m.applyLocked(o)
-		m.mu.Unlock()
-		return err
-	}
-	protocol := ""
-	if resp.Protocol != nil {
-		protocol = *resp.Protocol
-	}
-	leader := resp.LeaderID == resp.MemberID
-	answer.Kind = clients.Joined
-	answer.Generation, answer.MemberID, answer.Leader = resp.Generation, resp.MemberID, leader
-	answer.Why = fmt.Sprintf("JoinGroup answered: generation %d, protocol %s, leader %s (rejoin reason: %s)", resp.Generation, protocol, resp.LeaderID, why)
-	m.emit(answer)
-
-	m.mu.Lock()
-	o, gen, err := m.mach.onJoined(sent, resp, m.cfg.clock.Now())
-	m.applyLocked(o)
-	m.mu.Unlock()
-	if err != nil {
-		return err
-	}
-
 	var plan map[string][]byte
 	if leader {
 		plan, err = m.leaderAssign(ctx, gen, resp)
@@ -149,11 +88,87 @@ func (m *Member) joinOnce(ctx context.Context) error {
 			return err
 		}
 	}
+	return m.syncGroup(ctx, gen, plan)
+}
+
+// joinGroup sends the JoinGroup and takes its answer: the generation the
+// member joined, and whether it leads it.
+func (m *Member) joinGroup(ctx context.Context) (gen Generation, leader bool, resp *kmsg.JoinGroupResponse, err error) {
+	m.mu.Lock()
+	req, sent, why, o, err := m.mach.joinRequest()
+	m.applyLocked(o)
+	m.mu.Unlock()
+	if err != nil {
+		return gen, false, nil, err
+	}
+
+	var call uint64
+	raw, err := m.coordRequest(ctx, req, func() {
+		call = m.sent(clients.OpJoin, clients.Event{Generation: sent.ID, MemberID: sent.MemberID, Why: "JoinGroup (rejoin reason: " + why + ")"})
+	})
+	// A JoinGroup that failed is answered by an Error event, one that
+	// succeeded by Joined (the clients contract).
+	answer := clients.Event{Kind: clients.Error, Op: clients.OpJoin, Call: call, Generation: sent.ID, MemberID: sent.MemberID}
+	if ctx.Err() != nil {
+		// Closing: the join is still pending at the coordinator, so the
+		// member stays PREPARING_REBALANCE and Close sends LeaveGroup.
+		if call != 0 {
+			answer.Err, answer.Why = ctx.Err().Error(), "member closing: stopped waiting for the JoinGroup answer"
+			m.emit(answer)
+		}
+		return gen, false, nil, ctx.Err()
+	}
+	if err != nil {
+		m.mu.Lock()
+		m.mach.rebalanceFailed(sent)
+		m.mu.Unlock()
+		if call != 0 {
+			answer.Err, answer.Why = err.Error(), "JoinGroup failed in transport; retrying after backoff"
+			m.emit(answer)
+		} else {
+			m.emit(clients.Event{Kind: clients.Error, Err: err.Error(), Generation: sent.ID, MemberID: sent.MemberID, Why: "JoinGroup not sent: the coordinator could not be found; retrying after backoff"})
+		}
+		return gen, false, nil, err
+	}
+	resp = raw.(*kmsg.JoinGroupResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		answer.ErrCode, answer.Err, answer.MemberID = resp.ErrorCode, errName(err), resp.MemberID
+		answer.Why = "JoinGroup answered " + errName(err)
+		m.emit(answer)
+		m.mu.Lock()
+		o, err := m.mach.onJoinError(sent, resp, err)
+		m.applyLocked(o)
+		m.mu.Unlock()
+		return gen, false, nil, err
+	}
+	protocol := ""
+	if resp.Protocol != nil {
+		protocol = *resp.Protocol
+	}
+	leader = resp.LeaderID == resp.MemberID
+	answer.Kind = clients.Joined
+	answer.Generation, answer.MemberID, answer.Leader = resp.Generation, resp.MemberID, leader
+	answer.Why = fmt.Sprintf("JoinGroup answered: generation %d, protocol %s, leader %s (rejoin reason: %s)", resp.Generation, protocol, resp.LeaderID, why)
+	m.emit(answer)
+
+	m.mu.Lock()
+	o, gen, err = m.mach.onJoined(sent, resp, m.cfg.clock.Now())
+	m.applyLocked(o)
+	m.mu.Unlock()
+	if err != nil {
+		return gen, false, nil, err
+	}
+	return gen, leader, resp, nil
+}
+
+// syncGroup sends the SyncGroup of gen (with the leader's plan) and takes
+// its answer: the assignment, and the consuming of what it added.
+func (m *Member) syncGroup(ctx context.Context, gen Generation, plan map[string][]byte) error {
 	m.mu.Lock()
 	sync := m.mach.syncRequest(gen, plan)
 	m.mu.Unlock()
 	var scall uint64
-	raw, err = m.coordRequest(ctx, sync, func() {
+	raw, err := m.coordRequest(ctx, sync, func() {
 		scall = m.sent(clients.OpSync, clients.Event{Generation: gen.ID, MemberID: gen.MemberID, Why: "SyncGroup"})
 	})
 	sanswer := clients.Event{Kind: clients.Error, Op: clients.OpSync, Call: scall, Generation: gen.ID, MemberID: gen.MemberID}
@@ -194,7 +209,7 @@ func (m *Member) joinOnce(ctx context.Context) error {
 	}
 	m.emit(sanswer)
 	m.mu.Lock()
-	o, err = m.mach.onSynced(gen, sresp, derr, m.cfg.clock.Now())
+	o, err := m.mach.onSynced(gen, sresp, derr, m.cfg.clock.Now())
 	m.applyLocked(o)
 	m.mu.Unlock()
 	if err != nil {

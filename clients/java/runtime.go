@@ -37,8 +37,9 @@ type Toolchain struct {
 	// Logf reports slow steps; nil is silent.
 	Logf func(string, ...any)
 
-	mu   sync.Mutex
-	done map[string]Runtime
+	mu     sync.Mutex
+	done   map[string]Runtime
+	spring map[string]SpringRuntime
 }
 
 // ErrNoJava says the machine has no JDK or no Maven: the Java member kinds

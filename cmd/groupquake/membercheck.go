@@ -18,7 +18,7 @@ import (
 )
 
 const memberCheckUsage = `Usage: groupquake member-check [flags] -- COMMAND [ARGS...]
-       groupquake member-check [flags] --impl java|confluent-python
+       groupquake member-check [flags] --impl java|spring-kafka|confluent-python
 
 Checks an implementation of groupquake's member protocol (docs/member-protocol.md):
 COMMAND, started once per member, speaks the protocol on its standard input and
@@ -36,9 +36,10 @@ is judged by every checker (the member contract).
 
 Each rule is printed ok or FAIL with the step, the rule's name and the message
 that broke it. --impl checks an implementation groupquake ships instead of a
-command (java: the Java KafkaConsumer's driver of --kafka-clients; confluent-python:
-clients/process/python's member.py on confluent-kafka, needing python3 with
-confluent_kafka).
+command (java: the Java KafkaConsumer's driver of --kafka-clients; spring-kafka:
+a Spring Kafka listener container on --kafka-clients, docs/spring-kafka.md;
+confluent-python: clients/process/python's member.py on confluent-kafka, needing
+python3 with confluent_kafka).
 
 Exit status: 0 every rule holds, 1 a rule was broken, 2 bad input, 3 the check
 could not be carried out.
@@ -55,8 +56,8 @@ func cmdMemberCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	runDur := fs.Duration("run-duration", 15*time.Second, "the workload of the contract run per protocol (0: no contract run)")
 	seed := fs.Uint64("seed", 1, "the seed of the contract runs")
 	out := fs.String("out", "", "the directory for the contract runs (default: a new temporary directory, kept)")
-	impl := fs.String("impl", "", "check an implementation groupquake ships: java (the Java KafkaConsumer), confluent-python (confluent-kafka, librdkafka)")
-	clientsV := fs.String("kafka-clients", "", "with --impl java: the kafka-clients version (default: the Kafka release's)")
+	impl := fs.String("impl", "", "check an implementation groupquake ships: java (the Java KafkaConsumer), spring-kafka (a Spring Kafka listener container), confluent-python (confluent-kafka, librdkafka)")
+	clientsV := fs.String("kafka-clients", "", "with --impl java or spring-kafka: the kafka-clients version (default: the Kafka release's)")
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
@@ -155,6 +156,13 @@ func shippedCommand(ctx context.Context, name, version string, logf func(string,
 			return process.Command{}, err
 		}
 		return rt.Command(java.JVMFlags), nil
+	case "spring-kafka":
+		rt, err := (&java.Toolchain{Logf: logf}).PrepareSpring(ctx, version, "")
+		if err != nil {
+			return process.Command{}, err
+		}
+		logf("spring-kafka: spring-kafka %s on kafka-clients %s", rt.SpringKafka, rt.KafkaClients)
+		return rt.Command(java.JVMFlags), nil
 	case "confluent-python":
 		c, rt, err := python.Command(ctx)
 		if err != nil {
@@ -163,5 +171,5 @@ func shippedCommand(ctx context.Context, name, version string, logf func(string,
 		logf("confluent-python: confluent-kafka %s, librdkafka %s", rt.ConfluentKafka, rt.Librdkafka)
 		return c, nil
 	}
-	return process.Command{}, fmt.Errorf("unknown implementation: want java or confluent-python")
+	return process.Command{}, fmt.Errorf("unknown implementation: want java, spring-kafka or confluent-python")
 }

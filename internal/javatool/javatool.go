@@ -81,9 +81,11 @@ func need(who string, tools ...string) error {
 	return nil
 }
 
-// cacheDir returns the directory for name's jars and classes:
+// CacheDir returns the directory for name's jars and classes:
 // java/<name> under $GROUPQUAKE_CACHE, else under the user cache
 // directory's groupquake/.
+func CacheDir(name string) (string, error) { return cacheDir(name) }
+
 func cacheDir(name string) (string, error) {
 	root := os.Getenv("GROUPQUAKE_CACHE")
 	if root == "" {
