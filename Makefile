@@ -83,7 +83,7 @@ SCORECARD_NODES ?= 3
 SCORECARD_OUT ?= build/scorecard
 SCORECARD_LOCK ?=
 
-.PHONY: test check unit engine images python-member cluster-tests soak hunt share-hunt java upgrade migration diff run bench scale mutate scorecard sweep clean
+.PHONY: test check unit engine images python-member cluster-tests soak hunt share-hunt goclients java upgrade migration diff run bench scale mutate scorecard sweep clean
 
 test: check unit images cluster-tests
 
@@ -130,6 +130,10 @@ share-hunt: images build
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build
 	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.mix=$(HUNT_MIX)
+
+## goclients: the Go client kinds (Sarama beside groupquake's classic member, kafka-go alone), one scenario family each, on the first version of VERSIONS with fresh seeds (the nightly workflow's).
+goclients: images build
+	$(GOTESTSUM) --junitfile build/junit-goclients.xml -- -count=1 -p 1 -timeout 60m ./suites/chaos/ -run TestGoClients -args -chaos.goclients -chaos.seeds=random
 
 ## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one), then member-check of the Spring Kafka member on the embedded cluster.
 java: images build

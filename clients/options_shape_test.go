@@ -262,7 +262,7 @@ func TestOptionShapes(t *testing.T) {
 	}
 	// The members that take options today; a package that grows them is
 	// checked as well.
-	for _, want := range []string{"classic", "consumer", "share", "kgoshare", "kgoref", "java"} {
+	for _, want := range []string{"classic", "consumer", "share", "kgoshare", "kgoref", "java", "saramaref", "kafkagoref"} {
 		if !slices.Contains(checked, want) {
 			t.Errorf("package %s was not checked (checked: %v): does it still declare Opt?", want, checked)
 		}

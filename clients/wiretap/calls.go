@@ -59,6 +59,12 @@ type CallsConfig struct {
 	// lock, so that a lane's Sent and answers arrive in the order they
 	// were decided, whatever connection goroutine decides them.
 	Report func(clients.Event)
+	// Lookups also reports the answers of the member's FindCoordinator
+	// (FoundCoordinator, with the coordinator's node) and OffsetFetch
+	// (Fetched, with the committed offsets) requests of its group: facts
+	// of call 0, as groupquake's own classic member reports them, for a
+	// client whose API says neither (Sarama, kafka-go).
+	Lookups bool
 }
 
 type call struct {
@@ -70,6 +76,10 @@ type call struct {
 
 // metadataToken marks a Metadata request, whose answer only names topics.
 type metadataToken struct{}
+
+// lookupToken marks a FindCoordinator or OffsetFetch request of the
+// member's group (CallsConfig.Lookups), whose answer is reported as a fact.
+type lookupToken struct{ req kmsg.Request }
 
 var _ Observer = (*Calls)(nil)
 
@@ -88,6 +98,9 @@ func (w *Calls) SetApp(on bool) {
 
 // Wants implements Observer.
 func (w *Calls) Wants(key int16) bool {
+	if w.cfg.Lookups && (key == kmsg.FindCoordinator.Int16() || key == kmsg.OffsetFetch.Int16()) {
+		return true
+	}
 	return key == kmsg.Metadata.Int16() || trackedOp(key) != ""
 }
 
@@ -115,6 +128,8 @@ func (w *Calls) Response(token any, resp kmsg.Response) {
 		}
 	case *call:
 		w.answer(t, resp, nil)
+	case lookupToken:
+		w.lookup(t.req, resp)
 	}
 }
 
@@ -123,6 +138,9 @@ func (w *Calls) Response(token any, resp kmsg.Response) {
 func (w *Calls) Request(req kmsg.Request) any {
 	if req.Key() == kmsg.Metadata.Int16() {
 		return metadataToken{}
+	}
+	if w.cfg.Lookups && w.lookupOfGroup(req) {
+		return lookupToken{req}
 	}
 	op := trackedOp(req.Key())
 	ev := w.cfg.Event(clients.Sent)
@@ -185,6 +203,91 @@ func (w *Calls) Request(req kmsg.Request) any {
 	w.lanes[lane] = c
 	w.cfg.Report(ev)
 	return c
+}
+
+// lookupOfGroup says whether req is a FindCoordinator or OffsetFetch of
+// the member's group.
+func (w *Calls) lookupOfGroup(req kmsg.Request) bool {
+	switch r := req.(type) {
+	case *kmsg.FindCoordinatorRequest:
+		if r.CoordinatorType != 0 {
+			return false // a transaction coordinator
+		}
+		return r.CoordinatorKey == w.cfg.Group || slices.Contains(r.CoordinatorKeys, w.cfg.Group)
+	case *kmsg.OffsetFetchRequest:
+		if r.Group == w.cfg.Group {
+			return true
+		}
+		return slices.ContainsFunc(r.Groups, func(g kmsg.OffsetFetchRequestGroup) bool { return g.Group == w.cfg.Group })
+	}
+	return false
+}
+
+// lookup reports the answer of a FindCoordinator or OffsetFetch of the
+// member's group: FoundCoordinator with the node, Fetched with the
+// offsets (-1 where none is committed), or Error when the answer carries
+// a Kafka error.
+func (w *Calls) lookup(req kmsg.Request, resp kmsg.Response) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fail := func(what string, code int16) {
+		ev := w.cfg.Event(clients.Error)
+		ev.ErrCode, ev.Err = code, ErrName(kerr.ErrorForCode(code))
+		ev.Why = what + " answered " + ev.Err
+		w.cfg.Report(ev)
+	}
+	switch r := resp.(type) {
+	case *kmsg.FindCoordinatorResponse:
+		node, code := r.NodeID, r.ErrorCode
+		for _, c := range r.Coordinators {
+			if c.Key == w.cfg.Group {
+				node, code = c.NodeID, c.ErrorCode
+			}
+		}
+		if code != 0 {
+			fail("FindCoordinator", code)
+			return
+		}
+		ev := w.cfg.Event(clients.FoundCoordinator)
+		ev.Node = node
+		ev.Why = fmt.Sprintf("FindCoordinator answered: node %d coordinates the group", node)
+		w.cfg.Report(ev)
+	case *kmsg.OffsetFetchResponse:
+		code := r.ErrorCode
+		topics := r.Topics
+		for _, g := range r.Groups {
+			if g.Group == w.cfg.Group {
+				code = g.ErrorCode
+				topics = nil
+				for _, t := range g.Topics {
+					ft := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+					for _, p := range t.Partitions {
+						ft.Partitions = append(ft.Partitions, kmsg.OffsetFetchResponseTopicPartition{Partition: p.Partition, Offset: p.Offset, ErrorCode: p.ErrorCode})
+					}
+					topics = append(topics, ft)
+				}
+			}
+		}
+		if code != 0 {
+			fail("OffsetFetch", code)
+			return
+		}
+		ev := w.cfg.Event(clients.Fetched)
+		ev.Offsets = map[string]map[int32]int64{}
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					continue
+				}
+				if ev.Offsets[t.Topic] == nil {
+					ev.Offsets[t.Topic] = map[int32]int64{}
+				}
+				ev.Offsets[t.Topic][p.Partition] = p.Offset
+			}
+		}
+		ev.Why = "OffsetFetch answered (-1: no committed offset)"
+		w.cfg.Report(ev)
+	}
 }
 
 func trackedOp(key int16) clients.Op {

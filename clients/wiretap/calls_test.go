@@ -190,3 +190,47 @@ func TestCommitRejected(t *testing.T) {
 		t.Errorf("ErrName of a transport error = %q, want its text", got)
 	}
 }
+
+// TestCallsLookups: with Lookups, the answers of the group's FindCoordinator
+// and OffsetFetch are reported as facts (call 0); without it, or for
+// another group, nothing is reported.
+func TestCallsLookups(t *testing.T) {
+	c, got := callsUnder(clients.Classic)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "g"
+	if tok := c.Request(fc); tok != nil {
+		t.Fatalf("without Lookups a FindCoordinator got token %v, want nil", tok)
+	}
+	c.cfg.Lookups = true
+	other := kmsg.NewPtrFindCoordinatorRequest()
+	other.CoordinatorKey = "another group"
+	if tok := c.Request(other); tok != nil {
+		t.Errorf("a FindCoordinator of another group got token %v, want nil", tok)
+	}
+	fresp := kmsg.NewPtrFindCoordinatorResponse()
+	fresp.NodeID = 2
+	c.Response(c.Request(fc), fresp)
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Group = "g"
+	oresp := kmsg.NewPtrOffsetFetchResponse()
+	oresp.Topics = []kmsg.OffsetFetchResponseTopic{{Topic: "t", Partitions: []kmsg.OffsetFetchResponseTopicPartition{{Partition: 0, Offset: 7}, {Partition: 1, Offset: -1}}}}
+	c.Response(c.Request(of), oresp)
+	bad := kmsg.NewPtrOffsetFetchResponse()
+	bad.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+	c.Response(c.Request(of), bad)
+
+	if len(*got) != 3 {
+		t.Fatalf("reported %d events, want 3: %+v", len(*got), *got)
+	}
+	found, fetched, failed := (*got)[0], (*got)[1], (*got)[2]
+	if found.Kind != clients.FoundCoordinator || found.Node != 2 || found.Call != 0 {
+		t.Errorf("FindCoordinator's answer = %+v", found)
+	}
+	if want := map[string]map[int32]int64{"t": {0: 7, 1: -1}}; fetched.Kind != clients.Fetched || !reflect.DeepEqual(fetched.Offsets, want) {
+		t.Errorf("OffsetFetch's answer = %+v, want Fetched %v", fetched, want)
+	}
+	if failed.Kind != clients.Error || failed.Err != "COORDINATOR_LOAD_IN_PROGRESS" {
+		t.Errorf("failed OffsetFetch = %+v", failed)
+	}
+}

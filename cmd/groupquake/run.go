@@ -88,7 +88,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.rate, "rate", 0, "records per second over all partitions (0: the seed chooses 20–60)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the workload topic (0: the seed chooses 3–8)")
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
-	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+"; the confluent-kafka (Python) kinds, which need python3 with confluent_kafka: "+strings.Join(pythonKindNames(), ", ")+"; the Spring Kafka listener-container kinds, which need a JDK and Maven (docs/spring-kafka.md): "+strings.Join(springKindNames(), ", ")+"; and the share-group kinds, every member of the run one of them, on Kafka 4.2+ (docs/share-groups.md): "+strings.Join(shareKindNames(), ", ")+")")
+	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+"; the Sarama and kafka-go kinds (docs/clients.md): "+strings.Join(run.GoClientRegistry().Names(), ", ")+"; the confluent-kafka (Python) kinds, which need python3 with confluent_kafka: "+strings.Join(pythonKindNames(), ", ")+"; the Spring Kafka listener-container kinds, which need a JDK and Maven (docs/spring-kafka.md): "+strings.Join(springKindNames(), ", ")+"; and the share-group kinds, every member of the run one of them, on Kafka 4.2+ (docs/share-groups.md): "+strings.Join(shareKindNames(), ", ")+")")
 	fs.StringVar(&f.clients, "kafka-clients", "", "kafka-clients version of the Java member kinds (default: the cluster's --kafka version), resolved from Maven Central and cached")
 	fs.StringVar(&f.javaJVMs, "java-jvms", run.JavaJVMsPerMember, "JVMs of the Java member kinds: "+run.JavaJVMsPerMember+" (one each; a crash kills it, a freeze stops it) or "+run.JavaJVMsShared+" (one JVM hosts them all: less memory and a faster start; a crash cuts the member's links and abandons its consumer, a freeze holds its links and stops its thread; README, Java members)")
 	fs.Var(&f.procKinds, "process-kind", "define a member kind NAME=PROTOCOL:COMMAND, a process speaking the member protocol (docs/member-protocol.md), e.g. mine=consumer:python3 my_member.py; repeatable; name it in --kinds")
@@ -211,8 +211,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	logf := con.Logf
 	if len(o.Kinds) > 0 {
-		reg = reg.WithBroken(o.Kinds) // broken-* kinds run only when named (harness/run.BrokenKinds)
-		reg = reg.WithUserKinds(o)    // --process-kind (docs/member-protocol.md)
+		reg = reg.WithBroken(o.Kinds).WithGoClients(o.Kinds) // broken-* and Go client kinds run only when named
+		reg = reg.WithUserKinds(o)                           // --process-kind (docs/member-protocol.md)
 		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
 		if err != nil {
 			return badInput("--kinds: %v", err)
@@ -579,10 +579,11 @@ func kindNames() string {
 
 // knownKinds lists every member kind a command line may name, from the
 // registries that hold them: the default one (what a seed draws from), the
-// broken kinds, the Java, Python and Spring kinds and the share kinds (run only
-// when named).
+// broken kinds, the Go client kinds, the Java, Python and Spring kinds and
+// the share kinds (run only when named).
 func knownKinds() []string {
 	names := append(run.DefaultRegistry().Names(), run.BrokenRegistry().Names()...)
+	names = append(names, run.GoClientRegistry().Names()...)
 	names = append(names, javaKindNames()...)
 	for _, k := range run.PythonKinds() {
 		names = append(names, k.Name)

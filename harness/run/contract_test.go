@@ -59,7 +59,7 @@ func TestMemberContract(t *testing.T) {
 	for _, k := range run.BrokenKinds() {
 		broken = append(broken, k.Name)
 	}
-	reg = reg.WithBroken(broken)
+	reg = reg.WithBroken(broken).WithGoClients(run.GoClientRegistry().Names())
 	for _, kind := range reg.Names() {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -378,12 +378,21 @@ func (h *HookRecorder) notSent(e clients.Event) {
 }
 
 // commitFailure says what a failed commit's error means for its outcome: a
-// Kafka error from the coordinator means it was not applied (fail), except a
-// timeout, which may still land, or when the member's client may have sent
-// the commit more than once (ResendsCommits); a transport error (no Kafka
-// error code) is an unknown outcome.
+// Kafka error from the coordinator means it was not applied (fail), except
+// the errors Kafka answers after the commit's record was appended (a
+// timeout, which may still land, and COORDINATOR_NOT_AVAILABLE and
+// NOT_COORDINATOR, which GroupCoordinatorService#normalizeException answers
+// for a write that timed out or lost its leader, while the record may stay
+// in the log: a Sarama commit answered COORDINATOR_NOT_AVAILABLE after 5 s,
+// offsets.commit.timeout.ms, while a node was down, was described
+// afterwards), or when the member's client may have sent the commit more
+// than once (ResendsCommits); a transport error (no Kafka error code) is an
+// unknown outcome.
 func (h *HookRecorder) commitFailure(name string, code int16) history.Type {
-	if code == 0 || name == "REQUEST_TIMED_OUT" || h.resends {
+	switch {
+	case code == 0, h.resends:
+		return history.Info
+	case name == "REQUEST_TIMED_OUT", name == "COORDINATOR_NOT_AVAILABLE", name == "NOT_COORDINATOR":
 		return history.Info
 	}
 	return history.Fail

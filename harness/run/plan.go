@@ -543,7 +543,7 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		// crashes exercise KIP-345 (and KIP-848's static members) too.
 		st := stream(seed, "static")
 		for i := range p.Members {
-			if st.IntN(3) == 0 {
+			if st.IntN(3) == 0 && NoInstanceID(p.Members[i].Kind) == "" {
 				p.Members[i].InstanceID = fmt.Sprintf("%s-%s", p.Group, p.Members[i].Name)
 			}
 		}

@@ -97,9 +97,9 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 		o.Group = fmt.Sprintf("gq-%s-%d", name, seed)
 		o.Topic = o.Group + "-records"
 	}
-	// Java member kinds join the registry when the options name them, and
-	// so do the share kinds (never drawn by a seed).
-	reg, err := run.DefaultRegistry().WithBroken(o.Kinds).WithJava(o.Kinds, &java.Toolchain{Logf: t.Logf})
+	// Java and Go client member kinds join the registry when the options
+	// name them, and so do the broken kinds (never drawn by a seed).
+	reg, err := run.DefaultRegistry().WithBroken(o.Kinds).WithGoClients(o.Kinds).WithJava(o.Kinds, &java.Toolchain{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,66 @@
+// Package pollgate holds a member's ownership callbacks back between two
+// Polls, as kgo.BlockRebalanceOnPoll does for kgo: a callback (a
+// revocation) runs only while a Poll runs, and every callback already
+// waiting when a Poll starts has run when that Poll returns. A sync.Mutex
+// held between Polls does not give the second half: a Poll that unlocks
+// and locks again at once can take the lock back before a parked waiter
+// wakes, and return records of a generation whose revocation was due.
+package pollgate
+
+import "sync"
+
+// Gate is closed between Polls. The zero value is not usable: call New.
+type Gate struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	open    bool
+	waiting int // callbacks waiting for the gate to open
+	busy    int // callbacks running
+}
+
+// New returns a closed gate.
+func New() *Gate {
+	g := &Gate{}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+// Enter waits until a Poll runs (or the gate is opened for good), then
+// lets the callback run; Leave ends it.
+func (g *Gate) Enter() {
+	g.mu.Lock()
+	g.waiting++
+	for !g.open {
+		g.cond.Wait()
+	}
+	g.waiting--
+	g.busy++
+	g.mu.Unlock()
+}
+
+// Leave ends a callback that Enter let in.
+func (g *Gate) Leave() {
+	g.mu.Lock()
+	g.busy--
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// Open lets callbacks run: a Poll starts, or the member closes.
+func (g *Gate) Open() {
+	g.mu.Lock()
+	g.open = true
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// Shut waits until no callback is waiting or running, then closes the
+// gate: the Poll returns.
+func (g *Gate) Shut() {
+	g.mu.Lock()
+	for g.waiting > 0 || g.busy > 0 {
+		g.cond.Wait()
+	}
+	g.open = false
+	g.mu.Unlock()
+}

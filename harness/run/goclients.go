@@ -1,0 +1,77 @@
+package run
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/kafkagoref"
+	"github.com/groupquake/groupquake/clients/saramaref"
+)
+
+// GoClientRegistry returns the member kinds backed by other Go Kafka
+// clients' consumer groups, in process like kgo's (docs/clients.md): IBM
+// Sarama's (clients/saramaref) and segmentio/kafka-go's
+// (clients/kafkagoref). They are never in DefaultRegistry, so a seed never
+// draws them (the kinds a seed draws, and so every existing seed's plan,
+// stay as they were); WithGoClients adds the ones a user names (groupquake
+// run --kinds sarama-range,classic).
+func GoClientRegistry() Registry {
+	sarama := func(strategy, doc string) Factory {
+		return Factory{
+			Protocol: clients.Classic,
+			Doc:      "IBM Sarama " + saramaref.Version + " consumer group, classic protocol, " + doc + " (EAGER rebalances; static with an instance id, and then no LeaveGroup on close); each commit sent once",
+			New: func(s MemberSpec) (clients.Member, error) {
+				// Sarama has no max.poll.interval.ms: PollInterval is not passed on.
+				opts := []saramaref.Opt{
+					saramaref.Assignor(strategy), saramaref.WithHooks(s.Hooks), saramaref.KgoOpts(s.KgoOpts...),
+					saramaref.SessionTimeout(s.SessionTimeout), saramaref.HeartbeatInterval(s.HeartbeatInterval), saramaref.RebalanceTimeout(s.RebalanceTimeout), saramaref.WithClock(clients.ClockFunc(s.Now)),
+				}
+				if s.InstanceID != "" {
+					opts = append(opts, saramaref.InstanceID(s.InstanceID))
+				}
+				return saramaref.New(s.Name, s.Group, s.Topics, opts...)
+			},
+		}
+	}
+	kafkago := func(doc string, balancers ...string) Factory {
+		return Factory{
+			Protocol: clients.Classic,
+			Doc:      "segmentio/kafka-go " + kafkagoref.Version + " consumer group, classic protocol, " + doc + " (EAGER rebalances; never static: kafka-go has no group.instance.id); each commit sent once",
+			New: func(s MemberSpec) (clients.Member, error) {
+				return kafkagoref.New(s.Name, s.Group, s.Topics,
+					kafkagoref.Balancers(balancers...), kafkagoref.WithHooks(s.Hooks), kafkagoref.KgoOpts(s.KgoOpts...),
+					kafkagoref.SessionTimeout(s.SessionTimeout), kafkagoref.HeartbeatInterval(s.HeartbeatInterval), kafkagoref.RebalanceTimeout(s.RebalanceTimeout), kafkagoref.WithClock(clients.ClockFunc(s.Now)))
+			},
+		}
+	}
+	return Registry{
+		"sarama-range":      sarama("range", "strategy range"),
+		"sarama-roundrobin": sarama("roundrobin", "strategy roundrobin, then range (what a group mixed with range-only members agrees on)"),
+		"sarama-sticky":     sarama("sticky", "strategy sticky, then range (what a group mixed with range-only members agrees on)"),
+		"kafkago":           kafkago("kafka-go's default group balancers range, then round-robin", kafkagoref.Range, kafkagoref.RoundRobin),
+	}
+}
+
+// WithGoClients returns r plus the Go client kinds among named: they run
+// only when asked for by name.
+func (r Registry) WithGoClients(named []string) Registry {
+	g := GoClientRegistry()
+	out := maps.Clone(r)
+	for _, n := range named {
+		if f, ok := g[n]; ok && !slices.Contains(r.Names(), n) {
+			out[n] = f
+		}
+	}
+	return out
+}
+
+// NoInstanceID names the member kinds that cannot be static members (their
+// client has no group.instance.id), with why; a plan never gives them an
+// instance id.
+func NoInstanceID(kind string) string {
+	if kind == "kafkago" {
+		return "kafka-go's ConsumerGroup has no group.instance.id"
+	}
+	return ""
+}
