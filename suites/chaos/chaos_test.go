@@ -136,8 +136,9 @@ func TestMatrix(t *testing.T) {
 
 // TestFresh hunts with fresh seeds: -chaos.fresh=N runs on one 3-node
 // cluster of every tested version, the families in turn and the member kinds
-// chosen by each seed, except every fourth run, which runs javaMix; every
-// third run draws its faults at the high intensity (20 a minute). Every run
+// chosen by each seed, except every fourth run, which runs javaMix on a family
+// that moves on each round (freshRun); every third run draws its faults at
+// the high intensity (20 a minute). Every run
 // logs the command that reruns it and keeps its run directory under
 // $GROUPQUAKE_RUNS_DIR.
 func TestFresh(t *testing.T) {
@@ -149,17 +150,17 @@ func TestFresh(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 3})
 			for i := range *freshFlag {
-				family := families[i%len(families)]
+				family, high, java := freshRun(i)
 				seed := campaign.RandomSeed()
 				o := run.Options{Scenario: family, Kafka: version, Nodes: 3, Duration: 30 * time.Second}
-				if i%3 == 2 {
+				if high {
 					o.Intensity = "high"
 				}
 				mix := "seed"
 				switch {
 				case only != nil:
 					o.Kinds, o.Members, mix = only.Kinds, max(3, len(only.Kinds)), only.Name
-				case i%4 == 3:
+				case java:
 					// Every fourth run puts the Java KafkaConsumer in the group
 					// (a seed never draws the Java kinds).
 					o.Kinds, mix = javaMix.Kinds, javaMix.Name
@@ -170,6 +171,15 @@ func TestFresh(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freshRun is what TestFresh's i-th run covers: the families in turn, the
+// high intensity every third run, and the Java mix every fourth, on a
+// family that moves on by one every round of the families (on the same
+// family every time, the Java mix would always be the combined scenario's).
+func freshRun(i int) (family string, high, java bool) {
+	n := len(families)
+	return families[i%n], i%3 == 2, (i+i/n)%n == n-1
 }
 
 // TestEmbedded runs every family against the embedded cluster (the
