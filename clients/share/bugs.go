@@ -1,10 +1,8 @@
 package share
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/groupquake/groupquake/clients"
 )
@@ -13,17 +11,19 @@ import (
 // what they claim to (suites/bite); the zero value is a correct member.
 //
 // Every bug lives in this file. The member reaches it only at named seams,
-// each a no-op for the zero Bug: holdPastLock before records are accepted,
-// stretch and hidesAckErrors where acknowledgements are sent and answered,
+// each a no-op for the zero Bug: onWire where a ShareFetch carries
+// acknowledgements, stretch and hidesAckErrors where acknowledgements are
+// sent and answered,
 // deliveryCount where acquisitions are read.
 type Bug string
 
 const (
-	// BugAckAfterLock holds every record past its acquisition lock before
-	// accepting it, and reports the broker's refusal (INVALID_RECORD_STATE)
-	// as an accepted acknowledgement: the record comes back to another
-	// member after the broker "acknowledged" it (ShareAckedNotRedelivered).
-	BugAckAfterLock Bug = "ack-after-lock"
+	// BugAckNotSent leaves every accept out of the ShareFetch requests that
+	// should carry it, and reports it sent and acknowledged: the broker still
+	// holds the record under the member's lock and delivers it again when
+	// the lock lapses, after the "acknowledged" accept
+	// (ShareAckedNotRedelivered).
+	BugAckNotSent Bug = "ack-not-sent"
 	// BugAckNotAcquired stretches every accept to offsets past what it
 	// acquired and reports the whole range acknowledged
 	// (ShareAcksOnlyAcquired).
@@ -39,10 +39,10 @@ func WithBug(b Bug) Opt { return opt{func(c *cfg) { c.bug = b }} }
 
 func (b Bug) check() error {
 	switch b {
-	case "", BugAckAfterLock, BugAckNotAcquired, BugIgnoreDeliveryCount:
+	case "", BugAckNotSent, BugAckNotAcquired, BugIgnoreDeliveryCount:
 		return nil
 	}
-	return fmt.Errorf("unknown bug %q: one of %q, %q, %q", string(b), BugAckAfterLock, BugAckNotAcquired, BugIgnoreDeliveryCount)
+	return fmt.Errorf("unknown bug %q: one of %q, %q, %q", string(b), BugAckNotSent, BugAckNotAcquired, BugIgnoreDeliveryCount)
 }
 
 // bugNotAcquiredStretch is how far BugAckNotAcquired stretches an accept.
@@ -65,28 +65,16 @@ func (m *Member) stretch(acks []clients.ShareAck) []clients.ShareAck {
 
 // hidesAckErrors: the bugs that report a refused acknowledgement as done.
 func (m *Member) hidesAckErrors() bool {
-	return m.cfg.bug == BugAckAfterLock || m.cfg.bug == BugAckNotAcquired
+	return m.cfg.bug == BugAckNotAcquired
 }
 
-// holdPastLock (BugAckAfterLock) waits, before recs are accepted, until
-// every one's acquisition lock has lapsed (a second past the latest
-// deadline). mu is held; it is released while waiting.
-func (m *Member) holdPastLock(ctx context.Context, recs []Record) {
-	if m.cfg.bug != BugAckAfterLock {
-		return
+// onWire is what of acks a ShareFetch request carries: BugAckNotSent
+// leaves the accepts out (the call reported still has them).
+func (m *Member) onWire(acks []clients.ShareAck) []clients.ShareAck {
+	if m.cfg.bug != BugAckNotSent {
+		return acks
 	}
-	var last time.Time
-	for _, r := range recs {
-		if r.Deadline.After(last) {
-			last = r.Deadline
-		}
-	}
-	if last.IsZero() {
-		return
-	}
-	m.mu.Unlock()
-	m.sleep(ctx, last.Sub(m.cfg.now())+time.Second)
-	m.mu.Lock()
+	return slices.DeleteFunc(slices.Clone(acks), func(a clients.ShareAck) bool { return a.Type == clients.AckAccept })
 }
 
 // deliveryCount is the delivery count of an acquisition as the member

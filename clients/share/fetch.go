@@ -109,12 +109,13 @@ func (m *Member) fetch(ctx context.Context, node int32, want map[tp]bool) []Reco
 		acks = m.stretch(m.takeAcksLocked(func(p tp) bool { return want[p] }, false))
 	}
 	call := clients.ShareCall{Node: node, SessionEpoch: epoch, Fetch: clients.Partitions{}, Acks: acks}
+	wire := m.onWire(acks)
 	parts := sortedTPs(want)
 	for _, p := range parts {
 		call.Fetch[p.topic] = append(call.Fetch[p.topic], p.partition)
 		rp := kmsg.NewShareFetchRequestTopicPartition()
 		rp.Partition = p.partition
-		for _, b := range batches(acksOf(acks, p)) {
+		for _, b := range batches(acksOf(wire, p)) {
 			ab := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
 			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
 			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)

@@ -383,9 +383,6 @@ func (m *Member) Acknowledge(recs []Record, t int8) error {
 			return fmt.Errorf("%s-%d@%d: the member does not hold it (never acquired, or already acknowledged)", r.Topic, r.Partition, r.Offset)
 		}
 	}
-	if t == clients.AckAccept {
-		m.holdPastLock(m.ctx, recs)
-	}
 	for _, r := range recs {
 		m.queueLocked(tp{r.Topic, r.Partition}, r.Offset, t)
 	}
@@ -434,7 +431,6 @@ func (m *Member) Poll(ctx context.Context) ([]Record, error) {
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
-	m.holdPastLock(ctx, m.delivered)
 	m.acceptDeliveredLocked()
 	stale := m.staleMeta || len(m.unresolved) > 0
 	m.mu.Unlock()

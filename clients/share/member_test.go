@@ -317,12 +317,12 @@ func TestLostAnswerIsUnknown(t *testing.T) {
 
 // TestAckErrorReported: the broker's per-partition refusal
 // (INVALID_RECORD_STATE: the lock lapsed) is reported as it came; the
-// member carrying BugAckAfterLock reports it as done, which is its bug.
+// member carrying BugAckNotAcquired reports it as done, which is its bug.
 func TestAckErrorReported(t *testing.T) {
 	for _, c := range []struct {
 		bug  Bug
 		want string
-	}{{"", "INVALID_RECORD_STATE"}, {BugAckAfterLock, ""}} {
+	}{{"", "INVALID_RECORD_STATE"}, {BugAckNotAcquired, ""}} {
 		m, s, rec := scripted(t, WithBug(c.bug))
 		s.sf = append(s.sf, acquired(0, 1, "a"), ackedWith(kerr.InvalidRecordState.Code))
 		m.Poll(context.Background())
@@ -517,5 +517,25 @@ func TestAbandonSendsNothing(t *testing.T) {
 	m.Drop()
 	if len(s.log) != 1 || len(rec.evs) != before {
 		t.Errorf("abandoned member sent %d requests (want only the first fetch) and reported %d events after abandoning", len(s.log), len(rec.evs)-before)
+	}
+}
+
+// TestAckNotSent: the member carrying BugAckNotSent reports the accept its
+// next fetch should carry, and the request goes without it; a correct
+// member's request carries it.
+func TestAckNotSent(t *testing.T) {
+	for _, bug := range []Bug{"", BugAckNotSent} {
+		m, s, rec := scripted(t, WithBug(bug))
+		s.sf = append(s.sf, acquired(0, 1, "a"), ackedWith(0))
+		m.Poll(context.Background())
+		m.Poll(context.Background())
+		ans := rec.answers()
+		if len(ans) < 2 || ans[1].Share == nil || len(ans[1].Share.Acks) != 1 || ans[1].Share.Acks[0].Type != clients.AckAccept {
+			t.Fatalf("bug %q: the second fetch is not reported with the accept: %+v", bug, ans)
+		}
+		got := ackTypes(fetchReq(t, s.log[1]).Topics[0].Partitions)
+		if want := bug == ""; strings.Contains(got, "/[1]") != want {
+			t.Errorf("bug %q: the second fetch carries acks %q on the wire; an accept there: %v, want %v", bug, got, !want, want)
+		}
 	}
 }

@@ -34,8 +34,8 @@ func TestClientOf(t *testing.T) {
 		"kafka-clients":                "kafka-clients",
 		"sarama-cooperative-sticky":    "sarama",
 		// groupquake's share member, and a broken one.
-		"share":                       ClientGroupquake,
-		"broken-share-ack-after-lock": "broken",
+		"share":                     ClientGroupquake,
+		"broken-share-ack-not-sent": "broken",
 		// A client whose name has a dash, before the protocol.
 		"spring-kafka-classic": "spring-kafka",
 	} {

@@ -58,8 +58,8 @@ func ShareKinds() []ShareKind {
 	return []ShareKind{
 		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
 		{Name: "kgo-share", Kgo: true, Doc: "franz-go's share consumer (kgo.ShareGroup; its requests observed on its connections, clients/kgoshare), acknowledging by the same policy as share; Kafka 4.2+"},
-		{Name: "broken-share-ack-after-lock", Bug: share.BugAckAfterLock, Catches: "ShareAckedNotRedelivered",
-			Doc: "a share member that holds every record past its lock before accepting it and reports the broker's refusal as an accepted acknowledgement"},
+		{Name: "broken-share-ack-not-sent", Bug: share.BugAckNotSent, Catches: "ShareAckedNotRedelivered",
+			Doc: "a share member that leaves its accepts out of the ShareFetch requests that should carry them and reports them acknowledged: the broker delivers each record again when its lock lapses"},
 		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: "ShareAcksOnlyAcquired",
 			Doc: "a share member that stretches its accepts to offsets it never acquired and reports them acknowledged"},
 		{Name: "broken-share-ignore-delivery-count", Bug: share.BugIgnoreDeliveryCount, Catches: "ShareDeliveryCountBounded",

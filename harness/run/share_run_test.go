@@ -11,7 +11,7 @@ import (
 )
 
 func shareKinds() map[string]string {
-	return run.DefaultRegistry().WithBroken([]string{"share", "broken-share-ack-after-lock"}).Kinds()
+	return run.DefaultRegistry().WithBroken([]string{"share", "broken-share-ack-not-sent"}).Kinds()
 }
 
 // TestSharePlans: --kinds share makes a share group's plan on 4.2+ for
