@@ -62,7 +62,7 @@ func Judge(events []history.Event, obs *history.Observations, plan history.Plan,
 }
 
 func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Verdict {
-	f.kinds, f.session = plan.Kinds, plan.SessionTimeout
+	f.kinds, f.session, f.rebalance = plan.Kinds, plan.SessionTimeout, plan.RebalanceTimeout
 	for _, t := range plan.Partitions() {
 		f.tp(t)
 	}

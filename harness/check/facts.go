@@ -56,8 +56,10 @@ type facts struct {
 
 	kinds   map[string]string // member name → kind, as the plan says (history.Plan.Kinds)
 	session time.Duration     // the plan's session timeout (0: not known)
-	snaps   []placed          // the observations' snapshots, placed in the history (evidence.go)
-	log     *commitLog        // what __consumer_offsets says about the order of writes, nil if unread
+	// rebalance is the plan's rebalance timeout (0: not known).
+	rebalance time.Duration
+	snaps     []placed   // the observations' snapshots, placed in the history (evidence.go)
+	log       *commitLog // what __consumer_offsets says about the order of writes, nil if unread
 }
 
 type endKind uint8

@@ -2,6 +2,7 @@ package check
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -187,6 +188,7 @@ const (
 	FindingDeposedGroupIDNotFound    = "kafka-deposed-coordinator-group-id-not-found"
 	FindingDeposedStaticFenced       = "kafka-deposed-coordinator-static-fenced"
 	FindingOffsetFetchUnstable       = "kafka-offset-fetch-unstable"
+	FindingClassicJoinOrphan         = "kafka-classic-join-timeout-orphan"
 	FindingKgoRevokeAfterLost        = "kgo-revoke-after-session-lost"
 	FindingKgoStaticLeave            = "kgo-static-leave-without-instance-id"
 )
@@ -299,6 +301,22 @@ var registry = []Finding{
 		Reproducer: Reproducer{None: "it needs a coordinator move right after a commit and a reader without require_stable; the observer now asks with it, so no history shows it"},
 	},
 	{
+		ID:    FindingClassicJoinOrphan,
+		Title: "a classic member whose JoinGroup to a consumer group timed out in the coordinator stays in the group for good, holding its target partitions, when it never comes back",
+		Where: "Kafka group coordinator (GroupMetadataManager.classicGroupJoinToConsumerGroup schedules the session and sync timeouts only when the append succeeds; CoordinatorRuntime fails the append on the write timeout while the records stay)",
+		Seen:  []string{"Kafka 4.1.2 (run)", "groupquake classic"},
+		Kind:  Bug,
+		Evidence: "a classic JoinGroup carrying a member id that got no answer, after which no call carries that member id, while the " +
+			"group's last description, taken more than a session and a rebalance timeout after both that JoinGroup and the heal, " +
+			"still lists the member id",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:   []string{"--seed", "3402275953908376783", "--scenario", "combined", "--nodes", "3", "--kinds", "java-classic-cooperative,java-consumer,classic-cooperative,consumer", "--duration", "30s"},
+			Kafka:  "4.1.2",
+			Timing: "m3's JoinGroup must reach the coordinator while __consumer_offsets cannot commit (a replica killed) for longer than offsets.commit.timeout.ms, and m3 must crash before it is answered",
+		}},
+		seen: orphanedClassicJoins,
+	},
+	{
 		ID:    FindingKgoRevokeAfterLost,
 		Title: "kgo (KIP-848, BlockRebalanceOnPoll) revokes partitions another member already owns after its session expired unnoticed",
 		Where: "franz-go (kgo), KIP-848 consumer",
@@ -352,7 +370,7 @@ var registry = []Finding{
 // plan reproduced one, and what verdicts.json lists beside the verdicts.
 func Sightings(events []history.Event, obs *history.Observations, plan history.Plan) []Sighting {
 	f := build(events, obs)
-	f.kinds, f.session = plan.Kinds, plan.SessionTimeout
+	f.kinds, f.session, f.rebalance = plan.Kinds, plan.SessionTimeout, plan.RebalanceTimeout
 	return sightings(f, nil)
 }
 
@@ -598,4 +616,101 @@ func (f *facts) answerMessage(i int, member string) string {
 		}
 	}
 	return msg
+}
+
+// orphanedClassicJoins finds the classic members a consumer group keeps for
+// good after their JoinGroup timed out in the coordinator: a JoinGroup
+// carrying member id X that got no answer, after which no call of the
+// history carries X, while the group's last description (the final
+// snapshot, else the last describe), taken more than a session and a
+// rebalance timeout after both that JoinGroup and the heal, still lists X.
+// A member the coordinator applied and answered has its session and sync
+// timeouts running and is gone by then; one whose join's append timed out
+// has neither (GroupMetadataManager.classicGroupJoinToConsumerGroup).
+func orphanedClassicJoins(f *facts) []Sighting {
+	if f.session <= 0 || f.rebalance <= 0 {
+		return nil
+	}
+	var g *history.GroupDescription
+	var at time.Duration
+	label := ""
+	for _, s := range f.snaps {
+		if s.final && s.s.Group != nil {
+			g, at, label = s.s.Group, s.s.Time, "the final observation"
+			if at == 0 && len(f.ev) > 0 {
+				at = f.ev[len(f.ev)-1].Time
+			}
+		}
+	}
+	if g == nil && len(f.describes) > 0 {
+		pos := f.describes[len(f.describes)-1]
+		if d := f.vals[pos].(history.Describe); d.Group != nil {
+			g, at, label = d.Group, f.ev[pos].Time, "the describe at event "+itoa(f.idx(pos))
+		}
+	}
+	if g == nil || g.Protocol != history.ProtocolConsumer {
+		return nil
+	}
+	listed := map[string]history.MemberDescription{}
+	for _, m := range g.Members {
+		listed[m.MemberID] = m
+	}
+	var healT time.Duration
+	if h := f.lastPhase(history.PhaseHeal); h >= 0 {
+		healT = f.ev[h].Time
+	}
+	lastUse := map[string]int{} // member id → position of the last event carrying it
+	for i := range f.ev {
+		if id := carriedMemberID(f.vals[i]); id != "" {
+			lastUse[id] = i
+		}
+	}
+	var out []Sighting
+	for i, e := range f.ev {
+		j, ok := f.vals[i].(history.Join)
+		if !ok || e.Type != history.Invoke || j.MemberID == "" {
+			continue
+		}
+		p := f.partner[i]
+		if p >= 0 && f.ev[p].Type != history.Info {
+			continue // answered
+		}
+		if lastUse[j.MemberID] > max(i, p) {
+			continue // the member id came back
+		}
+		m, ok := listed[j.MemberID]
+		if !ok || (m.MemberType != "" && m.MemberType != "classic") {
+			continue
+		}
+		since := max(e.Time, healT)
+		if at-since <= f.session+f.rebalance {
+			continue
+		}
+		name := memberName(j.Member, e.Process)
+		ev := []int64{f.idx(i)}
+		if p >= 0 {
+			ev = append(ev, f.idx(p))
+		}
+		out = append(out, Sighting{Finding: FindingClassicJoinOrphan, Member: name, Events: ev,
+			What: fmt.Sprintf("%s's JoinGroup as %s (event %d) got no answer and no later call carries the member id; %s, %s after it (and %s after the heal), still lists it at member epoch %d of assignment epoch %d, target %v",
+				name, j.MemberID, f.idx(i), label, dur(at-e.Time), dur(at-healT), m.MemberEpoch, g.AssignmentEpoch, m.TargetAssignment)})
+	}
+	return out
+}
+
+// carriedMemberID is the member id a call's payload carries, if any.
+func carriedMemberID(v any) string {
+	switch v := v.(type) {
+	case history.Join:
+		return v.MemberID
+	case history.Sync:
+		return v.MemberID
+	case history.Heartbeat:
+		return v.MemberID
+	case history.Commit:
+		return v.MemberID
+	case history.Leave:
+		return v.MemberID
+	}
+	return ""
 }

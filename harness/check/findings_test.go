@@ -326,3 +326,88 @@ func TestKnownJSONInSeconds(t *testing.T) {
 		t.Fatalf("read back %+v, want %+v", back, k)
 	}
 }
+
+// orphanHist writes the seed-3402275953908376783 run (Kafka 4.1.2), small:
+// a owns both partitions; m3 (classic) is told MEMBER_ID_REQUIRED and
+// rejoins as x, a JoinGroup the coordinator applies (x gets partition 1 as
+// its target) but cannot commit within offsets.commit.timeout.ms (a
+// replica of __consumer_offsets killed); m3 crashes before the answer
+// (EOF) and starts again as a new member, y; the faults heal. answered
+// makes x's JoinGroup answered before the crash, comeback makes m3 come
+// back as x, and quiet is how long after the heal the group is described.
+func orphanHist(t *testing.T, answered, comeback bool, quiet time.Duration, listsX bool) (h *hist, obs *history.Observations, joinX, lostX int64) {
+	h = newHist(t)
+	h.phase(history.PhaseWorkload)
+	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.assigned("a", 1, 0, 1)
+	h.call("m3/join", history.FJoin, history.Join{Member: "m3", Generation: -1}, history.Fail, history.Join{Member: "m3", Generation: -1, Error: "MEMBER_ID_REQUIRED"})
+	asX := history.Join{Member: "m3", MemberID: "x", Generation: -1}
+	if answered {
+		joinX, lostX = h.call("m3/join", history.FJoin, asX, history.OK, history.Join{Member: "m3", MemberID: "x", Generation: 4})
+	} else {
+		eof := asX
+		eof.Error = "EOF"
+		joinX, lostX = h.call("m3/join", history.FJoin, asX, history.Info, eof)
+	}
+	if comeback {
+		h.call("m3/join", history.FJoin, asX, history.OK, history.Join{Member: "m3", MemberID: "x", Generation: 5})
+	} else {
+		h.call("m3/join", history.FJoin, history.Join{Member: "m3", Generation: -1}, history.Fail, history.Join{Member: "m3", Generation: -1, Error: "MEMBER_ID_REQUIRED"})
+		h.call("m3/join", history.FJoin, history.Join{Member: "m3", MemberID: "y", Generation: -1}, history.OK, history.Join{Member: "m3", MemberID: "y", Generation: 5})
+	}
+	h.phase(history.PhaseHeal)
+	h.wait(quiet)
+	g := &history.GroupDescription{Protocol: history.ProtocolConsumer, State: "Reconciling", GroupEpoch: 9, AssignmentEpoch: 9, Members: []history.MemberDescription{
+		{MemberID: "a", MemberType: "consumer", MemberEpoch: 9, Assignment: []history.TP{{Topic: "t", Partition: 0}}},
+		{MemberID: "y", MemberType: "classic", MemberEpoch: 9},
+	}}
+	if listsX {
+		g.Members = append(g.Members, history.MemberDescription{MemberID: "x", MemberType: "classic", MemberEpoch: 4, TargetAssignment: []history.TP{{Topic: "t", Partition: 1}}})
+	}
+	h.describe(g)
+	h.phase(history.PhaseFinal)
+	obs = &history.Observations{Final: history.Snapshot{Label: "final", Time: h.now, Group: g}}
+	return h, obs, joinX, lostX
+}
+
+// TestClassicJoinOrphanSighted: the orphan is sighted, from the final
+// observation and from the last describe alike, with the JoinGroup and its
+// lost answer; not when the group no longer lists it, when its JoinGroup
+// was answered (its timers run), when m3 came back as x, or when the group
+// was described within a session and a rebalance timeout of the heal.
+func TestClassicJoinOrphanSighted(t *testing.T) {
+	t.Parallel()
+	plan := convergePlan() // session 10 s, rebalance 20 s
+	for _, tc := range []struct {
+		name                       string
+		answered, comeback, listsX bool
+		quiet                      time.Duration
+		want                       bool
+	}{
+		{name: "the run: no answer, never back, listed long after", listsX: true, quiet: 60 * time.Second, want: true},
+		{name: "expired: no longer listed", quiet: 60 * time.Second},
+		{name: "answered: its timers run", answered: true, listsX: true, quiet: 60 * time.Second},
+		{name: "came back as x", comeback: true, listsX: true, quiet: 60 * time.Second},
+		{name: "described within session and rebalance of the heal", listsX: true, quiet: 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, obs, joinX, lostX := orphanHist(t, tc.answered, tc.comeback, tc.quiet, tc.listsX)
+			for _, o := range []*history.Observations{obs, nil} {
+				s := Sightings(h.events(), o, plan)
+				got := slices.ContainsFunc(s, func(s Sighting) bool {
+					return s.Finding == FindingClassicJoinOrphan && s.Member == "m3" && slices.Equal(s.Events, []int64{joinX, lostX})
+				})
+				if got != tc.want {
+					t.Fatalf("final observation %v: sighted %v, want %v: %+v", o != nil, got, tc.want, s)
+				}
+				if len(s) != 0 && !tc.want {
+					t.Fatalf("sightings: %+v", s)
+				}
+			}
+			// A sighting labels; it decides no verdict.
+			if v := EventuallyConverges(h.events(), obs, plan); tc.want && v.Holds {
+				t.Fatalf("EventuallyConverges holds over a group Reconciling at the end: %+v", v)
+			}
+		})
+	}
+}
