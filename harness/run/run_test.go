@@ -281,8 +281,14 @@ func TestKilledRun(t *testing.T) {
 		t.Errorf("check does not say the final observations are missing:\n%s", out)
 	}
 	t.Logf("check of the killed run (exit %d):\n%s", code, out)
+	if _, err := os.Stat(filepath.Join(dir, run.ReportFile)); err == nil {
+		t.Errorf("check without --write wrote %s into the killed run's directory", run.ReportFile)
+	}
+	if out, code := clustertest.RunGroupquake(t, bin, "check", "--write", dir); code != 0 && code != 1 {
+		t.Fatalf("check --write of the killed run exits %d, want 0 or 1:\n%s", code, out)
+	}
 	if _, err := os.Stat(filepath.Join(dir, run.ReportFile)); err != nil {
-		t.Errorf("check of the killed run wrote no %s: %v", run.ReportFile, err)
+		t.Errorf("check --write of the killed run wrote no %s: %v", run.ReportFile, err)
 	}
 
 	// A kill in the middle of a write leaves a cut last line.
