@@ -40,3 +40,11 @@ func (r *Recorder) Of(k clients.Kind) []clients.Event {
 	}
 	return out
 }
+
+// First returns the first event of kind k so far, if there is one.
+func (r *Recorder) First(k clients.Kind) (clients.Event, bool) {
+	if es := r.Of(k); len(es) > 0 {
+		return es[0], true
+	}
+	return clients.Event{}, false
+}

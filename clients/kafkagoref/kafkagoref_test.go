@@ -2,7 +2,6 @@ package kafkagoref
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,29 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
-
-type events struct {
-	mu sync.Mutex
-	es []clients.Event
-}
-
-func (e *events) OnEvent(ev clients.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.es = append(e.es, ev)
-}
-
-func (e *events) find(k clients.Kind) (clients.Event, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, ev := range e.es {
-		if ev.Kind == k {
-			return ev, true
-		}
-	}
-	return clients.Event{}, false
-}
 
 // TestAssignedWithoutPoll: a generation kafka-go hands out is reported
 // assigned at once, whether the application polls or not. The adapter
@@ -45,7 +23,7 @@ func TestAssignedWithoutPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var got events
+	var got clientstest.Recorder
 	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +34,7 @@ func TestAssignedWithoutPoll(t *testing.T) {
 	defer m.Close(context.Background())
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, ok := got.find(clients.Assigned); ok {
+		if _, ok := got.First(clients.Assigned); ok {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -64,11 +42,11 @@ func TestAssignedWithoutPoll(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	a, _ := got.find(clients.Assigned)
+	a, _ := got.First(clients.Assigned)
 	if a.Partitions.Count() != 3 || a.Generation < 1 || m.Owned().Count() != 3 {
 		t.Errorf("Assigned = %+v, Owned = %v: want the 3 partitions at a generation", a, m.Owned())
 	}
-	if f, ok := got.find(clients.Fetched); !ok || f.Call != 0 {
+	if f, ok := got.First(clients.Fetched); !ok || f.Call != 0 {
 		t.Errorf("the OffsetFetch of the generation's offsets was not reported as a fact: %+v", f)
 	}
 }
@@ -108,7 +86,7 @@ func TestEndedGenerationHandsNothingOut(t *testing.T) {
 			}
 		}
 	}
-	var got events
+	var got clientstest.Recorder
 	opts := func(h clients.Hooks) []Opt {
 		return []Opt{WithHooks(h), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6 * time.Second), HeartbeatInterval(100 * time.Millisecond), RebalanceTimeout(10 * time.Second)}
 	}
@@ -149,12 +127,10 @@ func TestEndedGenerationHandsNothingOut(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("m1's generation did not end within a minute of m2's start")
 		}
-		got.mu.Lock()
 		ended := false
-		for _, e := range got.es {
+		for _, e := range got.All() {
 			ended = ended || (e.Op == clients.OpHeartbeat && e.Err == "REBALANCE_IN_PROGRESS")
 		}
-		got.mu.Unlock()
 		if ended {
 			break
 		}
@@ -170,7 +146,7 @@ func TestEndedGenerationHandsNothingOut(t *testing.T) {
 	if len(recs) > 0 {
 		t.Errorf("the first Poll after the generation ended handed out %d of its records", len(recs))
 	}
-	if _, ok := got.find(clients.Revoked); !ok {
+	if _, ok := got.First(clients.Revoked); !ok {
 		t.Error("the first Poll after the generation ended returned before the revocation was reported")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,29 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
-
-type events struct {
-	mu sync.Mutex
-	es []clients.Event
-}
-
-func (e *events) OnEvent(ev clients.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.es = append(e.es, ev)
-}
-
-func (e *events) find(k clients.Kind) (clients.Event, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, ev := range e.es {
-		if ev.Kind == k {
-			return ev, true
-		}
-	}
-	return clients.Event{}, false
-}
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -61,7 +39,7 @@ func TestAssignedWithoutPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var got events
+	var got clientstest.Recorder
 	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +48,8 @@ func TestAssignedWithoutPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
-	waitFor(t, "the assignment, reported without a Poll", func() bool { _, ok := got.find(clients.Assigned); return ok })
-	a, _ := got.find(clients.Assigned)
+	waitFor(t, "the assignment, reported without a Poll", func() bool { _, ok := got.First(clients.Assigned); return ok })
+	a, _ := got.First(clients.Assigned)
 	if a.Partitions.Count() != 3 || a.Generation < 1 || m.Owned().Count() != 3 {
 		t.Errorf("Assigned = %+v, Owned = %v: want the 3 partitions at a generation", a, m.Owned())
 	}
@@ -84,7 +62,7 @@ func TestAssignedWithoutPoll(t *testing.T) {
 // whose member was started while its node was killed (seed 202 of
 // broker-faults on the embedded cluster).
 func TestStartWithoutBrokers(t *testing.T) {
-	var got events
+	var got clientstest.Recorder
 	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers("127.0.0.1:1")))
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +70,8 @@ func TestStartWithoutBrokers(t *testing.T) {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatalf("Start with no broker answering: %v, want nil (the member comes up later)", err)
 	}
-	waitFor(t, "the failure reported", func() bool { _, ok := got.find(clients.Error); return ok })
-	if e, _ := got.find(clients.Error); !strings.Contains(e.Why, "NewConsumerGroup") {
+	waitFor(t, "the failure reported", func() bool { _, ok := got.First(clients.Error); return ok })
+	if e, _ := got.First(clients.Error); !strings.Contains(e.Why, "NewConsumerGroup") {
 		t.Errorf("Error = %+v, want sarama.NewConsumerGroup's failure", e)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
