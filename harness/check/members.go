@@ -52,6 +52,13 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 	}
 	for i := 0; i < upto && i < len(f.ev); i++ {
 		e := f.ev[i]
+		if e.Type == history.Info && isMove(callError(f.vals[i])) && callMember(f.vals[i], e.Process) == name {
+			// A write answered after it timed out: unknown, but the
+			// coordinator said it moved.
+			tr.moves = append(tr.moves, i)
+			tr.last = i
+			continue
+		}
 		switch v := f.vals[i].(type) {
 		case history.Join:
 			if memberName(v.Member, e.Process) != name {

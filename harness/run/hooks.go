@@ -198,6 +198,8 @@ func (h *HookRecorder) completion(c *openCall, e clients.Event) (history.Type, a
 		t = h.commitFailure(e.Err, e.ErrCode)
 	case c.op == clients.OpLeave:
 		t = history.Info // a leave the client may have resent may have been applied before this answer
+	case h.writes(c.op, e) && writeTimedOut(e.Err):
+		t = history.Info
 	default:
 		t = history.Fail
 	}
@@ -389,13 +391,39 @@ func (h *HookRecorder) notSent(e clients.Event) {
 // than once (ResendsCommits); a transport error (no Kafka error code) is an
 // unknown outcome.
 func (h *HookRecorder) commitFailure(name string, code int16) history.Type {
-	switch {
-	case code == 0, h.resends:
-		return history.Info
-	case name == "REQUEST_TIMED_OUT", name == "COORDINATOR_NOT_AVAILABLE", name == "NOT_COORDINATOR":
+	if code == 0 || h.resends || writeTimedOut(name) {
 		return history.Info
 	}
 	return history.Fail
+}
+
+// writeTimedOut reports whether a Kafka error may answer a request whose
+// records the coordinator appended: GroupCoordinatorService#normalizeException
+// answers COORDINATOR_NOT_AVAILABLE (or NOT_COORDINATOR, REQUEST_TIMED_OUT)
+// for a write that timed out waiting for replication or lost its leader,
+// and the records stay in the log and in the coordinator's state unless the
+// partition's new leader truncates them.
+func writeTimedOut(name string) bool {
+	return name == "REQUEST_TIMED_OUT" || name == "COORDINATOR_NOT_AVAILABLE" || name == "NOT_COORDINATOR"
+}
+
+// writes reports whether the coordinator writes records for a request of
+// op before it answers, so that an error answered after the write timed
+// out leaves its outcome unknown: a ConsumerGroupHeartbeat (the member's
+// epoch, subscription and assignment records; a Kafka 4.1.2 run under node
+// faults saw one answered COORDINATOR_NOT_AVAILABLE that Kafka had applied),
+// a ShareGroupHeartbeat likewise, and a classic JoinGroup or SyncGroup
+// (the group's metadata record; a classic member joining a consumer group
+// is written at once). A classic Heartbeat writes nothing: its error means
+// not applied.
+func (h *HookRecorder) writes(op clients.Op, e clients.Event) bool {
+	switch op {
+	case clients.OpJoin, clients.OpSync:
+		return true
+	case clients.OpHeartbeat:
+		return h.proto(e) == history.ProtocolConsumer || h.proto(e) == history.ProtocolShare
+	}
+	return false
 }
 
 // CommitInvoke says that the driver calls Member.Commit for c. The calls

@@ -434,3 +434,41 @@ func TestHooksConcurrent(t *testing.T) {
 		t.Fatalf("history not well formed: %+v", verdict.Violations)
 	}
 }
+
+// TestHooksWriteTimeoutOutcomes: an error Kafka answers after a write timed
+// out leaves a request that writes records unknown (info), and still means
+// not applied (fail) for one that writes nothing.
+func TestHooksWriteTimeoutOutcomes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		proto clients.Protocol
+		op    clients.Op
+		code  int16
+		err   string
+		want  history.Type
+	}{
+		{"consumer heartbeat, write timed out", clients.Consumer, clients.OpHeartbeat, kerr.CoordinatorNotAvailable.Code, "COORDINATOR_NOT_AVAILABLE", history.Info},
+		{"consumer heartbeat, request timed out", clients.Consumer, clients.OpHeartbeat, kerr.RequestTimedOut.Code, "REQUEST_TIMED_OUT", history.Info},
+		{"consumer heartbeat, fenced", clients.Consumer, clients.OpHeartbeat, kerr.FencedMemberEpoch.Code, "FENCED_MEMBER_EPOCH", history.Fail},
+		{"classic join, write timed out", clients.Classic, clients.OpJoin, kerr.CoordinatorNotAvailable.Code, "COORDINATOR_NOT_AVAILABLE", history.Info},
+		{"classic sync, not coordinator", clients.Classic, clients.OpSync, kerr.NotCoordinator.Code, "NOT_COORDINATOR", history.Info},
+		{"classic join, unknown member", clients.Classic, clients.OpJoin, kerr.UnknownMemberID.Code, "UNKNOWN_MEMBER_ID", history.Fail},
+		{"classic heartbeat writes nothing", clients.Classic, clients.OpHeartbeat, kerr.CoordinatorNotAvailable.Code, "COORDINATOR_NOT_AVAILABLE", history.Fail},
+	} {
+		rec, _ := newRec(t)
+		h := run.NewHookRecorder(rec, "m1", string(tc.proto))
+		kind := clients.Heartbeat
+		if tc.op == clients.OpJoin {
+			kind = clients.Joined
+		}
+		e := ev(kind, tc.proto, "m1", 3)
+		h.OnEvent(sent(e, 1, tc.op))
+		e.ErrCode, e.Err = tc.code, tc.err
+		h.OnEvent(answered(e, 1, tc.op))
+		es := rec.Events()
+		if len(es) != 2 || es[1].Type != tc.want {
+			t.Errorf("%s: got\n%s\nwant a %s completion", tc.name, dump(es), tc.want)
+		}
+	}
+}
