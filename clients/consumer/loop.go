@@ -21,7 +21,9 @@ import (
 const defaultInterval = time.Second
 
 // run is the heartbeat goroutine: it sends heartbeats, feeds their answers
-// to the machine and carries out reconciliations between them. Any change
+// to the machine and starts reconciliations and interval auto-commits on
+// goroutines of their own, so that it never waits on an OffsetCommit or an
+// OffsetFetch (reconcileAsync, autoCommitAsync). Any change
 // here, in the machine or in the ownership helpers must keep these
 // invariants:
 //
@@ -49,7 +51,7 @@ const defaultInterval = time.Second
 func (mb *Member) run() {
 	defer mb.wg.Done()
 	defer mb.flush()
-	var next, notBefore time.Time
+	var next, notBefore, reconcileAt time.Time
 	attempts := 0
 	lastAuto := mb.cfg.clock.Now()
 	for {
@@ -64,7 +66,7 @@ func (mb *Member) run() {
 			wait = min(wait, next.Sub(now))
 		}
 		if mb.m.state == stateReconciling && !mb.m.planning {
-			wait = min(wait, notBefore.Sub(now))
+			wait = min(wait, reconcileAt.Sub(now))
 		}
 		if mb.m.inGroup() && mb.m.state != stateLeaving {
 			wait = min(wait, mb.lastPoll.Add(mb.cfg.maxPollInterval).Sub(now))
@@ -92,11 +94,7 @@ func (mb *Member) run() {
 		mb.lateRevoke(now) // BugAckBeforeRevoke only
 		if mb.cfg.autoCommit && mb.cfg.autoCommitInterval > 0 && now.Sub(lastAuto) >= mb.cfg.autoCommitInterval {
 			lastAuto = now
-			if offs := mb.consumed(); len(offs) > 0 {
-				ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-				mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry, false)
-				cancel()
-			}
+			mb.autoCommitAsync()
 		}
 		mb.mu.Lock()
 		due := !mb.m.skipHeartbeat() && !now.Before(notBefore) && (mb.m.heartbeatNow() || !now.Before(next))
@@ -122,11 +120,77 @@ func (mb *Member) run() {
 				notBefore = time.Time{}
 			}
 		}
-		if !mb.reconcileIfNeeded() {
+		mb.mu.Lock()
+		failed := mb.reconcileFailed
+		mb.reconcileFailed = false
+		mb.mu.Unlock()
+		if failed {
 			attempts++
 			notBefore = mb.cfg.clock.Now().Add(mb.backoff(attempts))
+			reconcileAt = notBefore
+		}
+		if !mb.cfg.clock.Now().Before(reconcileAt) {
+			mb.reconcileAsync()
 		}
 	}
+}
+
+// autoCommitAsync commits what was consumed on a goroutine of its own
+// (Java's auto-commit on the interval is a commitAsync), unless the last
+// one is still in flight: the heartbeat goroutine does not wait for the
+// commit lane.
+func (mb *Member) autoCommitAsync() {
+	mb.mu.Lock()
+	busy := mb.autoCommitting
+	mb.mu.Unlock()
+	if busy {
+		return
+	}
+	offs := mb.consumed()
+	if len(offs) == 0 {
+		return
+	}
+	mb.mu.Lock()
+	mb.autoCommitting = true
+	mb.mu.Unlock()
+	mb.wg.Add(1)
+	go func() {
+		defer mb.wg.Done()
+		ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+		mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry, false)
+		cancel()
+		mb.mu.Lock()
+		mb.autoCommitting = false
+		mb.mu.Unlock()
+	}()
+}
+
+// reconcileAsync carries out the next reconciliation on a goroutine of its
+// own, unless one is running or none is due, so that heartbeats go on
+// while its commit and its OffsetFetch are in flight (the machine's plan is
+// taken and finished under mu; a heartbeat meanwhile carries the owned
+// partitions as they were, as Java's do). It pokes the loop when done.
+func (mb *Member) reconcileAsync() {
+	mb.mu.Lock()
+	due := !mb.reconciling && mb.m.state == stateReconciling && !mb.m.planning && !mb.m.reconciled()
+	if due {
+		mb.reconciling = true
+	}
+	mb.mu.Unlock()
+	if !due {
+		return
+	}
+	mb.wg.Add(1)
+	go func() {
+		defer mb.wg.Done()
+		ok := mb.reconcileIfNeeded()
+		mb.mu.Lock()
+		mb.reconciling = false
+		mb.reconcileFailed = !ok
+		mb.mu.Unlock()
+		mb.flush()
+		mb.poke()
+	}()
 }
 
 // backoff is Java's exponential retry backoff (retry.backoff.ms doubling up

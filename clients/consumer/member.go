@@ -88,6 +88,16 @@ type Member struct {
 	// calls numbers the requests reported (clients.Sent), under mu.
 	calls uint64
 
+	// The heartbeat goroutine never waits on an OffsetCommit or an
+	// OffsetFetch (Java's background thread goes on heartbeating while a
+	// commit or a reconciliation is in flight): the interval auto-commit
+	// and the reconciliation each run on a goroutine of their own, at most
+	// one of each at a time (under mu). reconcileFailed says the last
+	// reconciliation must be retried after a backoff.
+	autoCommitting  bool
+	reconciling     bool
+	reconcileFailed bool
+
 	emitMu sync.Mutex
 
 	kick   chan struct{}

@@ -1,0 +1,127 @@
+package consumer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/clients"
+)
+
+// The heartbeat goroutine never waits on an OffsetCommit: Java's
+// background thread goes on heartbeating while a commit is in flight, and a
+// member whose heartbeat goroutine waits for a commit's whole timeout (5 s
+// on a paused node, seen in a Kafka 4.1.2 run) sends no heartbeat for that
+// long. These tests hold every OffsetCommit at the broker and require the
+// member to send heartbeats meanwhile; before the interval auto-commit and
+// the reconciliation left the heartbeat goroutine, both waited on the lane
+// until the commit was released. (What the member sends is counted, not
+// what arrives: a broker, kfake as Kafka, answers one connection's
+// requests in order, so the heartbeats queue behind the held commit.)
+
+// holdCommits makes the broker keep every OffsetCommit until release is
+// called and returns a channel signalled when one is held.
+func holdCommits(t *testing.T, s *scriptBroker) (held <-chan struct{}, release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.holdCommit, s.commitHeld = ch, make(chan struct{}, 1)
+	held = s.commitHeld
+	s.mu.Unlock()
+	done := false
+	release = func() {
+		if !done {
+			done = true
+			close(ch)
+		}
+	}
+	return held, release
+}
+
+// sentHeartbeats counts the heartbeats the member reported sent.
+func sentHeartbeats(m loopMember) int {
+	n := 0
+	for _, e := range m.log.Of(clients.Sent) {
+		if e.Op == clients.OpHeartbeat {
+			n++
+		}
+	}
+	return n
+}
+
+// heartbeatsAfter waits until the member sent n heartbeats after the first
+// held commit, however long a slow machine takes (bounded by eventually).
+func heartbeatsAfter(t *testing.T, m loopMember, held <-chan struct{}, n int, dump func() string) {
+	t.Helper()
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no OffsetCommit reached the broker\n%s", dump())
+	}
+	from := sentHeartbeats(m)
+	eventually(t, "heartbeats sent while the commit is held", func() bool { return sentHeartbeats(m) >= from+n }, dump)
+}
+
+// TestLoopHeartbeatsWhileTheAppCommitIsInFlight: the application's commit
+// holds the lane; the auto-commit interval elapses meanwhile. Heartbeats go
+// on, and the held auto-commit is not sent beside the application's.
+func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startLoopMember(t, s, AutoCommitInterval(200*time.Millisecond))
+	dump := m.dumpWith(s)
+	eventually(t, "the member owns t[0 1] and consumed both", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
+	held, release := holdCommits(t, s)
+	defer release()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.Commit(ctx, map[string]map[int32]int64{loopTopic: {0: 10, 1: 10}})
+	}()
+	heartbeatsAfter(t, m, held, 3, dump)
+	commits := 0
+	for _, e := range m.log.Of(clients.Sent) {
+		if e.Op == clients.OpCommit {
+			commits++
+		}
+	}
+	if commits != 1 {
+		t.Errorf("the member sent %d OffsetCommits while the first was held, want 1 (the lane)\n%s", commits, dump())
+	}
+}
+
+// TestLoopHeartbeatsWhileReconciling: the commit before a revocation is
+// held; heartbeats go on meanwhile at the old epoch with the owned
+// partitions unchanged, and once the commit is answered the revocation is
+// acknowledged.
+func TestLoopHeartbeatsWhileReconciling(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startLoopMember(t, s)
+	dump := m.dumpWith(s)
+	eventually(t, "the member owns t[0 1] and consumed both", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
+	held, release := holdCommits(t, s)
+	defer release()
+	s.set(2, 0)
+	heartbeatsAfter(t, m, held, 3, dump)
+	if !m.owns(0, 1)() {
+		t.Errorf("the member gave t[1] up before the commit before its revocation was answered\n%s", dump())
+	}
+	for _, a := range heartbeats(s.arrivals()) {
+		if ps := hbParts(a.hb); a.hb.Topics != nil && len(ps) == 1 {
+			t.Errorf("the revocation was acknowledged (%v) before the commit was answered\n%s", ps, dump())
+		}
+	}
+	release()
+	eventually(t, "the member owns only t[0]", m.owns(0), dump)
+	eventually(t, "the revocation is acknowledged", func() bool {
+		for _, a := range heartbeats(s.arrivals()) {
+			if ps := hbParts(a.hb); a.hb.Topics != nil && len(ps) == 1 && ps[0] == 0 {
+				return true
+			}
+		}
+		return false
+	}, dump)
+}
