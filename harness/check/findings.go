@@ -632,6 +632,33 @@ func (f *facts) answerMessage(i int, member string) string {
 // timeouts running and is gone by then; one whose join's append timed out
 // has neither (GroupMetadataManager.classicGroupJoinToConsumerGroup).
 func orphanedClassicJoins(f *facts) []Sighting {
+	var out []Sighting
+	for _, o := range classicJoinOrphans(f) {
+		out = append(out, o.Sighting)
+	}
+	return out
+}
+
+// orphan is one sighting of FindingClassicJoinOrphan with the partitions
+// the coordinator keeps as the orphan's target: no member consumes them.
+type orphan struct {
+	Sighting
+	target []history.TP
+}
+
+// orphanTails maps each partition of an orphan's target to the orphan:
+// records of it past the last one consumed are the finding's losses.
+func orphanTails(f *facts) map[history.TP]orphan {
+	out := map[history.TP]orphan{}
+	for _, o := range classicJoinOrphans(f) {
+		for _, tp := range o.target {
+			out[tp] = o
+		}
+	}
+	return out
+}
+
+func classicJoinOrphans(f *facts) []orphan {
 	if f.session <= 0 || f.rebalance <= 0 {
 		return nil
 	}
@@ -669,7 +696,7 @@ func orphanedClassicJoins(f *facts) []Sighting {
 			lastUse[id] = i
 		}
 	}
-	var out []Sighting
+	var out []orphan
 	for i, e := range f.ev {
 		j, ok := f.vals[i].(history.Join)
 		if !ok || e.Type != history.Invoke || j.MemberID == "" {
@@ -695,9 +722,10 @@ func orphanedClassicJoins(f *facts) []Sighting {
 		if p >= 0 {
 			ev = append(ev, f.idx(p))
 		}
-		out = append(out, Sighting{Finding: FindingClassicJoinOrphan, Member: name, Events: ev,
+		out = append(out, orphan{Sighting: Sighting{Finding: FindingClassicJoinOrphan, Member: name, Events: ev,
 			What: fmt.Sprintf("%s's JoinGroup as %s (event %d) got no answer and no later call carries the member id; %s, %s after it (and %s after the heal), still lists it at member epoch %d of assignment epoch %d, target %v",
-				name, j.MemberID, f.idx(i), label, dur(at-e.Time), dur(at-healT), m.MemberEpoch, g.AssignmentEpoch, m.TargetAssignment)})
+				name, j.MemberID, f.idx(i), label, dur(at-e.Time), dur(at-healT), m.MemberEpoch, g.AssignmentEpoch, m.TargetAssignment)},
+			target: m.TargetAssignment})
 	}
 	return out
 }

@@ -335,11 +335,14 @@ func TestKnownJSONInSeconds(t *testing.T) {
 // (EOF) and starts again as a new member, y; the faults heal. answered
 // makes x's JoinGroup answered before the crash, comeback makes m3 come
 // back as x, and quiet is how long after the heal the group is described.
-func orphanHist(t *testing.T, answered, comeback bool, quiet time.Duration, listsX bool) (h *hist, obs *history.Observations, joinX, lostX int64) {
+func orphanHist(t *testing.T, answered, comeback bool, quiet time.Duration, listsX bool, work ...func(h *hist)) (h *hist, obs *history.Observations, joinX, lostX int64) {
 	h = newHist(t)
 	h.phase(history.PhaseWorkload)
 	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
 	h.assigned("a", 1, 0, 1)
+	for _, w := range work {
+		w(h)
+	}
 	h.call("m3/join", history.FJoin, history.Join{Member: "m3", Generation: -1}, history.Fail, history.Join{Member: "m3", Generation: -1, Error: "MEMBER_ID_REQUIRED"})
 	asX := history.Join{Member: "m3", MemberID: "x", Generation: -1}
 	if answered {
@@ -409,5 +412,50 @@ func TestClassicJoinOrphanSighted(t *testing.T) {
 				t.Fatalf("EventuallyConverges holds over a group Reconciling at the end: %+v", v)
 			}
 		})
+	}
+}
+
+// TestClassicJoinOrphanLabelsLostRecords: NoLostRecords labels with the
+// orphan finding the records of the orphan's target partition past the
+// last one consumed (nobody consumes them), and nothing else: a record of
+// another partition, or one below what was consumed of the orphan's, stays
+// unexplained; without the orphan every loss is unexplained.
+func TestClassicJoinOrphanLabelsLostRecords(t *testing.T) {
+	t.Parallel()
+	plan := convergePlan()
+	var tail, below, other []int64
+	work := func(h *hist) {
+		below = []int64{h.produce(1, 0)} // lost, though offset 1 was consumed
+		h.produce(1, 1)
+		h.consume("a", 1, 1, 1)
+		tail = []int64{h.produce(1, 2), h.produce(1, 3)}
+		other = []int64{h.produce(0, 0)}
+	}
+	for _, listsX := range []bool{true, false} {
+		h, obs, _, _ := orphanHist(t, false, false, 60*time.Second, listsX, work)
+		rep := Judge(h.events(), obs, plan)
+		var v Verdict
+		for _, x := range rep.Verdicts {
+			if x.Name == NameNoLostRecords {
+				v = x
+			}
+		}
+		labelled := map[int64]string{}
+		for _, x := range v.Violations {
+			labelled[x.EventIndexes[0]] = x.Finding
+		}
+		if len(labelled) != 4 {
+			t.Fatalf("orphan listed %v: %d lost records, want 4: %+v", listsX, len(labelled), v.Violations)
+		}
+		for _, i := range tail {
+			if want := map[bool]string{true: FindingClassicJoinOrphan}[listsX]; labelled[i] != want {
+				t.Errorf("orphan listed %v: tail record at event %d labelled %q, want %q", listsX, i, labelled[i], want)
+			}
+		}
+		for _, i := range append(below, other...) {
+			if labelled[i] != "" {
+				t.Errorf("orphan listed %v: record at event %d labelled %q, want unexplained", listsX, i, labelled[i])
+			}
+		}
 	}
 }

@@ -33,6 +33,17 @@ func noLostRecords(f *facts) Verdict {
 			bySeq[seqKey{f.tps[tp].Topic, c.seq}] = true
 		}
 	}
+	// The tail of a partition an orphaned classic member holds as its
+	// target (finding kafka-classic-join-timeout-orphan) is never consumed:
+	// its records past the last one consumed are labelled with the finding.
+	orphans := orphanTails(f)
+	maxConsumed := map[int]int64{}
+	for tp, cs := range f.consumes {
+		maxConsumed[tp] = -1
+		for _, c := range cs {
+			maxConsumed[tp] = max(maxConsumed[tp], c.off)
+		}
+	}
 	acked, lost := 0, 0
 	for _, pos := range f.produces {
 		if f.ev[pos].Type != history.OK {
@@ -49,6 +60,13 @@ func noLostRecords(f *facts) Verdict {
 		}
 		if !found {
 			lost++
+			tp := history.TP{Topic: p.Topic, Partition: p.Partition}
+			if o, ok := orphans[tp]; ok && p.Offset >= 0 && p.Offset > consumedUpTo(maxConsumed, f.tpIdx, tp) {
+				x, _ := FindingByID(FindingClassicJoinOrphan)
+				v.failKnown(x, Known{Member: o.Member, Events: o.Events}, []int64{f.idx(pos)},
+					"record %s-%d offset %d (seq %d), acknowledged at event %d, was never consumed: the partition is %s's target, held by the coordinator for an orphaned JoinGroup", p.Topic, p.Partition, p.Offset, p.Seq, f.idx(pos), o.Member)
+				continue
+			}
 			v.fail([]int64{f.idx(pos)}, "record %s-%d offset %d (seq %d), acknowledged at event %d, was never consumed", p.Topic, p.Partition, p.Offset, p.Seq, f.idx(pos))
 		}
 	}
@@ -180,4 +198,16 @@ func (f *facts) floor(tp int) func(pos int) (int64, int) {
 		}
 		return best, from
 	}
+}
+
+// consumedUpTo is the highest offset of tp any member consumed, -1 if none.
+func consumedUpTo(maxConsumed map[int]int64, tpIdx map[history.TP]int, tp history.TP) int64 {
+	i, ok := tpIdx[tp]
+	if !ok {
+		return -1
+	}
+	if o, ok := maxConsumed[i]; ok {
+		return o
+	}
+	return -1
 }
