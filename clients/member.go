@@ -218,6 +218,11 @@ type Event struct {
 	// Share describes a share member's ShareFetch or ShareAcknowledge
 	// (share_events.go); nil on every other event.
 	Share *ShareCall
+	// AfterPoll, on an ownership event (Assigned, Revoked, Lost) of a
+	// member whose ownership changes exclude Poll, is how many of its Polls
+	// had returned when the change was made (see Record.Poll); nil when the
+	// member does not say.
+	AfterPoll *uint64
 }
 
 // Hooks receive a member's events, in the order they happened, from the
@@ -243,6 +248,12 @@ type Record struct {
 	// Generation or member epoch the member held when it returned the record.
 	Generation  int32
 	MemberEpoch int32
+	// Poll numbers the Poll that returned the record (1, 2, ...) for a
+	// member whose ownership changes exclude Poll; 0 when it does not say.
+	// The workload writes a Poll's records after Poll returned, and the
+	// member may report an ownership change meanwhile: with Event.AfterPoll
+	// the history still says which came first.
+	Poll uint64
 }
 
 // Member is a consumer-group member the workload drives, whatever its

@@ -60,6 +60,28 @@ func TestPollAfterAFenceHandsOutNothing(t *testing.T) {
 		t.Fatalf("in generation 3 Poll handed out %d records (%v), want 3 at generation 3", len(got), got)
 	}
 
+	// Every record says which Poll returned it; an ownership event made now
+	// counts every Poll so far (the history places records the workload
+	// writes after it by these counts).
+	m.mu.Lock()
+	polls := m.polls
+	m.mu.Unlock()
+	for _, r := range got {
+		if r.Poll == 0 || r.Poll > polls {
+			t.Fatalf("record @%d of Poll %d, want 1..%d", r.Offset, r.Poll, polls)
+		}
+	}
+	m.step(func(*machine) outcome {
+		return outcome{events: []clients.Event{{Kind: clients.Lost, Partitions: clients.Partitions{topic: {0}}}}}
+	})
+	if l, ok := rec.First(clients.Lost); !ok || l.AfterPoll == nil || *l.AfterPoll != polls {
+		t.Fatalf("the loss after %d Polls reports %+v", polls, l.AfterPoll)
+	}
+	m.step(func(*machine) outcome {
+		return outcome{events: []clients.Event{{Kind: clients.Assigned, Partitions: clients.Partitions{topic: {0}}}}}
+	})
+	m.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
+
 	// The fence: an OffsetCommit answered UNKNOWN_MEMBER_ID resets the generation.
 	if err := m.onCommitError(m.Generation(), kerr.UnknownMemberID); err != nil {
 		t.Fatal(err)

@@ -73,6 +73,10 @@ type Member struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
+	// polls counts the Polls that handed records out (under mu): each
+	// record says which Poll returned it, each ownership event how many
+	// had (clients.Record.Poll, clients.Event.AfterPoll).
+	polls uint64
 	// mach is the group state and every decision about it (machine.go);
 	// the member carries out its outcomes under mu.
 	mach      *machine
@@ -231,6 +235,8 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mach.pollAt(m.cfg.clock.Now())
+	m.polls++
+	poll := m.polls
 	var out []clients.Record
 	// Invariant: a record goes out only if the machine says so
 	// (machine.handsOut).
@@ -248,7 +254,7 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		m.positions[r.Topic][r.Partition] = r.Offset + 1
 		out = append(out, clients.Record{
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Key: r.Key, Value: r.Value, Generation: gen, MemberEpoch: -1,
+			Key: r.Key, Value: r.Value, Generation: gen, MemberEpoch: -1, Poll: poll,
 		})
 	})
 	var errs []error
@@ -380,6 +386,11 @@ func errCode(err error) int16 {
 // are read, in startConsuming). mu is held.
 func (m *Member) applyLocked(o outcome) {
 	for _, e := range o.events {
+		switch e.Kind {
+		case clients.Assigned, clients.Revoked, clients.Lost:
+			n := m.polls
+			e.AfterPoll = &n
+		}
 		switch e.Kind {
 		case clients.Revoked, clients.Lost:
 			if !m.bugKeepsConsuming(e) {

@@ -2,8 +2,11 @@ package consumer
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/groupquake/groupquake/clients"
 )
@@ -124,4 +127,66 @@ func TestLoopHeartbeatsWhileReconciling(t *testing.T) {
 		}
 		return false
 	}, dump)
+}
+
+// TestLoopPollCountsOrderTheLoss: records carry the number of the Poll that
+// returned them and ownership events how many Polls had returned, so that
+// the history can place records the workload writes after a loss it
+// reported meanwhile: the loss of a fence counts every Poll before it, and
+// the partitions assigned after it come only in later Polls.
+func TestLoopPollCountsOrderTheLoss(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 4)
+	s.set(3, 0, 1)
+	m := startMember(t, s, false)
+	dump := m.dumpWith(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var last uint64
+	poll := func() []clients.Record {
+		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer pcancel()
+		recs, _ := m.Poll(pctx)
+		for _, r := range recs {
+			if r.Poll < last {
+				t.Fatalf("record of Poll %d after one of Poll %d", r.Poll, last)
+			}
+			if r.Poll == 0 {
+				t.Fatalf("record %s[%d]@%d carries no Poll number", r.Topic, r.Partition, r.Offset)
+			}
+			last = r.Poll
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("timed out\n%s", dump())
+		}
+		return recs
+	}
+	for !m.owns(0, 1)() || !m.consumedAll() {
+		poll()
+	}
+	before := last
+	s.failNext(kerr.UnknownMemberID.Code, 7, 2, 3)
+	eventually(t, "the member lost t[0 1]", func() bool { _, ok := m.log.First(clients.Lost); return ok }, dump)
+	lost, _ := m.log.First(clients.Lost)
+	if lost.AfterPoll == nil || *lost.AfterPoll < before {
+		t.Fatalf("the loss counts %v Polls, want at least %d (its records' last Poll)", lost.AfterPoll, before)
+	}
+	var got []clients.Record
+	for !m.owns(2, 3)() || len(got) == 0 {
+		got = append(got, poll()...)
+	}
+	var assigned clients.Event
+	for _, e := range m.log.Of(clients.Assigned) {
+		if slices.Contains(e.Partitions[loopTopic], 2) {
+			assigned = e
+		}
+	}
+	if assigned.AfterPoll == nil {
+		t.Fatalf("the assignment of t[2 3] counts no Polls\n%s", dump())
+	}
+	for _, r := range got {
+		if r.Poll <= *assigned.AfterPoll {
+			t.Errorf("record %s[%d]@%d of Poll %d, but t[2 3] were assigned after %d Polls", r.Topic, r.Partition, r.Offset, r.Poll, *assigned.AfterPoll)
+		}
+	}
 }

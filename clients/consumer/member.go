@@ -87,6 +87,10 @@ type Member struct {
 
 	// calls numbers the requests reported (clients.Sent), under mu.
 	calls uint64
+	// polls counts the Polls that returned (under pollMu and mu): each
+	// record says which Poll returned it, each ownership event how many
+	// had returned (clients.Record.Poll, clients.Event.AfterPoll).
+	polls uint64
 
 	// The heartbeat goroutine never waits on an OffsetCommit or an
 	// OffsetFetch (Java's background thread goes on heartbeating while a
@@ -275,10 +279,12 @@ func (mb *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	defer mb.mu.Unlock()
 	mb.pollCancel = nil
 	epoch := mb.m.epoch
+	mb.polls++
+	poll := mb.polls
 	var out []clients.Record
 	fetches.EachRecord(func(r *kgo.Record) {
 		if mb.zombieRecord(r.Topic, r.Partition) {
-			out = append(out, clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: epoch})
+			out = append(out, clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: epoch, Poll: poll})
 			return
 		}
 		if !slices.Contains(mb.owned[r.Topic], r.Partition) || slices.Contains(mb.revoking[r.Topic], r.Partition) {
@@ -289,7 +295,7 @@ func (mb *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 			return
 		}
 		mb.positions[r.Topic][r.Partition] = r.Offset + 1
-		out = append(out, clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: epoch})
+		out = append(out, clients.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Generation: -1, MemberEpoch: epoch, Poll: poll})
 	})
 	var errs []error
 	fetches.EachError(func(t string, p int32, err error) {
@@ -417,6 +423,12 @@ func (mb *Member) Close(ctx context.Context) error {
 // ev is an event stamped with who the member is and when.
 func (mb *Member) ev(kind clients.Kind, why string) clients.Event {
 	e := mb.m.ev(kind, why)
+	switch kind {
+	case clients.Assigned, clients.Revoked, clients.Lost:
+		// Made under lockOwnership: no Poll runs, every one counted returned.
+		n := mb.polls
+		e.AfterPoll = &n
+	}
 	return e
 }
 

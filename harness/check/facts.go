@@ -88,6 +88,13 @@ type interval struct {
 	epoch      int32 // epoch the member held when the ownership began
 	inc        int   // incarnation of the group when the ownership began
 	protocol   string
+	// startPoll and endPoll are how many of the member's Polls had
+	// returned when the ownership began and ended (history.Assignment's
+	// AfterPoll), when the member said (startPolled, endPolled): a record
+	// from Poll n was handed out under this ownership if
+	// startPoll < n <= endPoll.
+	startPoll, endPoll     uint64
+	startPolled, endPolled bool
 }
 
 type pairKey struct {
@@ -172,6 +179,7 @@ type consumeRef struct {
 	interval int // ownership interval the member had then, -1 if none
 	off      int64
 	seq      int64
+	poll     uint64 // the member's Poll that handed it out (history.Consume.Poll), 0 if unknown
 }
 
 func (f *facts) idx(pos int) int64 {
@@ -307,6 +315,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 	for _, s := range b.openFault {
 		f.faultSpans = append(f.faultSpans, [2]int{s, n})
 	}
+	f.placeByPoll()
 	f.snaps = f.snapshots(obs)
 	f.placeCommits()
 	sort.Slice(f.conflicts, func(a, b int) bool { return f.conflicts[a].second.pos < f.conflicts[b].second.pos })
@@ -463,7 +472,7 @@ func (b *builder) event(i int) {
 			if id, own := b.held[m][tp]; own {
 				iv = id
 			}
-			f.consumes[tp] = append(f.consumes[tp], consumeRef{pos: i, member: m, interval: iv, off: c.Offset, seq: c.Seq})
+			f.consumes[tp] = append(f.consumes[tp], consumeRef{pos: i, member: m, interval: iv, off: c.Offset, seq: c.Seq, poll: c.Poll})
 		}
 	case history.FProduce:
 		if _, ok := payload[history.Produce](f, i, "produce"); ok && (e.Type == history.OK || (e.Type == history.Info && f.partner[i] >= 0)) {
@@ -501,7 +510,11 @@ func (b *builder) assignment(i int, a history.Assignment) {
 				continue
 			}
 			id := len(f.intervals)
-			f.intervals = append(f.intervals, interval{member: m, tp: tp, start: i, end: b.n, epoch: b.epoch[m], inc: b.inc, protocol: f.proto[m]})
+			iv := interval{member: m, tp: tp, start: i, end: b.n, epoch: b.epoch[m], inc: b.inc, protocol: f.proto[m]}
+			if a.AfterPoll != nil {
+				iv.startPoll, iv.startPolled = *a.AfterPoll, true
+			}
+			f.intervals = append(f.intervals, iv)
 			f.byTP[tp] = append(f.byTP[tp], id)
 			b.held[m][tp] = id
 			b.registerPair(tp, b.epoch[m], m, i)
@@ -516,7 +529,65 @@ func (b *builder) assignment(i int, a history.Assignment) {
 		tp := f.tp(t)
 		if id, own := b.held[m][tp]; own {
 			f.intervals[id].end, f.intervals[id].endKind = i, kind
+			if a.AfterPoll != nil {
+				f.intervals[id].endPoll, f.intervals[id].endPolled = *a.AfterPoll, true
+			}
 			delete(b.held[m], tp)
+		} else if id := b.lastEnded(m, tp); id >= 0 && !f.intervals[id].endPolled && a.AfterPoll != nil {
+			// Ended already by a fact (fenced, session expired): the
+			// member's own report of the loss says how many Polls it
+			// had answered by then.
+			f.intervals[id].endPoll, f.intervals[id].endPolled = *a.AfterPoll, true
+		}
+	}
+}
+
+// lastEnded is the id of member m's last ownership of tp if it has ended,
+// -1 otherwise.
+func (b *builder) lastEnded(m, tp int) int {
+	ids := b.f.byTP[tp]
+	for k := len(ids) - 1; k >= 0; k-- {
+		if iv := &b.f.intervals[ids[k]]; iv.member == m {
+			if iv.end < b.n {
+				return ids[k]
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// placeByPoll puts each record a member numbered by its Poll under the
+// ownership that Poll handed it out in. The workload writes a Poll's
+// records after Poll returned, and the member may report an ownership
+// change meanwhile (a fence's loss, from its heartbeat goroutine): the
+// history then shows the record after the loss, though it was handed out
+// before it. The poll counts say which came first: an ownership that
+// began after startPoll Polls had returned and ended after endPoll covers
+// the records of Polls startPoll+1 to endPoll.
+//
+// Only what the counts prove is moved: a record the history places under
+// no ownership, or under one that began after its Poll returned, goes to
+// the member's ownership of the partition whose counts cover it; without
+// such an ownership it stays where it is.
+func (f *facts) placeByPoll() {
+	for tp, cs := range f.consumes {
+		for k := range cs {
+			c := &cs[k]
+			if c.poll == 0 {
+				continue
+			}
+			if c.interval >= 0 {
+				if iv := &f.intervals[c.interval]; !iv.startPolled || iv.startPoll < c.poll {
+					continue // placed under an ownership that may cover it
+				}
+			}
+			for _, id := range f.byTP[tp] {
+				iv := &f.intervals[id]
+				if iv.member == c.member && iv.startPolled && iv.endPolled && iv.startPoll < c.poll && c.poll <= iv.endPoll && iv.start < c.pos {
+					c.interval = id
+				}
+			}
 		}
 	}
 }

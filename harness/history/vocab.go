@@ -162,6 +162,9 @@ type Consume struct {
 	Seq       int64  `json:"seq"`
 	// Epoch is the classic generation or the KIP-848 member epoch the member held.
 	Epoch int32 `json:"epoch"`
+	// Poll numbers the member's Poll that handed the record out, when the member says
+	// (groupquake's own members); see Assignment.AfterPoll.
+	Poll uint64 `json:"poll,omitempty"`
 }
 
 // TP returns the partition of c.
@@ -199,6 +202,11 @@ type Assignment struct {
 	Protocol   string `json:"protocol"`
 	Epoch      int32  `json:"epoch"`
 	Partitions []TP   `json:"partitions"`
+	// AfterPoll is how many of the member's Polls had returned when the change was made, when
+	// the member says: the workload writes a Poll's records (FConsume, with Consume.Poll) after
+	// Poll returned, so a change reported meanwhile may precede them in the history although
+	// the records were handed out first.
+	AfterPoll *uint64 `json:"after_poll,omitempty"`
 }
 
 // Join is the payload of FJoin (classic JoinGroup). The completion carries the generation the

@@ -332,7 +332,7 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 			h.keep(err)
 		}
 	case clients.Assigned, clients.Revoked, clients.Lost:
-		a := history.Assignment{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: epoch, Partitions: tps(e.Partitions)}
+		a := history.Assignment{Member: h.name, MemberID: e.MemberID, Protocol: proto, Epoch: epoch, Partitions: tps(e.Partitions), AfterPoll: e.AfterPoll}
 		var err error
 		switch e.Kind {
 		case clients.Assigned:

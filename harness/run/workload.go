@@ -351,7 +351,7 @@ func (d *driver) run(ctx context.Context) error {
 			if d.plan.Protocol == history.ProtocolConsumer {
 				epoch = r.MemberEpoch
 			}
-			c := history.Consume{Member: d.plan.Name, Protocol: d.plan.Protocol, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Seq: parseSeq(r.Value), Epoch: epoch}
+			c := history.Consume{Member: d.plan.Name, Protocol: d.plan.Protocol, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Seq: parseSeq(r.Value), Epoch: epoch, Poll: r.Poll}
 			if _, err := d.rec.Consumed(d.plan.Name, c); err != nil {
 				return err
 			}
