@@ -1,78 +1,11 @@
 package consumergroup
 
 import (
-	"fmt"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
-	"github.com/groupquake/groupquake/coordinator/version"
 )
-
-// joinGroup has n members join group "g" on topic t (n partitions) at now
-// and heartbeats them, acknowledging what each was given, until every
-// member is at the assignment epoch with its target and the group is
-// Stable. The assignment interval is 1 s (Kafka's default, KIP-1263), so
-// the wave computes a handful of targets, not one per member.
-func joinGroup(tb testing.TB, n int) (*Manager, Topics, []string, time.Time) {
-	tb.Helper()
-	interval := time.Second
-	m, err := New(version.MustParse("4.4.0").Profile(), Config{AssignmentInterval: &interval})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var id [16]byte
-	copy(id[:], "topic:t")
-	topics := Topics{{Name: "t", ID: id, Partitions: n}}
-	now := time.UnixMilli(1_700_000_000_000)
-	ids := make([]string, n)
-	epochs := make([]int32, n)
-	owned := make([][]kmsg.ConsumerGroupHeartbeatRequestTopic, n)
-	rc := RequestContext{ClientID: "c", ClientHost: "/127.0.0.1"}
-	hb := func(i int) {
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Version, req.Group, req.MemberEpoch = 1, "g", epochs[i]
-		req.RebalanceTimeoutMillis = -1
-		if ids[i] == "" {
-			req.MemberID = fmt.Sprintf("member-%06d", i)
-			req.RebalanceTimeoutMillis = 60000
-			req.SubscribedTopicNames = []string{"t"}
-			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		} else {
-			req.MemberID = ids[i]
-			req.Topics = owned[i]
-		}
-		resp, _ := m.Heartbeat(now, rc, req, topics)
-		if resp.ErrorCode != 0 {
-			tb.Fatalf("heartbeat of member %d: error %d", i, resp.ErrorCode)
-		}
-		ids[i], epochs[i] = *resp.MemberID, resp.MemberEpoch
-		if resp.Assignment != nil {
-			owned[i] = owned[i][:0]
-			for _, t := range resp.Assignment.Topics {
-				owned[i] = append(owned[i], kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t.TopicID, Partitions: t.Partitions})
-			}
-		}
-	}
-	for i := range n {
-		hb(i)
-	}
-	for round := 0; ; round++ {
-		if round == 20 {
-			tb.Fatalf("%d members: not stable after %d rounds of heartbeats", n, round)
-		}
-		now = now.Add(2 * interval)
-		for i := range n {
-			hb(i)
-		}
-		if g := m.rp.groups["g"]; g.state() == StateStable {
-			return m, topics, ids, now
-		}
-	}
-}
 
 // TestFailedWriteLeavesGroupUnchanged: a write whose records replay refuses
 // partway (here a member that joins with a partition another member owns at
@@ -81,7 +14,7 @@ func joinGroup(tb testing.TB, n int) (*Manager, Topics, []string, time.Time) {
 // (applyAll puts back what the records changed instead of copying the group
 // first).
 func TestFailedWriteLeavesGroupUnchanged(t *testing.T) {
-	m, topics, ids, _ := joinGroup(t, 6)
+	m, _, ids, _ := joinGroup(t, 6)
 	g := m.rp.groups["g"]
 	before := m.State()
 	order := slices.Clone(g.order)
@@ -128,5 +61,4 @@ func TestFailedWriteLeavesGroupUnchanged(t *testing.T) {
 	if g.nameCounts["t"] != 6 || len(g.nameCounts) != 1 || g.askedAssignors != 0 {
 		t.Fatalf("counts %v, %d asking for an assignor; want t: 6, none asking", g.nameCounts, g.askedAssignors)
 	}
-	_ = topics
 }

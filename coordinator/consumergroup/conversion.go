@@ -177,7 +177,7 @@ func (hb *heartbeat) conversionRecords(groupID string, gen int32, ids []string, 
 	if m.profile.WritesPartitionMetadata {
 		recs = append(recs, m.partitionMetadataRecord(groupID, m.subscriptionMetadata(hb.topics, names)))
 	} else {
-		hash = metadataHash(hb.topics, names)
+		hash = hb.m.metadataHash(hb.topics, names)
 	}
 	recs = append(recs, m.epochRecord(groupID, gen, hash))
 	for _, id := range ids {

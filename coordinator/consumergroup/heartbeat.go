@@ -303,7 +303,7 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, 
 			recs = append(recs, m.partitionMetadataRecord(g.id, meta))
 		}
 	} else {
-		hash = metadataHash(m.lastTopics, names)
+		hash = m.metadataHash(m.lastTopics, names)
 	}
 	recs = append(recs, m.epochRecord(g.id, g.epoch+1, hash))
 	if m.profile.LastLeaveResetsAssignmentEpoch && len(gone) >= len(g.members) {
@@ -674,10 +674,10 @@ func (m *Manager) hasMetadataExpired(g *group, topics TopicMetadata) bool {
 		if m.profile.WritesPartitionMetadata {
 			return !sameMeta(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
 		}
-		return metadataHash(topics, names) != g.metadataHash
+		return m.metadataHash(topics, names) != g.metadataHash
 	}
 	for n := range g.subscribedTopicNames(nil, nil) {
-		if h, known := seen[n]; !known || h != metadataHash(topics, []string{n}) {
+		if h, known := seen[n]; !known || h != m.metadataHash(topics, []string{n}) {
 			return true
 		}
 	}
@@ -693,7 +693,7 @@ func (m *Manager) markRefreshed(groupID string) {
 	}
 	seen := map[string]int64{}
 	for n := range g.subscribedTopicNames(nil, nil) {
-		seen[n] = metadataHash(m.lastTopics, []string{n})
+		seen[n] = m.metadataHash(m.lastTopics, []string{n})
 	}
 	m.refreshed[groupID] = seen
 }
@@ -715,7 +715,7 @@ func (hb *heartbeat) updateSubscriptionMetadata(g *group, bump bool, old, update
 			hb.recs = append(hb.recs, m.partitionMetadataRecord(g.id, meta))
 		}
 	} else {
-		hash = metadataHash(hb.topics, names)
+		hash = m.metadataHash(hb.topics, names)
 		if hash != g.metadataHash {
 			bump = true
 		}

@@ -30,6 +30,8 @@ type Manager struct {
 	// numbers them.
 	queue    timerQueue
 	timerSeq uint64
+	// topicHashes caches the hashes of topics without racks (metadataHash).
+	topicHashes map[topicHashKey]int64
 	// idSeq numbers generated member ids when Config.NewMemberID is nil.
 	idSeq int
 	// refreshed holds, for the groups whose subscription metadata was

@@ -326,7 +326,7 @@ func (m *Manager) runRegexTask(now time.Time, groupID string, task regexTask) []
 			recs = append(recs, m.partitionMetadataRecord(groupID, meta))
 		}
 	} else {
-		hash = metadataHash(m.lastTopics, subscribed)
+		hash = m.metadataHash(m.lastTopics, subscribed)
 		if hash != g.metadataHash {
 			bump = true
 		}
