@@ -8,7 +8,8 @@ import (
 // CheckIndexes checks what the Manager keeps up to date change by change
 // against what it is kept for: each group's counts of subscribed names,
 // regexes and server assignors against its members, its member order
-// against its members, and the timer queue against the armed timers (every
+// against its members, its kept state against its members and epochs, and
+// the timer queue against the armed timers (every
 // armed timer has its live entry).
 func (m *Manager) CheckIndexes() error {
 	for id, g := range m.rp.groups {
@@ -38,6 +39,10 @@ func (m *Manager) CheckIndexes() error {
 		if len(seen) != len(g.members) {
 			return fmt.Errorf("group %s: member order %v does not match its %d members", id, g.order, len(g.members))
 		}
+		if g.stateKnown != "" && g.stateKnown != g.computeState() {
+			return fmt.Errorf("group %s: state %s kept, it is %s", id, g.stateKnown, g.computeState())
+		}
+		g.state() // kept from here, so the next check sees whether a change forgot it
 		if g.undo != nil {
 			return fmt.Errorf("group %s: journal left on after a write", id)
 		}

@@ -245,6 +245,8 @@ type group struct {
 	nameCounts     map[string]int
 	regexCounts    map[string]int
 	askedAssignors int
+	// stateKnown is state() since the group last changed; "" until asked.
+	stateKnown string
 	// undo, while records are applied (Manager.applyAll), collects what puts
 	// the group's maps back as they were, so that a failed write leaves the
 	// group unchanged without copying it first.
@@ -417,8 +419,19 @@ const (
 	StateStable      = "Stable"
 )
 
-// state is ConsumerGroup.maybeUpdateGroupState.
+// state is ConsumerGroup.state: as Kafka's maybeUpdateGroupState, it is
+// worked out once after the group changed (replayer.apply forgets it), not
+// on every read (an OffsetCommit asks for it, and so does the log's replay
+// of every offset commit).
 func (g *group) state() string {
+	if g.stateKnown == "" {
+		g.stateKnown = g.computeState()
+	}
+	return g.stateKnown
+}
+
+// computeState is ConsumerGroup.maybeUpdateGroupState.
+func (g *group) computeState() string {
 	if len(g.members) == 0 {
 		return StateEmpty
 	}
@@ -505,6 +518,11 @@ func (r *replayer) getOrCreate(id string) *group {
 }
 
 func (r *replayer) apply(rec records.Record) error {
+	if id, ok := groupIDOf(rec.Key); ok {
+		if g, ok := r.groups[id]; ok {
+			g.stateKnown = "" // the record may change it
+		}
+	}
 	switch k := rec.Key.(type) {
 	case records.ConsumerGroupMetadataKey:
 		return r.replayMetadata(k, rec.Value)
