@@ -209,8 +209,28 @@ func (m *Manager) maybeDowngrade(g *group, mbs []*member) ([]records.Record, fun
 		return nil, nil
 	}
 	gone := map[string]bool{}
+	goneClassic := 0
 	for _, mb := range mbs {
+		if cur, ok := g.members[mb.id]; ok && !gone[mb.id] && cur.useClassicProtocol() {
+			goneClassic++
+		}
 		gone[mb.id] = true
+	}
+	if g.classicMembers-goneClassic == 0 {
+		// No classic member would remain, or (below) a consumer-protocol
+		// one would: known from the group's count
+		// (validateOnlineDowngradeWithFencedMembers) without ordering every
+		// member id.
+		return nil, nil
+	}
+	stay := 0
+	for id := range gone {
+		if _, ok := g.members[id]; ok {
+			stay--
+		}
+	}
+	if stay += len(g.members); g.classicMembers-goneClassic != stay {
+		return nil, nil
 	}
 	ids := assignor.JavaHashMapOrder(g.memberIDs())
 	var remaining []*member

@@ -13,8 +13,11 @@ import (
 // armed timer has its live entry).
 func (m *Manager) CheckIndexes() error {
 	for id, g := range m.rp.groups {
-		names, regexes, asked := map[string]int{}, map[string]int{}, 0
+		names, regexes, asked, classic := map[string]int{}, map[string]int{}, 0, 0
 		for _, mb := range g.members {
+			if mb.useClassicProtocol() {
+				classic++
+			}
 			for _, n := range mb.subscribed {
 				names[n]++
 			}
@@ -25,9 +28,9 @@ func (m *Manager) CheckIndexes() error {
 				asked++
 			}
 		}
-		if !maps.Equal(names, g.nameCounts) || !maps.Equal(regexes, g.regexCounts) || asked != g.askedAssignors {
-			return fmt.Errorf("group %s: counts names %v regexes %v assignors %d, its members have %v %v %d",
-				id, g.nameCounts, g.regexCounts, g.askedAssignors, names, regexes, asked)
+		if !maps.Equal(names, g.nameCounts) || !maps.Equal(regexes, g.regexCounts) || asked != g.askedAssignors || classic != g.classicMembers {
+			return fmt.Errorf("group %s: counts names %v regexes %v assignors %d classic %d, its members have %v %v %d %d",
+				id, g.nameCounts, g.regexCounts, g.askedAssignors, g.classicMembers, names, regexes, asked, classic)
 		}
 		seen := map[string]bool{}
 		for _, mid := range g.order {

@@ -245,6 +245,9 @@ type group struct {
 	nameCounts     map[string]int
 	regexCounts    map[string]int
 	askedAssignors int
+	// classicMembers counts the members that speak the classic protocol
+	// (ModernGroup.numClassicProtocolMembers).
+	classicMembers int
 	// stateKnown is state() since the group last changed; "" until asked.
 	stateKnown string
 	// undo, while records are applied (Manager.applyAll), collects what puts
@@ -279,6 +282,9 @@ func (g *group) countMember(mb *member, d int) {
 	}
 	if mb.serverAssignor != "" {
 		g.askedAssignors += d
+	}
+	if mb.useClassicProtocol() {
+		g.classicMembers += d
 	}
 }
 

@@ -2,6 +2,7 @@ package consumergroup
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -278,13 +279,16 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, 
 	regexRecs, deleted := g.deleteResolvedRegexes(fenced)
 	recs = append(recs, regexRecs...)
 	// ConsumerGroup.computeSubscribedTopicNamesWithoutDeletedMembers.
-	counts := map[string]int{}
-	for id, mb := range g.members {
-		if gone[id] {
-			continue
-		}
-		for _, n := range mb.subscribed {
-			counts[n]++
+	// The group's counts less the fenced members' names, not a walk of
+	// every member that stays.
+	counts := maps.Clone(g.nameCounts)
+	for id := range gone {
+		if mb, ok := g.members[id]; ok {
+			for _, n := range mb.subscribed {
+				if counts[n]--; counts[n] <= 0 {
+					delete(counts, n)
+				}
+			}
 		}
 	}
 	for re, r := range g.resolved {
