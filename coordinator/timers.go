@@ -1,5 +1,7 @@
 package coordinator
 
+import "container/heap"
+
 // timers is the coordinator's CoordinatorTimer: operations keyed by name,
 // each due at a deadline. Setting a key again replaces its operation, as
 // CoordinatorTimer.schedule does, so a member has at most one heartbeat
@@ -10,6 +12,12 @@ package coordinator
 type timers struct {
 	byKey map[string]*timer
 	seq   uint64
+	// queue holds the armed timers by (deadline, seq), so that due looks at
+	// the due ones only, not at every member's heartbeat timer (Tick runs
+	// after every request). A timer cancelled or set again stays queued
+	// until it comes up (it is no longer byKey's then) or the queue is
+	// rebuilt (schedule).
+	queue timerHeap
 }
 
 type timer struct {
@@ -19,9 +27,40 @@ type timer struct {
 	fire     func()
 }
 
+type timerHeap []*timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	return h[i].deadline < h[j].deadline || (h[i].deadline == h[j].deadline && h[i].seq < h[j].seq)
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*timer)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (t *timers) live(x *timer) bool { return t.byKey[x.key] == x }
+
 func (t *timers) schedule(key string, deadline int64, fire func()) {
 	t.seq++
-	t.byKey[key] = &timer{key: key, deadline: deadline, seq: t.seq, fire: fire}
+	x := &timer{key: key, deadline: deadline, seq: t.seq, fire: fire}
+	t.byKey[key] = x
+	heap.Push(&t.queue, x)
+	if len(t.queue) > 1024 && len(t.queue) > 4*len(t.byKey) {
+		q := t.queue[:0]
+		for _, y := range t.queue {
+			if t.live(y) {
+				q = append(q, y)
+			}
+		}
+		clear(t.queue[len(q):])
+		t.queue = q
+		heap.Init(&t.queue)
+	}
 }
 
 func (t *timers) cancel(key string) { delete(t.byKey, key) }
@@ -31,19 +70,24 @@ func (t *timers) cancel(key string) { delete(t.byKey, key) }
 // timer set by a firing timer waits for the next Tick even with a zero
 // delay: time cannot stand still forever.
 func (t *timers) due(now int64, maxSeq uint64) *timer {
-	var best *timer
-	for _, x := range t.byKey {
-		if x.deadline > now || x.seq > maxSeq {
-			continue
+	var later []*timer // due, but set during this Tick
+	defer func() {
+		for _, x := range later {
+			heap.Push(&t.queue, x)
 		}
-		if best == nil || x.deadline < best.deadline || (x.deadline == best.deadline && x.seq < best.seq) {
-			best = x
+	}()
+	for len(t.queue) > 0 && t.queue[0].deadline <= now {
+		x := heap.Pop(&t.queue).(*timer)
+		switch {
+		case !t.live(x):
+		case x.seq > maxSeq:
+			later = append(later, x)
+		default:
+			delete(t.byKey, x.key)
+			return x
 		}
 	}
-	if best != nil {
-		delete(t.byKey, best.key)
-	}
-	return best
+	return nil
 }
 
 // Timer keys, after GroupMetadataManager's, with a NUL between the parts so

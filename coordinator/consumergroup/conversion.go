@@ -177,7 +177,7 @@ func (hb *heartbeat) conversionRecords(groupID string, gen int32, ids []string, 
 	if m.profile.WritesPartitionMetadata {
 		recs = append(recs, m.partitionMetadataRecord(groupID, m.subscriptionMetadata(hb.topics, names)))
 	} else {
-		hash = metadataHash(hb.topics, names)
+		hash = hb.m.metadataHash(hb.topics, names)
 	}
 	recs = append(recs, m.epochRecord(groupID, gen, hash))
 	for _, id := range ids {
@@ -209,8 +209,28 @@ func (m *Manager) maybeDowngrade(g *group, mbs []*member) ([]records.Record, fun
 		return nil, nil
 	}
 	gone := map[string]bool{}
+	goneClassic := 0
 	for _, mb := range mbs {
+		if cur, ok := g.members[mb.id]; ok && !gone[mb.id] && cur.useClassicProtocol() {
+			goneClassic++
+		}
 		gone[mb.id] = true
+	}
+	if g.classicMembers-goneClassic == 0 {
+		// No classic member would remain, or (below) a consumer-protocol
+		// one would: known from the group's count
+		// (validateOnlineDowngradeWithFencedMembers) without ordering every
+		// member id.
+		return nil, nil
+	}
+	stay := 0
+	for id := range gone {
+		if _, ok := g.members[id]; ok {
+			stay--
+		}
+	}
+	if stay += len(g.members); g.classicMembers-goneClassic != stay {
+		return nil, nil
 	}
 	ids := assignor.JavaHashMapOrder(g.memberIDs())
 	var remaining []*member

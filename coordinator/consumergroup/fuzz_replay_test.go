@@ -91,6 +91,9 @@ func FuzzReplay(f *testing.F) {
 			if err := m.Replay(r); err != nil && !m.State().Equal(before) {
 				t.Fatalf("refused record %v changed the state: %v", r.Key, err)
 			}
+			if err := m.CheckIndexes(); err != nil {
+				t.Fatalf("after record %v: %v", r.Key, err)
+			}
 		}
 		now := time.UnixMilli(1_700_000_000_000)
 		m.Loaded(now)

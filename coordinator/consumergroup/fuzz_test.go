@@ -218,6 +218,9 @@ func runHeartbeatFuzz(t *testing.T, data []byte) {
 		if err := consumergroup.CheckInvariants(s); err != nil {
 			t.Fatalf("Kafka %s, step %d: %v", v, steps, err)
 		}
+		if err := e.m.CheckIndexes(); err != nil {
+			t.Fatalf("Kafka %s, step %d: %v", v, steps, err)
+		}
 		seen := map[string]bool{}
 		for _, g := range s.Groups {
 			if g.Epoch < groupEpoch || g.AssignmentEpoch < assignmentEpoch {

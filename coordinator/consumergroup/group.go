@@ -236,6 +236,63 @@ type group struct {
 	// resolved is ConsumerGroup.resolvedRegularExpressions: regex → the
 	// last ConsumerGroupRegularExpression value (regex.go).
 	resolved map[string]resolvedRegex
+	// nameCounts, regexCounts and askedAssignors count the members' subscribed
+	// topic names, regexes and server assignors (members that ask for one),
+	// kept up to date member by member (countMember) as Kafka's
+	// ConsumerGroup keeps subscribedTopicNames and subscribedRegularExpressions
+	// and ModernGroup its classicProtocolMembersSupportedProtocols: a
+	// heartbeat reads them without walking the members.
+	nameCounts     map[string]int
+	regexCounts    map[string]int
+	askedAssignors int
+	// classicMembers counts the members that speak the classic protocol
+	// (ModernGroup.numClassicProtocolMembers).
+	classicMembers int
+	// stateKnown is state() since the group last changed; "" until asked.
+	stateKnown string
+	// undo, while records are applied (Manager.applyAll), collects what puts
+	// the group's maps back as they were, so that a failed write leaves the
+	// group unchanged without copying it first.
+	undo *[]func()
+}
+
+// journal records, while records are applied, how to put key k of m back.
+func journal[K comparable, V any](g *group, m map[K]V, k K) {
+	if g.undo == nil {
+		return
+	}
+	v, ok := m[k]
+	*g.undo = append(*g.undo, func() {
+		if ok {
+			m[k] = v
+		} else {
+			delete(m, k)
+		}
+	})
+}
+
+// countMember adds (d = 1) or removes (d = -1) mb's subscription, regex and
+// server assignor to the group's counts.
+func (g *group) countMember(mb *member, d int) {
+	for _, n := range mb.subscribed {
+		addCount(g, g.nameCounts, n, d)
+	}
+	if mb.regex != "" {
+		addCount(g, g.regexCounts, mb.regex, d)
+	}
+	if mb.serverAssignor != "" {
+		g.askedAssignors += d
+	}
+	if mb.useClassicProtocol() {
+		g.classicMembers += d
+	}
+}
+
+func addCount(g *group, m map[string]int, k string, d int) {
+	journal(g, m, k)
+	if m[k] += d; m[k] <= 0 {
+		delete(m, k)
+	}
 }
 
 type topicMeta struct {
@@ -253,34 +310,9 @@ func newGroup(id string, initialEpoch int32) *group {
 		target:          map[string]map[TopicID][]int32{},
 		partitionEpochs: map[TopicID]map[int32]int32{},
 		resolved:        map[string]resolvedRegex{},
+		nameCounts:      map[string]int{},
+		regexCounts:     map[string]int{},
 	}
-}
-
-func (g *group) clone() *group {
-	c := *g
-	c.subscriptionMetadata = maps.Clone(g.subscriptionMetadata)
-	c.members = make(map[string]*member, len(g.members))
-	for id, m := range g.members {
-		c.members[id] = m.clone()
-	}
-	c.order = slices.Clone(g.order)
-	c.staticMembers = maps.Clone(g.staticMembers)
-	c.target = make(map[string]map[TopicID][]int32, len(g.target))
-	for id, a := range g.target {
-		c.target[id] = cloneTarget(a)
-	}
-	c.recordTargets = maps.Clone(g.recordTargets) // read-only lists
-	c.recentSubscriptions = slices.Clone(g.recentSubscriptions)
-	c.partitionEpochs = make(map[TopicID]map[int32]int32, len(g.partitionEpochs))
-	for t, ps := range g.partitionEpochs {
-		c.partitionEpochs[t] = maps.Clone(ps)
-	}
-	c.resolved = make(map[string]resolvedRegex, len(g.resolved))
-	for re, r := range g.resolved {
-		r.topics = slices.Clone(r.topics)
-		c.resolved[re] = r
-	}
-	return &c
 }
 
 func cloneTarget(a map[TopicID][]int32) map[TopicID][]int32 {
@@ -393,8 +425,19 @@ const (
 	StateStable      = "Stable"
 )
 
-// state is ConsumerGroup.maybeUpdateGroupState.
+// state is ConsumerGroup.state: as Kafka's maybeUpdateGroupState, it is
+// worked out once after the group changed (replayer.apply forgets it), not
+// on every read (an OffsetCommit asks for it, and so does the log's replay
+// of every offset commit).
 func (g *group) state() string {
+	if g.stateKnown == "" {
+		g.stateKnown = g.computeState()
+	}
+	return g.stateKnown
+}
+
+// computeState is ConsumerGroup.maybeUpdateGroupState.
+func (g *group) computeState() string {
 	if len(g.members) == 0 {
 		return StateEmpty
 	}
@@ -417,14 +460,7 @@ func (g *group) preferredServerAssignor(old, updated *member) string {
 	// Most often nobody asks for an assignor: then there is no need to walk
 	// the members in order (which breaks ties between names).
 	if (old == nil || old.serverAssignor == "") && (updated == nil || updated.serverAssignor == "") {
-		asked := false
-		for _, mb := range g.members {
-			if mb.serverAssignor != "" {
-				asked = true
-				break
-			}
-		}
-		if !asked {
+		if g.askedAssignors == 0 {
 			return ""
 		}
 	}
@@ -488,6 +524,11 @@ func (r *replayer) getOrCreate(id string) *group {
 }
 
 func (r *replayer) apply(rec records.Record) error {
+	if id, ok := groupIDOf(rec.Key); ok {
+		if g, ok := r.groups[id]; ok {
+			g.stateKnown = "" // the record may change it
+		}
+	}
 	switch k := rec.Key.(type) {
 	case records.ConsumerGroupMetadataKey:
 		return r.replayMetadata(k, rec.Value)
@@ -534,7 +575,9 @@ func (r *replayer) apply(rec records.Record) error {
 	case records.ConsumerGroupTargetAssignmentMemberKey:
 		if rec.Value == nil {
 			if g, ok := r.groups[k.GroupID]; ok {
+				journal(g, g.target, k.MemberID)
 				delete(g.target, k.MemberID)
+				journal(g, g.recordTargets, k.MemberID)
 				delete(g.recordTargets, k.MemberID)
 			}
 			return nil
@@ -550,7 +593,9 @@ func (r *replayer) apply(rec records.Record) error {
 			slices.Sort(ps)
 			a[t.TopicID] = slices.Compact(ps)
 		}
+		journal(g, g.target, k.MemberID)
 		g.target[k.MemberID] = a
+		journal(g, g.recordTargets, k.MemberID)
 		delete(g.recordTargets, k.MemberID)
 		return nil
 	case records.ConsumerGroupCurrentMemberAssignmentKey:
@@ -560,6 +605,7 @@ func (r *replayer) apply(rec records.Record) error {
 		// the group if needed; a tombstone of an unknown group is ignored.
 		if rec.Value == nil {
 			if g, ok := r.groups[k.GroupID]; ok {
+				journal(g, g.resolved, k.RegularExpression)
 				delete(g.resolved, k.RegularExpression)
 			}
 			return nil
@@ -569,6 +615,7 @@ func (r *replayer) apply(rec records.Record) error {
 			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
 		}
 		g := r.getOrCreate(k.GroupID)
+		journal(g, g.resolved, k.RegularExpression)
 		g.resolved[k.RegularExpression] = resolvedRegex{topics: sortedSet(v.Topics), version: v.Version, timestamp: v.Timestamp}
 		r.regexVersion = max(r.regexVersion, v.Version)
 		return nil
@@ -724,10 +771,19 @@ func (g *group) updateMember(m *member) error {
 		return fmt.Errorf("member %q of group %q: %w", m.id, g.id, err)
 	}
 	if !existed {
+		if g.undo != nil {
+			n := len(g.order)
+			*g.undo = append(*g.undo, func() { g.order = g.order[:n] })
+		}
 		g.order = append(g.order, m.id)
+	} else {
+		g.countMember(old, -1)
 	}
+	g.countMember(m, 1)
+	journal(g, g.members, m.id)
 	g.members[m.id] = m
 	if m.instanceID != "" {
+		journal(g, g.staticMembers, m.instanceID)
 		g.staticMembers[m.instanceID] = m.id
 	}
 	return nil
@@ -741,9 +797,17 @@ func (g *group) removeMember(id string) error {
 	}
 	g.removePartitionEpochs(old.assigned, old.epoch)
 	g.removePartitionEpochs(old.pending, old.epoch)
+	g.countMember(old, -1)
+	journal(g, g.members, id)
 	delete(g.members, id)
+	if g.undo != nil {
+		// DeleteFunc moves the ids after id in place.
+		order := slices.Clone(g.order)
+		*g.undo = append(*g.undo, func() { g.order = order })
+	}
 	g.order = slices.DeleteFunc(g.order, func(s string) bool { return s == id })
 	if old.instanceID != "" {
+		journal(g, g.staticMembers, old.instanceID)
 		delete(g.staticMembers, old.instanceID)
 	}
 	return nil
@@ -754,10 +818,12 @@ func (g *group) removePartitionEpochs(a assignment, expected int32) {
 		cur := g.partitionEpochs[t]
 		for p := range ps {
 			if e, ok := cur[p]; ok && e == expected {
+				journal(g, cur, p)
 				delete(cur, p)
 			}
 		}
 		if len(cur) == 0 {
+			journal(g, g.partitionEpochs, t)
 			delete(g.partitionEpochs, t)
 		}
 	}
@@ -776,9 +842,11 @@ func (g *group) addPartitionEpochs(a assignment, epoch int32) error {
 		cur := g.partitionEpochs[t]
 		if cur == nil {
 			cur = map[int32]int32{}
+			journal(g, g.partitionEpochs, t)
 			g.partitionEpochs[t] = cur
 		}
 		for p := range ps {
+			journal(g, cur, p)
 			cur[p] = epoch
 		}
 	}

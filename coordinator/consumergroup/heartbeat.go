@@ -2,6 +2,7 @@ package consumergroup
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -278,13 +279,16 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, 
 	regexRecs, deleted := g.deleteResolvedRegexes(fenced)
 	recs = append(recs, regexRecs...)
 	// ConsumerGroup.computeSubscribedTopicNamesWithoutDeletedMembers.
-	counts := map[string]int{}
-	for id, mb := range g.members {
-		if gone[id] {
-			continue
-		}
-		for _, n := range mb.subscribed {
-			counts[n]++
+	// The group's counts less the fenced members' names, not a walk of
+	// every member that stays.
+	counts := maps.Clone(g.nameCounts)
+	for id := range gone {
+		if mb, ok := g.members[id]; ok {
+			for _, n := range mb.subscribed {
+				if counts[n]--; counts[n] <= 0 {
+					delete(counts, n)
+				}
+			}
 		}
 	}
 	for re, r := range g.resolved {
@@ -303,7 +307,7 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, 
 			recs = append(recs, m.partitionMetadataRecord(g.id, meta))
 		}
 	} else {
-		hash = metadataHash(m.lastTopics, names)
+		hash = m.metadataHash(m.lastTopics, names)
 	}
 	recs = append(recs, m.epochRecord(g.id, g.epoch+1, hash))
 	if m.profile.LastLeaveResetsAssignmentEpoch && len(gone) >= len(g.members) {
@@ -674,10 +678,10 @@ func (m *Manager) hasMetadataExpired(g *group, topics TopicMetadata) bool {
 		if m.profile.WritesPartitionMetadata {
 			return !sameMeta(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
 		}
-		return metadataHash(topics, names) != g.metadataHash
+		return m.metadataHash(topics, names) != g.metadataHash
 	}
 	for n := range g.subscribedTopicNames(nil, nil) {
-		if h, known := seen[n]; !known || h != metadataHash(topics, []string{n}) {
+		if h, known := seen[n]; !known || h != m.metadataHash(topics, []string{n}) {
 			return true
 		}
 	}
@@ -693,7 +697,7 @@ func (m *Manager) markRefreshed(groupID string) {
 	}
 	seen := map[string]int64{}
 	for n := range g.subscribedTopicNames(nil, nil) {
-		seen[n] = metadataHash(m.lastTopics, []string{n})
+		seen[n] = m.metadataHash(m.lastTopics, []string{n})
 	}
 	m.refreshed[groupID] = seen
 }
@@ -715,7 +719,7 @@ func (hb *heartbeat) updateSubscriptionMetadata(g *group, bump bool, old, update
 			hb.recs = append(hb.recs, m.partitionMetadataRecord(g.id, meta))
 		}
 	} else {
-		hash = metadataHash(hb.topics, names)
+		hash = m.metadataHash(hb.topics, names)
 		if hash != g.metadataHash {
 			bump = true
 		}

@@ -26,6 +26,12 @@ type Manager struct {
 	// timers are live only: they are not rebuilt by Replay (Loaded re-arms
 	// them), exactly like Kafka's CoordinatorTimer.
 	timers map[timerKey]timer
+	// queue holds the timers' armings by deadline (timerQueue); timerSeq
+	// numbers them.
+	queue    timerQueue
+	timerSeq uint64
+	// topicHashes caches the hashes of topics without racks (metadataHash).
+	topicHashes map[topicHashKey]int64
 	// idSeq numbers generated member ids when Config.NewMemberID is nil.
 	idSeq int
 	// refreshed holds, for the groups whose subscription metadata was
@@ -117,24 +123,43 @@ func (m *Manager) HasGroup(groupID string) bool {
 }
 
 // applyAll replays recs, all of one group, atomically: on error nothing
-// changes (Kafka reverts the shard to its snapshot when a write fails).
+// changes (Kafka reverts the shard to its snapshot when a write fails). The
+// group is changed in place, and what each record changed is journaled
+// (group.undo) and put back on error: a write costs what it changes, not
+// the size of the group, as Kafka's timeline data structures make a
+// snapshot cost nothing until something changes.
 func (m *Manager) applyAll(groupID string, recs []records.Record) error {
 	old, existed := m.rp.groups[groupID]
+	var undo []func()
+	var saved group
 	if existed {
-		m.rp.groups[groupID] = old.clone()
+		saved = *old
+		saved.recentSubscriptions = slices.Clone(old.recentSubscriptions)
+		old.undo = &undo
 	}
+	regexVersion := m.rp.regexVersion
 	for _, r := range recs {
 		if _, ok := groupIDOf(r.Key); !ok {
 			continue // the shell's record (a converted classic group's tombstone)
 		}
 		if err := m.rp.apply(r); err != nil {
+			m.rp.regexVersion = regexVersion
 			if existed {
+				// The fields first, then the maps' entries and the member
+				// order, latest change first.
+				*old = saved
+				for i := len(undo) - 1; i >= 0; i-- {
+					undo[i]()
+				}
 				m.rp.groups[groupID] = old
 			} else {
 				delete(m.rp.groups, groupID)
 			}
 			return err
 		}
+	}
+	if existed {
+		old.undo = nil
 	}
 	if _, ok := m.rp.groups[groupID]; !ok {
 		delete(m.refreshed, groupID)

@@ -82,6 +82,28 @@ func GroupHash(topicHashes map[string]int64) int64 {
 // topic names: the group hash of the topics the metadata holds (a missing
 // topic is left out, so none at all hash to 0).
 func metadataHash(topics TopicMetadata, names []string) int64 {
+	return metadataHashCached(topics, names, nil)
+}
+
+// topicHashKey is what the hash of a topic without racks is a function of.
+type topicHashKey struct {
+	id         [16]byte
+	name       string
+	partitions int
+}
+
+// metadataHash is metadataHash with the Manager's cache of topic hashes,
+// as GMM keeps its topicHashCache: a heartbeat then hashes no partition
+// list. Only hashes of topics without racks are cached (their hash is a
+// function of the id, name and partition count alone).
+func (m *Manager) metadataHash(topics TopicMetadata, names []string) int64 {
+	if m.topicHashes == nil || len(m.topicHashes) > 4096 {
+		m.topicHashes = map[topicHashKey]int64{}
+	}
+	return metadataHashCached(topics, names, m.topicHashes)
+}
+
+func metadataHashCached(topics TopicMetadata, names []string, cache map[topicHashKey]int64) int64 {
 	hashes := make(map[string]int64, len(names))
 	racker, _ := topics.(PartitionRacks)
 	for _, n := range names {
@@ -89,11 +111,19 @@ func metadataHash(topics TopicMetadata, names []string) int64 {
 		if !ok {
 			continue
 		}
-		var racks func(int) []string
 		if racker != nil {
-			racks = func(p int) []string { return racker.PartitionRacks(n, p) }
+			hashes[n] = TopicHash(id, n, parts, func(p int) []string { return racker.PartitionRacks(n, p) })
+			continue
 		}
-		hashes[n] = TopicHash(id, n, parts, racks)
+		k := topicHashKey{id, n, parts}
+		h, ok := cache[k]
+		if !ok {
+			h = TopicHash(id, n, parts, nil)
+			if cache != nil {
+				cache[k] = h
+			}
+		}
+		hashes[n] = h
 	}
 	return GroupHash(hashes)
 }

@@ -2,6 +2,7 @@ package consumergroup
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -77,20 +78,17 @@ const (
 )
 
 // subscribedRegexes is ConsumerGroup.subscribedRegularExpressions: regex →
-// number of members subscribed to it, computed from the members as
-// ConsumerGroup.updateMember keeps it.
+// number of members subscribed to it, as ConsumerGroup.updateMember keeps
+// it (a copy of the group's counts).
 func (g *group) subscribedRegexes() map[string]int {
-	out := map[string]int{}
-	for _, mb := range g.members {
-		if mb.regex != "" {
-			out[mb.regex]++
-		}
-	}
-	return out
+	return maps.Clone(g.regexCounts)
 }
 
 // numSubscribedMembers is ConsumerGroup.numSubscribedMembers.
 func (g *group) numSubscribedMembers(regex string) int {
+	if regex != "" {
+		return g.regexCounts[regex]
+	}
 	n := 0
 	for _, mb := range g.members {
 		if mb.regex == regex {
@@ -151,8 +149,8 @@ func (g *group) subscribedTopicNames(old, updated *member) map[string]subCount {
 			}
 		}
 	}
-	for _, m := range g.members {
-		add(m.subscribed, 1, 0)
+	for n, c := range g.nameCounts {
+		counts[n] = subCount{byName: c}
 	}
 	if old != nil {
 		add(old.subscribed, -1, 0)
@@ -328,7 +326,7 @@ func (m *Manager) runRegexTask(now time.Time, groupID string, task regexTask) []
 			recs = append(recs, m.partitionMetadataRecord(groupID, meta))
 		}
 	} else {
-		hash = metadataHash(m.lastTopics, subscribed)
+		hash = m.metadataHash(m.lastTopics, subscribed)
 		if hash != g.metadataHash {
 			bump = true
 		}

@@ -85,6 +85,7 @@ func NewTargetAssignment(p version.Profile, cfg Config, in TargetAssignmentInput
 	for _, tm := range in.Members {
 		mb := newGroupMb(tm)
 		g.members[mb.id] = mb
+		g.countMember(mb, 1)
 		g.order = append(g.order, mb.id)
 		if mb.instanceID != "" {
 			g.staticMembers[mb.instanceID] = mb.id

@@ -2,7 +2,7 @@ package consumergroup
 
 import (
 	"cmp"
-	"slices"
+	"container/heap"
 	"time"
 
 	"github.com/groupquake/groupquake/coordinator/records"
@@ -47,26 +47,86 @@ type timer struct {
 	// epoch is the member epoch a rebalance timer was armed at: it fences
 	// only a member still at that epoch (GMM.scheduleConsumerGroupRebalanceTimeout).
 	epoch int32
+	// seq numbers the arming (Manager.setTimer), so that the queue's entry
+	// of a timer armed again or cancelled since is told from the live one.
+	seq uint64
+}
+
+// timerEntry is one arming of a timer in the Manager's queue.
+type timerEntry struct {
+	k        timerKey
+	deadline time.Time
+	seq      uint64
+}
+
+// timerQueue is a min-heap of armings, earliest deadline first (ties by
+// group, member, kind): Tick and NextDeadline look at the due ones only,
+// not at every member's timers. An entry whose timer was armed again or
+// cancelled since stays in the queue until it comes up and is dropped then
+// (or until the queue is rebuilt, setTimer).
+type timerQueue []timerEntry
+
+func (q timerQueue) Len() int { return len(q) }
+func (q timerQueue) Less(i, j int) bool {
+	a, b := q[i], q[j]
+	return cmp.Or(a.deadline.Compare(b.deadline), cmp.Compare(a.k.group, b.k.group),
+		cmp.Compare(a.k.member, b.k.member), cmp.Compare(a.k.kind, b.k.kind), cmp.Compare(a.seq, b.seq)) < 0
+}
+func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *timerQueue) Push(x any)   { *q = append(*q, x.(timerEntry)) }
+func (q *timerQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// live reports whether e is the timer's current arming.
+func (m *Manager) live(e timerEntry) bool {
+	t, ok := m.timers[e.k]
+	return ok && t.seq == e.seq
+}
+
+// setTimer arms timer k (replacing its arming) and queues it. When the
+// queue holds four times more entries than there are timers it is rebuilt
+// from the live ones, so that a member's heartbeats, each re-arming its
+// session timer, do not grow it without bound.
+func (m *Manager) setTimer(k timerKey, t timer) {
+	m.timerSeq++
+	t.seq = m.timerSeq
+	m.timers[k] = t
+	heap.Push(&m.queue, timerEntry{k: k, deadline: t.deadline, seq: t.seq})
+	if len(m.queue) > 1024 && len(m.queue) > 4*len(m.timers) {
+		q := m.queue[:0]
+		for _, e := range m.queue {
+			if m.live(e) {
+				q = append(q, e)
+			}
+		}
+		clear(m.queue[len(q):])
+		m.queue = q
+		heap.Init(&m.queue)
+	}
 }
 
 // scheduleSession is GMM.scheduleConsumerGroupSessionTimeout: (re)arm a
 // full session timeout.
 func (m *Manager) scheduleSession(now time.Time, groupID, memberID string) {
-	m.timers[timerKey{groupID, memberID, sessionTimer}] = timer{deadline: now.Add(m.cfg.SessionTimeout)}
+	m.setTimer(timerKey{groupID, memberID, sessionTimer}, timer{deadline: now.Add(m.cfg.SessionTimeout)})
 }
 
 // scheduleRebalance is GMM.scheduleConsumerGroupRebalanceTimeout.
 func (m *Manager) scheduleRebalance(now time.Time, groupID, memberID string, epoch, timeoutMs int32) {
-	m.timers[timerKey{groupID, memberID, rebalanceTimer}] = timer{
+	m.setTimer(timerKey{groupID, memberID, rebalanceTimer}, timer{
 		deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond),
 		epoch:    epoch,
-	}
+	})
 }
 
 // scheduleSessionFor is GMM.scheduleConsumerGroupSessionTimeout with the
 // session timeout a classic member asked for.
 func (m *Manager) scheduleSessionFor(now time.Time, groupID, memberID string, timeoutMs int32) {
-	m.timers[timerKey{groupID, memberID, sessionTimer}] = timer{deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond)}
+	m.setTimer(timerKey{groupID, memberID, sessionTimer}, timer{deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond)})
 }
 
 // scheduleClassic arms a classic member's sync or join timer;
@@ -76,7 +136,7 @@ func (m *Manager) scheduleClassic(now time.Time, groupID, memberID string, kind 
 	if _, ok := m.timers[k]; ok && ifAbsent {
 		return
 	}
-	m.timers[k] = timer{deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond)}
+	m.setTimer(k, timer{deadline: now.Add(time.Duration(timeoutMs) * time.Millisecond)})
 }
 
 // cancelTimers is GMM.cancelTimers: all four timers of a member.
@@ -115,16 +175,14 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 		k timerKey
 		t timer
 	}
+	// The queue gives the due timers in the order they fire.
 	var fired []due
-	for k, t := range m.timers {
-		if !t.deadline.After(now) {
-			fired = append(fired, due{k, t})
+	for len(m.queue) > 0 && !m.queue[0].deadline.After(now) {
+		e := heap.Pop(&m.queue).(timerEntry)
+		if m.live(e) {
+			fired = append(fired, due{e.k, m.timers[e.k]})
 		}
 	}
-	slices.SortFunc(fired, func(a, b due) int {
-		return cmp.Or(a.t.deadline.Compare(b.t.deadline), cmp.Compare(a.k.group, b.k.group),
-			cmp.Compare(a.k.member, b.k.member), cmp.Compare(a.k.kind, b.k.kind))
-	})
 	// Regex resolutions scheduled by earlier heartbeats complete first:
 	// Kafka's executor runs them at once and writes their results.
 	out := m.runRegexTasks(now)
@@ -159,12 +217,13 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 // NextDeadline returns the earliest armed timer or scheduled regex
 // resolution, or ok=false, so a host can sleep until then.
 func (m *Manager) NextDeadline() (time.Time, bool) {
+	for len(m.queue) > 0 && !m.live(m.queue[0]) {
+		heap.Pop(&m.queue)
+	}
 	var best time.Time
 	ok := false
-	for _, t := range m.timers {
-		if !ok || t.deadline.Before(best) {
-			best, ok = t.deadline, true
-		}
+	if len(m.queue) > 0 {
+		best, ok = m.queue[0].deadline, true
 	}
 	for _, t := range m.regexTasks {
 		if !ok || t.at.Before(best) {
