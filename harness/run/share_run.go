@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/clients/kgoshare"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/coordinator/version"
@@ -43,8 +44,10 @@ type ShareKind struct {
 	Name string
 	Doc  string
 	// Kgo runs franz-go's share consumer (clients/kgoshare) instead of
-	// groupquake's share member.
-	Kgo bool
+	// groupquake's share member; Java runs Kafka's KafkaShareConsumer
+	// (clients/java.ShareMember).
+	Kgo  bool
+	Java bool
 	// Bug is the defect a broken kind carries; Catches the check.Verdict
 	// that names it.
 	Bug     share.Bug
@@ -58,6 +61,7 @@ func ShareKinds() []ShareKind {
 	return []ShareKind{
 		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
 		{Name: "kgo-share", Kgo: true, Doc: "franz-go's share consumer (kgo.ShareGroup; its requests observed on its connections, clients/kgoshare), acknowledging by the same policy as share; Kafka 4.2+"},
+		{Name: "java-share", Java: true, Doc: "Kafka's KafkaShareConsumer (kafka-clients of --kafka-clients, else the cluster's version) in a JVM of its own, explicit acknowledgement (acknowledge(record, type), then commitAsync) by the same policy as share, without renew; its requests observed in its gateway (clients/java); Kafka 4.2+, needs a JDK and Maven"},
 		{Name: "broken-share-ack-not-sent", Bug: share.BugAckNotSent, Catches: "ShareAckedNotRedelivered",
 			Doc: "a share member that leaves its accepts out of the ShareFetch requests that should carry them and reports them acknowledged: the broker delivers each record again when its lock lapses"},
 		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: "ShareAcksOnlyAcquired",
@@ -140,6 +144,9 @@ func checkSharePlan(p *Plan) error {
 	if o.UpgradeTo != "" {
 		return fmt.Errorf("--upgrade-to %s with share members: share runs do not roll the cluster yet; run the upgrade with consumer-group members", o.UpgradeTo)
 	}
+	if err := checkJavaShare(*p); err != nil {
+		return err
+	}
 	for _, f := range p.Faults {
 		if fam := f.Family(); fam != faults.FamilyNode && fam != faults.FamilyLink && fam != faults.FamilyChurn {
 			return fmt.Errorf("fault %s with share members: share runs draw node, link and churn faults only", f)
@@ -150,6 +157,33 @@ func checkSharePlan(p *Plan) error {
 	}
 	if len(o.Bootstrap) == 0 {
 		p.Share = &history.SharePlan{DeliveryCountLimit: cluster.FastShareDeliveryCountLimit, RecordLockMs: cluster.FastShareRecordLockMs}
+	}
+	return nil
+}
+
+// checkJavaShare refuses java-share members on a machine without a JDK
+// and Maven, and on kafka-clients releases whose KafkaShareConsumer is not
+// production-ready (the same facts as the brokers', version.CheckShareGroups).
+func checkJavaShare(p Plan) error {
+	var named bool
+	for _, m := range p.Members {
+		if k, ok := shareKind(m.Kind); ok && k.Java {
+			named = true
+		}
+	}
+	if !named {
+		return nil
+	}
+	kc := p.KafkaClients()
+	v, err := version.Parse(kc)
+	if err != nil {
+		return fmt.Errorf("java-share: kafka-clients %s: %w", kc, err)
+	}
+	if err := version.CheckShareGroups(v); err != nil {
+		return fmt.Errorf("java-share runs the KafkaShareConsumer of kafka-clients %s: %w", kc, err)
+	}
+	if err := java.CheckJava(); err != nil {
+		return fmt.Errorf("member kind java-share: %w", err)
 	}
 	return nil
 }
@@ -256,6 +290,7 @@ type shareClient interface {
 var (
 	_ shareClient = (*share.Member)(nil)
 	_ shareClient = (*kgoshare.Member)(nil)
+	_ shareClient = (*java.ShareMember)(nil)
 )
 
 // shareMember is one incarnation of a share member of a share run.
@@ -446,6 +481,19 @@ func (sm *shareMember) drive(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// javaShare builds a java-share member: Kafka's KafkaShareConsumer of the
+// plan's kafka-clients, its driver compiled on first use.
+func (r *runner) javaShare(ctx context.Context, tc *java.Toolchain, mp MemberPlan, links []kgo.Opt, hooks clients.Hooks) (*java.ShareMember, error) {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	rt, err := tc.PrepareShare(pctx, r.p.KafkaClients())
+	if err != nil {
+		return nil, fmt.Errorf("member %s (java-share): %w", mp.Name, err)
+	}
+	return java.NewShare(mp.Name, r.p.Group, java.ShareKgoOpts(links...), java.ShareTopics(r.p.TopicNames()...),
+		java.ShareHooks(hooks), java.ShareClock(clients.ClockFunc(r.cfg.Now)), java.ShareRuntime(rt))
 }
 
 // shareGroupView is what coordinator-aware faults ask of a share run:
@@ -657,6 +705,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		limit = p.Share.DeliveryCountLimit
 	}
 	unknown := &unknownAcks{recs: map[history.TP]map[int64]bool{}}
+	tc := &java.Toolchain{Logf: r.cfg.Logf} // java-share's driver, built on first use
 	newSM := func(mp MemberPlan) (*shareMember, error) {
 		k, ok := shareKind(mp.Kind)
 		if !ok {
@@ -667,17 +716,20 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 			return nil, fmt.Errorf("links of member %s: %w", mp.Name, err)
 		}
 		h := NewShareRecorder(r.rec, mp.Name)
-		if k.Kgo {
+		if k.Kgo || k.Java {
 			h.PerNode()
 		}
 		muted := &atomic.Bool{}
 		hooks := shareHooks{h: h, led: r.led, limit: limit, unknown: unknown, muted: muted, inflight: &inflightAcks{}}
 		var m shareClient
 		var err2 error
-		if k.Kgo {
+		switch {
+		case k.Kgo:
 			m, err2 = kgoshare.New(mp.Name, p.Group, kgoshare.KgoOpts(l.KgoOpts()...), kgoshare.Topics(p.TopicNames()...),
 				kgoshare.WithHooks(hooks), kgoshare.WithClock(clients.ClockFunc(r.cfg.Now)))
-		} else {
+		case k.Java:
+			m, err2 = r.javaShare(ctx, tc, mp, l.KgoOpts(), hooks)
+		default:
 			m, err2 = share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
 				share.WithHooks(hooks), share.WithClock(clients.ClockFunc(r.cfg.Now)),
 				share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
@@ -685,7 +737,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		if err2 != nil {
 			return nil, err2
 		}
-		return &shareMember{plan: mp, m: m, h: h, renew: renew, done: make(chan struct{}), muted: muted, hooks: hooks}, nil
+		return &shareMember{plan: mp, m: m, h: h, renew: renew && !k.Java, done: make(chan struct{}), muted: muted, hooks: hooks}, nil
 	}
 	crew := newShareCrew(r, newSM)
 	env.Members = crew
