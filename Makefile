@@ -83,7 +83,7 @@ SCORECARD_NODES ?= 3
 SCORECARD_OUT ?= build/scorecard
 SCORECARD_LOCK ?=
 
-.PHONY: test check unit engine images python-member cluster-tests soak hunt share-hunt goclients java upgrade migration diff run bench scale mutate scorecard sweep clean
+.PHONY: test check unit engine images python-member cluster-tests soak hunt share-hunt goclients java upgrade share-upgrade migration diff run bench scale mutate scorecard sweep clean
 
 test: check unit images cluster-tests
 
@@ -150,6 +150,11 @@ migration: images build
 upgrade: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
 	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE)
+
+## share-upgrade: a share group (share, kgo-share, java-share) through a rolling upgrade, 4.2.1 to 4.4.0.
+share-upgrade: engine build
+	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka 4.2.1,4.4.0
+	$(GOTESTSUM) --junitfile build/junit-share-upgrade.xml -- -count=1 -p 1 -timeout 30m ./suites/upgrade/ -run TestShareRollingUpgrade -args -upgrade.share
 
 ## diff: what DIFF_FROM and DIFF_TO do differently (groupquake diff): the conformance vectors and the
 ## scripted scenarios on a 1-node cluster of each in turn (~3 min); exit 1 on an unexplained difference.

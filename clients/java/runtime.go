@@ -22,6 +22,9 @@ type Runtime struct {
 	Java         string
 	Classpath    string
 	KafkaClients string
+	// Main is the class to run: "Driver" when empty (the member protocol's
+	// driver), "ShareDriver" for the share member (PrepareShare).
+	Main string
 }
 
 // Toolchain prepares Runtimes: kafka-clients and its runtime dependencies
@@ -40,6 +43,7 @@ type Toolchain struct {
 	mu     sync.Mutex
 	done   map[string]Runtime
 	spring map[string]SpringRuntime
+	share  map[string]Runtime
 }
 
 // ErrNoJava says the machine has no JDK or no Maven: the Java member kinds
@@ -93,9 +97,13 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 	return rt, nil
 }
 
-// Command is the driver as a program: java flags -cp Classpath Driver.
+// Command is the driver as a program: java flags -cp Classpath Main.
 func (rt Runtime) Command(flags []string) process.Command {
-	return process.Command{Path: rt.Java, Args: append(slices.Clone(flags), "-cp", rt.Classpath, "Driver")}
+	main := rt.Main
+	if main == "" {
+		main = "Driver"
+	}
+	return process.Command{Path: rt.Java, Args: append(slices.Clone(flags), "-cp", rt.Classpath, main)}
 }
 
 func (t *Toolchain) logf(format string, args ...any) {

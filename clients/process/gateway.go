@@ -186,12 +186,12 @@ func (g *gateway) serve(jc net.Conn, broker string) {
 }
 
 // rewritten says whether answers to requests of key name brokers: Metadata
-// and FindCoordinator, and Fetch and Produce, whose answers carry the new
-// leader's address when a partition's leader moved (KIP-951; a client
-// client connects to it directly).
+// and FindCoordinator, and Fetch, Produce, ShareFetch and ShareAcknowledge,
+// whose answers carry the new leader's address when a partition's leader
+// moved (KIP-951, KIP-932; a client connects to it directly).
 func rewritten(key int16) bool {
 	switch kmsg.Key(key) {
-	case kmsg.Metadata, kmsg.FindCoordinator, kmsg.Fetch, kmsg.Produce:
+	case kmsg.Metadata, kmsg.FindCoordinator, kmsg.Fetch, kmsg.Produce, kmsg.ShareFetch, kmsg.ShareAcknowledge:
 		return true
 	}
 	return false
@@ -244,6 +244,24 @@ func (g *gateway) rewrite(key, version int16, frame []byte) ([]byte, error) {
 		}
 		for i := range r.Brokers {
 			if err := swap(&r.Brokers[i].Host, &r.Brokers[i].Port); err != nil {
+				return nil, err
+			}
+		}
+	case *kmsg.ShareFetchResponse:
+		if len(r.NodeEndpoints) == 0 {
+			return frame, nil
+		}
+		for i := range r.NodeEndpoints {
+			if err := swap(&r.NodeEndpoints[i].Host, &r.NodeEndpoints[i].Port); err != nil {
+				return nil, err
+			}
+		}
+	case *kmsg.ShareAcknowledgeResponse:
+		if len(r.NodeEndpoints) == 0 {
+			return frame, nil
+		}
+		for i := range r.NodeEndpoints {
+			if err := swap(&r.NodeEndpoints[i].Host, &r.NodeEndpoints[i].Port); err != nil {
 				return nil, err
 			}
 		}

@@ -92,7 +92,7 @@ func TestRefusals(t *testing.T) {
 		{[]string{"replay", "--bootstrap", closed, "--group", "g", "--kafka", "4.4.0"}, 3, "(is the cluster up, and --bootstrap its address?)"},
 		{runArgs("--kinds", ""), 2, "--kinds is empty: give a value, or leave --kinds out"},
 		{runArgs("--kinds", "classic,,consumer"), 2, `--kinds "classic,,consumer" names an empty kind`},
-		{runArgs("--kinds", "nope"), 2, "java-classic, java-classic-cooperative, java-consumer, java-consumer-range, kafkago, kgo-classic"},
+		{runArgs("--kinds", "nope"), 2, "java-classic, java-classic-cooperative, java-consumer, java-consumer-range, java-share, kafkago, kgo-classic"},
 		{runArgs("--kinds", "nope"), 2, "broken-consumer-give-up"},
 		{upgrade("--kinds", "nope"), 2, "known kinds are broken-classic-fetch-after-revoke"},
 		// Share groups (docs/share-groups.md).

@@ -223,8 +223,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		reg = jreg
 	}
 	if f.clients != "" {
-		if !slices.ContainsFunc(o.Kinds, func(k string) bool { return run.IsJavaKind(k) || run.IsSpringKind(k) }) {
-			return badInput("--kafka-clients %s: no Java member kind in --kinds (%s) would use it", f.clients, strings.Join(javaKindNames(), ", "))
+		if !slices.ContainsFunc(o.Kinds, func(k string) bool { return run.IsJavaKind(k) || run.IsSpringKind(k) || k == "java-share" }) {
+			return badInput("--kafka-clients %s: no Java member kind in --kinds (%s, java-share) would use it", f.clients, strings.Join(javaKindNames(), ", "))
 		}
 		if err := java.CheckVersion(f.clients); err != nil {
 			return badInput("--kafka-clients: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/clients/kgoshare"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/coordinator/version"
@@ -43,8 +44,10 @@ type ShareKind struct {
 	Name string
 	Doc  string
 	// Kgo runs franz-go's share consumer (clients/kgoshare) instead of
-	// groupquake's share member.
-	Kgo bool
+	// groupquake's share member; Java runs Kafka's KafkaShareConsumer
+	// (clients/java.ShareMember).
+	Kgo  bool
+	Java bool
 	// Bug is the defect a broken kind carries; Catches the check.Verdict
 	// that names it.
 	Bug     share.Bug
@@ -58,6 +61,7 @@ func ShareKinds() []ShareKind {
 	return []ShareKind{
 		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
 		{Name: "kgo-share", Kgo: true, Doc: "franz-go's share consumer (kgo.ShareGroup; its requests observed on its connections, clients/kgoshare), acknowledging by the same policy as share; Kafka 4.2+"},
+		{Name: "java-share", Java: true, Doc: "Kafka's KafkaShareConsumer (kafka-clients of --kafka-clients, else the cluster's version) in a JVM of its own, explicit acknowledgement (acknowledge(record, type), then commitAsync) by the same policy as share, without renew; its requests observed in its gateway (clients/java); Kafka 4.2+, needs a JDK and Maven"},
 		{Name: "broken-share-ack-not-sent", Bug: share.BugAckNotSent, Catches: "ShareAckedNotRedelivered",
 			Doc: "a share member that leaves its accepts out of the ShareFetch requests that should carry them and reports them acknowledged: the broker delivers each record again when its lock lapses"},
 		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: "ShareAcksOnlyAcquired",
@@ -102,9 +106,9 @@ func (p Plan) IsShare() bool {
 
 // checkSharePlan refuses what a share run cannot do, naming why: share
 // and consumer-group members in one group (a group id has one type),
-// releases before 4.2 (version.CheckShareGroups), the embedded cluster
-// (the reference coordinator has no share groups), and churn (share
-// members run outside the crew). It drops static ids (share groups have
+// releases before 4.2 (version.CheckShareGroups; an upgrade's target
+// too), the embedded cluster (the reference coordinator has no share
+// groups), and the migration scenario. It drops static ids (share groups have
 // none) and records the broker's share settings the checkers judge by.
 func checkSharePlan(p *Plan) error {
 	n := 0
@@ -137,12 +141,23 @@ func checkSharePlan(p *Plan) error {
 	default:
 		return fmt.Errorf("--scenario %s with share members: share runs draw node, link and churn faults (scenarios %s, %s, %s, %s, %s); a migration moves consumer-group members between their protocols", o.Scenario, ScenarioBaseline, ScenarioMemberLinks, ScenarioBrokerFaults, ScenarioChurn, ScenarioCombined)
 	}
-	if o.UpgradeTo != "" {
-		return fmt.Errorf("--upgrade-to %s with share members: share runs do not roll the cluster yet; run the upgrade with consumer-group members", o.UpgradeTo)
+	if o.UpgradeTo != "" && len(o.Bootstrap) == 0 {
+		// Every release the cluster runs must have share groups: the
+		// upgrade's target, and the old release again after a downgrade.
+		v, err := version.Parse(o.UpgradeTo)
+		if err != nil {
+			return err
+		}
+		if err := version.CheckShareGroups(v); err != nil {
+			return fmt.Errorf("--upgrade-to %s: %w", o.UpgradeTo, err)
+		}
+	}
+	if err := checkJavaShare(*p); err != nil {
+		return err
 	}
 	for _, f := range p.Faults {
-		if fam := f.Family(); fam != faults.FamilyNode && fam != faults.FamilyLink && fam != faults.FamilyChurn {
-			return fmt.Errorf("fault %s with share members: share runs draw node, link and churn faults only", f)
+		if fam := f.Family(); fam != faults.FamilyNode && fam != faults.FamilyLink && fam != faults.FamilyChurn && fam != faults.FamilyUpgrade {
+			return fmt.Errorf("fault %s with share members: share runs draw node, link and churn faults (and an upgrade's steps) only", f)
 		}
 	}
 	for i := range p.Members {
@@ -150,6 +165,33 @@ func checkSharePlan(p *Plan) error {
 	}
 	if len(o.Bootstrap) == 0 {
 		p.Share = &history.SharePlan{DeliveryCountLimit: cluster.FastShareDeliveryCountLimit, RecordLockMs: cluster.FastShareRecordLockMs}
+	}
+	return nil
+}
+
+// checkJavaShare refuses java-share members on a machine without a JDK
+// and Maven, and on kafka-clients releases whose KafkaShareConsumer is not
+// production-ready (the same facts as the brokers', version.CheckShareGroups).
+func checkJavaShare(p Plan) error {
+	var named bool
+	for _, m := range p.Members {
+		if k, ok := shareKind(m.Kind); ok && k.Java {
+			named = true
+		}
+	}
+	if !named {
+		return nil
+	}
+	kc := p.KafkaClients()
+	v, err := version.Parse(kc)
+	if err != nil {
+		return fmt.Errorf("java-share: kafka-clients %s: %w", kc, err)
+	}
+	if err := version.CheckShareGroups(v); err != nil {
+		return fmt.Errorf("java-share runs the KafkaShareConsumer of kafka-clients %s: %w", kc, err)
+	}
+	if err := java.CheckJava(); err != nil {
+		return fmt.Errorf("member kind java-share: %w", err)
 	}
 	return nil
 }
@@ -256,6 +298,7 @@ type shareClient interface {
 var (
 	_ shareClient = (*share.Member)(nil)
 	_ shareClient = (*kgoshare.Member)(nil)
+	_ shareClient = (*java.ShareMember)(nil)
 )
 
 // shareMember is one incarnation of a share member of a share run.
@@ -448,6 +491,19 @@ func (sm *shareMember) drive(ctx context.Context) {
 	}
 }
 
+// javaShare builds a java-share member: Kafka's KafkaShareConsumer of the
+// plan's kafka-clients, its driver compiled on first use.
+func (r *runner) javaShare(ctx context.Context, tc *java.Toolchain, mp MemberPlan, links []kgo.Opt, hooks clients.Hooks) (*java.ShareMember, error) {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	rt, err := tc.PrepareShare(pctx, r.p.KafkaClients())
+	if err != nil {
+		return nil, fmt.Errorf("member %s (java-share): %w", mp.Name, err)
+	}
+	return java.NewShare(mp.Name, r.p.Group, java.ShareKgoOpts(links...), java.ShareTopics(r.p.TopicNames()...),
+		java.ShareHooks(hooks), java.ShareClock(clients.ClockFunc(r.cfg.Now)), java.ShareRuntime(rt))
+}
+
 // shareGroupView is what coordinator-aware faults ask of a share run:
 // the group coordinator, and for a workload partition its leader (the
 // share-partition leader) and its share coordinator.
@@ -599,10 +655,10 @@ func (r *runner) reachShare(ctx context.Context) error {
 }
 
 // runShare is run for a share group: setup → warm-up → workload ∥ faults
-// → heal → quiesce (until every acknowledged record settled) → final
-// observations (share-partition start offsets) → teardown.
+// (and an upgrade's steps) → heal → quiesce (until every acknowledged
+// record settled) → final observations (share-partition start offsets) →
+// teardown. Each phase is a method of its own.
 func (r *runner) runShare(ctx context.Context) (err error) {
-	p := r.p
 	if err := r.phase(ctx, history.PhaseSetup, "start or reach the cluster, create the topics, start the share group at the earliest offset, build producers and share members"); err != nil {
 		return err
 	}
@@ -613,26 +669,85 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	if err := r.reachShare(ctx); err != nil {
-		return err
+	sr, err := r.setupShare(ctx)
+	if sr.ctl != nil {
+		defer sr.ctl.Close()
 	}
-	ctl, err := kgo.NewClient(kgo.SeedBrokers(r.h.Bootstrap()...))
 	if err != nil {
 		return err
 	}
-	defer ctl.Close()
+	workCtx, stopWork := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stopWork()
+		wg.Wait()
+		if terr := r.teardownShare(ctx, sr.crew); terr != nil && err == nil {
+			err = terr
+		}
+	}()
+	if err := r.warmShare(ctx, workCtx, &wg, sr.crew); err != nil {
+		return err
+	}
+	if err := r.workShare(ctx, workCtx); err != nil {
+		return err
+	}
+	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is accepted, rejected or delivered at the limit"); err != nil {
+		return err
+	}
+	none := make(chan error, 1)
+	if !r.waitFor(ctx, none, r.p.QuiesceMax, func() bool { return sr.unknown.unsettled(r.led) == 0 }) {
+		r.note("quiesce: %d of %d acknowledged records not settled after %s", sr.unknown.unsettled(r.led), r.led.Acked(), r.p.QuiesceMax)
+	}
+	return r.finalShare(ctx)
+}
+
+// shareSetup is what a share run's setup builds for the later phases.
+type shareSetup struct {
+	ctl     *kgo.Client // the harness's own client (group configs, coordinator look-ups)
+	crew    *shareCrew
+	unknown *unknownAcks
+}
+
+// setupShare reaches the cluster, starts the share group at the earliest
+// offset, and builds the producers, the share crew and the nemesis.
+func (r *runner) setupShare(ctx context.Context) (shareSetup, error) {
+	var sr shareSetup
+	p := r.p
+	if err := r.reachShare(ctx); err != nil {
+		return sr, err
+	}
+	ctl, err := kgo.NewClient(kgo.SeedBrokers(r.h.Bootstrap()...))
+	if err != nil {
+		return sr, err
+	}
+	sr.ctl = ctl
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	err = share.StartFromEarliest(sctx, ctl, p.Group)
 	cancel()
 	if err != nil {
-		return err
+		return sr, err
 	}
-	env := faults.Env{
-		Target: r.h,
-		Links:  func(client string) (faults.Link, error) { return r.h.Links(client) },
+	if err := r.shareProducers(); err != nil {
+		return sr, err
 	}
+	sr.unknown = &unknownAcks{recs: map[history.TP]map[int64]bool{}}
+	sr.crew = newShareCrew(r, r.shareBuilder(ctx, sr.unknown))
 	view := shareGroupView{adm: r.shareAdm, cl: ctl, group: p.Group, topic: p.Topics[0].Name}
-	env.Group, env.Leaders = view, view
+	env := faults.Env{
+		Target:  r.h,
+		Links:   func(client string) (faults.Link, error) { return r.h.Links(client) },
+		Members: sr.crew,
+		Group:   view,
+		Leaders: view,
+	}
+	r.nem = newNemesis(p.Faults, env, r.rec, r.meter, r.cfg.Logf)
+	return sr, nil
+}
+
+// shareProducers builds the plan's producers, each on its own links and
+// with its share of the record cap.
+func (r *runner) shareProducers() error {
+	p := r.p
 	for _, pp := range p.Producers {
 		l, err := r.h.Links(pp.Name)
 		if err != nil {
@@ -648,6 +763,14 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		}
 		r.prods = append(r.prods, pr)
 	}
+	return nil
+}
+
+// shareBuilder returns what builds each incarnation of a share member:
+// its client of the planned kind on its own links, its recorder and the
+// hooks that keep the ledger of settled records.
+func (r *runner) shareBuilder(ctx context.Context, unknown *unknownAcks) func(MemberPlan) (*shareMember, error) {
+	p := r.p
 	renew := false
 	if v, err := version.Parse(p.Options.Kafka); err == nil {
 		renew = v.Profile().ShareFetchV2
@@ -656,8 +779,8 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	if p.Share != nil {
 		limit = p.Share.DeliveryCountLimit
 	}
-	unknown := &unknownAcks{recs: map[history.TP]map[int64]bool{}}
-	newSM := func(mp MemberPlan) (*shareMember, error) {
+	tc := &java.Toolchain{Logf: r.cfg.Logf} // java-share's driver, built on first use
+	return func(mp MemberPlan) (*shareMember, error) {
 		k, ok := shareKind(mp.Kind)
 		if !ok {
 			return nil, fmt.Errorf("member %s: %q is not a share kind (%s)", mp.Name, mp.Kind, strings.Join(shareKindNames(), ", "))
@@ -667,43 +790,37 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 			return nil, fmt.Errorf("links of member %s: %w", mp.Name, err)
 		}
 		h := NewShareRecorder(r.rec, mp.Name)
-		if k.Kgo {
+		if k.Kgo || k.Java {
 			h.PerNode()
 		}
 		muted := &atomic.Bool{}
 		hooks := shareHooks{h: h, led: r.led, limit: limit, unknown: unknown, muted: muted, inflight: &inflightAcks{}}
 		var m shareClient
-		var err2 error
-		if k.Kgo {
-			m, err2 = kgoshare.New(mp.Name, p.Group, kgoshare.KgoOpts(l.KgoOpts()...), kgoshare.Topics(p.TopicNames()...),
+		switch {
+		case k.Kgo:
+			m, err = kgoshare.New(mp.Name, p.Group, kgoshare.KgoOpts(l.KgoOpts()...), kgoshare.Topics(p.TopicNames()...),
 				kgoshare.WithHooks(hooks), kgoshare.WithClock(clients.ClockFunc(r.cfg.Now)))
-		} else {
-			m, err2 = share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
+		case k.Java:
+			m, err = r.javaShare(ctx, tc, mp, l.KgoOpts(), hooks)
+		default:
+			m, err = share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
 				share.WithHooks(hooks), share.WithClock(clients.ClockFunc(r.cfg.Now)),
 				share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
 		}
-		if err2 != nil {
-			return nil, err2
+		if err != nil {
+			return nil, err
 		}
-		return &shareMember{plan: mp, m: m, h: h, renew: renew, done: make(chan struct{}), muted: muted, hooks: hooks}, nil
+		return &shareMember{plan: mp, m: m, h: h, renew: renew && !k.Java, done: make(chan struct{}), muted: muted, hooks: hooks}, nil
 	}
-	crew := newShareCrew(r, newSM)
-	env.Members = crew
-	r.nem = newNemesis(p.Faults, env, r.rec, r.meter, r.cfg.Logf)
+}
 
-	workCtx, stopWork := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		stopWork()
-		wg.Wait()
-		if terr := r.teardownShare(ctx, crew); terr != nil && err == nil {
-			err = terr
-		}
-	}()
+// warmShare starts the crew and waits, at most WarmupMax, until every
+// partition has a member.
+func (r *runner) warmShare(ctx, workCtx context.Context, wg *sync.WaitGroup, crew *shareCrew) error {
 	if err := r.phase(ctx, history.PhaseWarmup, "share members join, staggered as planned; every partition gets a member"); err != nil {
 		return err
 	}
-	if err := crew.startAll(workCtx, &wg); err != nil {
+	if err := crew.startAll(workCtx, wg); err != nil {
 		return err
 	}
 	assigned := func() bool {
@@ -715,7 +832,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 				}
 			}
 		}
-		for _, tp := range p.Check().Partitions() {
+		for _, tp := range r.p.Check().Partitions() {
 			if !got[tp] {
 				return false
 			}
@@ -723,15 +840,36 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		return true
 	}
 	none := make(chan error, 1)
-	if !r.waitFor(ctx, none, p.WarmupMax, assigned) {
-		r.note("warm-up: not every partition had a share member within %s; carrying on, the checkers will judge", p.WarmupMax)
+	if !r.waitFor(ctx, none, r.p.WarmupMax, assigned) {
+		r.note("warm-up: not every partition had a share member within %s; carrying on, the checkers will judge", r.p.WarmupMax)
 	}
+	return nil
+}
 
+// workShare runs the workload phase (the producers while the nemesis runs
+// its schedule; it lasts as planned, and on until an upgrade's steps have
+// all ended, as a consumer-group run's does), then the heal.
+func (r *runner) workShare(ctx, workCtx context.Context) error {
 	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
 		return err
 	}
-	wctx, cancelW := context.WithTimeout(workCtx, p.Workload)
+	wctx, cancelW := context.WithCancel(workCtx)
+	defer cancelW()
 	wstart := r.cfg.Now()
+	go func() {
+		t := time.NewTimer(r.p.Workload)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			return
+		}
+		r.nem.awaitPlanned(wctx)
+		if over := r.cfg.Now().Sub(wstart) - r.p.Workload; over > time.Second {
+			r.note("workload: lasted %s past its planned %s, until the planned steps (an upgrade's) had ended", over.Round(time.Second), r.p.Workload)
+		}
+		cancelW()
+	}()
 	var work sync.WaitGroup
 	workErrs := make(chan error, len(r.prods)+1)
 	for _, pr := range r.prods {
@@ -751,7 +889,6 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		}
 	}()
 	<-wctx.Done()
-	cancelW()
 	work.Wait()
 	close(workErrs)
 	var werr error
@@ -767,16 +904,13 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	if ctx.Err() != nil {
 		return errors.Join(r.stoppedErr(ctx), werr)
 	}
-	if werr != nil {
-		return werr
-	}
+	return werr
+}
 
-	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is accepted, rejected or delivered at the limit"); err != nil {
-		return err
-	}
-	if !r.waitFor(ctx, none, p.QuiesceMax, func() bool { return unknown.unsettled(r.led) == 0 }) {
-		r.note("quiesce: %d of %d acknowledged records not settled after %s", unknown.unsettled(r.led), r.led.Acked(), p.QuiesceMax)
-	}
+// finalShare is the final phase: the share-partition start offsets beside
+// the partitions' ends, written to observations.json.
+func (r *runner) finalShare(ctx context.Context) error {
+	p := r.p
 	var names []string
 	for _, mp := range p.Members {
 		names = append(names, mp.Name)

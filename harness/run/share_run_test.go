@@ -11,7 +11,7 @@ import (
 )
 
 func shareKinds() map[string]string {
-	return run.DefaultRegistry().WithBroken([]string{"share", "broken-share-ack-not-sent"}).Kinds()
+	return run.DefaultRegistry().WithBroken([]string{"share", "broken-share-ack-not-sent", "java-share"}).Kinds()
 }
 
 // TestSharePlans: --kinds share makes a share group's plan on 4.2+ for
@@ -53,16 +53,27 @@ func TestSharePlans(t *testing.T) {
 		want string
 	}{
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.1.2", Kinds: []string{"share"}}, "preview"},
+		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.1.2", Kinds: []string{"java-share"}}, "share members need Kafka 4.2.0 or later"},
+		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0", KafkaClients: "4.1.2", Kinds: []string{"share", "java-share"}}, "java-share runs the KafkaShareConsumer of kafka-clients 4.1.2: share members need Kafka 4.2.0 or later"},
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.0.0", Kinds: []string{"share"}}, "early access"},
 		{run.Options{Scenario: run.ScenarioBaseline, Embedded: true, Kinds: []string{"share"}}, "embedded"},
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0", Kinds: []string{"share", "consumer"}}, "never both"},
 		{run.Options{Scenario: run.ScenarioMigration, Kafka: "4.4.0", Kinds: []string{"share"}, Members: 3}, "migration"},
-		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.2.1", UpgradeTo: "4.4.0", Kinds: []string{"share"}, Members: 3}, "upgrade"},
+		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.1.2", UpgradeTo: "4.4.0", Kinds: []string{"share"}, Members: 3}, "preview"},
 	} {
 		_, err := run.NewPlan(7, c.o, shareKinds())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one saying %q", c.o, err, c.want)
 		}
+	}
+	// An upgrade of a share group's cluster from 4.2.1 to 4.4.0: every node
+	// replaced, then the features finalized, inside a workload long enough.
+	up, err := run.NewPlan(7, run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.2.1", UpgradeTo: "4.4.0", Nodes: 3, Kinds: []string{"share", "java-share"}, Members: 4, Partitions: 2}, shareKinds())
+	if err != nil {
+		t.Fatalf("share upgrade 4.2.1 -> 4.4.0: %v", err)
+	}
+	if steps := up.UpgradeSteps(); len(steps) != 4 || up.FinalKafka() != "4.4.0" || !up.IsShare() {
+		t.Errorf("share upgrade plan: %d steps to %s (share %v), want 3 node upgrades and a feature update to 4.4.0", len(steps), up.FinalKafka(), up.IsShare())
 	}
 	for seed := range uint64(50) {
 		p, err := run.NewPlan(seed, run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0"}, run.DefaultRegistry().Kinds())

@@ -1,13 +1,18 @@
 package chaos
 
 import (
+	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
@@ -22,7 +27,8 @@ import (
 // a higher delivery count), restart, leave, join late, stall and freeze
 // (their acknowledgements arrive after their locks lapsed). Every share
 // checker must hold. The fixed seed (-chaos.share-seeds) draws a restart,
-// a stall, a crash and a freeze.
+// a stall, a crash and a freeze. Then, on the same cluster, the three share
+// kinds in one group (shareKinds).
 func TestShareChurn(t *testing.T) {
 	v := version.Default.String()
 	c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
@@ -34,6 +40,91 @@ func TestShareChurn(t *testing.T) {
 			}, 5*time.Minute)
 		})
 	}
+	t.Run("kinds/seed-20", func(t *testing.T) {
+		if !*shareJavaFlag {
+			t.Skip("-chaos.share-java=false: the three share kinds in one group are not run")
+		}
+		if err := java.CheckJava(); err != nil {
+			t.Fatalf("java-share needs a JDK and Maven: %v (-chaos.share-java=false leaves this run out)", err)
+		}
+		shareKinds(t, c, v, 20)
+	})
+}
+
+var shareJavaFlag = flag.Bool("chaos.share-java", true, "TestShareChurn: also run share, kgo-share and java-share in one group (needs a JDK and Maven)")
+
+// shareKinds runs the three share member kinds in one share group on c
+// (TestShareChurn's cluster), under churn: groupquake's share member, kgo's
+// share consumer and Kafka's KafkaShareConsumer (java-share), six members
+// on two partitions, each kind twice. Every share checker must hold and
+// none may be skipped, and the java-share members must have acquired and
+// acknowledged records (the checkers judged them).
+func shareKinds(t *testing.T, c cluster.Handle, v string, seed uint64) {
+	kinds := []string{"share", "kgo-share", "java-share"}
+	res := campaign.RunOn(t, c, seed, run.Options{
+		Scenario: run.ScenarioChurn, Kafka: v, Nodes: 1, Kinds: kinds, Members: 6, Partitions: 2,
+		Duration: 25 * time.Second,
+	}, 5*time.Minute)
+	nShare := 0
+	for _, vd := range res.Report.Verdicts {
+		if strings.HasPrefix(vd.Name, "Share") {
+			nShare++
+			if vd.Skipped != "" {
+				t.Errorf("%s was skipped: %s", vd.Name, vd.Skipped)
+			}
+		}
+	}
+	if nShare < 6 {
+		t.Errorf("%d share checkers judged the run, want every one of them", nShare)
+	}
+	java := map[string]bool{}
+	for i := range 6 {
+		if kinds[i%len(kinds)] == "java-share" {
+			java["m"+strconv.Itoa(i+1)] = true
+		}
+	}
+	acquired, acked := shareCounts(t, filepath.Join(res.Dir, run.HistoryFile), java)
+	if acquired == 0 || acked == 0 {
+		t.Errorf("the java-share members (%v) acquired %d records and sent %d acknowledgements: the checkers judged nothing of theirs", java, acquired, acked)
+	}
+	t.Logf("java-share members acquired %d records and sent %d acknowledgements", acquired, acked)
+}
+
+// shareCounts counts, in the history at path, the records the members
+// named acquired (answered ShareFetches) and the acknowledgement ranges
+// they sent.
+func shareCounts(t *testing.T, path string, members map[string]bool) (acquired, acked int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e struct {
+			Type, Process, F string
+			Value            struct {
+				Acks     []json.RawMessage
+				Acquired []struct{ First, Last int64 }
+			}
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if !members[strings.Split(e.Process, "/")[0]] || (e.F != "share-fetch" && e.F != "share-ack") {
+			continue
+		}
+		switch e.Type {
+		case "invoke":
+			acked += int64(len(e.Value.Acks))
+		case "ok":
+			for _, a := range e.Value.Acquired {
+				acquired += a.Last - a.First + 1
+			}
+		}
+	}
+	return acquired, acked
 }
 
 var shareSeedsFlag = flag.String("chaos.share-seeds", "20", "TestShareChurn: seeds to run, comma-separated")
@@ -58,7 +149,7 @@ var shareFreshFlag = flag.Int("chaos.share-fresh", 0, "TestShareFresh: fresh-see
 var shareFamilies = []string{run.ScenarioChurn, run.ScenarioBrokerFaults, run.ScenarioMemberLinks, run.ScenarioCombined, run.ScenarioBaseline}
 
 // shareMixes are the share member kinds a share hunt rotates through.
-var shareMixes = [][]string{{"share"}, {"kgo-share", "share"}, {"kgo-share"}}
+var shareMixes = [][]string{{"share"}, {"kgo-share", "share"}, {"kgo-share"}, {"java-share", "share", "kgo-share"}}
 
 // TestShareFresh hunts with fresh seeds in share groups:
 // -chaos.share-fresh=N runs on one 3-node cluster of every tested release

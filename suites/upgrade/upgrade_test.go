@@ -186,3 +186,63 @@ func impact(t *testing.T, dir string) results.Impact {
 	}
 	return results.MeasureImpact(h.Events)
 }
+
+var (
+	shareFlag     = flag.Bool("upgrade.share", false, "TestShareRollingUpgrade: run a share group through a rolling upgrade (make share-upgrade; needs a JDK and Maven for java-share)")
+	shareFromFlag = flag.String("upgrade.share-from", "4.2.1", "TestShareRollingUpgrade: the release the cluster starts on (4.2.0 or later: share groups)")
+	shareToFlag   = flag.String("upgrade.share-to", cluster.DefaultKafkaVersion, "TestShareRollingUpgrade: the release the cluster is upgraded to")
+)
+
+// TestShareRollingUpgrade runs a share group of the three share member
+// kinds (groupquake's, kgo's and Kafka's KafkaShareConsumer, five members
+// on two partitions) through a rolling upgrade of a 3-node cluster, by
+// default from 4.2.1 to the default release: every node replaced in turn on
+// its data while records are acquired and acknowledged, then the features
+// finalized. Every share checker must hold, none skipped (the recovery
+// oracle replays the share state the old and the new brokers wrote), and
+// every node must run the new release at the end.
+func TestShareRollingUpgrade(t *testing.T) {
+	if !*shareFlag {
+		t.Skip("-upgrade.share not given: the share upgrade is make share-upgrade's (several minutes)")
+	}
+	from, to := *shareFromFlag, *shareToFlag
+	clustertest.NeedEngine(t)
+	if _, err := cluster.EnsureImage(context.Background(), to, cluster.ImageOptions{Logf: t.Logf}); err != nil {
+		t.Fatalf("image of Kafka %s: %v", to, err)
+	}
+	c := clustertest.Start(t, cluster.Config{Version: from, Nodes: 3})
+	o := run.Options{Scenario: run.ScenarioBaseline, Kafka: from, UpgradeTo: to, Nodes: 3,
+		Kinds: []string{"share", "kgo-share", "java-share"}, Members: 5, Partitions: 2}
+	res := campaign.RunOn(t, c, *seedFlag, o, 10*time.Minute)
+	noneSkipped(t, res)
+	n := 0
+	for _, v := range res.Report.Verdicts {
+		if strings.HasPrefix(v.Name, "Share") {
+			n++
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d share checkers judged the upgrade, want every one of them", n)
+	}
+	p, err := run.LoadPlan(filepath.Join(res.Dir, run.PlanFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.FinalKafka() != to || len(p.UpgradeSteps()) == 0 {
+		t.Fatalf("the plan upgrades to %s in %d steps, want %s", p.FinalKafka(), len(p.UpgradeSteps()), to)
+	}
+	for _, nd := range c.Nodes() {
+		if nd.Version != to {
+			t.Errorf("node %d runs Kafka %s at the end, want %s", nd.ID, nd.Version, to)
+		}
+	}
+	ui := impact(t, res.Dir)
+	if len(ui.Steps) != len(p.UpgradeSteps()) {
+		t.Errorf("the history holds %d upgrade steps, the plan %d", len(ui.Steps), len(p.UpgradeSteps()))
+	}
+	for _, s := range ui.Steps {
+		if !s.OK {
+			t.Errorf("upgrade step %s did not complete: %+v", s, s)
+		}
+	}
+}
