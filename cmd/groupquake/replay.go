@@ -76,16 +76,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	kafka := fs.String("kafka", "", "Kafka version of the cluster's brokers, which decides how the records are replayed and described (default "+version.Default.String()+")")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the cluster may take")
 	asJSON := fs.Bool("json", false, "print the compared facts and the differences as JSON on stdout")
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

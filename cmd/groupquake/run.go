@@ -183,18 +183,9 @@ func scenarioUsage() string {
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := run.DefaultRegistry()
 	var f runFlags
-	var lv levelFlags
 	fs := newFlagSet("run", runUsage+scenarioUsage())
 	f.register(fs, reg.Names())
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -111,17 +111,8 @@ type upgradeResult struct {
 func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("upgrade", upgradeUsage)
 	var f upgradeFlags
-	var lv levelFlags
 	f.register(fs)
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
