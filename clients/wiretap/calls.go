@@ -475,6 +475,22 @@ func sorted(p clients.Partitions) clients.Partitions {
 	return out
 }
 
+// CommitAnswer is what an application's commit returns once a, the
+// OffsetCommit answer the wire saw for it, is in: the partitions the
+// coordinator refused by Kafka error name, or an error when it refused the
+// commit as a whole; none when no OffsetCommit was written (a nil a).
+func CommitAnswer(a *clients.Event, none error) (map[string]map[int32]string, error) {
+	switch {
+	case a == nil:
+		return nil, none
+	case a.Kind == clients.CommitFailed && a.ErrCode != 0:
+		return nil, kerr.ErrorForCode(a.ErrCode)
+	case a.Kind == clients.CommitFailed:
+		return nil, errors.New(a.Err)
+	}
+	return a.PartitionErrs, nil
+}
+
 // CommitRejected reports whether every partition of resp carries one
 // non-zero error code: the coordinator rejected the commit as a whole (a
 // stale generation or member epoch), with the error's name and code.
