@@ -105,3 +105,22 @@ func StartOnFake[M clients.Member](t *testing.T, newMember func(hooks clients.Ho
 	t.Cleanup(func() { m.Close(context.Background()) })
 	return got, m
 }
+
+// StartKilledAtEnd fails the test when building the member failed (err) or
+// m does not start within a minute, and kills m when the test ends.
+func StartKilledAtEnd[M interface {
+	Start(context.Context) error
+	Kill() error
+}](t *testing.T, m M, err error) M {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Kill() })
+	return m
+}
