@@ -399,16 +399,22 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 
 // seedOf is --seed, or a random seed when it is not given.
 func (f *runFlags) seedOf() (uint64, error) {
-	if f.seed == "" {
+	return seedFlag(f.seed, ": give a number such as 42, or leave --seed out for a random one")
+}
+
+// seedFlag is the seed a --seed flag gives, or a random one when it is
+// empty; hint follows the message that refuses a seed that is no number.
+func seedFlag(seed, hint string) (uint64, error) {
+	if seed == "" {
 		s, err := newSeed()
 		if err != nil {
 			return 0, fmt.Errorf("drawing a seed: %w", err)
 		}
 		return s, nil
 	}
-	s, err := strconv.ParseUint(f.seed, 10, 64)
+	s, err := strconv.ParseUint(seed, 10, 64)
 	if err != nil {
-		return 0, badInput("--seed %q is not an unsigned 64-bit integer: give a number such as 42, or leave --seed out for a random one", f.seed)
+		return 0, badInput("--seed %q is not an unsigned 64-bit integer%s", seed, hint)
 	}
 	return s, nil
 }
