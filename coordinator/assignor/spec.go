@@ -2,6 +2,7 @@ package assignor
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -40,20 +41,10 @@ func (t TopicID) lsb() int64 { return int64(binary.BigEndian.Uint64(t[8:])) }
 // compareTopicIDs is Uuid.compareTo: the two halves compared as signed longs,
 // which is not byte order.
 func compareTopicIDs(a, b TopicID) int {
-	if c := cmpInt64(a.msb(), b.msb()); c != 0 {
+	if c := cmp.Compare(a.msb(), b.msb()); c != 0 {
 		return c
 	}
-	return cmpInt64(a.lsb(), b.lsb())
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.lsb(), b.lsb())
 }
 
 // SubscriptionType mirrors org.apache.kafka.coordinator.group.api.assignor.SubscriptionType.
