@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"

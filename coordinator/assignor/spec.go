@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -565,11 +566,7 @@ func toMemberAssignment(sets map[TopicID]map[int32]struct{}) MemberAssignment {
 		if len(ps) == 0 {
 			continue
 		}
-		s := make([]int32, 0, len(ps))
-		for p := range ps {
-			s = append(s, p)
-		}
-		slices.Sort(s)
+		s := slices.Sorted(maps.Keys(ps))
 		out = append(out, TopicPartitions{Topic: t, Partitions: s})
 	}
 	slices.SortFunc(out, func(a, b TopicPartitions) int { return compareTopicIDs(a.Topic, b.Topic) })

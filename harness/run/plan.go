@@ -485,11 +485,7 @@ func knownKinds(o Options, kinds map[string]string) ([]string, error) {
 	if len(kinds) == 0 {
 		return nil, errors.New("no member kinds to choose from: pass the registry's kinds (run.DefaultRegistry().Kinds())")
 	}
-	known := make([]string, 0, len(kinds))
-	for k := range kinds {
-		known = append(known, k)
-	}
-	slices.Sort(known)
+	known := slices.Sorted(maps.Keys(kinds))
 	for _, k := range o.Kinds {
 		if _, ok := kinds[k]; !ok {
 			return nil, fmt.Errorf("unknown member kind %q: known kinds are %s", k, strings.Join(known, ", "))
