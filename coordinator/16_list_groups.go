@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,10 +59,6 @@ func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) (kmsg.Respon
 
 // sortedKeys returns the keys of m in ascending order.
 func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
+	out := slices.Sorted(maps.Keys(m))
 	return out
 }

@@ -101,27 +101,8 @@ func runMixed(t *testing.T, in []byte) {
 			consumers[g] = append(consumers[g], &cgMember{id: fmt.Sprintf("%s%d", id, g)})
 		}
 	}
-	take := func(i *int) byte {
-		if *i >= len(in) {
-			return 0
-		}
-		b := in[*i]
-		*i++
-		return b
-	}
-	appendLog := func(recs []records.Record) {
-		for _, r := range recs {
-			k, v, err := records.EncodeRecord(r)
-			if err != nil {
-				t.Fatalf("encode %v: %v", r.Key, err)
-			}
-			back, err := records.DecodeRecord(k, v)
-			if err != nil {
-				t.Fatalf("decode %v: %v", r.Key, err)
-			}
-			log = append(log, back)
-		}
-	}
+	take := func(i *int) byte { return takeByte(in, i) }
+	appendLog := func(recs []records.Record) { log = append(log, roundTrip(t, recs)...) }
 	load := func() *Coordinator {
 		fresh, err := New(profile, cfg)
 		if err != nil {

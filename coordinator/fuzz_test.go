@@ -70,27 +70,8 @@ func runSequence(t *testing.T, in []byte) {
 	// Member ids the coordinator handed out, per group, to reuse.
 	var members [2][]string
 	gens := [2]int32{}
-	take := func(i *int) byte {
-		if *i >= len(in) {
-			return 0
-		}
-		b := in[*i]
-		*i++
-		return b
-	}
-	appendLog := func(recs []records.Record) {
-		for _, r := range recs {
-			k, v, err := records.EncodeRecord(r)
-			if err != nil {
-				t.Fatalf("encode %v: %v", r.Key, err)
-			}
-			back, err := records.DecodeRecord(k, v)
-			if err != nil {
-				t.Fatalf("decode %v: %v", r.Key, err)
-			}
-			log = append(log, back)
-		}
-	}
+	take := func(i *int) byte { return takeByte(in, i) }
+	appendLog := func(recs []records.Record) { log = append(log, roundTrip(t, recs)...) }
 	for i := 0; i < len(in); {
 		op, arg := take(&i), take(&i)
 		gi := int(arg & 1)
@@ -290,4 +271,33 @@ func checkInvariants(t *testing.T, c *Coordinator) {
 			}
 		}
 	}
+}
+
+// takeByte is the fuzz input's byte at *i, moving i on; 0 past its end.
+func takeByte(in []byte, i *int) byte {
+	if *i >= len(in) {
+		return 0
+	}
+	b := in[*i]
+	*i++
+	return b
+}
+
+// roundTrip encodes recs as __consumer_offsets records and decodes them
+// back, as a coordinator that loads them reads them.
+func roundTrip(t *testing.T, recs []records.Record) []records.Record {
+	t.Helper()
+	var out []records.Record
+	for _, r := range recs {
+		k, v, err := records.EncodeRecord(r)
+		if err != nil {
+			t.Fatalf("encode %v: %v", r.Key, err)
+		}
+		back, err := records.DecodeRecord(k, v)
+		if err != nil {
+			t.Fatalf("decode %v: %v", r.Key, err)
+		}
+		out = append(out, back)
+	}
+	return out
 }

@@ -2,7 +2,8 @@ package coordinator
 
 import (
 	"slices"
-	"unicode/utf16"
+
+	"github.com/groupquake/groupquake/coordinator/assignor"
 )
 
 // javaMap is a map with string keys that iterates in the order of
@@ -69,7 +70,7 @@ func (m *javaMap[V]) ordered() []string {
 	out := slices.Clone(m.keys)
 	mask := int32(m.table - 1)
 	slices.SortStableFunc(out, func(a, b string) int {
-		return int(javaSpread(javaStringHash(a))&mask) - int(javaSpread(javaStringHash(b))&mask)
+		return int(assignor.JavaKeyHash(a)&mask) - int(assignor.JavaKeyHash(b)&mask)
 	})
 	return out
 }
@@ -81,22 +82,4 @@ func (m *javaMap[V]) first() (string, bool) {
 		return "", false
 	}
 	return o[0], true
-}
-
-// javaSpread is HashMap.hash: the high half folded into the low half.
-func javaSpread(h int32) int32 { return h ^ int32(uint32(h)>>16) }
-
-// javaStringHash is String.hashCode over UTF-16 code units.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r1, r2 := utf16.EncodeRune(r)
-			h = 31*h + r1
-			h = 31*h + r2
-			continue
-		}
-		h = 31*h + r
-	}
-	return h
 }

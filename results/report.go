@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -587,11 +588,7 @@ func laneOf(spans []Span) []int {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
+	ks := slices.Sorted(maps.Keys(m))
 	return ks
 }
 

@@ -359,17 +359,8 @@ func callError(e *history.Event) string {
 	if err != nil {
 		return ""
 	}
-	switch v := v.(type) {
-	case history.Heartbeat:
-		return v.Error
-	case history.Join:
-		return v.Error
-	case history.Sync:
-		return v.Error
-	case history.Leave:
-		return v.Error
-	case history.Commit:
-		return v.Error
+	if c, ok := v.(history.GroupCall); ok {
+		return c.Call().Error
 	}
 	return ""
 }

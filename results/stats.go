@@ -84,24 +84,40 @@ func workloadWindow(events []history.Event) (lo, hi time.Duration) {
 	var last time.Duration
 	for _, e := range events {
 		last = max(last, e.Time)
-		if e.F != history.FPhase {
-			continue
-		}
-		ph, err := history.ValueAs[history.Phase](e)
-		if err != nil {
-			continue
-		}
-		switch ph.Name {
+	}
+	for _, m := range phaseMarkers(events) {
+		switch m.name {
 		case history.PhaseWorkload:
-			lo = e.Time
+			lo = m.at
 		case history.PhaseHeal:
-			hi = e.Time
+			hi = m.at
 		}
 	}
 	if lo >= 0 && hi < lo {
 		hi = last
 	}
 	return lo, hi
+}
+
+// phaseMarker is a phase marker of a history: the phase's name and when it
+// began.
+type phaseMarker struct {
+	name string
+	at   time.Duration
+}
+
+// phaseMarkers are the phase markers of events, in order.
+func phaseMarkers(events []history.Event) []phaseMarker {
+	var out []phaseMarker
+	for _, e := range events {
+		if e.F != history.FPhase {
+			continue
+		}
+		if ph, err := history.ValueAs[history.Phase](e); err == nil {
+			out = append(out, phaseMarker{ph.Name, e.Time})
+		}
+	}
+	return out
 }
 
 // faultSpans are the faults in force: from a start that took effect to its

@@ -82,22 +82,15 @@ func MeasureImpact(events []history.Event) Impact {
 	var im Impact
 	lo, hi := time.Duration(-1), time.Duration(-1)
 	var wend time.Duration = -1
-	for _, e := range events {
-		if e.F != history.FPhase {
-			continue
-		}
-		ph, err := history.ValueAs[history.Phase](e)
-		if err != nil {
-			continue
-		}
-		switch ph.Name {
+	for _, m := range phaseMarkers(events) {
+		switch m.name {
 		case history.PhaseWorkload:
-			lo = e.Time
+			lo = m.at
 		case history.PhaseHeal:
-			wend = e.Time
+			wend = m.at
 		case history.PhaseFinal, history.PhaseTeardown:
 			if hi < 0 {
-				hi = e.Time
+				hi = m.at
 			}
 		}
 	}

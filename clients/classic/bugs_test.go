@@ -73,19 +73,11 @@ func TestFetchingBugsKeepHandingOut(t *testing.T) {
 				return got
 			}
 			rec := &recorder{}
-			opts := []Opt{KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), WithHooks(rec)}
+			var opts []Opt
 			if tc.bug != "" {
 				opts = append(opts, WithBug(tc.bug))
 			}
-			m, err = New("m1", "g", []string{topic}, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { m.cancel(); m.cl.Close() })
-			m.mu.Lock()
-			m.started = true
-			m.mach.st, m.mach.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
-			m.mu.Unlock()
+			m = stableInGeneration3(t, c, rec, opts...)
 			m.step(func(s *machine) outcome {
 				var o outcome
 				s.assign(&o, clients.Partitions{topic: {0}}, "test")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
@@ -20,6 +21,23 @@ import (
 // anything (the Java consumer runs onPartitionsLost inside poll before it
 // returns records). Without the rule Poll returned the records, at
 // generation -1, and ConsumedOnlyOwned saw them consumed after "lost".
+// stableInGeneration3 is member m1 of group g on the fake cluster c, not
+// started but stable in generation 3 as member m1-id, reporting to rec;
+// it owns nothing yet.
+func stableInGeneration3(t *testing.T, c *kfake.Cluster, rec *recorder, opts ...Opt) *Member {
+	t.Helper()
+	m, err := New("m1", "g", []string{topic}, append([]Opt{KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), WithHooks(rec)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.cancel(); m.cl.Close() })
+	m.mu.Lock()
+	m.started = true
+	m.mach.st, m.mach.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
+	m.mu.Unlock()
+	return m
+}
+
 func TestPollAfterAFenceHandsOutNothing(t *testing.T) {
 	c := newFake(t)
 	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -35,14 +53,8 @@ func TestPollAfterAFenceHandsOutNothing(t *testing.T) {
 		}
 	}
 	rec := &recorder{}
-	m, err := New("m1", "g", []string{topic}, KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), WithHooks(rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.cancel(); m.cl.Close() })
+	m := stableInGeneration3(t, c, rec)
 	m.mu.Lock()
-	m.started = true
-	m.mach.st, m.mach.gen = stable, Generation{ID: 3, MemberID: "m1-id"}
 	m.mach.owned = clients.Partitions{topic: {0}}
 	m.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
 	m.mu.Unlock()

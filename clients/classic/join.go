@@ -308,13 +308,3 @@ func (m *Member) onJoinPrepare(ctx context.Context) {
 	}
 	m.step((*machine).joinPrepared)
 }
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

@@ -115,22 +115,9 @@ func TestRejoinCommitsFirst(t *testing.T) {
 	for _, proto := range []string{"eager", "cooperative"} {
 		t.Run(proto, func(t *testing.T) {
 			c := newFake(t)
-			prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prod.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			var recs []*kgo.Record
-			for p := range int32(6) {
-				for i := range 3 {
-					recs = append(recs, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)})
-				}
-			}
-			if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
+			produceSix(t, ctx, c, 3)
 			opts := []Opt{AutoCommit(true), AutoCommitInterval(time.Hour)} // no interval commit during the test
 			if proto == "cooperative" {
 				opts = append(opts, Assignors(assign.CooperativeSticky()))
@@ -173,18 +160,14 @@ func TestRejoinCommitsFirst(t *testing.T) {
 	}
 }
 
-// stableConsumer is a member of group g that owns all six partitions and has
-// handed out every record (n per partition), with auto-commit on but no
-// interval commit during the test.
-func stableConsumer(t *testing.T, c *kfake.Cluster, n int, opts ...Opt) testMember {
+// produceSix writes n records to each of the topic's six partitions.
+func produceSix(t *testing.T, ctx context.Context, c *kfake.Cluster, n int) {
 	t.Helper()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	var recs []*kgo.Record
 	for p := range int32(6) {
 		for i := range n {
@@ -194,6 +177,16 @@ func stableConsumer(t *testing.T, c *kfake.Cluster, n int, opts ...Opt) testMemb
 	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stableConsumer is a member of group g that owns all six partitions and has
+// handed out every record (n per partition), with auto-commit on but no
+// interval commit during the test.
+func stableConsumer(t *testing.T, c *kfake.Cluster, n int, opts ...Opt) testMember {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	produceSix(t, ctx, c, n)
 	a := start(t, c, "a", "g", append([]Opt{AutoCommit(true), AutoCommitInterval(time.Hour)}, opts...)...)
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
 	for total := 0; total < 6*n; {

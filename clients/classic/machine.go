@@ -1,6 +1,7 @@
 package classic
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -539,7 +540,7 @@ func (m *machine) syncRequest(gen Generation, plan map[string][]byte) *kmsg.Sync
 		sync.GroupAssignment = append(sync.GroupAssignment, a)
 	}
 	slices.SortFunc(sync.GroupAssignment, func(a, b kmsg.SyncGroupRequestGroupAssignment) int {
-		return compareStrings(a.MemberID, b.MemberID)
+		return cmp.Compare(a.MemberID, b.MemberID)
 	})
 	return sync
 }

@@ -3,6 +3,7 @@ package classic
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -390,19 +391,11 @@ func setOffset(m map[string]map[int32]int64, t string, p int32, o int64) {
 }
 
 func sortedTopics[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for t := range m {
-		out = append(out, t)
-	}
-	slices.Sort(out)
+	out := slices.Sorted(maps.Keys(m))
 	return out
 }
 
 func sortedPartitions[V any](m map[int32]V) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.Sort(out)
+	out := slices.Sorted(maps.Keys(m))
 	return out
 }

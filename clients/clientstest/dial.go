@@ -82,3 +82,45 @@ func DialsOnlyThroughTheLinks(t *testing.T, newMember func(hooks clients.Hooks, 
 		t.Errorf("the brokers accepted %d connections, the member's dialer made %d: want equal (and more than one: the seed and the brokers learned)", a, d)
 	}
 }
+
+// StartOnFake starts the member newMember builds (with a Recorder as its
+// hooks and the seed of a one-broker kfake cluster with topic "t" of three
+// partitions as its kgo options) and returns the Recorder and the member;
+// the member is closed, then the cluster, when the test ends.
+func StartOnFake[M clients.Member](t *testing.T, newMember func(hooks clients.Hooks, seed kgo.Opt) (M, error)) (*Recorder, M) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	got := &Recorder{}
+	m, err := newMember(got, kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return got, m
+}
+
+// StartKilledAtEnd fails the test when building the member failed (err) or
+// m does not start within a minute, and kills m when the test ends.
+func StartKilledAtEnd[M interface {
+	Start(context.Context) error
+	Kill() error
+}](t *testing.T, m M, err error) M {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Kill() })
+	return m
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
@@ -40,16 +41,7 @@ func TestRefusedStaticMemberStopsForGood(t *testing.T) {
 		}
 		m, err := java.New("m1", "refused", []string{"refused"}, java.Protocol(clients.Consumer), java.InstanceID("refused-m1"),
 			java.KgoOpts(l.KgoOpts()...), java.MaxPollInterval(20*time.Second), java.WithRuntime(rt))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := m.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Kill() })
-		return m
+		return clientstest.StartKilledAtEnd(t, m, err)
 	}
 	first := start("m1-1")
 	deadline := time.Now().Add(time.Minute)

@@ -61,16 +61,7 @@ func TestHostedMembers(t *testing.T) {
 		}
 		m, err := java.New(name, "hosted-"+string(p), []string{"hosted"}, java.Protocol(p), java.WithHooks(evs),
 			java.KgoOpts(links.KgoOpts()...), java.SessionTimeout(6*time.Second), java.HeartbeatInterval(500*time.Millisecond), java.MaxPollInterval(20*time.Second), java.Hosted(host))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := m.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Kill() })
-		return m
+		return clientstest.StartKilledAtEnd(t, m, err)
 	}
 	poll := func(ms ...*java.Member) {
 		t.Helper()

@@ -446,23 +446,7 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	if !m.running {
 		return nil, fmt.Errorf("kafkagoref: member %s is not running: Start it first, and do not Poll after Close", m.name)
 	}
-	m.gate.Open()
-	var got []record
-	select {
-	case r := <-m.recs:
-		got = append(got, r)
-	case <-ctx.Done():
-	}
-more:
-	for len(got) < 1000 {
-		select {
-		case r := <-m.recs:
-			got = append(got, r)
-		default:
-			break more
-		}
-	}
-	m.gate.Shut()
+	got := pollgate.Drain(ctx, m.gate, m.recs, 1000)
 	m.mu.Lock()
 	cur, live, owned := m.genID, m.gen != nil, m.owned
 	m.mu.Unlock()
@@ -531,17 +515,10 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 	a := m.appCommit
 	m.appCommit = nil
 	m.mu.Unlock()
-	switch {
-	case a == nil && err != nil:
+	if a == nil && err != nil {
 		return nil, fmt.Errorf("kafka-go wrote no OffsetCommit: %w", err)
-	case a == nil:
-		return nil, errors.New("kafka-go wrote no OffsetCommit")
-	case a.Kind == clients.CommitFailed && a.ErrCode != 0:
-		return nil, kerr.ErrorForCode(a.ErrCode)
-	case a.Kind == clients.CommitFailed:
-		return nil, errors.New(a.Err)
 	}
-	return a.PartitionErrs, nil
+	return wiretap.CommitAnswer(a, errors.New("kafka-go wrote no OffsetCommit"))
 }
 
 // Close closes the consumer group: the generation ends (Revoked is

@@ -18,20 +18,9 @@ import (
 // first held the report until the next Poll, dating a stalled member's
 // ownership later than the coordinator gave it.
 func TestAssignedWithoutPoll(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var got clientstest.Recorder
-	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(context.Background())
+	got, m := clientstest.StartOnFake(t, func(hooks clients.Hooks, seed kgo.Opt) (*Member, error) {
+		return New("m1", "g", []string{"t"}, WithHooks(hooks), KgoOpts(seed), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
+	})
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if _, ok := got.First(clients.Assigned); ok {

@@ -33,18 +33,7 @@ func classicStub(t *testing.T, moved *atomic.Bool) *stub {
 			}
 			return resp
 		case *kmsg.OffsetCommitRequest:
-			resp := kmsg.NewPtrOffsetCommitResponse()
-			for _, t := range req.Topics {
-				rt := kmsg.NewOffsetCommitResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetCommitResponseTopicPartition()
-					rp.Partition = p.Partition
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp
+			return commitAccepted(req)
 		case *kmsg.HeartbeatRequest:
 			resp := kmsg.NewPtrHeartbeatResponse()
 			if moved != nil && moved.Load() {
@@ -122,4 +111,20 @@ func TestClassicClosesOldConnectionOnMove(t *testing.T) {
 	}
 	cancel()
 	<-ran
+}
+
+// commitAccepted answers an OffsetCommit with every partition accepted.
+func commitAccepted(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }

@@ -58,18 +58,7 @@ func consumerMemory(b *testing.B, n int) (heapPerMember, rssPerMember float64) {
 			resp.Assignment = &a
 			return resp
 		case *kmsg.OffsetCommitRequest:
-			resp := kmsg.NewPtrOffsetCommitResponse()
-			for _, t := range req.Topics {
-				rt := kmsg.NewOffsetCommitResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetCommitResponseTopicPartition()
-					rp.Partition = p.Partition
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp
+			return commitAccepted(req)
 		}
 		b.Errorf("stub: unexpected %s", kmsg.NameForKey(r.req.Key()))
 		return kmsg.NewPtrApiVersionsResponse()

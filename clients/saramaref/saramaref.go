@@ -540,23 +540,7 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	if !m.running {
 		return nil, fmt.Errorf("saramaref: member %s is not running: Start it first, and do not Poll after Close", m.name)
 	}
-	m.gate.Open()
-	var got []record
-	select {
-	case r := <-m.recs:
-		got = append(got, r)
-	case <-ctx.Done():
-	}
-more:
-	for len(got) < 1000 {
-		select {
-		case r := <-m.recs:
-			got = append(got, r)
-		default:
-			break more
-		}
-	}
-	m.gate.Shut()
+	got := pollgate.Drain(ctx, m.gate, m.recs, 1000)
 	m.mu.Lock()
 	cur, live, owned := m.sessID, m.sess != nil, m.owned
 	m.mu.Unlock()
@@ -625,15 +609,7 @@ func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64)
 	a := m.appCommit
 	m.appCommit = nil
 	m.mu.Unlock()
-	switch {
-	case a == nil:
-		return nil, errors.New("sarama wrote no OffsetCommit (no coordinator, or nothing marked beyond what it had committed)")
-	case a.Kind == clients.CommitFailed && a.ErrCode != 0:
-		return nil, kerr.ErrorForCode(a.ErrCode)
-	case a.Kind == clients.CommitFailed:
-		return nil, errors.New(a.Err)
-	}
-	return a.PartitionErrs, nil
+	return wiretap.CommitAnswer(a, errors.New("sarama wrote no OffsetCommit (no coordinator, or nothing marked beyond what it had committed)"))
 }
 
 // Close closes the consumer group: the session ends (Cleanup reports the

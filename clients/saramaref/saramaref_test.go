@@ -9,7 +9,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
@@ -34,20 +33,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // a generation that had ended meanwhile, overlapping the next generation's
 // owners (seed 204 of combined on the embedded cluster).
 func TestAssignedWithoutPoll(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var got clientstest.Recorder
-	m, err := New("m1", "g", []string{"t"}, WithHooks(&got), KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(context.Background())
+	got, m := clientstest.StartOnFake(t, func(hooks clients.Hooks, seed kgo.Opt) (*Member, error) {
+		return New("m1", "g", []string{"t"}, WithHooks(hooks), KgoOpts(seed), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
+	})
 	waitFor(t, "the assignment, reported without a Poll", func() bool { _, ok := got.First(clients.Assigned); return ok })
 	a, _ := got.First(clients.Assigned)
 	if a.Partitions.Count() != 3 || a.Generation < 1 || m.Owned().Count() != 3 {

@@ -399,16 +399,7 @@ func (w *Calls) answerLocked(c *call, resp kmsg.Response, err error) {
 			ev.MemberEpoch = r.MemberEpoch
 			ev.Why = fmt.Sprintf("ConsumerGroupHeartbeat answered member epoch %d", r.MemberEpoch)
 			if r.Assignment != nil {
-				ps, ok := clients.Partitions{}, true
-				for _, t := range r.Assignment.Topics {
-					name := w.names[t.TopicID]
-					if name == "" {
-						ok = false // an id the client's metadata has not named yet: the assignment is left out
-						break
-					}
-					ps[name] = append(ps[name], t.Partitions...)
-				}
-				if ok {
+				if ps, ok := w.namedLocked(r.Assignment); ok {
 					ev.Partitions = sorted(ps)
 				}
 			}
@@ -416,21 +407,7 @@ func (w *Calls) answerLocked(c *call, resp kmsg.Response, err error) {
 			ev.Why = "leave heartbeat answered"
 		}
 	case *kmsg.OffsetCommitResponse:
-		perr := map[string]map[int32]string{}
-		for _, t := range r.Topics {
-			name := t.Topic
-			if name == "" {
-				name = w.names[t.TopicID]
-			}
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					if perr[name] == nil {
-						perr[name] = map[int32]string{}
-					}
-					perr[name][p.Partition] = ErrName(kerr.ErrorForCode(p.ErrorCode))
-				}
-			}
-		}
+		perr := w.partitionErrsLocked(r)
 		ev.Why = "OffsetCommit answered"
 		if name, code, all := CommitRejected(r); all {
 			ev.Kind, ev.Err, ev.ErrCode = clients.CommitFailed, name, code
@@ -452,6 +429,42 @@ func (w *Calls) answerLocked(c *call, resp kmsg.Response, err error) {
 	w.cfg.Report(ev)
 }
 
+// namedLocked is a ConsumerGroupHeartbeat's assignment by topic name; it
+// is not ok when the client's metadata has not named one of its topic ids
+// yet (the assignment is then left out).
+func (w *Calls) namedLocked(a *kmsg.ConsumerGroupHeartbeatResponseAssignment) (clients.Partitions, bool) {
+	ps := clients.Partitions{}
+	for _, t := range a.Topics {
+		name := w.names[t.TopicID]
+		if name == "" {
+			return nil, false
+		}
+		ps[name] = append(ps[name], t.Partitions...)
+	}
+	return ps, true
+}
+
+// partitionErrsLocked is the errors an OffsetCommit answered, by topic and
+// partition.
+func (w *Calls) partitionErrsLocked(r *kmsg.OffsetCommitResponse) map[string]map[int32]string {
+	perr := map[string]map[int32]string{}
+	for _, t := range r.Topics {
+		name := t.Topic
+		if name == "" {
+			name = w.names[t.TopicID]
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				if perr[name] == nil {
+					perr[name] = map[int32]string{}
+				}
+				perr[name][p.Partition] = ErrName(kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return perr
+}
+
 func sorted(p clients.Partitions) clients.Partitions {
 	out := clients.Partitions{}
 	for t, ps := range p {
@@ -460,6 +473,22 @@ func sorted(p clients.Partitions) clients.Partitions {
 		out[t] = slices.Compact(s)
 	}
 	return out
+}
+
+// CommitAnswer is what an application's commit returns once a, the
+// OffsetCommit answer the wire saw for it, is in: the partitions the
+// coordinator refused by Kafka error name, or an error when it refused the
+// commit as a whole; none when no OffsetCommit was written (a nil a).
+func CommitAnswer(a *clients.Event, none error) (map[string]map[int32]string, error) {
+	switch {
+	case a == nil:
+		return nil, none
+	case a.Kind == clients.CommitFailed && a.ErrCode != 0:
+		return nil, kerr.ErrorForCode(a.ErrCode)
+	case a.Kind == clients.CommitFailed:
+		return nil, errors.New(a.Err)
+	}
+	return a.PartitionErrs, nil
 }
 
 // CommitRejected reports whether every partition of resp carries one

@@ -281,60 +281,12 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 			logf("interrupted: %d of %d runs not started", len(cp.Runs)-i, len(cp.Runs))
 			break
 		}
-		rdir := filepath.Join(dir, r.Name)
-		logf("campaign run %d of %d: %s with %s; rerun with: %s", i+1, len(cp.Runs), r.Plan.Options.Scenario, strings.Join(r.Plan.Options.Kinds, ", "), r.Plan.Command())
-		oc := campaignOutcome{Run: r, Dir: rdir}
-		rctx, cancel := context.WithTimeout(ctx, f.bound)
-		done := writing(rdir)
-		con.expectWorkload(r.Plan.Workload)
-		res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Disposable: !f.keep && len(o.Bootstrap) == 0, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase})
-		done()
-		cancel()
-		for _, n := range res.Notes {
-			logf("note: %s", n)
-		}
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("%w (the run hit --bound=%s)", err, f.bound)
-			}
-			oc.Err = err
-		}
-		if ctx.Err() == nil {
-			restoreNodes(ctx, h, logf) // interrupted: the campaign ends and its cluster goes
-		}
-		oc.Judged, oc.Err = judgeRun(rdir, res, oc.Err)
-		if oc.Judged != nil {
-			oc.Summary = run.Summary(rdir, *oc.Judged, nil)
-		} else {
-			oc.Summary = run.Summary(rdir, run.Judged{}, fmt.Errorf("not judged: %v", oc.Err))
-		}
-		if !f.json && oc.Judged != nil {
-			fmt.Fprintf(stdout, "== %s (run %d of %d)\n", r.Name, i+1, len(cp.Runs))
-			printJudgement(stdout, *oc.Judged)
-			fmt.Fprintln(stdout)
-		}
-		stepSummary(logf, "groupquake run (campaign of seed "+strconv.FormatUint(seed, 10)+"): "+r.Name, rdir, r.Plan, oc.Judged, oc.Err)
-		if oc.Err != nil {
-			logf("run %s could not be carried out: %v", r.Name, oc.Err)
-		}
-		out.Runs = append(out.Runs, judgement(r.Plan, rdir, oc.Judged, oc.Err))
+		oc := f.campaignRun(ctx, h, reg, o, seed, r, i, len(cp.Runs), filepath.Join(dir, r.Name), stdout, con)
+		out.Runs = append(out.Runs, judgement(r.Plan, oc.Dir, oc.Judged, oc.Err))
 		outcomes = append(outcomes, oc)
 	}
-
-	var dirs []string
-	for _, oc := range outcomes {
-		if _, err := os.Stat(filepath.Join(oc.Dir, run.PlanFile)); err == nil {
-			dirs = append(dirs, oc.Dir)
-		}
-	}
-	if len(dirs) > 0 {
-		trend := filepath.Join(dir, TrendFile)
-		// Written also when the campaign was interrupted: its runs are judged.
-		if err := writeTrend(context.WithoutCancel(ctx), trend, fmt.Sprintf("groupquake campaign of seed %d", seed), dirs, logf); err != nil {
-			logf("the campaign's trend page: %v", err)
-		} else {
-			out.Trend = trend
-		}
+	if trend := campaignTrend(ctx, dir, seed, outcomes, logf); trend != "" {
+		out.Trend = trend
 	}
 
 	status := campaignStatus(outcomes, len(cp.Runs))
@@ -357,6 +309,69 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 	writeCampaignSummary(stdout, out, outcomes)
 	return status
+}
+
+// campaignRun carries out run i of the campaign's n on the campaign's
+// cluster h, in rdir, judges it and prints its judgement.
+func (f *runFlags) campaignRun(ctx context.Context, h cluster.Handle, reg run.Registry, o run.Options, seed uint64, r campaignRun, i, n int, rdir string, stdout io.Writer, con *console) campaignOutcome {
+	logf := con.Logf
+	logf("campaign run %d of %d: %s with %s; rerun with: %s", i+1, n, r.Plan.Options.Scenario, strings.Join(r.Plan.Options.Kinds, ", "), r.Plan.Command())
+	oc := campaignOutcome{Run: r, Dir: rdir}
+	rctx, cancel := context.WithTimeout(ctx, f.bound)
+	done := writing(rdir)
+	con.expectWorkload(r.Plan.Workload)
+	res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Disposable: !f.keep && len(o.Bootstrap) == 0, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase})
+	done()
+	cancel()
+	for _, note := range res.Notes {
+		logf("note: %s", note)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (the run hit --bound=%s)", err, f.bound)
+		}
+		oc.Err = err
+	}
+	if ctx.Err() == nil {
+		restoreNodes(ctx, h, logf) // interrupted: the campaign ends and its cluster goes
+	}
+	oc.Judged, oc.Err = judgeRun(rdir, res, oc.Err)
+	if oc.Judged != nil {
+		oc.Summary = run.Summary(rdir, *oc.Judged, nil)
+	} else {
+		oc.Summary = run.Summary(rdir, run.Judged{}, fmt.Errorf("not judged: %v", oc.Err))
+	}
+	if !f.json && oc.Judged != nil {
+		fmt.Fprintf(stdout, "== %s (run %d of %d)\n", r.Name, i+1, n)
+		printJudgement(stdout, *oc.Judged)
+		fmt.Fprintln(stdout)
+	}
+	stepSummary(logf, "groupquake run (campaign of seed "+strconv.FormatUint(seed, 10)+"): "+r.Name, rdir, r.Plan, oc.Judged, oc.Err)
+	if oc.Err != nil {
+		logf("run %s could not be carried out: %v", r.Name, oc.Err)
+	}
+	return oc
+}
+
+// campaignTrend writes the trend page of the campaign's runs that have a
+// plan in dir, and returns its path ("" when there is none).
+func campaignTrend(ctx context.Context, dir string, seed uint64, outcomes []campaignOutcome, logf func(string, ...any)) string {
+	var dirs []string
+	for _, oc := range outcomes {
+		if _, err := os.Stat(filepath.Join(oc.Dir, run.PlanFile)); err == nil {
+			dirs = append(dirs, oc.Dir)
+		}
+	}
+	if len(dirs) == 0 {
+		return ""
+	}
+	trend := filepath.Join(dir, TrendFile)
+	// Written also when the campaign was interrupted: its runs are judged.
+	if err := writeTrend(context.WithoutCancel(ctx), trend, fmt.Sprintf("groupquake campaign of seed %d", seed), dirs, logf); err != nil {
+		logf("the campaign's trend page: %v", err)
+		return ""
+	}
+	return trend
 }
 
 // campaignStatus is the campaign's exit status: a violation in any run is

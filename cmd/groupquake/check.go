@@ -34,13 +34,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("check", checkUsage)
 	write := fs.Bool("write", false, "rewrite verdicts.json and report.html in the run directory with these verdicts")
 	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout")
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	pos, con, err := parseWithConsole(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

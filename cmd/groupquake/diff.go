@@ -97,16 +97,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("diff", diffUsage)
 	var fl diffFlags
 	fl.register(fs)
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

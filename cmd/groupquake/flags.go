@@ -87,3 +87,35 @@ func given(fs *flag.FlagSet) map[string]bool {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
 }
+
+// parseWithConsole adds the level flags (-q, -v) to fs, parses args with
+// it and returns the positional arguments and the console the levels ask
+// for.
+func parseWithConsole(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, *console, error) {
+	var lv levelFlags
+	lv.register(fs)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	con, err := lv.console(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, con, nil
+}
+
+// parseNoArgs is parseWithConsole for a command that takes no positional
+// argument.
+func parseNoArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (*console, error) {
+	var lv levelFlags
+	lv.register(fs)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return nil, err
+	}
+	if err := noArgs(fs, pos); err != nil {
+		return nil, err
+	}
+	return lv.console(stderr)
+}

@@ -59,16 +59,7 @@ func cmdEngine(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func cmdEngineUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("engine up", engineUsage)
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -97,16 +88,7 @@ func cmdImageBuild(ctx context.Context, args []string, stdout, stderr io.Writer)
 	versions := fs.String("kafka", cluster.DefaultKafkaVersion, "Kafka versions, comma-separated (served: "+strings.Join(cluster.KafkaVersions, ", ")+")")
 	source := fs.String("image-source", "auto", "auto (a local apache/kafka image, else build), build, or official (pull apache/kafka)")
 	rebuild := fs.Bool("rebuild", false, "build even when the image is cached")
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

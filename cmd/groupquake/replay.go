@@ -76,39 +76,13 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	kafka := fs.String("kafka", "", "Kafka version of the cluster's brokers, which decides how the records are replayed and described (default "+version.Default.String()+")")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading the cluster may take")
 	asJSON := fs.Bool("json", false, "print the compared facts and the differences as JSON on stdout")
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	seeds, ver, err := replayTarget(*bootstrap, *group, *kafka, *timeout, con)
 	if err != nil {
 		return err
-	}
-	if *bootstrap == "" || *group == "" {
-		return badInput("replay needs --bootstrap and --group (see 'groupquake replay -h')")
-	}
-	if *timeout <= 0 {
-		return badInput("--timeout %s: give a positive time, such as 2m", *timeout)
-	}
-	seeds := strings.Split(*bootstrap, ",")
-	for _, a := range seeds {
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			return badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", *bootstrap, a)
-		}
-	}
-	ver := *kafka
-	if ver != "" {
-		if _, err := version.Parse(ver); err != nil {
-			return badInput("--kafka: %v (groupquake version lists them)", err)
-		}
-	} else {
-		ver = version.Default.String()
-		con.Infof("--kafka not given: replaying as Kafka %s; name the brokers' version if it is another (the records and the describe APIs differ between releases)", ver)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("groupquake-replay"))
 	if err != nil {
@@ -168,24 +142,57 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, x := range v.Violations {
 		out.Differences = append(out.Differences, strings.TrimPrefix(x.Message, "snapshot live: "))
 	}
-	if *asJSON {
-		if err := writeJSON(stdout, out); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(stdout, "group %s: %d records of %s-%d replayed as Kafka %s\n", *group, len(snap.Records), observe.OffsetsTopic, part, ver)
-		printRows(stdout, out.Rows)
-		if !v.Holds {
-			fmt.Fprintf(stdout, "\n%d differences:\n", len(out.Differences))
-			for _, d := range out.Differences {
-				fmt.Fprintf(stdout, "  ≠ %s\n", d)
-			}
-		} else {
-			fmt.Fprintln(stdout, "\nthe replayed state is what the broker describes")
-		}
+	if err := printReplay(stdout, out, *asJSON); err != nil {
+		return err
 	}
 	if !v.Holds {
 		return exitError{exitViolation, fmt.Sprintf("the replay of group %s differs from what the broker describes in %d places", *group, len(v.Violations))}
+	}
+	return nil
+}
+
+// replayTarget checks replay's flags: it returns the bootstrap addresses
+// and the Kafka version to replay as.
+func replayTarget(bootstrap, group, kafka string, timeout time.Duration, con *console) (seeds []string, ver string, err error) {
+	if bootstrap == "" || group == "" {
+		return nil, "", badInput("replay needs --bootstrap and --group (see 'groupquake replay -h')")
+	}
+	if timeout <= 0 {
+		return nil, "", badInput("--timeout %s: give a positive time, such as 2m", timeout)
+	}
+	seeds = strings.Split(bootstrap, ",")
+	for _, a := range seeds {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return nil, "", badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", bootstrap, a)
+		}
+	}
+	ver = kafka
+	if ver != "" {
+		if _, err := version.Parse(ver); err != nil {
+			return nil, "", badInput("--kafka: %v (groupquake version lists them)", err)
+		}
+	} else {
+		ver = version.Default.String()
+		con.Infof("--kafka not given: replaying as Kafka %s; name the brokers' version if it is another (the records and the describe APIs differ between releases)", ver)
+	}
+	return seeds, ver, nil
+}
+
+// printReplay prints the replayed state beside the described one and the
+// differences, as JSON or as a table.
+func printReplay(stdout io.Writer, out replayJSON, asJSON bool) error {
+	if asJSON {
+		return writeJSON(stdout, out)
+	}
+	fmt.Fprintf(stdout, "group %s: %d records of %s-%d replayed as Kafka %s\n", out.Group, out.Records, observe.OffsetsTopic, out.Partition, out.Kafka)
+	printRows(stdout, out.Rows)
+	if !out.Agree {
+		fmt.Fprintf(stdout, "\n%d differences:\n", len(out.Differences))
+		for _, d := range out.Differences {
+			fmt.Fprintf(stdout, "  ≠ %s\n", d)
+		}
+	} else {
+		fmt.Fprintln(stdout, "\nthe replayed state is what the broker describes")
 	}
 	return nil
 }

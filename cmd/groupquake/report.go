@@ -50,13 +50,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	scorecard := fs.Bool("scorecard", false, "print the client scorecard of the runs as a table, and write nothing")
 	by := fs.String("by", check.ByClient, "the scorecard's rows: client (groupquake, kgo, java, …) or kind (each member kind)")
 	asJSON := fs.Bool("json", false, "print the client scorecard as one JSON document (docs/schema/scorecard.json), and write nothing")
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	pos, con, err := parseWithConsole(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -183,18 +183,9 @@ func scenarioUsage() string {
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	reg := run.DefaultRegistry()
 	var f runFlags
-	var lv levelFlags
 	fs := newFlagSet("run", runUsage+scenarioUsage())
 	f.register(fs, reg.Names())
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -210,35 +201,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return f.campaign(ctx, set, seed, o, reg, stdout, con)
 	}
 	logf := con.Logf
-	if len(o.Kinds) > 0 {
-		reg = reg.WithBroken(o.Kinds).WithGoClients(o.Kinds) // broken-* and Go client kinds run only when named
-		reg = reg.WithUserKinds(o)                           // --process-kind (docs/member-protocol.md)
-		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
-		if err != nil {
-			return badInput("--kinds: %v", err)
-		}
-		if jreg, err = jreg.WithPython(ctx, o.Kinds); err != nil {
-			return badInput("--kinds: %v", err)
-		}
-		reg = jreg
-	}
-	if f.clients != "" {
-		if !slices.ContainsFunc(o.Kinds, func(k string) bool { return run.IsJavaKind(k) || run.IsSpringKind(k) || k == "java-share" }) {
-			return badInput("--kafka-clients %s: no Java member kind in --kinds (%s, java-share) would use it", f.clients, strings.Join(javaKindNames(), ", "))
-		}
-		if err := java.CheckVersion(f.clients); err != nil {
-			return badInput("--kafka-clients: %v", err)
-		}
-		o.KafkaClients = f.clients
-	}
-	if len(o.Kinds) > 0 {
-		// The Spring kinds run on the plan's kafka-clients (docs/spring-kafka.md).
-		if reg, err = reg.WithSpring(ctx, o.Kinds, &java.Toolchain{Logf: logf}, run.Plan{Options: o}.KafkaClients()); err != nil {
-			return badInput("--kinds: %v", err)
-		}
-	}
-	if set["java-jvms"] {
-		o.JavaJVMs = f.javaJVMs // NewPlan checks it
+	if reg, err = f.memberKinds(ctx, set, &o, reg, logf); err != nil {
+		return err
 	}
 	plan, err := run.NewPlan(seed, o, reg.Kinds())
 	if err != nil {
@@ -278,6 +242,53 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
 	})
 	stopWatch()
+	return f.judgeAndSay(plan, dir, res, err, stdout, con)
+}
+
+// memberKinds adds to reg the member kinds --kinds names that run only when
+// named (broken, Go client, user, Java, Python and Spring kinds), and sets
+// the Java members' options in o.
+func (f *runFlags) memberKinds(ctx context.Context, set map[string]bool, o *run.Options, reg run.Registry, logf func(string, ...any)) (run.Registry, error) {
+	var err error
+	if len(o.Kinds) > 0 {
+		reg = reg.WithBroken(o.Kinds).WithGoClients(o.Kinds) // broken-* and Go client kinds run only when named
+		reg = reg.WithUserKinds(*o)                          // --process-kind (docs/member-protocol.md)
+		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
+		if err != nil {
+			return reg, badInput("--kinds: %v", err)
+		}
+		if jreg, err = jreg.WithPython(ctx, o.Kinds); err != nil {
+			return reg, badInput("--kinds: %v", err)
+		}
+		reg = jreg
+	}
+	if f.clients != "" {
+		if !slices.ContainsFunc(o.Kinds, func(k string) bool { return run.IsJavaKind(k) || run.IsSpringKind(k) || k == "java-share" }) {
+			return reg, badInput("--kafka-clients %s: no Java member kind in --kinds (%s, java-share) would use it", f.clients, strings.Join(javaKindNames(), ", "))
+		}
+		if err := java.CheckVersion(f.clients); err != nil {
+			return reg, badInput("--kafka-clients: %v", err)
+		}
+		o.KafkaClients = f.clients
+	}
+	if len(o.Kinds) > 0 {
+		// The Spring kinds run on the plan's kafka-clients (docs/spring-kafka.md).
+		if reg, err = reg.WithSpring(ctx, o.Kinds, &java.Toolchain{Logf: logf}, run.Plan{Options: *o}.KafkaClients()); err != nil {
+			return reg, badInput("--kinds: %v", err)
+		}
+	}
+	if set["java-jvms"] {
+		o.JavaJVMs = f.javaJVMs // NewPlan checks it
+	}
+	return reg, nil
+}
+
+// judgeAndSay judges the run in dir once run.Run returned res and err,
+// prints the judgement and the rerun command, and returns the command's
+// exit status.
+func (f *runFlags) judgeAndSay(plan run.Plan, dir string, res run.Result, err error, stdout io.Writer, con *console) error {
+	logf := con.Logf
+	seed := plan.Seed
 	for _, n := range res.Notes {
 		logf("note: %s", n)
 	}
@@ -370,64 +381,97 @@ func (f *runFlags) needEngine(ctx context.Context, set map[string]bool, o run.Op
 // command line gave.
 func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 	var o run.Options
-	var seed uint64
-	if f.seed == "" {
+	seed, err := f.seedOf()
+	if err != nil {
+		return 0, o, err
+	}
+	if err := f.checkSizes(); err != nil {
+		return 0, o, err
+	}
+	if err := f.clusterOptions(set, &o); err != nil {
+		return 0, o, err
+	}
+	if err := f.workloadOptions(set, &o); err != nil {
+		return 0, o, err
+	}
+	return seed, o, nil
+}
+
+// seedOf is --seed, or a random seed when it is not given.
+func (f *runFlags) seedOf() (uint64, error) {
+	return seedFlag(f.seed, ": give a number such as 42, or leave --seed out for a random one")
+}
+
+// seedFlag is the seed a --seed flag gives, or a random one when it is
+// empty; hint follows the message that refuses a seed that is no number.
+func seedFlag(seed, hint string) (uint64, error) {
+	if seed == "" {
 		s, err := newSeed()
 		if err != nil {
-			return 0, o, fmt.Errorf("drawing a seed: %w", err)
+			return 0, fmt.Errorf("drawing a seed: %w", err)
 		}
-		seed = s
-	} else {
-		s, err := strconv.ParseUint(f.seed, 10, 64)
-		if err != nil {
-			return 0, o, badInput("--seed %q is not an unsigned 64-bit integer: give a number such as 42, or leave --seed out for a random one", f.seed)
-		}
-		seed = s
+		return s, nil
 	}
+	s, err := strconv.ParseUint(seed, 10, 64)
+	if err != nil {
+		return 0, badInput("--seed %q is not an unsigned 64-bit integer%s", seed, hint)
+	}
+	return s, nil
+}
+
+// checkSizes refuses the counts, lengths, ports and node numbers no run
+// can have.
+func (f *runFlags) checkSizes() error {
 	for _, c := range []struct {
 		name string
 		n    int
 	}{{"records", f.records}, {"rate", f.rate}, {"partitions", f.partitions}, {"members", f.members}} {
 		if c.n < 0 {
-			return 0, o, badInput("--%s %d: give 0 (the default: %s) or more", c.name, c.n, map[string]string{
+			return badInput("--%s %d: give 0 (the default: %s) or more", c.name, c.n, map[string]string{
 				"records": "produce for the whole --duration", "rate": "the seed chooses", "partitions": "the seed chooses", "members": "the seed chooses"}[c.name])
 		}
 	}
 	if f.partitions > math.MaxInt32 {
-		return 0, o, badInput("--partitions %d: a Kafka topic has at most %d partitions", f.partitions, math.MaxInt32)
+		return badInput("--partitions %d: a Kafka topic has at most %d partitions", f.partitions, math.MaxInt32)
 	}
 	switch {
 	case f.duration <= 0:
-		return 0, o, badInput("--duration %s: the workload needs a positive length, such as 20s", f.duration)
+		return badInput("--duration %s: the workload needs a positive length, such as 20s", f.duration)
 	case f.bound <= 0:
-		return 0, o, badInput("--bound %s: the run needs a positive bound, such as 30m", f.bound)
+		return badInput("--bound %s: the run needs a positive bound, such as 30m", f.bound)
 	case f.bound <= f.duration:
-		return 0, o, badInput("--bound %s is not longer than --duration %s: the run would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", f.bound, f.duration)
+		return badInput("--bound %s is not longer than --duration %s: the run would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", f.bound, f.duration)
 	}
 	switch cluster.ImageSource(f.imageSource) {
 	case cluster.SourceAuto, cluster.SourceBuild, cluster.SourceOfficial:
 	default:
-		return 0, o, badInput("--image-source %q: use auto, build or official", f.imageSource)
+		return badInput("--image-source %q: use auto, build or official", f.imageSource)
 	}
 	if top := 65535 - f.nodes - f.controllers; f.basePort < 0 || f.basePort > top {
-		return 0, o, badInput("--base-port %d: give a port from 1 to %d, or 0 for free ports", f.basePort, top)
+		return badInput("--base-port %d: give a port from 1 to %d, or 0 for free ports", f.basePort, top)
 	}
 	if f.nodes != 1 && f.nodes != 3 {
-		return 0, o, badInput("--nodes %d: a container cluster has 1 or 3 broker nodes", f.nodes)
+		return badInput("--nodes %d: a container cluster has 1 or 3 broker nodes", f.nodes)
 	}
 	if f.controllers != 0 && f.controllers != 1 && f.controllers != 3 {
-		return 0, o, badInput("--controllers %d: separate controller nodes number 0 (the brokers are the controllers), 1 or 3", f.controllers)
+		return badInput("--controllers %d: separate controller nodes number 0 (the brokers are the controllers), 1 or 3", f.controllers)
 	}
+	return nil
+}
+
+// clusterOptions checks the flags that say which cluster the run uses (an
+// external one, the embedded one or containers) and sets them in o.
+func (f *runFlags) clusterOptions(set map[string]bool, o *run.Options) error {
 	if f.bootstrap != "" {
 		if f.embedded {
-			return 0, o, badInput("--embedded and --bootstrap exclude each other: the embedded cluster runs in this process, --bootstrap names a cluster elsewhere; give one")
+			return badInput("--embedded and --bootstrap exclude each other: the embedded cluster runs in this process, --bootstrap names a cluster elsewhere; give one")
 		}
 		if name := f.containerOnly(set); name != "" {
-			return 0, o, badInput("--%s applies to the container cluster groupquake starts; with --bootstrap the cluster is yours: leave --%s out", name, name)
+			return badInput("--%s applies to the container cluster groupquake starts; with --bootstrap the cluster is yours: leave --%s out", name, name)
 		}
 		for _, a := range strings.Split(f.bootstrap, ",") {
 			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return 0, o, badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", f.bootstrap, a)
+				return badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", f.bootstrap, a)
 			}
 			o.Bootstrap = append(o.Bootstrap, a)
 		}
@@ -435,44 +479,50 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 		// the plan can replay the group's records as that release would.
 		if set["kafka"] {
 			if err := cluster.CheckKafkaVersion(f.version); err != nil {
-				return 0, o, badInput("--kafka: %v (groupquake version lists them)", err)
+				return badInput("--kafka: %v (groupquake version lists them)", err)
 			}
 			o.Kafka = f.version
 		}
 	} else {
 		if set["node-control"] {
-			return 0, o, badInput("--node-control drives the nodes of an external cluster: it needs --bootstrap")
+			return badInput("--node-control drives the nodes of an external cluster: it needs --bootstrap")
 		}
 		if err := cluster.CheckKafkaVersion(f.version); err != nil {
-			return 0, o, badInput("--kafka: %v (groupquake version lists them)", err)
+			return badInput("--kafka: %v (groupquake version lists them)", err)
 		}
 		if f.embedded {
 			if name := f.containerOnly(set); name != "" {
-				return 0, o, badInput("--%s applies to a container cluster; the embedded cluster is one node in this process: leave --%s out, or --embedded", name, name)
+				return badInput("--%s applies to a container cluster; the embedded cluster is one node in this process: leave --%s out, or --embedded", name, name)
 			}
 			if set["toxiproxy"] {
-				return 0, o, badInput("--toxiproxy is not used by the embedded cluster, which embeds its own: leave --toxiproxy out, or --embedded")
+				return badInput("--toxiproxy is not used by the embedded cluster, which embeds its own: leave --toxiproxy out, or --embedded")
 			}
 		}
 		o.Kafka, o.Nodes, o.Controllers, o.Embedded = f.version, f.nodes, f.controllers, f.embedded
 	}
 	if f.toxiproxy != "" {
 		if _, port, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(f.toxiproxy, "http://"), "https://")); err != nil || port == "" {
-			return 0, o, badInput("--toxiproxy %q is not the host:port of a toxiproxy API (e.g. 127.0.0.1:8474)", f.toxiproxy)
+			return badInput("--toxiproxy %q is not the host:port of a toxiproxy API (e.g. 127.0.0.1:8474)", f.toxiproxy)
 		}
 	}
 	if f.nodeControl != "" {
 		if err := checkNodeControl(f.nodeControl); err != nil {
-			return 0, o, err
+			return err
 		}
 	}
+	return nil
+}
+
+// workloadOptions checks the flags that shape the workload (member kinds,
+// topic, faults, scenario, sizes) and sets them in o.
+func (f *runFlags) workloadOptions(set map[string]bool, o *run.Options) error {
 	for _, d := range f.procKinds {
 		name, k, err := run.ParseUserKind(d)
 		if err != nil {
-			return 0, o, badInput("%v", err)
+			return badInput("%v", err)
 		}
 		if slices.Contains(knownKinds(), name) {
-			return 0, o, badInput("--process-kind %q: %s is already a member kind: give yours another name", d, name)
+			return badInput("--process-kind %q: %s is already a member kind: give yours another name", d, name)
 		}
 		if o.ProcessKinds == nil {
 			o.ProcessKinds = map[string]run.UserKind{}
@@ -482,36 +532,36 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 	if f.kinds != "" {
 		o.Kinds = strings.Split(f.kinds, ",")
 		if err := checkKinds("--kinds", f.kinds, o.Kinds, o.ProcessKinds); err != nil {
-			return 0, o, err
+			return err
 		}
 	}
 	if f.topic != "" {
 		if err := checkTopic(f.topic); err != nil {
-			return 0, o, err
+			return err
 		}
 	}
 	if f.faults != "" {
 		ks, err := faults.ParseKinds(f.faults)
 		if err != nil {
-			return 0, o, badInput("--faults: %v", err)
+			return badInput("--faults: %v", err)
 		}
 		o.Faults = ks
 	}
 	if _, err := faults.ParseIntensity(f.intensity); err != nil {
-		return 0, o, badInput("--intensity: %v", err)
+		return badInput("--intensity: %v", err)
 	}
 	if f.intensity != "normal" {
 		o.Intensity = f.intensity
 	}
 	if f.out != "" {
 		if err := checkOut(f.out); err != nil {
-			return 0, o, badInput("--out: %v", err)
+			return badInput("--out: %v", err)
 		}
 	}
 	o.UpgradeTo, o.Downgrade, o.MigrationPolicy, o.MigrationFrom, o.MigrationStatic = f.upgradeTo, f.downgrade, f.migration, f.migrateFrom, f.migStatic
 	o.NoSupervisor = !f.supervisor
 	if f.migration != "" && len(o.Bootstrap) > 0 {
-		return 0, o, badInput("--migration-policy %s is a broker setting of the cluster a run starts: set group.consumer.migration.policy on the external cluster itself, and leave the flag out with --bootstrap", f.migration)
+		return badInput("--migration-policy %s is a broker setting of the cluster a run starts: set group.consumer.migration.policy on the external cluster itself, and leave the flag out with --bootstrap", f.migration)
 	}
 	o.Scenario, o.Duration, o.Members, o.Partitions = f.scenario, f.duration, f.members, int32(f.partitions)
 	if f.scenario == run.ScenarioMigration && !set["duration"] {
@@ -521,7 +571,7 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 		o.Duration = 0 // a share run's scenario decides it (run.NewPlan)
 	}
 	o.Rate, o.Records, o.Topic, o.Group = f.rate, f.records, f.topic, f.group
-	return seed, o, nil
+	return nil
 }
 
 // containerOnly returns the first flag that only a container cluster can

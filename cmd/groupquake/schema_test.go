@@ -161,6 +161,25 @@ func TestJSONSchemas(t *testing.T) {
 // TestSchemasRefuseDrift: the schemas are strict enough to catch a field
 // renamed back (tally → counts), a duration in nanoseconds, and a missing
 // schema_version.
+// schemaRefuses fails t unless schema s refuses doc once mutate changed
+// it (what says how).
+func schemaRefuses(t *testing.T, s *jsonschema.Schema, doc []byte, what string, mutate func(map[string]any)) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	mutate(m)
+	b, _ := json.Marshal(m)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(inst); err == nil {
+		t.Errorf("%s: the schema accepts it", what)
+	}
+}
+
 func TestSchemasRefuseDrift(t *testing.T) {
 	fx := makeFixtures(t)
 	_, out := jsonCall(t, "check", fx.killed, "--json")
@@ -179,18 +198,6 @@ func TestSchemasRefuseDrift(t *testing.T) {
 			delete(v, "name")
 		}},
 	} {
-		var m map[string]any
-		if err := json.Unmarshal(out, &m); err != nil {
-			t.Fatal(err)
-		}
-		mutate.f(m)
-		b, _ := json.Marshal(m)
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Validate(inst); err == nil {
-			t.Errorf("%s: the schema accepts it", mutate.what)
-		}
+		schemaRefuses(t, s, out, mutate.what, mutate.f)
 	}
 }

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
@@ -258,18 +256,6 @@ func TestScorecardSchemaRefusesDrift(t *testing.T) {
 		{"a cell without its client", func(m map[string]any) { delete(m["cells"].([]any)[0].(map[string]any), "client") }},
 		{"by something else", func(m map[string]any) { m["by"] = "protocol" }},
 	} {
-		var m map[string]any
-		if err := json.Unmarshal(good, &m); err != nil {
-			t.Fatal(err)
-		}
-		mutate.f(m)
-		b, _ := json.Marshal(m)
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Validate(inst); err == nil {
-			t.Errorf("%s: the schema accepts it", mutate.what)
-		}
+		schemaRefuses(t, s, good, mutate.what, mutate.f)
 	}
 }

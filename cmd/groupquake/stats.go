@@ -27,13 +27,7 @@ Exit status: 0, or 2 when no readable run directory is found.
 // README's table of scenario families is made from.
 func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("stats", statsUsage)
-	var lv levelFlags
-	lv.register(fs)
-	roots, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	roots, con, err := parseWithConsole(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -111,17 +111,8 @@ type upgradeResult struct {
 func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("upgrade", upgradeUsage)
 	var f upgradeFlags
-	var lv levelFlags
 	f.register(fs)
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -217,18 +208,7 @@ func (f *upgradeFlags) validate() ([]string, error) {
 
 // drawSeed returns the seed of --seed, or a random one when it is not given.
 func (f *upgradeFlags) drawSeed() (uint64, error) {
-	if f.seed == "" {
-		s, err := newSeed()
-		if err != nil {
-			return 0, fmt.Errorf("drawing a seed: %w", err)
-		}
-		return s, nil
-	}
-	s, err := strconv.ParseUint(f.seed, 10, 64)
-	if err != nil {
-		return 0, badInput("--seed %q is not an unsigned 64-bit integer", f.seed)
-	}
-	return s, nil
+	return seedFlag(f.seed, "")
 }
 
 // plans draws the plans of both runs from seed: the baseline on --from

@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"unicode/utf16"
@@ -98,6 +99,10 @@ func javaOrder(hashes []int32, table int) []int {
 	return idx
 }
 
+// JavaKeyHash is the hash a java.util.HashMap keyed by strings places s
+// by: HashMap.hash of String.hashCode.
+func JavaKeyHash(s string) int32 { return javaSpread(javaStringHash(s)) }
+
 // javaStringHash is String.hashCode, over UTF-16 code units.
 func javaStringHash(s string) int32 {
 	var h int32
@@ -129,13 +134,7 @@ func javaUUIDHash(t TopicID) int32 {
 // Go's byte order for characters above U+FFFF against U+E000–U+FFFF.
 func javaStringCompare(a, b string) int {
 	if isASCII(a) && isASCII(b) {
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a, b)
 	}
 	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
 	for i := 0; i < len(ua) && i < len(ub); i++ {

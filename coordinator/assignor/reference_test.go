@@ -11,6 +11,7 @@ package assignor
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -120,11 +121,7 @@ func refTorefMemberAssignment(sets map[TopicID]map[int32]struct{}) refMemberAssi
 		if len(ps) == 0 {
 			continue
 		}
-		s := make([]int32, 0, len(ps))
-		for p := range ps {
-			s = append(s, p)
-		}
-		slices.Sort(s)
+		s := slices.Sorted(maps.Keys(ps))
 		out[t] = s
 	}
 	return out

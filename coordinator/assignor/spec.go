@@ -2,10 +2,12 @@ package assignor
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -40,20 +42,10 @@ func (t TopicID) lsb() int64 { return int64(binary.BigEndian.Uint64(t[8:])) }
 // compareTopicIDs is Uuid.compareTo: the two halves compared as signed longs,
 // which is not byte order.
 func compareTopicIDs(a, b TopicID) int {
-	if c := cmpInt64(a.msb(), b.msb()); c != 0 {
+	if c := cmp.Compare(a.msb(), b.msb()); c != 0 {
 		return c
 	}
-	return cmpInt64(a.lsb(), b.lsb())
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.lsb(), b.lsb())
 }
 
 // SubscriptionType mirrors org.apache.kafka.coordinator.group.api.assignor.SubscriptionType.
@@ -574,11 +566,7 @@ func toMemberAssignment(sets map[TopicID]map[int32]struct{}) MemberAssignment {
 		if len(ps) == 0 {
 			continue
 		}
-		s := make([]int32, 0, len(ps))
-		for p := range ps {
-			s = append(s, p)
-		}
-		slices.Sort(s)
+		s := slices.Sorted(maps.Keys(ps))
 		out = append(out, TopicPartitions{Topic: t, Partitions: s})
 	}
 	slices.SortFunc(out, func(a, b TopicPartitions) int { return compareTopicIDs(a.Topic, b.Topic) })

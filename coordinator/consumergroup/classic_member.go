@@ -131,16 +131,7 @@ func (hb *heartbeat) classicJoin(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGrou
 	if err != nil {
 		return err
 	}
-	updated := mb.clone()
-	if instanceID != "" {
-		updated.instanceID = instanceID
-	}
-	if sub.Rack != nil {
-		updated.rackID = *sub.Rack
-	}
-	if req.RebalanceTimeoutMillis != -1 {
-		updated.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
-	}
+	updated := mb.withMetadata(instanceID, sub.Rack, req.RebalanceTimeoutMillis)
 	updated.setSubscribed(sortedSet(sub.Topics))
 	updated.regex = "" // classic members cannot subscribe by regex
 	updated.clientID, updated.clientHost = hb.rc.ClientID, hb.rc.ClientHost
@@ -223,17 +214,7 @@ func (hb *heartbeat) classicStaticMember(g *group, memberID, instanceID string, 
 		}
 		return newMember(memberID), nil
 	}
-	repl := existing.clone()
-	repl.id = memberID
-	repl.epoch, repl.prevEpoch = 0, 0
-	hb.recs = append(hb.recs,
-		tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: existing.id}),
-		tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: existing.id}),
-		tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: existing.id}),
-		hb.m.memberMetadataRecord(g.id, repl),
-		hb.m.targetRecord(g.id, repl.id, g.target[existing.id]),
-		hb.m.currentRecord(g.id, repl),
-	)
+	repl := hb.replaceMember(g, existing, memberID)
 	oldID := existing.id
 	hb.after = append(hb.after, func() { hb.m.cancelTimers(g.id, oldID) })
 	return repl, nil

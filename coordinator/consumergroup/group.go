@@ -168,6 +168,23 @@ func newMember(id string) *member {
 	}
 }
 
+// withMetadata is a copy of m updated with what a join or heartbeat
+// carries: its instance id and rack when it names them, its rebalance
+// timeout unless it is -1.
+func (m *member) withMetadata(instanceID string, rack *string, rebalanceTimeoutMs int32) *member {
+	updated := m.clone()
+	if instanceID != "" {
+		updated.instanceID = instanceID
+	}
+	if rack != nil {
+		updated.rackID = *rack
+	}
+	if rebalanceTimeoutMs != -1 {
+		updated.rebalanceTimeoutMs = rebalanceTimeoutMs
+	}
+	return updated
+}
+
 func (m *member) clone() *member {
 	c := *m
 	// subscribed is shared: it is replaced, never changed in place, and

@@ -365,16 +365,7 @@ func (hb *heartbeat) heartbeat() error {
 	}
 
 	// 1. Update the member's metadata with what the request carries.
-	updated := mb.clone()
-	if instanceID != "" {
-		updated.instanceID = instanceID
-	}
-	if r.RackID != nil {
-		updated.rackID = *r.RackID
-	}
-	if r.RebalanceTimeoutMillis != -1 {
-		updated.rebalanceTimeoutMs = r.RebalanceTimeoutMillis
-	}
+	updated := mb.withMetadata(instanceID, r.RackID, r.RebalanceTimeoutMillis)
 	if r.ServerAssignor != nil {
 		updated.serverAssignor = *r.ServerAssignor
 	}
@@ -572,17 +563,7 @@ func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*membe
 		}
 		// GMM.replaceMember: the old member's tombstones, then the new member
 		// with its metadata, target and partitions at epoch 0.
-		repl := existing.clone()
-		repl.id = memberID
-		repl.epoch, repl.prevEpoch = 0, 0
-		hb.recs = append(hb.recs,
-			tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: existing.id}),
-			tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: existing.id}),
-			tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: existing.id}),
-			hb.m.memberMetadataRecord(g.id, repl),
-			hb.m.targetRecord(g.id, repl.id, g.target[existing.id]),
-			hb.m.currentRecord(g.id, repl),
-		)
+		repl := hb.replaceMember(g, existing, memberID)
 		return repl, nil
 	}
 	if existing == nil {
@@ -595,6 +576,24 @@ func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*membe
 		return nil, err
 	}
 	return existing, nil
+}
+
+// replaceMember is GMM.replaceMember: member memberID takes over the
+// instance id of existing; the old member's tombstones, then the new member
+// with its metadata, target and partitions at epoch 0.
+func (hb *heartbeat) replaceMember(g *group, existing *member, memberID string) *member {
+	repl := existing.clone()
+	repl.id = memberID
+	repl.epoch, repl.prevEpoch = 0, 0
+	hb.recs = append(hb.recs,
+		tombstone(records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: g.id, MemberID: existing.id}),
+		tombstone(records.ConsumerGroupTargetAssignmentMemberKey{GroupID: g.id, MemberID: existing.id}),
+		tombstone(records.ConsumerGroupMemberMetadataKey{GroupID: g.id, MemberID: existing.id}),
+		hb.m.memberMetadataRecord(g.id, repl),
+		hb.m.targetRecord(g.id, repl.id, g.target[existing.id]),
+		hb.m.currentRecord(g.id, repl),
+	)
+	return repl
 }
 
 // staticRejoin is a join at epoch 0 from member mb, which the coordinator

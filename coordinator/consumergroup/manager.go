@@ -3,6 +3,7 @@ package consumergroup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -269,11 +270,7 @@ func (m *Manager) epochRecord(groupID string, epoch int32, hash int64) records.R
 }
 
 func (m *Manager) partitionMetadataRecord(groupID string, meta map[string]topicMeta) records.Record {
-	names := make([]string, 0, len(meta))
-	for n := range meta {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(meta))
 	v := &records.ConsumerGroupPartitionMetadataValue{Topics: []records.PartitionMetadataTopic{}}
 	for _, n := range assignor.JavaHashMapOrder(names) {
 		t := meta[n]
@@ -366,11 +363,7 @@ func partitionsOf(a assignment) map[TopicID][]int32 {
 		if len(ps) == 0 {
 			continue
 		}
-		s := make([]int32, 0, len(ps))
-		for p := range ps {
-			s = append(s, p)
-		}
-		slices.Sort(s)
+		s := slices.Sorted(maps.Keys(ps))
 		out[t] = s
 	}
 	return out

@@ -33,12 +33,7 @@ func (s *Server) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *topic
-		if req.Version >= 13 {
-			t = s.topicIDs[rt.TopicID]
-		} else {
-			t = s.topics[rt.Topic]
-		}
+		t := s.topicOf(req.Version, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition

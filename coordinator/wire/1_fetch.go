@@ -62,12 +62,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, si
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *topic
-		if req.Version >= 13 {
-			t = s.topicIDs[rt.TopicID]
-		} else {
-			t = s.topics[rt.Topic]
-		}
+		t := s.topicOf(req.Version, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -39,6 +39,15 @@ func (s *Server) topicByName(name string) (id [16]byte, partitions int, ok bool)
 	return t.id, len(t.partitions), true
 }
 
+// topicOf is the topic a produce or fetch request names: by id from
+// version 13 on, by name before (nil when there is none).
+func (s *Server) topicOf(version int16, name string, id [16]byte) *topic {
+	if version >= 13 {
+		return s.topicIDs[id]
+	}
+	return s.topics[name]
+}
+
 // topicByID reports a topic's name and partition count.
 func (s *Server) topicByID(id [16]byte) (name string, partitions int, ok bool) {
 	t := s.topicIDs[id]

@@ -55,7 +55,42 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 		return skipped(name, "empty history")
 	}
 	refused := judgeSelfRefusals(v, f, len(f.ev))
-	heal := f.lastPhase(history.PhaseHeal)
+	heal, end := convergeWindow(v, f)
+	healT := f.ev[heal].Time
+	v.note("bound %s", bound.Reason)
+	judgeOwnership(v, f, ownershipUniverse(v, f, plan), heal, end, bound)
+	descs := stableDescs(f, obs, heal, end)
+	if len(descs) == 0 {
+		v.note("group stability not observed: no description after the heal")
+		return v.done()
+	}
+	lastD := descs[len(descs)-1]
+	if !judgeStability(v, f, descs, heal, bound) {
+		return v.done()
+	}
+
+	// Membership: a Stable group can still be short of a member that gave
+	// up; every member that runs must be in it.
+	upto := lastD.pos
+	if upto >= len(f.ev) {
+		upto = sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Time > lastD.t })
+	}
+	// The final observation is no event of the history: it is cited by the final phase marker
+	// that it follows, not by whatever event came last (a member's leave in the teardown, which
+	// would say the violation concerns that member).
+	cite := min(lastD.pos, len(f.ev)-1)
+	if fin := f.lastPhase(history.PhaseFinal); lastD.pos >= len(f.ev) && fin >= 0 {
+		cite = fin
+	}
+	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, cite, bound, refused)
+	return v.done()
+}
+
+// convergeWindow is where convergence is measured from (the last heal
+// marker, else the last fault stop, else the first assignment) and where it
+// is judged (the final marker after the heal, else the end of the history).
+func convergeWindow(v *verdict, f *facts) (heal, end int) {
+	heal = f.lastPhase(history.PhaseHeal)
 	switch {
 	case heal >= 0:
 	case len(f.faultStops) > 0:
@@ -69,16 +104,18 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 		}
 		v.note("no %q phase marker and no fault: measured from the first assignment (event %d)", history.PhaseHeal, f.idx(heal))
 	}
-	end := len(f.ev)
+	end = len(f.ev)
 	if fin := f.lastPhase(history.PhaseFinal); fin > heal {
 		end = fin
 	} else {
 		v.note("no %q phase marker after the heal: judged at the end of the history (event %d)", history.PhaseFinal, f.idx(len(f.ev)-1))
 	}
-	healT := f.ev[heal].Time
-	v.note("bound %s", bound.Reason)
+	return heal, end
+}
 
-	// Ownership: every planned partition owned by exactly one member.
+// ownershipUniverse is the partitions that must each have one owner: the
+// plan's, or every partition ever assigned when the plan lists no topic.
+func ownershipUniverse(v *verdict, f *facts, plan history.Plan) map[int]bool {
 	universe := map[int]bool{}
 	for _, t := range plan.Partitions() {
 		universe[f.tp(t)] = true
@@ -91,6 +128,13 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 		}
 		v.note("the plan lists no topics: judged over the %d partitions that were ever assigned", len(universe))
 	}
+	return universe
+}
+
+// judgeOwnership fails v unless every partition of universe has exactly
+// one owner at end, from a point within the bound after the heal.
+func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, bound Bound) {
+	healT := f.ev[heal].Time
 	type delta struct{ pos, tp, d int }
 	var ds []delta
 	for _, iv := range f.intervals {
@@ -151,29 +195,35 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 			}
 		}
 		v.fail(idx, "never converged: at event %d, %s after the heal, %s (bound %s)", f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), strings.Join(bad, ", "), bound.Reason)
-	} else {
-		if since < 0 {
-			since = heal // nothing to own
-		}
-		took := max(0, f.ev[since].Time-healT)
-		if since < heal {
-			took = 0
-		}
-		v.note("every partition owned by exactly one member %s after the heal (event %d)", dur(took), f.idx(since))
-		if took > bound.Limit {
-			v.fail([]int64{f.idx(heal), f.idx(since)}, "ownership bound exceeded: every partition had exactly one owner only %s after the heal (event %d → event %d), %s over the bound (%s)",
-				dur(took), f.idx(heal), f.idx(since), dur(took-bound.Limit), bound.Reason)
-		}
+		return
 	}
+	if since < 0 {
+		since = heal // nothing to own
+	}
+	took := max(0, f.ev[since].Time-healT)
+	if since < heal {
+		took = 0
+	}
+	v.note("every partition owned by exactly one member %s after the heal (event %d)", dur(took), f.idx(since))
+	if took > bound.Limit {
+		v.fail([]int64{f.idx(heal), f.idx(since)}, "ownership bound exceeded: every partition had exactly one owner only %s after the heal (event %d → event %d), %s over the bound (%s)",
+			dur(took), f.idx(heal), f.idx(since), dur(took-bound.Limit), bound.Reason)
+	}
+}
 
-	// Group stability as the observer saw it.
-	type desc struct {
-		pos   int
-		t     time.Duration
-		g     *history.GroupDescription
-		label string
-	}
-	var descs []desc
+// groupDesc is a description of the group the observer took after the
+// heal: where it stands in the history, when, and how to cite it.
+type groupDesc struct {
+	pos   int
+	t     time.Duration
+	g     *history.GroupDescription
+	label string
+}
+
+// stableDescs is the group's descriptions after the heal and up to end,
+// then the final observation's.
+func stableDescs(f *facts, obs *history.Observations, heal, end int) []groupDesc {
+	var descs []groupDesc
 	for _, pos := range f.describes {
 		if pos <= heal || pos > end {
 			continue
@@ -186,23 +236,27 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 		if p := f.partner[pos]; p >= 0 {
 			at = p
 		}
-		descs = append(descs, desc{pos, f.ev[at].Time, d.Group, "describe at event " + itoa(f.idx(pos))})
+		descs = append(descs, groupDesc{pos, f.ev[at].Time, d.Group, "describe at event " + itoa(f.idx(pos))})
 	}
 	if obs != nil && obs.Final.Group != nil {
 		t := obs.Final.Time
 		if t == 0 {
 			t = f.ev[len(f.ev)-1].Time
 		}
-		descs = append(descs, desc{len(f.ev), t, obs.Final.Group, "final observation"})
+		descs = append(descs, groupDesc{len(f.ev), t, obs.Final.Group, "final observation"})
 	}
-	if len(descs) == 0 {
-		v.note("group stability not observed: no description after the heal")
-		return v.done()
-	}
+	return descs
+}
+
+// judgeStability fails v unless the last description is Stable, and Stable
+// for good from a point within the bound after the heal. It says whether
+// the last description is Stable.
+func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bound) bool {
+	healT := f.ev[heal].Time
 	lastD := descs[len(descs)-1]
 	if !lastD.g.Stable() {
 		v.fail([]int64{f.idx(lastD.pos)}, "group not stable at the %s: %s (bound %s)", lastD.label, describeUnstable(lastD.g), bound.Reason)
-		return v.done()
+		return false
 	}
 	first := len(descs) - 1
 	for first > 0 && descs[first-1].g.Stable() {
@@ -214,22 +268,7 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 		v.fail([]int64{f.idx(heal), f.idx(descs[first].pos)}, "stability bound exceeded: the group was first seen Stable for good %s after the heal (%s), %s over the bound (%s)",
 			dur(took), descs[first].label, dur(took-bound.Limit), bound.Reason)
 	}
-
-	// Membership: a Stable group can still be short of a member that gave
-	// up; every member that runs must be in it.
-	upto := lastD.pos
-	if upto >= len(f.ev) {
-		upto = sort.Search(len(f.ev), func(i int) bool { return f.ev[i].Time > lastD.t })
-	}
-	// The final observation is no event of the history: it is cited by the final phase marker
-	// that it follows, not by whatever event came last (a member's leave in the teardown, which
-	// would say the violation concerns that member).
-	cite := min(lastD.pos, len(f.ev)-1)
-	if fin := f.lastPhase(history.PhaseFinal); lastD.pos >= len(f.ev) && fin >= 0 {
-		cite = fin
-	}
-	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, cite, bound, refused)
-	return v.done()
+	return true
 }
 
 func describeUnstable(g *history.GroupDescription) string {

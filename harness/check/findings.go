@@ -442,27 +442,25 @@ func movedBefore(f *facts, moves []int, pos int) bool {
 }
 
 func callMember(v any, process string) string {
-	switch v := v.(type) {
-	case history.Heartbeat:
-		return memberName(v.Member, process)
-	case history.Join:
-		return memberName(v.Member, process)
-	case history.Sync:
-		return memberName(v.Member, process)
+	if c, ok := joinSyncHeartbeat(v); ok {
+		return memberName(c.Member, process)
 	}
 	return ""
 }
 
 func callError(v any) string {
+	c, _ := joinSyncHeartbeat(v)
+	return c.Error
+}
+
+// joinSyncHeartbeat is what v names as a call when it is a join, sync or
+// heartbeat payload.
+func joinSyncHeartbeat(v any) (history.CallFacts, bool) {
 	switch v := v.(type) {
-	case history.Heartbeat:
-		return v.Error
-	case history.Join:
-		return v.Error
-	case history.Sync:
-		return v.Error
+	case history.Join, history.Sync, history.Heartbeat:
+		return v.(history.GroupCall).Call(), true
 	}
-	return ""
+	return history.CallFacts{}, false
 }
 
 // heartbeatErrors are the failed heartbeats that match.
@@ -732,17 +730,8 @@ func classicJoinOrphans(f *facts) []orphan {
 
 // carriedMemberID is the member id a call's payload carries, if any.
 func carriedMemberID(v any) string {
-	switch v := v.(type) {
-	case history.Join:
-		return v.MemberID
-	case history.Sync:
-		return v.MemberID
-	case history.Heartbeat:
-		return v.MemberID
-	case history.Commit:
-		return v.MemberID
-	case history.Leave:
-		return v.MemberID
+	if c, ok := v.(history.GroupCall); ok {
+		return c.Call().MemberID
 	}
 	return ""
 }

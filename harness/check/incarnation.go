@@ -473,15 +473,8 @@ func firstEpoch(r groupReset) int32 {
 
 // callMemberID is the member id a join, sync or heartbeat payload carries.
 func callMemberID(v any) string {
-	switch v := v.(type) {
-	case history.Join:
-		return v.MemberID
-	case history.Sync:
-		return v.MemberID
-	case history.Heartbeat:
-		return v.MemberID
-	}
-	return ""
+	c, _ := joinSyncHeartbeat(v)
+	return c.MemberID
 }
 
 // incAt is the incarnation of the group at position pos: how many restarts began at or before it.

@@ -348,32 +348,7 @@ func BuildScorecard(runs []ScoredRun, by string) Scorecard {
 			c.Hold += r.Hold
 			c.Violated += r.Violated
 			c.Skipped += r.Skipped
-			charged := false
-			for _, x := range r.Violations {
-				rows := rowsOf(x.Members)
-				switch {
-				case len(rows) == 0:
-					c.RunLevel++
-				case slices.Contains(rows, row):
-					c.Charged++
-					charged = true
-					c.Checkers[x.Checker]++
-					if len(rows) > 1 {
-						c.Shared++
-					}
-				default:
-					continue
-				}
-				c.Violations = append(c.Violations, CellViolation{Dir: r.Dir, Charge: x, Clients: rows})
-			}
-			if charged {
-				c.RunsCharged++
-			}
-			for _, x := range r.Known {
-				if rows := rowsOf(x.Members); len(rows) == 0 || slices.Contains(rows, row) {
-					c.Findings[x.Finding]++
-				}
-			}
+			c.charge(r, row, rowsOf)
 			for _, p := range r.Pauses {
 				if rowOf[p.Member] != row {
 					continue
@@ -391,6 +366,44 @@ func BuildScorecard(runs []ScoredRun, by string) Scorecard {
 		slices.Sort(c.Kinds)
 		sc.Cells = append(sc.Cells, *c)
 	}
+	sc.index()
+	return sc
+}
+
+// charge adds run r's violations and known findings to the cell of row:
+// those of its members (rowsOf gives the rows of members) and the run's own.
+func (c *Cell) charge(r ScoredRun, row string, rowsOf func([]string) []string) {
+	charged := false
+	for _, x := range r.Violations {
+		rows := rowsOf(x.Members)
+		switch {
+		case len(rows) == 0:
+			c.RunLevel++
+		case slices.Contains(rows, row):
+			c.Charged++
+			charged = true
+			c.Checkers[x.Checker]++
+			if len(rows) > 1 {
+				c.Shared++
+			}
+		default:
+			continue
+		}
+		c.Violations = append(c.Violations, CellViolation{Dir: r.Dir, Charge: x, Clients: rows})
+	}
+	if charged {
+		c.RunsCharged++
+	}
+	for _, x := range r.Known {
+		if rows := rowsOf(x.Members); len(rows) == 0 || slices.Contains(rows, row) {
+			c.Findings[x.Finding]++
+		}
+	}
+}
+
+// index sorts the cells by client, kind, Kafka version and scenario, and
+// lists the rows, versions and scenarios they have.
+func (sc *Scorecard) index() {
 	slices.SortFunc(sc.Cells, func(a, b Cell) int {
 		return cmp.Or(cmp.Compare(a.Client, b.Client), cmp.Compare(a.Kind, b.Kind), compareVersions(a.Kafka, b.Kafka), cmp.Compare(a.Scenario, b.Scenario))
 	})
@@ -407,7 +420,6 @@ func BuildScorecard(runs []ScoredRun, by string) Scorecard {
 	}
 	slices.SortFunc(sc.Kafkas, compareVersions)
 	slices.Sort(sc.Scenarios)
-	return sc
 }
 
 // compareVersions orders Kafka versions as releases ("4.10.0" after "4.4.0"), newest first, and

@@ -52,8 +52,23 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 	if !rec.HasRecords {
 		return v.done()
 	}
+	idOf := shareTopicIDs(rec, plan)
+	g, assignments := replayShareGroup(v, rec, plan, idOf)
+	describedShareGroup(v, rec, plan, g)
+	byTP := replayShareState(v, rec, plan, idOf, g)
+	checked := ackedDurable(v, sf, byTP)
+	var keys []string
+	for tp, s := range byTP {
+		keys = append(keys, fmt.Sprintf("%s start %d (%d batches)", tp, s.StartOffset, len(s.Batches)))
+	}
+	sort.Strings(keys)
+	v.note("%d share-group records and %d share state records read; %d target assignments checked against the share assignor's bound; %d acknowledged offsets checked for durability; replayed %v",
+		len(rec.GroupRecords), len(rec.StateRecords), assignments, checked, keys)
+	return v.done()
+}
 
-	// Topic ids and the workload's partitions.
+// shareTopicIDs maps the ids of the plan's topics to their names.
+func shareTopicIDs(rec *history.ShareRecovery, plan history.Plan) map[[16]byte]string {
 	idOf := map[[16]byte]string{}
 	for _, t := range plan.Topics {
 		if s, ok := rec.TopicIDs[t.Name]; ok {
@@ -64,7 +79,14 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 			}
 		}
 	}
+	return idOf
+}
 
+// replayShareGroup replays the group's share-group records, failing v on a
+// record that does not decode and on a target assignment over the share
+// assignor's bound; it returns the replayed group (nil when the records
+// delete it or have none) and how many target assignments it checked.
+func replayShareGroup(v *verdict, rec *history.ShareRecovery, plan history.Plan, idOf map[[16]byte]string) (*sharegroup.Group, int) {
 	groups := sharegroup.Groups{}
 	assignments, overShared := 0, 0
 	for _, r := range rec.GroupRecords {
@@ -113,7 +135,12 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 			}
 		}
 	}
-	g := groups[plan.Group]
+	return groups[plan.Group], assignments
+}
+
+// describedShareGroup fails v where the replayed group g differs from what
+// ShareGroupDescribe says: its epochs and its members.
+func describedShareGroup(v *verdict, rec *history.ShareRecovery, plan history.Plan, g *sharegroup.Group) {
 	d := rec.Describe
 	switch {
 	case d == nil:
@@ -145,8 +172,14 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 			v.fail(nil, "ShareGroupDescribe lists member %s, which the records do not have", id)
 		}
 	}
+}
 
-	// The share coordinator's state.
+// replayShareState replays the share coordinator's state records of the
+// group, failing v on a record that does not decode, on state of a
+// partition the group never initialized, and on a start offset
+// DescribeShareGroupOffsets disagrees with; it returns the replayed state
+// of each workload partition.
+func replayShareState(v *verdict, rec *history.ShareRecovery, plan history.Plan, idOf map[[16]byte]string, g *sharegroup.Group) map[history.TP]*sharegroup.PartitionState {
 	states := sharegroup.States{}
 	for _, r := range rec.StateRecords {
 		sr, err := sharegroup.DecodeStateRecord(r.Key, r.Value)
@@ -185,8 +218,13 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 			v.fail(nil, "%s: the replayed __share_group_state gives start offset %d; DescribeShareGroupOffsets says %d", tp, replayed, s.StartOffset)
 		}
 	}
+	return byTP
+}
 
-	// Durability of the acknowledgements the broker answered.
+// ackedDurable fails v for each accept, reject or gap the broker
+// acknowledged that the replayed state byTP does not keep, and returns how
+// many acknowledged offsets it checked.
+func ackedDurable(v *verdict, sf *shareFacts, byTP map[history.TP]*sharegroup.PartitionState) int {
 	checked, lost := 0, 0
 	for _, op := range sf.acks {
 		if op.outcome != "ok" || (op.ack.Type != history.AckAccept && op.ack.Type != history.AckReject && op.ack.Type != "gap") {
@@ -221,14 +259,7 @@ func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan histor
 	if lost > 3 {
 		v.note("%d acknowledged records in all are not kept by the replayed state", lost)
 	}
-	var keys []string
-	for tp, s := range byTP {
-		keys = append(keys, fmt.Sprintf("%s start %d (%d batches)", tp, s.StartOffset, len(s.Batches)))
-	}
-	sort.Strings(keys)
-	v.note("%d share-group records and %d share state records read; %d target assignments checked against the share assignor's bound; %d acknowledged offsets checked for durability; replayed %v",
-		len(rec.GroupRecords), len(rec.StateRecords), assignments, checked, keys)
-	return v.done()
+	return checked
 }
 
 func contains(ps []int32, p int32) bool {

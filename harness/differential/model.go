@@ -3,6 +3,7 @@ package differential
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -169,11 +170,7 @@ func modelSection(p version.Profile, s Section, javaVersion int) ([]Result, erro
 // modelFinish reports the requests the reference still parks at the end
 // of a section, as Run's finish does.
 func modelFinish(out []Result, parked map[int]Step, written map[int]string, name string) []Result {
-	keys := make([]int, 0, len(parked))
-	for t := range parked {
-		keys = append(keys, t)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(parked))
 	for _, t := range keys {
 		st := parked[t]
 		out = append(out, Result{Section: name, Pos: st.Pos, Command: command(st), Ticket: t, Outcome: Same,

@@ -194,6 +194,9 @@ type Commit struct {
 	PartitionErrors []PartitionError `json:"partition_errors,omitempty"`
 }
 
+// Call is what the commit names as a group call.
+func (v Commit) Call() CallFacts { return CallFacts{v.Member, v.MemberID, v.Error} }
+
 // Assignment is the payload of FAssigned, FRevoked and FLost: the partitions that were added to or
 // removed from the member's owned set (not the whole set), and the epoch the member held then.
 type Assignment struct {
@@ -221,6 +224,9 @@ type Join struct {
 	Error        string `json:"error,omitempty"`
 }
 
+// Call is what the join names as a group call.
+func (v Join) Call() CallFacts { return CallFacts{v.Member, v.MemberID, v.Error} }
+
 // Sync is the payload of FSync (classic SyncGroup).
 type Sync struct {
 	Member     string `json:"member"`
@@ -229,6 +235,9 @@ type Sync struct {
 	Assignment []TP   `json:"assignment,omitempty"`
 	Error      string `json:"error,omitempty"`
 }
+
+// Call is what the sync names as a group call.
+func (v Sync) Call() CallFacts { return CallFacts{v.Member, v.MemberID, v.Error} }
 
 // Heartbeat is the payload of FHeartbeat. For a classic Heartbeat, Epoch is the generation sent and
 // nothing comes back but an error. For a ConsumerGroupHeartbeat, Epoch is the member epoch sent and,
@@ -246,6 +255,9 @@ type Heartbeat struct {
 	Error         string `json:"error,omitempty"`
 }
 
+// Call is what the heartbeat names as a group call.
+func (v Heartbeat) Call() CallFacts { return CallFacts{v.Member, v.MemberID, v.Error} }
+
 // Leave is the payload of FLeave: classic LeaveGroup or a ConsumerGroupHeartbeat at epoch -1
 // (leave) or -2 (static member's temporary leave).
 type Leave struct {
@@ -255,6 +267,20 @@ type Leave struct {
 	Epoch    int32  `json:"epoch"`
 	Error    string `json:"error,omitempty"`
 }
+
+// Call is what the leave names as a group call.
+func (v Leave) Call() CallFacts { return CallFacts{v.Member, v.MemberID, v.Error} }
+
+// CallFacts is what every group call's payload (Join, Sync, Heartbeat,
+// Leave, Commit) names: the member, the member id it carried, and the Kafka
+// error of its completion.
+type CallFacts struct {
+	Member, MemberID, Error string
+}
+
+// GroupCall is a group call's payload: Join, Sync, Heartbeat, Leave or
+// Commit.
+type GroupCall interface{ Call() CallFacts }
 
 // Membership is the payload of FFenced, FLeft and FSessionExpired. Error is the Kafka error that
 // told the member ("FENCED_MEMBER_EPOCH"), empty when the observer inferred it.

@@ -177,33 +177,16 @@ func caseFile(name string) string {
 //
 //	go test -run '^$' -bench AssignVsKafka ./harness/kafkaref/
 func BenchmarkAssignVsKafka(b *testing.B) {
-	rt, haveJava := javaSide(b)
-	javaMajor := 21
-	if haveJava {
-		javaMajor = rt.JavaMajor
-	}
-	dir := b.TempDir()
-	for _, bc := range benchList() {
-		if bc.Kind != "assign" {
-			continue
+	benchVsKafka(b, "assign", func(back Cases, javaMajor int) (func() error, error) {
+		g, err := PrepareAssign(&back.Assign[0], defaultKafka, javaMajor)
+		if err != nil {
+			return nil, err
 		}
-		b.Run(bc.Name, func(b *testing.B) {
-			cs, err := bc.Build()
-			if err != nil {
-				b.Fatal(err)
-			}
-			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
-			g, err := PrepareAssign(&back.Assign[0], defaultKafka, javaMajor)
-			if err != nil {
-				b.Fatal(err)
-			}
-			run := func() error { _, err := g.Run(); return err }
-			if *fresh {
-				run = func() error { _, err := g.RunFresh(); return err }
-			}
-			timeBoth(b, rt, haveJava, file, bc.Name, run)
-		})
-	}
+		if *fresh {
+			return func() error { _, err := g.RunFresh(); return err }, nil
+		}
+		return func() error { _, err := g.Run(); return err }, nil
+	})
 }
 
 // BenchmarkReconcileVsKafka does the same for the reconciliation:
@@ -212,25 +195,13 @@ func BenchmarkAssignVsKafka(b *testing.B) {
 //
 //	go test -run '^$' -bench ReconcileVsKafka ./harness/kafkaref/
 func BenchmarkReconcileVsKafka(b *testing.B) {
-	rt, haveJava := javaSide(b)
-	dir := b.TempDir()
-	for _, bc := range benchList() {
-		if bc.Kind != "reconcile" {
-			continue
+	benchVsKafka(b, "reconcile", func(back Cases, _ int) (func() error, error) {
+		g, err := PrepareReconcile(&back.Reconcile[0], defaultKafka)
+		if err != nil {
+			return nil, err
 		}
-		b.Run(bc.Name, func(b *testing.B) {
-			cs, err := bc.Build()
-			if err != nil {
-				b.Fatal(err)
-			}
-			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
-			g, err := PrepareReconcile(&back.Reconcile[0], defaultKafka)
-			if err != nil {
-				b.Fatal(err)
-			}
-			timeBoth(b, rt, haveJava, file, bc.Name, func() error { _, err := g.Run(); return err })
-		})
-	}
+		return func() error { _, err := g.Run(); return err }, nil
+	})
 }
 
 // BenchmarkTargetVsKafka does the same for the target assignment:
@@ -241,6 +212,19 @@ func BenchmarkReconcileVsKafka(b *testing.B) {
 //
 //	go test -run '^$' -bench TargetVsKafka ./harness/kafkaref/
 func BenchmarkTargetVsKafka(b *testing.B) {
+	benchVsKafka(b, "target", func(back Cases, javaMajor int) (func() error, error) {
+		g, err := PrepareTarget(&back.Target[0], defaultKafka, javaMajor)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { _, err := g.Run(); return err }, nil
+	})
+}
+
+// benchVsKafka times every bench case of kind through groupquake's side,
+// which prepare builds from the case as read back from its file, and, when
+// a JDK and Maven are there, through Kafka's (timeBoth).
+func benchVsKafka(b *testing.B, kind string, prepare func(back Cases, javaMajor int) (func() error, error)) {
 	rt, haveJava := javaSide(b)
 	javaMajor := 21
 	if haveJava {
@@ -248,7 +232,7 @@ func BenchmarkTargetVsKafka(b *testing.B) {
 	}
 	dir := b.TempDir()
 	for _, bc := range benchList() {
-		if bc.Kind != "target" {
+		if bc.Kind != kind {
 			continue
 		}
 		b.Run(bc.Name, func(b *testing.B) {
@@ -257,11 +241,11 @@ func BenchmarkTargetVsKafka(b *testing.B) {
 				b.Fatal(err)
 			}
 			file, back := writeCases(b, dir, caseFile(bc.Name), cs)
-			g, err := PrepareTarget(&back.Target[0], defaultKafka, javaMajor)
+			run, err := prepare(back, javaMajor)
 			if err != nil {
 				b.Fatal(err)
 			}
-			timeBoth(b, rt, haveJava, file, bc.Name, func() error { _, err := g.Run(); return err })
+			timeBoth(b, rt, haveJava, file, bc.Name, run)
 		})
 	}
 }

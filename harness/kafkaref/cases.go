@@ -301,6 +301,27 @@ func parseTopics(s string) ([]TopicID, error) {
 	return out, nil
 }
 
+// parseOwned reads an "owned MEMBER TOPIC-ID PARTITIONS" line: the index
+// of the member (a member line named it before) and what it owns.
+func parseOwned(f []string, index map[string]int) (int, TopicID, []int32, error) {
+	if err := need(f, 4); err != nil {
+		return 0, TopicID{}, nil, err
+	}
+	i, ok := index[f[1]]
+	if !ok {
+		return 0, TopicID{}, nil, fmt.Errorf("owned line for unknown member %q", f[1])
+	}
+	t, err := assignor.ParseTopicID(f[2])
+	if err != nil {
+		return 0, TopicID{}, nil, err
+	}
+	ps, err := parseInts(f[3])
+	if err != nil {
+		return 0, TopicID{}, nil, err
+	}
+	return i, t, ps, nil
+}
+
 func parseInts(s string) ([]int32, error) {
 	if s == "-" {
 		return nil, nil
@@ -388,18 +409,7 @@ func readAssign(block [][]string) (AssignCase, error) {
 			index[m.ID] = len(c.Spec.Members)
 			c.Spec.Members = append(c.Spec.Members, m)
 		case "owned":
-			if err := need(f, 4); err != nil {
-				return c, err
-			}
-			i, ok := index[f[1]]
-			if !ok {
-				return c, fmt.Errorf("owned line for unknown member %q", f[1])
-			}
-			t, err := assignor.ParseTopicID(f[2])
-			if err != nil {
-				return c, err
-			}
-			ps, err := parseInts(f[3])
+			i, t, ps, err := parseOwned(f, index)
 			if err != nil {
 				return c, err
 			}

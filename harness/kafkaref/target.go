@@ -123,18 +123,7 @@ func readTarget(block [][]string) (TargetCase, error) {
 			index[m.ID] = len(c.Members)
 			c.Members = append(c.Members, m)
 		case "owned":
-			if err := need(f, 4); err != nil {
-				return c, err
-			}
-			i, ok := index[f[1]]
-			if !ok {
-				return c, fmt.Errorf("owned line for unknown member %q", f[1])
-			}
-			t, err := assignor.ParseTopicID(f[2])
-			if err != nil {
-				return c, err
-			}
-			ps, err := parseInts(f[3])
+			i, t, ps, err := parseOwned(f, index)
 			if err != nil {
 				return c, err
 			}

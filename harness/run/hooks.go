@@ -521,10 +521,6 @@ func offsetList(m map[string]map[int32]int64) []history.OffsetAt {
 }
 
 func sortedKeys[K string | int32, V any](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
+	out := slices.Sorted(maps.Keys(m))
 	return out
 }

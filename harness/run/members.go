@@ -263,38 +263,28 @@ func (c *crew) startAll(ctx context.Context, errs chan error, wg *sync.WaitGroup
 
 // running returns the drivers of the members running now.
 func (c *crew) running() []*driver {
-	var out []*driver
-	for _, s := range c.order {
-		s.mu.Lock()
-		if s.running && s.d != nil {
-			out = append(out, s.d)
-		}
-		s.mu.Unlock()
-	}
-	return out
+	return pickSlots(c, func(s *slot) (*driver, bool) { return s.d, s.running && s.d != nil })
 }
 
 // members names the members the harness runs now, in plan order: those
 // running and those their supervisor is restarting.
 func (c *crew) members() []string {
-	var out []string
-	for _, s := range c.order {
-		s.mu.Lock()
-		if s.running && s.d != nil || s.restarting {
-			out = append(out, s.plan.Name)
-		}
-		s.mu.Unlock()
-	}
-	return out
+	return pickSlots(c, func(s *slot) (string, bool) { return s.plan.Name, s.running && s.d != nil || s.restarting })
 }
 
 // restartingNames names the members their supervisor is restarting now.
 func (c *crew) restartingNames() []string {
-	var out []string
+	return pickSlots(c, func(s *slot) (string, bool) { return s.plan.Name, s.restarting })
+}
+
+// pickSlots returns, in plan order, what pick gives of each member's slot
+// (read under the slot's lock) where pick says so.
+func pickSlots[T any](c *crew, pick func(s *slot) (T, bool)) []T {
+	var out []T
 	for _, s := range c.order {
 		s.mu.Lock()
-		if s.restarting {
-			out = append(out, s.plan.Name)
+		if v, ok := pick(s); ok {
+			out = append(out, v)
 		}
 		s.mu.Unlock()
 	}

@@ -104,7 +104,9 @@ func (e *fakeEnv) env() faults.Env {
 	return faults.Env{Target: e, Members: e, Group: e, Links: func(string) (faults.Link, error) { return e, nil }}
 }
 
-func nemesisHistory(t *testing.T, sched []faults.Fault, e *fakeEnv, workload time.Duration) []history.Event {
+// meteredRecorder is a recorder that keeps its events, whose clock started
+// now (start), with an effect meter tapping it.
+func meteredRecorder(t *testing.T) (*history.Recorder, *effectMeter, time.Time) {
 	t.Helper()
 	var buf bytes.Buffer
 	start := time.Now()
@@ -114,6 +116,12 @@ func nemesisHistory(t *testing.T, sched []faults.Fault, e *fakeEnv, workload tim
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rec, meter, start
+}
+
+func nemesisHistory(t *testing.T, sched []faults.Fault, e *fakeEnv, workload time.Duration) []history.Event {
+	t.Helper()
+	rec, meter, start := meteredRecorder(t)
 	n := newNemesis(sched, e.env(), rec, meter, t.Logf)
 	ctx, cancel := context.WithTimeout(context.Background(), workload)
 	defer cancel()
@@ -270,14 +278,7 @@ func TestNemesisUpgradeStepsSerialiseAndAreAwaited(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched := append([]faults.Fault{{Kind: faults.NodeStop, Node: 2, At: 15 * ms, For: 100 * ms}}, steps...)
-	var buf bytes.Buffer
-	start := time.Now()
-	clock := history.SinceClock(start)
-	meter := newEffectMeter(clock)
-	rec, err := history.NewRecorder(&buf, clock, history.Retain(), history.Tap(meter.tap))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, meter, start := meteredRecorder(t)
 	env := e.env()
 	env.Target = upgradeEnv{fakeEnv: e}
 	n := newNemesis(sched, env, rec, meter, t.Logf)
@@ -332,14 +333,7 @@ func TestNemesisUpgradeStopsAtAFailedStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	start := time.Now()
-	clock := history.SinceClock(start)
-	meter := newEffectMeter(clock)
-	rec, err := history.NewRecorder(&buf, clock, history.Retain(), history.Tap(meter.tap))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, meter, start := meteredRecorder(t)
 	env := e.env()
 	env.Target = upgradeEnv{fakeEnv: e, isrFails: true}
 	n := newNemesis(steps, env, rec, meter, t.Logf)

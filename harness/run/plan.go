@@ -359,69 +359,106 @@ func stream(seed uint64, concern string) *rand.Rand {
 // NewPlan builds the plan for seed. kinds is the registry's view of member
 // kinds (name → protocol), used to choose and validate members.
 func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
+	if err := settleClusterOptions(&o); err != nil {
+		return Plan{}, err
+	}
+	legSize, err := settleWorkloadOptions(&o, kinds)
+	if err != nil {
+		return Plan{}, err
+	}
+	known, err := knownKinds(o, kinds)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := basePlan(seed, o)
+	if err := p.chooseMembers(known, kinds, legSize); err != nil {
+		return Plan{}, err
+	}
+	if p.IsShare() {
+		shapeShare(&p) // share_run.go
+	}
+	if err := p.scheduleFaults(legSize); err != nil {
+		return Plan{}, err
+	}
+	if err := checkSharePlan(&p); err != nil { // share_run.go
+		return Plan{}, err
+	}
+	return p, p.Validate()
+}
+
+// settleClusterOptions checks the scenario and the cluster's options and
+// fills in their defaults.
+func settleClusterOptions(o *Options) error {
 	if o.Scenario == "" {
 		o.Scenario = ScenarioBaseline
 	}
 	if !slices.Contains(Scenarios(), o.Scenario) {
-		return Plan{}, fmt.Errorf("unknown scenario %q: known scenarios are %s", o.Scenario, strings.Join(Scenarios(), ", "))
+		return fmt.Errorf("unknown scenario %q: known scenarios are %s", o.Scenario, strings.Join(Scenarios(), ", "))
 	}
 	if o.Embedded && len(o.Bootstrap) > 0 {
-		return Plan{}, errors.New("--embedded and --bootstrap exclude each other: the embedded cluster runs in this process")
+		return errors.New("--embedded and --bootstrap exclude each other: the embedded cluster runs in this process")
 	}
 	if o.Embedded && o.Nodes > 1 {
-		return Plan{}, fmt.Errorf("the embedded cluster has one node, not %d", o.Nodes)
+		return fmt.Errorf("the embedded cluster has one node, not %d", o.Nodes)
 	}
 	if len(o.Bootstrap) == 0 {
 		if o.Nodes == 0 {
 			o.Nodes = 1
 		}
 		if o.Nodes != 1 && o.Nodes != 3 {
-			return Plan{}, fmt.Errorf("a container cluster has 1 or 3 nodes, not %d", o.Nodes)
+			return fmt.Errorf("a container cluster has 1 or 3 nodes, not %d", o.Nodes)
 		}
 		if o.Controllers != 0 && o.Controllers != 1 && o.Controllers != 3 {
-			return Plan{}, fmt.Errorf("separate controllers number 0, 1 or 3, not %d", o.Controllers)
+			return fmt.Errorf("separate controllers number 0, 1 or 3, not %d", o.Controllers)
 		}
 		if o.Embedded && o.Controllers > 0 {
-			return Plan{}, fmt.Errorf("the embedded cluster has no separate controllers, not %d", o.Controllers)
+			return fmt.Errorf("the embedded cluster has no separate controllers, not %d", o.Controllers)
 		}
 		if o.Kafka == "" {
 			// Pinned in the plan, so a rerun after the default moves still runs this version.
 			o.Kafka = cluster.DefaultKafkaVersion
 		}
 	}
-	if err := checkUpgrade(o); err != nil {
-		return Plan{}, err
+	if err := checkUpgrade(*o); err != nil {
+		return err
 	}
 	if o.Duration == 0 && o.UpgradeTo != "" {
-		o.Duration = upgradeWorkload(upgradeStepCount(o, o.Nodes))
+		o.Duration = upgradeWorkload(upgradeStepCount(*o, o.Nodes))
 	}
 	if err := checkMigrationPolicy(o.MigrationPolicy); err != nil {
-		return Plan{}, err
+		return err
 	}
 	switch o.JavaJVMs {
 	case "", JavaJVMsPerMember:
 		o.JavaJVMs = "" // the default, left out of plan.json and the rerun command
 	case JavaJVMsShared:
 		if !slices.ContainsFunc(o.Kinds, IsJavaKind) {
-			return Plan{}, fmt.Errorf("--java-jvms %s lays out the Java members' JVMs, but no Java member kind is in --kinds (%s)", o.JavaJVMs, strings.Join(javaKindNames(), ", "))
+			return fmt.Errorf("--java-jvms %s lays out the Java members' JVMs, but no Java member kind is in --kinds (%s)", o.JavaJVMs, strings.Join(javaKindNames(), ", "))
 		}
 	default:
-		return Plan{}, fmt.Errorf("--java-jvms %q: want %s (one JVM per Java member, the default) or %s (one JVM hosts them all)", o.JavaJVMs, JavaJVMsPerMember, JavaJVMsShared)
+		return fmt.Errorf("--java-jvms %q: want %s (one JVM per Java member, the default) or %s (one JVM hosts them all)", o.JavaJVMs, JavaJVMsPerMember, JavaJVMsShared)
 	}
+	return nil
+}
+
+// settleWorkloadOptions checks the migration options and the workload's
+// sizes, fills in the workload's duration, and returns the size of a
+// migration's leg (o.Members otherwise).
+func settleWorkloadOptions(o *Options, kinds map[string]string) (legSize int, err error) {
 	migration := o.Scenario == ScenarioMigration
 	if err := checkMigrationFrom(o.MigrationFrom); err != nil {
-		return Plan{}, err
+		return 0, err
 	}
 	if o.MigrationFrom != "" && !migration {
-		return Plan{}, fmt.Errorf("--migration-from %s says where a migration starts: it needs --scenario %s", o.MigrationFrom, ScenarioMigration)
+		return 0, fmt.Errorf("--migration-from %s says where a migration starts: it needs --scenario %s", o.MigrationFrom, ScenarioMigration)
 	}
 	if o.MigrationStatic && !migration {
-		return Plan{}, fmt.Errorf("--migration-static makes a migration's members static: it needs --scenario %s", ScenarioMigration)
+		return 0, fmt.Errorf("--migration-static makes a migration's members static: it needs --scenario %s", ScenarioMigration)
 	}
-	legSize := o.Members
+	legSize = o.Members
 	if migration {
 		if o.UpgradeTo != "" {
-			return Plan{}, errors.New("--scenario migration and --upgrade-to are separate runs: migrate the group on one release")
+			return 0, errors.New("--scenario migration and --upgrade-to are separate runs: migrate the group on one release")
 		}
 		if legSize == 0 {
 			legSize = migrationMembers
@@ -430,34 +467,41 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			o.Duration = migrationWorkload(legSize)
 		}
 	}
-	if o.Duration == 0 && shareOptions(o, kinds) {
+	if o.Duration == 0 && shareOptions(*o, kinds) {
 		o.Duration = shareWorkload(o.Scenario) // share_run.go
 	}
 	if o.Duration == 0 {
 		o.Duration = 20 * time.Second
 	}
 	if o.Duration < 0 || o.Partitions < 0 || o.Rate < 0 || o.Members < 0 || o.Records < 0 {
-		return Plan{}, fmt.Errorf("duration, partitions, rate, members and records must not be negative (got %s, %d, %d, %d, %d)", o.Duration, o.Partitions, o.Rate, o.Members, o.Records)
+		return 0, fmt.Errorf("duration, partitions, rate, members and records must not be negative (got %s, %d, %d, %d, %d)", o.Duration, o.Partitions, o.Rate, o.Members, o.Records)
 	}
+	return legSize, nil
+}
+
+// knownKinds returns the registry's kind names, sorted, after checking that
+// every kind o asks for is one of them.
+func knownKinds(o Options, kinds map[string]string) ([]string, error) {
 	if len(kinds) == 0 {
-		return Plan{}, errors.New("no member kinds to choose from: pass the registry's kinds (run.DefaultRegistry().Kinds())")
+		return nil, errors.New("no member kinds to choose from: pass the registry's kinds (run.DefaultRegistry().Kinds())")
 	}
-	known := make([]string, 0, len(kinds))
-	for k := range kinds {
-		known = append(known, k)
-	}
-	slices.Sort(known)
+	known := slices.Sorted(maps.Keys(kinds))
 	for _, k := range o.Kinds {
 		if _, ok := kinds[k]; !ok {
-			return Plan{}, fmt.Errorf("unknown member kind %q: known kinds are %s", k, strings.Join(known, ", "))
+			return nil, fmt.Errorf("unknown member kind %q: known kinds are %s", k, strings.Join(known, ", "))
 		}
 	}
+	return known, nil
+}
 
+// basePlan is the plan of settled options before members and faults: the
+// supervisor, the group, the workload and the timers.
+func basePlan(seed uint64, o Options) Plan {
 	sup := DefaultSupervisor()
 	if o.NoSupervisor {
 		sup.Restart = false
 	}
-	p := Plan{
+	return Plan{
 		Format:       PlanFormat,
 		Seed:         seed,
 		Options:      o,
@@ -474,6 +518,13 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 			ConvergenceSlack:  20 * time.Second,
 		},
 	}
+}
+
+// chooseMembers draws the topic, the members (kinds, join delays, commit
+// intervals, static ones) and the producer from the seed's streams.
+func (p *Plan) chooseMembers(known []string, kinds map[string]string, legSize int) error {
+	o, seed := p.Options, p.Seed
+	migration := o.Scenario == ScenarioMigration
 	topo := stream(seed, "topology")
 	parts := o.Partitions
 	if parts == 0 {
@@ -487,42 +538,11 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		p.Group = o.Group
 	}
 	p.Topics = []history.TopicPlan{{Name: topic, Partitions: parts}}
-	n := o.Members
-	if n == 0 {
-		n = len(o.Kinds)
-	}
-	if n == 0 {
-		n = 2 + topo.IntN(3)
-	}
-	var memberKinds []string
-	for i := range n {
-		if len(o.Kinds) > 0 {
-			memberKinds = append(memberKinds, o.Kinds[i%len(o.Kinds)])
-		} else {
-			memberKinds = append(memberKinds, known[topo.IntN(len(known))])
-		}
-	}
+	memberKinds := drawMemberKinds(o, topo, known)
 	if migration {
-		// Three legs of legSize: classic, consumer, classic again (or
-		// consumer, classic, consumer); each leg cycles over its
-		// protocol's kinds, the last one shifted so that a member is
-		// replaced by another kind than the first leg's.
-		cl, co, err := migrationMembersOf(o, kinds, legSize)
-		if err != nil {
-			return Plan{}, err
-		}
-		if o.MigrationFrom == history.ProtocolConsumer {
-			cl, co = co, cl
-		}
-		memberKinds = nil
-		for i := range legSize {
-			memberKinds = append(memberKinds, cl[i%len(cl)])
-		}
-		for i := range legSize {
-			memberKinds = append(memberKinds, co[i%len(co)])
-		}
-		for i := range legSize {
-			memberKinds = append(memberKinds, cl[(i+1)%len(cl)])
+		var err error
+		if memberKinds, err = migrationLegs(o, kinds, legSize); err != nil {
+			return err
 		}
 	}
 	ms := stream(seed, "members")
@@ -536,7 +556,7 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 		})
 	}
 	if migration && o.MigrationStatic {
-		staticMigration(&p, legSize)
+		staticMigration(p, legSize)
 	}
 	if o.Scenario != ScenarioBaseline && !migration {
 		// A third of the members are static under faults, so restarts and
@@ -556,44 +576,90 @@ func NewPlan(seed uint64, o Options, kinds map[string]string) (Plan, error) {
 	// Quiesce must outlast a member that was cut off until the heal: its
 	// session expires, the group rebalances, the new owners catch up.
 	p.QuiesceMax = 2*(p.Timers.SessionTimeout+p.Timers.RebalanceTimeout) + 30*time.Second
+	return nil
+}
 
-	if p.IsShare() {
-		shapeShare(&p) // share_run.go
+// drawMemberKinds is the members' kinds: o.Kinds in turn, or drawn from the
+// known kinds when o names none.
+func drawMemberKinds(o Options, topo *rand.Rand, known []string) []string {
+	n := o.Members
+	if n == 0 {
+		n = len(o.Kinds)
 	}
+	if n == 0 {
+		n = 2 + topo.IntN(3)
+	}
+	var memberKinds []string
+	for i := range n {
+		if len(o.Kinds) > 0 {
+			memberKinds = append(memberKinds, o.Kinds[i%len(o.Kinds)])
+		} else {
+			memberKinds = append(memberKinds, known[topo.IntN(len(known))])
+		}
+	}
+	return memberKinds
+}
 
+// migrationLegs is a migration's members' kinds: three legs of legSize,
+// classic, consumer, classic again (or consumer, classic, consumer); each
+// leg cycles over its protocol's kinds, the last one shifted so that a
+// member is replaced by another kind than the first leg's.
+func migrationLegs(o Options, kinds map[string]string, legSize int) ([]string, error) {
+	cl, co, err := migrationMembersOf(o, kinds, legSize)
+	if err != nil {
+		return nil, err
+	}
+	if o.MigrationFrom == history.ProtocolConsumer {
+		cl, co = co, cl
+	}
+	var memberKinds []string
+	for i := range legSize {
+		memberKinds = append(memberKinds, cl[i%len(cl)])
+	}
+	for i := range legSize {
+		memberKinds = append(memberKinds, co[i%len(co)])
+	}
+	for i := range legSize {
+		memberKinds = append(memberKinds, cl[(i+1)%len(cl)])
+	}
+	return memberKinds, nil
+}
+
+// scheduleFaults draws the scenario's faults and adds a migration's or an
+// upgrade's steps, in time order.
+func (p *Plan) scheduleFaults(legSize int) error {
+	o := p.Options
+	migration := o.Scenario == ScenarioMigration
 	intensity, err := faults.ParseIntensity(o.Intensity)
 	if err != nil {
-		return Plan{}, err
+		return err
 	}
-	space, err := faultSpace(p)
+	space, err := faultSpace(*p)
 	if err != nil {
-		return Plan{}, err
+		return err
 	}
 	if (o.Scenario != ScenarioBaseline && !migration) || len(o.Faults) > 0 {
-		if p.Faults, err = faults.Generate(stream(seed, "faults"), space, intensity.Count(p.Workload)); err != nil {
-			return Plan{}, fmt.Errorf("scenario %s: %w", o.Scenario, err)
+		if p.Faults, err = faults.Generate(stream(p.Seed, "faults"), space, intensity.Count(p.Workload)); err != nil {
+			return fmt.Errorf("scenario %s: %w", o.Scenario, err)
 		}
 	}
 	if migration {
-		steps, err := migrationSteps(p, legSize)
+		steps, err := migrationSteps(*p, legSize)
 		if err != nil {
-			return Plan{}, err
+			return err
 		}
 		p.Faults = append(p.Faults, steps...)
 		slices.SortStableFunc(p.Faults, func(a, b faults.Fault) int { return cmp.Compare(a.At, b.At) })
 	}
 	if o.UpgradeTo != "" {
-		steps, err := upgradeSteps(p)
+		steps, err := upgradeSteps(*p)
 		if err != nil {
-			return Plan{}, err
+			return err
 		}
 		p.Faults = append(p.Faults, steps...)
 		slices.SortStableFunc(p.Faults, func(a, b faults.Fault) int { return cmp.Compare(a.At, b.At) })
 	}
-	if err := checkSharePlan(&p); err != nil { // share_run.go
-		return Plan{}, err
-	}
-	return p, p.Validate()
+	return nil
 }
 
 // faultSpace is what the scenario's faults may pick from (faults.Generate

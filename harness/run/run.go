@@ -306,6 +306,20 @@ func (r *runner) closeBound(ctx context.Context) time.Duration {
 	return 30 * time.Second
 }
 
+// crewRun is what the phases of a run share once the members start: the
+// context the members and the observer run under, the members' goroutines
+// and the first error one of them reports, and the observer's loop.
+type crewRun struct {
+	workCtx    context.Context
+	members    sync.WaitGroup
+	memberErrs chan error
+	stopObs    context.CancelFunc
+	obsDone    chan error
+}
+
+// run runs the phases in order: setup, warmup, workload, heal, quiesce,
+// final. Whatever happens after setup begins, the teardown is recorded,
+// the cluster released and the faults healed.
 func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.phase(ctx, history.PhaseSetup, "start or reach the cluster, create the topics, build producers and members"); err != nil {
 		return err
@@ -315,11 +329,10 @@ func (r *runner) run(ctx context.Context) (err error) {
 	// run stopped, when it stopped early), the cluster released and faults
 	// healed.
 	workCtx, stopWork := context.WithCancel(ctx)
-	var members sync.WaitGroup
-	memberErrs := make(chan error, 1)
+	cr := &crewRun{workCtx: workCtx, memberErrs: make(chan error, 1)}
 	defer func() {
 		stopWork()
-		members.Wait()
+		cr.members.Wait()
 		if terr := r.teardown(ctx); terr != nil && err == nil {
 			err = terr
 		}
@@ -335,31 +348,59 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 		return err
 	}
+	defer func() {
+		if cr.stopObs != nil {
+			cr.stopObs()
+		}
+	}()
+	if err := r.warmup(ctx, cr); err != nil {
+		return err
+	}
+	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
+		return err
+	}
+	if err := r.heal(ctx, r.workload(ctx, workCtx)); err != nil {
+		return err
+	}
+	if err := r.quiesce(ctx, cr); err != nil {
+		return err
+	}
+	if err := r.settle(ctx, cr); err != nil {
+		return err
+	}
+	return r.final(ctx)
+}
 
+// warmup starts the members, staggered as planned, and the observer, and
+// waits until the group owns every partition exactly once (or the warm-up
+// bound passes).
+func (r *runner) warmup(ctx context.Context, cr *crewRun) error {
 	if err := r.phase(ctx, history.PhaseWarmup, "members join, staggered as planned; the group forms"); err != nil {
 		return err
 	}
-	if err := r.crew.startAll(workCtx, memberErrs, &members); err != nil {
+	if err := r.crew.startAll(cr.workCtx, cr.memberErrs, &cr.members); err != nil {
 		return err
 	}
-	obsCtx, stopObs := context.WithCancel(workCtx)
-	obsDone := make(chan error, 1)
-	go func() { obsDone <- r.obs.loop(obsCtx, r.p.ObserveEvery) }()
-	defer stopObs()
+	obsCtx, stopObs := context.WithCancel(cr.workCtx)
+	cr.stopObs, cr.obsDone = stopObs, make(chan error, 1)
+	go func() { cr.obsDone <- r.obs.loop(obsCtx, r.p.ObserveEvery) }()
 
-	if !r.waitFor(ctx, memberErrs, r.p.WarmupMax, r.owned) && ctx.Err() == nil {
+	if !r.waitFor(ctx, cr.memberErrs, r.p.WarmupMax, r.owned) && ctx.Err() == nil {
 		r.note("warm-up: the group did not own every partition exactly once within %s; carrying on, the checkers will judge", r.p.WarmupMax)
 	}
-	if err := r.firstErr(memberErrs); err != nil {
+	if err := r.firstErr(cr.memberErrs); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return r.stoppedErr(ctx)
 	}
+	return nil
+}
 
-	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
-		return err
-	}
+// workload runs the producers and the nemesis for the planned workload (and
+// on until an upgrade's or a migration's steps have ended), and returns
+// their errors.
+func (r *runner) workload(ctx, workCtx context.Context) error {
 	wctx, cancelW := context.WithCancel(workCtx)
 	wstart := r.cfg.Now()
 	go func() {
@@ -404,7 +445,12 @@ func (r *runner) run(ctx context.Context) (err error) {
 	for e := range workErrs {
 		werr = errors.Join(werr, e)
 	}
+	return werr
+}
 
+// heal heals every fault still active; werr is what went wrong in the
+// workload, returned with whatever goes wrong here.
+func (r *runner) heal(ctx context.Context, werr error) error {
 	if err := r.phase(ctx, history.PhaseHeal, "heal every fault still active"); err != nil {
 		return errors.Join(werr, err)
 	}
@@ -414,14 +460,16 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if ctx.Err() != nil {
 		return errors.Join(r.stoppedErr(ctx), werr)
 	}
-	if werr != nil {
-		return werr
-	}
+	return werr
+}
 
+// quiesce waits until every acknowledged record is consumed and the group
+// is quiet, then has every running member make its last commit and hold.
+func (r *runner) quiesce(ctx context.Context, cr *crewRun) error {
 	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
 		return err
 	}
-	if !r.waitFor(ctx, memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) && ctx.Err() == nil {
+	if !r.waitFor(ctx, cr.memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) && ctx.Err() == nil {
 		r.note("quiesce: %d of %d acknowledged records still not consumed, or the group still changing (quiet for %s of the %s asked), after %s",
 			r.led.Missing(), r.led.Acked(), r.meter.quietFor().Round(time.Millisecond), r.quietSpell(), r.p.QuiesceMax)
 	}
@@ -443,12 +491,18 @@ func (r *runner) run(ctx context.Context) (err error) {
 			r.note("quiesce: member %s did not make its last commit within a minute", running[i].plan.Name)
 		}
 	}
+	return nil
+}
+
+// settle waits for a Stable group with every member the harness runs in
+// it, then stops the observer.
+func (r *runner) settle(ctx context.Context, cr *crewRun) error {
 	// Stable, with every member the harness runs in it: a member that
 	// gave up, or was dropped without noticing, is given the whole
 	// convergence bound to come back before the final observation, so
 	// that EventuallyConverges can judge it.
 	var missing []string
-	stable := r.waitFor(ctx, memberErrs, r.settleWait(), func() bool {
+	stable := r.waitFor(ctx, cr.memberErrs, r.settleWait(), func() bool {
 		if !r.owned() || !r.quiet() {
 			return false
 		}
@@ -462,17 +516,22 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if !stable && ctx.Err() == nil {
 		r.note("quiesce: the group was not seen Stable with every running member in it before the final observation (last missing: %v)", missing)
 	}
-	stopObs()
-	if err := <-obsDone; err != nil {
+	cr.stopObs()
+	if err := <-cr.obsDone; err != nil {
 		return fmt.Errorf("observer: %w", err)
 	}
-	if err := r.firstErr(memberErrs); err != nil {
+	if err := r.firstErr(cr.memberErrs); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return r.stoppedErr(ctx)
 	}
+	return nil
+}
 
+// final takes the final observations (describe, committed offsets,
+// __consumer_offsets) and writes them to the run directory.
+func (r *runner) final(ctx context.Context) error {
 	names := r.crew.members()
 	r.cfg.Logf("phase %s", history.PhaseFinal)
 	r.setPhase(ctx, history.PhaseFinal)

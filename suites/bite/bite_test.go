@@ -178,6 +178,31 @@ func verdict(t *testing.T, h cluster.Handle, p run.Plan, reg run.Registry, name,
 	return check.Verdict{}, nil, d, fmt.Errorf("%s run has no verdict %s (run directory %s)", label, name, d)
 }
 
+// brokenAndUnbroken runs the broken plan bp and the unbroken plan gp at
+// once on h and returns the verdicts of the checker catches on each, every
+// verdict of the unbroken run, and the two run directories.
+func brokenAndUnbroken(t *testing.T, h cluster.Handle, reg run.Registry, bp, gp run.Plan, catches string) (bad, good check.Verdict, all []check.Verdict, badDir, goodDir string) {
+	t.Helper()
+	var (
+		wg              sync.WaitGroup
+		badErr, goodErr error
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		bad, _, badDir, badErr = verdict(t, h, bp, reg, catches, "broken")
+	}()
+	go func() {
+		defer wg.Done()
+		good, all, goodDir, goodErr = verdict(t, h, gp, reg, catches, "unbroken")
+	}()
+	wg.Wait()
+	if badErr != nil || goodErr != nil {
+		t.Fatalf("%v %v", badErr, goodErr)
+	}
+	return bad, good, all, badDir, goodDir
+}
+
 func startCluster(t *testing.T, version string) cluster.Handle {
 	t.Helper()
 	if !*embedded {
@@ -199,27 +224,8 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 				t.Run(k.Name, func(t *testing.T) {
 					t.Parallel()
 					reg := run.DefaultRegistry().WithBroken([]string{k.Name})
-					var (
-						wg              sync.WaitGroup
-						bad, good       check.Verdict
-						all             []check.Verdict
-						badDir, goodDir string
-						badErr, goodErr error
-					)
 					bp, gp := plan(t, k, k.Name, fmt.Sprint("b", i), version), plan(t, k, k.Unbroken, fmt.Sprint("u", i), version)
-					wg.Add(2)
-					go func() {
-						defer wg.Done()
-						bad, _, badDir, badErr = verdict(t, h, bp, reg, k.Catches, "broken")
-					}()
-					go func() {
-						defer wg.Done()
-						good, all, goodDir, goodErr = verdict(t, h, gp, reg, k.Catches, "unbroken")
-					}()
-					wg.Wait()
-					if badErr != nil || goodErr != nil {
-						t.Fatalf("%v %v", badErr, goodErr)
-					}
+					bad, good, all, badDir, goodDir := brokenAndUnbroken(t, h, reg, bp, gp, k.Catches)
 					switch {
 					case bad.Skipped != "":
 						t.Errorf("%s (%s) was not judged: %s (run directory %s)", k.Catches, k.Bug, bad.Skipped, badDir)

@@ -2,12 +2,10 @@ package bite
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/groupquake/groupquake/coordinator/version"
-	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/run"
@@ -60,27 +58,8 @@ func TestBrokenShareMembersAreCaught(t *testing.T) {
 		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
 			reg := run.DefaultRegistry().WithBroken([]string{k.Name, "share"})
-			var (
-				wg              sync.WaitGroup
-				bad, good       check.Verdict
-				all             []check.Verdict
-				badDir, goodDir string
-				badErr, goodErr error
-			)
 			bp, gp := sharePlan(t, k, k.Name, "b"+prefix, v), sharePlan(t, k, "share", "u"+prefix, v)
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				bad, _, badDir, badErr = verdict(t, h, bp, reg, k.Catches, "broken")
-			}()
-			go func() {
-				defer wg.Done()
-				good, all, goodDir, goodErr = verdict(t, h, gp, reg, k.Catches, "unbroken")
-			}()
-			wg.Wait()
-			if badErr != nil || goodErr != nil {
-				t.Fatalf("%v %v", badErr, goodErr)
-			}
+			bad, good, all, badDir, goodDir := brokenAndUnbroken(t, h, reg, bp, gp, k.Catches)
 			switch {
 			case bad.Skipped != "":
 				t.Errorf("%s (%s) was not judged: %s (run directory %s)", k.Catches, k.Doc, bad.Skipped, badDir)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/harness/cluster"
@@ -46,20 +47,7 @@ func TestSpringKafkaMemberCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("member-check could not be carried out: %v", err)
 	}
-	consumed := map[clients.Protocol]bool{}
-	for _, f := range rep.Findings {
-		if !f.OK {
-			t.Errorf("%s", f)
-		}
-		if f.OK && f.Rule == "joins-and-consumes" {
-			consumed[f.Protocol] = true
-		}
-	}
-	for _, p := range []clients.Protocol{clients.Classic, clients.Consumer} {
-		if !consumed[p] {
-			t.Errorf("%s: the member never joined and consumed (no joins-and-consumes that holds)", p)
-		}
-	}
+	memberCheckHolds(t, rep)
 }
 
 // TestSpringFencedContainerStopsForGood: a static Spring member (classic
@@ -92,16 +80,7 @@ func TestSpringFencedContainerStopsForGood(t *testing.T) {
 		m, err := process.New("m1", "fenced", []string{"fenced"}, process.Protocol(clients.Classic), process.InstanceID("fenced-m1"),
 			process.Start(rt.Command(java.JVMFlags).Starter()), process.Client("spring-kafka"), process.KgoOpts(l.KgoOpts()...),
 			process.SessionTimeout(10*time.Second), process.HeartbeatInterval(500*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := m.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Kill() })
-		return m
+		return clientstest.StartKilledAtEnd(t, m, err)
 	}
 	poll := func(m *process.Member) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -103,6 +103,27 @@ func runGroup(t *testing.T, c *cluster.Cluster, group, topic string, total int64
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	members := groupClients(t, c, group, topic, consumerProtocol)
+	admin, err := c.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	adm := admin
+	// Poll until the group has consumed everything, committing as it goes.
+	consumeAll(ctx, adm, members, group, topic, total, time.Now().Add(90*time.Second))
+	for _, m := range members {
+		m.Close() // leaves the group
+	}
+	if got := committedTotal(ctx, adm, group, topic); got != total {
+		t.Fatalf("group %s committed %d of %d records within the bound", group, got, total)
+	}
+}
+
+// groupClients builds two members of group on topic (KIP-848 when
+// consumerProtocol) that read from the start and commit by hand.
+func groupClients(t *testing.T, c *cluster.Cluster, group, topic string, consumerProtocol bool) []*kgo.Client {
+	t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit()}
 	if consumerProtocol {
@@ -118,14 +139,13 @@ func runGroup(t *testing.T, c *cluster.Cluster, group, topic string, total int64
 		}
 		members = append(members, cl)
 	}
-	admin, err := c.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	adm := admin
-	// Poll until the group has consumed everything, committing as it goes.
-	deadline := time.Now().Add(90 * time.Second)
+	return members
+}
+
+// consumeAll polls with members, committing as they go, until group has
+// committed total records of topic or the deadline passes; it says whether
+// the group got there.
+func consumeAll(ctx context.Context, adm *kadm.Client, members []*kgo.Client, group, topic string, total int64, deadline time.Time) bool {
 	for time.Now().Before(deadline) {
 		for _, m := range members {
 			pctx, pcancel := context.WithTimeout(ctx, time.Second)
@@ -134,15 +154,10 @@ func runGroup(t *testing.T, c *cluster.Cluster, group, topic string, total int64
 			m.CommitUncommittedOffsets(ctx)
 		}
 		if committedTotal(ctx, adm, group, topic) == total {
-			break
+			return true
 		}
 	}
-	for _, m := range members {
-		m.Close() // leaves the group
-	}
-	if got := committedTotal(ctx, adm, group, topic); got != total {
-		t.Fatalf("group %s committed %d of %d records within the bound", group, got, total)
-	}
+	return false
 }
 
 // committedTotal sums the committed offsets of group on topic.

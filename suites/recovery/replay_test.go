@@ -239,20 +239,8 @@ func requireRecoveredHolds(t *testing.T, where string, rep check.Report) {
 // the members in the group, heartbeating; the caller closes them.
 func startMembers(t *testing.T, c *cluster.Cluster, group, topic string, total int64, consumerProtocol bool) []*kgo.Client {
 	t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit()}
-	if consumerProtocol {
-		opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
-	} else {
-		opts = append(opts, kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
-	}
-	var members []*kgo.Client
-	for range 2 {
-		cl, err := kgo.NewClient(opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		members = append(members, cl)
+	members := groupClients(t, c, group, topic, consumerProtocol)
+	for _, cl := range members {
 		t.Cleanup(cl.Close)
 	}
 	adm, err := c.Admin()
@@ -262,17 +250,8 @@ func startMembers(t *testing.T, c *cluster.Cluster, group, topic string, total i
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*settleBound)
 	defer cancel()
-	deadline := time.Now().Add(2 * settleBound)
-	for time.Now().Before(deadline) {
-		for _, m := range members {
-			pctx, pcancel := context.WithTimeout(ctx, time.Second)
-			m.PollFetches(pctx)
-			pcancel()
-			m.CommitUncommittedOffsets(ctx)
-		}
-		if committedTotal(ctx, adm, group, topic) == total {
-			return members
-		}
+	if consumeAll(ctx, adm, members, group, topic, total, time.Now().Add(2*settleBound)) {
+		return members
 	}
 	t.Fatalf("group %s committed %d of %d records within %s", group, committedTotal(ctx, adm, group, topic), total, 2*settleBound)
 	return nil

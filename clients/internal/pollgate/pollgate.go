@@ -7,7 +7,10 @@
 // wakes, and return records of a generation whose revocation was due.
 package pollgate
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Gate is closed between Polls. The zero value is not usable: call New.
 type Gate struct {
@@ -63,4 +66,29 @@ func (g *Gate) Shut() {
 	}
 	g.open = false
 	g.mu.Unlock()
+}
+
+// Drain is what a Poll does with the gate: it opens it, takes the records
+// waiting in recs (waiting for the first until ctx ends, then as many as
+// are there, up to max), and shuts it again. A ctx that ends is no error:
+// Drain returns what it took.
+func Drain[R any](ctx context.Context, g *Gate, recs <-chan R, max int) []R {
+	g.Open()
+	var got []R
+	select {
+	case r := <-recs:
+		got = append(got, r)
+	case <-ctx.Done():
+	}
+more:
+	for len(got) < max {
+		select {
+		case r := <-recs:
+			got = append(got, r)
+		default:
+			break more
+		}
+	}
+	g.Shut()
+	return got
 }

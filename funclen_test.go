@@ -1,0 +1,155 @@
+package groupquake_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// maxFuncLines is the longest a non-test function or method may be, counted
+// from its func keyword to its closing brace. A longer one does several jobs:
+// split it into named steps.
+const maxFuncLines = 120
+
+// pendingLong are the functions over maxFuncLines that are being split on
+// other branches right now (the share-group member and run, the scale engine,
+// the consumer member's commit). The list may only shrink: the test fails on
+// an entry that is no longer over the limit, so remove it when its split
+// lands, and never add one.
+var pendingLong = []longFunc{
+	{File: "harness/scale/share.go", Name: "RunShare"},
+	{File: "cmd/groupquake/scale.go", Name: "cmdScale"},
+	{File: "cmd/groupquake/scale.go", Name: "scaleFlags.check"},
+	{File: "clients/consumer/loop.go", Name: "Member.commit"},
+	{File: "clients/share/fetch.go", Name: "Member.acknowledge"},
+	{File: "clients/share/fetch.go", Name: "Member.fetch"},
+}
+
+// longFunc is one function declaration: where it is, its name (Type.Method
+// for a method) and how many lines it spans.
+type longFunc struct {
+	File  string
+	Line  int
+	Name  string
+	Lines int
+}
+
+func (f longFunc) String() string {
+	return fmt.Sprintf("%s:%d %s is %d lines", f.File, f.Line, f.Name, f.Lines)
+}
+
+// funcName is a declaration's name as the pending list writes it.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	t := fn.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	switch x := t.(type) {
+	case *ast.IndexExpr:
+		t = x.X
+	case *ast.IndexListExpr:
+		t = x.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
+}
+
+// longFuncs returns the functions of one Go source over maxFuncLines.
+func longFuncs(name string, src []byte) ([]longFunc, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var long []longFunc
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		start, end := fset.Position(fn.Pos()).Line, fset.Position(fn.End()).Line
+		if n := end - start + 1; n > maxFuncLines {
+			long = append(long, longFunc{File: name, Line: start, Name: funcName(fn), Lines: n})
+		}
+	}
+	return long, nil
+}
+
+// TestNoLongFunctions: no non-test function of the repository is over
+// maxFuncLines, but for the pending ones, each of which must still be over.
+func TestNoLongFunctions(t *testing.T) {
+	pending := map[longFunc]bool{}
+	for _, p := range pendingLong {
+		pending[p] = false
+	}
+	var long []longFunc
+	for _, f := range trackedFiles(t) {
+		if !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") || strings.Contains("/"+f, "/testdata/") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue // deleted in the working tree, not yet in the index
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := longFuncs(f, src)
+		if err != nil {
+			t.Errorf("parse %s: %v", f, err)
+			continue
+		}
+		long = append(long, fs...)
+	}
+	sort.Slice(long, func(i, j int) bool { return long[i].Lines > long[j].Lines })
+	for _, l := range long {
+		key := longFunc{File: l.File, Name: l.Name}
+		if _, ok := pending[key]; ok {
+			pending[key] = true
+			continue
+		}
+		t.Errorf("%s, over %d: split it into named steps", l, maxFuncLines)
+	}
+	for _, p := range pendingLong {
+		if !pending[p] {
+			t.Errorf("%s %s is no longer over %d lines (or is gone): remove it from pendingLong", p.File, p.Name, maxFuncLines)
+		}
+	}
+}
+
+// TestLongFuncsBites: a function of maxFuncLines+1 lines is caught, named
+// with its receiver, and one of maxFuncLines is not.
+func TestLongFuncsBites(t *testing.T) {
+	body := func(name string, lines int) string {
+		return name + " {\n" + strings.Repeat("\tx++\n", lines-2) + "}\n"
+	}
+	src := "package p\n\ntype T[K any] struct{}\n\nvar x int\n\n" +
+		body("func ok()", maxFuncLines) +
+		body("func long()", maxFuncLines+1) +
+		body("func (t *T[K]) method()", maxFuncLines+1)
+	long, err := longFuncs("p.go", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range long {
+		got = append(got, l.String())
+	}
+	want := []string{
+		fmt.Sprintf("p.go:%d long is %d lines", 7+maxFuncLines, maxFuncLines+1),
+		fmt.Sprintf("p.go:%d T.method is %d lines", 7+2*maxFuncLines+1, maxFuncLines+1),
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("long functions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
