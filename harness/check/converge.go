@@ -178,8 +178,17 @@ func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, 
 			tps = append(tps, tp)
 		}
 		sort.Slice(tps, func(a, b int) bool { return f.tps[tps[a]].String() < f.tps[tps[b]].String() })
+		orphans := orphanTails(f)
 		for _, tp := range tps {
 			if count[tp] == 1 {
+				continue
+			}
+			if o, ok := orphans[f.tps[tp]]; ok && count[tp] == 0 {
+				// Nobody may own it: the coordinator holds it as an
+				// orphaned classic member's target.
+				x, _ := FindingByID(FindingClassicJoinOrphan)
+				v.failKnown(x, Known{Member: o.Member, Events: o.Events}, o.Events, "never converged: at event %d, %s after the heal, %s has 0 owners: the coordinator holds it as the target of %s, orphaned by its JoinGroup (bound %s)",
+					f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), f.tps[tp], o.Member, bound.Reason)
 				continue
 			}
 			bad = append(bad, fmt.Sprintf("%s has %d owners", f.tps[tp], count[tp]))
@@ -194,7 +203,9 @@ func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, 
 				}
 			}
 		}
-		v.fail(idx, "never converged: at event %d, %s after the heal, %s (bound %s)", f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), strings.Join(bad, ", "), bound.Reason)
+		if len(bad) > 0 {
+			v.fail(idx, "never converged: at event %d, %s after the heal, %s (bound %s)", f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), strings.Join(bad, ", "), bound.Reason)
+		}
 		return
 	}
 	if since < 0 {
@@ -255,6 +266,11 @@ func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bou
 	healT := f.ev[heal].Time
 	lastD := descs[len(descs)-1]
 	if !lastD.g.Stable() {
+		if o, ok := onlyOrphansBehind(f, lastD.g); ok {
+			x, _ := FindingByID(FindingClassicJoinOrphan)
+			v.failKnown(x, Known{Member: o.Member, Events: o.Events}, append([]int64{f.idx(lastD.pos)}, o.Events...), "group not stable at the %s: %s: the members behind are classic members orphaned by their JoinGroup (bound %s)", lastD.label, describeUnstable(lastD.g), bound.Reason)
+			return false
+		}
 		v.fail([]int64{f.idx(lastD.pos)}, "group not stable at the %s: %s (bound %s)", lastD.label, describeUnstable(lastD.g), bound.Reason)
 		return false
 	}
@@ -269,6 +285,35 @@ func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bou
 			dur(took), descs[first].label, dur(took-bound.Limit), bound.Reason)
 	}
 	return true
+}
+
+// onlyOrphansBehind reports whether every member of g behind its
+// assignment epoch is a classic member orphaned by its JoinGroup (finding
+// kafka-classic-join-timeout-orphan), and one of them.
+func onlyOrphansBehind(f *facts, g *history.GroupDescription) (orphan, bool) {
+	if g.Protocol != history.ProtocolConsumer {
+		return orphan{}, false
+	}
+	byID := map[string]orphan{}
+	for _, o := range classicJoinOrphans(f) {
+		byID[o.memberID] = o
+	}
+	var first orphan
+	behind := 0
+	for _, m := range g.Members {
+		if m.MemberEpoch == g.AssignmentEpoch {
+			continue
+		}
+		o, ok := byID[m.MemberID]
+		if !ok {
+			return orphan{}, false
+		}
+		if behind == 0 {
+			first = o
+		}
+		behind++
+	}
+	return first, behind > 0
 }
 
 func describeUnstable(g *history.GroupDescription) string {

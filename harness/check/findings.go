@@ -641,7 +641,8 @@ func orphanedClassicJoins(f *facts) []Sighting {
 // the coordinator keeps as the orphan's target: no member consumes them.
 type orphan struct {
 	Sighting
-	target []history.TP
+	memberID string
+	target   []history.TP
 }
 
 // orphanTails maps each partition of an orphan's target to the orphan:
@@ -723,7 +724,7 @@ func classicJoinOrphans(f *facts) []orphan {
 		out = append(out, orphan{Sighting: Sighting{Finding: FindingClassicJoinOrphan, Member: name, Events: ev,
 			What: fmt.Sprintf("%s's JoinGroup as %s (event %d) got no answer and no later call carries the member id; %s, %s after it (and %s after the heal), still lists it at member epoch %d of assignment epoch %d, target %v",
 				name, j.MemberID, f.idx(i), label, dur(at-e.Time), dur(at-healT), m.MemberEpoch, g.AssignmentEpoch, m.TargetAssignment)},
-			target: m.TargetAssignment})
+			memberID: j.MemberID, target: m.TargetAssignment})
 	}
 	return out
 }

@@ -459,3 +459,51 @@ func TestClassicJoinOrphanLabelsLostRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestClassicJoinOrphanLabelsConvergence: EventuallyConverges labels with
+// the orphan finding a partition with no owner that the coordinator holds
+// as the orphan's target, and a group unstable only because of orphans
+// behind; a partition with no owner of another's target, or another
+// member behind, stays unexplained.
+func TestClassicJoinOrphanLabelsConvergence(t *testing.T) {
+	t.Parallel()
+	plan := convergePlan()
+	verdictOf := func(h *hist, obs *history.Observations) Verdict {
+		for _, x := range Judge(h.events(), obs, plan).Verdicts {
+			if x.Name == NameEventuallyConverges {
+				return x
+			}
+		}
+		t.Fatal("no EventuallyConverges verdict")
+		return Verdict{}
+	}
+	labels := func(v Verdict) (known, unexplained int) {
+		for _, x := range v.Violations {
+			if x.Finding == FindingClassicJoinOrphan {
+				known++
+			} else {
+				unexplained++
+			}
+		}
+		return known, unexplained
+	}
+	// a gives t-1 up; the coordinator holds it for the orphan x.
+	revokeT1 := func(h *hist) { h.revoked("a", 1, 1) }
+	h, obs, _, _ := orphanHist(t, false, false, 60*time.Second, true, revokeT1)
+	if k, u := labels(verdictOf(h, obs)); k != 2 || u != 0 {
+		t.Fatalf("orphan holds t-1 and is behind: %d known, %d unexplained, want 2 and 0: %+v", k, u, verdictOf(h, obs))
+	}
+	// Without the orphan in the group, the same history is unexplained.
+	h, obs, _, _ = orphanHist(t, false, false, 60*time.Second, false, revokeT1)
+	if k, u := labels(verdictOf(h, obs)); k != 0 || u == 0 {
+		t.Fatalf("no orphan: %d known, %d unexplained, want 0 and some", k, u)
+	}
+	// Another member behind beside the orphan: the instability is not the
+	// orphan's alone.
+	h, obs, _, _ = orphanHist(t, false, false, 60*time.Second, true)
+	obs.Final.Group.Members[1].MemberEpoch = 8
+	v := verdictOf(h, obs)
+	if k, u := labels(v); u != 1 || k != 0 {
+		t.Fatalf("y behind too: %d known, %d unexplained, want 0 and 1: %+v", k, u, v)
+	}
+}
