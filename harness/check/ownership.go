@@ -66,6 +66,9 @@ func noDoubleOwnership(f *facts) Verdict {
 		}
 	}
 	v.note("%d ownership intervals over %d partitions; %d overlaps, %d excused because one side had been fenced", len(f.intervals), len(f.tps), overlaps, allowed)
+	for _, b := range f.blind {
+		v.note("the classic heartbeat answered ok at event %d proves no session: its coordinator was still loading the group, which it answers blindly (the member's next call, sent after it, was answered %s at event %d)", f.idx(b[0]), errLoading, f.idx(b[1]))
+	}
 	return v.done()
 }
 
@@ -77,7 +80,8 @@ func (f *facts) endDesc(iv *interval) string {
 }
 
 // fencedExcuse says why the overlap [lo, hi) of iv and other is not excused by iv's side having
-// been fenced, with the events that show it; "" when it is excused. An ownership begun in an older
+// been fenced, with the events that show it; "" when it is excused. A classic heartbeat answered
+// ok by a coordinator still loading is no call that proves a session (facts.findBlind). An ownership begun in an older
 // incarnation of the group than the other side's counts as fenced however it ended: the group it
 // was owned in had no member left when the new one began (findIncarnations), though its member may
 // not have heard. A call proves iv's session valid during the overlap only if it was sent after the
