@@ -29,12 +29,12 @@ func blindHeartbeat(t *testing.T, between func(h *hist), commitErr string) ([]hi
 	h.assigned("b", 5, 0)
 	h.proto = history.ProtocolClassic
 	h.info("a/hb", fFoundCoordinator, json.RawMessage(`{"member":"a","node":2}`))
-	hb := history.Heartbeat{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1}
+	hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
 	inv, ok := h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)
 	if between != nil {
 		between(h)
 	}
-	c := history.Commit{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1, Offsets: []history.OffsetAt{off(0, 33)}}
+	c := history.Commit{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1, Offsets: []history.OffsetAt{off(0, 33)}}
 	done := c
 	if commitErr != "" {
 		done.Error = commitErr
@@ -137,6 +137,95 @@ func TestBlindHeartbeatWhileLoading(t *testing.T) {
 		}
 		mustBeValid(t, es, inv, ok)
 	})
+	// The same order of events as seed 2910746856353474622's rerun 2 recorded it: the coordinator
+	// finished loading before a's next call, which it answered UNKNOWN_MEMBER_ID; the history has
+	// no COORDINATOR_LOAD_IN_PROGRESS, and only __consumer_offsets shows the ok blind.
+	memberRec := func(at int64, id string, in bool) history.Record {
+		r := history.Record{Offset: at, KeyType: history.RecordConsumerGroupMemberMetadata, Key: map[string]any{"groupid": "g", "memberid": id}}
+		if in {
+			r.Value = map[string]any{"memberepoch": int64(1)}
+		}
+		return r
+	}
+	t.Run("the log shows a's member id removed before b's epoch and never back: the ok was blind", func(t *testing.T) {
+		es, _, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
+		v := NoDoubleOwnership(es, logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5)))
+		mustHold(t, v)
+		want := "the classic heartbeat answered ok at event " + itoa(ok) + " proves no session during the overlap: __consumer_offsets (snapshot final) shows member id a-1 removed at log offset 20, by the time the group reached epoch 5 (log offset 21), and never back"
+		if !strings.Contains(notesOf(v), want) {
+			t.Fatalf("notes %v lack %q", v.Notes, want)
+		}
+	})
+	t.Run("without the log, or with the removal after b's epoch, or the member id back, the ok proves the session", func(t *testing.T) {
+		for _, obs := range []*history.Observations{
+			nil,
+			logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), epochRec(21, 5), memberRec(22, "a-1", false)),
+			logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5), memberRec(23, "a-1", true)),
+			logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(19, "a-1", false), memberRec(20, "a-1", true), epochRec(21, 5)),
+			logged(nil, memberRec(3, "a-2", true), epochRec(4, 1), memberRec(20, "a-2", false), epochRec(21, 5)),
+		} {
+			es, inv, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
+			x := mustCite(t, NoDoubleOwnership(es, obs), inv, ok)
+			if !strings.Contains(x.Message, "a still had a valid session") {
+				t.Fatalf("got %+v", x)
+			}
+		}
+	})
+	t.Run("in a classic group, the GroupMetadata of b's generation leaving a out shows the ok blind", func(t *testing.T) {
+		gen := func(at, g int64, ids ...string) history.Record {
+			ms := []any{}
+			for _, id := range ids {
+				ms = append(ms, map[string]any{"memberid": id})
+			}
+			return history.Record{Offset: at, KeyType: history.RecordGroupMetadata, Key: map[string]any{"group": "g"}, Value: map[string]any{"generation": g, "members": ms}}
+		}
+		run := func(obs *history.Observations) Verdict {
+			h := newHist(t)
+			h.proto = history.ProtocolClassic
+			h.assigned("a", 1, 0)
+			h.assigned("b", 2, 0)
+			h.info("a/hb", fFoundCoordinator, json.RawMessage(`{"member":"a","node":2}`))
+			hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
+			h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)
+			refused := hb
+			refused.Error = "UNKNOWN_MEMBER_ID"
+			h.call("a/hb", history.FHeartbeat, hb, history.Fail, refused)
+			h.lost("a", -1, 0)
+			return NoDoubleOwnership(h.events(), obs)
+		}
+		v := run(logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "b-1")))
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "shows member id a-1 removed at log offset 10, by the time the group reached epoch 2 (log offset 10), and never back") {
+			t.Fatalf("notes %v", v.Notes)
+		}
+		if v := run(logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "a-1", "b-1"), gen(12, 3, "b-1"))); v.Holds {
+			t.Fatalf("holds with a-1 left out only after generation 2: %+v", v)
+		}
+	})
+	t.Run("a ConsumerGroupHeartbeat answered ok is never blind, whatever the log", func(t *testing.T) {
+		es, inv, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
+		for i := range es {
+			if hb, isHB := es[i].Value.(history.Heartbeat); isHB && es[i].Index < ok+1 {
+				hb.Protocol, hb.ResultEpoch = history.ProtocolConsumer, 1
+				es[i].Value = hb
+			}
+		}
+		x := mustCite(t, NoDoubleOwnership(es, logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5))), inv, ok)
+		if !strings.Contains(x.Message, "a still had a valid session") {
+			t.Fatalf("got %+v", x)
+		}
+	})
+	t.Run("a join or sync answered ok is never blind", func(t *testing.T) {
+		es, _, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
+		i := slices.IndexFunc(es, func(e history.Event) bool { return e.Index == ok })
+		sync := history.Sync{Member: "a", MemberID: "a-1", Generation: 1}
+		es[i-1].F, es[i-1].Value, es[i-1].Process = history.FSync, sync, "a/join"
+		es[i].F, es[i].Value, es[i].Process = history.FSync, sync, "a/join"
+		x := mustCite(t, NoDoubleOwnership(es, logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5))), ok-1, ok)
+		if !strings.Contains(x.Message, "a still had a valid session: its sync") {
+			t.Fatalf("got %+v", x)
+		}
+	})
 }
 
 // blindSeed is the run of TestFresh 4.4.0 03-combined-java seed 2910746856353474622 (kinds
@@ -166,18 +255,43 @@ func TestBlindHeartbeatSeed(t *testing.T) {
 			}
 		}
 	})
-	t.Run("had the commit been accepted, the coordinator was loaded and m3's session valid", func(t *testing.T) {
-		loaded := slices.Clone(recorded)
-		c, ok := loaded[1469].Value.(history.Commit)
-		if !ok || loaded[1469].Index != 1469 || loaded[1467].Index != 1467 || c.Member != "m3" || c.Error != errLoading {
-			t.Fatalf("event 1469 is not m3's commit answered COORDINATOR_LOAD_IN_PROGRESS: %+v", loaded[1469])
+	at := func(t *testing.T, events []history.Event, i int) history.Commit {
+		t.Helper()
+		c, ok := events[i].Value.(history.Commit)
+		if !ok || events[i].Index != int64(i) || c.Member != "m3" || c.Error != errLoading {
+			t.Fatalf("event %d is not m3's commit answered COORDINATOR_LOAD_IN_PROGRESS: %+v", i, events[i])
 		}
-		c.Error, c.PartitionErrors = "", nil
-		loaded[1469].Value = c
-		v := NoDoubleOwnership(loaded, obs)
-		x := mustCite(t, v, 1083, 1465, 1466)
+		return c
+	}
+	answered := func(t *testing.T, errName string) []history.Event {
+		es := slices.Clone(recorded)
+		c := at(t, es, 1469)
+		c.Error, c.PartitionErrors = errName, nil
+		if errName != "" {
+			c.PartitionErrors = []history.PartitionError{{Topic: c.Offsets[0].Topic, Partition: 0, Error: errName}}
+		}
+		es[1469].Value = c
+		return es
+	}
+	// As rerun 2 of the seed recorded it (node 3 loaded from 16.651 to 16.954 by its log; the ok
+	// at 16.736, UNKNOWN_MEMBER_ID to the next call at 17.319): no COORDINATOR_LOAD_IN_PROGRESS.
+	t.Run("had the commit been answered UNKNOWN_MEMBER_ID, the log shows the ok blind", func(t *testing.T) {
+		v := NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), obs)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "the classic heartbeat answered ok at event 1466 proves no session during the overlap: __consumer_offsets (snapshot final) shows member id groupquake-m3-53d3502a-76df-40f8-909e-0aa48366bd30 removed at log offset 310, by the time the group reached epoch 5 (log offset 311), and never back") {
+			t.Fatalf("notes: %v", v.Notes)
+		}
+	})
+	t.Run("and without the log, m3's session was valid", func(t *testing.T) {
+		x := mustCite(t, NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), nil), 1083, 1465, 1466)
 		if !strings.Contains(x.Message, "m3 still had a valid session: its heartbeat sent at event 1465 succeeded at event 1466") {
-			t.Fatalf("got %+v", v)
+			t.Fatalf("got %+v", x)
+		}
+	})
+	t.Run("had the commit been accepted, a removed member's commit landed", func(t *testing.T) {
+		x := mustCite(t, NoDoubleOwnership(answered(t, ""), obs), 1083, 1467, 1469)
+		if !strings.Contains(x.Message, "m3's commit of ") || !strings.Contains(x.Message, " sent at event 1467 was accepted at event 1469 although it had been fenced") {
+			t.Fatalf("got %+v", x)
 		}
 	})
 }

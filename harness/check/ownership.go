@@ -17,6 +17,7 @@ func NoDoubleOwnership(events []history.Event, obs *history.Observations) Verdic
 func noDoubleOwnership(f *facts) Verdict {
 	v := newVerdict(NameNoDoubleOwnership)
 	overlaps, allowed := 0, 0
+	byLog := map[int]string{} // classic heartbeats set aside by the log (fencedExcuse), with why
 	for tp, ids := range f.byTP {
 		var active []int
 		for _, bid := range ids {
@@ -35,12 +36,12 @@ func noDoubleOwnership(f *facts) Verdict {
 				}
 				overlaps++
 				lo, hi := b.start, min(a.end, b.end)
-				why, evidence := f.fencedExcuse(a, b, lo, hi, a.inc < b.inc)
+				why, evidence := f.fencedExcuse(a, b, lo, hi, a.inc < b.inc, byLog)
 				if why == "" {
 					allowed++
 					continue
 				}
-				why2, evidence2 := f.fencedExcuse(b, a, lo, hi, b.inc < a.inc)
+				why2, evidence2 := f.fencedExcuse(b, a, lo, hi, b.inc < a.inc, byLog)
 				if why2 == "" {
 					allowed++
 					continue
@@ -69,6 +70,14 @@ func noDoubleOwnership(f *facts) Verdict {
 	for _, b := range f.blind {
 		v.note("the classic heartbeat answered ok at event %d proves no session: its coordinator was still loading the group, which it answers blindly (the member's next call, sent after it, was answered %s at event %d)", f.idx(b[0]), errLoading, f.idx(b[1]))
 	}
+	set := make([]int, 0, len(byLog))
+	for pos := range byLog {
+		set = append(set, pos)
+	}
+	sort.Ints(set)
+	for _, pos := range set {
+		v.note("the classic heartbeat answered ok at event %d proves no session during the overlap: %s; a coordinator that had loaded the group would have answered UNKNOWN_MEMBER_ID, so the ok was the blind answer of one still loading it", f.idx(pos), byLog[pos])
+	}
 	return v.done()
 }
 
@@ -81,25 +90,33 @@ func (f *facts) endDesc(iv *interval) string {
 
 // fencedExcuse says why the overlap [lo, hi) of iv and other is not excused by iv's side having
 // been fenced, with the events that show it; "" when it is excused. A classic heartbeat answered
-// ok by a coordinator still loading is no call that proves a session (facts.findBlind). An ownership begun in an older
+// ok by a coordinator still loading is no call that proves a session (Kafka answers it blindly):
+// the history shows it (facts.findBlind), or __consumer_offsets shows the heartbeat's member id
+// removed before the group reached other's epoch and never back (facts.removedBefore; such
+// heartbeats go into byLog, for the verdict's notes). An ownership begun in an older
 // incarnation of the group than the other side's counts as fenced however it ended: the group it
 // was owned in had no member left when the new one began (findIncarnations), though its member may
 // not have heard. A call proves iv's session valid during the overlap only if it was sent after the
 // overlap began; an accepted commit does not if __consumer_offsets shows it written before the
 // group reached the epoch of other's ownership (the log outranks where the history placed it).
-func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool) (string, []int64) {
+func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool, byLog map[int]string) (string, []int64) {
 	name := f.mems[iv.member]
 	if iv.endKind != endLost && !older {
 		return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
 	}
 	ss := f.sessions[iv.member]
-	k := sort.Search(len(ss), func(i int) bool { return ss[i].inv >= lo })
-	if k < len(ss) && ss[k].inv < hi {
+	for k := sort.Search(len(ss), func(i int) bool { return ss[i].inv >= lo }); k < len(ss) && ss[k].inv < hi; k++ {
 		e := f.ev[ss[k].done]
+		if hb, ok := f.vals[ss[k].done].(history.Heartbeat); ok && hb.Protocol == history.ProtocolClassic {
+			if why, ok := f.removedBefore(hb.MemberID, other.epoch, ss[k].done); ok {
+				byLog[ss[k].done] = why
+				continue
+			}
+		}
 		return name + " still had a valid session: its " + e.F + " sent at event " + itoa(f.idx(ss[k].inv)) + " succeeded at event " + itoa(e.Index), []int64{f.idx(ss[k].inv), e.Index}
 	}
 	cs := f.commitsByTP[iv.tp] // in invoke order
-	k = sort.Search(len(cs), func(i int) bool { return f.commits[cs[i]].inv >= lo })
+	k := sort.Search(len(cs), func(i int) bool { return f.commits[cs[i]].inv >= lo })
 	for _, cid := range cs[k:] {
 		c := &f.commits[cid]
 		if c.inv >= hi {
