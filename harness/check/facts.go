@@ -1,7 +1,6 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -42,11 +41,6 @@ type facts struct {
 	commitsByTP [][]int // commit ids per partition, in invoke order
 
 	sessions [][]call // per member: successful heartbeat/join/sync calls, in invoke order
-	// blind are the classic heartbeats answered ok that sessions leaves out, answered by a
-	// coordinator still loading (findBlind), each with the answer that shows it; blindAt maps each
-	// such heartbeat's answer to that answer.
-	blind   [][2]int
-	blindAt map[int]int
 
 	consumes   [][]consumeRef // per partition, in history order
 	produces   []int          // positions of produce completions (ok) and unknown outcomes (info)
@@ -307,7 +301,6 @@ func build(events []history.Event, obs *history.Observations) *facts {
 	}
 	f.findInstances()
 	f.findIncarnations(obs)
-	f.findBlind()
 	for i := range events {
 		b.event(i)
 	}
@@ -541,98 +534,7 @@ func (b *builder) heartbeat(i int, hb history.Heartbeat) {
 	} else {
 		b.setEpoch(m, hb.Epoch, i)
 	}
-	if _, blind := f.blindAt[i]; blind {
-		return // answered by a coordinator still loading (findBlind)
-	}
 	b.session(m, i)
-}
-
-// errLoading is the error a group coordinator answers while it loads the group's
-// __consumer_offsets partition (CoordinatorRuntime#withActiveContextOrThrow, state LOADING).
-const errLoading = "COORDINATOR_LOAD_IN_PROGRESS"
-
-// fFoundCoordinator is a member's fact "the group's coordinator is node N", recorded when
-// FindCoordinator answers (clients.FoundCoordinator); its payload is not in the vocabulary.
-const fFoundCoordinator = "found-coordinator"
-
-// findBlind finds the classic Heartbeats answered ok by a coordinator still loading the group,
-// which prove nothing about the member's session: Kafka's group coordinator answers a classic
-// Heartbeat NONE when the runtime refuses it with COORDINATOR_LOAD_IN_PROGRESS ("The group is
-// still loading, so blindly respond", GroupCoordinatorService#heartbeat, in every 4.x release; the
-// Scala GroupCoordinator did the same), while it answers every other group call
-// COORDINATOR_LOAD_IN_PROGRESS. The history shows it when the member's next call answered by the
-// same coordinator, sent after the heartbeat's answer, was answered COORDINATOR_LOAD_IN_PROGRESS: a
-// coordinator loads once each time it takes the partition over, before it answers anything, so it
-// was still loading when it answered the heartbeat. It is the same coordinator while the member
-// finds none (found-coordinator) in between. Answers in between that a loading coordinator gives
-// too (another classic heartbeat ok, COORDINATOR_LOAD_IN_PROGRESS to a call sent before the
-// heartbeat's answer) are passed over; any other answer of a member call, or a call that got none,
-// ends the search: the coordinator may have finished loading, or moved. One pass: per member, the
-// heartbeats still waiting for their next answer.
-func (f *facts) findBlind() {
-	f.blindAt = map[int]int{}
-	pending := map[string][]int{}
-	for j := range f.ev {
-		e := &f.ev[j]
-		if e.F == fFoundCoordinator {
-			var v struct {
-				Member string `json:"member"`
-			}
-			if raw, ok := f.vals[j].(json.RawMessage); ok {
-				_ = json.Unmarshal(raw, &v)
-			}
-			delete(pending, memberName(v.Member, e.Process))
-			continue
-		}
-		if e.Type == history.Invoke || (e.Type == history.Info && f.partner[j] < 0) {
-			continue // not an answer
-		}
-		name, errs, classicHB := "", []string(nil), false
-		switch v := f.vals[j].(type) {
-		case history.Heartbeat:
-			name, errs, classicHB = v.Member, []string{v.Error}, v.Protocol == history.ProtocolClassic
-		case history.Join:
-			name, errs = v.Member, []string{v.Error}
-		case history.Sync:
-			name, errs = v.Member, []string{v.Error}
-		case history.Leave:
-			name, errs = v.Member, []string{v.Error}
-		case history.Commit:
-			name = v.Member
-			if v.Error != "" || len(v.PartitionErrors) == 0 {
-				errs = []string{v.Error}
-			}
-			for _, pe := range v.PartitionErrors {
-				errs = append(errs, pe.Error)
-			}
-		default:
-			continue
-		}
-		name = memberName(name, e.Process)
-		loading := true
-		for _, err := range errs {
-			loading = loading && err == errLoading
-		}
-		switch {
-		case loading:
-			sent := f.partner[j]
-			kept := pending[name][:0]
-			for _, hb := range pending[name] {
-				if hb < sent {
-					f.blindAt[hb] = j
-					f.blind = append(f.blind, [2]int{hb, j})
-				} else {
-					kept = append(kept, hb) // answered after this call was sent: not ordered
-				}
-			}
-			pending[name] = kept
-		case classicHB && e.Type == history.OK:
-			pending[name] = append(pending[name], j)
-		default:
-			delete(pending, name)
-		}
-	}
-	sort.Slice(f.blind, func(a, b int) bool { return f.blind[a][0] < f.blind[b][0] })
 }
 
 // commit takes a commit's invoke or completion into its commitOp.

@@ -14,26 +14,24 @@ import (
 // so blindly respond") and every other group call COORDINATOR_LOAD_IN_PROGRESS. Such a heartbeat
 // answer says nothing about the member's session.
 
+const errLoading = "COORDINATOR_LOAD_IN_PROGRESS"
+
 // blindHeartbeat scripts the order of events of seed 2910746856353474622 (below): classic member a
-// owns partition 0, its session expires and consumer member b is given partition 0; the coordinator
-// moves, a finds the new one, its Heartbeat is answered ok, its next call, an OffsetCommit sent after
-// that answer, is answered COORDINATOR_LOAD_IN_PROGRESS, and once loaded the coordinator answers
-// a's next Heartbeat UNKNOWN_MEMBER_ID. between, if not nil, adds events between the heartbeat's
-// answer and the commit's invoke; commitErr is the commit's answer. It returns the history and the
-// heartbeat's invoke and answer.
-func blindHeartbeat(t *testing.T, between func(h *hist), commitErr string) ([]history.Event, int64, int64) {
+// (member id a-1) owns partition 0, its session expires and consumer member b is given partition 0
+// at epoch 5; the coordinator moves, a finds the new one, its Heartbeat is answered ok, its next
+// call, an OffsetCommit sent after that answer, is answered commitErr, and the coordinator answers
+// a's next Heartbeat UNKNOWN_MEMBER_ID. It returns the history and the heartbeat's invoke and
+// answer.
+func blindHeartbeat(t *testing.T, commitErr string) ([]history.Event, int64, int64) {
 	h := newHist(t)
 	h.proto = history.ProtocolClassic
 	h.assigned("a", 1, 0)
 	h.proto = history.ProtocolConsumer
 	h.assigned("b", 5, 0)
 	h.proto = history.ProtocolClassic
-	h.info("a/hb", fFoundCoordinator, json.RawMessage(`{"member":"a","node":2}`))
+	h.info("a/hb", "found-coordinator", json.RawMessage(`{"member":"a","node":2}`))
 	hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
 	inv, ok := h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)
-	if between != nil {
-		between(h)
-	}
 	c := history.Commit{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1, Offsets: []history.OffsetAt{off(0, 33)}}
 	done := c
 	if commitErr != "" {
@@ -48,113 +46,46 @@ func blindHeartbeat(t *testing.T, between func(h *hist), commitErr string) ([]hi
 	return h.events(), inv, ok
 }
 
-func TestBlindHeartbeatWhileLoading(t *testing.T) {
+// memberRec is a ConsumerGroupMemberMetadata record of member id in group "g" (its tombstone
+// unless in).
+func memberRec(at int64, id string, in bool) history.Record {
+	r := history.Record{Offset: at, KeyType: history.RecordConsumerGroupMemberMetadata, Key: map[string]any{"groupid": "g", "memberid": id}}
+	if in {
+		r.Value = map[string]any{"memberepoch": int64(1)}
+	}
+	return r
+}
+
+// removedLog is the log of blindHeartbeat's group: a-1 joins at epoch 1, is removed at log offset
+// 20, and the group reaches epoch 5 at 21.
+func removedLog() *history.Observations {
+	return logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5))
+}
+
+func TestBlindHeartbeat(t *testing.T) {
 	t.Parallel()
-	mustBeValid := func(t *testing.T, es []history.Event, inv, ok int64) {
+	mustBeValid := func(t *testing.T, v Verdict, inv, ok int64, what string) {
 		t.Helper()
-		v := NoDoubleOwnership(es, nil)
 		x := mustCite(t, v, inv, ok)
-		if !strings.Contains(x.Message, "a still had a valid session: its heartbeat sent at event") {
+		if !strings.Contains(x.Message, "a still had a valid session: its "+what+" sent at event") {
 			t.Fatalf("got %+v", v)
 		}
 	}
-	t.Run("a heartbeat answered ok by a coordinator the next call shows loading proves no session", func(t *testing.T) {
-		es, _, ok := blindHeartbeat(t, nil, errLoading)
-		v := NoDoubleOwnership(es, nil)
-		mustHold(t, v)
-		want := "the classic heartbeat answered ok at event " + itoa(ok) + " proves no session"
-		if !strings.Contains(notesOf(v), want) || !strings.Contains(notesOf(v), "was answered COORDINATOR_LOAD_IN_PROGRESS at event "+itoa(ok+2)) {
-			t.Fatalf("notes %v lack %q", v.Notes, want)
-		}
-	})
-	t.Run("so does every ok heartbeat before that answer", func(t *testing.T) {
-		es, _, _ := blindHeartbeat(t, func(h *hist) {
-			hb := history.Heartbeat{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1}
-			h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)
-		}, errLoading)
-		v := NoDoubleOwnership(es, nil)
-		mustHold(t, v)
-		if n := strings.Count(notesOf(v), "proves no session"); n != 2 {
-			t.Fatalf("%d heartbeats taken as blind, want 2: %v", n, v.Notes)
-		}
-	})
-	t.Run("a commit accepted next shows the coordinator loaded: the heartbeat proves the session", func(t *testing.T) {
-		es, inv, ok := blindHeartbeat(t, nil, "")
-		mustBeValid(t, es, inv, ok)
-	})
-	t.Run("a coordinator found in between may be another one", func(t *testing.T) {
-		es, inv, ok := blindHeartbeat(t, func(h *hist) {
-			h.info("a/hb", fFoundCoordinator, json.RawMessage(`{"member":"a","node":3}`))
-		}, errLoading)
-		mustBeValid(t, es, inv, ok)
-	})
-	t.Run("another member's coordinator change is not a's", func(t *testing.T) {
-		es, _, _ := blindHeartbeat(t, func(h *hist) {
-			h.info("b/hb", fFoundCoordinator, json.RawMessage(`{"member":"b","node":3}`))
-		}, errLoading)
-		mustHold(t, NoDoubleOwnership(es, nil))
-	})
-	t.Run("an answer in between only a loaded coordinator gives ends the search", func(t *testing.T) {
-		es, inv, ok := blindHeartbeat(t, func(h *hist) {
-			in := history.Heartbeat{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1}
-			out := in
-			out.Error = "REBALANCE_IN_PROGRESS"
-			h.call("a/hb", history.FHeartbeat, in, history.Fail, out)
-		}, errLoading)
-		mustBeValid(t, es, inv, ok)
-	})
-	t.Run("a call that got no answer in between ends the search", func(t *testing.T) {
-		es, inv, ok := blindHeartbeat(t, func(h *hist) {
-			in := history.Heartbeat{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1}
-			out := in
-			out.Error = "EOF"
-			h.call("a/hb", history.FHeartbeat, in, history.Info, out)
-		}, errLoading)
-		mustBeValid(t, es, inv, ok)
-	})
-	t.Run("COORDINATOR_LOAD_IN_PROGRESS to a call sent before the heartbeat's answer proves nothing", func(t *testing.T) {
-		es, inv, ok := blindHeartbeat(t, nil, errLoading)
-		// Move the commit's invoke before the heartbeat's answer: the coordinator may have
-		// answered it before it finished loading and the heartbeat after.
-		i, j := slices.IndexFunc(es, func(e history.Event) bool { return e.Index == ok }), slices.IndexFunc(es, func(e history.Event) bool { return e.F == history.FCommit })
-		if i < 0 || j != i+1 || es[j].Type != history.Invoke {
-			t.Fatalf("events %d, %d: %+v", i, j, es)
-		}
-		es[i].Value, es[j].Value = es[j].Value, es[i].Value
-		es[i].F, es[j].F = es[j].F, es[i].F
-		es[i].Type, es[j].Type = es[j].Type, es[i].Type
-		es[i].Process, es[j].Process = es[j].Process, es[i].Process
-		mustHold(t, HistoryWellFormed(es))
-		mustBeValid(t, es, inv, ok+1)
-	})
-	t.Run("a ConsumerGroupHeartbeat is never answered blindly", func(t *testing.T) {
-		es, inv, ok := blindHeartbeat(t, nil, errLoading)
-		for i := range es {
-			if hb, isHB := es[i].Value.(history.Heartbeat); isHB && es[i].Index < ok+1 {
-				hb.Protocol, hb.ResultEpoch = history.ProtocolConsumer, 1
-				es[i].Value = hb
+	for _, answer := range []string{errLoading, "UNKNOWN_MEMBER_ID"} {
+		t.Run("the log shows a-1 removed before b's epoch and never back: the ok was blind (commit answered "+answer+")", func(t *testing.T) {
+			es, _, ok := blindHeartbeat(t, answer)
+			v := NoDoubleOwnership(es, removedLog())
+			mustHold(t, v)
+			want := "the classic heartbeat answered ok at event " + itoa(ok) + " proves no session during the overlap: __consumer_offsets (snapshot final) shows member id a-1 removed at log offset 20, by the time the group reached epoch 5 (log offset 21), and never back"
+			if !strings.Contains(notesOf(v), want) {
+				t.Fatalf("notes %v lack %q", v.Notes, want)
 			}
-		}
-		mustBeValid(t, es, inv, ok)
-	})
-	// The same order of events as seed 2910746856353474622's rerun 2 recorded it: the coordinator
-	// finished loading before a's next call, which it answered UNKNOWN_MEMBER_ID; the history has
-	// no COORDINATOR_LOAD_IN_PROGRESS, and only __consumer_offsets shows the ok blind.
-	memberRec := func(at int64, id string, in bool) history.Record {
-		r := history.Record{Offset: at, KeyType: history.RecordConsumerGroupMemberMetadata, Key: map[string]any{"groupid": "g", "memberid": id}}
-		if in {
-			r.Value = map[string]any{"memberepoch": int64(1)}
-		}
-		return r
+		})
 	}
-	t.Run("the log shows a's member id removed before b's epoch and never back: the ok was blind", func(t *testing.T) {
-		es, _, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
-		v := NoDoubleOwnership(es, logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5)))
-		mustHold(t, v)
-		want := "the classic heartbeat answered ok at event " + itoa(ok) + " proves no session during the overlap: __consumer_offsets (snapshot final) shows member id a-1 removed at log offset 20, by the time the group reached epoch 5 (log offset 21), and never back"
-		if !strings.Contains(notesOf(v), want) {
-			t.Fatalf("notes %v lack %q", v.Notes, want)
-		}
+	t.Run("without the log, a later COORDINATOR_LOAD_IN_PROGRESS does not show the ok blind", func(t *testing.T) {
+		// The coordinator may have lost the partition and taken it over again in between.
+		es, inv, ok := blindHeartbeat(t, errLoading)
+		mustBeValid(t, NoDoubleOwnership(es, nil), inv, ok, "heartbeat")
 	})
 	t.Run("without the log, or with the removal after b's epoch, or the member id back, the ok proves the session", func(t *testing.T) {
 		for _, obs := range []*history.Observations{
@@ -164,11 +95,8 @@ func TestBlindHeartbeatWhileLoading(t *testing.T) {
 			logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(19, "a-1", false), memberRec(20, "a-1", true), epochRec(21, 5)),
 			logged(nil, memberRec(3, "a-2", true), epochRec(4, 1), memberRec(20, "a-2", false), epochRec(21, 5)),
 		} {
-			es, inv, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
-			x := mustCite(t, NoDoubleOwnership(es, obs), inv, ok)
-			if !strings.Contains(x.Message, "a still had a valid session") {
-				t.Fatalf("got %+v", x)
-			}
+			es, inv, ok := blindHeartbeat(t, "UNKNOWN_MEMBER_ID")
+			mustBeValid(t, NoDoubleOwnership(es, obs), inv, ok, "heartbeat")
 		}
 	})
 	t.Run("in a classic group, the GroupMetadata of b's generation leaving a out shows the ok blind", func(t *testing.T) {
@@ -184,7 +112,6 @@ func TestBlindHeartbeatWhileLoading(t *testing.T) {
 			h.proto = history.ProtocolClassic
 			h.assigned("a", 1, 0)
 			h.assigned("b", 2, 0)
-			h.info("a/hb", fFoundCoordinator, json.RawMessage(`{"member":"a","node":2}`))
 			hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
 			h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)
 			refused := hb
@@ -203,28 +130,22 @@ func TestBlindHeartbeatWhileLoading(t *testing.T) {
 		}
 	})
 	t.Run("a ConsumerGroupHeartbeat answered ok is never blind, whatever the log", func(t *testing.T) {
-		es, inv, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
+		es, inv, ok := blindHeartbeat(t, "UNKNOWN_MEMBER_ID")
 		for i := range es {
 			if hb, isHB := es[i].Value.(history.Heartbeat); isHB && es[i].Index < ok+1 {
 				hb.Protocol, hb.ResultEpoch = history.ProtocolConsumer, 1
 				es[i].Value = hb
 			}
 		}
-		x := mustCite(t, NoDoubleOwnership(es, logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5))), inv, ok)
-		if !strings.Contains(x.Message, "a still had a valid session") {
-			t.Fatalf("got %+v", x)
-		}
+		mustBeValid(t, NoDoubleOwnership(es, removedLog()), inv, ok, "heartbeat")
 	})
 	t.Run("a join or sync answered ok is never blind", func(t *testing.T) {
-		es, _, ok := blindHeartbeat(t, nil, "UNKNOWN_MEMBER_ID")
+		es, inv, ok := blindHeartbeat(t, "UNKNOWN_MEMBER_ID")
 		i := slices.IndexFunc(es, func(e history.Event) bool { return e.Index == ok })
 		sync := history.Sync{Member: "a", MemberID: "a-1", Generation: 1}
 		es[i-1].F, es[i-1].Value, es[i-1].Process = history.FSync, sync, "a/join"
 		es[i].F, es[i].Value, es[i].Process = history.FSync, sync, "a/join"
-		x := mustCite(t, NoDoubleOwnership(es, logged(nil, memberRec(3, "a-1", true), epochRec(4, 1), memberRec(20, "a-1", false), epochRec(21, 5))), ok-1, ok)
-		if !strings.Contains(x.Message, "a still had a valid session: its sync") {
-			t.Fatalf("got %+v", x)
-		}
+		mustBeValid(t, NoDoubleOwnership(es, removedLog()), inv, ok, "sync")
 	})
 }
 
@@ -244,28 +165,31 @@ const blindSeed = "testdata/kafka-4.4.0-blind-heartbeat-seed-2910746856353474622
 func TestBlindHeartbeatSeed(t *testing.T) {
 	t.Parallel()
 	recorded, obs, plan := loadRun(t, blindSeed)
+	const note = "the classic heartbeat answered ok at event 1466 proves no session during the overlap: __consumer_offsets (snapshot final) shows member id groupquake-m3-53d3502a-76df-40f8-909e-0aa48366bd30 removed at log offset 310, by the time the group reached epoch 5 (log offset 311), and never back"
 	t.Run("as recorded, every checker holds", func(t *testing.T) {
 		for _, v := range All(recorded, obs, plan) {
 			if v.Name == NameRecoveredStateMatchesLog {
 				continue // needs the coordinator's replay (groupquake check holds it)
 			}
 			mustHold(t, v)
-			if v.Name == NameNoDoubleOwnership && !strings.Contains(notesOf(v), "the classic heartbeat answered ok at event 1466 proves no session") {
+			if v.Name == NameNoDoubleOwnership && !strings.Contains(notesOf(v), note) {
 				t.Fatalf("notes: %v", v.Notes)
 			}
 		}
 	})
-	at := func(t *testing.T, events []history.Event, i int) history.Commit {
-		t.Helper()
-		c, ok := events[i].Value.(history.Commit)
-		if !ok || events[i].Index != int64(i) || c.Member != "m3" || c.Error != errLoading {
-			t.Fatalf("event %d is not m3's commit answered COORDINATOR_LOAD_IN_PROGRESS: %+v", i, events[i])
+	t.Run("without the log, m3's session was valid", func(t *testing.T) {
+		x := mustCite(t, NoDoubleOwnership(recorded, nil), 1083, 1465, 1466)
+		if !strings.Contains(x.Message, "m3 still had a valid session: its heartbeat sent at event 1465 succeeded at event 1466") {
+			t.Fatalf("got %+v", x)
 		}
-		return c
-	}
+	})
 	answered := func(t *testing.T, errName string) []history.Event {
+		t.Helper()
 		es := slices.Clone(recorded)
-		c := at(t, es, 1469)
+		c, ok := es[1469].Value.(history.Commit)
+		if !ok || es[1469].Index != 1469 || c.Member != "m3" || c.Error != errLoading {
+			t.Fatalf("event 1469 is not m3's commit answered COORDINATOR_LOAD_IN_PROGRESS: %+v", es[1469])
+		}
 		c.Error, c.PartitionErrors = errName, nil
 		if errName != "" {
 			c.PartitionErrors = []history.PartitionError{{Topic: c.Offsets[0].Topic, Partition: 0, Error: errName}}
@@ -274,18 +198,12 @@ func TestBlindHeartbeatSeed(t *testing.T) {
 		return es
 	}
 	// As rerun 2 of the seed recorded it (node 3 loaded from 16.651 to 16.954 by its log; the ok
-	// at 16.736, UNKNOWN_MEMBER_ID to the next call at 17.319): no COORDINATOR_LOAD_IN_PROGRESS.
+	// at 16.742, UNKNOWN_MEMBER_ID to the next call at 17.325).
 	t.Run("had the commit been answered UNKNOWN_MEMBER_ID, the log shows the ok blind", func(t *testing.T) {
 		v := NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), obs)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "the classic heartbeat answered ok at event 1466 proves no session during the overlap: __consumer_offsets (snapshot final) shows member id groupquake-m3-53d3502a-76df-40f8-909e-0aa48366bd30 removed at log offset 310, by the time the group reached epoch 5 (log offset 311), and never back") {
+		if !strings.Contains(notesOf(v), note) {
 			t.Fatalf("notes: %v", v.Notes)
-		}
-	})
-	t.Run("and without the log, m3's session was valid", func(t *testing.T) {
-		x := mustCite(t, NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), nil), 1083, 1465, 1466)
-		if !strings.Contains(x.Message, "m3 still had a valid session: its heartbeat sent at event 1465 succeeded at event 1466") {
-			t.Fatalf("got %+v", x)
 		}
 	})
 	t.Run("had the commit been accepted, a removed member's commit landed", func(t *testing.T) {
