@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -126,6 +127,9 @@ type commitLog struct {
 	// acked: per partition and offset, the positions of the accepted commits that wrote it,
 	// sorted (built on demand).
 	acked map[int]map[int64][]int
+	// members: per member id, where the log shows it in the group or removed (a
+	// ConsumerGroupMemberMetadata record or its tombstone; in or left out of a GroupMetadata).
+	members memberLog
 }
 
 type logEpoch struct {
@@ -146,7 +150,34 @@ func (f *facts) buildLog(obs *history.Observations) {
 	if use == nil {
 		return
 	}
-	l := &commitLog{label: use.label, upto: use.b, offsets: map[history.TP]map[int64][]int64{}}
+	l := &commitLog{label: use.label, upto: use.b, offsets: map[history.TP]map[int64][]int64{}, members: memberLog{}}
+	recs := slices.Clone(use.s.Records)
+	sort.SliceStable(recs, func(a, b int) bool { return recs[a].Offset < recs[b].Offset })
+	classic := map[string]bool{} // member ids of the last GroupMetadata
+	for _, r := range recs {
+		if recordGroup(r) != obs.Group {
+			continue
+		}
+		switch r.KeyType {
+		case history.RecordGroupMetadata:
+			now := classicMemberIDs(r)
+			for id := range classic {
+				if !now[id] {
+					l.members.add(id, r.Offset, false)
+				}
+			}
+			for id := range now {
+				if !classic[id] {
+					l.members.add(id, r.Offset, true)
+				}
+			}
+			classic = now
+		case history.RecordConsumerGroupMemberMetadata:
+			if id, _ := r.KeyString("memberid"); id != "" {
+				l.members.add(id, r.Offset, !r.Tombstone())
+			}
+		}
+	}
 	for _, r := range use.s.Records {
 		if t, ok := offsetCommitKey(r, obs.Group); ok {
 			if r.Tombstone() {
@@ -260,6 +291,38 @@ func (f *facts) writtenBefore(tp int, o int64, epoch int32, ackedBy int) (string
 		}
 	}
 	return "", false
+}
+
+// removedBefore reports whether __consumer_offsets shows member id removed from the group by the
+// time the group reached epoch (or generation) epoch, at or before its first epoch record at epoch
+// or higher (a classic group's GroupMetadata leaves the member out in the record of the new
+// generation itself), and never in the group again; it says so for messages. Kafka answers a
+// write only once its records are replicated (CoordinatorRuntime completes it when the high
+// watermark passes them, deferredEventQueue.completeUpTo), so a member that learned the epoch
+// was answered after the removal was in every coordinator's log, and a coordinator that had
+// loaded it answers the member id's calls UNKNOWN_MEMBER_ID. The log must have been read after
+// position pos.
+func (f *facts) removedBefore(id string, epoch int32, pos int) (string, bool) {
+	l := f.log
+	if l == nil || id == "" || epoch <= 0 || pos > l.upto {
+		return "", false
+	}
+	at := int64(-1)
+	for _, e := range l.epochs {
+		if e.epoch >= int64(epoch) {
+			at = e.offset
+			break
+		}
+	}
+	ms := l.members[id]
+	if at < 0 || len(ms) == 0 {
+		return "", false
+	}
+	last := ms[len(ms)-1]
+	if last.in || last.offset > at {
+		return "", false
+	}
+	return "__consumer_offsets (" + l.label + ") shows member id " + id + " removed at log offset " + itoa(last.offset) + ", by the time the group reached epoch " + itoa(int64(epoch)) + " (log offset " + itoa(at) + "), and never back", true
 }
 
 func joinOffsets(os []int64) string {

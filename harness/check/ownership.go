@@ -17,6 +17,7 @@ func NoDoubleOwnership(events []history.Event, obs *history.Observations) Verdic
 func noDoubleOwnership(f *facts) Verdict {
 	v := newVerdict(NameNoDoubleOwnership)
 	overlaps, allowed := 0, 0
+	byLog := map[int]string{} // classic heartbeats set aside by the log (fencedExcuse), with why
 	for tp, ids := range f.byTP {
 		var active []int
 		for _, bid := range ids {
@@ -35,12 +36,12 @@ func noDoubleOwnership(f *facts) Verdict {
 				}
 				overlaps++
 				lo, hi := b.start, min(a.end, b.end)
-				why, evidence := f.fencedExcuse(a, b, lo, hi, a.inc < b.inc)
+				why, evidence := f.fencedExcuse(a, b, lo, hi, a.inc < b.inc, byLog)
 				if why == "" {
 					allowed++
 					continue
 				}
-				why2, evidence2 := f.fencedExcuse(b, a, lo, hi, b.inc < a.inc)
+				why2, evidence2 := f.fencedExcuse(b, a, lo, hi, b.inc < a.inc, byLog)
 				if why2 == "" {
 					allowed++
 					continue
@@ -66,6 +67,14 @@ func noDoubleOwnership(f *facts) Verdict {
 		}
 	}
 	v.note("%d ownership intervals over %d partitions; %d overlaps, %d excused because one side had been fenced", len(f.intervals), len(f.tps), overlaps, allowed)
+	set := make([]int, 0, len(byLog))
+	for pos := range byLog {
+		set = append(set, pos)
+	}
+	sort.Ints(set)
+	for _, pos := range set {
+		v.note("the classic heartbeat answered ok at event %d proves no session during the overlap: %s; a coordinator that had loaded the group would have answered UNKNOWN_MEMBER_ID, so the ok was the blind answer of one still loading it", f.idx(pos), byLog[pos])
+	}
 	return v.done()
 }
 
@@ -77,25 +86,39 @@ func (f *facts) endDesc(iv *interval) string {
 }
 
 // fencedExcuse says why the overlap [lo, hi) of iv and other is not excused by iv's side having
-// been fenced, with the events that show it; "" when it is excused. An ownership begun in an older
-// incarnation of the group than the other side's counts as fenced however it ended: the group it
-// was owned in had no member left when the new one began (findIncarnations), though its member may
-// not have heard. A call proves iv's session valid during the overlap only if it was sent after the
+// been fenced, with the events that show it; "" when it is excused. A classic heartbeat answered
+// ok whose member id __consumer_offsets shows removed by the time the group reached other's epoch,
+// and never back, proves no session: Kafka answers a classic Heartbeat NONE, blindly, while the
+// coordinator loads the group ("The group is still loading, so blindly respond",
+// GroupCoordinatorService#heartbeat, every 4.x release), and a coordinator that had loaded it
+// answers UNKNOWN_MEMBER_ID (facts.removedBefore; such heartbeats go into byLog, for the notes).
+// A later COORDINATOR_LOAD_IN_PROGRESS answer from the same node would not show the heartbeat
+// blind: the node may have lost the partition and taken it over again in between (seed
+// 2819839347925866097 on 4.4.0: a Java classic member, silent for 12 s through a node stop and a
+// node kill, had a heartbeat answered ok before the silence and its next call answered
+// COORDINATOR_LOAD_IN_PROGRESS). An ownership begun in an older incarnation of the group than the
+// other side's counts as fenced however it ended: the group it was owned in had no member left
+// when the new one began (findIncarnations), though its member may not have heard. A call proves iv's session valid during the overlap only if it was sent after the
 // overlap began; an accepted commit does not if __consumer_offsets shows it written before the
 // group reached the epoch of other's ownership (the log outranks where the history placed it).
-func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool) (string, []int64) {
+func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool, byLog map[int]string) (string, []int64) {
 	name := f.mems[iv.member]
 	if iv.endKind != endLost && !older {
 		return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
 	}
 	ss := f.sessions[iv.member]
-	k := sort.Search(len(ss), func(i int) bool { return ss[i].inv >= lo })
-	if k < len(ss) && ss[k].inv < hi {
+	for k := sort.Search(len(ss), func(i int) bool { return ss[i].inv >= lo }); k < len(ss) && ss[k].inv < hi; k++ {
 		e := f.ev[ss[k].done]
+		if hb, ok := f.vals[ss[k].done].(history.Heartbeat); ok && hb.Protocol == history.ProtocolClassic {
+			if why, ok := f.removedBefore(hb.MemberID, other.epoch, ss[k].done); ok {
+				byLog[ss[k].done] = why
+				continue
+			}
+		}
 		return name + " still had a valid session: its " + e.F + " sent at event " + itoa(f.idx(ss[k].inv)) + " succeeded at event " + itoa(e.Index), []int64{f.idx(ss[k].inv), e.Index}
 	}
 	cs := f.commitsByTP[iv.tp] // in invoke order
-	k = sort.Search(len(cs), func(i int) bool { return f.commits[cs[i]].inv >= lo })
+	k := sort.Search(len(cs), func(i int) bool { return f.commits[cs[i]].inv >= lo })
 	for _, cid := range cs[k:] {
 		c := &f.commits[cid]
 		if c.inv >= hi {
