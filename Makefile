@@ -40,6 +40,8 @@ SOAK_DURATION ?= 1h
 HUNT_RUNS ?= 20
 # The protocol mix of every hunt run (e.g. mixed); empty: each seed chooses.
 HUNT_MIX ?=
+# HUNT_FROM numbers the hunt's runs from K: a hunt split into several invocations goes on with the rotation of families, high intensity and Java mix.
+HUNT_FROM ?= 0
 
 # The group sizes and protocols `make scale` measures (the nightly workflow's),
 # on a 3-node cluster of SCALE_KAFKA.
@@ -129,7 +131,7 @@ share-hunt: images build
 
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build
-	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.mix=$(HUNT_MIX)
+	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.fresh-from=$(HUNT_FROM) -chaos.mix=$(HUNT_MIX)
 
 ## goclients: the Go client kinds (Sarama beside groupquake's classic member, kafka-go alone), one scenario family each, on the first version of VERSIONS with fresh seeds (the nightly workflow's).
 goclients: images build
