@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -144,7 +145,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 	autoDone := make(chan struct{})
 	go func() {
 		defer close(autoDone)
-		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 61}}, "auto-commit interval elapsed", noRetry, false)
+		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 61}}, 0, "auto-commit interval elapsed", noRetry, false)
 	}()
 	a := <-s.arrivals // commit A (61) is sent; the test does not answer it yet
 	if a.offset() != 61 {
@@ -220,7 +221,7 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	autoDone := make(chan struct{})
 	go func() {
 		defer close(autoDone)
-		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 62}}, "auto-commit interval elapsed", noRetry, false)
+		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 62}}, 0, "auto-commit interval elapsed", noRetry, false)
 	}()
 	b := <-s.arrivals
 	if b.offset() != 62 {
@@ -260,7 +261,7 @@ func TestNewAssignmentResetsTheHighWaterMark(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go func() { (<-s.arrivals).answer <- scriptedAnswer{code: kerr.FencedMemberEpoch.Code} }()
-	mb.commit(ctx, map[string]map[int32]int64{"t": {0: 90}}, "auto-commit", noRetry, false)
+	mb.commit(ctx, map[string]map[int32]int64{"t": {0: 90}}, 0, "auto-commit", noRetry, false)
 	mb.lockOwnership()
 	mb.loseOwnedLocked("fenced", 5)
 	mb.owned = clients.Partitions{"t": {0}}
@@ -277,5 +278,103 @@ func TestNewAssignmentResetsTheHighWaterMark(t *testing.T) {
 	}
 	if o := <-sent; o != 40 {
 		t.Fatalf("sent offset %d, want 40", o)
+	}
+}
+
+// TestCommitWaitingForTheLaneSendsNoRevokedPartition scripts the migration
+// run on the embedded Kafka 4.1.2 (seed 13, bidirectional, from classic)
+// that FencedCommitsRejected failed: m3 owned t-0 and t-1 at epoch 5; its
+// reconciliation's commit before revoking t-1 was in flight (the lane
+// busy) when the workload's commit of t-0 and t-1 passed Commit's ownership
+// check and waited for the lane; the reconciliation revoked t-1 and the
+// heartbeat acknowledged it with epoch 7; then the workload's commit went
+// out with epoch 7 and t-1 in it, and Kafka, which checks only the member's
+// epoch, accepted it over t-1's new owner. The commit must carry only what
+// the member still owns when it is sent (t-0 at epoch 7), and report t-1
+// NOT_OWNED. The same holds when t-1 was given back to the member before
+// the commit went out: what was consumed before the revocation is not the
+// new assignment's.
+func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		name := "revoked"
+		if back {
+			name = "revoked-and-given-back"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newScriptedOffsets()
+			log := &eventLog{}
+			mb := commitMember(t, s, log)
+			mb.mu.Lock()
+			mb.owned = clients.Partitions{"t": {0, 1}}
+			mb.positions = map[string]map[int32]int64{"t": {0: 10, 1: 10}}
+			mb.mu.Unlock()
+			laneBusy := make(chan struct{}, 1)
+			mb.laneWait = func() { laneBusy <- struct{}{} }
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			// The reconciliation's commit before revoking t-1, at epoch 5.
+			before := make(chan struct{})
+			go func() {
+				defer close(before)
+				offs, asOf := mb.consumed()
+				mb.commit(ctx, offs, asOf, "auto-commit before reconciling to epoch 7 (revoking t[1])", retryIfNewer, false)
+			}()
+			a := <-s.arrivals
+			if a.req.Generation != 5 {
+				t.Fatalf("commit before the revocation sent epoch %d, want 5", a.req.Generation)
+			}
+			// The workload's commit passes Commit's ownership check and
+			// waits for the lane.
+			type result struct {
+				perrs map[string]map[int32]string
+				err   error
+			}
+			appDone := make(chan result, 1)
+			go func() {
+				perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 12, 1: 12}})
+				appDone <- result{perrs, err}
+			}()
+			<-laneBusy
+			// While it waits, the reconciliation revokes t-1 and the
+			// heartbeat brings epoch 7 (and, in the second case, a later
+			// assignment gives t-1 back).
+			mb.mu.Lock()
+			mb.owned = clients.Partitions{"t": {0}}
+			delete(mb.positions["t"], 1)
+			delete(mb.committed["t"], 1)
+			delete(mb.sentHigh["t"], 1)
+			mb.m.epoch = 7
+			if back {
+				mb.ownSeq++
+				mb.takeLocked("t", 1, mb.ownSeq)
+				slices.Sort(mb.owned["t"])
+			}
+			mb.mu.Unlock()
+			a.answer <- scriptedAnswer{}
+			<-before
+
+			b := <-s.arrivals
+			b.answer <- scriptedAnswer{}
+			r := <-appDone
+			if r.err != nil {
+				t.Fatalf("workload commit: %v", r.err)
+			}
+			var sent []string
+			for _, rt := range b.req.Topics {
+				for _, rp := range rt.Partitions {
+					sent = append(sent, fmt.Sprintf("%s-%d@%d", rt.Topic, rp.Partition, rp.Offset))
+				}
+			}
+			if b.req.Generation != 7 || fmt.Sprint(sent) != "[t-0@12]" {
+				t.Fatalf("workload commit sent %v at epoch %d, want [t-0@12] at epoch 7: t-1 was revoked while the commit waited for the lane", sent, b.req.Generation)
+			}
+			if got := r.perrs["t"][1]; got != NotOwned {
+				t.Fatalf("workload commit reported %q for t-1, want %s", got, NotOwned)
+			}
+			if _, ok := r.perrs["t"][0]; ok {
+				t.Fatalf("workload commit reported %q for t-0, want it acknowledged", r.perrs["t"][0])
+			}
+		})
 	}
 }

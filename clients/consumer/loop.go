@@ -146,7 +146,7 @@ func (mb *Member) autoCommitAsync() {
 	if busy {
 		return
 	}
-	offs := mb.consumed()
+	offs, asOf := mb.consumed()
 	if len(offs) == 0 {
 		return
 	}
@@ -157,7 +157,7 @@ func (mb *Member) autoCommitAsync() {
 	go func() {
 		defer mb.wg.Done()
 		ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-		mb.commit(ctx, offs, "auto-commit interval elapsed", noRetry, false)
+		mb.commit(ctx, offs, asOf, "auto-commit interval elapsed", noRetry, false)
 		cancel()
 		mb.mu.Lock()
 		mb.autoCommitting = false
@@ -491,8 +491,8 @@ func (mb *Member) reconcile(p plan) bool {
 		mb.mu.Unlock()
 	}()
 	if mb.cfg.autoCommit && !mb.skipsCommitBeforeRevoke() {
-		if offs := mb.consumed(); len(offs) > 0 {
-			mb.commit(ctx, offs, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer, false)
+		if offs, asOf := mb.consumed(); len(offs) > 0 {
+			mb.commit(ctx, offs, asOf, fmt.Sprintf("auto-commit before reconciling to epoch %d (revoking %v)", p.epoch, p.revoke), retryIfNewer, false)
 		}
 	}
 	mb.lockOwnership()
@@ -546,6 +546,7 @@ func (mb *Member) reconcile(p plan) bool {
 	}
 	if p.add.Count() > 0 {
 		mb.reassigned(p.add)
+		mb.ownSeq++
 		add := map[string]map[int32]kgo.Offset{}
 		for t, ps := range p.add {
 			add[t] = map[int32]kgo.Offset{}
@@ -564,8 +565,7 @@ func (mb *Member) reconcile(p plan) bool {
 					add[t][x] = kgo.NewOffset().AtStart()
 					mb.positions[t][x] = -1
 				}
-				mb.owned[t] = append(mb.owned[t], x)
-				delete(mb.sentHigh[t], x) // a new assignment: offsets may start lower
+				mb.takeLocked(t, x, mb.ownSeq)
 			}
 			slices.Sort(mb.owned[t])
 			mb.owned[t] = slices.Compact(mb.owned[t])
@@ -605,7 +605,7 @@ func (mb *Member) reconcile(p plan) bool {
 // kgo abandoned may still sit in a paused broker's socket buffer; if the
 // next commit goes out on another connection, the broker may apply the old
 // one after it. Such a commit is reported as having no answer (unknown).
-func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, why string, retryStale staleRetry, app bool) (map[string]map[int32]string, error) {
+func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64, asOf uint64, why string, retryStale staleRetry, app bool) (map[string]map[int32]string, error) {
 	// all is the last answer for every partition: one dropped from a
 	// retry keeps its STALE_MEMBER_EPOCH.
 	all := map[string]map[int32]string{}
@@ -620,8 +620,22 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			mb.commitMu.Lock()
 		}
 		mb.mu.Lock()
+		// Ownership is judged here, with the epoch the request carries:
+		// while the commit waited (for the lane, or on a loaded machine
+		// between its caller's snapshot and here), a reconciliation may
+		// have revoked a partition and the heartbeat acknowledged it with
+		// a newer epoch. Kafka checks only the member's epoch, not what it
+		// owns (before 4.3 and at the current epoch since, KIP-1251), so
+		// a revoked partition sent now would be accepted under the new
+		// epoch over its new owner's commits.
+		owned, gone := mb.ownedAsOfLocked(offsets, asOf)
+		for t, ps := range gone {
+			for p, e := range ps {
+				setErr(all, t, p, e)
+			}
+		}
 		send := map[string]map[int32]int64{}
-		for t, ps := range offsets {
+		for t, ps := range owned {
 			for p, o := range ps {
 				if hi, ok := mb.sentHigh[t][p]; ok && o < hi {
 					setErr(all, t, p, Superseded)
@@ -731,17 +745,11 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 		if !retry {
 			return all, nil
 		}
-		// Retry only what the member still owns: a partition it gave
-		// up meanwhile must not be committed under the new epoch.
+		// The retry goes through the same ownership check: a partition
+		// the member gave up meanwhile is not committed under the new
+		// epoch (it keeps its STALE_MEMBER_EPOCH).
 		mb.mu.Lock()
-		still := map[string]map[int32]int64{}
-		for t, ps := range offsets {
-			for p, o := range ps {
-				if slices.Contains(mb.owned[t], p) {
-					setOffset(still, t, p, o)
-				}
-			}
-		}
+		still, _ := mb.ownedAsOfLocked(offsets, asOf)
 		mb.mu.Unlock()
 		if len(still) == 0 {
 			return all, nil

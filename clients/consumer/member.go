@@ -77,6 +77,13 @@ type Member struct {
 	// a newer one (see commit).
 	commitMu sync.Mutex
 	sentHigh map[string]map[int32]int64
+	// ownSeq (under mu) counts the assignments that added partitions, and
+	// ownedSince is, per owned partition, the ownSeq of the assignment
+	// that gave it: a commit sends only the partitions owned since before
+	// its offsets were taken (see commit), never one revoked meanwhile nor
+	// one given back to the member after it was revoked.
+	ownSeq     uint64
+	ownedSince map[string]map[int32]uint64
 	// sendCommit sends one OffsetCommit (kgo's Client.Request, which
 	// resends it on coordinator errors and lost connections until ctx
 	// ends); tests script it.
@@ -163,6 +170,7 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 		positions:   map[string]map[int32]int64{},
 		committed:   map[string]map[int32]int64{},
 		sentHigh:    map[string]map[int32]int64{},
+		ownedSince:  map[string]map[int32]uint64{},
 		kick:        make(chan struct{}, 1),
 		coordinator: -1,
 	}
@@ -321,28 +329,49 @@ func (mb *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64
 		mb.mu.Unlock()
 		return nil, ErrClosed
 	}
-	send := map[string]map[int32]int64{}
-	errs := map[string]map[int32]string{}
-	for t, ps := range offsets {
-		for p, o := range ps {
-			if slices.Contains(mb.owned[t], p) {
-				setOffset(send, t, p, o)
-			} else {
-				setErr(errs, t, p, NotOwned)
-			}
-		}
-	}
+	asOf := mb.ownSeq
+	send, errs := mb.ownedAsOfLocked(offsets, asOf)
 	mb.mu.Unlock()
 	if len(send) == 0 {
 		return errs, nil
 	}
-	perr, err := mb.commit(ctx, send, "commit asked for by the workload", awaitNewer, true)
+	perr, err := mb.commit(ctx, send, asOf, "commit asked for by the workload", awaitNewer, true)
 	for t, ps := range perr {
 		for p, e := range ps {
 			setErr(errs, t, p, e)
 		}
 	}
 	return errs, err
+}
+
+// ownedAsOfLocked splits offsets (taken when the member's ownership was at
+// asOf, an ownSeq) into those of partitions it has owned without a break
+// since then, which may be sent, and the others, which get NotOwned: a
+// partition revoked or lost since asOf, even if given back since, is not the
+// member's to commit with what it consumed before. mu is held.
+func (mb *Member) ownedAsOfLocked(offsets map[string]map[int32]int64, asOf uint64) (keep map[string]map[int32]int64, notOwned map[string]map[int32]string) {
+	keep, notOwned = map[string]map[int32]int64{}, map[string]map[int32]string{}
+	for t, ps := range offsets {
+		for p, o := range ps {
+			if slices.Contains(mb.owned[t], p) && mb.ownedSince[t][p] <= asOf {
+				setOffset(keep, t, p, o)
+			} else {
+				setErr(notOwned, t, p, NotOwned)
+			}
+		}
+	}
+	return keep, notOwned
+}
+
+// takeLocked records partition p of t as owned from a new assignment,
+// number seq (mb.ownSeq, bumped once per assignment). mu is held.
+func (mb *Member) takeLocked(t string, p int32, seq uint64) {
+	mb.owned[t] = append(mb.owned[t], p)
+	if mb.ownedSince[t] == nil {
+		mb.ownedSince[t] = map[int32]uint64{}
+	}
+	mb.ownedSince[t][p] = seq
+	delete(mb.sentHigh[t], p) // a new assignment: offsets may start lower
 }
 
 // NotOwned is the per-partition error Commit reports for a partition the
@@ -380,8 +409,8 @@ func (mb *Member) Close(ctx context.Context) error {
 	mb.mu.Unlock()
 	if inGroup {
 		if mb.cfg.autoCommit {
-			if offs := mb.consumed(); len(offs) > 0 {
-				if _, err := mb.commit(ctx, offs, "auto-commit on close", noRetry, false); err != nil {
+			if offs, asOf := mb.consumed(); len(offs) > 0 {
+				if _, err := mb.commit(ctx, offs, asOf, "auto-commit on close", noRetry, false); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -510,8 +539,8 @@ func (mb *Member) loseOwnedLocked(why string, epoch int32) {
 }
 
 // consumed returns the positions of owned partitions that moved since the
-// last auto-commit.
-func (mb *Member) consumed() map[string]map[int32]int64 {
+// last auto-commit, and the ownership they were taken under (ownSeq).
+func (mb *Member) consumed() (map[string]map[int32]int64, uint64) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	out := map[string]map[int32]int64{}
@@ -527,7 +556,7 @@ func (mb *Member) consumed() map[string]map[int32]int64 {
 			setOffset(out, t, p, pos)
 		}
 	}
-	return out
+	return out, mb.ownSeq
 }
 
 func setOffset(m map[string]map[int32]int64, t string, p int32, o int64) {
