@@ -678,7 +678,8 @@ func (sf *shareFacts) acksOnlyAcquired() Verdict {
 
 // recordsSettle: every record a producer got acknowledged on the share
 // group's topics settles before the final observation: accepted or
-// rejected (the broker acknowledged it, or the answer never came), or
+// rejected (the broker acknowledged it, the answer never came, or it came
+// with an error Kafka may give after the state write landed), or
 // delivered at the limit (then archived). A record never delivered, or
 // whose last delivery's lock lapsed long enough before the final phase for
 // it to be delivered again, is a violation; one still under a lock, or
