@@ -471,7 +471,7 @@ func (sf *shareFacts) lockExclusive() Verdict {
 			}
 		}
 	}
-	v.note("%d records acquired, %d later acquisitions checked against earlier locks: %d came after the earlier lock may have lapsed (%d of them allowed by nothing but the lapse), %d within it excused by an acknowledgement, a session end, a fault or a leader change", len(sf.byRecord), checked, afterLapse, lapsedOnly, excused)
+	v.note("%d records acquired, %d later acquisitions checked against earlier locks: %d came after the earlier lock may have lapsed (%d of them allowed by nothing but the lapse), %d within it excused by an acknowledgement, a session end, a fault, a leader change or a dropped share-partition", len(sf.byRecord), checked, afterLapse, lapsedOnly, excused)
 	return v.done()
 }
 
@@ -640,7 +640,7 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 	if limit == 0 {
 		v.note("the run's plan gives no delivery count limit: only rising counts were checked")
 	}
-	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault or a leader change in between", len(sf.byRecord), excused)
+	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault, a leader change or a dropped share-partition in between", len(sf.byRecord), excused)
 	return v.done()
 }
 
