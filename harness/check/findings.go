@@ -368,7 +368,7 @@ var registry = []Finding{
 		ID:    FindingShareAckErrorApplied,
 		Title: "a share acknowledgement answered NOT_LEADER_OR_FOLLOWER by the old share-partition leader was applied: its state write is in __share_group_state and the record never comes back",
 		Where: "Kafka share-partition leader (SharePartition.rollbackOrProcessStateUpdates and fetchPersisterError; PersisterStateManager.WriteStateHandler retries a write whose earlier attempt may have landed, and the retry is fenced by the new leader's epoch)",
-		Seen:  []string{"Kafka 4.2.1 → 4.4.0 rolling upgrade (run)", "groupquake share", "kgo-share (franz-go v1.22.3)", "java-share (KafkaShareConsumer 4.4.0)"},
+		Seen:  []string{"Kafka 4.2.1 → 4.4.0 rolling upgrade (run)", "kgo-share (franz-go v1.22.3)", "java-share (KafkaShareConsumer of kafka-clients 4.2.1)"},
 		Kind:  Bug,
 		Noted: "a rolling upgrade or leader change of the share-partition leader makes it on timing alone; the share checkers take such an answer as an unknown outcome (version.ShareAckMayHaveApplied), so no run's verdict depends on it",
 		Evidence: "an accept, reject or gap answered with a per-partition error Kafka may give after the state write landed " +
