@@ -167,8 +167,12 @@ func CheckShareGroups(v Version) error {
 //     attempt's error.
 //   - An earlier attempt may have landed: CoordinatorRuntime's unload fails
 //     the writes waiting for the high watermark with NOT_COORDINATOR
-//     (deferredEventQueue.failAll) while their records stay in the log, and
-//     a request whose answer was lost may have been applied.
+//     (deferredEventQueue.failAll) while their records stay in the log; the
+//     share coordinator answers a write that timed out waiting for
+//     replication COORDINATOR_NOT_AVAILABLE, one whose partition lost its
+//     leader NOT_COORDINATOR (CoordinatorOperationExceptionHelper.
+//     handleOperationException), its records possibly in the log; and a
+//     request whose answer was lost may have been applied.
 //   - The retry then meets the new share-partition leader's leader epoch
 //     (ShareCoordinatorShard.readStateAndMaybeUpdateLeaderEpoch writes it
 //     when the new leader loads the state, after the landed attempt) and is
