@@ -705,22 +705,7 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 			starts[history.TP{Topic: s.Topic, Partition: s.Partition}] = s
 		}
 	}
-	settled := map[shareKey]string{}
-	maybeErrs := map[string]bool{}
-	for _, op := range sf.acks {
-		if !op.mayHaveApplied() || op.ack.Type == history.AckRelease || op.ack.Type == history.AckRenew {
-			continue
-		}
-		if op.outcome == "maybe" {
-			maybeErrs[op.err] = true
-		}
-		for o := op.ack.First; o <= op.ack.Last; o++ {
-			k := shareKey{op.ack.TP(), o}
-			if op.outcome == "ok" || settled[k] == "" || (op.outcome == "unknown" && settled[k] == "maybe") {
-				settled[k] = op.outcome
-			}
-		}
-	}
+	settled, maybeErrs := sf.settledByAcks()
 	// Fetches without an answer, per partition: each may have acquired
 	// (and counted a delivery of) any record of it.
 	unknownFetch := map[history.TP][]int{}
@@ -818,6 +803,29 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// settledByAcks gives each record an accept or reject may have settled
+// the best outcome among them ("ok", then "unknown", then "maybe"), and
+// the errors of the "maybe" ones.
+func (sf *shareFacts) settledByAcks() (map[shareKey]string, map[string]bool) {
+	settled := map[shareKey]string{}
+	maybeErrs := map[string]bool{}
+	for _, op := range sf.acks {
+		if !op.mayHaveApplied() || op.ack.Type == history.AckRelease || op.ack.Type == history.AckRenew {
+			continue
+		}
+		if op.outcome == "maybe" {
+			maybeErrs[op.err] = true
+		}
+		for o := op.ack.First; o <= op.ack.Last; o++ {
+			k := shareKey{op.ack.TP(), o}
+			if op.outcome == "ok" || settled[k] == "" || (op.outcome == "unknown" && settled[k] == "maybe") {
+				settled[k] = op.outcome
+			}
+		}
+	}
+	return settled, maybeErrs
 }
 
 // countAfter counts the positions in ps after pos.
