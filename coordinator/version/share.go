@@ -142,3 +142,77 @@ func CheckShareGroups(v Version) error {
 	}
 	return fmt.Errorf("share members need Kafka 4.2.0 or later, where share groups are production-ready and share.version=1 is on in every cluster the release formats: %s; pick one of %s", why, strings.Join(ok, ", "))
 }
+
+// ShareAckMayHaveApplied reports whether a share-partition leader's
+// per-partition error answering an acknowledgement (ShareAcknowledge, or
+// one piggybacked on ShareFetch) leaves its outcome unknown: the state
+// write may have landed in __share_group_state although the answer says it
+// failed. Read from the 4.2 and 4.4 branches (alike in all of this):
+//
+//   - SharePartition.rollbackOrProcessStateUpdates sends the state batches
+//     through writeShareGroupState, and the acknowledgement's answer is the
+//     outcome of that one persister call; fetchPersisterError maps the
+//     write's error: FENCED_LEADER_EPOCH and FENCED_STATE_EPOCH to
+//     NotLeaderOrFollowerException, NOT_COORDINATOR,
+//     COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS to
+//     CoordinatorNotAvailableException, GROUP_ID_NOT_FOUND and
+//     UNKNOWN_TOPIC_OR_PARTITION to themselves, anything else to
+//     UnknownServerException; a failed persister future becomes an
+//     IllegalStateException (UNKNOWN_SERVER_ERROR).
+//   - PersisterStateManager.WriteStateHandler retries the write, to the
+//     share coordinator found again, on NOT_COORDINATOR,
+//     COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+//     UNKNOWN_TOPIC_OR_PARTITION and on a lost or timed-out request
+//     (NETWORK_EXCEPTION, REQUEST_TIMED_OUT), and answers with the last
+//     attempt's error.
+//   - An earlier attempt may have landed: CoordinatorRuntime's unload fails
+//     the writes waiting for the high watermark with NOT_COORDINATOR
+//     (deferredEventQueue.failAll) while their records stay in the log; the
+//     share coordinator answers a write that timed out waiting for
+//     replication COORDINATOR_NOT_AVAILABLE, one whose partition lost its
+//     leader NOT_COORDINATOR (CoordinatorOperationExceptionHelper.
+//     handleOperationException), its records possibly in the log; and a
+//     request whose answer was lost may have been applied.
+//   - The retry then meets the new share-partition leader's leader epoch
+//     (ShareCoordinatorShard.readStateAndMaybeUpdateLeaderEpoch writes it
+//     when the new leader loads the state, after the landed attempt) and is
+//     refused FENCED_LEADER_EPOCH (maybeGetWriteStateError), so the old
+//     leader answers NOT_LEADER_OR_FOLLOWER for a write that is in
+//     __share_group_state. A 4.2.1 → 4.4.0 rolling upgrade showed it.
+//
+// The errors answered before any write (INVALID_RECORD_STATE,
+// INVALID_REQUEST from SharePartition.acknowledge's checks,
+// TOPIC_AUTHORIZATION_FAILED, the share session errors) mean the
+// acknowledgement was not applied. UNKNOWN_TOPIC_OR_PARTITION is also
+// what SharePartitionManager answers for a share-partition it no longer
+// has (nothing applied), but the history cannot tell it from the
+// persister's, so it is unknown too. name is Kafka's error name or
+// franz-go's (NOT_LEADER_FOR_PARTITION for NOT_LEADER_OR_FOLLOWER).
+func ShareAckMayHaveApplied(name string) bool {
+	switch name {
+	case "NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION",
+		"COORDINATOR_NOT_AVAILABLE", "GROUP_ID_NOT_FOUND",
+		"UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_SERVER_ERROR":
+		return true
+	}
+	return false
+}
+
+// ShareErrorDropsPartition reports whether a share-partition leader's
+// per-partition error (on an acknowledgement or a fetch) means it dropped
+// the share-partition from its cache: SharePartitionManager's
+// fencedSharePartitionHandler removes it on NotLeaderOrFollowerException,
+// FencedStateEpochException, GroupIdNotFoundException and
+// UnknownTopicOrPartitionException (marking it fenced), and a partition no
+// longer cached is answered UNKNOWN_TOPIC_OR_PARTITION (4.2 and 4.4). A
+// share-partition loaded again on that broker knows only the persisted
+// state (SharePartition.maybeInitialize): no acquisition lock, and the
+// delivery counts last written.
+func ShareErrorDropsPartition(name string) bool {
+	switch name {
+	case "NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION", "FENCED_STATE_EPOCH",
+		"GROUP_ID_NOT_FOUND", "UNKNOWN_TOPIC_OR_PARTITION":
+		return true
+	}
+	return false
+}

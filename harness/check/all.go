@@ -63,6 +63,7 @@ func Judge(events []history.Event, obs *history.Observations, plan history.Plan,
 
 func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Verdict {
 	f.kinds, f.session, f.rebalance = plan.Kinds, plan.SessionTimeout, plan.RebalanceTimeout
+	f.plan = plan
 	for _, t := range plan.Partitions() {
 		f.tp(t)
 	}

@@ -58,8 +58,12 @@ type facts struct {
 	session time.Duration     // the plan's session timeout (0: not known)
 	// rebalance is the plan's rebalance timeout (0: not known).
 	rebalance time.Duration
-	snaps     []placed   // the observations' snapshots, placed in the history (evidence.go)
-	log       *commitLog // what __consumer_offsets says about the order of writes, nil if unread
+	// obs and plan are the run's observations and plan, for the findings'
+	// sightings that read them (share_finding.go).
+	obs   *history.Observations
+	plan  history.Plan
+	snaps []placed   // the observations' snapshots, placed in the history (evidence.go)
+	log   *commitLog // what __consumer_offsets says about the order of writes, nil if unread
 }
 
 type endKind uint8
@@ -302,6 +306,7 @@ func build(events []history.Event, obs *history.Observations) *facts {
 		heirs:  map[pairKey][]pairOwner{},
 		phases: map[string][]int{},
 	}
+	f.obs = obs
 	f.partner, f.pairErr = history.Pairs(events)
 	b := &builder{f: f, n: n, decodeErr: make([]error, n), openFault: map[string]int{}, commitAt: map[int]int{}}
 	for i := range events {

@@ -191,6 +191,7 @@ const (
 	FindingClassicJoinOrphan         = "kafka-classic-join-timeout-orphan"
 	FindingKgoRevokeAfterLost        = "kgo-revoke-after-session-lost"
 	FindingKgoStaticLeave            = "kgo-static-leave-without-instance-id"
+	FindingShareAckErrorApplied      = "kafka-share-ack-error-applied"
 )
 
 var registry = []Finding{
@@ -363,6 +364,26 @@ var registry = []Finding{
 			return out
 		},
 	},
+	{
+		ID:    FindingShareAckErrorApplied,
+		Title: "a share acknowledgement answered NOT_LEADER_OR_FOLLOWER by the old share-partition leader was applied: its state write is in __share_group_state and the record never comes back",
+		Where: "Kafka share-partition leader (SharePartition.rollbackOrProcessStateUpdates and fetchPersisterError; PersisterStateManager.WriteStateHandler retries a write whose earlier attempt may have landed, and the retry is fenced by the new leader's epoch)",
+		Seen:  []string{"Kafka 4.2.1 → 4.4.0 rolling upgrade (run)", "kgo-share (franz-go v1.22.3)", "java-share (KafkaShareConsumer of kafka-clients 4.2.1)"},
+		Kind:  Bug,
+		Noted: "a rolling upgrade or leader change of the share-partition leader makes it on timing alone; the share checkers take such an answer as an unknown outcome (version.ShareAckMayHaveApplied), so no run's verdict depends on it",
+		Evidence: "an accept, reject or gap answered with a per-partition error Kafka may give after the state write landed " +
+			"(NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_SERVER_ERROR), " +
+			"of a record its member acquired last (below the delivery count limit, no acquisition answered after the acknowledgement " +
+			"was sent) and no other acknowledgement may have settled, which the final state shows settled as the acknowledgement " +
+			"leaves it: the replayed __share_group_state keeps it ACKNOWLEDGED (accept) or ARCHIVED (reject, gap) or below its start " +
+			"offset, or, without share_recovery, the final share-partition start offset is past it",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:   []string{"--seed", "13", "--kinds", "share,kgo-share,java-share", "--members", "5", "--partitions", "2", "--nodes", "3", "--upgrade-to", "4.4.0", "--duration", "1m15s"},
+			Kafka:  "4.2.1",
+			Timing: "an acknowledgement must reach the old share-partition leader as it shuts down, and its first state write must land while its answer is lost (the share coordinator unloading, or the request timing out): 2 of 3974 records in the run that showed it",
+		}},
+		seen: shareAckErrorApplied,
+	},
 }
 
 // Sightings lists every place the history shows a registered finding, in
@@ -371,6 +392,7 @@ var registry = []Finding{
 func Sightings(events []history.Event, obs *history.Observations, plan history.Plan) []Sighting {
 	f := build(events, obs)
 	f.kinds, f.session, f.rebalance = plan.Kinds, plan.SessionTimeout, plan.RebalanceTimeout
+	f.plan = plan
 	return sightings(f, nil)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -79,13 +80,23 @@ type shareAckOp struct {
 	inv, ans int // ans < 0: no completion
 	ack      history.ShareAck
 	// outcome: "ok" (the broker acknowledged it), "refused" (a
-	// per-partition error), "failed" (a top-level error: nothing applied),
-	// "unknown" (no answer).
+	// per-partition error answered before any state write), "maybe" (a
+	// per-partition error Kafka may answer after the state write landed,
+	// version.ShareAckMayHaveApplied: the record may be settled, while the
+	// leader rolled its own state back, so the lock holds), "failed" (a
+	// top-level error: nothing applied), "unknown" (no answer).
 	outcome string
 	err     string
 }
 
 func (a shareAckOp) final() bool { return a.ack.Type != history.AckRenew }
+
+// mayHaveApplied says whether the broker may have applied the
+// acknowledgement: answered without an error, never answered, or answered
+// with an error Kafka may give after the write landed.
+func (a shareAckOp) mayHaveApplied() bool {
+	return a.outcome == "ok" || a.outcome == "unknown" || a.outcome == "maybe"
+}
 
 // shareCall is one ShareFetch or ShareAcknowledge of a member to a node.
 type shareCall struct {
@@ -96,6 +107,9 @@ type shareCall struct {
 	typ          history.Type // of the completion; Invoke when none
 	sessionEpoch int32
 	err          string
+	// dropped are the partitions the answer says the broker dropped from
+	// its share-partition cache (version.ShareErrorDropsPartition).
+	dropped []history.TP
 }
 
 // shareBreak is a window in which a member's share session with a node
@@ -180,6 +194,13 @@ func (sf *shareFacts) call(i int) {
 		id = v.Member
 	}
 	c := shareCall{member: v.Member, id: id, node: v.Node, inv: inv, ans: ans, typ: typ, sessionEpoch: v.SessionEpoch, err: v.Error}
+	if typ == history.OK {
+		for _, pe := range append(append([]history.PartitionError(nil), v.AckErrors...), v.FetchErrors...) {
+			if version.ShareErrorDropsPartition(pe.Error) {
+				c.dropped = append(c.dropped, history.TP{Topic: pe.Topic, Partition: pe.Partition})
+			}
+		}
+	}
 	sf.calls = append(sf.calls, c)
 	outcome := "unknown"
 	switch typ {
@@ -193,6 +214,9 @@ func (sf *shareFacts) call(i int) {
 		if typ == history.OK {
 			if err := v.AckError(a.TP()); err != "" {
 				op.outcome, op.err = "refused", err
+				if version.ShareAckMayHaveApplied(err) {
+					op.outcome = "maybe"
+				}
 			}
 		}
 		sf.acks = append(sf.acks, op)
@@ -263,6 +287,42 @@ func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int) string {
 	}
 	if why := sf.faultOn(a.member, a.inv, before); why != "" {
 		return why
+	}
+	if why := sf.droppedOn(a.node, k.tp, a.inv, before); why != "" {
+		return why
+	}
+	return ""
+}
+
+// droppedOn names an answer of node within [from, to] saying it dropped
+// its share-partition of tp (version.ShareErrorDropsPartition), or "": a
+// share-partition loaded again knows no lock and only the persisted
+// delivery counts.
+func (sf *shareFacts) droppedOn(node int32, tp history.TP, from, to int) string {
+	for _, c := range sf.calls {
+		if c.node != node || c.ans < from || c.inv > to {
+			continue
+		}
+		for _, t := range c.dropped {
+			if t == tp {
+				v, _ := sf.f.vals[c.ans].(history.ShareFetch)
+				err := v.AckError(tp)
+				if err == "" || !version.ShareErrorDropsPartition(err) {
+					err = fetchError(v, tp)
+				}
+				return fmt.Sprintf("node %d answered %s's call for %s %s, dropping its share-partition (event %d)", node, c.member, tp, err, sf.f.idx(c.ans))
+			}
+		}
+	}
+	return ""
+}
+
+// fetchError returns the fetch error the answer gave tp, "" when none.
+func fetchError(v history.ShareFetch, tp history.TP) string {
+	for _, e := range v.FetchErrors {
+		if e.Topic == tp.Topic && e.Partition == tp.Partition {
+			return e.Error
+		}
 	}
 	return ""
 }
@@ -411,7 +471,7 @@ func (sf *shareFacts) lockExclusive() Verdict {
 			}
 		}
 	}
-	v.note("%d records acquired, %d later acquisitions checked against earlier locks: %d came after the earlier lock may have lapsed (%d of them allowed by nothing but the lapse), %d within it excused by an acknowledgement, a session end, a fault or a leader change", len(sf.byRecord), checked, afterLapse, lapsedOnly, excused)
+	v.note("%d records acquired, %d later acquisitions checked against earlier locks: %d came after the earlier lock may have lapsed (%d of them allowed by nothing but the lapse), %d within it excused by an acknowledgement, a session end, a fault, a leader change or a dropped share-partition", len(sf.byRecord), checked, afterLapse, lapsedOnly, excused)
 	return v.done()
 }
 
@@ -497,7 +557,7 @@ func (sf *shareFacts) settledBy(plan history.Plan) func(shareKey, int) bool {
 		}
 	}
 	for _, op := range sf.acks {
-		if (op.outcome != "ok" && op.outcome != "unknown") || !op.final() || op.ack.Type == history.AckRelease {
+		if !op.mayHaveApplied() || !op.final() || op.ack.Type == history.AckRelease {
 			continue
 		}
 		for o := op.ack.First; o <= op.ack.Last; o++ {
@@ -563,8 +623,8 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 				if y.rng.DeliveryCount > x.rng.DeliveryCount && !atLimit {
 					continue
 				}
-				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" {
-					excused++ // a new leader: it knows only the persisted count
+				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" || sf.droppedOn(x.node, k.tp, x.inv, y.ans) != "" {
+					excused++ // a new leader, or the share-partition loaded again: it knows only the persisted count
 					continue
 				}
 				what := fmt.Sprintf("its delivery count went from %d to %d", x.rng.DeliveryCount, y.rng.DeliveryCount)
@@ -580,7 +640,7 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 	if limit == 0 {
 		v.note("the run's plan gives no delivery count limit: only rising counts were checked")
 	}
-	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault or a leader change in between", len(sf.byRecord), excused)
+	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault, a leader change or a dropped share-partition in between", len(sf.byRecord), excused)
 	return v.done()
 }
 
@@ -618,7 +678,8 @@ func (sf *shareFacts) acksOnlyAcquired() Verdict {
 
 // recordsSettle: every record a producer got acknowledged on the share
 // group's topics settles before the final observation: accepted or
-// rejected (the broker acknowledged it, or the answer never came), or
+// rejected (the broker acknowledged it, the answer never came, or it came
+// with an error Kafka may give after the state write landed), or
 // delivered at the limit (then archived). A record never delivered, or
 // whose last delivery's lock lapsed long enough before the final phase for
 // it to be delivered again, is a violation; one still under a lock, or
@@ -644,18 +705,7 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 			starts[history.TP{Topic: s.Topic, Partition: s.Partition}] = s
 		}
 	}
-	settled := map[shareKey]string{}
-	for _, op := range sf.acks {
-		if (op.outcome != "ok" && op.outcome != "unknown") || op.ack.Type == history.AckRelease || op.ack.Type == history.AckRenew {
-			continue
-		}
-		for o := op.ack.First; o <= op.ack.Last; o++ {
-			k := shareKey{op.ack.TP(), o}
-			if op.outcome == "ok" || settled[k] == "" {
-				settled[k] = op.outcome
-			}
-		}
-	}
+	settled, maybeErrs := sf.settledByAcks()
 	// Fetches without an answer, per partition: each may have acquired
 	// (and counted a delivery of) any record of it.
 	unknownFetch := map[history.TP][]int{}
@@ -674,7 +724,9 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		slack += 2 * plan.HeartbeatInterval
 	}
 	finalAt := sf.at(sf.final)
-	produced, ok, inFlight, maybeArchived, unconfirmed := 0, 0, 0, 0, 0
+	produced, ok, inFlight, maybeArchived := 0, 0, 0, 0
+	unconfirmed := map[string]int{} // by how: "unknown", "maybe"
+	answeredErr := 0
 	for i, e := range f.ev {
 		if e.F != history.FProduce || e.Type != history.OK {
 			continue
@@ -693,8 +745,11 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 			// state write, SharePartition.writeShareGroupState sends
 			// startOffset() before the write's transitions complete, so a
 			// start offset at or below it proves nothing).
-			if s, seen := starts[k.tp]; how == "unknown" && (!seen || s.Error != "" || k.off >= s.StartOffset) {
-				unconfirmed++
+			if how == "maybe" {
+				answeredErr++
+			}
+			if s, seen := starts[k.tp]; how != "ok" && (!seen || s.Error != "" || k.off >= s.StartOffset) {
+				unconfirmed[how]++
 			}
 			continue
 		}
@@ -729,11 +784,48 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		}
 		v.fail([]int64{e.Index}, "%s (produced at event %d) was never delivered to any share member before the final phase%s", k, e.Index, startNote(starts, k))
 	}
-	v.note("%d acknowledged-produced records: %d settled (%d of them by an accept or reject whose answer never came, not confirmed by the share-partition start offset), %d still under a lock at the final phase, %d possibly archived by fetches whose answers never came", produced, ok, unconfirmed, inFlight, maybeArchived)
+	v.note("%d acknowledged-produced records: %d settled (%d of them by an accept or reject whose answer never came, not confirmed by the share-partition start offset), %d still under a lock at the final phase, %d possibly archived by fetches whose answers never came", produced, ok, unconfirmed["unknown"], inFlight, maybeArchived)
+	if answeredErr > 0 {
+		v.note("%d records settled only by an accept or reject answered with an error Kafka may give after the state write landed (%s: a persister write retried after an attempt that landed; version.ShareAckMayHaveApplied), %d of them not confirmed by the share-partition start offset",
+			answeredErr, strings.Join(sortedKeys(maybeErrs), ", "), unconfirmed["maybe"])
+	}
 	if len(starts) == 0 {
 		v.note("no share-partition start offsets were observed")
 	}
 	return v.done()
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// settledByAcks gives each record an accept or reject may have settled
+// the best outcome among them ("ok", then "unknown", then "maybe"), and
+// the errors of the "maybe" ones.
+func (sf *shareFacts) settledByAcks() (map[shareKey]string, map[string]bool) {
+	settled := map[shareKey]string{}
+	maybeErrs := map[string]bool{}
+	for _, op := range sf.acks {
+		if !op.mayHaveApplied() || op.ack.Type == history.AckRelease || op.ack.Type == history.AckRenew {
+			continue
+		}
+		if op.outcome == "maybe" {
+			maybeErrs[op.err] = true
+		}
+		for o := op.ack.First; o <= op.ack.Last; o++ {
+			k := shareKey{op.ack.TP(), o}
+			if op.outcome == "ok" || settled[k] == "" || (op.outcome == "unknown" && settled[k] == "maybe") {
+				settled[k] = op.outcome
+			}
+		}
+	}
+	return settled, maybeErrs
 }
 
 // countAfter counts the positions in ps after pos.

@@ -2,6 +2,7 @@ package check
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/groupquake/groupquake/coordinator/sharegroup"
@@ -131,4 +132,73 @@ func TestShareStateMatchesLog(t *testing.T) {
 
 	v := stateVerdict(t, base(), nil)
 	wantHolds(t, v, false, "no share_recovery")
+}
+
+// TestShareAckErrorAppliedSighted: an accept answered NOT_LEADER_FOR_PARTITION
+// of a record never delivered again, which the replayed __share_group_state
+// keeps ACKNOWLEDGED (or below its start offset), or, without it, the final
+// start offset passed, is a sighting of FindingShareAckErrorApplied. Not
+// sighted: the state has the record available (the write did not land), the
+// record came back, another member's accept may have settled it, the accept
+// was refused before any write (INVALID_RECORD_STATE), or the last delivery
+// was at the limit (a lapsed lock archives it).
+func TestShareAckErrorAppliedSighted(t *testing.T) {
+	base := func(ackErr string, count int16) *shareHist {
+		h := &shareHist{}
+		h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 2, count))
+		h.ack("a", 200, 2300, history.OK, ackErr, ackOf(history.AckAccept, 2, 2))
+		h.final(10000)
+		return h
+	}
+	acked := sharegroup.StateBatch{FirstOffset: 2, LastOffset: 2, DeliveryState: sharegroup.StateAcknowledged, DeliveryCount: 1}
+	avail := acked
+	avail.DeliveryState = sharegroup.StateAvailable
+	sighted := func(h *shareHist, obs *history.Observations) []Sighting {
+		var out []Sighting
+		for _, s := range Sightings(h.events(), obs, sharePlan) {
+			if s.Finding == FindingShareAckErrorApplied {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	withState := func(rec *history.ShareRecovery) *history.Observations {
+		return &history.Observations{Group: "g", ShareRecovery: rec}
+	}
+	withStart := func(start int64) *history.Observations {
+		return &history.Observations{Group: "g", Final: history.Snapshot{ShareStarts: []history.ShareStart{{Topic: "t", Partition: 0, StartOffset: start, End: 10}}}}
+	}
+	for _, c := range []struct {
+		name string
+		h    *shareHist
+		obs  *history.Observations
+		want string // in the sighting's text; "" for none
+	}{
+		{"kept acknowledged", base("NOT_LEADER_FOR_PARTITION", 1), withState(recovery(t, 2, 2, acked)), "keeps it ACKNOWLEDGED at delivery count 1"},
+		{"below the start offset", base("NOT_LEADER_FOR_PARTITION", 1), withState(recovery(t, 3, 3)), "start offset 3 past it"},
+		{"final start offset only", base("NOT_LEADER_FOR_PARTITION", 1), withStart(3), "final share-partition start offset 3 is past it"},
+		{"state has it available", base("NOT_LEADER_FOR_PARTITION", 1), withState(recovery(t, 2, 2, avail)), ""},
+		{"start offset not past it", base("NOT_LEADER_FOR_PARTITION", 1), withStart(2), ""},
+		{"no observation", base("NOT_LEADER_FOR_PARTITION", 1), nil, ""},
+		{"refused before the write", base("INVALID_RECORD_STATE", 1), withState(recovery(t, 2, 2, acked)), ""},
+		{"delivered at the limit", base("NOT_LEADER_FOR_PARTITION", 3), withState(recovery(t, 3, 3)), ""},
+		{"came back", func() *shareHist {
+			h := base("NOT_LEADER_FOR_PARTITION", 1)
+			h.fetchFrom(2, "b", 1000, 1100, acq("t", 2, 2, 1))
+			return h
+		}(), withState(recovery(t, 3, 3)), ""},
+		{"another accept may have settled it", func() *shareHist {
+			h := base("NOT_LEADER_FOR_PARTITION", 1)
+			h.ack("a", 2400, 2500, history.Info, "", ackOf(history.AckAccept, 2, 2))
+			return h
+		}(), withState(recovery(t, 3, 3)), ""},
+	} {
+		got := sighted(c.h, c.obs)
+		switch {
+		case c.want == "" && len(got) > 0:
+			t.Errorf("%s: sighted %+v", c.name, got)
+		case c.want != "" && (len(got) != 1 || !strings.Contains(got[0].What, c.want) || got[0].Member != "a"):
+			t.Errorf("%s: sightings %+v, want one by a saying %q", c.name, got, c.want)
+		}
+	}
 }

@@ -471,3 +471,60 @@ func TestShareVerdictsOnlyWithShareMembers(t *testing.T) {
 		t.Errorf("the first verdict does not say which checkers do not apply: %+v", vs[0])
 	}
 }
+
+// TestShareAckAnsweredWithErrorMayHaveLanded: an accept answered
+// NOT_LEADER_FOR_PARTITION (or another error Kafka may answer after its
+// state write landed, version.ShareAckMayHaveApplied) is an unknown
+// outcome: a record it settled and that never came back holds
+// ShareRecordsSettle, noted with the error; an accept refused before any
+// write (INVALID_RECORD_STATE) leaves the record unsettled, a violation.
+// The answer drops the share-partition on that broker (SharePartitionManager
+// fencedSharePartitionHandler), so another member acquiring the record
+// there within the first lock, at the same delivery count, is no breach;
+// after a refusal that drops nothing, it is.
+func TestShareAckAnsweredWithErrorMayHaveLanded(t *testing.T) {
+	base := func(ackErr string) *shareHist {
+		h := &shareHist{}
+		h.produce(0, 0)
+		h.produce(10, 1)
+		h.fetch("a", 100, 200, history.OK, nil, acq("t", 0, 1, 1))
+		h.ack("a", 300, 2500, history.OK, ackErr, ackOf(history.AckAccept, 0, 1))
+		return h
+	}
+	for _, e := range []string{"NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "COORDINATOR_NOT_AVAILABLE", "UNKNOWN_SERVER_ERROR"} {
+		h := base(e)
+		h.final(20000)
+		v := shareVerdict(t, h, "ShareRecordsSettle")
+		wantHolds(t, v, true, "")
+		if notes := strings.Join(v.Notes, " "); !strings.Contains(notes, "2 records settled only by an accept or reject answered with an error Kafka may give after the state write landed ("+e) {
+			t.Errorf("%s: notes %v do not count the records settled by the accept answered with it", e, v.Notes)
+		}
+		wantHolds(t, shareVerdict(t, h, "ShareAckedNotRedelivered"), true, "")
+	}
+	h := base("INVALID_RECORD_STATE")
+	h.final(20000)
+	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), false, "t-0@0 (produced at event")
+
+	// The record came back (the write did not land): it is settled by the
+	// later accept, and no checker counts the first one as applied.
+	h = base("NOT_LEADER_FOR_PARTITION")
+	h.fetchFrom(2, "b", 3000, 3100, acq("t", 0, 1, 1))
+	h.ack("b", 3200, 3300, history.OK, "", ackOf(history.AckAccept, 0, 1))
+	h.final(20000)
+	for _, name := range []string{"ShareRecordsSettle", "ShareAckedNotRedelivered", "ShareLockExclusive", "ShareDeliveryCountBounded"} {
+		wantHolds(t, shareVerdict(t, h, name), true, "")
+	}
+
+	// Acquired again on the same broker within a's lock, at count 1.
+	again := func(ackErr string) *shareHist {
+		h := base(ackErr)
+		h.fetch("b", 3000, 3100, history.OK, nil, acq("t", 0, 0, 1))
+		return h
+	}
+	h = again("NOT_LEADER_FOR_PARTITION")
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+	h = again("INVALID_RECORD_STATE")
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "delivery count went from 1 to 1")
+}

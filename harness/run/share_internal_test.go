@@ -1,8 +1,11 @@
 package run
 
 import (
+	"bytes"
 	"testing"
+	"time"
 
+	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -30,5 +33,41 @@ func TestShapeShare(t *testing.T) {
 	}
 	if len(p.Producers) != 3 || total != 41 || p.Timers.PollInterval != shareStallSpan {
 		t.Errorf("producers %+v (total rate %d), poll interval %s", p.Producers, total, p.Timers.PollInterval)
+	}
+}
+
+// TestShareQuiesceSkipsMaybeApplied: quiesce waits for a record whose
+// accept was refused before any state write (INVALID_RECORD_STATE: it
+// comes back when its lock lapses), not for one whose accept was answered
+// NOT_LEADER_FOR_PARTITION or COORDINATOR_NOT_AVAILABLE, which Kafka may
+// answer after the write landed (the record then never comes back).
+func TestShareQuiesceSkipsMaybeApplied(t *testing.T) {
+	for _, c := range []struct {
+		err       string
+		unsettled int
+	}{{"NOT_LEADER_FOR_PARTITION", 0}, {"COORDINATOR_NOT_AVAILABLE", 0}, {"INVALID_RECORD_STATE", 2}, {"", 0}} {
+		var buf bytes.Buffer
+		rec, err := history.NewRecorder(&buf, func() time.Duration { return time.Millisecond }, history.Retain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		led := newLedger()
+		tp := history.TP{Topic: "t", Partition: 0}
+		led.ack(tp, 0)
+		led.ack(tp, 1)
+		s := shareHooks{h: NewShareRecorder(rec, "s1"), led: led, unknown: &unknownAcks{recs: map[history.TP]map[int64]bool{}}}
+		acks := []clients.ShareAck{{ShareRange: clients.ShareRange{Topic: "t", Partition: 0, First: 0, Last: 1}, Type: clients.AckAccept}}
+		ev := clients.Event{Kind: clients.Sent, Protocol: clients.Share, Member: "s1", MemberID: "id", Call: 1, Op: clients.OpShareAck, Why: "test",
+			Share: &clients.ShareCall{Node: 1, SessionEpoch: 1, Acks: acks}}
+		s.OnEvent(ev)
+		ev.Kind = clients.ShareAcked
+		ev.Share = &clients.ShareCall{Node: 1, SessionEpoch: 1, Acks: acks}
+		if c.err != "" {
+			ev.Share.AckErrs = map[string]map[int32]string{"t": {0: c.err}}
+		}
+		s.OnEvent(ev)
+		if got := s.unknown.unsettled(led); got != c.unsettled {
+			t.Errorf("accept answered %q: quiesce waits for %d records, want %d", c.err, got, c.unsettled)
+		}
 	}
 }

@@ -360,8 +360,10 @@ func (s shareHooks) lost() {
 }
 
 // unknownAcks are the records accepted or rejected by a call whose answer
-// never came: the broker may have applied it (then nobody is delivered the
-// record again) or not (then its lock lapses and it comes back). Quiesce
+// never came, or came with an error Kafka may answer after the state write
+// landed (version.ShareAckMayHaveApplied): the broker may have applied it
+// (then nobody is delivered the record again) or not (then its lock lapses
+// and it comes back). Quiesce
 // does not wait for them to be delivered again; ShareRecordsSettle judges
 // them with the share-partition start offsets.
 type unknownAcks struct {
@@ -432,7 +434,18 @@ func (s shareHooks) OnEvent(e clients.Event) {
 		return
 	}
 	for _, a := range e.Share.Acks {
-		if e.Share.AckErrs[a.Topic][a.Partition] != "" || a.Type == clients.AckRelease || a.Type == clients.AckRenew {
+		if a.Type == clients.AckRelease || a.Type == clients.AckRenew {
+			continue
+		}
+		if err := e.Share.AckErrs[a.Topic][a.Partition]; err != "" {
+			// An error Kafka may answer after the state write landed
+			// (version.ShareAckMayHaveApplied): the record may never
+			// come back, so quiesce does not wait for it.
+			if version.ShareAckMayHaveApplied(err) && (a.Type == clients.AckAccept || a.Type == clients.AckReject) {
+				for o := a.First; o <= a.Last; o++ {
+					s.unknown.add(history.TP{Topic: a.Topic, Partition: a.Partition}, o)
+				}
+			}
 			continue
 		}
 		for o := a.First; o <= a.Last; o++ {
