@@ -258,6 +258,19 @@ func register(d Def) Def {
 	return d
 }
 
+// EndsSessions reports whether a fault of kind k on a member may close its
+// connections, so end its share sessions (the broker releases what it
+// holds), without a call of its own showing it: a crash or restart (the
+// process's connections close when it dies or at the heal), a leave, and a
+// cut, reset or black-holed link. A stall, a freeze (its links only
+// slowed) and a slow link keep the connections open: a request they make
+// time out shows in the history as a call without an answer. A kind says
+// it in its own value; node faults act on every member and are not asked.
+func EndsSessions(k Kind) bool {
+	e, ok := registry[k].(interface{ endsSessions() bool })
+	return ok && e.endsSessions()
+}
+
 // Lookup returns the definition of kind k.
 func Lookup(k Kind) (Def, bool) {
 	d, ok := registry[k]
