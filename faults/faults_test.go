@@ -270,3 +270,17 @@ func TestEndsSessions(t *testing.T) {
 		t.Error("EndsSessions of an unknown kind")
 	}
 }
+
+// TestInScenarios: the scenarios draw the link and node kinds each says it
+// is drawn, in the order the seeds' draws depend on.
+func TestInScenarios(t *testing.T) {
+	for fam, want := range map[Family][]Kind{
+		FamilyLink:  {LinkCut, LinkLatency, LinkHole, LinkReset},
+		FamilyNode:  {NodeStop, NodeKill, NodePause},
+		FamilyChurn: nil,
+	} {
+		if got := InScenarios(fam); !slices.Equal(got, want) {
+			t.Errorf("InScenarios(%s) = %v, want %v", fam, got, want)
+		}
+	}
+}
