@@ -16,20 +16,6 @@ import (
 // split it into named steps.
 const maxFuncLines = 120
 
-// pendingLong are the functions over maxFuncLines that are being split on
-// other branches right now (the share-group member and run, the scale engine,
-// the consumer member's commit). The list may only shrink: the test fails on
-// an entry that is no longer over the limit, so remove it when its split
-// lands, and never add one.
-var pendingLong = []longFunc{
-	{File: "harness/scale/share.go", Name: "RunShare"},
-	{File: "cmd/groupquake/scale.go", Name: "cmdScale"},
-	{File: "cmd/groupquake/scale.go", Name: "scaleFlags.check"},
-	{File: "clients/consumer/loop.go", Name: "Member.commit"},
-	{File: "clients/share/fetch.go", Name: "Member.acknowledge"},
-	{File: "clients/share/fetch.go", Name: "Member.fetch"},
-}
-
 // longFunc is one function declaration: where it is, its name (Type.Method
 // for a method) and how many lines it spans.
 type longFunc struct {
@@ -43,7 +29,7 @@ func (f longFunc) String() string {
 	return fmt.Sprintf("%s:%d %s is %d lines", f.File, f.Line, f.Name, f.Lines)
 }
 
-// funcName is a declaration's name as the pending list writes it.
+// funcName is a declaration's name: Type.Method for a method.
 func funcName(fn *ast.FuncDecl) string {
 	if fn.Recv == nil || len(fn.Recv.List) == 0 {
 		return fn.Name.Name
@@ -86,12 +72,8 @@ func longFuncs(name string, src []byte) ([]longFunc, error) {
 }
 
 // TestNoLongFunctions: no non-test function of the repository is over
-// maxFuncLines, but for the pending ones, each of which must still be over.
+// maxFuncLines. There are no exceptions.
 func TestNoLongFunctions(t *testing.T) {
-	pending := map[longFunc]bool{}
-	for _, p := range pendingLong {
-		pending[p] = false
-	}
 	var long []longFunc
 	for _, f := range trackedFiles(t) {
 		if !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") || strings.Contains("/"+f, "/testdata/") {
@@ -113,17 +95,7 @@ func TestNoLongFunctions(t *testing.T) {
 	}
 	sort.Slice(long, func(i, j int) bool { return long[i].Lines > long[j].Lines })
 	for _, l := range long {
-		key := longFunc{File: l.File, Name: l.Name}
-		if _, ok := pending[key]; ok {
-			pending[key] = true
-			continue
-		}
 		t.Errorf("%s, over %d: split it into named steps", l, maxFuncLines)
-	}
-	for _, p := range pendingLong {
-		if !pending[p] {
-			t.Errorf("%s %s is no longer over %d lines (or is gone): remove it from pendingLong", p.File, p.Name, maxFuncLines)
-		}
 	}
 }
 

@@ -249,13 +249,47 @@ type Def interface {
 
 var registry = map[Kind]Def{}
 
+// registered are the kinds in the order their files register them: the
+// order InScenarios lists them in, which a seed's draws depend on.
+var registered []Kind
+
 // register adds a kind; each kind's file calls it once.
 func register(d Def) Def {
 	if _, dup := registry[d.Kind()]; dup {
 		panic("faults: kind registered twice: " + string(d.Kind()))
 	}
 	registry[d.Kind()] = d
+	registered = append(registered, d.Kind())
 	return d
+}
+
+// EndsSessions reports whether a fault of kind k on a member may close its
+// connections, so end its share sessions (the broker releases what it
+// holds), without a call of its own showing it: a crash or restart (the
+// process's connections close when it dies or at the heal), a leave, and a
+// cut, reset or black-holed link. A stall, a freeze (its links only
+// slowed) and a slow link keep the connections open: a request they make
+// time out shows in the history as a call without an answer. A kind says
+// it in its own value; node faults act on every member and are not asked.
+func EndsSessions(k Kind) bool {
+	e, ok := registry[k].(interface{ endsSessions() bool })
+	return ok && e.endsSessions()
+}
+
+// InScenarios lists the node or link kinds the fault scenarios draw (as
+// their family), in the order their file registers them. A kind says in
+// its own value whether the scenarios draw it; one they do not (today
+// link-bandwidth and node-isolate) is drawn only where --faults names it.
+// Every churn kind is drawn: see KindsOf.
+func InScenarios(fam Family) []Kind {
+	var out []Kind
+	for _, k := range registered {
+		d := registry[k]
+		if x, ok := d.(interface{ inScenarios() bool }); ok && d.Family() == fam && x.inScenarios() {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Lookup returns the definition of kind k.

@@ -248,3 +248,39 @@ func TestParseKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestEndsSessions: the kinds that may close a member's connections without
+// a call of its own showing it are exactly the crash, restart and leave of a
+// member and the cut, reset and black-holed link (the share checkers excuse a
+// session ended under them, and no other).
+func TestEndsSessions(t *testing.T) {
+	want := []Kind{LinkCut, LinkHole, LinkReset, MemberCrash, MemberLeave, MemberRestart}
+	var got []Kind
+	for _, k := range allKinds() {
+		if EndsSessions(k) {
+			got = append(got, k)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("EndsSessions holds for %v, want %v", got, want)
+	}
+	if EndsSessions("no-such-kind") {
+		t.Error("EndsSessions of an unknown kind")
+	}
+}
+
+// TestInScenarios: the scenarios draw the link and node kinds each says it
+// is drawn, in the order the seeds' draws depend on.
+func TestInScenarios(t *testing.T) {
+	for fam, want := range map[Family][]Kind{
+		FamilyLink:  {LinkCut, LinkLatency, LinkHole, LinkReset},
+		FamilyNode:  {NodeStop, NodeKill, NodePause},
+		FamilyChurn: nil,
+	} {
+		if got := InScenarios(fam); !slices.Equal(got, want) {
+			t.Errorf("InScenarios(%s) = %v, want %v", fam, got, want)
+		}
+	}
+}

@@ -23,12 +23,17 @@ type linkKind struct {
 	apply func(Link, Fault) error
 	check func(Fault) error
 	param func(*rand.Rand, Space, *Fault)
+	// closes says the client's connections close (see EndsSessions).
+	closes bool
+	// scenarios says the member-links and combined scenarios draw it (see
+	// InScenarios).
+	scenarios bool
 }
 
 func init() {
-	register(linkKind{kind: LinkCut, doc: "refuse one client's connections to a broker (or all) and close the open ones",
+	register(linkKind{kind: LinkCut, scenarios: true, closes: true, doc: "refuse one client's connections to a broker (or all) and close the open ones",
 		apply: func(l Link, f Fault) error { return l.Cut(f.Node) }})
-	register(linkKind{kind: LinkLatency, doc: "delay one client's traffic to a broker (or all) both ways",
+	register(linkKind{kind: LinkLatency, scenarios: true, doc: "delay one client's traffic to a broker (or all) both ways",
 		apply: func(l Link, f Fault) error { return l.Latency(f.Node, f.Latency, f.Jitter) },
 		check: func(f Fault) error {
 			if f.Latency <= 0 {
@@ -49,15 +54,17 @@ func init() {
 			return nil
 		},
 		param: func(rng *rand.Rand, _ Space, f *Fault) { f.KBPerSec = 16 + rng.Int64N(1024) }})
-	register(linkKind{kind: LinkHole, doc: "keep one client's connections open but let no byte through",
+	register(linkKind{kind: LinkHole, scenarios: true, closes: true, doc: "keep one client's connections open but let no byte through",
 		apply: func(l Link, f Fault) error { return l.Blackhole(f.Node) }})
-	register(linkKind{kind: LinkReset, doc: "reset one client's connections to a broker (or all) as they carry data",
+	register(linkKind{kind: LinkReset, scenarios: true, closes: true, doc: "reset one client's connections to a broker (or all) as they carry data",
 		apply: func(l Link, f Fault) error { return l.ResetPeer(f.Node, 0) }})
 }
 
-func (k linkKind) Kind() Kind     { return k.kind }
-func (k linkKind) Family() Family { return FamilyLink }
-func (k linkKind) Doc() string    { return k.doc }
+func (k linkKind) Kind() Kind         { return k.kind }
+func (k linkKind) Family() Family     { return FamilyLink }
+func (k linkKind) Doc() string        { return k.doc }
+func (k linkKind) endsSessions() bool { return k.closes }
+func (k linkKind) inScenarios() bool  { return k.scenarios }
 
 func (k linkKind) unfit(s Space) string {
 	if len(s.Clients) == 0 || len(s.Brokers) == 0 {

@@ -23,18 +23,22 @@ type nodeKind struct {
 	doc   string
 	apply func(Target, context.Context, NodeID) error
 	heal  func(Target, context.Context, NodeID) error
+	// scenarios says the broker-faults and combined scenarios draw it (see
+	// InScenarios).
+	scenarios bool
 }
 
 func init() {
-	register(nodeKind{NodeStop, "stop a broker node gracefully (controlled shutdown), start it at the heal", Target.StopNode, Target.StartNode})
-	register(nodeKind{NodeKill, "kill -9 a broker node, start it on the same data at the heal", Target.KillNode, Target.StartNode})
-	register(nodeKind{NodePause, "freeze a broker node's processes (SIGSTOP), unpause at the heal", Target.PauseNode, Target.UnpauseNode})
-	register(nodeKind{NodeIsolate, "take a broker node off the network (clients and other nodes), reconnect at the heal", Target.IsolateNode, Target.HealNode})
+	register(nodeKind{NodeStop, "stop a broker node gracefully (controlled shutdown), start it at the heal", Target.StopNode, Target.StartNode, true})
+	register(nodeKind{NodeKill, "kill -9 a broker node, start it on the same data at the heal", Target.KillNode, Target.StartNode, true})
+	register(nodeKind{NodePause, "freeze a broker node's processes (SIGSTOP), unpause at the heal", Target.PauseNode, Target.UnpauseNode, true})
+	register(nodeKind{NodeIsolate, "take a broker node off the network (clients and other nodes), reconnect at the heal", Target.IsolateNode, Target.HealNode, false})
 }
 
-func (k nodeKind) Kind() Kind     { return k.kind }
-func (k nodeKind) Family() Family { return FamilyNode }
-func (k nodeKind) Doc() string    { return k.doc }
+func (k nodeKind) Kind() Kind        { return k.kind }
+func (k nodeKind) Family() Family    { return FamilyNode }
+func (k nodeKind) Doc() string       { return k.doc }
+func (k nodeKind) inScenarios() bool { return k.scenarios }
 
 func (k nodeKind) unfit(s Space) string {
 	if len(s.Nodes) == 0 {

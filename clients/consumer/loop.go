@@ -655,26 +655,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 		ids := maps.Clone(mb.ids)
 		names := maps.Clone(mb.m.names)
 		mb.mu.Unlock()
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Group = mb.group
-		req.Generation = epoch
-		req.MemberID = mb.m.cfg.memberID
-		if mb.cfg.instanceID != "" {
-			req.InstanceID = new(mb.cfg.instanceID)
-		}
-		for _, t := range slices.Sorted(maps.Keys(offsets)) {
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = t
-			rt.TopicID = ids[t] // v10+ (Kafka 4.2+) names topics by id
-			for _, p := range slices.Sorted(maps.Keys(offsets[t])) {
-				rp := kmsg.NewOffsetCommitRequestTopicPartition()
-				rp.Partition = p
-				rp.Offset = offsets[t][p]
-				rp.LeaderEpoch = -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-		}
+		req := mb.commitRequest(offsets, epoch, ids)
 		mb.mu.Lock()
 		mb.calls++
 		call := mb.calls
@@ -697,34 +678,7 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 			mb.commitMu.Unlock() // after the outcome is reported: it precedes the next commit
 			return nil, err
 		}
-		perr := map[string]map[int32]string{}
-		stale := false
-		for _, rt := range resp.Topics {
-			t := rt.Topic
-			if t == "" {
-				t = names[rt.TopicID]
-			}
-			for _, rp := range rt.Partitions {
-				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-					setErr(perr, t, rp.Partition, kerrName(err))
-					stale = stale || errors.Is(err, kerr.StaleMemberEpoch)
-				} else if _, ok := offsets[t][rp.Partition]; ok {
-					setOffset(mb.committed, t, rp.Partition, offsets[t][rp.Partition])
-				}
-			}
-		}
-		for t, ps := range offsets {
-			for p := range ps {
-				if e, ok := perr[t][p]; ok {
-					setErr(all, t, p, e)
-				} else if all[t] != nil {
-					delete(all[t], p)
-					if len(all[t]) == 0 {
-						delete(all, t)
-					}
-				}
-			}
-		}
+		perr, stale := mb.answeredLocked(resp, offsets, names, all)
 		e := mb.ev(clients.Committed, why)
 		e.Call, e.Op, e.App = call, clients.OpCommit, app
 		e.MemberEpoch = epoch
@@ -757,6 +711,67 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 		offsets = still
 		why += fmt.Sprintf(" (retried: STALE_MEMBER_EPOCH at epoch %d)", epoch)
 	}
+}
+
+// commitRequest is the OffsetCommit of offsets at the member's epoch.
+func (mb *Member) commitRequest(offsets map[string]map[int32]int64, epoch int32, ids map[string][16]byte) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = mb.group
+	req.Generation = epoch
+	req.MemberID = mb.m.cfg.memberID
+	if mb.cfg.instanceID != "" {
+		req.InstanceID = new(mb.cfg.instanceID)
+	}
+	for _, t := range slices.Sorted(maps.Keys(offsets)) {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = t
+		rt.TopicID = ids[t] // v10+ (Kafka 4.2+) names topics by id
+		for _, p := range slices.Sorted(maps.Keys(offsets[t])) {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition = p
+			rp.Offset = offsets[t][p]
+			rp.LeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+// answeredLocked reads an OffsetCommit answer: it records the offsets
+// accepted as committed, and in all the last answer of every partition of
+// offsets (an error, or none). It returns the partitions' errors and
+// whether one is STALE_MEMBER_EPOCH.
+func (mb *Member) answeredLocked(resp *kmsg.OffsetCommitResponse, offsets map[string]map[int32]int64, names map[[16]byte]string, all map[string]map[int32]string) (map[string]map[int32]string, bool) {
+	perr := map[string]map[int32]string{}
+	stale := false
+	for _, rt := range resp.Topics {
+		t := rt.Topic
+		if t == "" {
+			t = names[rt.TopicID]
+		}
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				setErr(perr, t, rp.Partition, kerrName(err))
+				stale = stale || errors.Is(err, kerr.StaleMemberEpoch)
+			} else if _, ok := offsets[t][rp.Partition]; ok {
+				setOffset(mb.committed, t, rp.Partition, offsets[t][rp.Partition])
+			}
+		}
+	}
+	for t, ps := range offsets {
+		for p := range ps {
+			if e, ok := perr[t][p]; ok {
+				setErr(all, t, p, e)
+			} else if all[t] != nil {
+				delete(all[t], p)
+				if len(all[t]) == 0 {
+					delete(all, t)
+				}
+			}
+		}
+	}
+	return perr, stale
 }
 
 // How commit treats STALE_MEMBER_EPOCH.

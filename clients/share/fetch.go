@@ -95,43 +95,7 @@ func (m *Member) fetch(ctx context.Context, node int32, want map[tp]bool) []Reco
 		m.sessions[node] = s
 	}
 	epoch := s.epoch
-	req := kmsg.NewPtrShareFetchRequest()
-	req.GroupID, req.MemberID = kmsg.StringPtr(m.group), kmsg.StringPtr(m.memberID)
-	req.ShareSessionEpoch = epoch
-	req.MaxWaitMillis = int32(m.cfg.maxWait.Milliseconds())
-	if len(want) == 0 {
-		req.MaxWaitMillis = 0
-	}
-	req.MinBytes, req.MaxBytes = 1, 8<<20
-	req.MaxRecords, req.BatchSize = m.cfg.maxRecords, m.cfg.maxRecords
-	var acks []clients.ShareAck
-	if epoch > 0 {
-		acks = m.stretch(m.takeAcksLocked(func(p tp) bool { return want[p] }, false))
-	}
-	call := clients.ShareCall{Node: node, SessionEpoch: epoch, Fetch: clients.Partitions{}, Acks: acks}
-	wire := m.onWire(acks)
-	parts := sortedTPs(want)
-	for _, p := range parts {
-		call.Fetch[p.topic] = append(call.Fetch[p.topic], p.partition)
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.Partition = p.partition
-		for _, b := range batches(acksOf(wire, p)) {
-			ab := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
-			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
-			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
-		}
-		req.Topics = topicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareFetchRequestTopic) { t.Partitions = append(t.Partitions, rp) })
-	}
-	if epoch > 0 {
-		for _, p := range sortedTPs(s.parts) {
-			if want[p] {
-				continue
-			}
-			f := kmsg.NewShareFetchRequestForgottenTopicsData()
-			f.TopicID, f.Partitions = m.ids[p.topic], []int32{p.partition}
-			req.ForgottenTopicsData = append(req.ForgottenTopicsData, f)
-		}
-	}
+	req, acks, call := m.fetchRequestLocked(node, s, want)
 	m.mu.Unlock()
 
 	id := m.nextCall()
@@ -213,6 +177,53 @@ func (m *Member) fetch(ctx context.Context, node int32, want map[tp]bool) []Reco
 	return recs
 }
 
+// fetchRequestLocked builds the ShareFetch of node's session s asking for
+// want: the pending acknowledgements of those partitions when the session
+// is open, and the partitions it no longer wants as forgotten. It returns
+// the request, the acknowledgements it carries and the call as the history
+// records it.
+func (m *Member) fetchRequestLocked(node int32, s *session, want map[tp]bool) (*kmsg.ShareFetchRequest, []clients.ShareAck, clients.ShareCall) {
+	epoch := s.epoch
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID = kmsg.StringPtr(m.group), kmsg.StringPtr(m.memberID)
+	req.ShareSessionEpoch = epoch
+	req.MaxWaitMillis = int32(m.cfg.maxWait.Milliseconds())
+	if len(want) == 0 {
+		req.MaxWaitMillis = 0
+	}
+	req.MinBytes, req.MaxBytes = 1, 8<<20
+	req.MaxRecords, req.BatchSize = m.cfg.maxRecords, m.cfg.maxRecords
+	var acks []clients.ShareAck
+	if epoch > 0 {
+		acks = m.stretch(m.takeAcksLocked(func(p tp) bool { return want[p] }, false))
+	}
+	call := clients.ShareCall{Node: node, SessionEpoch: epoch, Fetch: clients.Partitions{}, Acks: acks}
+	wire := m.onWire(acks)
+	parts := sortedTPs(want)
+	for _, p := range parts {
+		call.Fetch[p.topic] = append(call.Fetch[p.topic], p.partition)
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition = p.partition
+		for _, b := range batches(acksOf(wire, p)) {
+			ab := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
+			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+		}
+		req.Topics = topicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareFetchRequestTopic) { t.Partitions = append(t.Partitions, rp) })
+	}
+	if epoch > 0 {
+		for _, p := range sortedTPs(s.parts) {
+			if want[p] {
+				continue
+			}
+			f := kmsg.NewShareFetchRequestForgottenTopicsData()
+			f.TopicID, f.Partitions = m.ids[p.topic], []int32{p.partition}
+			req.ForgottenTopicsData = append(req.ForgottenTopicsData, f)
+		}
+	}
+	return req, acks, call
+}
+
 // acquireLocked reads one partition's acquired ranges and records: the
 // records it holds from now on, and the number of acquired offsets with
 // no record (queued as GAP acknowledgements, as the Java consumer does).
@@ -288,23 +299,7 @@ func (m *Member) acknowledge(ctx context.Context, node int32, renew, final bool,
 		m.mu.Unlock()
 		return nil
 	}
-	req := kmsg.NewPtrShareAcknowledgeRequest()
-	req.GroupID, req.MemberID = kmsg.StringPtr(m.group), kmsg.StringPtr(m.memberID)
-	req.ShareSessionEpoch = epoch
-	if final {
-		req.ShareSessionEpoch = -1
-	}
-	req.IsRenewAck = renew
-	for _, p := range partsOf(acks) {
-		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
-		rp.Partition = p.partition
-		for _, b := range batches(acksOf(acks, p)) {
-			ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
-			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
-		}
-		req.Topics = ackTopicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareAcknowledgeRequestTopic) { t.Partitions = append(t.Partitions, rp) })
-	}
+	req := m.ackRequestLocked(epoch, renew, final, acks)
 	m.mu.Unlock()
 
 	call := clients.ShareCall{Node: node, SessionEpoch: req.ShareSessionEpoch, Acks: acks}
@@ -365,6 +360,48 @@ func (m *Member) acknowledge(ctx context.Context, node int32, renew, final bool,
 		m.sessions[node].epoch = nextEpoch(epoch)
 	}
 	answer.LockTimeoutMs = resp.AcquisitionLockTimeoutMillis
+	errs, refused := m.ackErrorsLocked(resp, &answer)
+	if renew && resp.AcquisitionLockTimeoutMillis > 0 {
+		m.renewedLocked(acks, answer, sentAt.Add(time.Duration(resp.AcquisitionLockTimeoutMillis)*time.Millisecond))
+	}
+	a.Why = fmt.Sprintf("share acknowledge to node %d answered", node)
+	if len(refused) > 0 {
+		a.Why += ": refused " + strings.Join(refused, ", ")
+		if m.hidesAckErrors() {
+			a.Why = fmt.Sprintf("share acknowledge to node %d answered", node)
+		}
+	}
+	return errs
+}
+
+// ackRequestLocked builds the ShareAcknowledge of acks at the session's
+// epoch (-1 when final closes the session), renewals alone when renew.
+func (m *Member) ackRequestLocked(epoch int32, renew, final bool, acks []clients.ShareAck) *kmsg.ShareAcknowledgeRequest {
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.GroupID, req.MemberID = kmsg.StringPtr(m.group), kmsg.StringPtr(m.memberID)
+	req.ShareSessionEpoch = epoch
+	if final {
+		req.ShareSessionEpoch = -1
+	}
+	req.IsRenewAck = renew
+	for _, p := range partsOf(acks) {
+		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		rp.Partition = p.partition
+		for _, b := range batches(acksOf(acks, p)) {
+			ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
+			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+		}
+		req.Topics = ackTopicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareAcknowledgeRequestTopic) { t.Partitions = append(t.Partitions, rp) })
+	}
+	return req
+}
+
+// ackErrorsLocked reads the per-partition errors of a ShareAcknowledge
+// answer: by topic and partition, and as "topic-partition error" lines;
+// it records them in answer (unless the member hides them) and marks the
+// metadata stale on a leader error.
+func (m *Member) ackErrorsLocked(resp *kmsg.ShareAcknowledgeResponse, answer *clients.ShareCall) (map[string]map[int32]string, []string) {
 	errs := map[string]map[int32]string{}
 	var refused []string
 	for _, t := range resp.Topics {
@@ -385,29 +422,24 @@ func (m *Member) acknowledge(ctx context.Context, node int32, renew, final bool,
 			}
 		}
 	}
-	if renew && resp.AcquisitionLockTimeoutMillis > 0 {
-		d := sentAt.Add(time.Duration(resp.AcquisitionLockTimeoutMillis) * time.Millisecond)
-		for _, ak := range acks {
-			p := tp{ak.Topic, ak.Partition}
-			if answer.AckErrs[p.topic][p.partition] != "" {
-				continue
-			}
-			for off := ak.First; off <= ak.Last; off++ {
-				if h, ok := m.holding[p][off]; ok {
-					h.deadline = d
-					m.holding[p][off] = h
-				}
+	return errs, refused
+}
+
+// renewedLocked moves the lock deadline of the renewed offsets the member
+// still holds to d, but for the partitions whose renewal was refused.
+func (m *Member) renewedLocked(acks []clients.ShareAck, answer clients.ShareCall, d time.Time) {
+	for _, ak := range acks {
+		p := tp{ak.Topic, ak.Partition}
+		if answer.AckErrs[p.topic][p.partition] != "" {
+			continue
+		}
+		for off := ak.First; off <= ak.Last; off++ {
+			if h, ok := m.holding[p][off]; ok {
+				h.deadline = d
+				m.holding[p][off] = h
 			}
 		}
 	}
-	a.Why = fmt.Sprintf("share acknowledge to node %d answered", node)
-	if len(refused) > 0 {
-		a.Why += ": refused " + strings.Join(refused, ", ")
-		if m.hidesAckErrors() {
-			a.Why = fmt.Sprintf("share acknowledge to node %d answered", node)
-		}
-	}
-	return errs
 }
 
 func sessionError(code int16) bool {

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/check"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
@@ -29,7 +31,7 @@ func TestOutputLevels(t *testing.T) {
 			if code == exitBadInput || code == exitFailed {
 				t.Fatalf("exit %d:\n%s", code, stderr.String())
 			}
-			if !strings.Contains(stdout.String(), "13 checkers: ") {
+			if !strings.Contains(stdout.String(), fmt.Sprintf("%d checkers: ", len(check.Checkers))) {
 				t.Errorf("stdout lacks the tally:\n%s", stdout.String())
 			}
 			errs := stderr.String()

@@ -95,31 +95,7 @@ type scaleFlags struct {
 func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f scaleFlags
 	fs := newFlagSet("scale", scaleUsage)
-	fs.StringVar(&f.members, "members", "", "group sizes, comma-separated (each at least 2): 500,2000,5000")
-	fs.StringVar(&f.protocols, "protocol", "", "classic, consumer, share, or several comma-separated")
-	fs.IntVar(&f.partitions, "partitions", 500, "partitions of the group's topic")
-	fs.StringVar(&f.kafka, "kafka", cluster.DefaultKafkaVersion, "Kafka version of the container cluster")
-	fs.IntVar(&f.nodes, "nodes", 3, "broker nodes of the container cluster: 1 or 3")
-	fs.IntVar(&f.heapMB, "heap", 1024, "JVM heap of each node in MB (0: the cluster's default, 384)")
-	fs.BoolVar(&f.embedded, "embedded", false, "run against the reference coordinator served in this process instead of containers")
-	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port] of an external cluster (no node restart unless it is a container cluster)")
-	fs.IntVar(&f.conns, "conns", 0, "most connections the consumer-protocol members share to one broker, opened as their queue needs them (0: "+strconv.Itoa(light.MaxShared)+"; share members: their heartbeat connections, 0: 8)")
-	fs.IntVar(&f.shareRecords, "share-records", 20000, "--protocol share: the backlog produced before the members join, which the group drains")
-	fs.DurationVar(&f.session, "session", 45*time.Second, "classic session timeout (JoinGroup)")
-	fs.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "rebalance timeout of both protocols")
-	fs.DurationVar(&f.hb, "heartbeat", 3*time.Second, "classic heartbeat interval")
-	fs.DurationVar(&f.consumerHB, "consumer-heartbeat", 5*time.Second, "group.consumer.heartbeat.interval.ms of the cluster scale starts (Kafka's default)")
-	fs.DurationVar(&f.consumerSession, "consumer-session", 45*time.Second, "group.consumer.session.timeout.ms of the cluster scale starts (Kafka's default)")
-	fs.DurationVar(&f.assignInterval, "consumer-assignment-interval", 0, "group.consumer.assignment.interval.ms of the cluster scale starts (KIP-1263, Kafka 4.3+; default Kafka's own)")
-	fs.DurationVar(&f.commit, "commit-interval", 5*time.Second, "how often a member commits its partitions (0: only on revocation and once per assignment)")
-	fs.DurationVar(&f.steady, "steady", 15*time.Second, "how long the stable group is left alone to measure steady load (0: skip)")
-	fs.BoolVar(&f.viaProxy, "via-proxy", false, "container cluster: members dial the published loopback ports (Docker's userland proxy) instead of the containers' own addresses")
-	fs.BoolVar(&f.noRestart, "no-restart", false, "skip the coordinator node restart")
-	fs.DurationVar(&f.stableTimeout, "stable-timeout", 10*time.Minute, "how long each phase may take to reach a stable group")
-	fs.StringVar(&f.seed, "seed", "", "seed of the member ids and heartbeat jitter (default: a random one, printed)")
-	fs.BoolVar(&f.json, "json", false, "print the reports as JSON on stdout")
-	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process per run and phase in this directory (with --embedded the coordinator is in it)")
-	fs.StringVar(&f.logs, "logs", "", "container cluster: save each node's whole log in this directory (node-ID.log) before the cluster is removed")
+	f.register(fs)
 	var lv levelFlags
 	lv.register(fs)
 	pos, err := parseArgs(fs, args, stdout)
@@ -168,84 +144,21 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			logf("close the cluster: %v", err)
 		}
 	}()
-	var reps []*scale.Report
-	var shareReps []*scale.ShareReport
-	var gave []string
-	failed := map[scale.Protocol]bool{}
+	runs := &scaleRuns{f: &f, con: con, logf: logf, seed: seed, failed: map[scale.Protocol]bool{}}
 	step, steps := 0, len(sizes)*len(protos)
 	// Size by size, both protocols at each size before the next, so that
 	// a run cut short has the smaller sizes of every protocol.
 	for _, n := range sizes {
 		for _, p := range protos {
 			step++
-			if failed[p] || ctx.Err() != nil {
+			if runs.failed[p] || ctx.Err() != nil {
 				continue
 			}
 			con.Infof("scale run %d of %d: %s with %d members", step, steps, p, n)
-			group, topic := scale.Names(p, n, seed)
-			o := scale.Options{
-				Protocol: p, Members: n, Partitions: int32(f.partitions), Group: group, Topic: topic,
-				Light: light.Config{
-					SessionTimeout: f.session, RebalanceTimeout: f.rebalance, HeartbeatInterval: f.hb,
-					CommitInterval: f.commit, Conns: f.conns, Seed: seed,
-				},
-				Direct: !f.viaProxy,
-				Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, CPUProfile: f.cpuProfile, Logf: logf, OnPhase: onPhase,
-			}
-			if f.embedded && step > 1 {
-				// A fresh embedded cluster for each run: its coordinator
-				// replays the whole log on a restart, and the records of
-				// the groups before (a collapsed consumer group of 10,000
-				// writes millions) made a classic run's restart replay
-				// for longer than its timeout.
-				if err := h.Close(context.Background()); err != nil {
-					logf("close the cluster: %v", err)
-				}
-				nh, err := f.cluster(ctx, logf)
-				if err != nil {
-					gave = append(gave, fmt.Sprintf("%s with %d members: the embedded cluster could not be started: %v", p, n, err))
-					failed[p] = true
-					continue
-				}
-				h = nh
-			}
-			if p == scale.Share {
-				sr, err := scale.RunShare(ctx, h, scale.ShareOptions{
-					Members: n, Partitions: int32(f.partitions), Records: f.shareRecords, Group: group, Topic: topic,
-					Conns: f.conns, StableTimeout: f.stableTimeout, Logf: logf,
-				})
-				if sr != nil {
-					shareReps = append(shareReps, sr)
-				}
-				if err != nil && ctx.Err() != nil {
-					break
-				}
-				if err != nil {
-					failed[p] = true
-					gave = append(gave, fmt.Sprintf("%s with %d members: %v", p, n, err))
-					logf("gave: %s", gave[len(gave)-1])
-				}
-				continue
-			}
-			rep, err := scale.Run(ctx, h, o)
-			if rep != nil && len(rep.Phases) > 0 {
-				reps = append(reps, rep)
-				if b, err := json.Marshal(scaleReportOf(rep)); err == nil {
-					con.Debugf("report: %s", b)
-				}
-			}
-			if err != nil && ctx.Err() != nil {
-				break // interrupted: said below
-			}
-			if err != nil {
-				// Push until something gives: the larger sizes of this
-				// protocol are skipped, the other protocol still runs.
-				failed[p] = true
-				gave = append(gave, fmt.Sprintf("%s with %d members: %v", p, n, err))
-				logf("gave: %s", gave[len(gave)-1])
-			}
+			h = runs.one(ctx, h, p, n, step)
 		}
 	}
+	reps, shareReps, gave := runs.reps, runs.shareReps, runs.gave
 	if f.json {
 		doc := scaleJSON{SchemaVersion: schemaVersion, Seed: seed, Reports: []scaleReportJSON{}, Gave: gave, Share: shareReps}
 		for _, r := range reps {
@@ -266,6 +179,114 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{exitFailed, fmt.Sprintf("%d run(s) did not reach a stable group: %s", len(gave), strings.Join(gave, "; "))}
 	}
 	return nil
+}
+
+// register defines scale's flags on fs.
+func (f *scaleFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.members, "members", "", "group sizes, comma-separated (each at least 2): 500,2000,5000")
+	fs.StringVar(&f.protocols, "protocol", "", "classic, consumer, share, or several comma-separated")
+	fs.IntVar(&f.partitions, "partitions", 500, "partitions of the group's topic")
+	fs.StringVar(&f.kafka, "kafka", cluster.DefaultKafkaVersion, "Kafka version of the container cluster")
+	fs.IntVar(&f.nodes, "nodes", 3, "broker nodes of the container cluster: 1 or 3")
+	fs.IntVar(&f.heapMB, "heap", 1024, "JVM heap of each node in MB (0: the cluster's default, 384)")
+	fs.BoolVar(&f.embedded, "embedded", false, "run against the reference coordinator served in this process instead of containers")
+	fs.StringVar(&f.bootstrap, "bootstrap", "", "host:port[,host:port] of an external cluster (no node restart unless it is a container cluster)")
+	fs.IntVar(&f.conns, "conns", 0, "most connections the consumer-protocol members share to one broker, opened as their queue needs them (0: "+strconv.Itoa(light.MaxShared)+"; share members: their heartbeat connections, 0: 8)")
+	fs.IntVar(&f.shareRecords, "share-records", 20000, "--protocol share: the backlog produced before the members join, which the group drains")
+	fs.DurationVar(&f.session, "session", 45*time.Second, "classic session timeout (JoinGroup)")
+	fs.DurationVar(&f.rebalance, "rebalance-timeout", 60*time.Second, "rebalance timeout of both protocols")
+	fs.DurationVar(&f.hb, "heartbeat", 3*time.Second, "classic heartbeat interval")
+	fs.DurationVar(&f.consumerHB, "consumer-heartbeat", 5*time.Second, "group.consumer.heartbeat.interval.ms of the cluster scale starts (Kafka's default)")
+	fs.DurationVar(&f.consumerSession, "consumer-session", 45*time.Second, "group.consumer.session.timeout.ms of the cluster scale starts (Kafka's default)")
+	fs.DurationVar(&f.assignInterval, "consumer-assignment-interval", 0, "group.consumer.assignment.interval.ms of the cluster scale starts (KIP-1263, Kafka 4.3+; default Kafka's own)")
+	fs.DurationVar(&f.commit, "commit-interval", 5*time.Second, "how often a member commits its partitions (0: only on revocation and once per assignment)")
+	fs.DurationVar(&f.steady, "steady", 15*time.Second, "how long the stable group is left alone to measure steady load (0: skip)")
+	fs.BoolVar(&f.viaProxy, "via-proxy", false, "container cluster: members dial the published loopback ports (Docker's userland proxy) instead of the containers' own addresses")
+	fs.BoolVar(&f.noRestart, "no-restart", false, "skip the coordinator node restart")
+	fs.DurationVar(&f.stableTimeout, "stable-timeout", 10*time.Minute, "how long each phase may take to reach a stable group")
+	fs.StringVar(&f.seed, "seed", "", "seed of the member ids and heartbeat jitter (default: a random one, printed)")
+	fs.BoolVar(&f.json, "json", false, "print the reports as JSON on stdout")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process per run and phase in this directory (with --embedded the coordinator is in it)")
+	fs.StringVar(&f.logs, "logs", "", "container cluster: save each node's whole log in this directory (node-ID.log) before the cluster is removed")
+}
+
+// scaleRuns carries the reports and the runs that gave of one scale
+// command, run by run.
+type scaleRuns struct {
+	f         *scaleFlags
+	con       *console
+	logf      func(string, ...any)
+	seed      uint64
+	reps      []*scale.Report
+	shareReps []*scale.ShareReport
+	gave      []string
+	failed    map[scale.Protocol]bool
+}
+
+// one carries out the run of protocol p with n members, the step-th of the
+// command, on h, and returns the cluster the next run uses (a fresh one
+// for an embedded cluster). A run that fails marks p failed: its larger
+// sizes are skipped (something gave), the other protocols still run.
+func (r *scaleRuns) one(ctx context.Context, h cluster.Handle, p scale.Protocol, n, step int) cluster.Handle {
+	f, logf := r.f, r.logf
+	group, topic := scale.Names(p, n, r.seed)
+	o := scale.Options{
+		Protocol: p, Members: n, Partitions: int32(f.partitions), Group: group, Topic: topic,
+		Light: light.Config{
+			SessionTimeout: f.session, RebalanceTimeout: f.rebalance, HeartbeatInterval: f.hb,
+			CommitInterval: f.commit, Conns: f.conns, Seed: r.seed,
+		},
+		Direct: !f.viaProxy,
+		Steady: f.steady, Restart: !f.noRestart && f.bootstrap == "", StableTimeout: f.stableTimeout, CPUProfile: f.cpuProfile, Logf: logf, OnPhase: onPhase,
+	}
+	if f.embedded && step > 1 {
+		// A fresh embedded cluster for each run: its coordinator
+		// replays the whole log on a restart, and the records of
+		// the groups before (a collapsed consumer group of 10,000
+		// writes millions) made a classic run's restart replay
+		// for longer than its timeout.
+		if err := h.Close(context.Background()); err != nil {
+			logf("close the cluster: %v", err)
+		}
+		nh, err := f.cluster(ctx, logf)
+		if err != nil {
+			r.gave = append(r.gave, fmt.Sprintf("%s with %d members: the embedded cluster could not be started: %v", p, n, err))
+			r.failed[p] = true
+			return h
+		}
+		h = nh
+	}
+	if p == scale.Share {
+		sr, err := scale.RunShare(ctx, h, scale.ShareOptions{
+			Members: n, Partitions: int32(f.partitions), Records: f.shareRecords, Group: group, Topic: topic,
+			Conns: f.conns, StableTimeout: f.stableTimeout, Logf: logf,
+		})
+		if sr != nil {
+			r.shareReps = append(r.shareReps, sr)
+		}
+		r.gaveIf(ctx, p, n, err)
+		return h
+	}
+	rep, err := scale.Run(ctx, h, o)
+	if rep != nil && len(rep.Phases) > 0 {
+		r.reps = append(r.reps, rep)
+		if b, err := json.Marshal(scaleReportOf(rep)); err == nil {
+			r.con.Debugf("report: %s", b)
+		}
+	}
+	r.gaveIf(ctx, p, n, err)
+	return h
+}
+
+// gaveIf records err of the run of p with n members: unless the command
+// was interrupted (said at its end), the larger sizes of p are skipped.
+func (r *scaleRuns) gaveIf(ctx context.Context, p scale.Protocol, n int, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	r.failed[p] = true
+	r.gave = append(r.gave, fmt.Sprintf("%s with %d members: %v", p, n, err))
+	r.logf("gave: %s", r.gave[len(r.gave)-1])
 }
 
 // saveNodeLogs writes each node's log to dir/node-ID.log.
@@ -329,31 +350,8 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 			}
 		}
 	}
-	if f.embedded && f.bootstrap != "" {
-		return nil, nil, 0, badInput("--embedded and --bootstrap both given: pick one cluster")
-	}
-	if f.embedded || f.bootstrap != "" {
-		// These shape the container cluster scale starts.
-		names := []string{"kafka", "nodes", "heap", "via-proxy", "logs"}
-		if f.bootstrap != "" {
-			names = append(names, "consumer-heartbeat", "consumer-session", "consumer-assignment-interval")
-		}
-		for _, name := range names {
-			if set[name] {
-				which := "--embedded runs in this process"
-				if f.bootstrap != "" {
-					which = "with --bootstrap the cluster is yours"
-				}
-				return nil, nil, 0, badInput("--%s applies to the container cluster scale starts; %s: leave --%s out", name, which, name)
-			}
-		}
-	}
-	if f.bootstrap != "" {
-		for _, a := range strings.Split(f.bootstrap, ",") {
-			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return nil, nil, 0, badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", f.bootstrap, a)
-			}
-		}
+	if err := f.checkCluster(set); err != nil {
+		return nil, nil, 0, err
 	}
 	if err := cluster.CheckKafkaVersion(f.kafka); err != nil {
 		return nil, nil, 0, badInput("--kafka: %v (groupquake version lists them)", err)
@@ -377,21 +375,8 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 			return nil, nil, 0, badInput("--consumer-assignment-interval %s: give 0 (an assignment per group epoch) or a positive time", f.assignInterval)
 		}
 	}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"session", f.session}, {"rebalance-timeout", f.rebalance}, {"heartbeat", f.hb}, {"consumer-heartbeat", f.consumerHB}, {"consumer-session", f.consumerSession}, {"stable-timeout", f.stableTimeout}} {
-		if d.d <= 0 {
-			return nil, nil, 0, badInput("--%s %s: must be positive", d.name, d.d)
-		}
-	}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"commit-interval", f.commit}, {"steady", f.steady}} {
-		if d.d < 0 {
-			return nil, nil, 0, badInput("--%s %s: give 0 (none) or a positive time", d.name, d.d)
-		}
+	if err := f.checkDurations(); err != nil {
+		return nil, nil, 0, err
 	}
 	if f.cpuProfile != "" {
 		if err := os.MkdirAll(f.cpuProfile, 0o755); err != nil {
@@ -412,6 +397,61 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 		seed = s
 	}
 	return sizes, protos, seed, nil
+}
+
+// checkCluster checks the flags that pick the cluster: one of --embedded
+// and --bootstrap at most, and neither with the flags that shape the
+// container cluster scale starts.
+func (f *scaleFlags) checkCluster(set map[string]bool) error {
+	if f.embedded && f.bootstrap != "" {
+		return badInput("--embedded and --bootstrap both given: pick one cluster")
+	}
+	if f.embedded || f.bootstrap != "" {
+		// These shape the container cluster scale starts.
+		names := []string{"kafka", "nodes", "heap", "via-proxy", "logs"}
+		if f.bootstrap != "" {
+			names = append(names, "consumer-heartbeat", "consumer-session", "consumer-assignment-interval")
+		}
+		for _, name := range names {
+			if set[name] {
+				which := "--embedded runs in this process"
+				if f.bootstrap != "" {
+					which = "with --bootstrap the cluster is yours"
+				}
+				return badInput("--%s applies to the container cluster scale starts; %s: leave --%s out", name, which, name)
+			}
+		}
+	}
+	if f.bootstrap != "" {
+		for _, a := range strings.Split(f.bootstrap, ",") {
+			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+				return badInput("--bootstrap %q: %q is not host:port; give host:port[,host:port]", f.bootstrap, a)
+			}
+		}
+	}
+	return nil
+}
+
+// checkDurations checks that the timeouts and intervals are positive and
+// that the ones that may be off are not negative.
+func (f *scaleFlags) checkDurations() error {
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"session", f.session}, {"rebalance-timeout", f.rebalance}, {"heartbeat", f.hb}, {"consumer-heartbeat", f.consumerHB}, {"consumer-session", f.consumerSession}, {"stable-timeout", f.stableTimeout}} {
+		if d.d <= 0 {
+			return badInput("--%s %s: must be positive", d.name, d.d)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"commit-interval", f.commit}, {"steady", f.steady}} {
+		if d.d < 0 {
+			return badInput("--%s %s: give 0 (none) or a positive time", d.name, d.d)
+		}
+	}
+	return nil
 }
 
 // rerun is the command line that repeats this run with its seed.

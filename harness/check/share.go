@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -327,18 +328,6 @@ func fetchError(v history.ShareFetch, tp history.TP) string {
 	return ""
 }
 
-// sessionEnding are the faults on a member that may close its connections
-// (so end its share sessions, releasing what it holds) without a call of
-// its own showing it: a crash or restart (the process's connections close
-// when it dies or at the heal), a leave, and a cut, reset or black-holed
-// link. A stall, a freeze (its links only slowed) and a slow link keep the
-// connections open: a request they make time out shows in the history as
-// a call without an answer.
-var sessionEnding = map[string]bool{
-	"member-crash": true, "member-restart": true, "member-leave": true,
-	"link-cut": true, "link-reset": true, "link-blackhole": true,
-}
-
 // faultOn names a fault in force within [from, to] on a node, or on
 // member (its process or its links) that may end its share sessions, or
 // "".
@@ -352,7 +341,7 @@ func (sf *shareFacts) faultOn(member string, from, to int) string {
 		if !ok {
 			continue
 		}
-		if strings.HasPrefix(fv.What, "node-") || (sessionEnding[fv.What] && faultTargets(fv, member)) {
+		if strings.HasPrefix(fv.What, "node-") || (faults.EndsSessions(faults.Kind(fv.What)) && faultTargets(fv, member)) {
 			return fmt.Sprintf("fault %s on %s (event %d)", fv.What, strings.Join(fv.Target, ","), f.idx(s[0]))
 		}
 	}

@@ -72,11 +72,12 @@ type Scenario struct {
 	space func(s *faults.Space, t Timers, nodes func() error, external bool) error
 }
 
-// linkKinds are the faults of a single member's links.
-var linkKinds = []faults.Kind{faults.LinkCut, faults.LinkLatency, faults.LinkHole, faults.LinkReset}
+// linkKinds are the faults of a single member's links the scenarios draw:
+// each link kind says in faults whether they do.
+var linkKinds = faults.InScenarios(faults.FamilyLink)
 
-// nodeKinds are the faults of brokers.
-var nodeKinds = []faults.Kind{faults.NodeStop, faults.NodeKill, faults.NodePause}
+// nodeKinds are the faults of brokers the scenarios draw.
+var nodeKinds = faults.InScenarios(faults.FamilyNode)
 
 var scenarioList = []Scenario{
 	{ScenarioBaseline, "no faults: the group forms, consumes and commits; the control every other run is read against", nil},

@@ -301,24 +301,7 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	if o.Group == "" || o.Topic == "" {
 		return nil, errors.New("a share scale run needs a group and a topic")
 	}
-	if o.Conns <= 0 {
-		o.Conns = 8
-	}
-	if o.MaxWait <= 0 {
-		o.MaxWait = 500 * time.Millisecond
-	}
-	if o.MaxRecords <= 0 {
-		o.MaxRecords = 50
-	}
-	if o.StableTimeout <= 0 {
-		o.StableTimeout = 10 * time.Minute
-	}
-	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = 10 * time.Minute
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.setDefaults()
 	adm, err := h.Admin()
 	if err != nil {
 		return nil, err
@@ -340,46 +323,12 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 		return nil, err
 	}
 	// The backlog: produced before the members start, drained once stable.
-	if o.Records > 0 {
-		var perr error
-		var mu sync.Mutex
-		for i := range o.Records {
-			cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i)), Partition: int32(i) % o.Partitions}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					perr = err
-					mu.Unlock()
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			return nil, err
-		}
-		if perr != nil {
-			return nil, fmt.Errorf("producing the backlog: %w", perr)
-		}
-	}
-	md, err := adm.Metadata(ctx, o.Topic)
-	if err != nil {
+	if err := produceShareBacklog(ctx, cl, o); err != nil {
 		return nil, err
 	}
-	td := md.Topics[o.Topic]
-	brokers := map[int32]string{}
-	for _, b := range md.Brokers {
-		brokers[b.NodeID] = fmt.Sprintf("%s:%d", b.Host, b.Port)
-	}
-	var lmu sync.Mutex
-	leaderAddrs := map[int32]string{}
-	for p, pd := range td.Partitions {
-		leaderAddrs[p] = brokers[pd.Leader]
-	}
-	coords := adm.FindGroupCoordinators(ctx, o.Group)
-	coordAddr := ""
-	for _, c := range coords {
-		if c.Err != nil {
-			return nil, fmt.Errorf("finding the coordinator of %s: %w", o.Group, c.Err)
-		}
-		coordAddr = fmt.Sprintf("%s:%d", c.Host, c.Port)
+	rt, err := findShareRoutes(ctx, adm, o)
+	if err != nil {
+		return nil, err
 	}
 	cnt := &shareCounters{errs: map[string]int64{}}
 	stats := &light.Stats{}
@@ -393,9 +342,9 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	members := make([]*lightShare, o.Members)
 	start := time.Now()
 	for i := range members {
-		m := &lightShare{id: newMemberID(), idx: i, o: &o, hbPool: hbPool, fPool: fPool, topicID: td.ID, cnt: cnt,
-			coord:    func() string { return coordAddr },
-			leaders:  func() map[int32]string { lmu.Lock(); defer lmu.Unlock(); return leaderAddrs },
+		m := &lightShare{id: newMemberID(), idx: i, o: &o, hbPool: hbPool, fPool: fPool, topicID: rt.topicID, cnt: cnt,
+			coord:    func() string { return rt.coordAddr },
+			leaders:  func() map[int32]string { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.leaderAddrs },
 			sessions: map[string]int32{}, pending: map[string][]int64{}}
 		members[i] = m
 		wg.Add(2)
@@ -405,13 +354,107 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	defer func() { stop(); wg.Wait() }()
 
 	rep := &ShareReport{Members: o.Members, Partitions: o.Partitions, Backlog: o.Records}
-	// Stable: every member holds an assignment at an epoch, and the
-	// coordinator describes the group Stable with every member at the
-	// group's epoch.
+	if err := waitShareStable(ctx, adm, o, members, start, rep); err != nil {
+		return rep, err
+	}
+	o.Logf("share group of %d members stable after %s at epoch %d (%d–%d members a partition)", o.Members, rep.ToStable.Round(time.Millisecond), rep.GroupEpoch, rep.MinSharing, rep.MaxSharing)
+
+	drainShare(ctx, o, cnt, start, rep)
+	o.Logf("drained %d of %d records in %s: %.0f records/s, %d deliveries, %d redeliveries", rep.Drained, o.Records, rep.DrainTime.Round(time.Millisecond), rep.RecordsPerSecond, rep.Deliveries, rep.Redeliveries)
+	return rep, nil
+}
+
+// setDefaults fills the options a share scale run left zero.
+func (o *ShareOptions) setDefaults() {
+	if o.Conns <= 0 {
+		o.Conns = 8
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 500 * time.Millisecond
+	}
+	if o.MaxRecords <= 0 {
+		o.MaxRecords = 50
+	}
+	if o.StableTimeout <= 0 {
+		o.StableTimeout = 10 * time.Minute
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 10 * time.Minute
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// produceShareBacklog produces o.Records records round-robin over the
+// partitions and waits for all of them.
+func produceShareBacklog(ctx context.Context, cl *kgo.Client, o ShareOptions) error {
+	if o.Records <= 0 {
+		return nil
+	}
+	var perr error
+	var mu sync.Mutex
+	for i := range o.Records {
+		cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i)), Partition: int32(i) % o.Partitions}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				perr = err
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if perr != nil {
+		return fmt.Errorf("producing the backlog: %w", perr)
+	}
+	return nil
+}
+
+// shareRoutes is where the light share members send their requests: the
+// topic's ID, each partition's leader and the group's coordinator.
+type shareRoutes struct {
+	topicID     [16]byte
+	mu          sync.Mutex
+	leaderAddrs map[int32]string
+	coordAddr   string
+}
+
+// findShareRoutes reads the topic's metadata and the group's coordinator.
+func findShareRoutes(ctx context.Context, adm *kadm.Client, o ShareOptions) (*shareRoutes, error) {
+	md, err := adm.Metadata(ctx, o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	td := md.Topics[o.Topic]
+	brokers := map[int32]string{}
+	for _, b := range md.Brokers {
+		brokers[b.NodeID] = fmt.Sprintf("%s:%d", b.Host, b.Port)
+	}
+	rt := &shareRoutes{topicID: td.ID, leaderAddrs: map[int32]string{}}
+	for p, pd := range td.Partitions {
+		rt.leaderAddrs[p] = brokers[pd.Leader]
+	}
+	coords := adm.FindGroupCoordinators(ctx, o.Group)
+	for _, c := range coords {
+		if c.Err != nil {
+			return nil, fmt.Errorf("finding the coordinator of %s: %w", o.Group, c.Err)
+		}
+		rt.coordAddr = fmt.Sprintf("%s:%d", c.Host, c.Port)
+	}
+	return rt, nil
+}
+
+// waitShareStable waits until every member holds an assignment at an epoch,
+// and the coordinator describes the group Stable with every member at the
+// group's epoch; it records the time to stable, the epoch and how many
+// members share a partition in rep.
+func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, members []*lightShare, start time.Time, rep *ShareReport) error {
 	deadline := time.Now().Add(o.StableTimeout)
 	for {
 		if time.Now().After(deadline) {
-			return rep, fmt.Errorf("the share group of %d members was not stable within %s", o.Members, o.StableTimeout)
+			return fmt.Errorf("the share group of %d members was not stable within %s", o.Members, o.StableTimeout)
 		}
 		ready := 0
 		for _, m := range members {
@@ -422,37 +465,48 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 		if ready == o.Members {
 			d, err := adm.DescribeShareGroups(ctx, o.Group)
 			if g, ok := d[o.Group]; err == nil && ok && g.GroupState == "Stable" && len(g.Members) == o.Members && g.AssignmentEpoch == g.GroupEpoch {
-				atEpoch := 0
-				for _, m := range g.Members {
-					if m.MemberEpoch == g.GroupEpoch {
-						atEpoch++
-					}
-				}
-				if atEpoch == o.Members {
-					rep.ToStable, rep.GroupEpoch = time.Since(start), g.GroupEpoch
-					per := map[int32]int{}
-					for _, m := range g.Members {
-						for _, ps := range m.Assignment {
-							for p := range ps {
-								per[p]++
-							}
-						}
-					}
-					rep.MinSharing, rep.MaxSharing = o.Members, 0
-					for p := range o.Partitions {
-						rep.MinSharing, rep.MaxSharing = min(rep.MinSharing, per[p]), max(rep.MaxSharing, per[p])
-					}
-					break
+				if shareStableAt(g, o, start, rep) {
+					return nil
 				}
 			}
 		}
 		sleepCtx(ctx, 250*time.Millisecond)
 	}
-	o.Logf("share group of %d members stable after %s at epoch %d (%d–%d members a partition)", o.Members, rep.ToStable.Round(time.Millisecond), rep.GroupEpoch, rep.MinSharing, rep.MaxSharing)
+}
 
-	// Drain: from the moment the group is stable until the backlog is
-	// accepted (the records acquired before count too: the rate is over
-	// the whole backlog from the first join).
+// shareStableAt reports whether every member of the described group is at
+// the group's epoch, and if so records the time to stable, the epoch and the
+// sharing in rep.
+func shareStableAt(g kadm.DescribedShareGroup, o ShareOptions, start time.Time, rep *ShareReport) bool {
+	atEpoch := 0
+	for _, m := range g.Members {
+		if m.MemberEpoch == g.GroupEpoch {
+			atEpoch++
+		}
+	}
+	if atEpoch != o.Members {
+		return false
+	}
+	rep.ToStable, rep.GroupEpoch = time.Since(start), g.GroupEpoch
+	per := map[int32]int{}
+	for _, m := range g.Members {
+		for _, ps := range m.Assignment {
+			for p := range ps {
+				per[p]++
+			}
+		}
+	}
+	rep.MinSharing, rep.MaxSharing = o.Members, 0
+	for p := range o.Partitions {
+		rep.MinSharing, rep.MaxSharing = min(rep.MinSharing, per[p]), max(rep.MaxSharing, per[p])
+	}
+	return true
+}
+
+// drainShare waits, from the moment the group is stable, until the backlog
+// is accepted (the records acquired before count too: the rate is over the
+// whole backlog from the first join) and records the rates in rep.
+func drainShare(ctx context.Context, o ShareOptions, cnt *shareCounters, start time.Time, rep *ShareReport) {
 	hb0, f0 := cnt.heartbeats.Load(), cnt.fetches.Load()
 	t0 := time.Now()
 	ddl := time.Now().Add(o.DrainTimeout)
@@ -474,6 +528,4 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 		rep.Errors = cnt.errs
 	}
 	cnt.mu.Unlock()
-	o.Logf("drained %d of %d records in %s: %.0f records/s, %d deliveries, %d redeliveries", rep.Drained, o.Records, rep.DrainTime.Round(time.Millisecond), rep.RecordsPerSecond, rep.Deliveries, rep.Redeliveries)
-	return rep, nil
 }
