@@ -145,10 +145,13 @@ func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 // epochRead is one read of the group by the observer: what it described and when.
 type epochRead struct {
 	span
-	pos   int // the position cited for it: the describe's completion, or the event before a snapshot
-	inc   int
-	label string
-	g     *history.GroupDescription
+	pos int // the position cited for it: the describe's completion, or the event before a snapshot
+	// inc is the incarnation of the group where the read ended, incLo where it began: a read
+	// in flight while a new incarnation began may have been served by either (rule 2: the
+	// order of the answers proves nothing), and is judged in the first it fits.
+	inc, incLo int
+	label      string
+	g          *history.GroupDescription
 }
 
 // epochReads judges the numbers in the observer's reads (describes and snapshots), each against
@@ -159,7 +162,8 @@ func (f *facts) epochReads(v *verdict) (checked, beyond int) {
 	var rs []epochRead
 	for _, pos := range f.describes {
 		if d := f.vals[pos].(history.Describe); d.Group != nil {
-			rs = append(rs, epochRead{f.callSpan(pos), pos, f.incAt(pos), "event " + itoa(f.idx(pos)) + " (describe)", d.Group})
+			sp := f.callSpan(pos)
+			rs = append(rs, epochRead{sp, pos, f.incAt(pos), f.incCertainAt(sp.b), "event " + itoa(f.idx(pos)) + " (describe)", d.Group})
 		}
 	}
 	for _, s := range f.snaps {
@@ -168,7 +172,7 @@ func (f *facts) epochReads(v *verdict) (checked, beyond int) {
 			beyond++
 		case s.s.Group != nil:
 			p := max(s.b, 0)
-			rs = append(rs, epochRead{s.span, p, f.incAt(p), s.label, s.s.Group})
+			rs = append(rs, epochRead{s.span, p, f.incAt(p), f.incAt(p), s.label, s.s.Group})
 		}
 	}
 	// Walk the reads by where they began, folding in each read once it ended before the next one
@@ -215,6 +219,20 @@ func (f *facts) epochReads(v *verdict) (checked, beyond int) {
 				if rs[j].snapshot && !rs[j].final {
 					fold(j)
 				}
+			}
+		}
+		// A read that began in an earlier incarnation than it ended in belongs to the first of
+		// them it fits; one that fits none is judged where it ended.
+		for c := r.incLo; c < r.inc; c++ {
+			fits := true
+			each(r.g, func(n readNumber, member string, e int32) {
+				if h, ok := top[key{c, n, member}]; ok && e < h.epoch {
+					fits = false
+				}
+			})
+			if fits {
+				r.inc = c
+				break
 			}
 		}
 		each(r.g, func(n readNumber, member string, e int32) {

@@ -478,6 +478,24 @@ func callMemberID(v any) string {
 }
 
 // incAt is the incarnation of the group at position pos: how many restarts began at or before it.
+// incCertainAt is the incarnation the group had certainly reached at pos:
+// one begins at its join's invoke (incAt), but a read that began before
+// that join was answered may still have been served by the incarnation
+// before it.
+func (f *facts) incCertainAt(pos int) int {
+	n := 0
+	for _, in := range f.incs {
+		done := in.start
+		if p := f.partner[in.start]; p > in.start {
+			done = p
+		}
+		if done <= pos {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *facts) incAt(pos int) int {
 	n := 0
 	for _, in := range f.incs {

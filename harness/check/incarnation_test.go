@@ -449,3 +449,48 @@ func TestIncarnationRules(t *testing.T) {
 		mustCite(t, EpochMonotonic(h.events(), nil), synced)
 	})
 }
+
+// TestIncarnationReadInFlight: a describe sent before the join that began a
+// new incarnation was answered may have been served by the old group (the
+// CI run of TestMatrix/4.1.2/combined/mixed, seed 7: the observer's
+// describe, in flight while the resumed coordinator emptied the group to
+// epoch 8 and m4's join made a new one at 1, answered "Empty, epoch 8";
+// later describes of the new group said 4). It is judged in the first
+// incarnation it fits; one sent after the join was answered belongs to the
+// new incarnation and fails there.
+func TestIncarnationReadInFlight(t *testing.T) {
+	t.Parallel()
+	build := func(t *testing.T, inFlight bool) (*hist, int64, int64) {
+		h := newHist(t)
+		h.hb("a", 3, history.OK)
+		h.assigned("a", 3, 0)
+		h.describe(stableGroup(4, "a"))
+		h.fenced("a")
+		h.describe(emptyGroup(4))
+		h.proto = history.ProtocolClassic
+		var stale int64
+		if inFlight {
+			h.invoke("observer", history.FDescribe, history.Describe{})
+		}
+		h.join("b", 1)
+		if inFlight {
+			stale = h.complete("observer", history.FDescribe, history.OK, history.Describe{Group: emptyGroup(5)})
+		} else {
+			stale = h.describe(emptyGroup(5))
+		}
+		h.assigned("b", 1, 1)
+		h.proto = history.ProtocolConsumer
+		h.hb("b", 3, history.OK)
+		h.assigned("b", 3, 0)
+		later := h.describe(stableGroup(3, "b"))
+		return h, stale, later
+	}
+	t.Run("in flight across the new incarnation's join: holds", func(t *testing.T) {
+		h, _, _ := build(t, true)
+		mustHold(t, EpochMonotonic(h.events(), converted()))
+	})
+	t.Run("sent after the join was answered: the new group went back", func(t *testing.T) {
+		h, stale, later := build(t, false)
+		mustCite(t, EpochMonotonic(h.events(), converted()), stale, later)
+	})
+}
