@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -144,13 +145,7 @@ type commitOp struct {
 // the record may stay in the log and a later coordinator replays it (seen
 // in a broker-faults run on 4.4.0: a commit answered COORDINATOR_NOT_AVAILABLE
 // while a follower was paused was read back afterwards).
-func mayHaveBeenWritten(err string) bool {
-	switch err {
-	case "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT":
-		return true
-	}
-	return false
-}
+func mayHaveBeenWritten(err string) bool { return version.GroupWriteMayHaveLanded(err) }
 
 // faultDuring reports whether a fault was in force at some point between positions lo and hi.
 func (f *facts) faultDuring(lo, hi int) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -403,9 +404,7 @@ func (h *HookRecorder) commitFailure(name string, code int16) history.Type {
 // for a write that timed out waiting for replication or lost its leader,
 // and the records stay in the log and in the coordinator's state unless the
 // partition's new leader truncates them.
-func writeTimedOut(name string) bool {
-	return name == "REQUEST_TIMED_OUT" || name == "COORDINATOR_NOT_AVAILABLE" || name == "NOT_COORDINATOR"
-}
+func writeTimedOut(name string) bool { return version.GroupWriteMayHaveLanded(name) }
 
 // writes reports whether the coordinator writes records for a request of
 // op before it answers, so that an error answered after the write timed
