@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -488,11 +487,7 @@ func (m *ShareMember) Acknowledge(recs []share.Record, t int8) error {
 func (m *ShareMember) Assigned() clients.Partitions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := clients.Partitions{}
-	for t, ps := range m.assigned {
-		out[t] = slices.Clone(ps)
-	}
-	return out
+	return m.assigned.Clone()
 }
 
 // Holding counts the records handed out and not finally acknowledged.

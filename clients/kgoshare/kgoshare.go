@@ -250,11 +250,7 @@ func (m *Member) Acknowledge(recs []share.Record, t int8) error {
 func (m *Member) Assigned() clients.Partitions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := clients.Partitions{}
-	for t, ps := range m.assigned {
-		out[t] = slices.Clone(ps)
-	}
-	return out
+	return m.assigned.Clone()
 }
 
 // Holding counts the records handed out and not finally acknowledged.
