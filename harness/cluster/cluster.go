@@ -344,7 +344,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}()
 	host, _ := os.Hostname()
 	labels := map[string]string{LabelRun: c.RunID, LabelPID: strconv.Itoa(os.Getpid()), LabelHost: host}
-	c.net, err = network.New(ctx, network.WithDriver("bridge"), network.WithLabels(labels))
+	mk, mkDone := toAnswer(ctx)
+	c.net, err = network.New(mk, network.WithDriver("bridge"), network.WithLabels(labels))
+	mkDone()
 	if err != nil {
 		return nil, fmt.Errorf("create cluster network: %v", err)
 	}
@@ -358,10 +360,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	start := time.Now()
 	cfg.Logf("cluster %s: starting %d node(s) of Kafka %s (%s)", c.RunID, len(c.nodes), cfg.Version, img.Ref)
 	for _, n := range c.nodes {
-		if err := c.createVolume(ctx, n); err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := c.startContainer(ctx, n); err != nil {
+		if err := c.createNode(ctx, n); err != nil {
 			return nil, err
 		}
 	}
@@ -432,6 +434,32 @@ func (c *Cluster) nodeEnv(n *Node) map[string]string {
 		}
 	}
 	return env
+}
+
+// createBound bounds one request that creates something in the engine.
+const createBound = 2 * time.Minute
+
+// toAnswer returns a context for a request that creates something in the
+// engine: it is not cancelled with ctx (Ctrl-C), only bounded. An engine
+// finishes a create whose caller went away, so a request cancelled midway
+// would make a container or volume after Close looked for it, and leave it
+// behind; waiting for the answer costs a moment and leaves nothing unknown.
+func toAnswer(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), createBound)
+}
+
+// createNode makes node n's data volume and starts its container, each
+// request run to its answer (toAnswer).
+func (c *Cluster) createNode(ctx context.Context, n *Node) error {
+	mk, done := toAnswer(ctx)
+	defer done()
+	if err := c.createVolume(mk, n); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.startContainer(mk, n)
 }
 
 // createVolume makes the Docker volume that keeps node n's data.
@@ -578,9 +606,11 @@ func (c *Cluster) Close(ctx context.Context) error {
 	deregister(c)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	var errs []error
+	closeStart := time.Now()
+	var errs, proxyErr []error
 	if c.proxies != nil {
-		errs = append(errs, c.proxies.Close())
+		proxyErr = []error{c.proxies.Close()}
+		errs = append(errs, proxyErr...)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -618,6 +648,19 @@ func (c *Cluster) Close(ctx context.Context) error {
 		if err := c.net.Remove(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("remove network %s: %v", c.net.Name, err))
 		}
+	}
+	// Whatever is still labelled with this run (a container that an engine
+	// made after the removal above looked for it) is removed by its label;
+	// what that removes is not left behind, so the errors above only count
+	// when something is.
+	_, left, err := removeLabelled(ctx, c.cli, make(client.Filters).Add("label", LabelRun+"="+c.RunID), "run "+c.RunID+"'s")
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case len(left) > 0:
+		errs = append(errs, fmt.Errorf("still there after %s: %s; `groupquake sweep` removes them once this process is gone", time.Since(closeStart).Round(time.Millisecond), strings.Join(left, ", ")))
+	default:
+		errs = proxyErr
 	}
 	c.cli.Close()
 	return errors.Join(errs...)

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -434,6 +436,7 @@ func TestSeparateControllers(t *testing.T) {
 	if got := c.NodeIDs(); len(got) != 2 || got[0] != 101 || got[1] != 1 {
 		t.Fatalf("nodes %v, want controller 101 and broker 1", got)
 	}
+	madeLate(t, c)
 	createTopic(t, c, "records", 3)
 	l, err := c.Links("producer")
 	if err != nil {
@@ -445,6 +448,24 @@ func TestSeparateControllers(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitAndCheck(t, c, "g-controllers", "records", 3)
+}
+
+// madeLate makes a container and a volume labelled with c's run that c
+// does not know of, as an engine does when it finishes a create whose
+// caller was interrupted: c's Close must remove them too (startCluster's
+// cleanup fails if anything of the run is left).
+func madeLate(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	name := "gq-" + c.RunID + "-late"
+	label := cluster.LabelRun + "=" + c.RunID
+	for _, args := range [][]string{
+		{"volume", "create", "--label", label, name + "-data"},
+		{"create", "--name", name, "--label", label, "-v", name + "-data:/late", c.Image.Ref},
+	} {
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
 
 // TestLinkFaults applies each toxic to one client's links on a 1-node

@@ -160,7 +160,7 @@ func TestInterruptUpgrade(t *testing.T) {
 		t.Errorf("exit %d; want 3 and the interrupt said:\n%s", code, p.Log())
 	}
 	if n, err := cluster.Leftovers(context.Background(), run); err != nil || n != 0 {
-		t.Errorf("after SIGINT, cluster %s left %d containers/networks/volumes (err %v)", run, n, err)
+		t.Errorf("after SIGINT, cluster %s left %d containers/networks/volumes (err %v):\n%s", run, n, err, p.Log())
 	}
 	p.NothingLeft()
 }

@@ -131,17 +131,23 @@ func RemoveOwn(ctx context.Context) (removed int, left []string, err error) {
 	defer cli.Close()
 	host, _ := os.Hostname()
 	f := make(client.Filters).Add("label", LabelPID+"="+strconv.Itoa(os.Getpid())).Add("label", LabelHost+"="+host)
+	return removeLabelled(ctx, cli, f, "this process's")
+}
+
+// removeLabelled lists the containers, volumes and networks that filter
+// f selects, removes what is listed, and again, until nothing is listed or
+// ctx ends; what the last listing found is what it returns as left. whose
+// names them in errors ("this process's", "run x's").
+func removeLabelled(ctx context.Context, cli *client.Client, f client.Filters, whose string) (removed int, left []string, err error) {
 	var mu sync.Mutex
 	count := func() { mu.Lock(); removed++; mu.Unlock() }
-	// List, remove what is listed, and again, until nothing is listed or
-	// ctx ends: what the last listing found is what is left.
 	for {
 		cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 		if err != nil && ctx.Err() != nil && left != nil {
 			return removed, left, nil // what the listing before found
 		}
 		if err != nil {
-			return removed, left, fmt.Errorf("list this process's containers: %v", err)
+			return removed, left, fmt.Errorf("list %s containers: %v", whose, err)
 		}
 		vs, verr := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 		ns, nerr := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
