@@ -334,7 +334,10 @@ type builder struct {
 	openFault map[string]int // per nemesis process: the invoke of its fault in force
 	held      []map[int]int  // per member: partition → open interval id
 	epoch     []int32        // per member: current epoch as far as the history shows
-	commitAt  map[int]int    // a commit's invoke → its commitOp
+	// joined: per member, its epoch is a classic generation a JoinGroup answered, and what it
+	// held before is not yet registered at it (confirm).
+	joined   []bool
+	commitAt map[int]int // a commit's invoke → its commitOp
 }
 
 // grow makes room for member m.
@@ -342,6 +345,7 @@ func (b *builder) grow(m int) {
 	for len(b.held) <= m {
 		b.held = append(b.held, map[int]int{})
 		b.epoch = append(b.epoch, 0)
+		b.joined = append(b.joined, false)
 	}
 }
 
@@ -378,7 +382,40 @@ func (b *builder) setEpoch(m int, e int32, pos int) {
 	if e <= 0 || e == b.epoch[m] {
 		return
 	}
-	b.epoch[m] = e
+	b.epoch[m], b.joined[m] = e, false
+	tps := make([]int, 0, len(b.held[m]))
+	for tp := range b.held[m] {
+		tps = append(tps, tp)
+	}
+	sort.Ints(tps)
+	for _, tp := range tps {
+		b.registerPair(tp, e, m, pos)
+	}
+}
+
+// joinEpoch moves classic member m to the generation e its JoinGroup was answered, without
+// registering what it holds at it: that waits for the generation to be confirmed (confirm). A
+// generation is written to __consumer_offsets only with its assignment, at SyncGroup: a
+// coordinator that fails over before loses it, and the next one gives the same number again to
+// a rebalance of its own (4.1.2, seed 95072700681147714: m1 joined generation 2, its SyncGroup
+// was answered ILLEGAL_GENERATION by the new coordinator, it lost its partitions, and the group's
+// second generation 2 gave them to others). A cooperative member's partitions carried into a
+// generation are the generation's only once it is confirmed to the member.
+func (b *builder) joinEpoch(m int, e int32) {
+	if e <= 0 || e == b.epoch[m] {
+		return
+	}
+	b.epoch[m], b.joined[m] = e, true
+}
+
+// confirm registers what m holds at its joined generation e, once a SyncGroup or Heartbeat at e
+// is answered, or an assignment of e reported (a loss reported at e confirms nothing: the member
+// says its own generation, whatever the coordinator knew).
+func (b *builder) confirm(m int, e int32, pos int) {
+	if !b.joined[m] || e != b.epoch[m] {
+		return
+	}
+	b.joined[m] = false
 	tps := make([]int, 0, len(b.held[m]))
 	for tp := range b.held[m] {
 		tps = append(tps, tp)
@@ -449,13 +486,14 @@ func (b *builder) event(i int) {
 			m := f.member(j.Member, e.Process)
 			b.grow(m)
 			f.proto[m] = history.ProtocolClassic
-			b.setEpoch(m, j.Generation, i)
+			b.joinEpoch(m, j.Generation)
 			b.session(m, i)
 		}
 	case history.FSync:
 		if s, ok := payload[history.Sync](f, i, "sync"); ok && e.Type == history.OK {
 			m := f.member(s.Member, e.Process)
 			b.grow(m)
+			b.confirm(m, s.Generation, i)
 			b.setEpoch(m, s.Generation, i)
 			b.session(m, i)
 		}
@@ -503,6 +541,7 @@ func (b *builder) assignment(i int, a history.Assignment) {
 		f.proto[m] = a.Protocol
 	}
 	if e.F == history.FAssigned {
+		b.confirm(m, a.Epoch, i)
 		b.setEpoch(m, a.Epoch, i)
 		for _, t := range a.Partitions {
 			tp := f.tp(t)
@@ -603,6 +642,7 @@ func (b *builder) heartbeat(i int, hb history.Heartbeat) {
 	if hb.Protocol == history.ProtocolConsumer {
 		b.setEpoch(m, hb.ResultEpoch, i)
 	} else {
+		b.confirm(m, hb.Epoch, i)
 		b.setEpoch(m, hb.Epoch, i)
 	}
 	b.session(m, i)

@@ -1372,7 +1372,17 @@ func TestFactsOwnershipRules(t *testing.T) {
 		if !strings.Contains(x.Message, "its join sent at event") {
 			t.Fatalf("message: %s", x.Message)
 		}
-		mustCite(t, ValidPartitionEpoch(h.events(), nil), b, j) // a held t-0 at generation 2 from the join on
+		// A generation a JoinGroup answered is not yet the generation of what a holds: a
+		// coordinator that fails over before the SyncGroup loses it (joinEpoch).
+		mustHold(t, ValidPartitionEpoch(h.events(), nil))
+		hb := newHist(t)
+		hb.proto = history.ProtocolClassic
+		hb.assigned("a", 1, 0)
+		b2 := hb.assigned("b", 2, 0)
+		hb.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
+		_, beat := hb.hb("a", 2, history.OK)
+		hb.lost("a", 2, 0)
+		mustCite(t, ValidPartitionEpoch(hb.events(), nil), b2, beat) // a heartbeat at 2 answered: a held t-0 at 2
 		h2 := newHist(t)
 		h2.proto = history.ProtocolClassic
 		h2.assigned("a", 1, 0)
@@ -1383,6 +1393,44 @@ func TestFactsOwnershipRules(t *testing.T) {
 			t.Fatalf("got %+v", v)
 		}
 		mustCite(t, ValidPartitionEpoch(h2.events(), nil), 1, 3)
+	})
+	t.Run("a generation lost with its coordinator is given again", func(t *testing.T) {
+		// 4.1.2, seed 95072700681147714: a (cooperative) joined generation 2 holding t-0 and
+		// t-1; the coordinator failed over before the SyncGroup, and the new one, which had
+		// loaded generation 1, answered it ILLEGAL_GENERATION. a lost its partitions and joined
+		// again; the group's own generation 2 gave t-1 to b, whose commits at 2 were accepted.
+		h := newHist(t)
+		h.proto = history.ProtocolClassic
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 1})
+		h.assigned("a", 1, 0, 1)
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
+		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.Fail, history.Sync{Member: "a", Generation: 2, Error: "ILLEGAL_GENERATION"})
+		h.lost("a", 2, 0, 1)
+		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
+		h.call("b", history.FJoin, history.Join{Member: "b"}, history.OK, history.Join{Member: "b", Generation: 2})
+		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.OK, history.Sync{Member: "a", Generation: 2})
+		h.assigned("a", 2, 0)
+		h.call("b", history.FSync, history.Sync{Member: "b", Generation: 2}, history.OK, history.Sync{Member: "b", Generation: 2})
+		h.assigned("b", 2, 1)
+		h.commit("b", 2, history.OK, "", 1, 5)
+		mustHold(t, NoDoubleOwnership(h.events(), nil))
+		mustHold(t, ValidPartitionEpoch(h.events(), nil))
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+		// Had a's SyncGroup of its generation 2 been answered, t-1 was a's at 2 too: b's
+		// assignment of it at 2 is the violation, and its commit a fenced one.
+		h2 := newHist(t)
+		h2.proto = history.ProtocolClassic
+		h2.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 1})
+		h2.assigned("a", 1, 0, 1)
+		h2.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
+		_, sync := h2.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.OK, history.Sync{Member: "a", Generation: 2})
+		h2.lost("a", 2, 0, 1)
+		b := h2.assigned("b", 2, 1)
+		h2.commit("b", 2, history.OK, "", 1, 5)
+		mustCite(t, ValidPartitionEpoch(h2.events(), nil), sync, b)
+		if v := FencedCommitsRejected(h2.events(), nil); v.Holds {
+			t.Fatalf("FencedCommitsRejected holds: %+v", v)
+		}
 	})
 	t.Run("a failed join or sync is no session", func(t *testing.T) {
 		h := newHist(t)
