@@ -21,7 +21,6 @@ import (
 	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/clients/wiretap"
-	"github.com/groupquake/groupquake/internal/javatool"
 )
 
 // The Java share member (kind java-share): Kafka's KafkaShareConsumer
@@ -48,32 +47,7 @@ var shareDriverSource []byte
 // PrepareShare returns the Runtime of the share driver for kafka-clients
 // version (cached as Prepare's).
 func (t *Toolchain) PrepareShare(ctx context.Context, version string) (Runtime, error) {
-	if err := CheckVersion(version); err != nil {
-		return Runtime{}, err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if rt, ok := t.share[version]; ok {
-		return rt, nil
-	}
-	if err := CheckJava(); err != nil {
-		return Runtime{}, err
-	}
-	java, _ := exec.LookPath("java")
-	mvn := javatool.Maven{Args: t.MavenArgs, Logf: t.logf}
-	classpath, err := mvn.Build(ctx, javatool.Program{
-		Source: shareDriverSource, Class: "ShareDriver", Cache: version,
-		Artifacts: []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-clients", Version: version}},
-	})
-	if err != nil {
-		return Runtime{}, err
-	}
-	rt := Runtime{Java: java, Classpath: classpath, KafkaClients: version, Main: "ShareDriver"}
-	if t.share == nil {
-		t.share = map[string]Runtime{}
-	}
-	t.share[version] = rt
-	return rt, nil
+	return t.prepare(ctx, version, &t.share, shareDriverSource, "ShareDriver", "ShareDriver")
 }
 
 // ShareOpt configures a ShareMember.
