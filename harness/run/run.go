@@ -826,16 +826,17 @@ func (g groupView) Coordinator(ctx context.Context) (faults.NodeID, error) {
 // than one among the running members.
 func (g groupView) Rebalancing() bool { return !g.r.owned() }
 
-// teardown closes members (they leave the group), producers and the
-// observer's admin client. The cluster is released by run's deferred close.
-func (r *runner) teardown(ctx context.Context) error {
+// beginTeardown marks the teardown phase (what says what it does) and
+// heals every fault still active; it returns why the run stopped early,
+// "" when it did not.
+func (r *runner) beginTeardown(ctx context.Context, what string) string {
 	why := r.stopped(ctx)
 	r.setPhase(ctx, history.PhaseTeardown)
 	r.cfg.Logf("phase %s", history.PhaseTeardown)
 	if why != "" {
 		r.cfg.Logf("the run was %s: judging it up to there", why)
 	}
-	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, "members leave, clients close"); err != nil {
+	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, what); err != nil {
 		r.note("teardown: %v", err)
 	}
 	r.began(ctx, history.PhaseTeardown)
@@ -844,6 +845,13 @@ func (r *runner) teardown(ctx context.Context) error {
 			r.note("teardown: healing: %v", err)
 		}
 	}
+	return why
+}
+
+// teardown closes members (they leave the group), producers and the
+// observer's admin client. The cluster is released by run's deferred close.
+func (r *runner) teardown(ctx context.Context) error {
+	r.beginTeardown(ctx, "members leave, clients close")
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.closeBound(ctx))
 	defer cancel()
 	// An interrupt during the teardown shortens the members' leave too.

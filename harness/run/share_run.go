@@ -529,18 +529,27 @@ type shareGroupView struct {
 
 var _ faults.Leaders = shareGroupView{}
 
+// topicMeta is the brokers' metadata of the workload topic.
+func (g shareGroupView) topicMeta(ctx context.Context) (kadm.TopicDetail, error) {
+	md, err := g.adm.Metadata(ctx, g.topic)
+	if err != nil {
+		return kadm.TopicDetail{}, err
+	}
+	td, ok := md.Topics[g.topic]
+	if !ok || td.Err != nil {
+		return td, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
+	}
+	return td, nil
+}
+
 // PartitionLeader asks the brokers which node leads partition p of the
 // workload topic now.
 func (g shareGroupView) PartitionLeader(ctx context.Context, p int32) (faults.NodeID, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	md, err := g.adm.Metadata(cctx, g.topic)
+	td, err := g.topicMeta(cctx)
 	if err != nil {
 		return 0, err
-	}
-	td, ok := md.Topics[g.topic]
-	if !ok || td.Err != nil {
-		return 0, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
 	}
 	pd, ok := td.Partitions[p]
 	switch {
@@ -562,13 +571,9 @@ func (g shareGroupView) PartitionLeader(ctx context.Context, p int32) (faults.No
 func (g shareGroupView) ShareCoordinator(ctx context.Context, p int32) (faults.NodeID, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	md, err := g.adm.Metadata(cctx, g.topic)
+	td, err := g.topicMeta(cctx)
 	if err != nil {
 		return 0, err
-	}
-	td, ok := md.Topics[g.topic]
-	if !ok || td.Err != nil {
-		return 0, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType = 2
@@ -924,21 +929,7 @@ func shareStarts(ctx context.Context, adm *kadm.Client, group string, topics []s
 // close their sessions; then they leave), drops crashed ones, and closes
 // the producers and the admin.
 func (r *runner) teardownShare(ctx context.Context, crew *shareCrew) error {
-	why := r.stopped(ctx)
-	r.setPhase(ctx, history.PhaseTeardown)
-	r.cfg.Logf("phase %s", history.PhaseTeardown)
-	if why != "" {
-		r.cfg.Logf("the run was %s: judging it up to there", why)
-	}
-	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, "share members leave, clients close"); err != nil {
-		r.note("teardown: %v", err)
-	}
-	r.began(ctx, history.PhaseTeardown)
-	if r.nem != nil {
-		if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
-			r.note("teardown: healing: %v", err)
-		}
-	}
+	why := r.beginTeardown(ctx, "share members leave, clients close")
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	crew.closeAll(cctx)
