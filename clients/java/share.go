@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -223,39 +222,24 @@ func (m *ShareMember) Start(ctx context.Context) error {
 		return fmt.Errorf("java: share member %s: Start called twice or after Close", m.name)
 	}
 	m.mu.Unlock()
-	probe, err := kgo.NewClient(m.cfg.kgoOpts...)
+	seeds, dial, err := process.Links(m.cfg.kgoOpts)
+	if errors.Is(err, process.ErrNoSeeds) {
+		return fmt.Errorf("java: share member %s: no seed brokers (ShareKgoOpts(kgo.SeedBrokers(...)))", m.name)
+	}
 	if err != nil {
 		return fmt.Errorf("java: share member %s: %w", m.name, err)
-	}
-	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
-	seeds, _ := probe.OptValue(kgo.SeedBrokers).([]string)
-	probe.Close()
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
-	}
-	if len(seeds) == 0 {
-		return fmt.Errorf("java: share member %s: no seed brokers (ShareKgoOpts(kgo.SeedBrokers(...)))", m.name)
 	}
 	wire := wiretap.NewShareCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: clients.Share, Client: "the Java share consumer",
 		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
 	})
 	gw := process.NewGateway(wiretap.Dialer(dial, wire))
-	var boot []string
-	for _, s := range seeds {
-		a, err := gw.Listen(s)
-		if err != nil {
-			gw.Close()
-			return fmt.Errorf("java: share member %s: %w", m.name, err)
-		}
-		boot = append(boot, a)
+	boot, err := gw.ListenAll(seeds)
+	if err != nil {
+		gw.Close()
+		return fmt.Errorf("java: share member %s: %w", m.name, err)
 	}
-	var stderr io.Writer = m.tail
-	if m.cfg.stderr != nil {
-		stderr = io.MultiWriter(m.tail, m.cfg.stderr)
-	}
-	j, err := m.cfg.start(stderr)
+	j, err := m.cfg.start(process.Tee(m.tail, m.cfg.stderr))
 	if err != nil {
 		gw.Close()
 		return fmt.Errorf("java: share member %s: starting the JVM: %w", m.name, err)
