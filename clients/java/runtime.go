@@ -69,12 +69,19 @@ func CheckVersion(version string) error {
 // Prepare returns the Runtime for kafka-clients version, resolving and
 // compiling what the cache does not hold yet.
 func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error) {
+	return t.prepare(ctx, version, &t.done, driverSource, "Driver", "")
+}
+
+// prepare is Prepare and PrepareShare: the Runtime of a driver (source,
+// whose class is class, run as main) for kafka-clients version, kept in
+// *cache by version.
+func (t *Toolchain) prepare(ctx context.Context, version string, cache *map[string]Runtime, source []byte, class, main string) (Runtime, error) {
 	if err := CheckVersion(version); err != nil {
 		return Runtime{}, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if rt, ok := t.done[version]; ok {
+	if rt, ok := (*cache)[version]; ok {
 		return rt, nil
 	}
 	if err := CheckJava(); err != nil {
@@ -83,17 +90,17 @@ func (t *Toolchain) Prepare(ctx context.Context, version string) (Runtime, error
 	java, _ := exec.LookPath("java")
 	mvn := javatool.Maven{Args: t.MavenArgs, Logf: t.logf}
 	classpath, err := mvn.Build(ctx, javatool.Program{
-		Source: driverSource, Class: "Driver", Cache: version,
+		Source: source, Class: class, Cache: version,
 		Artifacts: []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-clients", Version: version}},
 	})
 	if err != nil {
 		return Runtime{}, err
 	}
-	rt := Runtime{Java: java, Classpath: classpath, KafkaClients: version}
-	if t.done == nil {
-		t.done = map[string]Runtime{}
+	rt := Runtime{Java: java, Classpath: classpath, KafkaClients: version, Main: main}
+	if *cache == nil {
+		*cache = map[string]Runtime{}
 	}
-	t.done[version] = rt
+	(*cache)[version] = rt
 	return rt, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/clients/wiretap"
-	"github.com/groupquake/groupquake/internal/javatool"
 )
 
 // The Java share member (kind java-share): Kafka's KafkaShareConsumer
@@ -48,32 +46,7 @@ var shareDriverSource []byte
 // PrepareShare returns the Runtime of the share driver for kafka-clients
 // version (cached as Prepare's).
 func (t *Toolchain) PrepareShare(ctx context.Context, version string) (Runtime, error) {
-	if err := CheckVersion(version); err != nil {
-		return Runtime{}, err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if rt, ok := t.share[version]; ok {
-		return rt, nil
-	}
-	if err := CheckJava(); err != nil {
-		return Runtime{}, err
-	}
-	java, _ := exec.LookPath("java")
-	mvn := javatool.Maven{Args: t.MavenArgs, Logf: t.logf}
-	classpath, err := mvn.Build(ctx, javatool.Program{
-		Source: shareDriverSource, Class: "ShareDriver", Cache: version,
-		Artifacts: []javatool.Artifact{{Group: "org.apache.kafka", Name: "kafka-clients", Version: version}},
-	})
-	if err != nil {
-		return Runtime{}, err
-	}
-	rt := Runtime{Java: java, Classpath: classpath, KafkaClients: version, Main: "ShareDriver"}
-	if t.share == nil {
-		t.share = map[string]Runtime{}
-	}
-	t.share[version] = rt
-	return rt, nil
+	return t.prepare(ctx, version, &t.share, shareDriverSource, "ShareDriver", "ShareDriver")
 }
 
 // ShareOpt configures a ShareMember.
@@ -249,39 +222,24 @@ func (m *ShareMember) Start(ctx context.Context) error {
 		return fmt.Errorf("java: share member %s: Start called twice or after Close", m.name)
 	}
 	m.mu.Unlock()
-	probe, err := kgo.NewClient(m.cfg.kgoOpts...)
+	seeds, dial, err := process.Links(m.cfg.kgoOpts)
+	if errors.Is(err, process.ErrNoSeeds) {
+		return fmt.Errorf("java: share member %s: no seed brokers (ShareKgoOpts(kgo.SeedBrokers(...)))", m.name)
+	}
 	if err != nil {
 		return fmt.Errorf("java: share member %s: %w", m.name, err)
-	}
-	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
-	seeds, _ := probe.OptValue(kgo.SeedBrokers).([]string)
-	probe.Close()
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
-	}
-	if len(seeds) == 0 {
-		return fmt.Errorf("java: share member %s: no seed brokers (ShareKgoOpts(kgo.SeedBrokers(...)))", m.name)
 	}
 	wire := wiretap.NewShareCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: clients.Share, Client: "the Java share consumer",
 		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
 	})
 	gw := process.NewGateway(wiretap.Dialer(dial, wire))
-	var boot []string
-	for _, s := range seeds {
-		a, err := gw.Listen(s)
-		if err != nil {
-			gw.Close()
-			return fmt.Errorf("java: share member %s: %w", m.name, err)
-		}
-		boot = append(boot, a)
+	boot, err := gw.ListenAll(seeds)
+	if err != nil {
+		gw.Close()
+		return fmt.Errorf("java: share member %s: %w", m.name, err)
 	}
-	var stderr io.Writer = m.tail
-	if m.cfg.stderr != nil {
-		stderr = io.MultiWriter(m.tail, m.cfg.stderr)
-	}
-	j, err := m.cfg.start(stderr)
+	j, err := m.cfg.start(process.Tee(m.tail, m.cfg.stderr))
 	if err != nil {
 		gw.Close()
 		return fmt.Errorf("java: share member %s: starting the JVM: %w", m.name, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -306,5 +307,23 @@ func TestShareMemberTranslatesWhatTheJVMDoes(t *testing.T) {
 	}
 	if n := len(evs); n == 4 && evs[3].Err == "" {
 		t.Error("the ShareAcknowledge whose answer never came was reported as done")
+	}
+}
+
+// A share member whose options name no seed broker fails at Start, saying
+// so in the share member's words, and starts no JVM.
+func TestShareMemberStartNeedsSeeds(t *testing.T) {
+	started := false
+	m, err := NewShare("m1", "g", ShareTopics("t"), ShareKgoOpts(kgo.SeedBrokers()),
+		withJVM(func(io.Writer) (jvm, error) { started = true; return nil, errors.New("not started") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Start(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), "java: share member m1: ") || !strings.Contains(err.Error(), "no seed brokers") {
+		t.Fatalf("Start without seed brokers = %v, want the share member's no-seed-brokers error", err)
+	}
+	if started {
+		t.Error("Start without seed brokers started the JVM")
 	}
 }

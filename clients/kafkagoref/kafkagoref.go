@@ -122,14 +122,6 @@ func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalan
 // WithClock sets the time source of Event.At. Default: the wall clock.
 func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
 
-// record is a message a partition's reader returned, with its generation
-// and the generation's end.
-type record struct {
-	gen   uint64
-	ended <-chan struct{}
-	rec   clients.Record
-}
-
 // fencing are the heartbeat errors by which the coordinator says the
 // member is no longer in the generation.
 var fencing = []int16{kerr.UnknownMemberID.Code, kerr.IllegalGeneration.Code, kerr.FencedInstanceID.Code}
@@ -152,7 +144,7 @@ type Member struct {
 	pollMu  sync.Mutex
 	running bool // started and not closed: Poll may move the gate
 
-	recs chan record
+	recs chan pollgate.Record
 
 	mu        sync.Mutex
 	gen       *kafka.Generation // the current generation, from Assigned to Revoked
@@ -207,7 +199,7 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		dial = d.DialContext
 	}
 	return &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, seeds: seeds, dial: dial,
-		owned: clients.Partitions{}, recs: make(chan record, 4096), done: make(chan struct{})}, nil
+		owned: clients.Partitions{}, recs: make(chan pollgate.Record, 4096), done: make(chan struct{})}, nil
 }
 
 // Name implements clients.Member.
@@ -342,7 +334,7 @@ func (m *Member) read(ctx context.Context, id uint64, genID int32, topic string,
 			}
 			return
 		}
-		rec := record{gen: id, ended: ctx.Done(), rec: clients.Record{Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: genID, MemberEpoch: -1}}
+		rec := pollgate.Record{Gen: id, Ended: ctx.Done(), Rec: clients.Record{Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: genID, MemberEpoch: -1}}
 		select {
 		case m.recs <- rec:
 		case <-ctx.Done():
@@ -450,26 +442,10 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	m.mu.Lock()
 	cur, live, owned := m.genID, m.gen != nil, m.owned
 	m.mu.Unlock()
-	var out []clients.Record
-	for _, r := range got {
-		if live && r.gen == cur && !ended(r.ended) && slices.Contains(owned[r.rec.Topic], r.rec.Partition) {
-			out = append(out, r.rec)
-		}
-	}
-	return out, nil
-}
-
-// ended says whether a generation's context is done: its records are no
-// longer handed out, as Reader.ReadMessage(ctx) returns the generation's
-// end to an application that reads inside Generation.Start, even while
-// the revocation waits for the next Poll.
-func ended(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
+	// An ended generation's records go no further: Reader.ReadMessage(ctx)
+	// returns the generation's end to an application that reads inside
+	// Generation.Start.
+	return pollgate.Current(got, live, cur, owned), nil
 }
 
 // Owned implements clients.Member: the current generation's assignment.

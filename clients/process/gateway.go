@@ -72,6 +72,20 @@ func (g *gateway) listen(broker string) (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// listenAll listens for every seed broker: the process's bootstrap
+// addresses, in seeds' order.
+func (g *gateway) listenAll(seeds []string) ([]string, error) {
+	var boot []string
+	for _, s := range seeds {
+		a, err := g.listen(s)
+		if err != nil {
+			return nil, err
+		}
+		boot = append(boot, a)
+	}
+	return boot, nil
+}
+
 func (g *gateway) accept(ln net.Listener, broker string) {
 	defer g.wg.Done()
 	for {

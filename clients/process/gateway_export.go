@@ -16,6 +16,10 @@ func NewGateway(dial wiretap.DialFunc) *Gateway { return &Gateway{g: newGateway(
 // on it first if needed: the process's bootstrap address for it.
 func (g *Gateway) Listen(broker string) (string, error) { return g.g.listen(broker) }
 
+// ListenAll listens for every seed broker: the process's bootstrap
+// addresses, in seeds' order.
+func (g *Gateway) ListenAll(seeds []string) ([]string, error) { return g.g.listenAll(seeds) }
+
 // Hold stops (on) or lets go (off) every byte the gateway carries.
 func (g *Gateway) Hold(on bool) { g.g.hold(on) }
 

@@ -256,27 +256,19 @@ func (m *Member) Start(ctx context.Context) error {
 		m.mu.Unlock()
 		return fmt.Errorf("process: member %s already started", m.name)
 	}
-	seeds, dial, err := links(m.cfg.kgoOpts)
+	seeds, dial, err := Links(m.cfg.kgoOpts)
 	if err != nil {
 		m.mu.Unlock()
 		return fmt.Errorf("process: member %s: %w", m.name, err)
 	}
 	gw := newGateway(wiretap.Dialer(dial, m.wireObserver()))
-	var bootstrap []string
-	for _, s := range seeds {
-		a, err := gw.listen(s)
-		if err != nil {
-			m.mu.Unlock()
-			gw.close()
-			return fmt.Errorf("process: member %s: %w", m.name, err)
-		}
-		bootstrap = append(bootstrap, a)
+	bootstrap, err := gw.listenAll(seeds)
+	if err != nil {
+		m.mu.Unlock()
+		gw.close()
+		return fmt.Errorf("process: member %s: %w", m.name, err)
 	}
-	var stderr io.Writer = m.tail
-	if m.cfg.stderr != nil {
-		stderr = io.MultiWriter(m.tail, m.cfg.stderr)
-	}
-	conn, err := m.cfg.start(stderr)
+	conn, err := m.cfg.start(Tee(m.tail, m.cfg.stderr))
 	if err != nil {
 		m.mu.Unlock()
 		gw.close()
@@ -340,8 +332,12 @@ func (c clientCalls) Response(token any, resp kmsg.Response) { c.m.wire.Response
 func (c clientCalls) Lost(token any, err error)              { c.m.wire.Lost(token, err) }
 func (c clientCalls) Broken(err error)                       { c.m.wire.Broken(err) }
 
-// links reads the seed brokers and dialer out of the member's kgo options.
-func links(opts []kgo.Opt) ([]string, wiretap.DialFunc, error) {
+// ErrNoSeeds is Links's error for kgo options that name no seed broker.
+var ErrNoSeeds = errors.New("no seed brokers in the member's options")
+
+// Links reads the seed brokers and dialer (a net.Dialer's by default) out
+// of a member's kgo options: what a gateway listens for and dials with.
+func Links(opts []kgo.Opt) ([]string, wiretap.DialFunc, error) {
 	probe, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, nil, err
@@ -354,9 +350,18 @@ func links(opts []kgo.Opt) ([]string, wiretap.DialFunc, error) {
 		dial = d.DialContext
 	}
 	if len(seeds) == 0 {
-		return nil, nil, errors.New("no seed brokers in the member's options")
+		return nil, nil, ErrNoSeeds
 	}
 	return seeds, dial, nil
+}
+
+// Tee is where a member process's stderr goes: the member's tail, and
+// extra too when it is not nil.
+func Tee(tail, extra io.Writer) io.Writer {
+	if extra == nil {
+		return tail
+	}
+	return io.MultiWriter(tail, extra)
 }
 
 // send writes one message to the client.

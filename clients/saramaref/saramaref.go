@@ -134,14 +134,6 @@ func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }}
 // groupquake runs.
 func KafkaVersion(v sarama.KafkaVersion) Opt { return opt{func(c *cfg) { c.kafkaVersion = v }} }
 
-// record is a message a ConsumeClaim received, with its session and the
-// session's end.
-type record struct {
-	sess  uint64
-	ended <-chan struct{}
-	rec   clients.Record
-}
-
 // Member is a Sarama consumer group behind clients.Member.
 type Member struct {
 	name, group string
@@ -161,7 +153,7 @@ type Member struct {
 	pollMu  sync.Mutex
 	running bool // started and not closed: Poll may move the gate
 
-	recs chan record
+	recs chan pollgate.Record
 
 	mu      sync.Mutex
 	sess    sarama.ConsumerGroupSession // the current session, from Setup to Cleanup
@@ -215,7 +207,7 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		dial = d.DialContext
 	}
 	m := &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, seeds: seeds, dial: dial,
-		owned: clients.Partitions{}, recs: make(chan record, 4096), done: make(chan struct{})}
+		owned: clients.Partitions{}, recs: make(chan pollgate.Record, 4096), done: make(chan struct{})}
 	return m, nil
 }
 
@@ -521,7 +513,7 @@ func (h handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGr
 			if !ok {
 				return nil
 			}
-			r := record{sess: id, ended: s.Context().Done(), rec: clients.Record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: gen, MemberEpoch: -1}}
+			r := pollgate.Record{Gen: id, Ended: s.Context().Done(), Rec: clients.Record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: gen, MemberEpoch: -1}}
 			select {
 			case m.recs <- r:
 			case <-s.Context().Done():
@@ -544,25 +536,9 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 	m.mu.Lock()
 	cur, live, owned := m.sessID, m.sess != nil, m.owned
 	m.mu.Unlock()
-	var out []clients.Record
-	for _, r := range got {
-		if live && r.sess == cur && !closed(r.ended) && slices.Contains(owned[r.rec.Topic], r.rec.Partition) {
-			out = append(out, r.rec)
-		}
-	}
-	return out, nil
-}
-
-// closed says whether ch is closed: a session that ended hands out no
-// more records, as a ConsumeClaim returns when its session's context is
-// done (Sarama's example), even while Cleanup waits for the next Poll.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
+	// An ended session's records go no further: a ConsumeClaim returns
+	// when its session's context is done (Sarama's example).
+	return pollgate.Current(got, live, cur, owned), nil
 }
 
 // Owned implements clients.Member: the current session's claims.

@@ -84,6 +84,28 @@ func batches(acks []clients.ShareAck) [][3]int64 {
 	return out
 }
 
+// emitCall emits sent, the Sent event of call id (op, a copy of call),
+// and returns when it was sent.
+func (m *Member) emitCall(sent clients.Event, id uint64, op clients.Op, call clients.ShareCall) time.Time {
+	sent.Call, sent.Op = id, op
+	c := call
+	sent.Share = &c
+	m.emit(sent)
+	return sent.At
+}
+
+// answerOf is the answer event (kind) of call id (op): its error from the
+// answer's code or the request's err, and Share a copy of call for the
+// caller to fill in with what the answer said.
+func (m *Member) answerOf(kind clients.Kind, id uint64, op clients.Op, call clients.ShareCall, code int16, err error) clients.Event {
+	a := m.ev(kind, "")
+	a.Call, a.Op = id, op
+	answer := call
+	a.Share = &answer
+	a.Err, a.ErrCode = errName(code, err)
+	return a
+}
+
 // fetch sends one ShareFetch to node asking for want, piggybacking the
 // pending acknowledgements of those partitions when a session is open, and
 // returns the records acquired. want empty only opens a session.
@@ -103,25 +125,18 @@ func (m *Member) fetch(ctx context.Context, node int32, want map[tp]bool) []Reco
 	if len(want) == 0 {
 		sent.Why = fmt.Sprintf("open a share session with node %d (epoch 0 carries no acknowledgements)", node)
 	}
-	sent.Call, sent.Op = id, clients.OpShareFetch
-	c := call
-	sent.Share = &c
-	sentAt := sent.At
-	m.emit(sent)
+	sentAt := m.emitCall(sent, id, clients.OpShareFetch, call)
 
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.maxWait+m.cfg.requestTimeout)
 	resp, err := m.sendFetch(rctx, node, req)
 	cancel()
 
-	a := m.ev(clients.ShareFetched, "")
-	a.Call, a.Op = id, clients.OpShareFetch
-	answer := call
-	a.Share = &answer
 	var code int16
 	if err == nil {
 		code = resp.ErrorCode
 	}
-	a.Err, a.ErrCode = errName(code, err)
+	a := m.answerOf(clients.ShareFetched, id, clients.OpShareFetch, call, code, err)
+	answer := a.Share
 
 	m.mu.Lock()
 	if a.Err != "" {
@@ -160,7 +175,7 @@ func (m *Member) fetch(ctx context.Context, node int32, want map[tp]bool) []Reco
 					m.staleMeta = true
 				}
 			}
-			got, g := m.acquireLocked(node, p, rp, deadline, &answer)
+			got, g := m.acquireLocked(node, p, rp, deadline, answer)
 			recs = append(recs, got...)
 			gaps += g
 		}
@@ -312,25 +327,18 @@ func (m *Member) acknowledge(ctx context.Context, node int32, renew, final bool,
 		why = fmt.Sprintf("renew the acquisition locks of %d ranges on node %d", len(acks), node)
 	}
 	sent := m.ev(clients.Sent, why)
-	sent.Call, sent.Op = id, clients.OpShareAck
-	c := call
-	sent.Share = &c
-	sentAt := sent.At
-	m.emit(sent)
+	sentAt := m.emitCall(sent, id, clients.OpShareAck, call)
 
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.requestTimeout)
 	resp, err := m.sendAck(rctx, node, req)
 	cancel()
 
-	a := m.ev(clients.ShareAcked, "")
-	a.Call, a.Op = id, clients.OpShareAck
-	answer := call
-	a.Share = &answer
 	var code int16
 	if err == nil {
 		code = resp.ErrorCode
 	}
-	a.Err, a.ErrCode = errName(code, err)
+	a := m.answerOf(clients.ShareAcked, id, clients.OpShareAck, call, code, err)
+	answer := a.Share
 	m.mu.Lock()
 	defer func() {
 		m.mu.Unlock()
@@ -360,9 +368,9 @@ func (m *Member) acknowledge(ctx context.Context, node int32, renew, final bool,
 		m.sessions[node].epoch = nextEpoch(epoch)
 	}
 	answer.LockTimeoutMs = resp.AcquisitionLockTimeoutMillis
-	errs, refused := m.ackErrorsLocked(resp, &answer)
+	errs, refused := m.ackErrorsLocked(resp, answer)
 	if renew && resp.AcquisitionLockTimeoutMillis > 0 {
-		m.renewedLocked(acks, answer, sentAt.Add(time.Duration(resp.AcquisitionLockTimeoutMillis)*time.Millisecond))
+		m.renewedLocked(acks, *answer, sentAt.Add(time.Duration(resp.AcquisitionLockTimeoutMillis)*time.Millisecond))
 	}
 	a.Why = fmt.Sprintf("share acknowledge to node %d answered", node)
 	if len(refused) > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -314,6 +315,19 @@ func (c *crew) halt(s *slot) {
 	s.running = false
 }
 
+// onLinks does fn to member name's links; what, a format whose one verb
+// takes the member's name, says what fn does for its error.
+func (r *runner) onLinks(name, what string, fn func(*cluster.Links) error) error {
+	l, err := r.h.Links(name)
+	if err != nil {
+		return fmt.Errorf("links of member %s: %w", name, err)
+	}
+	if err := fn(l); err != nil {
+		return fmt.Errorf(what+": %w", name, err)
+	}
+	return nil
+}
+
 // Join implements faults.Members: a late joiner starts.
 func (c *crew) Join(ctx context.Context, name string) (string, error) {
 	s, err := c.slot(name)
@@ -596,6 +610,7 @@ func (c *crew) stop(ctx context.Context, name string) (string, error) {
 // heal for the next incarnation.
 func (c *crew) Crash(ctx context.Context, name string) (string, error) {
 	return c.change(name, func(s *slot) (string, error) {
+		// l is looked up once: it heals below, after the member is gone.
 		l, err := c.r.h.Links(name)
 		if err != nil {
 			return "", fmt.Errorf("links of member %s: %w", name, err)
@@ -654,12 +669,8 @@ func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Durat
 	return c.change(name, func(s *slot) (string, error) {
 		s.d.stalled.Store(true)
 		if freeze {
-			l, err := c.r.h.Links(name)
-			if err != nil {
-				return "", fmt.Errorf("links of member %s: %w", name, err)
-			}
-			if err := l.Latency(faults.AllNodes, d, 0); err != nil {
-				return "", fmt.Errorf("freezing member %s's links: %w", name, err)
+			if err := c.r.onLinks(name, "freezing member %s's links", func(l *cluster.Links) error { return l.Latency(faults.AllNodes, d, 0) }); err != nil {
+				return "", err
 			}
 			s.frozen = true
 			if f, ok := s.d.m.(freezer); ok {
@@ -726,12 +737,8 @@ func (c *crew) Restore(ctx context.Context, name string) (string, error) {
 	if s.running {
 		var saw string
 		if s.frozen {
-			l, err := c.r.h.Links(name)
-			if err != nil {
-				return "", fmt.Errorf("links of member %s: %w", name, err)
-			}
-			if err := l.Heal(faults.AllNodes); err != nil {
-				return "", fmt.Errorf("thawing member %s's links: %w", name, err)
+			if err := c.r.onLinks(name, "thawing member %s's links", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
+				return "", err
 			}
 			if f, ok := s.d.m.(freezer); ok {
 				if err := f.Freeze(false); err != nil {

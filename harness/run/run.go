@@ -356,10 +356,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.warmup(ctx, cr); err != nil {
 		return err
 	}
-	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
-		return err
-	}
-	if err := r.heal(ctx, r.workload(ctx, workCtx)); err != nil {
+	if err := r.workAndHeal(ctx, workCtx, "an upgrade's, a migration's"); err != nil {
 		return err
 	}
 	if err := r.quiesce(ctx, cr); err != nil {
@@ -397,10 +394,21 @@ func (r *runner) warmup(ctx context.Context, cr *crewRun) error {
 	return nil
 }
 
+// workAndHeal is the workload phase (the producers while the nemesis runs
+// its schedule), then the heal. steps names what may stretch the workload
+// past its plan (a consumer group's upgrade or migration, a share group's
+// upgrade), for the note that says it did.
+func (r *runner) workAndHeal(ctx, workCtx context.Context, steps string) error {
+	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
+		return err
+	}
+	return r.heal(ctx, r.workload(ctx, workCtx, steps))
+}
+
 // workload runs the producers and the nemesis for the planned workload (and
 // on until an upgrade's or a migration's steps have ended), and returns
 // their errors.
-func (r *runner) workload(ctx, workCtx context.Context) error {
+func (r *runner) workload(ctx, workCtx context.Context, steps string) error {
 	wctx, cancelW := context.WithCancel(workCtx)
 	wstart := r.cfg.Now()
 	go func() {
@@ -415,7 +423,7 @@ func (r *runner) workload(ctx, workCtx context.Context) error {
 		}
 		r.nem.awaitPlanned(wctx)
 		if over := r.cfg.Now().Sub(wstart) - r.p.Workload; over > time.Second {
-			r.note("workload: lasted %s past its planned %s, until the planned steps (an upgrade's, a migration's) had ended", over.Round(time.Second), r.p.Workload)
+			r.note("workload: lasted %s past its planned %s, until the planned steps (%s) had ended", over.Round(time.Second), r.p.Workload, steps)
 		}
 		cancelW()
 	}()
@@ -658,7 +666,11 @@ func (r *runner) owned() bool {
 	return true
 }
 
-func (r *runner) setup(ctx context.Context) error {
+// reach starts or reaches the run's cluster (r.h) and creates the topics;
+// it returns the cluster's admin client, once it has one, also with an
+// error creating a topic. A share run (share) cannot use the
+// embedded cluster, and sets no migration policy on the brokers.
+func (r *runner) reach(ctx context.Context, share bool) (*kadm.Client, error) {
 	p := r.p
 	switch {
 	case r.cfg.Cluster != nil:
@@ -671,13 +683,15 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		e, err := cluster.Connect(ctx, ec)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.h, r.ownsH = e, true
+	case p.Options.Embedded && share:
+		return nil, errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster has no share groups")
 	case p.Options.Embedded:
 		e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: p.Options.Kafka, MigrationPolicy: p.Options.MigrationPolicy, Logf: r.cfg.Logf})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.h, r.ownsH = e, true
 	default:
@@ -686,7 +700,7 @@ func (r *runner) setup(ctx context.Context) error {
 		if cc.Logf == nil {
 			cc.Logf = r.cfg.Logf
 		}
-		if pol := p.Options.MigrationPolicy; pol != "" {
+		if pol := p.Options.MigrationPolicy; pol != "" && !share {
 			cc.Settings = maps.Clone(cc.Settings)
 			if cc.Settings == nil {
 				cc.Settings = map[string]string{}
@@ -695,13 +709,17 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 		c, err := cluster.Start(ctx, cc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.h, r.ownsH = c, true
 	}
 	adm, err := r.h.Admin()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	rerun := "rerunning a seed against an external cluster? "
+	if share {
+		rerun = ""
 	}
 	rf := int16(min(len(r.h.Bootstrap()), 3))
 	for _, t := range p.Topics {
@@ -712,11 +730,20 @@ func (r *runner) setup(ctx context.Context) error {
 			err = resp.Err
 		}
 		if errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("topic %s already exists: a run needs fresh topics and a fresh group (rerunning a seed against an external cluster? pass --topic and --group, or delete them)", t.Name)
+			return adm, fmt.Errorf("topic %s already exists: a run needs fresh topics and a fresh group (%spass --topic and --group, or delete them)", t.Name, rerun)
 		}
 		if err != nil {
-			return fmt.Errorf("creating topic %s (%d partitions, replication %d): %w", t.Name, t.Partitions, rf, err)
+			return adm, fmt.Errorf("creating topic %s (%d partitions, replication %d): %w", t.Name, t.Partitions, rf, err)
 		}
+	}
+	return adm, nil
+}
+
+func (r *runner) setup(ctx context.Context) error {
+	p := r.p
+	adm, err := r.reach(ctx, false)
+	if err != nil {
+		return err
 	}
 	r.obs = newObserver(adm, r.h.Bootstrap(), r.rec, p.Group, p.Protocol(), p.TopicNames(), func() time.Duration { return r.cfg.Now().Sub(r.start) })
 
@@ -799,16 +826,17 @@ func (g groupView) Coordinator(ctx context.Context) (faults.NodeID, error) {
 // than one among the running members.
 func (g groupView) Rebalancing() bool { return !g.r.owned() }
 
-// teardown closes members (they leave the group), producers and the
-// observer's admin client. The cluster is released by run's deferred close.
-func (r *runner) teardown(ctx context.Context) error {
+// beginTeardown marks the teardown phase (what says what it does) and
+// heals every fault still active; it returns why the run stopped early,
+// "" when it did not.
+func (r *runner) beginTeardown(ctx context.Context, what string) string {
 	why := r.stopped(ctx)
 	r.setPhase(ctx, history.PhaseTeardown)
 	r.cfg.Logf("phase %s", history.PhaseTeardown)
 	if why != "" {
 		r.cfg.Logf("the run was %s: judging it up to there", why)
 	}
-	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, "members leave, clients close"); err != nil {
+	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, what); err != nil {
 		r.note("teardown: %v", err)
 	}
 	r.began(ctx, history.PhaseTeardown)
@@ -817,6 +845,13 @@ func (r *runner) teardown(ctx context.Context) error {
 			r.note("teardown: healing: %v", err)
 		}
 	}
+	return why
+}
+
+// teardown closes members (they leave the group), producers and the
+// observer's admin client. The cluster is released by run's deferred close.
+func (r *runner) teardown(ctx context.Context) error {
+	r.beginTeardown(ctx, "members leave, clients close")
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.closeBound(ctx))
 	defer cancel()
 	// An interrupt during the teardown shortens the members' leave too.

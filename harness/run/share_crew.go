@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/cluster"
 )
 
 // shareCrew runs a share group's members through their lives, as crew
@@ -240,12 +241,8 @@ func (c *shareCrew) Leave(ctx context.Context, name string) (string, error) {
 // records it acquired stay acquired until their locks lapse.
 func (c *shareCrew) Crash(ctx context.Context, name string) (string, error) {
 	return c.change(name, func(s *shareSlot) (string, error) {
-		l, err := c.r.h.Links(name)
-		if err != nil {
-			return "", fmt.Errorf("links of member %s: %w", name, err)
-		}
-		if err := l.Blackhole(faults.AllNodes); err != nil {
-			return "", fmt.Errorf("cutting member %s off: %w", name, err)
+		if err := c.r.onLinks(name, "cutting member %s off", func(l *cluster.Links) error { return l.Blackhole(faults.AllNodes) }); err != nil {
+			return "", err
 		}
 		sm := s.sm
 		sm.stalled.Store(true)
@@ -270,12 +267,8 @@ func (c *shareCrew) Stall(ctx context.Context, name string, freeze bool, d time.
 		awaitParked(ctx, s.sm)
 		held := acquired(s.sm)
 		if freeze {
-			l, err := c.r.h.Links(name)
-			if err != nil {
-				return "", fmt.Errorf("links of member %s: %w", name, err)
-			}
-			if err := l.Latency(faults.AllNodes, d, 0); err != nil {
-				return "", fmt.Errorf("freezing member %s's links: %w", name, err)
+			if err := c.r.onLinks(name, "freezing member %s's links", func(l *cluster.Links) error { return l.Latency(faults.AllNodes, d, 0) }); err != nil {
+				return "", err
 			}
 			s.frozen = true
 			return fmt.Sprintf("%s frozen for %s holding %d records (no poll, its links delayed)", name, d, held), nil
@@ -297,12 +290,8 @@ func (c *shareCrew) Restore(ctx context.Context, name string) (string, error) {
 	if s.running {
 		var saw string
 		if s.frozen {
-			l, err := c.r.h.Links(name)
-			if err != nil {
-				return "", fmt.Errorf("links of member %s: %w", name, err)
-			}
-			if err := l.Heal(faults.AllNodes); err != nil {
-				return "", fmt.Errorf("thawing member %s's links: %w", name, err)
+			if err := c.r.onLinks(name, "thawing member %s's links", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
+				return "", err
 			}
 			s.frozen = false
 			saw = "thawed; "
@@ -319,12 +308,8 @@ func (c *shareCrew) Restore(ctx context.Context, name string) (string, error) {
 	if s.crashed != nil {
 		s.crashed.m.Drop()
 		s.crashed = nil
-		l, err := c.r.h.Links(name)
-		if err != nil {
-			return "", fmt.Errorf("links of member %s: %w", name, err)
-		}
-		if err := l.Heal(faults.AllNodes); err != nil {
-			return "", fmt.Errorf("healing member %s's links after its crash: %w", name, err)
+		if err := c.r.onLinks(name, "healing member %s's links after its crash", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
+			return "", err
 		}
 		saw = "the crashed process's connections closed; "
 	}

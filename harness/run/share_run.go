@@ -529,18 +529,27 @@ type shareGroupView struct {
 
 var _ faults.Leaders = shareGroupView{}
 
+// topicMeta is the brokers' metadata of the workload topic.
+func (g shareGroupView) topicMeta(ctx context.Context) (kadm.TopicDetail, error) {
+	md, err := g.adm.Metadata(ctx, g.topic)
+	if err != nil {
+		return kadm.TopicDetail{}, err
+	}
+	td, ok := md.Topics[g.topic]
+	if !ok || td.Err != nil {
+		return td, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
+	}
+	return td, nil
+}
+
 // PartitionLeader asks the brokers which node leads partition p of the
 // workload topic now.
 func (g shareGroupView) PartitionLeader(ctx context.Context, p int32) (faults.NodeID, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	md, err := g.adm.Metadata(cctx, g.topic)
+	td, err := g.topicMeta(cctx)
 	if err != nil {
 		return 0, err
-	}
-	td, ok := md.Topics[g.topic]
-	if !ok || td.Err != nil {
-		return 0, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
 	}
 	pd, ok := td.Partitions[p]
 	switch {
@@ -562,13 +571,9 @@ func (g shareGroupView) PartitionLeader(ctx context.Context, p int32) (faults.No
 func (g shareGroupView) ShareCoordinator(ctx context.Context, p int32) (faults.NodeID, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	md, err := g.adm.Metadata(cctx, g.topic)
+	td, err := g.topicMeta(cctx)
 	if err != nil {
 		return 0, err
-	}
-	td, ok := md.Topics[g.topic]
-	if !ok || td.Err != nil {
-		return 0, fmt.Errorf("metadata of topic %s: %v", g.topic, td.Err)
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType = 2
@@ -612,61 +617,6 @@ func (g shareGroupView) Coordinator(ctx context.Context) (faults.NodeID, error) 
 // rebalance starts after faults.RebalanceWait and says so.
 func (g shareGroupView) Rebalancing() bool { return false }
 
-// reachShare starts or reaches the cluster of a share run and creates the
-// topics.
-func (r *runner) reachShare(ctx context.Context) error {
-	p := r.p
-	switch {
-	case r.cfg.Cluster != nil:
-		r.h = r.cfg.Cluster
-	case len(p.Options.Bootstrap) > 0:
-		ec := r.cfg.External
-		ec.Bootstrap = p.Options.Bootstrap
-		if ec.Logf == nil {
-			ec.Logf = r.cfg.Logf
-		}
-		e, err := cluster.Connect(ctx, ec)
-		if err != nil {
-			return err
-		}
-		r.h, r.ownsH = e, true
-	case p.Options.Embedded:
-		return errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster has no share groups")
-	default:
-		cc := r.cfg.ClusterConfig
-		cc.Version, cc.Nodes, cc.Controllers = p.Options.Kafka, p.Options.Nodes, p.Options.Controllers
-		if cc.Logf == nil {
-			cc.Logf = r.cfg.Logf
-		}
-		c, err := cluster.Start(ctx, cc)
-		if err != nil {
-			return err
-		}
-		r.h, r.ownsH = c, true
-	}
-	adm, err := r.h.Admin()
-	if err != nil {
-		return err
-	}
-	r.shareAdm = adm
-	rf := int16(min(len(r.h.Bootstrap()), 3))
-	for _, t := range p.Topics {
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		resp, err := adm.CreateTopic(cctx, t.Partitions, rf, nil, t.Name)
-		cancel()
-		if err == nil {
-			err = resp.Err
-		}
-		if errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("topic %s already exists: a run needs fresh topics and a fresh group (pass --topic and --group, or delete them)", t.Name)
-		}
-		if err != nil {
-			return fmt.Errorf("creating topic %s (%d partitions, replication %d): %w", t.Name, t.Partitions, rf, err)
-		}
-	}
-	return nil
-}
-
 // runShare is run for a share group: setup → warm-up → workload ∥ faults
 // (and an upgrade's steps) → heal → quiesce (until every acknowledged
 // record settled) → final observations (share-partition start offsets) →
@@ -701,7 +651,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	if err := r.warmShare(ctx, workCtx, &wg, sr.crew); err != nil {
 		return err
 	}
-	if err := r.workShare(ctx, workCtx); err != nil {
+	if err := r.workAndHeal(ctx, workCtx, "an upgrade's"); err != nil {
 		return err
 	}
 	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is accepted, rejected or delivered at the limit"); err != nil {
@@ -726,7 +676,9 @@ type shareSetup struct {
 func (r *runner) setupShare(ctx context.Context) (shareSetup, error) {
 	var sr shareSetup
 	p := r.p
-	if err := r.reachShare(ctx); err != nil {
+	adm, err := r.reach(ctx, true)
+	r.shareAdm = adm
+	if err != nil {
 		return sr, err
 	}
 	ctl, err := kgo.NewClient(kgo.SeedBrokers(r.h.Bootstrap()...))
@@ -859,67 +811,6 @@ func (r *runner) warmShare(ctx, workCtx context.Context, wg *sync.WaitGroup, cre
 	return nil
 }
 
-// workShare runs the workload phase (the producers while the nemesis runs
-// its schedule; it lasts as planned, and on until an upgrade's steps have
-// all ended, as a consumer-group run's does), then the heal.
-func (r *runner) workShare(ctx, workCtx context.Context) error {
-	if err := r.phase(ctx, history.PhaseWorkload, "producers write while the nemesis runs its schedule"); err != nil {
-		return err
-	}
-	wctx, cancelW := context.WithCancel(workCtx)
-	defer cancelW()
-	wstart := r.cfg.Now()
-	go func() {
-		t := time.NewTimer(r.p.Workload)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-wctx.Done():
-			return
-		}
-		r.nem.awaitPlanned(wctx)
-		if over := r.cfg.Now().Sub(wstart) - r.p.Workload; over > time.Second {
-			r.note("workload: lasted %s past its planned %s, until the planned steps (an upgrade's) had ended", over.Round(time.Second), r.p.Workload)
-		}
-		cancelW()
-	}()
-	var work sync.WaitGroup
-	workErrs := make(chan error, len(r.prods)+1)
-	for _, pr := range r.prods {
-		work.Add(1)
-		go func() {
-			defer work.Done()
-			if err := pr.run(wctx, ctx); err != nil {
-				workErrs <- fmt.Errorf("producer %s: %w", pr.plan.Name, err)
-			}
-		}()
-	}
-	work.Add(1)
-	go func() {
-		defer work.Done()
-		if err := r.nem.run(wctx, wstart); err != nil {
-			workErrs <- fmt.Errorf("nemesis: %w", err)
-		}
-	}()
-	<-wctx.Done()
-	work.Wait()
-	close(workErrs)
-	var werr error
-	for e := range workErrs {
-		werr = errors.Join(werr, e)
-	}
-	if err := r.phase(ctx, history.PhaseHeal, "heal every fault still active"); err != nil {
-		return errors.Join(werr, err)
-	}
-	if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
-		werr = errors.Join(werr, err)
-	}
-	if ctx.Err() != nil {
-		return errors.Join(r.stoppedErr(ctx), werr)
-	}
-	return werr
-}
-
 // finalShare is the final phase: the share-partition start offsets beside
 // the partitions' ends, written to observations.json.
 func (r *runner) finalShare(ctx context.Context) error {
@@ -1038,21 +929,7 @@ func shareStarts(ctx context.Context, adm *kadm.Client, group string, topics []s
 // close their sessions; then they leave), drops crashed ones, and closes
 // the producers and the admin.
 func (r *runner) teardownShare(ctx context.Context, crew *shareCrew) error {
-	why := r.stopped(ctx)
-	r.setPhase(ctx, history.PhaseTeardown)
-	r.cfg.Logf("phase %s", history.PhaseTeardown)
-	if why != "" {
-		r.cfg.Logf("the run was %s: judging it up to there", why)
-	}
-	if _, err := r.rec.Info("harness", history.FPhase, history.Phase{Name: history.PhaseTeardown, Stopped: why}, "share members leave, clients close"); err != nil {
-		r.note("teardown: %v", err)
-	}
-	r.began(ctx, history.PhaseTeardown)
-	if r.nem != nil {
-		if err := r.nem.heal(ctx, r.leaveUnhealed(ctx)); err != nil {
-			r.note("teardown: healing: %v", err)
-		}
-	}
+	why := r.beginTeardown(ctx, "share members leave, clients close")
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	crew.closeAll(cctx)

@@ -9,7 +9,10 @@ package pollgate
 
 import (
 	"context"
+	"slices"
 	"sync"
+
+	"github.com/groupquake/groupquake/clients"
 )
 
 // Gate is closed between Polls. The zero value is not usable: call New.
@@ -91,4 +94,36 @@ more:
 	}
 	g.Shut()
 	return got
+}
+
+// Record is a record a generation's reader (a session's claim) handed to
+// Poll: Gen numbers that generation, Ended closes when it ends.
+type Record struct {
+	Gen   uint64
+	Ended <-chan struct{}
+	Rec   clients.Record
+}
+
+// Current returns the records of got that Poll hands out: those of the
+// current generation cur while one is live, whose generation has not ended
+// (an ended generation hands out no more records, even while its
+// revocation waits for the next Poll), of a partition owned.
+func Current(got []Record, live bool, cur uint64, owned clients.Partitions) []clients.Record {
+	var out []clients.Record
+	for _, r := range got {
+		if live && r.Gen == cur && !ended(r.Ended) && slices.Contains(owned[r.Rec.Topic], r.Rec.Partition) {
+			out = append(out, r.Rec)
+		}
+	}
+	return out
+}
+
+// ended says whether ch is closed.
+func ended(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -1,9 +1,12 @@
 package pollgate
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/groupquake/groupquake/clients"
 )
 
 // TestWaitingCallbackRunsInTheNextPoll scripts the order that broke with a
@@ -55,4 +58,33 @@ func TestCallbackWaitsForAPoll(t *testing.T) {
 	g.Open()
 	<-done
 	g.Shut()
+}
+
+// Current hands out only the live current generation's records that have
+// not ended, of a partition owned; none while no generation is live.
+func TestCurrent(t *testing.T) {
+	open, done := make(chan struct{}), make(chan struct{})
+	close(done)
+	rec := func(gen uint64, ended chan struct{}, topic string, p int32, off int64) Record {
+		return Record{Gen: gen, Ended: ended, Rec: clients.Record{Topic: topic, Partition: p, Offset: off}}
+	}
+	got := []Record{
+		rec(2, open, "t", 0, 1), // kept
+		rec(1, open, "t", 0, 2), // an older generation
+		rec(2, done, "t", 0, 3), // the generation ended
+		rec(2, open, "t", 1, 4), // partition not owned
+		rec(2, open, "u", 0, 5), // topic not owned
+		rec(2, open, "t", 2, 6), // kept
+	}
+	owned := clients.Partitions{"t": {0, 2}}
+	var offs []int64
+	for _, r := range Current(got, true, 2, owned) {
+		offs = append(offs, r.Offset)
+	}
+	if want := []int64{1, 6}; !slices.Equal(offs, want) {
+		t.Errorf("Current kept offsets %v, want %v", offs, want)
+	}
+	if out := Current(got, false, 2, owned); out != nil {
+		t.Errorf("Current with no live generation = %v, want nil", out)
+	}
 }
