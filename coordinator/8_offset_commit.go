@@ -103,19 +103,7 @@ func (c *Coordinator) handleOffsetCommit(req *kmsg.OffsetCommitRequest) (kmsg.Re
 // failure to every partition.
 func (c *Coordinator) commitOffsets(req *kmsg.OffsetCommitRequest, topics []kmsg.OffsetCommitRequestTopic) []kmsg.OffsetCommitResponseTopic {
 	failAll := func(err *kerr.Error) []kmsg.OffsetCommitResponseTopic {
-		var out []kmsg.OffsetCommitResponseTopic
-		for _, t := range topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = err.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			out = append(out, rt)
-		}
-		return out
+		return answerCommit(topics, func(kmsg.OffsetCommitRequestTopic, kmsg.OffsetCommitRequestTopicPartition) int16 { return err.Code })
 	}
 	tooLarge := func(p kmsg.OffsetCommitRequestTopicPartition) bool {
 		return p.Metadata != nil && javaLength(*p.Metadata) > c.cfg.OffsetMetadataMaxBytes
@@ -164,43 +152,51 @@ func (c *Coordinator) commitOffsets(req *kmsg.OffsetCommitRequest, topics []kmsg
 	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
 		expire = c.now + req.RetentionTimeMillis
 	}
-	var out []kmsg.OffsetCommitResponseTopic
 	var recs []records.Record
+	out := answerCommit(topics, func(t kmsg.OffsetCommitRequestTopic, p kmsg.OffsetCommitRequestTopicPartition) int16 {
+		if tooLarge(p) {
+			return kerr.OffsetMetadataTooLarge.Code
+		}
+		v := records.NewOffsetCommitValue(c.profile.OffsetCommitValueVersion)
+		v.Offset = p.Offset
+		if req.Version >= 6 {
+			v.LeaderEpoch = p.LeaderEpoch
+		}
+		if p.Metadata != nil {
+			v.Metadata = *p.Metadata
+		}
+		v.CommitTimestamp = c.now
+		v.ExpireTimestamp = expire
+		v.TopicID = t.TopicID
+		recs = append(recs, records.Record{
+			Key:   records.OffsetCommitKey{Group: req.Group, Topic: t.Topic, Partition: p.Partition},
+			Value: v,
+		})
+		return 0
+	})
+	if createSimple && len(recs) > 0 {
+		c.classic[req.Group] = newClassicGroup(req.Group, c.now)
+	}
+	for _, r := range recs {
+		c.write(r, true)
+	}
+	return out
+}
+
+// answerCommit answers every partition of topics, in their order, with the
+// error code code gives it.
+func answerCommit(topics []kmsg.OffsetCommitRequestTopic, code func(kmsg.OffsetCommitRequestTopic, kmsg.OffsetCommitRequestTopicPartition) int16) []kmsg.OffsetCommitResponseTopic {
+	var out []kmsg.OffsetCommitResponseTopic
 	for _, t := range topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if tooLarge(p) {
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
+			rp.ErrorCode = code(t, p)
 			rt.Partitions = append(rt.Partitions, rp)
-			v := records.NewOffsetCommitValue(c.profile.OffsetCommitValueVersion)
-			v.Offset = p.Offset
-			if req.Version >= 6 {
-				v.LeaderEpoch = p.LeaderEpoch
-			}
-			if p.Metadata != nil {
-				v.Metadata = *p.Metadata
-			}
-			v.CommitTimestamp = c.now
-			v.ExpireTimestamp = expire
-			v.TopicID = t.TopicID
-			recs = append(recs, records.Record{
-				Key:   records.OffsetCommitKey{Group: req.Group, Topic: t.Topic, Partition: p.Partition},
-				Value: v,
-			})
 		}
 		out = append(out, rt)
-	}
-	if createSimple && len(recs) > 0 {
-		c.classic[req.Group] = newClassicGroup(req.Group, c.now)
-	}
-	for _, r := range recs {
-		c.write(r, true)
 	}
 	return out
 }

@@ -31,8 +31,13 @@ func (c *Coordinator) ConvertEmptyClassic(groupID string) []records.Record {
 	if g == nil || !g.in(Empty) {
 		return nil
 	}
-	// The engine returns the tombstone with its own records, so it is not
-	// added to this call's records here.
+	return c.deleteConverted(g)
+}
+
+// deleteConverted deletes g and returns its tombstones. The engine returns
+// them with its own records, so they are not added to this call's records
+// (c.written) but kept as converted.
+func (c *Coordinator) deleteConverted(g *classicGroup) []records.Record {
 	before := len(c.written)
 	c.deleteClassicGroup(g)
 	out := append([]records.Record(nil), c.written[before:]...)
@@ -108,12 +113,7 @@ func (c *Coordinator) ConvertClassic(groupID string) []records.Record {
 		return nil
 	}
 	c.CompleteClassicFutures(groupID)
-	before := len(c.written)
-	c.deleteClassicGroup(g)
-	out := append([]records.Record(nil), c.written[before:]...)
-	c.written = c.written[:before]
-	c.converted = append(c.converted, out...)
-	return out
+	return c.deleteConverted(g)
 }
 
 // DowngradeToClassic implements consumergroup.ClassicDowngrader

@@ -1,6 +1,6 @@
 package coordinator
 
-import "container/heap"
+import "github.com/groupquake/groupquake/coordinator/internal/timerheap"
 
 // timers is the coordinator's CoordinatorTimer: operations keyed by name,
 // each due at a deadline. Setting a key again replaces its operation, as
@@ -17,7 +17,7 @@ type timers struct {
 	// after every request). A timer cancelled or set again stays queued
 	// until it comes up (it is no longer byKey's then) or the queue is
 	// rebuilt (schedule).
-	queue timerHeap
+	queue timerheap.Heap[*timer]
 }
 
 type timer struct {
@@ -27,20 +27,9 @@ type timer struct {
 	fire     func()
 }
 
-type timerHeap []*timer
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	return h[i].deadline < h[j].deadline || (h[i].deadline == h[j].deadline && h[i].seq < h[j].seq)
-}
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return x
+// Before orders timers by (deadline, seq).
+func (x *timer) Before(y *timer) bool {
+	return x.deadline < y.deadline || (x.deadline == y.deadline && x.seq < y.seq)
 }
 
 func (t *timers) live(x *timer) bool { return t.byKey[x.key] == x }
@@ -49,18 +38,8 @@ func (t *timers) schedule(key string, deadline int64, fire func()) {
 	t.seq++
 	x := &timer{key: key, deadline: deadline, seq: t.seq, fire: fire}
 	t.byKey[key] = x
-	heap.Push(&t.queue, x)
-	if len(t.queue) > 1024 && len(t.queue) > 4*len(t.byKey) {
-		q := t.queue[:0]
-		for _, y := range t.queue {
-			if t.live(y) {
-				q = append(q, y)
-			}
-		}
-		clear(t.queue[len(q):])
-		t.queue = q
-		heap.Init(&t.queue)
-	}
+	t.queue.Push(x)
+	t.queue.Compact(len(t.byKey), t.live)
 }
 
 func (t *timers) cancel(key string) { delete(t.byKey, key) }
@@ -73,11 +52,11 @@ func (t *timers) due(now int64, maxSeq uint64) *timer {
 	var later []*timer // due, but set during this Tick
 	defer func() {
 		for _, x := range later {
-			heap.Push(&t.queue, x)
+			t.queue.Push(x)
 		}
 	}()
 	for len(t.queue) > 0 && t.queue[0].deadline <= now {
-		x := heap.Pop(&t.queue).(*timer)
+		x := t.queue.Pop()
 		switch {
 		case !t.live(x):
 		case x.seq > maxSeq:

@@ -42,6 +42,17 @@ func (c *fuzzClient) ownedTopics(m map[[16]byte][]int32) []kmsg.ConsumerGroupHea
 // timer ticks, metadata changes and restarts against one group, and checks
 // after every step that the log replays to the live state and that no
 // partition has two owners at one epoch, and that epochs never go back.
+// subset is the names whose bit is set in mask, an empty list for none.
+func subset(names []string, mask byte) []string {
+	sub := []string{}
+	for i, n := range names {
+		if mask&(1<<i) != 0 {
+			sub = append(sub, n)
+		}
+	}
+	return sub
+}
+
 func runHeartbeatFuzz(t *testing.T, data []byte) {
 	versions := []version.Version{version.V4_0_0, version.V4_0_2, version.V4_1_0, version.V4_2_0, version.V4_3_0, version.V4_4_0}
 	if len(data) == 0 {
@@ -97,14 +108,8 @@ func runHeartbeatFuzz(t *testing.T, data []byte) {
 				}
 				req.MemberEpoch = 0
 				req.RebalanceTimeoutMillis = int32(1000 + int(next())*20)
-				sub := []string{}
 				mask := next()
-				for i, n := range names {
-					if mask&(1<<i) != 0 {
-						sub = append(sub, n)
-					}
-				}
-				req.SubscribedTopicNames = sub
+				req.SubscribedTopicNames = subset(names, mask)
 				req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 				if mask&0x10 != 0 {
 					a := []string{"uniform", "range"}[mask>>5&1]
@@ -128,14 +133,7 @@ func runHeartbeatFuzz(t *testing.T, data []byte) {
 					req.MemberEpoch = c.epoch + 1 - int32(next()%3)
 					req.Topics = c.ownedTopics(c.owned)
 				case 3:
-					sub := []string{}
-					mask := next()
-					for i, n := range names {
-						if mask&(1<<i) != 0 {
-							sub = append(sub, n)
-						}
-					}
-					req.SubscribedTopicNames = sub
+					req.SubscribedTopicNames = subset(names, next())
 					req.Topics = c.ownedTopics(c.owned)
 				default:
 					req.Topics = c.ownedTopics(c.owned)

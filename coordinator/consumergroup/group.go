@@ -288,6 +288,33 @@ func journal[K comparable, V any](g *group, m map[K]V, k K) {
 	})
 }
 
+// journalDelete deletes k from m, journaled.
+func journalDelete[K comparable, V any](g *group, m map[K]V, k K) {
+	journal(g, m, k)
+	delete(m, k)
+}
+
+// replayValue is rec's value as a V and its group, created if need be, or
+// an error naming the type the value is (and no group created).
+// what names the record in the error.
+func replayValue[V records.Value](r *replayer, what any, val records.Value, id string) (*group, V, error) {
+	v, ok := val.(V)
+	if !ok {
+		return nil, v, fmt.Errorf("replay %s of group %q: value is %T", what, id, val)
+	}
+	return r.getOrCreate(id), v, nil
+}
+
+// tombstoned is the group and member a member record's tombstone is for,
+// or a nil member when either is unknown (the tombstone changes nothing).
+func (r *replayer) tombstoned(groupID, memberID string) (*group, *member) {
+	g, ok := r.groups[groupID]
+	if !ok {
+		return nil, nil
+	}
+	return g, g.members[memberID]
+}
+
 // countMember adds (d = 1) or removes (d = -1) mb's subscription, regex and
 // server assignor to the group's counts.
 func (g *group) countMember(mb *member, d int) {
@@ -557,11 +584,10 @@ func (r *replayer) apply(rec records.Record) error {
 			}
 			return nil
 		}
-		v, ok := rec.Value.(*records.ConsumerGroupPartitionMetadataValue)
-		if !ok {
-			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		g, v, err := replayValue[*records.ConsumerGroupPartitionMetadataValue](r, rec.Type(), rec.Value, k.GroupID)
+		if err != nil {
+			return err
 		}
-		g := r.getOrCreate(k.GroupID)
 		g.hasLegacyPartitionMetadata = true
 		g.subscriptionMetadata = map[string]topicMeta{}
 		for _, t := range v.Topics {
@@ -582,28 +608,24 @@ func (r *replayer) apply(rec records.Record) error {
 			g.assignmentEpoch, g.assignmentTimestampMs = -1, 0
 			return nil
 		}
-		v, ok := rec.Value.(*records.ConsumerGroupTargetAssignmentMetadataValue)
-		if !ok {
-			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		g, v, err := replayValue[*records.ConsumerGroupTargetAssignmentMetadataValue](r, rec.Type(), rec.Value, k.GroupID)
+		if err != nil {
+			return err
 		}
-		g := r.getOrCreate(k.GroupID)
 		g.assignmentEpoch, g.assignmentTimestampMs = v.AssignmentEpoch, v.AssignmentTimestamp
 		return nil
 	case records.ConsumerGroupTargetAssignmentMemberKey:
 		if rec.Value == nil {
 			if g, ok := r.groups[k.GroupID]; ok {
-				journal(g, g.target, k.MemberID)
-				delete(g.target, k.MemberID)
-				journal(g, g.recordTargets, k.MemberID)
-				delete(g.recordTargets, k.MemberID)
+				journalDelete(g, g.target, k.MemberID)
+				journalDelete(g, g.recordTargets, k.MemberID)
 			}
 			return nil
 		}
-		v, ok := rec.Value.(*records.ConsumerGroupTargetAssignmentMemberValue)
-		if !ok {
-			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		g, v, err := replayValue[*records.ConsumerGroupTargetAssignmentMemberValue](r, rec.Type(), rec.Value, k.GroupID)
+		if err != nil {
+			return err
 		}
-		g := r.getOrCreate(k.GroupID)
 		a := map[TopicID][]int32{}
 		for _, t := range v.TopicPartitions {
 			ps := append(a[t.TopicID], t.Partitions...)
@@ -612,8 +634,7 @@ func (r *replayer) apply(rec records.Record) error {
 		}
 		journal(g, g.target, k.MemberID)
 		g.target[k.MemberID] = a
-		journal(g, g.recordTargets, k.MemberID)
-		delete(g.recordTargets, k.MemberID)
+		journalDelete(g, g.recordTargets, k.MemberID)
 		return nil
 	case records.ConsumerGroupCurrentMemberAssignmentKey:
 		return r.replayCurrentAssignment(k, rec.Value)
@@ -622,16 +643,14 @@ func (r *replayer) apply(rec records.Record) error {
 		// the group if needed; a tombstone of an unknown group is ignored.
 		if rec.Value == nil {
 			if g, ok := r.groups[k.GroupID]; ok {
-				journal(g, g.resolved, k.RegularExpression)
-				delete(g.resolved, k.RegularExpression)
+				journalDelete(g, g.resolved, k.RegularExpression)
 			}
 			return nil
 		}
-		v, ok := rec.Value.(*records.ConsumerGroupRegularExpressionValue)
-		if !ok {
-			return fmt.Errorf("replay %s of group %q: value is %T", rec.Type(), k.GroupID, rec.Value)
+		g, v, err := replayValue[*records.ConsumerGroupRegularExpressionValue](r, rec.Type(), rec.Value, k.GroupID)
+		if err != nil {
+			return err
 		}
-		g := r.getOrCreate(k.GroupID)
 		journal(g, g.resolved, k.RegularExpression)
 		g.resolved[k.RegularExpression] = resolvedRegex{topics: sortedSet(v.Topics), version: v.Version, timestamp: v.Timestamp}
 		r.regexVersion = max(r.regexVersion, v.Version)
@@ -660,23 +679,18 @@ func (r *replayer) replayMetadata(k records.ConsumerGroupMetadataKey, val record
 		delete(r.groups, k.GroupID)
 		return nil
 	}
-	v, ok := val.(*records.ConsumerGroupMetadataValue)
-	if !ok {
-		return fmt.Errorf("replay ConsumerGroupMetadata of group %q: value is %T", k.GroupID, val)
+	g, v, err := replayValue[*records.ConsumerGroupMetadataValue](r, "ConsumerGroupMetadata", val, k.GroupID)
+	if err != nil {
+		return err
 	}
-	g := r.getOrCreate(k.GroupID)
 	g.epoch, g.metadataHash = v.Epoch, v.MetadataHash
 	return nil
 }
 
 func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey, val records.Value) error {
 	if val == nil {
-		g, ok := r.groups[k.GroupID]
-		if !ok {
-			return nil
-		}
-		old, ok := g.members[k.MemberID]
-		if !ok {
+		g, old := r.tombstoned(k.GroupID, k.MemberID)
+		if old == nil {
 			return nil
 		}
 		if old.epoch != -1 {
@@ -687,11 +701,10 @@ func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey
 		}
 		return g.removeMember(k.MemberID)
 	}
-	v, ok := val.(*records.ConsumerGroupMemberMetadataValue)
-	if !ok {
-		return fmt.Errorf("replay MemberMetadata of group %q: value is %T", k.GroupID, val)
+	g, v, err := replayValue[*records.ConsumerGroupMemberMetadataValue](r, "MemberMetadata", val, k.GroupID)
+	if err != nil {
+		return err
 	}
-	g := r.getOrCreate(k.GroupID)
 	m := g.memberOrNew(k.MemberID)
 	m.instanceID = deref(v.InstanceID)
 	m.rackID = deref(v.RackID)
@@ -712,12 +725,8 @@ func (r *replayer) replayMemberMetadata(k records.ConsumerGroupMemberMetadataKey
 
 func (r *replayer) replayCurrentAssignment(k records.ConsumerGroupCurrentMemberAssignmentKey, val records.Value) error {
 	if val == nil {
-		g, ok := r.groups[k.GroupID]
-		if !ok {
-			return nil
-		}
-		old, ok := g.members[k.MemberID]
-		if !ok {
+		g, old := r.tombstoned(k.GroupID, k.MemberID)
+		if old == nil {
 			return nil
 		}
 		m := old.clone()
@@ -725,11 +734,10 @@ func (r *replayer) replayCurrentAssignment(k records.ConsumerGroupCurrentMemberA
 		m.assigned, m.pending = assignment{}, assignment{}
 		return g.updateMember(m)
 	}
-	v, ok := val.(*records.ConsumerGroupCurrentMemberAssignmentValue)
-	if !ok {
-		return fmt.Errorf("replay CurrentMemberAssignment of group %q: value is %T", k.GroupID, val)
+	g, v, err := replayValue[*records.ConsumerGroupCurrentMemberAssignmentValue](r, "CurrentMemberAssignment", val, k.GroupID)
+	if err != nil {
+		return err
 	}
-	g := r.getOrCreate(k.GroupID)
 	m := g.memberOrNew(k.MemberID)
 	m.epoch, m.prevEpoch, m.state = v.MemberEpoch, v.PreviousMemberEpoch, v.State
 	m.assigned = r.fromTopics(v.AssignedPartitions, v.MemberEpoch)
@@ -815,8 +823,7 @@ func (g *group) removeMember(id string) error {
 	g.removePartitionEpochs(old.assigned, old.epoch)
 	g.removePartitionEpochs(old.pending, old.epoch)
 	g.countMember(old, -1)
-	journal(g, g.members, id)
-	delete(g.members, id)
+	journalDelete(g, g.members, id)
 	if g.undo != nil {
 		// DeleteFunc moves the ids after id in place.
 		order := slices.Clone(g.order)
@@ -824,8 +831,7 @@ func (g *group) removeMember(id string) error {
 	}
 	g.order = slices.DeleteFunc(g.order, func(s string) bool { return s == id })
 	if old.instanceID != "" {
-		journal(g, g.staticMembers, old.instanceID)
-		delete(g.staticMembers, old.instanceID)
+		journalDelete(g, g.staticMembers, old.instanceID)
 	}
 	return nil
 }
@@ -835,13 +841,11 @@ func (g *group) removePartitionEpochs(a assignment, expected int32) {
 		cur := g.partitionEpochs[t]
 		for p := range ps {
 			if e, ok := cur[p]; ok && e == expected {
-				journal(g, cur, p)
-				delete(cur, p)
+				journalDelete(g, cur, p)
 			}
 		}
 		if len(cur) == 0 {
-			journal(g, g.partitionEpochs, t)
-			delete(g.partitionEpochs, t)
+			journalDelete(g, g.partitionEpochs, t)
 		}
 	}
 }

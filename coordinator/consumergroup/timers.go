@@ -2,9 +2,9 @@ package consumergroup
 
 import (
 	"cmp"
-	"container/heap"
 	"time"
 
+	"github.com/groupquake/groupquake/coordinator/internal/timerheap"
 	"github.com/groupquake/groupquake/coordinator/records"
 )
 
@@ -64,21 +64,12 @@ type timerEntry struct {
 // not at every member's timers. An entry whose timer was armed again or
 // cancelled since stays in the queue until it comes up and is dropped then
 // (or until the queue is rebuilt, setTimer).
-type timerQueue []timerEntry
+type timerQueue = timerheap.Heap[timerEntry]
 
-func (q timerQueue) Len() int { return len(q) }
-func (q timerQueue) Less(i, j int) bool {
-	a, b := q[i], q[j]
+// Before orders armings by deadline, then group, member, kind and seq.
+func (a timerEntry) Before(b timerEntry) bool {
 	return cmp.Or(a.deadline.Compare(b.deadline), cmp.Compare(a.k.group, b.k.group),
 		cmp.Compare(a.k.member, b.k.member), cmp.Compare(a.k.kind, b.k.kind), cmp.Compare(a.seq, b.seq)) < 0
-}
-func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *timerQueue) Push(x any)   { *q = append(*q, x.(timerEntry)) }
-func (q *timerQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
 }
 
 // live reports whether e is the timer's current arming.
@@ -95,18 +86,8 @@ func (m *Manager) setTimer(k timerKey, t timer) {
 	m.timerSeq++
 	t.seq = m.timerSeq
 	m.timers[k] = t
-	heap.Push(&m.queue, timerEntry{k: k, deadline: t.deadline, seq: t.seq})
-	if len(m.queue) > 1024 && len(m.queue) > 4*len(m.timers) {
-		q := m.queue[:0]
-		for _, e := range m.queue {
-			if m.live(e) {
-				q = append(q, e)
-			}
-		}
-		clear(m.queue[len(q):])
-		m.queue = q
-		heap.Init(&m.queue)
-	}
+	m.queue.Push(timerEntry{k: k, deadline: t.deadline, seq: t.seq})
+	m.queue.Compact(len(m.timers), m.live)
 }
 
 // scheduleSession is GMM.scheduleConsumerGroupSessionTimeout: (re)arm a
@@ -178,7 +159,7 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 	// The queue gives the due timers in the order they fire.
 	var fired []due
 	for len(m.queue) > 0 && !m.queue[0].deadline.After(now) {
-		e := heap.Pop(&m.queue).(timerEntry)
+		e := m.queue.Pop()
 		if m.live(e) {
 			fired = append(fired, due{e.k, m.timers[e.k]})
 		}
@@ -218,7 +199,7 @@ func (m *Manager) TickVerbose(now time.Time) ([]records.Record, []Expired) {
 // resolution, or ok=false, so a host can sleep until then.
 func (m *Manager) NextDeadline() (time.Time, bool) {
 	for len(m.queue) > 0 && !m.live(m.queue[0]) {
-		heap.Pop(&m.queue)
+		m.queue.Pop()
 	}
 	var best time.Time
 	ok := false

@@ -259,14 +259,13 @@ func (b *builder) join() kmsg.Request {
 			// member with (GMM.classicGroupJoinToConsumerGroup).
 			sub := kmsg.NewConsumerMemberMetadata()
 			sub.Version, sub.Topics = 1, ts
+			var topics []string
 			for _, s := range b.args.List("owned") {
 				topic, p := b.tp(s)
 				topic = b.n.Topic(topic)
-				i := slices.IndexFunc(sub.OwnedPartitions, func(x kmsg.ConsumerMemberMetadataOwnedPartition) bool { return x.Topic == topic })
-				if i < 0 {
-					sub.OwnedPartitions = append(sub.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition{Topic: topic})
-					i = len(sub.OwnedPartitions) - 1
-				}
+				i := at(&topics, &sub.OwnedPartitions, topic, func() kmsg.ConsumerMemberMetadataOwnedPartition {
+					return kmsg.ConsumerMemberMetadataOwnedPartition{Topic: topic}
+				})
 				sub.OwnedPartitions[i].Partitions = append(sub.OwnedPartitions[i].Partitions, p)
 			}
 			meta = sub.AppendTo(nil)
@@ -344,17 +343,16 @@ func (b *builder) sync() kmsg.Request {
 			// A ConsumerProtocolAssignment v0 of the partitions, as a
 			// consumer leader writes it.
 			ca := kmsg.NewConsumerMemberAssignment()
+			var topics []string
 			for _, s := range strings.Split(tps, "+") {
 				if s == "" {
 					continue
 				}
 				topic, p := b.tp(s)
 				topic = b.n.Topic(topic)
-				i := slices.IndexFunc(ca.Topics, func(x kmsg.ConsumerMemberAssignmentTopic) bool { return x.Topic == topic })
-				if i < 0 {
-					ca.Topics = append(ca.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic})
-					i = len(ca.Topics) - 1
-				}
+				i := at(&topics, &ca.Topics, topic, func() kmsg.ConsumerMemberAssignmentTopic {
+					return kmsg.ConsumerMemberAssignmentTopic{Topic: topic}
+				})
 				ca.Topics[i].Partitions = append(ca.Topics[i].Partitions, p)
 			}
 			ga.MemberAssignment = ca.AppendTo(nil)
@@ -406,13 +404,11 @@ func (b *builder) commit() kmsg.Request {
 		tp, off, _ := strings.Cut(s, "=")
 		off, epoch, hasEpoch := strings.Cut(off, "@")
 		topic, p := b.tp(tp)
-		i := slices.Index(names, topic)
-		if i < 0 {
-			names = append(names, topic)
-			r.Topics = append(r.Topics, kmsg.NewOffsetCommitRequestTopic())
-			i = len(r.Topics) - 1
-			r.Topics[i].Topic = b.n.Topic(topic)
-		}
+		i := at(&names, &r.Topics, topic, func() kmsg.OffsetCommitRequestTopic {
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = b.n.Topic(topic)
+			return t
+		})
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition = p
 		rp.Offset, _ = strconv.ParseInt(off, 10, 64)
@@ -441,13 +437,11 @@ func (b *builder) fetch() kmsg.Request {
 		topics = []kmsg.OffsetFetchRequestGroupTopic{}
 		for _, s := range b.args.List("partitions") {
 			topic, p := b.tp(s)
-			i := slices.Index(names, topic)
-			if i < 0 {
-				names = append(names, topic)
-				topics = append(topics, kmsg.NewOffsetFetchRequestGroupTopic())
-				i = len(topics) - 1
-				topics[i].Topic = b.n.Topic(topic)
-			}
+			i := at(&names, &topics, topic, func() kmsg.OffsetFetchRequestGroupTopic {
+				t := kmsg.NewOffsetFetchRequestGroupTopic()
+				t.Topic = b.n.Topic(topic)
+				return t
+			})
 			topics[i].Partitions = append(topics[i].Partitions, p)
 		}
 	}
@@ -512,18 +506,29 @@ func (b *builder) consumerHeartbeat() kmsg.Request {
 	}
 	if b.args.Has("owned") {
 		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		var ids [][16]byte
 		for _, s := range nonEmpty(b.args.List("owned")) {
 			topic, p := b.tp(s)
 			id := b.n.TopicID(topic)
-			i := slices.IndexFunc(r.Topics, func(x kmsg.ConsumerGroupHeartbeatRequestTopic) bool { return x.TopicID == id })
-			if i < 0 {
-				r.Topics = append(r.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: id})
-				i = len(r.Topics) - 1
-			}
+			i := at(&ids, &r.Topics, id, func() kmsg.ConsumerGroupHeartbeatRequestTopic {
+				return kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: id}
+			})
 			r.Topics[i].Partitions = append(r.Topics[i].Partitions, p)
 		}
 	}
 	return r
+}
+
+// at returns the index in *list of the element for key, appending one that
+// add makes when key is new; *keys holds the key of each element of *list.
+func at[K comparable, T any](keys *[]K, list *[]T, key K, add func() T) int {
+	i := slices.Index(*keys, key)
+	if i < 0 {
+		*keys = append(*keys, key)
+		*list = append(*list, add())
+		i = len(*list) - 1
+	}
+	return i
 }
 
 // nonEmpty turns the list "()" (one empty value) into an empty list.

@@ -130,12 +130,8 @@ func TestProfiles(t *testing.T) {
 func TestReconcileEpochFlags(t *testing.T) {
 	for _, v := range Served() {
 		p := v.Profile()
-		if want := v >= V4_2_0; p.RevocationAckKeepsEpoch != want {
-			t.Errorf("%v: RevocationAckKeepsEpoch = %v, want %v (KAFKA-19974 is in 4.2.0+ only)", v, p.RevocationAckKeepsEpoch, want)
-		}
-		if want := v >= V4_3_0; p.UnsubscribeUpdatesPreviousEpoch != want {
-			t.Errorf("%v: UnsubscribeUpdatesPreviousEpoch = %v, want %v (#21325 is in 4.3.0+ only)", v, p.UnsubscribeUpdatesPreviousEpoch, want)
-		}
+		wantSince(t, v, "RevocationAckKeepsEpoch", p.RevocationAckKeepsEpoch, V4_2_0)
+		wantSince(t, v, "UnsubscribeUpdatesPreviousEpoch", p.UnsubscribeUpdatesPreviousEpoch, V4_3_0)
 	}
 }
 
@@ -147,18 +143,10 @@ func TestReconcileEpochFlags(t *testing.T) {
 func TestMixedGroupFlags(t *testing.T) {
 	for _, v := range Served() {
 		p := v.Profile()
-		if want := v >= V4_3_0; p.DowngradeRebalancesOnStaleAssignment != want {
-			t.Errorf("%v: DowngradeRebalancesOnStaleAssignment %v, want %v", v, p.DowngradeRebalancesOnStaleAssignment, want)
-		}
-		if want := v >= V4_3_0; p.ClassicRejoinOnNewAssignment != want {
-			t.Errorf("%v: ClassicRejoinOnNewAssignment %v, want %v", v, p.ClassicRejoinOnNewAssignment, want)
-		}
-		if want := v >= V4_4_0; p.LastLeaveResetsAssignmentEpoch != want {
-			t.Errorf("%v: LastLeaveResetsAssignmentEpoch %v, want %v", v, p.LastLeaveResetsAssignmentEpoch, want)
-		}
-		if want := v >= V4_4_0; p.ClassicJoinRefusedWhenMigrationDisabled != want {
-			t.Errorf("%v: ClassicJoinRefusedWhenMigrationDisabled %v, want %v", v, p.ClassicJoinRefusedWhenMigrationDisabled, want)
-		}
+		wantSince(t, v, "DowngradeRebalancesOnStaleAssignment", p.DowngradeRebalancesOnStaleAssignment, V4_3_0)
+		wantSince(t, v, "ClassicRejoinOnNewAssignment", p.ClassicRejoinOnNewAssignment, V4_3_0)
+		wantSince(t, v, "LastLeaveResetsAssignmentEpoch", p.LastLeaveResetsAssignmentEpoch, V4_4_0)
+		wantSince(t, v, "ClassicJoinRefusedWhenMigrationDisabled", p.ClassicJoinRefusedWhenMigrationDisabled, V4_4_0)
 	}
 }
 
@@ -235,12 +223,8 @@ func TestRegexFlags(t *testing.T) {
 		if p.RE2J != want {
 			t.Errorf("%v: RE2J %q, want %q", v, p.RE2J, want)
 		}
-		if w := v >= V4_1_0; p.RegexPeriodicRefresh != w {
-			t.Errorf("%v: RegexPeriodicRefresh %v, want %v", v, p.RegexPeriodicRefresh, w)
-		}
-		if w := v >= V4_1_2; p.RegexDropBumpsEpoch != w {
-			t.Errorf("%v: RegexDropBumpsEpoch %v, want %v", v, p.RegexDropBumpsEpoch, w)
-		}
+		wantSince(t, v, "RegexPeriodicRefresh", p.RegexPeriodicRefresh, V4_1_0)
+		wantSince(t, v, "RegexDropBumpsEpoch", p.RegexDropBumpsEpoch, V4_1_2)
 	}
 }
 
@@ -321,5 +305,14 @@ func TestCheckShareGroupsSaysWhatToDo(t *testing.T) {
 	}
 	if got := ShareServed(); len(got) == 0 || got[0] != V4_2_0 {
 		t.Errorf("ShareServed = %v, want it to start at 4.2.0", got)
+	}
+}
+
+// wantSince checks that the flag name (got at release v) is on from release
+// first on and off before it.
+func wantSince(t *testing.T, v Version, name string, got bool, first Version) {
+	t.Helper()
+	if want := v >= first; got != want {
+		t.Errorf("%v: %s %v, want %v (on from %v)", v, name, got, want, first)
 	}
 }

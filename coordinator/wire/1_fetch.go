@@ -66,15 +66,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, si
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
-			switch {
+			switch l, err := t.logFor(rp.Partition, rp.CurrentLeaderEpoch); {
 			case t == nil && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.partitions):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case err != nil:
+				sp.ErrorCode = err.Code
 			default:
-				l := t.partitions[rp.Partition].log
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = l.next, l.next, 0
 				if rp.FetchOffset < 0 || rp.FetchOffset > l.next {
 					sp.ErrorCode = kerr.OffsetOutOfRange.Code

@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 // ListOffsets: v1 to v10 (v11 from 4.2).
 //
@@ -24,13 +21,10 @@ func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			switch {
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.partitions):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			switch l, err := t.logFor(rp.Partition, rp.CurrentLeaderEpoch); {
+			case err != nil:
+				sp.ErrorCode = err.Code
 			default:
-				l := t.partitions[rp.Partition].log
 				sp.LeaderEpoch = 0
 				switch rp.Timestamp {
 				case -1:

@@ -61,15 +61,22 @@ func produceRaw(t *testing.T, c *rawConn, topic string, acks int16, batch []byte
 	return &produceResult{kerr.ErrorForCode(p.ErrorCode), p.BaseOffset}
 }
 
-func TestIdempotentProduce(t *testing.T) {
-	dir := t.TempDir()
-	s := startStandIn(t, dir, version.V4_4_0)
+// mustCreateTopic creates topic name with n partitions on s.
+func mustCreateTopic(t *testing.T, s *Server, name string, n int) *topic {
+	t.Helper()
 	s.mu.Lock()
-	_, err := s.createTopic("t", 1, false)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	tp, err := s.createTopic(name, n, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tp
+}
+
+func TestIdempotentProduce(t *testing.T) {
+	dir := t.TempDir()
+	s := startStandIn(t, dir, version.V4_4_0)
+	mustCreateTopic(t, s, "t", 1)
 	c := dialRaw(t, s)
 	corr := int32(0)
 	step := func(name string, batch []byte, wantErr error, wantBase int64) {

@@ -56,11 +56,14 @@ func frame(body []byte) []byte {
 	return append(kbin.AppendInt32(nil, int32(len(body))), body...)
 }
 
-// send writes a kmsg request at its version with the right header.
-func (r *rawConn) send(req kmsg.Request, corr int32) {
+// requestFrame is a kmsg request at its version with the right header.
+func requestFrame(req kmsg.Request, corr int32) []byte {
 	body := header(req.Key(), req.GetVersion(), corr, req.IsFlexible())
-	r.write(frame(req.AppendTo(body)))
+	return frame(req.AppendTo(body))
 }
+
+// send writes a kmsg request at its version with the right header.
+func (r *rawConn) send(req kmsg.Request, corr int32) { r.write(requestFrame(req, corr)) }
 
 // read reads one response frame and returns the correlation id and the
 // rest (header tags, if any, and body).
@@ -121,30 +124,25 @@ func TestFramingBadSizes(t *testing.T) {
 func TestFramingUnknownKeyAndVersion(t *testing.T) {
 	s := startStandIn(t, "", version.V4_4_0)
 	defer s.Close()
-	t.Run("unknown key", func(t *testing.T) {
-		c := dialRaw(t, s)
-		c.write(frame(header(9999, 0, 1, false)))
-		c.expectClosed()
-	})
-	t.Run("key kmsg knows but not served", func(t *testing.T) {
-		c := dialRaw(t, s)
-		req := kmsg.NewPtrDescribeConfigsRequest()
-		req.SetVersion(1)
-		c.send(req, 1)
-		c.expectClosed()
-	})
-	t.Run("Metadata version too new", func(t *testing.T) {
-		c := dialRaw(t, s)
-		c.write(frame(header(3, 14, 1, true)))
-		c.expectClosed()
-	})
-	t.Run("Produce version removed in 4.0", func(t *testing.T) {
-		c := dialRaw(t, s)
-		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(2)
-		c.send(req, 1)
-		c.expectClosed()
-	})
+	describeConfigs := kmsg.NewPtrDescribeConfigsRequest()
+	describeConfigs.SetVersion(1)
+	produce := kmsg.NewPtrProduceRequest()
+	produce.SetVersion(2)
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"unknown key", frame(header(9999, 0, 1, false))},
+		{"key kmsg knows but not served", requestFrame(describeConfigs, 1)},
+		{"Metadata version too new", frame(header(3, 14, 1, true))},
+		{"Produce version removed in 4.0", requestFrame(produce, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, s)
+			c.write(tc.frame)
+			c.expectClosed()
+		})
+	}
 	t.Run("ApiVersions version too new", func(t *testing.T) {
 		c := dialRaw(t, s)
 		// v99 with a body nobody can parse: the server must not try.

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // offsetsTopic is Kafka's internal topic for group records
@@ -22,6 +24,20 @@ type topic struct {
 	id         [16]byte
 	internal   bool
 	partitions []*partition
+}
+
+// logFor is the log Fetch and ListOffsets read for partition p of t (nil:
+// a topic the stand-in does not have), asked at currentLeaderEpoch, or the
+// error they answer instead: UNKNOWN_TOPIC_OR_PARTITION for a partition it
+// does not have, UNKNOWN_LEADER_EPOCH for an epoch above its leaders' 0.
+func (t *topic) logFor(p, currentLeaderEpoch int32) (*partitionLog, *kerr.Error) {
+	switch {
+	case t == nil || p < 0 || int(p) >= len(t.partitions):
+		return nil, kerr.UnknownTopicOrPartition
+	case currentLeaderEpoch > 0:
+		return nil, kerr.UnknownLeaderEpoch
+	}
+	return t.partitions[p].log, nil
 }
 
 type partition struct {
