@@ -28,7 +28,8 @@ import (
 // group without members, and no member made a join, sync or heartbeat call since the describe was
 // sent; or when every member whose join, sync or heartbeat was answered (ok, or an unknown
 // outcome) has since reported its membership over (fenced, session-expired, left, lost), and no
-// such call is still open. A member the history shows only through its assignments proves nothing:
+// such call is still open: checked when a membership ends, and when the last open call is answered
+// that its caller is not a member (notAMember). A member the history shows only through its assignments proves nothing:
 // the history does not show who else was in the group.
 //
 // Members cut off from the coordinator (a whole-cluster outage) may never hear that their sessions
@@ -442,9 +443,20 @@ func (x *incFinder) event(i int) {
 		}
 		if m, proto, got, ok := sessionCall(e, v); ok {
 			x.call(i, m, proto, got, callMemberID(v))
+			if c, _ := joinSyncHeartbeat(v); e.Type == history.Fail && notAMember[c.Error] && x.empty == noEvent && x.ever && x.members() == 0 {
+				// The last call that kept the group from being proven empty was answered
+				// that its caller is not a member (a joiner's JoinGroup in flight while the
+				// last member's session ended, answered MEMBER_ID_REQUIRED).
+				x.empty = i
+			}
 		}
 	}
 }
+
+// notAMember are the errors with which Kafka answers a join, sync or heartbeat whose caller is
+// not a member of the group; an error that may answer a member (REBALANCE_IN_PROGRESS,
+// ILLEGAL_GENERATION, or one after a write that may have landed) is not one of them.
+var notAMember = map[string]bool{"UNKNOWN_MEMBER_ID": true, "MEMBER_ID_REQUIRED": true, "FENCED_MEMBER_EPOCH": true}
 
 // sessionCall says whether event e is a join, sync or heartbeat call, and gives its member, its
 // protocol and the epoch the coordinator handed out when it is a successful completion.

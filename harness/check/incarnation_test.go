@@ -237,6 +237,36 @@ func TestIncarnationRules(t *testing.T) {
 			return h.fenced("a")
 		})
 		mustHold(t, ValidPartitionEpoch(r.events(), converted()))
+		// A joiner's JoinGroup in flight while the last member's session ended, answered that
+		// the joiner is not a member (MEMBER_ID_REQUIRED), leaves the group proven empty then.
+		for _, refusal := range []string{"MEMBER_ID_REQUIRED", "UNKNOWN_MEMBER_ID"} {
+			r = newRestart(t, func(h *hist) int64 {
+				h.invoke("b/join", history.FJoin, history.Join{Member: "b", Generation: -1})
+				h.fenced("a")
+				return h.complete("b/join", history.FJoin, history.Fail, history.Join{Member: "b", Generation: -1, Error: refusal})
+			})
+			for _, v := range epochVerdicts(r.events(), converted()) {
+				mustHold(t, v)
+			}
+		}
+		// Not when another member is still in the group, nor when the answer may have come to
+		// a member (REBALANCE_IN_PROGRESS).
+		r = newRestart(t, func(h *hist) int64 {
+			h.hb("c", 4, history.OK)
+			h.invoke("b/join", history.FJoin, history.Join{Member: "b", Generation: -1})
+			e := h.fenced("a")
+			h.complete("b/join", history.FJoin, history.Fail, history.Join{Member: "b", Generation: -1, Error: "MEMBER_ID_REQUIRED"})
+			return e
+		})
+		mustCite(t, ValidPartitionEpoch(r.events(), converted()), r.aOwns, r.bOwns)
+		r = newRestart(t, func(h *hist) int64 {
+			h.call("b/join", history.FJoin, history.Join{Member: "b"}, history.OK, history.Join{Member: "b", Generation: 4})
+			h.invoke("b/join", history.FJoin, history.Join{Member: "b", Generation: 4})
+			e := h.fenced("a")
+			h.complete("b/join", history.FJoin, history.Fail, history.Join{Member: "b", Generation: 4, Error: "REBALANCE_IN_PROGRESS"})
+			return e
+		})
+		mustCite(t, ValidPartitionEpoch(r.events(), converted()), r.aOwns, r.bOwns)
 		// A member whose join is still unanswered may be in the group.
 		r = newRestart(t, func(h *hist) int64 {
 			h.invoke("c/hb", history.FHeartbeat, history.Heartbeat{Member: "c", Protocol: h.proto})
