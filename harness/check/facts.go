@@ -383,6 +383,11 @@ func (b *builder) setEpoch(m int, e int32, pos int) {
 		return
 	}
 	b.epoch[m], b.joined[m] = e, false
+	b.registerHeld(m, e, pos)
+}
+
+// registerHeld registers what m holds at epoch e, at pos, in partition order.
+func (b *builder) registerHeld(m int, e int32, pos int) {
 	tps := make([]int, 0, len(b.held[m]))
 	for tp := range b.held[m] {
 		tps = append(tps, tp)
@@ -416,14 +421,7 @@ func (b *builder) confirm(m int, e int32, pos int) {
 		return
 	}
 	b.joined[m] = false
-	tps := make([]int, 0, len(b.held[m]))
-	for tp := range b.held[m] {
-		tps = append(tps, tp)
-	}
-	sort.Ints(tps)
-	for _, tp := range tps {
-		b.registerPair(tp, e, m, pos)
-	}
+	b.registerHeld(m, e, pos)
 }
 
 // closeAll ends every interval m holds at pos.
