@@ -126,6 +126,14 @@ func nonDecreasing(xs []int64) bool {
 
 type eventLog struct{ clientstest.Recorder }
 
+// watchLane returns a channel that gets a value each time one of mb's
+// commits waits for its lane.
+func watchLane(mb *Member) chan struct{} {
+	laneBusy := make(chan struct{}, 1)
+	mb.laneWait = func() { laneBusy <- struct{}{} }
+	return laneBusy
+}
+
 // TestOwnCommitInFlightIsNotOvertaken scripts the broker-faults run on
 // Kafka 4.4.0 (seed 1974163557206219369): the member's auto-commit of 61 is
 // sent and gets no answer (kgo's Client.Request is still resending it to a
@@ -137,8 +145,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 	s := newScriptedOffsets()
 	log := &eventLog{}
 	mb := commitMember(t, s, log)
-	laneBusy := make(chan struct{}, 1)
-	mb.laneWait = func() { laneBusy <- struct{}{} }
+	laneBusy := watchLane(mb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -308,8 +315,7 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			mb.owned = clients.Partitions{"t": {0, 1}}
 			mb.positions = map[string]map[int32]int64{"t": {0: 10, 1: 10}}
 			mb.mu.Unlock()
-			laneBusy := make(chan struct{}, 1)
-			mb.laneWait = func() { laneBusy <- struct{}{} }
+			laneBusy := watchLane(mb)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 
