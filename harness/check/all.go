@@ -86,6 +86,7 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 		}
 		vs = append(vs, c.judge(in))
 	}
+	labelStalls(f, vs)
 	if notApply > 0 {
 		vs[0].Notes = append(vs[0].Notes, fmt.Sprintf("%d consumer-group checkers do not apply: the run has no consumer-group members, its share members are judged by the Share* checkers", notApply))
 	}

@@ -63,6 +63,12 @@ type Finding struct {
 	// seen lists every place the history shows the finding, matched by a
 	// verdict or not.
 	seen func(f *facts) []Sighting
+	// stalls, with explains, is for a finding that keeps a group from
+	// forming: it says whether the history shows the finding still at work
+	// after the heal, citing where; the unlabelled violations of the
+	// checkers named in explains are then the finding's (labelStalls).
+	stalls   func(f *facts) ([]int64, bool)
+	explains []string
 }
 
 // Fails says whether a match fails the run.
@@ -192,6 +198,7 @@ const (
 	FindingKgoRevokeAfterLost        = "kgo-revoke-after-session-lost"
 	FindingKgoStaticLeave            = "kgo-static-leave-without-instance-id"
 	FindingShareAckErrorApplied      = "kafka-share-ack-error-applied"
+	FindingKafkagoSubscription       = "kafkago-subscription-version-mismatch"
 )
 
 var registry = []Finding{
@@ -383,6 +390,26 @@ var registry = []Finding{
 			Timing: "an acknowledgement must reach the old share-partition leader as it shuts down, and its first state write must land while its answer is lost (the share coordinator unloading, or the request timing out): 2 of 3974 records in the run that showed it",
 		}},
 		seen: shareAckErrorApplied,
+	},
+	{
+		ID:    FindingKafkagoSubscription,
+		Title: "kafka-go announces ConsumerProtocolSubscription version 1 without owned_partitions, and as leader refuses other clients' subscriptions: a group mixing kafka-go with other clients never completes a generation",
+		Where: "segmentio/kafka-go (joingroup.go groupMetadata; consumergroup.go makeJoinGroupRequest, makeMemberProtocolMetadata)",
+		Seen:  []string{"kafka-go v0.4.51 against Kafka 4.4.0 (runs, embedded and 3 nodes)", "groupquake classic"},
+		Kind:  Bug,
+		Evidence: "in a group of kafka-go members and members of another client, a member's error naming a subscription it could not " +
+			"read (groupquake's classic leader: \"malformed consumer protocol subscription\"; kafka-go as leader: \"unable to read " +
+			"metadata for member\"); when one comes after the heal, the group was still failing to form at the end, and the " +
+			"EventuallyConverges, NoLostRecords and RecoveredStateMatchesLog violations are the finding's",
+		Upstream: "segmentio/kafka-go issues #762, #1128 and #1156",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:     []string{"--seed", "213", "--scenario", "member-links", "--nodes", "1", "--kinds", "kafkago,kafkago,classic", "--duration", "20s"},
+			Kafka:    "4.4.0",
+			Embedded: true,
+		}},
+		seen:     kafkagoSubscriptionRefusals,
+		stalls:   kafkagoSubscriptionStall,
+		explains: []string{NameEventuallyConverges, NameNoLostRecords, NameRecoveredStateMatchesLog},
 	},
 }
 
@@ -755,6 +782,116 @@ func classicJoinOrphans(f *facts) []orphan {
 func carriedMemberID(v any) string {
 	if c, ok := v.(history.GroupCall); ok {
 		return c.Call().MemberID
+	}
+	return ""
+}
+
+// subscriptionRefusedRE matches a member's error about another member's
+// subscription it could not read: groupquake's classic leader
+// (clients/assign) and kafka-go's leader (ConsumerGroup.Next).
+var subscriptionRefusedRE = regexp.MustCompile(`malformed consumer protocol subscription|unable to read metadata for member`)
+
+// kafkagoSubscriptionErrors are the positions of the members' errors about
+// a subscription they could not read, in a group that mixes kafka-go
+// with another client (none otherwise).
+func kafkagoSubscriptionErrors(f *facts) []int {
+	kafkago, other := false, false
+	for _, k := range f.kinds {
+		kafkago = kafkago || k == "kafkago"
+		other = other || k != "kafkago"
+	}
+	if !kafkago || !other {
+		return nil
+	}
+	var out []int
+	for i, e := range f.ev {
+		if e.Type != history.Info || e.F != "error" {
+			continue
+		}
+		if subscriptionRefusedRE.MatchString(infoError(e)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// kafkagoSubscriptionRefusals sights FindingKafkagoSubscription once per
+// member that reported it, citing its first and last report.
+func kafkagoSubscriptionRefusals(f *facts) []Sighting {
+	first, last, n := map[string]int{}, map[string]int{}, map[string]int{}
+	var order []string
+	for _, i := range kafkagoSubscriptionErrors(f) {
+		name := memberName("", f.ev[i].Process)
+		if n[name] == 0 {
+			first[name] = i
+			order = append(order, name)
+		}
+		last[name] = i
+		n[name]++
+	}
+	var out []Sighting
+	for _, name := range order {
+		ev := dedupSorted([]int64{f.idx(first[name]), f.idx(last[name])})
+		out = append(out, Sighting{Finding: FindingKafkagoSubscription, Member: name, Events: ev,
+			What: fmt.Sprintf("%s (%s) could not read another member's subscription %d times, first at event %d, last at event %d",
+				name, f.kinds[name], n[name], f.idx(first[name]), f.idx(last[name]))})
+	}
+	return out
+}
+
+// kafkagoSubscriptionStall says whether a member still could not read a
+// subscription after the heal, citing the last such error: the group was
+// still failing to form when the run was judged.
+func kafkagoSubscriptionStall(f *facts) ([]int64, bool) {
+	heal := f.lastPhase(history.PhaseHeal)
+	errs := kafkagoSubscriptionErrors(f)
+	if heal < 0 || len(errs) == 0 || errs[len(errs)-1] < heal {
+		return nil, false
+	}
+	return []int64{f.idx(errs[len(errs)-1])}, true
+}
+
+// labelStalls labels with a finding the unlabelled violations of the
+// checkers it explains, when the history shows it keeping the group from
+// forming to the end (Finding.stalls). Such a finding is a bug that fails
+// the run (TestFindingsRegistry): labelling names the cause of a red
+// verdict, it never turns one green.
+func labelStalls(f *facts, vs []Verdict) {
+	for _, x := range registry {
+		if x.stalls == nil {
+			continue
+		}
+		at, ok := x.stalls(f)
+		if !ok {
+			continue
+		}
+		for i := range vs {
+			v := &vs[i]
+			if !slices.Contains(x.explains, v.Name) {
+				continue
+			}
+			n := 0
+			for j := range v.Violations {
+				if y := &v.Violations[j]; y.Finding == "" {
+					y.Finding, y.Message = x.ID, "known bug "+x.ID+": "+y.Message
+					n++
+				}
+			}
+			if n > 0 {
+				v.Known = append(v.Known, Known{Finding: x.ID, Events: at, Failed: true})
+			}
+		}
+	}
+}
+
+// infoError is the error an info event's payload carries ({"error": ...}),
+// whether it was recorded from a map or read back as raw JSON.
+func infoError(e history.Event) string {
+	var v struct {
+		Error string `json:"error"`
+	}
+	if b, err := json.Marshal(e.Value); err == nil && json.Unmarshal(b, &v) == nil {
+		return v.Error
 	}
 	return ""
 }

@@ -46,6 +46,9 @@ func TestFindingsRegistry(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s: one reproducer (vector, plan, or why none), got %+v", x.ID, r)
 		}
+		if x.stalls != nil && (!x.Fails() || len(x.explains) == 0) {
+			t.Errorf("%s: a finding that stalls a group labels the violations of the checkers it explains, so it must name them and fail the run", x.ID)
+		}
 		if x.loss == nil && x.overlap == nil && x.seen == nil && r.None == "" {
 			t.Errorf("%s: nothing in a history matches it, and it has a reproducer that could not say whether it reproduced", x.ID)
 		}
@@ -505,5 +508,69 @@ func TestClassicJoinOrphanLabelsConvergence(t *testing.T) {
 	v := verdictOf(h, obs)
 	if k, u := labels(v); u != 1 || k != 0 {
 		t.Fatalf("y behind too: %d known, %d unexplained, want 0 and 1: %+v", k, u, v)
+	}
+}
+
+// TestKafkagoSubscriptionStall: in a group mixing kafka-go with another
+// client, members' errors about a subscription they could not read sight
+// the kafka-go finding; only when one comes after the heal does the finding
+// label the violations of the checkers it explains, never another
+// checker's and never one already labelled. A kafka-go group of its own, or
+// another error after the heal, labels nothing.
+func TestKafkagoSubscriptionStall(t *testing.T) {
+	t.Parallel()
+	malformed := map[string]any{"member": "m3", "error": "member groupquake-m1-1: malformed consumer protocol subscription (26 bytes, version 1): response did not contain enough data to be valid"}
+	unreadable := map[string]any{"member": "m1", "error": "unable to read metadata for member, groupquake-m3-1: %!w(<nil>)"}
+	other := map[string]any{"member": "m1", "error": "read tcp: i/o timeout"}
+	mixed := map[string]string{"m1": "kafkago", "m2": "kafkago", "m3": "classic"}
+	alone := map[string]string{"m1": "kafkago", "m2": "kafkago", "m3": "kafkago"}
+	for _, tc := range []struct {
+		name      string
+		kinds     map[string]string
+		afterHeal map[string]any
+		sighted   int
+		labelled  bool
+	}{
+		{"mixed, still refused after the heal", mixed, unreadable, 2, true},
+		{"mixed, refused only before the heal", mixed, nil, 1, false},
+		{"mixed, another error after the heal", mixed, other, 1, false},
+		{"kafka-go alone", alone, unreadable, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHist(t)
+			h.info("harness", history.FPhase, history.Phase{Name: history.PhaseWorkload})
+			h.info("m3", "error", malformed)
+			h.info("m3", "error", malformed)
+			h.info("harness", history.FPhase, history.Phase{Name: history.PhaseHeal})
+			if tc.afterHeal != nil {
+				h.info(memberName("", tc.afterHeal["member"].(string)), "error", tc.afterHeal)
+			}
+			f := build(h.events(), nil)
+			f.kinds = tc.kinds
+			if got := kafkagoSubscriptionRefusals(f); len(got) != tc.sighted {
+				t.Fatalf("%d sightings, want %d: %+v", len(got), tc.sighted, got)
+			}
+			vs := []Verdict{
+				{Name: NameEventuallyConverges, Violations: []Violation{{Message: "never converged"}}},
+				{Name: NameNoLostRecords, Violations: []Violation{{Message: "lost a"}, {Message: "lost b", Finding: FindingClassicJoinOrphan}}},
+				{Name: NameNoDoubleOwnership, Violations: []Violation{{Message: "two owners"}}},
+			}
+			labelStalls(f, vs)
+			want := map[bool]string{true: FindingKafkagoSubscription}[tc.labelled]
+			for _, y := range []Violation{vs[0].Violations[0], vs[1].Violations[0]} {
+				if y.Finding != want || strings.HasPrefix(y.Message, "known bug ") != tc.labelled {
+					t.Errorf("%q labelled %q, want %q", y.Message, y.Finding, want)
+				}
+			}
+			if y := vs[1].Violations[1]; y.Finding != FindingClassicJoinOrphan || y.Message != "lost b" {
+				t.Errorf("an already labelled violation was relabelled: %+v", y)
+			}
+			if y := vs[2].Violations[0]; y.Finding != "" {
+				t.Errorf("NoDoubleOwnership is not the finding's, labelled %q", y.Finding)
+			}
+			if got := len(vs[0].Known) + len(vs[1].Known); tc.labelled != (got == 2) || !tc.labelled && got != 0 {
+				t.Errorf("%d matches listed, labelled %v", got, tc.labelled)
+			}
+		})
 	}
 }
