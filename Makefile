@@ -11,6 +11,12 @@ endif
 ifeq ($(strip $(VERSIONS)),)
 $(error VERSIONS is empty: `$(GO) run ./tools/versions -pinned` printed nothing; name them, e.g. make test VERSIONS=4.4.0)
 endif
+# VERSIONS is comma-separated; a space-separated list (VERSIONS="4.4.0 4.2.1")
+# means the same.
+comma := ,
+empty :=
+space := $(empty) $(empty)
+override VERSIONS := $(subst $(space),$(comma),$(strip $(VERSIONS)))
 # Packages whose tests need more than Go: real clusters in containers, and
 # results' report rendered in headless Chromium (installed by the test when
 # missing). They run one package at a time so that two clusters never share
