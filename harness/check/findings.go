@@ -833,7 +833,7 @@ func kafkagoSubscriptionRefusals(f *facts) []Sighting {
 	for _, name := range order {
 		ev := dedupSorted([]int64{f.idx(first[name]), f.idx(last[name])})
 		out = append(out, Sighting{Finding: FindingKafkagoSubscription, Member: name, Events: ev,
-			What: fmt.Sprintf("%s (%s) could not read another member's subscription %d times, first at event %d, last at event %d",
+			What: fmt.Sprintf("%s (%s) could not read another member's subscription %d time(s), first at event %d, last at event %d",
 				name, f.kinds[name], n[name], f.idx(first[name]), f.idx(last[name]))})
 	}
 	return out
