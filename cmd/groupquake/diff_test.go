@@ -26,18 +26,8 @@ func TestDiffBadInput(t *testing.T) {
 		{[]string{"--from", "4.1.2", "--image-source", "nowhere"}, `--image-source "nowhere"`},
 		{[]string{"--from", "4.1.2", "--scenarios", "consumer-group,chaos"}, `--scenarios: unknown scenario "chaos"`},
 	} {
-		var stdout, stderr bytes.Buffer
-		err := dispatch(context.Background(), append([]string{"diff"}, tc.args...), &stdout, &stderr)
-		var ex exitError
-		if !errors.As(err, &ex) || ex.code != exitBadInput {
-			t.Errorf("diff %q: %v, want exit 2", tc.args, err)
-			continue
-		}
-		if !strings.Contains(ex.msg, tc.says) {
-			t.Errorf("diff %q: %q, want it to say %q", tc.args, ex.msg, tc.says)
-		}
-		if stdout.Len() != 0 {
-			t.Errorf("diff %q printed %q", tc.args, stdout.String())
+		if stdout := wantBadInput(t, append([]string{"diff"}, tc.args...), tc.says); stdout != "" {
+			t.Errorf("diff %q printed %q", tc.args, stdout)
 		}
 	}
 }
@@ -92,4 +82,20 @@ func TestDiffEmbedded(t *testing.T) {
 			t.Errorf("difference %s: explained %v by %v", d.Key, d.Explained, d.Behaviours)
 		}
 	}
+}
+
+// wantBadInput runs the command line args and checks that it is refused
+// with exit 2 and a message that says says; it returns what the command
+// printed on stdout.
+func wantBadInput(t *testing.T, args []string, says string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := dispatch(context.Background(), args, &stdout, &stderr)
+	var ex exitError
+	if !errors.As(err, &ex) || ex.code != exitBadInput {
+		t.Errorf("%q: %v, want exit 2", args, err)
+	} else if !strings.Contains(ex.msg, says) {
+		t.Errorf("%q: %q, want it to say %q", args, ex.msg, says)
+	}
+	return stdout.String()
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -32,16 +28,7 @@ func TestUpgradeBadInput(t *testing.T) {
 		{[]string{"--from", "4.1.2", "--downgrade", "sideways"}, `unknown downgrade "sideways"`},
 	} {
 		out := filepath.Join(t.TempDir(), "runs")
-		var stdout, stderr bytes.Buffer
-		err := dispatch(context.Background(), append([]string{"upgrade", "--out", out}, tc.args...), &stdout, &stderr)
-		var ex exitError
-		if !errors.As(err, &ex) || ex.code != 2 {
-			t.Errorf("upgrade %q: %v, want exit 2", tc.args, err)
-			continue
-		}
-		if !strings.Contains(ex.msg, tc.says) {
-			t.Errorf("upgrade %q: %q, want it to say %q", tc.args, ex.msg, tc.says)
-		}
+		wantBadInput(t, append([]string{"upgrade", "--out", out}, tc.args...), tc.says)
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Errorf("upgrade %q left %s behind (%v)", tc.args, out, err)
 		}
