@@ -286,6 +286,42 @@ func need(f []string, n int) error {
 	return nil
 }
 
+// parseSubscriptionType reads a case's subscription type.
+func parseSubscriptionType(s string) (assignor.SubscriptionType, error) {
+	switch s {
+	case "Homogeneous":
+		return assignor.Homogeneous, nil
+	case "Heterogeneous":
+		return assignor.Heterogeneous, nil
+	}
+	return 0, fmt.Errorf("subscription type %q: want Homogeneous or Heterogeneous", s)
+}
+
+// readTopic reads a line "topic [name] id partitions"; named says whether
+// the line names the topic.
+func readTopic(f []string, named bool) (consumergroup.Topic, error) {
+	var t consumergroup.Topic
+	rest := f[1:]
+	if named {
+		if err := need(f, 4); err != nil {
+			return t, err
+		}
+		t.Name, rest = f[1], f[2:]
+	} else if err := need(f, 3); err != nil {
+		return t, err
+	}
+	id, err := assignor.ParseTopicID(rest[0])
+	if err != nil {
+		return t, err
+	}
+	n, err := strconv.Atoi(rest[1])
+	if err != nil {
+		return t, fmt.Errorf("partition count %q: %v", rest[1], err)
+	}
+	t.ID, t.Partitions = id, n
+	return t, nil
+}
+
 func parseTopics(s string) ([]TopicID, error) {
 	if s == "-" {
 		return nil, nil
@@ -360,31 +396,20 @@ func readAssign(block [][]string) (AssignCase, error) {
 		return AssignCase{}, err
 	}
 	c := AssignCase{Name: head[1], Assignor: head[2]}
-	switch head[3] {
-	case "Homogeneous":
-		c.Spec.Subscription = assignor.Homogeneous
-	case "Heterogeneous":
-		c.Spec.Subscription = assignor.Heterogeneous
-	default:
-		return c, fmt.Errorf("subscription type %q: want Homogeneous or Heterogeneous", head[3])
+	var err error
+	if c.Spec.Subscription, err = parseSubscriptionType(head[3]); err != nil {
+		return c, err
 	}
 	subs := map[string][]TopicID{}
 	index := map[string]int{}
 	for _, f := range block[1:] {
 		switch f[0] {
 		case "topic":
-			if err := need(f, 3); err != nil {
-				return c, err
-			}
-			id, err := assignor.ParseTopicID(f[1])
+			t, err := readTopic(f, false)
 			if err != nil {
 				return c, err
 			}
-			n, err := strconv.Atoi(f[2])
-			if err != nil {
-				return c, fmt.Errorf("partition count %q: %v", f[2], err)
-			}
-			c.Topics = append(c.Topics, TopicCount{ID: id, Partitions: n})
+			c.Topics = append(c.Topics, TopicCount{ID: t.ID, Partitions: t.Partitions})
 		case "subs":
 			if err := need(f, 3); err != nil {
 				return c, err
@@ -447,18 +472,11 @@ func readReconcile(block [][]string) (ReconcileCase, error) {
 	for _, f := range block[1:] {
 		switch f[0] {
 		case "topic":
-			if err := need(f, 4); err != nil {
-				return c, err
-			}
-			id, err := assignor.ParseTopicID(f[2])
+			t, err := readTopic(f, true)
 			if err != nil {
 				return c, err
 			}
-			n, err := strconv.Atoi(f[3])
-			if err != nil {
-				return c, fmt.Errorf("partition count %q: %v", f[3], err)
-			}
-			c.Topics = append(c.Topics, consumergroup.Topic{Name: f[1], ID: id, Partitions: n})
+			c.Topics = append(c.Topics, t)
 		case "member":
 			if err := need(f, 6); err != nil {
 				return c, err

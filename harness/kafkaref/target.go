@@ -72,13 +72,9 @@ func readTarget(block [][]string) (TargetCase, error) {
 		return TargetCase{}, err
 	}
 	c := TargetCase{Name: head[1]}
-	switch head[2] {
-	case "Homogeneous":
-		c.SubscriptionType = assignor.Homogeneous
-	case "Heterogeneous":
-		c.SubscriptionType = assignor.Heterogeneous
-	default:
-		return c, fmt.Errorf("subscription type %q: want Homogeneous or Heterogeneous", head[2])
+	var err error
+	if c.SubscriptionType, err = parseSubscriptionType(head[2]); err != nil {
+		return c, err
 	}
 	subs := map[string][]string{}
 	index := map[string]int{}
@@ -86,18 +82,11 @@ func readTarget(block [][]string) (TargetCase, error) {
 	for _, f := range block[1:] {
 		switch f[0] {
 		case "topic":
-			if err := need(f, 4); err != nil {
-				return c, err
-			}
-			id, err := assignor.ParseTopicID(f[2])
+			t, err := readTopic(f, true)
 			if err != nil {
 				return c, err
 			}
-			var n int
-			if _, err := fmt.Sscan(f[3], &n); err != nil {
-				return c, fmt.Errorf("partition count %q: %v", f[3], err)
-			}
-			c.Topics = append(c.Topics, consumergroup.Topic{Name: f[1], ID: id, Partitions: n})
+			c.Topics = append(c.Topics, t)
 		case "subs":
 			if err := need(f, 3); err != nil {
 				return c, err
