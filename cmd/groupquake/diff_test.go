@@ -12,20 +12,13 @@ import (
 // Bad input to `groupquake diff` is refused with exit 2 and a message that
 // says what was wrong, before any engine, image or cluster is asked for.
 func TestDiffBadInput(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		says string
-	}{
-		{[]string{"--to", "4.4.0"}, "--from is required"},
-		{[]string{"--from", "4.9.1"}, `--from: unknown Kafka version "4.9.1": served versions are 4.0.0–`},
+	for _, tc := range append(releasePairBadInput(), []badInputCase{
 		{[]string{"--from", "4.1.2", "--to", "5.0.0"}, `--to: unknown Kafka version "5.0.0"`},
-		{[]string{"--from", "4.4.0", "--to", "4.1.2"}, "--to 4.1.2 is older than --from 4.4.0"},
-		{[]string{"--from", "3.9.0", "--to", "4.4.0"}, "Kafka 3.9.0 is not served: groupquake runs KRaft clusters of 4.0.0 and later"},
 		{[]string{"--from", "4.1.2", "--frm", "4.0.0"}, "flag provided but not defined: -frm"},
 		{[]string{"--from", "4.1.2", "extra"}, `diff takes no arguments, got "extra"`},
 		{[]string{"--from", "4.1.2", "--image-source", "nowhere"}, `--image-source "nowhere"`},
 		{[]string{"--from", "4.1.2", "--scenarios", "consumer-group,chaos"}, `--scenarios: unknown scenario "chaos"`},
-	} {
+	}...) {
 		if stdout := wantBadInput(t, append([]string{"diff"}, tc.args...), tc.says); stdout != "" {
 			t.Errorf("diff %q printed %q", tc.args, stdout)
 		}
@@ -81,6 +74,24 @@ func TestDiffEmbedded(t *testing.T) {
 		if !d.Explained || len(d.Behaviours) == 0 {
 			t.Errorf("difference %s: explained %v by %v", d.Key, d.Explained, d.Behaviours)
 		}
+	}
+}
+
+// badInputCase is a command line (after the command's name) that is
+// refused with exit 2 and a message that says says.
+type badInputCase struct {
+	args []string
+	says string
+}
+
+// releasePairBadInput are the refusals of --from and --to that diff and
+// upgrade share (version.CheckUpgrade and the required --from).
+func releasePairBadInput() []badInputCase {
+	return []badInputCase{
+		{[]string{"--to", "4.4.0"}, "--from is required"},
+		{[]string{"--from", "4.9.1"}, `--from: unknown Kafka version "4.9.1": served versions are 4.0.0–`},
+		{[]string{"--from", "4.4.0", "--to", "4.1.2"}, "--to 4.1.2 is older than --from 4.4.0"},
+		{[]string{"--from", "3.9.0", "--to", "4.4.0"}, "Kafka 3.9.0 is not served: groupquake runs KRaft clusters of 4.0.0 and later"},
 	}
 }
 
