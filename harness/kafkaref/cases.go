@@ -286,6 +286,31 @@ func need(f []string, n int) error {
 	return nil
 }
 
+// caseLines reads the lines of a case's block after its head: each topic
+// line with readTopic (named: the lines name their topic), handed to
+// topic, every other line with read, which says whether it knows the line;
+// what names the case in the error for a line it does not.
+func caseLines(block [][]string, what string, named bool, topic func(consumergroup.Topic), read func(f []string) (bool, error)) error {
+	for _, f := range block[1:] {
+		if f[0] == "topic" {
+			t, err := readTopic(f, named)
+			if err != nil {
+				return err
+			}
+			topic(t)
+			continue
+		}
+		known, err := read(f)
+		if err != nil {
+			return err
+		}
+		if !known {
+			return fmt.Errorf("unknown line %q in %s", f[0], what)
+		}
+	}
+	return nil
+}
+
 // parseSubscriptionType reads a case's subscription type.
 func parseSubscriptionType(s string) (assignor.SubscriptionType, error) {
 	switch s {
@@ -402,30 +427,26 @@ func readAssign(block [][]string) (AssignCase, error) {
 	}
 	subs := map[string][]TopicID{}
 	index := map[string]int{}
-	for _, f := range block[1:] {
+	err = caseLines(block, "an assign case", false, func(t consumergroup.Topic) {
+		c.Topics = append(c.Topics, TopicCount{ID: t.ID, Partitions: t.Partitions})
+	}, func(f []string) (bool, error) {
 		switch f[0] {
-		case "topic":
-			t, err := readTopic(f, false)
-			if err != nil {
-				return c, err
-			}
-			c.Topics = append(c.Topics, TopicCount{ID: t.ID, Partitions: t.Partitions})
 		case "subs":
 			if err := need(f, 3); err != nil {
-				return c, err
+				return true, err
 			}
 			ts, err := parseTopics(f[2])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			subs[f[1]] = ts
 		case "member":
 			if err := need(f, 4); err != nil {
-				return c, err
+				return true, err
 			}
 			ts, ok := subs[f[3]]
 			if !ok {
-				return c, fmt.Errorf("member %s names subscription %q, which no subs line defined before it", f[1], f[3])
+				return true, fmt.Errorf("member %s names subscription %q, which no subs line defined before it", f[1], f[3])
 			}
 			m := assignor.MemberSpec{ID: f[1], Topics: ts}
 			if f[2] != "-" {
@@ -436,14 +457,15 @@ func readAssign(block [][]string) (AssignCase, error) {
 		case "owned":
 			i, t, ps, err := parseOwned(f, index)
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			c.Spec.Members[i].Assignment = append(c.Spec.Members[i].Assignment, assignor.TopicPartitions{Topic: t, Partitions: ps})
 		default:
-			return c, fmt.Errorf("unknown line %q in an assign case", f[0])
+			return false, nil
 		}
-	}
-	return c, nil
+		return true, nil
+	})
+	return c, err
 }
 
 var memberStates = map[string]records.MemberState{}
@@ -469,26 +491,20 @@ func readReconcile(block [][]string) (ReconcileCase, error) {
 		return c, fmt.Errorf("subscription-changed flag %q: %v", head[3], err)
 	}
 	index := map[string]int{}
-	for _, f := range block[1:] {
+	err = caseLines(block, "a reconcile case", true, func(t consumergroup.Topic) { c.Topics = append(c.Topics, t) }, func(f []string) (bool, error) {
 		switch f[0] {
-		case "topic":
-			t, err := readTopic(f, true)
-			if err != nil {
-				return c, err
-			}
-			c.Topics = append(c.Topics, t)
 		case "member":
 			if err := need(f, 6); err != nil {
-				return c, err
+				return true, err
 			}
 			st, ok := memberStates[f[2]]
 			if !ok {
-				return c, fmt.Errorf("member state %q: want STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS or UNKNOWN", f[2])
+				return true, fmt.Errorf("member state %q: want STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS or UNKNOWN", f[2])
 			}
 			e, err1 := strconv.ParseInt(f[3], 10, 32)
 			pe, err2 := strconv.ParseInt(f[4], 10, 32)
 			if err1 != nil || err2 != nil {
-				return c, fmt.Errorf("member %s: epochs %q %q are not numbers", f[1], f[3], f[4])
+				return true, fmt.Errorf("member %s: epochs %q %q are not numbers", f[1], f[3], f[4])
 			}
 			m := ReconcileMember{ID: f[1], State: st, Epoch: int32(e), PrevEpoch: int32(pe),
 				Assigned: map[TopicID]map[int32]int32{}, Pending: map[TopicID]map[int32]int32{}, Target: map[TopicID][]int32{}}
@@ -499,26 +515,26 @@ func readReconcile(block [][]string) (ReconcileCase, error) {
 			c.Members = append(c.Members, m)
 		case "assigned", "pending", "target":
 			if err := need(f, 4); err != nil {
-				return c, err
+				return true, err
 			}
 			i, ok := index[f[1]]
 			if !ok {
-				return c, fmt.Errorf("%s line for unknown member %q", f[0], f[1])
+				return true, fmt.Errorf("%s line for unknown member %q", f[0], f[1])
 			}
 			t, err := assignor.ParseTopicID(f[2])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			m := &c.Members[i]
 			if f[0] == "target" {
 				if m.Target[t], err = parseInts(f[3]); err != nil {
-					return c, err
+					return true, err
 				}
-				continue
+				return true, nil
 			}
 			ps, err := parseEpochs(f[3])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			if f[0] == "assigned" {
 				m.Assigned[t] = ps
@@ -527,20 +543,21 @@ func readReconcile(block [][]string) (ReconcileCase, error) {
 			}
 		case "owner":
 			if err := need(f, 3); err != nil {
-				return c, err
+				return true, err
 			}
 			t, err := assignor.ParseTopicID(f[1])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			if c.Owners[t], err = parseEpochs(f[2]); err != nil {
-				return c, err
+				return true, err
 			}
 		default:
-			return c, fmt.Errorf("unknown line %q in a reconcile case", f[0])
+			return false, nil
 		}
-	}
-	return c, nil
+		return true, nil
+	})
+	return c, err
 }
 
 // GoAssign is the Go side of an assign case, ready to run.
