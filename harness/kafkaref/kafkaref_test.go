@@ -87,6 +87,8 @@ func TestReadRefusesBadFiles(t *testing.T) {
 		{"reconcile topic fields", "reconcile x 1 false\ntopic t 3\nend\n", `line "topic t 3" has 3 fields, want 4`},
 		{"target topic fields", "target x Homogeneous\ntopic t 3\nend\n", `line "topic t 3" has 3 fields, want 4`},
 		{"target without joiner", "target x Homogeneous\nend\n", "has no joiner line"},
+		{"target partition count", "target x Homogeneous\ntopic t AAAAAAAAAAAAAAAAAAAAAA 3x\nend\n", `partition count "3x"`},
+		{"reconcile partition count", "reconcile x 1 false\ntopic t AAAAAAAAAAAAAAAAAAAAAA 3x\nend\n", `partition count "3x"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Read(strings.NewReader(tc.file))
