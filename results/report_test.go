@@ -117,14 +117,21 @@ func render(t *testing.T, r Report) (string, *node) {
 		t.Fatal(err)
 	}
 	page := buf.String()
+	return page, checkPage(t, page, "report")
+}
+
+// checkPage checks that the template escaper rejected no value and that
+// the page loads nothing from anywhere (offline; the SVG namespace is a
+// name, not a fetch), and parses it.
+func checkPage(t *testing.T, page, what string) *node {
+	t.Helper()
 	if strings.Contains(page, "ZgotmplZ") {
 		t.Errorf("the template escaper rejected a value (ZgotmplZ in the output)")
 	}
-	// Offline: nothing is loaded from anywhere (the SVG namespace is a name, not a fetch).
 	if m := regexp.MustCompile(`(src|href)="(https?:)?//`).FindString(page); m != "" {
-		t.Errorf("report loads something from the network: %q", m)
+		t.Errorf("the %s loads something from the network: %q", what, m)
 	}
-	return page, parsePage(t, page)
+	return parsePage(t, page)
 }
 
 func attrInt(t *testing.T, n *node, name string) int64 {

@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,13 +41,7 @@ func renderScorecard(t *testing.T) (string, *node) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	if strings.Contains(page, "ZgotmplZ") {
-		t.Errorf("the template escaper rejected a value (ZgotmplZ in the output)")
-	}
-	if m := regexp.MustCompile(`(src|href)="(https?:)?//`).FindString(page); m != "" {
-		t.Errorf("the scorecard loads something from the network: %q", m)
-	}
-	return page, parsePage(t, page)
+	return page, checkPage(t, page, "scorecard")
 }
 
 func cellsText(n *node) string {
@@ -74,7 +67,7 @@ func TestScorecardPage(t *testing.T) {
 		key := td.attr["data-row"] + "/" + td.attr["data-kafka"] + "/" + td.attr["data-scenario"]
 		classes[key] = strings.TrimPrefix(td.attr["class"], "matrix ")
 	}
-	for key, want := range map[string]string{
+	wantEach(t, "matrix cell", classes, map[string]string{
 		"broken/4.4.0/member-links":     "charged",
 		"broken/4.1.2/churn":            "empty",
 		"groupquake/4.4.0/member-links": "charged", // the shared double ownership
@@ -84,11 +77,7 @@ func TestScorecardPage(t *testing.T) {
 		// by kind
 		"consumer/4.4.0/member-links":    "charged",
 		"kgo-classic/4.4.0/member-links": "holds",
-	} {
-		if got := classes[key]; got != want {
-			t.Errorf("matrix cell %s is %q, want %q", key, got, want)
-		}
-	}
+	})
 
 	rows := map[string]string{}
 	for _, tbl := range doc.all(byTagClass("table", "cells")) {
@@ -96,18 +85,14 @@ func TestScorecardPage(t *testing.T) {
 			rows[tbl.attr["data-by"]+":"+tr.attr["data-row"]+"/"+tr.attr["data-kafka"]+"/"+tr.attr["data-scenario"]] = cellsText(tr)
 		}
 	}
-	for key, want := range map[string]string{
+	wantEach(t, "cell", rows, map[string]string{
 		// row|kinds|Kafka|scenario|runs|hold|violated|verdicts|charged|per checker|the run's|member pauses|partition pauses|findings|runs
 		"client:broken/4.4.0/member-links":     "broken|broken-classic-ignore-fence|4.4.0|member-links|1|0|1|10/3/0|2 in 1 runs (1 shared)|EventuallyConverges ×1, NoDoubleOwnership ×1|1|0|0|kafka-offset-fetch-unstable ×1|r1",
 		"client:groupquake/4.4.0/member-links": "groupquake|consumer|4.4.0|member-links|2|1|1|23/3/0|1 in 1 runs (1 shared)|NoDoubleOwnership ×1|1|2, p50 500ms, max 1.5s|1, p50 300ms, max 300ms|kafka-offset-fetch-unstable ×1|r1r2",
 		"client:kgo/4.4.0/member-links":        "kgo|kgo-classic, kgo-consumer|4.4.0|member-links|1|1|0|13/0/0|0||0|1, p50 4s, max 4s|0||r2",
 		"client:kgo/4.1.2/churn":               "kgo|kgo-classic, kgo-consumer|4.1.2|churn|1|1|0|12/0/1|0||0|0|0||r3",
 		"kind:kgo-classic/4.4.0/member-links":  "kgo-classic|kgo|4.4.0|member-links|1|1|0|13/0/0|0||0|1, p50 4s, max 4s|0||r2",
-	} {
-		if got := rows[key]; got != want {
-			t.Errorf("cell %s:\n got %s\nwant %s", key, got, want)
-		}
-	}
+	})
 
 	// Each violation listed under its cell: the checker, whom it concerns, its run (linked).
 	var lis []string
@@ -122,17 +107,13 @@ func TestScorecardPage(t *testing.T) {
 		}
 	}
 	joined := strings.Join(lis, "\n")
-	for _, want := range []string{
+	wantLacksNone(t, "violations list", joined,
 		"NoDoubleOwnership (charged to broken, shared with groupquake) r1/report.html:in : partition t-0 owned by m1 and m2 at once",
 		"NoDoubleOwnership (charged to groupquake, shared with broken) r1/report.html:in : partition t-0 owned by m1 and m2 at once",
 		"EventuallyConverges (charged to broken) r1/report.html:in : never converged",
 		"NoLostRecords (no member's: the run's) r1/report.html:in : record t-1 offset 3 was never consumed",
 		"NoDoubleOwnership (charged to broken-classic-ignore-fence, shared with consumer) r1/report.html",
-	} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("the violations list lacks %q:\n%s", want, joined)
-		}
-	}
+	)
 	if strings.Contains(joined, "EventuallyConverges (charged to groupquake") || strings.Contains(joined, "EventuallyConverges (charged to consumer") {
 		t.Errorf("the broken member's convergence is charged to groupquake's member:\n%s", joined)
 	}
@@ -180,16 +161,12 @@ func TestScorecardText(t *testing.T) {
 	if strings.Join(table, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table:\n%s\nwant:\n%s", strings.Join(table, "\n"), strings.Join(want, "\n"))
 	}
-	for _, w := range []string{
+	wantLacksNone(t, "text", out,
 		"broken on Kafka 4.4.0, member-links: 2 charged to it, 1 the run's",
 		"  NoDoubleOwnership (charged to broken, shared with groupquake; runs/r1): partition t-0 owned by m1 and m2 at once",
 		"  NoLostRecords (no member's: the run's; runs/r1): record t-1 offset 3 was never consumed",
 		"groupquake on Kafka 4.4.0, member-links: 1 charged to it, 1 the run's",
-	} {
-		if !strings.Contains(out, w) {
-			t.Errorf("the text lacks %q:\n%s", w, out)
-		}
-	}
+	)
 }
 
 // TestTrendLinksScorecard: the trend page links the scorecard of its runs when given one.
@@ -203,6 +180,27 @@ func TestTrendLinksScorecard(t *testing.T) {
 		as := doc.all(byTagClass("a", "scorecard"))
 		if (link != "") != (len(as) == 1) || (len(as) == 1 && as[0].attr["href"] != link) {
 			t.Errorf("scorecard link %q: the page has %d scorecard links", link, len(as))
+		}
+	}
+}
+
+// wantEach checks that got holds every value of want under its key; what
+// names a key in the message.
+func wantEach(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	for key, w := range want {
+		if g := got[key]; g != w {
+			t.Errorf("%s %s:\n got %q\nwant %q", what, key, g, w)
+		}
+	}
+}
+
+// wantLacksNone checks that s (the what) says each of wants.
+func wantLacksNone(t *testing.T, what, s string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(s, w) {
+			t.Errorf("the %s lacks %q:\n%s", what, w, s)
 		}
 	}
 }

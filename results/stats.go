@@ -85,14 +85,8 @@ func workloadWindow(events []history.Event) (lo, hi time.Duration) {
 	for _, e := range events {
 		last = max(last, e.Time)
 	}
-	for _, m := range phaseMarkers(events) {
-		switch m.name {
-		case history.PhaseWorkload:
-			lo = m.at
-		case history.PhaseHeal:
-			hi = m.at
-		}
-	}
+	ms := phaseMarkers(events)
+	lo, hi = phaseAt(ms, false, history.PhaseWorkload), phaseAt(ms, false, history.PhaseHeal)
 	if lo >= 0 && hi < lo {
 		hi = last
 	}
@@ -104,6 +98,21 @@ func workloadWindow(events []history.Event) (lo, hi time.Duration) {
 type phaseMarker struct {
 	name string
 	at   time.Duration
+}
+
+// phaseAt is when the last marker in ms of one of the phases names began
+// (with first, the first marker); -1 when there is none.
+func phaseAt(ms []phaseMarker, first bool, names ...string) time.Duration {
+	at := time.Duration(-1)
+	for _, m := range ms {
+		if slices.Contains(names, m.name) {
+			at = m.at
+			if first {
+				break
+			}
+		}
+	}
+	return at
 }
 
 // phaseMarkers are the phase markers of events, in order.

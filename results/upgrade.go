@@ -80,20 +80,9 @@ type Impact struct {
 // step with when it started, took effect and ended.
 func MeasureImpact(events []history.Event) Impact {
 	var im Impact
-	lo, hi := time.Duration(-1), time.Duration(-1)
-	var wend time.Duration = -1
-	for _, m := range phaseMarkers(events) {
-		switch m.name {
-		case history.PhaseWorkload:
-			lo = m.at
-		case history.PhaseHeal:
-			wend = m.at
-		case history.PhaseFinal, history.PhaseTeardown:
-			if hi < 0 {
-				hi = m.at
-			}
-		}
-	}
+	ms := phaseMarkers(events)
+	lo, wend := phaseAt(ms, false, history.PhaseWorkload), phaseAt(ms, false, history.PhaseHeal)
+	hi := phaseAt(ms, true, history.PhaseFinal, history.PhaseTeardown)
 	if lo < 0 {
 		return im
 	}

@@ -27,20 +27,30 @@ func copyRun(t *testing.T, src string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	es, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+	for name, b := range readFiles(t, src) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return dir
+}
+
+// readFiles returns every file of the directory dir by its name.
+func readFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
 }
 
 // historyLines returns the lines of the run's history.jsonl, each with its newline.
@@ -206,21 +216,7 @@ func TestCheckLeavesTheRunDirectory(t *testing.T) {
 	// The history loses a line in the middle: judged now, HistoryWellFormed fails, while the
 	// run's own verdicts.json and report.html say every checker held.
 	writeHistory(t, dir, slices.Delete(historyLines(t, dir), 200, 201))
-	files := func() map[string]string {
-		out := map[string]string{}
-		es, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range es {
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[e.Name()] = string(b)
-		}
-		return out
-	}
+	files := func() map[string]string { return readFiles(t, dir) }
 	before := files()
 	for _, args := range [][]string{{"check", dir}, {"check", dir, "--json"}, {"check", "--json", dir}} {
 		if code, _, stderr := call(t, args...); code != exitViolation {

@@ -12,32 +12,15 @@ import (
 // Bad input to `groupquake diff` is refused with exit 2 and a message that
 // says what was wrong, before any engine, image or cluster is asked for.
 func TestDiffBadInput(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		says string
-	}{
-		{[]string{"--to", "4.4.0"}, "--from is required"},
-		{[]string{"--from", "4.9.1"}, `--from: unknown Kafka version "4.9.1": served versions are 4.0.0–`},
+	for _, tc := range append(releasePairBadInput(), []badInputCase{
 		{[]string{"--from", "4.1.2", "--to", "5.0.0"}, `--to: unknown Kafka version "5.0.0"`},
-		{[]string{"--from", "4.4.0", "--to", "4.1.2"}, "--to 4.1.2 is older than --from 4.4.0"},
-		{[]string{"--from", "3.9.0", "--to", "4.4.0"}, "Kafka 3.9.0 is not served: groupquake runs KRaft clusters of 4.0.0 and later"},
 		{[]string{"--from", "4.1.2", "--frm", "4.0.0"}, "flag provided but not defined: -frm"},
 		{[]string{"--from", "4.1.2", "extra"}, `diff takes no arguments, got "extra"`},
 		{[]string{"--from", "4.1.2", "--image-source", "nowhere"}, `--image-source "nowhere"`},
 		{[]string{"--from", "4.1.2", "--scenarios", "consumer-group,chaos"}, `--scenarios: unknown scenario "chaos"`},
-	} {
-		var stdout, stderr bytes.Buffer
-		err := dispatch(context.Background(), append([]string{"diff"}, tc.args...), &stdout, &stderr)
-		var ex exitError
-		if !errors.As(err, &ex) || ex.code != exitBadInput {
-			t.Errorf("diff %q: %v, want exit 2", tc.args, err)
-			continue
-		}
-		if !strings.Contains(ex.msg, tc.says) {
-			t.Errorf("diff %q: %q, want it to say %q", tc.args, ex.msg, tc.says)
-		}
-		if stdout.Len() != 0 {
-			t.Errorf("diff %q printed %q", tc.args, stdout.String())
+	}...) {
+		if stdout := wantBadInput(t, append([]string{"diff"}, tc.args...), tc.says); stdout != "" {
+			t.Errorf("diff %q printed %q", tc.args, stdout)
 		}
 	}
 }
@@ -92,4 +75,38 @@ func TestDiffEmbedded(t *testing.T) {
 			t.Errorf("difference %s: explained %v by %v", d.Key, d.Explained, d.Behaviours)
 		}
 	}
+}
+
+// badInputCase is a command line (after the command's name) that is
+// refused with exit 2 and a message that says says.
+type badInputCase struct {
+	args []string
+	says string
+}
+
+// releasePairBadInput are the refusals of --from and --to that diff and
+// upgrade share (version.CheckUpgrade and the required --from).
+func releasePairBadInput() []badInputCase {
+	return []badInputCase{
+		{[]string{"--to", "4.4.0"}, "--from is required"},
+		{[]string{"--from", "4.9.1"}, `--from: unknown Kafka version "4.9.1": served versions are 4.0.0–`},
+		{[]string{"--from", "4.4.0", "--to", "4.1.2"}, "--to 4.1.2 is older than --from 4.4.0"},
+		{[]string{"--from", "3.9.0", "--to", "4.4.0"}, "Kafka 3.9.0 is not served: groupquake runs KRaft clusters of 4.0.0 and later"},
+	}
+}
+
+// wantBadInput runs the command line args and checks that it is refused
+// with exit 2 and a message that says says; it returns what the command
+// printed on stdout.
+func wantBadInput(t *testing.T, args []string, says string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := dispatch(context.Background(), args, &stdout, &stderr)
+	var ex exitError
+	if !errors.As(err, &ex) || ex.code != exitBadInput {
+		t.Errorf("%q: %v, want exit 2", args, err)
+	} else if !strings.Contains(ex.msg, says) {
+		t.Errorf("%q: %q, want it to say %q", args, ex.msg, says)
+	}
+	return stdout.String()
 }

@@ -73,8 +73,13 @@ func refuseEmpty(fs *flag.FlagSet) error {
 	return err
 }
 
-// noArgs refuses positional arguments of a command that takes none.
-func noArgs(fs *flag.FlagSet, pos []string) error {
+// parseNone parses args with fs for a command that takes no positional
+// argument, and refuses any.
+func parseNone(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
 	if len(pos) > 0 {
 		return badInput("%s takes no arguments, got %q (see 'groupquake %s -h')", fs.Name(), strings.Join(pos, " "), fs.Name())
 	}
@@ -110,11 +115,7 @@ func parseWithConsole(fs *flag.FlagSet, args []string, stdout, stderr io.Writer)
 func parseNoArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (*console, error) {
 	var lv levelFlags
 	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return nil, err
-	}
-	if err := noArgs(fs, pos); err != nil {
+	if err := parseNone(fs, args, stdout); err != nil {
 		return nil, err
 	}
 	return lv.console(stderr)

@@ -143,11 +143,7 @@ that the Docker engine holds.
 
 func cmdImageList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("image list", imageListUsage)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
+	if err := parseNone(fs, args, stdout); err != nil {
 		return err
 	}
 	cached, err := cluster.CachedImages(ctx)

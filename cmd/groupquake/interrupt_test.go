@@ -53,6 +53,23 @@ func sigName(s syscall.Signal) string {
 	return "SIGTERM"
 }
 
+// interruptHeld waits (up to within) for p to hold where the test hook
+// holds it, then interrupts it (signalAndWait).
+func interruptHeld(t *testing.T, p *proc, within time.Duration, sig syscall.Signal, when string) int {
+	t.Helper()
+	p.WaitLine(holding, within)
+	return signalAndWait(t, p, sig, when)
+}
+
+// signalAndWait sends sig to p, waits for it to exit (within controlBound) and
+// logs the exit, naming when the signal came.
+func signalAndWait(t *testing.T, p *proc, sig syscall.Signal, when string) int {
+	t.Helper()
+	code, took := p.WaitExit(p.Signal(sig), controlBound)
+	t.Logf("%s %s: exit %d after %s", sigName(sig), when, code, took.Round(time.Millisecond))
+	return code
+}
+
 func readVerdicts(t *testing.T, dir string) check.Report {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, run.VerdictsFile))
@@ -103,9 +120,7 @@ func TestInterruptRunPhases(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "run")
 				p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=" + phase},
 					"run", "--embedded", "--scenario", "member-links", "--seed", "42", "--duration", "2s", "--out", dir)
-				p.WaitLine(holding, 3*time.Minute)
-				code, took := p.WaitExit(p.Signal(sig), controlBound)
-				t.Logf("%s in %s: exit %d after %s", sigName(sig), phase, code, took.Round(time.Millisecond))
+				code := interruptHeld(t, p, 3*time.Minute, sig, "in "+phase)
 				log := p.Log()
 				if !strings.Contains(log, "groupquake: "+sigName(sig)+": stopping") {
 					t.Errorf("the command did not say it was stopping:\n%s", log)
@@ -188,8 +203,7 @@ func TestInterruptCombinedSeed(t *testing.T) {
 		}
 		return false
 	})
-	code, took := p.WaitExit(p.Signal(syscall.SIGINT), controlBound)
-	t.Logf("SIGINT with the node stopped: exit %d after %s", code, took.Round(time.Millisecond))
+	code := signalAndWait(t, p, syscall.SIGINT, "with the node stopped")
 	if code != exitFailed && code != exitViolation {
 		t.Errorf("exit %d, want %d or %d:\n%s", code, exitFailed, exitViolation, p.Log())
 	}
@@ -235,8 +249,7 @@ func TestSecondInterrupt(t *testing.T) {
 	p.WaitLine(holding, 3*time.Minute)
 	p.Signal(syscall.SIGINT)
 	p.WaitLine(regexp.MustCompile(`^groupquake: SIGINT: stopping`), controlBound)
-	code, took := p.WaitExit(p.Signal(syscall.SIGINT), controlBound)
-	t.Logf("second SIGINT: exit %d after %s", code, took.Round(time.Millisecond))
+	code := signalAndWait(t, p, syscall.SIGINT, "a second time")
 	log := p.Log()
 	if code != exitFailed {
 		t.Errorf("exit %d after a second SIGINT, want %d:\n%s", code, exitFailed, log)
@@ -257,9 +270,7 @@ func TestInterruptCampaign(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "campaign")
 	p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=workload@2"}, "run", "--embedded", "--seed", "5", "--duration", "2s", "--out", dir)
-	p.WaitLine(holding, 5*time.Minute)
-	code, took := p.WaitExit(p.Signal(syscall.SIGTERM), controlBound)
-	t.Logf("SIGTERM in the campaign's second run: exit %d after %s", code, took.Round(time.Millisecond))
+	code := interruptHeld(t, p, 5*time.Minute, syscall.SIGTERM, "in the campaign's second run")
 	if code != exitFailed && code != exitViolation {
 		t.Errorf("exit %d, want %d or %d:\n%s", code, exitFailed, exitViolation, p.Log())
 	}
@@ -336,9 +347,7 @@ func TestInterruptScale(t *testing.T) {
 			t.Parallel()
 			p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=" + phase},
 				"scale", "--embedded", "--members", "30", "--protocol", "consumer", "--partitions", "10", "--steady", "2s", "--seed", "1")
-			p.WaitLine(holding, 3*time.Minute)
-			code, took := p.WaitExit(p.Signal(sig), controlBound)
-			t.Logf("%s in %s: exit %d after %s", sigName(sig), phase, code, took.Round(time.Millisecond))
+			code := interruptHeld(t, p, 3*time.Minute, sig, "in "+phase)
 			if want := "groupquake: interrupted by " + sigName(sig) + " (what was measured up to there is printed above)"; code != exitFailed || !strings.Contains(p.Log(), want) {
 				t.Errorf("exit %d, want %d and %q:\n%s", code, exitFailed, want, p.Log())
 			}
@@ -354,9 +363,7 @@ func TestInterruptDiff(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "diff")
 	p := startCmd(t, []string{"GROUPQUAKE_TEST_HOLD=workload"}, "diff", "--from", "4.1.2", "--to", "4.4.0", "--embedded", "--out", dir)
-	p.WaitLine(holding, 3*time.Minute)
-	code, took := p.WaitExit(p.Signal(syscall.SIGINT), controlBound)
-	t.Logf("SIGINT in the diff's scenarios: exit %d after %s", code, took.Round(time.Millisecond))
+	code := interruptHeld(t, p, 3*time.Minute, syscall.SIGINT, "in the diff's scenarios")
 	if code != exitFailed || !strings.Contains(p.Log(), "interrupted by SIGINT") {
 		t.Errorf("exit %d, want %d and the interrupt named:\n%s", code, exitFailed, p.Log())
 	}

@@ -604,11 +604,7 @@ every groupquake container, also those of runs still alive.
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sweep", sweepUsage)
 	all := fs.Bool("all", false, "remove every groupquake container and network, also those of runs still alive")
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
+	if err := parseNone(fs, args, stdout); err != nil {
 		return err
 	}
 	n, err := cluster.Sweep(ctx, *all)
@@ -620,11 +616,7 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func kindNames() string {
-	var s []string
-	for _, k := range faults.Kinds() {
-		s = append(s, string(k))
-	}
-	return strings.Join(s, ", ")
+	return strings.Join(namesOf(faults.Kinds(), func(k faults.Kind) string { return string(k) }), ", ")
 }
 
 // knownKinds lists every member kind a command line may name, from the
@@ -635,13 +627,9 @@ func knownKinds() []string {
 	names := append(run.DefaultRegistry().Names(), run.BrokenRegistry().Names()...)
 	names = append(names, run.GoClientRegistry().Names()...)
 	names = append(names, javaKindNames()...)
-	for _, k := range run.PythonKinds() {
-		names = append(names, k.Name)
-	}
+	names = append(names, pythonKindNames()...)
 	names = append(names, springKindNames()...)
-	for _, k := range run.ShareKinds() {
-		names = append(names, k.Name)
-	}
+	names = append(names, shareKindNames()...)
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -720,37 +708,28 @@ func checkOut(dir string) error {
 	}
 }
 
+// namesOf lists the names of kinds (member kinds of harness/run.JavaKinds,
+// PythonKinds, SpringKinds, ShareKinds; fault kinds).
+func namesOf[K any](kinds []K, name func(K) string) []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, name(k))
+	}
+	return out
+}
+
 func javaKindNames() []string {
-	var out []string
-	for _, k := range run.JavaKinds() {
-		out = append(out, k.Name)
-	}
-	return out
+	return namesOf(run.JavaKinds(), func(k run.JavaKind) string { return k.Name })
 }
 
-// pythonKindNames lists the Python member kinds (harness/run.PythonKinds).
 func pythonKindNames() []string {
-	var out []string
-	for _, k := range run.PythonKinds() {
-		out = append(out, k.Name)
-	}
-	return out
+	return namesOf(run.PythonKinds(), func(k run.ProcessKind) string { return k.Name })
 }
 
-// springKindNames lists the Spring Kafka member kinds (harness/run.SpringKinds).
 func springKindNames() []string {
-	var out []string
-	for _, k := range run.SpringKinds() {
-		out = append(out, k.Name)
-	}
-	return out
+	return namesOf(run.SpringKinds(), func(k run.ProcessKind) string { return k.Name })
 }
 
-// shareKindNames lists the share member kinds (harness/run.ShareKinds).
 func shareKindNames() []string {
-	var out []string
-	for _, k := range run.ShareKinds() {
-		out = append(out, k.Name)
-	}
-	return out
+	return namesOf(run.ShareKinds(), func(k run.ShareKind) string { return k.Name })
 }

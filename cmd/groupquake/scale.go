@@ -96,16 +96,7 @@ func cmdScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f scaleFlags
 	fs := newFlagSet("scale", scaleUsage)
 	f.register(fs)
-	var lv levelFlags
-	lv.register(fs)
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
-		return err
-	}
-	con, err := lv.console(stderr)
+	con, err := parseNoArgs(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -64,11 +64,7 @@ func buildVersion() versionInfo {
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", versionUsage)
 	asJSON := fs.Bool("json", false, "print the versions as JSON")
-	pos, err := parseArgs(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, pos); err != nil {
+	if err := parseNone(fs, args, stdout); err != nil {
 		return err
 	}
 	v := buildVersion()

@@ -87,6 +87,17 @@ func (h *hist) commit(m string, epoch int32, t history.Type, errName string, p i
 	return h.call(m, history.FCommit, c, t, done)
 }
 
+// commitsInTurn: m commits each offset of t-0 in turn at epoch, each acknowledged before the next
+// is sent; it returns the invokes and the answers.
+func (h *hist) commitsInTurn(m string, epoch int32, offs ...int64) (invs, acks []int64) {
+	h.t.Helper()
+	for _, o := range offs {
+		inv, ack := h.commit(m, epoch, history.OK, "", 0, o)
+		invs, acks = append(invs, inv), append(acks, ack)
+	}
+	return invs, acks
+}
+
 func (h *hist) reset(m string, p int32, off int64) (int64, int64) {
 	h.t.Helper()
 	c := history.Commit{Member: m, Protocol: h.proto, Epoch: -1, Reset: true, Offsets: []history.OffsetAt{{Topic: "t", Partition: p, Offset: off}}}

@@ -3,7 +3,6 @@ package check
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,11 +77,7 @@ func TestValidPartitionEpoch(t *testing.T) {
 		mustHold(t, ValidPartitionEpoch(h.events(), nil))
 	})
 	t.Run("two owners of one epoch fail", func(t *testing.T) {
-		h := newHist(t)
-		a := h.assigned("a", 3, 0)
-		h.revoked("a", 3, 0)
-		b := h.assigned("b", 3, 0)
-		mustCite(t, ValidPartitionEpoch(h.events(), nil), a, b)
+		mustCiteSecondOwner(t, newHist(t), "a", "b", 3, nil)
 	})
 	t.Run("an epoch reached while holding counts", func(t *testing.T) {
 		h := newHist(t)
@@ -618,6 +613,13 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 		}
 		return h.call(m+"/join", history.FSync, inv, t, done)
 	}
+	// rejoin: m1 joins with id at gen and its SyncGroup is answered (t, errName); it returns the
+	// SyncGroup's answer.
+	rejoin := func(h *hist, id string, gen int32, t history.Type, errName string) int64 {
+		join(h, "m1", id, gen)
+		_, done := sync(h, "m1", id, gen, t, errName)
+		return done
+	}
 	classic := func() *hist {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
@@ -628,66 +630,47 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	h := classic()
 	join(h, "m1", "m1-a", 5)
 	join(h, "m1", "m1-b", 4)
-	v := EpochMonotonic(h.events(), nil)
-	mustHold(t, v)
-	if !slices.ContainsFunc(v.Notes, func(n string) bool { return strings.Contains(n, "not judged") }) {
-		t.Fatalf("the unconfirmed generation is not noted: %v", v.Notes)
-	}
+	mustHoldNoting(t, EpochMonotonic(h.events(), nil), "not judged", "the unconfirmed generation")
 
 	// The 4.4.0 history of TestMatrix/4.4.0/broker-faults/java/seed-7: a Java classic member got
 	// generation 7 from the resumed coordinator, its SyncGroup was answered NOT_COORDINATOR, and the
 	// new coordinator answered its rejoin (same member id) with generation 4 from the log.
 	h = classic()
-	join(h, "m1", "m1-a", 4)
-	sync(h, "m1", "m1-a", 4, history.OK, "")
+	rejoin(h, "m1-a", 4, history.OK, "")
 	h.assigned("m1", 4, 0)
-	join(h, "m1", "m1-a", 7)
-	sync(h, "m1", "m1-a", 7, history.Fail, "NOT_COORDINATOR")
-	join(h, "m1", "m1-a", 4)
-	sync(h, "m1", "m1-a", 4, history.OK, "")
+	rejoin(h, "m1-a", 7, history.Fail, "NOT_COORDINATOR")
+	rejoin(h, "m1-a", 4, history.OK, "")
 	h.assigned("m1", 4, 0)
-	v = EpochMonotonic(h.events(), nil)
-	mustHold(t, v)
-	if !slices.ContainsFunc(v.Notes, func(n string) bool { return strings.Contains(n, "excused") }) {
-		t.Fatalf("the forgotten generation is not noted: %v", v.Notes)
-	}
+	mustHoldNoting(t, EpochMonotonic(h.events(), nil), "excused", "the forgotten generation")
 
 	// The 4.4.0 history of TestMatrix/4.4.0/broker-faults/mixed/seed-7: a paused coordinator
 	// resumed, expired every member, turned the empty group into a new classic group it never
 	// wrote, and answered a rejoin with generation 1 before it saw it had lost its partition; the
 	// new coordinator went on from the log's generation 3.
 	h = classic()
-	join(h, "m1", "m1-a", 3)
-	sync(h, "m1", "m1-a", 3, history.OK, "")
+	rejoin(h, "m1-a", 3, history.OK, "")
 	h.assigned("m1", 3, 0)
-	join(h, "m1", "m1-b", 1)
-	sync(h, "m1", "m1-b", 1, history.Fail, "REBALANCE_IN_PROGRESS")
-	join(h, "m1", "m1-b", 4)
-	sync(h, "m1", "m1-b", 4, history.OK, "")
+	rejoin(h, "m1-b", 1, history.Fail, "REBALANCE_IN_PROGRESS")
+	rejoin(h, "m1-b", 4, history.OK, "")
 	mustHold(t, EpochMonotonic(h.events(), nil))
 
 	// The same lower generation confirmed by a SyncGroup is written: a violation.
 	h = classic()
-	join(h, "m1", "m1-a", 3)
-	_, a := sync(h, "m1", "m1-a", 3, history.OK, "")
-	join(h, "m1", "m1-b", 1)
-	_, b := sync(h, "m1", "m1-b", 1, history.OK, "")
+	a := rejoin(h, "m1-a", 3, history.OK, "")
+	b := rejoin(h, "m1-b", 1, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
 
 	// The same, but generation 7 was written: m1's own SyncGroup at it was answered.
 	h = classic()
-	join(h, "m1", "m1-a", 7)
-	_, a = sync(h, "m1", "m1-a", 7, history.OK, "")
-	join(h, "m1", "m1-a", 4)
-	_, b = sync(h, "m1", "m1-a", 4, history.OK, "")
+	a = rejoin(h, "m1-a", 7, history.OK, "")
+	b = rejoin(h, "m1-a", 4, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
 
 	// Another member's SyncGroup at 7 confirms the generation m1 only saw in JoinGroup.
 	h = classic()
 	_, a = join(h, "m1", "m1-a", 7)
 	sync(h, "m2", "m2-a", 7, history.OK, "")
-	join(h, "m1", "m1-b", 4)
-	_, b = sync(h, "m1", "m1-b", 4, history.OK, "")
+	b = rejoin(h, "m1-b", 4, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
 
 	// A SyncGroup at 7 that succeeds only after the step back does not make it a violation: the
@@ -695,7 +678,28 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	h = classic()
 	join(h, "m1", "m1-a", 7)
 	join(h, "m1", "m1-a", 4)
-	join(h, "m1", "m1-a", 7)
-	sync(h, "m1", "m1-a", 7, history.OK, "")
+	rejoin(h, "m1-a", 7, history.OK, "")
 	mustHold(t, EpochMonotonic(h.events(), nil))
+}
+
+// mustCiteSecondOwner: first is assigned t-0 at epoch and revokes it, then (after between, when
+// given) second is assigned it at the same epoch; ValidPartitionEpoch must cite both assignments.
+func mustCiteSecondOwner(t *testing.T, h *hist, first, second string, epoch int32, between func()) {
+	t.Helper()
+	a := h.assigned(first, epoch, 0)
+	h.revoked(first, epoch, 0)
+	if between != nil {
+		between()
+	}
+	b := h.assigned(second, epoch, 0)
+	mustCite(t, ValidPartitionEpoch(h.events(), nil), a, b)
+}
+
+// mustHoldNoting fails the test unless v holds with a note that says note (about what).
+func mustHoldNoting(t *testing.T, v Verdict, note, what string) {
+	t.Helper()
+	mustHold(t, v)
+	if !hasNote(v, note) {
+		t.Fatalf("%s is not noted (%q): %v", what, note, v.Notes)
+	}
 }

@@ -15,11 +15,9 @@ func TestEvidenceEdges(t *testing.T) {
 	t.Run("a step back is cited from the highest commit before it", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("m1", 5, 0)
-		_, ack80 := h.commit("m1", 5, history.OK, "", 0, 80)
-		h.commit("m1", 5, history.OK, "", 0, 60)
-		inv, done := h.commit("m1", 5, history.OK, "", 0, 50)
+		inv, ack := h.commitsInTurn("m1", 5, 80, 60, 50)
 		v := CommittedOffsetMonotonic(h.events(), logged(nil, offsetRec(1, 0, 80), offsetRec(2, 0, 60), offsetRec(3, 0, 50)))
-		if x := mustCite(t, v, ack80, inv, done); !strings.Contains(x.Message, "went back from 80") {
+		if x := mustCite(t, v, ack[0], inv[2], ack[2]); !strings.Contains(x.Message, "went back from 80") {
 			t.Fatalf("got %+v", v.Violations)
 		}
 	})
@@ -261,10 +259,7 @@ func TestEvidenceReads(t *testing.T) {
 		// two are concurrent, and the final read shows 75.
 		h := newHist(t)
 		h.assigned("a", 1, 0)
-		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 75))
-		h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 50))
-		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 75))
-		h.complete("a/2", history.FCommit, history.OK, h.commitOf("a", 1, 0, 50))
+		h.overlappingCommits(75, 50)
 		mustHold(t, DurableCommits(h.events(), logged([]history.OffsetAt{off(0, 75)}, offsetRec(1, 0, 50), offsetRec(2, 0, 75))))
 		// Where the log shows 50 written after 75, it outranks the answers: the read had to show 50.
 		mustFailOnce(t, DurableCommits(h.events(), logged([]history.OffsetAt{off(0, 75)}, offsetRec(1, 0, 75), offsetRec(2, 0, 50))), nil,

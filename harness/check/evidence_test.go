@@ -94,11 +94,9 @@ func TestEvidenceCommittedOffsetMonotonic(t *testing.T) {
 		// 60 was acknowledged before the commit of 50 was sent and written before it too.
 		h := newHist(t)
 		h.assigned("m1", 5, 0)
-		_, ack60 := h.commit("m1", 5, history.OK, "", 0, 60)
-		h.commit("m1", 5, history.OK, "", 0, 75)
-		inv50, ack50 := h.commit("m1", 5, history.OK, "", 0, 50)
+		inv, ack := h.commitsInTurn("m1", 5, 60, 75, 50)
 		v := CommittedOffsetMonotonic(h.events(), logged(nil, offsetRec(8, 0, 60), offsetRec(10, 0, 50), offsetRec(12, 0, 75)))
-		if x := mustCite(t, v, ack60, inv50, ack50); !strings.Contains(x.Message, "went back from 60") || len(v.Violations) != 2 {
+		if x := mustCite(t, v, ack[0], inv[2], ack[2]); !strings.Contains(x.Message, "went back from 60") || len(v.Violations) != 2 {
 			t.Fatalf("want 60 → 50 by the answers and by the log, got %+v", v.Violations)
 		}
 	})
@@ -349,46 +347,43 @@ func TestEvidenceEpochMonotonic(t *testing.T) {
 // a member sent while it owned a partition counts from its invoke, whenever its answer came.
 func TestEvidenceByInvoke(t *testing.T) {
 	t.Parallel()
-	t.Run("ConsumedOnlyOwned: a commit sent while owning covers a late consume, answered after or not", func(t *testing.T) {
-		run := func(sentBefore bool) Verdict {
-			h := newHist(t)
-			h.assigned("a", 1, 0)
-			c := h.commitOf("a", 1, 0, 6)
-			if sentBefore {
-				h.invoke("a", history.FCommit, c)
+	for _, tc := range []struct {
+		name        string
+		process     string // the commit's process
+		lateConsume bool   // the consume is written after the revocation (else before the commit)
+		check       func([]history.Event, *history.Observations) Verdict
+		sentAfter   string // what a commit sent after the revocation must not do
+	}{
+		{"ConsumedOnlyOwned: a commit sent while owning covers a late consume, answered after or not", "a", true, ConsumedOnlyOwned,
+			"a commit sent after the ownership ended excused the consume"},
+		{"CommittedBeforeRevoked: the commit counts from its invoke, not its answer", "a/commit", false, CommittedBeforeRevoked,
+			"a commit sent after the revocation counted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(sentBefore bool) Verdict {
+				h := newHist(t)
+				h.assigned("a", 1, 0)
+				if !tc.lateConsume {
+					h.consume("a", 1, 0, 5)
+				}
+				c := h.commitOf("a", 1, 0, 6)
+				if sentBefore {
+					h.invoke(tc.process, history.FCommit, c)
+				}
+				h.revoked("a", 1, 0)
+				if !sentBefore {
+					h.invoke(tc.process, history.FCommit, c)
+				}
+				h.complete(tc.process, history.FCommit, history.OK, c)
+				if tc.lateConsume {
+					h.consume("a", 1, 0, 5) // written after the revocation
+				}
+				return tc.check(h.events(), nil)
 			}
-			h.revoked("a", 1, 0)
-			if !sentBefore {
-				h.invoke("a", history.FCommit, c)
+			mustHold(t, run(true))
+			if v := run(false); v.Holds {
+				t.Fatalf("%s: %+v", tc.sentAfter, v)
 			}
-			h.complete("a", history.FCommit, history.OK, c)
-			h.consume("a", 1, 0, 5) // written after the revocation
-			return ConsumedOnlyOwned(h.events(), nil)
-		}
-		mustHold(t, run(true))
-		if v := run(false); v.Holds {
-			t.Fatalf("a commit sent after the ownership ended excused the consume: %+v", v)
-		}
-	})
-	t.Run("CommittedBeforeRevoked: the commit counts from its invoke, not its answer", func(t *testing.T) {
-		run := func(sentBefore bool) Verdict {
-			h := newHist(t)
-			h.assigned("a", 1, 0)
-			h.consume("a", 1, 0, 5)
-			c := h.commitOf("a", 1, 0, 6)
-			if sentBefore {
-				h.invoke("a/commit", history.FCommit, c)
-			}
-			h.revoked("a", 1, 0)
-			if !sentBefore {
-				h.invoke("a/commit", history.FCommit, c)
-			}
-			h.complete("a/commit", history.FCommit, history.OK, c)
-			return CommittedBeforeRevoked(h.events(), nil)
-		}
-		mustHold(t, run(true))
-		if v := run(false); v.Holds {
-			t.Fatalf("a commit sent after the revocation counted: %+v", v)
-		}
-	})
+		})
+	}
 }

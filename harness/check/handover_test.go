@@ -44,18 +44,10 @@ func TestStaticHandover(t *testing.T) {
 	t.Run("another instance id is a second owner", func(t *testing.T) {
 		h := newHist(t)
 		h.static("m1", "i1")
-		a := h.assigned("m1", 2, 0)
-		h.revoked("m1", 2, 0)
-		h.static("m3", "i2")
-		b := h.assigned("m3", 2, 0)
-		mustCite(t, ValidPartitionEpoch(h.events(), nil), a, b)
+		mustCiteSecondOwner(t, h, "m1", "m3", 2, func() { h.static("m3", "i2") })
 	})
 	t.Run("dynamic members are second owners", func(t *testing.T) {
-		h := newHist(t)
-		a := h.assigned("m1", 2, 0)
-		h.revoked("m1", 2, 0)
-		b := h.assigned("m3", 2, 0)
-		mustCite(t, ValidPartitionEpoch(h.events(), nil), a, b)
+		mustCiteSecondOwner(t, newHist(t), "m1", "m3", 2, nil)
 	})
 	t.Run("the same instance id while the first still owns it is a second owner", func(t *testing.T) {
 		h := newHist(t)

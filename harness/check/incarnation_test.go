@@ -46,6 +46,16 @@ func converted() *history.Observations {
 		gmeta(4, 0, 0), gmeta(5, 1, 1), tomb(6, history.RecordGroupMetadata), cmeta(7, 1), cmeta(8, 3))
 }
 
+// heldThenFenced: m heartbeats at epoch, is assigned t-0 at it, then is fenced; it returns the
+// assignment.
+func (h *hist) heldThenFenced(m string, epoch int32) int64 {
+	h.t.Helper()
+	h.hb(m, epoch, history.OK)
+	a := h.assigned(m, epoch, 0)
+	h.fenced(m)
+	return a
+}
+
 func (h *hist) fenced(m string) int64 {
 	h.t.Helper()
 	return h.info(m, history.FFenced, history.Membership{Member: m, Error: "UNKNOWN_MEMBER_ID"})
@@ -306,9 +316,7 @@ func TestIncarnationRules(t *testing.T) {
 	t.Run("only the first join after the group was empty begins an incarnation", func(t *testing.T) {
 		// b joins at generation 5 (epochs continue), then c at 1: c's join is not the first.
 		h := newHist(t)
-		h.hb("a", 3, history.OK)
-		a := h.assigned("a", 3, 0)
-		h.fenced("a")
+		a := h.heldThenFenced("a", 3)
 		h.join("b", 5)
 		h.join("c", 1)
 		h.hb("c", 3, history.OK)
@@ -321,9 +329,7 @@ func TestIncarnationRules(t *testing.T) {
 	})
 	t.Run("a join that continues the epochs begins nothing, and the next restart takes the log's deletion", func(t *testing.T) {
 		h := newHist(t)
-		h.hb("a", 3, history.OK)
-		h.assigned("a", 3, 0)
-		h.fenced("a")
+		h.heldThenFenced("a", 3)
 		h.join("b", 4) // above 3: the epochs continue
 		h.assigned("b", 4, 1)
 		h.fenced("b")
@@ -339,13 +345,9 @@ func TestIncarnationRules(t *testing.T) {
 	})
 	t.Run("each deletion in the log excuses one restart, in order", func(t *testing.T) {
 		h := newHist(t)
-		h.hb("a", 3, history.OK)
-		a := h.assigned("a", 3, 0)
-		h.fenced("a")
+		a := h.heldThenFenced("a", 3)
 		h.join("b", 1)
-		h.hb("b", 3, history.OK)
-		b := h.assigned("b", 3, 0)
-		h.fenced("b")
+		b := h.heldThenFenced("b", 3)
 		h.join("c", 1)
 		h.hb("c", 3, history.OK)
 		c := h.assigned("c", 3, 0)
@@ -383,9 +385,7 @@ func TestIncarnationRules(t *testing.T) {
 	})
 	t.Run("a member's epoch from the old incarnation does not carry over", func(t *testing.T) {
 		h := newHist(t)
-		h.hb("a", 2, history.OK)
-		h.assigned("a", 2, 0)
-		h.fenced("a")
+		h.heldThenFenced("a", 2)
 		h.join("b", 1)
 		h.assigned("a", 0, 1) // a's epoch in the new group is not known yet
 		h.assigned("b", 2, 1)
@@ -420,18 +420,14 @@ func TestIncarnationRules(t *testing.T) {
 	})
 	t.Run("the new group may reach the old group's last epoch again", func(t *testing.T) {
 		h := newHist(t)
-		h.hb("a", 1, history.OK)
-		h.assigned("a", 1, 0)
-		h.fenced("a")
+		h.heldThenFenced("a", 1)
 		h.join("b", 1)
 		h.assigned("b", 1, 0)
 		mustHold(t, ValidPartitionEpoch(h.events(), logOf(cmeta(1, 1), tomb(2, history.RecordConsumerGroupMetadata), gmeta(3, 0, 0))))
 	})
 	t.Run("a consumer member's heartbeat at epoch 0 is a join at the epoch it gets", func(t *testing.T) {
 		h := newHist(t)
-		h.hb("a", 3, history.OK)
-		a := h.assigned("a", 3, 0)
-		h.fenced("a")
+		a := h.heldThenFenced("a", 3)
 		in := history.Heartbeat{Member: "b", Protocol: history.ProtocolConsumer}
 		out := in
 		out.ResultEpoch = 1

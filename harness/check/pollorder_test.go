@@ -36,20 +36,20 @@ func fencedWhileWriting(t *testing.T, later uint64, numbered bool) (h *hist, lat
 		}
 		return 0
 	}
-	if numbered {
-		h.ownedAfterPoll(history.FAssigned, "a", 1, 0, 0)
-	} else {
-		h.assigned("a", 1, 0)
+	// owned reports a's ownership of t-0 changing (f), after polls Polls when it numbers them.
+	owned := func(f string, polls uint64) {
+		if numbered {
+			h.ownedAfterPoll(f, "a", 1, polls, 0)
+		} else {
+			h.owned(f, "a", 1, 0)
+		}
 	}
+	owned(history.FAssigned, 0)
 	h.consumePolled("a", 1, 0, 0, poll(1))
 	h.consumePolled("a", 1, 0, 1, poll(1))
 	h.consumePolled("a", 1, 0, 2, poll(2))
 	h.info("a", history.FFenced, history.Membership{Member: "a", Epoch: 1, Error: "UNKNOWN_MEMBER_ID"})
-	if numbered {
-		h.ownedAfterPoll(history.FLost, "a", 1, 2, 0)
-	} else {
-		h.lost("a", 1, 0)
-	}
+	owned(history.FLost, 2)
 	h.consumePolled("a", 1, 0, 3, poll(2))
 	h.consumePolled("a", 1, 0, 4, poll(2))
 	if later > 0 {

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -54,22 +55,8 @@ func first(vs []Violation, n int) []Violation {
 func TestVerdictsSurviveRoundTrip(t *testing.T) {
 	t.Parallel()
 	events, obs, plan := genHistory(t, simConfig{seed: 42, protocol: history.ProtocolConsumer, members: 3, partitions: 4, steps: 800})
-	var buf bytes.Buffer
-	if err := history.Write(&buf, events); err != nil {
-		t.Fatal(err)
-	}
-	l, err := history.Read(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ob bytes.Buffer
-	if err := history.WriteObservations(&ob, obs); err != nil {
-		t.Fatal(err)
-	}
-	obs2, err := history.ReadObservations(&ob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := roundTrip(t, events, history.Write, history.Read)
+	obs2 := roundTrip(t, obs, history.WriteObservations, history.ReadObservations)
 	rep := Judge(events, obs, plan, WithReplay(replayFor(history.ProtocolConsumer)))
 	if !rep.Holds || rep.RebalanceCost == nil || rep.RebalanceCost.Protocols[history.ProtocolConsumer].PartitionStops.Count == 0 {
 		t.Fatalf("Judge on a valid history: holds %v, cost %+v", rep.Holds, rep.RebalanceCost)
@@ -81,6 +68,20 @@ func TestVerdictsSurviveRoundTrip(t *testing.T) {
 			t.Fatalf("%s differs after a round trip:\n%+v\n%+v", a[i].Name, a[i], b[i])
 		}
 	}
+}
+
+// roundTrip writes v with write and reads it back with read; an error fails the test.
+func roundTrip[V, R any](t *testing.T, v V, write func(io.Writer, V) error, read func(io.Reader) (R, error)) R {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	r, err := read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // A mutation injects one violation into a valid history and says which checker must catch it and

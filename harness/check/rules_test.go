@@ -30,6 +30,15 @@ func (h *hist) commitOf(m string, epoch int32, p int32, o int64) history.Commit 
 	return history.Commit{Member: m, Protocol: h.proto, Epoch: epoch, Offsets: []history.OffsetAt{off(p, o)}}
 }
 
+// overlappingCommits: a sends a commit of first and, before its answer, one of second (on process
+// a/2), both of partition 0 at epoch 1; both are acknowledged, first's answer first.
+func (h *hist) overlappingCommits(first, second int64) {
+	h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, first))
+	h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, second))
+	h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, first))
+	h.complete("a/2", history.FCommit, history.OK, h.commitOf("a", 1, 0, second))
+}
+
 // mustFailOnce fails the test unless v fails with exactly one violation citing want and containing
 // every fragment.
 func mustFailOnce(t *testing.T, v Verdict, want []int64, fragments ...string) {
@@ -369,10 +378,7 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 	t.Run("concurrent commits may complete in either order", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
-		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 7))
-		h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 5))
-		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 7))
-		h.complete("a/2", history.FCommit, history.OK, h.commitOf("a", 1, 0, 5))
+		h.overlappingCommits(7, 5)
 		v := CommittedOffsetMonotonic(h.events(), nil)
 		mustHold(t, v)
 		if !strings.Contains(notesOf(v), "0 ordered commit pairs") {

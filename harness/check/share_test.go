@@ -351,17 +351,30 @@ func TestShareAckedTwice(t *testing.T) {
 // not rise, one past the limit, and a delivery after one at the limit are
 // violations, unless a node fault came between.
 func TestShareDeliveryCountBounded(t *testing.T) {
-	h := &shareHist{}
-	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 1))
-	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 2))
-	h.fetch("a", 12000, 12100, history.OK, nil, acq("t", 0, 0, 3))
-	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+	// deliveries is offset 0 of t-0 acquired with each count in turn, by a
+	// and b alternately, 6 s apart.
+	deliveries := func(counts ...int16) *shareHist {
+		h := &shareHist{}
+		for i, n := range counts {
+			at := i * 6000
+			h.fetch([]string{"a", "b"}[i%2], at, at+100, history.OK, nil, acq("t", 0, 0, n))
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		counts []int16
+		holds  bool
+		says   string
+	}{
+		{[]int16{1, 2, 3}, true, ""},
+		{[]int16{2, 2}, false, "went from 2 to 2"},
+		{[]int16{4}, false, "outside 1–3"},
+		{[]int16{3, 1}, false, "after a delivery at the limit 3"},
+	} {
+		wantHolds(t, shareVerdict(t, deliveries(tc.counts...), "ShareDeliveryCountBounded"), tc.holds, tc.says)
+	}
 
-	h = &shareHist{}
-	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 2))
-	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 2))
-	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "went from 2 to 2")
-
+	h := deliveries(2, 2)
 	h.fault("node-stop", "node-1", 3000, 4000)
 	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
 
@@ -369,15 +382,6 @@ func TestShareDeliveryCountBounded(t *testing.T) {
 	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 2))
 	h.fetchFrom(2, "b", 6000, 6100, acq("t", 0, 0, 1))
 	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
-
-	h = &shareHist{}
-	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 4))
-	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "outside 1–3")
-
-	h = &shareHist{}
-	h.fetch("a", 0, 100, history.OK, nil, acq("t", 0, 0, 3))
-	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 1))
-	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "after a delivery at the limit 3")
 }
 
 // TestShareAcksOnlyAcquired: the broker acknowledging a range the member

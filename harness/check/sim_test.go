@@ -135,11 +135,8 @@ func (s *sim) commit(m *simMember, ps []int32, why string) {
 	if len(ps) == 0 {
 		return
 	}
-	var offs []history.OffsetAt
-	for _, p := range ps {
-		offs = append(offs, history.OffsetAt{Topic: simTopic, Partition: p, Offset: m.pos[p]})
-	}
-	c := history.Commit{Member: m.name, MemberID: m.id, Protocol: s.cfg.protocol, Epoch: m.epoch, Offsets: offs}
+	c := s.commitOf(m, ps)
+	offs := c.Offsets
 	done := c
 	switch {
 	case m.zombie:
@@ -455,13 +452,18 @@ func (s *sim) applyCommitOK(m *simMember) {
 	if len(ps) == 0 {
 		return
 	}
+	c := s.commitOf(m, ps)
+	s.applyCommit(m, c.Offsets)
+	s.call(m.name, history.FCommit, c, history.OK, c, "final commit")
+}
+
+// commitOf is m's commit of its positions of ps.
+func (s *sim) commitOf(m *simMember, ps []int32) history.Commit {
 	var offs []history.OffsetAt
 	for _, p := range ps {
 		offs = append(offs, history.OffsetAt{Topic: simTopic, Partition: p, Offset: m.pos[p]})
 	}
-	c := history.Commit{Member: m.name, MemberID: m.id, Protocol: s.cfg.protocol, Epoch: m.epoch, Offsets: offs}
-	s.applyCommit(m, offs)
-	s.call(m.name, history.FCommit, c, history.OK, c, "final commit")
+	return history.Commit{Member: m.name, MemberID: m.id, Protocol: s.cfg.protocol, Epoch: m.epoch, Offsets: offs}
 }
 
 // simReplay is the test's stand-in for coordinator.Replay: it understands the records sim writes.

@@ -110,22 +110,21 @@ func (n *Node) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa
 
 // Cluster is a running container cluster. Close removes everything it made.
 type Cluster struct {
-	cfg     Config
-	RunID   string
-	Image   Image
-	cli     *client.Client
-	net     *testcontainers.DockerNetwork
-	nodes   []*Node
-	proxies *Proxies
-	logf    func(string, ...any)
+	cfg   Config
+	RunID string
+	Image Image
+	cli   *client.Client
+	net   *testcontainers.DockerNetwork
+	nodes []*Node
+	logf  func(string, ...any)
 
 	// What every node container is created with, kept to recreate a node.
 	clusterID string
 	settings  map[string]string
 	labels    map[string]string
 
-	mu     sync.Mutex
-	links  map[string]*Links
+	mu sync.Mutex
+	clientLinks
 	closed bool
 }
 
@@ -333,7 +332,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
-	c := &Cluster{cfg: cfg, RunID: strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(newID(6))), Image: img, cli: cli, logf: cfg.Logf, links: map[string]*Links{}}
+	c := &Cluster{cfg: cfg, RunID: strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(newID(6))), Image: img, cli: cli, logf: cfg.Logf}
 	register(c)
 	defer func() {
 		if err != nil {
@@ -569,28 +568,15 @@ func (c *Cluster) Links(clientName string) (*Links, error) {
 	if c.closed {
 		return nil, fmt.Errorf("cluster %s is closed", c.RunID)
 	}
-	if l, ok := c.links[clientName]; ok {
-		return l, nil
-	}
-	if c.proxies == nil {
-		p, err := NewProxies(c.cfg.Toxiproxy)
-		if err != nil {
-			return nil, err
+	return c.linksOf(c.cfg.Toxiproxy, clientName, func() []Upstream {
+		var ups []Upstream
+		for _, n := range c.nodes {
+			if n.IsBroker() {
+				ups = append(ups, Upstream{Node: n.ID, Advertised: n.Addr(), Dial: n.Addr()})
+			}
 		}
-		c.proxies = p
-	}
-	var ups []Upstream
-	for _, n := range c.nodes {
-		if n.IsBroker() {
-			ups = append(ups, Upstream{Node: n.ID, Advertised: n.Addr(), Dial: n.Addr()})
-		}
-	}
-	l, err := c.proxies.NewLinks(clientName, ups)
-	if err != nil {
-		return nil, err
-	}
-	c.links[clientName] = l
-	return l, nil
+		return ups
+	}, nil)
 }
 
 // Close removes every container, the network and the links, also when ctx

@@ -37,6 +37,21 @@ func createTopic(t *testing.T, c cluster.Handle, topic string, partitions int32)
 func versions() []string { return clustertest.Versions() }
 
 // produceN writes n records numbered 0..n-1 through links, acks=all.
+// recordsFlow creates topic "records" (3 partitions), produces n records
+// to it through the links of client "producer" and consumes them all in
+// group; it returns the links.
+func recordsFlow(t *testing.T, c cluster.Handle, group string, n int) *cluster.Links {
+	t.Helper()
+	createTopic(t, c, "records", 3)
+	l, err := c.Links("producer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, l, "records", n)
+	consumeAll(t, l, "records", group, n)
+	return l
+}
+
 func produceN(t *testing.T, l *cluster.Links, topic string, n int) {
 	t.Helper()
 	cl, err := kgo.NewClient(append(l.KgoOpts(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
@@ -437,13 +452,7 @@ func TestSeparateControllers(t *testing.T) {
 		t.Fatalf("nodes %v, want controller 101 and broker 1", got)
 	}
 	madeLate(t, c)
-	createTopic(t, c, "records", 3)
-	l, err := c.Links("producer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	produceN(t, l, "records", 1000)
-	consumeAll(t, l, "records", "g-controllers", 1000)
+	recordsFlow(t, c, "g-controllers", 1000)
 	if err := c.RestartNode(context.Background(), 101, false); err != nil {
 		t.Fatal(err)
 	}

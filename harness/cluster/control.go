@@ -51,13 +51,24 @@ func (c *Cluster) startedCount(ctx context.Context, n *Node) int {
 // admin returns a client that talks to the brokers directly (not through
 // any client's links), for readiness and observations.
 func (c *Cluster) admin() (*kgo.Client, error) {
-	return kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.RequestRetries(2), kgo.RetryTimeout(10*time.Second), kgo.DialTimeout(3*time.Second))
+	return kgo.NewClient(adminOpts(c.Bootstrap(), kgo.DialTimeout(3*time.Second))...)
 }
 
 // Admin returns a kadm client connected to the brokers directly; close it
 // with Close.
 func (c *Cluster) Admin() (*kadm.Client, error) {
-	cl, err := c.admin()
+	return newAdmin(c.Bootstrap(), kgo.DialTimeout(3*time.Second))
+}
+
+// adminOpts are the options of an admin client straight to the brokers
+// seeds, with extra.
+func adminOpts(seeds []string, extra ...kgo.Opt) []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequestRetries(2), kgo.RetryTimeout(10 * time.Second)}, extra...)
+}
+
+// newAdmin returns a kadm client straight to the brokers seeds (adminOpts).
+func newAdmin(seeds []string, extra ...kgo.Opt) (*kadm.Client, error) {
+	cl, err := kgo.NewClient(adminOpts(seeds, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/coordinator"
 	"github.com/groupquake/groupquake/coordinator/consumergroup"
@@ -55,16 +54,15 @@ const EmbeddedNode NodeID = 1
 // stops; the embedded one's keeps running, so sessions can expire during a
 // pause here where a frozen JVM would expire them only once thawed.
 type Embedded struct {
-	cfg     EmbeddedConfig
-	wcfg    wire.Config
-	ownDir  bool
-	addr    string
-	mu      sync.Mutex
-	srv     *wire.Server
-	proxies *Proxies
-	links   map[string]*Links
-	cutAll  bool // pause or isolate in force
-	closed  bool
+	cfg    EmbeddedConfig
+	wcfg   wire.Config
+	ownDir bool
+	addr   string
+	mu     sync.Mutex
+	srv    *wire.Server
+	clientLinks
+	cutAll bool // pause or isolate in force
+	closed bool
 }
 
 var _ Handle = (*Embedded)(nil)
@@ -102,7 +100,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	e := &Embedded{cfg: cfg, links: map[string]*Links{}}
+	e := &Embedded{cfg: cfg}
 	if cfg.DataDir == "" {
 		d, err := interrupt.MkdirTemp("", "groupquake-embedded-")
 		if err != nil {
@@ -152,11 +150,7 @@ func (e *Embedded) Bootstrap() []string { return []string{e.addr} }
 
 // Admin returns a client straight to the server.
 func (e *Embedded) Admin() (*kadm.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.RequestRetries(2), kgo.RetryTimeout(10*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	return kadm.NewClient(cl), nil
+	return newAdmin(e.Bootstrap())
 }
 
 // Links returns client's own link to the server.
@@ -166,27 +160,13 @@ func (e *Embedded) Links(clientName string) (*Links, error) {
 	if e.closed {
 		return nil, errors.New("embedded cluster is closed")
 	}
-	if l, ok := e.links[clientName]; ok {
-		return l, nil
-	}
-	if e.proxies == nil {
-		p, err := NewProxies(e.cfg.Toxiproxy)
-		if err != nil {
-			return nil, err
+	ups := func() []Upstream { return []Upstream{{Node: EmbeddedNode, Advertised: e.addr, Dial: e.addr}} }
+	return e.linksOf(e.cfg.Toxiproxy, clientName, ups, func(l *Links) error {
+		if e.cutAll {
+			return l.Cut(AllNodes)
 		}
-		e.proxies = p
-	}
-	l, err := e.proxies.NewLinks(clientName, []Upstream{{Node: EmbeddedNode, Advertised: e.addr, Dial: e.addr}})
-	if err != nil {
-		return nil, err
-	}
-	if e.cutAll {
-		if err := l.Cut(AllNodes); err != nil {
-			return nil, err
-		}
-	}
-	e.links[clientName] = l
-	return l, nil
+		return nil
+	})
 }
 
 func (e *Embedded) node(id NodeID) error {

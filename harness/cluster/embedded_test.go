@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 )
 
 // TestEmbeddedCluster runs the reference coordinator behind the Kafka
@@ -21,18 +22,8 @@ import (
 // cuts clients off until unpaused, and Close removes the temporary data.
 func TestEmbeddedCluster(t *testing.T) {
 	ctx := context.Background()
-	e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
-	createTopic(t, e, "records", 3)
-	l, err := e.Links("producer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	produceN(t, l, "records", 2000)
-	consumeAll(t, l, "records", "g-embedded", 2000)
+	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
+	l := recordsFlow(t, e, "g-embedded", 2000)
 
 	commitAndCheck(t, e, "g-offsets", "records", 42)
 	if err := e.StopNode(ctx, cluster.EmbeddedNode); err != nil {
@@ -84,11 +75,7 @@ func TestEmbeddedCluster(t *testing.T) {
 // refuses it, a started one serves it again.
 func TestEmbeddedDialInProcess(t *testing.T) {
 	ctx := context.Background()
-	e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
 	addr := e.Bootstrap()[0]
 	fds := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")

@@ -44,9 +44,8 @@ type External struct {
 	cfg     ExternalConfig
 	brokers map[NodeID]string // advertised host:port
 	tmpl    *template.Template
-	proxies *Proxies
 	mu      sync.Mutex
-	links   map[string]*Links
+	clientLinks
 }
 
 var _ Handle = (*External)(nil)
@@ -74,7 +73,7 @@ func Connect(ctx context.Context, cfg ExternalConfig) (*External, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	e := &External{cfg: cfg, brokers: map[NodeID]string{}, links: map[string]*Links{}}
+	e := &External{cfg: cfg, brokers: map[NodeID]string{}}
 	if cfg.NodeControl != "" {
 		t, err := template.New("node-control").Option("missingkey=error").Parse(cfg.NodeControl)
 		if err != nil {
@@ -121,37 +120,20 @@ func (e *External) Bootstrap() []string {
 
 // Admin returns a client straight to the brokers.
 func (e *External) Admin() (*kadm.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()...), kgo.RequestRetries(2), kgo.RetryTimeout(10*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	return kadm.NewClient(cl), nil
+	return newAdmin(e.Bootstrap())
 }
 
 // Links returns client's own links to every broker.
 func (e *External) Links(clientName string) (*Links, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if l, ok := e.links[clientName]; ok {
-		return l, nil
-	}
-	if e.proxies == nil {
-		p, err := NewProxies(e.cfg.Toxiproxy)
-		if err != nil {
-			return nil, err
+	return e.linksOf(e.cfg.Toxiproxy, clientName, func() []Upstream {
+		var ups []Upstream
+		for _, id := range e.NodeIDs() {
+			ups = append(ups, Upstream{Node: id, Advertised: e.brokers[id], Dial: e.brokers[id]})
 		}
-		e.proxies = p
-	}
-	var ups []Upstream
-	for _, id := range e.NodeIDs() {
-		ups = append(ups, Upstream{Node: id, Advertised: e.brokers[id], Dial: e.brokers[id]})
-	}
-	l, err := e.proxies.NewLinks(clientName, ups)
-	if err != nil {
-		return nil, err
-	}
-	e.links[clientName] = l
-	return l, nil
+		return ups
+	}, nil)
 }
 
 // Close removes the links; the cluster itself is the user's.

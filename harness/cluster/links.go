@@ -275,3 +275,40 @@ func (l *Links) each(node int32, f func(*toxiclient.Proxy) error) error {
 	}
 	return nil
 }
+
+// clientLinks holds a cluster's links, one set per client name, and the
+// toxiproxy they run on; the cluster's own mutex guards it.
+type clientLinks struct {
+	proxies *Proxies
+	links   map[string]*Links
+}
+
+// linksOf returns client's links, making them on first use to ups() (the
+// toxiproxy started first, at toxiproxy or embedded) and passing them to
+// made, when not nil, before they are kept.
+func (cl *clientLinks) linksOf(toxiproxy, clientName string, ups func() []Upstream, made func(*Links) error) (*Links, error) {
+	if l, ok := cl.links[clientName]; ok {
+		return l, nil
+	}
+	if cl.proxies == nil {
+		p, err := NewProxies(toxiproxy)
+		if err != nil {
+			return nil, err
+		}
+		cl.proxies = p
+	}
+	l, err := cl.proxies.NewLinks(clientName, ups())
+	if err != nil {
+		return nil, err
+	}
+	if made != nil {
+		if err := made(l); err != nil {
+			return nil, err
+		}
+	}
+	if cl.links == nil {
+		cl.links = map[string]*Links{}
+	}
+	cl.links[clientName] = l
+	return l, nil
+}

@@ -203,13 +203,17 @@ func Read(r io.Reader) (Loaded, error) {
 }
 
 // Load reads the history file at path.
-func Load(path string) (Loaded, error) {
+func Load(path string) (Loaded, error) { return loadWith(path, Read) }
+
+// loadWith reads the history file at path with read; an error names the
+// file.
+func loadWith(path string, read func(io.Reader) (Loaded, error)) (Loaded, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Loaded{}, err
 	}
 	defer f.Close()
-	l, err := Read(f)
+	l, err := read(f)
 	if err != nil {
 		return Loaded{}, fmt.Errorf("%s: %w", path, err)
 	}

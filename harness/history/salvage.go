@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 )
 
@@ -160,15 +159,4 @@ func ReadWhole(r io.Reader) (Loaded, error) {
 }
 
 // LoadWhole reads the history file at path with ReadWhole.
-func LoadWhole(path string) (Loaded, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Loaded{}, err
-	}
-	defer f.Close()
-	l, err := ReadWhole(f)
-	if err != nil {
-		return Loaded{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return l, nil
-}
+func LoadWhole(path string) (Loaded, error) { return loadWith(path, ReadWhole) }

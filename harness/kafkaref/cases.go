@@ -286,6 +286,67 @@ func need(f []string, n int) error {
 	return nil
 }
 
+// caseLines reads the lines of a case's block after its head: each topic
+// line with readTopic (named: the lines name their topic), handed to
+// topic, every other line with read, which says whether it knows the line;
+// what names the case in the error for a line it does not.
+func caseLines(block [][]string, what string, named bool, topic func(consumergroup.Topic), read func(f []string) (bool, error)) error {
+	for _, f := range block[1:] {
+		if f[0] == "topic" {
+			t, err := readTopic(f, named)
+			if err != nil {
+				return err
+			}
+			topic(t)
+			continue
+		}
+		known, err := read(f)
+		if err != nil {
+			return err
+		}
+		if !known {
+			return fmt.Errorf("unknown line %q in %s", f[0], what)
+		}
+	}
+	return nil
+}
+
+// parseSubscriptionType reads a case's subscription type.
+func parseSubscriptionType(s string) (assignor.SubscriptionType, error) {
+	switch s {
+	case "Homogeneous":
+		return assignor.Homogeneous, nil
+	case "Heterogeneous":
+		return assignor.Heterogeneous, nil
+	}
+	return 0, fmt.Errorf("subscription type %q: want Homogeneous or Heterogeneous", s)
+}
+
+// readTopic reads a line "topic [name] id partitions"; named says whether
+// the line names the topic.
+func readTopic(f []string, named bool) (consumergroup.Topic, error) {
+	var t consumergroup.Topic
+	rest := f[1:]
+	if named {
+		if err := need(f, 4); err != nil {
+			return t, err
+		}
+		t.Name, rest = f[1], f[2:]
+	} else if err := need(f, 3); err != nil {
+		return t, err
+	}
+	id, err := assignor.ParseTopicID(rest[0])
+	if err != nil {
+		return t, err
+	}
+	n, err := strconv.Atoi(rest[1])
+	if err != nil {
+		return t, fmt.Errorf("partition count %q: %v", rest[1], err)
+	}
+	t.ID, t.Partitions = id, n
+	return t, nil
+}
+
 func parseTopics(s string) ([]TopicID, error) {
 	if s == "-" {
 		return nil, nil
@@ -360,47 +421,32 @@ func readAssign(block [][]string) (AssignCase, error) {
 		return AssignCase{}, err
 	}
 	c := AssignCase{Name: head[1], Assignor: head[2]}
-	switch head[3] {
-	case "Homogeneous":
-		c.Spec.Subscription = assignor.Homogeneous
-	case "Heterogeneous":
-		c.Spec.Subscription = assignor.Heterogeneous
-	default:
-		return c, fmt.Errorf("subscription type %q: want Homogeneous or Heterogeneous", head[3])
+	var err error
+	if c.Spec.Subscription, err = parseSubscriptionType(head[3]); err != nil {
+		return c, err
 	}
 	subs := map[string][]TopicID{}
 	index := map[string]int{}
-	for _, f := range block[1:] {
+	err = caseLines(block, "an assign case", false, func(t consumergroup.Topic) {
+		c.Topics = append(c.Topics, TopicCount{ID: t.ID, Partitions: t.Partitions})
+	}, func(f []string) (bool, error) {
 		switch f[0] {
-		case "topic":
-			if err := need(f, 3); err != nil {
-				return c, err
-			}
-			id, err := assignor.ParseTopicID(f[1])
-			if err != nil {
-				return c, err
-			}
-			n, err := strconv.Atoi(f[2])
-			if err != nil {
-				return c, fmt.Errorf("partition count %q: %v", f[2], err)
-			}
-			c.Topics = append(c.Topics, TopicCount{ID: id, Partitions: n})
 		case "subs":
 			if err := need(f, 3); err != nil {
-				return c, err
+				return true, err
 			}
 			ts, err := parseTopics(f[2])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			subs[f[1]] = ts
 		case "member":
 			if err := need(f, 4); err != nil {
-				return c, err
+				return true, err
 			}
 			ts, ok := subs[f[3]]
 			if !ok {
-				return c, fmt.Errorf("member %s names subscription %q, which no subs line defined before it", f[1], f[3])
+				return true, fmt.Errorf("member %s names subscription %q, which no subs line defined before it", f[1], f[3])
 			}
 			m := assignor.MemberSpec{ID: f[1], Topics: ts}
 			if f[2] != "-" {
@@ -411,14 +457,15 @@ func readAssign(block [][]string) (AssignCase, error) {
 		case "owned":
 			i, t, ps, err := parseOwned(f, index)
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			c.Spec.Members[i].Assignment = append(c.Spec.Members[i].Assignment, assignor.TopicPartitions{Topic: t, Partitions: ps})
 		default:
-			return c, fmt.Errorf("unknown line %q in an assign case", f[0])
+			return false, nil
 		}
-	}
-	return c, nil
+		return true, nil
+	})
+	return c, err
 }
 
 var memberStates = map[string]records.MemberState{}
@@ -444,33 +491,20 @@ func readReconcile(block [][]string) (ReconcileCase, error) {
 		return c, fmt.Errorf("subscription-changed flag %q: %v", head[3], err)
 	}
 	index := map[string]int{}
-	for _, f := range block[1:] {
+	err = caseLines(block, "a reconcile case", true, func(t consumergroup.Topic) { c.Topics = append(c.Topics, t) }, func(f []string) (bool, error) {
 		switch f[0] {
-		case "topic":
-			if err := need(f, 4); err != nil {
-				return c, err
-			}
-			id, err := assignor.ParseTopicID(f[2])
-			if err != nil {
-				return c, err
-			}
-			n, err := strconv.Atoi(f[3])
-			if err != nil {
-				return c, fmt.Errorf("partition count %q: %v", f[3], err)
-			}
-			c.Topics = append(c.Topics, consumergroup.Topic{Name: f[1], ID: id, Partitions: n})
 		case "member":
 			if err := need(f, 6); err != nil {
-				return c, err
+				return true, err
 			}
 			st, ok := memberStates[f[2]]
 			if !ok {
-				return c, fmt.Errorf("member state %q: want STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS or UNKNOWN", f[2])
+				return true, fmt.Errorf("member state %q: want STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS or UNKNOWN", f[2])
 			}
 			e, err1 := strconv.ParseInt(f[3], 10, 32)
 			pe, err2 := strconv.ParseInt(f[4], 10, 32)
 			if err1 != nil || err2 != nil {
-				return c, fmt.Errorf("member %s: epochs %q %q are not numbers", f[1], f[3], f[4])
+				return true, fmt.Errorf("member %s: epochs %q %q are not numbers", f[1], f[3], f[4])
 			}
 			m := ReconcileMember{ID: f[1], State: st, Epoch: int32(e), PrevEpoch: int32(pe),
 				Assigned: map[TopicID]map[int32]int32{}, Pending: map[TopicID]map[int32]int32{}, Target: map[TopicID][]int32{}}
@@ -481,26 +515,26 @@ func readReconcile(block [][]string) (ReconcileCase, error) {
 			c.Members = append(c.Members, m)
 		case "assigned", "pending", "target":
 			if err := need(f, 4); err != nil {
-				return c, err
+				return true, err
 			}
 			i, ok := index[f[1]]
 			if !ok {
-				return c, fmt.Errorf("%s line for unknown member %q", f[0], f[1])
+				return true, fmt.Errorf("%s line for unknown member %q", f[0], f[1])
 			}
 			t, err := assignor.ParseTopicID(f[2])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			m := &c.Members[i]
 			if f[0] == "target" {
 				if m.Target[t], err = parseInts(f[3]); err != nil {
-					return c, err
+					return true, err
 				}
-				continue
+				return true, nil
 			}
 			ps, err := parseEpochs(f[3])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			if f[0] == "assigned" {
 				m.Assigned[t] = ps
@@ -509,20 +543,21 @@ func readReconcile(block [][]string) (ReconcileCase, error) {
 			}
 		case "owner":
 			if err := need(f, 3); err != nil {
-				return c, err
+				return true, err
 			}
 			t, err := assignor.ParseTopicID(f[1])
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			if c.Owners[t], err = parseEpochs(f[2]); err != nil {
-				return c, err
+				return true, err
 			}
 		default:
-			return c, fmt.Errorf("unknown line %q in a reconcile case", f[0])
+			return false, nil
 		}
-	}
-	return c, nil
+		return true, nil
+	})
+	return c, err
 }
 
 // GoAssign is the Go side of an assign case, ready to run.

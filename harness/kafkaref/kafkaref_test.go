@@ -80,6 +80,15 @@ func TestReadRefusesBadFiles(t *testing.T) {
 		{"bad subscription type", "assign x uniform Both\nend\n", "Homogeneous or Heterogeneous"},
 		{"undefined subscription", "assign x uniform Homogeneous\nmember m - s0\nend\n", "no subs line"},
 		{"bad state", "reconcile x 1 false\nmember m RUNNING 1 0 -\nend\n", "member state"},
+		{"unknown assign line", "assign x uniform Homogeneous\nfoo 1\nend\n", `unknown line "foo" in an assign case`},
+		{"unknown reconcile line", "reconcile x 1 false\nfoo\nend\n", `unknown line "foo" in a reconcile case`},
+		{"unknown target line", "target x Homogeneous\nfoo\nend\n", `unknown line "foo" in a target case`},
+		{"assign topic fields", "assign x uniform Homogeneous\ntopic t 3 x\nend\n", `line "topic t 3 x" has 4 fields, want 3`},
+		{"reconcile topic fields", "reconcile x 1 false\ntopic t 3\nend\n", `line "topic t 3" has 3 fields, want 4`},
+		{"target topic fields", "target x Homogeneous\ntopic t 3\nend\n", `line "topic t 3" has 3 fields, want 4`},
+		{"target without joiner", "target x Homogeneous\nend\n", "has no joiner line"},
+		{"target partition count", "target x Homogeneous\ntopic t AAAAAAAAAAAAAAAAAAAAAA 3x\nend\n", `partition count "3x"`},
+		{"reconcile partition count", "reconcile x 1 false\ntopic t AAAAAAAAAAAAAAAAAAAAAA 3x\nend\n", `partition count "3x"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Read(strings.NewReader(tc.file))

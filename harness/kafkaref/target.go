@@ -72,35 +72,18 @@ func readTarget(block [][]string) (TargetCase, error) {
 		return TargetCase{}, err
 	}
 	c := TargetCase{Name: head[1]}
-	switch head[2] {
-	case "Homogeneous":
-		c.SubscriptionType = assignor.Homogeneous
-	case "Heterogeneous":
-		c.SubscriptionType = assignor.Heterogeneous
-	default:
-		return c, fmt.Errorf("subscription type %q: want Homogeneous or Heterogeneous", head[2])
+	var err error
+	if c.SubscriptionType, err = parseSubscriptionType(head[2]); err != nil {
+		return c, err
 	}
 	subs := map[string][]string{}
 	index := map[string]int{}
 	joined := false
-	for _, f := range block[1:] {
+	err = caseLines(block, "a target case", true, func(t consumergroup.Topic) { c.Topics = append(c.Topics, t) }, func(f []string) (bool, error) {
 		switch f[0] {
-		case "topic":
-			if err := need(f, 4); err != nil {
-				return c, err
-			}
-			id, err := assignor.ParseTopicID(f[2])
-			if err != nil {
-				return c, err
-			}
-			var n int
-			if _, err := fmt.Sscan(f[3], &n); err != nil {
-				return c, fmt.Errorf("partition count %q: %v", f[3], err)
-			}
-			c.Topics = append(c.Topics, consumergroup.Topic{Name: f[1], ID: id, Partitions: n})
 		case "subs":
 			if err := need(f, 3); err != nil {
-				return c, err
+				return true, err
 			}
 			var names []string
 			if f[2] != "-" {
@@ -109,31 +92,35 @@ func readTarget(block [][]string) (TargetCase, error) {
 			subs[f[1]] = names
 		case "member", "joiner":
 			if err := need(f, 3); err != nil {
-				return c, err
+				return true, err
 			}
 			names, ok := subs[f[2]]
 			if !ok {
-				return c, fmt.Errorf("%s %s names subscription %q, which no subs line defined before it", f[0], f[1], f[2])
+				return true, fmt.Errorf("%s %s names subscription %q, which no subs line defined before it", f[0], f[1], f[2])
 			}
 			m := TargetCaseMember{ID: f[1], Subscribed: names}
 			if f[0] == "joiner" {
 				c.Joiner, joined = m, true
-				continue
+				return true, nil
 			}
 			index[m.ID] = len(c.Members)
 			c.Members = append(c.Members, m)
 		case "owned":
 			i, t, ps, err := parseOwned(f, index)
 			if err != nil {
-				return c, err
+				return true, err
 			}
 			if c.Members[i].Target == nil {
 				c.Members[i].Target = map[TopicID][]int32{}
 			}
 			c.Members[i].Target[t] = ps
 		default:
-			return c, fmt.Errorf("unknown line %q in a target case", f[0])
+			return false, nil
 		}
+		return true, nil
+	})
+	if err != nil {
+		return c, err
 	}
 	if !joined {
 		return c, fmt.Errorf("target case %s has no joiner line", c.Name)

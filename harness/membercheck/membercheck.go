@@ -154,21 +154,26 @@ type scenario struct {
 
 // clientsLog records the events of every member of the scenario in the
 // order they were reported.
-type clientsLog struct {
-	mu     sync.Mutex
-	events []clients.Event
+type clientsLog struct{ log[clients.Event] }
+
+func (l *clientsLog) OnEvent(e clients.Event) { l.add(e) }
+
+// log collects entries in the order they were added, from any goroutine.
+type log[T any] struct {
+	mu      sync.Mutex
+	entries []T
 }
 
-func (l *clientsLog) OnEvent(e clients.Event) {
+func (l *log[T]) add(e T) {
 	l.mu.Lock()
-	l.events = append(l.events, e)
+	l.entries = append(l.entries, e)
 	l.mu.Unlock()
 }
 
-func (l *clientsLog) all() []clients.Event {
+func (l *log[T]) all() []T {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.events)
+	return slices.Clone(l.entries)
 }
 
 func (s *scenario) bad(step string, rule process.Rule, format string, args ...any) {
@@ -228,22 +233,7 @@ func (s *scenario) member(ctx context.Context, tr *transcript, opts ...process.O
 }
 
 // transcript collects one member's messages.
-type transcript struct {
-	mu      sync.Mutex
-	entries []process.Entry
-}
-
-func (t *transcript) add(e process.Entry) {
-	t.mu.Lock()
-	t.entries = append(t.entries, e)
-	t.mu.Unlock()
-}
-
-func (t *transcript) all() []process.Entry {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.entries)
-}
+type transcript = log[process.Entry]
 
 // partner is groupquake's own member of the protocol, the other member of
 // the rebalance.

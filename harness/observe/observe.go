@@ -65,15 +65,9 @@ func (r *Reader) Describe(ctx context.Context) (*history.GroupDescription, error
 
 func (r *Reader) describeConsumer(ctx context.Context) (*history.GroupDescription, error) {
 	ds, err := r.Admin.DescribeConsumerGroups(ctx, r.Group)
+	d, err := described("ConsumerGroupDescribe", r.Group, ds, err, func(d kadm.DescribedConsumerGroup) error { return d.Err })
 	if err != nil {
-		return nil, fmt.Errorf("ConsumerGroupDescribe: %w", err)
-	}
-	d, ok := ds[r.Group]
-	if !ok {
-		return nil, fmt.Errorf("ConsumerGroupDescribe: group %s missing from the answer", r.Group)
-	}
-	if d.Err != nil {
-		return nil, fmt.Errorf("ConsumerGroupDescribe: %w", d.Err)
+		return nil, err
 	}
 	node := d.Coordinator.NodeID
 	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolConsumer, State: d.State, GroupEpoch: d.Epoch, AssignmentEpoch: d.AssignmentEpoch, AssignorName: d.AssignorName, Members: []history.MemberDescription{}, Coordinator: &node}
@@ -95,15 +89,9 @@ func (r *Reader) describeConsumer(ctx context.Context) (*history.GroupDescriptio
 
 func (r *Reader) describeClassic(ctx context.Context) (*history.GroupDescription, error) {
 	ds, err := r.Admin.DescribeGroups(ctx, r.Group)
+	d, err := described("DescribeGroups", r.Group, ds, err, func(d kadm.DescribedGroup) error { return d.Err })
 	if err != nil {
-		return nil, fmt.Errorf("DescribeGroups: %w", err)
-	}
-	d, ok := ds[r.Group]
-	if !ok {
-		return nil, fmt.Errorf("DescribeGroups: group %s missing from the answer", r.Group)
-	}
-	if d.Err != nil {
-		return nil, fmt.Errorf("DescribeGroups: %w", d.Err)
+		return nil, err
 	}
 	node := d.Coordinator.NodeID
 	g := &history.GroupDescription{GroupID: r.Group, Protocol: history.ProtocolClassic, State: d.State, Members: []history.MemberDescription{}, Coordinator: &node}
@@ -123,6 +111,23 @@ func (r *Reader) describeClassic(ctx context.Context) (*history.GroupDescription
 		g.Members = append(g.Members, md)
 	}
 	return g, nil
+}
+
+// described picks group's description out of the answer ds (or err) to
+// the request what: an error names the request.
+func described[D any](what, group string, ds map[string]D, err error, failed func(D) error) (D, error) {
+	var d D
+	if err != nil {
+		return d, fmt.Errorf("%s: %w", what, err)
+	}
+	d, ok := ds[group]
+	if !ok {
+		return d, fmt.Errorf("%s: group %s missing from the answer", what, group)
+	}
+	if err := failed(d); err != nil {
+		return d, fmt.Errorf("%s: %w", what, err)
+	}
+	return d, nil
 }
 
 func setTPs(s kadm.TopicsSet) []history.TP {

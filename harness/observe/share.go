@@ -87,25 +87,35 @@ func ShareRecovery(ctx context.Context, adm *kadm.Client, bootstrap []string, gr
 	if err != nil {
 		fail(fmt.Errorf("end offsets of %v: %w", topics, err))
 	} else {
-		ends.Each(func(lo kadm.ListedOffset) {
-			s := history.ShareStart{Topic: lo.Topic, Partition: lo.Partition, StartOffset: -1, End: lo.Offset}
-			if derr != nil {
-				s.Error = derr.Error()
-			} else if o, ok := so[group].Offsets.Lookup(lo.Topic, lo.Partition); ok {
-				s.StartOffset = o.StartOffset
-				if o.Err != nil {
-					s.Error = o.Err.Error()
-				}
-			}
-			out.Starts = append(out.Starts, s)
-		})
-		sort.Slice(out.Starts, func(i, j int) bool {
-			if out.Starts[i].Topic != out.Starts[j].Topic {
-				return out.Starts[i].Topic < out.Starts[j].Topic
-			}
-			return out.Starts[i].Partition < out.Starts[j].Partition
-		})
+		out.Starts = append(out.Starts, ShareStarts(ends, so, derr, group)...)
 	}
+	return out
+}
+
+// ShareStarts is each partition of ends with its end offset and the share
+// group's start offset there from so, the answer to DescribeShareGroupOffsets
+// (-1 where so has none; derr, that request's error, stands in every
+// partition's Error), sorted by topic and partition.
+func ShareStarts(ends kadm.ListedOffsets, so kadm.DescribedShareGroupsOffsets, derr error, group string) []history.ShareStart {
+	var out []history.ShareStart
+	ends.Each(func(lo kadm.ListedOffset) {
+		s := history.ShareStart{Topic: lo.Topic, Partition: lo.Partition, StartOffset: -1, End: lo.Offset}
+		if derr != nil {
+			s.Error = derr.Error()
+		} else if o, ok := so[group].Offsets.Lookup(lo.Topic, lo.Partition); ok {
+			s.StartOffset = o.StartOffset
+			if o.Err != nil {
+				s.Error = o.Err.Error()
+			}
+		}
+		out = append(out, s)
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
 	return out
 }
 

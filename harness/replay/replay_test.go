@@ -113,14 +113,7 @@ func TestClassicGroup(t *testing.T) {
 	l.commit("g", "t", 0, 12)
 	l.commit("g", "u", 0, 5)
 
-	fn, err := replay.Func("4.4.0", "g", names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fn(l.recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := replayed(t, "4.4.0", names, l.recs)
 	want := check.GroupState{
 		Protocol:   history.ProtocolClassic,
 		Generation: 2,
@@ -137,10 +130,7 @@ func TestClassicGroup(t *testing.T) {
 	// The members leave: the group is Empty at the next generation, and
 	// its offsets stay.
 	classicGroup(t, l, "g", 3, nil)
-	got, err = fn(l.recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got = replayed(t, "4.4.0", names, l.recs)
 	if got.Protocol != history.ProtocolClassic || got.Generation != 3 || len(got.Members) != 0 || len(got.Offsets) != 2 {
 		t.Errorf("after the members left: %+v", got)
 	}
@@ -203,14 +193,7 @@ func TestConsumerGroup(t *testing.T) {
 			l := newLog(t, tc.version)
 			consumerGroup(l, "g")
 			consumerGroup(l, "other")
-			fn, err := replay.Func(tc.version, "g", names)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := fn(l.recs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := replayed(t, tc.version, names, l.recs)
 			want := check.GroupState{
 				Protocol: history.ProtocolConsumer, GroupEpoch: 5, AssignmentEpoch: 5,
 				Members: map[string]check.MemberState{
@@ -225,7 +208,7 @@ func TestConsumerGroup(t *testing.T) {
 
 			// Without the topic's id, the assignment cannot be named, and
 			// is left out as Kafka's describe leaves out unknown topics.
-			fn, err = replay.Func(tc.version, "g", nil)
+			fn, err := replay.Func(tc.version, "g", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -577,4 +560,19 @@ func TestLoadReplaysEveryGroup(t *testing.T) {
 	if _, err := replay.Load(l.p, bad); err == nil || !strings.Contains(err.Error(), "offset 99") {
 		t.Errorf("Load of a record without bytes: %v, want an error naming offset 99", err)
 	}
+}
+
+// replayed is group g's state that the replay of version makes of recs
+// (names: the topics' names by id).
+func replayed(t *testing.T, version string, names map[[16]byte]string, recs []history.Record) check.GroupState {
+	t.Helper()
+	fn, err := replay.Func(version, "g", names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fn(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -33,6 +33,14 @@ func tick() func() time.Duration {
 	}
 }
 
+// newHooks is a recorder (newRec) and member m1's hook recorder on it, of
+// protocol.
+func newHooks(t *testing.T, protocol string) (*history.Recorder, *run.HookRecorder) {
+	t.Helper()
+	rec, _ := newRec(t)
+	return rec, run.NewHookRecorder(rec, "m1", protocol)
+}
+
 func newRec(t *testing.T) (*history.Recorder, *bytes.Buffer) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -44,6 +52,12 @@ func newRec(t *testing.T) (*history.Recorder, *bytes.Buffer) {
 }
 
 func parts(topic string, ps ...int32) clients.Partitions { return clients.Partitions{topic: ps} }
+
+// owning is e naming partitions ps of t.
+func owning(e clients.Event, ps ...int32) clients.Event {
+	e.Partitions = parts("t", ps...)
+	return e
+}
 
 func ev(k clients.Kind, p clients.Protocol, member string, epoch int32) clients.Event {
 	e := clients.Event{Kind: k, Protocol: p, Member: member, MemberID: member + "-id", Generation: -1, MemberEpoch: -1, GroupEpoch: -1, Why: "test"}
@@ -95,21 +109,15 @@ func TestHooksOwnershipOrder(t *testing.T) {
 	m1 := run.NewHookRecorder(rec, "m1", "classic")
 	m2 := run.NewHookRecorder(rec, "m2", "classic")
 
-	a := ev(clients.Assigned, clients.Classic, "m1", 1)
-	a.Partitions = parts("t", 0, 1)
-	m1.OnEvent(a)
+	m1.OnEvent(owning(ev(clients.Assigned, clients.Classic, "m1", 1), 0, 1))
 	if rec.Len() != 1 {
 		t.Fatalf("assigned not written when OnEvent returned: %d events", rec.Len())
 	}
-	r := ev(clients.Revoked, clients.Classic, "m1", 1)
-	r.Partitions = parts("t", 1)
-	m1.OnEvent(r)
+	m1.OnEvent(owning(ev(clients.Revoked, clients.Classic, "m1", 1), 1))
 	if rec.Len() != 2 {
 		t.Fatalf("revoked not written when OnEvent returned: %d events", rec.Len())
 	}
-	a2 := ev(clients.Assigned, clients.Classic, "m2", 2)
-	a2.Partitions = parts("t", 1)
-	m2.OnEvent(a2)
+	m2.OnEvent(owning(ev(clients.Assigned, clients.Classic, "m2", 2), 1))
 
 	es := rec.Events()
 	for i, want := range []string{history.FAssigned, history.FRevoked, history.FAssigned} {
@@ -145,16 +153,11 @@ func answered(e clients.Event, n uint64, op clients.Op) clients.Event {
 // epoch sent, the completion the epoch returned.
 func TestHooksCallIntervals(t *testing.T) {
 	t.Parallel()
-	rec, _ := newRec(t)
-	h := run.NewHookRecorder(rec, "m1", "consumer")
+	rec, h := newHooks(t, "consumer")
 	other := run.NewHookRecorder(rec, "m2", "consumer")
 	h.OnEvent(sent(ev(clients.Heartbeat, clients.Consumer, "m1", 3), 1, clients.OpHeartbeat))
-	a := ev(clients.Assigned, clients.Consumer, "m2", 4)
-	a.Partitions = parts("t", 0)
-	other.OnEvent(a)
-	done := answered(ev(clients.Heartbeat, clients.Consumer, "m1", 5), 1, clients.OpHeartbeat)
-	done.Partitions = parts("t", 1)
-	h.OnEvent(done)
+	other.OnEvent(owning(ev(clients.Assigned, clients.Consumer, "m2", 4), 0))
+	h.OnEvent(owning(answered(ev(clients.Heartbeat, clients.Consumer, "m1", 5), 1, clients.OpHeartbeat), 1))
 
 	es := rec.Events()
 	if len(es) != 3 || es[0].Type != history.Invoke || es[0].Process != "m1/hb" || es[2].Type != history.OK || es[2].Process != "m1/hb" {
@@ -168,27 +171,10 @@ func TestHooksCallIntervals(t *testing.T) {
 	mustHold(t, es, "EpochMonotonic")
 }
 
-// TestHooksLanes: a classic SyncGroup in flight while a heartbeat goes out
-// and is answered: two processes, each with one call open at a time.
-func TestHooksLanes(t *testing.T) {
-	t.Parallel()
-	rec, _ := newRec(t)
-	h := run.NewHookRecorder(rec, "m1", "classic")
-	h.OnEvent(sent(ev(clients.Joined, clients.Classic, "m1", -1), 1, clients.OpJoin))
-	j := answered(ev(clients.Joined, clients.Classic, "m1", 2), 1, clients.OpJoin)
-	j.Leader = true
-	h.OnEvent(j)
-	h.OnEvent(sent(ev(clients.Synced, clients.Classic, "m1", 2), 2, clients.OpSync))
-	h.OnEvent(sent(ev(clients.Heartbeat, clients.Classic, "m1", 2), 3, clients.OpHeartbeat))
-	h.OnEvent(answered(ev(clients.Heartbeat, clients.Classic, "m1", 2), 3, clients.OpHeartbeat))
-	s := answered(ev(clients.Synced, clients.Classic, "m1", 2), 2, clients.OpSync)
-	s.Partitions = parts("t", 0, 1)
-	h.OnEvent(s)
-	if err := h.Err(); err != nil {
-		t.Fatal(err)
-	}
-	es := rec.Events()
-	want := []string{"invoke m1/join join", "ok m1/join join", "invoke m1/join sync", "invoke m1/hb heartbeat", "ok m1/hb heartbeat", "ok m1/join sync"}
+// wantEvents checks that es are, in order, the events want names as
+// "type process f".
+func wantEvents(t *testing.T, es []history.Event, want []string) {
+	t.Helper()
 	if len(es) != len(want) {
 		t.Fatalf("got %d events, want %d:\n%s", len(es), len(want), dump(es))
 	}
@@ -197,6 +183,27 @@ func TestHooksLanes(t *testing.T) {
 			t.Errorf("event %d is %q, want %q", i, got, w)
 		}
 	}
+}
+
+// TestHooksLanes: a classic SyncGroup in flight while a heartbeat goes out
+// and is answered: two processes, each with one call open at a time.
+func TestHooksLanes(t *testing.T) {
+	t.Parallel()
+	rec, h := newHooks(t, "classic")
+	h.OnEvent(sent(ev(clients.Joined, clients.Classic, "m1", -1), 1, clients.OpJoin))
+	j := answered(ev(clients.Joined, clients.Classic, "m1", 2), 1, clients.OpJoin)
+	j.Leader = true
+	h.OnEvent(j)
+	h.OnEvent(sent(ev(clients.Synced, clients.Classic, "m1", 2), 2, clients.OpSync))
+	h.OnEvent(sent(ev(clients.Heartbeat, clients.Classic, "m1", 2), 3, clients.OpHeartbeat))
+	h.OnEvent(answered(ev(clients.Heartbeat, clients.Classic, "m1", 2), 3, clients.OpHeartbeat))
+	h.OnEvent(owning(answered(ev(clients.Synced, clients.Classic, "m1", 2), 2, clients.OpSync), 0, 1))
+	if err := h.Err(); err != nil {
+		t.Fatal(err)
+	}
+	es := rec.Events()
+	want := []string{"invoke m1/join join", "ok m1/join join", "invoke m1/join sync", "invoke m1/hb heartbeat", "ok m1/hb heartbeat", "ok m1/join sync"}
+	wantEvents(t, es, want)
 	jv, _ := history.ValueAs[history.Join](es[1])
 	if jv.Generation != 2 || jv.Leader != "m1-id" {
 		t.Errorf("join completion %+v", jv)
@@ -210,8 +217,7 @@ func TestHooksLanes(t *testing.T) {
 // an error that fails the run. A late answer becomes a fact.
 func TestHooksBreachClosesTheOpenCall(t *testing.T) {
 	t.Parallel()
-	rec, _ := newRec(t)
-	h := run.NewHookRecorder(rec, "m1", "classic")
+	rec, h := newHooks(t, "classic")
 	h.OnEvent(sent(ev(clients.Heartbeat, clients.Classic, "m1", 2), 1, clients.OpHeartbeat))
 	h.OnEvent(sent(ev(clients.Left, clients.Classic, "m1", 2), 2, clients.OpLeave))
 	if h.Err() == nil {
@@ -221,14 +227,7 @@ func TestHooksBreachClosesTheOpenCall(t *testing.T) {
 	h.OnEvent(answered(ev(clients.Left, clients.Classic, "m1", 2), 2, clients.OpLeave))
 	es := rec.Events()
 	want := []string{"invoke m1/hb heartbeat", "info m1/hb heartbeat", "invoke m1/hb leave", "info m1/hb late-answer", "ok m1/hb leave", "info m1 left"}
-	if len(es) != len(want) {
-		t.Fatalf("got %d events, want %d:\n%s", len(es), len(want), dump(es))
-	}
-	for i, w := range want {
-		if got := string(es[i].Type) + " " + es[i].Process + " " + es[i].F; got != w {
-			t.Errorf("event %d is %q, want %q", i, got, w)
-		}
-	}
+	wantEvents(t, es, want)
 	mustHold(t, es)
 }
 
@@ -236,8 +235,7 @@ func TestHooksBreachClosesTheOpenCall(t *testing.T) {
 // reported (it was closed meanwhile) is closed as an unknown outcome.
 func TestHooksFinishClosesOpenCalls(t *testing.T) {
 	t.Parallel()
-	rec, _ := newRec(t)
-	h := run.NewHookRecorder(rec, "m1", "consumer")
+	rec, h := newHooks(t, "consumer")
 	c := ev(clients.Committed, clients.Consumer, "m1", 4)
 	c.Offsets = map[string]map[int32]int64{"t": {0: 9}}
 	h.OnEvent(sent(c, 1, clients.OpCommit))
@@ -259,8 +257,7 @@ func TestHooksFinishClosesOpenCalls(t *testing.T) {
 // request Commit did not wait for is closed when Commit returns.
 func TestHooksCommitCalls(t *testing.T) {
 	t.Parallel()
-	rec, _ := newRec(t)
-	h := run.NewHookRecorder(rec, "m1", "consumer")
+	rec, h := newHooks(t, "consumer")
 	a := ev(clients.Assigned, clients.Consumer, "m1", 5)
 	a.Partitions = parts("t", 0)
 	h.OnEvent(a)
@@ -330,6 +327,18 @@ func TestHooksCommitCalls(t *testing.T) {
 	mustHold(t, rec.Events(), "CommittedOffsetMonotonic")
 }
 
+// wantCompletion has h record call 1 (op) of e sent, then answered with
+// code and err, and checks that the call completes as want (case name).
+func wantCompletion(t *testing.T, rec *history.Recorder, h *run.HookRecorder, e clients.Event, op clients.Op, code int16, err string, want history.Type, name string) {
+	t.Helper()
+	h.OnEvent(sent(e, 1, op))
+	e.ErrCode, e.Err = code, err
+	h.OnEvent(answered(e, 1, op))
+	if es := rec.Events(); len(es) != 2 || es[1].Type != want {
+		t.Errorf("%s: got\n%s\nwant a %s completion", name, dump(es), want)
+	}
+}
+
 // TestHooksCommitOutcomes: what a commit's answer means for its completion.
 func TestHooksCommitOutcomes(t *testing.T) {
 	t.Parallel()
@@ -360,13 +369,7 @@ func TestHooksCommitOutcomes(t *testing.T) {
 		h := run.NewHookRecorder(rec, "m1", "classic", opts...)
 		e := ev(tc.kind, clients.Classic, "m1", 3)
 		e.Offsets = map[string]map[int32]int64{"t": {0: 4}}
-		h.OnEvent(sent(e, 1, clients.OpCommit))
-		e.ErrCode, e.Err = tc.code, tc.err
-		h.OnEvent(answered(e, 1, clients.OpCommit))
-		es := rec.Events()
-		if len(es) != 2 || es[1].Type != tc.want {
-			t.Errorf("%s: got\n%s\nwant a %s completion", tc.name, dump(es), tc.want)
-		}
+		wantCompletion(t, rec, h, e, clients.OpCommit, tc.code, tc.err, tc.want, tc.name)
 	}
 }
 
@@ -374,11 +377,8 @@ func TestHooksCommitOutcomes(t *testing.T) {
 // process; an answered leave adds the left fact.
 func TestHooksMembership(t *testing.T) {
 	t.Parallel()
-	rec, _ := newRec(t)
-	h := run.NewHookRecorder(rec, "m1", "classic")
-	a := ev(clients.Assigned, clients.Classic, "m1", 3)
-	a.Partitions = parts("t", 0)
-	h.OnEvent(a)
+	rec, h := newHooks(t, "classic")
+	h.OnEvent(owning(ev(clients.Assigned, clients.Classic, "m1", 3), 0))
 	l := ev(clients.Lost, clients.Classic, "m1", 3)
 	l.Partitions = parts("t", 0)
 	f := ev(clients.Fenced, clients.Classic, "m1", 3)
@@ -402,8 +402,7 @@ func TestHooksMembership(t *testing.T) {
 // call stays paired on its process.
 func TestHooksConcurrent(t *testing.T) {
 	t.Parallel()
-	rec, _ := newRec(t)
-	h := run.NewHookRecorder(rec, "m1", "classic")
+	rec, h := newHooks(t, "classic")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var n uint64
@@ -462,13 +461,6 @@ func TestHooksWriteTimeoutOutcomes(t *testing.T) {
 		if tc.op == clients.OpJoin {
 			kind = clients.Joined
 		}
-		e := ev(kind, tc.proto, "m1", 3)
-		h.OnEvent(sent(e, 1, tc.op))
-		e.ErrCode, e.Err = tc.code, tc.err
-		h.OnEvent(answered(e, 1, tc.op))
-		es := rec.Events()
-		if len(es) != 2 || es[1].Type != tc.want {
-			t.Errorf("%s: got\n%s\nwant a %s completion", tc.name, dump(es), tc.want)
-		}
+		wantCompletion(t, rec, h, ev(kind, tc.proto, "m1", 3), tc.op, tc.code, tc.err, tc.want, tc.name)
 	}
 }

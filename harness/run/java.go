@@ -120,12 +120,7 @@ func JavaRegistry(tc *java.Toolchain) Registry {
 // machine without a JDK (java, javac) or Maven is an error that says what
 // to install; naming none changes nothing.
 func (r Registry) WithJava(named []string, tc *java.Toolchain) (Registry, error) {
-	var want []string
-	for _, n := range named {
-		if IsJavaKind(n) && !slices.Contains(want, n) {
-			want = append(want, n)
-		}
-	}
+	want := namedKinds(named, IsJavaKind)
 	if len(want) == 0 {
 		return r, nil
 	}
@@ -138,4 +133,16 @@ func (r Registry) WithJava(named []string, tc *java.Toolchain) (Registry, error)
 		out[n] = j[n]
 	}
 	return out, nil
+}
+
+// namedKinds are the kinds of named that is says are of its kind, each
+// once, in the order named.
+func namedKinds(named []string, is func(string) bool) []string {
+	var want []string
+	for _, n := range named {
+		if is(n) && !slices.Contains(want, n) {
+			want = append(want, n)
+		}
+	}
+	return want
 }

@@ -45,18 +45,98 @@ type crew struct {
 	final atomic.Bool
 }
 
-// slot is one planned member.
-type slot struct {
+// memberSlot is what the crews (crew, shareCrew) keep of every planned
+// member alike.
+type memberSlot struct {
 	plan MemberPlan
 
 	mu      sync.Mutex // serialises the member's life changes
-	d       *driver    // the current incarnation; nil before its first start
-	hooks   *muteHooks
 	running bool
 	frozen  bool
-	cancel  context.CancelFunc
-	done    chan struct{}
 	starts  int
+}
+
+func (b *memberSlot) base() *memberSlot { return b }
+
+// slotsOf makes a slot of every planned member: by name, and in the plan's
+// order.
+func slotsOf[S any](members []MemberPlan, mk func(MemberPlan) S) (map[string]S, []S) {
+	slots := map[string]S{}
+	var order []S
+	for _, mp := range members {
+		s := mk(mp)
+		slots[mp.Name] = s
+		order = append(order, s)
+	}
+	return slots, order
+}
+
+// slotOf returns the slot of member name.
+func slotOf[S any](slots map[string]S, name string) (S, error) {
+	s, ok := slots[name]
+	if !ok {
+		return s, fmt.Errorf("no member %q in the plan", name)
+	}
+	return s, nil
+}
+
+// withSlot runs fn on the slot of member name, under the slot's lock.
+func withSlot[S interface{ base() *memberSlot }](slots map[string]S, name string, fn func(S) (string, error)) (string, error) {
+	s, err := slotOf(slots, name)
+	if err != nil {
+		return "", err
+	}
+	s.base().mu.Lock()
+	defer s.base().mu.Unlock()
+	return fn(s)
+}
+
+// join starts the planned member b unless it runs; start launches its
+// incarnation, building a new one first when rebuild (an earlier one ran).
+func (b *memberSlot) join(start func(rebuild bool) error) (string, error) {
+	if b.running {
+		return fmt.Sprintf("%s was already running", b.plan.Name), nil
+	}
+	if err := start(b.starts > 0); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s joins (%s)", b.plan.Name, b.plan.Kind), nil
+}
+
+// resume brings the running member b back from a stall or a freeze: a
+// frozen one gets its links healed and thaw (when not nil) called, and its
+// driver (stalled) polls again. It says what it did.
+func (r *runner) resume(b *memberSlot, stalled *atomic.Bool, thaw func() error) (string, error) {
+	name := b.plan.Name
+	var saw string
+	if b.frozen {
+		if err := r.onLinks(name, "thawing member %s's links", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
+			return "", err
+		}
+		if thaw != nil {
+			if err := thaw(); err != nil {
+				return "", err
+			}
+		}
+		b.frozen = false
+		saw = "thawed; "
+	}
+	if stalled.Swap(false) {
+		saw += name + " polls again"
+	}
+	if saw == "" {
+		saw = name + " was running"
+	}
+	return saw, nil
+}
+
+// slot is one planned member.
+type slot struct {
+	memberSlot
+	d      *driver // the current incarnation; nil before its first start
+	hooks  *muteHooks
+	cancel context.CancelFunc
+	done   chan struct{}
 	// restarting: the member stopped for good, its supervisor took its
 	// process down and starts a new incarnation after a backoff
 	// (supervisor.go); restartSeq changes when anything else decides the
@@ -135,12 +215,8 @@ func (m *muteHooks) OnEvent(e clients.Event) {
 var _ faults.Members = (*crew)(nil)
 
 func newCrew(r *runner) *crew {
-	c := &crew{r: r, slots: map[string]*slot{}, standsFor: map[string]string{}}
-	for _, mp := range r.p.Members {
-		s := &slot{plan: mp}
-		c.slots[mp.Name] = s
-		c.order = append(c.order, s)
-	}
+	c := &crew{r: r, standsFor: map[string]string{}}
+	c.slots, c.order = slotsOf(r.p.Members, func(mp MemberPlan) *slot { return &slot{memberSlot: memberSlot{plan: mp}} })
 	return c
 }
 
@@ -292,13 +368,7 @@ func pickSlots[T any](c *crew, pick func(s *slot) (T, bool)) []T {
 	return out
 }
 
-func (c *crew) slot(name string) (*slot, error) {
-	s, ok := c.slots[name]
-	if !ok {
-		return nil, fmt.Errorf("no member %q in the plan", name)
-	}
-	return s, nil
-}
+func (c *crew) slot(name string) (*slot, error) { return slotOf(c.slots, name) }
 
 // halt stops s's driver loop and waits for it (a commit in flight gets its
 // answer or its timeout first).
@@ -330,25 +400,20 @@ func (r *runner) onLinks(name, what string, fn func(*cluster.Links) error) error
 
 // Join implements faults.Members: a late joiner starts.
 func (c *crew) Join(ctx context.Context, name string) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running {
-		return fmt.Sprintf("%s was already running", name), nil
-	}
-	if s.restarting {
-		return c.underSupervisor(s), nil
-	}
-	if s.starts > 0 {
-		if err := c.build(s); err != nil {
-			return "", err
+	return withSlot(c.slots, name, func(s *slot) (string, error) {
+		if !s.running && s.restarting {
+			return c.underSupervisor(s), nil
 		}
-	}
-	c.launch(s, 0, false)
-	return fmt.Sprintf("%s joins (%s)", name, s.plan.Kind), nil
+		return s.join(func(rebuild bool) error {
+			if rebuild {
+				if err := c.build(s); err != nil {
+					return err
+				}
+			}
+			c.launch(s, 0, false)
+			return nil
+		})
+	})
 }
 
 // Leave implements faults.Members: the member commits what it consumed of
@@ -704,70 +769,50 @@ func (c *crew) takeOver(name string, fn func(*slot) (string, error)) (string, er
 }
 
 func (c *crew) changeRunning(name string, takeOver bool, fn func(*slot) (string, error)) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.running {
-		if s.restarting {
-			if !takeOver {
-				return fmt.Sprintf("%s was not running (%s)", name, c.underSupervisor(s)), nil
+	return withSlot(c.slots, name, func(s *slot) (string, error) {
+		if !s.running {
+			if s.restarting {
+				if !takeOver {
+					return fmt.Sprintf("%s was not running (%s)", name, c.underSupervisor(s)), nil
+				}
+				if err := c.cancelRestart(s, "the harness took the member out first (a leave, or a newcomer withdrawn)"); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s was not running: it had stopped for good; its supervisor's restart is cancelled", name), nil
 			}
-			if err := c.cancelRestart(s, "the harness took the member out first (a leave, or a newcomer withdrawn)"); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s was not running: it had stopped for good; its supervisor's restart is cancelled", name), nil
+			return fmt.Sprintf("%s was not running", name), nil
 		}
-		return fmt.Sprintf("%s was not running", name), nil
-	}
-	return fn(s)
+		return fn(s)
+	})
 }
 
 // Restore implements faults.Members: a stalled member resumes, a stopped
 // one starts anew (a new member id; a static member keeps its instance id).
 func (c *crew) Restore(ctx context.Context, name string) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running {
-		var saw string
-		if s.frozen {
-			if err := c.r.onLinks(name, "thawing member %s's links", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
-				return "", err
-			}
-			if f, ok := s.d.m.(freezer); ok {
-				if err := f.Freeze(false); err != nil {
-					return "", fmt.Errorf("thawing member %s's process: %w", name, err)
+	return withSlot(c.slots, name, func(s *slot) (string, error) {
+		if s.running {
+			return c.r.resume(&s.memberSlot, &s.d.stalled, func() error {
+				if f, ok := s.d.m.(freezer); ok {
+					if err := f.Freeze(false); err != nil {
+						return fmt.Errorf("thawing member %s's process: %w", name, err)
+					}
 				}
-			}
-			s.frozen = false
-			saw = "thawed; "
+				return nil
+			})
 		}
-		if s.d.stalled.Swap(false) {
-			saw += name + " polls again"
+		if s.restarting {
+			return c.underSupervisor(s), nil
 		}
-		if saw == "" {
-			saw = name + " was running"
+		if err := c.build(s); err != nil {
+			return "", err
 		}
-		return saw, nil
-	}
-	if s.restarting {
-		return c.underSupervisor(s), nil
-	}
-	if err := c.build(s); err != nil {
-		return "", err
-	}
-	c.launch(s, 0, false)
-	how := "as a new member"
-	if s.plan.InstanceID != "" {
-		how = "with its instance id " + s.plan.InstanceID
-	}
-	return fmt.Sprintf("%s starts again %s", name, how), nil
+		c.launch(s, 0, false)
+		how := "as a new member"
+		if s.plan.InstanceID != "" {
+			how = "with its instance id " + s.plan.InstanceID
+		}
+		return fmt.Sprintf("%s starts again %s", name, how), nil
+	})
 }
 
 // closeAll closes every running incarnation (teardown): they leave the group.

@@ -37,12 +37,7 @@ func IsPythonKind(kind string) bool {
 // python3 cannot import confluent_kafka is an error that says what to
 // install; naming none changes nothing.
 func (r Registry) WithPython(ctx context.Context, named []string) (Registry, error) {
-	var want []string
-	for _, n := range named {
-		if IsPythonKind(n) && !slices.Contains(want, n) {
-			want = append(want, n)
-		}
-	}
+	want := namedKinds(named, IsPythonKind)
 	if len(want) == 0 {
 		return r, nil
 	}

@@ -28,13 +28,22 @@ func TestWithPython(t *testing.T) {
 		t.Fatalf("WithPython without python3 = %v; want ErrMissing naming confluent-python-consumer", err)
 	}
 	want := map[string]clients.Protocol{"confluent-python": clients.Classic, "confluent-python-cooperative": clients.Classic, "confluent-python-consumer": clients.Consumer}
-	for _, k := range run.PythonKinds() {
-		if want[k.Name] != k.Protocol || !run.IsPythonKind(k.Name) {
+	wantProcessKinds(t, run.PythonKinds(), run.IsPythonKind, want, "confluent-kafka")
+}
+
+// wantProcessKinds checks that kinds are exactly want, each speaking the
+// protocol want gives it and known to is, and that none is in
+// DefaultRegistry (a seed would draw it on a machine without needs).
+func wantProcessKinds(t *testing.T, kinds []run.ProcessKind, is func(string) bool, want map[string]clients.Protocol, needs string) {
+	t.Helper()
+	reg := run.DefaultRegistry()
+	for _, k := range kinds {
+		if want[k.Name] != k.Protocol || !is(k.Name) {
 			t.Errorf("kind %s speaks %s; want %s", k.Name, k.Protocol, want[k.Name])
 		}
 		delete(want, k.Name)
 		if _, ok := reg[k.Name]; ok {
-			t.Errorf("kind %s is in DefaultRegistry: a seed would draw it on a machine without confluent-kafka", k.Name)
+			t.Errorf("kind %s is in DefaultRegistry: a seed would draw it on a machine without %s", k.Name, needs)
 		}
 	}
 	if len(want) > 0 {

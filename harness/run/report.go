@@ -86,16 +86,21 @@ func WriteReport(dir string, j Judged) error {
 	return writeFileAtomic(filepath.Join(dir, ReportFile), b.Bytes(), 0o644)
 }
 
+// ReadVerdicts reads the verdicts.json of the run directory dir.
+func ReadVerdicts(dir string) (check.Report, error) {
+	data, err := os.ReadFile(filepath.Join(dir, VerdictsFile))
+	if err != nil {
+		return check.Report{}, err
+	}
+	return check.ReadVerdicts(bytes.NewReader(data))
+}
+
 // RenderReport writes the report of the run directory dir to w, as `groupquake report` does. With
 // verdicts.json readable it streams history.jsonl through the page (results.WriteReportFrom), so a
 // run of millions of events renders without holding its history; otherwise it judges the run now,
 // as Saved does. What cannot be read (plan, history) is an *IncompleteError.
 func RenderReport(w io.Writer, dir string) error {
-	data, err := os.ReadFile(filepath.Join(dir, VerdictsFile))
-	var rep check.Report
-	if err == nil {
-		rep, err = check.ReadVerdicts(bytes.NewReader(data))
-	}
+	rep, err := ReadVerdicts(dir)
 	if err != nil {
 		j, err := Saved(dir)
 		if err != nil {
@@ -135,11 +140,7 @@ func RenderReport(w io.Writer, dir string) error {
 // judges the run now, as `groupquake check` does, and says so in Notes. It returns an
 // *IncompleteError when plan.json or history.jsonl is missing or unreadable.
 func Saved(dir string) (Judged, error) {
-	data, err := os.ReadFile(filepath.Join(dir, VerdictsFile))
-	var rep check.Report
-	if err == nil {
-		rep, err = check.ReadVerdicts(bytes.NewReader(data))
-	}
+	rep, err := ReadVerdicts(dir)
 	if err != nil {
 		j, jerr := Judge(dir)
 		if jerr != nil {

@@ -142,12 +142,7 @@ func baselineRun(t *testing.T, c cluster.Handle, v string, kinds []string) {
 			if code != 0 {
 				t.Fatalf("groupquake check on a copy exits %d, want 0:\n%s", code, out)
 			}
-			f, err := os.Open(filepath.Join(cp, run.VerdictsFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			offline, err := check.ReadVerdicts(f)
+			offline, err := run.ReadVerdicts(cp)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -59,12 +59,7 @@ func TestWriteVerdictsRoundTrip(t *testing.T) {
 	if err := run.WriteVerdicts(dir, rep); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, run.VerdictsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, err := check.ReadVerdicts(f)
+	got, err := run.ReadVerdicts(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

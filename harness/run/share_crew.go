@@ -52,27 +52,18 @@ type shareCrew struct {
 
 // shareSlot is one planned share member.
 type shareSlot struct {
-	plan MemberPlan
-
-	mu      sync.Mutex // serialises the member's life changes
-	sm      *shareMember
-	running bool
-	frozen  bool
+	memberSlot
+	sm *shareMember
 	// crashed is an incarnation whose process died: its client stays open
 	// (connections half-open, links black) until the heal.
 	crashed *shareMember
-	starts  int
 }
 
 var _ faults.Members = (*shareCrew)(nil)
 
 func newShareCrew(r *runner, newSM func(MemberPlan) (*shareMember, error)) *shareCrew {
-	c := &shareCrew{r: r, slots: map[string]*shareSlot{}, newSM: newSM}
-	for _, mp := range r.p.Members {
-		s := &shareSlot{plan: mp}
-		c.slots[mp.Name] = s
-		c.order = append(c.order, s)
-	}
+	c := &shareCrew{r: r, newSM: newSM}
+	c.slots, c.order = slotsOf(r.p.Members, func(mp MemberPlan) *shareSlot { return &shareSlot{memberSlot: memberSlot{plan: mp}} })
 	return c
 }
 
@@ -155,14 +146,6 @@ func (c *shareCrew) incarnations() []*shareMember {
 	return append([]*shareMember(nil), c.all...)
 }
 
-func (c *shareCrew) slot(name string) (*shareSlot, error) {
-	s, ok := c.slots[name]
-	if !ok {
-		return nil, fmt.Errorf("no member %q in the plan", name)
-	}
-	return s, nil
-}
-
 // halt stops sm's driver and waits for it (a call in flight gets its
 // answer or its timeout first).
 func (c *shareCrew) halt(sm *shareMember) {
@@ -179,36 +162,27 @@ func (c *shareCrew) halt(sm *shareMember) {
 // change runs fn on the running member name, under its slot's lock; a
 // member that is not running is left as it is, and the history says so.
 func (c *shareCrew) change(name string, fn func(*shareSlot) (string, error)) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.running {
-		return fmt.Sprintf("%s was not running", name), nil
-	}
-	return fn(s)
+	return withSlot(c.slots, name, func(s *shareSlot) (string, error) {
+		if !s.running {
+			return fmt.Sprintf("%s was not running", name), nil
+		}
+		return fn(s)
+	})
 }
 
 // Join implements faults.Members: a late joiner starts.
 func (c *shareCrew) Join(ctx context.Context, name string) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running {
-		return fmt.Sprintf("%s was already running", name), nil
-	}
-	if s.starts > 0 {
-		if err := c.build(s); err != nil {
-			return "", err
-		}
-	}
-	c.launch(s, 0)
-	return fmt.Sprintf("%s joins (%s)", name, s.plan.Kind), nil
+	return withSlot(c.slots, name, func(s *shareSlot) (string, error) {
+		return s.join(func(rebuild bool) error {
+			if rebuild {
+				if err := c.build(s); err != nil {
+					return err
+				}
+			}
+			c.launch(s, 0)
+			return nil
+		})
+	})
 }
 
 // Leave implements faults.Members: the member stops polling and closes:
@@ -281,43 +255,25 @@ func (c *shareCrew) Stall(ctx context.Context, name string, freeze bool, d time.
 // one thaws; a left or crashed one starts anew (a new member id), a
 // crashed one after its old client closed and its links healed.
 func (c *shareCrew) Restore(ctx context.Context, name string) (string, error) {
-	s, err := c.slot(name)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running {
+	return withSlot(c.slots, name, func(s *shareSlot) (string, error) {
+		if s.running {
+			return c.r.resume(&s.memberSlot, &s.sm.stalled, nil)
+		}
 		var saw string
-		if s.frozen {
-			if err := c.r.onLinks(name, "thawing member %s's links", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
+		if s.crashed != nil {
+			s.crashed.m.Drop()
+			s.crashed = nil
+			if err := c.r.onLinks(name, "healing member %s's links after its crash", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
 				return "", err
 			}
-			s.frozen = false
-			saw = "thawed; "
+			saw = "the crashed process's connections closed; "
 		}
-		if s.sm.stalled.Swap(false) {
-			saw += name + " polls again"
-		}
-		if saw == "" {
-			saw = name + " was running"
-		}
-		return saw, nil
-	}
-	var saw string
-	if s.crashed != nil {
-		s.crashed.m.Drop()
-		s.crashed = nil
-		if err := c.r.onLinks(name, "healing member %s's links after its crash", func(l *cluster.Links) error { return l.Heal(faults.AllNodes) }); err != nil {
+		if err := c.build(s); err != nil {
 			return "", err
 		}
-		saw = "the crashed process's connections closed; "
-	}
-	if err := c.build(s); err != nil {
-		return "", err
-	}
-	c.launch(s, 0)
-	return saw + fmt.Sprintf("%s starts again as a new member", name), nil
+		c.launch(s, 0)
+		return saw + fmt.Sprintf("%s starts again as a new member", name), nil
+	})
 }
 
 // closeAll closes every running incarnation and drops the crashed ones

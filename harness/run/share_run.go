@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,12 +127,8 @@ func checkSharePlan(p *Plan) error {
 		return errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster (the reference coordinator) has no share groups; drop --embedded")
 	}
 	if o.Kafka != "" && len(o.Bootstrap) == 0 {
-		v, err := version.Parse(o.Kafka)
-		if err != nil {
+		if err := needShareGroups("--kafka", o.Kafka); err != nil {
 			return err
-		}
-		if err := version.CheckShareGroups(v); err != nil {
-			return fmt.Errorf("--kafka %s: %w", o.Kafka, err)
 		}
 	}
 	switch o.Scenario {
@@ -144,12 +139,8 @@ func checkSharePlan(p *Plan) error {
 	if o.UpgradeTo != "" && len(o.Bootstrap) == 0 {
 		// Every release the cluster runs must have share groups: the
 		// upgrade's target, and the old release again after a downgrade.
-		v, err := version.Parse(o.UpgradeTo)
-		if err != nil {
+		if err := needShareGroups("--upgrade-to", o.UpgradeTo); err != nil {
 			return err
-		}
-		if err := version.CheckShareGroups(v); err != nil {
-			return fmt.Errorf("--upgrade-to %s: %w", o.UpgradeTo, err)
 		}
 	}
 	if err := checkJavaShare(*p); err != nil {
@@ -900,25 +891,7 @@ func shareStarts(ctx context.Context, adm *kadm.Client, group string, topics []s
 	if err == nil {
 		err = d.Error()
 	}
-	var out []history.ShareStart
-	ends.Each(func(lo kadm.ListedOffset) {
-		s := history.ShareStart{Topic: lo.Topic, Partition: lo.Partition, StartOffset: -1, End: lo.Offset}
-		if err != nil {
-			s.Error = err.Error()
-		} else if so, ok := d[group].Offsets.Lookup(lo.Topic, lo.Partition); ok {
-			s.StartOffset = so.StartOffset
-			if so.Err != nil {
-				s.Error = so.Err.Error()
-			}
-		}
-		out = append(out, s)
-	})
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
+	out := observe.ShareStarts(ends, d, err, group)
 	if err != nil {
 		return out, fmt.Errorf("describe share group offsets: %w", err)
 	}
@@ -943,4 +916,17 @@ func (r *runner) teardownShare(ctx context.Context, crew *shareCrew) error {
 		r.shareAdm.Close()
 	}
 	return crew.finish()
+}
+
+// needShareGroups refuses a release (given by flag) that has no share
+// groups.
+func needShareGroups(flag, release string) error {
+	v, err := version.Parse(release)
+	if err != nil {
+		return err
+	}
+	if err := version.CheckShareGroups(v); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, release, err)
+	}
+	return nil
 }

@@ -38,12 +38,7 @@ func IsSpringKind(kind string) bool {
 // machine without a JDK or Maven is an error that says what to install;
 // naming none changes nothing.
 func (r Registry) WithSpring(ctx context.Context, named []string, tc *java.Toolchain, version string) (Registry, error) {
-	var want []string
-	for _, n := range named {
-		if IsSpringKind(n) && !slices.Contains(want, n) {
-			want = append(want, n)
-		}
-	}
+	want := namedKinds(named, IsSpringKind)
 	if len(want) == 0 {
 		return r, nil
 	}

@@ -33,16 +33,5 @@ func TestWithSpring(t *testing.T) {
 		t.Fatalf("WithSpring without a JDK = %v; want ErrNoJava naming spring-kafka-consumer", err)
 	}
 	want := map[string]clients.Protocol{"spring-kafka": clients.Classic, "spring-kafka-consumer": clients.Consumer}
-	for _, k := range run.SpringKinds() {
-		if want[k.Name] != k.Protocol || !run.IsSpringKind(k.Name) {
-			t.Errorf("kind %s speaks %s; want %s", k.Name, k.Protocol, want[k.Name])
-		}
-		delete(want, k.Name)
-		if _, ok := reg[k.Name]; ok {
-			t.Errorf("kind %s is in DefaultRegistry: a seed would draw it on a machine without a JDK", k.Name)
-		}
-	}
-	if len(want) > 0 {
-		t.Errorf("kinds missing: %v", want)
-	}
+	wantProcessKinds(t, run.SpringKinds(), run.IsSpringKind, want, "a JDK")
 }

@@ -35,14 +35,7 @@ func newLedger() *ledger {
 func (l *ledger) ack(tp history.TP, off int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.acked[tp] == nil {
-		l.acked[tp] = map[int64]bool{}
-	}
-	if l.acked[tp][off] {
-		return
-	}
-	l.acked[tp][off] = true
-	if !l.consumed[tp][off] {
+	if mark(l.acked, tp, off) && !l.consumed[tp][off] {
 		l.missing++
 	}
 }
@@ -50,16 +43,21 @@ func (l *ledger) ack(tp history.TP, off int64) {
 func (l *ledger) consume(tp history.TP, off int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.consumed[tp] == nil {
-		l.consumed[tp] = map[int64]bool{}
-	}
-	if l.consumed[tp][off] {
-		return
-	}
-	l.consumed[tp][off] = true
-	if l.acked[tp][off] {
+	if mark(l.consumed, tp, off) && l.acked[tp][off] {
 		l.missing--
 	}
+}
+
+// mark sets offset off of tp in set, and says whether it was not set before.
+func mark(set map[history.TP]map[int64]bool, tp history.TP, off int64) bool {
+	if set[tp] == nil {
+		set[tp] = map[int64]bool{}
+	}
+	if set[tp][off] {
+		return false
+	}
+	set[tp][off] = true
+	return true
 }
 
 // Missing is the number of acknowledged records not consumed yet.

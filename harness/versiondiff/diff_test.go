@@ -149,14 +149,7 @@ func TestModelDiff(t *testing.T) {
 	}
 	diff := func(a, b version.Profile) Result {
 		t.Helper()
-		oa, err := ModelOutcomes(a, secs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ob, err := ModelOutcomes(b, secs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		oa, ob := modelOutcomes(t, a, secs), modelOutcomes(t, b, secs)
 		attr, err := Attribute(a, b, secs)
 		if err != nil {
 			t.Fatal(err)
@@ -193,20 +186,10 @@ func TestProfileMissingABehaviourIsUnexplained(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, to := version.V4_1_2.Profile(), version.V4_4_0.Profile()
-	oa, err := ModelOutcomes(from, secs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	real, err := ModelOutcomes(to, secs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	oa, real := modelOutcomes(t, from, secs), modelOutcomes(t, to, secs)
 	wrong := to
 	wrong.RejoinWithEpochZero = false
-	predicted, err := ModelOutcomes(wrong, secs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	predicted := modelOutcomes(t, wrong, secs)
 	if len(real.Items) != len(predicted.Items) {
 		t.Fatalf("%d and %d points", len(real.Items), len(predicted.Items))
 	}
@@ -238,4 +221,14 @@ func TestProfileMissingABehaviourIsUnexplained(t *testing.T) {
 			t.Errorf("unexplained %s: %s (%s)", d.Key, d.What, d.Why)
 		}
 	}
+}
+
+// modelOutcomes is ModelOutcomes of p over secs; an error fails the test.
+func modelOutcomes(t *testing.T, p version.Profile, secs []differential.Section) Outcomes {
+	t.Helper()
+	o, err := ModelOutcomes(p, secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
