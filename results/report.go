@@ -36,6 +36,9 @@ type Report struct {
 	// Ownerships are the ownership intervals as the checkers see them; nil means derive them from
 	// the events as check.Ownerships does (the same pass the checkers make).
 	Ownerships []check.Ownership
+	// Share is the plan's share settings (nil: no share members); the share lanes count archives at
+	// its delivery count limit.
+	Share *history.SharePlan
 }
 
 // RunInfo is what a report or the trend page says about a run's plan.
@@ -115,6 +118,7 @@ type digest struct {
 	rows    []eventRow
 	dropped int
 	lanes   lanes
+	share   shareLanes
 }
 
 // citedEvent is an event a violation cites, placed: its time, and the member and partitions its
@@ -166,6 +170,7 @@ func (d *digest) add(e *history.Event) {
 		d.citedAt[e.Index] = citedEvent{index: e.Index, t: e.Time, member: m, tps: tps}
 	}
 	d.lanes.add(e)
+	d.share.add(e, &d.lanes)
 	if isCited || e.Type == history.Fail || listable(e) {
 		// The events table: at most maxEventRow of them besides every cited one.
 		if len(d.rows) >= maxEventRow && !isCited {
@@ -423,6 +428,8 @@ type view struct {
 	Failed int
 	// DroppedMarks counts membership and coordinator glyphs left off past maxMarks a lane.
 	DroppedMarks int
+	// ShareLanes is the share partitions' key and counts (empty: no share calls).
+	ShareLanes template.HTML
 
 	cited           map[int64][]string
 	failed, skipped int
@@ -541,6 +548,7 @@ func (v *view) render(w io.Writer, d *digest) error {
 			tps = append(tps, o.Partition)
 		}
 	}
+	tps = d.share.shareRowTPs(tps, seen)
 	slices.SortFunc(tps, func(a, b history.TP) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})

@@ -420,6 +420,10 @@ func concerns(e *history.Event) (member string, tps []history.TP) {
 			member = v.Member
 		case history.Membership:
 			member = v.Member
+		case history.ShareFetch:
+			member, tps = v.Member, shareTPs(v)
+		case history.ShareHeartbeat:
+			member = v.Member
 		case history.Produce:
 			return "", []history.TP{{Topic: v.Topic, Partition: v.Partition}}
 		case history.Fault, history.Phase, history.Describe:

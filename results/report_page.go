@@ -297,7 +297,8 @@ tr.fault td.fam{width:.6em}
 {{if .Merged}}<p class="aggregated">{{.Merged}} ownerships narrower than a pixel, next to one another, are drawn as {{.MergedBars}} grey bars, each saying how many it stands for; the violation marks and the events table still show every event a violation cites, and history.jsonl has every ownership.</p>
 {{end}}{{if .DroppedMarks}}<p class="aggregated">{{.DroppedMarks}} membership and coordinator marks are not drawn (a lane draws at most {{maxMarks}}); history.jsonl has them.</p>
 {{end}}<p class="howto">From the top: faults, one lane per target, each also drawn as a band behind every lane; the node the history names as the group's coordinator (members' FindCoordinator answers, the observer's describes); records consumed per second; each member's membership (in the group in its colour, joining or rebalancing pale, out of the group a grey line); one row per partition, a bar per ownership from its assignment to where the checkers end it (revoked, lost, fenced, session expired, left), overlapping owners in sub-lanes. Vertical dashed lines start phases; the setup and teardown are drawn compressed.</p>
-{{if .Faults}}<h2>Faults</h2>
+{{with .ShareLanes}}{{.}}
+{{end}}{{if .Faults}}<h2>Faults</h2>
 <table class="faults"><tr><th></th><th>fault</th><th>target</th><th>from</th><th>to</th><th>what it did</th></tr>
 {{range .Faults}}<tr class="fault"><td class="fam fam-{{.Family}}" style="background:{{famfill .Family}}"></td><td>{{.What}}</td><td>{{.Target}}</td><td>{{dur .Start}} <small>(event {{.Event}})</small></td><td>{{if .Stopped}}{{dur .End}} <small>(event {{.StopEvent}})</small>{{else}}never stopped{{end}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>{{end}}

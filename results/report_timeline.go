@@ -285,6 +285,7 @@ type timeline struct {
 	unplaced   []int
 	// Each ownership's sub-lane in its row, and each row's count of sub-lanes.
 	subOf, subs []int
+	share       shareLayout
 
 	// The vertical layout.
 	y, height                             float64
@@ -315,7 +316,7 @@ func (v *view) layoutTimeline(d *digest, owns []check.Ownership, tps []history.T
 		t.rates()
 	}
 	t.members()
-	rows := t.ownershipRows()
+	rows := t.ownershipRows() + t.shareRows()
 	t.violations()
 	t.banner()
 	v.Timeline = template.HTML(t.svg(rows)) // built by svgw: every string from the history escaped
@@ -412,6 +413,7 @@ func (t *timeline) place() {
 	for i := range t.tps {
 		t.subs[i] = max(1, len(ends[i]))
 	}
+	t.placeShare()
 
 	// The gutter: wide enough for every label.
 	left := labelWidth
