@@ -60,22 +60,26 @@ type MemberInfo struct {
 	Name, Kind, Protocol string
 }
 
-// ProtocolMix names the mix of the members' protocols: "classic", "consumer" or "mixed".
+// ProtocolMix names the mix of the members' protocols: "classic", "consumer", "share" or "mixed".
 func ProtocolMix(members []MemberInfo) string {
-	var classic, consumer bool
+	var classic, consumer, share bool
 	for _, m := range members {
 		switch m.Protocol {
 		case history.ProtocolConsumer:
 			consumer = true
+		case history.ProtocolShare:
+			share = true
 		default:
 			classic = true
 		}
 	}
 	switch {
-	case classic && consumer:
+	case classic && consumer, share && (classic || consumer):
 		return "mixed"
 	case consumer:
 		return history.ProtocolConsumer
+	case share:
+		return history.ProtocolShare
 	case classic:
 		return history.ProtocolClassic
 	}

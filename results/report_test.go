@@ -369,11 +369,11 @@ func TestReportMergesTinyOwnerships(t *testing.T) {
 
 // TestProtocolMix names the protocol mixes the trend groups runs by.
 func TestProtocolMix(t *testing.T) {
-	c, k := MemberInfo{Protocol: history.ProtocolClassic}, MemberInfo{Protocol: history.ProtocolConsumer}
+	c, k, s := MemberInfo{Protocol: history.ProtocolClassic}, MemberInfo{Protocol: history.ProtocolConsumer}, MemberInfo{Protocol: history.ProtocolShare}
 	for _, tc := range []struct {
 		ms   []MemberInfo
 		want string
-	}{{nil, ""}, {[]MemberInfo{c, c}, "classic"}, {[]MemberInfo{k}, "consumer"}, {[]MemberInfo{k, c}, "mixed"}} {
+	}{{nil, ""}, {[]MemberInfo{c, c}, "classic"}, {[]MemberInfo{k}, "consumer"}, {[]MemberInfo{k, c}, "mixed"}, {[]MemberInfo{s, s}, "share"}, {[]MemberInfo{s, c}, "mixed"}} {
 		if got := ProtocolMix(tc.ms); got != tc.want {
 			t.Errorf("ProtocolMix(%v) = %q, want %q", tc.ms, got, tc.want)
 		}
