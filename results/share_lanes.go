@@ -136,6 +136,10 @@ func (s *shareLanes) add(e *history.Event, ml *lanes) {
 		lock := time.Duration(v.LockTimeoutMs) * time.Millisecond
 		for _, r := range v.Acquired {
 			s.acquire(e, v, id, r, sent+lock)
+			// Acquired records are handed to the application: the records/s lane counts them.
+			for range max(0, r.Last-r.First+1) {
+				ml.consumed.add(e.Time)
+			}
 		}
 	}
 	if e.Type == history.Info || v.SessionEpoch < 0 || e.Type == history.Fail && (v.Error == "SHARE_SESSION_NOT_FOUND" || v.Error == "INVALID_SHARE_SESSION_EPOCH") {

@@ -179,6 +179,11 @@ func TestShareLanes(t *testing.T) {
 		}
 	}
 
+	// The records/s lane counts the acquired records as consumed.
+	if n := len(root.all(byTagClass("polygon", "consumed"))); n != 1 {
+		t.Errorf("%d areas of records consumed per second, want 1 (the acquisitions)", n)
+	}
+
 	// The counts, in text.
 	var counts []string
 	for _, tr := range root.all(byTagClass("tr", "sharepart")) {
