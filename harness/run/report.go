@@ -74,7 +74,7 @@ func ReportOf(dir string, j Judged) results.Report {
 		Notes:      append(notes, j.Report.Notes...),
 		Truncated:  j.Truncated != nil,
 		Partitions: j.Plan.Check().Partitions(),
-		Share:      j.Plan.Check().Share,
+		Share:      j.Plan.Share,
 	}
 }
 
