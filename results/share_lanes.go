@@ -19,8 +19,8 @@ import (
 // it sent their acknowledgement (accept, release, reject), its lock lapsed (the member's deadline:
 // the fetch's send plus the answer's lock timeout, moved by an answered renewal), its share session
 // with the node ended (a call unanswered, refused with a session error, or at epoch -1), or the
-// record was delivered again. A redelivery (delivery count above 1) is outlined and says its count;
-// a record archived (rejected, or let go at the delivery count limit) is a glyph on the archive
+// record was delivered again. A redelivery (delivery count above 1) is outlined, its count in its
+// title and data-count; a record archived (rejected, or let go at the delivery count limit) is a glyph on the archive
 // lane. The counts under the timeline say the same per partition in text. All of it is what the
 // members' calls record; the page infers nothing the share checkers would judge.
 
@@ -63,9 +63,7 @@ type shareHold struct {
 	start      time.Duration
 	event      int64
 	deadline   time.Duration
-	// held counts its records not let go yet; end is when the last of them was; gone counts
-	// them by why.
-	held int64
+	// end is when the last of its records was let go; gone counts them by why.
 	end  time.Duration
 	gone map[string]int64
 }
@@ -176,7 +174,7 @@ func (s *shareLanes) acquire(e *history.Event, v history.ShareFetch, id string, 
 		p.open[off] = len(p.holds)
 	}
 	p.holds = append(p.holds, shareHold{member: v.Member, id: id, node: v.Node, first: r.First, last: r.Last, count: r.DeliveryCount,
-		start: e.Time, event: e.Index, deadline: deadline, held: n, end: -1})
+		start: e.Time, event: e.Index, deadline: deadline, end: -1})
 }
 
 // ack takes one acknowledged range of a call sent at sent and answered (or not) by e.
@@ -239,7 +237,6 @@ func (s *shareLanes) ack(e *history.Event, v history.ShareFetch, id string, a hi
 func (p *sharePart) letGo(h int, off int64, t time.Duration, why string, event int64) {
 	hd := &p.holds[h]
 	delete(p.open, off)
-	hd.held--
 	hd.end = max(hd.end, t)
 	if hd.gone == nil {
 		hd.gone = map[string]int64{}
