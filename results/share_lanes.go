@@ -38,9 +38,23 @@ const maxShareBars = 20000
 // shareLanes gathers what the share lanes show, in the digest's one pass over the events.
 type shareLanes struct {
 	parts map[history.TP]*sharePart
-	// inFlight is the invoke of each process's call in flight (a share member's fetcher has one
-	// at a time per node).
-	inFlight map[string]time.Duration
+	// inFlight is each process's call in flight (a share member's fetcher has one at a time per
+	// node).
+	inFlight map[string]shareSent
+}
+
+// shareSent is a share call sent: when, and the records its final acknowledgements let go (the
+// member lets a record go when it sends its acknowledgement; the answer says what became of it).
+type shareSent struct {
+	t   time.Duration
+	let []shareLet
+}
+
+type shareLet struct {
+	tp   history.TP
+	off  int64
+	hold int
+	typ  string
 }
 
 // sharePart is one partition's acquisitions, archives and counts.
@@ -112,12 +126,18 @@ func (s *shareLanes) add(e *history.Event, ml *lanes) {
 	}
 	if e.Type == history.Invoke {
 		if s.inFlight == nil {
-			s.inFlight = map[string]time.Duration{}
+			s.inFlight = map[string]shareSent{}
 		}
-		s.inFlight[e.Process] = e.Time
+		c := shareSent{t: e.Time}
+		if v, err := payload[history.ShareFetch](e); err == nil {
+			for _, a := range v.Acks {
+				c.let = s.send(e, cmp.Or(v.MemberID, v.Member), a, c.let)
+			}
+		}
+		s.inFlight[e.Process] = c
 		return
 	}
-	sent, ok := s.inFlight[e.Process]
+	c, ok := s.inFlight[e.Process]
 	if !ok {
 		return // a completion without its invoke: HistoryWellFormed says so
 	}
@@ -126,9 +146,13 @@ func (s *shareLanes) add(e *history.Event, ml *lanes) {
 	if err != nil {
 		return
 	}
+	sent := c.t
 	id := cmp.Or(v.MemberID, v.Member)
 	for _, a := range v.Acks {
 		s.ack(e, v, id, a, sent)
+	}
+	for _, l := range c.let {
+		s.settle(e, v, l, sent)
 	}
 	if e.Type == history.OK {
 		lock := time.Duration(v.LockTimeoutMs) * time.Millisecond
@@ -181,16 +205,11 @@ func (s *shareLanes) acquire(e *history.Event, v history.ShareFetch, id string, 
 func (s *shareLanes) ack(e *history.Event, v history.ShareFetch, id string, a history.ShareAck, sent time.Duration) {
 	p := s.part(a.TP())
 	n := a.Last - a.First + 1
-	outcome := "ok"
+	outcome := shareOutcome(e, v, a.TP())
 	switch {
-	case e.Type == history.Info:
-		outcome = "unanswered"
+	case outcome == "unanswered":
 		p.n.Unanswered += n
-	case e.Type == history.Fail:
-		outcome = "refused: " + v.Error
-		p.n.Refused += n
-	case v.AckError(a.TP()) != "":
-		outcome = "refused: " + v.AckError(a.TP())
+	case outcome != "ok":
 		p.n.Refused += n
 	default:
 		switch a.Type {
@@ -204,32 +223,67 @@ func (s *shareLanes) ack(e *history.Event, v history.ShareFetch, id string, a hi
 			p.n.Renewed += n
 		}
 	}
+	if a.Type != history.AckRenew || outcome != "ok" || v.LockTimeoutMs <= 0 {
+		return
+	}
+	// An answered renewal: the lock runs again from the renewal's send.
+	for off := a.First; off <= a.Last; off++ {
+		if h, ok := p.open[off]; ok && p.holds[h].id == id {
+			p.holds[h].deadline = max(p.holds[h].deadline, sent+time.Duration(v.LockTimeoutMs)*time.Millisecond)
+		}
+	}
+}
+
+// shareOutcome is what answer e says of the acknowledgements of tp: "ok", "unanswered", or
+// "refused: " and the error.
+func shareOutcome(e *history.Event, v history.ShareFetch, tp history.TP) string {
+	switch {
+	case e.Type == history.Info:
+		return "unanswered"
+	case e.Type == history.Fail:
+		return "refused: " + v.Error
+	case v.AckError(tp) != "":
+		return "refused: " + v.AckError(tp)
+	}
+	return "ok"
+}
+
+// send lets go, at e (the call's invoke), the records of a final acknowledgement a that member id
+// holds, adding each to let; a record whose lock had lapsed by then was let go at its lapse.
+func (s *shareLanes) send(e *history.Event, id string, a history.ShareAck, let []shareLet) []shareLet {
+	if a.Type == history.AckRenew {
+		return let
+	}
+	p := s.part(a.TP())
 	for off := a.First; off <= a.Last; off++ {
 		h, ok := p.open[off]
 		if !ok || p.holds[h].id != id {
 			continue // not held by this member (any more): the checkers judge it
 		}
-		hd := &p.holds[h]
-		if hd.deadline < sent {
-			p.letGo(h, off, hd.deadline, goneLapsed, e.Index)
+		if d := p.holds[h].deadline; d < e.Time {
+			p.letGo(h, off, d, goneLapsed, e.Index)
 			continue
 		}
-		if a.Type == history.AckRenew {
-			if outcome == "ok" && v.LockTimeoutMs > 0 {
-				hd.deadline = max(hd.deadline, sent+time.Duration(v.LockTimeoutMs)*time.Millisecond)
-			}
-			continue
-		}
-		p.letGo(h, off, sent, a.Type, e.Index)
-		switch {
-		case a.Type == history.AckReject && outcome == "ok":
-			p.archive(hd, off, sent, "rejected", e.Index, false)
-		case a.Type == history.AckRelease:
-			p.archive(hd, off, sent, "released at its last delivery ("+outcome+")", e.Index, true)
-		case outcome != "ok" && outcome != "unanswered":
-			// Refused: the record stays acquired until its lock lapses.
-			p.archive(hd, off, hd.deadline, fmt.Sprintf("its lock lapsed at its last delivery after the %s was %s", a.Type, outcome), e.Index, true)
-		}
+		p.letGo(h, off, e.Time, a.Type, e.Index)
+		let = append(let, shareLet{tp: a.TP(), off: off, hold: h, typ: a.Type})
+	}
+	return let
+}
+
+// settle notes, from the answer e to the call sent at sent, the archive of a record it let go:
+// rejected, released at its last delivery, or refused so that its lock lapses at it.
+func (s *shareLanes) settle(e *history.Event, v history.ShareFetch, l shareLet, sent time.Duration) {
+	p := s.part(l.tp)
+	hd := &p.holds[l.hold]
+	outcome := shareOutcome(e, v, l.tp)
+	switch {
+	case l.typ == history.AckReject && outcome == "ok":
+		p.archive(hd, l.off, sent, "rejected", e.Index, false)
+	case l.typ == history.AckRelease:
+		p.archive(hd, l.off, sent, "released at its last delivery ("+outcome+")", e.Index, true)
+	case outcome != "ok" && outcome != "unanswered":
+		// Refused: the record stays acquired until its lock lapses.
+		p.archive(hd, l.off, hd.deadline, fmt.Sprintf("its lock lapsed at its last delivery after the %s was %s", l.typ, outcome), e.Index, true)
 	}
 }
 

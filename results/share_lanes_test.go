@@ -241,3 +241,29 @@ func TestConsumerReportHasNoShareLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestShareLetGoAtSend: a member lets a record go when it sends its acknowledgement, even when the
+// record is delivered to another member before that acknowledgement's answer is recorded.
+func TestShareLetGoAtSend(t *testing.T) {
+	s := newStory(t)
+	f := func(m string, acks ...history.ShareAck) history.ShareFetch {
+		return history.ShareFetch{Member: m, Node: 1, Fetch: []history.TP{{Topic: "t", Partition: 0}}, Acks: acks, LockTimeoutMs: 5000}
+	}
+	s.at(0).phase(history.PhaseWarmup)
+	s.at(time.Second).shareCall("m1", history.FShareFetch, history.OK, 1100*time.Millisecond, f("m1"),
+		history.ShareFetch{Member: "m1", Node: 1, LockTimeoutMs: 5000, Acquired: []history.ShareAcquired{{ShareRange: shareRange(0, 0), DeliveryCount: 1}}})
+	rel := history.ShareAck{ShareRange: shareRange(0, 0), Type: history.AckRelease}
+	s.at(2 * time.Second).must(s.r.Invoke("m1/fetch", history.FShareFetch, f("m1", rel), ""))
+	s.at(2050*time.Millisecond).shareCall("m2", history.FShareFetch, history.OK, 2100*time.Millisecond, f("m2"),
+		history.ShareFetch{Member: "m2", Node: 1, LockTimeoutMs: 5000, Acquired: []history.ShareAcquired{{ShareRange: shareRange(0, 0), DeliveryCount: 2}}})
+	s.at(2200 * time.Millisecond).must(s.r.OK("m1/fetch", f("m1", rel), ""))
+	s.at(3 * time.Second).phase(history.PhaseFinal)
+	_, root := render(t, Report{Title: "share", Events: s.events(), Partitions: history.TPs("t", 0), Share: &history.SharePlan{DeliveryCountLimit: 3}})
+	bars := root.all(byTagClass("g", "sharerow"))[0].all(byTagClass("rect", "share"))
+	if len(bars) != 2 {
+		t.Fatalf("%d bars, want 2", len(bars))
+	}
+	if title := bars[0].allText(); !strings.Contains(title, "to 2s: 1 release") {
+		t.Errorf("m1's bar says %q, want it let go at its release's send", title)
+	}
+}
