@@ -291,15 +291,23 @@ func (b *heteroBuilder) balance() {
 		return
 	}
 	slices.SortFunc(ts, b.compareTopics)
-	last := -1
 	bal := newBalancer(b.sizes)
 	scratch := topicScratch{start: make([]int32, len(b.sizes)), end: make([]int32, len(b.sizes))}
+	balancePasses(len(ts), func(i int) int { return b.balanceTopic(ts[i], bal, &scratch) })
+}
+
+// balancePasses is balance's loop over n topics in their sorted order:
+// balanceTopic(i) moves topic i's partitions and says how many moved. The
+// passes go on until a whole pass moves nothing (they stop at the topic
+// that last moved something), at most maxBalanceIterations times.
+func balancePasses(n int, balanceTopic func(i int) int) {
+	last := -1
 	for range maxBalanceIterations {
-		for i, ti := range ts {
+		for i := range n {
 			if i == last {
 				return
 			}
-			if b.balanceTopic(ti, bal, &scratch) > 0 || last == -1 {
+			if balanceTopic(i) > 0 || last == -1 {
 				last = i
 			}
 		}
@@ -475,6 +483,12 @@ func (bal *balancer) initialize(members []int32) int {
 	for _, k := range bal.keys {
 		bal.sorted = append(bal.sorted, int32(uint32(k)))
 	}
+	return bal.startBands()
+}
+
+// startBands starts the bands over bal.sorted (non-empty, sorted by size
+// then index) and returns the spread between the most and least loaded.
+func (bal *balancer) startBands() int {
 	n := len(bal.sorted)
 	bal.leastEnd = 0
 	bal.leastCount = bal.sizes[bal.sorted[0]] - 1
