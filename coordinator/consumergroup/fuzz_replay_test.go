@@ -32,14 +32,7 @@ func FuzzReplay(f *testing.F) {
 		}
 		foo := [16]byte{'f'}
 		topics := consumergroup.Topics{{Name: "foo", ID: foo, Partitions: 4}}
-		next := func() byte {
-			if len(data) == 0 {
-				return 0
-			}
-			b := data[0]
-			data = data[1:]
-			return b
-		}
+		next := takeFrom(&data)
 		parts := func() []int32 {
 			b := next()
 			var ps []int32

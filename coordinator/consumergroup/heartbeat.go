@@ -894,11 +894,9 @@ func (m *Manager) buildTarget(g *group, topics TopicMetadata, groupEpoch int32, 
 			recs = append(recs, m.targetRecord(g.id, id, next))
 		}
 	}
-	var ts int64
-	if m.profile.AssignmentTimestamp {
-		ts = nowMs
-	}
-	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
+	// Stamped with nowMs; shape drops the timestamp where the version does
+	// not write it (version.Profile.AssignmentTimestamp).
+	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, nowMs))
 	return mine, recs, nil
 }
 

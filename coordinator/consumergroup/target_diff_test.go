@@ -89,11 +89,7 @@ func refBuildTarget(m *Manager, g *group, topics TopicMetadata, groupEpoch int32
 			recs = append(recs, m.targetRecord(g.id, id, next))
 		}
 	}
-	var ts int64
-	if m.profile.AssignmentTimestamp {
-		ts = nowMs
-	}
-	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
+	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, nowMs))
 	return mine, recs, nil
 }
 
