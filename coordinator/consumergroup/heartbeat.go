@@ -119,20 +119,7 @@ func (hb *heartbeat) run() error {
 	case gateUpgrade:
 		hb.recs = append(hb.rc.Classic.(ClassicUpgrader).ConvertClassic(hb.req.Group), hb.recs...)
 	}
-	if len(hb.recs) > 0 {
-		if err := hb.m.applyAll(hb.req.Group, hb.recs); err != nil {
-			// Kafka fails the write with the IllegalStateException of its
-			// replay and rolls the shard back.
-			return errorf(kerr.UnknownServerError, "replaying the records of this heartbeat failed: %v", err)
-		}
-	}
-	for _, f := range hb.after {
-		f()
-	}
-	if hb.downgrade != nil {
-		hb.recs = append(hb.recs, hb.downgrade()...)
-	}
-	return nil
+	return hb.apply(hb.req.Group, "heartbeat")
 }
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }

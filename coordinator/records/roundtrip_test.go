@@ -73,28 +73,23 @@ func (g gen) nstr() *string {
 	return &s
 }
 
-func (g gen) strs() []string {
-	n := g.rng.IntN(4)
+// genList is a list of up to limit-1 elements that one makes, nil for none.
+func genList[T any](g gen, limit int, one func() T) []T {
+	n := g.rng.IntN(limit)
 	if n == 0 {
 		return nil
 	}
-	out := make([]string, n)
+	out := make([]T, n)
 	for i := range out {
-		out[i] = g.str()
+		out[i] = one()
 	}
 	return out
 }
 
+func (g gen) strs() []string { return genList(g, 4, g.str) }
+
 func (g gen) bytes() []byte {
-	n := g.rng.IntN(5)
-	if n == 0 {
-		return nil
-	}
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(g.rng.UintN(256))
-	}
-	return b
+	return genList(g, 5, func() byte { return byte(g.rng.UintN(256)) })
 }
 
 func (g gen) i32() int32 {
@@ -114,17 +109,7 @@ func (g gen) i64() int64 {
 	return int64(g.rng.IntN(100000))
 }
 
-func (g gen) i32s() []int32 {
-	n := g.rng.IntN(4)
-	if n == 0 {
-		return nil
-	}
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = g.i32()
-	}
-	return out
-}
+func (g gen) i32s() []int32 { return genList(g, 4, g.i32) }
 
 func (g gen) uuid() (u [16]byte) {
 	if g.rng.IntN(4) == 0 {

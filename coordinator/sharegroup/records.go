@@ -187,8 +187,8 @@ func DecodeGroupRecord(key, value []byte) (GroupRecord, error) {
 		return r, nil
 	}
 	vr := kbin.Reader{Src: value}
-	if v := vr.Int16(); v != 0 {
-		return r, fmt.Errorf("share-group record type %d: value version %d, only 0 is known", t, v)
+	if err := valueVersion0(&vr, "share-group record", t); err != nil {
+		return r, err
 	}
 	switch t {
 	case TypeMemberMetadata:
@@ -225,13 +225,28 @@ func DecodeGroupRecord(key, value []byte) (GroupRecord, error) {
 		skipTags(&vr)
 		r.Value = v
 	}
+	return r, valueEnd(&vr, "share-group record", t)
+}
+
+// valueVersion0 reads the version of a value of record type t (what:
+// "share-group record", "share state record"); only 0 is known.
+func valueVersion0(vr *kbin.Reader, what string, t int16) error {
+	if v := vr.Int16(); v != 0 {
+		return fmt.Errorf("%s type %d: value version %d, only 0 is known", what, t, v)
+	}
+	return nil
+}
+
+// valueEnd reports a value of record type t that ran short or has bytes
+// after it.
+func valueEnd(vr *kbin.Reader, what string, t int16) error {
 	if err := vr.Complete(); err != nil {
-		return r, fmt.Errorf("share-group record type %d: value: %w", t, err)
+		return fmt.Errorf("%s type %d: value: %w", what, t, err)
 	}
 	if len(vr.Src) != 0 {
-		return r, fmt.Errorf("share-group record type %d: %d bytes after the value", t, len(vr.Src))
+		return fmt.Errorf("%s type %d: %d bytes after the value", what, t, len(vr.Src))
 	}
-	return r, nil
+	return nil
 }
 
 // EncodeGroupRecord encodes r as Kafka writes it (key, value; a nil value
@@ -305,8 +320,8 @@ func DecodeStateRecord(key, value []byte) (StateRecord, error) {
 		return r, nil
 	}
 	vr := kbin.Reader{Src: value}
-	if v := vr.Int16(); v != 0 {
-		return r, fmt.Errorf("share state record type %d: value version %d, only 0 is known", t, v)
+	if err := valueVersion0(&vr, "share state record", t); err != nil {
+		return r, err
 	}
 	dcc := func(v *int32) func(uint32, []byte) {
 		*v = -1
@@ -328,13 +343,7 @@ func DecodeStateRecord(key, value []byte) (StateRecord, error) {
 		readTags(&vr, dcc(&v.DeliveryCompleteCount))
 		r.Value = v
 	}
-	if err := vr.Complete(); err != nil {
-		return r, fmt.Errorf("share state record type %d: value: %w", t, err)
-	}
-	if len(vr.Src) != 0 {
-		return r, fmt.Errorf("share state record type %d: %d bytes after the value", t, len(vr.Src))
-	}
-	return r, nil
+	return r, valueEnd(&vr, "share state record", t)
 }
 
 // EncodeStateRecord encodes r as Kafka writes it.
