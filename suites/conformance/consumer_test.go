@@ -25,6 +25,7 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/suites/internal/adminctx"
 )
 
 // kip848Profile is the version profile of a served release: every
@@ -245,13 +246,8 @@ func kip848New(t testing.TB, c *cluster.Cluster, name, group string, log *kip848
 
 func kip848Describe(t testing.TB, c *cluster.Cluster, group string) kadm.DescribedConsumerGroup {
 	t.Helper()
-	adm, err := c.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	adm, ctx, done := adminctx.Open(t, c, 20*time.Second)
+	defer done()
 	gs, err := adm.DescribeConsumerGroups(ctx, group)
 	if err != nil {
 		return kadm.DescribedConsumerGroup{Err: err}
@@ -276,13 +272,8 @@ func kip848Stable(t testing.TB, c *cluster.Cluster, group string, members int, e
 
 func kip848Committed(t testing.TB, c *cluster.Cluster, group string) kadm.OffsetResponses {
 	t.Helper()
-	adm, err := c.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	adm, ctx, done := adminctx.Open(t, c, 20*time.Second)
+	defer done()
 	os, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatalf("fetch committed offsets of %s: %v", group, err)
@@ -711,13 +702,8 @@ func TestConsumerCommitOlderEpoch(t *testing.T) {
 				t.Fatalf("A revoked %+v", r)
 			}
 
-			adm, err := c.Admin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer adm.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
+			adm, ctx, done := adminctx.Open(t, c, 30*time.Second)
+			defer done()
 			td, err := adm.ListTopics(ctx, topic)
 			if err != nil {
 				t.Fatal(err)
