@@ -568,7 +568,7 @@ func (r *replayer) getOrCreate(id string) *group {
 }
 
 func (r *replayer) apply(rec records.Record) error {
-	if id, ok := groupIDOf(rec.Key); ok {
+	if id, ok := records.ConsumerGroupOf(rec.Key); ok {
 		if g, ok := r.groups[id]; ok {
 			g.stateKnown = "" // the record may change it
 		}

@@ -109,7 +109,7 @@ func (m *Manager) defaultAssignor() string { return m.cfg.Assignors[0] }
 // current-assignment tombstone, two owners of a partition at one epoch …)
 // and leaves the state unchanged then.
 func (m *Manager) Replay(r records.Record) error {
-	id, ok := groupIDOf(r.Key)
+	id, ok := records.ConsumerGroupOf(r.Key)
 	if !ok {
 		return fmt.Errorf("replay: %s records are not consumer-group records (types 3–8, 16)", r.Type())
 	}
@@ -140,7 +140,7 @@ func (m *Manager) applyAll(groupID string, recs []records.Record) error {
 	}
 	regexVersion := m.rp.regexVersion
 	for _, r := range recs {
-		if _, ok := groupIDOf(r.Key); !ok {
+		if _, ok := records.ConsumerGroupOf(r.Key); !ok {
 			continue // the shell's record (a converted classic group's tombstone)
 		}
 		if err := m.rp.apply(r); err != nil {
@@ -166,26 +166,6 @@ func (m *Manager) applyAll(groupID string, recs []records.Record) error {
 		delete(m.refreshed, groupID)
 	}
 	return nil
-}
-
-func groupIDOf(k records.Key) (string, bool) {
-	switch k := k.(type) {
-	case records.ConsumerGroupMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupPartitionMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupMemberMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupTargetAssignmentMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupTargetAssignmentMemberKey:
-		return k.GroupID, true
-	case records.ConsumerGroupCurrentMemberAssignmentKey:
-		return k.GroupID, true
-	case records.ConsumerGroupRegularExpressionKey:
-		return k.GroupID, true
-	}
-	return "", false
 }
 
 // Loaded is GMM.onLoaded for consumer groups: after a replay it arms a full
