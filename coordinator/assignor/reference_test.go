@@ -414,7 +414,6 @@ type refTopicScratch struct {
 // least loaded ones. Partitions are grouped by owner index (ascending), then
 // partition; a member gives up its highest-numbered partition of the topic first.
 func (b *refHeteroBuilder) balanceTopic(t TopicID, bal *refBalancer, s *refTopicScratch) int {
-	moved := 0
 	owners := b.owners[t]
 	if bal.initialize(b.subscribers[t]) <= 1 {
 		return 0
@@ -441,33 +440,18 @@ func (b *refHeteroBuilder) balanceTopic(t TopicID, bal *refBalancer, s *refTopic
 		}
 		s.end[o] = i + 1
 	}
-	for !bal.isBalanced() {
-		most := -1
-		for {
-			most = int(bal.nextMostLoaded())
-			if most == -1 {
-				break
-			}
-			end, ok := s.end[most]
-			if !ok || end-s.start[most] <= 0 {
-				bal.excludeMostLoaded()
-				continue
-			}
-			break
-		}
-		if most == -1 {
-			break
-		}
-		p := s.partitions[s.end[most]-1]
-		s.end[most]--
-		least := int(bal.nextLeastLoaded())
-		if bal.isBalanced() {
-			break
-		}
-		b.assign(t, p, least)
-		moved++
-	}
-	return moved
+	// The loop that moves them (balancer.moveUntilBalanced) was the very
+	// code the fast builder still runs, so the reference runs it too; what
+	// it holds and moves are the reference's own maps.
+	return bal.moveUntilBalanced(
+		func(m int32) bool {
+			end, ok := s.end[int(m)]
+			return ok && end-s.start[int(m)] > 0
+		},
+		func(from, to int32) {
+			s.end[int(from)]--
+			b.assign(t, s.partitions[s.end[int(from)]], int(to))
+		})
 }
 
 // refBalancer is MemberAssignmentBalancer as it was: the members sorted by

@@ -328,7 +328,6 @@ type topicScratch struct {
 // least loaded ones. Partitions are grouped by owner index (ascending), then
 // partition; a member gives up its highest-numbered partition of the topic first.
 func (b *heteroBuilder) balanceTopic(ti int32, bal *balancer, s *topicScratch) int {
-	moved := 0
 	owners := b.owners[ti]
 	subs := b.subscribers[ti]
 	if bal.initialize(subs) <= 1 {
@@ -356,32 +355,12 @@ func (b *heteroBuilder) balanceTopic(ti int32, bal *balancer, s *topicScratch) i
 		}
 		s.end[o] = int32(i + 1)
 	}
-	for !bal.isBalanced() {
-		most := int32(-1)
-		for {
-			most = bal.nextMostLoaded()
-			if most == -1 {
-				break
-			}
-			if s.end[most]-s.start[most] <= 0 {
-				bal.excludeMostLoaded()
-				continue
-			}
-			break
-		}
-		if most == -1 {
-			break
-		}
-		p := s.partitions[s.end[most]-1]
-		s.end[most]--
-		least := bal.nextLeastLoaded()
-		if bal.isBalanced() {
-			break
-		}
-		b.assign(ti, p, least)
-		moved++
-	}
-	return moved
+	return bal.moveUntilBalanced(
+		func(m int32) bool { return s.end[m]-s.start[m] > 0 },
+		func(from, to int32) {
+			s.end[from]--
+			b.assign(ti, s.partitions[s.end[from]], to)
+		})
 }
 
 // fromOwners reads every member's target off the owners table: per topic,
@@ -547,3 +526,36 @@ func (bal *balancer) excludeMostLoaded() {
 }
 
 func (bal *balancer) isBalanced() bool { return bal.mostCount-bal.leastCount <= 1 }
+
+// moveUntilBalanced is balanceTopic's loop: until the bands are balanced,
+// the next most loaded member that holds a partition of the topic (holds)
+// gives one to the next least loaded member (move: its highest-numbered
+// one). Members that hold none are dropped from the most loaded band. It
+// returns how many partitions moved.
+func (bal *balancer) moveUntilBalanced(holds func(member int32) bool, move func(from, to int32)) int {
+	moved := 0
+	for !bal.isBalanced() {
+		most := int32(-1)
+		for {
+			most = bal.nextMostLoaded()
+			if most == -1 {
+				break
+			}
+			if !holds(most) {
+				bal.excludeMostLoaded()
+				continue
+			}
+			break
+		}
+		if most == -1 {
+			break
+		}
+		least := bal.nextLeastLoaded()
+		if bal.isBalanced() {
+			break
+		}
+		move(most, least)
+		moved++
+	}
+	return moved
+}
