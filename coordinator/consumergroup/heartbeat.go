@@ -290,7 +290,7 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, 
 	var hash int64
 	if m.profile.WritesPartitionMetadata {
 		meta := m.subscriptionMetadata(m.lastTopics, names)
-		if !sameMeta(meta, g.subscriptionMetadata) {
+		if !maps.Equal(meta, g.subscriptionMetadata) {
 			recs = append(recs, m.partitionMetadataRecord(g.id, meta))
 		}
 	} else {
@@ -662,7 +662,7 @@ func (m *Manager) hasMetadataExpired(g *group, topics TopicMetadata) bool {
 	if len(g.resolved) == 0 && len(g.subscribedRegexes()) == 0 {
 		names := keys(g.subscribedTopicNames(nil, nil))
 		if m.profile.WritesPartitionMetadata {
-			return !sameMeta(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
+			return !maps.Equal(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
 		}
 		return m.metadataHash(topics, names) != g.metadataHash
 	}
@@ -700,7 +700,7 @@ func (hb *heartbeat) updateSubscriptionMetadata(g *group, bump bool, old, update
 	var hash int64
 	if m.profile.WritesPartitionMetadata {
 		meta := m.subscriptionMetadata(hb.topics, names)
-		if !sameMeta(meta, g.subscriptionMetadata) {
+		if !maps.Equal(meta, g.subscriptionMetadata) {
 			bump = true
 			hb.recs = append(hb.recs, m.partitionMetadataRecord(g.id, meta))
 		}
@@ -731,18 +731,6 @@ func (m *Manager) subscriptionMetadata(topics TopicMetadata, names []string) map
 		}
 	}
 	return out
-}
-
-func sameMeta(a, b map[string]topicMeta) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // preferredAssignor is the assignor the target would be computed with:

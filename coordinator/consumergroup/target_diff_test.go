@@ -85,7 +85,7 @@ func refBuildTarget(m *Manager, g *group, topics TopicMetadata, groupEpoch int32
 			mine = next
 		}
 		prev, had := g.target[id]
-		if !had || !sameTarget(prev, next) {
+		if !had || !maps.EqualFunc(prev, next, slices.Equal[[]int32]) {
 			recs = append(recs, m.targetRecord(g.id, id, next))
 		}
 	}
