@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/groupquake/groupquake/coordinator/internal/same"
 )
 
 // Range is Kafka's server-side RangeAssignor (rewritten in KAFKA-16944):
@@ -177,7 +179,7 @@ func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber, w *assignWor
 	prev := -1
 	for _, i := range order {
 		m := &spec.Members[i]
-		if prev >= 0 && sameTopics(m.Topics, spec.Members[prev].Topics) {
+		if prev >= 0 && same.Slice(m.Topics, spec.Members[prev].Topics) {
 			resolved[i] = resolved[prev]
 		} else {
 			ts := make([]*rangeTopic, 0, len(m.Topics))

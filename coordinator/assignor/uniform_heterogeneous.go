@@ -3,6 +3,8 @@ package assignor
 import (
 	"fmt"
 	"slices"
+
+	"github.com/groupquake/groupquake/coordinator/internal/same"
 )
 
 // maxBalanceIterations is UniformHeterogeneousAssignmentBuilder.MAX_ITERATION_COUNT:
@@ -62,7 +64,7 @@ func assignUniformHeterogeneous(spec *GroupSpec, topics SubscribedTopicDescriber
 	var prev []TopicID
 	for i := range spec.Members {
 		m := &spec.Members[i]
-		if i > 0 && sameTopics(m.Topics, prev) {
+		if i > 0 && same.Slice(m.Topics, prev) {
 			// The same subscription as the member before: same topic numbers.
 			b.memberTopics[i] = b.memberTopics[i-1]
 		} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/assignor"
+	"github.com/groupquake/groupquake/coordinator/internal/same"
 	"github.com/groupquake/groupquake/coordinator/records"
 )
 
@@ -885,33 +886,18 @@ type targetScratch struct {
 }
 
 // sameAsTarget reports whether the assignor's output for a member holds
-// what its previous target holds (sameTarget of the two maps).
+// what its previous target holds, topic by topic.
 func sameAsTarget(got assignor.MemberAssignment, prev map[TopicID][]int32) bool {
 	if len(got) != len(prev) {
 		return false
 	}
 	for _, tp := range got {
 		ps, ok := prev[tp.Topic]
-		if !ok || len(ps) != len(tp.Partitions) {
-			return false
-		}
-		if len(ps) > 0 && &ps[0] != &tp.Partitions[0] && !slices.Equal(ps, tp.Partitions) {
+		if !ok || !same.Slice(ps, tp.Partitions) {
 			return false
 		}
 	}
 	return true
-}
-
-// sameStrings is slices.Equal, at once when a and b are one slice (members'
-// equal subscriptions are, see internSubscription).
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	return slices.Equal(a, b)
 }
 
 // subscriptionCache resolves members' subscriptions once per distinct
@@ -931,7 +917,8 @@ type subscriptionCache []struct {
 func (c *subscriptionCache) topics(g *group, mb *member, md TopicMetadata, counts *assignor.PartitionCounts) []TopicID {
 	for i := range *c {
 		e := &(*c)[i]
-		if e.regex == mb.regex && sameStrings(e.names, mb.subscribed) {
+		// Equal subscriptions are most often one slice (internSubscription).
+		if e.regex == mb.regex && same.Slice(e.names, mb.subscribed) {
 			// The next members with this subscription most likely share
 			// this member's slice.
 			e.names = mb.subscribed
