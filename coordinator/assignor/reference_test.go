@@ -11,8 +11,9 @@ package assignor
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
+
+	"github.com/groupquake/groupquake/coordinator/internal/partset"
 )
 
 // refMemberAssignment and refGroupAssignment are the output types as they
@@ -74,15 +75,7 @@ func refValidate(spec *GroupSpec) error { return validateExactly(spec) }
 
 // refTorefMemberAssignment turns a working set into the sorted output form.
 func refTorefMemberAssignment(sets map[TopicID]map[int32]struct{}) refMemberAssignment {
-	out := make(refMemberAssignment, len(sets))
-	for t, ps := range sets {
-		if len(ps) == 0 {
-			continue
-		}
-		s := slices.Sorted(maps.Keys(ps))
-		out[t] = s
-	}
-	return out
+	return partset.Sorted(sets)
 }
 
 // refUniformAssign is Uniform.Assign (UniformAssignor.assign).

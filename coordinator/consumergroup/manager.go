@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/groupquake/groupquake/coordinator/assignor"
+	"github.com/groupquake/groupquake/coordinator/internal/partset"
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
@@ -337,17 +338,7 @@ func compareBytes(x, y TopicID) int {
 }
 
 // partitionsOf drops the assignment epochs: topic → sorted partitions.
-func partitionsOf(a assignment) map[TopicID][]int32 {
-	out := make(map[TopicID][]int32, len(a))
-	for t, ps := range a {
-		if len(ps) == 0 {
-			continue
-		}
-		s := slices.Sorted(maps.Keys(ps))
-		out[t] = s
-	}
-	return out
-}
+func partitionsOf(a assignment) map[TopicID][]int32 { return partset.Sorted(a) }
 
 func optional(s string) *string {
 	if s == "" {
