@@ -14,7 +14,6 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/version"
-	"github.com/groupquake/groupquake/coordinator/wire/wiretest"
 )
 
 // testWait bounds every wait in these tests: generous for two shared
@@ -32,7 +31,12 @@ func startStandIn(t *testing.T, dir string, v version.Version) *Server {
 
 func newClient(t *testing.T, s *Server, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	return wiretest.Client(t, s.Addr(), opts...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Addr())}, opts...)...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // produceN produces n records "0".."n-1" idempotently with acks=all (kgo's

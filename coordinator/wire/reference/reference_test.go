@@ -16,7 +16,6 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/coordinator/wire"
 	"github.com/groupquake/groupquake/coordinator/wire/reference"
-	"github.com/groupquake/groupquake/coordinator/wire/wiretest"
 )
 
 // testWait bounds every wait: generous for two shared cores, never an
@@ -43,7 +42,12 @@ func startVersion(t *testing.T, dir string, v version.Version) *wire.Server {
 
 func client(t *testing.T, s *wire.Server, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	return wiretest.Client(t, s.Addr(), opts...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Addr())}, opts...)...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 func produce(ctx context.Context, t *testing.T, s *wire.Server, topic string, from, n int) {
