@@ -46,10 +46,7 @@ func (c *Coordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest) (kms
 		d.Members = []kmsg.DescribeGroupsResponseGroupMember{}
 		for _, m := range g.allMembers() {
 			dm := kmsg.NewDescribeGroupsResponseGroupMember()
-			dm.MemberID = m.id
-			dm.InstanceID = cloneStr(m.instanceID)
-			dm.ClientID = m.clientID
-			dm.ClientHost = m.clientHost
+			dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.names()
 			dm.MemberAssignment = m.assignment
 			if stable {
 				dm.ProtocolMetadata = m.metadata(*g.protocolName)

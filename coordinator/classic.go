@@ -533,10 +533,7 @@ func (c *Coordinator) groupMetadataRecord(g *classicGroup, assignment map[string
 	v.Members = []kmsg.GroupMetadataValueMember{}
 	for _, m := range g.allMembers() {
 		gm := kmsg.NewGroupMetadataValueMember()
-		gm.MemberID = m.id
-		gm.InstanceID = cloneStr(m.instanceID)
-		gm.ClientID = m.clientID
-		gm.ClientHost = m.clientHost
+		gm.MemberID, gm.InstanceID, gm.ClientID, gm.ClientHost = m.names()
 		gm.RebalanceTimeoutMillis = m.rebalanceTimeoutMs
 		gm.SessionTimeoutMillis = m.sessionTimeoutMs
 		if g.protocolName != nil {

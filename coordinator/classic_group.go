@@ -91,6 +91,12 @@ type classicMember struct {
 	isNew bool
 }
 
+// names are the member id, instance id (a copy), client id and client
+// host, as DescribeGroups and the GroupMetadataValue record list a member.
+func (m *classicMember) names() (id string, instanceID *string, clientID, clientHost string) {
+	return m.id, cloneStr(m.instanceID), m.clientID, m.clientHost
+}
+
 func (m *classicMember) static() bool { return m.instanceID != nil }
 
 // metadata is ClassicGroupMember.metadata: the metadata of the named

@@ -371,23 +371,21 @@ func (e *env) list(d *datadriven.TestData, key string) []string {
 }
 
 func (e *env) int(d *datadriven.TestData, key string, def int) int {
-	s := e.arg(d, key, "")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		e.t.Fatalf("%s: %s=%q: %v", d.Pos, key, s, err)
-	}
-	return n
+	return parseArg(e, d, key, def, strconv.Atoi)
 }
 
 func (e *env) dur(d *datadriven.TestData, key string, def time.Duration) time.Duration {
+	return parseArg(e, d, key, def, time.ParseDuration)
+}
+
+// parseArg is the argument key parsed by parse, def when it is not given;
+// a malformed one fails the test.
+func parseArg[T any](e *env, d *datadriven.TestData, key string, def T, parse func(string) (T, error)) T {
 	s := e.arg(d, key, "")
 	if s == "" {
 		return def
 	}
-	v, err := time.ParseDuration(s)
+	v, err := parse(s)
 	if err != nil {
 		e.t.Fatalf("%s: %s=%q: %v", d.Pos, key, s, err)
 	}

@@ -33,15 +33,7 @@ func FuzzMixedGroups(f *testing.F) {
 // that `go test` covers the property without -fuzz.
 func TestMixedGroups(t *testing.T) {
 	for seed := 0; seed < 200; seed++ {
-		in := make([]byte, 80)
-		x := uint32(seed*2246822519 + 7)
-		for i := range in {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			in[i] = byte(x)
-		}
-		runMixed(t, in)
+		runMixed(t, xorshiftInput(seed, 2246822519, 7, 80))
 	}
 }
 
@@ -310,6 +302,8 @@ func withoutGroups(s State, gs map[string]bool) State {
 	return s
 }
 
+// commitTopic is the fuzz drivers' offset commit: topic t or u, partition 0
+// or 1, at offset arg.
 func commitTopic(arg byte) kmsg.OffsetCommitRequestTopic {
 	tp := kmsg.NewOffsetCommitRequestTopic()
 	tp.Topic = []string{"t", "u"}[arg>>2&1]

@@ -30,16 +30,22 @@ func FuzzRequestSequences(f *testing.F) {
 // `go test` covers the property without -fuzz.
 func TestRequestSequences(t *testing.T) {
 	for seed := 0; seed < 300; seed++ {
-		in := make([]byte, 60)
-		x := uint32(seed*2654435761 + 1)
-		for i := range in {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			in[i] = byte(x)
-		}
-		runSequence(t, in)
+		runSequence(t, xorshiftInput(seed, 2654435761, 1, 60))
 	}
+}
+
+// xorshiftInput is input number seed of a deterministic sweep: size bytes
+// of a xorshift32 that starts at uint32(seed*mul + add).
+func xorshiftInput(seed, mul, add, size int) []byte {
+	in := make([]byte, size)
+	x := uint32(seed*mul + add)
+	for i := range in {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		in[i] = byte(x)
+	}
+	return in
 }
 
 func runSequence(t *testing.T, in []byte) {
@@ -150,12 +156,7 @@ func runSequence(t *testing.T, in []byte) {
 			if arg&0x10 != 0 {
 				r.RetentionTimeMillis = 3000
 			}
-			tp := kmsg.NewOffsetCommitRequestTopic()
-			tp.Topic = []string{"t", "u"}[arg>>2&1]
-			p := kmsg.NewOffsetCommitRequestTopicPartition()
-			p.Partition, p.Offset, p.LeaderEpoch = int32(arg>>3&1), int64(arg), -1
-			tp.Partitions = []kmsg.OffsetCommitRequestTopicPartition{p}
-			r.Topics = []kmsg.OffsetCommitRequestTopic{tp}
+			r.Topics = []kmsg.OffsetCommitRequestTopic{commitTopic(arg)}
 			req = r
 		case 7:
 			r := kmsg.NewPtrOffsetFetchRequest()

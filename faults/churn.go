@@ -150,10 +150,15 @@ func (k churnKind) Heal(ctx context.Context, env Env, f Fault) (string, error) {
 // LateJoiners lists the members a schedule keeps out of the group until
 // their MemberJoin heals: the workload must not start them in the warm-up.
 func LateJoiners(sched []Fault) []string {
+	return membersOf(sched, MemberJoin, func(f Fault) string { return f.Member })
+}
+
+// membersOf lists member(f) of every fault of kind in sched, in order.
+func membersOf(sched []Fault, kind Kind, member func(Fault) string) []string {
 	var out []string
 	for _, f := range sched {
-		if f.Kind == MemberJoin {
-			out = append(out, f.Member)
+		if f.Kind == kind {
+			out = append(out, member(f))
 		}
 	}
 	return out

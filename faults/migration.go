@@ -25,6 +25,26 @@ const (
 	MemberReplace Kind = "member-replace"
 )
 
+// placedKind is the part of a kind that a plan places and no schedule
+// draws (a migration's or an upgrade's steps): unfit says why.
+type placedKind struct {
+	kind   Kind
+	family Family
+	doc    string
+	why    string
+}
+
+func (k placedKind) Kind() Kind         { return k.kind }
+func (k placedKind) Family() Family     { return k.family }
+func (k placedKind) Doc() string        { return k.doc }
+func (k placedKind) unfit(Space) string { return k.why }
+
+func (k placedKind) durations(s Space) (time.Duration, time.Duration) {
+	return s.MinDuration, s.MaxDuration
+}
+
+func (k placedKind) draw(*rand.Rand, Space, *Fault) {}
+
 // Replacer is the part of Members that migration steps need: the harness's
 // crew implements it.
 type Replacer interface {
@@ -39,28 +59,13 @@ type Replacer interface {
 // (migration.go): placed by a migration's plan, never drawn.
 const FamilyMigration Family = "migration"
 
-type migrationKind struct {
-	kind Kind
-	doc  string
-}
+type migrationKind struct{ placedKind }
 
 func init() {
-	register(migrationKind{MemberReplace, "replace a member by a late joiner of the plan (of the other protocol, in a migration); a refused newcomer is stopped and the member stays"})
+	register(migrationKind{placedKind{MemberReplace, FamilyMigration,
+		"replace a member by a late joiner of the plan (of the other protocol, in a migration); a refused newcomer is stopped and the member stays",
+		"it is a step of an online protocol migration, placed by the migration's plan (groupquake run --scenario migration), never drawn"}})
 }
-
-func (k migrationKind) Kind() Kind     { return k.kind }
-func (k migrationKind) Family() Family { return FamilyMigration }
-func (k migrationKind) Doc() string    { return k.doc }
-
-func (k migrationKind) unfit(Space) string {
-	return "it is a step of an online protocol migration, placed by the migration's plan (groupquake run --scenario migration), never drawn"
-}
-
-func (k migrationKind) durations(s Space) (time.Duration, time.Duration) {
-	return s.MinDuration, s.MaxDuration
-}
-
-func (k migrationKind) draw(*rand.Rand, Space, *Fault) {}
 
 func (k migrationKind) validate(f Fault) error {
 	switch {
@@ -91,13 +96,7 @@ func (k migrationKind) Heal(context.Context, Env, Fault) (string, error) {
 // Replacements lists the members a schedule's replacements bring in: the
 // workload must not start them in the warm-up.
 func Replacements(sched []Fault) []string {
-	var out []string
-	for _, f := range sched {
-		if f.Kind == MemberReplace {
-			out = append(out, f.With)
-		}
-	}
-	return out
+	return membersOf(sched, MemberReplace, func(f Fault) string { return f.With })
 }
 
 // RollingReplace is the schedule of a rolling replacement: out[i] replaced

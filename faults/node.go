@@ -93,23 +93,29 @@ func (k nodeKind) validate(f Fault) error {
 }
 
 func (k nodeKind) Apply(ctx context.Context, env Env, f Fault) (string, error) {
-	if env.Target == nil {
-		return "", errNoPart(f, "node control")
-	}
-	if resolvedAtFault(f.Node) {
-		return "", fmt.Errorf("fault %s: its node must be resolved before the fault starts (faults.Resolve)", f)
+	if err := onResolvedNode(env, f, "its node must be resolved before the fault starts (faults.Resolve)"); err != nil {
+		return "", err
 	}
 	return "", k.apply(env.Target, ctx, f.Node)
 }
 
 func (k nodeKind) Heal(ctx context.Context, env Env, f Fault) (string, error) {
-	if env.Target == nil {
-		return "", errNoPart(f, "node control")
-	}
-	if resolvedAtFault(f.Node) {
-		return "", fmt.Errorf("fault %s: heal the node it was resolved to", f)
+	if err := onResolvedNode(env, f, "heal the node it was resolved to"); err != nil {
+		return "", err
 	}
 	return "", k.heal(env.Target, ctx, f.Node)
+}
+
+// onResolvedNode says why f cannot act on its node in env: no node control,
+// or a node still named by its role (unresolved says what to do).
+func onResolvedNode(env Env, f Fault, unresolved string) error {
+	if env.Target == nil {
+		return errNoPart(f, "node control")
+	}
+	if resolvedAtFault(f.Node) {
+		return fmt.Errorf("fault %s: %s", f, unresolved)
+	}
+	return nil
 }
 
 // Resolve turns a fault on a role (Coordinator, ShareCoordinator,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,21 +46,25 @@ type Upgrader interface {
 }
 
 type upgradeKind struct {
-	kind  Kind
-	doc   string
+	placedKind
 	apply func(context.Context, Upgrader, Fault) (string, error)
 	heal  func(context.Context, Upgrader, Fault) (string, error)
 }
 
+// upgradeStep is the placedKind of an upgrade's step.
+func upgradeStep(kind Kind, doc string) placedKind {
+	return placedKind{kind, FamilyUpgrade, doc, "it is a step of a rolling upgrade, placed by the upgrade's plan (groupquake upgrade, or run --upgrade-to), never drawn"}
+}
+
 func init() {
-	register(upgradeKind{NodeUpgrade, "replace a node's binaries with another Kafka release on the same data; the heal waits for a full ISR",
+	register(upgradeKind{upgradeStep(NodeUpgrade, "replace a node's binaries with another Kafka release on the same data; the heal waits for a full ISR"),
 		func(ctx context.Context, u Upgrader, f Fault) (string, error) {
 			return "node " + strconv.Itoa(int(f.Node)) + " serves as Kafka " + f.Version, u.UpgradeNode(ctx, f.Node, f.Version)
 		},
 		func(ctx context.Context, u Upgrader, f Fault) (string, error) {
 			return "every partition's ISR is full", u.WaitFullISR(ctx)
 		}})
-	register(upgradeKind{FeatureUpdate, "finalize feature levels (metadata.version, group.version) through the Admin API",
+	register(upgradeKind{upgradeStep(FeatureUpdate, "finalize feature levels (metadata.version, group.version) through the Admin API"),
 		func(ctx context.Context, u Upgrader, f Fault) (string, error) {
 			levels, err := ParseFeatures(f.Features)
 			if err != nil {
@@ -71,20 +74,6 @@ func init() {
 		},
 		func(context.Context, Upgrader, Fault) (string, error) { return "", nil }})
 }
-
-func (k upgradeKind) Kind() Kind     { return k.kind }
-func (k upgradeKind) Family() Family { return FamilyUpgrade }
-func (k upgradeKind) Doc() string    { return k.doc }
-
-func (k upgradeKind) unfit(Space) string {
-	return "it is a step of a rolling upgrade, placed by the upgrade's plan (groupquake upgrade, or run --upgrade-to), never drawn"
-}
-
-func (k upgradeKind) durations(s Space) (time.Duration, time.Duration) {
-	return s.MinDuration, s.MaxDuration
-}
-
-func (k upgradeKind) draw(*rand.Rand, Space, *Fault) {}
 
 func (k upgradeKind) validate(f Fault) error {
 	if f.Client != "" || f.Member != "" {

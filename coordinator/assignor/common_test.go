@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -49,5 +50,48 @@ func assignmentReuse(t *testing.T, a Assignor, st SubscriptionType) {
 	second := mustAssign(t, a, withPrevious(spec, first), topics)
 	if !equalAssignments(first.Members, second.Members) {
 		t.Fatalf("unchanged group got a new assignment:\nfirst:  %s\nsecond: %s", render(first.Members), render(second.Members))
+	}
+}
+
+// TestSubscribedToNonexistentTopic: a member subscribed to a topic the
+// metadata does not have fails the assignment with ErrPartitionAssignor
+// (RangeAssignorTest.testOneMemberSubscribedToNonExistentTopic,
+// UniformHomogeneousAssignmentBuilderTest.testOneMemberSubscribedToNonexistentTopic,
+// UniformHeterogeneousAssignmentBuilderTest.testTwoMembersSubscribedToNonexistentTopics).
+func TestSubscribedToNonexistentTopic(t *testing.T) {
+	oneMember := func() GroupSpec {
+		return GroupSpec{Subscription: Homogeneous, Members: []MemberSpec{member("A", ids(topic2))}}
+	}
+	for _, tc := range []struct {
+		name string
+		a    Assignor
+		spec GroupSpec
+	}{
+		{"range", mustRange(t), oneMember()},
+		{"uniform homogeneous", mustUniform(t), oneMember()},
+		{"uniform heterogeneous", mustUniform(t), GroupSpec{Subscription: Heterogeneous, Members: treeMap(member("A", ids(topic3)), member("B", ids(topic2)))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.a.Assign(tc.spec, PartitionCounts{topic1: 3})
+			if !errors.Is(err, ErrPartitionAssignor) {
+				t.Fatalf("want ErrPartitionAssignor, got %v", err)
+			}
+		})
+	}
+}
+
+// TestCommonAssignorTests runs CommonAssignorTests (4.3+ branches) as
+// Kafka's assignor tests do, for both subscription types:
+// testReassignmentStickiness for the range assignor (RangeAssignorTest) and
+// the uniform one (UniformHomogeneousAssignmentBuilderTest,
+// UniformHeterogeneousAssignmentBuilderTest), testAssignmentReuse for the
+// uniform one.
+func TestCommonAssignorTests(t *testing.T) {
+	for _, st := range []SubscriptionType{Homogeneous, Heterogeneous} {
+		t.Run(st.String(), func(t *testing.T) {
+			t.Run("RangeReassignmentStickiness", func(t *testing.T) { reassignmentStickiness(t, mustRange(t), st) })
+			t.Run("UniformReassignmentStickiness", func(t *testing.T) { reassignmentStickiness(t, mustUniform(t), st) })
+			t.Run("UniformAssignmentReuse", func(t *testing.T) { assignmentReuse(t, mustUniform(t), st) })
+		})
 	}
 }

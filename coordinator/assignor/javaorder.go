@@ -174,28 +174,14 @@ func JavaHashMapOrder(ids []string) []string {
 // javaUUIDSetCopyOrder is the iteration order of `new HashSet<>(topics)` with
 // topics iterated in the given order.
 func javaUUIDSetCopyOrder(topics []TopicID, javaVersion int) []TopicID {
-	hashes := make([]int32, len(topics))
-	for i, t := range topics {
-		hashes[i] = javaUUIDHash(t)
-	}
-	out := make([]TopicID, 0, len(topics))
-	for _, i := range javaOrder(hashes, javaCopySetTable(len(topics), javaVersion)) {
-		out = append(out, topics[i])
-	}
-	return out
+	return inJavaOrder(topics, javaUUIDHash, javaCopySetTable(len(topics), javaVersion))
 }
 
 // JavaIntSetOrder is the iteration order of `new HashSet<>(partitions)` (as in
 // Assignment.fromRecord) with the partitions listed in the given order, on the
 // given JDK major version.
 func JavaIntSetOrder(partitions []int32, javaVersion int) []int32 {
-	hashes := make([]int32, len(partitions))
-	copy(hashes, partitions)
-	out := make([]int32, 0, len(partitions))
-	for _, i := range javaOrder(hashes, javaCopySetTable(len(partitions), javaVersion)) {
-		out = append(out, partitions[i])
-	}
-	return out
+	return inJavaOrder(partitions, func(p int32) int32 { return p }, javaCopySetTable(len(partitions), javaVersion))
 }
 
 // JavaAssignmentOrder orders an assignment the way Kafka's
@@ -206,13 +192,23 @@ func JavaIntSetOrder(partitions []int32, javaVersion int) []int32 {
 // in the order of whatever sets it built, which this cannot know; after a
 // coordinator load, this is the order.
 func JavaAssignmentOrder(record []TopicPartitions, javaVersion int) []TopicPartitions {
-	hashes := make([]int32, len(record))
-	for i, tp := range record {
-		hashes[i] = javaUUIDHash(tp.Topic)
+	out := inJavaOrder(record, func(tp TopicPartitions) int32 { return javaUUIDHash(tp.Topic) }, javaDefaultMapTable(len(record)))
+	for i := range out {
+		out[i].Partitions = JavaIntSetOrder(out[i].Partitions, javaVersion)
 	}
-	out := make([]TopicPartitions, 0, len(record))
-	for _, i := range javaOrder(hashes, javaDefaultMapTable(len(record))) {
-		out = append(out, TopicPartitions{Topic: record[i].Topic, Partitions: JavaIntSetOrder(record[i].Partitions, javaVersion)})
+	return out
+}
+
+// inJavaOrder is a copy of xs in the iteration order of a Java hash table
+// of table buckets that xs were added to in order, each under hash(x).
+func inJavaOrder[T any](xs []T, hash func(T) int32, table int) []T {
+	hashes := make([]int32, len(xs))
+	for i, x := range xs {
+		hashes[i] = hash(x)
+	}
+	out := make([]T, 0, len(xs))
+	for _, i := range javaOrder(hashes, table) {
+		out = append(out, xs[i])
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/groupquake/groupquake/coordinator/internal/same"
 )
 
 // Range is Kafka's server-side RangeAssignor (rewritten in KAFKA-16944):
@@ -56,6 +58,20 @@ func (t *rangeTopic) take() (start, end int) {
 	end = min(start+quota, t.numPartitions)
 	t.nextRange = end
 	return start, end
+}
+
+// homogeneousRangeTopics are the cursors of a homogeneous group: first's
+// topics, each with every one of the numMembers members as a subscriber.
+func homogeneousRangeTopics(first *MemberSpec, numMembers int, topics SubscribedTopicDescriber) ([]*rangeTopic, error) {
+	ts := make([]*rangeTopic, 0, len(first.Topics))
+	for _, id := range first.Topics {
+		n := topics.NumPartitions(id)
+		if n == -1 {
+			return nil, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, first.ID, id)
+		}
+		ts = append(ts, &rangeTopic{id: id, numPartitions: n, numMembers: numMembers, minQuota: -1})
+	}
+	return ts, nil
 }
 
 // rangeOut builds the members' assignments. A range is a slice of one array
@@ -139,14 +155,9 @@ func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber, w *assignWor
 	if spec.Subscription == Homogeneous {
 		// Homogeneous: the first member in range order speaks for everyone, and
 		// every member counts as a subscriber, as in assignHomogeneousGroup.
-		first := &spec.Members[order[0]]
-		ts := make([]*rangeTopic, 0, len(first.Topics))
-		for _, id := range first.Topics {
-			n := topics.NumPartitions(id)
-			if n == -1 {
-				return GroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, first.ID, id)
-			}
-			ts = append(ts, &rangeTopic{id: id, numPartitions: n, numMembers: len(spec.Members), minQuota: -1})
+		ts, err := homogeneousRangeTopics(&spec.Members[order[0]], len(spec.Members), topics)
+		if err != nil {
+			return GroupAssignment{}, err
 		}
 		ro := newRangeOut(w, ts, len(order), len(order)*len(ts))
 		for range order {
@@ -168,7 +179,7 @@ func assignRange(specp *GroupSpec, topics SubscribedTopicDescriber, w *assignWor
 	prev := -1
 	for _, i := range order {
 		m := &spec.Members[i]
-		if prev >= 0 && sameTopics(m.Topics, spec.Members[prev].Topics) {
+		if prev >= 0 && same.Slice(m.Topics, spec.Members[prev].Topics) {
 			resolved[i] = resolved[prev]
 		} else {
 			ts := make([]*rangeTopic, 0, len(m.Topics))

@@ -1,7 +1,6 @@
 package assignor
 
 import (
-	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -157,15 +156,6 @@ func TestRangeKafkaScenarios(t *testing.T) {
 	}
 }
 
-// RangeAssignorTest.testOneMemberSubscribedToNonExistentTopic.
-func TestRangeOneMemberSubscribedToNonExistentTopic(t *testing.T) {
-	spec := GroupSpec{Subscription: Homogeneous, Members: []MemberSpec{member("A", ids(topic2))}}
-	_, err := mustRange(t).Assign(spec, PartitionCounts{topic1: 3})
-	if !errors.Is(err, ErrPartitionAssignor) {
-		t.Fatalf("want ErrPartitionAssignor, got %v", err)
-	}
-}
-
 // RangeAssignorTest.testStaticMembership: a static member that rejoins under a
 // new member id gets its ranges back.
 func TestRangeStaticMembership(t *testing.T) {
@@ -210,16 +200,6 @@ func TestRangeMixedStaticMembership(t *testing.T) {
 		"C": exp(tp(topic1, 2, 3)),
 		"B": exp(tp(topic1, 4)),
 	}, before)
-}
-
-// CommonAssignorTests.testReassignmentStickiness for RangeAssignorTest (4.3+),
-// both subscription types: any memberIds() order gives the same assignment.
-func TestRangeReassignmentStickiness(t *testing.T) {
-	for _, st := range []SubscriptionType{Homogeneous, Heterogeneous} {
-		t.Run(st.String(), func(t *testing.T) {
-			reassignmentStickiness(t, mustRange(t), st)
-		})
-	}
 }
 
 // Java String.compareTo order, not Go byte order: in UTF-8, U+FF21 (EF BC A1)

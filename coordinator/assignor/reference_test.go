@@ -11,8 +11,9 @@ package assignor
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
+
+	"github.com/groupquake/groupquake/coordinator/internal/partset"
 )
 
 // refMemberAssignment and refGroupAssignment are the output types as they
@@ -22,9 +23,6 @@ type refMemberAssignment map[TopicID][]int32
 type refGroupAssignment struct {
 	Members map[string]refMemberAssignment
 }
-
-// refMaxBalanceIterations is maxBalanceIterations.
-const refMaxBalanceIterations = 16
 
 // refAssignedChecker answers isPartitionAssigned in O(1) for the builders.
 type refAssignedChecker struct {
@@ -67,64 +65,17 @@ func (a refAssignedChecker) assigned(topic TopicID, partition int32) bool {
 	return int(partition) < len(bits) && bits[partition]
 }
 
-// validate refuses specs that cannot come from a coordinator. It does not
-// check partitions against topic sizes: the homogeneous builder, like Kafka,
-// tolerates stale ones.
-func refValidate(spec *GroupSpec) error {
-	if spec.Subscription != Homogeneous && spec.Subscription != Heterogeneous {
-		return fmt.Errorf("%w: subscription type %d is neither Homogeneous (0) nor Heterogeneous (1)", ErrInvalidSpec, spec.Subscription)
-	}
-	// One set of each kind, cleared per member: validation is on every assignment's path, so it
-	// allocates per group, not per member (a group of 1,000 members made 12,000 maps here).
-	seen := make(map[string]struct{}, len(spec.Members))
-	topics := map[TopicID]struct{}{}
-	assigned := map[TopicID]struct{}{}
-	parts := map[int32]struct{}{}
-	for i := range spec.Members {
-		m := &spec.Members[i]
-		if _, dup := seen[m.ID]; dup {
-			return fmt.Errorf("%w: member id %q appears twice", ErrInvalidSpec, m.ID)
-		}
-		seen[m.ID] = struct{}{}
-		clear(topics)
-		for _, t := range m.Topics {
-			if _, dup := topics[t]; dup {
-				return fmt.Errorf("%w: member %q subscribes to topic %s twice", ErrInvalidSpec, m.ID, t)
-			}
-			topics[t] = struct{}{}
-		}
-		clear(assigned)
-		for _, tp := range m.Assignment {
-			if _, dup := assigned[tp.Topic]; dup {
-				return fmt.Errorf("%w: member %q lists topic %s twice in its assignment", ErrInvalidSpec, m.ID, tp.Topic)
-			}
-			assigned[tp.Topic] = struct{}{}
-			clear(parts)
-			for _, p := range tp.Partitions {
-				if p < 0 {
-					return fmt.Errorf("%w: member %q holds partition %d of topic %s: partitions are ≥ 0", ErrInvalidSpec, m.ID, p, tp.Topic)
-				}
-				if _, dup := parts[p]; dup {
-					return fmt.Errorf("%w: member %q holds partition %d of topic %s twice", ErrInvalidSpec, m.ID, p, tp.Topic)
-				}
-				parts[p] = struct{}{}
-			}
-		}
-	}
-	return nil
-}
+// refValidate is the validation the assignors had before they were made
+// fast. It was the very code of validateExactly, which the assignors still
+// run whenever their quick check (quickValid) refuses a spec, so the
+// reference calls it: what the comparison proves about validation is that
+// the quick check refuses what validateExactly refuses, with the same
+// message (TestSameAsReference's invalid specs).
+func refValidate(spec *GroupSpec) error { return validateExactly(spec) }
 
 // refTorefMemberAssignment turns a working set into the sorted output form.
 func refTorefMemberAssignment(sets map[TopicID]map[int32]struct{}) refMemberAssignment {
-	out := make(refMemberAssignment, len(sets))
-	for t, ps := range sets {
-		if len(ps) == 0 {
-			continue
-		}
-		s := slices.Sorted(maps.Keys(ps))
-		out[t] = s
-	}
-	return out
+	return partset.Sorted(sets)
 }
 
 // refUniformAssign is Uniform.Assign (UniformAssignor.assign).
@@ -192,30 +143,19 @@ func refAssignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescribe
 	}
 
 	numMembers := len(spec.Members)
-	minQuota := total / numMembers
-	remainingExtra := total % numMembers
-	legacy := !cfg.profile.UniformHomogeneousStable // before KAFKA-18688
-
-	type unfilled struct {
-		member    int
-		remaining int
-	}
+	// The quotas (KAFKA-18688's extra slot included) were the very code
+	// revokePass still runs, so the reference runs it too: the comparison
+	// proves what the fast builder keeps and fills, and the quotas are
+	// checked against Kafka's results (TestUniformHomogeneousKAFKA18688,
+	// TestKafkaVectors), not here.
+	quotas := newMemberQuotas(total, numMembers, cfg)
 	var unfilledMembers []unfilled
 	targets := make([]map[TopicID]map[int32]struct{}, numMembers)
 
 	// Revoke pass: over memberIds() order.
 	for i := range spec.Members {
 		m := &spec.Members[i]
-		quota := minQuota
-		hasExtra := false
-		if remainingExtra > 0 {
-			quota++
-			if legacy {
-				remainingExtra--
-			} else {
-				hasExtra = true
-			}
-		}
+		quota, hasExtra := quotas.next()
 		target := make(map[TopicID]map[int32]struct{}, len(m.Assignment))
 		for _, tp := range m.Assignment {
 			if !isSubscribed[tp.Topic] {
@@ -241,17 +181,8 @@ func refAssignUniformHomogeneous(spec *GroupSpec, topics SubscribedTopicDescribe
 				target[tp.Topic] = kept
 			}
 		}
-		if !legacy && quota > 0 && hasExtra && numMembers-i > remainingExtra {
-			// Give the extra slot back for a later member to claim, unless this
-			// member is one of the last remainingExtra members and must take it.
-			quota--
-			hasExtra = false
-		}
-		if quota > 0 {
+		if quota = quotas.settle(i, quota, hasExtra); quota > 0 {
 			unfilledMembers = append(unfilledMembers, unfilled{i, quota})
-		}
-		if hasExtra {
-			remainingExtra--
 		}
 		targets[i] = target
 	}
@@ -417,7 +348,7 @@ func (b *refHeteroBuilder) assignRemaining() {
 	for _, t := range b.sortTopics(withFree) {
 		bal.initialize(b.subscribers[t])
 		for _, p := range free[t] {
-			b.assign(t, p, bal.nextLeastLoaded())
+			b.assign(t, p, int(bal.nextLeastLoaded()))
 		}
 	}
 }
@@ -446,7 +377,7 @@ func (b *refHeteroBuilder) assign(t TopicID, p int32, member int) {
 
 // balance is balance + balanceTopics: topics with two or more subscribers, in
 // sorted order, over and over until a full pass moves nothing, at most
-// refMaxBalanceIterations passes.
+// maxBalanceIterations passes.
 func (b *refHeteroBuilder) balance() {
 	var ts []TopicID
 	for _, t := range b.subscribed {
@@ -458,19 +389,11 @@ func (b *refHeteroBuilder) balance() {
 		return
 	}
 	sorted := b.sortTopics(ts)
-	last := -1
 	bal := refNewBalancer(b.sizes)
 	var scratch refTopicScratch
-	for range refMaxBalanceIterations {
-		for i, t := range sorted {
-			if i == last {
-				return
-			}
-			if b.balanceTopic(t, bal, &scratch) > 0 || last == -1 {
-				last = i
-			}
-		}
-	}
+	// The passes' loop and when it stops (balancePasses) were the very code
+	// the fast builder still runs, so the reference runs it too.
+	balancePasses(len(sorted), func(i int) int { return b.balanceTopic(sorted[i], bal, &scratch) })
 }
 
 // refTopicScratch is reused across balanceTopic calls, as Kafka reuses its list
@@ -484,7 +407,6 @@ type refTopicScratch struct {
 // least loaded ones. Partitions are grouped by owner index (ascending), then
 // partition; a member gives up its highest-numbered partition of the topic first.
 func (b *refHeteroBuilder) balanceTopic(t TopicID, bal *refBalancer, s *refTopicScratch) int {
-	moved := 0
 	owners := b.owners[t]
 	if bal.initialize(b.subscribers[t]) <= 1 {
 		return 0
@@ -511,150 +433,62 @@ func (b *refHeteroBuilder) balanceTopic(t TopicID, bal *refBalancer, s *refTopic
 		}
 		s.end[o] = i + 1
 	}
-	for !bal.isBalanced() {
-		most := -1
-		for {
-			most = bal.nextMostLoaded()
-			if most == -1 {
-				break
-			}
-			end, ok := s.end[most]
-			if !ok || end-s.start[most] <= 0 {
-				bal.excludeMostLoaded()
-				continue
-			}
-			break
-		}
-		if most == -1 {
-			break
-		}
-		p := s.partitions[s.end[most]-1]
-		s.end[most]--
-		least := bal.nextLeastLoaded()
-		if bal.isBalanced() {
-			break
-		}
-		b.assign(t, p, least)
-		moved++
-	}
-	return moved
+	// The loop that moves them (balancer.moveUntilBalanced) was the very
+	// code the fast builder still runs, so the reference runs it too; what
+	// it holds and moves are the reference's own maps.
+	return bal.moveUntilBalanced(
+		func(m int32) bool {
+			end, ok := s.end[int(m)]
+			return ok && end-s.start[int(m)] > 0
+		},
+		func(from, to int32) {
+			s.end[int(from)]--
+			b.assign(t, s.partitions[s.end[int(from)]], int(to))
+		})
 }
 
-// balancer is refMemberAssignmentBalancer: two bands over the members sorted by
-// size (then index), the least loaded band grown upwards as it fills and the
-// most loaded band grown downwards as it empties, handed out round-robin.
+// refBalancer is MemberAssignmentBalancer as it was: the members sorted by
+// a comparison of (size, index), where the fast balancer sorts packed keys.
+// The bands over the sorted members (nextLeastLoaded, nextMostLoaded,
+// excludeMostLoaded, isBalanced) were the very code the fast balancer still
+// runs, so the reference runs it too (balancer.startBands and after): the
+// comparison proves the key sort gives the comparator's order, and the bands
+// themselves are checked against Kafka's results
+// (TestUniformHeterogeneousKafkaScenarios, TestKafkaVectors), not here.
 type refBalancer struct {
-	sizes  []int // shared with the builder
-	sorted []int
-
-	leastEnd      int // [0, leastEnd) is the least loaded band
-	leastCount    int // its size before anything was added
-	nextLeast     int
-	mostStart     int // [mostStart, mostEnd) is the most loaded band
-	mostEnd       int
-	mostCount     int // its size before anything was taken
-	nextMost      int
-	compareMember func(a, b int) int
+	*balancer
+	compareMember func(a, b int32) int
 }
 
 func refNewBalancer(sizes []int) *refBalancer {
-	bal := &refBalancer{sizes: sizes, sorted: make([]int, 0, len(sizes))}
-	bal.compareMember = func(a, b int) int {
+	return &refBalancer{balancer: newBalancer(sizes), compareMember: func(a, b int32) int {
 		if c := cmp.Compare(sizes[a], sizes[b]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
-	}
-	return bal
+	}}
 }
 
 // initialize resets the bands for members (non-empty) and returns the spread
 // between the most and least loaded.
 func (bal *refBalancer) initialize(members []int) int {
-	bal.sorted = append(bal.sorted[:0], members...)
+	bal.sorted = bal.sorted[:0]
+	for _, m := range members {
+		bal.sorted = append(bal.sorted, int32(m))
+	}
 	slices.SortFunc(bal.sorted, bal.compareMember)
-	n := len(bal.sorted)
-	bal.leastEnd = 0
-	bal.leastCount = bal.sizes[bal.sorted[0]] - 1
-	bal.nextLeast = 0
-	bal.mostStart = n
-	bal.mostEnd = n
-	bal.mostCount = bal.sizes[bal.sorted[n-1]] + 1
-	bal.nextMost = n - 1
-	return bal.sizes[bal.sorted[n-1]] - bal.sizes[bal.sorted[0]]
+	return bal.startBands()
 }
 
-// nextLeastLoaded returns the member to give the next partition to, assuming
-// it gets it.
-func (bal *refBalancer) nextLeastLoaded() int {
-	if bal.nextLeast >= bal.leastEnd {
-		bal.leastCount++
-		for bal.leastEnd < len(bal.sorted) && bal.sizes[bal.sorted[bal.leastEnd]] == bal.leastCount {
-			bal.leastEnd++
-		}
-		bal.nextLeast = 0
-	}
-	m := bal.sorted[bal.nextLeast]
-	bal.nextLeast++
-	return m
-}
-
-// nextMostLoaded returns the member to take the next partition from, or -1.
-func (bal *refBalancer) nextMostLoaded() int {
-	if bal.nextMost < bal.mostStart {
-		if bal.mostEnd <= bal.mostStart && bal.mostStart > 0 {
-			// The band was emptied by excludeMostLoaded: restart from the size
-			// just below it so that it always grows.
-			bal.mostCount = bal.sizes[bal.sorted[bal.mostStart-1]]
-		} else {
-			bal.mostCount--
-		}
-		for bal.mostStart > 0 && bal.sizes[bal.sorted[bal.mostStart-1]] == bal.mostCount {
-			bal.mostStart--
-		}
-		bal.nextMost = bal.mostEnd - 1
-	}
-	if bal.nextMost < 0 {
-		return -1
-	}
-	m := bal.sorted[bal.nextMost]
-	bal.nextMost--
-	return m
-}
-
-// excludeMostLoaded drops the member last returned by nextMostLoaded from the
-// most loaded band, because it has nothing of this topic to give.
-func (bal *refBalancer) excludeMostLoaded() {
-	i := bal.nextMost + 1
-	bal.sorted[i], bal.sorted[bal.mostEnd-1] = bal.sorted[bal.mostEnd-1], bal.sorted[i]
-	bal.mostEnd--
-}
-
-func (bal *refBalancer) isBalanced() bool { return bal.mostCount-bal.leastCount <= 1 }
-
-// refRangeTopic is RangeAssignor.TopicMetadata: a per-topic cursor.
-type refRangeTopic struct {
-	id            TopicID
-	numPartitions int
-	numMembers    int
-	minQuota      int // -1 until computed
-	extra         int
-	nextRange     int
-}
-
-// take hands the next member its range, as RangeAssignor.addPartitionsToAssignment.
-func (t *refRangeTopic) take(out refMemberAssignment) {
-	if t.minQuota == -1 {
-		t.minQuota = t.numPartitions / t.numMembers
-		t.extra = t.numPartitions % t.numMembers
-	}
-	start, quota := t.nextRange, t.minQuota
-	if t.extra > 0 {
-		quota++
-		t.extra--
-	}
-	end := min(start+quota, t.numPartitions)
-	t.nextRange = end
+// refTake hands the next member its range of t into out, as
+// RangeAssignor.addPartitionsToAssignment. The cursor (rangeTopic.take, the
+// quota arithmetic) and the homogeneous group's cursors
+// (homogeneousRangeTopics) were the very code the fast assignor still runs,
+// so the reference runs them too: the comparison proves the fast output
+// building and member order, and the ranges themselves are checked against
+// Kafka's results (TestRangeKafkaScenarios, TestKafkaVectors), not here.
+func refTake(t *rangeTopic, out refMemberAssignment) {
+	start, end := t.take()
 	if start < end {
 		ps := make([]int32, 0, end-start)
 		for p := start; p < end; p++ {
@@ -687,19 +521,14 @@ func refRangeAssign(spec GroupSpec, topics SubscribedTopicDescriber) (refGroupAs
 	if spec.Subscription == Homogeneous {
 		// Homogeneous: the first member in range order speaks for everyone, and
 		// every member counts as a subscriber, as in assignHomogeneousGroup.
-		first := &spec.Members[order[0]]
-		ts := make([]*refRangeTopic, 0, len(first.Topics))
-		for _, id := range first.Topics {
-			n := topics.NumPartitions(id)
-			if n == -1 {
-				return refGroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, first.ID, id)
-			}
-			ts = append(ts, &refRangeTopic{id: id, numPartitions: n, numMembers: len(spec.Members), minQuota: -1})
+		ts, err := homogeneousRangeTopics(&spec.Members[order[0]], len(spec.Members), topics)
+		if err != nil {
+			return refGroupAssignment{}, err
 		}
 		for _, i := range order {
 			a := make(refMemberAssignment, len(ts))
 			for _, t := range ts {
-				t.take(a)
+				refTake(t, a)
 			}
 			out.Members[spec.Members[i].ID] = a
 		}
@@ -708,7 +537,7 @@ func refRangeAssign(spec GroupSpec, topics SubscribedTopicDescriber) (refGroupAs
 
 	// Heterogeneous: a topic's subscriber count is the members that list it;
 	// members that subscribe to nothing still get an (empty) entry.
-	byID := map[TopicID]*refRangeTopic{}
+	byID := map[TopicID]*rangeTopic{}
 	for _, i := range order {
 		m := &spec.Members[i]
 		for _, id := range m.Topics {
@@ -718,7 +547,7 @@ func refRangeAssign(spec GroupSpec, topics SubscribedTopicDescriber) (refGroupAs
 				if n == -1 {
 					return refGroupAssignment{}, fmt.Errorf("%w: member %q is subscribed to topic %s, which does not exist", ErrPartitionAssignor, m.ID, id)
 				}
-				t = &refRangeTopic{id: id, numPartitions: n, minQuota: -1}
+				t = &rangeTopic{id: id, numPartitions: n, minQuota: -1}
 				byID[id] = t
 			}
 			t.numMembers++
@@ -728,7 +557,7 @@ func refRangeAssign(spec GroupSpec, topics SubscribedTopicDescriber) (refGroupAs
 		m := &spec.Members[i]
 		a := make(refMemberAssignment, len(m.Topics))
 		for _, id := range m.Topics {
-			byID[id].take(a)
+			refTake(byID[id], a)
 		}
 		out.Members[m.ID] = a
 	}

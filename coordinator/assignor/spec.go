@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/groupquake/groupquake/coordinator/internal/same"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -379,7 +380,7 @@ func quickValid(spec *GroupSpec, ids bool) bool {
 			}
 			seen[m.ID] = struct{}{}
 		}
-		if !sameTopics(m.Topics, checked) {
+		if !same.Slice(m.Topics, checked) {
 			if hasDuplicateTopic(m.Topics, &scratch) {
 				return false
 			}
@@ -429,18 +430,6 @@ func sameAssignmentTopics(a []TopicPartitions, ts []TopicID) bool {
 		}
 	}
 	return true
-}
-
-// sameTopics reports whether a and b list the same topics in the same order
-// (most often they are the same slice).
-func sameTopics(a, b []TopicID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	return slices.Equal(a, b)
 }
 
 // hasDuplicateTopic reports whether ts lists a topic twice. Long lists are

@@ -215,9 +215,7 @@ func (w *assignWork) addUnheldPrevious(members []MemberSpec, index *topicIndex, 
 func (w *assignWork) revokePass(spec *GroupSpec, subscribed []TopicID, index *topicIndex, total int, cfg config) {
 	pending := &w.pending
 	numMembers := len(spec.Members)
-	minQuota := total / numMembers
-	remainingExtra := total % numMembers
-	legacy := !cfg.profile.UniformHomogeneousStable // before KAFKA-18688
+	quotas := newMemberQuotas(total, numMembers, cfg)
 
 	// kept[keptFrom[i]:keptFrom[i+1]] are member i's kept partitions, in
 	// the output's form (ascending; a member's own slice when it is).
@@ -231,16 +229,7 @@ func (w *assignWork) revokePass(spec *GroupSpec, subscribed []TopicID, index *to
 	for i := range spec.Members {
 		m := &spec.Members[i]
 		keptFrom[i] = int32(len(kept))
-		quota := minQuota
-		hasExtra := false
-		if remainingExtra > 0 {
-			quota++
-			if legacy {
-				remainingExtra--
-			} else {
-				hasExtra = true
-			}
-		}
+		quota, hasExtra := quotas.next()
 		assignment := m.Assignment
 		if spec.RecordOrder && len(assignment) > 0 && heldOf(assignment, index) > quota {
 			// Kafka's order matters only if the member holds more of the
@@ -248,21 +237,61 @@ func (w *assignWork) revokePass(spec *GroupSpec, subscribed []TopicID, index *to
 			assignment = JavaAssignmentOrder(assignment, cfg.javaVersion)
 		}
 		kept, quota = keepUpTo(assignment, quota, subscribed, index, pending, kept)
-		if !legacy && quota > 0 && hasExtra && numMembers-i > remainingExtra {
-			// Give the extra slot back for a later member to claim, unless this
-			// member is one of the last remainingExtra members and must take it.
-			quota--
-			hasExtra = false
-		}
-		if quota > 0 {
+		if quota = quotas.settle(i, quota, hasExtra); quota > 0 {
 			unfilledMembers = append(unfilledMembers, unfilled{i, quota})
-		}
-		if hasExtra {
-			remainingExtra--
 		}
 	}
 	keptFrom[numMembers] = int32(len(kept))
 	w.kept, w.unfilled = kept, unfilledMembers
+}
+
+// memberQuotas hands out the homogeneous quotas in memberIds() order: total
+// partitions over numMembers members, the remainder as one extra partition
+// each for some of them. Before KAFKA-18688 (legacy) the first ones in order
+// get the extras; from 4.0.1 a member that does not fill its extra slot
+// gives it back for a later member to claim.
+type memberQuotas struct {
+	numMembers, minQuota, remainingExtra int
+	legacy                               bool
+}
+
+func newMemberQuotas(total, numMembers int, cfg config) memberQuotas {
+	return memberQuotas{
+		numMembers:     numMembers,
+		minQuota:       total / numMembers,
+		remainingExtra: total % numMembers,
+		legacy:         !cfg.profile.UniformHomogeneousStable, // before KAFKA-18688
+	}
+}
+
+// next is the next member's quota, and whether it includes an extra slot
+// that settle may still give back.
+func (q *memberQuotas) next() (quota int, hasExtra bool) {
+	quota = q.minQuota
+	if q.remainingExtra > 0 {
+		quota++
+		if q.legacy {
+			q.remainingExtra--
+		} else {
+			hasExtra = true
+		}
+	}
+	return quota, hasExtra
+}
+
+// settle takes member i's quota still to fill once it kept what it could of
+// its previous partitions, and returns what it still gets.
+func (q *memberQuotas) settle(i, quota int, hasExtra bool) int {
+	if !q.legacy && quota > 0 && hasExtra && q.numMembers-i > q.remainingExtra {
+		// Give the extra slot back for a later member to claim, unless this
+		// member is one of the last remainingExtra members and must take it.
+		quota--
+		hasExtra = false
+	}
+	if hasExtra {
+		q.remainingExtra--
+	}
+	return quota
 }
 
 // heldOf counts the partitions of assignment that are of subscribed topics

@@ -3,6 +3,8 @@ package assignor
 import (
 	"fmt"
 	"slices"
+
+	"github.com/groupquake/groupquake/coordinator/internal/same"
 )
 
 // maxBalanceIterations is UniformHeterogeneousAssignmentBuilder.MAX_ITERATION_COUNT:
@@ -62,7 +64,7 @@ func assignUniformHeterogeneous(spec *GroupSpec, topics SubscribedTopicDescriber
 	var prev []TopicID
 	for i := range spec.Members {
 		m := &spec.Members[i]
-		if i > 0 && sameTopics(m.Topics, prev) {
+		if i > 0 && same.Slice(m.Topics, prev) {
 			// The same subscription as the member before: same topic numbers.
 			b.memberTopics[i] = b.memberTopics[i-1]
 		} else {
@@ -291,15 +293,23 @@ func (b *heteroBuilder) balance() {
 		return
 	}
 	slices.SortFunc(ts, b.compareTopics)
-	last := -1
 	bal := newBalancer(b.sizes)
 	scratch := topicScratch{start: make([]int32, len(b.sizes)), end: make([]int32, len(b.sizes))}
+	balancePasses(len(ts), func(i int) int { return b.balanceTopic(ts[i], bal, &scratch) })
+}
+
+// balancePasses is balance's loop over n topics in their sorted order:
+// balanceTopic(i) moves topic i's partitions and says how many moved. The
+// passes go on until a whole pass moves nothing (they stop at the topic
+// that last moved something), at most maxBalanceIterations times.
+func balancePasses(n int, balanceTopic func(i int) int) {
+	last := -1
 	for range maxBalanceIterations {
-		for i, ti := range ts {
+		for i := range n {
 			if i == last {
 				return
 			}
-			if b.balanceTopic(ti, bal, &scratch) > 0 || last == -1 {
+			if balanceTopic(i) > 0 || last == -1 {
 				last = i
 			}
 		}
@@ -320,7 +330,6 @@ type topicScratch struct {
 // least loaded ones. Partitions are grouped by owner index (ascending), then
 // partition; a member gives up its highest-numbered partition of the topic first.
 func (b *heteroBuilder) balanceTopic(ti int32, bal *balancer, s *topicScratch) int {
-	moved := 0
 	owners := b.owners[ti]
 	subs := b.subscribers[ti]
 	if bal.initialize(subs) <= 1 {
@@ -348,32 +357,12 @@ func (b *heteroBuilder) balanceTopic(ti int32, bal *balancer, s *topicScratch) i
 		}
 		s.end[o] = int32(i + 1)
 	}
-	for !bal.isBalanced() {
-		most := int32(-1)
-		for {
-			most = bal.nextMostLoaded()
-			if most == -1 {
-				break
-			}
-			if s.end[most]-s.start[most] <= 0 {
-				bal.excludeMostLoaded()
-				continue
-			}
-			break
-		}
-		if most == -1 {
-			break
-		}
-		p := s.partitions[s.end[most]-1]
-		s.end[most]--
-		least := bal.nextLeastLoaded()
-		if bal.isBalanced() {
-			break
-		}
-		b.assign(ti, p, least)
-		moved++
-	}
-	return moved
+	return bal.moveUntilBalanced(
+		func(m int32) bool { return s.end[m]-s.start[m] > 0 },
+		func(from, to int32) {
+			s.end[from]--
+			b.assign(ti, s.partitions[s.end[from]], to)
+		})
 }
 
 // fromOwners reads every member's target off the owners table: per topic,
@@ -475,6 +464,12 @@ func (bal *balancer) initialize(members []int32) int {
 	for _, k := range bal.keys {
 		bal.sorted = append(bal.sorted, int32(uint32(k)))
 	}
+	return bal.startBands()
+}
+
+// startBands starts the bands over bal.sorted (non-empty, sorted by size
+// then index) and returns the spread between the most and least loaded.
+func (bal *balancer) startBands() int {
 	n := len(bal.sorted)
 	bal.leastEnd = 0
 	bal.leastCount = bal.sizes[bal.sorted[0]] - 1
@@ -533,3 +528,36 @@ func (bal *balancer) excludeMostLoaded() {
 }
 
 func (bal *balancer) isBalanced() bool { return bal.mostCount-bal.leastCount <= 1 }
+
+// moveUntilBalanced is balanceTopic's loop: until the bands are balanced,
+// the next most loaded member that holds a partition of the topic (holds)
+// gives one to the next least loaded member (move: its highest-numbered
+// one). Members that hold none are dropped from the most loaded band. It
+// returns how many partitions moved.
+func (bal *balancer) moveUntilBalanced(holds func(member int32) bool, move func(from, to int32)) int {
+	moved := 0
+	for !bal.isBalanced() {
+		most := int32(-1)
+		for {
+			most = bal.nextMostLoaded()
+			if most == -1 {
+				break
+			}
+			if !holds(most) {
+				bal.excludeMostLoaded()
+				continue
+			}
+			break
+		}
+		if most == -1 {
+			break
+		}
+		least := bal.nextLeastLoaded()
+		if bal.isBalanced() {
+			break
+		}
+		move(most, least)
+		moved++
+	}
+	return moved
+}

@@ -143,25 +143,6 @@ func TestUniformHeterogeneousKafkaScenarios(t *testing.T) {
 	}
 }
 
-// UniformHeterogeneousAssignmentBuilderTest.testTwoMembersSubscribedToNonexistentTopics.
-func TestUniformHeterogeneousTwoMembersSubscribedToNonexistentTopics(t *testing.T) {
-	spec := GroupSpec{Subscription: Heterogeneous, Members: treeMap(member("A", ids(topic3)), member("B", ids(topic2)))}
-	_, err := mustUniform(t).Assign(spec, PartitionCounts{topic1: 3})
-	if !errors.Is(err, ErrPartitionAssignor) {
-		t.Fatalf("want ErrPartitionAssignor, got %v", err)
-	}
-}
-
-// UniformHeterogeneousAssignmentBuilderTest.testReassignmentStickiness (4.3+).
-func TestUniformHeterogeneousReassignmentStickiness(t *testing.T) {
-	reassignmentStickiness(t, mustUniform(t), Heterogeneous)
-}
-
-// UniformHeterogeneousAssignmentBuilderTest.testAssignmentReuse (4.3+).
-func TestUniformHeterogeneousAssignmentReuse(t *testing.T) {
-	assignmentReuse(t, mustUniform(t), Heterogeneous)
-}
-
 // A partition outside the topic in a previous assignment makes Java throw
 // (ArrayIndexOutOfBoundsException); here it is an ErrInvalidSpec.
 func TestUniformHeterogeneousStalePartition(t *testing.T) {

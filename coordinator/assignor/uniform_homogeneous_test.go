@@ -1,7 +1,6 @@
 package assignor
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -172,15 +171,6 @@ func TestUniformHomogeneousKafkaScenarios(t *testing.T) {
 	}
 }
 
-// UniformHomogeneousAssignmentBuilderTest.testOneMemberSubscribedToNonexistentTopic.
-func TestUniformHomogeneousOneMemberSubscribedToNonexistentTopic(t *testing.T) {
-	spec := GroupSpec{Subscription: Homogeneous, Members: []MemberSpec{member("A", ids(topic2))}}
-	_, err := mustUniform(t).Assign(spec, PartitionCounts{topic1: 3})
-	if !errors.Is(err, ErrPartitionAssignor) {
-		t.Fatalf("want ErrPartitionAssignor, got %v", err)
-	}
-}
-
 // UniformHomogeneousAssignmentBuilderTest.testValidityAndBalanceForLargeSampleSet:
 // 100 topics of 3 partitions, 49 members. Kafka uses random topic ids; these
 // come from a fixed seed.
@@ -205,16 +195,6 @@ func TestUniformHomogeneousValidityAndBalanceForLargeSampleSet(t *testing.T) {
 	if err := checkHomogeneousBalance(spec, got); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// UniformHomogeneousAssignmentBuilderTest.testReassignmentStickiness (4.3+).
-func TestUniformHomogeneousReassignmentStickiness(t *testing.T) {
-	reassignmentStickiness(t, mustUniform(t), Homogeneous)
-}
-
-// UniformHomogeneousAssignmentBuilderTest.testAssignmentReuse (4.3+).
-func TestUniformHomogeneousAssignmentReuse(t *testing.T) {
-	assignmentReuse(t, mustUniform(t), Homogeneous)
 }
 
 // With 4.0.0 rules the member order decides who gets the extra partition, so

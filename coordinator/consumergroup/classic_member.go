@@ -50,7 +50,7 @@ func (m *Manager) ClassicJoin(now time.Time, rc RequestContext, req *kmsg.JoinGr
 		out.MemberID = resp.MemberID // MEMBER_ID_REQUIRED carries the new id
 		return out, nil
 	}
-	if err := hb.apply(req.Group); err != nil {
+	if err := hb.apply(req.Group, "request"); err != nil {
 		out := kmsg.NewPtrJoinGroupResponse()
 		out.Version = req.Version
 		out.ErrorCode = codeOf(err)
@@ -68,11 +68,14 @@ func codeOf(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// apply replays the records and runs the timers, as heartbeat.run does.
-func (hb *heartbeat) apply(groupID string) error {
+// apply replays the records of this request (what: "request",
+// "heartbeat", as the error names it) and runs what waits on them. Kafka
+// fails the write with the IllegalStateException of its replay and rolls
+// the shard back.
+func (hb *heartbeat) apply(groupID, what string) error {
 	if len(hb.recs) > 0 {
 		if err := hb.m.applyAll(groupID, hb.recs); err != nil {
-			return errorf(kerr.UnknownServerError, "replaying the records of this request failed: %v", err)
+			return errorf(kerr.UnknownServerError, "replaying the records of this %s failed: %v", what, err)
 		}
 	}
 	for _, f := range hb.after {

@@ -32,14 +32,7 @@ func FuzzReplay(f *testing.F) {
 		}
 		foo := [16]byte{'f'}
 		topics := consumergroup.Topics{{Name: "foo", ID: foo, Partitions: 4}}
-		next := func() byte {
-			if len(data) == 0 {
-				return 0
-			}
-			b := data[0]
-			data = data[1:]
-			return b
-		}
+		next := takeFrom(&data)
 		parts := func() []int32 {
 			b := next()
 			var ps []int32
@@ -54,38 +47,37 @@ func FuzzReplay(f *testing.F) {
 			op := next()
 			member := fmt.Sprintf("m%d", (op>>4)%3)
 			tomb := op&0x80 != 0
-			var r records.Record
+			// The key; the value, made only for a record that is not a
+			// tombstone (it may take input bytes).
+			var k records.Key
+			var value func() records.Value
 			switch op % 6 {
 			case 0:
-				r = records.Record{Key: records.ConsumerGroupMetadataKey{GroupID: "g"}}
-				if !tomb {
-					r.Value = &records.ConsumerGroupMetadataValue{Epoch: int32(next() % 8)}
-				}
+				k, value = records.ConsumerGroupMetadataKey{GroupID: "g"}, func() records.Value { return &records.ConsumerGroupMetadataValue{Epoch: int32(next() % 8)} }
 			case 1:
-				r = records.Record{Key: records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: member}}
-				if !tomb {
-					r.Value = &records.ConsumerGroupMemberMetadataValue{SubscribedTopicNames: []string{"foo"}, RebalanceTimeoutMs: 1000}
+				k, value = records.ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: member}, func() records.Value {
+					return &records.ConsumerGroupMemberMetadataValue{SubscribedTopicNames: []string{"foo"}, RebalanceTimeoutMs: 1000}
 				}
 			case 2:
-				r = records.Record{Key: records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}}
-				if !tomb {
-					r.Value = &records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: int32(next() % 8)}
+				k, value = records.ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, func() records.Value {
+					return &records.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: int32(next() % 8)}
 				}
 			case 3:
-				r = records.Record{Key: records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: member}}
-				if !tomb {
-					r.Value = &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: foo, Partitions: parts()}}}
+				k, value = records.ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: member}, func() records.Value {
+					return &records.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: []records.TargetAssignmentTopic{{TopicID: foo, Partitions: parts()}}}
 				}
 			case 4, 5:
-				r = records.Record{Key: records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: member}}
-				if !tomb {
-					v := &records.ConsumerGroupCurrentMemberAssignmentValue{
+				k, value = records.ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: member}, func() records.Value {
+					return &records.ConsumerGroupCurrentMemberAssignmentValue{
 						MemberEpoch: int32(next()%8) - 2, PreviousMemberEpoch: int32(next() % 8),
 						State:              records.MemberState(next() % 3),
 						AssignedPartitions: []records.CurrentAssignmentTopic{{TopicID: foo, Partitions: parts()}},
 					}
-					r.Value = v
 				}
+			}
+			r := records.Record{Key: k}
+			if !tomb {
+				r.Value = value()
 			}
 			before := m.State()
 			if err := m.Replay(r); err != nil && !m.State().Equal(before) {

@@ -38,6 +38,19 @@ func (c *fuzzClient) ownedTopics(m map[[16]byte][]int32) []kmsg.ConsumerGroupHea
 	return out
 }
 
+// takeFrom hands out *data a byte at a time, taking it off *data; 0 once
+// *data is empty.
+func takeFrom(data *[]byte) func() byte {
+	return func() byte {
+		if len(*data) == 0 {
+			return 0
+		}
+		b := (*data)[0]
+		*data = (*data)[1:]
+		return b
+	}
+}
+
 // runHeartbeatFuzz interprets data as a sequence of heartbeats, leaves,
 // timer ticks, metadata changes and restarts against one group, and checks
 // after every step that the log replays to the live state and that no
@@ -79,14 +92,7 @@ func runHeartbeatFuzz(t *testing.T, data []byte) {
 	generation := 0
 	memberEpochs := map[string]int32{}
 
-	next := func() byte {
-		if len(data) == 0 {
-			return 0
-		}
-		b := data[0]
-		data = data[1:]
-		return b
-	}
+	next := takeFrom(&data)
 	for steps := 0; len(data) > 0 && steps < 80; steps++ {
 		op := next()
 		c := clients[int(op>>4)%len(clients)]

@@ -367,19 +367,6 @@ func cloneTarget(a map[TopicID][]int32) map[TopicID][]int32 {
 	return out
 }
 
-func sameTarget(a, b map[TopicID][]int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for t, ps := range a {
-		qs, ok := b[t]
-		if !ok || !slices.Equal(ps, qs) {
-			return false
-		}
-	}
-	return true
-}
-
 // memberIDs returns the member ids in creation order.
 func (g *group) memberIDs() []string { return slices.Clone(g.order) }
 
@@ -568,7 +555,7 @@ func (r *replayer) getOrCreate(id string) *group {
 }
 
 func (r *replayer) apply(rec records.Record) error {
-	if id, ok := groupIDOf(rec.Key); ok {
+	if id, ok := records.ConsumerGroupOf(rec.Key); ok {
 		if g, ok := r.groups[id]; ok {
 			g.stateKnown = "" // the record may change it
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/assignor"
+	"github.com/groupquake/groupquake/coordinator/internal/same"
 	"github.com/groupquake/groupquake/coordinator/records"
 )
 
@@ -119,20 +120,7 @@ func (hb *heartbeat) run() error {
 	case gateUpgrade:
 		hb.recs = append(hb.rc.Classic.(ClassicUpgrader).ConvertClassic(hb.req.Group), hb.recs...)
 	}
-	if len(hb.recs) > 0 {
-		if err := hb.m.applyAll(hb.req.Group, hb.recs); err != nil {
-			// Kafka fails the write with the IllegalStateException of its
-			// replay and rolls the shard back.
-			return errorf(kerr.UnknownServerError, "replaying the records of this heartbeat failed: %v", err)
-		}
-	}
-	for _, f := range hb.after {
-		f()
-	}
-	if hb.downgrade != nil {
-		hb.recs = append(hb.recs, hb.downgrade()...)
-	}
-	return nil
+	return hb.apply(hb.req.Group, "heartbeat")
 }
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
@@ -303,7 +291,7 @@ func (m *Manager) fenceMembers(g *group, mbs []*member) (recs []records.Record, 
 	var hash int64
 	if m.profile.WritesPartitionMetadata {
 		meta := m.subscriptionMetadata(m.lastTopics, names)
-		if !sameMeta(meta, g.subscriptionMetadata) {
+		if !maps.Equal(meta, g.subscriptionMetadata) {
 			recs = append(recs, m.partitionMetadataRecord(g.id, meta))
 		}
 	} else {
@@ -675,7 +663,7 @@ func (m *Manager) hasMetadataExpired(g *group, topics TopicMetadata) bool {
 	if len(g.resolved) == 0 && len(g.subscribedRegexes()) == 0 {
 		names := keys(g.subscribedTopicNames(nil, nil))
 		if m.profile.WritesPartitionMetadata {
-			return !sameMeta(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
+			return !maps.Equal(m.subscriptionMetadata(topics, names), g.subscriptionMetadata)
 		}
 		return m.metadataHash(topics, names) != g.metadataHash
 	}
@@ -713,7 +701,7 @@ func (hb *heartbeat) updateSubscriptionMetadata(g *group, bump bool, old, update
 	var hash int64
 	if m.profile.WritesPartitionMetadata {
 		meta := m.subscriptionMetadata(hb.topics, names)
-		if !sameMeta(meta, g.subscriptionMetadata) {
+		if !maps.Equal(meta, g.subscriptionMetadata) {
 			bump = true
 			hb.recs = append(hb.recs, m.partitionMetadataRecord(g.id, meta))
 		}
@@ -744,18 +732,6 @@ func (m *Manager) subscriptionMetadata(topics TopicMetadata, names []string) map
 		}
 	}
 	return out
-}
-
-func sameMeta(a, b map[string]topicMeta) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // preferredAssignor is the assignor the target would be computed with:
@@ -894,11 +870,9 @@ func (m *Manager) buildTarget(g *group, topics TopicMetadata, groupEpoch int32, 
 			recs = append(recs, m.targetRecord(g.id, id, next))
 		}
 	}
-	var ts int64
-	if m.profile.AssignmentTimestamp {
-		ts = nowMs
-	}
-	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
+	// Stamped with nowMs; shape drops the timestamp where the version does
+	// not write it (version.Profile.AssignmentTimestamp).
+	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, nowMs))
 	return mine, recs, nil
 }
 
@@ -912,33 +886,18 @@ type targetScratch struct {
 }
 
 // sameAsTarget reports whether the assignor's output for a member holds
-// what its previous target holds (sameTarget of the two maps).
+// what its previous target holds, topic by topic.
 func sameAsTarget(got assignor.MemberAssignment, prev map[TopicID][]int32) bool {
 	if len(got) != len(prev) {
 		return false
 	}
 	for _, tp := range got {
 		ps, ok := prev[tp.Topic]
-		if !ok || len(ps) != len(tp.Partitions) {
-			return false
-		}
-		if len(ps) > 0 && &ps[0] != &tp.Partitions[0] && !slices.Equal(ps, tp.Partitions) {
+		if !ok || !same.Slice(ps, tp.Partitions) {
 			return false
 		}
 	}
 	return true
-}
-
-// sameStrings is slices.Equal, at once when a and b are one slice (members'
-// equal subscriptions are, see internSubscription).
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	return slices.Equal(a, b)
 }
 
 // subscriptionCache resolves members' subscriptions once per distinct
@@ -958,7 +917,8 @@ type subscriptionCache []struct {
 func (c *subscriptionCache) topics(g *group, mb *member, md TopicMetadata, counts *assignor.PartitionCounts) []TopicID {
 	for i := range *c {
 		e := &(*c)[i]
-		if e.regex == mb.regex && sameStrings(e.names, mb.subscribed) {
+		// Equal subscriptions are most often one slice (internSubscription).
+		if e.regex == mb.regex && same.Slice(e.names, mb.subscribed) {
 			// The next members with this subscription most likely share
 			// this member's slice.
 			e.names = mb.subscribed

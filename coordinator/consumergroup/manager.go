@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/groupquake/groupquake/coordinator/assignor"
+	"github.com/groupquake/groupquake/coordinator/internal/partset"
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
@@ -109,7 +110,7 @@ func (m *Manager) defaultAssignor() string { return m.cfg.Assignors[0] }
 // current-assignment tombstone, two owners of a partition at one epoch …)
 // and leaves the state unchanged then.
 func (m *Manager) Replay(r records.Record) error {
-	id, ok := groupIDOf(r.Key)
+	id, ok := records.ConsumerGroupOf(r.Key)
 	if !ok {
 		return fmt.Errorf("replay: %s records are not consumer-group records (types 3–8, 16)", r.Type())
 	}
@@ -140,7 +141,7 @@ func (m *Manager) applyAll(groupID string, recs []records.Record) error {
 	}
 	regexVersion := m.rp.regexVersion
 	for _, r := range recs {
-		if _, ok := groupIDOf(r.Key); !ok {
+		if _, ok := records.ConsumerGroupOf(r.Key); !ok {
 			continue // the shell's record (a converted classic group's tombstone)
 		}
 		if err := m.rp.apply(r); err != nil {
@@ -166,26 +167,6 @@ func (m *Manager) applyAll(groupID string, recs []records.Record) error {
 		delete(m.refreshed, groupID)
 	}
 	return nil
-}
-
-func groupIDOf(k records.Key) (string, bool) {
-	switch k := k.(type) {
-	case records.ConsumerGroupMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupPartitionMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupMemberMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupTargetAssignmentMetadataKey:
-		return k.GroupID, true
-	case records.ConsumerGroupTargetAssignmentMemberKey:
-		return k.GroupID, true
-	case records.ConsumerGroupCurrentMemberAssignmentKey:
-		return k.GroupID, true
-	case records.ConsumerGroupRegularExpressionKey:
-		return k.GroupID, true
-	}
-	return "", false
 }
 
 // Loaded is GMM.onLoaded for consumer groups: after a replay it arms a full
@@ -357,17 +338,7 @@ func compareBytes(x, y TopicID) int {
 }
 
 // partitionsOf drops the assignment epochs: topic → sorted partitions.
-func partitionsOf(a assignment) map[TopicID][]int32 {
-	out := make(map[TopicID][]int32, len(a))
-	for t, ps := range a {
-		if len(ps) == 0 {
-			continue
-		}
-		s := slices.Sorted(maps.Keys(ps))
-		out[t] = s
-	}
-	return out
-}
+func partitionsOf(a assignment) map[TopicID][]int32 { return partset.Sorted(a) }
 
 func optional(s string) *string {
 	if s == "" {

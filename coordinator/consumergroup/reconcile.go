@@ -111,10 +111,27 @@ func (r *reconciler) next() (s step, changed bool, err error) {
 // ownsRevokedPartitions is CAB.ownsRevokedPartitions: a member that did not
 // say what it owns is assumed to own everything.
 func (r *reconciler) ownsRevokedPartitions(pending assignment) bool {
-	if r.owned == nil {
+	return ownsRevoked(r.owned, pending)
+}
+
+// unreleased reports whether partition p of t, in m's target, is still
+// held by another member (partitionEpoch is not -1), so that m must wait
+// for it. From OwnPendingRevocationNotUnreleased a partition m itself is
+// revoking is not.
+func unreleased(profile version.Profile, partitionEpoch func(TopicID, int32) int32, m *member, t TopicID, p int32) bool {
+	if partitionEpoch(t, p) == -1 {
+		return false
+	}
+	return !profile.OwnPendingRevocationNotUnreleased || !m.pending.has(t, p)
+}
+
+// ownsRevoked is ownsRevokedPartitions of a request's owned partitions
+// (nil: not sent).
+func ownsRevoked(owned []kmsg.ConsumerGroupHeartbeatRequestTopic, pending assignment) bool {
+	if owned == nil {
 		return true
 	}
-	for _, t := range r.owned {
+	for _, t := range owned {
 		for _, p := range t.Partitions {
 			if pending.has(t.TopicID, p) {
 				return true
@@ -235,11 +252,7 @@ func (r *reconciler) computeNextAssignment(memberEpoch int32, assigned assignmen
 				kept++
 				continue
 			}
-			unreleased := r.partitionEpoch(t, p) != -1
-			if unreleased && r.profile.OwnPendingRevocationNotUnreleased && m.pending.has(t, p) {
-				unreleased = false
-			}
-			if unreleased {
+			if unreleased(r.profile, r.partitionEpoch, m, t, p) {
 				hasUnreleased = true
 				continue
 			}

@@ -72,20 +72,10 @@ func (r *refReconciler) build() (*member, error) {
 	}
 }
 
-// ownsRevokedPartitions is CAB.ownsRevokedPartitions: a member that did not
-// say what it owns is assumed to own everything.
+// ownsRevokedPartitions is CAB.ownsRevokedPartitions. It was the very code
+// the reconciler still runs (ownsRevoked), so the reference runs it too.
 func (r *refReconciler) ownsRevokedPartitions(pending assignment) bool {
-	if r.owned == nil {
-		return true
-	}
-	for _, t := range r.owned {
-		for _, p := range t.Partitions {
-			if pending.has(t.TopicID, p) {
-				return true
-			}
-		}
-	}
-	return false
+	return ownsRevoked(r.owned, pending)
 }
 
 // updateCurrentAssignment is CAB.updateCurrentAssignment (4.2+): drop the
@@ -131,7 +121,9 @@ func (r *refReconciler) updateCurrentAssignment(memberEpoch int32, assigned assi
 	return out
 }
 
-// computeNextAssignment is CAB.computeNextAssignment.
+// computeNextAssignment is CAB.computeNextAssignment. Whether a partition
+// is unreleased was the very code the reconciler still runs (unreleased),
+// so the reference runs it too.
 func (r *refReconciler) computeNextAssignment(memberEpoch int32, assigned assignment) *member {
 	m := r.member
 	hasUnreleased := false
@@ -164,11 +156,7 @@ func (r *refReconciler) computeNextAssignment(memberEpoch int32, assigned assign
 			if _, ok := keep[p]; ok {
 				continue
 			}
-			unreleased := r.partitionEpoch(t, p) != -1
-			if unreleased && r.profile.OwnPendingRevocationNotUnreleased && m.pending.has(t, p) {
-				unreleased = false
-			}
-			if unreleased {
+			if unreleased(r.profile, r.partitionEpoch, m, t, p) {
 				hasUnreleased = true
 				continue
 			}

@@ -321,7 +321,7 @@ func (m *Manager) runRegexTask(now time.Time, groupID string, task regexTask) []
 	var hash int64
 	if m.profile.WritesPartitionMetadata {
 		meta := m.subscriptionMetadata(m.lastTopics, subscribed)
-		if !sameMeta(meta, g.subscriptionMetadata) {
+		if !maps.Equal(meta, g.subscriptionMetadata) {
 			bump = true
 			recs = append(recs, m.partitionMetadataRecord(groupID, meta))
 		}

@@ -22,17 +22,9 @@ import (
 func TestStaticRejoinOwnInstance(t *testing.T) {
 	foo := consumergroup.Topic{Name: "foo", ID: topicID("foo"), Partitions: 2}
 	hb := func(m *consumergroup.Manager, member, instance string, epoch int32) *kmsg.ConsumerGroupHeartbeatResponse {
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, "g", member, epoch
+		req := javaHeartbeat(member, epoch, "foo")
 		req.InstanceID = &instance
-		req.RebalanceTimeoutMillis = -1
-		if epoch == 0 {
-			req.RebalanceTimeoutMillis = 60000
-			req.SubscribedTopicNames = []string{"foo"}
-			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		}
-		resp, _ := m.Heartbeat(time.UnixMilli(0), consumergroup.RequestContext{ClientID: "c", ClientHost: "/127.0.0.1"}, req, consumergroup.Topics{foo})
-		return resp
+		return heartbeatAt0(m, req, consumergroup.Topics{foo})
 	}
 	newManager := func(t *testing.T, fixed bool) *consumergroup.Manager {
 		t.Helper()
@@ -84,4 +76,27 @@ func TestStaticRejoinOwnInstance(t *testing.T) {
 			t.Fatalf("rejoin after the leave: error %d, epoch %d, id %v; want A back at epoch 2", r.ErrorCode, r.MemberEpoch, r.MemberID)
 		}
 	})
+}
+
+// javaHeartbeat is a ConsumerGroupHeartbeat of member of group g at epoch
+// as the Java consumer sends it: a join (epoch 0) carries the rebalance
+// timeout, the subscription and an empty owned list, other heartbeats none
+// of them.
+func javaHeartbeat(member string, epoch int32, subscribe ...string) *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, "g", member, epoch
+	req.RebalanceTimeoutMillis = -1
+	if epoch == 0 {
+		req.RebalanceTimeoutMillis = 60000
+		req.SubscribedTopicNames = subscribe
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	}
+	return req
+}
+
+// heartbeatAt0 sends req to m at time 0 from client c and returns the
+// answer.
+func heartbeatAt0(m *consumergroup.Manager, req *kmsg.ConsumerGroupHeartbeatRequest, topics consumergroup.Topics) *kmsg.ConsumerGroupHeartbeatResponse {
+	resp, _ := m.Heartbeat(time.UnixMilli(0), consumergroup.RequestContext{ClientID: "c", ClientHost: "/127.0.0.1"}, req, topics)
+	return resp
 }

@@ -85,15 +85,11 @@ func refBuildTarget(m *Manager, g *group, topics TopicMetadata, groupEpoch int32
 			mine = next
 		}
 		prev, had := g.target[id]
-		if !had || !sameTarget(prev, next) {
+		if !had || !maps.EqualFunc(prev, next, slices.Equal[[]int32]) {
 			recs = append(recs, m.targetRecord(g.id, id, next))
 		}
 	}
-	var ts int64
-	if m.profile.AssignmentTimestamp {
-		ts = nowMs
-	}
-	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, ts))
+	recs = append(recs, m.targetMetadataRecord(g.id, groupEpoch, nowMs))
 	return mine, recs, nil
 }
 

@@ -23,19 +23,12 @@ func TestTxnOffsetCommitFencing(t *testing.T) {
 	foo := consumergroup.Topic{Name: "foo", ID: topicID("foo"), Partitions: 2}
 	join := func(t *testing.T, m *consumergroup.Manager, member string, epoch int32, owned ...int32) {
 		t.Helper()
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, "g", member, epoch
-		req.RebalanceTimeoutMillis = -1
-		if epoch == 0 {
-			req.RebalanceTimeoutMillis = 60000
-			req.SubscribedTopicNames = []string{"foo"}
-		}
+		req := javaHeartbeat(member, epoch, "foo")
 		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		if len(owned) > 0 {
 			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: foo.ID, Partitions: owned})
 		}
-		resp, _ := m.Heartbeat(time.UnixMilli(0), consumergroup.RequestContext{ClientID: "c", ClientHost: "/127.0.0.1"}, req, consumergroup.Topics{foo})
-		if resp.ErrorCode != 0 {
+		if resp := heartbeatAt0(m, req, consumergroup.Topics{foo}); resp.ErrorCode != 0 {
 			t.Fatalf("heartbeat of %s at epoch %d: error %d", member, epoch, resp.ErrorCode)
 		}
 	}

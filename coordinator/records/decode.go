@@ -203,12 +203,7 @@ func readGroupMetadataValue(r *reader, ver int16) *GroupMetadataValue {
 	// Smallest encoded member per version, to bound the array before
 	// allocating it.
 	minMember := [...]int{0: 18, 1: 22, 2: 22, 3: 24, 4: 15}[ver]
-	n := r.arrayLen("members", flexible, false, minMember)
-	if n > 0 {
-		v.Members = make([]kmsg.GroupMetadataValueMember, n)
-	}
-	for i := range v.Members {
-		m := &v.Members[i]
+	v.Members = readArray(r, "members", flexible, minMember, func(m *kmsg.GroupMetadataValueMember) {
 		m.MemberID = r.string("memberId", flexible)
 		if ver >= 3 {
 			m.InstanceID = r.nullableString("groupInstanceId", flexible)
@@ -225,10 +220,7 @@ func readGroupMetadataValue(r *reader, ver int16) *GroupMetadataValue {
 		if flexible {
 			r.tagged("MemberMetadata", &m.UnknownTags, nil)
 		}
-		if r.err != nil {
-			break
-		}
-	}
+	})
 	if flexible {
 		r.tagged("GroupMetadataValue", &v.UnknownTags, nil)
 	}
@@ -237,48 +229,25 @@ func readGroupMetadataValue(r *reader, ver int16) *GroupMetadataValue {
 
 func readConsumerGroupMetadataValue(r *reader) *ConsumerGroupMetadataValue {
 	v := &ConsumerGroupMetadataValue{}
-	v.Epoch = r.int32("Epoch")
-	r.tagged("ConsumerGroupMetadataValue", &v.UnknownTags, func(tag uint32, f *reader) bool {
-		if tag != 0 {
-			return false
-		}
-		v.MetadataHash = f.int64("MetadataHash")
-		return true
-	})
+	v.Epoch, v.MetadataHash = readInt32Tag0Int64(r, "ConsumerGroupMetadataValue", "Epoch", "MetadataHash", &v.UnknownTags)
 	return v
 }
 
 func readConsumerGroupPartitionMetadataValue(r *reader) *ConsumerGroupPartitionMetadataValue {
 	v := &ConsumerGroupPartitionMetadataValue{}
 	// TopicMetadata: uuid 16 + name 1 + int32 4 + array 1 + tags 1.
-	n := r.arrayLen("Topics", true, false, 23)
-	if n > 0 {
-		v.Topics = make([]PartitionMetadataTopic, n)
-	}
-	for i := range v.Topics {
-		t := &v.Topics[i]
+	v.Topics = readArray(r, "Topics", true, 23, func(t *PartitionMetadataTopic) {
 		t.TopicID = r.uuid("TopicId")
 		t.TopicName = r.string("TopicName", true)
 		t.NumPartitions = r.int32("NumPartitions")
 		// PartitionMetadata: int32 4 + array 1 + tags 1.
-		pn := r.arrayLen("PartitionMetadata", true, false, 6)
-		if pn > 0 {
-			t.PartitionMetadata = make([]PartitionMetadataPartition, pn)
-		}
-		for j := range t.PartitionMetadata {
-			p := &t.PartitionMetadata[j]
+		t.PartitionMetadata = readArray(r, "PartitionMetadata", true, 6, func(p *PartitionMetadataPartition) {
 			p.Partition = r.int32("Partition")
 			p.Racks = r.stringArray("Racks", true)
 			r.tagged("PartitionMetadata", &p.UnknownTags, nil)
-			if r.err != nil {
-				break
-			}
-		}
+		})
 		r.tagged("TopicMetadata", &t.UnknownTags, nil)
-		if r.err != nil {
-			break
-		}
-	}
+	})
 	r.tagged("ConsumerGroupPartitionMetadataValue", &v.UnknownTags, nil)
 	return v
 }
@@ -318,52 +287,29 @@ func readClassicMemberMetadata(f *reader) *ClassicMemberMetadata {
 	c := &ClassicMemberMetadata{}
 	c.SessionTimeoutMs = f.int32("SessionTimeoutMs")
 	// ClassicProtocol: name 1 + bytes 1 + tags 1.
-	n := f.arrayLen("SupportedProtocols", true, false, 3)
-	if n > 0 {
-		c.SupportedProtocols = make([]ClassicProtocol, n)
-	}
-	for i := range c.SupportedProtocols {
-		p := &c.SupportedProtocols[i]
+	c.SupportedProtocols = readArray(f, "SupportedProtocols", true, 3, func(p *ClassicProtocol) {
 		p.Name = f.string("Name", true)
 		p.Metadata = f.bytes("Metadata", true)
 		f.tagged("ClassicProtocol", &p.UnknownTags, nil)
-		if f.err != nil {
-			break
-		}
-	}
+	})
 	f.tagged("ClassicMemberMetadata", &c.UnknownTags, nil)
 	return c
 }
 
 func readConsumerGroupTargetAssignmentMetadataValue(r *reader) *ConsumerGroupTargetAssignmentMetadataValue {
 	v := &ConsumerGroupTargetAssignmentMetadataValue{}
-	v.AssignmentEpoch = r.int32("AssignmentEpoch")
-	r.tagged("ConsumerGroupTargetAssignmentMetadataValue", &v.UnknownTags, func(tag uint32, f *reader) bool {
-		if tag != 0 {
-			return false
-		}
-		v.AssignmentTimestamp = f.int64("AssignmentTimestamp")
-		return true
-	})
+	v.AssignmentEpoch, v.AssignmentTimestamp = readInt32Tag0Int64(r, "ConsumerGroupTargetAssignmentMetadataValue", "AssignmentEpoch", "AssignmentTimestamp", &v.UnknownTags)
 	return v
 }
 
 func readConsumerGroupTargetAssignmentMemberValue(r *reader) *ConsumerGroupTargetAssignmentMemberValue {
 	v := &ConsumerGroupTargetAssignmentMemberValue{}
 	// TopicPartition: uuid 16 + array 1 + tags 1.
-	n := r.arrayLen("TopicPartitions", true, false, 18)
-	if n > 0 {
-		v.TopicPartitions = make([]TargetAssignmentTopic, n)
-	}
-	for i := range v.TopicPartitions {
-		t := &v.TopicPartitions[i]
+	v.TopicPartitions = readArray(r, "TopicPartitions", true, 18, func(t *TargetAssignmentTopic) {
 		t.TopicID = r.uuid("TopicId")
 		t.Partitions = r.int32Array("Partitions", true, false)
 		r.tagged("TopicPartition", &t.UnknownTags, nil)
-		if r.err != nil {
-			break
-		}
-	}
+	})
 	r.tagged("ConsumerGroupTargetAssignmentMemberValue", &v.UnknownTags, nil)
 	return v
 }
@@ -381,13 +327,7 @@ func readConsumerGroupCurrentMemberAssignmentValue(r *reader) *ConsumerGroupCurr
 
 func readCurrentAssignmentTopics(r *reader, field string) []CurrentAssignmentTopic {
 	// TopicPartitions: uuid 16 + array 1 + tags 1.
-	n := r.arrayLen(field, true, false, 18)
-	if n <= 0 {
-		return nil
-	}
-	out := make([]CurrentAssignmentTopic, n)
-	for i := range out {
-		t := &out[i]
+	return readArray(r, field, true, 18, func(t *CurrentAssignmentTopic) {
 		t.TopicID = r.uuid("TopicId")
 		t.Partitions = r.int32Array("Partitions", true, false)
 		r.tagged("TopicPartitions", &t.UnknownTags, func(tag uint32, f *reader) bool {
@@ -401,11 +341,7 @@ func readCurrentAssignmentTopics(r *reader, field string) []CurrentAssignmentTop
 			}
 			return true
 		})
-		if r.err != nil {
-			break
-		}
-	}
-	return out
+	})
 }
 
 func readConsumerGroupRegularExpressionValue(r *reader) *ConsumerGroupRegularExpressionValue {
@@ -415,4 +351,37 @@ func readConsumerGroupRegularExpressionValue(r *reader) *ConsumerGroupRegularExp
 	v.Timestamp = r.int64("Timestamp")
 	r.tagged("ConsumerGroupRegularExpressionValue", &v.UnknownTags, nil)
 	return v
+}
+
+// readArray reads a non-nullable array of structs that one reads in place,
+// minElem bytes each at the least (arrayLen). It stops at the first error;
+// an empty array is nil.
+func readArray[T any](r *reader, name string, flexible bool, minElem int, one func(*T)) []T {
+	n := r.arrayLen(name, flexible, false, minElem)
+	if n <= 0 {
+		return nil
+	}
+	out := make([]T, n)
+	for i := range out {
+		one(&out[i])
+		if r.err != nil {
+			break
+		}
+	}
+	return out
+}
+
+// readInt32Tag0Int64 reads the layout of ConsumerGroupMetadataValue and
+// ConsumerGroupTargetAssignmentMetadataValue: an int32, then tagged fields
+// of which tag 0 is an int64 (0 when absent).
+func readInt32Tag0Int64(r *reader, typ, int32Name, tagName string, unknown *kmsg.Tags) (v int32, tag0 int64) {
+	v = r.int32(int32Name)
+	r.tagged(typ, unknown, func(tag uint32, f *reader) bool {
+		if tag != 0 {
+			return false
+		}
+		tag0 = f.int64(tagName)
+		return true
+	})
+	return v, tag0
 }

@@ -192,31 +192,19 @@ func encodeValue(t Type, v Value) ([]byte, error) {
 	case *GroupMetadataValue:
 		writeGroupMetadataValue(e, v)
 	case *ConsumerGroupMetadataValue:
-		var known []taggedField
-		e.int32(v.Epoch)
-		if v.MetadataHash != 0 {
-			known = append(known, taggedField{0, kbin.AppendInt64(nil, v.MetadataHash)})
-		}
-		e.tags("ConsumerGroupMetadataValue", 0, known, &v.UnknownTags)
+		e.int32Tag0Int64("ConsumerGroupMetadataValue", v.Epoch, v.MetadataHash, &v.UnknownTags)
 	case *ConsumerGroupPartitionMetadataValue:
 		writeConsumerGroupPartitionMetadataValue(e, v)
 	case *ConsumerGroupMemberMetadataValue:
 		writeConsumerGroupMemberMetadataValue(e, v)
 	case *ConsumerGroupTargetAssignmentMetadataValue:
-		var known []taggedField
-		e.int32(v.AssignmentEpoch)
-		if v.AssignmentTimestamp != 0 {
-			known = append(known, taggedField{0, kbin.AppendInt64(nil, v.AssignmentTimestamp)})
-		}
-		e.tags("ConsumerGroupTargetAssignmentMetadataValue", 0, known, &v.UnknownTags)
+		e.int32Tag0Int64("ConsumerGroupTargetAssignmentMetadataValue", v.AssignmentEpoch, v.AssignmentTimestamp, &v.UnknownTags)
 	case *ConsumerGroupTargetAssignmentMemberValue:
-		e.compactArrayLen(len(v.TopicPartitions))
-		for i := range v.TopicPartitions {
-			tp := &v.TopicPartitions[i]
+		writeArray(e, v.TopicPartitions, func(tp *TargetAssignmentTopic) {
 			e.uuid(tp.TopicID)
 			e.compactInt32s(tp.Partitions)
 			e.tags("TopicPartition", -1, nil, &tp.UnknownTags)
-		}
+		})
 		e.tags("ConsumerGroupTargetAssignmentMemberValue", -1, nil, &v.UnknownTags)
 	case *ConsumerGroupCurrentMemberAssignmentValue:
 		e.int32(v.MemberEpoch)
@@ -315,21 +303,17 @@ func writeGroupMetadataValue(e *enc, v *GroupMetadataValue) {
 }
 
 func writeConsumerGroupPartitionMetadataValue(e *enc, v *ConsumerGroupPartitionMetadataValue) {
-	e.compactArrayLen(len(v.Topics))
-	for i := range v.Topics {
-		t := &v.Topics[i]
+	writeArray(e, v.Topics, func(t *PartitionMetadataTopic) {
 		e.uuid(t.TopicID)
 		e.string("TopicName", t.TopicName, true)
 		e.int32(t.NumPartitions)
-		e.compactArrayLen(len(t.PartitionMetadata))
-		for j := range t.PartitionMetadata {
-			p := &t.PartitionMetadata[j]
+		writeArray(e, t.PartitionMetadata, func(p *PartitionMetadataPartition) {
 			e.int32(p.Partition)
 			e.compactStrings("Racks", p.Racks)
 			e.tags("PartitionMetadata", -1, nil, &p.UnknownTags)
-		}
+		})
 		e.tags("TopicMetadata", -1, nil, &t.UnknownTags)
-	}
+	})
 	e.tags("ConsumerGroupPartitionMetadataValue", -1, nil, &v.UnknownTags)
 }
 
@@ -356,13 +340,11 @@ func writeConsumerGroupMemberMetadataValue(e *enc, v *ConsumerGroupMemberMetadat
 	default:
 		s := &enc{buf: []byte{1}}
 		s.int32(c.SessionTimeoutMs)
-		s.compactArrayLen(len(c.SupportedProtocols))
-		for i := range c.SupportedProtocols {
-			p := &c.SupportedProtocols[i]
+		writeArray(s, c.SupportedProtocols, func(p *ClassicProtocol) {
 			s.string("Name", p.Name, true)
 			s.compactBytes(p.Metadata)
 			s.tags("ClassicProtocol", -1, nil, &p.UnknownTags)
-		}
+		})
 		s.tags("ClassicMemberMetadata", -1, nil, &c.UnknownTags)
 		if s.err != nil {
 			e.failf("%w", s.err)
@@ -374,9 +356,7 @@ func writeConsumerGroupMemberMetadataValue(e *enc, v *ConsumerGroupMemberMetadat
 }
 
 func writeCurrentAssignmentTopics(e *enc, ts []CurrentAssignmentTopic) {
-	e.compactArrayLen(len(ts))
-	for i := range ts {
-		t := &ts[i]
+	writeArray(e, ts, func(t *CurrentAssignmentTopic) {
 		e.uuid(t.TopicID)
 		e.compactInt32s(t.Partitions)
 		var known []taggedField
@@ -389,5 +369,25 @@ func writeCurrentAssignmentTopics(e *enc, ts []CurrentAssignmentTopic) {
 			known = append(known, taggedField{0, s.buf})
 		}
 		e.tags("TopicPartitions", 0, known, &t.UnknownTags)
+	})
+}
+
+// writeArray writes xs as a compact array, each element by one.
+func writeArray[T any](e *enc, xs []T, one func(*T)) {
+	e.compactArrayLen(len(xs))
+	for i := range xs {
+		one(&xs[i])
 	}
+}
+
+// int32Tag0Int64 writes the layout of ConsumerGroupMetadataValue and
+// ConsumerGroupTargetAssignmentMetadataValue: v, then the tagged fields
+// with tag0 as tag 0 unless it is 0 (Kafka's default, not written).
+func (e *enc) int32Tag0Int64(typ string, v int32, tag0 int64, unknown *kmsg.Tags) {
+	var known []taggedField
+	e.int32(v)
+	if tag0 != 0 {
+		known = append(known, taggedField{0, kbin.AppendInt64(nil, tag0)})
+	}
+	e.tags(typ, 0, known, unknown)
 }

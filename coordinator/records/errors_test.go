@@ -117,13 +117,7 @@ func TestDecodeErrors(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var value []byte
-			if !tc.tombstone {
-				value = hx(t, tc.value)
-				if value == nil {
-					value = []byte{}
-				}
-			}
+			value := valueBytes(t, tc.value, tc.tombstone)
 			_, err := DecodeRecord(hx(t, tc.key), value)
 			if err == nil {
 				t.Fatalf("no error, want %q", tc.want)
@@ -133,6 +127,19 @@ func TestDecodeErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// valueBytes is the record value written in hex: nil for a tombstone, an
+// empty (not nil) slice for an empty value.
+func valueBytes(t *testing.T, value string, tombstone bool) []byte {
+	t.Helper()
+	if tombstone {
+		return nil
+	}
+	if b := hx(t, value); b != nil {
+		return b
+	}
+	return []byte{}
 }
 
 func TestUnknownTypesDecodeWithoutError(t *testing.T) {
@@ -148,13 +155,7 @@ func TestUnknownTypesDecodeWithoutError(t *testing.T) {
 		{key: "0013 0001 67 0001 6d", tombstone: true},        // StreamsGroupMemberMetadata tombstone
 		{key: "7fff", value: "", version: -1},                 // empty key body, empty value
 	} {
-		var value []byte
-		if !tc.tombstone {
-			value = hx(t, tc.value)
-			if value == nil {
-				value = []byte{}
-			}
-		}
+		value := valueBytes(t, tc.value, tc.tombstone)
 		rec, err := DecodeRecord(hx(t, tc.key), value)
 		if err != nil {
 			t.Errorf("DecodeRecord(%s, %s): %v", tc.key, tc.value, err)

@@ -27,3 +27,15 @@ func GroupOf(k Key) string {
 	}
 	return ""
 }
+
+// ConsumerGroupOf returns the group of a consumer-group record key (types
+// 3–8 and 16), and false for any other key.
+func ConsumerGroupOf(k Key) (string, bool) {
+	switch k.(type) {
+	case ConsumerGroupMetadataKey, ConsumerGroupPartitionMetadataKey, ConsumerGroupMemberMetadataKey,
+		ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMemberKey,
+		ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupRegularExpressionKey:
+		return GroupOf(k), true
+	}
+	return "", false
+}

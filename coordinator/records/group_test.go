@@ -20,3 +20,24 @@ func TestGroupOf(t *testing.T) {
 		t.Errorf("GroupOf(nil) = %q", got)
 	}
 }
+
+func TestConsumerGroupOf(t *testing.T) {
+	for _, k := range []Key{
+		ConsumerGroupMetadataKey{GroupID: "g"},
+		ConsumerGroupPartitionMetadataKey{GroupID: "g"},
+		ConsumerGroupMemberMetadataKey{GroupID: "g", MemberID: "m"},
+		ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"},
+		ConsumerGroupTargetAssignmentMemberKey{GroupID: "g", MemberID: "m"},
+		ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"},
+		ConsumerGroupRegularExpressionKey{GroupID: "g", RegularExpression: "r"},
+	} {
+		if got, ok := ConsumerGroupOf(k); got != "g" || !ok {
+			t.Errorf("ConsumerGroupOf(%#v) = %q, %v, want g, true", k, got, ok)
+		}
+	}
+	for _, k := range []Key{OffsetCommitKey{Group: "g"}, GroupMetadataKey{Group: "g"}, OtherKey{Type: TypeConsumerGroupMetadata}, nil} {
+		if got, ok := ConsumerGroupOf(k); ok {
+			t.Errorf("ConsumerGroupOf(%#v) = %q, true: not a consumer-group key", k, got)
+		}
+	}
+}

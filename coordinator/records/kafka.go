@@ -87,9 +87,7 @@ func AsWrittenBy(p version.Profile, r Record) (Record, error) {
 		out.Value = &c
 	case *ConsumerGroupMetadataValue:
 		c := *v
-		if !p.MetadataHash {
-			c.MetadataHash = 0
-		}
+		c.MetadataHash = keptIf(p.MetadataHash, c.MetadataHash)
 		out.Value = &c
 	case *ConsumerGroupPartitionMetadataValue:
 		if !p.WritesPartitionMetadata {
@@ -103,9 +101,7 @@ func AsWrittenBy(p version.Profile, r Record) (Record, error) {
 		out.Value = &c
 	case *ConsumerGroupTargetAssignmentMetadataValue:
 		c := *v
-		if !p.AssignmentTimestamp {
-			c.AssignmentTimestamp = 0
-		}
+		c.AssignmentTimestamp = keptIf(p.AssignmentTimestamp, c.AssignmentTimestamp)
 		out.Value = &c
 	case *ConsumerGroupCurrentMemberAssignmentValue:
 		c := *v
@@ -123,6 +119,16 @@ func AsWrittenBy(p version.Profile, r Record) (Record, error) {
 		out.Value = r.Value
 	}
 	return out, nil
+}
+
+// keptIf is v where the version writes the field (written), else the
+// zero Kafka leaves out (a tagged field that version does not know).
+func keptIf[T comparable](written bool, v T) T {
+	var zero T
+	if !written {
+		return zero
+	}
+	return v
 }
 
 // shapeAssignmentEpochs returns a copy of ts with AssignmentEpochs as p

@@ -67,6 +67,13 @@ func TestAsWrittenByFields(t *testing.T) {
 		return &ConsumerGroupCurrentMemberAssignmentValue{MemberEpoch: 2, PreviousMemberEpoch: 1,
 			AssignedPartitions: []CurrentAssignmentTopic{{TopicID: topicA, Partitions: []int32{0, 1}, AssignmentEpochs: epochs}}}
 	}
+	// Each record below is shaped by a release that drops a field and by
+	// one that keeps it.
+	meta := Record{Key: ConsumerGroupMetadataKey{GroupID: "g"}, Value: &ConsumerGroupMetadataValue{Epoch: 3, MetadataHash: 42}}
+	partitions := Record{Key: ConsumerGroupPartitionMetadataKey{GroupID: "g"}, Value: partitionMetadata}
+	target := Record{Key: ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: &ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2, AssignmentTimestamp: 9}}
+	currentKey := ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}
+	withEpochs := Record{Key: currentKey, Value: current([]int32{1, 2})}
 	for _, tc := range []struct {
 		name    string
 		v       version.Version
@@ -74,32 +81,16 @@ func TestAsWrittenByFields(t *testing.T) {
 		want    Value  // nil with wantErr
 		wantErr string // substring
 	}{
-		{"4.0 drops MetadataHash", version.V4_0_2,
-			Record{Key: ConsumerGroupMetadataKey{GroupID: "g"}, Value: &ConsumerGroupMetadataValue{Epoch: 3, MetadataHash: 42}},
-			&ConsumerGroupMetadataValue{Epoch: 3}, ""},
-		{"4.1 keeps MetadataHash", version.V4_1_0,
-			Record{Key: ConsumerGroupMetadataKey{GroupID: "g"}, Value: &ConsumerGroupMetadataValue{Epoch: 3, MetadataHash: 42}},
-			&ConsumerGroupMetadataValue{Epoch: 3, MetadataHash: 42}, ""},
-		{"4.0 writes partition metadata without the deprecated racks", version.V4_0_0,
-			Record{Key: ConsumerGroupPartitionMetadataKey{GroupID: "g"}, Value: partitionMetadata},
+		{"4.0 drops MetadataHash", version.V4_0_2, meta, &ConsumerGroupMetadataValue{Epoch: 3}, ""},
+		{"4.1 keeps MetadataHash", version.V4_1_0, meta, &ConsumerGroupMetadataValue{Epoch: 3, MetadataHash: 42}, ""},
+		{"4.0 writes partition metadata without the deprecated racks", version.V4_0_0, partitions,
 			&ConsumerGroupPartitionMetadataValue{Topics: []PartitionMetadataTopic{{TopicID: topicA, TopicName: "t", NumPartitions: 2}}}, ""},
-		{"4.1 writes no partition metadata", version.V4_1_0,
-			Record{Key: ConsumerGroupPartitionMetadataKey{GroupID: "g"}, Value: partitionMetadata},
-			nil, "from 4.1 (KIP-1101) only its tombstone is written"},
-		{"4.2 drops AssignmentTimestamp", version.V4_2_1,
-			Record{Key: ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: &ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2, AssignmentTimestamp: 9}},
-			&ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2}, ""},
-		{"4.3 keeps AssignmentTimestamp", version.V4_3_0,
-			Record{Key: ConsumerGroupTargetAssignmentMetadataKey{GroupID: "g"}, Value: &ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2, AssignmentTimestamp: 9}},
-			&ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2, AssignmentTimestamp: 9}, ""},
-		{"4.2 drops AssignmentEpochs", version.V4_2_0,
-			Record{Key: ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: current([]int32{1, 2})},
-			current(nil), ""},
-		{"4.4 keeps AssignmentEpochs", version.V4_4_0,
-			Record{Key: ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: current([]int32{1, 2})},
-			current([]int32{1, 2}), ""},
-		{"4.3 needs one epoch per partition", version.V4_3_1,
-			Record{Key: ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g", MemberID: "m"}, Value: current(nil)},
+		{"4.1 writes no partition metadata", version.V4_1_0, partitions, nil, "from 4.1 (KIP-1101) only its tombstone is written"},
+		{"4.2 drops AssignmentTimestamp", version.V4_2_1, target, &ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2}, ""},
+		{"4.3 keeps AssignmentTimestamp", version.V4_3_0, target, &ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 2, AssignmentTimestamp: 9}, ""},
+		{"4.2 drops AssignmentEpochs", version.V4_2_0, withEpochs, current(nil), ""},
+		{"4.4 keeps AssignmentEpochs", version.V4_4_0, withEpochs, current([]int32{1, 2}), ""},
+		{"4.3 needs one epoch per partition", version.V4_3_1, Record{Key: currentKey, Value: current(nil)},
 			nil, "AssignedPartitions[0]: Kafka 4.3.1 writes one assignment epoch per partition (KIP-1251), have 0 epochs for 2 partitions"},
 		{"record type 0 is never written", version.V4_0_0,
 			Record{Key: OffsetCommitKey{Legacy: true}, Value: NewOffsetCommitValue(0)},

@@ -73,28 +73,23 @@ func (g gen) nstr() *string {
 	return &s
 }
 
-func (g gen) strs() []string {
-	n := g.rng.IntN(4)
+// genList is a list of up to limit-1 elements that one makes, nil for none.
+func genList[T any](g gen, limit int, one func() T) []T {
+	n := g.rng.IntN(limit)
 	if n == 0 {
 		return nil
 	}
-	out := make([]string, n)
+	out := make([]T, n)
 	for i := range out {
-		out[i] = g.str()
+		out[i] = one()
 	}
 	return out
 }
 
+func (g gen) strs() []string { return genList(g, 4, g.str) }
+
 func (g gen) bytes() []byte {
-	n := g.rng.IntN(5)
-	if n == 0 {
-		return nil
-	}
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(g.rng.UintN(256))
-	}
-	return b
+	return genList(g, 5, func() byte { return byte(g.rng.UintN(256)) })
 }
 
 func (g gen) i32() int32 {
@@ -114,17 +109,7 @@ func (g gen) i64() int64 {
 	return int64(g.rng.IntN(100000))
 }
 
-func (g gen) i32s() []int32 {
-	n := g.rng.IntN(4)
-	if n == 0 {
-		return nil
-	}
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = g.i32()
-	}
-	return out
-}
+func (g gen) i32s() []int32 { return genList(g, 4, g.i32) }
 
 func (g gen) uuid() (u [16]byte) {
 	if g.rng.IntN(4) == 0 {
@@ -152,150 +137,146 @@ func (g gen) tags(maxKnown int) kmsg.Tags {
 	return t
 }
 
+// keyed is a record of key k: a tombstone one time in odds, else with the
+// value that value makes.
+func (g gen) keyed(k Key, odds int, value func() Value) Record {
+	if g.rng.IntN(odds) == 0 {
+		return Record{Key: k}
+	}
+	return Record{Key: k, Value: value()}
+}
+
 func (g gen) record() Record {
 	key := func() string { return g.str() }
 	switch g.rng.IntN(11) {
 	case 0, 1:
 		legacy := g.rng.IntN(4) == 0
 		k := OffsetCommitKey{Legacy: legacy, Group: key(), Topic: key(), Partition: g.i32()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		ver := int16(g.rng.IntN(5))
-		if legacy {
-			ver = 0
-		}
-		v := NewOffsetCommitValue(ver)
-		v.Offset, v.Metadata, v.CommitTimestamp = g.i64(), g.str(), g.i64()
-		if ver >= 3 {
-			v.LeaderEpoch = g.i32()
-		}
-		if ver == 1 {
-			v.ExpireTimestamp = g.i64()
-		}
-		if ver >= 4 {
-			v.TopicID = g.uuid()
-			v.UnknownTags = g.tags(0)
-		}
-		return Record{Key: k, Value: v}
-	case 2:
-		k := GroupMetadataKey{Group: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		ver := int16(g.rng.IntN(5))
-		v := &GroupMetadataValue{}
-		v.Version = ver
-		v.ProtocolType, v.Generation, v.Protocol, v.Leader = g.str(), g.i32(), g.nstr(), g.nstr()
-		v.CurrentStateTimestamp = -1
-		if ver >= 2 {
-			v.CurrentStateTimestamp = g.i64()
-		}
-		for i := g.rng.IntN(3); i > 0; i-- {
-			m := kmsg.GroupMetadataValueMember{MemberID: g.str(), ClientID: g.str(), ClientHost: g.str(),
-				RebalanceTimeoutMillis: -1, SessionTimeoutMillis: g.i32(), Subscription: g.bytes(), Assignment: g.bytes()}
-			if ver >= 3 {
-				m.InstanceID = g.nstr()
+		return g.keyed(k, 5, func() Value {
+			ver := int16(g.rng.IntN(5))
+			if legacy {
+				ver = 0
 			}
-			if ver >= 1 {
-				m.RebalanceTimeoutMillis = g.i32()
+			v := NewOffsetCommitValue(ver)
+			v.Offset, v.Metadata, v.CommitTimestamp = g.i64(), g.str(), g.i64()
+			if ver >= 3 {
+				v.LeaderEpoch = g.i32()
+			}
+			if ver == 1 {
+				v.ExpireTimestamp = g.i64()
 			}
 			if ver >= 4 {
-				m.UnknownTags = g.tags(-1)
+				v.TopicID = g.uuid()
+				v.UnknownTags = g.tags(0)
 			}
-			v.Members = append(v.Members, m)
-		}
-		if ver >= 4 {
-			v.UnknownTags = g.tags(-1)
-		}
-		return Record{Key: k, Value: v}
+			return v
+		})
+	case 2:
+		k := GroupMetadataKey{Group: key()}
+		return g.keyed(k, 5, func() Value {
+			ver := int16(g.rng.IntN(5))
+			v := &GroupMetadataValue{}
+			v.Version = ver
+			v.ProtocolType, v.Generation, v.Protocol, v.Leader = g.str(), g.i32(), g.nstr(), g.nstr()
+			v.CurrentStateTimestamp = -1
+			if ver >= 2 {
+				v.CurrentStateTimestamp = g.i64()
+			}
+			for i := g.rng.IntN(3); i > 0; i-- {
+				m := kmsg.GroupMetadataValueMember{MemberID: g.str(), ClientID: g.str(), ClientHost: g.str(),
+					RebalanceTimeoutMillis: -1, SessionTimeoutMillis: g.i32(), Subscription: g.bytes(), Assignment: g.bytes()}
+				if ver >= 3 {
+					m.InstanceID = g.nstr()
+				}
+				if ver >= 1 {
+					m.RebalanceTimeoutMillis = g.i32()
+				}
+				if ver >= 4 {
+					m.UnknownTags = g.tags(-1)
+				}
+				v.Members = append(v.Members, m)
+			}
+			if ver >= 4 {
+				v.UnknownTags = g.tags(-1)
+			}
+			return v
+		})
 	case 3:
-		k := ConsumerGroupMetadataKey{GroupID: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		return Record{Key: k, Value: &ConsumerGroupMetadataValue{Epoch: g.i32(), MetadataHash: g.i64(), UnknownTags: g.tags(0)}}
+		return g.keyed(ConsumerGroupMetadataKey{GroupID: key()}, 5, func() Value {
+			return &ConsumerGroupMetadataValue{Epoch: g.i32(), MetadataHash: g.i64(), UnknownTags: g.tags(0)}
+		})
 	case 4:
 		k := ConsumerGroupPartitionMetadataKey{GroupID: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		v := &ConsumerGroupPartitionMetadataValue{UnknownTags: g.tags(-1)}
-		for i := g.rng.IntN(3); i > 0; i-- {
-			t := PartitionMetadataTopic{TopicID: g.uuid(), TopicName: g.str(), NumPartitions: g.i32(), UnknownTags: g.tags(-1)}
-			for j := g.rng.IntN(3); j > 0; j-- {
-				t.PartitionMetadata = append(t.PartitionMetadata, PartitionMetadataPartition{Partition: g.i32(), Racks: g.strs(), UnknownTags: g.tags(-1)})
+		return g.keyed(k, 5, func() Value {
+			v := &ConsumerGroupPartitionMetadataValue{UnknownTags: g.tags(-1)}
+			for i := g.rng.IntN(3); i > 0; i-- {
+				t := PartitionMetadataTopic{TopicID: g.uuid(), TopicName: g.str(), NumPartitions: g.i32(), UnknownTags: g.tags(-1)}
+				for j := g.rng.IntN(3); j > 0; j-- {
+					t.PartitionMetadata = append(t.PartitionMetadata, PartitionMetadataPartition{Partition: g.i32(), Racks: g.strs(), UnknownTags: g.tags(-1)})
+				}
+				v.Topics = append(v.Topics, t)
 			}
-			v.Topics = append(v.Topics, t)
-		}
-		return Record{Key: k, Value: v}
+			return v
+		})
 	case 5:
 		k := ConsumerGroupMemberMetadataKey{GroupID: key(), MemberID: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		v := &ConsumerGroupMemberMetadataValue{InstanceID: g.nstr(), RackID: g.nstr(), ClientID: g.str(), ClientHost: g.str(),
-			SubscribedTopicNames: g.strs(), SubscribedTopicRegex: g.nstr(), RebalanceTimeoutMs: g.i32(), ServerAssignor: g.nstr(),
-			UnknownTags: g.tags(0)}
-		switch g.rng.IntN(3) {
-		case 0: // consumer protocol: explicit null
-		case 1: // absent tag: the generated class's default
-			v.ClassicMemberMetadata = &ClassicMemberMetadata{}
-		default:
-			c := &ClassicMemberMetadata{SessionTimeoutMs: 1 + int32(g.rng.IntN(1000)), UnknownTags: g.tags(-1)}
-			for i := g.rng.IntN(3); i > 0; i-- {
-				c.SupportedProtocols = append(c.SupportedProtocols, ClassicProtocol{Name: g.str(), Metadata: g.bytes(), UnknownTags: g.tags(-1)})
+		return g.keyed(k, 5, func() Value {
+			v := &ConsumerGroupMemberMetadataValue{InstanceID: g.nstr(), RackID: g.nstr(), ClientID: g.str(), ClientHost: g.str(),
+				SubscribedTopicNames: g.strs(), SubscribedTopicRegex: g.nstr(), RebalanceTimeoutMs: g.i32(), ServerAssignor: g.nstr(),
+				UnknownTags: g.tags(0)}
+			switch g.rng.IntN(3) {
+			case 0: // consumer protocol: explicit null
+			case 1: // absent tag: the generated class's default
+				v.ClassicMemberMetadata = &ClassicMemberMetadata{}
+			default:
+				c := &ClassicMemberMetadata{SessionTimeoutMs: 1 + int32(g.rng.IntN(1000)), UnknownTags: g.tags(-1)}
+				for i := g.rng.IntN(3); i > 0; i-- {
+					c.SupportedProtocols = append(c.SupportedProtocols, ClassicProtocol{Name: g.str(), Metadata: g.bytes(), UnknownTags: g.tags(-1)})
+				}
+				v.ClassicMemberMetadata = c
 			}
-			v.ClassicMemberMetadata = c
-		}
-		return Record{Key: k, Value: v}
+			return v
+		})
 	case 6:
-		k := ConsumerGroupTargetAssignmentMetadataKey{GroupID: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		return Record{Key: k, Value: &ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.i32(), AssignmentTimestamp: g.i64(), UnknownTags: g.tags(0)}}
+		return g.keyed(ConsumerGroupTargetAssignmentMetadataKey{GroupID: key()}, 5, func() Value {
+			return &ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: g.i32(), AssignmentTimestamp: g.i64(), UnknownTags: g.tags(0)}
+		})
 	case 7:
 		k := ConsumerGroupTargetAssignmentMemberKey{GroupID: key(), MemberID: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		v := &ConsumerGroupTargetAssignmentMemberValue{UnknownTags: g.tags(-1)}
-		for i := g.rng.IntN(3); i > 0; i-- {
-			v.TopicPartitions = append(v.TopicPartitions, TargetAssignmentTopic{TopicID: g.uuid(), Partitions: g.i32s(), UnknownTags: g.tags(-1)})
-		}
-		return Record{Key: k, Value: v}
+		return g.keyed(k, 5, func() Value {
+			v := &ConsumerGroupTargetAssignmentMemberValue{UnknownTags: g.tags(-1)}
+			for i := g.rng.IntN(3); i > 0; i-- {
+				v.TopicPartitions = append(v.TopicPartitions, TargetAssignmentTopic{TopicID: g.uuid(), Partitions: g.i32s(), UnknownTags: g.tags(-1)})
+			}
+			return v
+		})
 	case 8:
 		k := ConsumerGroupCurrentMemberAssignmentKey{GroupID: key(), MemberID: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		topics := func() []CurrentAssignmentTopic {
-			var ts []CurrentAssignmentTopic
-			for i := g.rng.IntN(3); i > 0; i-- {
-				ts = append(ts, CurrentAssignmentTopic{TopicID: g.uuid(), Partitions: g.i32s(), AssignmentEpochs: g.i32s(), UnknownTags: g.tags(0)})
+		return g.keyed(k, 5, func() Value {
+			topics := func() []CurrentAssignmentTopic {
+				var ts []CurrentAssignmentTopic
+				for i := g.rng.IntN(3); i > 0; i-- {
+					ts = append(ts, CurrentAssignmentTopic{TopicID: g.uuid(), Partitions: g.i32s(), AssignmentEpochs: g.i32s(), UnknownTags: g.tags(0)})
+				}
+				return ts
 			}
-			return ts
-		}
-		return Record{Key: k, Value: &ConsumerGroupCurrentMemberAssignmentValue{MemberEpoch: g.i32(), PreviousMemberEpoch: g.i32(),
-			State: MemberState(g.rng.IntN(3)), AssignedPartitions: topics(), PartitionsPendingRevocation: topics(), UnknownTags: g.tags(-1)}}
+			return &ConsumerGroupCurrentMemberAssignmentValue{MemberEpoch: g.i32(), PreviousMemberEpoch: g.i32(),
+				State: MemberState(g.rng.IntN(3)), AssignedPartitions: topics(), PartitionsPendingRevocation: topics(), UnknownTags: g.tags(-1)}
+		})
 	case 9:
-		k := ConsumerGroupRegularExpressionKey{GroupID: key(), RegularExpression: key()}
-		if g.rng.IntN(5) == 0 {
-			return Record{Key: k}
-		}
-		return Record{Key: k, Value: &ConsumerGroupRegularExpressionValue{Topics: g.strs(), Version: g.i64(), Timestamp: g.i64(), UnknownTags: g.tags(-1)}}
+		return g.keyed(ConsumerGroupRegularExpressionKey{GroupID: key(), RegularExpression: key()}, 5, func() Value {
+			return &ConsumerGroupRegularExpressionValue{Topics: g.strs(), Version: g.i64(), Timestamp: g.i64(), UnknownTags: g.tags(-1)}
+		})
 	default:
 		types := []Type{9, 10, 11, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 1000, -1}
 		k := OtherKey{Type: types[g.rng.IntN(len(types))], Raw: string(g.bytes())}
-		if g.rng.IntN(3) == 0 {
-			return Record{Key: k}
-		}
-		raw := g.bytes()
-		if raw == nil {
-			raw = []byte{}
-		}
-		return Record{Key: k, Value: &OtherValue{Raw: raw}}
+		return g.keyed(k, 3, func() Value {
+			raw := g.bytes()
+			if raw == nil {
+				raw = []byte{}
+			}
+			return &OtherValue{Raw: raw}
+		})
 	}
 }
 

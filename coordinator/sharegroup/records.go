@@ -187,8 +187,8 @@ func DecodeGroupRecord(key, value []byte) (GroupRecord, error) {
 		return r, nil
 	}
 	vr := kbin.Reader{Src: value}
-	if v := vr.Int16(); v != 0 {
-		return r, fmt.Errorf("share-group record type %d: value version %d, only 0 is known", t, v)
+	if err := valueVersion0(&vr, "share-group record", t); err != nil {
+		return r, err
 	}
 	switch t {
 	case TypeMemberMetadata:
@@ -225,13 +225,28 @@ func DecodeGroupRecord(key, value []byte) (GroupRecord, error) {
 		skipTags(&vr)
 		r.Value = v
 	}
+	return r, valueEnd(&vr, "share-group record", t)
+}
+
+// valueVersion0 reads the version of a value of record type t (what:
+// "share-group record", "share state record"); only 0 is known.
+func valueVersion0(vr *kbin.Reader, what string, t int16) error {
+	if v := vr.Int16(); v != 0 {
+		return fmt.Errorf("%s type %d: value version %d, only 0 is known", what, t, v)
+	}
+	return nil
+}
+
+// valueEnd reports a value of record type t that ran short or has bytes
+// after it.
+func valueEnd(vr *kbin.Reader, what string, t int16) error {
 	if err := vr.Complete(); err != nil {
-		return r, fmt.Errorf("share-group record type %d: value: %w", t, err)
+		return fmt.Errorf("%s type %d: value: %w", what, t, err)
 	}
 	if len(vr.Src) != 0 {
-		return r, fmt.Errorf("share-group record type %d: %d bytes after the value", t, len(vr.Src))
+		return fmt.Errorf("%s type %d: %d bytes after the value", what, t, len(vr.Src))
 	}
-	return r, nil
+	return nil
 }
 
 // EncodeGroupRecord encodes r as Kafka writes it (key, value; a nil value
@@ -305,8 +320,8 @@ func DecodeStateRecord(key, value []byte) (StateRecord, error) {
 		return r, nil
 	}
 	vr := kbin.Reader{Src: value}
-	if v := vr.Int16(); v != 0 {
-		return r, fmt.Errorf("share state record type %d: value version %d, only 0 is known", t, v)
+	if err := valueVersion0(&vr, "share state record", t); err != nil {
+		return r, err
 	}
 	dcc := func(v *int32) func(uint32, []byte) {
 		*v = -1
@@ -328,13 +343,7 @@ func DecodeStateRecord(key, value []byte) (StateRecord, error) {
 		readTags(&vr, dcc(&v.DeliveryCompleteCount))
 		r.Value = v
 	}
-	if err := vr.Complete(); err != nil {
-		return r, fmt.Errorf("share state record type %d: value: %w", t, err)
-	}
-	if len(vr.Src) != 0 {
-		return r, fmt.Errorf("share state record type %d: %d bytes after the value", t, len(vr.Src))
-	}
-	return r, nil
+	return r, valueEnd(&vr, "share state record", t)
 }
 
 // EncodeStateRecord encodes r as Kafka writes it.
@@ -387,80 +396,90 @@ func compactLen(rd *kbin.Reader) int {
 }
 
 func readTopicPartitions(rd *kbin.Reader) []TopicPartitions {
-	var out []TopicPartitions
-	for n := compactLen(rd); n > 0 && rd.Ok(); n-- {
-		tp := TopicPartitions{TopicID: rd.Uuid()}
-		for m := compactLen(rd); m > 0 && rd.Ok(); m-- {
-			tp.Partitions = append(tp.Partitions, rd.Int32())
-		}
-		skipTags(rd)
-		out = append(out, tp)
-	}
-	return out
+	return readStructs(rd, func() TopicPartitions {
+		return TopicPartitions{TopicID: rd.Uuid(), Partitions: readInt32s(rd)}
+	})
 }
 
 func appendTopicPartitions(dst []byte, tps []TopicPartitions) []byte {
-	dst = kbin.AppendCompactArrayLen(dst, len(tps))
-	for _, tp := range tps {
+	return appendStructs(dst, tps, func(dst []byte, tp TopicPartitions) []byte {
 		dst = kbin.AppendUuid(dst, tp.TopicID)
-		dst = kbin.AppendCompactArrayLen(dst, len(tp.Partitions))
-		for _, p := range tp.Partitions {
-			dst = kbin.AppendInt32(dst, p)
-		}
-		dst = kbin.AppendUvarint(dst, 0)
-	}
-	return dst
+		return appendInt32s(dst, tp.Partitions)
+	})
 }
 
 func readTopicInfos(rd *kbin.Reader, withPartitions bool) []TopicInfo {
-	var out []TopicInfo
-	for n := compactLen(rd); n > 0 && rd.Ok(); n-- {
+	return readStructs(rd, func() TopicInfo {
 		ti := TopicInfo{TopicID: rd.Uuid(), TopicName: rd.CompactString()}
 		if withPartitions {
-			for m := compactLen(rd); m > 0 && rd.Ok(); m-- {
-				ti.Partitions = append(ti.Partitions, rd.Int32())
-			}
+			ti.Partitions = readInt32s(rd)
 		}
+		return ti
+	})
+}
+
+func appendTopicInfos(dst []byte, tis []TopicInfo, withPartitions bool) []byte {
+	return appendStructs(dst, tis, func(dst []byte, ti TopicInfo) []byte {
+		dst = kbin.AppendUuid(dst, ti.TopicID)
+		dst = kbin.AppendCompactString(dst, ti.TopicName)
+		if withPartitions {
+			dst = appendInt32s(dst, ti.Partitions)
+		}
+		return dst
+	})
+}
+
+func readBatches(rd *kbin.Reader) []StateBatch {
+	return readStructs(rd, func() StateBatch {
+		return StateBatch{FirstOffset: rd.Int64(), LastOffset: rd.Int64(), DeliveryState: rd.Int8(), DeliveryCount: rd.Int16()}
+	})
+}
+
+func appendBatches(dst []byte, bs []StateBatch) []byte {
+	return appendStructs(dst, bs, func(dst []byte, b StateBatch) []byte {
+		dst = kbin.AppendInt64(dst, b.FirstOffset)
+		dst = kbin.AppendInt64(dst, b.LastOffset)
+		dst = kbin.AppendInt8(dst, b.DeliveryState)
+		return kbin.AppendInt16(dst, b.DeliveryCount)
+	})
+}
+
+// readStructs reads a compact array of structs that one reads, each
+// followed by tagged fields, which are skipped.
+func readStructs[T any](rd *kbin.Reader, one func() T) []T {
+	var out []T
+	for n := compactLen(rd); n > 0 && rd.Ok(); n-- {
+		x := one()
 		skipTags(rd)
-		out = append(out, ti)
+		out = append(out, x)
 	}
 	return out
 }
 
-func appendTopicInfos(dst []byte, tis []TopicInfo, withPartitions bool) []byte {
-	dst = kbin.AppendCompactArrayLen(dst, len(tis))
-	for _, ti := range tis {
-		dst = kbin.AppendUuid(dst, ti.TopicID)
-		dst = kbin.AppendCompactString(dst, ti.TopicName)
-		if withPartitions {
-			dst = kbin.AppendCompactArrayLen(dst, len(ti.Partitions))
-			for _, p := range ti.Partitions {
-				dst = kbin.AppendInt32(dst, p)
-			}
-		}
+// appendStructs writes xs as a compact array of structs that one writes,
+// each with no tagged fields.
+func appendStructs[T any](dst []byte, xs []T, one func([]byte, T) []byte) []byte {
+	dst = kbin.AppendCompactArrayLen(dst, len(xs))
+	for _, x := range xs {
+		dst = one(dst, x)
 		dst = kbin.AppendUvarint(dst, 0)
 	}
 	return dst
 }
 
-func readBatches(rd *kbin.Reader) []StateBatch {
-	var out []StateBatch
-	for n := compactLen(rd); n > 0 && rd.Ok(); n-- {
-		b := StateBatch{FirstOffset: rd.Int64(), LastOffset: rd.Int64(), DeliveryState: rd.Int8(), DeliveryCount: rd.Int16()}
-		skipTags(rd)
-		out = append(out, b)
+// readInt32s reads a compact array of int32 (nil when empty).
+func readInt32s(rd *kbin.Reader) []int32 {
+	var out []int32
+	for m := compactLen(rd); m > 0 && rd.Ok(); m-- {
+		out = append(out, rd.Int32())
 	}
 	return out
 }
 
-func appendBatches(dst []byte, bs []StateBatch) []byte {
-	dst = kbin.AppendCompactArrayLen(dst, len(bs))
-	for _, b := range bs {
-		dst = kbin.AppendInt64(dst, b.FirstOffset)
-		dst = kbin.AppendInt64(dst, b.LastOffset)
-		dst = kbin.AppendInt8(dst, b.DeliveryState)
-		dst = kbin.AppendInt16(dst, b.DeliveryCount)
-		dst = kbin.AppendUvarint(dst, 0)
+func appendInt32s(dst []byte, ps []int32) []byte {
+	dst = kbin.AppendCompactArrayLen(dst, len(ps))
+	for _, p := range ps {
+		dst = kbin.AppendInt32(dst, p)
 	}
 	return dst
 }

@@ -125,19 +125,17 @@ func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err err
 	case "offset-delete":
 		r := kmsg.NewPtrOffsetDeleteRequest()
 		r.Group = b.group()
-		for _, s := range b.args.List("partitions") {
-			topic, p := b.tp(s)
-			topic = n.Topic(topic)
-			i := slices.IndexFunc(r.Topics, func(x kmsg.OffsetDeleteRequestTopic) bool { return x.Topic == topic })
-			if i < 0 {
-				r.Topics = append(r.Topics, kmsg.NewOffsetDeleteRequestTopic())
-				i = len(r.Topics) - 1
-				r.Topics[i].Topic = topic
-			}
-			rp := kmsg.NewOffsetDeleteRequestTopicPartition()
-			rp.Partition = p
-			r.Topics[i].Partitions = append(r.Topics[i].Partitions, rp)
-		}
+		_, r.Topics = byTopic(b, b.args.List("partitions"), n.Topic,
+			func(topic, _ string) kmsg.OffsetDeleteRequestTopic {
+				t := kmsg.NewOffsetDeleteRequestTopic()
+				t.Topic = topic
+				return t
+			},
+			func(t *kmsg.OffsetDeleteRequestTopic, p int32) {
+				rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+				rp.Partition = p
+				t.Partitions = append(t.Partitions, rp)
+			})
 		req = r
 	case "cg-heartbeat":
 		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
@@ -259,15 +257,11 @@ func (b *builder) join() kmsg.Request {
 			// member with (GMM.classicGroupJoinToConsumerGroup).
 			sub := kmsg.NewConsumerMemberMetadata()
 			sub.Version, sub.Topics = 1, ts
-			var topics []string
-			for _, s := range b.args.List("owned") {
-				topic, p := b.tp(s)
-				topic = b.n.Topic(topic)
-				i := at(&topics, &sub.OwnedPartitions, topic, func() kmsg.ConsumerMemberMetadataOwnedPartition {
+			_, sub.OwnedPartitions = byTopic(b, b.args.List("owned"), b.n.Topic,
+				func(topic, _ string) kmsg.ConsumerMemberMetadataOwnedPartition {
 					return kmsg.ConsumerMemberMetadataOwnedPartition{Topic: topic}
-				})
-				sub.OwnedPartitions[i].Partitions = append(sub.OwnedPartitions[i].Partitions, p)
-			}
+				},
+				func(o *kmsg.ConsumerMemberMetadataOwnedPartition, p int32) { o.Partitions = append(o.Partitions, p) })
 			meta = sub.AppendTo(nil)
 		}
 	}
@@ -343,18 +337,11 @@ func (b *builder) sync() kmsg.Request {
 			// A ConsumerProtocolAssignment v0 of the partitions, as a
 			// consumer leader writes it.
 			ca := kmsg.NewConsumerMemberAssignment()
-			var topics []string
-			for _, s := range strings.Split(tps, "+") {
-				if s == "" {
-					continue
-				}
-				topic, p := b.tp(s)
-				topic = b.n.Topic(topic)
-				i := at(&topics, &ca.Topics, topic, func() kmsg.ConsumerMemberAssignmentTopic {
+			_, ca.Topics = byTopic(b, nonEmpty(strings.Split(tps, "+")), b.n.Topic,
+				func(topic, _ string) kmsg.ConsumerMemberAssignmentTopic {
 					return kmsg.ConsumerMemberAssignmentTopic{Topic: topic}
-				})
-				ca.Topics[i].Partitions = append(ca.Topics[i].Partitions, p)
-			}
+				},
+				func(t *kmsg.ConsumerMemberAssignmentTopic, p int32) { t.Partitions = append(t.Partitions, p) })
 			ga.MemberAssignment = ca.AppendTo(nil)
 		}
 		r.GroupAssignment = append(r.GroupAssignment, ga)
@@ -434,16 +421,15 @@ func (b *builder) fetch() kmsg.Request {
 	var topics []kmsg.OffsetFetchRequestGroupTopic
 	var names []string
 	if b.args.Has("partitions") {
-		topics = []kmsg.OffsetFetchRequestGroupTopic{}
-		for _, s := range b.args.List("partitions") {
-			topic, p := b.tp(s)
-			i := at(&names, &topics, topic, func() kmsg.OffsetFetchRequestGroupTopic {
+		var listed []kmsg.OffsetFetchRequestGroupTopic
+		names, listed = byTopic(b, b.args.List("partitions"), func(topic string) string { return topic },
+			func(_, topic string) kmsg.OffsetFetchRequestGroupTopic {
 				t := kmsg.NewOffsetFetchRequestGroupTopic()
 				t.Topic = b.n.Topic(topic)
 				return t
-			})
-			topics[i].Partitions = append(topics[i].Partitions, p)
-		}
+			},
+			func(t *kmsg.OffsetFetchRequestGroupTopic, p int32) { t.Partitions = append(t.Partitions, p) })
+		topics = append([]kmsg.OffsetFetchRequestGroupTopic{}, listed...)
 	}
 	if r.Version >= 10 {
 		for i := range topics {
@@ -505,18 +491,31 @@ func (b *builder) consumerHeartbeat() kmsg.Request {
 		r.SubscribedTopicRegex = &re
 	}
 	if b.args.Has("owned") {
-		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-		var ids [][16]byte
-		for _, s := range nonEmpty(b.args.List("owned")) {
-			topic, p := b.tp(s)
-			id := b.n.TopicID(topic)
-			i := at(&ids, &r.Topics, id, func() kmsg.ConsumerGroupHeartbeatRequestTopic {
+		_, owned := byTopic(b, nonEmpty(b.args.List("owned")), b.n.TopicID,
+			func(id [16]byte, _ string) kmsg.ConsumerGroupHeartbeatRequestTopic {
 				return kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: id}
-			})
-			r.Topics[i].Partitions = append(r.Topics[i].Partitions, p)
-		}
+			},
+			func(t *kmsg.ConsumerGroupHeartbeatRequestTopic, p int32) { t.Partitions = append(t.Partitions, p) })
+		r.Topics = append([]kmsg.ConsumerGroupHeartbeatRequestTopic{}, owned...)
 	}
 	return r
+}
+
+// byTopic reads topic/partition arguments and groups their partitions by
+// key(topic), in the order the keys first appear: add makes the element of
+// a new key (topic as the vector writes it), addPartition adds a partition
+// to an element. It returns the keys and the elements, nil for no
+// arguments.
+func byTopic[K comparable, T any](b *builder, args []string, key func(topic string) K, add func(k K, topic string) T, addPartition func(*T, int32)) ([]K, []T) {
+	var keys []K
+	var out []T
+	for _, s := range args {
+		topic, p := b.tp(s)
+		k := key(topic)
+		i := at(&keys, &out, k, func() T { return add(k, topic) })
+		addPartition(&out[i], p)
+	}
+	return keys, out
 }
 
 // at returns the index in *list of the element for key, appending one that

@@ -203,6 +203,21 @@ func brokenAndUnbroken(t *testing.T, h cluster.Handle, reg run.Registry, bp, gp 
 	return bad, good, all, badDir, goodDir
 }
 
+// requireCaught fails t unless the verdict bad of checker catches, on the
+// broken kind name's run in badDir, was judged and violated. bug says what
+// is wrong with the kind, heldFor names it when the checker held.
+func requireCaught(t *testing.T, bad check.Verdict, badDir, catches, name, bug, heldFor string) {
+	t.Helper()
+	switch {
+	case bad.Skipped != "":
+		t.Errorf("%s (%s) was not judged: %s (run directory %s)", catches, bug, bad.Skipped, badDir)
+	case bad.Holds:
+		t.Errorf("%s holds for %s: the checker did not catch the bug (notes %v; run directory %s)", catches, heldFor, bad.Notes, badDir)
+	default:
+		t.Logf("%s caught %s with %d violations, the first: %s", catches, name, len(bad.Violations), bad.Violations[0].Message)
+	}
+}
+
 func startCluster(t *testing.T, version string) cluster.Handle {
 	t.Helper()
 	if !*embedded {
@@ -226,14 +241,7 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 					reg := run.DefaultRegistry().WithBroken([]string{k.Name})
 					bp, gp := plan(t, k, k.Name, fmt.Sprint("b", i), version), plan(t, k, k.Unbroken, fmt.Sprint("u", i), version)
 					bad, good, all, badDir, goodDir := brokenAndUnbroken(t, h, reg, bp, gp, k.Catches)
-					switch {
-					case bad.Skipped != "":
-						t.Errorf("%s (%s) was not judged: %s (run directory %s)", k.Catches, k.Bug, bad.Skipped, badDir)
-					case bad.Holds:
-						t.Errorf("%s holds for %s, which %s: the checker did not catch the bug (notes %v; run directory %s)", k.Catches, k.Name, k.Bug, bad.Notes, badDir)
-					default:
-						t.Logf("%s caught %s with %d violations, the first: %s", k.Catches, k.Name, len(bad.Violations), bad.Violations[0].Message)
-					}
+					requireCaught(t, bad, badDir, k.Catches, k.Name, k.Bug, k.Name+", which "+k.Bug)
 					if !good.Holds || good.Skipped != "" {
 						t.Errorf("%s must hold for the unbroken kind %s on the same plan, so that the failure is the bug's: %+v %s (run directory %s)", k.Catches, k.Unbroken, good.Violations, good.Skipped, goodDir)
 					}

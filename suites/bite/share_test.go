@@ -60,14 +60,7 @@ func TestBrokenShareMembersAreCaught(t *testing.T) {
 			reg := run.DefaultRegistry().WithBroken([]string{k.Name, "share"})
 			bp, gp := sharePlan(t, k, k.Name, "b"+prefix, v), sharePlan(t, k, "share", "u"+prefix, v)
 			bad, good, all, badDir, goodDir := brokenAndUnbroken(t, h, reg, bp, gp, k.Catches)
-			switch {
-			case bad.Skipped != "":
-				t.Errorf("%s (%s) was not judged: %s (run directory %s)", k.Catches, k.Doc, bad.Skipped, badDir)
-			case bad.Holds:
-				t.Errorf("%s holds for %s (%s): the checker did not catch the bug (notes %v; run directory %s)", k.Catches, k.Name, k.Doc, bad.Notes, badDir)
-			default:
-				t.Logf("%s caught %s with %d violations, the first: %s", k.Catches, k.Name, len(bad.Violations), bad.Violations[0].Message)
-			}
+			requireCaught(t, bad, badDir, k.Catches, k.Name, k.Doc, k.Name+" ("+k.Doc+")")
 			if !good.Holds || good.Skipped != "" {
 				t.Errorf("%s must hold for the correct share member on the same plan: %+v %s (run directory %s)", k.Catches, good.Violations, good.Skipped, goodDir)
 			}

@@ -124,6 +124,15 @@ func (m *classicMember) owns(topic string, ps ...int32) bool {
 	return m.Stable() && o.Count() == len(ps) && slices.Equal(o[topic], ps)
 }
 
+// startOwningAll starts member-a in group and waits until it owns all 6
+// partitions of topic (a classicTopic).
+func startOwningAll(t *testing.T, c *cluster.Cluster, group, topic string, opts ...classic.Opt) *classicMember {
+	t.Helper()
+	a := startClassic(t, c, "member-a", group, topic, opts...)
+	eventually(t, "A owns all 6", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
+	return a
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(classicWait)
@@ -202,8 +211,7 @@ func committed(t *testing.T, adm *kadm.Client, group, topic string, p int32) (in
 func TestClassicEagerRange(t *testing.T) {
 	classicEachVersion(t, func(t *testing.T, c *cluster.Cluster) {
 		topic := classicTopic(t, c, "eager")
-		a := startClassic(t, c, "member-a", "eager", topic)
-		eventually(t, "A owns all 6", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
+		a := startOwningAll(t, c, "eager", topic)
 		if a.RebalanceProtocol() != assign.Eager {
 			t.Fatalf("rebalance protocol %v, want EAGER", a.RebalanceProtocol())
 		}
@@ -237,8 +245,7 @@ func TestClassicCooperativeSticky(t *testing.T) {
 	classicEachVersion(t, func(t *testing.T, c *cluster.Cluster) {
 		topic := classicTopic(t, c, "coop")
 		coop := classic.Assignors(assign.CooperativeSticky())
-		a := startClassic(t, c, "member-a", "coop", topic, coop)
-		eventually(t, "A owns all 6", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
+		a := startOwningAll(t, c, "coop", topic, coop)
 		b := startClassic(t, c, "member-b", "coop", topic, coop)
 		eventually(t, "A [0 1 2], B [3 4 5]", func() bool {
 			return a.owns(topic, 0, 1, 2) && b.owns(topic, 3, 4, 5) && a.Generation().ID == b.Generation().ID
@@ -275,8 +282,7 @@ func TestClassicStaticRestartKeepsAssignment(t *testing.T) {
 		// A long session leaves room for a loaded machine: the restart
 		// must come well within it.
 		long := classic.SessionTimeout(30 * time.Second)
-		a := startClassic(t, c, "member-a", "static", topic, classic.InstanceID("instance-a"), long)
-		eventually(t, "A owns all 6", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
+		a := startOwningAll(t, c, "static", topic, classic.InstanceID("instance-a"), long)
 		b := startClassic(t, c, "member-b", "static", topic, classic.InstanceID("instance-b"), long)
 		eventually(t, "A [0 1 2], B [3 4 5]", func() bool {
 			return a.owns(topic, 0, 1, 2) && b.owns(topic, 3, 4, 5) && a.Generation().ID == b.Generation().ID
@@ -309,8 +315,7 @@ func TestClassicStaticRestartKeepsAssignment(t *testing.T) {
 func TestClassicDuplicateInstanceFenced(t *testing.T) {
 	classicEachVersion(t, func(t *testing.T, c *cluster.Cluster) {
 		topic := classicTopic(t, c, "dup")
-		a := startClassic(t, c, "member-a", "dup", topic, classic.InstanceID("same"))
-		eventually(t, "A owns all 6", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
+		a := startOwningAll(t, c, "dup", topic, classic.InstanceID("same"))
 		a2 := startClassic(t, c, "member-a2", "dup", topic, classic.InstanceID("same"))
 		eventually(t, "A is fenced", func() bool { return a.Err() != nil })
 		if !errors.Is(a.Err(), kerr.FencedInstanceID) || !errors.Is(a.Err(), classic.ErrFatal) {
@@ -334,8 +339,7 @@ func TestClassicStaleGenerationCommitRejected(t *testing.T) {
 	classicEachVersion(t, func(t *testing.T, c *cluster.Cluster) {
 		topic := classicTopic(t, c, "stale")
 		adm := admin(t, c)
-		a := startClassic(t, c, "member-a", "stale", topic)
-		eventually(t, "A owns all 6", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
+		a := startOwningAll(t, c, "stale", topic)
 		old := a.Generation()
 		b := startClassic(t, c, "member-b", "stale", topic)
 		eventually(t, "A and B stable in a newer generation", func() bool {
@@ -374,8 +378,7 @@ func TestClassicSessionTimeoutKickedCannotCommit(t *testing.T) {
 	classicEachVersion(t, func(t *testing.T, c *cluster.Cluster) {
 		topic := classicTopic(t, c, "kicked")
 		adm := admin(t, c)
-		a := startClassic(t, c, "member-a", "kicked", topic)
-		eventually(t, "A owns all 6", func() bool { return a.owns(topic, 0, 1, 2, 3, 4, 5) })
+		a := startOwningAll(t, c, "kicked", topic)
 		b := startClassic(t, c, "member-b", "kicked", topic)
 		eventually(t, "A [0 1 2], B [3 4 5]", func() bool {
 			return a.owns(topic, 0, 1, 2) && b.owns(topic, 3, 4, 5) && a.Generation().ID == b.Generation().ID

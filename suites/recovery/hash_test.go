@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/suites/internal/adminctx"
 )
 
 // TestContinueFromBrokerLog runs a KIP-848 group (kgo's consumers) on a real
@@ -140,13 +140,8 @@ func groupSnapshot(t *testing.T, m *consumergroup.Manager, group string) consume
 
 func topicIDOf(t *testing.T, c *cluster.Cluster, topic string) [16]byte {
 	t.Helper()
-	adm, err := c.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), settleBound)
-	defer cancel()
+	adm, ctx, done := adminctx.Open(t, c, settleBound)
+	defer done()
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/suites/internal/adminctx"
 )
 
 // offsetsPartitions is cluster.FastGroupSettings' offsets.topic.num.partitions.
@@ -185,13 +186,8 @@ type rawRecord struct {
 // start to its high watermark.
 func readOffsetsTopic(t *testing.T, c *cluster.Cluster) []rawRecord {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	adm, err := c.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
+	adm, ctx, done := adminctx.Open(t, c, time.Minute)
+	defer done()
 	ends, err := adm.ListEndOffsets(ctx, "__consumer_offsets")
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/groupquake/groupquake/harness/observe"
 	"github.com/groupquake/groupquake/harness/replay"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/suites/internal/adminctx"
 )
 
 // settleBound bounds every wait for the cluster or a group to settle: the
@@ -133,13 +134,8 @@ func TestReplayAcrossCoordinatorMove(t *testing.T) {
 		t.Run(g.name, func(t *testing.T) {
 			ms := startMembers(t, c, g.name, "t", 300, g.consumer)
 			requireReplayMatches(t, c, v, g.name, "live members", 2)
-			adm, err := c.Admin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer adm.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
+			adm, ctx, done := adminctx.Open(t, c, 5*time.Minute)
+			defer done()
 			co, ok := adm.FindGroupCoordinators(ctx, g.name)[g.name]
 			if !ok || co.Err != nil {
 				t.Fatalf("coordinator of %s: %v", g.name, co.Err)
@@ -243,13 +239,8 @@ func startMembers(t *testing.T, c *cluster.Cluster, group, topic string, total i
 	for _, cl := range members {
 		t.Cleanup(cl.Close)
 	}
-	adm, err := c.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*settleBound)
-	defer cancel()
+	adm, ctx, done := adminctx.Open(t, c, 2*settleBound)
+	defer done()
 	if consumeAll(ctx, adm, members, group, topic, total, time.Now().Add(2*settleBound)) {
 		return members
 	}
@@ -317,18 +308,7 @@ func requireReplayMatches(t *testing.T, c *cluster.Cluster, v, group, label stri
 	if err != nil {
 		t.Fatalf("%s: reading group %s: %v", label, group, err)
 	}
-	ids, err := r.TopicIDs(ctx, []string{"t"}, s.Records)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := replay.TopicNames(ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := replay.Func(v, group, names)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids, fn := replayOf(t, ctx, &r, v, s)
 	st, err := fn(s.Records)
 	if err != nil {
 		t.Fatalf("%s: group %s: the replay refuses what Kafka %s wrote: %v", label, group, v, err)
@@ -492,13 +472,8 @@ func TestReplayPendingRevocation(t *testing.T) {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
 			clustertest.CreateTopic(t, c, "t", 6)
-			adm, err := c.Admin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer adm.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
+			adm, ctx, done := adminctx.Open(t, c, 5*time.Minute)
+			defer done()
 			td, err := adm.ListTopics(ctx, "t")
 			if err != nil || td["t"].Err != nil {
 				t.Fatalf("metadata of t: %v %v", err, td["t"].Err)
@@ -618,14 +593,10 @@ func TestReplayPendingRevocation(t *testing.T) {
 	}
 }
 
-// compareLive reads the group consistently and requires the replay of its
-// records to be what the broker describes.
-func compareLive(t *testing.T, ctx context.Context, r *observe.Reader, v, label string) {
+// replayOf reads the ids of topic t that s's records name and returns them
+// with the replay of r's group by Kafka v's rules.
+func replayOf(t *testing.T, ctx context.Context, r *observe.Reader, v string, s history.Snapshot) (map[string]string, check.ReplayFunc) {
 	t.Helper()
-	s, err := readConsistent(ctx, r)
-	if err != nil {
-		t.Fatalf("%s: %v", label, err)
-	}
 	ids, err := r.TopicIDs(ctx, []string{"t"}, s.Records)
 	if err != nil {
 		t.Fatal(err)
@@ -638,6 +609,18 @@ func compareLive(t *testing.T, ctx context.Context, r *observe.Reader, v, label 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ids, fn
+}
+
+// compareLive reads the group consistently and requires the replay of its
+// records to be what the broker describes.
+func compareLive(t *testing.T, ctx context.Context, r *observe.Reader, v, label string) {
+	t.Helper()
+	s, err := readConsistent(ctx, r)
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	ids, fn := replayOf(t, ctx, r, v, s)
 	verdict := check.RecoveredStateMatchesLog(&history.Observations{Group: r.Group, Final: s, TopicIDs: ids}, fn)
 	if verdict.Skipped != "" {
 		t.Fatalf("%s: skipped: %s", label, verdict.Skipped)

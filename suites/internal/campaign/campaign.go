@@ -160,6 +160,19 @@ func onlyKnown(v check.Verdict) bool {
 	return len(v.Violations) > 0
 }
 
+// AllJudged fails t for every checker of rep that was skipped, and reports
+// whether rep has any verdict at all (what a run with none means is the
+// caller's to say).
+func AllJudged(t testing.TB, rep check.Report) bool {
+	t.Helper()
+	for _, v := range rep.Verdicts {
+		if v.Skipped != "" {
+			t.Errorf("checker %s was skipped: %s", v.Name, v.Skipped)
+		}
+	}
+	return len(rep.Verdicts) > 0
+}
+
 // Verdicts reports every checker's verdict of the run in directory d as a
 // subtest of t named after the checker, so that the JUnit gotestsum writes
 // has one test case per checker per run and a red build names the

@@ -15,16 +15,9 @@ javac=${JAVA_HOME:+$JAVA_HOME/bin/}javac
 java17=${JAVA17_HOME:?set JAVA17_HOME to a JDK 17}/bin/java
 javac17=$JAVA17_HOME/bin/javac
 
-cat > "$work/pom.xml" <<'POM'
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>groupquake</groupId><artifactId>kafkadiff</artifactId><version>1</version>
-  <properties><kafka.version>4.4.0</kafka.version></properties>
-  <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-group-coordinator</artifactId><version>${kafka.version}</version></dependency>
-  </dependencies>
-</project>
-POM
+# shellcheck source=../../../testdata/kafkapom.sh
+. "$here/../../../testdata/kafkapom.sh"
+kafka_pom "$work" kafkadiff
 
 (cd "$pkg" && go test -run TestWriteKafkaVectorInputs . -args -assignor.write-vector-inputs="$work/inputs.txt")
 

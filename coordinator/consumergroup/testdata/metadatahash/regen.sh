@@ -14,16 +14,9 @@ java=${JAVA_HOME:+$JAVA_HOME/bin/}java
 javac=${JAVA_HOME:+$JAVA_HOME/bin/}javac
 versions=(4.4.0 4.3.0 4.2.0 4.1.0)
 
-cat > "$work/pom.xml" <<'POM'
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>groupquake</groupId><artifactId>metadatahash</artifactId><version>1</version>
-  <properties><kafka.version>4.4.0</kafka.version></properties>
-  <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-group-coordinator</artifactId><version>${kafka.version}</version></dependency>
-  </dependencies>
-</project>
-POM
+# shellcheck source=../../../testdata/kafkapom.sh
+. "$here/../../../testdata/kafkapom.sh"
+kafka_pom "$work" metadatahash
 
 run() { # version → $work/out-version.txt
   local v=$1
