@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/share"
 )
-
-type events struct {
-	mu  sync.Mutex
-	evs []clients.Event
-}
-
-func (e *events) OnEvent(ev clients.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.evs = append(e.evs, ev)
-}
-
-func (e *events) all() []clients.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]clients.Event(nil), e.evs...)
-}
 
 // TestKgoShareReportsItsCalls runs kgo's share consumer as a member on an
 // in-process fake cluster (kfake): its ShareGroupHeartbeat, ShareFetch and
@@ -56,7 +39,7 @@ func TestKgoShareReportsItsCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ev := &events{}
+	ev := &clientstest.Recorder{}
 	m, err := New("m1", "g", KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...), kgo.FetchMaxWait(100*time.Millisecond)), Topics("t"), WithHooks(ev))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +91,7 @@ func TestKgoShareReportsItsCalls(t *testing.T) {
 	var ops []string
 	acked := map[string]bool{}
 	left := false
-	for _, e := range ev.all() {
+	for _, e := range ev.All() {
 		lane := "hb"
 		if e.Op == clients.OpShareFetch || e.Op == clients.OpShareAck {
 			lane = fmt.Sprint("fetch@", e.Share.Node)
@@ -155,7 +138,7 @@ func TestKgoShareReportsItsCalls(t *testing.T) {
 	if !acked["accept"] || !acked["release"] {
 		t.Errorf("acknowledgements reported %v, want accept and release", acked)
 	}
-	t.Logf("%d events; acquired %v", len(ev.all()), acquired)
+	t.Logf("%d events; acquired %v", len(ev.All()), acquired)
 	if !left {
 		t.Errorf("no leave reported; ops %s", strings.Join(ops, " "))
 	}
