@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // scriptedCoordinator stands for the coordinator behind the member's
@@ -20,9 +20,8 @@ import (
 // request when it processes it. applied is the order in which partition t-0
 // took offsets.
 type scriptedCoordinator struct {
-	mu       sync.Mutex
 	arrivals chan *commitArrival
-	applied  []int64
+	applied  clientstest.Applied
 }
 
 type commitArrival struct {
@@ -44,27 +43,7 @@ func (s *scriptedCoordinator) send(ctx context.Context, req *kmsg.OffsetCommitRe
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	for _, rt := range req.Topics {
-		t := kmsg.NewOffsetCommitResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.Partition = rp.Partition
-			s.mu.Lock()
-			s.applied = append(s.applied, rp.Offset)
-			s.mu.Unlock()
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp, nil
-}
-
-func (s *scriptedCoordinator) appliedOffsets() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.applied...)
+	return clientstest.CommitAnswer(req, 0, s.applied.Apply), nil
 }
 
 // stableMember owns t-0 in generation 3 and commits to the scripted
@@ -129,7 +108,7 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 		a.answer <- nil
 		<-autoDone
 		t.Fatalf("commit of %d was sent while the commit of 61 had no answer; the coordinator applied %v, the member acknowledged %v",
-			b.offset(), s.appliedOffsets(), acknowledgedOffsets(rec))
+			b.offset(), s.applied.Offsets(), acknowledgedOffsets(rec))
 	case <-laneBusy:
 	}
 	a.answer <- nil
@@ -141,7 +120,7 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 	if err := <-appDone; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[61 62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[61 62]" {
 		t.Fatalf("coordinator applied %v, want [61 62]", got)
 	}
 }
@@ -196,9 +175,9 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 	case c := <-s.arrivals:
 		c.answer <- nil
 		<-first
-		t.Fatalf("the retry of 61 was sent (offset %d) after 62 was acknowledged; the coordinator applied %v", c.offset(), s.appliedOffsets())
+		t.Fatalf("the retry of 61 was sent (offset %d) after 62 was acknowledged; the coordinator applied %v", c.offset(), s.applied.Offsets())
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[62]" {
 		t.Fatalf("coordinator applied %v, want [62]", got)
 	}
 }

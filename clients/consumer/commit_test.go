@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +21,8 @@ import (
 // broker applies a request when it processes it. applied is the order in
 // which the store took offsets of partition t-0.
 type scriptedOffsets struct {
-	mu       sync.Mutex
 	arrivals chan *arrival
-	applied  []int64
+	applied  clientstest.Applied
 }
 
 // arrival is one OffsetCommit at the broker, waiting for its answer.
@@ -56,30 +54,7 @@ func (s *scriptedOffsets) send(ctx context.Context, req *kmsg.OffsetCommitReques
 	if a.err != nil {
 		return nil, a.err
 	}
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	for _, rt := range req.Topics {
-		t := kmsg.NewOffsetCommitResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.Partition = rp.Partition
-			p.ErrorCode = a.code
-			if a.code == 0 {
-				s.mu.Lock()
-				s.applied = append(s.applied, rp.Offset)
-				s.mu.Unlock()
-			}
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp, nil
-}
-
-func (s *scriptedOffsets) appliedOffsets() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.applied...)
+	return clientstest.CommitAnswer(req, a.code, s.applied.Apply), nil
 }
 
 // commitMember is a member that owns t-0 at epoch 5 in a stable group and
@@ -175,7 +150,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 		a.answer <- scriptedAnswer{}
 		<-autoDone
 		t.Fatalf("commit of %d was sent while the commit of 61 had no answer; the broker applied %v and the member acknowledged %v",
-			b.offset(), s.appliedOffsets(), acknowledged(log.All()))
+			b.offset(), s.applied.Offsets(), acknowledged(log.All()))
 	case <-laneBusy:
 	}
 	a.answer <- scriptedAnswer{} // A's answer (kgo's resend acknowledged)
@@ -188,7 +163,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 	if err := <-appDone; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[61 62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[61 62]" {
 		t.Fatalf("broker applied %v, want [61 62]", got)
 	}
 	if got := acknowledged(log.All()); !nonDecreasing(got) {
@@ -252,9 +227,9 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	case c := <-s.arrivals:
 		c.answer <- scriptedAnswer{}
 		<-appDone
-		t.Fatalf("the STALE_MEMBER_EPOCH retry sent offset %d after 62 was acknowledged; the broker applied %v", c.offset(), s.appliedOffsets())
+		t.Fatalf("the STALE_MEMBER_EPOCH retry sent offset %d after 62 was acknowledged; the broker applied %v", c.offset(), s.applied.Offsets())
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[62]" {
 		t.Fatalf("broker applied %v, want [62]", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // The loop tests drive the real member (Start, its heartbeat goroutine,
@@ -184,20 +185,7 @@ func (s *scriptBroker) offsetCommit(req *kmsg.OffsetCommitRequest) kmsg.Response
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, groupReq{at: time.Now(), commit: req})
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	resp.SetVersion(req.GetVersion())
-	for _, rt := range req.Topics {
-		t := kmsg.NewOffsetCommitResponseTopic()
-		t.Topic, t.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.Partition = rp.Partition
-			s.committed[rp.Partition] = rp.Offset
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp
+	return clientstest.CommitAnswer(req, 0, func(p kmsg.OffsetCommitRequestTopicPartition) { s.committed[p.Partition] = p.Offset })
 }
 
 func (s *scriptBroker) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
