@@ -315,6 +315,20 @@ func startMember(t *testing.T, s *scriptBroker, poll bool, opts ...Opt) loopMemb
 	return loopMember{mb, log}
 }
 
+// pollUntil polls m in 50 ms steps until cond holds; when ctx ends first
+// the test fails with what.
+func pollUntil(t *testing.T, ctx context.Context, m *Member, what string, cond func() bool, dump func() string) {
+	t.Helper()
+	for !cond() {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		m.Poll(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("%s\n%s", what, dump())
+		}
+	}
+}
+
 // eventually polls cond for up to 20 s.
 func eventually(t *testing.T, what string, cond func() bool, dump func() string) {
 	t.Helper()
@@ -684,14 +698,7 @@ func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 	dump := m.dumpWith(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for !m.owns(0, 1)() {
-		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		m.Poll(pctx)
-		pcancel()
-		if ctx.Err() != nil {
-			t.Fatalf("the member never owned t[0 1]\n%s", dump())
-		}
-	}
+	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
 	// No Poll from here on.
 	eventually(t, "the member leaves", func() bool {
 		return slices.ContainsFunc(s.arrivals(), func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == -1 })
@@ -853,14 +860,7 @@ func TestLoopFatalErrorStopsTheMember(t *testing.T) {
 	dump := m.dumpWith(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for !m.owns(0, 1)() {
-		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		m.Poll(pctx)
-		pcancel()
-		if ctx.Err() != nil {
-			t.Fatalf("the member never owned t[0 1]\n%s", dump())
-		}
-	}
+	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
 	s.failNext(kerr.GroupAuthorizationFailed.Code, 1, 0, 1)
 	var err error
 	for err == nil {
@@ -938,13 +938,7 @@ func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
 	if err != nil {
 		t.Errorf("close: %v", err)
 	}
-	leaves := 0
-	for _, e := range m.log.All() {
-		if e.Kind == clients.Sent && e.Op == clients.OpLeave {
-			leaves++
-		}
-	}
-	if leaves != 1 {
+	if leaves := sent(m, clients.OpLeave); leaves != 1 {
 		t.Errorf("%d leave heartbeats sent, want the rebalance-timeout one only\n%s", leaves, dump())
 	}
 }
@@ -974,17 +968,8 @@ func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
 	for !m.owns(0, 1)() || !m.consumedAll() {
 		poll()
 	}
-	release := make(chan struct{})
-	s.mu.Lock()
-	s.holdCommit, s.commitHeld = release, make(chan struct{}, 1)
-	held := s.commitHeld
-	s.mu.Unlock()
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	held, release := holdCommits(t, s)
+	defer release()
 	s.set(2, 0)
 	select {
 	case <-held:
@@ -1009,7 +994,6 @@ func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
 			got = got || r.Offset == 10
 		}
 	}
-	close(release)
-	released = true
+	release()
 	eventually(t, "the member owns only t[0]", m.owns(0), dump)
 }
