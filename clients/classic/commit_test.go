@@ -96,11 +96,7 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 	if a.offset() != 61 {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
 	}
-	appDone := make(chan error, 1)
-	go func() {
-		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 62}})
-		appDone <- err
-	}()
+	appDone := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 62}})
 	select {
 	case b := <-s.arrivals:
 		b.answer <- nil
@@ -117,7 +113,7 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 	}
 	b := <-s.arrivals
 	b.answer <- nil
-	if err := <-appDone; err != nil {
+	if err := (<-appDone).Err; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
 	if got := s.applied.Offsets(); fmt.Sprint(got) != "[61 62]" {
@@ -141,15 +137,7 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	type result struct {
-		failed map[string]map[int32]string
-		err    error
-	}
-	first := make(chan result, 1)
-	go func() {
-		f, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 61}})
-		first <- result{f, err}
-	}()
+	first := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 61}})
 	a := <-s.arrivals
 	a.answer <- errors.New("broken pipe") // no answer: outcome unknown, retried after the backoff
 
@@ -169,8 +157,8 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 	close(backoffOver)
 	select {
 	case r := <-first:
-		if r.err != nil || r.failed[topic][0] != Superseded {
-			t.Fatalf("commit of 61 returned %v, %v; want %s for t-0", r.failed, r.err, Superseded)
+		if r.Err != nil || r.Failed[topic][0] != Superseded {
+			t.Fatalf("commit of 61 returned %v, %v; want %s for t-0", r.Failed, r.Err, Superseded)
 		}
 	case c := <-s.arrivals:
 		c.answer <- nil

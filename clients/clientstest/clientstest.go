@@ -3,6 +3,7 @@
 package clientstest
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -47,4 +48,22 @@ func (r *Recorder) First(k clients.Kind) (clients.Event, bool) {
 		return es[0], true
 	}
 	return clients.Event{}, false
+}
+
+// CommitResult is what a member's Commit returned: the partitions it
+// refused by Kafka error name, and an error.
+type CommitResult struct {
+	Failed map[string]map[int32]string
+	Err    error
+}
+
+// CommitAsync runs m.Commit(ctx, offsets) in a goroutine and hands its
+// result over on the channel it returns (buffered: nobody has to read it).
+func CommitAsync(ctx context.Context, m clients.Member, offsets map[string]map[int32]int64) <-chan CommitResult {
+	done := make(chan CommitResult, 1)
+	go func() {
+		failed, err := m.Commit(ctx, offsets)
+		done <- CommitResult{failed, err}
+	}()
+	return done
 }

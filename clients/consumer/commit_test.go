@@ -134,17 +134,13 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
 	}
 
-	appDone := make(chan error, 1)
-	go func() {
-		_, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 62}})
-		appDone <- err
-	}()
+	appDone := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 62}})
 	select {
 	case b := <-s.arrivals:
 		// The application's commit went out while A was unresolved: the
 		// broker answers it first, then A's resend lands.
 		b.answer <- scriptedAnswer{}
-		if err := <-appDone; err != nil {
+		if err := (<-appDone).Err; err != nil {
 			t.Fatalf("commit of 62: %v", err)
 		}
 		a.answer <- scriptedAnswer{}
@@ -160,7 +156,7 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 		t.Fatalf("second commit sent offset %d, want 62", b.offset())
 	}
 	b.answer <- scriptedAnswer{}
-	if err := <-appDone; err != nil {
+	if err := (<-appDone).Err; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
 	if got := s.applied.Offsets(); fmt.Sprint(got) != "[61 62]" {
@@ -185,15 +181,7 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	type result struct {
-		perrs map[string]map[int32]string
-		err   error
-	}
-	appDone := make(chan result, 1)
-	go func() {
-		perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 61}})
-		appDone <- result{perrs, err}
-	}()
+	appDone := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 61}})
 	a := <-s.arrivals
 	if a.offset() != 61 {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
@@ -218,10 +206,10 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	mb.mu.Unlock()
 	select {
 	case r := <-appDone:
-		if r.err != nil {
-			t.Fatalf("commit of 61: %v", r.err)
+		if r.Err != nil {
+			t.Fatalf("commit of 61: %v", r.Err)
 		}
-		if got := r.perrs["t"][0]; got != Superseded {
+		if got := r.Failed["t"][0]; got != Superseded {
 			t.Fatalf("commit of 61 returned %q for t-0, want %s", got, Superseded)
 		}
 	case c := <-s.arrivals:
@@ -307,15 +295,7 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			}
 			// The workload's commit passes Commit's ownership check and
 			// waits for the lane.
-			type result struct {
-				perrs map[string]map[int32]string
-				err   error
-			}
-			appDone := make(chan result, 1)
-			go func() {
-				perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 12, 1: 12}})
-				appDone <- result{perrs, err}
-			}()
+			appDone := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 12, 1: 12}})
 			<-laneBusy
 			// While it waits, the reconciliation revokes t-1 and the
 			// heartbeat brings epoch 7 (and, in the second case, a later
@@ -338,8 +318,8 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			b := <-s.arrivals
 			b.answer <- scriptedAnswer{}
 			r := <-appDone
-			if r.err != nil {
-				t.Fatalf("workload commit: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("workload commit: %v", r.Err)
 			}
 			var sent []string
 			for _, rt := range b.req.Topics {
@@ -350,12 +330,49 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			if b.req.Generation != 7 || fmt.Sprint(sent) != "[t-0@12]" {
 				t.Fatalf("workload commit sent %v at epoch %d, want [t-0@12] at epoch 7: t-1 was revoked while the commit waited for the lane", sent, b.req.Generation)
 			}
-			if got := r.perrs["t"][1]; got != NotOwned {
+			if got := r.Failed["t"][1]; got != NotOwned {
 				t.Fatalf("workload commit reported %q for t-1, want %s", got, NotOwned)
 			}
-			if _, ok := r.perrs["t"][0]; ok {
-				t.Fatalf("workload commit reported %q for t-0, want it acknowledged", r.perrs["t"][0])
+			if _, ok := r.Failed["t"][0]; ok {
+				t.Fatalf("workload commit reported %q for t-0, want it acknowledged", r.Failed["t"][0])
 			}
 		})
+	}
+}
+
+// TestStaleCommitIsNotRetriedInANewMembership: the application's commit is
+// answered STALE_MEMBER_EPOCH and waits for a newer epoch; meanwhile the
+// member is fenced and rejoins (a new membership) and is given the
+// partition again. The offset was consumed under the old membership, so it
+// is not retried under the new one: the commit returns STALE_MEMBER_EPOCH.
+func TestStaleCommitIsNotRetriedInANewMembership(t *testing.T) {
+	s := newScriptedOffsets()
+	mb := commitMember(t, s, &eventLog{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	done := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 61}})
+	a := <-s.arrivals
+	if a.req.Generation != 5 {
+		t.Fatalf("commit sent with epoch %d, want 5", a.req.Generation)
+	}
+	// The fence and the rejoin happen before the answer is read: the
+	// member holds t-0 again, at epoch 7 of its second membership.
+	mb.mu.Lock()
+	mb.m.epoch, mb.m.joins = 7, 2
+	mb.mu.Unlock()
+	a.answer <- scriptedAnswer{code: kerr.StaleMemberEpoch.Code}
+	select {
+	case r := <-done:
+		if r.Err != nil {
+			t.Fatalf("commit: %v", r.Err)
+		}
+		if got := r.Failed["t"][0]; got != kerr.StaleMemberEpoch.Message {
+			t.Fatalf("commit returned %q for t-0, want STALE_MEMBER_EPOCH", got)
+		}
+	case b := <-s.arrivals:
+		b.answer <- scriptedAnswer{}
+		<-done
+		t.Fatalf("the commit of 61 was retried with epoch %d in the new membership", b.req.Generation)
 	}
 }

@@ -163,3 +163,12 @@ func TestRevokeKind(t *testing.T) {
 		}
 	}
 }
+
+// TestDialsOnlyThroughTheLinks: every connection kafka-go makes (its group and its partition readers), to the seed and to
+// the brokers it learns, goes through the member's dialer, so link faults
+// reach all of them (clientstest.DialsOnlyThroughTheLinks).
+func TestDialsOnlyThroughTheLinks(t *testing.T) {
+	clientstest.DialsOnlyThroughTheLinks(t, func(hooks clients.Hooks, links []kgo.Opt) (clients.Member, error) {
+		return New("m1", "g", []string{"t"}, WithHooks(hooks), KgoOpts(links...), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
+	})
+}
