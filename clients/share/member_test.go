@@ -148,39 +148,37 @@ func scripted(t *testing.T, opts ...Opt) (*Member, *script, *recorder) {
 	return m, s, rec
 }
 
-// acquired answers a ShareFetch with records at offsets first.. of t-0 at
-// delivery count dc under a 5 s lock.
-func acquired(first int64, dc int16, values ...string) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
+// fetchAnswer answers a ShareFetch with one partition of t-0, under a 5 s
+// lock, as fill sets it.
+func fetchAnswer(fill func(p *kmsg.ShareFetchResponseTopicPartition)) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
 	return func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
 		resp := kmsg.NewPtrShareFetchResponse()
 		resp.AcquisitionLockTimeoutMillis = 5000
 		t := kmsg.NewShareFetchResponseTopic()
 		t.TopicID = topicT
 		p := kmsg.NewShareFetchResponseTopicPartition()
-		if len(values) > 0 {
-			p.Records = batch(first, values...)
-			p.AcquiredRecords = []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: first, LastOffset: first + int64(len(values)) - 1, DeliveryCount: dc}}
-		}
+		fill(&p)
 		t.Partitions = append(t.Partitions, p)
 		resp.Topics = append(resp.Topics, t)
 		return resp, nil
 	}
 }
 
+// acquired answers a ShareFetch with records at offsets first.. of t-0 at
+// delivery count dc under a 5 s lock.
+func acquired(first int64, dc int16, values ...string) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
+	return fetchAnswer(func(p *kmsg.ShareFetchResponseTopicPartition) {
+		if len(values) > 0 {
+			p.Records = batch(first, values...)
+			p.AcquiredRecords = []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: first, LastOffset: first + int64(len(values)) - 1, DeliveryCount: dc}}
+		}
+	})
+}
+
 // ackedWith answers a ShareFetch carrying acknowledgements with ackErr for
 // t-0 and no records.
 func ackedWith(ackErr int16) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
-	return func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
-		resp := kmsg.NewPtrShareFetchResponse()
-		resp.AcquisitionLockTimeoutMillis = 5000
-		t := kmsg.NewShareFetchResponseTopic()
-		t.TopicID = topicT
-		p := kmsg.NewShareFetchResponseTopicPartition()
-		p.AcknowledgeErrorCode = ackErr
-		t.Partitions = append(t.Partitions, p)
-		resp.Topics = append(resp.Topics, t)
-		return resp, nil
-	}
+	return fetchAnswer(func(p *kmsg.ShareFetchResponseTopicPartition) { p.AcknowledgeErrorCode = ackErr })
 }
 
 func fetchReq(t *testing.T, r kmsg.Request) *kmsg.ShareFetchRequest {
