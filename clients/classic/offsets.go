@@ -3,7 +3,6 @@ package classic
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -388,14 +387,4 @@ func setOffset(m map[string]map[int32]int64, t string, p int32, o int64) {
 		m[t] = map[int32]int64{}
 	}
 	m[t][p] = o
-}
-
-func sortedTopics[V any](m map[string]V) []string {
-	out := slices.Sorted(maps.Keys(m))
-	return out
-}
-
-func sortedPartitions[V any](m map[int32]V) []int32 {
-	out := slices.Sorted(maps.Keys(m))
-	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
 // defaultInterval is used until the broker names its heartbeat interval
@@ -715,27 +716,11 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 
 // commitRequest is the OffsetCommit of offsets at the member's epoch.
 func (mb *Member) commitRequest(offsets map[string]map[int32]int64, epoch int32, ids map[string][16]byte) *kmsg.OffsetCommitRequest {
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group = mb.group
-	req.Generation = epoch
-	req.MemberID = mb.m.cfg.memberID
+	var instanceID *string
 	if mb.cfg.instanceID != "" {
-		req.InstanceID = new(mb.cfg.instanceID)
+		instanceID = new(mb.cfg.instanceID)
 	}
-	for _, t := range slices.Sorted(maps.Keys(offsets)) {
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = t
-		rt.TopicID = ids[t] // v10+ (Kafka 4.2+) names topics by id
-		for _, p := range slices.Sorted(maps.Keys(offsets[t])) {
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition = p
-			rp.Offset = offsets[t][p]
-			rp.LeaderEpoch = -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-	}
-	return req
+	return groupreq.OffsetCommit(mb.group, mb.m.cfg.memberID, instanceID, epoch, offsets, ids)
 }
 
 // answeredLocked reads an OffsetCommit answer: it records the offsets

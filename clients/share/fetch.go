@@ -94,6 +94,30 @@ func (m *Member) emitCall(sent clients.Event, id uint64, op clients.Op, call cli
 	return sent.At
 }
 
+// exchange is one call's round trip, as sendCall makes it.
+type exchange[R any] struct {
+	resp   R
+	err    error         // no answer
+	code   int16         // the answer's error code (0 when err)
+	a      clients.Event // the answer event, for the caller to complete and emit
+	sentAt time.Time     // when the call was reported sent
+}
+
+// sendCall reports call id (op) sent (the event sent), sends it with send
+// bounded by timeout, and returns the answer and its event (kind); code
+// reads the answer's error code.
+func sendCall[R any](m *Member, ctx context.Context, timeout time.Duration, sent clients.Event, kind clients.Kind, id uint64, op clients.Op, call clients.ShareCall, send func(context.Context) (R, error), code func(R) int16) exchange[R] {
+	x := exchange[R]{sentAt: m.emitCall(sent, id, op, call)}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	x.resp, x.err = send(rctx)
+	cancel()
+	if x.err == nil {
+		x.code = code(x.resp)
+	}
+	x.a = m.answerOf(kind, id, op, call, x.code, x.err)
+	return x
+}
+
 // answerOf is the answer event (kind) of call id (op): its error from the
 // answer's code or the request's err, and Share a copy of call for the
 // caller to fill in with what the answer said.
@@ -125,17 +149,10 @@ func (m *Member) fetch(ctx context.Context, node int32, want map[tp]bool) []Reco
 	if len(want) == 0 {
 		sent.Why = fmt.Sprintf("open a share session with node %d (epoch 0 carries no acknowledgements)", node)
 	}
-	sentAt := m.emitCall(sent, id, clients.OpShareFetch, call)
-
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.maxWait+m.cfg.requestTimeout)
-	resp, err := m.sendFetch(rctx, node, req)
-	cancel()
-
-	var code int16
-	if err == nil {
-		code = resp.ErrorCode
-	}
-	a := m.answerOf(clients.ShareFetched, id, clients.OpShareFetch, call, code, err)
+	x := sendCall(m, ctx, m.cfg.maxWait+m.cfg.requestTimeout, sent, clients.ShareFetched, id, clients.OpShareFetch, call,
+		func(ctx context.Context) (*kmsg.ShareFetchResponse, error) { return m.sendFetch(ctx, node, req) },
+		func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode })
+	resp, err, code, a, sentAt := x.resp, x.err, x.code, x.a, x.sentAt
 	answer := a.Share
 
 	m.mu.Lock()
@@ -327,17 +344,10 @@ func (m *Member) acknowledge(ctx context.Context, node int32, renew, final bool,
 		why = fmt.Sprintf("renew the acquisition locks of %d ranges on node %d", len(acks), node)
 	}
 	sent := m.ev(clients.Sent, why)
-	sentAt := m.emitCall(sent, id, clients.OpShareAck, call)
-
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.requestTimeout)
-	resp, err := m.sendAck(rctx, node, req)
-	cancel()
-
-	var code int16
-	if err == nil {
-		code = resp.ErrorCode
-	}
-	a := m.answerOf(clients.ShareAcked, id, clients.OpShareAck, call, code, err)
+	x := sendCall(m, ctx, m.cfg.requestTimeout, sent, clients.ShareAcked, id, clients.OpShareAck, call,
+		func(ctx context.Context) (*kmsg.ShareAcknowledgeResponse, error) { return m.sendAck(ctx, node, req) },
+		func(r *kmsg.ShareAcknowledgeResponse) int16 { return r.ErrorCode })
+	resp, err, code, a, sentAt := x.resp, x.err, x.code, x.a, x.sentAt
 	answer := a.Share
 	m.mu.Lock()
 	defer func() {

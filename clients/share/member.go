@@ -235,14 +235,7 @@ func (m *Member) MemberID() string { return m.memberID }
 func (m *Member) Assigned() clients.Partitions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := clients.Partitions{}
-	for p := range m.assigned {
-		out[p.topic] = append(out[p.topic], p.partition)
-	}
-	for _, ps := range out {
-		slices.Sort(ps)
-	}
-	return out
+	return m.assignedLocked()
 }
 
 // Start joins the group (a ShareGroupHeartbeat at epoch 0) and keeps
@@ -420,15 +413,24 @@ func (m *Member) acceptDeliveredLocked() {
 	m.delivered = nil
 }
 
+// lockOpen takes m.mu and says true if the member is not closed; if it is,
+// it lets go of m.mu again and says false.
+func (m *Member) lockOpen() bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	return true
+}
+
 // Poll acknowledges what is pending (and, in implicit mode, what the last
 // Poll handed out) and acquires records from the next partition leader in
 // turn, waiting at most MaxWait.
 func (m *Member) Poll(ctx context.Context) ([]Record, error) {
 	m.fetchMu.Lock()
 	defer m.fetchMu.Unlock()
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return nil, ErrClosed
 	}
 	m.acceptDeliveredLocked()
@@ -498,9 +500,7 @@ func (m *Member) Poll(ctx context.Context) ([]Record, error) {
 func (m *Member) Flush(ctx context.Context) (map[string]map[int32]string, error) {
 	m.fetchMu.Lock()
 	defer m.fetchMu.Unlock()
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return nil, ErrClosed
 	}
 	nodes := map[int32]bool{}
