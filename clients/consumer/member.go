@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
 // ErrClosed is returned by a Member used after Close.
@@ -126,18 +127,8 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	var errs []error
-	if name == "" {
-		errs = append(errs, errors.New("member name is empty"))
-	}
-	if group == "" {
-		errs = append(errs, errors.New("group id is empty: the broker rejects it with INVALID_REQUEST"))
-	}
-	if err := c.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("consumer member %q: %w", name, err)
+	if err := groupreq.CheckNew("consumer", name, group, c.validate()); err != nil {
+		return nil, err
 	}
 	kopts := append(slices.Clone(c.kgoOpts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),

@@ -241,7 +241,9 @@ func (m *Member) fetchRequestLocked(node int32, s *session, want map[tp]bool) (*
 			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
 			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
 		}
-		req.Topics = topicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareFetchRequestTopic) { t.Partitions = append(t.Partitions, rp) })
+		req.Topics = topicIn(req.Topics, m.ids[p.topic], kmsg.NewShareFetchRequestTopic,
+			func(t *kmsg.ShareFetchRequestTopic) *topicID { return &t.TopicID },
+			func(t *kmsg.ShareFetchRequestTopic) { t.Partitions = append(t.Partitions, rp) })
 	}
 	if epoch > 0 {
 		for _, p := range sortedTPs(s.parts) {
@@ -410,7 +412,9 @@ func (m *Member) ackRequestLocked(epoch int32, renew, final bool, acks []clients
 			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
 			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
 		}
-		req.Topics = ackTopicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareAcknowledgeRequestTopic) { t.Partitions = append(t.Partitions, rp) })
+		req.Topics = topicIn(req.Topics, m.ids[p.topic], kmsg.NewShareAcknowledgeRequestTopic,
+			func(t *kmsg.ShareAcknowledgeRequestTopic) *topicID { return &t.TopicID },
+			func(t *kmsg.ShareAcknowledgeRequestTopic) { t.Partitions = append(t.Partitions, rp) })
 	}
 	return req
 }
@@ -516,28 +520,17 @@ func sortedTPs(set map[tp]bool) []tp {
 	return out
 }
 
-func topicFor(ts []kmsg.ShareFetchRequestTopic, id topicID, add func(*kmsg.ShareFetchRequestTopic)) []kmsg.ShareFetchRequestTopic {
+// topicIn lets add fill in the topic of id among ts, a new one (fresh,
+// with id) appended when there is none; idOf is where a topic keeps its id.
+func topicIn[T any](ts []T, id topicID, fresh func() T, idOf func(*T) *topicID, add func(*T)) []T {
 	for i := range ts {
-		if ts[i].TopicID == id {
+		if *idOf(&ts[i]) == id {
 			add(&ts[i])
 			return ts
 		}
 	}
-	t := kmsg.NewShareFetchRequestTopic()
-	t.TopicID = id
-	add(&t)
-	return append(ts, t)
-}
-
-func ackTopicFor(ts []kmsg.ShareAcknowledgeRequestTopic, id topicID, add func(*kmsg.ShareAcknowledgeRequestTopic)) []kmsg.ShareAcknowledgeRequestTopic {
-	for i := range ts {
-		if ts[i].TopicID == id {
-			add(&ts[i])
-			return ts
-		}
-	}
-	t := kmsg.NewShareAcknowledgeRequestTopic()
-	t.TopicID = id
+	t := fresh()
+	*idOf(&t) = id
 	add(&t)
 	return append(ts, t)
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
 // ErrClosed is returned by calls on a closed member.
@@ -137,18 +138,8 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	var errs []error
-	if name == "" {
-		errs = append(errs, errors.New("member name is empty"))
-	}
-	if group == "" {
-		errs = append(errs, errors.New("group id is empty: the broker rejects it with INVALID_REQUEST"))
-	}
-	if err := c.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("share member %q: %w", name, err)
+	if err := groupreq.CheckNew("share", name, group, c.validate()); err != nil {
+		return nil, err
 	}
 	m := newMember(name, group, c)
 	cl, err := kgo.NewClient(append(slices.Clone(c.kgoOpts), kgo.ClientID("groupquake-"+name))...)

@@ -1,8 +1,11 @@
 // Package groupreq builds the group requests that groupquake's own members
-// of both protocols (clients/classic, clients/consumer) send alike.
+// (clients/classic, clients/consumer, clients/share) send alike, and checks
+// what every such request carries of a new member.
 package groupreq
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -34,4 +37,26 @@ func OffsetCommit(group, memberID string, instanceID *string, generation int32, 
 		req.Topics = append(req.Topics, rt)
 	}
 	return req
+}
+
+// CheckNew says what is wrong with a new member of one of the protocols
+// groupquake's own members speak with the broker alone (consumer, share):
+// its name (the harness's), its group id (the broker refuses an empty one
+// with INVALID_REQUEST) and invalid, what checking its options found (nil:
+// nothing). kind names the member in the error ("consumer", "share").
+func CheckNew(kind, name, group string, invalid error) error {
+	var errs []error
+	if name == "" {
+		errs = append(errs, errors.New("member name is empty"))
+	}
+	if group == "" {
+		errs = append(errs, errors.New("group id is empty: the broker rejects it with INVALID_REQUEST"))
+	}
+	if invalid != nil {
+		errs = append(errs, invalid)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s member %q: %w", kind, name, err)
+	}
+	return nil
 }
