@@ -2,8 +2,6 @@ package consumer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -140,7 +138,7 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	}
 	mc := machineConfig{
 		group:              group,
-		memberID:           newMemberID(),
+		memberID:           groupreq.NewMemberID(),
 		instanceID:         c.instanceID,
 		rack:               c.rack,
 		topics:             c.topics,
@@ -169,15 +167,6 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 		return req.RequestWith(ctx, mb.cl)
 	}
 	return mb, nil
-}
-
-// newMemberID is Java's Uuid.randomUuid().toString(): 16 random bytes,
-// base64url without padding. ConsumerGroupHeartbeat v1 requires the client
-// to choose it (KIP-1082); it is kept across fencing and rejoins.
-func newMemberID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Name is the harness's name for the member.

@@ -236,10 +236,8 @@ func (m *Member) fetchRequestLocked(node int32, s *session, want map[tp]bool) (*
 		call.Fetch[p.topic] = append(call.Fetch[p.topic], p.partition)
 		rp := kmsg.NewShareFetchRequestTopicPartition()
 		rp.Partition = p.partition
-		for _, b := range batches(acksOf(wire, p)) {
-			ab := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
-			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
-			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+		for _, ab := range ackBatches(wire, p) {
+			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch(ab))
 		}
 		req.Topics = topicIn(req.Topics, m.ids[p.topic], kmsg.NewShareFetchRequestTopic,
 			func(t *kmsg.ShareFetchRequestTopic) *topicID { return &t.TopicID },
@@ -407,11 +405,7 @@ func (m *Member) ackRequestLocked(epoch int32, renew, final bool, acks []clients
 	for _, p := range partsOf(acks) {
 		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
 		rp.Partition = p.partition
-		for _, b := range batches(acksOf(acks, p)) {
-			ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
-			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
-		}
+		rp.AcknowledgementBatches = ackBatches(acks, p)
 		req.Topics = topicIn(req.Topics, m.ids[p.topic], kmsg.NewShareAcknowledgeRequestTopic,
 			func(t *kmsg.ShareAcknowledgeRequestTopic) *topicID { return &t.TopicID },
 			func(t *kmsg.ShareAcknowledgeRequestTopic) { t.Partitions = append(t.Partitions, rp) })
@@ -517,6 +511,19 @@ func sortedTPs(set map[tp]bool) []tp {
 		}
 		return int(a.partition) - int(b.partition)
 	})
+	return out
+}
+
+// ackBatches are the acknowledgement batches of p's acknowledgements among
+// acks, a range of one type each, as ShareAcknowledge carries them;
+// ShareFetch carries the same (its batch type converts).
+func ackBatches(acks []clients.ShareAck, p tp) []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch {
+	var out []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch
+	for _, b := range batches(acksOf(acks, p)) {
+		ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+		ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
+		out = append(out, ab)
+	}
 	return out
 }
 

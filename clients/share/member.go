@@ -31,8 +31,6 @@ package share
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -181,7 +179,7 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 func newMember(name, group string, c cfg) *Member {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Member{
-		name: name, group: group, memberID: newMemberID(), cfg: c,
+		name: name, group: group, memberID: groupreq.NewMemberID(), cfg: c,
 		dec:        kgo.DefaultDecompressor(),
 		assigned:   map[tp]bool{},
 		ids:        map[string]topicID{},
@@ -202,14 +200,6 @@ func newMember(name, group string, c cfg) *Member {
 		},
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
 	}
-}
-
-// newMemberID is a client-chosen member id, as KIP-932 has the client pick
-// it (a UUID's 22 characters; the broker refuses ids over 36).
-func newMemberID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Name is the harness's name for the member.

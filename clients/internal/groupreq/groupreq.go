@@ -4,6 +4,8 @@
 package groupreq
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -37,6 +39,18 @@ func OffsetCommit(group, memberID string, instanceID *string, generation int32, 
 		req.Topics = append(req.Topics, rt)
 	}
 	return req
+}
+
+// NewMemberID is a member id of the client's choosing, as Java's
+// Uuid.randomUuid().toString() makes it: 16 random bytes, base64url without
+// padding (22 characters; the broker refuses ids over 36).
+// ConsumerGroupHeartbeat v1 (KIP-1082) and ShareGroupHeartbeat (KIP-932)
+// require the client to choose it; a member keeps it across fencing and
+// rejoins.
+func NewMemberID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // CheckNew says what is wrong with a new member of one of the protocols

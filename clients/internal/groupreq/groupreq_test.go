@@ -39,3 +39,10 @@ func TestCheckNew(t *testing.T) {
 		t.Errorf("CheckNew said %v", err)
 	}
 }
+
+func TestMemberIDsAreJavaUUIDs(t *testing.T) {
+	a, b := NewMemberID(), NewMemberID()
+	if len(a) != 22 || a == b {
+		t.Fatalf("member ids %q %q", a, b)
+	}
+}
