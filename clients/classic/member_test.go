@@ -495,6 +495,19 @@ func TestOptionsCheckedOnce(t *testing.T) {
 }
 
 // failOnce answers the next request of key with code set by set.
+// failCommitOnce answers the next OffsetCommit with code for t-0.
+func failCommitOnce(c *kfake.Cluster, code int16) {
+	failOnce(c, kmsg.OffsetCommit, func(r kmsg.Response) {
+		resp := r.(*kmsg.OffsetCommitResponse)
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = 0, code
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+	})
+}
+
 func failOnce(c *kfake.Cluster, key kmsg.Key, set func(kmsg.Response)) {
 	c.ControlKey(key.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		return respond(req, set), nil, true
@@ -565,15 +578,7 @@ func TestCommitRetriesCoordinatorErrors(t *testing.T) {
 	c := newFake(t)
 	a := start(t, c, "a", "g", RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
-	failOnce(c, kmsg.OffsetCommit, func(r kmsg.Response) {
-		resp := r.(*kmsg.OffsetCommitResponse)
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = topic
-		rp := kmsg.NewOffsetCommitResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = 0, kerr.NotCoordinator.Code
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-	})
+	failCommitOnce(c, kerr.NotCoordinator.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := a.Commit(ctx, map[string]map[int32]int64{topic: {0: 5}}); err != nil {
@@ -590,15 +595,7 @@ func TestOwnCommitIllegalGenerationResetsGeneration(t *testing.T) {
 	a := start(t, c, "a", "g")
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
 	id := a.Generation().MemberID
-	failOnce(c, kmsg.OffsetCommit, func(r kmsg.Response) {
-		resp := r.(*kmsg.OffsetCommitResponse)
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = topic
-		rp := kmsg.NewOffsetCommitResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = 0, kerr.IllegalGeneration.Code
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-	})
+	failCommitOnce(c, kerr.IllegalGeneration.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := a.Commit(ctx, map[string]map[int32]int64{topic: {0: 5}}); !errors.Is(err, kerr.IllegalGeneration) {

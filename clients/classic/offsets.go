@@ -247,29 +247,24 @@ func (m *Member) FetchOffsets(ctx context.Context, ps clients.Partitions) (map[s
 		}
 		return true
 	}
+	take := func(t string, p int32, code int16, offset int64) {
+		if note(code) {
+			setOffset(out, t, p, offset)
+		}
+	}
 	if len(resp.Groups) > 0 {
 		rg := resp.Groups[0]
 		if note(rg.ErrorCode) {
 			for _, t := range rg.Topics {
 				for _, p := range t.Partitions {
-					if note(p.ErrorCode) {
-						if out[t.Topic] == nil {
-							out[t.Topic] = map[int32]int64{}
-						}
-						out[t.Topic][p.Partition] = p.Offset
-					}
+					take(t.Topic, p.Partition, p.ErrorCode, p.Offset)
 				}
 			}
 		}
 	} else if note(resp.ErrorCode) {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				if note(p.ErrorCode) {
-					if out[t.Topic] == nil {
-						out[t.Topic] = map[int32]int64{}
-					}
-					out[t.Topic][p.Partition] = p.Offset
-				}
+				take(t.Topic, p.Partition, p.ErrorCode, p.Offset)
 			}
 		}
 	}

@@ -73,10 +73,7 @@ func TestBugFetchAfterRevokeKeepsHandingOut(t *testing.T) {
 	}{{name: "member"}, {name: "fetch-after-revoke", opts: []Opt{WithBug(BugFetchAfterRevoke)}, bug: true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newScriptBroker(t, 2)
-			s.set(1, 0, 1)
-			m := startMember(t, s, false, tc.opts...)
-			dump := m.dumpWith(s)
+			s, m, dump := startAssigned(t, false, tc.opts...)
 			got := map[int32]int{}
 			poll := func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

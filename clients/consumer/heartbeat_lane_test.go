@@ -70,10 +70,7 @@ func heartbeatsAfter(t *testing.T, m loopMember, held <-chan struct{}, n int, du
 // on, and the held auto-commit is not sent beside the application's.
 func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startLoopMember(t, s, AutoCommitInterval(200*time.Millisecond))
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, true, AutoCommitInterval(200*time.Millisecond))
 	eventually(t, "the member owns t[0 1] and consumed both", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
 	held, release := holdCommits(t, s)
 	defer release()
@@ -94,10 +91,7 @@ func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
 // acknowledged.
 func TestLoopHeartbeatsWhileReconciling(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startLoopMember(t, s)
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, true)
 	eventually(t, "the member owns t[0 1] and consumed both", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
 	held, release := holdCommits(t, s)
 	defer release()

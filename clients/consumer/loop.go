@@ -506,17 +506,7 @@ func (mb *Member) reconcile(p plan) bool {
 		if !mb.keepsConsuming(p.revoke) {
 			mb.cl.RemoveConsumePartitions(p.revoke.Clone())
 		}
-		for t, ps := range p.revoke {
-			mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
-			if len(mb.owned[t]) == 0 {
-				delete(mb.owned, t)
-			}
-			for _, x := range ps {
-				delete(mb.positions[t], x)
-				delete(mb.committed[t], x)
-				delete(mb.sentHigh[t], x)
-			}
-		}
+		mb.giveUpLocked(p.revoke, true)
 		e := mb.ev(clients.Revoked, fmt.Sprintf("reconciling to epoch %d: owned − assigned, given up after the commit", p.epoch))
 		e.Partitions = p.revoke.Clone()
 		mb.pending = append(mb.pending, e)
@@ -711,6 +701,25 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 		}
 		offsets = still
 		why += fmt.Sprintf(" (retried: STALE_MEMBER_EPOCH at epoch %d)", epoch)
+	}
+}
+
+// giveUpLocked drops rev from what the member owns, with the positions and
+// committed offsets it kept of them, and with sent the highest offsets sent
+// of them too.
+func (mb *Member) giveUpLocked(rev clients.Partitions, sent bool) {
+	for t, ps := range rev {
+		mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
+		if len(mb.owned[t]) == 0 {
+			delete(mb.owned, t)
+		}
+		for _, x := range ps {
+			delete(mb.positions[t], x)
+			delete(mb.committed[t], x)
+			if sent {
+				delete(mb.sentHigh[t], x)
+			}
+		}
 	}
 }
 

@@ -315,6 +315,18 @@ func startMember(t *testing.T, s *scriptBroker, poll bool, opts ...Opt) loopMemb
 	return loopMember{mb, log}
 }
 
+// startAssigned starts a member against a script broker of two partitions
+// whose heartbeats assign it t[0 1] at epoch 1; with poll, a goroutine
+// polls it until the test ends. It returns the broker, the member and what
+// the test prints when it fails.
+func startAssigned(t *testing.T, poll bool, opts ...Opt) (*scriptBroker, loopMember, func() string) {
+	t.Helper()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startMember(t, s, poll, opts...)
+	return s, m, m.dumpWith(s)
+}
+
 // pollUntil polls m in 50 ms steps until cond holds; when ctx ends first
 // the test fails with what.
 func pollUntil(t *testing.T, ctx context.Context, m *Member, what string, cond func() bool, dump func() string) {
@@ -645,10 +657,7 @@ func TestLoopCloseCommitsThenLeaves(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newScriptBroker(t, 2)
-			s.set(1, 0, 1)
-			m := startLoopMember(t, s, tc.opts...)
-			dump := m.dumpWith(s)
+			s, m, dump := startAssigned(t, true, tc.opts...)
 			eventually(t, "the member owns t[0 1] and handed out their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
 			before := len(s.arrivals())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -692,10 +701,7 @@ func TestLoopCloseCommitsThenLeaves(t *testing.T) {
 // more, and rejoins at epoch 0 with the same id on the next Poll.
 func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startMember(t, s, false, MaxPollInterval(1500*time.Millisecond))
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, false, MaxPollInterval(1500*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
@@ -854,10 +860,7 @@ func TestLoopAssignedPartitionResumesAtTheCommit(t *testing.T) {
 // returns the error, and it sends nothing more, not even a leave on Close.
 func TestLoopFatalErrorStopsTheMember(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startMember(t, s, false)
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
@@ -950,10 +953,7 @@ func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
 // those of t[0], never those of t[1].
 func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startMember(t, s, false)
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	poll := func() []clients.Record {
