@@ -79,9 +79,7 @@ func classicCommitOffsets(r *kmsg.OffsetCommitRequest) map[int32]int64 {
 // resetGenerationOnResponseError with shouldResetMemberId false): the next
 // JoinGroup names the same member, unlike UNKNOWN_MEMBER_ID.
 func TestSyncGroupIllegalGenerationRejoinsWithSameID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	gen := a.Generation().ID
 	w := watchWire(c, kmsg.JoinGroup, kmsg.SyncGroup)
@@ -288,9 +286,7 @@ func TestHeartbeatInterval(t *testing.T) {
 // holds, and the member must not turn stable in no generation. The SyncGroup is held in kfake until the Heartbeat sent meanwhile
 // was answered ILLEGAL_GENERATION.
 func TestSyncAnswerAfterResetIsNotApplied(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	gen := a.Generation().ID
 	held, release := make(chan int32, 1), make(chan struct{})
 	c.ControlKey(kmsg.SyncGroup.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -333,9 +329,7 @@ func TestSyncAnswerAfterResetIsNotApplied(t *testing.T) {
 // the followers' SyncGroups waited for the leader's session to expire
 // (seen in a migration run: 6 s with the group stopped).
 func TestCloseWhileLeaderAssignsLeaves(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	gen := a.Generation()
 	var mu sync.Mutex
 	holding := false
@@ -489,9 +483,7 @@ func maps32Equal(a, b map[int32]int64) bool {
 // keeps its partitions across a plain rejoin, so the loss shows only
 // because of the reset).
 func TestSyncGroupIllegalGenerationLosesAndKeepsMemberID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g", Assignors(assign.CooperativeSticky()))
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t, Assignors(assign.CooperativeSticky()))
 	id := a.Generation().MemberID
 	failOnce(c, kmsg.SyncGroup, func(r kmsg.Response) { r.(*kmsg.SyncGroupResponse).ErrorCode = kerr.IllegalGeneration.Code })
 	failHeartbeat(c, kerr.RebalanceInProgress.Code) // make a rejoin

@@ -938,15 +938,7 @@ func normalize(p clients.Partitions) clients.Partitions {
 }
 
 func subtract(a, b clients.Partitions) clients.Partitions {
-	out := clients.Partitions{}
-	for t, ps := range a {
-		for _, p := range ps {
-			if !slices.Contains(b[t], p) {
-				out[t] = append(out[t], p)
-			}
-		}
-	}
-	return normalize(out)
+	return normalize(a.Minus(b))
 }
 
 func union(a, b clients.Partitions) clients.Partitions {

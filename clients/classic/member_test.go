@@ -173,9 +173,7 @@ func respond(req kmsg.Request, set func(kmsg.Response)) kmsg.Response {
 }
 
 func TestEagerRangeTwoMembers(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	if a.RebalanceProtocol() != assign.Eager {
 		t.Fatalf("default assignors [range, cooperative-sticky] must rebalance EAGER, got %v", a.RebalanceProtocol())
 	}
@@ -273,9 +271,7 @@ func TestFindCoordinatorRetries(t *testing.T) {
 }
 
 func TestMemberIDRequiredRoundTrip(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	_, a := startOwningAll(t)
 	evs := a.rec.All()
 	iReq := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Err == "MEMBER_ID_REQUIRED" })
 	iJoin := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Joined && e.Err == "" })
@@ -287,6 +283,16 @@ func TestMemberIDRequiredRoundTrip(t *testing.T) {
 	}
 }
 
+// startOwningAll starts member a of group g on a new fake cluster and
+// waits until it owns all six partitions of the topic.
+func startOwningAll(t *testing.T, opts ...Opt) (*kfake.Cluster, testMember) {
+	t.Helper()
+	c := newFake(t)
+	a := start(t, c, "a", "g", opts...)
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	return c, a
+}
+
 // failHeartbeat answers the next heartbeat of group g with code.
 func failHeartbeat(c *kfake.Cluster, code int16) {
 	c.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -295,9 +301,7 @@ func failHeartbeat(c *kfake.Cluster, code int16) {
 }
 
 func TestHeartbeatIllegalGenerationLosesAndKeepsMemberID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	failHeartbeat(c, kerr.IllegalGeneration.Code)
 	waitFor(t, "a lost its partitions", func() bool { return a.rec.has(clients.Lost, "") }, a.rec)
@@ -311,9 +315,7 @@ func TestHeartbeatIllegalGenerationLosesAndKeepsMemberID(t *testing.T) {
 }
 
 func TestHeartbeatUnknownMemberIDResetsMemberID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	failHeartbeat(c, kerr.UnknownMemberID.Code)
 	waitFor(t, "a lost its partitions", func() bool { return a.rec.has(clients.Lost, "") }, a.rec)
@@ -323,9 +325,7 @@ func TestHeartbeatUnknownMemberIDResetsMemberID(t *testing.T) {
 }
 
 func TestHeartbeatFencedInstanceIDIsFatal(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g", InstanceID("i1"))
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t, InstanceID("i1"))
 	failHeartbeat(c, kerr.FencedInstanceID.Code)
 	waitFor(t, "a reports the fencing", func() bool { return a.rec.has(clients.Fenced, "FENCED_INSTANCE_ID") }, a.rec)
 	if !a.rec.has(clients.Lost, "") || a.Owned().Count() != 0 {
@@ -343,9 +343,7 @@ func TestHeartbeatFencedInstanceIDIsFatal(t *testing.T) {
 }
 
 func TestStaleGenerationCommitRejected(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	old := a.Generation()
 	b := start(t, c, "b", "g")
 	waitFor(t, "a and b stable in a newer generation", func() bool {
@@ -563,9 +561,7 @@ func TestSyncGroupRebalanceInProgressRejoins(t *testing.T) {
 }
 
 func TestSyncGroupUnknownMemberIDRejoinsWithoutID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	failOnce(c, kmsg.SyncGroup, func(r kmsg.Response) { r.(*kmsg.SyncGroupResponse).ErrorCode = kerr.UnknownMemberID.Code })
 	failHeartbeat(c, kerr.RebalanceInProgress.Code) // make a rejoin
@@ -575,9 +571,7 @@ func TestSyncGroupUnknownMemberIDRejoinsWithoutID(t *testing.T) {
 }
 
 func TestCommitRetriesCoordinatorErrors(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g", RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t, RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	failCommitOnce(c, kerr.NotCoordinator.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -591,9 +585,7 @@ func TestCommitRetriesCoordinatorErrors(t *testing.T) {
 }
 
 func TestOwnCommitIllegalGenerationResetsGeneration(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	failCommitOnce(c, kerr.IllegalGeneration.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -277,12 +277,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		case tickLeave:
 			o, leave, gen, coord, _ := m.leaveOnPollExpiry()
 			s.outcome(&b, o)
-			if leave {
-				req := m.leaveRequest(gen, "poll timeout")
-				fmt.Fprintf(&b, "LeaveGroup to node %d member=%s instance=%s\n", coord, req.Members[0].MemberID, str(req.Members[0].InstanceID))
-			} else {
-				b.WriteString("no LeaveGroup\n")
-			}
+			printLeave(&b, m, leave, gen, coord, "poll timeout")
 		case tickSend:
 			req := m.heartbeatRequest(m.gen)
 			s.heartbeats = append(s.heartbeats, m.gen)
@@ -356,17 +351,23 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		o, leave, gen, coord := m.leavePrepare()
 		s.outcome(&b, o)
-		if leave {
-			req := m.leaveRequest(gen, "closing")
-			fmt.Fprintf(&b, "LeaveGroup to node %d member=%s instance=%s\n", coord, req.Members[0].MemberID, str(req.Members[0].InstanceID))
-		} else {
-			b.WriteString("no LeaveGroup\n")
-		}
+		printLeave(&b, m, leave, gen, coord, "closing")
 		m.closed()
 	default:
 		d.Fatalf(t, "unknown command %s", d.Cmd)
 	}
 	return b.String() + s.state()
+}
+
+// printLeave prints the LeaveGroup the member sends (to coord, in
+// generation gen, for why), or that it sends none.
+func printLeave(b *strings.Builder, m *machine, leave bool, gen Generation, coord int32, why string) {
+	if !leave {
+		b.WriteString("no LeaveGroup\n")
+		return
+	}
+	req := m.leaveRequest(gen, why)
+	fmt.Fprintf(b, "LeaveGroup to node %d member=%s instance=%s\n", coord, req.Members[0].MemberID, str(req.Members[0].InstanceID))
 }
 
 func (s *script) outcome(b *strings.Builder, o outcome) {

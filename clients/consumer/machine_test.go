@@ -95,7 +95,7 @@ func (h *harness) reconcile() (plan, bool) {
 			}
 		}
 	}
-	h.owned = minus(h.owned, p.revoke)
+	h.owned = h.owned.Minus(p.revoke)
 	for t, ps := range p.add {
 		h.owned[t] = append(h.owned[t], ps...)
 		slices.Sort(h.owned[t])

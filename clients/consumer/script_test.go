@@ -181,7 +181,7 @@ func TestMachineScripts(t *testing.T) {
 var idC = topicID{3}
 
 func scriptApply(h *harness, p plan) {
-	h.owned = minus(h.owned, p.revoke)
+	h.owned = h.owned.Minus(p.revoke)
 	for t, ps := range p.add {
 		h.owned[t] = append(h.owned[t], ps...)
 		slices.Sort(h.owned[t])
