@@ -16,6 +16,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // TestMachineScripts runs the scripts in testdata/machine: the classic
@@ -96,14 +97,10 @@ func newScript(t *testing.T, d *datadriven.TestData) *script {
 		sessionTimeout: 10 * time.Second, heartbeatInterval: time.Second, rebalanceTimeout: 30 * time.Second,
 		maxPollInterval: time.Minute, autoCommit: d.HasArg("autocommit"),
 	}
-	if d.HasArg("instance") {
-		var id string
-		d.ScanArgs(t, "instance", &id)
+	if id, has := clientstest.Arg(t, d, "instance"); has {
 		c.instanceID = &id
 	}
-	if d.HasArg("poll") {
-		var v string
-		d.ScanArgs(t, "poll", &v)
+	if v, has := clientstest.Arg(t, d, "poll"); has {
 		p, err := time.ParseDuration(v)
 		if err != nil {
 			d.Fatalf(t, "poll=%s: %v", v, err)
@@ -203,9 +200,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			d.ScanArgs(t, "protocol", &proto)
 		}
 		resp.Protocol = &proto
-		if d.HasArg("type") {
-			var pt string
-			d.ScanArgs(t, "type", &pt)
+		if pt, has := clientstest.Arg(t, d, "type"); has {
 			resp.ProtocolType = &pt
 		}
 		o, gen2, err := m.onJoined(sent, resp, s.now)
@@ -233,9 +228,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			break
 		}
 		resp := kmsg.NewPtrSyncGroupResponse()
-		if d.HasArg("protocol") {
-			var p string
-			d.ScanArgs(t, "protocol", &p)
+		if p, has := clientstest.Arg(t, d, "protocol"); has {
 			resp.Protocol = &p
 		}
 		parts := scriptPartitions(t, d)

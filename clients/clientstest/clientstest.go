@@ -6,6 +6,9 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/groupquake/groupquake/clients"
 )
@@ -66,4 +69,16 @@ func CommitAsync(ctx context.Context, m clients.Member, offsets map[string]map[i
 		done <- CommitResult{failed, err}
 	}()
 	return done
+}
+
+// Arg is the value of a script command's argument key, and whether the
+// command has it.
+func Arg(t *testing.T, d *datadriven.TestData, key string) (string, bool) {
+	t.Helper()
+	if !d.HasArg(key) {
+		return "", false
+	}
+	var v string
+	d.ScanArgs(t, key, &v)
+	return v, true
 }
