@@ -82,3 +82,11 @@ func Arg(t *testing.T, d *datadriven.TestData, key string) (string, bool) {
 	d.ScanArgs(t, key, &v)
 	return v, true
 }
+
+// Async runs f in a goroutine and hands its error over on the channel it
+// returns (buffered: nobody has to read it).
+func Async(f func() error) <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- f() }()
+	return errc
+}
