@@ -504,51 +504,41 @@ func commitBeforeRevoke(as []groupReq, evs []clients.Event, p int32, want int64)
 // the same check, so the check is known to catch the skipped step.
 func TestLoopRevocationCommitsFirst(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		opts []Opt
-		fail bool
-	}{
-		{name: "member", fail: false},
-		{name: "skip-commit-before-revoke", opts: []Opt{WithBug(BugSkipCommitBeforeRevoke)}, fail: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := newScriptBroker(t, 4)
-			s.set(1, 0, 1)
-			m := startLoopMember(t, s, tc.opts...)
-			dump := m.dumpWith(s)
-			eventually(t, "the member owns t[0 1] and handed out all their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
-			s.set(2, 0)
-			eventually(t, "the member owns only t[0]", m.owns(0), dump)
-			eventually(t, "the revocation is acknowledged", func() bool {
-				for _, a := range heartbeats(s.arrivals()) {
-					if a.hb.MemberEpoch == 2 && slices.Equal(hbParts(a.hb), []int32{0}) {
-						return true
-					}
-				}
-				return false
-			}, dump)
-			err := commitBeforeRevoke(s.arrivals(), m.log.All(), 1, 10)
-			switch {
-			case tc.fail && err == nil:
-				t.Fatalf("the check passed a member that revokes without committing\n%s", dump())
-			case !tc.fail && err != nil:
-				t.Fatalf("%v\n%s", err, dump())
-			}
-			if tc.fail {
-				return
-			}
-			for _, e := range m.log.All() {
-				if e.Kind == clients.Revoked && slices.Contains(e.Partitions[loopTopic], 0) {
-					t.Errorf("t[0] was revoked though the new assignment keeps it: %+v", e)
-				}
-				if e.Kind == clients.Lost {
-					t.Errorf("a clean revocation reported lost partitions: %+v", e)
+	memberAndBug(t, BugSkipCommitBeforeRevoke, func(t *testing.T, opts []Opt, bug bool) {
+		s := newScriptBroker(t, 4)
+		s.set(1, 0, 1)
+		m := startLoopMember(t, s, opts...)
+		dump := m.dumpWith(s)
+		eventually(t, "the member owns t[0 1] and handed out all their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
+		s.set(2, 0)
+		eventually(t, "the member owns only t[0]", m.owns(0), dump)
+		eventually(t, "the revocation is acknowledged", func() bool {
+			for _, a := range heartbeats(s.arrivals()) {
+				if a.hb.MemberEpoch == 2 && slices.Equal(hbParts(a.hb), []int32{0}) {
+					return true
 				}
 			}
-		})
-	}
+			return false
+		}, dump)
+		err := commitBeforeRevoke(s.arrivals(), m.log.All(), 1, 10)
+		switch {
+		case bug && err == nil:
+			t.Fatalf("the check passed a member that revokes without committing\n%s", dump())
+		case !bug && err != nil:
+			t.Fatalf("%v\n%s", err, dump())
+		}
+		if bug {
+			return
+		}
+		for _, e := range m.log.All() {
+			if e.Kind == clients.Revoked && slices.Contains(e.Partitions[loopTopic], 0) {
+				t.Errorf("t[0] was revoked though the new assignment keeps it: %+v", e)
+			}
+			if e.Kind == clients.Lost {
+				t.Errorf("a clean revocation reported lost partitions: %+v", e)
+			}
+		}
+	})
 }
 
 // A fence (FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID): the member drops
