@@ -546,58 +546,55 @@ func TestLoopRevocationCommitsFirst(t *testing.T) {
 // same member id and an empty owned set, and takes the new assignment.
 func TestLoopFencedRejoinsAtEpochZero(t *testing.T) {
 	t.Parallel()
-	for _, code := range []*kerr.Error{kerr.FencedMemberEpoch, kerr.UnknownMemberID} {
-		t.Run(code.Message, func(t *testing.T) {
-			t.Parallel()
-			s := newScriptBroker(t, 4)
-			s.set(3, 0, 1)
-			m := startLoopMember(t, s)
-			dump := m.dumpWith(s)
-			eventually(t, "the member owns t[0 1] and handed out their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
-			id := m.MemberID()
-			before := len(s.arrivals())
-			s.failNext(code.Code, 7, 2, 3)
-			eventually(t, "the member owns t[2 3] at epoch 7", func() bool { return m.owns(2, 3)() && m.Epoch() == 7 }, dump)
+	eachFence(t, func(t *testing.T, code *kerr.Error) {
+		s := newScriptBroker(t, 4)
+		s.set(3, 0, 1)
+		m := startLoopMember(t, s)
+		dump := m.dumpWith(s)
+		eventually(t, "the member owns t[0 1] and handed out their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
+		id := m.MemberID()
+		before := len(s.arrivals())
+		s.failNext(code.Code, 7, 2, 3)
+		eventually(t, "the member owns t[2 3] at epoch 7", func() bool { return m.owns(2, 3)() && m.Epoch() == 7 }, dump)
 
-			as := s.arrivals()[before:]
-			iFence := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == code.Code })
-			if iFence < 0 {
-				t.Fatalf("the broker never answered %s\n%s", code.Message, dump())
+		as := s.arrivals()[before:]
+		iFence := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == code.Code })
+		if iFence < 0 {
+			t.Fatalf("the broker never answered %s\n%s", code.Message, dump())
+		}
+		iRejoin := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 })
+		if iRejoin != iFence+1 {
+			t.Fatalf("the request after the fence (groupReq %d) is not an epoch-0 heartbeat (first at %d)\n%s", iFence, iRejoin, dump())
+		}
+		rejoin := as[iRejoin].hb
+		if rejoin.MemberID != id {
+			t.Errorf("rejoined as %q, want the same member id %q", rejoin.MemberID, id)
+		}
+		if got := hbParts(rejoin); got == nil || len(got) != 0 {
+			t.Errorf("rejoin heartbeat owns %v, want an empty list", got)
+		}
+		if !slices.Equal(rejoin.SubscribedTopicNames, []string{loopTopic}) {
+			t.Errorf("rejoin heartbeat subscribes %v, want the full subscription", rejoin.SubscribedTopicNames)
+		}
+		for _, a := range as {
+			if a.commit != nil {
+				t.Errorf("fenced member committed %v: lost partitions are not committed", commitOffsets(a.commit))
 			}
-			iRejoin := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 })
-			if iRejoin != iFence+1 {
-				t.Fatalf("the request after the fence (groupReq %d) is not an epoch-0 heartbeat (first at %d)\n%s", iFence, iRejoin, dump())
+		}
+		evs := m.log.All()
+		iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
+		if iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
+			t.Fatalf("no Lost of t[0 1]\n%s", dump())
+		}
+		for i, e := range evs {
+			if e.Kind == clients.Revoked {
+				t.Errorf("a fenced member revoked %v: it loses, it does not revoke", e.Partitions)
 			}
-			rejoin := as[iRejoin].hb
-			if rejoin.MemberID != id {
-				t.Errorf("rejoined as %q, want the same member id %q", rejoin.MemberID, id)
+			if e.Kind == clients.Assigned && slices.Contains(e.Partitions[loopTopic], 2) && i < iLost {
+				t.Errorf("t[2] assigned before t[0 1] were lost")
 			}
-			if got := hbParts(rejoin); got == nil || len(got) != 0 {
-				t.Errorf("rejoin heartbeat owns %v, want an empty list", got)
-			}
-			if !slices.Equal(rejoin.SubscribedTopicNames, []string{loopTopic}) {
-				t.Errorf("rejoin heartbeat subscribes %v, want the full subscription", rejoin.SubscribedTopicNames)
-			}
-			for _, a := range as {
-				if a.commit != nil {
-					t.Errorf("fenced member committed %v: lost partitions are not committed", commitOffsets(a.commit))
-				}
-			}
-			evs := m.log.All()
-			iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
-			if iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
-				t.Fatalf("no Lost of t[0 1]\n%s", dump())
-			}
-			for i, e := range evs {
-				if e.Kind == clients.Revoked {
-					t.Errorf("a fenced member revoked %v: it loses, it does not revoke", e.Partitions)
-				}
-				if e.Kind == clients.Assigned && slices.Contains(e.Partitions[loopTopic], 2) && i < iLost {
-					t.Errorf("t[2] assigned before t[0 1] were lost")
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // The member heartbeats at the interval the broker names, not sooner (nor at
