@@ -128,11 +128,8 @@ func start(t *testing.T, c *kfake.Cluster, name, group string, opts ...Opt) test
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, cancel := clientstest.Start(t, m, 30*time.Second)
 	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		_ = m.Close(context.Background())
 		checkCalls(t, rec)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -89,4 +90,17 @@ func Async(f func() error) <-chan error {
 	errc := make(chan error, 1)
 	go func() { errc <- f() }()
 	return errc
+}
+
+// Start starts m with a context that ends after timeout and fails the
+// test when Start does; it returns the context and its cancel, for the
+// caller to defer.
+func Start(t testing.TB, m interface{ Start(context.Context) error }, timeout time.Duration) (context.Context, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	if err := m.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return ctx, cancel
 }
