@@ -87,11 +87,7 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	autoDone := make(chan error, 1)
-	go func() {
-		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 61}})
-		autoDone <- err
-	}()
+	autoDone := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 61}})
 	a := <-s.arrivals
 	if a.offset() != 61 {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
@@ -108,7 +104,7 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 	case <-laneBusy:
 	}
 	a.answer <- nil
-	if err := <-autoDone; err != nil {
+	if err := (<-autoDone).Err; err != nil {
 		t.Fatalf("commit of 61: %v", err)
 	}
 	b := <-s.arrivals
@@ -141,17 +137,13 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 	a := <-s.arrivals
 	a.answer <- errors.New("broken pipe") // no answer: outcome unknown, retried after the backoff
 
-	second := make(chan error, 1)
-	go func() {
-		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 62}})
-		second <- err
-	}()
+	second := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 62}})
 	b := <-s.arrivals
 	if b.offset() != 62 {
 		t.Fatalf("second commit sent offset %d, want 62", b.offset())
 	}
 	b.answer <- nil
-	if err := <-second; err != nil {
+	if err := (<-second).Err; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
 	close(backoffOver)

@@ -42,6 +42,17 @@ func newScriptedOffsets() *scriptedOffsets {
 	return &scriptedOffsets{arrivals: make(chan *arrival, 16)}
 }
 
+// background runs f in a goroutine; the channel it returns is closed when
+// f returns.
+func background(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
+}
+
 func (s *scriptedOffsets) send(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
 	ar := &arrival{req: req, answer: make(chan scriptedAnswer, 1)}
 	s.arrivals <- ar
@@ -124,11 +135,9 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	autoDone := make(chan struct{})
-	go func() {
-		defer close(autoDone)
+	autoDone := background(func() {
 		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 61}}, 0, "auto-commit interval elapsed", noRetry, false)
-	}()
+	})
 	a := <-s.arrivals // commit A (61) is sent; the test does not answer it yet
 	if a.offset() != 61 {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
@@ -188,11 +197,9 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	}
 	a.answer <- scriptedAnswer{code: kerr.StaleMemberEpoch.Code}
 
-	autoDone := make(chan struct{})
-	go func() {
-		defer close(autoDone)
+	autoDone := background(func() {
 		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 62}}, 0, "auto-commit interval elapsed", noRetry, false)
-	}()
+	})
 	b := <-s.arrivals
 	if b.offset() != 62 {
 		t.Fatalf("second commit sent offset %d, want 62", b.offset())
@@ -283,12 +290,10 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			defer cancel()
 
 			// The reconciliation's commit before revoking t-1, at epoch 5.
-			before := make(chan struct{})
-			go func() {
-				defer close(before)
+			before := background(func() {
 				offs, asOf := mb.consumed()
 				mb.commit(ctx, offs, asOf, "auto-commit before reconciling to epoch 7 (revoking t[1])", retryIfNewer, false)
-			}()
+			})
 			a := <-s.arrivals
 			if a.req.Generation != 5 {
 				t.Fatalf("commit before the revocation sent epoch %d, want 5", a.req.Generation)
