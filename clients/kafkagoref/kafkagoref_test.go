@@ -58,10 +58,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // generation's records (embedded seed 223 of churn: 37 records consumed
 // 12 s after the generation ended).
 func TestEndedGenerationHandsNothingOut(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))
 	defer c.Close()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
 	if err != nil {

@@ -45,10 +45,7 @@ func poller(ctx context.Context, t *testing.T, m *Member, got chan<- clients.Rec
 // partition that moves is reported revoked by the first before it is
 // reported assigned to the second (kgoref's invariant 2).
 func TestClassicHandOff(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(4, "t"))
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -165,10 +162,7 @@ func TestClassicHandOff(t *testing.T) {
 // starts a new one. After Close, Poll's error is the harness's own doing
 // and no stop.
 func TestClosedClientStopsTheMember(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
 	defer c.Close()
 	m, err := New("m1", "g", []string{"t"}, KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)))
 	if err != nil {

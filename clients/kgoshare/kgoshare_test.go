@@ -23,10 +23,7 @@ import (
 // delivery count the answer said, a record released comes back at count
 // 2, the acknowledgements it sends are reported, and Close leaves.
 func TestKgoShareReportsItsCalls(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.SeedTopics(1, "t"), kfake.BrokerConfigs(map[string]string{"group.share.record.lock.duration.ms": "5000"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.SeedTopics(1, "t"), kfake.BrokerConfigs(map[string]string{"group.share.record.lock.duration.ms": "5000"}))
 	defer c.Close()
 	c.SetGroupConfigs("g", map[string]string{"share.auto.offset.reset": "earliest"})
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
