@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 func TestWithBugUnknown(t *testing.T) {
@@ -136,21 +137,11 @@ func TestBugStaleCommit(t *testing.T) {
 			mb.sendCommit = func(_ context.Context, req *kmsg.OffsetCommitRequest, sent func()) (*kmsg.OffsetCommitResponse, error) {
 				sent()
 				sentGen = append(sentGen, req.Generation)
-				resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-				for _, rt := range req.Topics {
-					rtt := kmsg.NewOffsetCommitResponseTopic()
-					rtt.Topic = rt.Topic
-					for _, rp := range rt.Partitions {
-						p := kmsg.NewOffsetCommitResponseTopicPartition()
-						p.Partition = rp.Partition
-						if req.Generation != 3 {
-							p.ErrorCode = kerr.IllegalGeneration.Code
-						}
-						rtt.Partitions = append(rtt.Partitions, p)
-					}
-					resp.Topics = append(resp.Topics, rtt)
+				var code int16
+				if req.Generation != 3 {
+					code = kerr.IllegalGeneration.Code
 				}
-				return resp, nil
+				return clientstest.CommitAnswer(req, code, nil), nil
 			}
 			// The member was given generation 1, then moved on to 3.
 			mb.emit(clients.Event{Kind: clients.Synced, Generation: 1, MemberID: "m1-id", Partitions: clients.Partitions{topic: {0}}})
