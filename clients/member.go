@@ -107,6 +107,20 @@ func (p Partitions) Count() int {
 	return n
 }
 
+// Minus returns the partitions of p that are not in q, each topic's in p's
+// order; a topic with none left is left out.
+func (p Partitions) Minus(q Partitions) Partitions {
+	out := Partitions{}
+	for t, ps := range p {
+		for _, x := range ps {
+			if !slices.Contains(q[t], x) {
+				out[t] = append(out[t], x)
+			}
+		}
+	}
+	return out
+}
+
 // Topics returns the topics, sorted.
 func (p Partitions) Topics() []string {
 	return slices.Sorted(maps.Keys(p))

@@ -1,6 +1,9 @@
 package clients
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestProtocolEpochs(t *testing.T) {
 	for _, c := range []struct {
@@ -13,5 +16,16 @@ func TestProtocolEpochs(t *testing.T) {
 		if g, m := c.p.Epochs(7); g != c.gen || m != c.memEpoch {
 			t.Errorf("%s.Epochs(7) = generation %d, member epoch %d; want %d, %d", c.p, g, m, c.gen, c.memEpoch)
 		}
+	}
+}
+
+func TestPartitionsMinus(t *testing.T) {
+	a := Partitions{"a": {3, 0, 1}, "b": {2}}
+	got := a.Minus(Partitions{"a": {1}, "b": {2}, "c": {0}})
+	if len(got) != 1 || !slices.Equal(got["a"], []int32{3, 0}) {
+		t.Errorf("a − b = %v, want a:[3 0] (a's order, b dropped)", got)
+	}
+	if a.Count() != 4 {
+		t.Errorf("Minus changed its receiver: %v", a)
 	}
 }

@@ -59,34 +59,64 @@ func (s Subscription) Member(memberID string, instanceID *string) Member {
 // partition order, as Java's serializeSubscription writes them; fields the
 // version lacks are dropped.
 func EncodeSubscription(s Subscription) ([]byte, error) {
-	if s.Version < 0 || s.Version > HighestProtocolVersion {
-		return nil, fmt.Errorf("subscription version %d: ConsumerProtocolSubscription versions are 0–%d", s.Version, HighestProtocolVersion)
+	if err := encodable(s.Version, "subscription", "ConsumerProtocolSubscription"); err != nil {
+		return nil, err
 	}
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = s.Version
 	meta.Topics = slices.Clone(s.Topics)
 	slices.SortFunc(meta.Topics, javaCompare)
 	meta.UserData = s.UserData
-	for _, t := range sortedKeys(s.Owned) {
-		op := kmsg.NewConsumerMemberMetadataOwnedPartition()
-		op.Topic = t
-		op.Partitions = slices.Sorted(slices.Values(s.Owned[t]))
-		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+	for _, op := range sortedTopics(s.Owned) {
+		meta.OwnedPartitions = append(meta.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition(op))
 	}
 	meta.Generation = s.Generation
 	meta.Rack = s.Rack
 	return meta.AppendTo(nil), nil
 }
 
+// sortedTopics lists parts as the consumer protocol does, topics in order
+// and each topic's partitions in order (the owned partitions of a
+// subscription have the same fields: the type converts).
+func sortedTopics(parts map[string][]int32) []kmsg.ConsumerMemberAssignmentTopic {
+	var out []kmsg.ConsumerMemberAssignmentTopic
+	for _, t := range sortedKeys(parts) {
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic = t
+		at.Partitions = slices.Sorted(slices.Values(parts[t]))
+		out = append(out, at)
+	}
+	return out
+}
+
+// encodable checks that version v of a consumer protocol what
+// ("subscription", "assignment"; schema names its message) can be written.
+func encodable(v int16, what, schema string) error {
+	if v < 0 || v > HighestProtocolVersion {
+		return fmt.Errorf("%s version %d: %s versions are 0–%d", what, v, schema, HighestProtocolVersion)
+	}
+	return nil
+}
+
+// checkVersion checks that b starts with the int16 version of a consumer
+// protocol what ("subscription", "assignment"; schema names its message)
+// and that the version is not negative, as Java requires.
+func checkVersion(b []byte, what, schema string) error {
+	if len(b) < 2 {
+		return fmt.Errorf("%s is %d bytes: too short for the int16 version", what, len(b))
+	}
+	if v := int16(binary.BigEndian.Uint16(b)); v < 0 {
+		return fmt.Errorf("%s version %d: %s versions start at 0", what, v, schema)
+	}
+	return nil
+}
+
 // DecodeSubscription decodes a JoinGroup member's protocol metadata. It
 // fails on a negative version (as Java does) and on truncated input.
 // Owned partitions listed under the same topic twice are merged.
 func DecodeSubscription(b []byte) (Subscription, error) {
-	if len(b) < 2 {
-		return Subscription{}, fmt.Errorf("subscription is %d bytes: too short for the int16 version", len(b))
-	}
-	if v := int16(binary.BigEndian.Uint16(b)); v < 0 {
-		return Subscription{}, fmt.Errorf("subscription version %d: ConsumerProtocolSubscription versions start at 0", v)
+	if err := checkVersion(b, "subscription", "ConsumerProtocolSubscription"); err != nil {
+		return Subscription{}, err
 	}
 	var meta kmsg.ConsumerMemberMetadata
 	if err := meta.ReadFrom(b); err != nil {
@@ -119,17 +149,12 @@ type MemberAssignment struct {
 // EncodeAssignment encodes a with a.Version (0–3), topics and partitions
 // sorted.
 func EncodeAssignment(a MemberAssignment) ([]byte, error) {
-	if a.Version < 0 || a.Version > HighestProtocolVersion {
-		return nil, fmt.Errorf("assignment version %d: ConsumerProtocolAssignment versions are 0–%d", a.Version, HighestProtocolVersion)
+	if err := encodable(a.Version, "assignment", "ConsumerProtocolAssignment"); err != nil {
+		return nil, err
 	}
 	m := kmsg.NewConsumerMemberAssignment()
 	m.Version = a.Version
-	for _, t := range sortedKeys(a.Partitions) {
-		at := kmsg.NewConsumerMemberAssignmentTopic()
-		at.Topic = t
-		at.Partitions = slices.Sorted(slices.Values(a.Partitions[t]))
-		m.Topics = append(m.Topics, at)
-	}
+	m.Topics = sortedTopics(a.Partitions)
 	m.UserData = a.UserData
 	return m.AppendTo(nil), nil
 }
@@ -142,11 +167,8 @@ func DecodeAssignment(b []byte) (MemberAssignment, error) {
 	if len(b) == 0 {
 		return MemberAssignment{}, nil
 	}
-	if len(b) < 2 {
-		return MemberAssignment{}, fmt.Errorf("assignment is %d bytes: too short for the int16 version", len(b))
-	}
-	if v := int16(binary.BigEndian.Uint16(b)); v < 0 {
-		return MemberAssignment{}, fmt.Errorf("assignment version %d: ConsumerProtocolAssignment versions start at 0", v)
+	if err := checkVersion(b, "assignment", "ConsumerProtocolAssignment"); err != nil {
+		return MemberAssignment{}, err
 	}
 	var m kmsg.ConsumerMemberAssignment
 	if err := m.ReadFrom(b); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // scriptedCoordinator stands for the coordinator behind the member's
@@ -20,9 +20,8 @@ import (
 // request when it processes it. applied is the order in which partition t-0
 // took offsets.
 type scriptedCoordinator struct {
-	mu       sync.Mutex
 	arrivals chan *commitArrival
-	applied  []int64
+	applied  clientstest.Applied
 }
 
 type commitArrival struct {
@@ -44,27 +43,7 @@ func (s *scriptedCoordinator) send(ctx context.Context, req *kmsg.OffsetCommitRe
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	for _, rt := range req.Topics {
-		t := kmsg.NewOffsetCommitResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.Partition = rp.Partition
-			s.mu.Lock()
-			s.applied = append(s.applied, rp.Offset)
-			s.mu.Unlock()
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp, nil
-}
-
-func (s *scriptedCoordinator) appliedOffsets() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.applied...)
+	return clientstest.CommitAnswer(req, 0, s.applied.Apply), nil
 }
 
 // stableMember owns t-0 in generation 3 and commits to the scripted
@@ -108,20 +87,12 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	autoDone := make(chan error, 1)
-	go func() {
-		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 61}})
-		autoDone <- err
-	}()
+	autoDone := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 61}})
 	a := <-s.arrivals
 	if a.offset() != 61 {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
 	}
-	appDone := make(chan error, 1)
-	go func() {
-		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 62}})
-		appDone <- err
-	}()
+	appDone := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 62}})
 	select {
 	case b := <-s.arrivals:
 		b.answer <- nil
@@ -129,19 +100,19 @@ func TestCommitInFlightIsNotOvertaken(t *testing.T) {
 		a.answer <- nil
 		<-autoDone
 		t.Fatalf("commit of %d was sent while the commit of 61 had no answer; the coordinator applied %v, the member acknowledged %v",
-			b.offset(), s.appliedOffsets(), acknowledgedOffsets(rec))
+			b.offset(), s.applied.Offsets(), acknowledgedOffsets(rec))
 	case <-laneBusy:
 	}
 	a.answer <- nil
-	if err := <-autoDone; err != nil {
+	if err := (<-autoDone).Err; err != nil {
 		t.Fatalf("commit of 61: %v", err)
 	}
 	b := <-s.arrivals
 	b.answer <- nil
-	if err := <-appDone; err != nil {
+	if err := (<-appDone).Err; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[61 62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[61 62]" {
 		t.Fatalf("coordinator applied %v, want [61 62]", got)
 	}
 }
@@ -162,43 +133,31 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	type result struct {
-		failed map[string]map[int32]string
-		err    error
-	}
-	first := make(chan result, 1)
-	go func() {
-		f, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 61}})
-		first <- result{f, err}
-	}()
+	first := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 61}})
 	a := <-s.arrivals
 	a.answer <- errors.New("broken pipe") // no answer: outcome unknown, retried after the backoff
 
-	second := make(chan error, 1)
-	go func() {
-		_, err := m.Commit(ctx, map[string]map[int32]int64{topic: {0: 62}})
-		second <- err
-	}()
+	second := clientstest.CommitAsync(ctx, m, map[string]map[int32]int64{topic: {0: 62}})
 	b := <-s.arrivals
 	if b.offset() != 62 {
 		t.Fatalf("second commit sent offset %d, want 62", b.offset())
 	}
 	b.answer <- nil
-	if err := <-second; err != nil {
+	if err := (<-second).Err; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
 	close(backoffOver)
 	select {
 	case r := <-first:
-		if r.err != nil || r.failed[topic][0] != Superseded {
-			t.Fatalf("commit of 61 returned %v, %v; want %s for t-0", r.failed, r.err, Superseded)
+		if r.Err != nil || r.Failed[topic][0] != Superseded {
+			t.Fatalf("commit of 61 returned %v, %v; want %s for t-0", r.Failed, r.Err, Superseded)
 		}
 	case c := <-s.arrivals:
 		c.answer <- nil
 		<-first
-		t.Fatalf("the retry of 61 was sent (offset %d) after 62 was acknowledged; the coordinator applied %v", c.offset(), s.appliedOffsets())
+		t.Fatalf("the retry of 61 was sent (offset %d) after 62 was acknowledged; the coordinator applied %v", c.offset(), s.applied.Offsets())
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[62]" {
 		t.Fatalf("coordinator applied %v, want [62]", got)
 	}
 }

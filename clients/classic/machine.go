@@ -12,6 +12,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
+	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
 // The classic member's decisions, without IO or clock: what to send next
@@ -823,26 +824,11 @@ func (m *machine) commitGate(offsets map[string]map[int32]int64, app bool) (gen 
 // commitRequest builds the OffsetCommit of offsets with gen; the instance
 // id goes along when the member id is set.
 func (m *machine) commitRequest(gen Generation, offsets map[string]map[int32]int64) *kmsg.OffsetCommitRequest {
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group = m.cfg.group
-	req.Generation = gen.ID
-	req.MemberID = gen.MemberID
+	var instanceID *string
 	if gen.MemberID != "" {
-		req.InstanceID = m.cfg.instanceID
+		instanceID = m.cfg.instanceID
 	}
-	for _, t := range sortedTopics(offsets) {
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = t
-		for _, p := range sortedPartitions(offsets[t]) {
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition = p
-			rp.Offset = offsets[t][p]
-			rp.LeaderEpoch = -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-	}
-	return req
+	return groupreq.OffsetCommit(m.cfg.group, gen.MemberID, instanceID, gen.ID, offsets, nil)
 }
 
 // commitAnswer reads an OffsetCommit answer to offsets: landed are the
@@ -952,15 +938,7 @@ func normalize(p clients.Partitions) clients.Partitions {
 }
 
 func subtract(a, b clients.Partitions) clients.Partitions {
-	out := clients.Partitions{}
-	for t, ps := range a {
-		for _, p := range ps {
-			if !slices.Contains(b[t], p) {
-				out[t] = append(out[t], p)
-			}
-		}
-	}
-	return normalize(out)
+	return normalize(a.Minus(b))
 }
 
 func union(a, b clients.Partitions) clients.Partitions {

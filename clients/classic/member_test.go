@@ -29,10 +29,7 @@ const topic = "t"
 
 func newFake(t *testing.T) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, topic), kfake.GroupMinSessionTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(6, topic), kfake.GroupMinSessionTimeout(time.Second))
 	t.Cleanup(c.Close)
 	return c
 }
@@ -128,11 +125,8 @@ func start(t *testing.T, c *kfake.Cluster, name, group string, opts ...Opt) test
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, cancel := clientstest.Start(t, m, 30*time.Second)
 	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		_ = m.Close(context.Background())
 		checkCalls(t, rec)
@@ -173,9 +167,7 @@ func respond(req kmsg.Request, set func(kmsg.Response)) kmsg.Response {
 }
 
 func TestEagerRangeTwoMembers(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	if a.RebalanceProtocol() != assign.Eager {
 		t.Fatalf("default assignors [range, cooperative-sticky] must rebalance EAGER, got %v", a.RebalanceProtocol())
 	}
@@ -273,9 +265,7 @@ func TestFindCoordinatorRetries(t *testing.T) {
 }
 
 func TestMemberIDRequiredRoundTrip(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	_, a := startOwningAll(t)
 	evs := a.rec.All()
 	iReq := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Err == "MEMBER_ID_REQUIRED" })
 	iJoin := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Joined && e.Err == "" })
@@ -287,6 +277,16 @@ func TestMemberIDRequiredRoundTrip(t *testing.T) {
 	}
 }
 
+// startOwningAll starts member a of group g on a new fake cluster and
+// waits until it owns all six partitions of the topic.
+func startOwningAll(t *testing.T, opts ...Opt) (*kfake.Cluster, testMember) {
+	t.Helper()
+	c := newFake(t)
+	a := start(t, c, "a", "g", opts...)
+	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	return c, a
+}
+
 // failHeartbeat answers the next heartbeat of group g with code.
 func failHeartbeat(c *kfake.Cluster, code int16) {
 	c.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -295,9 +295,7 @@ func failHeartbeat(c *kfake.Cluster, code int16) {
 }
 
 func TestHeartbeatIllegalGenerationLosesAndKeepsMemberID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	failHeartbeat(c, kerr.IllegalGeneration.Code)
 	waitFor(t, "a lost its partitions", func() bool { return a.rec.has(clients.Lost, "") }, a.rec)
@@ -311,9 +309,7 @@ func TestHeartbeatIllegalGenerationLosesAndKeepsMemberID(t *testing.T) {
 }
 
 func TestHeartbeatUnknownMemberIDResetsMemberID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	failHeartbeat(c, kerr.UnknownMemberID.Code)
 	waitFor(t, "a lost its partitions", func() bool { return a.rec.has(clients.Lost, "") }, a.rec)
@@ -323,12 +319,12 @@ func TestHeartbeatUnknownMemberIDResetsMemberID(t *testing.T) {
 }
 
 func TestHeartbeatFencedInstanceIDIsFatal(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g", InstanceID("i1"))
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t, InstanceID("i1"))
 	failHeartbeat(c, kerr.FencedInstanceID.Code)
 	waitFor(t, "a reports the fencing", func() bool { return a.rec.has(clients.Fenced, "FENCED_INSTANCE_ID") }, a.rec)
-	if !a.rec.has(clients.Lost, "") || a.Owned().Count() != 0 {
+	// Owned waits for the member's lock, under which the fencing's whole
+	// outcome (Fenced, then Lost) is reported: read first, Lost is there.
+	if owned := a.Owned().Count(); !a.rec.has(clients.Lost, "") || owned != 0 {
 		t.Errorf("a fenced member must lose its partitions\n%s", a.rec.dump())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -343,9 +339,7 @@ func TestHeartbeatFencedInstanceIDIsFatal(t *testing.T) {
 }
 
 func TestStaleGenerationCommitRejected(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	old := a.Generation()
 	b := start(t, c, "b", "g")
 	waitFor(t, "a and b stable in a newer generation", func() bool {
@@ -495,6 +489,19 @@ func TestOptionsCheckedOnce(t *testing.T) {
 }
 
 // failOnce answers the next request of key with code set by set.
+// failCommitOnce answers the next OffsetCommit with code for t-0.
+func failCommitOnce(c *kfake.Cluster, code int16) {
+	failOnce(c, kmsg.OffsetCommit, func(r kmsg.Response) {
+		resp := r.(*kmsg.OffsetCommitResponse)
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = 0, code
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+	})
+}
+
 func failOnce(c *kfake.Cluster, key kmsg.Key, set func(kmsg.Response)) {
 	c.ControlKey(key.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		return respond(req, set), nil, true
@@ -550,9 +557,7 @@ func TestSyncGroupRebalanceInProgressRejoins(t *testing.T) {
 }
 
 func TestSyncGroupUnknownMemberIDRejoinsWithoutID(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
 	failOnce(c, kmsg.SyncGroup, func(r kmsg.Response) { r.(*kmsg.SyncGroupResponse).ErrorCode = kerr.UnknownMemberID.Code })
 	failHeartbeat(c, kerr.RebalanceInProgress.Code) // make a rejoin
@@ -562,18 +567,8 @@ func TestSyncGroupUnknownMemberIDRejoinsWithoutID(t *testing.T) {
 }
 
 func TestCommitRetriesCoordinatorErrors(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g", RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
-	failOnce(c, kmsg.OffsetCommit, func(r kmsg.Response) {
-		resp := r.(*kmsg.OffsetCommitResponse)
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = topic
-		rp := kmsg.NewOffsetCommitResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = 0, kerr.NotCoordinator.Code
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-	})
+	c, a := startOwningAll(t, RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	failCommitOnce(c, kerr.NotCoordinator.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := a.Commit(ctx, map[string]map[int32]int64{topic: {0: 5}}); err != nil {
@@ -586,19 +581,9 @@ func TestCommitRetriesCoordinatorErrors(t *testing.T) {
 }
 
 func TestOwnCommitIllegalGenerationResetsGeneration(t *testing.T) {
-	c := newFake(t)
-	a := start(t, c, "a", "g")
-	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
+	c, a := startOwningAll(t)
 	id := a.Generation().MemberID
-	failOnce(c, kmsg.OffsetCommit, func(r kmsg.Response) {
-		resp := r.(*kmsg.OffsetCommitResponse)
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = topic
-		rp := kmsg.NewOffsetCommitResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = 0, kerr.IllegalGeneration.Code
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-	})
+	failCommitOnce(c, kerr.IllegalGeneration.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := a.Commit(ctx, map[string]map[int32]int64{topic: {0: 5}}); !errors.Is(err, kerr.IllegalGeneration) {

@@ -3,7 +3,6 @@ package classic
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -248,29 +247,24 @@ func (m *Member) FetchOffsets(ctx context.Context, ps clients.Partitions) (map[s
 		}
 		return true
 	}
+	take := func(t string, p int32, code int16, offset int64) {
+		if note(code) {
+			setOffset(out, t, p, offset)
+		}
+	}
 	if len(resp.Groups) > 0 {
 		rg := resp.Groups[0]
 		if note(rg.ErrorCode) {
 			for _, t := range rg.Topics {
 				for _, p := range t.Partitions {
-					if note(p.ErrorCode) {
-						if out[t.Topic] == nil {
-							out[t.Topic] = map[int32]int64{}
-						}
-						out[t.Topic][p.Partition] = p.Offset
-					}
+					take(t.Topic, p.Partition, p.ErrorCode, p.Offset)
 				}
 			}
 		}
 	} else if note(resp.ErrorCode) {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				if note(p.ErrorCode) {
-					if out[t.Topic] == nil {
-						out[t.Topic] = map[int32]int64{}
-					}
-					out[t.Topic][p.Partition] = p.Offset
-				}
+				take(t.Topic, p.Partition, p.ErrorCode, p.Offset)
 			}
 		}
 	}
@@ -388,14 +382,4 @@ func setOffset(m map[string]map[int32]int64, t string, p int32, o int64) {
 		m[t] = map[int32]int64{}
 	}
 	m[t][p] = o
-}
-
-func sortedTopics[V any](m map[string]V) []string {
-	out := slices.Sorted(maps.Keys(m))
-	return out
-}
-
-func sortedPartitions[V any](m map[int32]V) []int32 {
-	out := slices.Sorted(maps.Keys(m))
-	return out
 }

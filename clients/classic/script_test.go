@@ -16,6 +16,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // TestMachineScripts runs the scripts in testdata/machine: the classic
@@ -96,14 +97,10 @@ func newScript(t *testing.T, d *datadriven.TestData) *script {
 		sessionTimeout: 10 * time.Second, heartbeatInterval: time.Second, rebalanceTimeout: 30 * time.Second,
 		maxPollInterval: time.Minute, autoCommit: d.HasArg("autocommit"),
 	}
-	if d.HasArg("instance") {
-		var id string
-		d.ScanArgs(t, "instance", &id)
+	if id, has := clientstest.Arg(t, d, "instance"); has {
 		c.instanceID = &id
 	}
-	if d.HasArg("poll") {
-		var v string
-		d.ScanArgs(t, "poll", &v)
+	if v, has := clientstest.Arg(t, d, "poll"); has {
 		p, err := time.ParseDuration(v)
 		if err != nil {
 			d.Fatalf(t, "poll=%s: %v", v, err)
@@ -203,9 +200,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			d.ScanArgs(t, "protocol", &proto)
 		}
 		resp.Protocol = &proto
-		if d.HasArg("type") {
-			var pt string
-			d.ScanArgs(t, "type", &pt)
+		if pt, has := clientstest.Arg(t, d, "type"); has {
 			resp.ProtocolType = &pt
 		}
 		o, gen2, err := m.onJoined(sent, resp, s.now)
@@ -233,9 +228,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			break
 		}
 		resp := kmsg.NewPtrSyncGroupResponse()
-		if d.HasArg("protocol") {
-			var p string
-			d.ScanArgs(t, "protocol", &p)
+		if p, has := clientstest.Arg(t, d, "protocol"); has {
 			resp.Protocol = &p
 		}
 		parts := scriptPartitions(t, d)
@@ -277,12 +270,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		case tickLeave:
 			o, leave, gen, coord, _ := m.leaveOnPollExpiry()
 			s.outcome(&b, o)
-			if leave {
-				req := m.leaveRequest(gen, "poll timeout")
-				fmt.Fprintf(&b, "LeaveGroup to node %d member=%s instance=%s\n", coord, req.Members[0].MemberID, str(req.Members[0].InstanceID))
-			} else {
-				b.WriteString("no LeaveGroup\n")
-			}
+			printLeave(&b, m, leave, gen, coord, "poll timeout")
 		case tickSend:
 			req := m.heartbeatRequest(m.gen)
 			s.heartbeats = append(s.heartbeats, m.gen)
@@ -356,17 +344,23 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		o, leave, gen, coord := m.leavePrepare()
 		s.outcome(&b, o)
-		if leave {
-			req := m.leaveRequest(gen, "closing")
-			fmt.Fprintf(&b, "LeaveGroup to node %d member=%s instance=%s\n", coord, req.Members[0].MemberID, str(req.Members[0].InstanceID))
-		} else {
-			b.WriteString("no LeaveGroup\n")
-		}
+		printLeave(&b, m, leave, gen, coord, "closing")
 		m.closed()
 	default:
 		d.Fatalf(t, "unknown command %s", d.Cmd)
 	}
 	return b.String() + s.state()
+}
+
+// printLeave prints the LeaveGroup the member sends (to coord, in
+// generation gen, for why), or that it sends none.
+func printLeave(b *strings.Builder, m *machine, leave bool, gen Generation, coord int32, why string) {
+	if !leave {
+		b.WriteString("no LeaveGroup\n")
+		return
+	}
+	req := m.leaveRequest(gen, why)
+	fmt.Fprintf(b, "LeaveGroup to node %d member=%s instance=%s\n", coord, req.Members[0].MemberID, str(req.Members[0].InstanceID))
 }
 
 func (s *script) outcome(b *strings.Builder, o outcome) {

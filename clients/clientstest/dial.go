@@ -13,6 +13,17 @@ import (
 	"github.com/groupquake/groupquake/clients"
 )
 
+// NewCluster starts a kfake cluster with opts, failing the test when it
+// cannot; the caller closes it.
+func NewCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // countingListener counts the connections a broker accepts.
 type countingListener struct {
 	net.Listener
@@ -37,13 +48,10 @@ func (l countingListener) Accept() (net.Conn, error) {
 func DialsOnlyThroughTheLinks(t *testing.T, newMember func(hooks clients.Hooks, links []kgo.Opt) (clients.Member, error)) {
 	t.Helper()
 	var accepted, dialed atomic.Int64
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "t"), kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+	c := NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(6, "t"), kfake.ListenFn(func(network, addr string) (net.Listener, error) {
 		l, err := net.Listen(network, addr)
 		return countingListener{l, &accepted}, err
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer c.Close()
 	var d net.Dialer
 	dial := func(ctx context.Context, network, host string) (net.Conn, error) {
@@ -89,10 +97,7 @@ func DialsOnlyThroughTheLinks(t *testing.T, newMember func(hooks clients.Hooks, 
 // the member is closed, then the cluster, when the test ends.
 func StartOnFake[M clients.Member](t *testing.T, newMember func(hooks clients.Hooks, seed kgo.Opt) (M, error)) (*Recorder, M) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
 	t.Cleanup(c.Close)
 	got := &Recorder{}
 	m, err := newMember(got, kgo.SeedBrokers(c.ListenAddrs()...))
@@ -116,11 +121,8 @@ func StartKilledAtEnd[M interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	_, cancel := Start(t, m, time.Minute)
 	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { m.Kill() })
 	return m
 }

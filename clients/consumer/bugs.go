@@ -170,16 +170,7 @@ func (mb *Member) lateRevoke(now time.Time) {
 	mb.late = lateRevocation{}
 	if rev.Count() > 0 {
 		mb.cl.RemoveConsumePartitions(rev.Clone())
-		for t, ps := range rev {
-			mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
-			if len(mb.owned[t]) == 0 {
-				delete(mb.owned, t)
-			}
-			for _, x := range ps {
-				delete(mb.positions[t], x)
-				delete(mb.committed[t], x)
-			}
-		}
+		mb.giveUpLocked(rev, false)
 		e := mb.ev(clients.Revoked, fmt.Sprintf("deliberate bug %s: given up %v after the acknowledgement", mb.cfg.bug, ackBeforeRevokeLag))
 		e.Partitions = rev
 		mb.pending = append(mb.pending, e)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +21,8 @@ import (
 // broker applies a request when it processes it. applied is the order in
 // which the store took offsets of partition t-0.
 type scriptedOffsets struct {
-	mu       sync.Mutex
 	arrivals chan *arrival
-	applied  []int64
+	applied  clientstest.Applied
 }
 
 // arrival is one OffsetCommit at the broker, waiting for its answer.
@@ -44,6 +42,17 @@ func newScriptedOffsets() *scriptedOffsets {
 	return &scriptedOffsets{arrivals: make(chan *arrival, 16)}
 }
 
+// background runs f in a goroutine; the channel it returns is closed when
+// f returns.
+func background(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
+}
+
 func (s *scriptedOffsets) send(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
 	ar := &arrival{req: req, answer: make(chan scriptedAnswer, 1)}
 	s.arrivals <- ar
@@ -56,30 +65,7 @@ func (s *scriptedOffsets) send(ctx context.Context, req *kmsg.OffsetCommitReques
 	if a.err != nil {
 		return nil, a.err
 	}
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	for _, rt := range req.Topics {
-		t := kmsg.NewOffsetCommitResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.Partition = rp.Partition
-			p.ErrorCode = a.code
-			if a.code == 0 {
-				s.mu.Lock()
-				s.applied = append(s.applied, rp.Offset)
-				s.mu.Unlock()
-			}
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp, nil
-}
-
-func (s *scriptedOffsets) appliedOffsets() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.applied...)
+	return clientstest.CommitAnswer(req, a.code, s.applied.Apply), nil
 }
 
 // commitMember is a member that owns t-0 at epoch 5 in a stable group and
@@ -149,33 +135,27 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	autoDone := make(chan struct{})
-	go func() {
-		defer close(autoDone)
+	autoDone := background(func() {
 		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 61}}, 0, "auto-commit interval elapsed", noRetry, false)
-	}()
+	})
 	a := <-s.arrivals // commit A (61) is sent; the test does not answer it yet
 	if a.offset() != 61 {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
 	}
 
-	appDone := make(chan error, 1)
-	go func() {
-		_, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 62}})
-		appDone <- err
-	}()
+	appDone := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 62}})
 	select {
 	case b := <-s.arrivals:
 		// The application's commit went out while A was unresolved: the
 		// broker answers it first, then A's resend lands.
 		b.answer <- scriptedAnswer{}
-		if err := <-appDone; err != nil {
+		if err := (<-appDone).Err; err != nil {
 			t.Fatalf("commit of 62: %v", err)
 		}
 		a.answer <- scriptedAnswer{}
 		<-autoDone
 		t.Fatalf("commit of %d was sent while the commit of 61 had no answer; the broker applied %v and the member acknowledged %v",
-			b.offset(), s.appliedOffsets(), acknowledged(log.All()))
+			b.offset(), s.applied.Offsets(), acknowledged(log.All()))
 	case <-laneBusy:
 	}
 	a.answer <- scriptedAnswer{} // A's answer (kgo's resend acknowledged)
@@ -185,10 +165,10 @@ func TestOwnCommitInFlightIsNotOvertaken(t *testing.T) {
 		t.Fatalf("second commit sent offset %d, want 62", b.offset())
 	}
 	b.answer <- scriptedAnswer{}
-	if err := <-appDone; err != nil {
+	if err := (<-appDone).Err; err != nil {
 		t.Fatalf("commit of 62: %v", err)
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[61 62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[61 62]" {
 		t.Fatalf("broker applied %v, want [61 62]", got)
 	}
 	if got := acknowledged(log.All()); !nonDecreasing(got) {
@@ -210,26 +190,16 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	type result struct {
-		perrs map[string]map[int32]string
-		err   error
-	}
-	appDone := make(chan result, 1)
-	go func() {
-		perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 61}})
-		appDone <- result{perrs, err}
-	}()
+	appDone := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 61}})
 	a := <-s.arrivals
 	if a.offset() != 61 {
 		t.Fatalf("first commit sent offset %d, want 61", a.offset())
 	}
 	a.answer <- scriptedAnswer{code: kerr.StaleMemberEpoch.Code}
 
-	autoDone := make(chan struct{})
-	go func() {
-		defer close(autoDone)
+	autoDone := background(func() {
 		mb.commit(ctx, map[string]map[int32]int64{"t": {0: 62}}, 0, "auto-commit interval elapsed", noRetry, false)
-	}()
+	})
 	b := <-s.arrivals
 	if b.offset() != 62 {
 		t.Fatalf("second commit sent offset %d, want 62", b.offset())
@@ -243,18 +213,18 @@ func TestStaleRetryOfAnOlderOffsetIsNotSent(t *testing.T) {
 	mb.mu.Unlock()
 	select {
 	case r := <-appDone:
-		if r.err != nil {
-			t.Fatalf("commit of 61: %v", r.err)
+		if r.Err != nil {
+			t.Fatalf("commit of 61: %v", r.Err)
 		}
-		if got := r.perrs["t"][0]; got != Superseded {
+		if got := r.Failed["t"][0]; got != Superseded {
 			t.Fatalf("commit of 61 returned %q for t-0, want %s", got, Superseded)
 		}
 	case c := <-s.arrivals:
 		c.answer <- scriptedAnswer{}
 		<-appDone
-		t.Fatalf("the STALE_MEMBER_EPOCH retry sent offset %d after 62 was acknowledged; the broker applied %v", c.offset(), s.appliedOffsets())
+		t.Fatalf("the STALE_MEMBER_EPOCH retry sent offset %d after 62 was acknowledged; the broker applied %v", c.offset(), s.applied.Offsets())
 	}
-	if got := s.appliedOffsets(); fmt.Sprint(got) != "[62]" {
+	if got := s.applied.Offsets(); fmt.Sprint(got) != "[62]" {
 		t.Fatalf("broker applied %v, want [62]", got)
 	}
 }
@@ -320,27 +290,17 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			defer cancel()
 
 			// The reconciliation's commit before revoking t-1, at epoch 5.
-			before := make(chan struct{})
-			go func() {
-				defer close(before)
+			before := background(func() {
 				offs, asOf := mb.consumed()
 				mb.commit(ctx, offs, asOf, "auto-commit before reconciling to epoch 7 (revoking t[1])", retryIfNewer, false)
-			}()
+			})
 			a := <-s.arrivals
 			if a.req.Generation != 5 {
 				t.Fatalf("commit before the revocation sent epoch %d, want 5", a.req.Generation)
 			}
 			// The workload's commit passes Commit's ownership check and
 			// waits for the lane.
-			type result struct {
-				perrs map[string]map[int32]string
-				err   error
-			}
-			appDone := make(chan result, 1)
-			go func() {
-				perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 12, 1: 12}})
-				appDone <- result{perrs, err}
-			}()
+			appDone := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 12, 1: 12}})
 			<-laneBusy
 			// While it waits, the reconciliation revokes t-1 and the
 			// heartbeat brings epoch 7 (and, in the second case, a later
@@ -363,8 +323,8 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			b := <-s.arrivals
 			b.answer <- scriptedAnswer{}
 			r := <-appDone
-			if r.err != nil {
-				t.Fatalf("workload commit: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("workload commit: %v", r.Err)
 			}
 			var sent []string
 			for _, rt := range b.req.Topics {
@@ -375,12 +335,49 @@ func TestCommitWaitingForTheLaneSendsNoRevokedPartition(t *testing.T) {
 			if b.req.Generation != 7 || fmt.Sprint(sent) != "[t-0@12]" {
 				t.Fatalf("workload commit sent %v at epoch %d, want [t-0@12] at epoch 7: t-1 was revoked while the commit waited for the lane", sent, b.req.Generation)
 			}
-			if got := r.perrs["t"][1]; got != NotOwned {
+			if got := r.Failed["t"][1]; got != NotOwned {
 				t.Fatalf("workload commit reported %q for t-1, want %s", got, NotOwned)
 			}
-			if _, ok := r.perrs["t"][0]; ok {
-				t.Fatalf("workload commit reported %q for t-0, want it acknowledged", r.perrs["t"][0])
+			if _, ok := r.Failed["t"][0]; ok {
+				t.Fatalf("workload commit reported %q for t-0, want it acknowledged", r.Failed["t"][0])
 			}
 		})
+	}
+}
+
+// TestStaleCommitIsNotRetriedInANewMembership: the application's commit is
+// answered STALE_MEMBER_EPOCH and waits for a newer epoch; meanwhile the
+// member is fenced and rejoins (a new membership) and is given the
+// partition again. The offset was consumed under the old membership, so it
+// is not retried under the new one: the commit returns STALE_MEMBER_EPOCH.
+func TestStaleCommitIsNotRetriedInANewMembership(t *testing.T) {
+	s := newScriptedOffsets()
+	mb := commitMember(t, s, &eventLog{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	done := clientstest.CommitAsync(ctx, mb, map[string]map[int32]int64{"t": {0: 61}})
+	a := <-s.arrivals
+	if a.req.Generation != 5 {
+		t.Fatalf("commit sent with epoch %d, want 5", a.req.Generation)
+	}
+	// The fence and the rejoin happen before the answer is read: the
+	// member holds t-0 again, at epoch 7 of its second membership.
+	mb.mu.Lock()
+	mb.m.epoch, mb.m.joins = 7, 2
+	mb.mu.Unlock()
+	a.answer <- scriptedAnswer{code: kerr.StaleMemberEpoch.Code}
+	select {
+	case r := <-done:
+		if r.Err != nil {
+			t.Fatalf("commit: %v", r.Err)
+		}
+		if got := r.Failed["t"][0]; got != kerr.StaleMemberEpoch.Message {
+			t.Fatalf("commit returned %q for t-0, want STALE_MEMBER_EPOCH", got)
+		}
+	case b := <-s.arrivals:
+		b.answer <- scriptedAnswer{}
+		<-done
+		t.Fatalf("the commit of 61 was retried with epoch %d in the new membership", b.req.Generation)
 	}
 }

@@ -41,11 +41,11 @@ func holdCommits(t *testing.T, s *scriptBroker) (held <-chan struct{}, release f
 	return held, release
 }
 
-// sentHeartbeats counts the heartbeats the member reported sent.
-func sentHeartbeats(m loopMember) int {
+// sent counts the requests of op the member reported sent.
+func sent(m loopMember, op clients.Op) int {
 	n := 0
 	for _, e := range m.log.Of(clients.Sent) {
-		if e.Op == clients.OpHeartbeat {
+		if e.Op == op {
 			n++
 		}
 	}
@@ -61,8 +61,8 @@ func heartbeatsAfter(t *testing.T, m loopMember, held <-chan struct{}, n int, du
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no OffsetCommit reached the broker\n%s", dump())
 	}
-	from := sentHeartbeats(m)
-	eventually(t, "heartbeats sent while the commit is held", func() bool { return sentHeartbeats(m) >= from+n }, dump)
+	from := sent(m, clients.OpHeartbeat)
+	eventually(t, "heartbeats sent while the commit is held", func() bool { return sent(m, clients.OpHeartbeat) >= from+n }, dump)
 }
 
 // TestLoopHeartbeatsWhileTheAppCommitIsInFlight: the application's commit
@@ -70,10 +70,7 @@ func heartbeatsAfter(t *testing.T, m loopMember, held <-chan struct{}, n int, du
 // on, and the held auto-commit is not sent beside the application's.
 func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startLoopMember(t, s, AutoCommitInterval(200*time.Millisecond))
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, true, AutoCommitInterval(200*time.Millisecond))
 	eventually(t, "the member owns t[0 1] and consumed both", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
 	held, release := holdCommits(t, s)
 	defer release()
@@ -83,13 +80,7 @@ func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
 		m.Commit(ctx, map[string]map[int32]int64{loopTopic: {0: 10, 1: 10}})
 	}()
 	heartbeatsAfter(t, m, held, 3, dump)
-	commits := 0
-	for _, e := range m.log.Of(clients.Sent) {
-		if e.Op == clients.OpCommit {
-			commits++
-		}
-	}
-	if commits != 1 {
+	if commits := sent(m, clients.OpCommit); commits != 1 {
 		t.Errorf("the member sent %d OffsetCommits while the first was held, want 1 (the lane)\n%s", commits, dump())
 	}
 }
@@ -100,10 +91,7 @@ func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
 // acknowledged.
 func TestLoopHeartbeatsWhileReconciling(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startLoopMember(t, s)
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, true)
 	eventually(t, "the member owns t[0 1] and consumed both", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
 	held, release := holdCommits(t, s)
 	defer release()

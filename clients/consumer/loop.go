@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
 // defaultInterval is used until the broker names its heartbeat interval
@@ -505,17 +506,7 @@ func (mb *Member) reconcile(p plan) bool {
 		if !mb.keepsConsuming(p.revoke) {
 			mb.cl.RemoveConsumePartitions(p.revoke.Clone())
 		}
-		for t, ps := range p.revoke {
-			mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
-			if len(mb.owned[t]) == 0 {
-				delete(mb.owned, t)
-			}
-			for _, x := range ps {
-				delete(mb.positions[t], x)
-				delete(mb.committed[t], x)
-				delete(mb.sentHigh[t], x)
-			}
-		}
+		mb.giveUpLocked(p.revoke, true)
 		e := mb.ev(clients.Revoked, fmt.Sprintf("reconciling to epoch %d: owned − assigned, given up after the commit", p.epoch))
 		e.Partitions = p.revoke.Clone()
 		mb.pending = append(mb.pending, e)
@@ -713,29 +704,32 @@ func (mb *Member) commit(ctx context.Context, offsets map[string]map[int32]int64
 	}
 }
 
+// giveUpLocked drops rev from what the member owns, with the positions and
+// committed offsets it kept of them, and with sent the highest offsets sent
+// of them too.
+func (mb *Member) giveUpLocked(rev clients.Partitions, sent bool) {
+	for t, ps := range rev {
+		mb.owned[t] = slices.DeleteFunc(mb.owned[t], func(x int32) bool { return slices.Contains(ps, x) })
+		if len(mb.owned[t]) == 0 {
+			delete(mb.owned, t)
+		}
+		for _, x := range ps {
+			delete(mb.positions[t], x)
+			delete(mb.committed[t], x)
+			if sent {
+				delete(mb.sentHigh[t], x)
+			}
+		}
+	}
+}
+
 // commitRequest is the OffsetCommit of offsets at the member's epoch.
 func (mb *Member) commitRequest(offsets map[string]map[int32]int64, epoch int32, ids map[string][16]byte) *kmsg.OffsetCommitRequest {
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group = mb.group
-	req.Generation = epoch
-	req.MemberID = mb.m.cfg.memberID
+	var instanceID *string
 	if mb.cfg.instanceID != "" {
-		req.InstanceID = new(mb.cfg.instanceID)
+		instanceID = new(mb.cfg.instanceID)
 	}
-	for _, t := range slices.Sorted(maps.Keys(offsets)) {
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = t
-		rt.TopicID = ids[t] // v10+ (Kafka 4.2+) names topics by id
-		for _, p := range slices.Sorted(maps.Keys(offsets[t])) {
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition = p
-			rp.Offset = offsets[t][p]
-			rp.LeaderEpoch = -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-	}
-	return req
+	return groupreq.OffsetCommit(mb.group, mb.m.cfg.memberID, instanceID, epoch, offsets, ids)
 }
 
 // answeredLocked reads an OffsetCommit answer: it records the offsets

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // The loop tests drive the real member (Start, its heartbeat goroutine,
@@ -81,10 +82,7 @@ type scriptBroker struct {
 
 func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, loopTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(partitions, loopTopic))
 	t.Cleanup(c.Close)
 	s := &scriptBroker{c: c, epoch: 1, interval: 100 * time.Millisecond, committed: map[int32]int64{}}
 
@@ -184,20 +182,7 @@ func (s *scriptBroker) offsetCommit(req *kmsg.OffsetCommitRequest) kmsg.Response
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, groupReq{at: time.Now(), commit: req})
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	resp.SetVersion(req.GetVersion())
-	for _, rt := range req.Topics {
-		t := kmsg.NewOffsetCommitResponseTopic()
-		t.Topic, t.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.Partition = rp.Partition
-			s.committed[rp.Partition] = rp.Offset
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp
+	return clientstest.CommitAnswer(req, 0, func(p kmsg.OffsetCommitRequestTopicPartition) { s.committed[p.Partition] = p.Offset })
 }
 
 func (s *scriptBroker) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
@@ -325,6 +310,32 @@ func startMember(t *testing.T, s *scriptBroker, poll bool, opts ...Opt) loopMemb
 		<-done
 	})
 	return loopMember{mb, log}
+}
+
+// startAssigned starts a member against a script broker of two partitions
+// whose heartbeats assign it t[0 1] at epoch 1; with poll, a goroutine
+// polls it until the test ends. It returns the broker, the member and what
+// the test prints when it fails.
+func startAssigned(t *testing.T, poll bool, opts ...Opt) (*scriptBroker, loopMember, func() string) {
+	t.Helper()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	m := startMember(t, s, poll, opts...)
+	return s, m, m.dumpWith(s)
+}
+
+// pollUntil polls m in 50 ms steps until cond holds; when ctx ends first
+// the test fails with what.
+func pollUntil(t *testing.T, ctx context.Context, m *Member, what string, cond func() bool, dump func() string) {
+	t.Helper()
+	for !cond() {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		m.Poll(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("%s\n%s", what, dump())
+		}
+	}
 }
 
 // eventually polls cond for up to 20 s.
@@ -490,51 +501,41 @@ func commitBeforeRevoke(as []groupReq, evs []clients.Event, p int32, want int64)
 // the same check, so the check is known to catch the skipped step.
 func TestLoopRevocationCommitsFirst(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		opts []Opt
-		fail bool
-	}{
-		{name: "member", fail: false},
-		{name: "skip-commit-before-revoke", opts: []Opt{WithBug(BugSkipCommitBeforeRevoke)}, fail: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := newScriptBroker(t, 4)
-			s.set(1, 0, 1)
-			m := startLoopMember(t, s, tc.opts...)
-			dump := m.dumpWith(s)
-			eventually(t, "the member owns t[0 1] and handed out all their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
-			s.set(2, 0)
-			eventually(t, "the member owns only t[0]", m.owns(0), dump)
-			eventually(t, "the revocation is acknowledged", func() bool {
-				for _, a := range heartbeats(s.arrivals()) {
-					if a.hb.MemberEpoch == 2 && slices.Equal(hbParts(a.hb), []int32{0}) {
-						return true
-					}
-				}
-				return false
-			}, dump)
-			err := commitBeforeRevoke(s.arrivals(), m.log.All(), 1, 10)
-			switch {
-			case tc.fail && err == nil:
-				t.Fatalf("the check passed a member that revokes without committing\n%s", dump())
-			case !tc.fail && err != nil:
-				t.Fatalf("%v\n%s", err, dump())
-			}
-			if tc.fail {
-				return
-			}
-			for _, e := range m.log.All() {
-				if e.Kind == clients.Revoked && slices.Contains(e.Partitions[loopTopic], 0) {
-					t.Errorf("t[0] was revoked though the new assignment keeps it: %+v", e)
-				}
-				if e.Kind == clients.Lost {
-					t.Errorf("a clean revocation reported lost partitions: %+v", e)
+	memberAndBug(t, BugSkipCommitBeforeRevoke, func(t *testing.T, opts []Opt, bug bool) {
+		s := newScriptBroker(t, 4)
+		s.set(1, 0, 1)
+		m := startLoopMember(t, s, opts...)
+		dump := m.dumpWith(s)
+		eventually(t, "the member owns t[0 1] and handed out all their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
+		s.set(2, 0)
+		eventually(t, "the member owns only t[0]", m.owns(0), dump)
+		eventually(t, "the revocation is acknowledged", func() bool {
+			for _, a := range heartbeats(s.arrivals()) {
+				if a.hb.MemberEpoch == 2 && slices.Equal(hbParts(a.hb), []int32{0}) {
+					return true
 				}
 			}
-		})
-	}
+			return false
+		}, dump)
+		err := commitBeforeRevoke(s.arrivals(), m.log.All(), 1, 10)
+		switch {
+		case bug && err == nil:
+			t.Fatalf("the check passed a member that revokes without committing\n%s", dump())
+		case !bug && err != nil:
+			t.Fatalf("%v\n%s", err, dump())
+		}
+		if bug {
+			return
+		}
+		for _, e := range m.log.All() {
+			if e.Kind == clients.Revoked && slices.Contains(e.Partitions[loopTopic], 0) {
+				t.Errorf("t[0] was revoked though the new assignment keeps it: %+v", e)
+			}
+			if e.Kind == clients.Lost {
+				t.Errorf("a clean revocation reported lost partitions: %+v", e)
+			}
+		}
+	})
 }
 
 // A fence (FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID): the member drops
@@ -542,58 +543,55 @@ func TestLoopRevocationCommitsFirst(t *testing.T) {
 // same member id and an empty owned set, and takes the new assignment.
 func TestLoopFencedRejoinsAtEpochZero(t *testing.T) {
 	t.Parallel()
-	for _, code := range []*kerr.Error{kerr.FencedMemberEpoch, kerr.UnknownMemberID} {
-		t.Run(code.Message, func(t *testing.T) {
-			t.Parallel()
-			s := newScriptBroker(t, 4)
-			s.set(3, 0, 1)
-			m := startLoopMember(t, s)
-			dump := m.dumpWith(s)
-			eventually(t, "the member owns t[0 1] and handed out their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
-			id := m.MemberID()
-			before := len(s.arrivals())
-			s.failNext(code.Code, 7, 2, 3)
-			eventually(t, "the member owns t[2 3] at epoch 7", func() bool { return m.owns(2, 3)() && m.Epoch() == 7 }, dump)
+	eachFence(t, func(t *testing.T, code *kerr.Error) {
+		s := newScriptBroker(t, 4)
+		s.set(3, 0, 1)
+		m := startLoopMember(t, s)
+		dump := m.dumpWith(s)
+		eventually(t, "the member owns t[0 1] and handed out their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
+		id := m.MemberID()
+		before := len(s.arrivals())
+		s.failNext(code.Code, 7, 2, 3)
+		eventually(t, "the member owns t[2 3] at epoch 7", func() bool { return m.owns(2, 3)() && m.Epoch() == 7 }, dump)
 
-			as := s.arrivals()[before:]
-			iFence := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == code.Code })
-			if iFence < 0 {
-				t.Fatalf("the broker never answered %s\n%s", code.Message, dump())
+		as := s.arrivals()[before:]
+		iFence := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == code.Code })
+		if iFence < 0 {
+			t.Fatalf("the broker never answered %s\n%s", code.Message, dump())
+		}
+		iRejoin := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 })
+		if iRejoin != iFence+1 {
+			t.Fatalf("the request after the fence (groupReq %d) is not an epoch-0 heartbeat (first at %d)\n%s", iFence, iRejoin, dump())
+		}
+		rejoin := as[iRejoin].hb
+		if rejoin.MemberID != id {
+			t.Errorf("rejoined as %q, want the same member id %q", rejoin.MemberID, id)
+		}
+		if got := hbParts(rejoin); got == nil || len(got) != 0 {
+			t.Errorf("rejoin heartbeat owns %v, want an empty list", got)
+		}
+		if !slices.Equal(rejoin.SubscribedTopicNames, []string{loopTopic}) {
+			t.Errorf("rejoin heartbeat subscribes %v, want the full subscription", rejoin.SubscribedTopicNames)
+		}
+		for _, a := range as {
+			if a.commit != nil {
+				t.Errorf("fenced member committed %v: lost partitions are not committed", commitOffsets(a.commit))
 			}
-			iRejoin := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 })
-			if iRejoin != iFence+1 {
-				t.Fatalf("the request after the fence (groupReq %d) is not an epoch-0 heartbeat (first at %d)\n%s", iFence, iRejoin, dump())
+		}
+		evs := m.log.All()
+		iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
+		if iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
+			t.Fatalf("no Lost of t[0 1]\n%s", dump())
+		}
+		for i, e := range evs {
+			if e.Kind == clients.Revoked {
+				t.Errorf("a fenced member revoked %v: it loses, it does not revoke", e.Partitions)
 			}
-			rejoin := as[iRejoin].hb
-			if rejoin.MemberID != id {
-				t.Errorf("rejoined as %q, want the same member id %q", rejoin.MemberID, id)
+			if e.Kind == clients.Assigned && slices.Contains(e.Partitions[loopTopic], 2) && i < iLost {
+				t.Errorf("t[2] assigned before t[0 1] were lost")
 			}
-			if got := hbParts(rejoin); got == nil || len(got) != 0 {
-				t.Errorf("rejoin heartbeat owns %v, want an empty list", got)
-			}
-			if !slices.Equal(rejoin.SubscribedTopicNames, []string{loopTopic}) {
-				t.Errorf("rejoin heartbeat subscribes %v, want the full subscription", rejoin.SubscribedTopicNames)
-			}
-			for _, a := range as {
-				if a.commit != nil {
-					t.Errorf("fenced member committed %v: lost partitions are not committed", commitOffsets(a.commit))
-				}
-			}
-			evs := m.log.All()
-			iLost := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Lost })
-			if iLost < 0 || !slices.Equal(evs[iLost].Partitions[loopTopic], []int32{0, 1}) {
-				t.Fatalf("no Lost of t[0 1]\n%s", dump())
-			}
-			for i, e := range evs {
-				if e.Kind == clients.Revoked {
-					t.Errorf("a fenced member revoked %v: it loses, it does not revoke", e.Partitions)
-				}
-				if e.Kind == clients.Assigned && slices.Contains(e.Partitions[loopTopic], 2) && i < iLost {
-					t.Errorf("t[2] assigned before t[0 1] were lost")
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // The member heartbeats at the interval the broker names, not sooner (nor at
@@ -643,10 +641,7 @@ func TestLoopCloseCommitsThenLeaves(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newScriptBroker(t, 2)
-			s.set(1, 0, 1)
-			m := startLoopMember(t, s, tc.opts...)
-			dump := m.dumpWith(s)
+			s, m, dump := startAssigned(t, true, tc.opts...)
 			eventually(t, "the member owns t[0 1] and handed out their records", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
 			before := len(s.arrivals())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -690,20 +685,10 @@ func TestLoopCloseCommitsThenLeaves(t *testing.T) {
 // more, and rejoins at epoch 0 with the same id on the next Poll.
 func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startMember(t, s, false, MaxPollInterval(1500*time.Millisecond))
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, false, MaxPollInterval(1500*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for !m.owns(0, 1)() {
-		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		m.Poll(pctx)
-		pcancel()
-		if ctx.Err() != nil {
-			t.Fatalf("the member never owned t[0 1]\n%s", dump())
-		}
-	}
+	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
 	// No Poll from here on.
 	eventually(t, "the member leaves", func() bool {
 		return slices.ContainsFunc(s.arrivals(), func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == -1 })
@@ -859,20 +844,10 @@ func TestLoopAssignedPartitionResumesAtTheCommit(t *testing.T) {
 // returns the error, and it sends nothing more, not even a leave on Close.
 func TestLoopFatalErrorStopsTheMember(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startMember(t, s, false)
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for !m.owns(0, 1)() {
-		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		m.Poll(pctx)
-		pcancel()
-		if ctx.Err() != nil {
-			t.Fatalf("the member never owned t[0 1]\n%s", dump())
-		}
-	}
+	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
 	s.failNext(kerr.GroupAuthorizationFailed.Code, 1, 0, 1)
 	var err error
 	for err == nil {
@@ -950,13 +925,7 @@ func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
 	if err != nil {
 		t.Errorf("close: %v", err)
 	}
-	leaves := 0
-	for _, e := range m.log.All() {
-		if e.Kind == clients.Sent && e.Op == clients.OpLeave {
-			leaves++
-		}
-	}
-	if leaves != 1 {
+	if leaves := sent(m, clients.OpLeave); leaves != 1 {
 		t.Errorf("%d leave heartbeats sent, want the rebalance-timeout one only\n%s", leaves, dump())
 	}
 }
@@ -968,10 +937,7 @@ func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
 // those of t[0], never those of t[1].
 func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	m := startMember(t, s, false)
-	dump := m.dumpWith(s)
+	s, m, dump := startAssigned(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	poll := func() []clients.Record {
@@ -986,17 +952,8 @@ func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
 	for !m.owns(0, 1)() || !m.consumedAll() {
 		poll()
 	}
-	release := make(chan struct{})
-	s.mu.Lock()
-	s.holdCommit, s.commitHeld = release, make(chan struct{}, 1)
-	held := s.commitHeld
-	s.mu.Unlock()
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	held, release := holdCommits(t, s)
+	defer release()
 	s.set(2, 0)
 	select {
 	case <-held:
@@ -1021,7 +978,75 @@ func TestLoopPollPausesWhatIsBeingRevoked(t *testing.T) {
 			got = got || r.Offset == 10
 		}
 	}
-	close(release)
-	released = true
+	release()
 	eventually(t, "the member owns only t[0]", m.owns(0), dump)
+}
+
+// TestCallsContract runs a member against kfake (franz-go's in-process
+// cluster, which serves ConsumerGroupHeartbeat): join, own the topic's
+// partitions, commit, close. Every Sent must get exactly one answer of the
+// same call and op, after it, with one call per lane at a time; the joining
+// heartbeat carries epoch 0 and the leave a negative epoch.
+func TestCallsContract(t *testing.T) {
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
+	defer c.Close()
+	log := &eventLog{}
+	mb, err := New("m1", "g", KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)), Topics("t"), WithHooks(log), AutoCommitInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := clientstest.Start(t, mb, time.Minute)
+	defer cancel()
+	for mb.Owned().Count() != 3 {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		mb.Poll(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("the member never owned t's 3 partitions; events: %+v", log.All())
+		}
+	}
+	if perrs, err := mb.Commit(ctx, map[string]map[int32]int64{"t": {0: 0, 1: 0, 2: 0}}); err != nil || len(perrs) > 0 {
+		t.Fatalf("commit: %v %v", perrs, err)
+	}
+	if err := mb.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+
+	open := map[uint64]clients.Event{}
+	busy := map[clients.Lane]uint64{}
+	answered := map[clients.Op]int{}
+	for i, e := range log.All() {
+		if e.Call == 0 {
+			continue
+		}
+		if e.Kind == clients.Sent {
+			if prev, ok := busy[e.Op.Lane()]; ok {
+				t.Errorf("event %d: %s call %d sent while call %d of its lane had no answer", i, e.Op, e.Call, prev)
+			}
+			if e.Op == clients.OpLeave && e.MemberEpoch >= 0 {
+				t.Errorf("event %d: leave sent with member epoch %d", i, e.MemberEpoch)
+			}
+			open[e.Call], busy[e.Op.Lane()] = e, e.Call
+			continue
+		}
+		s, ok := open[e.Call]
+		if !ok || s.Op != e.Op {
+			t.Errorf("event %d: %s answers call %d (%s), which is not open as that op", i, e.Kind, e.Call, e.Op)
+			continue
+		}
+		if e.Kind == clients.Joined && s.MemberEpoch != 0 {
+			t.Errorf("event %d: Joined answers a heartbeat sent with epoch %d, want 0", i, s.MemberEpoch)
+		}
+		delete(open, e.Call)
+		delete(busy, e.Op.Lane())
+		answered[e.Op]++
+	}
+	for id, s := range open {
+		t.Errorf("%s call %d never answered (%s)", s.Op, id, s.Why)
+	}
+	for _, op := range []clients.Op{clients.OpHeartbeat, clients.OpCommit, clients.OpLeave} {
+		if answered[op] == 0 {
+			t.Errorf("no %s call answered", op)
+		}
+	}
 }

@@ -590,8 +590,8 @@ func (m *machine) nextPlan(owned clients.Partitions) (p plan, unresolved []topic
 		epoch:    m.epoch,
 		target:   target,
 		assigned: assigned,
-		revoke:   minus(owned, assigned),
-		add:      minus(assigned, owned),
+		revoke:   owned.Minus(assigned),
+		add:      assigned.Minus(owned),
 	}, nil, true
 }
 
@@ -623,19 +623,6 @@ func (m *machine) partitionsByName(parts map[topicID][]int32) clients.Partitions
 	for id, ps := range parts {
 		if name, ok := m.names[id]; ok && len(ps) > 0 {
 			out[name] = slices.Clone(ps)
-		}
-	}
-	return out
-}
-
-// minus returns a − b.
-func minus(a, b clients.Partitions) clients.Partitions {
-	out := clients.Partitions{}
-	for t, ps := range a {
-		for _, p := range ps {
-			if !slices.Contains(b[t], p) {
-				out[t] = append(out[t], p)
-			}
 		}
 	}
 	return out

@@ -65,6 +65,28 @@ type harness struct {
 	owned clients.Partitions
 }
 
+// eachFence runs test, in parallel subtests, with each error by which the
+// broker fences a member: FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID.
+func eachFence(t *testing.T, test func(t *testing.T, fence *kerr.Error)) {
+	for _, fence := range []*kerr.Error{kerr.FencedMemberEpoch, kerr.UnknownMemberID} {
+		t.Run(fence.Message, func(t *testing.T) {
+			t.Parallel()
+			test(t, fence)
+		})
+	}
+}
+
+// mustPlan is the machine's next plan; the test fails, saying what, when
+// there is none.
+func (h *harness) mustPlan(what string) plan {
+	h.t.Helper()
+	p, _, ok := h.m.nextPlan(h.owned)
+	if !ok {
+		h.t.Fatal(what)
+	}
+	return p
+}
+
 func newHarness(t *testing.T, mut ...func(*machineConfig)) *harness {
 	return &harness{t: t, m: testMachine(t, mut...), owned: clients.Partitions{}}
 }
@@ -95,7 +117,7 @@ func (h *harness) reconcile() (plan, bool) {
 			}
 		}
 	}
-	h.owned = minus(h.owned, p.revoke)
+	h.owned = h.owned.Minus(p.revoke)
 	for t, ps := range p.add {
 		h.owned[t] = append(h.owned[t], ps...)
 		slices.Sort(h.owned[t])
@@ -269,36 +291,33 @@ func TestLateAndRepeatedAnswersAreDropped(t *testing.T) {
 
 func TestFencedDropsEverythingAndRejoinsWithTheSameID(t *testing.T) {
 	t.Parallel()
-	for _, err := range []*kerr.Error{kerr.FencedMemberEpoch, kerr.UnknownMemberID} {
-		t.Run(err.Message, func(t *testing.T) {
-			t.Parallel()
-			h := newHarness(t)
-			h.beat(ok(5, map[topicID][]int32{idA: {0, 1}, idB: {0}}))
-			h.reconcile()
-			h.beat(ok(5, nil))
-			_, o := h.beat(failed(err))
-			if o.loseAll == "" || o.backoff || len(o.events) != 1 || o.events[0].Kind != clients.Fenced || o.events[0].Err != err.Message {
-				t.Fatalf("fence outcome %+v", o)
-			}
-			if h.m.state != stateJoining || h.m.epoch != 0 || !h.m.current.none() {
-				t.Fatalf("after fence: state %s epoch %d current %v", h.m.state, h.m.epoch, h.m.current)
-			}
-			rejoin, _ := h.beat(failed(err))
-			if rejoin.MemberID != "m1" || rejoin.MemberEpoch != 0 || rejoin.Topics == nil || len(rejoin.Topics) != 0 || rejoin.SubscribedTopicNames == nil {
-				t.Fatalf("rejoin %+v", rejoin)
-			}
-			// Kafka before 4.2 fences the epoch-0 rejoin of a known id
-			// (KAFKA-19233): the member backs off instead of spinning.
-			_, o = h.beat(failed(err))
-			if !o.backoff {
-				t.Fatal("a fenced rejoin does not back off")
-			}
-			_, o = h.beat(ok(7, map[topicID][]int32{idA: {1}}))
-			if o.events[0].Kind != clients.Joined || h.m.epoch != 7 {
-				t.Fatalf("rejoin answer %+v", o.events)
-			}
-		})
-	}
+	eachFence(t, func(t *testing.T, err *kerr.Error) {
+		h := newHarness(t)
+		h.beat(ok(5, map[topicID][]int32{idA: {0, 1}, idB: {0}}))
+		h.reconcile()
+		h.beat(ok(5, nil))
+		_, o := h.beat(failed(err))
+		if o.loseAll == "" || o.backoff || len(o.events) != 1 || o.events[0].Kind != clients.Fenced || o.events[0].Err != err.Message {
+			t.Fatalf("fence outcome %+v", o)
+		}
+		if h.m.state != stateJoining || h.m.epoch != 0 || !h.m.current.none() {
+			t.Fatalf("after fence: state %s epoch %d current %v", h.m.state, h.m.epoch, h.m.current)
+		}
+		rejoin, _ := h.beat(failed(err))
+		if rejoin.MemberID != "m1" || rejoin.MemberEpoch != 0 || rejoin.Topics == nil || len(rejoin.Topics) != 0 || rejoin.SubscribedTopicNames == nil {
+			t.Fatalf("rejoin %+v", rejoin)
+		}
+		// Kafka before 4.2 fences the epoch-0 rejoin of a known id
+		// (KAFKA-19233): the member backs off instead of spinning.
+		_, o = h.beat(failed(err))
+		if !o.backoff {
+			t.Fatal("a fenced rejoin does not back off")
+		}
+		_, o = h.beat(ok(7, map[topicID][]int32{idA: {1}}))
+		if o.events[0].Kind != clients.Joined || h.m.epoch != 7 {
+			t.Fatalf("rejoin answer %+v", o.events)
+		}
+	})
 }
 
 func TestFatalErrorsStopTheMember(t *testing.T) {
@@ -349,10 +368,7 @@ func TestPlanAbortedByAFence(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.beat(ok(1, map[topicID][]int32{idA: {0, 1}}))
-	p, _, ok1 := h.m.nextPlan(h.owned)
-	if !ok1 {
-		t.Fatal("no plan")
-	}
+	p := h.mustPlan("no plan")
 	// While the member commits, a heartbeat is fenced.
 	req, seq := h.m.request()
 	if req.Topics != nil && len(req.Topics) != 0 {
@@ -490,10 +506,7 @@ func TestUnfinishedPlanIsPlannedAgain(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.beat(ok(1, map[topicID][]int32{idA: {0, 1}}))
-	p1, _, ok1 := h.m.nextPlan(h.owned)
-	if !ok1 {
-		t.Fatal("no plan for a new assignment")
-	}
+	p1 := h.mustPlan("no plan for a new assignment")
 	if h.m.finish(p1, false) {
 		t.Fatal("a plan carried out only in part was finished")
 	}

@@ -2,8 +2,6 @@ package consumer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
 // ErrClosed is returned by a Member used after Close.
@@ -126,18 +125,8 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	var errs []error
-	if name == "" {
-		errs = append(errs, errors.New("member name is empty"))
-	}
-	if group == "" {
-		errs = append(errs, errors.New("group id is empty: the broker rejects it with INVALID_REQUEST"))
-	}
-	if err := c.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("consumer member %q: %w", name, err)
+	if err := groupreq.CheckNew("consumer", name, group, c.validate()); err != nil {
+		return nil, err
 	}
 	kopts := append(slices.Clone(c.kgoOpts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),
@@ -149,7 +138,7 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	}
 	mc := machineConfig{
 		group:              group,
-		memberID:           newMemberID(),
+		memberID:           groupreq.NewMemberID(),
 		instanceID:         c.instanceID,
 		rack:               c.rack,
 		topics:             c.topics,
@@ -178,15 +167,6 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 		return req.RequestWith(ctx, mb.cl)
 	}
 	return mb, nil
-}
-
-// newMemberID is Java's Uuid.randomUuid().toString(): 16 random bytes,
-// base64url without padding. ConsumerGroupHeartbeat v1 requires the client
-// to choose it (KIP-1082); it is kept across fencing and rejoins.
-func newMemberID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Name is the harness's name for the member.

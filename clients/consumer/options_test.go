@@ -57,11 +57,3 @@ func TestNewChecksOptionsOnce(t *testing.T) {
 		})
 	}
 }
-
-func TestMemberIDsAreJavaUUIDs(t *testing.T) {
-	t.Parallel()
-	a, b := newMemberID(), newMemberID()
-	if len(a) != 22 || a == b {
-		t.Fatalf("member ids %q %q", a, b)
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // TestMachineScripts runs the heartbeat scripts in testdata/machine: the
@@ -57,19 +58,13 @@ func TestMachineScripts(t *testing.T) {
 			switch d.Cmd {
 			case "new":
 				var mut []func(*machineConfig)
-				if d.HasArg("instance") {
-					var id string
-					d.ScanArgs(t, "instance", &id)
+				if id, has := clientstest.Arg(t, d, "instance"); has {
 					mut = append(mut, func(c *machineConfig) { c.instanceID = id })
 				}
-				if d.HasArg("regex") {
-					var re string
-					d.ScanArgs(t, "regex", &re)
+				if re, has := clientstest.Arg(t, d, "regex"); has {
 					mut = append(mut, func(c *machineConfig) { c.topics, c.useRegex, c.regex = nil, true, re })
 				}
-				if d.HasArg("assignor") {
-					var name string
-					d.ScanArgs(t, "assignor", &name)
+				if name, has := clientstest.Arg(t, d, "assignor"); has {
 					if name == "none" {
 						name = ""
 					}
@@ -88,9 +83,7 @@ func TestMachineScripts(t *testing.T) {
 			case "answer":
 				seq := target()
 				var resp *kmsg.ConsumerGroupHeartbeatResponse
-				if d.HasArg("error") {
-					var name string
-					d.ScanArgs(t, "error", &name)
+				if name, has := clientstest.Arg(t, d, "error"); has {
 					resp = failed(scriptError(t, d, name))
 				} else {
 					var epoch int
@@ -181,7 +174,7 @@ func TestMachineScripts(t *testing.T) {
 var idC = topicID{3}
 
 func scriptApply(h *harness, p plan) {
-	h.owned = minus(h.owned, p.revoke)
+	h.owned = h.owned.Minus(p.revoke)
 	for t, ps := range p.add {
 		h.owned[t] = append(h.owned[t], ps...)
 		slices.Sort(h.owned[t])

@@ -78,14 +78,7 @@ func TestLoopFatalAnswerLossIsReportedBeforePollSaysStopped(t *testing.T) {
 	dump := func() string { return loopMember{m.Member, log}.dumpWith(s)() }
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for !m.owns(0, 1)() {
-		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		m.Poll(pctx)
-		pcancel()
-		if ctx.Err() != nil {
-			t.Fatalf("the member never owned t[0 1]\n%s", dump())
-		}
-	}
+	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
 	s.failNext(kerr.GroupIDNotFound.Code, 1, 0, 1)
 	err, seen := pollUntilStopped(t, m.Member, log, dump)
 	if !errors.Is(err, kerr.GroupIDNotFound) {

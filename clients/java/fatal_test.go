@@ -10,8 +10,6 @@ import (
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/java"
-	"github.com/groupquake/groupquake/harness/cluster"
-	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 )
 
 // TestRefusedStaticMemberStopsForGood: a static consumer-protocol
@@ -24,15 +22,7 @@ import (
 // restart it, where before it went on polling a consumer that would never
 // join.
 func TestRefusedStaticMemberStopsForGood(t *testing.T) {
-	if err := java.CheckJava(); err != nil {
-		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
-	}
-	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
-	clustertest.CreateTopic(t, e, "refused", 2)
-	rt, err := (&java.Toolchain{Logf: t.Logf}).Prepare(context.Background(), cluster.DefaultKafkaVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, rt := javaCluster(t, "refused", 2)
 	start := func(links string) *java.Member {
 		t.Helper()
 		l, err := e.Links(links)

@@ -33,6 +33,23 @@ func (e *events) leaves(member string, from int) int {
 
 func (e *events) len() int { return len(e.All()) }
 
+// javaCluster checks that the Java member kinds can run here, starts an
+// embedded cluster with topic (partitions partitions) and prepares the
+// Java client of the cluster's Kafka version.
+func javaCluster(t *testing.T, topic string, partitions int32) (*cluster.Embedded, java.Runtime) {
+	t.Helper()
+	if err := java.CheckJava(); err != nil {
+		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
+	}
+	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
+	clustertest.CreateTopic(t, e, topic, partitions)
+	rt, err := (&java.Toolchain{Logf: t.Logf}).Prepare(context.Background(), cluster.DefaultKafkaVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, rt
+}
+
 // TestHostedMembers runs four Java members of both protocols (two groups)
 // in one shared JVM against the embedded cluster: they share the process
 // and each consumes; a crash of one member of each group (Kill) sends no
@@ -40,15 +57,7 @@ func (e *events) len() int { return len(e.All()) }
 // crashed member in the same JVM is a fresh consumer (a new member id);
 // a frozen member answers nothing until thawed while another polls on.
 func TestHostedMembers(t *testing.T) {
-	if err := java.CheckJava(); err != nil {
-		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
-	}
-	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
-	clustertest.CreateTopic(t, e, "hosted", 4)
-	rt, err := (&java.Toolchain{Logf: t.Logf}).Prepare(context.Background(), cluster.DefaultKafkaVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, rt := javaCluster(t, "hosted", 4)
 	host := java.NewHost(rt, nil)
 	evs := &events{}
 	incarnation := 0

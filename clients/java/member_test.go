@@ -349,11 +349,7 @@ func TestCommitCommand(t *testing.T) {
 func TestJVMDiesMidPoll(t *testing.T) {
 	m, started := newScripted(t, &hookLog{})
 	s := startScripted(t, m, started)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := m.Poll(context.Background())
-		errc <- err
-	}()
+	errc := clientstest.Async(func() error { _, err := m.Poll(context.Background()); return err })
 	s.next()
 	io.WriteString(s.stderr, "java.lang.OutOfMemoryError: Java heap space\n")
 	s.exit(errors.New("exit status 3"))
@@ -371,12 +367,11 @@ func TestJVMDiesMidPoll(t *testing.T) {
 func TestClose(t *testing.T) {
 	m, started := newScripted(t, &hookLog{})
 	s := startScripted(t, m, started)
-	errc := make(chan error, 1)
-	go func() {
+	errc := clientstest.Async(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		errc <- m.Close(ctx)
-	}()
+		return m.Close(ctx)
+	})
 	if cmd := s.next(); cmd.Type != process.TClose || cmd.TimeoutMS <= 0 {
 		t.Fatalf("close sent %+v", cmd)
 	}
@@ -485,11 +480,7 @@ func TestFatalPollExceptionStopsTheMember(t *testing.T) {
 func TestJVMEndedOnItsOwnStopsTheMember(t *testing.T) {
 	m, started := newScripted(t, &hookLog{})
 	s := startScripted(t, m, started)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := m.Poll(context.Background())
-		errc <- err
-	}()
+	errc := clientstest.Async(func() error { _, err := m.Poll(context.Background()); return err })
 	s.next()
 	s.exit(errors.New("exit status 1"))
 	if err := <-errc; !errors.Is(err, clients.ErrStopped) {

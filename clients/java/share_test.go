@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/share"
 )
 
@@ -242,11 +243,8 @@ func TestShareMemberTranslatesWhatTheJVMDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := clientstest.Start(t, m, 20*time.Second)
 	defer cancel()
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	recs, err := m.Poll(ctx)
 	if err != nil {
 		t.Fatal(err)

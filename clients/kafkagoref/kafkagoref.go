@@ -54,9 +54,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -64,6 +62,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/adapter"
 	"github.com/groupquake/groupquake/clients/internal/pollgate"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
@@ -85,13 +84,8 @@ type opt struct{ fn func(*cfg) }
 func (o opt) apply(c *cfg) { o.fn(c) }
 
 type cfg struct {
-	balancers         []string
-	hooks             clients.Hooks
-	kgoOpts           []kgo.Opt
-	sessionTimeout    time.Duration
-	heartbeatInterval time.Duration
-	rebalanceTimeout  time.Duration
-	clock             clients.Clock
+	adapter.Config
+	balancers []string
 }
 
 // Balancers names the group balancers offered, in order of preference
@@ -101,60 +95,45 @@ func Balancers(names ...string) Opt {
 }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.Hooks = h }} }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): kafka-go's brokers and its only dialer.
-func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
+func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) }} }
 
 // SessionTimeout is the classic session timeout (session.timeout.ms; 0
 // keeps kafka-go's default).
-func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
+func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.SessionTimeout = d }} }
 
 // HeartbeatInterval is the classic heartbeat interval
 // (heartbeat.interval.ms; 0 keeps kafka-go's default).
-func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.heartbeatInterval = d }} }
+func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.HeartbeatInterval = d }} }
 
 // RebalanceTimeout is the JoinGroup rebalance timeout (0 keeps kafka-go's
 // default).
-func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalanceTimeout = d }} }
+func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.RebalanceTimeout = d }} }
 
 // WithClock sets the time source of Event.At. Default: the wall clock.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.Clock = cl }} }
 
 // fencing are the heartbeat errors by which the coordinator says the
 // member is no longer in the generation.
 var fencing = []int16{kerr.UnknownMemberID.Code, kerr.IllegalGeneration.Code, kerr.FencedInstanceID.Code}
 
-// Member is a kafka-go consumer group behind clients.Member.
+// Member is a kafka-go consumer group behind clients.Member. Its
+// adapter.Base holds the revocation back between Polls (invariant 1) and
+// keeps the application's commit answer (invariant 3).
 type Member struct {
-	name, group string
-	topics      []string
-	cfg         cfg
-	seeds       []string
-	dial        wiretap.DialFunc
+	adapter.Base
+	cfg cfg
 
-	wire   *wiretap.Calls
 	dialer *kafka.Dialer
 	cg     *kafka.ConsumerGroup
-	stop   context.CancelFunc
-	done   chan struct{}
 
-	gate    *pollgate.Gate // holds the revocation back between Polls (invariant 1)
-	pollMu  sync.Mutex
-	running bool // started and not closed: Poll may move the gate
-
-	recs chan pollgate.Record
-
-	mu        sync.Mutex
-	gen       *kafka.Generation // the current generation, from Assigned to Revoked
-	genID     uint64
-	owned     clients.Partitions
-	lastHB    int16 // error code of the last heartbeat answer of the current generation; noAnswer if none came
-	started   bool
-	closed    bool
-	appCommit *clients.Event
-	lastErr   string
+	// Guarded by Base.Mu.
+	gen    *kafka.Generation // the current generation, from Assigned to Revoked
+	genID  uint64
+	lastHB int16 // error code of the last heartbeat answer of the current generation; noAnswer if none came
 }
 
 var _ clients.Member = (*Member)(nil)
@@ -166,20 +145,10 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	if c.clock == nil {
-		c.clock = clients.WallClock{}
+	if err := adapter.CheckIdentity("kafkagoref", name, group, topics); err != nil {
+		return nil, err
 	}
-	if c.hooks == nil {
-		c.hooks = clients.HookFunc(func(clients.Event) {})
-	}
-	switch {
-	case name == "":
-		return nil, errors.New("kafkagoref: a member needs a name (the harness's name for it, e.g. m1)")
-	case group == "":
-		return nil, fmt.Errorf("kafkagoref: member %s needs a group id", name)
-	case len(topics) == 0:
-		return nil, fmt.Errorf("kafkagoref: member %s needs at least one topic to subscribe to", name)
-	case len(c.balancers) == 0:
+	if len(c.balancers) == 0 {
 		return nil, fmt.Errorf("kafkagoref: member %s needs at least one group balancer (%s, %s)", name, Range, RoundRobin)
 	}
 	for _, b := range c.balancers {
@@ -187,41 +156,19 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 			return nil, fmt.Errorf("kafkagoref: member %s: group balancer %q is not %q or %q", name, b, Range, RoundRobin)
 		}
 	}
-	probe, err := kgo.NewClient(c.kgoOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafkagoref: member %s: %w", name, err)
+	m := &Member{cfg: c}
+	if err := m.Init("kafkagoref", name, group, slices.Clone(topics), c.Config); err != nil {
+		return nil, err
 	}
-	seeds, _ := probe.OptValue(kgo.SeedBrokers).([]string)
-	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
-	probe.Close()
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
-	}
-	return &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, seeds: seeds, dial: dial,
-		owned: clients.Partitions{}, recs: make(chan pollgate.Record, 4096), done: make(chan struct{})}, nil
+	return m, nil
 }
-
-// Name implements clients.Member.
-func (m *Member) Name() string { return m.name }
-
-// Protocol implements clients.Member: kafka-go speaks the classic protocol.
-func (m *Member) Protocol() clients.Protocol { return clients.Classic }
 
 // Start creates the consumer group; kafka-go joins in the background.
 func (m *Member) Start(ctx context.Context) error {
-	m.mu.Lock()
-	if m.started {
-		m.mu.Unlock()
-		return fmt.Errorf("kafkagoref: member %s already started", m.name)
+	if err := m.Begin("kafka-go", m.report); err != nil {
+		return err
 	}
-	m.started = true
-	m.mu.Unlock()
-	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
-		Group: m.group, Protocol: clients.Classic, Client: "kafka-go", Lookups: true,
-		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
-	})
-	m.dialer = &kafka.Dialer{ClientID: "groupquake-" + m.name, Timeout: 10 * time.Second, DialFunc: wiretap.Dialer(m.dial, m.wire)}
+	m.dialer = &kafka.Dialer{ClientID: "groupquake-" + m.Name(), Timeout: 10 * time.Second, DialFunc: m.Dialer()}
 	var bal []kafka.GroupBalancer
 	for _, b := range m.cfg.balancers {
 		if b == Range {
@@ -231,38 +178,28 @@ func (m *Member) Start(ctx context.Context) error {
 		}
 	}
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: m.group, Brokers: m.seeds, Dialer: m.dialer, Topics: m.topics, GroupBalancers: bal,
-		HeartbeatInterval: m.cfg.heartbeatInterval, SessionTimeout: m.cfg.sessionTimeout, RebalanceTimeout: m.cfg.rebalanceTimeout,
+		ID: m.Group, Brokers: m.Seeds, Dialer: m.dialer, Topics: m.Topics, GroupBalancers: bal,
+		HeartbeatInterval: m.cfg.HeartbeatInterval, SessionTimeout: m.cfg.SessionTimeout, RebalanceTimeout: m.cfg.RebalanceTimeout,
 		StartOffset: kafka.FirstOffset,
 	})
 	if err != nil {
-		return fmt.Errorf("kafkagoref: member %s: %w", m.name, err)
+		return fmt.Errorf("kafkagoref: member %s: %w", m.Name(), err)
 	}
 	m.cg = cg
-	m.pollMu.Lock()
-	m.gate = pollgate.New()
-	m.running = true
-	m.pollMu.Unlock()
-	lctx, stop := context.WithCancel(context.Background())
-	m.stop = stop
-	go m.generations(lctx)
+	m.Run(m.generations)
 	return nil
 }
 
 // generations takes each generation kafka-go hands out and runs it.
 func (m *Member) generations(ctx context.Context) {
-	defer close(m.done)
+	defer close(m.Done)
 	for {
 		gen, err := m.cg.Next(ctx)
 		switch {
 		case errors.Is(err, kafka.ErrGroupClosed) || ctx.Err() != nil:
 			return
 		case err != nil:
-			m.mu.Lock()
-			same := err.Error() == m.lastErr
-			m.lastErr = err.Error()
-			m.mu.Unlock()
-			if !same {
+			if m.Changed(err) {
 				m.fact(err, "kafka-go ConsumerGroup.Next returned an error (kafka-go retries on its own)")
 			}
 			continue
@@ -292,19 +229,15 @@ func (m *Member) run(gen *kafka.Generation) {
 			delete(parts, t)
 		}
 	}
-	m.mu.Lock()
+	m.Mu.Lock()
 	m.genID++
 	id = m.genID
 	m.gen = gen
-	m.owned = parts.Clone()
+	m.Owning = parts.Clone()
 	m.lastHB = 0
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	if parts.Count() > 0 {
-		ev := m.event(clients.Assigned)
-		ev.MemberID, ev.Generation = gen.MemberID, gen.ID
-		ev.Partitions = parts
-		ev.Why = "kafka-go ConsumerGroup.Next handed out the generation; its partitions' readers start after this"
-		m.cfg.hooks.OnEvent(ev)
+		m.Ownership(clients.Assigned, gen.MemberID, gen.ID, parts, "kafka-go ConsumerGroup.Next handed out the generation; its partitions' readers start after this")
 	}
 	close(assigned)
 	for t, pas := range gen.Assignments {
@@ -318,7 +251,7 @@ func (m *Member) run(gen *kafka.Generation) {
 // the generation ends.
 func (m *Member) read(ctx context.Context, id uint64, genID int32, topic string, pa kafka.PartitionAssignment) {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: m.seeds, Topic: topic, Partition: pa.ID, Dialer: m.dialer,
+		Brokers: m.Seeds, Topic: topic, Partition: pa.ID, Dialer: m.dialer,
 		MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 500 * time.Millisecond, ReadLagInterval: -1,
 	})
 	defer r.Close()
@@ -336,7 +269,7 @@ func (m *Member) read(ctx context.Context, id uint64, genID int32, topic string,
 		}
 		rec := pollgate.Record{Gen: id, Ended: ctx.Done(), Rec: clients.Record{Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: genID, MemberEpoch: -1}}
 		select {
-		case m.recs <- rec:
+		case m.Recs <- rec:
 		case <-ctx.Done():
 			return
 		}
@@ -345,27 +278,23 @@ func (m *Member) read(ctx context.Context, id uint64, genID int32, topic string,
 
 // revoke reports the end of generation id, once a Poll runs.
 func (m *Member) revoke(gen *kafka.Generation, id uint64) {
-	m.gate.Enter()
-	defer m.gate.Leave()
-	m.mu.Lock()
+	m.EnterGate()
+	defer m.LeaveGate()
+	m.Mu.Lock()
 	if m.genID != id {
-		m.mu.Unlock()
+		m.Mu.Unlock()
 		return
 	}
-	parts := m.owned
+	parts := m.Owning
 	hb := m.lastHB
-	m.owned = clients.Partitions{}
+	m.Owning = clients.Partitions{}
 	m.gen = nil
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	if parts.Count() == 0 {
 		return
 	}
 	kind, why := revokeKind(hb)
-	ev := m.event(kind)
-	ev.MemberID, ev.Generation = gen.MemberID, gen.ID
-	ev.Partitions = parts
-	ev.Why = why
-	m.cfg.hooks.OnEvent(ev)
+	m.Ownership(kind, gen.MemberID, gen.ID, parts, why)
 }
 
 // noAnswer marks a heartbeat that got no answer (a transport error or
@@ -390,69 +319,42 @@ func revokeKind(lastHB int16) (clients.Kind, string) {
 }
 
 func (m *Member) fact(err error, why string) {
-	ev := m.event(clients.Error)
-	ev.Err = err.Error()
+	m.Fact(clients.Error, err, why, kafkaCode)
+}
+
+// kafkaCode is the Kafka error a kafka-go error carries.
+func kafkaCode(err error) (int16, bool) {
 	var ke kafka.Error
 	if errors.As(err, &ke) {
-		ev.ErrCode = int16(ke)
-		ev.Err = wiretap.ErrName(kerr.ErrorForCode(int16(ke)))
+		return int16(ke), true
 	}
-	ev.Why = why + ": " + err.Error()
-	m.cfg.hooks.OnEvent(ev)
+	return 0, false
 }
 
 // report passes the wire's events on; it keeps the answer of the
 // application's OffsetCommit for Commit, and the last heartbeat's error.
 func (m *Member) report(e clients.Event) {
-	if e.Kind != clients.Sent {
-		switch {
-		case e.App && e.Op == clients.OpCommit:
-			m.mu.Lock()
-			a := e
-			m.appCommit = &a
-			m.mu.Unlock()
-		case e.Op == clients.OpHeartbeat:
-			m.mu.Lock()
-			if m.gen != nil && m.gen.ID == e.Generation {
-				m.lastHB = e.ErrCode
-				if e.Err != "" && e.ErrCode == 0 {
-					m.lastHB = noAnswer
-				}
+	if !m.KeepAppCommit(e) && e.Kind != clients.Sent && e.Op == clients.OpHeartbeat {
+		m.Mu.Lock()
+		if m.gen != nil && m.gen.ID == e.Generation {
+			m.lastHB = e.ErrCode
+			if e.Err != "" && e.ErrCode == 0 {
+				m.lastHB = noAnswer
 			}
-			m.mu.Unlock()
 		}
+		m.Mu.Unlock()
 	}
-	m.cfg.hooks.OnEvent(e)
-}
-
-func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: clients.Classic, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
+	m.Emit(e)
 }
 
 // Poll lets the ownership reports through (invariant 1), then returns the
 // records read for the current generation's partitions, waiting at most
 // until ctx ends. A ctx that ends is not an error: it returns no records.
 func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
-	m.pollMu.Lock()
-	defer m.pollMu.Unlock()
-	if !m.running {
-		return nil, fmt.Errorf("kafkagoref: member %s is not running: Start it first, and do not Poll after Close", m.name)
-	}
-	got := pollgate.Drain(ctx, m.gate, m.recs, 1000)
-	m.mu.Lock()
-	cur, live, owned := m.genID, m.gen != nil, m.owned
-	m.mu.Unlock()
 	// An ended generation's records go no further: Reader.ReadMessage(ctx)
 	// returns the generation's end to an application that reads inside
 	// Generation.Start.
-	return pollgate.Current(got, live, cur, owned), nil
-}
-
-// Owned implements clients.Member: the current generation's assignment.
-func (m *Member) Owned() clients.Partitions {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.owned.Clone()
+	return m.Base.Poll(ctx, func() (uint64, bool) { return m.genID, m.gen != nil })
 }
 
 // ErrNoGeneration is returned by Commit between two generations: nothing
@@ -464,72 +366,28 @@ var ErrNoGeneration = errors.New("no kafka-go generation (between generations): 
 // Kafka error name, or an error when it refused the commit as a whole or
 // no answer came.
 func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
-	m.mu.Lock()
-	gen, closed := m.gen, m.closed
-	m.appCommit = nil
-	m.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("kafkagoref: member %s is closed", m.name)
-	}
-	if len(offsets) == 0 {
-		return nil, nil
-	}
-	if gen == nil {
-		return nil, ErrNoGeneration
-	}
-	offs := map[string]map[int]int64{}
-	for t, ps := range offsets {
-		offs[t] = map[int]int64{}
-		for p, o := range ps {
-			offs[t][int(p)] = o
+	current := func() (*kafka.Generation, bool) { return m.gen, m.gen != nil }
+	return adapter.Commit(&m.Base, offsets, current, ErrNoGeneration, func(gen *kafka.Generation) error {
+		offs := map[string]map[int]int64{}
+		for t, ps := range offsets {
+			offs[t] = map[int]int64{}
+			for p, o := range ps {
+				offs[t][int(p)] = o
+			}
 		}
-	}
-	m.wire.SetApp(true)
-	err := gen.CommitOffsets(offs)
-	m.wire.SetApp(false)
-	m.mu.Lock()
-	a := m.appCommit
-	m.appCommit = nil
-	m.mu.Unlock()
-	if a == nil && err != nil {
-		return nil, fmt.Errorf("kafka-go wrote no OffsetCommit: %w", err)
-	}
-	return wiretap.CommitAnswer(a, errors.New("kafka-go wrote no OffsetCommit"))
+		return gen.CommitOffsets(offs)
+	}, "kafka-go wrote no OffsetCommit")
 }
 
 // Close closes the consumer group: the generation ends (Revoked is
 // reported) and kafka-go leaves the group (LeaveGroup on a new coordinator
 // connection).
 func (m *Member) Close(ctx context.Context) error {
-	m.pollMu.Lock()
-	m.mu.Lock()
-	if !m.started || m.closed || m.cg == nil {
-		m.mu.Unlock()
-		m.pollMu.Unlock()
+	if !m.BeginClose() {
 		return nil
 	}
-	m.closed = true
-	m.mu.Unlock()
-	if m.running {
-		m.gate.Open() // for good: the revocation is reported while Close waits
-		m.running = false
-	}
-	m.pollMu.Unlock()
-	closed := make(chan error, 1)
-	go func() { closed <- m.cg.Close() }()
-	var err error
-	select {
-	case err = <-closed:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	m.stop()
-	select {
-	case <-m.done:
-	case <-ctx.Done():
-	}
-	if err != nil {
-		return fmt.Errorf("kafkagoref: member %s: close: %w", m.name, err)
+	if err := m.Shut(ctx, m.cg.Close); err != nil {
+		return fmt.Errorf("kafkagoref: member %s: close: %w", m.Name(), err)
 	}
 	return nil
 }

@@ -58,10 +58,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // generation's records (embedded seed 223 of churn: 37 records consumed
 // 12 s after the generation ended).
 func TestEndedGenerationHandsNothingOut(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))
 	defer c.Close()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
 	if err != nil {
@@ -162,4 +159,13 @@ func TestRevokeKind(t *testing.T) {
 			t.Errorf("revokeKind(%d) = %s (%s), want %s", c.lastHB, got, why, c.want)
 		}
 	}
+}
+
+// TestDialsOnlyThroughTheLinks: every connection kafka-go makes (its group and its partition readers), to the seed and to
+// the brokers it learns, goes through the member's dialer, so link faults
+// reach all of them (clientstest.DialsOnlyThroughTheLinks).
+func TestDialsOnlyThroughTheLinks(t *testing.T) {
+	clientstest.DialsOnlyThroughTheLinks(t, func(hooks clients.Hooks, links []kgo.Opt) (clients.Member, error) {
+		return New("m1", "g", []string{"t"}, WithHooks(hooks), KgoOpts(links...), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
+	})
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/adapter"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
@@ -130,13 +131,10 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	if c.clock == nil {
 		c.clock = clients.WallClock{}
 	}
+	if err := adapter.CheckIdentity("kgoref", name, group, topics); err != nil {
+		return nil, err
+	}
 	switch {
-	case name == "":
-		return nil, errors.New("kgoref: a member needs a name (the harness's name for it, e.g. m1)")
-	case group == "":
-		return nil, fmt.Errorf("kgoref: member %s needs a group id", name)
-	case len(topics) == 0:
-		return nil, fmt.Errorf("kgoref: member %s needs at least one topic to subscribe to", name)
 	case c.protocol != clients.Classic && c.protocol != clients.Consumer:
 		return nil, fmt.Errorf("kgoref: member %s: protocol %q is not %q or %q", name, c.protocol, clients.Classic, clients.Consumer)
 	case c.hooks == nil:

@@ -1,7 +1,8 @@
-package kgoref_test
+package kgoref
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -12,14 +13,13 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/clientstest"
-	"github.com/groupquake/groupquake/clients/kgoref"
 )
 
 // log collects the events of several members in the order they were
 // reported, as the run's history would.
 type log struct{ clientstest.Recorder }
 
-func poller(ctx context.Context, t *testing.T, m *kgoref.Member, got chan<- clients.Record) *sync.WaitGroup {
+func poller(ctx context.Context, t *testing.T, m *Member, got chan<- clients.Record) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -45,10 +45,7 @@ func poller(ctx context.Context, t *testing.T, m *kgoref.Member, got chan<- clie
 // partition that moves is reported revoked by the first before it is
 // reported assigned to the second (kgoref's invariant 2).
 func TestClassicHandOff(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(4, "t"))
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -65,10 +62,10 @@ func TestClassicHandOff(t *testing.T) {
 	}
 
 	var l log
-	newMember := func(name string) *kgoref.Member {
-		m, err := kgoref.New(name, "g", []string{"t"}, kgoref.WithHooks(&l),
-			kgoref.KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)),
-			kgoref.SessionTimeout(6*time.Second), kgoref.HeartbeatInterval(200*time.Millisecond), kgoref.RebalanceTimeout(10*time.Second))
+	newMember := func(name string) *Member {
+		m, err := New(name, "g", []string{"t"}, WithHooks(&l),
+			KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)),
+			SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +113,7 @@ func TestClassicHandOff(t *testing.T) {
 	stopPolls()
 	w1.Wait()
 	w2.Wait()
-	for _, m := range []*kgoref.Member{m1, m2} {
+	for _, m := range []*Member{m1, m2} {
 		if err := m.Close(ctx); err != nil {
 			t.Errorf("close %s: %v", m.Name(), err)
 		}
@@ -157,5 +154,37 @@ func TestClassicHandOff(t *testing.T) {
 	}
 	if left != 2 {
 		t.Errorf("%d members reported leaving, want 2", left)
+	}
+}
+
+// A kgo member whose client is closed without Close asking is done for
+// good: Poll says so with clients.ErrStopped, so that its supervisor
+// starts a new one. After Close, Poll's error is the harness's own doing
+// and no stop.
+func TestClosedClientStopsTheMember(t *testing.T) {
+	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	defer c.Close()
+	m, err := New("m1", "g", []string{"t"}, KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := clientstest.Start(t, m, 30*time.Second)
+	defer cancel()
+	pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	if _, err := m.Poll(pctx); err != nil {
+		t.Fatalf("first poll: %v", err)
+	}
+	pcancel()
+	m.mu.Lock()
+	cl := m.cl
+	m.mu.Unlock()
+	cl.AllowRebalance()
+	cl.Close() // the client is done, not by the member's Close
+	if _, err := m.Poll(ctx); !errors.Is(err, clients.ErrStopped) {
+		t.Fatalf("Poll on a client closed under the member returned %v, want clients.ErrStopped", err)
+	}
+	m.Close(ctx) // its leave cannot go out on a closed client: what it says does not matter here
+	if _, err := m.Poll(ctx); err == nil || errors.Is(err, clients.ErrStopped) {
+		t.Fatalf("Poll after Close returned %v, want an error that is no stop", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/share"
 )
-
-type events struct {
-	mu  sync.Mutex
-	evs []clients.Event
-}
-
-func (e *events) OnEvent(ev clients.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.evs = append(e.evs, ev)
-}
-
-func (e *events) all() []clients.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]clients.Event(nil), e.evs...)
-}
 
 // TestKgoShareReportsItsCalls runs kgo's share consumer as a member on an
 // in-process fake cluster (kfake): its ShareGroupHeartbeat, ShareFetch and
@@ -40,10 +23,7 @@ func (e *events) all() []clients.Event {
 // delivery count the answer said, a record released comes back at count
 // 2, the acknowledgements it sends are reported, and Close leaves.
 func TestKgoShareReportsItsCalls(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.SeedTopics(1, "t"), kfake.BrokerConfigs(map[string]string{"group.share.record.lock.duration.ms": "5000"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.SeedTopics(1, "t"), kfake.BrokerConfigs(map[string]string{"group.share.record.lock.duration.ms": "5000"}))
 	defer c.Close()
 	c.SetGroupConfigs("g", map[string]string{"share.auto.offset.reset": "earliest"})
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"))
@@ -56,7 +36,7 @@ func TestKgoShareReportsItsCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ev := &events{}
+	ev := &clientstest.Recorder{}
 	m, err := New("m1", "g", KgoOpts(kgo.SeedBrokers(c.ListenAddrs()...), kgo.FetchMaxWait(100*time.Millisecond)), Topics("t"), WithHooks(ev))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +88,7 @@ func TestKgoShareReportsItsCalls(t *testing.T) {
 	var ops []string
 	acked := map[string]bool{}
 	left := false
-	for _, e := range ev.all() {
+	for _, e := range ev.All() {
 		lane := "hb"
 		if e.Op == clients.OpShareFetch || e.Op == clients.OpShareAck {
 			lane = fmt.Sprint("fetch@", e.Share.Node)
@@ -155,7 +135,7 @@ func TestKgoShareReportsItsCalls(t *testing.T) {
 	if !acked["accept"] || !acked["release"] {
 		t.Errorf("acknowledgements reported %v, want accept and release", acked)
 	}
-	t.Logf("%d events; acquired %v", len(ev.all()), acquired)
+	t.Logf("%d events; acquired %v", len(ev.All()), acquired)
 	if !left {
 		t.Errorf("no leave reported; ops %s", strings.Join(ops, " "))
 	}

@@ -41,10 +41,9 @@ func (g *Group) NewClassic(idx int32) *Classic {
 
 // Run implements Member.
 func (m *Classic) Run(ctx context.Context) error {
-	defer close(m.done)
+	rctx, end := m.begin(ctx)
+	defer end()
 	cfg := m.g.cfg
-	rctx, stop := m.requests(ctx)
-	defer stop()
 	rejoin := true
 	lastCommit := time.Now()
 	for attempt := 0; ; {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // classicStub answers a lone classic member of group "g" as its
@@ -115,16 +117,5 @@ func TestClassicClosesOldConnectionOnMove(t *testing.T) {
 
 // commitAccepted answers an OffsetCommit with every partition accepted.
 func commitAccepted(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	resp := kmsg.NewPtrOffsetCommitResponse()
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp
+	return clientstest.CommitAnswer(req, 0, nil)
 }

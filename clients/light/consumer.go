@@ -54,10 +54,9 @@ func (g *Group) NewConsumer(idx int32) *Consumer {
 
 // Run implements Member.
 func (m *Consumer) Run(ctx context.Context) error {
-	defer close(m.done)
+	rctx, end := m.begin(ctx)
+	defer end()
 	cfg := m.g.cfg
-	rctx, stop := m.requests(ctx)
-	defer stop()
 	full := true // send every field: joining, or after an error
 	ack := false // the next heartbeat acknowledges what the member owns
 	wait := time.Duration(0)

@@ -80,6 +80,17 @@ func (l *lifecycle) requests(ctx context.Context) (context.Context, context.Canc
 	return rctx, cancel
 }
 
+// begin starts Run: it returns the context of Run's requests (requests)
+// and end, which Run defers: it ends that context, then marks Run
+// returned (done).
+func (l *lifecycle) begin(ctx context.Context) (context.Context, func()) {
+	rctx, cancel := l.requests(ctx)
+	return rctx, func() {
+		cancel()
+		close(l.done)
+	}
+}
+
 func (l *lifecycle) prepare() {
 	l.leave, l.done = make(chan struct{}), make(chan struct{})
 }

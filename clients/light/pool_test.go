@@ -51,9 +51,7 @@ func (p *Pool) queued(addr string) int {
 // per connection open or being dialed; a new connection takes requests
 // from the queue at once; and the lane never goes past its bound.
 func TestLaneOpensConnectionsByQueueDepth(t *testing.T) {
-	s := newStub(t, holdAll)
-	p := NewSharedPool(3, "gq", &Stats{})
-	defer p.Close()
+	s, p := stubPool(t, holdAll, 3)
 	ctx := context.Background()
 
 	// One request: a connection is dialed for it.
@@ -106,9 +104,7 @@ func TestLaneOpensConnectionsByQueueDepth(t *testing.T) {
 // each answered before the next, never queue, so the lane keeps one
 // connection however many members send them.
 func TestLaneSteadyNeedsOneConnection(t *testing.T) {
-	s := newStub(t, answerAll)
-	p := NewSharedPool(0, "gq", &Stats{})
-	defer p.Close()
+	s, p := stubPool(t, answerAll, 0)
 	for i := range 200 {
 		if _, err := p.Do(context.Background(), s.addr(), i, apiVersions(), 0); err != nil {
 			t.Fatal(err)
@@ -123,10 +119,8 @@ func TestLaneSteadyNeedsOneConnection(t *testing.T) {
 // queue is dropped there and never written: the broker never reads it,
 // and the request asked after it is the next one the broker reads.
 func TestLaneDropsGivenUpRequest(t *testing.T) {
-	s := newStub(t, holdAll)
-	st := &Stats{}
-	p := NewSharedPool(1, "gq", st)
-	defer p.Close()
+	s, p := stubPool(t, holdAll, 1)
+	st := p.stats
 
 	// Two requests fill the one connection's window; the broker holds
 	// the first (and has not read the second: it reads one at a time).
@@ -179,9 +173,7 @@ func TestLaneDropsGivenUpRequest(t *testing.T) {
 // request.timeout.ms: the other request written on it fails, and the
 // request queued behind them goes out on a new connection.
 func TestLaneUnansweredBreaksConnection(t *testing.T) {
-	s := newStub(t, holdAll)
-	p := NewSharedPool(1, "gq", &Stats{})
-	defer p.Close()
+	s, p := stubPool(t, holdAll, 1)
 	ctx := context.Background()
 	wOther := asks(ctx, p, s.addr(), 1, 1, 0) // written first, no timeout of its own
 	s.next()                                  // held for good
@@ -299,10 +291,8 @@ func TestPoolClosedWhileDialing(t *testing.T) {
 // connections beside the 10,000 new ones, past the process's 20,000
 // open files.
 func TestIdleConnectionClosedByBroker(t *testing.T) {
-	s := newStub(t, answerAll)
-	st := &Stats{}
-	p := NewSharedPool(0, "gq", st)
-	defer p.Close()
+	s, p := stubPool(t, answerAll, 0)
+	st := p.stats
 	if _, err := p.Do(context.Background(), s.addr(), 0, apiVersions(), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -314,4 +304,15 @@ func TestIdleConnectionClosedByBroker(t *testing.T) {
 		open, _, _ := st.Conns()
 		return open == 0 && p.Conns(s.addr()) == 0
 	})
+}
+
+// stubPool starts a stub broker that answers with answer and a shared
+// pool of maxConns connections a broker (NewSharedPool), closed when the
+// test ends.
+func stubPool(t *testing.T, answer func(*stubReq) kmsg.Response, maxConns int) (*stub, *Pool) {
+	t.Helper()
+	s := newStub(t, answer)
+	p := NewSharedPool(maxConns, "gq", &Stats{})
+	t.Cleanup(p.Close)
+	return s, p
 }

@@ -2,6 +2,7 @@ package light
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -59,21 +60,20 @@ func (s *Stats) Error(err error) {
 func (s *Stats) Samples() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]string, len(s.sample))
-	for k, v := range s.sample {
-		out[k] = v
-	}
-	return out
+	return cloneMap(s.sample)
 }
 
 // Errors returns the errors counted so far by name.
 func (s *Stats) Errors() map[string]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int64, len(s.errs))
-	for k, v := range s.errs {
-		out[k] = v
-	}
+	return cloneMap(s.errs)
+}
+
+// cloneMap is a copy of m, never nil.
+func cloneMap[V any](m map[string]V) map[string]V {
+	out := make(map[string]V, len(m))
+	maps.Copy(out, m)
 	return out
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/clients/clientstest"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
@@ -40,10 +41,7 @@ func (k *keys) Broken(err error)            { panic(err) }
 // the gateway's, every connection is dialed with the member's dial function
 // (its links), and a group consumer works end to end.
 func TestGatewayCarriesAClientThroughItsDialer(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clientstest.NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(6, "t"))
 	defer c.Close()
 	brokers := c.ListenAddrs()
 

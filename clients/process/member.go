@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/adapter"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
@@ -185,13 +185,10 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	if c.grace <= 0 {
 		c.grace = 30 * time.Second
 	}
+	if err := adapter.CheckIdentity("process", name, group, topics); err != nil {
+		return nil, err
+	}
 	switch {
-	case name == "":
-		return nil, errors.New("process: a member needs a name (the harness's name for it, e.g. m1)")
-	case group == "":
-		return nil, fmt.Errorf("process: member %s needs a group id", name)
-	case len(topics) == 0:
-		return nil, fmt.Errorf("process: member %s needs at least one topic to subscribe to", name)
 	case c.protocol != clients.Classic && c.protocol != clients.Consumer:
 		return nil, fmt.Errorf("process: member %s: protocol %q is not %q or %q", name, c.protocol, clients.Classic, clients.Consumer)
 	case c.start == nil:
@@ -338,16 +335,9 @@ var ErrNoSeeds = errors.New("no seed brokers in the member's options")
 // Links reads the seed brokers and dialer (a net.Dialer's by default) out
 // of a member's kgo options: what a gateway listens for and dials with.
 func Links(opts []kgo.Opt) ([]string, wiretap.DialFunc, error) {
-	probe, err := kgo.NewClient(opts...)
+	seeds, dial, err := adapter.Links(opts)
 	if err != nil {
 		return nil, nil, err
-	}
-	defer probe.Close()
-	seeds, _ := probe.OptValue(kgo.SeedBrokers).([]string)
-	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
 	}
 	if len(seeds) == 0 {
 		return nil, nil, ErrNoSeeds

@@ -61,7 +61,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -69,6 +68,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/adapter"
 	"github.com/groupquake/groupquake/clients/internal/pollgate"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
@@ -87,15 +87,10 @@ type opt struct{ fn func(*cfg) }
 func (o opt) apply(c *cfg) { o.fn(c) }
 
 type cfg struct {
-	strategy          string
-	instanceID        string
-	hooks             clients.Hooks
-	kgoOpts           []kgo.Opt
-	sessionTimeout    time.Duration
-	heartbeatInterval time.Duration
-	rebalanceTimeout  time.Duration
-	clock             clients.Clock
-	kafkaVersion      sarama.KafkaVersion
+	adapter.Config
+	strategy     string
+	instanceID   string
+	kafkaVersion sarama.KafkaVersion
 }
 
 // Assignor names the balance strategy (Sarama's word for the assignor)
@@ -108,63 +103,44 @@ func Assignor(name string) Opt { return opt{func(c *cfg) { c.strategy = name }} 
 func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.Hooks = h }} }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): Sarama's seed brokers and its only dialer.
-func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
+func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) }} }
 
 // SessionTimeout is the classic session timeout (session.timeout.ms; 0
 // keeps Sarama's default).
-func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
+func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.SessionTimeout = d }} }
 
 // HeartbeatInterval is the classic heartbeat interval
 // (heartbeat.interval.ms; 0 keeps Sarama's default).
-func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.heartbeatInterval = d }} }
+func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.HeartbeatInterval = d }} }
 
 // RebalanceTimeout is the JoinGroup rebalance timeout (0 keeps Sarama's
 // default).
-func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalanceTimeout = d }} }
+func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.RebalanceTimeout = d }} }
 
 // WithClock sets the time source of Event.At. Default: the wall clock.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.Clock = cl }} }
 
 // KafkaVersion sets sarama.Config.Version, which decides the request
 // versions Sarama sends; the default is sarama.V4_0_0_0, the oldest release
 // groupquake runs.
 func KafkaVersion(v sarama.KafkaVersion) Opt { return opt{func(c *cfg) { c.kafkaVersion = v }} }
 
-// Member is a Sarama consumer group behind clients.Member.
+// Member is a Sarama consumer group behind clients.Member. Its
+// adapter.Base holds Cleanup back between two Polls (invariant 1) and
+// keeps the answer of the OffsetCommit written during Commit (invariant 3).
 type Member struct {
-	name, group string
-	topics      []string
-	cfg         cfg
-	seeds       []string
-	dial        wiretap.DialFunc
+	adapter.Base
+	cfg cfg
 
-	wire *wiretap.Calls
-	cg   sarama.ConsumerGroup
-	stop context.CancelFunc
-	done chan struct{} // the Consume loop ended
+	cg sarama.ConsumerGroup // set under Base.Mu once opened
 
-	// gate holds Cleanup back between two Polls (invariant 1). pollMu
-	// orders Poll and Close, which move it.
-	gate    *pollgate.Gate
-	pollMu  sync.Mutex
-	running bool // started and not closed: Poll may move the gate
-
-	recs chan pollgate.Record
-
-	mu      sync.Mutex
-	sess    sarama.ConsumerGroupSession // the current session, from Setup to Cleanup
-	sessID  uint64
-	owned   clients.Partitions
-	started bool
-	closed  bool
-	// appCommit collects the answer of the OffsetCommit written during
-	// Commit (invariant 3).
-	appCommit *clients.Event
-	lastErr   string
+	// Guarded by Base.Mu.
+	sess   sarama.ConsumerGroupSession // the current session, from Setup to Cleanup
+	sessID uint64
 	// fenced is the error of a heartbeat of the current session answered
 	// with a fencing error (fencingCodes), 0 if none.
 	fenced int16
@@ -179,51 +155,27 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	if c.clock == nil {
-		c.clock = clients.WallClock{}
+	if err := adapter.CheckIdentity("saramaref", name, group, topics); err != nil {
+		return nil, err
 	}
-	if c.hooks == nil {
-		c.hooks = clients.HookFunc(func(clients.Event) {})
-	}
-	switch {
-	case name == "":
-		return nil, errors.New("saramaref: a member needs a name (the harness's name for it, e.g. m1)")
-	case group == "":
-		return nil, fmt.Errorf("saramaref: member %s needs a group id", name)
-	case len(topics) == 0:
-		return nil, fmt.Errorf("saramaref: member %s needs at least one topic to subscribe to", name)
-	case !slices.Contains(Strategies, c.strategy):
+	if !slices.Contains(Strategies, c.strategy) {
 		return nil, fmt.Errorf("saramaref: member %s: strategy %q is not one of %v", name, c.strategy, Strategies)
 	}
-	probe, err := kgo.NewClient(c.kgoOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("saramaref: member %s: %w", name, err)
+	m := &Member{cfg: c}
+	m.InstanceID = c.instanceID
+	if err := m.Init("saramaref", name, group, slices.Clone(topics), c.Config); err != nil {
+		return nil, err
 	}
-	seeds, _ := probe.OptValue(kgo.SeedBrokers).([]string)
-	dial, _ := probe.OptValue(kgo.Dialer).(func(context.Context, string, string) (net.Conn, error))
-	probe.Close()
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
-	}
-	m := &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, seeds: seeds, dial: dial,
-		owned: clients.Partitions{}, recs: make(chan pollgate.Record, 4096), done: make(chan struct{})}
 	return m, nil
 }
-
-// Name implements clients.Member.
-func (m *Member) Name() string { return m.name }
-
-// Protocol implements clients.Member: Sarama speaks the classic protocol.
-func (m *Member) Protocol() clients.Protocol { return clients.Classic }
 
 // config is the Sarama configuration of the member.
 func (m *Member) config() (*sarama.Config, error) {
 	sc := sarama.NewConfig()
 	sc.Version = m.cfg.kafkaVersion
-	sc.ClientID = "groupquake-" + m.name
+	sc.ClientID = "groupquake-" + m.Name()
 	sc.Net.Proxy.Enable = true
-	sc.Net.Proxy.Dialer = dialer{dial: wiretap.Dialer(m.dial, m.wire), timeout: sc.Net.DialTimeout}
+	sc.Net.Proxy.Dialer = dialer{dial: m.Dialer(), timeout: sc.Net.DialTimeout}
 	sc.Consumer.Offsets.AutoCommit.Enable = false
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
 	sc.Consumer.Return.Errors = true
@@ -236,18 +188,18 @@ func (m *Member) config() (*sarama.Config, error) {
 	if m.cfg.strategy != sarama.RangeBalanceStrategyName {
 		sc.Consumer.Group.Rebalance.GroupStrategies = append(sc.Consumer.Group.Rebalance.GroupStrategies, strategies[sarama.RangeBalanceStrategyName])
 	}
-	if m.cfg.sessionTimeout > 0 {
-		sc.Consumer.Group.Session.Timeout = m.cfg.sessionTimeout
+	if m.cfg.SessionTimeout > 0 {
+		sc.Consumer.Group.Session.Timeout = m.cfg.SessionTimeout
 	}
-	if m.cfg.heartbeatInterval > 0 {
-		sc.Consumer.Group.Heartbeat.Interval = m.cfg.heartbeatInterval
+	if m.cfg.HeartbeatInterval > 0 {
+		sc.Consumer.Group.Heartbeat.Interval = m.cfg.HeartbeatInterval
 	}
-	if m.cfg.rebalanceTimeout > 0 {
-		sc.Consumer.Group.Rebalance.Timeout = m.cfg.rebalanceTimeout
+	if m.cfg.RebalanceTimeout > 0 {
+		sc.Consumer.Group.Rebalance.Timeout = m.cfg.RebalanceTimeout
 	}
 	sc.Consumer.Group.InstanceId = m.cfg.instanceID
 	if err := sc.Validate(); err != nil {
-		return nil, fmt.Errorf("saramaref: member %s: sarama refuses the configuration: %w", m.name, err)
+		return nil, fmt.Errorf("saramaref: member %s: sarama refuses the configuration: %w", m.Name(), err)
 	}
 	return sc, nil
 }
@@ -268,28 +220,14 @@ func (d dialer) Dial(network, addr string) (net.Conn, error) {
 // Start creates the consumer group and starts the Consume loop; Sarama
 // joins in the background.
 func (m *Member) Start(ctx context.Context) error {
-	m.mu.Lock()
-	if m.started {
-		m.mu.Unlock()
-		return fmt.Errorf("saramaref: member %s already started", m.name)
+	if err := m.Begin("Sarama", m.report); err != nil {
+		return err
 	}
-	m.started = true
-	m.mu.Unlock()
-	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
-		Group: m.group, Protocol: clients.Classic, Client: "Sarama", Lookups: true,
-		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
-	})
 	sc, err := m.config()
 	if err != nil {
 		return err
 	}
-	m.pollMu.Lock()
-	m.gate = pollgate.New()
-	m.running = true
-	m.pollMu.Unlock()
-	lctx, stop := context.WithCancel(context.Background())
-	m.stop = stop
-	go m.consume(lctx, sc)
+	m.Run(func(ctx context.Context) { m.consume(ctx, sc) })
 	return nil
 }
 
@@ -299,22 +237,18 @@ func (m *Member) Start(ctx context.Context) error {
 // started while its brokers are down or cut off must still come up later.
 func (m *Member) open(ctx context.Context, sc *sarama.Config) sarama.ConsumerGroup {
 	for {
-		cg, err := sarama.NewConsumerGroup(m.seeds, m.group, sc)
+		cg, err := sarama.NewConsumerGroup(m.Seeds, m.Group, sc)
 		if err == nil {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.closed {
+			m.Mu.Lock()
+			defer m.Mu.Unlock()
+			if m.ClosedLocked() {
 				cg.Close()
 				return nil
 			}
 			m.cg = cg
 			return cg
 		}
-		m.mu.Lock()
-		same := err.Error() == m.lastErr
-		m.lastErr = err.Error()
-		m.mu.Unlock()
-		if !same {
+		if m.Changed(err) {
 			m.fact(clients.Error, err, "sarama.NewConsumerGroup failed (it connects to a seed broker); the member tries again every second")
 		}
 		select {
@@ -330,14 +264,14 @@ func (m *Member) open(ctx context.Context, sc *sarama.Config) sarama.ConsumerGro
 // generation); an error (a join that failed after Sarama's retries) is
 // reported and Consume called again after Sarama's rebalance backoff.
 func (m *Member) consume(ctx context.Context, sc *sarama.Config) {
-	defer close(m.done)
+	defer close(m.Done)
 	if m.open(ctx, sc) == nil {
 		return
 	}
 	go m.errors()
 	h := handler{m}
 	for ctx.Err() == nil {
-		err := m.cg.Consume(ctx, m.topics, h)
+		err := m.cg.Consume(ctx, m.Topics, h)
 		if errors.Is(err, sarama.ErrClosedConsumerGroup) || ctx.Err() != nil {
 			return
 		}
@@ -356,54 +290,40 @@ func (m *Member) consume(ctx context.Context, sc *sarama.Config) {
 // heartbeat and claim errors), each error once until another comes.
 func (m *Member) errors() {
 	for err := range m.cg.Errors() {
-		m.mu.Lock()
-		same := err.Error() == m.lastErr
-		m.lastErr = err.Error()
-		m.mu.Unlock()
-		if !same {
+		if m.Changed(err) {
 			m.fact(clients.Error, err, "sarama ConsumerGroup.Errors")
 		}
 	}
 }
 
 func (m *Member) fact(k clients.Kind, err error, why string) {
-	ev := m.event(k)
-	ev.Err = err.Error()
+	m.Fact(k, err, why, kafkaCode)
+}
+
+// kafkaCode is the Kafka error a Sarama error carries.
+func kafkaCode(err error) (int16, bool) {
 	var ke sarama.KError
 	if errors.As(err, &ke) {
-		ev.ErrCode = int16(ke)
-		ev.Err = wiretap.ErrName(kerr.ErrorForCode(int16(ke)))
+		return int16(ke), true
 	}
-	ev.Why = why + ": " + err.Error()
-	m.cfg.hooks.OnEvent(ev)
+	return 0, false
 }
 
 // report passes the wire's events on, and keeps the answer of the
 // application's OffsetCommit for Commit.
 func (m *Member) report(e clients.Event) {
-	switch {
-	case e.Kind == clients.Sent:
-	case e.App && e.Op == clients.OpCommit:
-		m.mu.Lock()
-		a := e
-		m.appCommit = &a
-		m.mu.Unlock()
-	case e.Op == clients.OpHeartbeat && slices.Contains(fencingCodes, e.ErrCode):
-		m.mu.Lock()
+	if !m.KeepAppCommit(e) && e.Kind != clients.Sent && e.Op == clients.OpHeartbeat && slices.Contains(fencingCodes, e.ErrCode) {
+		m.Mu.Lock()
 		if m.sess != nil && m.sess.GenerationID() == e.Generation {
 			m.fenced = e.ErrCode
 		}
-		m.mu.Unlock()
+		m.Mu.Unlock()
 	}
-	m.cfg.hooks.OnEvent(e)
+	m.Emit(e)
 }
 
 // fencingCodes are the Kafka errors of fencingCauses.
 var fencingCodes = []int16{kerr.UnknownMemberID.Code, kerr.IllegalGeneration.Code, kerr.FencedInstanceID.Code}
-
-func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: clients.Classic, Member: m.name, InstanceID: m.cfg.instanceID, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
-}
 
 // handler is the sarama.ConsumerGroupHandler.
 type handler struct{ m *Member }
@@ -420,20 +340,16 @@ func (h handler) Setup(s sarama.ConsumerGroupSession) error {
 			parts[t] = slices.Sorted(slices.Values(ps))
 		}
 	}
-	m.mu.Lock()
+	m.Mu.Lock()
 	m.sessID++
 	m.sess = s
-	m.owned = parts.Clone()
+	m.Owning = parts.Clone()
 	m.fenced = 0
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	if parts.Count() == 0 {
 		return nil
 	}
-	ev := m.event(clients.Assigned)
-	ev.MemberID, ev.Generation = s.MemberID(), s.GenerationID()
-	ev.Partitions = parts
-	ev.Why = "sarama ConsumerGroupHandler.Setup: the session's claims, before any ConsumeClaim starts"
-	m.cfg.hooks.OnEvent(ev)
+	m.Ownership(clients.Assigned, s.MemberID(), s.GenerationID(), parts, "sarama ConsumerGroupHandler.Setup: the session's claims, before any ConsumeClaim starts")
 	return nil
 }
 
@@ -477,33 +393,29 @@ var cleanEnds = []error{nil, context.Canceled, sarama.ErrRebalanceInProgress, sa
 // fenced the member), once a Poll runs.
 func (h handler) Cleanup(s sarama.ConsumerGroupSession) error {
 	m := h.m
-	m.gate.Enter()
-	defer m.gate.Leave()
-	m.mu.Lock()
-	parts := m.owned
+	m.EnterGate()
+	defer m.LeaveGate()
+	m.Mu.Lock()
+	parts := m.Owning
 	fenced := m.fenced
-	m.owned = clients.Partitions{}
+	m.Owning = clients.Partitions{}
 	m.sess = nil
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	if parts.Count() == 0 {
 		return nil
 	}
 	cause := context.Cause(s.Context())
 	kind, why := cleanupKind(cause, fenced)
-	ev := m.event(kind)
-	ev.MemberID, ev.Generation = s.MemberID(), s.GenerationID()
-	ev.Partitions = parts
-	ev.Why = why
-	m.cfg.hooks.OnEvent(ev)
+	m.Ownership(kind, s.MemberID(), s.GenerationID(), parts, why)
 	return nil
 }
 
 // ConsumeClaim hands the claim's messages to Poll until the session ends.
 func (h handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
 	m := h.m
-	m.mu.Lock()
+	m.Mu.Lock()
 	id := m.sessID
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	gen := s.GenerationID()
 	for {
 		select {
@@ -515,7 +427,7 @@ func (h handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGr
 			}
 			r := pollgate.Record{Gen: id, Ended: s.Context().Done(), Rec: clients.Record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: msg.Key, Value: msg.Value, Generation: gen, MemberEpoch: -1}}
 			select {
-			case m.recs <- r:
+			case m.Recs <- r:
 			case <-s.Context().Done():
 				return nil
 			}
@@ -527,25 +439,9 @@ func (h handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGr
 // records received for the current session's partitions, waiting at most
 // until ctx ends. A ctx that ends is not an error: it returns no records.
 func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
-	m.pollMu.Lock()
-	defer m.pollMu.Unlock()
-	if !m.running {
-		return nil, fmt.Errorf("saramaref: member %s is not running: Start it first, and do not Poll after Close", m.name)
-	}
-	got := pollgate.Drain(ctx, m.gate, m.recs, 1000)
-	m.mu.Lock()
-	cur, live, owned := m.sessID, m.sess != nil, m.owned
-	m.mu.Unlock()
 	// An ended session's records go no further: a ConsumeClaim returns
 	// when its session's context is done (Sarama's example).
-	return pollgate.Current(got, live, cur, owned), nil
-}
-
-// Owned implements clients.Member: the current session's claims.
-func (m *Member) Owned() clients.Partitions {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.owned.Clone()
+	return m.Base.Poll(ctx, func() (uint64, bool) { return m.sessID, m.sess != nil })
 }
 
 // ErrNoSession is returned by Commit between two sessions: Sarama has no
@@ -559,73 +455,33 @@ var ErrNoSession = errors.New("no Sarama session (between generations): nothing 
 // Sarama's session also commits, in the same request, any offset marked
 // earlier and not committed yet (a commit that failed).
 func (m *Member) Commit(ctx context.Context, offsets map[string]map[int32]int64) (map[string]map[int32]string, error) {
-	m.mu.Lock()
-	s := m.sess
-	closed := m.closed
-	m.appCommit = nil
-	m.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("saramaref: member %s is closed", m.name)
-	}
-	if len(offsets) == 0 {
-		return nil, nil
-	}
-	if s == nil {
-		return nil, ErrNoSession
-	}
-	for t, ps := range offsets {
-		for p, o := range ps {
-			s.MarkOffset(t, p, o, "")
+	current := func() (sarama.ConsumerGroupSession, bool) { return m.sess, m.sess != nil }
+	return adapter.Commit(&m.Base, offsets, current, ErrNoSession, func(s sarama.ConsumerGroupSession) error {
+		for t, ps := range offsets {
+			for p, o := range ps {
+				s.MarkOffset(t, p, o, "")
+			}
 		}
-	}
-	m.wire.SetApp(true)
-	s.Commit()
-	m.wire.SetApp(false)
-	m.mu.Lock()
-	a := m.appCommit
-	m.appCommit = nil
-	m.mu.Unlock()
-	return wiretap.CommitAnswer(a, errors.New("sarama wrote no OffsetCommit (no coordinator, or nothing marked beyond what it had committed)"))
+		s.Commit()
+		return nil
+	}, "sarama wrote no OffsetCommit (no coordinator, or nothing marked beyond what it had committed)")
 }
 
 // Close closes the consumer group: the session ends (Cleanup reports the
 // claims revoked) and Sarama leaves the group (LeaveGroup; none for a
 // static member, KIP-345).
 func (m *Member) Close(ctx context.Context) error {
-	m.pollMu.Lock()
-	m.mu.Lock()
-	if !m.started || m.closed || m.stop == nil {
-		m.mu.Unlock()
-		m.pollMu.Unlock()
+	if !m.BeginClose() {
 		return nil
 	}
-	m.closed = true
+	m.Mu.Lock()
 	cg := m.cg
-	m.mu.Unlock()
-	if m.running {
-		m.gate.Open() // for good: Cleanup runs while Close waits
-		m.running = false
-	}
-	m.pollMu.Unlock()
+	m.Mu.Unlock()
 	if cg == nil { // never opened: nothing joined
-		m.stop()
-		<-m.done
+		m.Stop()
 		return nil
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- cg.Close() }()
-	var err error
-	select {
-	case err = <-closed:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	m.stop()
-	select {
-	case <-m.done:
-	case <-ctx.Done():
-	}
-	if err != nil {
+	if err := m.Shut(ctx, cg.Close); err != nil {
 		// Sarama's Close returns the last error it drained from Errors (a
 		// heartbeat's, a claim's) as well as a failed leave: a fact, whose
 		// LeaveGroup, if any, is in the history as a call.

@@ -98,3 +98,12 @@ func TestCleanupKind(t *testing.T) {
 		}
 	}
 }
+
+// TestDialsOnlyThroughTheLinks: every connection Sarama makes, to the seed and to
+// the brokers it learns, goes through the member's dialer, so link faults
+// reach all of them (clientstest.DialsOnlyThroughTheLinks).
+func TestDialsOnlyThroughTheLinks(t *testing.T) {
+	clientstest.DialsOnlyThroughTheLinks(t, func(hooks clients.Hooks, links []kgo.Opt) (clients.Member, error) {
+		return New("m1", "g", []string{"t"}, WithHooks(hooks), KgoOpts(links...), SessionTimeout(6*time.Second), HeartbeatInterval(200*time.Millisecond), RebalanceTimeout(10*time.Second))
+	})
+}

@@ -94,6 +94,30 @@ func (m *Member) emitCall(sent clients.Event, id uint64, op clients.Op, call cli
 	return sent.At
 }
 
+// exchange is one call's round trip, as sendCall makes it.
+type exchange[R any] struct {
+	resp   R
+	err    error         // no answer
+	code   int16         // the answer's error code (0 when err)
+	a      clients.Event // the answer event, for the caller to complete and emit
+	sentAt time.Time     // when the call was reported sent
+}
+
+// sendCall reports call id (op) sent (the event sent), sends it with send
+// bounded by timeout, and returns the answer and its event (kind); code
+// reads the answer's error code.
+func sendCall[R any](m *Member, ctx context.Context, timeout time.Duration, sent clients.Event, kind clients.Kind, id uint64, op clients.Op, call clients.ShareCall, send func(context.Context) (R, error), code func(R) int16) exchange[R] {
+	x := exchange[R]{sentAt: m.emitCall(sent, id, op, call)}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	x.resp, x.err = send(rctx)
+	cancel()
+	if x.err == nil {
+		x.code = code(x.resp)
+	}
+	x.a = m.answerOf(kind, id, op, call, x.code, x.err)
+	return x
+}
+
 // answerOf is the answer event (kind) of call id (op): its error from the
 // answer's code or the request's err, and Share a copy of call for the
 // caller to fill in with what the answer said.
@@ -125,17 +149,10 @@ func (m *Member) fetch(ctx context.Context, node int32, want map[tp]bool) []Reco
 	if len(want) == 0 {
 		sent.Why = fmt.Sprintf("open a share session with node %d (epoch 0 carries no acknowledgements)", node)
 	}
-	sentAt := m.emitCall(sent, id, clients.OpShareFetch, call)
-
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.maxWait+m.cfg.requestTimeout)
-	resp, err := m.sendFetch(rctx, node, req)
-	cancel()
-
-	var code int16
-	if err == nil {
-		code = resp.ErrorCode
-	}
-	a := m.answerOf(clients.ShareFetched, id, clients.OpShareFetch, call, code, err)
+	x := sendCall(m, ctx, m.cfg.maxWait+m.cfg.requestTimeout, sent, clients.ShareFetched, id, clients.OpShareFetch, call,
+		func(ctx context.Context) (*kmsg.ShareFetchResponse, error) { return m.sendFetch(ctx, node, req) },
+		func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode })
+	resp, err, code, a, sentAt := x.resp, x.err, x.code, x.a, x.sentAt
 	answer := a.Share
 
 	m.mu.Lock()
@@ -219,12 +236,12 @@ func (m *Member) fetchRequestLocked(node int32, s *session, want map[tp]bool) (*
 		call.Fetch[p.topic] = append(call.Fetch[p.topic], p.partition)
 		rp := kmsg.NewShareFetchRequestTopicPartition()
 		rp.Partition = p.partition
-		for _, b := range batches(acksOf(wire, p)) {
-			ab := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
-			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
-			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
+		for _, ab := range ackBatches(wire, p) {
+			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch(ab))
 		}
-		req.Topics = topicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareFetchRequestTopic) { t.Partitions = append(t.Partitions, rp) })
+		req.Topics = topicIn(req.Topics, m.ids[p.topic], kmsg.NewShareFetchRequestTopic,
+			func(t *kmsg.ShareFetchRequestTopic) *topicID { return &t.TopicID },
+			func(t *kmsg.ShareFetchRequestTopic) { t.Partitions = append(t.Partitions, rp) })
 	}
 	if epoch > 0 {
 		for _, p := range sortedTPs(s.parts) {
@@ -327,17 +344,10 @@ func (m *Member) acknowledge(ctx context.Context, node int32, renew, final bool,
 		why = fmt.Sprintf("renew the acquisition locks of %d ranges on node %d", len(acks), node)
 	}
 	sent := m.ev(clients.Sent, why)
-	sentAt := m.emitCall(sent, id, clients.OpShareAck, call)
-
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.requestTimeout)
-	resp, err := m.sendAck(rctx, node, req)
-	cancel()
-
-	var code int16
-	if err == nil {
-		code = resp.ErrorCode
-	}
-	a := m.answerOf(clients.ShareAcked, id, clients.OpShareAck, call, code, err)
+	x := sendCall(m, ctx, m.cfg.requestTimeout, sent, clients.ShareAcked, id, clients.OpShareAck, call,
+		func(ctx context.Context) (*kmsg.ShareAcknowledgeResponse, error) { return m.sendAck(ctx, node, req) },
+		func(r *kmsg.ShareAcknowledgeResponse) int16 { return r.ErrorCode })
+	resp, err, code, a, sentAt := x.resp, x.err, x.code, x.a, x.sentAt
 	answer := a.Share
 	m.mu.Lock()
 	defer func() {
@@ -395,12 +405,10 @@ func (m *Member) ackRequestLocked(epoch int32, renew, final bool, acks []clients
 	for _, p := range partsOf(acks) {
 		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
 		rp.Partition = p.partition
-		for _, b := range batches(acksOf(acks, p)) {
-			ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-			ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
-			rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, ab)
-		}
-		req.Topics = ackTopicFor(req.Topics, m.ids[p.topic], func(t *kmsg.ShareAcknowledgeRequestTopic) { t.Partitions = append(t.Partitions, rp) })
+		rp.AcknowledgementBatches = ackBatches(acks, p)
+		req.Topics = topicIn(req.Topics, m.ids[p.topic], kmsg.NewShareAcknowledgeRequestTopic,
+			func(t *kmsg.ShareAcknowledgeRequestTopic) *topicID { return &t.TopicID },
+			func(t *kmsg.ShareAcknowledgeRequestTopic) { t.Partitions = append(t.Partitions, rp) })
 	}
 	return req
 }
@@ -506,28 +514,30 @@ func sortedTPs(set map[tp]bool) []tp {
 	return out
 }
 
-func topicFor(ts []kmsg.ShareFetchRequestTopic, id topicID, add func(*kmsg.ShareFetchRequestTopic)) []kmsg.ShareFetchRequestTopic {
-	for i := range ts {
-		if ts[i].TopicID == id {
-			add(&ts[i])
-			return ts
-		}
+// ackBatches are the acknowledgement batches of p's acknowledgements among
+// acks, a range of one type each, as ShareAcknowledge carries them;
+// ShareFetch carries the same (its batch type converts).
+func ackBatches(acks []clients.ShareAck, p tp) []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch {
+	var out []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch
+	for _, b := range batches(acksOf(acks, p)) {
+		ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+		ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = b[0], b[1], []int8{int8(b[2])}
+		out = append(out, ab)
 	}
-	t := kmsg.NewShareFetchRequestTopic()
-	t.TopicID = id
-	add(&t)
-	return append(ts, t)
+	return out
 }
 
-func ackTopicFor(ts []kmsg.ShareAcknowledgeRequestTopic, id topicID, add func(*kmsg.ShareAcknowledgeRequestTopic)) []kmsg.ShareAcknowledgeRequestTopic {
+// topicIn lets add fill in the topic of id among ts, a new one (fresh,
+// with id) appended when there is none; idOf is where a topic keeps its id.
+func topicIn[T any](ts []T, id topicID, fresh func() T, idOf func(*T) *topicID, add func(*T)) []T {
 	for i := range ts {
-		if ts[i].TopicID == id {
+		if *idOf(&ts[i]) == id {
 			add(&ts[i])
 			return ts
 		}
 	}
-	t := kmsg.NewShareAcknowledgeRequestTopic()
-	t.TopicID = id
+	t := fresh()
+	*idOf(&t) = id
 	add(&t)
 	return append(ts, t)
 }

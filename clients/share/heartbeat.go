@@ -45,20 +45,7 @@ func (m *Member) heartbeat() time.Duration {
 	if req.MemberEpoch == 0 {
 		sent.Why = "share heartbeat at epoch 0: join"
 	}
-	sent.Call, sent.Op, sent.MemberEpoch = call, clients.OpHeartbeat, req.MemberEpoch
-	m.emit(sent)
-
-	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.requestTimeout)
-	resp, err := m.sendHeartbeat(ctx, req)
-	cancel()
-
-	a := m.ev(clients.Heartbeat, "")
-	a.Call, a.Op = call, clients.OpHeartbeat
-	var code int16
-	if err == nil {
-		code = resp.ErrorCode
-	}
-	a.Err, a.ErrCode = errName(code, err)
+	resp, code, a := m.heartbeatCall(m.ctx, req, call, clients.OpHeartbeat, sent, clients.Heartbeat, "")
 	if a.Err != "" {
 		a.Why = "share heartbeat failed: " + a.Err
 		m.mu.Lock()
@@ -108,6 +95,26 @@ func (m *Member) assignedLocked() clients.Partitions {
 	return out
 }
 
+// heartbeatCall reports req sent (sent, as call of op, at the epoch req
+// carries), sends it within the request timeout and returns the answer,
+// its error code and the answer event (kind, why) carrying the error, for
+// the caller to complete and emit.
+func (m *Member) heartbeatCall(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest, call uint64, op clients.Op, sent clients.Event, kind clients.Kind, why string) (*kmsg.ShareGroupHeartbeatResponse, int16, clients.Event) {
+	sent.Call, sent.Op, sent.MemberEpoch = call, op, req.MemberEpoch
+	m.emit(sent)
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.requestTimeout)
+	resp, err := m.sendHeartbeat(ctx, req)
+	cancel()
+	a := m.ev(kind, why)
+	a.Call, a.Op = call, op
+	var code int16
+	if err == nil {
+		code = resp.ErrorCode
+	}
+	a.Err, a.ErrCode = errName(code, err)
+	return resp, code, a
+}
+
 // leave sends the leave heartbeat (epoch -1) once.
 func (m *Member) leave(ctx context.Context) {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
@@ -116,18 +123,8 @@ func (m *Member) leave(ctx context.Context) {
 	m.mu.Unlock()
 	call := m.nextCall()
 	sent := m.ev(clients.Sent, "close: leave the share group (epoch -1)")
-	sent.Call, sent.Op, sent.MemberEpoch = call, clients.OpLeave, -1
-	m.emit(sent)
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.requestTimeout)
-	resp, err := m.sendHeartbeat(ctx, req)
-	cancel()
-	a := m.ev(clients.Left, "left the share group")
-	a.Call, a.Op, a.MemberEpoch = call, clients.OpLeave, -1
-	var code int16
-	if err == nil {
-		code = resp.ErrorCode
-	}
-	a.Err, a.ErrCode = errName(code, err)
+	_, _, a := m.heartbeatCall(ctx, req, call, clients.OpLeave, sent, clients.Left, "left the share group")
+	a.MemberEpoch = -1
 	if a.Err != "" {
 		a.Why = "leave heartbeat failed: " + a.Err
 	}

@@ -31,8 +31,6 @@ package share
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
 // ErrClosed is returned by calls on a closed member.
@@ -137,18 +136,8 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	var errs []error
-	if name == "" {
-		errs = append(errs, errors.New("member name is empty"))
-	}
-	if group == "" {
-		errs = append(errs, errors.New("group id is empty: the broker rejects it with INVALID_REQUEST"))
-	}
-	if err := c.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("share member %q: %w", name, err)
+	if err := groupreq.CheckNew("share", name, group, c.validate()); err != nil {
+		return nil, err
 	}
 	m := newMember(name, group, c)
 	cl, err := kgo.NewClient(append(slices.Clone(c.kgoOpts), kgo.ClientID("groupquake-"+name))...)
@@ -190,7 +179,7 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 func newMember(name, group string, c cfg) *Member {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Member{
-		name: name, group: group, memberID: newMemberID(), cfg: c,
+		name: name, group: group, memberID: groupreq.NewMemberID(), cfg: c,
 		dec:        kgo.DefaultDecompressor(),
 		assigned:   map[tp]bool{},
 		ids:        map[string]topicID{},
@@ -213,14 +202,6 @@ func newMember(name, group string, c cfg) *Member {
 	}
 }
 
-// newMemberID is a client-chosen member id, as KIP-932 has the client pick
-// it (a UUID's 22 characters; the broker refuses ids over 36).
-func newMemberID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 // Name is the harness's name for the member.
 func (m *Member) Name() string { return m.name }
 
@@ -235,14 +216,7 @@ func (m *Member) MemberID() string { return m.memberID }
 func (m *Member) Assigned() clients.Partitions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := clients.Partitions{}
-	for p := range m.assigned {
-		out[p.topic] = append(out[p.topic], p.partition)
-	}
-	for _, ps := range out {
-		slices.Sort(ps)
-	}
-	return out
+	return m.assignedLocked()
 }
 
 // Start joins the group (a ShareGroupHeartbeat at epoch 0) and keeps
@@ -420,15 +394,24 @@ func (m *Member) acceptDeliveredLocked() {
 	m.delivered = nil
 }
 
+// lockOpen takes m.mu and says true if the member is not closed; if it is,
+// it lets go of m.mu again and says false.
+func (m *Member) lockOpen() bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	return true
+}
+
 // Poll acknowledges what is pending (and, in implicit mode, what the last
 // Poll handed out) and acquires records from the next partition leader in
 // turn, waiting at most MaxWait.
 func (m *Member) Poll(ctx context.Context) ([]Record, error) {
 	m.fetchMu.Lock()
 	defer m.fetchMu.Unlock()
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return nil, ErrClosed
 	}
 	m.acceptDeliveredLocked()
@@ -498,9 +481,7 @@ func (m *Member) Poll(ctx context.Context) ([]Record, error) {
 func (m *Member) Flush(ctx context.Context) (map[string]map[int32]string, error) {
 	m.fetchMu.Lock()
 	defer m.fetchMu.Unlock()
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return nil, ErrClosed
 	}
 	nodes := map[int32]bool{}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 var topicT = topicID{1}
@@ -65,22 +66,27 @@ type script struct {
 	sa  []func(*kmsg.ShareAcknowledgeRequest) (*kmsg.ShareAcknowledgeResponse, error)
 }
 
-type recorder struct {
-	mu  sync.Mutex
-	evs []clients.Event
+// answerNext logs r and answers it with the next function queued in q; a
+// request with nothing queued fails the test, named by what.
+func answerNext[R kmsg.Request, A any](s *script, q *[]func(R) (A, error), r R, what func() string) (A, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, r)
+	if len(*q) == 0 {
+		s.t.Fatalf("unscripted %s", what())
+	}
+	f := (*q)[0]
+	*q = (*q)[1:]
+	return f(r)
 }
 
-func (r *recorder) OnEvent(e clients.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, e)
-}
+// recorder keeps the member's events (clientstest.Recorder) and reads the
+// share calls among them.
+type recorder struct{ clientstest.Recorder }
 
 func (r *recorder) ops() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []string
-	for _, e := range r.evs {
+	for _, e := range r.All() {
 		if e.Op == clients.OpShareFetch || e.Op == clients.OpShareAck {
 			out = append(out, fmt.Sprintf("%s/%s", e.Op, e.Kind))
 		}
@@ -90,10 +96,8 @@ func (r *recorder) ops() []string {
 
 // answers returns the answered share calls.
 func (r *recorder) answers() []clients.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []clients.Event
-	for _, e := range r.evs {
+	for _, e := range r.All() {
 		if e.Kind == clients.ShareFetched || e.Kind == clients.ShareAcked {
 			out = append(out, e)
 		}
@@ -117,37 +121,13 @@ func scripted(t *testing.T, opts ...Opt) (*Member, *script, *recorder) {
 	m := newMember("m1", "g", c)
 	s := &script{t: t}
 	m.sendHeartbeat = func(_ context.Context, r *kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.log = append(s.log, r)
-		if len(s.hb) == 0 {
-			t.Fatalf("unscripted heartbeat %+v", r)
-		}
-		f := s.hb[0]
-		s.hb = s.hb[1:]
-		return f(r)
+		return answerNext(s, &s.hb, r, func() string { return fmt.Sprintf("heartbeat %+v", r) })
 	}
 	m.sendFetch = func(_ context.Context, node int32, r *kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.log = append(s.log, r)
-		if len(s.sf) == 0 {
-			t.Fatalf("unscripted share fetch at epoch %d", r.ShareSessionEpoch)
-		}
-		f := s.sf[0]
-		s.sf = s.sf[1:]
-		return f(r)
+		return answerNext(s, &s.sf, r, func() string { return fmt.Sprintf("share fetch at epoch %d", r.ShareSessionEpoch) })
 	}
 	m.sendAck = func(_ context.Context, node int32, r *kmsg.ShareAcknowledgeRequest) (*kmsg.ShareAcknowledgeResponse, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.log = append(s.log, r)
-		if len(s.sa) == 0 {
-			t.Fatalf("unscripted share acknowledge at epoch %d", r.ShareSessionEpoch)
-		}
-		f := s.sa[0]
-		s.sa = s.sa[1:]
-		return f(r)
+		return answerNext(s, &s.sa, r, func() string { return fmt.Sprintf("share acknowledge at epoch %d", r.ShareSessionEpoch) })
 	}
 	m.metadata = func(context.Context, []string) (*kmsg.MetadataResponse, error) {
 		resp := kmsg.NewPtrMetadataResponse()
@@ -168,39 +148,37 @@ func scripted(t *testing.T, opts ...Opt) (*Member, *script, *recorder) {
 	return m, s, rec
 }
 
-// acquired answers a ShareFetch with records at offsets first.. of t-0 at
-// delivery count dc under a 5 s lock.
-func acquired(first int64, dc int16, values ...string) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
+// fetchAnswer answers a ShareFetch with one partition of t-0, under a 5 s
+// lock, as fill sets it.
+func fetchAnswer(fill func(p *kmsg.ShareFetchResponseTopicPartition)) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
 	return func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
 		resp := kmsg.NewPtrShareFetchResponse()
 		resp.AcquisitionLockTimeoutMillis = 5000
 		t := kmsg.NewShareFetchResponseTopic()
 		t.TopicID = topicT
 		p := kmsg.NewShareFetchResponseTopicPartition()
-		if len(values) > 0 {
-			p.Records = batch(first, values...)
-			p.AcquiredRecords = []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: first, LastOffset: first + int64(len(values)) - 1, DeliveryCount: dc}}
-		}
+		fill(&p)
 		t.Partitions = append(t.Partitions, p)
 		resp.Topics = append(resp.Topics, t)
 		return resp, nil
 	}
 }
 
+// acquired answers a ShareFetch with records at offsets first.. of t-0 at
+// delivery count dc under a 5 s lock.
+func acquired(first int64, dc int16, values ...string) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
+	return fetchAnswer(func(p *kmsg.ShareFetchResponseTopicPartition) {
+		if len(values) > 0 {
+			p.Records = batch(first, values...)
+			p.AcquiredRecords = []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: first, LastOffset: first + int64(len(values)) - 1, DeliveryCount: dc}}
+		}
+	})
+}
+
 // ackedWith answers a ShareFetch carrying acknowledgements with ackErr for
 // t-0 and no records.
 func ackedWith(ackErr int16) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
-	return func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResponse, error) {
-		resp := kmsg.NewPtrShareFetchResponse()
-		resp.AcquisitionLockTimeoutMillis = 5000
-		t := kmsg.NewShareFetchResponseTopic()
-		t.TopicID = topicT
-		p := kmsg.NewShareFetchResponseTopicPartition()
-		p.AcknowledgeErrorCode = ackErr
-		t.Partitions = append(t.Partitions, p)
-		resp.Topics = append(resp.Topics, t)
-		return resp, nil
-	}
+	return fetchAnswer(func(p *kmsg.ShareFetchResponseTopicPartition) { p.AcknowledgeErrorCode = ackErr })
 }
 
 func fetchReq(t *testing.T, r kmsg.Request) *kmsg.ShareFetchRequest {
@@ -446,7 +424,8 @@ func TestCloseReleasesAndLeaves(t *testing.T) {
 	if hb := s.log[2].(*kmsg.ShareGroupHeartbeatRequest); hb.MemberEpoch != -1 {
 		t.Errorf("leave at epoch %d", hb.MemberEpoch)
 	}
-	last := rec.evs[len(rec.evs)-1]
+	evs := rec.All()
+	last := evs[len(evs)-1]
 	if last.Kind != clients.Left || last.Op != clients.OpLeave {
 		t.Errorf("last event %+v, want the leave's answer", last)
 	}
@@ -462,7 +441,7 @@ func TestEveryCallAnsweredOnce(t *testing.T) {
 	}
 	open := map[uint64]bool{}
 	lane := 0
-	for _, e := range rec.evs {
+	for _, e := range rec.All() {
 		switch {
 		case e.Kind == clients.Sent:
 			if open[e.Call] || lane > 0 {
@@ -497,7 +476,7 @@ func TestAbandonSendsNothing(t *testing.T) {
 	if err := m.Acknowledge(recs[:1], clients.AckAccept); err != nil {
 		t.Fatal(err)
 	}
-	before := len(rec.evs)
+	before := len(rec.All())
 	m.Abandon()
 	if got := m.Holding(); got != 1 {
 		t.Errorf("abandoned member holds %d records, want the one it did not acknowledge", got)
@@ -515,8 +494,8 @@ func TestAbandonSendsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Drop()
-	if len(s.log) != 1 || len(rec.evs) != before {
-		t.Errorf("abandoned member sent %d requests (want only the first fetch) and reported %d events after abandoning", len(s.log), len(rec.evs)-before)
+	if after := len(rec.All()); len(s.log) != 1 || after != before {
+		t.Errorf("abandoned member sent %d requests (want only the first fetch) and reported %d events after abandoning", len(s.log), after-before)
 	}
 }
 

@@ -53,27 +53,29 @@ func TestCheckSaysWhatToInstall(t *testing.T) {
 		}
 	})
 	t.Run("no confluent_kafka", func(t *testing.T) {
-		bin := t.TempDir()
-		fake := "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'confluent_kafka'\" >&2\nexit 1\n"
-		if err := os.WriteFile(filepath.Join(bin, "python3"), []byte(fake), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv("PATH", bin)
+		fakePython(t, "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'confluent_kafka'\" >&2\nexit 1\n")
 		_, err := python.Check(context.Background())
 		if !errors.Is(err, python.ErrMissing) || !strings.Contains(err.Error(), "cannot import confluent_kafka") || !strings.Contains(err.Error(), "No module named") {
 			t.Fatalf("Check with a python3 without confluent_kafka = %v; want ErrMissing naming the import error", err)
 		}
 	})
 	t.Run("versions", func(t *testing.T) {
-		bin := t.TempDir()
-		fake := "#!/bin/sh\necho 2.16.1 2.16.0\n"
-		if err := os.WriteFile(filepath.Join(bin, "python3"), []byte(fake), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv("PATH", bin)
+		bin := fakePython(t, "#!/bin/sh\necho 2.16.1 2.16.0\n")
 		rt, err := python.Check(context.Background())
 		if err != nil || rt.ConfluentKafka != "2.16.1" || rt.Librdkafka != "2.16.0" || rt.Python != filepath.Join(bin, "python3") {
 			t.Fatalf("Check = %+v, %v; want confluent-kafka 2.16.1, librdkafka 2.16.0 of %s", rt, err, bin)
 		}
 	})
+}
+
+// fakePython puts a python3 that runs script (a shell script) first on
+// PATH for the test and returns its directory.
+func fakePython(t *testing.T, script string) string {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "python3"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	return bin
 }
