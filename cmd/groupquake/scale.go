@@ -69,6 +69,7 @@ become stable within --stable-timeout.
 type scaleFlags struct {
 	members, protocols     string
 	shareRecords           int
+	shareMaxSize           int // the largest share group asked for (0 without --protocol share)
 	partitions             int
 	kafka                  string
 	nodes                  int
@@ -335,6 +336,10 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 		if f.embedded {
 			return nil, nil, 0, badInput("--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster has no share groups; drop --embedded")
 		}
+		if n := sizes[len(sizes)-1]; n > version.ShareGroupMaxSizeCap {
+			return nil, nil, 0, badInput("--members %d with --protocol share: Kafka caps a share group at %d members (group.share.max.size may be set from 1 to %d); give --members %d or fewer", n, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap)
+		}
+		f.shareMaxSize = sizes[len(sizes)-1]
 		if v, err := version.Parse(f.kafka); err == nil && f.bootstrap == "" {
 			if err := version.CheckShareGroups(v); err != nil {
 				return nil, nil, 0, badInput("--protocol share on --kafka %s: %v", f.kafka, err)
@@ -494,16 +499,29 @@ func (f *scaleFlags) cluster(ctx context.Context, logf func(string, ...any)) (cl
 			}
 		}})
 	case f.bootstrap != "":
+		if f.shareMaxSize > version.ShareGroupMaxSizeDefault {
+			logf("--protocol share with %d members: the cluster's group.share.max.size must be at least %d (Kafka's default is %d), or the members past it are answered GROUP_MAX_SIZE_REACHED", f.shareMaxSize, f.shareMaxSize, version.ShareGroupMaxSizeDefault)
+		}
 		return cluster.Connect(ctx, cluster.ExternalConfig{Bootstrap: strings.Split(f.bootstrap, ","), Logf: logf})
 	}
+	return cluster.Start(ctx, cluster.Config{Version: f.kafka, Nodes: f.nodes, HeapMB: f.heapMB, Logf: logf, Settings: f.brokerSettings()})
+}
+
+// brokerSettings are the broker properties of the container cluster scale
+// starts: Kafka's consumer-protocol timers (or the flags'), and a share
+// group size that admits the largest share group asked for.
+func (f *scaleFlags) brokerSettings() map[string]string {
 	settings := map[string]string{
 		"group.consumer.heartbeat.interval.ms": strconv.FormatInt(f.consumerHB.Milliseconds(), 10),
 		"group.consumer.session.timeout.ms":    strconv.FormatInt(f.consumerSession.Milliseconds(), 10),
 	}
-	if hasInterval {
+	if interval, ok := f.assignmentInterval(); ok {
 		settings["group.consumer.assignment.interval.ms"] = strconv.FormatInt(interval.Milliseconds(), 10)
 	}
-	return cluster.Start(ctx, cluster.Config{Version: f.kafka, Nodes: f.nodes, HeapMB: f.heapMB, Logf: logf, Settings: settings})
+	if f.shareMaxSize > version.ShareGroupMaxSizeDefault {
+		settings["group.share.max.size"] = strconv.Itoa(f.shareMaxSize)
+	}
+	return settings
 }
 
 // scaleJSON is what `scale --json` prints: every run's report, and the

@@ -32,6 +32,7 @@ func TestScaleBadInput(t *testing.T) {
 		{with("--protocol", "eager"), `--protocol: unknown protocol "eager": use classic, consumer or share`},
 		{with("--protocol", "share"), "--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster has no share groups; drop --embedded"},
 		{append(with("--protocol", "share")[:len(ok)-1:len(ok)-1], "--kafka", "4.1.2"), "--protocol share on --kafka 4.1.2"},
+		{[]string{"scale", "--members", "200,1001", "--protocol", "share", "--partitions", "4"}, "--members 1001 with --protocol share: Kafka caps a share group at 1000 members"},
 		{with("--partitions", "-2"), "--partitions -2: the topic needs at least one partition"},
 		{with("--bootstrap", "127.0.0.1:9092"), "--embedded and --bootstrap both given"},
 		{append(ok[:len(ok)-1:len(ok)-1], "--nodes", "2"), "--nodes 2: a container cluster has 1 or 3 nodes"},
@@ -64,5 +65,32 @@ func TestScaleEmbeddedFreshClusterPerRun(t *testing.T) {
 	}
 	if n := strings.Count(stderr.String(), "embedded cluster: reference coordinator as Kafka"); n != 2 {
 		t.Errorf("%d embedded clusters started for 2 runs, want 2:\n%s", n, stderr.String())
+	}
+}
+
+// TestScaleShareGroupSize: the cluster scale starts admits the largest share
+// group asked for (Kafka's group.share.max.size is 200 unless set), and
+// leaves Kafka's default alone for smaller ones and for consumer groups.
+func TestScaleShareGroupSize(t *testing.T) {
+	for _, tc := range []struct {
+		members, protocol, want string
+	}{
+		{"100,1000", "consumer,share", "1000"},
+		{"250", "share", "250"},
+		{"200", "share", ""},
+		{"5000", "consumer", ""},
+	} {
+		var f scaleFlags
+		fs := newFlagSet("scale", scaleUsage)
+		f.register(fs)
+		if err := fs.Parse([]string{"--members", tc.members, "--protocol", tc.protocol, "--partitions", "4", "--kafka", "4.4.0"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := f.check(given(fs)); err != nil {
+			t.Fatalf("%s %s: %v", tc.members, tc.protocol, err)
+		}
+		if got := f.brokerSettings()["group.share.max.size"]; got != tc.want {
+			t.Errorf("--members %s --protocol %s: group.share.max.size %q, want %q", tc.members, tc.protocol, got, tc.want)
+		}
 	}
 }

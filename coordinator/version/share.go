@@ -143,6 +143,14 @@ func CheckShareGroups(v Version) error {
 	return fmt.Errorf("share members need Kafka 4.2.0 or later, where share groups are production-ready and share.version=1 is on in every cluster the release formats: %s; pick one of %s", why, strings.Join(ok, ", "))
 }
 
+// A share group's size (GroupCoordinatorConfig, group.share.max.size):
+// 200 members unless the brokers set it, at most 1000. A member that would
+// make the group larger is answered GROUP_MAX_SIZE_REACHED and never joins.
+const (
+	ShareGroupMaxSizeDefault = 200
+	ShareGroupMaxSizeCap     = 1000
+)
+
 // ShareAckMayHaveApplied reports whether a share-partition leader's
 // per-partition error answering an acknowledgement (ShareAcknowledge, or
 // one piggybacked on ShareFetch) leaves its outcome unknown: the state

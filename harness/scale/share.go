@@ -1,12 +1,16 @@
 package scale
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -354,7 +358,7 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	defer func() { stop(); wg.Wait() }()
 
 	rep := &ShareReport{Members: o.Members, Partitions: o.Partitions, Backlog: o.Records}
-	if err := waitShareStable(ctx, adm, o, members, start, rep); err != nil {
+	if err := waitShareStable(ctx, adm, o, members, cnt, start, rep); err != nil {
 		return rep, err
 	}
 	o.Logf("share group of %d members stable after %s at epoch %d (%d–%d members a partition)", o.Members, rep.ToStable.Round(time.Millisecond), rep.GroupEpoch, rep.MinSharing, rep.MaxSharing)
@@ -450,21 +454,27 @@ func findShareRoutes(ctx context.Context, adm *kadm.Client, o ShareOptions) (*sh
 // and the coordinator describes the group Stable with every member at the
 // group's epoch; it records the time to stable, the epoch and how many
 // members share a partition in rep.
-func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, members []*lightShare, start time.Time, rep *ShareReport) error {
+func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, members []*lightShare, cnt *shareCounters, start time.Time, rep *ShareReport) error {
 	deadline := time.Now().Add(o.StableTimeout)
+	described := "not described yet (it waits for every member to hold an assignment)"
 	for {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the share group of %d members was not stable within %s", o.Members, o.StableTimeout)
-		}
 		ready := 0
 		for _, m := range members {
 			if e, a := m.state(); e > 0 && len(a) > 0 {
 				ready++
 			}
 		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the share group of %d members was not stable within %s: %d of %d members held an assignment at an epoch; the group %s; the members' errors: %s",
+				o.Members, o.StableTimeout, ready, o.Members, described, cnt.summary())
+		}
 		if ready == o.Members {
 			d, err := adm.DescribeShareGroups(ctx, o.Group)
-			if g, ok := d[o.Group]; err == nil && ok && g.GroupState == "Stable" && len(g.Members) == o.Members && g.AssignmentEpoch == g.GroupEpoch {
+			g, ok := d[o.Group]
+			if err == nil && ok {
+				described = fmt.Sprintf("was last described %s with %d members, group epoch %d, assignment epoch %d", g.GroupState, len(g.Members), g.GroupEpoch, g.AssignmentEpoch)
+			}
+			if err == nil && ok && g.GroupState == "Stable" && len(g.Members) == o.Members && g.AssignmentEpoch == g.GroupEpoch {
 				if shareStableAt(g, o, start, rep) {
 					return nil
 				}
@@ -472,6 +482,22 @@ func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, memb
 		}
 		sleepCtx(ctx, 250*time.Millisecond)
 	}
+}
+
+// summary says the members' errors by count, most first ("none" without).
+func (c *shareCounters) summary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.errs) == 0 {
+		return "none"
+	}
+	names := slices.Collect(maps.Keys(c.errs))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(c.errs[b], c.errs[a]), cmp.Compare(a, b)) })
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s ×%d", n, c.errs[n]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // shareStableAt reports whether every member of the described group is at

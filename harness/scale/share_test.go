@@ -45,3 +45,22 @@ func TestRunShareOnAFake(t *testing.T) {
 		t.Errorf("report %+v: want the 3000 records drained, each delivered once", rep)
 	}
 }
+
+// TestShareErrorsSummary: a share scale run that gave up says the members'
+// errors by count, most first, so a group held back by, say,
+// GROUP_MAX_SIZE_REACHED says so.
+func TestShareErrorsSummary(t *testing.T) {
+	c := &shareCounters{errs: map[string]int64{}}
+	if got := c.summary(); got != "none" {
+		t.Errorf("no errors: %q", got)
+	}
+	for range 3 {
+		c.err("heartbeat GROUP_MAX_SIZE_REACHED")
+	}
+	c.err("fetch transport")
+	c.err("heartbeat transport")
+	want := "heartbeat GROUP_MAX_SIZE_REACHED ×3, fetch transport ×1, heartbeat transport ×1"
+	if got := c.summary(); got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+}
