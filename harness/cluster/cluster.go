@@ -504,6 +504,7 @@ func (c *Cluster) startContainer(ctx context.Context, n *Node) error {
 			testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 				p := mobynet.MustParsePort(port)
 				hc.PortBindings = mobynet.PortMap{p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(n.Port)}}}
+				hc.Sysctls = reservedPort(n.Port)
 			}))
 	}
 	ctr, err := testcontainers.Run(ctx, img.Ref, opts...)
@@ -517,6 +518,17 @@ func (c *Cluster) startContainer(ctx context.Context, n *Node) error {
 		return fmt.Errorf("start node %d (%s): %v", n.ID, n.Container, err)
 	}
 	return nil
+}
+
+// reservedPort keeps a node's client port out of its container's ephemeral
+// ports. The port is one the host's kernel handed out, from the same range
+// (32768–60999) a container's outbound connections take their local ports
+// from; a KRaft node connects to the controllers before its data-plane
+// listeners bind, and a connection that drew the client port made the node
+// exit with "Socket server failed to bind to 0.0.0.0:PORT: Address already
+// in use" (a soak run on 2026-12-05). The sysctl is per network namespace.
+func reservedPort(port int) map[string]string {
+	return map[string]string{"net.ipv4.ip_local_reserved_ports": strconv.Itoa(port)}
 }
 
 // Bootstrap returns the client addresses of the broker nodes.

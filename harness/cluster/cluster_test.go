@@ -133,6 +133,7 @@ func TestProduceConsume(t *testing.T) {
 				}
 				consumeAll(t, lc, "records", "g-consume", 10000)
 				expectDirectAddrs(t, c)
+				expectReservedPorts(t, c)
 			})
 		}
 	}
@@ -530,6 +531,25 @@ func TestLinkFaults(t *testing.T) {
 // expectDirectAddrs checks each broker's DirectAddr: an address of the
 // node's container on the cluster's private bridge network (never a
 // published or outside one) where the broker answers the Kafka protocol.
+// expectReservedPorts: each broker's container keeps its client port out of
+// its ephemeral ports, so that no outbound connection of the node can take
+// it before the listener binds (cluster.go reservedPort).
+func expectReservedPorts(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	for _, n := range c.Nodes() {
+		if !n.IsBroker() {
+			continue
+		}
+		out, err := exec.Command("docker", "exec", n.Container, "cat", "/proc/sys/net/ipv4/ip_local_reserved_ports").CombinedOutput()
+		if err != nil {
+			t.Fatalf("node %d: reading its reserved ports: %v: %s", n.ID, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != strconv.Itoa(n.Port) {
+			t.Errorf("node %d: ip_local_reserved_ports %q, want its client port %d", n.ID, got, n.Port)
+		}
+	}
+}
+
 func expectDirectAddrs(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
