@@ -134,6 +134,7 @@ func EnsureEngine(ctx context.Context, o EngineOptions) (string, error) {
 	cmd := exec.Command("dockerd")
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = detached()
+	keepInheritedFiles()
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("%w: start dockerd: %v", ErrNoEngine, err)
 	}
