@@ -22,6 +22,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients/light"
 	"github.com/groupquake/groupquake/clients/share"
+	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 )
 
@@ -127,6 +128,7 @@ func (m *lightShare) heartbeatLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		m.mu.Lock()
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.Version = shareVersion(version.APIShareGroupHeartbeat)
 		req.GroupID, req.MemberID, req.MemberEpoch = m.o.Group, m.id, m.epoch
 		if m.epoch == 0 {
 			req.SubscribedTopicNames = []string{m.o.Topic}
@@ -135,7 +137,7 @@ func (m *lightShare) heartbeatLoop(ctx context.Context) {
 		resp, err := m.hbPool.Do(ctx, m.coord(), m.idx, req, 0)
 		m.cnt.heartbeats.Add(1)
 		if err != nil {
-			m.cnt.err("heartbeat transport")
+			m.cnt.err("heartbeat transport: " + errText(err))
 			sleepCtx(ctx, 200*time.Millisecond)
 			continue
 		}
@@ -216,6 +218,7 @@ func (m *lightShare) fetch(ctx context.Context, addr string, parts []int32) {
 	}
 	m.mu.Unlock()
 	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = shareVersion(version.APIShareFetch)
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(m.o.Group), kmsg.StringPtr(m.id), epoch
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(m.o.MaxWait.Milliseconds()), 1, 1<<20
 	req.MaxRecords, req.BatchSize = m.o.MaxRecords, m.o.MaxRecords
@@ -249,7 +252,7 @@ func (m *lightShare) fetch(ctx context.Context, addr string, parts []int32) {
 	defer m.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
-			m.cnt.err("fetch transport")
+			m.cnt.err("fetch transport: " + errText(err))
 		}
 		delete(m.sessions, addr)
 		return
@@ -482,6 +485,30 @@ func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, memb
 		}
 		sleepCtx(ctx, 250*time.Millisecond)
 	}
+}
+
+// shareVersion is the version the light share members send of api: the
+// highest every release with production share groups serves (v1 of each).
+// The light pools send a request at the version it carries, and a broker
+// closes the connection on one it does not serve (ShareGroupHeartbeat v0
+// was early access only).
+func shareVersion(api int16) int16 {
+	v := int16(-1)
+	for _, r := range version.ShareServed() {
+		if m := r.Profile().ShareAPIVersions()[api].Max; v < 0 || m < v {
+			v = m
+		}
+	}
+	return v
+}
+
+// errText is err's message cut to 100 bytes, a key of the error counts.
+func errText(err error) string {
+	s := err.Error()
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
 }
 
 // summary says the members' errors by count, most first ("none" without).

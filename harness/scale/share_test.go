@@ -1,6 +1,8 @@
 package scale
 
 import (
+	"github.com/groupquake/groupquake/coordinator/version"
+
 	"context"
 	"testing"
 	"time"
@@ -62,5 +64,22 @@ func TestShareErrorsSummary(t *testing.T) {
 	want := "heartbeat GROUP_MAX_SIZE_REACHED ×3, fetch transport ×1, heartbeat transport ×1"
 	if got := c.summary(); got != want {
 		t.Errorf("summary %q, want %q", got, want)
+	}
+}
+
+// TestShareVersions: the light share members send ShareGroupHeartbeat and
+// ShareFetch at a version every release with production share groups
+// serves (v1 or later); v0 (early access) makes a broker close the
+// connection.
+func TestShareVersions(t *testing.T) {
+	for _, api := range []int16{version.APIShareGroupHeartbeat, version.APIShareFetch} {
+		if got := shareVersion(api); got < 1 {
+			t.Errorf("api %d: version %d, want 1 or later", api, got)
+		}
+		for _, r := range version.ShareServed() {
+			if rg := r.Profile().ShareAPIVersions()[api]; shareVersion(api) < rg.Min || shareVersion(api) > rg.Max {
+				t.Errorf("api %d: Kafka %s serves %d–%d, not %d", api, r, rg.Min, rg.Max, shareVersion(api))
+			}
+		}
 	}
 }
