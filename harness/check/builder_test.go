@@ -3,6 +3,7 @@ package check
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +150,14 @@ func mustHold(t *testing.T, v Verdict) {
 	}
 	if v.Skipped != "" {
 		t.Fatalf("%s skipped: %s", v.Name, v.Skipped)
+	}
+}
+
+// mustNote fails the test unless v's notes, joined by new lines, contain fragment.
+func mustNote(t *testing.T, v Verdict, fragment string) {
+	t.Helper()
+	if !strings.Contains(notesOf(v), fragment) {
+		t.Fatalf("notes: %v", v.Notes)
 	}
 }
 

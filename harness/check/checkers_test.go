@@ -359,9 +359,7 @@ func TestEventuallyConverges(t *testing.T) {
 		h.assigned("b", 2, 1)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
 		mustHold(t, v)
-		if !strings.Contains(strings.Join(v.Notes, "\n"), "1s after the heal") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "1s after the heal")
 	})
 	t.Run("no timers is skipped, not passed", func(t *testing.T) {
 		v := EventuallyConverges(nil, nil, history.Plan{})

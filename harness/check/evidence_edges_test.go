@@ -187,9 +187,7 @@ func TestEvidenceNotes(t *testing.T) {
 		o := &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HistoryLen: 99, HasCommitted: true, Committed: []history.OffsetAt{off(0, 3)}}}
 		v := CommittedOffsetMonotonic(h.events(), o)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "1 snapshot(s) not judged") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "1 snapshot(s) not judged")
 	})
 	t.Run("the first value the log explained is named", func(t *testing.T) {
 		h, _, _, _ := freezeRun(t)

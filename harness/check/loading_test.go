@@ -202,9 +202,7 @@ func TestBlindHeartbeatSeed(t *testing.T) {
 	t.Run("had the commit been answered UNKNOWN_MEMBER_ID, the log shows the ok blind", func(t *testing.T) {
 		v := NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), obs)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), note) {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, note)
 	})
 	t.Run("had the commit been accepted, a removed member's commit landed", func(t *testing.T) {
 		x := mustCite(t, NoDoubleOwnership(answered(t, ""), obs), 1083, 1467, 1469)

@@ -118,9 +118,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h.commit("admin", 0, history.OK, "", 1, 4)
 		v := FencedCommitsRejected(h.events(), nil)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "0 accepted and 0 rejected member commits judged; 1 admin commits") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "0 accepted and 0 rejected member commits judged; 1 admin commits")
 	})
 	t.Run("counts of judged commits", func(t *testing.T) {
 		h := newHist(t)
@@ -130,9 +128,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h.commit("a", 1, history.Fail, "COORDINATOR_NOT_AVAILABLE", 0, 6)
 		v := FencedCommitsRejected(h.events(), nil)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 accepted and 1 rejected member commits judged; 0 admin") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "2 accepted and 1 rejected member commits judged; 0 admin")
 	})
 	t.Run("a rejected commit that was not stale may carry any error", func(t *testing.T) {
 		h := newHist(t)
@@ -223,9 +219,7 @@ func TestEpochMonotonicRules(t *testing.T) {
 		h.revoked("a", 0, 0)
 		v := EpochMonotonic(h.events(), nil)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "1 epochs checked over 1 sequences") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "1 epochs checked over 1 sequences")
 	})
 	t.Run("an epoch seen again holds and the violation cites its latest sighting", func(t *testing.T) {
 		h := newHist(t)
@@ -381,9 +375,7 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		h.overlappingCommits(7, 5)
 		v := CommittedOffsetMonotonic(h.events(), nil)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "0 ordered commit pairs") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "0 ordered commit pairs")
 	})
 	t.Run("a commit is judged against the highest one completed before it", func(t *testing.T) {
 		h := newHist(t)
@@ -532,9 +524,7 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 	t.Run("a tombstone starts the records over", func(t *testing.T) {
 		v := CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), tomb(), rec(1, "g", 10)))
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 OffsetCommit records checked") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "2 OffsetCommit records checked")
 	})
 	t.Run("records of another group are not judged", func(t *testing.T) {
 		mustHold(t, CommittedOffsetMonotonic(nil, records(rec(1, "other", 30), rec(1, "other", 10))))
@@ -575,9 +565,7 @@ func TestBoundedDuplicatesRules(t *testing.T) {
 		c2 := h.consume("a", 1, 0, 0)
 		v := BoundedDuplicates(h.events(), nil)
 		mustFailOnce(t, v, []int64{c1, c2}, "which did not own the partition")
-		if !strings.Contains(notesOf(v), "2 records were consumed by members that did not own") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "2 records were consumed by members that did not own")
 	})
 	t.Run("a duplicate within the first ownership says so", func(t *testing.T) {
 		h := newHist(t)
@@ -721,9 +709,7 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 		h.info("a", history.FSessionExpired, history.Membership{Member: "a", Epoch: 1})
 		v := NoDoubleOwnership(h.events(), nil)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 ownership intervals over 1 partitions; 1 overlaps, 1 excused") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "2 ownership intervals over 1 partitions; 1 overlaps, 1 excused")
 	})
 	t.Run("the later owner may be the fenced one", func(t *testing.T) {
 		h := newHist(t)
@@ -812,9 +798,7 @@ func TestNoLostRecordsRules(t *testing.T) {
 		_, ok := h.call("p0", history.FProduce, in, history.OK, out)
 		v := NoLostRecords(h.events(), nil)
 		mustFailOnce(t, v, []int64{ok}, "seq 5")
-		if !strings.Contains(notesOf(v), "no \"final\" phase marker") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "no \"final\" phase marker")
 		h.info("a", history.FConsume, history.Consume{Member: "a", Topic: "t", Partition: 3, Offset: 40, Seq: 5})
 		v = NoLostRecords(h.events(), nil)
 		mustHold(t, v)
@@ -836,9 +820,7 @@ func TestNoLostRecordsRules(t *testing.T) {
 		h.call("p0", history.FProduce, history.Produce{Topic: "t", Seq: 1, Offset: -1}, history.Fail, history.Produce{Topic: "t", Seq: 1, Offset: -1})
 		v := NoLostRecords(h.events(), nil)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "vacuous") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "vacuous")
 	})
 }
 
@@ -1024,9 +1006,7 @@ func TestDurableCommitsRules(t *testing.T) {
 				t.Fatalf("notes %v lack %q", v.Notes, want)
 			}
 		}
-		if v := DurableCommits(h.events(), nil); !strings.Contains(notesOf(v), "no observations") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, DurableCommits(h.events(), nil), "no observations")
 	})
 	t.Run("a checkpoint is judged against the commits acknowledged before it", func(t *testing.T) {
 		h := newHist(t)
@@ -1106,9 +1086,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		r := h.revoked("a", 1, 1)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
 		mustFailOnce(t, v, []int64{r}, "t-1 has 0 owners")
-		if !strings.Contains(notesOf(v), "judged at the end of the history") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "judged at the end of the history")
 	})
 	t.Run("what happens after the final marker is not judged", func(t *testing.T) {
 		h := newHist(t)
@@ -1162,9 +1140,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.phase(history.PhaseFinal)
 		v := EventuallyConverges(h.events(), nil, p)
 		mustFailOnce(t, v, []int64{r}, "t-1 has 0 owners")
-		if !strings.Contains(notesOf(v), "judged over the 2 partitions that were ever assigned") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "judged over the 2 partitions that were ever assigned")
 	})
 	t.Run("descriptions before the heal are not judged", func(t *testing.T) {
 		h := newHist(t)
@@ -1232,9 +1208,7 @@ func TestHistoryWellFormedRules(t *testing.T) {
 	h.invoke("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b"}) // never completes
 	v := HistoryWellFormed(h.events())
 	mustHold(t, v)
-	if !strings.Contains(notesOf(v), "4 events, 2 calls never completed") {
-		t.Fatalf("notes: %v", v.Notes)
-	}
+	mustNote(t, v, "4 events, 2 calls never completed")
 }
 
 func TestVerdictRules(t *testing.T) {
@@ -1343,9 +1317,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		h.revoked("a", 2, 2) // not held: nothing to end
 		v := NoDoubleOwnership(h.events(), nil)
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 ownership intervals over 3 partitions") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "2 ownership intervals over 3 partitions")
 	})
 	t.Run("only completions of assigned and fenced count", func(t *testing.T) {
 		h := newHist(t)
@@ -1601,9 +1573,7 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		h.phase(history.PhaseFinal)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
 		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "every partition owned by exactly one member 0s after the heal (event 0)") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "every partition owned by exactly one member 0s after the heal (event 0)")
 	})
 	t.Run("a Stable description before the heal says nothing about after it", func(t *testing.T) {
 		h := newHist(t)
