@@ -75,6 +75,22 @@ func (h *hist) lost(m string, epoch int32, ps ...int32) int64 {
 	return h.owned(history.FLost, m, epoch, ps...)
 }
 
+// takeover: a is assigned t-0 at epoch 1, then b is assigned it at epoch 2 while a has not revoked
+// it (a is a zombie until something fences it); it returns the two assignments.
+func (h *hist) takeover() (a, b int64) {
+	h.t.Helper()
+	return h.assigned("a", 1, 0), h.assigned("b", 2, 0)
+}
+
+// handover: from is assigned t-p at fromEpoch and revokes it, then to is assigned it at toEpoch; it
+// returns the two assignments.
+func (h *hist) handover(from string, fromEpoch int32, to string, toEpoch, p int32) (first, second int64) {
+	h.t.Helper()
+	first = h.assigned(from, fromEpoch, p)
+	h.revoked(from, fromEpoch, p)
+	return first, h.assigned(to, toEpoch, p)
+}
+
 func (h *hist) consume(m string, epoch, p int32, off int64) int64 {
 	h.t.Helper()
 	return h.info(m, history.FConsume, history.Consume{Member: m, Topic: "t", Partition: p, Offset: off, Seq: 1000*int64(p) + off, Epoch: epoch})

@@ -14,9 +14,7 @@ func TestNoDoubleOwnership(t *testing.T) {
 	t.Parallel()
 	t.Run("handover after revocation holds", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.handover("a", 1, "b", 2, 0)
 		mustHold(t, NoDoubleOwnership(h.events(), nil))
 	})
 	t.Run("overlap with a fenced member that learns it later holds", func(t *testing.T) {
@@ -31,8 +29,7 @@ func TestNoDoubleOwnership(t *testing.T) {
 	})
 	t.Run("two members with valid sessions fail", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		h.revoked("a", 2, 0)
 		v := NoDoubleOwnership(h.events(), nil)
 		x := mustCite(t, v, a, b)
@@ -42,16 +39,14 @@ func TestNoDoubleOwnership(t *testing.T) {
 	})
 	t.Run("fenced side that still heartbeats fails", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		inv, ok := h.hb("a", 1, history.OK)
 		h.lost("a", 1, 0)
 		mustCite(t, NoDoubleOwnership(h.events(), nil), a, b, inv, ok)
 	})
 	t.Run("fenced side whose commit lands fails", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		inv, ok := h.commit("a", 1, history.OK, "", 0, 7)
 		h.lost("a", 1, 0)
 		mustCite(t, NoDoubleOwnership(h.events(), nil), a, b, inv, ok)
@@ -146,8 +141,7 @@ func TestFencedCommitsRejected(t *testing.T) {
 	})
 	t.Run("zombie commit that landed fails", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		_, b := h.takeover()
 		inv, ok := h.commit("a", 1, history.OK, "", 0, 4)
 		h.lost("a", 1, 0)
 		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b)
@@ -165,8 +159,7 @@ func TestFencedCommitsRejected(t *testing.T) {
 	t.Run("stale commit rejected with the wrong error fails", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		_, b := h.takeover()
 		inv, fail := h.commit("a", 1, history.Fail, "STALE_MEMBER_EPOCH", 0, 4) // classic names ILLEGAL_GENERATION
 		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, fail, b)
 		if !strings.Contains(x.Message, "STALE_MEMBER_EPOCH") {
@@ -247,8 +240,7 @@ func TestBoundedDuplicates(t *testing.T) {
 	})
 	t.Run("zombie reading after the new owner holds", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.consume("b", 2, 0, 0)
 		h.consume("a", 1, 0, 0)
 		h.lost("a", 1, 0)

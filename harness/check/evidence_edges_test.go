@@ -51,9 +51,7 @@ func TestEvidenceEdges(t *testing.T) {
 	})
 	zombie := func(t *testing.T) (*hist, []int64) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		moved := h.assigned("b", 2, 0)
+		_, moved := h.handover("a", 1, "b", 2, 0)
 		inv, done := h.commit("a", 1, history.OK, "", 0, 4)
 		return h, []int64{moved, inv, done}
 	}

@@ -110,8 +110,7 @@ func TestBlindHeartbeat(t *testing.T) {
 		run := func(obs *history.Observations) Verdict {
 			h := newHist(t)
 			h.proto = history.ProtocolClassic
-			h.assigned("a", 1, 0)
-			h.assigned("b", 2, 0)
+			h.takeover()
 			hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
 			h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)
 			refused := hb

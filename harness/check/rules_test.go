@@ -63,8 +63,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	staleRejected := func(t *testing.T, proto, errName string) (Verdict, int64) {
 		h := newHist(t)
 		h.proto = proto
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		_, fail := h.commit("a", 1, history.Fail, errName, 0, 4)
 		return FencedCommitsRejected(h.events(), nil), fail
 	}
@@ -96,8 +95,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	t.Run("the protocol of a commit that does not say is the member's", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		c := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
 		done := c
 		done.Error = "REBALANCE_IN_PROGRESS"
@@ -106,8 +104,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	})
 	t.Run("a stale commit with an unknown outcome is not judged", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.commit("a", 1, history.Info, "", 0, 4) // timed out
 		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
@@ -138,8 +135,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	})
 	t.Run("an accepted zombie commit is one violation that says it was accepted", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		_, b := h.takeover()
 		inv, ok := h.commit("a", 1, history.OK, "", 0, 4)
 		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{inv, ok, b}, "was accepted at event", "zombie")
 	})
@@ -177,9 +173,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	})
 	t.Run("a member committing at its older epoch after it got the partition back is not a zombie", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		h.assigned("a", 3, 0)
+		h.handover("a", 1, "a", 3, 0)
 		h.commit("a", 1, history.OK, "", 0, 4)
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
@@ -696,16 +690,14 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 	t.Parallel()
 	t.Run("a member that left was not fenced", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		h.info("a", history.FLeft, history.Membership{Member: "a", Epoch: 1})
 		mustFailOnce(t, NoDoubleOwnership(h.events(), nil), []int64{a, b}, "a was not fenced (its ownership revoked)",
 			"a (from event 0, epoch 1, revoked at event 2)", "b (from event 1, epoch 2, still owned at the end)")
 	})
 	t.Run("a member whose session expired was fenced", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.info("a", history.FSessionExpired, history.Membership{Member: "a", Epoch: 1})
 		v := NoDoubleOwnership(h.events(), nil)
 		mustHold(t, v)
@@ -713,8 +705,7 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 	})
 	t.Run("the later owner may be the fenced one", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.lost("b", 2, 0)
 		h.revoked("a", 3, 0)
 		mustHold(t, NoDoubleOwnership(h.events(), nil))
@@ -735,9 +726,7 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 	})
 	t.Run("an overlap with an ownership that ended before is none", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		h.assigned("c", 2, 0)
+		h.handover("a", 1, "c", 2, 0)
 		h.assigned("b", 3, 0)
 		v := NoDoubleOwnership(h.events(), nil)
 		if v.Holds || len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "owned by c") {
@@ -750,16 +739,12 @@ func TestValidPartitionEpochRules(t *testing.T) {
 	t.Parallel()
 	t.Run("ownership at no known epoch is not a pair", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 0, 0)
-		h.revoked("a", 0, 0)
-		h.assigned("b", 0, 0)
+		h.handover("a", 0, "b", 0, 0)
 		mustHold(t, ValidPartitionEpoch(h.events(), nil))
 	})
 	t.Run("the same second owner of one pair is one violation, another is a second", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 3, 0)
-		h.revoked("a", 3, 0)
-		b := h.assigned("b", 3, 0)
+		a, b := h.handover("a", 3, "b", 3, 0)
 		h.revoked("b", 3, 0)
 		h.assigned("b", 3, 0)
 		v := ValidPartitionEpoch(h.events(), nil)
@@ -774,9 +759,7 @@ func TestValidPartitionEpochRules(t *testing.T) {
 	})
 	t.Run("a member that owns a partition again at its own epoch is one owner", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 3, 0)
-		h.revoked("a", 3, 0)
-		h.assigned("a", 3, 0)
+		h.handover("a", 3, "a", 3, 0)
 		h.hb("a", 3, history.OK)
 		mustHold(t, ValidPartitionEpoch(h.events(), nil))
 	})
@@ -854,8 +837,7 @@ func TestFactsRules(t *testing.T) {
 	})
 	t.Run("a completion's protocol is the commit's", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		c := h.commitOf("a", 1, 0, 4)
 		done := c
 		done.Protocol, done.Error = history.ProtocolClassic, "REBALANCE_IN_PROGRESS"
@@ -871,8 +853,7 @@ func TestFactsRules(t *testing.T) {
 	t.Run("what a member said about its protocol wins over its commits", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.commit("a", 1, history.Fail, "ILLEGAL_GENERATION", 0, 3) // classic, says so
 		odd := history.Commit{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
 		oddDone := odd
@@ -886,8 +867,7 @@ func TestFactsRules(t *testing.T) {
 	})
 	t.Run("a completion's own epoch and reset mark are what count", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		c := h.commitOf("a", 1, 0, 4)
 		done := c
 		done.Epoch = 2 // the coordinator answered for epoch 2, which b holds
@@ -1342,8 +1322,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 	t.Run("join and sync set the generation and count as a session", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		inv, j := h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
 		h.lost("a", 2, 0)
 		x := mustCite(t, NoDoubleOwnership(h.events(), nil), a, b, inv, j)
@@ -1413,8 +1392,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 	t.Run("a failed join or sync is no session", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.Fail, history.Join{Member: "a", Generation: 2, Error: "UNKNOWN_MEMBER_ID"})
 		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.Fail, history.Sync{Member: "a", Generation: 2, Error: "ILLEGAL_GENERATION"})
 		h.lost("a", 1, 0)
@@ -1425,8 +1403,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		h := newHist(t)
 		h.proto = ""
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 1})
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.commit("a", 1, history.Fail, "REBALANCE_IN_PROGRESS", 0, 4)
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
@@ -1683,8 +1660,7 @@ func TestFactsPayloadRules(t *testing.T) {
 	t.Run("a heartbeat's protocol is the member's", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = ""
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		in := history.Heartbeat{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1}
 		h.call("a/hb", history.FHeartbeat, in, history.Fail, in)
 		h.lost("a", 1, 0)
@@ -1753,8 +1729,7 @@ func TestFactsPayloadRules(t *testing.T) {
 		h := newHist(t)
 		in := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: 1}
 		h.invoke("a/hb", history.FHeartbeat, in) // event 0
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		out := in
 		out.ResultEpoch = 1
 		h.complete("a/hb", history.FHeartbeat, history.OK, out)
