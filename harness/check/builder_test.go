@@ -177,6 +177,22 @@ func mustNote(t *testing.T, v Verdict, fragment string) {
 	}
 }
 
+// mustFailSaying fails the test unless v fails and its first violation's message contains fragment.
+func mustFailSaying(t *testing.T, v Verdict, fragment string) {
+	t.Helper()
+	if v.Holds || len(v.Violations) == 0 || !strings.Contains(v.Violations[0].Message, fragment) {
+		t.Fatalf("got %+v", v)
+	}
+}
+
+// mustSay fails the test unless x's message contains fragment.
+func mustSay(t *testing.T, x Violation, fragment string) {
+	t.Helper()
+	if !strings.Contains(x.Message, fragment) {
+		t.Fatalf("message %q lacks %q", x.Message, fragment)
+	}
+}
+
 // mustCite fails the test unless v fails with a violation that cites every index in want.
 func mustCite(t *testing.T, v Verdict, want ...int64) Violation {
 	t.Helper()

@@ -66,8 +66,6 @@ func TestStaticHandover(t *testing.T) {
 		b := h.assigned("m3", 2, 0)
 		inv, ok := h.commit("m1", 2, history.OK, "", 0, 4)
 		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b)
-		if !strings.Contains(x.Message, "under the same instance id") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, x, "under the same instance id")
 	})
 }

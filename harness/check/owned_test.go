@@ -61,9 +61,7 @@ func TestConsumedOnlyOwned(t *testing.T) {
 		h.assigned("a", 1, 0)
 		c := h.consume("a", 1, 1, 0)
 		x := mustCite(t, ConsumedOnlyOwned(h.events(), nil), c)
-		if !strings.Contains(x.Message, "never been assigned") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, x, "never been assigned")
 	})
 	t.Run("consuming before the assignment fails", func(t *testing.T) {
 		h := newHist(t)
@@ -164,9 +162,7 @@ func TestCommittedBeforeRevoked(t *testing.T) {
 		h.consume("a", 1, 0, 1) // not covered
 		r := h.revoked("a", 2, 0)
 		x := mustCite(t, CommittedBeforeRevoked(h.events(), nil), a, r)
-		if !strings.Contains(x.Message, "offset 1") {
-			t.Fatalf("message does not name the uncovered offset: %s", x.Message)
-		}
+		mustSay(t, x, "offset 1")
 	})
 	t.Run("a commit from before the ownership does not cover it", func(t *testing.T) {
 		h := newHist(t)

@@ -73,9 +73,7 @@ func TestEventuallyConvergesSupervised(t *testing.T) {
 			}
 		}
 		x := mustCite(t, EventuallyConverges(ev, obs, convergePlan()), first)
-		if !strings.Contains(x.Message, "member b stopped for good") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, x, "member b stopped for good")
 	})
 	// Two tries: from the first stop, 11 s of events and backoffs, then
 	// wait, then the describe and the marker: out for 13 s + wait at the
