@@ -30,6 +30,14 @@ func newHist(t *testing.T) *hist {
 	return h
 }
 
+// newClassicHist is newHist for members of the classic protocol.
+func newClassicHist(t *testing.T) *hist {
+	t.Helper()
+	h := newHist(t)
+	h.proto = history.ProtocolClassic
+	return h
+}
+
 func (h *hist) wait(d time.Duration) { h.now += d }
 
 func (h *hist) add(e history.Event) int64 {

@@ -103,8 +103,7 @@ func TestEpochMonotonic(t *testing.T) {
 		mustCite(t, EpochMonotonic(h.events(), nil), three, two)
 	})
 	t.Run("classic generation going back fails", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
 		_, j := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 7}, history.OK, history.Sync{Member: "a", Generation: 7})
 		h.hb("a", 6, history.OK) // answered from memory: not judged until a SyncGroup confirms 6
@@ -153,8 +152,7 @@ func TestFencedCommitsRejected(t *testing.T) {
 		mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b)
 	})
 	t.Run("stale commit rejected with the wrong error fails", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		_, b := h.takeover()
 		inv, fail := h.commit("a", 1, history.Fail, "STALE_MEMBER_EPOCH", 0, 4) // classic names ILLEGAL_GENERATION
 		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, fail, b)
@@ -522,8 +520,7 @@ func TestHistoryWellFormed(t *testing.T) {
 
 func TestRebalanceCost(t *testing.T) {
 	t.Parallel()
-	h := newHist(t)
-	h.proto = history.ProtocolClassic
+	h := newClassicHist(t)
 	h.assigned("a", 1, 0, 1) // t=1s
 	h.wait(8 * time.Second)
 	h.revoked("a", 1, 0, 1) // t=10s
@@ -598,14 +595,9 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 		_, done := sync(h, "m1", id, gen, t, errName)
 		return done
 	}
-	classic := func() *hist {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
-		return h
-	}
 
 	// Rejoined with a new id after UNKNOWN_MEMBER_ID: the coordinator had forgotten generation 5.
-	h := classic()
+	h := newClassicHist(t)
 	join(h, "m1", "m1-a", 5)
 	join(h, "m1", "m1-b", 4)
 	mustHoldNoting(t, EpochMonotonic(h.events(), nil), "not judged", "the unconfirmed generation")
@@ -613,7 +605,7 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	// The 4.4.0 history of TestMatrix/4.4.0/broker-faults/java/seed-7: a Java classic member got
 	// generation 7 from the resumed coordinator, its SyncGroup was answered NOT_COORDINATOR, and the
 	// new coordinator answered its rejoin (same member id) with generation 4 from the log.
-	h = classic()
+	h = newClassicHist(t)
 	rejoin(h, "m1-a", 4, history.OK, "")
 	h.assigned("m1", 4, 0)
 	rejoin(h, "m1-a", 7, history.Fail, "NOT_COORDINATOR")
@@ -625,7 +617,7 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	// resumed, expired every member, turned the empty group into a new classic group it never
 	// wrote, and answered a rejoin with generation 1 before it saw it had lost its partition; the
 	// new coordinator went on from the log's generation 3.
-	h = classic()
+	h = newClassicHist(t)
 	rejoin(h, "m1-a", 3, history.OK, "")
 	h.assigned("m1", 3, 0)
 	rejoin(h, "m1-b", 1, history.Fail, "REBALANCE_IN_PROGRESS")
@@ -633,19 +625,19 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	mustHold(t, EpochMonotonic(h.events(), nil))
 
 	// The same lower generation confirmed by a SyncGroup is written: a violation.
-	h = classic()
+	h = newClassicHist(t)
 	a := rejoin(h, "m1-a", 3, history.OK, "")
 	b := rejoin(h, "m1-b", 1, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
 
 	// The same, but generation 7 was written: m1's own SyncGroup at it was answered.
-	h = classic()
+	h = newClassicHist(t)
 	a = rejoin(h, "m1-a", 7, history.OK, "")
 	b = rejoin(h, "m1-a", 4, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
 
 	// Another member's SyncGroup at 7 confirms the generation m1 only saw in JoinGroup.
-	h = classic()
+	h = newClassicHist(t)
 	_, a = join(h, "m1", "m1-a", 7)
 	sync(h, "m2", "m2-a", 7, history.OK, "")
 	b = rejoin(h, "m1-b", 4, history.OK, "")
@@ -653,7 +645,7 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 
 	// A SyncGroup at 7 that succeeds only after the step back does not make it a violation: the
 	// new coordinator reached generation 7 again on its own.
-	h = classic()
+	h = newClassicHist(t)
 	join(h, "m1", "m1-a", 7)
 	join(h, "m1", "m1-a", 4)
 	rejoin(h, "m1-a", 7, history.OK, "")

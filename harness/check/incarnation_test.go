@@ -455,8 +455,7 @@ func TestIncarnationRules(t *testing.T) {
 		// b's first confirmed generation in the new group is a SyncGroup at generation 1, after
 		// generation 3 of the old one. (A JoinGroup or Heartbeat answer alone is not judged:
 		// Kafka has not written the generation it names.)
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.join("b", 3)
 		h.assigned("b", 3, 0)
 		h.lost("b", 3, 0)

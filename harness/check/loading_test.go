@@ -23,8 +23,7 @@ const errLoading = "COORDINATOR_LOAD_IN_PROGRESS"
 // a's next Heartbeat UNKNOWN_MEMBER_ID. It returns the history and the heartbeat's invoke and
 // answer.
 func blindHeartbeat(t *testing.T, commitErr string) ([]history.Event, int64, int64) {
-	h := newHist(t)
-	h.proto = history.ProtocolClassic
+	h := newClassicHist(t)
 	h.assigned("a", 1, 0)
 	h.proto = history.ProtocolConsumer
 	h.assigned("b", 5, 0)
@@ -108,8 +107,7 @@ func TestBlindHeartbeat(t *testing.T) {
 			return history.Record{Offset: at, KeyType: history.RecordGroupMetadata, Key: map[string]any{"group": "g"}, Value: map[string]any{"generation": g, "members": ms}}
 		}
 		run := func(obs *history.Observations) Verdict {
-			h := newHist(t)
-			h.proto = history.ProtocolClassic
+			h := newClassicHist(t)
 			h.takeover()
 			hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
 			h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)

@@ -180,8 +180,7 @@ func TestCommittedBeforeRevoked(t *testing.T) {
 		mustHold(t, CommittedBeforeRevoked(h.events(), nil))
 	})
 	t.Run("classic members are not judged", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.assigned("a", 1, 0)
 		h.autoCommit("a", 1, history.OK, "", 0, 0)
 		h.consume("a", 1, 0, 0)

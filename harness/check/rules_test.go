@@ -93,8 +93,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		}
 	}
 	t.Run("the protocol of a commit that does not say is the member's", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.takeover()
 		c := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
 		done := c
@@ -261,24 +260,21 @@ func TestEpochMonotonicRules(t *testing.T) {
 		mustHold(t, EpochMonotonic(h.events(), nil))
 	})
 	t.Run("classic heartbeats that failed or never completed are not judged", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.hb("a", 5, history.OK)
 		h.hb("a", 2, history.Fail)
 		h.invoke("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: 1})
 		mustHold(t, EpochMonotonic(h.events(), nil))
 	})
 	t.Run("a failed join or sync is not judged", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
 		h.call("a", history.FJoin, history.Join{Member: "a", Generation: 3}, history.Fail, history.Join{Member: "a", Generation: 3, Error: "UNKNOWN_MEMBER_ID"})
 		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 3}, history.Fail, history.Sync{Member: "a", Generation: 3, Error: "ILLEGAL_GENERATION"})
 		mustHold(t, EpochMonotonic(h.events(), nil))
 	})
 	t.Run("a classic sync generation going back fails", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
 		_, j := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 7}, history.OK, history.Sync{Member: "a", Generation: 7})
 		_, s := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 6}, history.OK, history.Sync{Member: "a", Generation: 6})
@@ -847,8 +843,7 @@ func TestFactsRules(t *testing.T) {
 		mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
 	})
 	t.Run("what a member said about its protocol wins over its commits", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.takeover()
 		h.commit("a", 1, history.Fail, "ILLEGAL_GENERATION", 0, 3) // classic, says so
 		odd := history.Commit{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
@@ -878,8 +873,7 @@ func TestFactsRules(t *testing.T) {
 		mustHold(t, CommittedOffsetMonotonic(h2.events(), nil))
 	})
 	t.Run("a member's protocol comes from its commits when nothing else says", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.info("a", history.FAssigned, history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)})
 		h.info("b", history.FAssigned, history.Assignment{Member: "b", Epoch: 2, Partitions: history.TPs("t", 0)})
 		c := history.Commit{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1, Offsets: []history.OffsetAt{off(0, 1)}}
@@ -1303,8 +1297,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		}
 	})
 	t.Run("a classic heartbeat's generation is the epoch a member holds its partitions at", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.assigned("a", 3, 1)
 		_, ok := h.hb("a", 4, history.OK)
 		h.revoked("a", 4, 1)
@@ -1312,8 +1305,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		mustCite(t, ValidPartitionEpoch(h.events(), nil), ok, b)
 	})
 	t.Run("join and sync set the generation and count as a session", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		a, b := h.takeover()
 		inv, j := h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
 		h.lost("a", 2, 0)
@@ -1346,8 +1338,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		// t-1; the coordinator failed over before the SyncGroup, and the new one, which had
 		// loaded generation 1, answered it ILLEGAL_GENERATION. a lost its partitions and joined
 		// again; the group's own generation 2 gave t-1 to b, whose commits at 2 were accepted.
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 1})
 		h.assigned("a", 1, 0, 1)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
@@ -1380,8 +1371,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		}
 	})
 	t.Run("a failed join or sync is no session", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.takeover()
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.Fail, history.Join{Member: "a", Generation: 2, Error: "UNKNOWN_MEMBER_ID"})
 		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.Fail, history.Sync{Member: "a", Generation: 2, Error: "ILLEGAL_GENERATION"})
