@@ -179,20 +179,23 @@ func TestCommittedBeforeRevoked(t *testing.T) {
 		h.revoked("a", 2, 0)
 		mustHold(t, CommittedBeforeRevoked(h.events(), nil))
 	})
-	t.Run("classic members are not judged", func(t *testing.T) {
-		h := newClassicHist(t)
-		h.assigned("a", 1, 0)
-		h.autoCommit("a", 1, history.OK, "", 0, 0)
-		h.consume("a", 1, 0, 0)
-		h.revoked("a", 1, 0)
-		mustHold(t, CommittedBeforeRevoked(h.events(), nil))
-	})
-	t.Run("a loss is not a clean hand-off", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.autoCommit("a", 1, history.OK, "", 0, 0)
-		h.consume("a", 1, 0, 0)
-		h.lost("a", 1, 0)
-		mustHold(t, CommittedBeforeRevoked(h.events(), nil))
-	})
+	// The same auto-committed ownership, consumed past its commit, ends in a revocation of a
+	// classic member or in a loss: neither is a hand-off the rule judges.
+	for _, c := range []struct {
+		name, proto string
+		end         func(h *hist, m string, epoch int32, ps ...int32) int64
+	}{
+		{"classic members are not judged", history.ProtocolClassic, (*hist).revoked},
+		{"a loss is not a clean hand-off", history.ProtocolConsumer, (*hist).lost},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHist(t)
+			h.proto = c.proto
+			h.assigned("a", 1, 0)
+			h.autoCommit("a", 1, history.OK, "", 0, 0)
+			h.consume("a", 1, 0, 0)
+			c.end(h, "a", 1, 0)
+			mustHold(t, CommittedBeforeRevoked(h.events(), nil))
+		})
+	}
 }
