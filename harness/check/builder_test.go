@@ -107,9 +107,15 @@ func (h *hist) consume(m string, epoch, p int32, off int64) int64 {
 func (h *hist) commit(m string, epoch int32, t history.Type, errName string, p int32, off int64) (int64, int64) {
 	h.t.Helper()
 	c := history.Commit{Member: m, Protocol: h.proto, Epoch: epoch, Offsets: []history.OffsetAt{{Topic: "t", Partition: p, Offset: off}}}
+	return h.commitAs(m, c, t, errName)
+}
+
+// commitAs: process proc sends commit c, answered t with c itself carrying errName.
+func (h *hist) commitAs(proc string, c history.Commit, t history.Type, errName string) (int64, int64) {
+	h.t.Helper()
 	done := c
 	done.Error = errName
-	return h.call(m, history.FCommit, c, t, done)
+	return h.call(proc, history.FCommit, c, t, done)
 }
 
 // commitsInTurn: m commits each offset of t-0 in turn at epoch, each acknowledged before the next

@@ -117,9 +117,7 @@ func TestConsumedOnlyOwned(t *testing.T) {
 func (h *hist) autoCommit(m string, epoch int32, t history.Type, errName string, p int32, off int64) (int64, int64) {
 	h.t.Helper()
 	c := history.Commit{Member: m, Protocol: h.proto, Epoch: epoch, Offsets: []history.OffsetAt{{Topic: "t", Partition: p, Offset: off}}}
-	done := c
-	done.Error = errName
-	return h.call(m+"/commit", history.FCommit, c, t, done)
+	return h.commitAs(m+"/commit", c, t, errName)
 }
 
 func TestCommittedBeforeRevoked(t *testing.T) {

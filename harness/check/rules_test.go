@@ -96,9 +96,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h := newClassicHist(t)
 		h.takeover()
 		c := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
-		done := c
-		done.Error = "REBALANCE_IN_PROGRESS"
-		h.call("a", history.FCommit, c, history.Fail, done)
+		h.commitAs("a", c, history.Fail, "REBALANCE_IN_PROGRESS")
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
 	t.Run("a stale commit with an unknown outcome is not judged", func(t *testing.T) {
@@ -143,9 +141,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h.assigned("a", 1, 0, 1)
 		h.assigned("b", 2, 0, 1)
 		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4), off(1, 4)}}
-		done := c
-		done.Error = "OFFSET_METADATA_TOO_LARGE"
-		_, fail := h.call("a", history.FCommit, c, history.Fail, done)
+		_, fail := h.commitAs("a", c, history.Fail, "OFFSET_METADATA_TOO_LARGE")
 		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{fail}, "OFFSET_METADATA_TOO_LARGE")
 	})
 	t.Run("a commit at an epoch the member reached only after it completed fails", func(t *testing.T) {
@@ -847,13 +843,9 @@ func TestFactsRules(t *testing.T) {
 		h.takeover()
 		h.commit("a", 1, history.Fail, "ILLEGAL_GENERATION", 0, 3) // classic, says so
 		odd := history.Commit{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
-		oddDone := odd
-		oddDone.Error = "STALE_MEMBER_EPOCH"
-		h.call("a", history.FCommit, odd, history.Fail, oddDone)
+		h.commitAs("a", odd, history.Fail, "STALE_MEMBER_EPOCH")
 		plain := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 5)}}
-		plainDone := plain
-		plainDone.Error = "REBALANCE_IN_PROGRESS"
-		h.call("a", history.FCommit, plain, history.Fail, plainDone)
+		h.commitAs("a", plain, history.Fail, "REBALANCE_IN_PROGRESS")
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
 	t.Run("a completion's own epoch and reset mark are what count", func(t *testing.T) {
@@ -880,9 +872,7 @@ func TestFactsRules(t *testing.T) {
 		h.call("a", history.FCommit, c, history.OK, c)
 		c2 := c
 		c2.Protocol = ""
-		done := c2
-		done.Error = "REBALANCE_IN_PROGRESS"
-		h.call("a", history.FCommit, c2, history.Fail, done)
+		h.commitAs("a", c2, history.Fail, "REBALANCE_IN_PROGRESS")
 		v := FencedCommitsRejected(h.events(), nil)
 		if len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "was accepted") {
 			t.Fatalf("only the accepted zombie commit must fail, got %+v", v.Violations)
