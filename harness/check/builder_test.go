@@ -183,6 +183,13 @@ func mustHold(t *testing.T, v Verdict) {
 	}
 }
 
+// mustHoldNote fails the test unless v holds and its notes contain fragment.
+func mustHoldNote(t *testing.T, v Verdict, fragment string) {
+	t.Helper()
+	mustHold(t, v)
+	mustNote(t, v, fragment)
+}
+
 // mustNote fails the test unless v's notes, joined by new lines, contain fragment.
 func mustNote(t *testing.T, v Verdict, fragment string) {
 	t.Helper()

@@ -181,9 +181,7 @@ func TestEvidenceNotes(t *testing.T) {
 	})
 	t.Run("a snapshot beyond the history's end is counted once, whatever it read", func(t *testing.T) {
 		o := &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HistoryLen: 99, HasCommitted: true, Committed: []history.OffsetAt{off(0, 3)}}}
-		v := CommittedOffsetMonotonic(h.events(), o)
-		mustHold(t, v)
-		mustNote(t, v, "1 snapshot(s) not judged")
+		mustHoldNote(t, CommittedOffsetMonotonic(h.events(), o), "1 snapshot(s) not judged")
 	})
 	t.Run("the first value the log explained is named", func(t *testing.T) {
 		h, _, _, _ := freezeRun(t)

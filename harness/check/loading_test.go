@@ -197,9 +197,7 @@ func TestBlindHeartbeatSeed(t *testing.T) {
 	// As rerun 2 of the seed recorded it (node 3 loaded from 16.651 to 16.954 by its log; the ok
 	// at 16.742, UNKNOWN_MEMBER_ID to the next call at 17.325).
 	t.Run("had the commit been answered UNKNOWN_MEMBER_ID, the log shows the ok blind", func(t *testing.T) {
-		v := NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), obs)
-		mustHold(t, v)
-		mustNote(t, v, note)
+		mustHoldNote(t, NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), obs), note)
 	})
 	t.Run("had the commit been accepted, a removed member's commit landed", func(t *testing.T) {
 		x := mustCite(t, NoDoubleOwnership(answered(t, ""), obs), 1083, 1467, 1469)

@@ -110,9 +110,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
 		h.commit("admin", 0, history.OK, "", 1, 4)
-		v := FencedCommitsRejected(h.events(), nil)
-		mustHold(t, v)
-		mustNote(t, v, "0 accepted and 0 rejected member commits judged; 1 admin commits")
+		mustHoldNote(t, FencedCommitsRejected(h.events(), nil), "0 accepted and 0 rejected member commits judged; 1 admin commits")
 	})
 	t.Run("counts of judged commits", func(t *testing.T) {
 		h := newHist(t)
@@ -120,9 +118,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h.commit("a", 1, history.OK, "", 0, 4)
 		h.commit("a", 1, history.OK, "", 0, 5)
 		h.commit("a", 1, history.Fail, "COORDINATOR_NOT_AVAILABLE", 0, 6)
-		v := FencedCommitsRejected(h.events(), nil)
-		mustHold(t, v)
-		mustNote(t, v, "2 accepted and 1 rejected member commits judged; 0 admin")
+		mustHoldNote(t, FencedCommitsRejected(h.events(), nil), "2 accepted and 1 rejected member commits judged; 0 admin")
 	})
 	t.Run("a rejected commit that was not stale may carry any error", func(t *testing.T) {
 		h := newHist(t)
@@ -206,9 +202,7 @@ func TestEpochMonotonicRules(t *testing.T) {
 		leave := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: -1, ResultEpoch: -1}
 		h.call("a/hb", history.FHeartbeat, leave, history.OK, leave)
 		h.revoked("a", 0, 0)
-		v := EpochMonotonic(h.events(), nil)
-		mustHold(t, v)
-		mustNote(t, v, "1 epochs checked over 1 sequences")
+		mustHoldNote(t, EpochMonotonic(h.events(), nil), "1 epochs checked over 1 sequences")
 	})
 	t.Run("an epoch seen again holds and the violation cites its latest sighting", func(t *testing.T) {
 		h := newHist(t)
@@ -359,9 +353,7 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
 		h.overlappingCommits(7, 5)
-		v := CommittedOffsetMonotonic(h.events(), nil)
-		mustHold(t, v)
-		mustNote(t, v, "0 ordered commit pairs")
+		mustHoldNote(t, CommittedOffsetMonotonic(h.events(), nil), "0 ordered commit pairs")
 	})
 	t.Run("a commit is judged against the highest one completed before it", func(t *testing.T) {
 		h := newHist(t)
@@ -508,9 +500,7 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		return &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HasRecords: true, Records: rs}}
 	}
 	t.Run("a tombstone starts the records over", func(t *testing.T) {
-		v := CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), tomb(), rec(1, "g", 10)))
-		mustHold(t, v)
-		mustNote(t, v, "2 OffsetCommit records checked")
+		mustHoldNote(t, CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), tomb(), rec(1, "g", 10))), "2 OffsetCommit records checked")
 	})
 	t.Run("records of another group are not judged", func(t *testing.T) {
 		mustHold(t, CommittedOffsetMonotonic(nil, records(rec(1, "other", 30), rec(1, "other", 10))))
@@ -687,9 +677,7 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 		h := newHist(t)
 		h.takeover()
 		h.info("a", history.FSessionExpired, history.Membership{Member: "a", Epoch: 1})
-		v := NoDoubleOwnership(h.events(), nil)
-		mustHold(t, v)
-		mustNote(t, v, "2 ownership intervals over 1 partitions; 1 overlaps, 1 excused")
+		mustHoldNote(t, NoDoubleOwnership(h.events(), nil), "2 ownership intervals over 1 partitions; 1 overlaps, 1 excused")
 	})
 	t.Run("the later owner may be the fenced one", func(t *testing.T) {
 		h := newHist(t)
@@ -789,9 +777,7 @@ func TestNoLostRecordsRules(t *testing.T) {
 	t.Run("no acknowledged record is vacuous", func(t *testing.T) {
 		h := newHist(t)
 		h.call("p0", history.FProduce, history.Produce{Topic: "t", Seq: 1, Offset: -1}, history.Fail, history.Produce{Topic: "t", Seq: 1, Offset: -1})
-		v := NoLostRecords(h.events(), nil)
-		mustHold(t, v)
-		mustNote(t, v, "vacuous")
+		mustHoldNote(t, NoLostRecords(h.events(), nil), "vacuous")
 	})
 }
 
@@ -1163,8 +1149,7 @@ func TestHistoryWellFormedRules(t *testing.T) {
 	h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 2))             // never completes
 	h.invoke("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b"}) // never completes
 	v := HistoryWellFormed(h.events())
-	mustHold(t, v)
-	mustNote(t, v, "4 events, 2 calls never completed")
+	mustHoldNote(t, v, "4 events, 2 calls never completed")
 }
 
 func TestVerdictRules(t *testing.T) {
@@ -1271,9 +1256,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		h.assigned("a", 1, 0)
 		h.assigned("a", 2, 0, 1)
 		h.revoked("a", 2, 2) // not held: nothing to end
-		v := NoDoubleOwnership(h.events(), nil)
-		mustHold(t, v)
-		mustNote(t, v, "2 ownership intervals over 3 partitions")
+		mustHoldNote(t, NoDoubleOwnership(h.events(), nil), "2 ownership intervals over 3 partitions")
 	})
 	t.Run("only completions of assigned and fenced count", func(t *testing.T) {
 		h := newHist(t)
@@ -1514,9 +1497,7 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		h.assigned("a", 1, 0, 1) // event 0
 		h.phase(history.PhaseHeal)
 		h.phase(history.PhaseFinal)
-		v := EventuallyConverges(h.events(), nil, convergePlan())
-		mustHold(t, v)
-		mustNote(t, v, "every partition owned by exactly one member 0s after the heal (event 0)")
+		mustHoldNote(t, EventuallyConverges(h.events(), nil, convergePlan()), "every partition owned by exactly one member 0s after the heal (event 0)")
 	})
 	t.Run("a Stable description before the heal says nothing about after it", func(t *testing.T) {
 		h := newHist(t)
