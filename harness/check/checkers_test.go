@@ -32,8 +32,7 @@ func TestNoDoubleOwnership(t *testing.T) {
 		a, b := h.takeover()
 		h.revoked("a", 2, 0)
 		v := NoDoubleOwnership(h.events(), nil)
-		x := mustCite(t, v, a, b)
-		mustSay(t, x, "t-0")
+		mustSay(t, mustCite(t, v, a, b), "t-0")
 	})
 	t.Run("fenced side that still heartbeats fails", func(t *testing.T) {
 		h := newHist(t)
@@ -141,8 +140,7 @@ func TestFencedCommitsRejected(t *testing.T) {
 		_, b := h.takeover()
 		inv, ok := h.commit("a", 1, history.OK, "", 0, 4)
 		h.lost("a", 1, 0)
-		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b)
-		mustSay(t, x, "zombie")
+		mustSay(t, mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b), "zombie")
 	})
 	t.Run("commit for another member's partition epoch fails", func(t *testing.T) {
 		h := newHist(t)
@@ -155,8 +153,7 @@ func TestFencedCommitsRejected(t *testing.T) {
 		h := newClassicHist(t)
 		_, b := h.takeover()
 		inv, fail := h.commit("a", 1, history.Fail, "STALE_MEMBER_EPOCH", 0, 4) // classic names ILLEGAL_GENERATION
-		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, fail, b)
-		mustSay(t, x, "STALE_MEMBER_EPOCH")
+		mustSay(t, mustCite(t, FencedCommitsRejected(h.events(), nil), inv, fail, b), "STALE_MEMBER_EPOCH")
 	})
 }
 
@@ -264,6 +261,13 @@ func stable(epoch int32) *history.GroupDescription {
 		Members: []history.MemberDescription{{MemberID: "a", MemberEpoch: epoch}, {MemberID: "b", MemberEpoch: epoch}}}
 }
 
+// inState is stable(epoch) in another state.
+func inState(epoch int32, state string) *history.GroupDescription {
+	g := stable(epoch)
+	g.State = state
+	return g
+}
+
 func TestEventuallyConverges(t *testing.T) {
 	t.Parallel()
 	t.Run("converging within the bound holds", func(t *testing.T) {
@@ -309,9 +313,7 @@ func TestEventuallyConverges(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 1)
 		heal := h.phase(history.PhaseHeal)
-		g := stable(4)
-		g.State = "Assigning"
-		h.describe(g)
+		h.describe(inState(4, "Assigning"))
 		h.wait(40 * time.Second)
 		first := h.describe(stable(5)) // invoked 43s after the heal; bound 35s
 		h.describe(stable(5))
@@ -329,8 +331,7 @@ func TestEventuallyConverges(t *testing.T) {
 		g.State, g.Members[1].MemberEpoch = "Reconciling", 3
 		d := h.describe(g)
 		h.phase(history.PhaseFinal)
-		x := mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), d)
-		mustSay(t, x, "b at epoch 3")
+		mustSay(t, mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), d), "b at epoch 3")
 	})
 	t.Run("without markers or faults it is measured from the first assignment", func(t *testing.T) {
 		h := newHist(t)

@@ -60,8 +60,7 @@ func TestConsumedOnlyOwned(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
 		c := h.consume("a", 1, 1, 0)
-		x := mustCite(t, ConsumedOnlyOwned(h.events(), nil), c)
-		mustSay(t, x, "never been assigned")
+		mustSay(t, mustCite(t, ConsumedOnlyOwned(h.events(), nil), c), "never been assigned")
 	})
 	t.Run("consuming before the assignment fails", func(t *testing.T) {
 		h := newHist(t)
@@ -159,8 +158,7 @@ func TestCommittedBeforeRevoked(t *testing.T) {
 		h.commit("a", 1, history.OK, "", 0, 1)
 		h.consume("a", 1, 0, 1) // not covered
 		r := h.revoked("a", 2, 0)
-		x := mustCite(t, CommittedBeforeRevoked(h.events(), nil), a, r)
-		mustSay(t, x, "offset 1")
+		mustSay(t, mustCite(t, CommittedBeforeRevoked(h.events(), nil), a, r), "offset 1")
 	})
 	t.Run("a commit from before the ownership does not cover it", func(t *testing.T) {
 		h := newHist(t)

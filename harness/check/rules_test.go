@@ -1044,9 +1044,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.phase(history.PhaseHeal)
 		h.phase(history.PhaseFinal)
 		h.revoked("a", 1, 1)
-		g := stable(4)
-		g.State = "Reconciling"
-		h.describe(g)
+		h.describe(inState(4, "Reconciling"))
 		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
 	})
 	t.Run("a partition with two owners at the end fails", func(t *testing.T) {
@@ -1095,9 +1093,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 	t.Run("descriptions before the heal are not judged", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 1)
-		g := stable(2)
-		g.State = "Assigning"
-		h.describe(g)
+		h.describe(inState(2, "Assigning"))
 		h.phase(history.PhaseHeal)
 		h.describe(stable(3))
 		h.phase(history.PhaseFinal)
@@ -1127,9 +1123,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.assigned("a", 1, 0, 1)
 		heal := h.phase(history.PhaseHeal)
 		h.describe(stable(3)) // Stable early, but not for good
-		g := stable(4)
-		g.State = "Reconciling"
-		h.describe(g)
+		h.describe(inState(4, "Reconciling"))
 		h.wait(40 * time.Second)
 		good := h.describe(stable(5))
 		h.phase(history.PhaseFinal)
@@ -1418,9 +1412,7 @@ func TestEventuallyConvergesBoundRules(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 1)
 		h.phase(history.PhaseHeal)
-		g := stable(4)
-		g.State = "Assigning"
-		h.describe(g)
+		h.describe(inState(4, "Assigning"))
 		h.phase(history.PhaseFinal)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
 		mustFailSaying(t, v, "state Assigning (bound")
