@@ -206,11 +206,13 @@ func mustFailSaying(t *testing.T, v Verdict, fragment string) {
 	}
 }
 
-// mustSay fails the test unless x's message contains fragment.
-func mustSay(t *testing.T, x Violation, fragment string) {
+// mustSay fails the test unless x's message contains every fragment.
+func mustSay(t *testing.T, x Violation, fragments ...string) {
 	t.Helper()
-	if !strings.Contains(x.Message, fragment) {
-		t.Fatalf("message %q lacks %q", x.Message, fragment)
+	for _, f := range fragments {
+		if !strings.Contains(x.Message, f) {
+			t.Fatalf("message %q lacks %q", x.Message, f)
+		}
 	}
 }
 

@@ -114,10 +114,7 @@ func TestEpochMonotonic(t *testing.T) {
 		d := h.describe(&history.GroupDescription{Protocol: history.ProtocolConsumer, GroupEpoch: 9, AssignmentEpoch: 9})
 		h.info("nemesis", history.FFaultStop, history.Fault{What: "restart", Target: []string{"broker-1"}})
 		obs := &history.Observations{Final: history.Snapshot{Label: "final", Group: &history.GroupDescription{GroupEpoch: 8, AssignmentEpoch: 9}}}
-		x := mustCite(t, EpochMonotonic(h.events(), obs), d)
-		if !strings.Contains(x.Message, "group epoch went back from 9") || !strings.Contains(x.Message, "final") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EpochMonotonic(h.events(), obs), d), "group epoch went back from 9", "final")
 	})
 }
 
@@ -290,10 +287,7 @@ func TestEventuallyConverges(t *testing.T) {
 		h.phase(history.PhaseHeal)
 		r := h.revoked("a", 1, 1)
 		h.phase(history.PhaseFinal)
-		x := mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), r)
-		if !strings.Contains(x.Message, "never converged") || !strings.Contains(x.Message, "t-1 has 0 owners") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), r), "never converged", "t-1 has 0 owners")
 	})
 	t.Run("converging too late names the bound and the excess", func(t *testing.T) {
 		h := newHist(t)
@@ -318,10 +312,7 @@ func TestEventuallyConverges(t *testing.T) {
 		first := h.describe(stable(5)) // invoked 43s after the heal; bound 35s
 		h.describe(stable(5))
 		h.phase(history.PhaseFinal)
-		x := mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), heal, first)
-		if !strings.Contains(x.Message, "stability bound exceeded") || !strings.Contains(x.Message, "43s after the heal") || !strings.Contains(x.Message, "8s over the bound") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), heal, first), "stability bound exceeded", "43s after the heal", "8s over the bound")
 	})
 	t.Run("a group not stable at the end fails", func(t *testing.T) {
 		h := newHist(t)

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/groupquake/groupquake/harness/history"
@@ -30,10 +29,7 @@ func TestConsumedOnlyOwned(t *testing.T) {
 		r := h.revoked("a", 1, 0)
 		h.assigned("b", 2, 0)
 		c := h.consume("a", 1, 0, 1)
-		x := mustCite(t, ConsumedOnlyOwned(h.events(), nil), a, r, c)
-		if !strings.Contains(x.Message, "revoked") || !strings.Contains(x.Message, "t-0") {
-			t.Fatalf("message does not say how the ownership ended and of what: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, ConsumedOnlyOwned(h.events(), nil), a, r, c), "revoked", "t-0")
 	})
 	t.Run("consuming after a fence fails", func(t *testing.T) {
 		h := newHist(t)
