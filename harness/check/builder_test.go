@@ -3,6 +3,7 @@ package check
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,14 @@ func newHist(t *testing.T) *hist {
 		t.Fatal(err)
 	}
 	h.r = r
+	return h
+}
+
+// newClassicHist is newHist for members of the classic protocol.
+func newClassicHist(t *testing.T) *hist {
+	t.Helper()
+	h := newHist(t)
+	h.proto = history.ProtocolClassic
 	return h
 }
 
@@ -74,6 +83,22 @@ func (h *hist) lost(m string, epoch int32, ps ...int32) int64 {
 	return h.owned(history.FLost, m, epoch, ps...)
 }
 
+// takeover: a is assigned t-0 at epoch 1, then b is assigned it at epoch 2 while a has not revoked
+// it (a is a zombie until something fences it); it returns the two assignments.
+func (h *hist) takeover() (a, b int64) {
+	h.t.Helper()
+	return h.assigned("a", 1, 0), h.assigned("b", 2, 0)
+}
+
+// handover: from is assigned t-p at fromEpoch and revokes it, then to is assigned it at toEpoch; it
+// returns the two assignments.
+func (h *hist) handover(from string, fromEpoch int32, to string, toEpoch, p int32) (first, second int64) {
+	h.t.Helper()
+	first = h.assigned(from, fromEpoch, p)
+	h.revoked(from, fromEpoch, p)
+	return first, h.assigned(to, toEpoch, p)
+}
+
 func (h *hist) consume(m string, epoch, p int32, off int64) int64 {
 	h.t.Helper()
 	return h.info(m, history.FConsume, history.Consume{Member: m, Topic: "t", Partition: p, Offset: off, Seq: 1000*int64(p) + off, Epoch: epoch})
@@ -82,9 +107,15 @@ func (h *hist) consume(m string, epoch, p int32, off int64) int64 {
 func (h *hist) commit(m string, epoch int32, t history.Type, errName string, p int32, off int64) (int64, int64) {
 	h.t.Helper()
 	c := history.Commit{Member: m, Protocol: h.proto, Epoch: epoch, Offsets: []history.OffsetAt{{Topic: "t", Partition: p, Offset: off}}}
+	return h.commitAs(m, c, t, errName)
+}
+
+// commitAs: process proc sends commit c, answered t with c itself carrying errName.
+func (h *hist) commitAs(proc string, c history.Commit, t history.Type, errName string) (int64, int64) {
+	h.t.Helper()
 	done := c
 	done.Error = errName
-	return h.call(m, history.FCommit, c, t, done)
+	return h.call(proc, history.FCommit, c, t, done)
 }
 
 // commitsInTurn: m commits each offset of t-0 in turn at epoch, each acknowledged before the next
@@ -149,6 +180,39 @@ func mustHold(t *testing.T, v Verdict) {
 	}
 	if v.Skipped != "" {
 		t.Fatalf("%s skipped: %s", v.Name, v.Skipped)
+	}
+}
+
+// mustHoldNote fails the test unless v holds and its notes contain fragment.
+func mustHoldNote(t *testing.T, v Verdict, fragment string) {
+	t.Helper()
+	mustHold(t, v)
+	mustNote(t, v, fragment)
+}
+
+// mustNote fails the test unless v's notes, joined by new lines, contain fragment.
+func mustNote(t *testing.T, v Verdict, fragment string) {
+	t.Helper()
+	if !strings.Contains(notesOf(v), fragment) {
+		t.Fatalf("notes: %v", v.Notes)
+	}
+}
+
+// mustFailSaying fails the test unless v fails and its first violation's message contains fragment.
+func mustFailSaying(t *testing.T, v Verdict, fragment string) {
+	t.Helper()
+	if v.Holds || len(v.Violations) == 0 || !strings.Contains(v.Violations[0].Message, fragment) {
+		t.Fatalf("got %+v", v)
+	}
+}
+
+// mustSay fails the test unless x's message contains every fragment.
+func mustSay(t *testing.T, x Violation, fragments ...string) {
+	t.Helper()
+	for _, f := range fragments {
+		if !strings.Contains(x.Message, f) {
+			t.Fatalf("message %q lacks %q", x.Message, f)
+		}
 	}
 }
 

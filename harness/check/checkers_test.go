@@ -14,9 +14,7 @@ func TestNoDoubleOwnership(t *testing.T) {
 	t.Parallel()
 	t.Run("handover after revocation holds", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.handover("a", 1, "b", 2, 0)
 		mustHold(t, NoDoubleOwnership(h.events(), nil))
 	})
 	t.Run("overlap with a fenced member that learns it later holds", func(t *testing.T) {
@@ -31,27 +29,21 @@ func TestNoDoubleOwnership(t *testing.T) {
 	})
 	t.Run("two members with valid sessions fail", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		h.revoked("a", 2, 0)
 		v := NoDoubleOwnership(h.events(), nil)
-		x := mustCite(t, v, a, b)
-		if !strings.Contains(x.Message, "t-0") {
-			t.Fatalf("message does not name the partition: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, v, a, b), "t-0")
 	})
 	t.Run("fenced side that still heartbeats fails", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		inv, ok := h.hb("a", 1, history.OK)
 		h.lost("a", 1, 0)
 		mustCite(t, NoDoubleOwnership(h.events(), nil), a, b, inv, ok)
 	})
 	t.Run("fenced side whose commit lands fails", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		inv, ok := h.commit("a", 1, history.OK, "", 0, 7)
 		h.lost("a", 1, 0)
 		mustCite(t, NoDoubleOwnership(h.events(), nil), a, b, inv, ok)
@@ -110,8 +102,7 @@ func TestEpochMonotonic(t *testing.T) {
 		mustCite(t, EpochMonotonic(h.events(), nil), three, two)
 	})
 	t.Run("classic generation going back fails", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
 		_, j := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 7}, history.OK, history.Sync{Member: "a", Generation: 7})
 		h.hb("a", 6, history.OK) // answered from memory: not judged until a SyncGroup confirms 6
@@ -123,10 +114,7 @@ func TestEpochMonotonic(t *testing.T) {
 		d := h.describe(&history.GroupDescription{Protocol: history.ProtocolConsumer, GroupEpoch: 9, AssignmentEpoch: 9})
 		h.info("nemesis", history.FFaultStop, history.Fault{What: "restart", Target: []string{"broker-1"}})
 		obs := &history.Observations{Final: history.Snapshot{Label: "final", Group: &history.GroupDescription{GroupEpoch: 8, AssignmentEpoch: 9}}}
-		x := mustCite(t, EpochMonotonic(h.events(), obs), d)
-		if !strings.Contains(x.Message, "group epoch went back from 9") || !strings.Contains(x.Message, "final") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EpochMonotonic(h.events(), obs), d), "group epoch went back from 9", "final")
 	})
 }
 
@@ -146,14 +134,10 @@ func TestFencedCommitsRejected(t *testing.T) {
 	})
 	t.Run("zombie commit that landed fails", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		_, b := h.takeover()
 		inv, ok := h.commit("a", 1, history.OK, "", 0, 4)
 		h.lost("a", 1, 0)
-		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b)
-		if !strings.Contains(x.Message, "zombie") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b), "zombie")
 	})
 	t.Run("commit for another member's partition epoch fails", func(t *testing.T) {
 		h := newHist(t)
@@ -163,15 +147,10 @@ func TestFencedCommitsRejected(t *testing.T) {
 		mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b)
 	})
 	t.Run("stale commit rejected with the wrong error fails", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		h := newClassicHist(t)
+		_, b := h.takeover()
 		inv, fail := h.commit("a", 1, history.Fail, "STALE_MEMBER_EPOCH", 0, 4) // classic names ILLEGAL_GENERATION
-		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, fail, b)
-		if !strings.Contains(x.Message, "STALE_MEMBER_EPOCH") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, FencedCommitsRejected(h.events(), nil), inv, fail, b), "STALE_MEMBER_EPOCH")
 	})
 }
 
@@ -208,9 +187,7 @@ func TestCommittedOffsetMonotonic(t *testing.T) {
 		}
 		obs := &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HasRecords: true, Records: []history.Record{rec(3), rec(1)}}}
 		v := CommittedOffsetMonotonic(nil, obs)
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "go back from 30 to 10") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "go back from 30 to 10")
 	})
 }
 
@@ -247,8 +224,7 @@ func TestBoundedDuplicates(t *testing.T) {
 	})
 	t.Run("zombie reading after the new owner holds", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.consume("b", 2, 0, 0)
 		h.consume("a", 1, 0, 0)
 		h.lost("a", 1, 0)
@@ -282,6 +258,13 @@ func stable(epoch int32) *history.GroupDescription {
 		Members: []history.MemberDescription{{MemberID: "a", MemberEpoch: epoch}, {MemberID: "b", MemberEpoch: epoch}}}
 }
 
+// inState is stable(epoch) in another state.
+func inState(epoch int32, state string) *history.GroupDescription {
+	g := stable(epoch)
+	g.State = state
+	return g
+}
+
 func TestEventuallyConverges(t *testing.T) {
 	t.Parallel()
 	t.Run("converging within the bound holds", func(t *testing.T) {
@@ -304,10 +287,7 @@ func TestEventuallyConverges(t *testing.T) {
 		h.phase(history.PhaseHeal)
 		r := h.revoked("a", 1, 1)
 		h.phase(history.PhaseFinal)
-		x := mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), r)
-		if !strings.Contains(x.Message, "never converged") || !strings.Contains(x.Message, "t-1 has 0 owners") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), r), "never converged", "t-1 has 0 owners")
 	})
 	t.Run("converging too late names the bound and the excess", func(t *testing.T) {
 		h := newHist(t)
@@ -327,17 +307,12 @@ func TestEventuallyConverges(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 1)
 		heal := h.phase(history.PhaseHeal)
-		g := stable(4)
-		g.State = "Assigning"
-		h.describe(g)
+		h.describe(inState(4, "Assigning"))
 		h.wait(40 * time.Second)
 		first := h.describe(stable(5)) // invoked 43s after the heal; bound 35s
 		h.describe(stable(5))
 		h.phase(history.PhaseFinal)
-		x := mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), heal, first)
-		if !strings.Contains(x.Message, "stability bound exceeded") || !strings.Contains(x.Message, "43s after the heal") || !strings.Contains(x.Message, "8s over the bound") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), heal, first), "stability bound exceeded", "43s after the heal", "8s over the bound")
 	})
 	t.Run("a group not stable at the end fails", func(t *testing.T) {
 		h := newHist(t)
@@ -347,21 +322,14 @@ func TestEventuallyConverges(t *testing.T) {
 		g.State, g.Members[1].MemberEpoch = "Reconciling", 3
 		d := h.describe(g)
 		h.phase(history.PhaseFinal)
-		x := mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), d)
-		if !strings.Contains(x.Message, "b at epoch 3") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), d), "b at epoch 3")
 	})
 	t.Run("without markers or faults it is measured from the first assignment", func(t *testing.T) {
 		h := newHist(t)
 		h.wait(100 * time.Second) // cluster setup
 		h.assigned("a", 1, 0)
 		h.assigned("b", 2, 1)
-		v := EventuallyConverges(h.events(), nil, convergePlan())
-		mustHold(t, v)
-		if !strings.Contains(strings.Join(v.Notes, "\n"), "1s after the heal") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, EventuallyConverges(h.events(), nil, convergePlan()), "1s after the heal")
 	})
 	t.Run("no timers is skipped, not passed", func(t *testing.T) {
 		v := EventuallyConverges(nil, nil, history.Plan{})
@@ -400,9 +368,7 @@ func TestDurableCommits(t *testing.T) {
 		}
 		v := DurableCommits(h.events(), obs)
 		x := mustCite(t, v, ok)
-		if !strings.Contains(x.Message, "after restart of broker-1 shows t-0 at offset 5") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, x, "after restart of broker-1 shows t-0 at offset 5")
 		if len(v.Violations) != 2 || !strings.Contains(v.Violations[1].Message, "no committed offset") {
 			t.Fatalf("the final snapshot without the offset must fail too: %+v", v.Violations)
 		}
@@ -544,8 +510,7 @@ func TestHistoryWellFormed(t *testing.T) {
 
 func TestRebalanceCost(t *testing.T) {
 	t.Parallel()
-	h := newHist(t)
-	h.proto = history.ProtocolClassic
+	h := newClassicHist(t)
 	h.assigned("a", 1, 0, 1) // t=1s
 	h.wait(8 * time.Second)
 	h.revoked("a", 1, 0, 1) // t=10s
@@ -620,14 +585,9 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 		_, done := sync(h, "m1", id, gen, t, errName)
 		return done
 	}
-	classic := func() *hist {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
-		return h
-	}
 
 	// Rejoined with a new id after UNKNOWN_MEMBER_ID: the coordinator had forgotten generation 5.
-	h := classic()
+	h := newClassicHist(t)
 	join(h, "m1", "m1-a", 5)
 	join(h, "m1", "m1-b", 4)
 	mustHoldNoting(t, EpochMonotonic(h.events(), nil), "not judged", "the unconfirmed generation")
@@ -635,7 +595,7 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	// The 4.4.0 history of TestMatrix/4.4.0/broker-faults/java/seed-7: a Java classic member got
 	// generation 7 from the resumed coordinator, its SyncGroup was answered NOT_COORDINATOR, and the
 	// new coordinator answered its rejoin (same member id) with generation 4 from the log.
-	h = classic()
+	h = newClassicHist(t)
 	rejoin(h, "m1-a", 4, history.OK, "")
 	h.assigned("m1", 4, 0)
 	rejoin(h, "m1-a", 7, history.Fail, "NOT_COORDINATOR")
@@ -647,7 +607,7 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	// resumed, expired every member, turned the empty group into a new classic group it never
 	// wrote, and answered a rejoin with generation 1 before it saw it had lost its partition; the
 	// new coordinator went on from the log's generation 3.
-	h = classic()
+	h = newClassicHist(t)
 	rejoin(h, "m1-a", 3, history.OK, "")
 	h.assigned("m1", 3, 0)
 	rejoin(h, "m1-b", 1, history.Fail, "REBALANCE_IN_PROGRESS")
@@ -655,19 +615,19 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 	mustHold(t, EpochMonotonic(h.events(), nil))
 
 	// The same lower generation confirmed by a SyncGroup is written: a violation.
-	h = classic()
+	h = newClassicHist(t)
 	a := rejoin(h, "m1-a", 3, history.OK, "")
 	b := rejoin(h, "m1-b", 1, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
 
 	// The same, but generation 7 was written: m1's own SyncGroup at it was answered.
-	h = classic()
+	h = newClassicHist(t)
 	a = rejoin(h, "m1-a", 7, history.OK, "")
 	b = rejoin(h, "m1-a", 4, history.OK, "")
 	mustCite(t, EpochMonotonic(h.events(), nil), a, b)
 
 	// Another member's SyncGroup at 7 confirms the generation m1 only saw in JoinGroup.
-	h = classic()
+	h = newClassicHist(t)
 	_, a = join(h, "m1", "m1-a", 7)
 	sync(h, "m2", "m2-a", 7, history.OK, "")
 	b = rejoin(h, "m1-b", 4, history.OK, "")
@@ -675,7 +635,7 @@ func TestEpochMonotonicClassicGenerationNeverWritten(t *testing.T) {
 
 	// A SyncGroup at 7 that succeeds only after the step back does not make it a violation: the
 	// new coordinator reached generation 7 again on its own.
-	h = classic()
+	h = newClassicHist(t)
 	join(h, "m1", "m1-a", 7)
 	join(h, "m1", "m1-a", 4)
 	rejoin(h, "m1-a", 7, history.OK, "")

@@ -51,9 +51,7 @@ func TestEvidenceEdges(t *testing.T) {
 	})
 	zombie := func(t *testing.T) (*hist, []int64) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		moved := h.assigned("b", 2, 0)
+		_, moved := h.handover("a", 1, "b", 2, 0)
 		inv, done := h.commit("a", 1, history.OK, "", 0, 4)
 		return h, []int64{moved, inv, done}
 	}
@@ -78,9 +76,7 @@ func TestEvidenceEdges(t *testing.T) {
 		h.commit("a", 1, history.OK, "", 0, 4)
 		h.lost("a", 1, 0)
 		v := NoDoubleOwnership(h.events(), logged(nil, offsetRec(1, 0, 4), epochRec(2, 1)))
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "although it had been fenced") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "although it had been fenced")
 	})
 	t.Run("a commit answered before the member reported the assignment of its epoch fails", func(t *testing.T) {
 		h := newHist(t)
@@ -185,11 +181,7 @@ func TestEvidenceNotes(t *testing.T) {
 	})
 	t.Run("a snapshot beyond the history's end is counted once, whatever it read", func(t *testing.T) {
 		o := &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HistoryLen: 99, HasCommitted: true, Committed: []history.OffsetAt{off(0, 3)}}}
-		v := CommittedOffsetMonotonic(h.events(), o)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "1 snapshot(s) not judged") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, CommittedOffsetMonotonic(h.events(), o), "1 snapshot(s) not judged")
 	})
 	t.Run("the first value the log explained is named", func(t *testing.T) {
 		h, _, _, _ := freezeRun(t)

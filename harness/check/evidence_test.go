@@ -185,9 +185,7 @@ func TestEvidenceFencedCommitsRejected(t *testing.T) {
 	// a's commit of 4 at epoch 1 is recorded as sent after b got the partition at epoch 2.
 	zombie := func(t *testing.T) (*hist, int64, int64, int64) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		moved := h.assigned("b", 2, 0)
+		_, moved := h.handover("a", 1, "b", 2, 0)
 		inv, done := h.commit("a", 1, history.OK, "", 0, 4)
 		return h, moved, inv, done
 	}
@@ -229,8 +227,7 @@ func TestEvidenceNoDoubleOwnership(t *testing.T) {
 	// ownership at epoch 2 began.
 	overlap := func(t *testing.T) *hist {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.commit("a", 1, history.OK, "", 0, 4)
 		h.lost("a", 1, 0)
 		return h
@@ -241,9 +238,7 @@ func TestEvidenceNoDoubleOwnership(t *testing.T) {
 	t.Run("rule 1: written after it, or without the log, it does", func(t *testing.T) {
 		for _, obs := range []*history.Observations{logged(nil, epochRec(1, 1), epochRec(6, 2), offsetRec(7, 0, 4)), nil} {
 			v := NoDoubleOwnership(overlap(t).events(), obs)
-			if v.Holds || !strings.Contains(v.Violations[0].Message, "although it had been fenced") {
-				t.Fatalf("got %+v", v)
-			}
+			mustFailSaying(t, v, "although it had been fenced")
 		}
 	})
 	t.Run("rule 2: a heartbeat sent before the overlap and answered in it proves nothing", func(t *testing.T) {

@@ -199,9 +199,7 @@ func TestStaticRejoinOwnInstanceNotMatched(t *testing.T) {
 			if x.Finding != "" || len(v.Known) != 0 {
 				t.Fatalf("matched a finding it is not: %+v, known %+v", x, v.Known)
 			}
-			if !strings.Contains(x.Message, "member b stopped for good") {
-				t.Fatalf("message: %s", x.Message)
-			}
+			mustSay(t, x, "member b stopped for good")
 			if s := Sightings(h.events(), obs, convergePlan()); len(s) != 0 {
 				t.Fatalf("sightings: %+v", s)
 			}

@@ -65,9 +65,6 @@ func TestStaticHandover(t *testing.T) {
 		h.static("m3", "i1")
 		b := h.assigned("m3", 2, 0)
 		inv, ok := h.commit("m1", 2, history.OK, "", 0, 4)
-		x := mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b)
-		if !strings.Contains(x.Message, "under the same instance id") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, FencedCommitsRejected(h.events(), nil), inv, ok, b), "under the same instance id")
 	})
 }

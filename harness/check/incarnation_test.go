@@ -323,9 +323,7 @@ func TestIncarnationRules(t *testing.T) {
 		c := h.assigned("c", 3, 0)
 		v := ValidPartitionEpoch(h.events(), converted())
 		mustCite(t, v, a, c)
-		if !strings.Contains(notesOf(v), "shows 1 deletions or conversions of the empty group, 0 of them matched") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "shows 1 deletions or conversions of the empty group, 0 of them matched")
 	})
 	t.Run("a join that continues the epochs begins nothing, and the next restart takes the log's deletion", func(t *testing.T) {
 		h := newHist(t)
@@ -442,9 +440,7 @@ func TestIncarnationRules(t *testing.T) {
 		// A consumer member's heartbeat does not make the classic group the log shows.
 		v = ValidPartitionEpoch(h.events(), converted())
 		mustCite(t, v, a, b)
-		if !strings.Contains(notesOf(v), "not excused, because b joined with the consumer protocol and the next deletion __consumer_offsets shows made a classic group") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "not excused, because b joined with the consumer protocol and the next deletion __consumer_offsets shows made a classic group")
 	})
 	t.Run("an answer without an epoch ends the emptiness and begins nothing", func(t *testing.T) {
 		r := newRestart(t, func(h *hist) int64 {
@@ -459,8 +455,7 @@ func TestIncarnationRules(t *testing.T) {
 		// b's first confirmed generation in the new group is a SyncGroup at generation 1, after
 		// generation 3 of the old one. (A JoinGroup or Heartbeat answer alone is not judged:
 		// Kafka has not written the generation it names.)
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.join("b", 3)
 		h.assigned("b", 3, 0)
 		h.lost("b", 3, 0)

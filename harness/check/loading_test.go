@@ -23,8 +23,7 @@ const errLoading = "COORDINATOR_LOAD_IN_PROGRESS"
 // a's next Heartbeat UNKNOWN_MEMBER_ID. It returns the history and the heartbeat's invoke and
 // answer.
 func blindHeartbeat(t *testing.T, commitErr string) ([]history.Event, int64, int64) {
-	h := newHist(t)
-	h.proto = history.ProtocolClassic
+	h := newClassicHist(t)
 	h.assigned("a", 1, 0)
 	h.proto = history.ProtocolConsumer
 	h.assigned("b", 5, 0)
@@ -108,10 +107,8 @@ func TestBlindHeartbeat(t *testing.T) {
 			return history.Record{Offset: at, KeyType: history.RecordGroupMetadata, Key: map[string]any{"group": "g"}, Value: map[string]any{"generation": g, "members": ms}}
 		}
 		run := func(obs *history.Observations) Verdict {
-			h := newHist(t)
-			h.proto = history.ProtocolClassic
-			h.assigned("a", 1, 0)
-			h.assigned("b", 2, 0)
+			h := newClassicHist(t)
+			h.takeover()
 			hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
 			h.call("a/hb", history.FHeartbeat, hb, history.OK, hb)
 			refused := hb
@@ -200,16 +197,9 @@ func TestBlindHeartbeatSeed(t *testing.T) {
 	// As rerun 2 of the seed recorded it (node 3 loaded from 16.651 to 16.954 by its log; the ok
 	// at 16.742, UNKNOWN_MEMBER_ID to the next call at 17.325).
 	t.Run("had the commit been answered UNKNOWN_MEMBER_ID, the log shows the ok blind", func(t *testing.T) {
-		v := NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), obs)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), note) {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, NoDoubleOwnership(answered(t, "UNKNOWN_MEMBER_ID"), obs), note)
 	})
 	t.Run("had the commit been accepted, a removed member's commit landed", func(t *testing.T) {
-		x := mustCite(t, NoDoubleOwnership(answered(t, ""), obs), 1083, 1467, 1469)
-		if !strings.Contains(x.Message, "m3's commit of ") || !strings.Contains(x.Message, " sent at event 1467 was accepted at event 1469 although it had been fenced") {
-			t.Fatalf("got %+v", x)
-		}
+		mustSay(t, mustCite(t, NoDoubleOwnership(answered(t, ""), obs), 1083, 1467, 1469), "m3's commit of ", " sent at event 1467 was accepted at event 1469 although it had been fenced")
 	})
 }

@@ -63,8 +63,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	staleRejected := func(t *testing.T, proto, errName string) (Verdict, int64) {
 		h := newHist(t)
 		h.proto = proto
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		_, fail := h.commit("a", 1, history.Fail, errName, 0, 4)
 		return FencedCommitsRejected(h.events(), nil), fail
 	}
@@ -94,20 +93,15 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		}
 	}
 	t.Run("the protocol of a commit that does not say is the member's", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h := newClassicHist(t)
+		h.takeover()
 		c := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
-		done := c
-		done.Error = "REBALANCE_IN_PROGRESS"
-		h.call("a", history.FCommit, c, history.Fail, done)
+		h.commitAs("a", c, history.Fail, "REBALANCE_IN_PROGRESS")
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
 	t.Run("a stale commit with an unknown outcome is not judged", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.commit("a", 1, history.Info, "", 0, 4) // timed out
 		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
@@ -116,11 +110,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
 		h.commit("admin", 0, history.OK, "", 1, 4)
-		v := FencedCommitsRejected(h.events(), nil)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "0 accepted and 0 rejected member commits judged; 1 admin commits") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, FencedCommitsRejected(h.events(), nil), "0 accepted and 0 rejected member commits judged; 1 admin commits")
 	})
 	t.Run("counts of judged commits", func(t *testing.T) {
 		h := newHist(t)
@@ -128,11 +118,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h.commit("a", 1, history.OK, "", 0, 4)
 		h.commit("a", 1, history.OK, "", 0, 5)
 		h.commit("a", 1, history.Fail, "COORDINATOR_NOT_AVAILABLE", 0, 6)
-		v := FencedCommitsRejected(h.events(), nil)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 accepted and 1 rejected member commits judged; 0 admin") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, FencedCommitsRejected(h.events(), nil), "2 accepted and 1 rejected member commits judged; 0 admin")
 	})
 	t.Run("a rejected commit that was not stale may carry any error", func(t *testing.T) {
 		h := newHist(t)
@@ -142,8 +128,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	})
 	t.Run("an accepted zombie commit is one violation that says it was accepted", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		_, b := h.takeover()
 		inv, ok := h.commit("a", 1, history.OK, "", 0, 4)
 		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{inv, ok, b}, "was accepted at event", "zombie")
 	})
@@ -152,9 +137,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 		h.assigned("a", 1, 0, 1)
 		h.assigned("b", 2, 0, 1)
 		c := history.Commit{Member: "a", Protocol: h.proto, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4), off(1, 4)}}
-		done := c
-		done.Error = "OFFSET_METADATA_TOO_LARGE"
-		_, fail := h.call("a", history.FCommit, c, history.Fail, done)
+		_, fail := h.commitAs("a", c, history.Fail, "OFFSET_METADATA_TOO_LARGE")
 		mustFailOnce(t, FencedCommitsRejected(h.events(), nil), []int64{fail}, "OFFSET_METADATA_TOO_LARGE")
 	})
 	t.Run("a commit at an epoch the member reached only after it completed fails", func(t *testing.T) {
@@ -181,9 +164,7 @@ func TestFencedCommitsRejectedRules(t *testing.T) {
 	})
 	t.Run("a member committing at its older epoch after it got the partition back is not a zombie", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		h.assigned("a", 3, 0)
+		h.handover("a", 1, "a", 3, 0)
 		h.commit("a", 1, history.OK, "", 0, 4)
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
@@ -221,26 +202,26 @@ func TestEpochMonotonicRules(t *testing.T) {
 		leave := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: -1, ResultEpoch: -1}
 		h.call("a/hb", history.FHeartbeat, leave, history.OK, leave)
 		h.revoked("a", 0, 0)
-		v := EpochMonotonic(h.events(), nil)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "1 epochs checked over 1 sequences") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, EpochMonotonic(h.events(), nil), "1 epochs checked over 1 sequences")
 	})
-	t.Run("an epoch seen again holds and the violation cites its latest sighting", func(t *testing.T) {
-		h := newHist(t)
-		h.hb("a", 3, history.OK)
-		_, again := h.hb("a", 3, history.OK)
-		_, two := h.hb("a", 2, history.OK)
-		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{again, two}, "member epoch of a went back from 3 (event 3) to 2 (event 5)")
-	})
-	t.Run("a drop below the highest epoch fails after a rise", func(t *testing.T) {
-		h := newHist(t)
-		h.hb("a", 1, history.OK)
-		_, five := h.hb("a", 5, history.OK)
-		_, three := h.hb("a", 3, history.OK)
-		mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{five, three}, "from 5")
-	})
+	// Three heartbeats of a answered with these epochs, the last below the highest: one violation
+	// that cites the answer of the second (the latest sighting of the highest) and of the third.
+	for _, c := range []struct {
+		name   string
+		epochs [3]int32
+		says   string
+	}{
+		{"an epoch seen again holds and the violation cites its latest sighting", [3]int32{3, 3, 2}, "member epoch of a went back from 3 (event 3) to 2 (event 5)"},
+		{"a drop below the highest epoch fails after a rise", [3]int32{1, 5, 3}, "from 5"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHist(t)
+			h.hb("a", c.epochs[0], history.OK)
+			_, high := h.hb("a", c.epochs[1], history.OK)
+			_, back := h.hb("a", c.epochs[2], history.OK)
+			mustFailOnce(t, EpochMonotonic(h.events(), nil), []int64{high, back}, c.says)
+		})
+	}
 	t.Run("lost reports an older epoch and holds", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 2, 0)
@@ -273,24 +254,21 @@ func TestEpochMonotonicRules(t *testing.T) {
 		mustHold(t, EpochMonotonic(h.events(), nil))
 	})
 	t.Run("classic heartbeats that failed or never completed are not judged", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.hb("a", 5, history.OK)
 		h.hb("a", 2, history.Fail)
 		h.invoke("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: 1})
 		mustHold(t, EpochMonotonic(h.events(), nil))
 	})
 	t.Run("a failed join or sync is not judged", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
 		h.call("a", history.FJoin, history.Join{Member: "a", Generation: 3}, history.Fail, history.Join{Member: "a", Generation: 3, Error: "UNKNOWN_MEMBER_ID"})
 		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 3}, history.Fail, history.Sync{Member: "a", Generation: 3, Error: "ILLEGAL_GENERATION"})
 		mustHold(t, EpochMonotonic(h.events(), nil))
 	})
 	t.Run("a classic sync generation going back fails", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 7})
 		_, j := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 7}, history.OK, history.Sync{Member: "a", Generation: 7})
 		_, s := h.call("a", history.FSync, history.Sync{Member: "a", Generation: 6}, history.OK, history.Sync{Member: "a", Generation: 6})
@@ -379,11 +357,7 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0)
 		h.overlappingCommits(7, 5)
-		v := CommittedOffsetMonotonic(h.events(), nil)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "0 ordered commit pairs") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, CommittedOffsetMonotonic(h.events(), nil), "0 ordered commit pairs")
 	})
 	t.Run("a commit is judged against the highest one completed before it", func(t *testing.T) {
 		h := newHist(t)
@@ -530,20 +504,14 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		return &history.Observations{Group: "g", Final: history.Snapshot{Label: "final", HasRecords: true, Records: rs}}
 	}
 	t.Run("a tombstone starts the records over", func(t *testing.T) {
-		v := CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), tomb(), rec(1, "g", 10)))
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 OffsetCommit records checked") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, CommittedOffsetMonotonic(nil, records(rec(1, "g", 30), tomb(), rec(1, "g", 10))), "2 OffsetCommit records checked")
 	})
 	t.Run("records of another group are not judged", func(t *testing.T) {
 		mustHold(t, CommittedOffsetMonotonic(nil, records(rec(1, "other", 30), rec(1, "other", 10))))
 	})
 	t.Run("legacy OffsetCommit records are judged", func(t *testing.T) {
 		v := CommittedOffsetMonotonic(nil, records(rec(0, "g", 30), rec(0, "g", 10)))
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "go back from 30 to 10") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "go back from 30 to 10")
 	})
 	t.Run("only OffsetCommit records with an offset are judged", func(t *testing.T) {
 		other := func(o int64) history.Record { return rec(history.RecordGroupMetadata, "g", o) }
@@ -561,9 +529,7 @@ func TestCommittedOffsetMonotonicRules(t *testing.T) {
 		h.reset("admin", 0, 10)
 		mustHold(t, CommittedOffsetMonotonic(h.events(), records(rec(1, "g", 30), rec(1, "g", 10))))
 		v := CommittedOffsetMonotonic(h.events(), records(rec(1, "g", 30), rec(1, "g", 20)))
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "go back from 30 to 20") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "go back from 30 to 20")
 	})
 }
 
@@ -575,9 +541,7 @@ func TestBoundedDuplicatesRules(t *testing.T) {
 		c2 := h.consume("a", 1, 0, 0)
 		v := BoundedDuplicates(h.events(), nil)
 		mustFailOnce(t, v, []int64{c1, c2}, "which did not own the partition")
-		if !strings.Contains(notesOf(v), "2 records were consumed by members that did not own") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "2 records were consumed by members that did not own")
 	})
 	t.Run("a duplicate within the first ownership says so", func(t *testing.T) {
 		h := newHist(t)
@@ -708,27 +672,20 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 	t.Parallel()
 	t.Run("a member that left was not fenced", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		a, b := h.takeover()
 		h.info("a", history.FLeft, history.Membership{Member: "a", Epoch: 1})
 		mustFailOnce(t, NoDoubleOwnership(h.events(), nil), []int64{a, b}, "a was not fenced (its ownership revoked)",
 			"a (from event 0, epoch 1, revoked at event 2)", "b (from event 1, epoch 2, still owned at the end)")
 	})
 	t.Run("a member whose session expired was fenced", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.info("a", history.FSessionExpired, history.Membership{Member: "a", Epoch: 1})
-		v := NoDoubleOwnership(h.events(), nil)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 ownership intervals over 1 partitions; 1 overlaps, 1 excused") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, NoDoubleOwnership(h.events(), nil), "2 ownership intervals over 1 partitions; 1 overlaps, 1 excused")
 	})
 	t.Run("the later owner may be the fenced one", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.lost("b", 2, 0)
 		h.revoked("a", 3, 0)
 		mustHold(t, NoDoubleOwnership(h.events(), nil))
@@ -749,9 +706,7 @@ func TestNoDoubleOwnershipRules(t *testing.T) {
 	})
 	t.Run("an overlap with an ownership that ended before is none", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.revoked("a", 1, 0)
-		h.assigned("c", 2, 0)
+		h.handover("a", 1, "c", 2, 0)
 		h.assigned("b", 3, 0)
 		v := NoDoubleOwnership(h.events(), nil)
 		if v.Holds || len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "owned by c") {
@@ -764,16 +719,12 @@ func TestValidPartitionEpochRules(t *testing.T) {
 	t.Parallel()
 	t.Run("ownership at no known epoch is not a pair", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 0, 0)
-		h.revoked("a", 0, 0)
-		h.assigned("b", 0, 0)
+		h.handover("a", 0, "b", 0, 0)
 		mustHold(t, ValidPartitionEpoch(h.events(), nil))
 	})
 	t.Run("the same second owner of one pair is one violation, another is a second", func(t *testing.T) {
 		h := newHist(t)
-		a := h.assigned("a", 3, 0)
-		h.revoked("a", 3, 0)
-		b := h.assigned("b", 3, 0)
+		a, b := h.handover("a", 3, "b", 3, 0)
 		h.revoked("b", 3, 0)
 		h.assigned("b", 3, 0)
 		v := ValidPartitionEpoch(h.events(), nil)
@@ -788,9 +739,7 @@ func TestValidPartitionEpochRules(t *testing.T) {
 	})
 	t.Run("a member that owns a partition again at its own epoch is one owner", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 3, 0)
-		h.revoked("a", 3, 0)
-		h.assigned("a", 3, 0)
+		h.handover("a", 3, "a", 3, 0)
 		h.hb("a", 3, history.OK)
 		mustHold(t, ValidPartitionEpoch(h.events(), nil))
 	})
@@ -812,9 +761,7 @@ func TestNoLostRecordsRules(t *testing.T) {
 		_, ok := h.call("p0", history.FProduce, in, history.OK, out)
 		v := NoLostRecords(h.events(), nil)
 		mustFailOnce(t, v, []int64{ok}, "seq 5")
-		if !strings.Contains(notesOf(v), "no \"final\" phase marker") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "no \"final\" phase marker")
 		h.info("a", history.FConsume, history.Consume{Member: "a", Topic: "t", Partition: 3, Offset: 40, Seq: 5})
 		v = NoLostRecords(h.events(), nil)
 		mustHold(t, v)
@@ -834,11 +781,7 @@ func TestNoLostRecordsRules(t *testing.T) {
 	t.Run("no acknowledged record is vacuous", func(t *testing.T) {
 		h := newHist(t)
 		h.call("p0", history.FProduce, history.Produce{Topic: "t", Seq: 1, Offset: -1}, history.Fail, history.Produce{Topic: "t", Seq: 1, Offset: -1})
-		v := NoLostRecords(h.events(), nil)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "vacuous") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, NoLostRecords(h.events(), nil), "vacuous")
 	})
 }
 
@@ -872,8 +815,7 @@ func TestFactsRules(t *testing.T) {
 	})
 	t.Run("a completion's protocol is the commit's", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		c := h.commitOf("a", 1, 0, 4)
 		done := c
 		done.Protocol, done.Error = history.ProtocolClassic, "REBALANCE_IN_PROGRESS"
@@ -887,25 +829,18 @@ func TestFactsRules(t *testing.T) {
 		mustHold(t, CommittedOffsetMonotonic(h.events(), nil))
 	})
 	t.Run("what a member said about its protocol wins over its commits", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h := newClassicHist(t)
+		h.takeover()
 		h.commit("a", 1, history.Fail, "ILLEGAL_GENERATION", 0, 3) // classic, says so
 		odd := history.Commit{Member: "a", Protocol: history.ProtocolConsumer, Epoch: 1, Offsets: []history.OffsetAt{off(0, 4)}}
-		oddDone := odd
-		oddDone.Error = "STALE_MEMBER_EPOCH"
-		h.call("a", history.FCommit, odd, history.Fail, oddDone)
+		h.commitAs("a", odd, history.Fail, "STALE_MEMBER_EPOCH")
 		plain := history.Commit{Member: "a", Epoch: 1, Offsets: []history.OffsetAt{off(0, 5)}}
-		plainDone := plain
-		plainDone.Error = "REBALANCE_IN_PROGRESS"
-		h.call("a", history.FCommit, plain, history.Fail, plainDone)
+		h.commitAs("a", plain, history.Fail, "REBALANCE_IN_PROGRESS")
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
 	t.Run("a completion's own epoch and reset mark are what count", func(t *testing.T) {
 		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		c := h.commitOf("a", 1, 0, 4)
 		done := c
 		done.Epoch = 2 // the coordinator answered for epoch 2, which b holds
@@ -920,17 +855,14 @@ func TestFactsRules(t *testing.T) {
 		mustHold(t, CommittedOffsetMonotonic(h2.events(), nil))
 	})
 	t.Run("a member's protocol comes from its commits when nothing else says", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.info("a", history.FAssigned, history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)})
 		h.info("b", history.FAssigned, history.Assignment{Member: "b", Epoch: 2, Partitions: history.TPs("t", 0)})
 		c := history.Commit{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1, Offsets: []history.OffsetAt{off(0, 1)}}
 		h.call("a", history.FCommit, c, history.OK, c)
 		c2 := c
 		c2.Protocol = ""
-		done := c2
-		done.Error = "REBALANCE_IN_PROGRESS"
-		h.call("a", history.FCommit, c2, history.Fail, done)
+		h.commitAs("a", c2, history.Fail, "REBALANCE_IN_PROGRESS")
 		v := FencedCommitsRejected(h.events(), nil)
 		if len(v.Violations) != 1 || !strings.Contains(v.Violations[0].Message, "was accepted") {
 			t.Fatalf("only the accepted zombie commit must fail, got %+v", v.Violations)
@@ -1024,9 +956,7 @@ func TestDurableCommitsRules(t *testing.T) {
 				t.Fatalf("notes %v lack %q", v.Notes, want)
 			}
 		}
-		if v := DurableCommits(h.events(), nil); !strings.Contains(notesOf(v), "no observations") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, DurableCommits(h.events(), nil), "no observations")
 	})
 	t.Run("a checkpoint is judged against the commits acknowledged before it", func(t *testing.T) {
 		h := newHist(t)
@@ -1106,9 +1036,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		r := h.revoked("a", 1, 1)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
 		mustFailOnce(t, v, []int64{r}, "t-1 has 0 owners")
-		if !strings.Contains(notesOf(v), "judged at the end of the history") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "judged at the end of the history")
 	})
 	t.Run("what happens after the final marker is not judged", func(t *testing.T) {
 		h := newHist(t)
@@ -1116,9 +1044,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.phase(history.PhaseHeal)
 		h.phase(history.PhaseFinal)
 		h.revoked("a", 1, 1)
-		g := stable(4)
-		g.State = "Reconciling"
-		h.describe(g)
+		h.describe(inState(4, "Reconciling"))
 		mustHold(t, EventuallyConverges(h.events(), nil, convergePlan()))
 	})
 	t.Run("a partition with two owners at the end fails", func(t *testing.T) {
@@ -1162,16 +1088,12 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.phase(history.PhaseFinal)
 		v := EventuallyConverges(h.events(), nil, p)
 		mustFailOnce(t, v, []int64{r}, "t-1 has 0 owners")
-		if !strings.Contains(notesOf(v), "judged over the 2 partitions that were ever assigned") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustNote(t, v, "judged over the 2 partitions that were ever assigned")
 	})
 	t.Run("descriptions before the heal are not judged", func(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 1)
-		g := stable(2)
-		g.State = "Assigning"
-		h.describe(g)
+		h.describe(inState(2, "Assigning"))
 		h.phase(history.PhaseHeal)
 		h.describe(stable(3))
 		h.phase(history.PhaseFinal)
@@ -1187,9 +1109,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		g.Protocol, g.State = history.ProtocolClassic, "PreparingRebalance"
 		v := EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: g}}, convergePlan())
 		x := mustCite(t, v)
-		if !strings.Contains(x.Message, "group not stable at the final observation: state PreparingRebalance (bound") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, x, "group not stable at the final observation: state PreparingRebalance (bound")
 		h.wait(50 * time.Second)
 		late := stable(4)
 		v = EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: late, Time: h.now}}, convergePlan())
@@ -1203,9 +1123,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.assigned("a", 1, 0, 1)
 		heal := h.phase(history.PhaseHeal)
 		h.describe(stable(3)) // Stable early, but not for good
-		g := stable(4)
-		g.State = "Reconciling"
-		h.describe(g)
+		h.describe(inState(4, "Reconciling"))
 		h.wait(40 * time.Second)
 		good := h.describe(stable(5))
 		h.phase(history.PhaseFinal)
@@ -1218,9 +1136,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		h.wait(50 * time.Second)
 		h.phase(history.PhaseFinal)
 		v := EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: stable(3)}}, convergePlan())
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "51s after the heal (final observation)") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "51s after the heal (final observation)")
 	})
 }
 
@@ -1231,10 +1147,7 @@ func TestHistoryWellFormedRules(t *testing.T) {
 	h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 2))             // never completes
 	h.invoke("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b"}) // never completes
 	v := HistoryWellFormed(h.events())
-	mustHold(t, v)
-	if !strings.Contains(notesOf(v), "4 events, 2 calls never completed") {
-		t.Fatalf("notes: %v", v.Notes)
-	}
+	mustHoldNote(t, v, "4 events, 2 calls never completed")
 }
 
 func TestVerdictRules(t *testing.T) {
@@ -1341,11 +1254,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		h.assigned("a", 1, 0)
 		h.assigned("a", 2, 0, 1)
 		h.revoked("a", 2, 2) // not held: nothing to end
-		v := NoDoubleOwnership(h.events(), nil)
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "2 ownership intervals over 3 partitions") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, NoDoubleOwnership(h.events(), nil), "2 ownership intervals over 3 partitions")
 	})
 	t.Run("only completions of assigned and fenced count", func(t *testing.T) {
 		h := newHist(t)
@@ -1359,8 +1268,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		}
 	})
 	t.Run("a classic heartbeat's generation is the epoch a member holds its partitions at", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.assigned("a", 3, 1)
 		_, ok := h.hb("a", 4, history.OK)
 		h.revoked("a", 4, 1)
@@ -1368,16 +1276,12 @@ func TestFactsOwnershipRules(t *testing.T) {
 		mustCite(t, ValidPartitionEpoch(h.events(), nil), ok, b)
 	})
 	t.Run("join and sync set the generation and count as a session", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
-		a := h.assigned("a", 1, 0)
-		b := h.assigned("b", 2, 0)
+		h := newClassicHist(t)
+		a, b := h.takeover()
 		inv, j := h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
 		h.lost("a", 2, 0)
 		x := mustCite(t, NoDoubleOwnership(h.events(), nil), a, b, inv, j)
-		if !strings.Contains(x.Message, "its join sent at event") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, x, "its join sent at event")
 		// A generation a JoinGroup answered is not yet the generation of what a holds: a
 		// coordinator that fails over before the SyncGroup loses it (joinEpoch).
 		mustHold(t, ValidPartitionEpoch(h.events(), nil))
@@ -1405,8 +1309,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		// t-1; the coordinator failed over before the SyncGroup, and the new one, which had
 		// loaded generation 1, answered it ILLEGAL_GENERATION. a lost its partitions and joined
 		// again; the group's own generation 2 gave t-1 to b, whose commits at 2 were accepted.
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
+		h := newClassicHist(t)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 1})
 		h.assigned("a", 1, 0, 1)
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 2})
@@ -1439,10 +1342,8 @@ func TestFactsOwnershipRules(t *testing.T) {
 		}
 	})
 	t.Run("a failed join or sync is no session", func(t *testing.T) {
-		h := newHist(t)
-		h.proto = history.ProtocolClassic
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h := newClassicHist(t)
+		h.takeover()
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.Fail, history.Join{Member: "a", Generation: 2, Error: "UNKNOWN_MEMBER_ID"})
 		h.call("a", history.FSync, history.Sync{Member: "a", Generation: 2}, history.Fail, history.Sync{Member: "a", Generation: 2, Error: "ILLEGAL_GENERATION"})
 		h.lost("a", 1, 0)
@@ -1453,8 +1354,7 @@ func TestFactsOwnershipRules(t *testing.T) {
 		h := newHist(t)
 		h.proto = ""
 		h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 1})
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		h.commit("a", 1, history.Fail, "REBALANCE_IN_PROGRESS", 0, 4)
 		mustHold(t, FencedCommitsRejected(h.events(), nil))
 	})
@@ -1512,14 +1412,10 @@ func TestEventuallyConvergesBoundRules(t *testing.T) {
 		h := newHist(t)
 		h.assigned("a", 1, 0, 1)
 		h.phase(history.PhaseHeal)
-		g := stable(4)
-		g.State = "Assigning"
-		h.describe(g)
+		h.describe(inState(4, "Assigning"))
 		h.phase(history.PhaseFinal)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "state Assigning (bound") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "state Assigning (bound")
 	})
 }
 
@@ -1544,9 +1440,7 @@ func TestEventuallyConvergesUniverseRules(t *testing.T) {
 		h := newHist(t)
 		h.produce(0, 0)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "t-0 has 0 owners, t-1 has 0 owners") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "t-0 has 0 owners, t-1 has 0 owners")
 	})
 	t.Run("a describe is dated by its invoke, even one sent before the heal", func(t *testing.T) {
 		h := newHist(t)
@@ -1599,11 +1493,7 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		h.assigned("a", 1, 0, 1) // event 0
 		h.phase(history.PhaseHeal)
 		h.phase(history.PhaseFinal)
-		v := EventuallyConverges(h.events(), nil, convergePlan())
-		mustHold(t, v)
-		if !strings.Contains(notesOf(v), "every partition owned by exactly one member 0s after the heal (event 0)") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, EventuallyConverges(h.events(), nil, convergePlan()), "every partition owned by exactly one member 0s after the heal (event 0)")
 	})
 	t.Run("a Stable description before the heal says nothing about after it", func(t *testing.T) {
 		h := newHist(t)
@@ -1713,8 +1603,7 @@ func TestFactsPayloadRules(t *testing.T) {
 	t.Run("a heartbeat's protocol is the member's", func(t *testing.T) {
 		h := newHist(t)
 		h.proto = ""
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		in := history.Heartbeat{Member: "a", Protocol: history.ProtocolClassic, Epoch: 1}
 		h.call("a/hb", history.FHeartbeat, in, history.Fail, in)
 		h.lost("a", 1, 0)
@@ -1741,18 +1630,14 @@ func TestFactsPayloadRules(t *testing.T) {
 		h.assigned("a", 0, 0) // the assignment does not say its epoch
 		h.assigned("b", 4, 0)
 		v := NoDoubleOwnership(h.events(), nil)
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "owned by a (from event 6, epoch 3,") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "owned by a (from event 6, epoch 3,")
 	})
 	t.Run("a member without a name is its process", func(t *testing.T) {
 		h := newHist(t)
 		h.info("a", history.FAssigned, history.Assignment{Epoch: 1, Partitions: history.TPs("t", 0)})
 		h.assigned("b", 2, 0)
 		v := NoDoubleOwnership(h.events(), nil)
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "owned by a (from event 0") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "owned by a (from event 0")
 	})
 	t.Run("a heartbeat answer without its invoke proves no session after the overlap began", func(t *testing.T) {
 		// Its invoke is not in the history: it may have been sent before b's ownership began, as
@@ -1775,16 +1660,13 @@ func TestFactsPayloadRules(t *testing.T) {
 			withInvoke = append(withInvoke, e)
 		}
 		v := NoDoubleOwnership(withInvoke, nil)
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "still had a valid session") {
-			t.Fatalf("got %+v", v)
-		}
+		mustFailSaying(t, v, "still had a valid session")
 	})
 	t.Run("a heartbeat sent before the overlap began proves nothing about it", func(t *testing.T) {
 		h := newHist(t)
 		in := history.Heartbeat{Member: "a", Protocol: h.proto, Epoch: 1}
 		h.invoke("a/hb", history.FHeartbeat, in) // event 0
-		h.assigned("a", 1, 0)
-		h.assigned("b", 2, 0)
+		h.takeover()
 		out := in
 		out.ResultEpoch = 1
 		h.complete("a/hb", history.FHeartbeat, history.OK, out)

@@ -72,10 +72,7 @@ func TestEventuallyConvergesSupervised(t *testing.T) {
 				ev = append(ev, e)
 			}
 		}
-		x := mustCite(t, EventuallyConverges(ev, obs, convergePlan()), first)
-		if !strings.Contains(x.Message, "member b stopped for good") {
-			t.Fatalf("message: %s", x.Message)
-		}
+		mustSay(t, mustCite(t, EventuallyConverges(ev, obs, convergePlan()), first), "member b stopped for good")
 	})
 	// Two tries: from the first stop, 11 s of events and backoffs, then
 	// wait, then the describe and the marker: out for 13 s + wait at the
