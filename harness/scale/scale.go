@@ -415,7 +415,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 
 	if o.Steady > 0 {
 		st := r.begin(ctx, "steady", o.Members)
-		if err := sleepCtx(ctx, o.Steady); err != nil {
+		if err := light.Sleep(ctx, o.Steady); err != nil {
 			return rep, err
 		}
 		ph := r.measure(ctx, st)
@@ -672,7 +672,7 @@ func (r *runner) waitStable(ctx context.Context, n int, since time.Time) (time.T
 		if time.Now().After(deadline) {
 			return time.Time{}, 0, fmt.Errorf("no stable group of %d after %s: %s", n, r.o.StableTimeout, why)
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := light.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return time.Time{}, 0, err
 		}
 	}
@@ -776,17 +776,6 @@ func (r *runner) describeStable(ctx context.Context, n int, epoch int32) (string
 		}
 	}
 	return "", nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // cpuTime is the user and system CPU time this process used so far.
