@@ -136,6 +136,22 @@ type Phase struct {
 	HeartbeatP99     time.Duration `json:"heartbeat_p99_ns"`
 	HeartbeatWaitP50 time.Duration `json:"heartbeat_wait_p50_ns"`
 	HeartbeatWaitP99 time.Duration `json:"heartbeat_wait_p99_ns"`
+	PhaseTraffic
+	// HarnessCPU is the CPU time this process used during the phase.
+	HarnessCPU time.Duration `json:"harness_cpu_ns"`
+	// BrokerCPU is the CPU time the brokers' containers used (container
+	// clusters only; a restarted node's counter starts over).
+	BrokerCPU time.Duration `json:"broker_cpu_ns,omitempty"`
+	// Epoch is the generation or group epoch the group settled at.
+	Epoch int32 `json:"epoch"`
+	// Extra notes (the restarted node and how long it took).
+	Note string `json:"note,omitempty"`
+}
+
+// PhaseTraffic is what became of the members' requests and connections
+// during a phase: the part of Phase that `groupquake scale --json` writes
+// as it is.
+type PhaseTraffic struct {
 	// Dropped counts, by API, the requests members gave up while they
 	// were still queued (never sent); Void those given up after they were
 	// written (their answer thrown away).
@@ -152,15 +168,6 @@ type Phase struct {
 	Errors map[string]int64 `json:"errors,omitempty"`
 	// ErrorSamples holds the latest text of each error name.
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
-	// HarnessCPU is the CPU time this process used during the phase.
-	HarnessCPU time.Duration `json:"harness_cpu_ns"`
-	// BrokerCPU is the CPU time the brokers' containers used (container
-	// clusters only; a restarted node's counter starts over).
-	BrokerCPU time.Duration `json:"broker_cpu_ns,omitempty"`
-	// Epoch is the generation or group epoch the group settled at.
-	Epoch int32 `json:"epoch"`
-	// Extra notes (the restarted node and how long it took).
-	Note string `json:"note,omitempty"`
 }
 
 // Report is a whole run.
@@ -174,6 +181,13 @@ type Report struct {
 	Conns     int64   `json:"connections"`
 	MaxShared int     `json:"max_shared_connections"`
 	Phases    []Phase `json:"phases"`
+	Footprint
+}
+
+// Footprint is what a run cost this process and the brokers once the join
+// wave was stable, and the overlaps the members saw: the part of Report
+// that `groupquake scale --json` writes as it is.
+type Footprint struct {
 	// Memory of this process once the join wave is stable: resident set
 	// and Go heap in use, above what they were before the members
 	// started, per member; Goroutines counts all of the process's.
