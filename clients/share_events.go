@@ -1,5 +1,7 @@
 package clients
 
+import "github.com/groupquake/groupquake/coordinator/version"
+
 // What share members (clients/share, KIP-932) report beyond the consumer
 // groups' words. A share member speaks ShareGroupHeartbeat on its heartbeat
 // lane (Op OpHeartbeat or OpLeave, Protocol Share, MemberEpoch as sent and
@@ -29,13 +31,14 @@ const (
 )
 
 // Acknowledge types (AcknowledgeType.java): GAP marks an acquired offset
-// with no record, RENEW (KIP-1222, v2) extends the acquisition lock.
+// with no record, RENEW (KIP-1222, v2) extends the acquisition lock. They
+// are coordinator/version's, the one place protocol facts are kept.
 const (
-	AckGap     int8 = 0
-	AckAccept  int8 = 1
-	AckRelease int8 = 2
-	AckReject  int8 = 3
-	AckRenew   int8 = 4
+	AckGap     = version.AckGap
+	AckAccept  = version.AckAccept
+	AckRelease = version.AckRelease
+	AckReject  = version.AckReject
+	AckRenew   = version.AckRenew
 )
 
 // AckName is the history's name of an acknowledge type.

@@ -128,7 +128,7 @@ func MeasureImpact(events []history.Event) Impact {
 		sort.Slice(r.Stops, func(i, j int) bool { return r.Stops[i].Partition < r.Stops[j].Partition })
 		im.Rebalances = append(im.Rebalances, r)
 	}
-	im.PartitionStops = statsOf(stops)
+	im.PartitionStops = check.StatsOf(stops)
 	return im
 }
 
@@ -175,23 +175,6 @@ func joinNonEmpty(a, b string) string {
 		return b
 	}
 	return a + "; " + b
-}
-
-// statsOf summarises durations as check.Stats does (nearest-rank).
-func statsOf(ds []time.Duration) check.Stats {
-	if len(ds) == 0 {
-		return check.Stats{}
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
-	st := check.Stats{Count: len(s), Max: s[len(s)-1]}
-	for _, d := range s {
-		st.Total += d
-	}
-	st.Mean = st.Total / time.Duration(len(s))
-	rank := func(p int) time.Duration { return s[(len(s)*p+99)/100-1] }
-	st.P50, st.P99 = rank(50), rank(99)
-	return st
 }
 
 func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -62,7 +62,7 @@ func (m *Classic) Run(ctx context.Context) error {
 				}
 				if m.react(err) {
 					attempt++
-					_ = sleep(ctx, backoff(attempt))
+					_ = Sleep(ctx, backoff(attempt))
 				}
 				continue
 			}

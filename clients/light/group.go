@@ -293,8 +293,8 @@ func isTransport(err error) bool {
 	return err != nil && !errors.As(err, &ke) && !errors.Is(err, context.Canceled)
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx ends, and then returns ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -280,29 +280,15 @@ func sideBySide(st check.GroupState, s history.Snapshot) []replayRow {
 		epoch("group epoch", st.GroupEpoch, g.GroupEpoch)
 		epoch("assignment epoch", st.AssignmentEpoch, g.AssignmentEpoch)
 	}
-	described := map[string]history.MemberDescription{}
-	ids := make([]string, 0, len(st.Members)+len(g.Members))
-	for _, m := range g.Members {
-		described[m.MemberID] = m
-		ids = append(ids, m.MemberID)
-	}
-	for id := range st.Members {
-		if _, ok := described[id]; !ok {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		r, inReplay := st.Members[id]
-		d, inDesc := described[id]
-		switch {
-		case !inDesc:
+	for _, m := range check.PairMembers(st, g) {
+		switch id := m.ID; {
+		case !m.InDescription:
 			row("member "+id, "present", "absent", true)
-		case !inReplay:
+		case !m.InReplay:
 			row("member "+id, "absent", "present", true)
 		default:
-			epoch("member "+id+" epoch", r.MemberEpoch, d.MemberEpoch)
-			row("member "+id+" assignment", tps(r.Assignment), tps(d.Assignment), true)
+			epoch("member "+id+" epoch", m.Replayed.MemberEpoch, m.Described.MemberEpoch)
+			row("member "+id+" assignment", tps(m.Replayed.Assignment), tps(m.Described.Assignment), true)
 		}
 	}
 	offsets := map[history.TP][2]string{}

@@ -56,3 +56,40 @@ func TestSideBySide(t *testing.T) {
 		t.Errorf("marked rows %q, want only member b's assignment:\n%s", marked, b.String())
 	}
 }
+
+// TestSideBySideMembersOnOneSide pins the member rows when a member is
+// only replayed or only described: one "member <id>" row each, present
+// beside absent, in member id order, with no epoch or assignment rows.
+func TestSideBySideMembersOnOneSide(t *testing.T) {
+	st := check.GroupState{
+		Protocol: history.ProtocolConsumer, GroupEpoch: 5, AssignmentEpoch: 5,
+		Members: map[string]check.MemberState{
+			"c": {MemberEpoch: 5, Assignment: history.TPs("t", 0)},
+			"a": {MemberEpoch: 4},
+		},
+	}
+	snap := history.Snapshot{Group: &history.GroupDescription{Protocol: history.ProtocolConsumer, GroupEpoch: 5, AssignmentEpoch: 5, Members: []history.MemberDescription{
+		{MemberID: "b", MemberEpoch: 5, Assignment: history.TPs("t", 1)},
+		{MemberID: "a", MemberEpoch: 5},
+	}}}
+	var got []replayRow
+	for _, r := range sideBySide(st, snap) {
+		if strings.HasPrefix(r.What, "member ") {
+			got = append(got, r)
+		}
+	}
+	want := []replayRow{
+		{What: "member a epoch", Replayed: "4", Described: "5", Compared: true, Differs: true},
+		{What: "member a assignment", Replayed: "[]", Described: "[]", Compared: true},
+		{What: "member b", Replayed: "absent", Described: "present", Compared: true, Differs: true},
+		{What: "member c", Replayed: "present", Described: "absent", Compared: true, Differs: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("member rows %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("member row %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

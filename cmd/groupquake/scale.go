@@ -551,55 +551,41 @@ func printShareScale(w io.Writer, reps []*scale.ShareReport) {
 
 // scaleReportJSON is scale.Report with every duration in seconds.
 type scaleReportJSON struct {
-	Protocol           scale.Protocol   `json:"protocol"`
-	Members            int              `json:"members"`
-	Partitions         int32            `json:"partitions"`
-	Conns              int64            `json:"connections"`
-	MaxShared          int              `json:"max_shared_connections"`
-	Phases             []scalePhaseJSON `json:"phases"`
-	RSSPerMember       float64          `json:"rss_bytes_per_member"`
-	HeapPerMember      float64          `json:"heap_bytes_per_member"`
-	RSS                uint64           `json:"rss_bytes"`
-	MaxRSS             uint64           `json:"max_rss_bytes"`
-	Goroutines         int              `json:"goroutines"`
-	SteadyCPUPerMember float64          `json:"steady_cpu_us_per_member_s"`
-	BrokerMemory       map[int32]uint64 `json:"broker_memory_bytes,omitempty"`
-	Overlaps           int              `json:"overlaps"`
+	Protocol   scale.Protocol   `json:"protocol"`
+	Members    int              `json:"members"`
+	Partitions int32            `json:"partitions"`
+	Conns      int64            `json:"connections"`
+	MaxShared  int              `json:"max_shared_connections"`
+	Phases     []scalePhaseJSON `json:"phases"`
+	scale.Footprint
 }
 
 type scalePhaseJSON struct {
-	Name          string            `json:"name"`
-	Members       int               `json:"members"`
-	ToStableS     float64           `json:"to_stable_s"`
-	Paused        int               `json:"paused_partitions"`
-	PauseP50S     float64           `json:"pause_p50_s"`
-	PauseP99S     float64           `json:"pause_p99_s"`
-	PauseMaxS     float64           `json:"pause_max_s"`
-	Answered      int64             `json:"answered"`
-	RPS           float64           `json:"rps"`
-	ByAPI         map[string]int64  `json:"by_api"`
-	HeartbeatP50S float64           `json:"heartbeat_p50_s"`
-	HeartbeatP99S float64           `json:"heartbeat_p99_s"`
-	HBWaitP50S    float64           `json:"heartbeat_wait_p50_s"`
-	HBWaitP99S    float64           `json:"heartbeat_wait_p99_s"`
-	Dropped       map[string]int64  `json:"dropped,omitempty"`
-	Void          map[string]int64  `json:"void,omitempty"`
-	Conns         int64             `json:"connections"`
-	PeakConns     int64             `json:"peak_connections"`
-	Dialed        int64             `json:"dialed"`
-	Errors        map[string]int64  `json:"errors,omitempty"`
-	ErrorSamples  map[string]string `json:"error_samples,omitempty"`
-	HarnessCPUS   float64           `json:"harness_cpu_s"`
-	BrokerCPUS    float64           `json:"broker_cpu_s,omitempty"`
-	Epoch         int32             `json:"epoch"`
-	Note          string            `json:"note,omitempty"`
+	Name          string           `json:"name"`
+	Members       int              `json:"members"`
+	ToStableS     float64          `json:"to_stable_s"`
+	Paused        int              `json:"paused_partitions"`
+	PauseP50S     float64          `json:"pause_p50_s"`
+	PauseP99S     float64          `json:"pause_p99_s"`
+	PauseMaxS     float64          `json:"pause_max_s"`
+	Answered      int64            `json:"answered"`
+	RPS           float64          `json:"rps"`
+	ByAPI         map[string]int64 `json:"by_api"`
+	HeartbeatP50S float64          `json:"heartbeat_p50_s"`
+	HeartbeatP99S float64          `json:"heartbeat_p99_s"`
+	HBWaitP50S    float64          `json:"heartbeat_wait_p50_s"`
+	HBWaitP99S    float64          `json:"heartbeat_wait_p99_s"`
+	scale.PhaseTraffic
+	HarnessCPUS float64 `json:"harness_cpu_s"`
+	BrokerCPUS  float64 `json:"broker_cpu_s,omitempty"`
+	Epoch       int32   `json:"epoch"`
+	Note        string  `json:"note,omitempty"`
 }
 
 func scaleReportOf(r *scale.Report) scaleReportJSON {
 	out := scaleReportJSON{
 		Protocol: r.Protocol, Members: r.Members, Partitions: r.Partitions, Conns: r.Conns, MaxShared: r.MaxShared, Phases: []scalePhaseJSON{},
-		RSSPerMember: r.RSSPerMember, HeapPerMember: r.HeapPerMember, RSS: r.RSS, MaxRSS: r.MaxRSS, Goroutines: r.Goroutines,
-		SteadyCPUPerMember: r.SteadyCPUPerMember, BrokerMemory: r.BrokerMemory, Overlaps: r.Overlaps,
+		Footprint: r.Footprint,
 	}
 	for _, p := range r.Phases {
 		byAPI := p.ByAPI
@@ -610,9 +596,8 @@ func scaleReportOf(r *scale.Report) scaleReportJSON {
 			Name: p.Name, Members: p.Members, ToStableS: seconds(p.ToStable), Paused: p.Paused,
 			PauseP50S: seconds(p.PauseP50), PauseP99S: seconds(p.PauseP99), PauseMaxS: seconds(p.PauseMax),
 			Answered: p.Answered, RPS: p.RPS, ByAPI: byAPI, HeartbeatP50S: seconds(p.HeartbeatP50), HeartbeatP99S: seconds(p.HeartbeatP99),
-			HBWaitP50S: seconds(p.HeartbeatWaitP50), HBWaitP99S: seconds(p.HeartbeatWaitP99), Dropped: p.Dropped, Void: p.Void,
-			Conns: p.Conns, PeakConns: p.PeakConns, Dialed: p.Dialed,
-			Errors: p.Errors, ErrorSamples: p.ErrorSamples, HarnessCPUS: seconds(p.HarnessCPU), BrokerCPUS: seconds(p.BrokerCPU),
+			HBWaitP50S: seconds(p.HeartbeatWaitP50), HBWaitP99S: seconds(p.HeartbeatWaitP99), PhaseTraffic: p.PhaseTraffic,
+			HarnessCPUS: seconds(p.HarnessCPU), BrokerCPUS: seconds(p.BrokerCPU),
 			Epoch: p.Epoch, Note: p.Note,
 		})
 	}

@@ -50,6 +50,10 @@ type Stats struct {
 	Max   time.Duration `json:"max"`
 }
 
+// StatsOf summarises durations: count, total, mean, and the nearest-rank
+// p50, p99 and max (results summarises its own stops with it).
+func StatsOf(ds []time.Duration) Stats { return statsOf(ds) }
+
 func statsOf(ds []time.Duration) Stats {
 	if len(ds) == 0 {
 		return Stats{}

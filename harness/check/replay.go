@@ -71,6 +71,44 @@ func RecoveredStateMatchesLog(obs *history.Observations, replay ReplayFunc) Verd
 	return v.done()
 }
 
+// MemberPair is one member id beside what the replayed state and the
+// broker's description each hold of it.
+type MemberPair struct {
+	ID                      string
+	Replayed                MemberState
+	Described               history.MemberDescription
+	InReplay, InDescription bool
+}
+
+// PairMembers lists every member id of the replayed state or of the
+// description g (nil: none described), each once, sorted.
+func PairMembers(st GroupState, g *history.GroupDescription) []MemberPair {
+	described := map[string]history.MemberDescription{}
+	if g != nil {
+		for _, m := range g.Members {
+			described[m.MemberID] = m
+		}
+	}
+	ids := make([]string, 0, len(st.Members)+len(described))
+	for id := range st.Members {
+		ids = append(ids, id)
+	}
+	for id := range described {
+		if _, ok := st.Members[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	out := make([]MemberPair, 0, len(ids))
+	for _, id := range ids {
+		m := MemberPair{ID: id}
+		m.Replayed, m.InReplay = st.Members[id]
+		m.Described, m.InDescription = described[id]
+		out = append(out, m)
+	}
+	return out
+}
+
 func diffState(st GroupState, s history.Snapshot) []string {
 	var out []string
 	if g := s.Group; g != nil {
@@ -85,27 +123,12 @@ func diffState(st GroupState, s history.Snapshot) []string {
 		cmp("generation", st.Generation, g.Generation)
 		cmp("group epoch", st.GroupEpoch, g.GroupEpoch)
 		cmp("assignment epoch", st.AssignmentEpoch, g.AssignmentEpoch)
-		described := map[string]history.MemberDescription{}
-		for _, m := range g.Members {
-			described[m.MemberID] = m
-		}
-		ids := make([]string, 0, len(st.Members)+len(described))
-		for id := range st.Members {
-			ids = append(ids, id)
-		}
-		for id := range described {
-			if _, ok := st.Members[id]; !ok {
-				ids = append(ids, id)
-			}
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
-			r, inReplay := st.Members[id]
-			d, inDesc := described[id]
+		for _, m := range PairMembers(st, g) {
+			id, r, d := m.ID, m.Replayed, m.Described
 			switch {
-			case !inDesc:
+			case !m.InDescription:
 				out = append(out, fmt.Sprintf("member %s is in the replayed state (epoch %d) but not described", id, r.MemberEpoch))
-			case !inReplay:
+			case !m.InReplay:
 				out = append(out, fmt.Sprintf("member %s is described (epoch %d) but not in the replayed state", id, d.MemberEpoch))
 			default:
 				cmp("member "+id+" epoch", r.MemberEpoch, d.MemberEpoch)

@@ -136,6 +136,22 @@ type Phase struct {
 	HeartbeatP99     time.Duration `json:"heartbeat_p99_ns"`
 	HeartbeatWaitP50 time.Duration `json:"heartbeat_wait_p50_ns"`
 	HeartbeatWaitP99 time.Duration `json:"heartbeat_wait_p99_ns"`
+	PhaseTraffic
+	// HarnessCPU is the CPU time this process used during the phase.
+	HarnessCPU time.Duration `json:"harness_cpu_ns"`
+	// BrokerCPU is the CPU time the brokers' containers used (container
+	// clusters only; a restarted node's counter starts over).
+	BrokerCPU time.Duration `json:"broker_cpu_ns,omitempty"`
+	// Epoch is the generation or group epoch the group settled at.
+	Epoch int32 `json:"epoch"`
+	// Extra notes (the restarted node and how long it took).
+	Note string `json:"note,omitempty"`
+}
+
+// PhaseTraffic is what became of the members' requests and connections
+// during a phase: the part of Phase that `groupquake scale --json` writes
+// as it is.
+type PhaseTraffic struct {
 	// Dropped counts, by API, the requests members gave up while they
 	// were still queued (never sent); Void those given up after they were
 	// written (their answer thrown away).
@@ -152,15 +168,6 @@ type Phase struct {
 	Errors map[string]int64 `json:"errors,omitempty"`
 	// ErrorSamples holds the latest text of each error name.
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
-	// HarnessCPU is the CPU time this process used during the phase.
-	HarnessCPU time.Duration `json:"harness_cpu_ns"`
-	// BrokerCPU is the CPU time the brokers' containers used (container
-	// clusters only; a restarted node's counter starts over).
-	BrokerCPU time.Duration `json:"broker_cpu_ns,omitempty"`
-	// Epoch is the generation or group epoch the group settled at.
-	Epoch int32 `json:"epoch"`
-	// Extra notes (the restarted node and how long it took).
-	Note string `json:"note,omitempty"`
 }
 
 // Report is a whole run.
@@ -174,6 +181,13 @@ type Report struct {
 	Conns     int64   `json:"connections"`
 	MaxShared int     `json:"max_shared_connections"`
 	Phases    []Phase `json:"phases"`
+	Footprint
+}
+
+// Footprint is what a run cost this process and the brokers once the join
+// wave was stable, and the overlaps the members saw: the part of Report
+// that `groupquake scale --json` writes as it is.
+type Footprint struct {
 	// Memory of this process once the join wave is stable: resident set
 	// and Go heap in use, above what they were before the members
 	// started, per member; Goroutines counts all of the process's.
@@ -415,7 +429,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 
 	if o.Steady > 0 {
 		st := r.begin(ctx, "steady", o.Members)
-		if err := sleepCtx(ctx, o.Steady); err != nil {
+		if err := light.Sleep(ctx, o.Steady); err != nil {
 			return rep, err
 		}
 		ph := r.measure(ctx, st)
@@ -672,7 +686,7 @@ func (r *runner) waitStable(ctx context.Context, n int, since time.Time) (time.T
 		if time.Now().After(deadline) {
 			return time.Time{}, 0, fmt.Errorf("no stable group of %d after %s: %s", n, r.o.StableTimeout, why)
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := light.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return time.Time{}, 0, err
 		}
 	}
@@ -776,17 +790,6 @@ func (r *runner) describeStable(ctx context.Context, n int, epoch int32) (string
 		}
 	}
 	return "", nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // cpuTime is the user and system CPU time this process used so far.

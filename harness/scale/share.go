@@ -138,7 +138,7 @@ func (m *lightShare) heartbeatLoop(ctx context.Context) {
 		m.cnt.heartbeats.Add(1)
 		if err != nil {
 			m.cnt.err("heartbeat transport: " + errText(err))
-			sleepCtx(ctx, 200*time.Millisecond)
+			light.Sleep(ctx, 200*time.Millisecond)
 			continue
 		}
 		r := resp.(*kmsg.ShareGroupHeartbeatResponse)
@@ -149,7 +149,7 @@ func (m *lightShare) heartbeatLoop(ctx context.Context) {
 				m.epoch, m.assigned = 0, nil
 			}
 			m.mu.Unlock()
-			sleepCtx(ctx, 200*time.Millisecond)
+			light.Sleep(ctx, 200*time.Millisecond)
 			continue
 		}
 		m.mu.Lock()
@@ -167,7 +167,7 @@ func (m *lightShare) heartbeatLoop(ctx context.Context) {
 		if r.HeartbeatIntervalMillis > 0 {
 			interval = time.Duration(r.HeartbeatIntervalMillis) * time.Millisecond
 		}
-		sleepCtx(ctx, interval)
+		light.Sleep(ctx, interval)
 	}
 }
 
@@ -182,7 +182,7 @@ func (m *lightShare) fetchLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		_, parts := m.state()
 		if len(parts) == 0 {
-			sleepCtx(ctx, 100*time.Millisecond)
+			light.Sleep(ctx, 100*time.Millisecond)
 			continue
 		}
 		leaders := m.leaders()
@@ -199,7 +199,7 @@ func (m *lightShare) fetchLoop(ctx context.Context) {
 			byLeader[a] = append(byLeader[a], p)
 		}
 		if len(addrs) == 0 {
-			sleepCtx(ctx, 100*time.Millisecond)
+			light.Sleep(ctx, 100*time.Millisecond)
 			continue
 		}
 		sort.Strings(addrs)
@@ -483,7 +483,7 @@ func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, memb
 				}
 			}
 		}
-		sleepCtx(ctx, 250*time.Millisecond)
+		light.Sleep(ctx, 250*time.Millisecond)
 	}
 }
 
@@ -564,7 +564,7 @@ func drainShare(ctx context.Context, o ShareOptions, cnt *shareCounters, start t
 	t0 := time.Now()
 	ddl := time.Now().Add(o.DrainTimeout)
 	for cnt.accepted.Load() < int64(o.Records) && time.Now().Before(ddl) && ctx.Err() == nil {
-		sleepCtx(ctx, 100*time.Millisecond)
+		light.Sleep(ctx, 100*time.Millisecond)
 	}
 	rep.Drained = cnt.accepted.Load()
 	rep.DrainTime = time.Since(start)
