@@ -219,3 +219,20 @@ func TestSubscriptionUserData(t *testing.T) {
 		t.Error("unknown assignor accepted")
 	}
 }
+
+// TestVersionOneWithoutOwnedRefused: a subscription that announces version
+// 1 but carries only version 0's fields (as kafka-go writes it) is refused
+// with "malformed consumer protocol subscription". harness/check's finding
+// kafkago-subscription-version-mismatch matches that text in the member's
+// error, so the message is pinned here.
+func TestVersionOneWithoutOwnedRefused(t *testing.T) {
+	b, err := EncodeSubscription(Subscription{Version: 0, Topics: []string{"gq-records"}, Generation: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[0], b[1] = 0, 1 // announce version 1
+	_, err = DecodeSubscription(b)
+	if err == nil || !strings.Contains(err.Error(), "malformed consumer protocol subscription") {
+		t.Fatalf("version 1 without owned_partitions: %v, want a malformed consumer protocol subscription error", err)
+	}
+}

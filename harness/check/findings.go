@@ -788,7 +788,8 @@ func carriedMemberID(v any) string {
 
 // subscriptionRefusedRE matches a member's error about another member's
 // subscription it could not read: groupquake's classic leader
-// (clients/assign) and kafka-go's leader (ConsumerGroup.Next).
+// (clients/assign, pinned by its TestVersionOneWithoutOwnedRefused) and
+// kafka-go's leader (ConsumerGroup.Next).
 var subscriptionRefusedRE = regexp.MustCompile(`malformed consumer protocol subscription|unable to read metadata for member`)
 
 // kafkagoSubscriptionErrors are the positions of the members' errors about
