@@ -12,6 +12,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/clientstest"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 func TestCheckIdentity(t *testing.T) {
@@ -39,7 +40,7 @@ func TestCheckIdentity(t *testing.T) {
 func started(t *testing.T, rec *clientstest.Recorder) *Base {
 	t.Helper()
 	b := &Base{}
-	if err := b.Init("x", "m1", "g", []string{"t"}, Config{Hooks: rec, KgoOpts: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}}); err != nil {
+	if err := b.Init("x", "m1", "g", []string{"t"}, Config{Common: option.Common{Hooks: rec, KgoOpts: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Begin("test", func(e clients.Event) { b.KeepAppCommit(e); b.Emit(e) }); err != nil {
