@@ -320,16 +320,7 @@ func revokeKind(lastHB int16) (clients.Kind, string) {
 }
 
 func (m *Member) fact(err error, why string) {
-	m.Fact(clients.Error, err, why, kafkaCode)
-}
-
-// kafkaCode is the Kafka error a kafka-go error carries.
-func kafkaCode(err error) (int16, bool) {
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		return int16(ke), true
-	}
-	return 0, false
+	m.Fact(clients.Error, err, why, adapter.KafkaCode[kafka.Error])
 }
 
 // report passes the wire's events on; it keeps the answer of the

@@ -298,16 +298,7 @@ func (m *Member) errors() {
 }
 
 func (m *Member) fact(k clients.Kind, err error, why string) {
-	m.Fact(k, err, why, kafkaCode)
-}
-
-// kafkaCode is the Kafka error a Sarama error carries.
-func kafkaCode(err error) (int16, bool) {
-	var ke sarama.KError
-	if errors.As(err, &ke) {
-		return int16(ke), true
-	}
-	return 0, false
+	m.Fact(k, err, why, adapter.KafkaCode[sarama.KError])
 }
 
 // report passes the wire's events on, and keeps the answer of the

@@ -154,6 +154,19 @@ func (b *Base) Fact(k clients.Kind, err error, why string, code func(error) (int
 	b.Emit(ev)
 }
 
+// KafkaCode is Fact's code for a client whose errors carry a Kafka error
+// as a value of type E (kafka-go's kafka.Error, Sarama's sarama.KError).
+func KafkaCode[E interface {
+	error
+	~int | ~int16
+}](err error) (int16, bool) {
+	var ke E
+	if errors.As(err, &ke) {
+		return int16(ke), true
+	}
+	return 0, false
+}
+
 // Changed says whether err differs from the last error given to Changed,
 // and remembers it: an error the client returns again and again is
 // reported once until another comes.
