@@ -29,7 +29,8 @@ import (
 //	type Opt = option.Opt[cfg]
 //
 // with a cfg that embeds option.Common (directly or through
-// adapter.Config), what WithHooks, WithClock and KgoOpts set; and one name
+// adapter.Config), what WithHooks, WithClock and KgoOpts set, or passes
+// them on to the process.Member it runs on (clients/java); and one name
 // and one signature per concern, whichever package declares it.
 // checkOptionShapes holds them to it; TestOptionShapesBite proves each
 // rule fails on a made-up package that breaks it.
@@ -176,7 +177,7 @@ func checkDecls(pk *optionPackage) []string {
 		problems = append(problems, fmt.Sprintf("%s: declares an opt of its own (%s): build options with option.New", pk.dir, pk.implDecl))
 	}
 	if !pk.cfgCommon {
-		problems = append(problems, fmt.Sprintf("%s: cfg embeds neither option.Common nor adapter.Config: WithHooks, WithClock and KgoOpts set option.Common", pk.dir))
+		problems = append(problems, fmt.Sprintf("%s: cfg embeds neither option.Common nor adapter.Config (nor passes options on to a process.Member): WithHooks, WithClock and KgoOpts set option.Common", pk.dir))
 	}
 	return problems
 }
@@ -247,14 +248,16 @@ func typeDecl(ts *ast.TypeSpec) string {
 }
 
 // embedsCommon says whether a cfg struct embeds option.Common or
-// adapter.Config.
+// adapter.Config, or, for a member that is a process.Member (clients/java),
+// holds the process options its own options pass on ([]process.Opt).
 func embedsCommon(e ast.Expr) bool {
 	st, ok := e.(*ast.StructType)
 	if !ok {
 		return false
 	}
 	for _, f := range st.Fields.List {
-		if t := types.ExprString(f.Type); len(f.Names) == 0 && (t == "option.Common" || t == "adapter.Config") {
+		t := types.ExprString(f.Type)
+		if len(f.Names) == 0 && (t == "option.Common" || t == "adapter.Config") || t == "[]process.Opt" {
 			return true
 		}
 	}
@@ -359,6 +362,7 @@ func TestOptionShapesBite(t *testing.T) {
 		{"own-opt", "type opt struct{ fn func(*cfg) }\n", "declares an opt of its own"},
 		{"no-common", strings.Replace(good, "type cfg struct{ option.Common }", "type cfg struct{ hooks clients.Hooks }", 1), "cfg embeds neither option.Common nor adapter.Config"},
 		{"adapter-config", strings.Replace(good, "type cfg struct{ option.Common }", "type cfg struct {\n\tadapter.Config\n\tbalancers []string\n}", 1), ""},
+		{"process-pass", strings.Replace(good, "type cfg struct{ option.Common }", "type cfg struct {\n\tprotocol clients.Protocol\n\tpass     []process.Opt\n}", 1), ""},
 		{"shape-func", "type Opt[C any] interface{ apply(*C) }\n\ntype opt[C any] func(*C)\n\nfunc (o opt[C]) apply(c *C) { o(c) }\n", "declare type opt[C any] struct{ fn func(*C) }"},
 		{"shape-exported", "type Opt[C any] interface{ Apply(*C) }\n\ntype opt[C any] struct{ fn func(*C) }\n\nfunc (o opt[C]) Apply(c *C) { o.fn(c) }\n", "declare it as kgo does, type Opt[C any] interface{ apply(*C) }"},
 		{"shape-kept", "type Opt[C any] interface{ apply(*C) }\n\ntype opt[C any] struct{ fn func(*C) }\n\nfunc (o opt[C]) apply(c *C) { o.fn(c) }\n", ""},

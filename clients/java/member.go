@@ -55,18 +55,17 @@ import (
 type Opt = option.Opt[cfg]
 
 type cfg struct {
-	option.Common
-	protocol          clients.Protocol
-	assignor          string
-	instanceID        string
-	sessionTimeout    time.Duration
-	heartbeatInterval time.Duration
-	pollInterval      time.Duration
-	rt                Runtime
-	start             process.Starter
-	stderr            io.Writer
-	extra             []process.Opt
+	protocol clients.Protocol
+	assignor string
+	rt       Runtime
+	start    process.Starter
+	// pass are the options the process.Member is given as they are: those
+	// the Java member shares with it, and ProcessOpts, in order.
+	pass []process.Opt
 }
+
+// pass gives o to the process.Member as it is.
+func pass(o ...process.Opt) Opt { return option.New(func(c *cfg) { c.pass = append(c.pass, o...) }) }
 
 // Protocol selects the group protocol: clients.Classic (default) or
 // clients.Consumer (group.protocol=consumer).
@@ -80,51 +79,43 @@ func Protocol(p clients.Protocol) Opt { return option.New(func(c *cfg) { c.proto
 func Assignor(name string) Opt { return option.New(func(c *cfg) { c.assignor = name }) }
 
 // InstanceID makes the member static (group.instance.id, KIP-345).
-func InstanceID(id string) Opt { return option.New(func(c *cfg) { c.instanceID = id }) }
+func InstanceID(id string) Opt { return pass(process.InstanceID(id)) }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
+func WithHooks(h clients.Hooks) Opt { return pass(process.WithHooks(h)) }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): the gateway dials the brokers with them.
-func KgoOpts(o ...kgo.Opt) Opt {
-	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) })
-}
+func KgoOpts(o ...kgo.Opt) Opt { return pass(process.KgoOpts(o...)) }
 
 // SessionTimeout is session.timeout.ms of the classic protocol (0 keeps
 // Java's default). With the consumer protocol the broker owns it and Java
 // refuses it: it is not passed.
-func SessionTimeout(d time.Duration) Opt { return option.New(func(c *cfg) { c.sessionTimeout = d }) }
+func SessionTimeout(d time.Duration) Opt { return pass(process.SessionTimeout(d)) }
 
 // HeartbeatInterval is heartbeat.interval.ms of the classic protocol (0
 // keeps Java's default); not passed with the consumer protocol, as
 // SessionTimeout.
-func HeartbeatInterval(d time.Duration) Opt {
-	return option.New(func(c *cfg) { c.heartbeatInterval = d })
-}
+func HeartbeatInterval(d time.Duration) Opt { return pass(process.HeartbeatInterval(d)) }
 
 // MaxPollInterval is max.poll.interval.ms (0 keeps Java's default), which
 // is also the rebalance timeout the Java client sends.
-func MaxPollInterval(d time.Duration) Opt { return option.New(func(c *cfg) { c.pollInterval = d }) }
+func MaxPollInterval(d time.Duration) Opt { return pass(process.MaxPollInterval(d)) }
 
 // WithClock sets the time source of events that have no JVM time.
 // Default: the wall clock.
-func WithClock(cl clients.Clock) Opt {
-	return option.New(func(c *cfg) { c.Clock = cl })
-}
+func WithClock(cl clients.Clock) Opt { return pass(process.WithClock(cl)) }
 
 // WithRuntime sets the JVM and class path (Toolchain.Prepare). Required.
 func WithRuntime(rt Runtime) Opt { return option.New(func(c *cfg) { c.rt = rt }) }
 
 // Stderr receives the JVM's standard error (the client library's log);
 // by default the last lines are kept for error messages only.
-func Stderr(w io.Writer) Opt { return option.New(func(c *cfg) { c.stderr = w }) }
+func Stderr(w io.Writer) Opt { return pass(process.Stderr(w)) }
 
 // ProcessOpts passes options to the underlying process.Member (a
 // transcript, for member-check).
-func ProcessOpts(o ...process.Opt) Opt {
-	return option.New(func(c *cfg) { c.extra = append(c.extra, o...) })
-}
+func ProcessOpts(o ...process.Opt) Opt { return pass(o...) }
 
 // withStarter replaces the JVM (tests).
 func withStarter(s process.Starter) Opt { return option.New(func(c *cfg) { c.start = s }) }
@@ -166,22 +157,9 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	}
 	popts := []process.Opt{
 		process.Protocol(c.protocol), process.Assignor(c.assignor), process.Start(c.start), process.Client("the Java consumer"),
-		process.KgoOpts(c.KgoOpts...), process.Properties(properties(c)),
-		process.SessionTimeout(c.sessionTimeout), process.HeartbeatInterval(c.heartbeatInterval), process.MaxPollInterval(c.pollInterval),
+		process.Properties(properties(c)),
 	}
-	if c.Hooks != nil {
-		popts = append(popts, process.WithHooks(c.Hooks))
-	}
-	if c.instanceID != "" {
-		popts = append(popts, process.InstanceID(c.instanceID))
-	}
-	if c.Clock != nil {
-		popts = append(popts, process.WithClock(c.Clock))
-	}
-	if c.stderr != nil {
-		popts = append(popts, process.Stderr(c.stderr))
-	}
-	pm, err := process.New(name, group, topics, append(popts, c.extra...)...)
+	pm, err := process.New(name, group, topics, append(popts, c.pass...)...)
 	if err != nil {
 		return nil, fmt.Errorf("java: %w", err)
 	}
