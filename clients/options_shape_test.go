@@ -18,13 +18,21 @@ import (
 
 // The member packages under clients/ configure a member with one option
 // shape, franz-go's (kgo.Opt): an interface with one unexported method,
-// implemented by a struct that holds the function,
+// implemented by a struct that holds the function. The shape is declared
+// once, in clients/internal/option,
 //
-//	type Opt interface{ apply(*cfg) }
-//	type opt struct{ fn func(*cfg) }
+//	type Opt[C any] interface{ apply(*C) }
+//	type opt[C any] struct{ fn func(*C) }
 //
-// and one name and one signature per concern, whichever package declares
-// it. checkOptionShapes holds them to it; TestOptionShapesBite proves each
+// and every member package names it for its own configuration,
+//
+//	type Opt = option.Opt[cfg]
+//
+// with a cfg that embeds option.Common (directly or through
+// adapter.Config), what WithHooks, WithClock and KgoOpts set, or passes
+// them on to the process.Member it runs on (clients/java); and one name
+// and one signature per concern, whichever package declares it.
+// checkOptionShapes holds them to it; TestOptionShapesBite proves each
 // rule fails on a made-up package that breaks it.
 
 // concerns are the options whose concern is told by the type they take:
@@ -61,7 +69,8 @@ var multiTimer = map[string]bool{"RetryBackoff": true}
 type optionPackage struct {
 	dir                string
 	optDecl, implDecl  string // how Opt and opt are declared ("" when not)
-	hasApply           bool   // func (o opt) apply(c *cfg) { o.fn(c) }
+	hasApply           bool   // func (o opt[C]) apply(c *C) { o.fn(c) }
+	cfgCommon          bool   // cfg embeds option.Common or adapter.Config
 	constructors       map[string][]string
 	constructorAt      map[string]string
 	usesOpt, declaresO bool
@@ -109,12 +118,7 @@ func checkOptionShapes(fsys fs.FS) (problems, checked []string, err error) {
 			continue
 		}
 		checked = append(checked, dir)
-		if pk.optDecl != "interface{ apply(*cfg) }" {
-			problems = append(problems, fmt.Sprintf("%s: Opt is %q: declare it as kgo does, type Opt interface{ apply(*cfg) }", dir, orNone(pk.optDecl)))
-		}
-		if pk.implDecl != "struct{ fn func(*cfg) }" || !pk.hasApply {
-			problems = append(problems, fmt.Sprintf("%s: opt is %q (apply method %v): declare type opt struct{ fn func(*cfg) } with func (o opt) apply(c *cfg) { o.fn(c) }, as kgo does", dir, orNone(pk.implDecl), pk.hasApply))
-		}
+		problems = append(problems, checkDecls(pk)...)
 		for _, name := range slices.Sorted(maps.Keys(pk.constructors)) {
 			params := pk.constructors[name]
 			at := pk.constructorAt[name]
@@ -153,6 +157,31 @@ func checkOptionShapes(fsys fs.FS) (problems, checked []string, err error) {
 	return problems, checked, nil
 }
 
+// checkDecls holds the package that declares the shape (its Opt takes a
+// type parameter) to kgo's, and every other package to naming it.
+func checkDecls(pk *optionPackage) []string {
+	var problems []string
+	if strings.HasPrefix(pk.optDecl, "[") { // the shape's one declaration (clients/internal/option)
+		if pk.optDecl != "[C any] interface{ apply(*C) }" {
+			problems = append(problems, fmt.Sprintf("%s: Opt is %q: declare it as kgo does, type Opt[C any] interface{ apply(*C) }", pk.dir, pk.optDecl))
+		}
+		if pk.implDecl != "[C any] struct{ fn func(*C) }" || !pk.hasApply {
+			problems = append(problems, fmt.Sprintf("%s: opt is %q (apply method %v): declare type opt[C any] struct{ fn func(*C) } with func (o opt[C]) apply(c *C) { o.fn(c) }, as kgo does", pk.dir, orNone(pk.implDecl), pk.hasApply))
+		}
+		return problems
+	}
+	if pk.optDecl != "= option.Opt[cfg]" {
+		problems = append(problems, fmt.Sprintf("%s: Opt is %q: name the one shape, type Opt = option.Opt[cfg] (clients/internal/option)", pk.dir, orNone(pk.optDecl)))
+	}
+	if pk.implDecl != "" {
+		problems = append(problems, fmt.Sprintf("%s: declares an opt of its own (%s): build options with option.New", pk.dir, pk.implDecl))
+	}
+	if !pk.cfgCommon {
+		problems = append(problems, fmt.Sprintf("%s: cfg embeds neither option.Common nor adapter.Config (nor passes options on to a process.Member): WithHooks, WithClock and KgoOpts set option.Common", pk.dir))
+	}
+	return problems
+}
+
 func readOptions(fset *token.FileSet, f *ast.File, pk *optionPackage) {
 	for _, decl := range f.Decls {
 		switch d := decl.(type) {
@@ -165,14 +194,16 @@ func readOptions(fset *token.FileSet, f *ast.File, pk *optionPackage) {
 				switch ts.Name.Name {
 				case "Opt":
 					pk.declaresO = true
-					pk.optDecl = oneLine(types.ExprString(ts.Type), ts.Type)
+					pk.optDecl = typeDecl(ts)
 				case "opt":
-					pk.implDecl = oneLine(types.ExprString(ts.Type), ts.Type)
+					pk.implDecl = typeDecl(ts)
+				case "cfg":
+					pk.cfgCommon = pk.cfgCommon || embedsCommon(ts.Type)
 				}
 			}
 		case *ast.FuncDecl:
 			if d.Recv != nil {
-				if d.Name.Name == "apply" && len(d.Recv.List) == 1 && types.ExprString(d.Recv.List[0].Type) == "opt" &&
+				if d.Name.Name == "apply" && len(d.Recv.List) == 1 && types.ExprString(d.Recv.List[0].Type) == "opt[C]" &&
 					len(d.Body.List) == 1 && strings.HasSuffix(stmtString(d.Body.List[0]), ".fn(c)") {
 					pk.hasApply = true
 				}
@@ -195,6 +226,42 @@ func readOptions(fset *token.FileSet, f *ast.File, pk *optionPackage) {
 			pk.constructorAt[d.Name.Name] = fmt.Sprintf("%s:%d", pos.Filename, pos.Line)
 		}
 	}
+}
+
+// typeDecl prints what follows a type's name: "= T" for an alias, its
+// type parameters and its type otherwise.
+func typeDecl(ts *ast.TypeSpec) string {
+	if ts.Assign.IsValid() {
+		return "= " + types.ExprString(ts.Type)
+	}
+	decl := oneLine(types.ExprString(ts.Type), ts.Type)
+	if ts.TypeParams == nil {
+		return decl
+	}
+	var params []string
+	for _, f := range ts.TypeParams.List {
+		for _, n := range f.Names {
+			params = append(params, n.Name+" "+types.ExprString(f.Type))
+		}
+	}
+	return "[" + strings.Join(params, ", ") + "] " + decl
+}
+
+// embedsCommon says whether a cfg struct embeds option.Common or
+// adapter.Config, or, for a member that is a process.Member (clients/java),
+// holds the process options its own options pass on ([]process.Opt).
+func embedsCommon(e ast.Expr) bool {
+	st, ok := e.(*ast.StructType)
+	if !ok {
+		return false
+	}
+	for _, f := range st.Fields.List {
+		t := types.ExprString(f.Type)
+		if len(f.Names) == 0 && (t == "option.Common" || t == "adapter.Config") || t == "[]process.Opt" {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine prints an interface or struct type the way this file spells the
@@ -262,7 +329,7 @@ func TestOptionShapes(t *testing.T) {
 	}
 	// The members that take options today; a package that grows them is
 	// checked as well.
-	for _, want := range []string{"classic", "consumer", "share", "kgoshare", "kgoref", "java", "saramaref", "kafkagoref"} {
+	for _, want := range []string{"classic", "consumer", "share", "kgoshare", "kgoref", "java", "saramaref", "kafkagoref", "process", "internal/option"} {
 		if !slices.Contains(checked, want) {
 			t.Errorf("package %s was not checked (checked: %v): does it still declare Opt?", want, checked)
 		}
@@ -276,7 +343,7 @@ func TestOptionShapes(t *testing.T) {
 // member package that breaks it beside one that keeps it.
 func TestOptionShapesBite(t *testing.T) {
 	const header = "package %s\n\nimport (\n\t\"log/slog\"\n\t\"time\"\n\n\t\"github.com/twmb/franz-go/pkg/kgo\"\n\n\t\"github.com/groupquake/groupquake/clients\"\n)\n\nvar _ = slog.Logger{}\nvar _ = time.Second\nvar _ kgo.Opt\nvar _ clients.Hooks\n\n"
-	const good = "type Opt interface{ apply(*cfg) }\n\ntype opt struct{ fn func(*cfg) }\n\nfunc (o opt) apply(c *cfg) { o.fn(c) }\n\ntype cfg struct{}\n\n" +
+	const good = "type Opt = option.Opt[cfg]\n\ntype cfg struct{ option.Common }\n\n" +
 		"func WithHooks(h clients.Hooks) Opt { return opt{func(*cfg) {}} }\n" +
 		"func WithLogger(l *slog.Logger) Opt { return opt{func(*cfg) {}} }\n" +
 		"func WithClock(cl clients.Clock) Opt { return opt{func(*cfg) {}} }\n" +
@@ -290,8 +357,15 @@ func TestOptionShapesBite(t *testing.T) {
 		name, body, want string
 	}{
 		{"kept", "", ""},
-		{"func-opt", strings.Replace(good, "type opt struct{ fn func(*cfg) }", "type opt func(*cfg)", 1), "declare type opt struct{ fn func(*cfg) }"},
-		{"struct-opt", strings.Replace(good, "type Opt interface{ apply(*cfg) }", "type Opt struct{ Hooks clients.Hooks }", 1), "declare it as kgo does"},
+		{"own-shape", strings.Replace(good, "type Opt = option.Opt[cfg]", "type Opt interface{ apply(*cfg) }", 1), "name the one shape, type Opt = option.Opt[cfg]"},
+		{"struct-opt", strings.Replace(good, "type Opt = option.Opt[cfg]", "type Opt struct{ Hooks clients.Hooks }", 1), "name the one shape"},
+		{"own-opt", "type opt struct{ fn func(*cfg) }\n", "declares an opt of its own"},
+		{"no-common", strings.Replace(good, "type cfg struct{ option.Common }", "type cfg struct{ hooks clients.Hooks }", 1), "cfg embeds neither option.Common nor adapter.Config"},
+		{"adapter-config", strings.Replace(good, "type cfg struct{ option.Common }", "type cfg struct {\n\tadapter.Config\n\tbalancers []string\n}", 1), ""},
+		{"process-pass", strings.Replace(good, "type cfg struct{ option.Common }", "type cfg struct {\n\tprotocol clients.Protocol\n\tpass     []process.Opt\n}", 1), ""},
+		{"shape-func", "type Opt[C any] interface{ apply(*C) }\n\ntype opt[C any] func(*C)\n\nfunc (o opt[C]) apply(c *C) { o(c) }\n", "declare type opt[C any] struct{ fn func(*C) }"},
+		{"shape-exported", "type Opt[C any] interface{ Apply(*C) }\n\ntype opt[C any] struct{ fn func(*C) }\n\nfunc (o opt[C]) Apply(c *C) { o.fn(c) }\n", "declare it as kgo does, type Opt[C any] interface{ apply(*C) }"},
+		{"shape-kept", "type Opt[C any] interface{ apply(*C) }\n\ntype opt[C any] struct{ fn func(*C) }\n\nfunc (o opt[C]) apply(c *C) { o.fn(c) }\n", ""},
 		{"hooks-named-otherwise", "func Hooks(h clients.Hooks) Opt { return opt{func(*cfg) {}} }\n", "name it WithHooks(clients.Hooks)"},
 		{"logger-named-otherwise", "func Logger(l *slog.Logger) Opt { return opt{func(*cfg) {}} }\n", "name it WithLogger(*slog.Logger)"},
 		{"clock-as-func", "func Clock(now func() time.Time) Opt { return opt{func(*cfg) {}} }\n", "a clock is a clients.Clock"},
@@ -301,9 +375,10 @@ func TestOptionShapesBite(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body := good
-			if strings.HasPrefix(c.body, "type") || strings.Contains(c.body, "type Opt") {
+			switch {
+			case strings.HasPrefix(c.body, "type Opt") || strings.Contains(c.body, "type Opt ="):
 				body = c.body
-			} else {
+			default:
 				body += c.body
 			}
 			problems, _, err := checkOptionShapes(fstest.MapFS{"one/one.go": pkg("one", body)})

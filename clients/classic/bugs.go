@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 // Bug is a deliberate defect a member can be built with (WithBug), so that
@@ -52,7 +53,7 @@ const (
 func Bugs() []Bug { return []Bug{BugFetchAfterRevoke, BugIgnoreFence, BugStaleCommit} }
 
 // WithBug builds the member with one deliberate defect. Never for real use.
-func WithBug(b Bug) Opt { return opt{func(c *cfg) { c.bug = b }} }
+func WithBug(b Bug) Opt { return option.New(func(c *cfg) { c.bug = b }) }
 
 func (b Bug) check() error {
 	if b == "" || slices.Contains(Bugs(), b) {

@@ -129,7 +129,7 @@ func TestRetryAfterLostAnswerIsNotSentAfterANewerCommit(t *testing.T) {
 	// The backoff after the lost answer ends when the test says so.
 	backoffOver := make(chan struct{})
 	m.cfg.retryBackoff, m.cfg.retryBackoffMax = time.Hour, time.Hour
-	m.cfg.clock = gateClock{clients.WallClock{}, backoffOver}
+	m.cfg.Clock = gateClock{clients.WallClock{}, backoffOver}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

@@ -51,7 +51,7 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 			}
 			err = kerr.ErrorForCode(code)
 			if err == nil {
-				m.step(func(s *machine) outcome { return s.foundCoordinator(nodeID, gen, m.cfg.clock.Now()) })
+				m.step(func(s *machine) outcome { return s.foundCoordinator(nodeID, gen, m.cfg.Clock.Now()) })
 				return nodeID, nil
 			}
 		}
@@ -122,7 +122,7 @@ func (m *Member) sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-m.cfg.clock.After(d):
+	case <-m.cfg.Clock.After(d):
 		return nil
 	}
 }

@@ -16,7 +16,7 @@ func (m *Member) heartbeatLoop() {
 	var nextSend time.Time
 	for {
 		m.mu.Lock()
-		now := m.cfg.clock.Now()
+		now := m.cfg.Clock.Now()
 		act, wait, o := m.mach.heartbeatTick(now, nextSend)
 		m.applyLocked(o)
 		gen := m.mach.gen
@@ -34,7 +34,7 @@ func (m *Member) heartbeatLoop() {
 			nextSend = now.Add(m.cfg.heartbeatInterval)
 			if !m.heartbeat(gen) {
 				// Heartbeat.failHeartbeat: retry after the backoff.
-				nextSend = m.cfg.clock.Now().Add(m.cfg.retryBackoff)
+				nextSend = m.cfg.Clock.Now().Add(m.cfg.retryBackoff)
 			}
 			continue
 		case tickFind:
@@ -43,7 +43,7 @@ func (m *Member) heartbeatLoop() {
 			}
 			continue
 		case tickWait:
-			timer = m.cfg.clock.After(wait)
+			timer = m.cfg.Clock.After(wait)
 		}
 		select {
 		case <-m.ctx.Done():
@@ -101,7 +101,7 @@ func (m *Member) heartbeat(sent Generation) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	answer := clients.Event{Kind: clients.Heartbeat, Op: clients.OpHeartbeat, Call: call, Generation: sent.ID, MemberID: sent.MemberID}
-	o, normal := m.mach.onHeartbeat(sent, resp, answer, m.cfg.clock.Now())
+	o, normal := m.mach.onHeartbeat(sent, resp, answer, m.cfg.Clock.Now())
 	m.applyLocked(o)
 	return normal
 }

@@ -152,7 +152,7 @@ func (m *Member) joinGroup(ctx context.Context) (gen Generation, leader bool, re
 	m.emit(answer)
 
 	m.mu.Lock()
-	o, gen, err = m.mach.onJoined(sent, resp, m.cfg.clock.Now())
+	o, gen, err = m.mach.onJoined(sent, resp, m.cfg.Clock.Now())
 	m.applyLocked(o)
 	m.mu.Unlock()
 	if err != nil {
@@ -209,7 +209,7 @@ func (m *Member) syncGroup(ctx context.Context, gen Generation, plan map[string]
 	}
 	m.emit(sanswer)
 	m.mu.Lock()
-	o, err := m.mach.onSynced(gen, sresp, derr, m.cfg.clock.Now())
+	o, err := m.mach.onSynced(gen, sresp, derr, m.cfg.Clock.Now())
 	m.applyLocked(o)
 	m.mu.Unlock()
 	if err != nil {

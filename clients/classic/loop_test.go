@@ -16,6 +16,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
+	"github.com/groupquake/groupquake/clients/clientstest"
 )
 
 // These tests drive the member's join loop (heartbeat → onJoinPrepare →
@@ -57,22 +58,12 @@ func (w *wire) String() string {
 		case *kmsg.SyncGroupRequest:
 			fmt.Fprintf(&b, "  %d SyncGroup member %q generation %d\n", i, r.MemberID, r.Generation)
 		case *kmsg.OffsetCommitRequest:
-			fmt.Fprintf(&b, "  %d OffsetCommit member %q generation %d %v\n", i, r.MemberID, r.Generation, classicCommitOffsets(r))
+			fmt.Fprintf(&b, "  %d OffsetCommit member %q generation %d %v\n", i, r.MemberID, r.Generation, clientstest.CommitOffsets(r))
 		default:
 			fmt.Fprintf(&b, "  %d %T\n", i, r)
 		}
 	}
 	return b.String()
-}
-
-func classicCommitOffsets(r *kmsg.OffsetCommitRequest) map[int32]int64 {
-	out := map[int32]int64{}
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			out[p.Partition] = p.Offset
-		}
-	}
-	return out
 }
 
 // ILLEGAL_GENERATION from SyncGroup keeps the member id (Java's
@@ -146,12 +137,12 @@ func TestRejoinCommitsFirst(t *testing.T) {
 			if oc.Generation != gen.ID || oc.MemberID != gen.MemberID {
 				t.Errorf("commit before rejoining as generation %d member %q, want %d %q", oc.Generation, oc.MemberID, gen.ID, gen.MemberID)
 			}
-			for p, o := range classicCommitOffsets(oc) {
+			for p, o := range clientstest.CommitOffsets(oc) {
 				if o != 3 {
 					t.Errorf("partition %d committed at %d before rejoining, want 3", p, o)
 				}
 			}
-			if n := len(classicCommitOffsets(oc)); n != 6 {
+			if n := len(clientstest.CommitOffsets(oc)); n != 6 {
 				t.Errorf("commit before rejoining covers %d partitions, want 6\n%s", n, w)
 			}
 		})
@@ -228,7 +219,7 @@ func TestCloseCommitsThenLeaves(t *testing.T) {
 				t.Fatalf("no OffsetCommit on close\n%s", w)
 			}
 			oc := reqs[iCommit].(*kmsg.OffsetCommitRequest)
-			if got := classicCommitOffsets(oc); len(got) != 6 || got[0] != 2 || got[5] != 2 || oc.Generation != gen.ID {
+			if got := clientstest.CommitOffsets(oc); len(got) != 6 || got[0] != 2 || got[5] != 2 || oc.Generation != gen.ID {
 				t.Errorf("close committed %v at generation %d, want every partition at 2 in generation %d", got, oc.Generation, gen.ID)
 			}
 			switch {

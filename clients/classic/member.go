@@ -103,7 +103,7 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
 	vs.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 9)
-	kopts := append(slices.Clone(c.kgoOpts),
+	kopts := append(slices.Clone(c.KgoOpts),
 		kgo.ClientID(c.clientID),
 		kgo.MaxVersions(vs),
 		// A direct consumer with nothing to consume yet: partitions are
@@ -186,7 +186,7 @@ func (m *Member) Start(ctx context.Context) error {
 		return fmt.Errorf("classic member %q: Start called twice or after Close", m.cfg.name)
 	}
 	m.started = true
-	m.mach.pollAt(m.cfg.clock.Now())
+	m.mach.pollAt(m.cfg.Clock.Now())
 	m.mu.Unlock()
 	if _, err := m.ensureCoordinator(ctx); err != nil {
 		return fmt.Errorf("classic member %q: %w", m.cfg.name, err)
@@ -227,14 +227,14 @@ func (m *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("classic member %q is closed", m.cfg.name)
 	}
-	m.applyLocked(m.mach.polled(m.cfg.clock.Now()))
+	m.applyLocked(m.mach.polled(m.cfg.Clock.Now()))
 	m.mu.Unlock()
 
 	fs := m.cl.PollFetches(ctx)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.mach.pollAt(m.cfg.clock.Now())
+	m.mach.pollAt(m.cfg.Clock.Now())
 	m.polls++
 	poll := m.polls
 	var out []clients.Record
@@ -352,13 +352,13 @@ func (m *Member) emit(e clients.Event) {
 		e.InstanceID = *m.cfg.instanceID
 	}
 	e.MemberEpoch, e.GroupEpoch = -1, -1
-	e.At = m.cfg.clock.Now()
+	e.At = m.cfg.Clock.Now()
 	m.cfg.log.Debug("classic member event", "member", e.Member, "kind", e.Kind, "generation", e.Generation, "partitions", e.Partitions, "err", e.Err, "why", e.Why)
 	m.bugSees(e)
 	if m.bugHides(e) {
 		return
 	}
-	m.cfg.hooks.OnEvent(e)
+	m.cfg.Hooks.OnEvent(e)
 }
 
 func errName(err error) string {

@@ -69,40 +69,12 @@ func (r *recorder) dump() string {
 	return b.String()
 }
 
-// checkCalls holds every scenario to the clients contract: each Sent call
-// gets exactly one answer with its call number and op, after it, and a
-// lane (join/sync; heartbeat/leave; commits) has one call open at a time.
+// checkCalls holds every scenario to the clients contract on calls
+// (clientstest.CheckCalls), and prints the events when it fails.
 func checkCalls(t *testing.T, rec *recorder) {
 	t.Helper()
-	open := map[uint64]clients.Event{}
-	busy := map[clients.Lane]uint64{}
-	for i, e := range rec.All() {
-		if e.Call == 0 {
-			continue
-		}
-		if e.Kind == clients.Sent {
-			if _, dup := open[e.Call]; dup {
-				t.Errorf("event %d: call %d sent twice", i, e.Call)
-			}
-			if prev, ok := busy[e.Op.Lane()]; ok {
-				t.Errorf("event %d: %s call %d sent while call %d of lane %s had no answer", i, e.Op, e.Call, prev, e.Op.Lane())
-			}
-			open[e.Call], busy[e.Op.Lane()] = e, e.Call
-			continue
-		}
-		s, ok := open[e.Call]
-		if !ok {
-			t.Errorf("event %d: %s answers call %d, which is not open", i, e.Kind, e.Call)
-			continue
-		}
-		if s.Op != e.Op {
-			t.Errorf("event %d: call %d sent as %s answered as %s", i, e.Call, s.Op, e.Op)
-		}
-		delete(open, e.Call)
-		delete(busy, e.Op.Lane())
-	}
-	for id, s := range open {
-		t.Errorf("%s call %d (%s) never answered\n%s", s.Op, id, s.Why, rec.dump())
+	if clientstest.CheckCalls(t, rec.All(), nil); t.Failed() {
+		t.Logf("events:\n%s", rec.dump())
 	}
 }
 

@@ -369,7 +369,7 @@ func (m *Member) autoCommitLoop() {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-m.cfg.clock.After(m.cfg.autoCommitInterval):
+		case <-m.cfg.Clock.After(m.cfg.autoCommitInterval):
 		}
 		if m.Stable() {
 			_ = m.commitPositions(m.ctx, "auto-commit interval")

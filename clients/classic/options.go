@@ -10,24 +10,19 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/assign"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 // Opt configures a Member. Options are checked once, in New.
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
 	name   string
 	group  string
 	topics []string
 
-	kgoOpts []kgo.Opt
-	hooks   clients.Hooks
-	clock   clients.Clock
-	log     *slog.Logger
+	option.Common
+	log *slog.Logger
 
 	// Defaults are the Java consumer's (ConsumerConfig, Kafka 4.x):
 	// session.timeout.ms 45000, heartbeat.interval.ms 3000,
@@ -55,88 +50,86 @@ type cfg struct {
 // link's KgoOpts: seed brokers and a Dialer). They may be given more than
 // once; later ones are appended.
 func KgoOpts(opts ...kgo.Opt) Opt {
-	return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, opts...) }}
+	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, opts...) })
 }
 
 // WithHooks receives every state change. Default: none. Events that change
 // the member's state are delivered while the member holds its lock, so
 // that their order is the order of the changes: a hook must return
 // quickly and must not call back into the member.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
 
 // WithClock sets the clock the timers (heartbeat interval, session
 // timeout, max.poll.interval, auto-commit interval, retry backoff) read and
 // wait on. Default: the wall clock.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return option.New(func(c *cfg) { c.Clock = cl }) }
 
 // WithLogger sets the logger. Default: discard.
-func WithLogger(l *slog.Logger) Opt { return opt{func(c *cfg) { c.log = l }} }
+func WithLogger(l *slog.Logger) Opt { return option.New(func(c *cfg) { c.log = l }) }
 
 // SessionTimeout is session.timeout.ms: how long the coordinator keeps the
 // member without a heartbeat. Default 45s.
-func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
+func SessionTimeout(d time.Duration) Opt { return option.New(func(c *cfg) { c.sessionTimeout = d }) }
 
 // HeartbeatInterval is heartbeat.interval.ms. Default 3s; it must be below
 // the session timeout.
 func HeartbeatInterval(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.heartbeatInterval = d }}
+	return option.New(func(c *cfg) { c.heartbeatInterval = d })
 }
 
 // RebalanceTimeout is the JoinGroup rebalance timeout: how long the
 // coordinator waits for every member to rejoin. Java sends
 // max.poll.interval.ms; default: the max poll interval.
 func RebalanceTimeout(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.rebalanceTimeout = d }}
+	return option.New(func(c *cfg) { c.rebalanceTimeout = d })
 }
 
 // MaxPollInterval is max.poll.interval.ms: when Poll is not called for this
 // long, the member leaves the group on its own (AbstractCoordinator
 // HeartbeatThread, pollTimeoutExpired). Default 5 minutes.
 func MaxPollInterval(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.maxPollInterval = d }}
+	return option.New(func(c *cfg) { c.maxPollInterval = d })
 }
 
 // RetryBackoff is retry.backoff.ms, doubled per consecutive failure up to
 // max. Default 100ms and 1s.
 func RetryBackoff(d, max time.Duration) Opt {
-	return opt{func(c *cfg) { c.retryBackoff, c.retryBackoffMax = d, max }}
+	return option.New(func(c *cfg) { c.retryBackoff, c.retryBackoffMax = d, max })
 }
 
 // Assignors is partition.assignment.strategy, in preference order. Default
 // [range, cooperative-sticky], the Java default, which rebalances EAGER.
 func Assignors(as ...assign.Assignor) Opt {
-	return opt{func(c *cfg) { c.assignors = as }}
+	return option.New(func(c *cfg) { c.assignors = as })
 }
 
 // InstanceID is group.instance.id (KIP-345 static membership).
-func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = &id }} }
+func InstanceID(id string) Opt { return option.New(func(c *cfg) { c.instanceID = &id }) }
 
 // AutoCommit turns enable.auto.commit on or off (default off): the
 // positions of the records Poll returned are committed every
 // AutoCommitInterval, before every rejoin and on Close.
-func AutoCommit(on bool) Opt { return opt{func(c *cfg) { c.autoCommit = on }} }
+func AutoCommit(on bool) Opt { return option.New(func(c *cfg) { c.autoCommit = on }) }
 
 // AutoCommitInterval is auto.commit.interval.ms (default 5 s, as Java); 0
 // commits only before a rejoin and on Close.
 func AutoCommitInterval(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.autoCommitInterval = d }}
+	return option.New(func(c *cfg) { c.autoCommitInterval = d })
 }
 
 // OffsetReset is where a partition without a committed offset starts.
 // Default: the start of the log (auto.offset.reset=earliest).
-func OffsetReset(o kgo.Offset) Opt { return opt{func(c *cfg) { c.reset = o }} }
+func OffsetReset(o kgo.Offset) Opt { return option.New(func(c *cfg) { c.reset = o }) }
 
 // ClientID is client.id, the prefix of the member id the coordinator
 // generates. Default "groupquake-" + the member's name.
-func ClientID(id string) Opt { return opt{func(c *cfg) { c.clientID = id }} }
+func ClientID(id string) Opt { return option.New(func(c *cfg) { c.clientID = id }) }
 
 func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
 	c := cfg{
 		name:               name,
 		group:              group,
 		topics:             topics,
-		hooks:              clients.HookFunc(func(clients.Event) {}),
-		clock:              clients.WallClock{},
 		log:                slog.New(slog.DiscardHandler),
 		sessionTimeout:     45 * time.Second,
 		heartbeatInterval:  3 * time.Second,
@@ -147,9 +140,8 @@ func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
 		assignors:          []assign.Assignor{assign.Range(), assign.CooperativeSticky()},
 		reset:              kgo.NewOffset().AtStart(),
 	}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	c.Defaults()
+	option.Apply(&c, opts...)
 	if c.rebalanceTimeout == 0 {
 		c.rebalanceTimeout = c.maxPollInterval
 	}
@@ -166,7 +158,7 @@ func newCfg(name, group string, topics []string, opts []Opt) (cfg, error) {
 	if len(topics) == 0 {
 		errs = append(errs, errors.New("no topics to subscribe to"))
 	}
-	if c.hooks == nil || c.clock == nil || c.log == nil {
+	if c.Hooks == nil || c.Clock == nil || c.log == nil {
 		errs = append(errs, errors.New("WithHooks, WithClock and WithLogger must not be given nil"))
 	}
 	if c.sessionTimeout <= 0 || c.heartbeatInterval <= 0 || c.maxPollInterval <= 0 || c.rebalanceTimeout <= 0 {

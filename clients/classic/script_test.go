@@ -251,7 +251,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		o, added := m.joinComplete(sent, fromMap(assigned.Partitions))
 		s.outcome(&b, o)
 		if added.Count() > 0 {
-			fmt.Fprintf(&b, "start consuming %s\n", scriptParts(added))
+			fmt.Fprintf(&b, "start consuming %s\n", clientstest.Parts(added))
 		}
 	case "lost-sync":
 		s.outcome(&b, m.syncFailed(to(t, d, s.syncs, "SyncGroup")))
@@ -381,7 +381,7 @@ func (s *script) event(b *strings.Builder, e clients.Event) {
 		fmt.Fprintf(b, " err=%s", e.Err)
 	}
 	if e.Partitions != nil {
-		fmt.Fprintf(b, " partitions=%s", scriptParts(e.Partitions))
+		fmt.Fprintf(b, " partitions=%s", clientstest.Parts(e.Partitions))
 	}
 	if e.Kind == clients.FoundCoordinator || e.Node != 0 {
 		fmt.Fprintf(b, " node=%d", e.Node)
@@ -426,7 +426,7 @@ func (s *script) state() string {
 		extra = " " + strings.Join(flags, " ")
 	}
 	return fmt.Sprintf("state=%s gen=%d member=%s owned=%s coordinator=%s rejoin=%s%s\n",
-		m.st, m.gen.ID, orDash(m.gen.MemberID), scriptParts(m.owned), coord, rejoin, extra)
+		m.st, m.gen.ID, orDash(m.gen.MemberID), clientstest.Parts(m.owned), coord, rejoin, extra)
 }
 
 func joinString(r *kmsg.JoinGroupRequest) string {
@@ -437,7 +437,7 @@ func joinString(r *kmsg.JoinGroupRequest) string {
 			protos = append(protos, p.Name+"{undecodable}")
 			continue
 		}
-		desc := fmt.Sprintf("%s{owned=%s gen=%d", p.Name, scriptParts(clients.Partitions(sub.Owned)), sub.Generation)
+		desc := fmt.Sprintf("%s{owned=%s gen=%d", p.Name, clientstest.Parts(clients.Partitions(sub.Owned)), sub.Generation)
 		if p.Name == assign.CooperativeStickyName && len(sub.UserData) >= 4 {
 			desc += fmt.Sprintf(" userdata-gen=%d", int32(binary.BigEndian.Uint32(sub.UserData)))
 		}
@@ -450,13 +450,7 @@ func joinString(r *kmsg.JoinGroupRequest) string {
 func scriptError(t *testing.T, d *datadriven.TestData) *kerr.Error {
 	var name string
 	d.ScanArgs(t, "error", &name)
-	for code := int16(-1); code < 200; code++ {
-		if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && ke.Message == name {
-			return ke
-		}
-	}
-	d.Fatalf(t, "unknown Kafka error %s", name)
-	return nil
+	return clientstest.KafkaError(t, d, name)
 }
 
 func scriptPartitions(t *testing.T, d *datadriven.TestData) clients.Partitions {
@@ -475,14 +469,6 @@ func scriptPartitions(t *testing.T, d *datadriven.TestData) clients.Partitions {
 		}
 	}
 	return out
-}
-
-func scriptParts(p clients.Partitions) string {
-	var parts []string
-	for _, t := range p.Topics() {
-		parts = append(parts, fmt.Sprintf("%s:%v", t, p[t]))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func str(s *string) string {

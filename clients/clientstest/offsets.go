@@ -51,3 +51,15 @@ func (a *Applied) Offsets() []int64 {
 	defer a.mu.Unlock()
 	return slices.Clone(a.offsets)
 }
+
+// CommitOffsets are the offsets an OffsetCommit request commits, by
+// partition (the tests' requests commit one topic).
+func CommitOffsets(req *kmsg.OffsetCommitRequest) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			out[p.Partition] = p.Offset
+		}
+	}
+	return out
+}

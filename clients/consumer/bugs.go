@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 // Bug is a deliberate defect a member can be built with (WithBug), so that
@@ -61,7 +62,7 @@ func Bugs() []Bug {
 const ackBeforeRevokeLag = 3 * time.Second
 
 // WithBug builds the member with one deliberate defect. Never for real use.
-func WithBug(b Bug) Opt { return opt{func(c *cfg) { c.bug = b }} }
+func WithBug(b Bug) Opt { return option.New(func(c *cfg) { c.bug = b }) }
 
 func (b Bug) check() error {
 	if b == "" || slices.Contains(Bugs(), b) {
@@ -138,7 +139,7 @@ func (mb *Member) deferRevoke(p plan) plan {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	if mb.late.parts.Count() == 0 {
-		mb.late = lateRevocation{parts: clients.Partitions{}, at: mb.cfg.clock.Now().Add(ackBeforeRevokeLag)}
+		mb.late = lateRevocation{parts: clients.Partitions{}, at: mb.cfg.Clock.Now().Add(ackBeforeRevokeLag)}
 	}
 	for t, ps := range p.revoke {
 		mb.late.parts[t] = slices.Compact(slices.Sorted(slices.Values(append(mb.late.parts[t], ps...))))

@@ -47,7 +47,7 @@ func TestBugAckBeforeRevokeDefersTheRevocation(t *testing.T) {
 	if got := mb.deferRevoke(p); got.revoke.Count() != 0 {
 		t.Fatalf("with the bug the plan still revokes %v", got.revoke)
 	}
-	now := mb.cfg.clock.Now()
+	now := mb.cfg.Clock.Now()
 	mb.lateRevoke(now)
 	if !slices.Equal(mb.Owned()["t"], []int32{0, 1}) || len(evs) != 0 {
 		t.Fatalf("revoked before the lag: owned %v, events %v", mb.Owned(), evs)

@@ -54,11 +54,11 @@ func (mb *Member) run() {
 	defer mb.flush()
 	var next, notBefore, reconcileAt time.Time
 	attempts := 0
-	lastAuto := mb.cfg.clock.Now()
+	lastAuto := mb.cfg.Clock.Now()
 	for {
 		mb.flush()
 		mb.mu.Lock()
-		now := mb.cfg.clock.Now()
+		now := mb.cfg.Clock.Now()
 		wait := time.Second // wake up at least this often to check the timers
 		switch {
 		case mb.m.heartbeatNow():
@@ -90,7 +90,7 @@ func (mb *Member) run() {
 		if mb.ctx.Err() != nil {
 			return
 		}
-		now = mb.cfg.clock.Now()
+		now = mb.cfg.Clock.Now()
 		mb.checkTimers(now)
 		mb.lateRevoke(now) // BugAckBeforeRevoke only
 		if mb.cfg.autoCommit && mb.cfg.autoCommitInterval > 0 && now.Sub(lastAuto) >= mb.cfg.autoCommitInterval {
@@ -111,7 +111,7 @@ func (mb *Member) run() {
 			if interval <= 0 {
 				interval = defaultInterval
 			}
-			now = mb.cfg.clock.Now()
+			now = mb.cfg.Clock.Now()
 			next = now.Add(interval)
 			if backoff {
 				attempts++
@@ -127,10 +127,10 @@ func (mb *Member) run() {
 		mb.mu.Unlock()
 		if failed {
 			attempts++
-			notBefore = mb.cfg.clock.Now().Add(mb.backoff(attempts))
+			notBefore = mb.cfg.Clock.Now().Add(mb.backoff(attempts))
 			reconcileAt = notBefore
 		}
-		if !mb.cfg.clock.Now().Before(reconcileAt) {
+		if !mb.cfg.Clock.Now().Before(reconcileAt) {
 			mb.reconcileAsync()
 		}
 	}
@@ -287,7 +287,7 @@ func (mb *Member) heartbeat() (backoff bool) {
 	o.events = mb.answerEvents(call, op, req, resp, err, o.events)
 	mb.applyLocked(o)
 	if mb.m.state == stateReconciling && mb.since.IsZero() {
-		mb.since = mb.cfg.clock.Now() // the rebalance timeout runs from here
+		mb.since = mb.cfg.Clock.Now() // the rebalance timeout runs from here
 	}
 	if req.MemberEpoch < 0 {
 		if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {

@@ -50,7 +50,7 @@ func (a groupReq) String() string {
 		}
 		return s
 	case a.commit != nil:
-		return fmt.Sprintf("commit epoch %d %v", a.commit.Generation, commitOffsets(a.commit))
+		return fmt.Sprintf("commit epoch %d %v", a.commit.Generation, clientstest.CommitOffsets(a.commit))
 	default:
 		return "offset-fetch"
 	}
@@ -250,16 +250,6 @@ func hbParts(req *kmsg.ConsumerGroupHeartbeatRequest) []int32 {
 		out = append(out, t.Partitions...)
 	}
 	slices.Sort(out)
-	return out
-}
-
-func commitOffsets(req *kmsg.OffsetCommitRequest) map[int32]int64 {
-	out := map[int32]int64{}
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			out[p.Partition] = p.Offset
-		}
-	}
 	return out
 }
 
@@ -474,7 +464,7 @@ func commitBeforeRevoke(as []groupReq, evs []clients.Event, p int32, want int64)
 	committed := false
 	for _, a := range as[iAnswer+1 : iAck] {
 		if a.commit != nil {
-			if o, ok := commitOffsets(a.commit)[p]; ok && o == want {
+			if o, ok := clientstest.CommitOffsets(a.commit)[p]; ok && o == want {
 				committed = true
 			}
 		}
@@ -575,7 +565,7 @@ func TestLoopFencedRejoinsAtEpochZero(t *testing.T) {
 		}
 		for _, a := range as {
 			if a.commit != nil {
-				t.Errorf("fenced member committed %v: lost partitions are not committed", commitOffsets(a.commit))
+				t.Errorf("fenced member committed %v: lost partitions are not committed", clientstest.CommitOffsets(a.commit))
 			}
 		}
 		evs := m.log.All()
@@ -655,7 +645,7 @@ func TestLoopCloseCommitsThenLeaves(t *testing.T) {
 			if iCommit < 0 || iLeave < 0 || iLeave < iCommit {
 				t.Fatalf("want an OffsetCommit, then the leave heartbeat; got commit at %d, leave at %d\n%s", iCommit, iLeave, dump())
 			}
-			if got := commitOffsets(as[iCommit].commit); got[0] != 10 || got[1] != 10 {
+			if got := clientstest.CommitOffsets(as[iCommit].commit); got[0] != 10 || got[1] != 10 {
 				t.Errorf("close committed %v, want t[0]=10 t[1]=10", got)
 			}
 			leave := as[iLeave].hb
@@ -1012,38 +1002,17 @@ func TestCallsContract(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 
-	open := map[uint64]clients.Event{}
-	busy := map[clients.Lane]uint64{}
-	answered := map[clients.Op]int{}
-	for i, e := range log.All() {
-		if e.Call == 0 {
-			continue
+	events := log.All()
+	for i, e := range events {
+		if e.Kind == clients.Sent && e.Op == clients.OpLeave && e.MemberEpoch >= 0 {
+			t.Errorf("event %d: leave sent with member epoch %d", i, e.MemberEpoch)
 		}
-		if e.Kind == clients.Sent {
-			if prev, ok := busy[e.Op.Lane()]; ok {
-				t.Errorf("event %d: %s call %d sent while call %d of its lane had no answer", i, e.Op, e.Call, prev)
-			}
-			if e.Op == clients.OpLeave && e.MemberEpoch >= 0 {
-				t.Errorf("event %d: leave sent with member epoch %d", i, e.MemberEpoch)
-			}
-			open[e.Call], busy[e.Op.Lane()] = e, e.Call
-			continue
-		}
-		s, ok := open[e.Call]
-		if !ok || s.Op != e.Op {
-			t.Errorf("event %d: %s answers call %d (%s), which is not open as that op", i, e.Kind, e.Call, e.Op)
-			continue
-		}
-		if e.Kind == clients.Joined && s.MemberEpoch != 0 {
-			t.Errorf("event %d: Joined answers a heartbeat sent with epoch %d, want 0", i, s.MemberEpoch)
-		}
-		delete(open, e.Call)
-		delete(busy, e.Op.Lane())
-		answered[e.Op]++
 	}
-	for id, s := range open {
-		t.Errorf("%s call %d never answered (%s)", s.Op, id, s.Why)
-	}
+	answered := clientstest.CheckCalls(t, events, func(i int, sent, answer clients.Event) {
+		if answer.Kind == clients.Joined && sent.MemberEpoch != 0 {
+			t.Errorf("event %d: Joined answers a heartbeat sent with epoch %d, want 0", i, sent.MemberEpoch)
+		}
+	})
 	for _, op := range []clients.Op{clients.OpHeartbeat, clients.OpCommit, clients.OpLeave} {
 		if answered[op] == 0 {
 			t.Errorf("no %s call answered", op)

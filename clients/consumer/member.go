@@ -13,6 +13,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/internal/groupreq"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 // ErrClosed is returned by a Member used after Close.
@@ -122,13 +123,11 @@ var _ clients.Member = (*Member)(nil)
 // harness's name). It does not contact the brokers until Start.
 func New(name, group string, opts ...Opt) (*Member, error) {
 	c := cfg{autoCommit: true, autoCommitInterval: 5 * time.Second}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	option.Apply(&c, opts...)
 	if err := groupreq.CheckNew("consumer", name, group, c.validate()); err != nil {
 		return nil, err
 	}
-	kopts := append(slices.Clone(c.kgoOpts),
+	kopts := append(slices.Clone(c.KgoOpts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),
 		kgo.ClientID("groupquake-"+name),
 	)
@@ -201,7 +200,7 @@ func (mb *Member) Start(ctx context.Context) error {
 		return err
 	}
 	mb.started = true
-	mb.lastPoll = mb.cfg.clock.Now()
+	mb.lastPoll = mb.cfg.Clock.Now()
 	mb.m.join("first join")
 	mb.ctx, mb.cancel = context.WithCancel(context.Background())
 	mb.wg.Add(1)
@@ -249,7 +248,7 @@ func (mb *Member) Poll(ctx context.Context) ([]clients.Record, error) {
 		mb.flush()
 		return nil, err
 	}
-	mb.lastPoll = mb.cfg.clock.Now()
+	mb.lastPoll = mb.cfg.Clock.Now()
 	if mb.m.rejoinStale() {
 		mb.poke()
 	}
@@ -456,10 +455,10 @@ func (mb *Member) flush() {
 		e.MemberID = mb.m.cfg.memberID
 		e.InstanceID = mb.cfg.instanceID
 		if e.At.IsZero() {
-			e.At = mb.cfg.clock.Now()
+			e.At = mb.cfg.Clock.Now()
 		}
 		mb.cfg.logger.Debug("consumer member event", "member", mb.name, "kind", e.Kind, "epoch", e.MemberEpoch, "partitions", e.Partitions, "err", e.Err, "why", e.Why)
-		mb.cfg.hooks.OnEvent(e)
+		mb.cfg.Hooks.OnEvent(e)
 	}
 }
 

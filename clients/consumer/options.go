@@ -12,17 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 // Opt configures a Member. Options are checked once, in New.
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
-	kgoOpts            []kgo.Opt
+	option.Common
 	topics             []string
 	regex              *string
 	rebalanceTimeout   time.Duration
@@ -32,8 +29,6 @@ type cfg struct {
 	rack               string
 	autoCommit         bool
 	autoCommitInterval time.Duration
-	hooks              clients.Hooks
-	clock              clients.Clock
 	logger             *slog.Logger
 	requestTimeout     time.Duration
 	retryBackoff       time.Duration
@@ -45,86 +40,83 @@ type cfg struct {
 // links.KgoOpts() (seed brokers and a kgo.Dialer). Group and consume
 // options are not allowed: the member owns those.
 func KgoOpts(opts ...kgo.Opt) Opt {
-	return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, opts...) }}
+	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, opts...) })
 }
 
 // Topics subscribes to topics by name (SubscribedTopicNames).
 func Topics(topics ...string) Opt {
-	return opt{func(c *cfg) { c.topics = append(c.topics, topics...) }}
+	return option.New(func(c *cfg) { c.topics = append(c.topics, topics...) })
 }
 
 // Regex subscribes with a regular expression that the broker evaluates
 // (SubscribedTopicRegex, RE2J syntax, ConsumerGroupHeartbeat v1).
-func Regex(re string) Opt { return opt{func(c *cfg) { c.regex = &re }} }
+func Regex(re string) Opt { return option.New(func(c *cfg) { c.regex = &re }) }
 
 // RebalanceTimeout is sent as RebalanceTimeoutMs: how long the broker waits
 // for the member to revoke before fencing it. It also bounds the commit
 // before a revocation (Java: maybeAutoCommitSyncBeforeRebalance). Java sends
 // max.poll.interval.ms here; the default is the max poll interval.
-func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalanceTimeout = d }} }
+func RebalanceTimeout(d time.Duration) Opt {
+	return option.New(func(c *cfg) { c.rebalanceTimeout = d })
+}
 
 // MaxPollInterval is max.poll.interval.ms: when Poll is not called for this
 // long the member leaves (epoch -1, -2 when static), drops its partitions
 // as lost and rejoins on the next Poll. Default 5 minutes, as Java.
-func MaxPollInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.maxPollInterval = d }} }
+func MaxPollInterval(d time.Duration) Opt { return option.New(func(c *cfg) { c.maxPollInterval = d }) }
 
 // ServerAssignor asks the broker for an assignor (group.remote.assignor):
 // "uniform" or "range". Empty leaves the choice to the broker.
-func ServerAssignor(name string) Opt { return opt{func(c *cfg) { c.assignor = name }} }
+func ServerAssignor(name string) Opt { return option.New(func(c *cfg) { c.assignor = name }) }
 
 // InstanceID makes the member static (group.instance.id, KIP-345 in
 // KIP-848 form): it leaves with epoch -2 and keeps its assignment when it
 // comes back within the session timeout.
-func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
+func InstanceID(id string) Opt { return option.New(func(c *cfg) { c.instanceID = id }) }
 
 // Rack is client.rack, sent when joining.
-func Rack(id string) Opt { return opt{func(c *cfg) { c.rack = id }} }
+func Rack(id string) Opt { return option.New(func(c *cfg) { c.rack = id }) }
 
 // AutoCommit turns committing consumed offsets on (default) or off: before
 // every reconciliation, every AutoCommitInterval and on Close, as Java's
 // enable.auto.commit.
-func AutoCommit(on bool) Opt { return opt{func(c *cfg) { c.autoCommit = on }} }
+func AutoCommit(on bool) Opt { return option.New(func(c *cfg) { c.autoCommit = on }) }
 
 // AutoCommitInterval is auto.commit.interval.ms (default 5 s); 0 commits
 // only before reconciliations and on Close.
 func AutoCommitInterval(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.autoCommitInterval = d }}
+	return option.New(func(c *cfg) { c.autoCommitInterval = d })
 }
 
 // WithHooks receives every state change.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
 
 // WithClock sets the clock events and the poll and rebalance timers read.
 // Waiting between heartbeats uses real timers, so a shifted clock changes
 // what the member measures, not how fast it runs. Default: the wall clock.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return option.New(func(c *cfg) { c.Clock = cl }) }
 
 // WithLogger sets the logger (default: discard).
-func WithLogger(l *slog.Logger) Opt { return opt{func(c *cfg) { c.logger = l }} }
+func WithLogger(l *slog.Logger) Opt { return option.New(func(c *cfg) { c.logger = l }) }
 
 // RequestTimeout bounds every group request (default 5 s).
-func RequestTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.requestTimeout = d }} }
+func RequestTimeout(d time.Duration) Opt { return option.New(func(c *cfg) { c.requestTimeout = d }) }
 
 // RetryBackoff is retry.backoff.ms and retry.backoff.max.ms (defaults
 // 100 ms and 1 s, as Java).
 func RetryBackoff(base, max time.Duration) Opt {
-	return opt{func(c *cfg) { c.retryBackoff, c.retryBackoffMax = base, max }}
+	return option.New(func(c *cfg) { c.retryBackoff, c.retryBackoffMax = base, max })
 }
 
 var validAssignors = []string{"uniform", "range"}
 
 func (c *cfg) validate() error {
 	var errs []error
-	if c.hooks == nil {
-		c.hooks = clients.HookFunc(func(clients.Event) {})
-	}
-	if c.clock == nil {
-		c.clock = clients.WallClock{}
-	}
+	c.Defaults()
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
-	if len(c.kgoOpts) == 0 {
+	if len(c.KgoOpts) == 0 {
 		errs = append(errs, errors.New("no kgo options to reach the brokers: pass KgoOpts(links.KgoOpts()...) or KgoOpts(kgo.SeedBrokers(...))"))
 	}
 	switch {

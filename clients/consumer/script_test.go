@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
@@ -84,7 +83,7 @@ func TestMachineScripts(t *testing.T) {
 				seq := target()
 				var resp *kmsg.ConsumerGroupHeartbeatResponse
 				if name, has := clientstest.Arg(t, d, "error"); has {
-					resp = failed(scriptError(t, d, name))
+					resp = failed(clientstest.KafkaError(t, d, name))
 				} else {
 					var epoch int
 					d.ScanArgs(t, "epoch", &epoch)
@@ -132,7 +131,7 @@ func TestMachineScripts(t *testing.T) {
 				case !ok:
 					b.WriteString("no plan\n")
 				default:
-					fmt.Fprintf(&b, "plan %d at epoch %d: revoke %s add %s\n", p.seq, p.epoch, scriptParts(p.revoke), scriptParts(p.add))
+					fmt.Fprintf(&b, "plan %d at epoch %d: revoke %s add %s\n", p.seq, p.epoch, clientstest.Parts(p.revoke), clientstest.Parts(p.add))
 					if d.Cmd == "plan" {
 						pending = &p
 					} else {
@@ -181,16 +180,6 @@ func scriptApply(h *harness, p plan) {
 	}
 }
 
-func scriptError(t *testing.T, d *datadriven.TestData, name string) *kerr.Error {
-	for code := int16(-1); code < 200; code++ {
-		if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && ke.Message == name {
-			return ke
-		}
-	}
-	d.Fatalf(t, "unknown Kafka error %s", name)
-	return nil
-}
-
 func scriptRequest(r *kmsg.ConsumerGroupHeartbeatRequest) string {
 	str := func(s *string) string {
 		if s == nil {
@@ -226,7 +215,7 @@ func scriptOutcome(o outcome) string {
 			fmt.Fprintf(&b, " err=%s", e.Err)
 		}
 		if e.Partitions != nil {
-			fmt.Fprintf(&b, " partitions=%s", scriptParts(e.Partitions))
+			fmt.Fprintf(&b, " partitions=%s", clientstest.Parts(e.Partitions))
 		}
 		b.WriteString("\n")
 	}
@@ -245,18 +234,10 @@ func scriptOutcome(o outcome) string {
 	return b.String()
 }
 
-func scriptParts(p clients.Partitions) string {
-	var parts []string
-	for _, t := range p.Topics() {
-		parts = append(parts, fmt.Sprintf("%s:%v", t, p[t]))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
 func scriptState(h *harness) string {
 	target := "-"
 	if !h.m.target.none() {
-		target = scriptParts(h.m.partitionsByName(h.m.target.parts))
+		target = clientstest.Parts(h.m.partitionsByName(h.m.target.parts))
 	}
-	return fmt.Sprintf("state=%s epoch=%d owned=%s target=%s\n", h.m.state, h.m.epoch, scriptParts(h.owned), target)
+	return fmt.Sprintf("state=%s epoch=%d owned=%s target=%s\n", h.m.state, h.m.epoch, clientstest.Parts(h.owned), target)
 }

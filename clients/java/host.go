@@ -3,6 +3,7 @@ package java
 import (
 	"io"
 
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/process"
 )
 
@@ -52,7 +53,7 @@ func NewHost(rt Runtime, stderr io.Writer) *Host {
 // option does not apply), and its last lines end the error of a member the
 // JVM's exit ended.
 func Hosted(h *Host) Opt {
-	return opt{func(c *cfg) { c.start = h.h.Starter() }}
+	return option.New(func(c *cfg) { c.start = h.h.Starter() })
 }
 
 // HostJVMFlags are JVMFlags with room for many consumers.

@@ -47,91 +47,78 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/process"
 )
 
 // Opt configures a Member; options are checked once, in New.
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
-	protocol          clients.Protocol
-	assignor          string
-	instanceID        string
-	hooks             clients.Hooks
-	kgoOpts           []kgo.Opt
-	sessionTimeout    time.Duration
-	heartbeatInterval time.Duration
-	pollInterval      time.Duration
-	now               func() time.Time // the clock's Now
-	rt                Runtime
-	start             process.Starter
-	stderr            io.Writer
-	extra             []process.Opt
+	protocol clients.Protocol
+	assignor string
+	rt       Runtime
+	start    process.Starter
+	// pass are the options the process.Member is given as they are: those
+	// the Java member shares with it, and ProcessOpts, in order.
+	pass []process.Opt
 }
+
+// pass gives o to the process.Member as it is.
+func pass(o ...process.Opt) Opt { return option.New(func(c *cfg) { c.pass = append(c.pass, o...) }) }
 
 // Protocol selects the group protocol: clients.Classic (default) or
 // clients.Consumer (group.protocol=consumer).
-func Protocol(p clients.Protocol) Opt { return opt{func(c *cfg) { c.protocol = p }} }
+func Protocol(p clients.Protocol) Opt { return option.New(func(c *cfg) { c.protocol = p }) }
 
 // Assignor names the assignor: for the classic protocol "range" (Java's
 // default list, RangeAssignor then CooperativeStickyAssignor: eager
 // rebalances, the default) or "cooperative-sticky" (cooperative rebalances);
 // for the consumer protocol the server assignor, "uniform" (default) or
 // "range" (group.remote.assignor).
-func Assignor(name string) Opt { return opt{func(c *cfg) { c.assignor = name }} }
+func Assignor(name string) Opt { return option.New(func(c *cfg) { c.assignor = name }) }
 
 // InstanceID makes the member static (group.instance.id, KIP-345).
-func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
+func InstanceID(id string) Opt { return pass(process.InstanceID(id)) }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return pass(process.WithHooks(h)) }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): the gateway dials the brokers with them.
-func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
+func KgoOpts(o ...kgo.Opt) Opt { return pass(process.KgoOpts(o...)) }
 
 // SessionTimeout is session.timeout.ms of the classic protocol (0 keeps
 // Java's default). With the consumer protocol the broker owns it and Java
 // refuses it: it is not passed.
-func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
+func SessionTimeout(d time.Duration) Opt { return pass(process.SessionTimeout(d)) }
 
 // HeartbeatInterval is heartbeat.interval.ms of the classic protocol (0
 // keeps Java's default); not passed with the consumer protocol, as
 // SessionTimeout.
-func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.heartbeatInterval = d }} }
+func HeartbeatInterval(d time.Duration) Opt { return pass(process.HeartbeatInterval(d)) }
 
 // MaxPollInterval is max.poll.interval.ms (0 keeps Java's default), which
 // is also the rebalance timeout the Java client sends.
-func MaxPollInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.pollInterval = d }} }
+func MaxPollInterval(d time.Duration) Opt { return pass(process.MaxPollInterval(d)) }
 
 // WithClock sets the time source of events that have no JVM time.
 // Default: the wall clock.
-func WithClock(cl clients.Clock) Opt {
-	return opt{func(c *cfg) {
-		c.now = nil
-		if cl != nil {
-			c.now = cl.Now
-		}
-	}}
-}
+func WithClock(cl clients.Clock) Opt { return pass(process.WithClock(cl)) }
 
 // WithRuntime sets the JVM and class path (Toolchain.Prepare). Required.
-func WithRuntime(rt Runtime) Opt { return opt{func(c *cfg) { c.rt = rt }} }
+func WithRuntime(rt Runtime) Opt { return option.New(func(c *cfg) { c.rt = rt }) }
 
 // Stderr receives the JVM's standard error (the client library's log);
 // by default the last lines are kept for error messages only.
-func Stderr(w io.Writer) Opt { return opt{func(c *cfg) { c.stderr = w }} }
+func Stderr(w io.Writer) Opt { return pass(process.Stderr(w)) }
 
 // ProcessOpts passes options to the underlying process.Member (a
 // transcript, for member-check).
-func ProcessOpts(o ...process.Opt) Opt { return opt{func(c *cfg) { c.extra = append(c.extra, o...) }} }
+func ProcessOpts(o ...process.Opt) Opt { return pass(o...) }
 
 // withStarter replaces the JVM (tests).
-func withStarter(s process.Starter) Opt { return opt{func(c *cfg) { c.start = s }} }
+func withStarter(s process.Starter) Opt { return option.New(func(c *cfg) { c.start = s }) }
 
 // Member is a Java KafkaConsumer behind clients.Member: a process.Member
 // whose process is a JVM running the driver.
@@ -145,9 +132,7 @@ var _ clients.Member = (*Member)(nil)
 // starts on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	c := cfg{protocol: clients.Classic}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	option.Apply(&c, opts...)
 	switch {
 	case name == "":
 		return nil, errors.New("java: a member needs a name (the harness's name for it, e.g. m1)")
@@ -172,22 +157,9 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	}
 	popts := []process.Opt{
 		process.Protocol(c.protocol), process.Assignor(c.assignor), process.Start(c.start), process.Client("the Java consumer"),
-		process.KgoOpts(c.kgoOpts...), process.Properties(properties(c)),
-		process.SessionTimeout(c.sessionTimeout), process.HeartbeatInterval(c.heartbeatInterval), process.MaxPollInterval(c.pollInterval),
+		process.Properties(properties(c)),
 	}
-	if c.hooks != nil {
-		popts = append(popts, process.WithHooks(c.hooks))
-	}
-	if c.instanceID != "" {
-		popts = append(popts, process.InstanceID(c.instanceID))
-	}
-	if c.now != nil {
-		popts = append(popts, process.WithClock(clients.ClockFunc(c.now)))
-	}
-	if c.stderr != nil {
-		popts = append(popts, process.Stderr(c.stderr))
-	}
-	pm, err := process.New(name, group, topics, append(popts, c.extra...)...)
+	pm, err := process.New(name, group, topics, append(popts, c.pass...)...)
 	if err != nil {
 		return nil, fmt.Errorf("java: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/clients/wiretap"
@@ -50,48 +51,42 @@ func (t *Toolchain) PrepareShare(ctx context.Context, version string) (Runtime, 
 }
 
 // ShareOpt configures a ShareMember.
-type ShareOpt interface{ applyShare(*shareCfg) }
-
-type shareOpt struct{ fn func(*shareCfg) }
-
-func (o shareOpt) applyShare(c *shareCfg) { o.fn(c) }
+type ShareOpt = option.Opt[shareCfg]
 
 type shareCfg struct {
-	kgoOpts []kgo.Opt
-	topics  []string
-	hooks   clients.Hooks
-	clock   clients.Clock
-	rt      Runtime
-	start   func(stderr io.Writer) (jvm, error)
-	stderr  io.Writer
+	option.Common
+	topics []string
+	rt     Runtime
+	start  func(stderr io.Writer) (jvm, error)
+	stderr io.Writer
 }
 
 // ShareKgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): the gateway dials the brokers with them.
 func ShareKgoOpts(o ...kgo.Opt) ShareOpt {
-	return shareOpt{func(c *shareCfg) { c.kgoOpts = append(c.kgoOpts, o...) }}
+	return option.New(func(c *shareCfg) { c.KgoOpts = append(c.KgoOpts, o...) })
 }
 
 // ShareTopics are the topics the member subscribes to.
 func ShareTopics(t ...string) ShareOpt {
-	return shareOpt{func(c *shareCfg) { c.topics = append(c.topics, t...) }}
+	return option.New(func(c *shareCfg) { c.topics = append(c.topics, t...) })
 }
 
 // ShareHooks receives the member's events.
-func ShareHooks(h clients.Hooks) ShareOpt { return shareOpt{func(c *shareCfg) { c.hooks = h }} }
+func ShareHooks(h clients.Hooks) ShareOpt { return option.New(func(c *shareCfg) { c.Hooks = h }) }
 
 // ShareClock stamps the events (the run's clock); default the wall clock.
-func ShareClock(cl clients.Clock) ShareOpt { return shareOpt{func(c *shareCfg) { c.clock = cl }} }
+func ShareClock(cl clients.Clock) ShareOpt { return option.New(func(c *shareCfg) { c.Clock = cl }) }
 
 // ShareRuntime is the JVM and class path (Toolchain.PrepareShare). Required.
-func ShareRuntime(rt Runtime) ShareOpt { return shareOpt{func(c *shareCfg) { c.rt = rt }} }
+func ShareRuntime(rt Runtime) ShareOpt { return option.New(func(c *shareCfg) { c.rt = rt }) }
 
 // ShareStderr receives the JVM's standard error (the client's log).
-func ShareStderr(w io.Writer) ShareOpt { return shareOpt{func(c *shareCfg) { c.stderr = w }} }
+func ShareStderr(w io.Writer) ShareOpt { return option.New(func(c *shareCfg) { c.stderr = w }) }
 
 // withJVM replaces the JVM (tests).
 func withJVM(start func(stderr io.Writer) (jvm, error)) ShareOpt {
-	return shareOpt{func(c *shareCfg) { c.start = start }}
+	return option.New(func(c *shareCfg) { c.start = start })
 }
 
 // jvm is the share driver's process: its standard input and output, and
@@ -170,10 +165,8 @@ type ShareMember struct {
 // NewShare builds a Java share member named name (the harness's name) of
 // share group group; its JVM starts on Start.
 func NewShare(name, group string, opts ...ShareOpt) (*ShareMember, error) {
-	c := shareCfg{clock: clients.WallClock{}}
-	for _, o := range opts {
-		o.applyShare(&c)
-	}
+	c := shareCfg{}
+	option.Apply(&c, opts...)
 	switch {
 	case name == "":
 		return nil, errors.New("java: a share member needs a name (the harness's name for it, e.g. m1)")
@@ -187,12 +180,7 @@ func NewShare(name, group string, opts ...ShareOpt) (*ShareMember, error) {
 	if c.start == nil {
 		c.start = startJVM(c.rt)
 	}
-	if c.clock == nil {
-		c.clock = clients.WallClock{}
-	}
-	if c.hooks == nil {
-		c.hooks = clients.HookFunc(func(clients.Event) {})
-	}
+	c.Defaults()
 	return &ShareMember{name: name, group: group, cfg: c, tail: &process.TailBuffer{}, held: map[shareKey]bool{}, assigned: clients.Partitions{}}, nil
 }
 
@@ -200,7 +188,7 @@ func NewShare(name, group string, opts ...ShareOpt) (*ShareMember, error) {
 func (m *ShareMember) Name() string { return m.name }
 
 func (m *ShareMember) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: clients.Share, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
+	return clients.Event{Kind: k, Protocol: clients.Share, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.Clock.Now()}
 }
 
 // report passes an event on, keeping the assignment the heartbeats give.
@@ -210,7 +198,7 @@ func (m *ShareMember) report(e clients.Event) {
 		m.assigned = e.Partitions
 		m.mu.Unlock()
 	}
-	m.cfg.hooks.OnEvent(e)
+	m.cfg.Hooks.OnEvent(e)
 }
 
 // Start opens the member's gateway, starts the JVM and creates the
@@ -222,7 +210,7 @@ func (m *ShareMember) Start(ctx context.Context) error {
 		return fmt.Errorf("java: share member %s: Start called twice or after Close", m.name)
 	}
 	m.mu.Unlock()
-	seeds, dial, err := process.Links(m.cfg.kgoOpts)
+	seeds, dial, err := process.Links(m.cfg.KgoOpts)
 	if errors.Is(err, process.ErrNoSeeds) {
 		return fmt.Errorf("java: share member %s: no seed brokers (ShareKgoOpts(kgo.SeedBrokers(...)))", m.name)
 	}
@@ -231,7 +219,7 @@ func (m *ShareMember) Start(ctx context.Context) error {
 	}
 	wire := wiretap.NewShareCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: clients.Share, Client: "the Java share consumer",
-		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
+		Event: m.event, Now: m.cfg.Clock.Now, Report: m.report,
 	})
 	gw := process.NewGateway(wiretap.Dialer(dial, wire))
 	boot, err := gw.ListenAll(seeds)
@@ -350,7 +338,7 @@ func (m *ShareMember) Poll(ctx context.Context) ([]share.Record, error) {
 		wait = min(wait, time.Until(dl)-500*time.Millisecond)
 	}
 	wait = max(wait, 0)
-	asked := m.cfg.clock.Now()
+	asked := m.cfg.Clock.Now()
 	var out []share.Record
 	// The JVM answers within wait; a JVM that does not is stopped.
 	cctx, cancel := context.WithTimeout(context.Background(), wait+time.Minute)

@@ -63,6 +63,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/internal/adapter"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/internal/pollgate"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
@@ -77,11 +78,7 @@ const (
 )
 
 // Opt configures a Member; options are checked once, in New.
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
 	adapter.Config
@@ -91,30 +88,36 @@ type cfg struct {
 // Balancers names the group balancers offered, in order of preference
 // ("range", "roundrobin"); the default is kafka-go's: range, roundrobin.
 func Balancers(names ...string) Opt {
-	return opt{func(c *cfg) { c.balancers = slices.Clone(names) }}
+	return option.New(func(c *cfg) { c.balancers = slices.Clone(names) })
 }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.Hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): kafka-go's brokers and its only dialer.
-func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) }} }
+func KgoOpts(o ...kgo.Opt) Opt {
+	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) })
+}
 
 // SessionTimeout is the classic session timeout (session.timeout.ms; 0
 // keeps kafka-go's default).
-func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.SessionTimeout = d }} }
+func SessionTimeout(d time.Duration) Opt { return option.New(func(c *cfg) { c.SessionTimeout = d }) }
 
 // HeartbeatInterval is the classic heartbeat interval
 // (heartbeat.interval.ms; 0 keeps kafka-go's default).
-func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.HeartbeatInterval = d }} }
+func HeartbeatInterval(d time.Duration) Opt {
+	return option.New(func(c *cfg) { c.HeartbeatInterval = d })
+}
 
 // RebalanceTimeout is the JoinGroup rebalance timeout (0 keeps kafka-go's
 // default).
-func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.RebalanceTimeout = d }} }
+func RebalanceTimeout(d time.Duration) Opt {
+	return option.New(func(c *cfg) { c.RebalanceTimeout = d })
+}
 
 // WithClock sets the time source of Event.At. Default: the wall clock.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.Clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return option.New(func(c *cfg) { c.Clock = cl }) }
 
 // fencing are the heartbeat errors by which the coordinator says the
 // member is no longer in the generation.
@@ -142,9 +145,7 @@ var _ clients.Member = (*Member)(nil)
 // rejoins) of group, subscribed to topics. It connects on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	c := cfg{balancers: []string{Range, RoundRobin}}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	option.Apply(&c, opts...)
 	if err := adapter.CheckIdentity("kafkagoref", name, group, topics); err != nil {
 		return nil, err
 	}
@@ -319,16 +320,7 @@ func revokeKind(lastHB int16) (clients.Kind, string) {
 }
 
 func (m *Member) fact(err error, why string) {
-	m.Fact(clients.Error, err, why, kafkaCode)
-}
-
-// kafkaCode is the Kafka error a kafka-go error carries.
-func kafkaCode(err error) (int16, bool) {
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		return int16(ke), true
-	}
-	return 0, false
+	m.Fact(clients.Error, err, why, adapter.KafkaCode[kafka.Error])
 }
 
 // report passes the wire's events on; it keeps the answer of the

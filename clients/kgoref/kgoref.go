@@ -48,60 +48,56 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/internal/adapter"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
 // Opt configures a Member; options are checked once, in New.
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
-	protocol          clients.Protocol
-	hooks             clients.Hooks
-	kgoOpts           []kgo.Opt
-	sessionTimeout    time.Duration
-	heartbeatInterval time.Duration
-	rebalanceTimeout  time.Duration
-	instanceID        string
-	clock             clients.Clock
+	adapter.Config
+	protocol   clients.Protocol
+	instanceID string
 }
 
 // Protocol selects the group protocol: clients.Classic (default) or
 // clients.Consumer (KIP-848 through kgo.ServerSideBalancer, Kafka 4.0+).
-func Protocol(p clients.Protocol) Opt { return opt{func(c *cfg) { c.protocol = p }} }
+func Protocol(p clients.Protocol) Opt { return option.New(func(c *cfg) { c.protocol = p }) }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
 
 // KgoOpts adds kgo client options: the links' seed brokers and dialer, a
 // logger. Group options set by this package (group, topics, callbacks,
 // balancers, auto-commit) are applied after them and win.
 func KgoOpts(o ...kgo.Opt) Opt {
-	return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }}
+	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) })
 }
 
 // SessionTimeout is the classic session timeout (kgo.SessionTimeout; 0
 // keeps kgo's default). With the consumer protocol the broker owns it
 // (group.consumer.session.timeout.ms) and it is not sent.
-func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.sessionTimeout = d }} }
+func SessionTimeout(d time.Duration) Opt { return option.New(func(c *cfg) { c.SessionTimeout = d }) }
 
 // HeartbeatInterval is the classic heartbeat interval
 // (kgo.HeartbeatInterval; 0 keeps kgo's default). With the consumer protocol
 // the broker owns it (group.consumer.heartbeat.interval.ms).
-func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.heartbeatInterval = d }} }
+func HeartbeatInterval(d time.Duration) Opt {
+	return option.New(func(c *cfg) { c.HeartbeatInterval = d })
+}
 
 // RebalanceTimeout is kgo.RebalanceTimeout (0 keeps kgo's default), sent
 // with either protocol.
-func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.rebalanceTimeout = d }} }
+func RebalanceTimeout(d time.Duration) Opt {
+	return option.New(func(c *cfg) { c.RebalanceTimeout = d })
+}
 
 // InstanceID makes the member static (kgo.InstanceID, group.instance.id).
-func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
+func InstanceID(id string) Opt { return option.New(func(c *cfg) { c.instanceID = id }) }
 
 // WithClock sets the time source of Event.At. Default: the wall clock.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return option.New(func(c *cfg) { c.Clock = cl }) }
 
 // Member is a kgo group consumer behind clients.Member.
 type Member struct {
@@ -124,24 +120,18 @@ var _ clients.Member = (*Member)(nil)
 // New returns a member named name (the harness's name, stable across
 // rejoins) of group, subscribed to topics. It connects on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
-	c := cfg{protocol: clients.Classic, clock: clients.WallClock{}}
-	for _, o := range opts {
-		o.apply(&c)
-	}
-	if c.clock == nil {
-		c.clock = clients.WallClock{}
-	}
+	c := cfg{protocol: clients.Classic}
+	option.Apply(&c, opts...)
+	c.Defaults()
 	if err := adapter.CheckIdentity("kgoref", name, group, topics); err != nil {
 		return nil, err
 	}
 	switch {
 	case c.protocol != clients.Classic && c.protocol != clients.Consumer:
 		return nil, fmt.Errorf("kgoref: member %s: protocol %q is not %q or %q", name, c.protocol, clients.Classic, clients.Consumer)
-	case c.hooks == nil:
-		c.hooks = clients.HookFunc(func(clients.Event) {})
 	}
 	m := &Member{name: name, group: group, topics: slices.Clone(topics), cfg: c, owned: clients.Partitions{}, lastEpoch: -1}
-	o := append([]kgo.Opt(nil), c.kgoOpts...)
+	o := append([]kgo.Opt(nil), c.KgoOpts...)
 	o = append(o,
 		kgo.ClientID("groupquake-"+name),
 		kgo.ConsumerGroup(group),
@@ -158,14 +148,14 @@ func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 		// broker's "uniform" assignor.
 		o = append(o, kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))
 	}
-	if c.sessionTimeout > 0 {
-		o = append(o, kgo.SessionTimeout(c.sessionTimeout))
+	if c.SessionTimeout > 0 {
+		o = append(o, kgo.SessionTimeout(c.SessionTimeout))
 	}
-	if c.heartbeatInterval > 0 {
-		o = append(o, kgo.HeartbeatInterval(c.heartbeatInterval))
+	if c.HeartbeatInterval > 0 {
+		o = append(o, kgo.HeartbeatInterval(c.HeartbeatInterval))
 	}
-	if c.rebalanceTimeout > 0 {
-		o = append(o, kgo.RebalanceTimeout(c.rebalanceTimeout))
+	if c.RebalanceTimeout > 0 {
+		o = append(o, kgo.RebalanceTimeout(c.RebalanceTimeout))
 	}
 	if c.instanceID != "" {
 		o = append(o, kgo.InstanceID(c.instanceID))
@@ -190,7 +180,7 @@ func (m *Member) Start(ctx context.Context) error {
 	// The dialer the options give (kgo's default when none), read from a
 	// client that never connects, is wrapped so that kgo's group requests
 	// can be reported (clients/wiretap.Calls).
-	probe, err := kgo.NewClient(m.cfg.kgoOpts...)
+	probe, err := kgo.NewClient(m.cfg.KgoOpts...)
 	if err != nil {
 		return fmt.Errorf("kgoref: member %s: %w", m.name, err)
 	}
@@ -201,7 +191,7 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	m.wire = wiretap.NewCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: m.cfg.protocol, Client: "kgo",
-		Event: m.event, Now: m.cfg.clock.Now, Report: m.cfg.hooks.OnEvent,
+		Event: m.event, Now: m.cfg.Clock.Now, Report: m.cfg.Hooks.OnEvent,
 	})
 	cl, err := kgo.NewClient(append(slices.Clone(m.opts), kgo.Dialer(wiretap.Dialer(dial, m.wire)))...)
 	if err != nil {
@@ -353,7 +343,7 @@ func (m *Member) Close(ctx context.Context) error {
 }
 
 func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
+	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.Clock.Now()}
 }
 
 // ownership reports an ownership change from a kgo callback with the epoch
@@ -394,7 +384,7 @@ func (m *Member) ownership(k clients.Kind, cl *kgo.Client, ps map[string][]int32
 	ev.Generation, ev.MemberEpoch = m.cfg.protocol.Epochs(epoch)
 	ev.Partitions = parts
 	ev.Why = why
-	m.cfg.hooks.OnEvent(ev)
+	m.cfg.Hooks.OnEvent(ev)
 }
 
 func (m *Member) onAssigned(_ context.Context, cl *kgo.Client, ps map[string][]int32) {

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
@@ -36,36 +37,32 @@ var ErrClosed = share.ErrClosed
 
 // Opt configures a Member; the shape and names are those of every member
 // package under clients/ (clients/options_shape_test.go).
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
-	kgoOpts    []kgo.Opt
+	option.Common
 	topics     []string
-	hooks      clients.Hooks
-	clock      clients.Clock
 	maxRecords int32
 }
 
 // KgoOpts are the options of the member's kgo client: seed brokers and the
 // dialer of its links.
-func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
+func KgoOpts(o ...kgo.Opt) Opt {
+	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) })
+}
 
 // Topics are the topics the member subscribes to.
-func Topics(t ...string) Opt { return opt{func(c *cfg) { c.topics = append(c.topics, t...) }} }
+func Topics(t ...string) Opt { return option.New(func(c *cfg) { c.topics = append(c.topics, t...) }) }
 
 // WithHooks receives the member's events.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
 
 // WithClock stamps the events (the run's clock); the default is
 // clients.WallClock. kgo keeps its own timers.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return option.New(func(c *cfg) { c.Clock = cl }) }
 
 // MaxRecords is kgo.ShareMaxRecords (default 50, as clients/share).
-func MaxRecords(n int32) Opt { return opt{func(c *cfg) { c.maxRecords = n }} }
+func MaxRecords(n int32) Opt { return option.New(func(c *cfg) { c.maxRecords = n }) }
 
 type key struct {
 	topic     string
@@ -90,10 +87,8 @@ type Member struct {
 // New builds a member named name (the harness's name) of share group
 // group; it connects on Start.
 func New(name, group string, opts ...Opt) (*Member, error) {
-	c := cfg{clock: clients.WallClock{}, maxRecords: 50}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	c := cfg{maxRecords: 50}
+	option.Apply(&c, opts...)
 	switch {
 	case name == "":
 		return nil, errors.New("kgoshare: a member needs a name (the harness's name for it, e.g. m1)")
@@ -104,12 +99,7 @@ func New(name, group string, opts ...Opt) (*Member, error) {
 	case c.maxRecords <= 0:
 		return nil, fmt.Errorf("kgoshare: member %s: MaxRecords must be positive, got %d", name, c.maxRecords)
 	}
-	if c.clock == nil {
-		c.clock = clients.WallClock{}
-	}
-	if c.hooks == nil {
-		c.hooks = clients.HookFunc(func(clients.Event) {})
-	}
+	c.Defaults()
 	return &Member{name: name, group: group, cfg: c, held: map[key]*kgo.Record{}, assigned: clients.Partitions{}}, nil
 }
 
@@ -124,7 +114,7 @@ func (m *Member) Start(ctx context.Context) error {
 	if m.cl != nil || m.closed {
 		return fmt.Errorf("kgoshare: member %s: Start called twice or after Close", m.name)
 	}
-	probe, err := kgo.NewClient(m.cfg.kgoOpts...)
+	probe, err := kgo.NewClient(m.cfg.KgoOpts...)
 	if err != nil {
 		return fmt.Errorf("kgoshare: member %s: %w", m.name, err)
 	}
@@ -135,12 +125,12 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	m.wire = wiretap.NewShareCalls(wiretap.CallsConfig{
 		Group: m.group, Protocol: clients.Share, Client: "kgo",
-		Event: m.event, Now: m.cfg.clock.Now, Report: m.report,
+		Event: m.event, Now: m.cfg.Clock.Now, Report: m.report,
 	})
 	// The client's own context: cancelled before a crashed member's client
 	// is closed, so that its close sends nothing.
 	cctx, cancel := context.WithCancel(context.Background())
-	opts := append(slices.Clone(m.cfg.kgoOpts),
+	opts := append(slices.Clone(m.cfg.KgoOpts),
 		kgo.ClientID("groupquake-"+m.name),
 		kgo.ShareGroup(m.group),
 		kgo.ConsumeTopics(m.cfg.topics...),
@@ -164,11 +154,11 @@ func (m *Member) report(e clients.Event) {
 		m.assigned = e.Partitions
 		m.mu.Unlock()
 	}
-	m.cfg.hooks.OnEvent(e)
+	m.cfg.Hooks.OnEvent(e)
 }
 
 func (m *Member) event(k clients.Kind) clients.Event {
-	return clients.Event{Kind: k, Protocol: clients.Share, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.clock.Now()}
+	return clients.Event{Kind: k, Protocol: clients.Share, Member: m.name, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.cfg.Clock.Now()}
 }
 
 func (m *Member) client() (*kgo.Client, error) {

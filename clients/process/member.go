@@ -18,25 +18,20 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/internal/adapter"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
 
 // Opt configures a Member; options are checked once, in New.
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
+	option.Common
 	protocol   clients.Protocol
 	assignor   string
 	instanceID string
-	hooks      clients.Hooks
-	kgoOpts    []kgo.Opt
 	timers     Timers
 	properties map[string]string
-	now        func() time.Time
 	start      Starter
 	stderr     io.Writer
 	client     string
@@ -48,75 +43,77 @@ type cfg struct {
 
 // Protocol selects the group protocol: clients.Classic (default) or
 // clients.Consumer.
-func Protocol(p clients.Protocol) Opt { return opt{func(c *cfg) { c.protocol = p }} }
+func Protocol(p clients.Protocol) Opt { return option.New(func(c *cfg) { c.protocol = p }) }
 
 // Assignor names the assignor hello asks for (empty: the client's default).
-func Assignor(name string) Opt { return opt{func(c *cfg) { c.assignor = name }} }
+func Assignor(name string) Opt { return option.New(func(c *cfg) { c.assignor = name }) }
 
 // InstanceID makes the member static (group.instance.id, KIP-345).
-func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
+func InstanceID(id string) Opt { return option.New(func(c *cfg) { c.instanceID = id }) }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): the gateway dials the brokers with them.
-func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.kgoOpts = append(c.kgoOpts, o...) }} }
+func KgoOpts(o ...kgo.Opt) Opt {
+	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) })
+}
 
 // SessionTimeout is session.timeout.ms, carried by hello.
 func SessionTimeout(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.timers.SessionMS = d.Milliseconds() }}
+	return option.New(func(c *cfg) { c.timers.SessionMS = d.Milliseconds() })
 }
 
 // HeartbeatInterval is heartbeat.interval.ms, carried by hello.
 func HeartbeatInterval(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.timers.HeartbeatMS = d.Milliseconds() }}
+	return option.New(func(c *cfg) { c.timers.HeartbeatMS = d.Milliseconds() })
 }
 
 // RebalanceTimeout is the classic rebalance timeout, carried by hello.
 func RebalanceTimeout(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.timers.RebalanceMS = d.Milliseconds() }}
+	return option.New(func(c *cfg) { c.timers.RebalanceMS = d.Milliseconds() })
 }
 
 // MaxPollInterval is max.poll.interval.ms, carried by hello.
 func MaxPollInterval(d time.Duration) Opt {
-	return opt{func(c *cfg) { c.timers.PollIntervalMS = d.Milliseconds() }}
+	return option.New(func(c *cfg) { c.timers.PollIntervalMS = d.Milliseconds() })
 }
 
 // Properties are client settings hello carries as they are.
 func Properties(p map[string]string) Opt {
-	return opt{func(c *cfg) { c.properties = maps.Clone(p) }}
+	return option.New(func(c *cfg) { c.properties = maps.Clone(p) })
 }
 
 // WithClock sets the time source of events the client gives no time.
-func WithClock(clk clients.Clock) Opt { return opt{func(c *cfg) { c.now = clk.Now }} }
+func WithClock(clk clients.Clock) Opt { return option.New(func(c *cfg) { c.Clock = clk }) }
 
 // Start says how to start the member's process (Command.Starter,
 // Host.Starter). Required.
-func Start(s Starter) Opt { return opt{func(c *cfg) { c.start = s }} }
+func Start(s Starter) Opt { return option.New(func(c *cfg) { c.start = s }) }
 
 // Stderr receives the process's standard error; by default the last lines
 // are kept for error messages only.
-func Stderr(w io.Writer) Opt { return opt{func(c *cfg) { c.stderr = w }} }
+func Stderr(w io.Writer) Opt { return option.New(func(c *cfg) { c.stderr = w }) }
 
 // Client names the client in the events' whys ("the Java consumer").
-func Client(name string) Opt { return opt{func(c *cfg) { c.client = name }} }
+func Client(name string) Opt { return option.New(func(c *cfg) { c.client = name }) }
 
 // WithTranscript receives every message either way, in order, with the
 // harness's time: what member-check judges.
-func WithTranscript(f func(Entry)) Opt { return opt{func(c *cfg) { c.transcript = f }} }
+func WithTranscript(f func(Entry)) Opt { return option.New(func(c *cfg) { c.transcript = f }) }
 
 // OfferVersions replaces the versions hello offers (member-check offers
 // one the client cannot speak, to see it refuse).
-func OfferVersions(v ...int) Opt { return opt{func(c *cfg) { c.versions = slices.Clone(v) }} }
+func OfferVersions(v ...int) Opt { return option.New(func(c *cfg) { c.versions = slices.Clone(v) }) }
 
 // AckDelay holds every ack back by d (member-check: a client that goes on
 // without waiting for its ack shows in the transcript).
-func AckDelay(d time.Duration) Opt { return opt{func(c *cfg) { c.ackDelay = d }} }
+func AckDelay(d time.Duration) Opt { return option.New(func(c *cfg) { c.ackDelay = d }) }
 
 // AnswerGrace is how long past the time it was given a command's answer is
 // waited for before the client is taken as stuck and killed (default 30s).
-func AnswerGrace(d time.Duration) Opt { return opt{func(c *cfg) { c.grace = d }} }
+func AnswerGrace(d time.Duration) Opt { return option.New(func(c *cfg) { c.grace = d }) }
 
 // Entry is one message of a transcript.
 type Entry struct {
@@ -170,15 +167,8 @@ var _ clients.Member = (*Member)(nil)
 // process starts on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	c := cfg{protocol: clients.Classic, client: "the client"}
-	for _, o := range opts {
-		o.apply(&c)
-	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	if c.hooks == nil {
-		c.hooks = clients.HookFunc(func(clients.Event) {})
-	}
+	option.Apply(&c, opts...)
+	c.Defaults()
 	if len(c.versions) == 0 {
 		c.versions = Versions
 	}
@@ -208,9 +198,9 @@ func (m *Member) Name() string { return m.name }
 // Protocol implements clients.Member.
 func (m *Member) Protocol() clients.Protocol { return m.cfg.protocol }
 
-func (m *Member) now() time.Time { return m.cfg.now() }
+func (m *Member) now() time.Time { return m.cfg.Clock.Now() }
 
-func (m *Member) report(e clients.Event) { m.cfg.hooks.OnEvent(e) }
+func (m *Member) report(e clients.Event) { m.cfg.Hooks.OnEvent(e) }
 
 func (m *Member) event(k clients.Kind) clients.Event {
 	return clients.Event{Kind: k, Protocol: m.cfg.protocol, Member: m.name, InstanceID: m.cfg.instanceID, Generation: -1, MemberEpoch: -1, GroupEpoch: -1, At: m.now()}
@@ -253,7 +243,7 @@ func (m *Member) Start(ctx context.Context) error {
 		m.mu.Unlock()
 		return fmt.Errorf("process: member %s already started", m.name)
 	}
-	seeds, dial, err := Links(m.cfg.kgoOpts)
+	seeds, dial, err := Links(m.cfg.KgoOpts)
 	if err != nil {
 		m.mu.Unlock()
 		return fmt.Errorf("process: member %s: %w", m.name, err)

@@ -69,6 +69,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/internal/adapter"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/internal/pollgate"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
@@ -80,11 +81,7 @@ const Version = "v1.61.1"
 var Strategies = []string{sarama.RangeBalanceStrategyName, sarama.RoundRobinBalanceStrategyName, sarama.StickyBalanceStrategyName}
 
 // Opt configures a Member; options are checked once, in New.
-type Opt interface{ apply(*cfg) }
-
-type opt struct{ fn func(*cfg) }
-
-func (o opt) apply(c *cfg) { o.fn(c) }
+type Opt = option.Opt[cfg]
 
 type cfg struct {
 	adapter.Config
@@ -96,38 +93,44 @@ type cfg struct {
 // Assignor names the balance strategy (Sarama's word for the assignor)
 // offered first: "range" (default), "roundrobin" or "sticky". Range is
 // always offered after it.
-func Assignor(name string) Opt { return opt{func(c *cfg) { c.strategy = name }} }
+func Assignor(name string) Opt { return option.New(func(c *cfg) { c.strategy = name }) }
 
 // InstanceID makes the member static (Sarama's Consumer.Group.InstanceId,
 // KIP-345). Sarama then sends no LeaveGroup on Close.
-func InstanceID(id string) Opt { return opt{func(c *cfg) { c.instanceID = id }} }
+func InstanceID(id string) Opt { return option.New(func(c *cfg) { c.instanceID = id }) }
 
 // WithHooks receives every event the member reports.
-func WithHooks(h clients.Hooks) Opt { return opt{func(c *cfg) { c.Hooks = h }} }
+func WithHooks(h clients.Hooks) Opt { return option.New(func(c *cfg) { c.Hooks = h }) }
 
 // KgoOpts are the member's links as kgo options (kgo.SeedBrokers and
 // kgo.Dialer): Sarama's seed brokers and its only dialer.
-func KgoOpts(o ...kgo.Opt) Opt { return opt{func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) }} }
+func KgoOpts(o ...kgo.Opt) Opt {
+	return option.New(func(c *cfg) { c.KgoOpts = append(c.KgoOpts, o...) })
+}
 
 // SessionTimeout is the classic session timeout (session.timeout.ms; 0
 // keeps Sarama's default).
-func SessionTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.SessionTimeout = d }} }
+func SessionTimeout(d time.Duration) Opt { return option.New(func(c *cfg) { c.SessionTimeout = d }) }
 
 // HeartbeatInterval is the classic heartbeat interval
 // (heartbeat.interval.ms; 0 keeps Sarama's default).
-func HeartbeatInterval(d time.Duration) Opt { return opt{func(c *cfg) { c.HeartbeatInterval = d }} }
+func HeartbeatInterval(d time.Duration) Opt {
+	return option.New(func(c *cfg) { c.HeartbeatInterval = d })
+}
 
 // RebalanceTimeout is the JoinGroup rebalance timeout (0 keeps Sarama's
 // default).
-func RebalanceTimeout(d time.Duration) Opt { return opt{func(c *cfg) { c.RebalanceTimeout = d }} }
+func RebalanceTimeout(d time.Duration) Opt {
+	return option.New(func(c *cfg) { c.RebalanceTimeout = d })
+}
 
 // WithClock sets the time source of Event.At. Default: the wall clock.
-func WithClock(cl clients.Clock) Opt { return opt{func(c *cfg) { c.Clock = cl }} }
+func WithClock(cl clients.Clock) Opt { return option.New(func(c *cfg) { c.Clock = cl }) }
 
 // KafkaVersion sets sarama.Config.Version, which decides the request
 // versions Sarama sends; the default is sarama.V4_0_0_0, the oldest release
 // groupquake runs.
-func KafkaVersion(v sarama.KafkaVersion) Opt { return opt{func(c *cfg) { c.kafkaVersion = v }} }
+func KafkaVersion(v sarama.KafkaVersion) Opt { return option.New(func(c *cfg) { c.kafkaVersion = v }) }
 
 // Member is a Sarama consumer group behind clients.Member. Its
 // adapter.Base holds Cleanup back between two Polls (invariant 1) and
@@ -152,9 +155,7 @@ var _ clients.Member = (*Member)(nil)
 // rejoins) of group, subscribed to topics. It connects on Start.
 func New(name, group string, topics []string, opts ...Opt) (*Member, error) {
 	c := cfg{strategy: sarama.RangeBalanceStrategyName, kafkaVersion: sarama.V4_0_0_0}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	option.Apply(&c, opts...)
 	if err := adapter.CheckIdentity("saramaref", name, group, topics); err != nil {
 		return nil, err
 	}
@@ -297,16 +298,7 @@ func (m *Member) errors() {
 }
 
 func (m *Member) fact(k clients.Kind, err error, why string) {
-	m.Fact(k, err, why, kafkaCode)
-}
-
-// kafkaCode is the Kafka error a Sarama error carries.
-func kafkaCode(err error) (int16, bool) {
-	var ke sarama.KError
-	if errors.As(err, &ke) {
-		return int16(ke), true
-	}
-	return 0, false
+	m.Fact(k, err, why, adapter.KafkaCode[sarama.KError])
 }
 
 // report passes the wire's events on, and keeps the answer of the

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 // Bug is a deliberate defect, for proving that the share checkers catch
@@ -35,7 +36,7 @@ const (
 )
 
 // WithBug makes the member carry b.
-func WithBug(b Bug) Opt { return opt{func(c *cfg) { c.bug = b }} }
+func WithBug(b Bug) Opt { return option.New(func(c *cfg) { c.bug = b }) }
 
 func (b Bug) check() error {
 	switch b {

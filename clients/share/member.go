@@ -44,6 +44,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/internal/groupreq"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 // ErrClosed is returned by calls on a closed member.
@@ -133,14 +134,12 @@ type Member struct {
 // does not contact the brokers until Start.
 func New(name, group string, opts ...Opt) (*Member, error) {
 	var c cfg
-	for _, o := range opts {
-		o.apply(&c)
-	}
+	option.Apply(&c, opts...)
 	if err := groupreq.CheckNew("share", name, group, c.validate()); err != nil {
 		return nil, err
 	}
 	m := newMember(name, group, c)
-	cl, err := kgo.NewClient(append(slices.Clone(c.kgoOpts), kgo.ClientID("groupquake-"+name))...)
+	cl, err := kgo.NewClient(append(slices.Clone(c.KgoOpts), kgo.ClientID("groupquake-"+name))...)
 	if err != nil {
 		return nil, fmt.Errorf("share member %q: kgo client: %w", name, err)
 	}
@@ -641,12 +640,9 @@ func (m *Member) ev(kind clients.Kind, why string) clients.Event {
 }
 
 func (m *Member) emit(e clients.Event) {
-	if m.cfg.hooks == nil {
-		return
-	}
 	m.emitMu.Lock()
 	defer m.emitMu.Unlock()
-	m.cfg.hooks.OnEvent(e)
+	m.cfg.Hooks.OnEvent(e)
 }
 
 func (m *Member) nextCall() uint64 {

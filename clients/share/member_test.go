@@ -16,6 +16,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/clientstest"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 var topicT = topicID{1}
@@ -112,9 +113,7 @@ func scripted(t *testing.T, opts ...Opt) (*Member, *script, *recorder) {
 	t.Helper()
 	rec := &recorder{}
 	var c cfg
-	for _, o := range append([]Opt{Topics("t"), WithHooks(rec), MaxWait(time.Millisecond)}, opts...) {
-		o.apply(&c)
-	}
+	option.Apply(&c, append([]Opt{Topics("t"), WithHooks(rec), MaxWait(time.Millisecond)}, opts...)...)
 	if err := c.validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/option"
 	"github.com/groupquake/groupquake/clients/internal/pollgate"
 	"github.com/groupquake/groupquake/clients/wiretap"
 )
@@ -54,14 +55,15 @@ func Links(opts []kgo.Opt) ([]string, wiretap.DialFunc, error) {
 	return seeds, dial, nil
 }
 
-// Config is what the options of a classic group adapter set in common.
+// Config is what the options of the members that put another Go client
+// behind clients.Member (kgoref, kafkagoref, saramaref) set in common:
+// every member's settings and the group timers the client is given (0:
+// the client's default).
 type Config struct {
-	Hooks             clients.Hooks
-	KgoOpts           []kgo.Opt
+	option.Common
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
 	RebalanceTimeout  time.Duration
-	Clock             clients.Clock
 }
 
 // Base is the part of a classic group adapter (kafkagoref, saramaref) that
@@ -101,12 +103,7 @@ type Base struct {
 // Init sets the member up: pkg prefixes its errors, and its links are read
 // out of c.KgoOpts. It connects to nothing.
 func (b *Base) Init(pkg, name, group string, topics []string, c Config) error {
-	if c.Clock == nil {
-		c.Clock = clients.WallClock{}
-	}
-	if c.Hooks == nil {
-		c.Hooks = clients.HookFunc(func(clients.Event) {})
-	}
+	c.Defaults()
 	seeds, dial, err := Links(c.KgoOpts)
 	if err != nil {
 		return fmt.Errorf("%s: member %s: %w", pkg, name, err)
@@ -155,6 +152,19 @@ func (b *Base) Fact(k clients.Kind, err error, why string, code func(error) (int
 	}
 	ev.Why = why + ": " + err.Error()
 	b.Emit(ev)
+}
+
+// KafkaCode is Fact's code for a client whose errors carry a Kafka error
+// as a value of type E (kafka-go's kafka.Error, Sarama's sarama.KError).
+func KafkaCode[E interface {
+	error
+	~int | ~int16
+}](err error) (int16, bool) {
+	var ke E
+	if errors.As(err, &ke) {
+		return int16(ke), true
+	}
+	return 0, false
 }
 
 // Changed says whether err differs from the last error given to Changed,

@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/clientstest"
+	"github.com/groupquake/groupquake/clients/internal/option"
 )
 
 func TestCheckIdentity(t *testing.T) {
@@ -39,7 +41,7 @@ func TestCheckIdentity(t *testing.T) {
 func started(t *testing.T, rec *clientstest.Recorder) *Base {
 	t.Helper()
 	b := &Base{}
-	if err := b.Init("x", "m1", "g", []string{"t"}, Config{Hooks: rec, KgoOpts: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}}); err != nil {
+	if err := b.Init("x", "m1", "g", []string{"t"}, Config{Common: option.Common{Hooks: rec, KgoOpts: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Begin("test", func(e clients.Event) { b.KeepAppCommit(e); b.Emit(e) }); err != nil {
@@ -118,5 +120,28 @@ func TestCommit(t *testing.T) {
 	}
 	if writes != 5 {
 		t.Errorf("%d commits written, want 5", writes)
+	}
+}
+
+type int16Err int16
+
+func (e int16Err) Error() string { return "int16 error" }
+
+type intErr int
+
+func (e intErr) Error() string { return "int error" }
+
+// TestKafkaCode reads the Kafka error out of a client's error of either
+// width (Sarama's KError is an int16, kafka-go's Error an int), wrapped or
+// not, and none out of another error.
+func TestKafkaCode(t *testing.T) {
+	if c, ok := KafkaCode[int16Err](fmt.Errorf("commit: %w", int16Err(25))); !ok || c != 25 {
+		t.Errorf("wrapped int16 error: %d %v, want 25 true", c, ok)
+	}
+	if c, ok := KafkaCode[intErr](intErr(22)); !ok || c != 22 {
+		t.Errorf("int error: %d %v, want 22 true", c, ok)
+	}
+	if c, ok := KafkaCode[intErr](int16Err(25)); ok {
+		t.Errorf("an error of another type gave code %d", c)
 	}
 }

@@ -33,67 +33,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/clients/process"
 )
 
-// msg is the part of the protocol this member reads and writes.
-type msg struct {
-	Type            string            `json:"type"`
-	ID              uint64            `json:"id,omitempty"`
-	Seq             uint64            `json:"seq,omitempty"`
-	Versions        []int             `json:"versions,omitempty"`
-	Member          string            `json:"member,omitempty"`
-	Group           string            `json:"group,omitempty"`
-	Topics          []string          `json:"topics,omitempty"`
-	Bootstrap       []string          `json:"bootstrap,omitempty"`
-	GroupProtocol   string            `json:"group_protocol,omitempty"`
-	InstanceID      string            `json:"instance_id,omitempty"`
-	Timers          map[string]int64  `json:"timers,omitempty"`
-	Version         int               `json:"version,omitempty"`
-	Client          string            `json:"client,omitempty"`
-	Calls           string            `json:"calls,omitempty"`
-	Commits         string            `json:"commits,omitempty"`
-	TimeoutMS       int64             `json:"timeout_ms,omitempty"`
-	Offsets         []offset          `json:"offsets,omitempty"`
-	PartitionErrors []partitionError  `json:"partition_errors,omitempty"`
-	Partitions      []tp              `json:"partitions,omitempty"`
-	Records         []record          `json:"records,omitempty"`
-	MemberID        string            `json:"member_id,omitempty"`
-	Epoch           *int32            `json:"epoch,omitempty"`
-	Call            uint64            `json:"call,omitempty"`
-	Op              string            `json:"op,omitempty"`
-	Phase           string            `json:"phase,omitempty"`
-	ErrorCode       int16             `json:"error_code,omitempty"`
-	Error           string            `json:"error,omitempty"`
-	Code            string            `json:"code,omitempty"`
-	Fatal           bool              `json:"fatal,omitempty"`
-	At              int64             `json:"at,omitempty"`
-	Properties      map[string]string `json:"properties,omitempty"`
-}
-
-type tp struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-}
-
-type offset struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-}
-
-type partitionError struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Error     string `json:"error"`
-}
-
-type record struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Key       string `json:"key,omitempty"`
-	Value     string `json:"value,omitempty"`
-}
+// msg is a message of the protocol, as clients/process declares it.
+type msg = process.Msg
 
 var (
 	bug      = flag.String("bug", "", "the bug to carry (see the package doc)")
@@ -219,11 +164,11 @@ func doSubscribe(m msg) {
 	if hello.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(hello.InstanceID))
 	}
-	if v := hello.Timers["session_ms"]; v > 0 {
-		opts = append(opts, kgo.SessionTimeout(time.Duration(v)*time.Millisecond))
+	if t := hello.Timers; t != nil && t.SessionMS > 0 {
+		opts = append(opts, kgo.SessionTimeout(time.Duration(t.SessionMS)*time.Millisecond))
 	}
-	if v := hello.Timers["heartbeat_ms"]; v > 0 {
-		opts = append(opts, kgo.HeartbeatInterval(time.Duration(v)*time.Millisecond))
+	if t := hello.Timers; t != nil && t.HeartbeatMS > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(time.Duration(t.HeartbeatMS)*time.Millisecond))
 	}
 	if *callMode == "client" {
 		opts = append(opts, kgo.WithHooks(callHooks{}))
@@ -239,10 +184,10 @@ func doSubscribe(m msg) {
 
 // ownership reports a callback and waits for its ack.
 func ownership(kind string, c *kgo.Client, ps map[string][]int32) {
-	var parts []tp
+	var parts []process.TP
 	for t, p := range ps {
 		for _, n := range p {
-			parts = append(parts, tp{t, n})
+			parts = append(parts, process.TP{Topic: t, Partition: n})
 		}
 	}
 	if len(parts) == 0 {
@@ -290,7 +235,7 @@ func doPoll(m msg) {
 	_, epoch := cl.GroupMetadata()
 	r := msg{Type: "polled", ID: m.ID, Epoch: &epoch}
 	fs.EachRecord(func(rec *kgo.Record) {
-		x := record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+		x := process.Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
 		if rec.Key != nil {
 			x.Key = base64.StdEncoding.EncodeToString(rec.Key)
 		}
@@ -330,7 +275,7 @@ func doCommit(m msg) {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if p.ErrorCode != 0 {
-					r.PartitionErrors = append(r.PartitionErrors, partitionError{t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode).(*kerr.Error).Message})
+					r.PartitionErrors = append(r.PartitionErrors, process.PartitionError{Topic: t.Topic, Partition: p.Partition, Error: kerr.ErrorForCode(p.ErrorCode).(*kerr.Error).Message})
 				}
 			}
 		}

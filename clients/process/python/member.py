@@ -299,29 +299,15 @@ class Member:
     def do_commit(self, msg, mid):
         offsets = [ck.TopicPartition(o["topic"], int(o["partition"]), int(o["offset"])) for o in (msg.get("offsets") or [])]
         timeout = max(int(msg.get("timeout_ms") or 15000), 1000) / 1000.0
-        out = {}
-
-        def commit():
-            try:
-                out["result"] = self.consumer.commit(offsets=offsets, asynchronous=False)
-            except Exception as e:
-                out["error"] = e
-
-        # librdkafka's synchronous commit takes no time limit: it runs on a
-        # thread of its own and is given up on (an unknown outcome) when the
-        # command's time is up.
-        t = threading.Thread(target=commit, daemon=True)
-        t.start()
-        t.join(timeout)
+        done, result, e = within(lambda: self.consumer.commit(offsets=offsets, asynchronous=False), timeout)
         r = {"type": "committed", "id": mid}
-        if t.is_alive():
+        if not done:
             r["error"] = "the commit did not finish within %dms" % (timeout * 1000)
             r["class"] = "Timeout"
-        elif "error" in out:
-            e = out["error"]
+        elif e is not None:
             r["error"], r["class"] = describe(e), type(e).__name__
         else:
-            perrs = [{"topic": p.topic, "partition": p.partition, "error": p.error.name()} for p in (out.get("result") or []) if p.error is not None]
+            perrs = [{"topic": p.topic, "partition": p.partition, "error": p.error.name()} for p in (result or []) if p.error is not None]
             if perrs:
                 r["partition_errors"] = perrs
                 r["error"] = "the commit failed for %d partitions" % len(perrs)
@@ -329,27 +315,38 @@ class Member:
 
     def do_close(self, msg, mid):
         timeout = max(int(msg.get("timeout_ms") or 10000), 1000) / 1000.0
-        out = {}
-
-        def close():
-            try:
-                # Leaves the group (LeaveGroup, or a leave heartbeat), calling
-                # the revocation callback on the way.
-                self.consumer.close()
-            except Exception as e:
-                out["error"] = e
-
-        t = threading.Thread(target=close, daemon=True)
-        t.start()
-        t.join(timeout)
+        # close leaves the group (LeaveGroup, or a leave heartbeat), calling
+        # the revocation callback on the way.
+        done, _, e = within(self.consumer.close, timeout)
         r = {"type": "closed", "id": mid}
-        if t.is_alive():
+        if not done:
             r["error"] = "the consumer did not close within %dms" % (timeout * 1000)
-        elif "error" in out:
-            r["error"] = describe(out["error"])
+        elif e is not None:
+            r["error"] = describe(e)
         emit(r)
         _out.flush()
         os._exit(0)
+
+
+def within(fn, timeout):
+    """Runs fn on a thread of its own and waits for it at most timeout
+    seconds: librdkafka's synchronous commit and close take no time limit, so
+    one still running when the command's time is up is given up on (an
+    unknown outcome). Returns (done, fn's result, the exception it raised)."""
+    out = {}
+
+    def run():
+        try:
+            out["result"] = fn()
+        except Exception as e:
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        return False, None, None
+    return True, out.get("result"), out.get("error")
 
 
 def client_version():
