@@ -112,7 +112,11 @@ func TestAcceptAfterLockLapsedRefused(t *testing.T) {
 		t.Fatalf("accept 1 ms before the deadline: %v", err)
 	}
 	c.ms++
-	mustRefuse(t, p.Acknowledge("a", []Ack{{1, 1, version.AckAccept}}), CodeInvalidRecordState)
+	err := p.Acknowledge("a", []Ack{{1, 1, version.AckAccept}})
+	mustRefuse(t, err, CodeInvalidRecordState)
+	if want := "The offset cannot be acknowledged. The offset is not acquired."; err.(*Error).Message != want {
+		t.Fatalf("refused %q, want Kafka's %q", err.(*Error).Message, want)
+	}
 	mustState(t, p, 1, StateAvailable, 1, "")
 	// The lapse was written: offset 1 available at count 1.
 	last := p.Writes[len(p.Writes)-1]
@@ -270,6 +274,19 @@ func TestLastDeliveryAlone(t *testing.T) {
 	p.Acknowledge("a", []Ack{{1, 2, version.AckRelease}})
 	// Both are on their last delivery (count 2 of 3): one at a time.
 	if got := p.Acquire("a", 10); !reflect.DeepEqual(got, []Acquired{{1, 1, 3}}) {
+		t.Fatalf("acquired %v, want offset 1 alone at count 3", got)
+	}
+	// A record on its last delivery after one that is not: it waits for
+	// the next fetch.
+	mixed, _, _ := leader(t, 2, nil)
+	mixed.Acquire("a", 2)
+	mixed.Acknowledge("a", []Ack{{0, 1, version.AckRelease}})
+	mixed.AcquireRange("a", 1, 1) // offset 1 at count 2
+	mixed.Acknowledge("a", []Ack{{1, 1, version.AckRelease}})
+	if got := mixed.Acquire("b", 10); !reflect.DeepEqual(got, []Acquired{{0, 0, 2}}) {
+		t.Fatalf("acquired %v, want offset 0 at count 2 without offset 1 (on its last delivery)", got)
+	}
+	if got := mixed.Acquire("b", 10); !reflect.DeepEqual(got, []Acquired{{1, 1, 3}}) {
 		t.Fatalf("acquired %v, want offset 1 alone at count 3", got)
 	}
 	limit2, _, _ := leader(t, 3, func(c *PartitionConfig) { c.DeliveryCountLimit = 2 })
