@@ -24,42 +24,48 @@ import (
 // a run's history has every acquisition the brokers answered (ShareFetch)
 // and every acknowledgement with its answer; observations.json has the
 // records of __share_group_state the brokers wrote, read after every
-// member closed. replayRun feeds the acquisitions and acknowledgements,
-// in the order the answers came, to one model leader per partition and
-// compares what the model's share coordinator holds at the end with the
-// replay of the brokers' records.
+// member closed. replayRun feeds the acquisitions and acknowledgements to
+// one model leader per partition and compares what the model's share
+// coordinator holds at the end with the replay of the brokers' records.
+//
+// Order: a broker handles a call's acknowledgements when it gets the call
+// (a ShareFetch's first, before it waits for records) and answers an
+// acquisition once it made it, so acknowledgements are applied at the
+// call's sending and acquisitions at its answer.
 //
 // The history cannot tell everything, so the driver lets it decide what
-// the clock would have: the model's locks lapse once the brokers' surely
-// have (the lock after the answer, and a slack), and
-//   - an acquisition of offsets the model still has acquired means their
-//     lock lapsed or their holder's session ended first (neither is in the
-//     history): they are lapsed then;
+// the clock and the lost answers did, and counts every such step:
+//   - the model's locks lapse once the brokers' surely have: the record
+//     lock after the answer, plus lockSlackMs;
+//   - an acquisition that needs what another call does (an acknowledgement
+//     of its offsets by their holder, or the acquisition of the new records
+//     before them) has that call applied first when it was sent before the
+//     acquisition was answered: the broker may have handled it first;
+//   - otherwise, an acquisition of offsets the model still has acquired
+//     means their lock lapsed or their holder's session ended first: they
+//     are lapsed then; new records before it, or a delivery count above the
+//     model's next, mean deliveries whose answers never came: the model
+//     acquires them for an unknown member, held until their lock lapses;
 //   - an acknowledgement the broker refused INVALID_RECORD_STATE of offsets
 //     the model has acquired by that member means their lock had lapsed:
 //     they are lapsed, and the model must then refuse it too;
-//   - an acquisition at a delivery count above the model's next means
-//     deliveries whose answers never came (a ShareFetch the history has no
-//     answer to): the model acquires and lapses the offsets that many
-//     times for an unknown member;
 //   - an acknowledgement answered with an error that may have landed
-//     (version.ShareAckMayHaveApplied) or never answered is not applied:
-//     its outcome is unknown, and a disagreement on its offsets is put down
-//     to it;
+//     (version.ShareAckMayHaveApplied) or never answered is applied only
+//     where it shows it landed (see landed); otherwise not;
 //   - a partition whose acquisitions come from another broker has a new
 //     leader, and so has one whose leader answered an acknowledgement with
 //     an error that drops it (version.ShareErrorDropsPartition; a fetch's
 //     error does not always: ShareFetchUtils.processFetchResponse passes a
 //     read's NOT_LEADER_OR_FOLLOWER on and keeps the share-partition, as a
-//     4.4.0 run showed): the model loads a new leader from
-//     what its share coordinator holds (no locks, the persisted delivery
-//     counts);
+//     4.4.0 run showed): the model loads a new leader from what its share
+//     coordinator holds (no locks, the persisted delivery counts);
 //   - once the history ends every member's records are released (the
-//     members closed).
+//     members closed), and offsets the brokers settled by deliveries
+//     through calls never answered are settled (deliveredUnanswered).
 //
-// Each such step is counted, and a partition agrees when the replayed
-// start offset and every offset's state and delivery count are the
-// brokers'.
+// A partition agrees when the replayed start offset and every offset's
+// state and delivery count are the brokers'; compareStates says when only
+// the persisted start offset differs, by what the history cannot date.
 
 // lockSlackMs is how much longer the model's locks last than the brokers'
 // (see replayRun).
@@ -123,6 +129,7 @@ const (
 	stepUnknownAck    = "acknowledgements of unknown outcome (not applied)"
 	stepUnknownLanded = "acknowledgements of unknown outcome applied (the brokers' final state has them settled, never delivered again)"
 	stepLeader        = "leader changes"
+	stepHoisted       = "calls applied before an earlier answer (sent before it)"
 	stepUnseenEnd     = "deliveries by calls never answered, shown by the final state"
 	stepAcked         = "acknowledgements applied"
 	stepAcquired      = "acquisitions"
@@ -755,6 +762,7 @@ func (d *driver) acquire(i, k, depth int) error {
 				return err
 			}
 			if hoisted {
+				dp.out.Steps[stepHoisted]++
 				continue
 			}
 			// Nothing sent before the answer explains it: what the clock or a
