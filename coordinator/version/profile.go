@@ -261,6 +261,18 @@ type Profile struct {
 	// group.share.max.delivery.count.limit (10) exist; before, the broker's
 	// group.share.delivery.count.limit (2–10, default 5) is the only one.
 	ShareDeliveryCountBounds bool
+	// ShareRenewGroupConfig (4.3+): RENEW is answered only where the group
+	// config share.renew.acknowledge.enable (default true) allows it
+	// (SharePartition.acknowledge* asks ShareGroupConfigProvider.
+	// isRenewAcknowledgeEnabled, INVALID_RECORD_STATE otherwise); 4.2
+	// renews whenever the request carries RENEW.
+	ShareRenewGroupConfig bool
+	// ShareStartOffsetNoRegress (4.4+): the share coordinator never lets a
+	// share-partition's start offset go back (ShareCoordinatorShard.
+	// generateShareStateRecord takes the larger of the write's and the
+	// current start offset, and clips the batches at it); 4.2 and 4.3
+	// write the leader's start offset as it comes.
+	ShareStartOffsetNoRegress bool
 
 	// --- finalized features (KIP-584) ---
 
@@ -353,6 +365,7 @@ func (v Version) Profile() Profile {
 		p.OffsetCommitResolvesTopicIDs = true
 		p.ShareAssignmentInterval = true
 		p.ShareDeliveryCountBounds = true
+		p.ShareRenewGroupConfig = true
 		p.MetadataVersionLevel = 30
 	}
 	if v >= V4_4_0 {
@@ -361,6 +374,7 @@ func (v Version) Profile() Profile {
 		p.ClassicJoinRefusedWhenMigrationDisabled = true
 		p.LastLeaveResetsAssignmentEpoch = true
 		p.ShareVersionLevel = 2
+		p.ShareStartOffsetNoRegress = true
 		p.MetadataVersionLevel = 33
 	}
 	return p
