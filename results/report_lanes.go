@@ -400,24 +400,22 @@ func payload[T any](e *history.Event) (T, error) {
 func concerns(e *history.Event) (member string, tps []history.TP) {
 	v, err := history.TypedValue(*e)
 	if err == nil {
+		if c, ok := v.(history.GroupCall); ok { // Join, Sync, Heartbeat, Leave, Commit
+			member = c.Call().Member
+		}
 		switch v := v.(type) {
 		case history.Assignment:
 			member, tps = v.Member, v.Partitions
 		case history.Consume:
 			member, tps = v.Member, []history.TP{v.TP()}
 		case history.Commit:
-			member = v.Member
 			for _, o := range v.Offsets {
 				tps = append(tps, o.TP())
 			}
 		case history.Heartbeat:
-			member, tps = v.Member, v.Assignment
+			tps = v.Assignment
 		case history.Sync:
-			member, tps = v.Member, v.Assignment
-		case history.Join:
-			member = v.Member
-		case history.Leave:
-			member = v.Member
+			tps = v.Assignment
 		case history.Membership:
 			member = v.Member
 		case history.ShareFetch:

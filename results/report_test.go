@@ -497,3 +497,23 @@ func TestStreamedReportIsTheSamePage(t *testing.T) {
 		t.Errorf("a corrupt line: got error %v (want a *HistoryError) and %d bytes written", err, page.Len())
 	}
 }
+
+// TestConcerns: an event concerns the member its payload names, for every payload that names
+// one, else its process's member; the harness's own processes are no member.
+func TestConcerns(t *testing.T) {
+	for _, v := range []any{
+		history.Consume{Member: "named"}, history.Assignment{Member: "named"}, history.Membership{Member: "named"},
+		history.Join{Member: "named"}, history.Sync{Member: "named"}, history.Heartbeat{Member: "named"},
+		history.Leave{Member: "named"}, history.Commit{Member: "named"},
+		history.ShareFetch{Member: "named"}, history.ShareHeartbeat{Member: "named"},
+	} {
+		if m, _ := concerns(&history.Event{Process: "proc/call", Value: v}); m != "named" {
+			t.Errorf("%T: concerns %q, want the member it names", v, m)
+		}
+	}
+	for process, want := range map[string]string{"m1/join": "m1", "nemesis": "", "observer/describe": ""} {
+		if m, _ := concerns(&history.Event{Process: process, Value: history.Join{}}); m != want {
+			t.Errorf("a join of %s without a member: concerns %q, want %q", process, m, want)
+		}
+	}
+}

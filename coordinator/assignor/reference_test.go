@@ -354,24 +354,12 @@ func (b *refHeteroBuilder) assignRemaining() {
 }
 
 func (b *refHeteroBuilder) assign(t TopicID, p int32, member int) {
-	owners := b.owners[t]
-	if old := owners[p]; old != -1 {
-		if set := b.targets[old][t]; set != nil {
-			delete(set, p)
-			if len(set) == 0 {
-				delete(b.targets[old], t)
-			}
-		}
-		owners[p] = -1
+	old := b.owners[t][p]
+	moveTarget(b.targets, t, p, old, int32(member))
+	if old != -1 {
 		b.sizes[old]--
 	}
-	set := b.targets[member][t]
-	if set == nil {
-		set = map[int32]struct{}{}
-		b.targets[member][t] = set
-	}
-	set[p] = struct{}{}
-	owners[p] = int32(member)
+	b.owners[t][p] = int32(member)
 	b.sizes[member]++
 }
 

@@ -253,30 +253,35 @@ func (b *heteroBuilder) assignRemaining() {
 
 func (b *heteroBuilder) assign(ti int32, p int32, member int32) {
 	owners := b.owners[ti]
-	if old := owners[p]; old != -1 {
-		if b.targets != nil {
-			t := b.ids[ti]
-			if set := b.targets[old][t]; set != nil {
-				delete(set, p)
-				if len(set) == 0 {
-					delete(b.targets[old], t)
-				}
-			}
-		}
-		owners[p] = -1
-		b.sizes[old]--
-	}
+	old := owners[p]
 	if b.targets != nil {
-		t := b.ids[ti]
-		set := b.targets[member][t]
-		if set == nil {
-			set = map[int32]struct{}{}
-			b.targets[member][t] = set
-		}
-		set[p] = struct{}{}
+		moveTarget(b.targets, b.ids[ti], p, old, member)
+	}
+	if old != -1 {
+		b.sizes[old]--
 	}
 	owners[p] = member
 	b.sizes[member]++
+}
+
+// moveTarget moves partition p of topic t into member's set of targets, out
+// of member old's (-1: it had no owner); a topic left without partitions
+// leaves old's sets.
+func moveTarget(targets []map[TopicID]map[int32]struct{}, t TopicID, p, old, member int32) {
+	if old != -1 {
+		if set := targets[old][t]; set != nil {
+			delete(set, p)
+			if len(set) == 0 {
+				delete(targets[old], t)
+			}
+		}
+	}
+	set := targets[member][t]
+	if set == nil {
+		set = map[int32]struct{}{}
+		targets[member][t] = set
+	}
+	set[p] = struct{}{}
 }
 
 // balance is balance + balanceTopics: topics with two or more subscribers, in

@@ -74,15 +74,12 @@ func AsWrittenBy(p version.Profile, r Record) (Record, error) {
 		c.Version = p.GroupMetadataValueVersion
 		if c.Version < 4 {
 			c.UnknownTags = kmsg.Tags{}
-			c.Members = append(c.Members[:0:0], c.Members...)
-			for i := range c.Members {
-				c.Members[i].UnknownTags = kmsg.Tags{}
-			}
-		}
-		if c.Version < 3 {
-			for i := range c.Members {
-				c.Members[i].InstanceID = nil
-			}
+			c.Members = copiedEach(c.Members, func(m *kmsg.GroupMetadataValueMember) {
+				m.UnknownTags = kmsg.Tags{}
+				if c.Version < 3 {
+					m.InstanceID = nil
+				}
+			})
 		}
 		out.Value = &c
 	case *ConsumerGroupMetadataValue:
@@ -94,10 +91,7 @@ func AsWrittenBy(p version.Profile, r Record) (Record, error) {
 			return Record{}, fmt.Errorf("shape %s record for Kafka %s: from 4.1 (KIP-1101) only its tombstone is written", t, p.Version)
 		}
 		c := *v
-		c.Topics = append(c.Topics[:0:0], c.Topics...)
-		for i := range c.Topics {
-			c.Topics[i].PartitionMetadata = nil
-		}
+		c.Topics = copiedEach(c.Topics, func(t *PartitionMetadataTopic) { t.PartitionMetadata = nil })
 		out.Value = &c
 	case *ConsumerGroupTargetAssignmentMetadataValue:
 		c := *v
@@ -129,6 +123,16 @@ func keptIf[T comparable](written bool, v T) T {
 		return zero
 	}
 	return v
+}
+
+// copiedEach returns a copy of s with f applied to each element, leaving
+// the record being shaped as it was.
+func copiedEach[T any](s []T, f func(*T)) []T {
+	out := append(s[:0:0], s...)
+	for i := range out {
+		f(&out[i])
+	}
+	return out
 }
 
 // shapeAssignmentEpochs returns a copy of ts with AssignmentEpochs as p

@@ -148,3 +148,37 @@ func TestAsWrittenByIsAFixedPoint(t *testing.T) {
 		t.Errorf("only %d records shaped; the generator no longer exercises AsWrittenBy", shaped)
 	}
 }
+
+// TestAsWrittenByLeavesItsInput: shaping copies what it clears. The members
+// of a GroupMetadataValue written below v4 lose their tagged fields, and
+// below v3 their instance ids, and the topics of a partition metadata value
+// written by 4.0 lose their partitions, in the result only: the record
+// given keeps them.
+func TestAsWrittenByLeavesItsInput(t *testing.T) {
+	p := version.V4_4_0.Profile()
+	p.GroupMetadataValueVersion = 2
+	in := groupMetadataValue(4)
+	in.Members[0].UnknownTags.Set(7, []byte{1})
+	got, err := AsWrittenBy(p, Record{Key: GroupMetadataKey{Group: "g"}, Value: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := got.Value.(*GroupMetadataValue).Members[0]
+	if m.InstanceID != nil || m.UnknownTags.Len() != 0 {
+		t.Errorf("v2 member written with instance id %v and %d tags, want neither", m.InstanceID, m.UnknownTags.Len())
+	}
+	if in.Members[0].InstanceID == nil || in.Members[0].UnknownTags.Len() != 1 {
+		t.Errorf("shaping changed its input's member: %+v", in.Members[0])
+	}
+
+	pm := &ConsumerGroupPartitionMetadataValue{Topics: []PartitionMetadataTopic{{
+		TopicID: topicA, TopicName: "t", NumPartitions: 1,
+		PartitionMetadata: []PartitionMetadataPartition{{Partition: 0}},
+	}}}
+	if _, err := AsWrittenBy(version.V4_0_0.Profile(), Record{Key: ConsumerGroupPartitionMetadataKey{GroupID: "g"}, Value: pm}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pm.Topics[0].PartitionMetadata) != 1 {
+		t.Errorf("shaping changed its input's topic: %+v", pm.Topics[0])
+	}
+}

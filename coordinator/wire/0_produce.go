@@ -24,10 +24,10 @@ import (
 // CORRUPT_MESSAGE; a control batch is INVALID_RECORD; a transactional one
 // is INVALID_TXN_STATE (this server has no transaction coordinator). The
 // idempotence rules are producerStates.check.
-func (s *Server) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) {
+//
+// Called with s.mu held (Server.handle).
+func (s *Server) handleProduce(req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now().UnixMilli()
 	appended := false
 	for _, rt := range req.Topics {
@@ -73,9 +73,9 @@ func (s *Server) handleProduce(req *kmsg.ProduceRequest) (kmsg.Response, error) 
 		s.notifyData()
 	}
 	if req.Acks == 0 {
-		return nil, nil
+		return nil
 	}
-	return resp, nil
+	return resp
 }
 
 // appendBatch validates one partition's records and appends them. It

@@ -17,10 +17,10 @@ import (
 // the broker default (num.partitions, replication factor 1). ValidateOnly
 // checks and creates nothing. Configs are accepted and not kept: nothing
 // here reads them.
+//
+// Called with s.mu held (Server.handle).
 func (s *Server) handleCreateTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic

@@ -12,10 +12,10 @@ import (
 // the coordinator's log. The answer is INVALID_REQUEST; which error Kafka
 // gives for an internal topic has not been checked against a broker.
 // Deletion is immediate (see deleteTopic).
+//
+// Called with s.mu held (Server.handle).
 func (s *Server) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	type named struct {
 		name *string
 		id   [16]byte

@@ -10,10 +10,10 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // timestamp are answered at batch granularity: the first batch whose max
 // timestamp reaches it (Kafka finds the exact record). The leader epoch is
 // always 0: one node that never changes leader.
+//
+// Called with s.mu held (Server.handle).
 func (s *Server) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic

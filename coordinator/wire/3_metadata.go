@@ -18,10 +18,10 @@ import (
 // immediate, so the topic is answered at once). An invalid name is
 // INVALID_TOPIC_EXCEPTION. v10+ may name topics by id only; an unknown id is
 // UNKNOWN_TOPIC_ID.
+//
+// Called with s.mu held (Server.handle).
 func (s *Server) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	b := kmsg.NewMetadataResponseBroker()
 	b.NodeID, b.Host, b.Port = s.cfg.NodeID, s.host, s.port
 	resp.Brokers = append(resp.Brokers, b)

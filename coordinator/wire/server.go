@@ -401,6 +401,14 @@ func appendResponse(dst []byte, corr int32, resp kmsg.Response) []byte {
 	return dst
 }
 
+// underLock serves r with h, holding s.mu throughout: the handlers that
+// only read and change topics and logs, and never wait.
+func underLock[R kmsg.Request](s *Server, h func(R) kmsg.Response, r R) (kmsg.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return h(r), nil
+}
+
 // handle serves one request. A nil response with a nil error sends
 // nothing (acks=0).
 func (s *Server) handle(req request) (kmsg.Response, error) {
@@ -408,19 +416,19 @@ func (s *Server) handle(req request) (kmsg.Response, error) {
 	case *kmsg.ApiVersionsRequest:
 		return s.handleApiVersions(r), nil
 	case *kmsg.ProduceRequest:
-		return s.handleProduce(r)
+		return underLock(s, s.handleProduce, r)
 	case *kmsg.FetchRequest:
 		return s.handleFetch(r), nil
 	case *kmsg.ListOffsetsRequest:
-		return s.handleListOffsets(r), nil
+		return underLock(s, s.handleListOffsets, r)
 	case *kmsg.MetadataRequest:
-		return s.handleMetadata(r), nil
+		return underLock(s, s.handleMetadata, r)
 	case *kmsg.FindCoordinatorRequest:
 		return s.handleFindCoordinator(r), nil
 	case *kmsg.CreateTopicsRequest:
-		return s.handleCreateTopics(r), nil
+		return underLock(s, s.handleCreateTopics, r)
 	case *kmsg.DeleteTopicsRequest:
-		return s.handleDeleteTopics(r), nil
+		return underLock(s, s.handleDeleteTopics, r)
 	case *kmsg.InitProducerIDRequest:
 		return s.handleInitProducerID(r), nil
 	}

@@ -166,19 +166,11 @@ func Attribute(events []history.Event, members []RunMember, rep Report) Attribut
 func eventMember(e history.Event) string {
 	var named string
 	switch v := e.Value.(type) {
+	case history.GroupCall: // Join, Sync, Heartbeat, Leave, Commit
+		named = v.Call().Member
 	case history.Consume:
 		named = v.Member
-	case history.Commit:
-		named = v.Member
 	case history.Assignment:
-		named = v.Member
-	case history.Join:
-		named = v.Member
-	case history.Sync:
-		named = v.Member
-	case history.Heartbeat:
-		named = v.Member
-	case history.Leave:
 		named = v.Member
 	case history.Membership:
 		named = v.Member

@@ -201,3 +201,20 @@ func TestCompareVersions(t *testing.T) {
 		t.Errorf("sorted %q, want %q", vs, want)
 	}
 }
+
+// TestEventMember: a pause is charged to the member its event's payload names, for every payload
+// that names one, and else to the event's process.
+func TestEventMember(t *testing.T) {
+	for _, v := range []any{
+		history.Consume{Member: "named"}, history.Assignment{Member: "named"}, history.Membership{Member: "named"},
+		history.Join{Member: "named"}, history.Sync{Member: "named"}, history.Heartbeat{Member: "named"},
+		history.Leave{Member: "named"}, history.Commit{Member: "named"},
+	} {
+		if got := eventMember(history.Event{Process: "proc/join", Value: v}); got != "named" {
+			t.Errorf("%T: charged to %q, want the member it names", v, got)
+		}
+	}
+	if got := eventMember(history.Event{Process: "proc/fault", Value: history.Fault{}}); got != "proc" {
+		t.Errorf("a fault: charged to %q, want its process proc", got)
+	}
+}

@@ -225,6 +225,15 @@ func envName(prop string) string {
 	return b.String()
 }
 
+// CheckControllers returns an error unless a cluster can have n separate
+// controller nodes: 0 (the brokers are the controllers), 1 or 3.
+func CheckControllers(n int) error {
+	if n != 0 && n != 1 && n != 3 {
+		return fmt.Errorf("separate controllers number 0, 1 or 3, not %d", n)
+	}
+	return nil
+}
+
 func (c *Config) normalize() error {
 	if c.Version == "" {
 		c.Version = DefaultKafkaVersion
@@ -238,8 +247,8 @@ func (c *Config) normalize() error {
 	if c.Nodes != 1 && c.Nodes != 3 {
 		return fmt.Errorf("a cluster has 1 or 3 broker nodes, not %d", c.Nodes)
 	}
-	if c.Controllers != 0 && c.Controllers != 1 && c.Controllers != 3 {
-		return fmt.Errorf("separate controllers number 0, 1 or 3, not %d", c.Controllers)
+	if err := CheckControllers(c.Controllers); err != nil {
+		return err
 	}
 	if c.BasePort < 0 || c.BasePort > 65535-c.Nodes {
 		return fmt.Errorf("base port %d is out of range 1–%d", c.BasePort, 65535-c.Nodes)

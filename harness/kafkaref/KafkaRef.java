@@ -266,19 +266,39 @@ public class KafkaRef {
                 try {
                     result = assignor.assign(spec, describer);
                 } catch (Exception e) {
-                    return sb.append("error ").append(e.getClass().getSimpleName()).append("\nend\n").toString();
+                    return failed(sb, e);
                 }
-                for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(result.members()).entrySet()) {
-                    sb.append("member ").append(e.getKey()).append('\n');
-                    TreeMap<String, Set<Integer>> byTopic = new TreeMap<>();
-                    e.getValue().partitions().forEach((t, ps) -> {
-                        if (!ps.isEmpty()) byTopic.put(t.toString(), new TreeSet<>(ps));
-                    });
-                    byTopic.forEach((t, ps) -> sb.append("  ").append(t).append(' ').append(join(ps)).append('\n'));
-                }
+                appendMembers(sb, result.members());
                 return sb.append("end\n").toString();
             }
         };
+    }
+
+    /** Replays the line `topic NAME ID PARTITIONS` into delta: the topic and its partitions. */
+    static void replayTopic(MetadataDelta delta, String[] f) {
+        Uuid id = Uuid.fromString(f[2]);
+        delta.replay(new TopicRecord().setTopicId(id).setName(f[1]));
+        int n = Integer.parseInt(f[3]);
+        for (int i = 0; i < n; i++) {
+            delta.replay(new PartitionRecord().setTopicId(id).setPartitionId(i).setReplicas(List.of(i % 4, (i + 1) % 4)));
+        }
+    }
+
+    /** Ends the block of a case whose run threw e with the exception's class. */
+    static String failed(StringBuilder sb, Exception e) {
+        return sb.append("error ").append(e.getClass().getSimpleName()).append("\nend\n").toString();
+    }
+
+    /** Appends each member's non-empty partitions by topic, members and topics in order. */
+    static void appendMembers(StringBuilder sb, Map<String, MemberAssignment> members) {
+        for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(members).entrySet()) {
+            sb.append("member ").append(e.getKey()).append('\n');
+            TreeMap<String, Set<Integer>> byTopic = new TreeMap<>();
+            e.getValue().partitions().forEach((t, ps) -> {
+                if (!ps.isEmpty()) byTopic.put(t.toString(), new TreeSet<>(ps));
+            });
+            byTopic.forEach((t, ps) -> sb.append("  ").append(t).append(' ').append(join(ps)).append('\n'));
+        }
     }
 
     static String join(Set<Integer> ps) {
@@ -310,14 +330,7 @@ public class KafkaRef {
         Map<Uuid, Map<Integer, Integer>> owners = new HashMap<>();
         for (String[] f : lines) {
             switch (f[0]) {
-                case "topic" -> {
-                    Uuid id = Uuid.fromString(f[2]);
-                    delta.replay(new TopicRecord().setTopicId(id).setName(f[1]));
-                    int n = Integer.parseInt(f[3]);
-                    for (int i = 0; i < n; i++) {
-                        delta.replay(new PartitionRecord().setTopicId(id).setPartitionId(i).setReplicas(List.of(i % 4, (i + 1) % 4)));
-                    }
-                }
+                case "topic" -> replayTopic(delta, f);
                 case "member" -> memberLines.put(f[1], f);
                 case "assigned" -> assigned.computeIfAbsent(f[1], k -> new HashMap<>()).put(Uuid.fromString(f[2]), epochs(f[3]));
                 case "pending" -> pending.computeIfAbsent(f[1], k -> new HashMap<>()).put(Uuid.fromString(f[2]), epochs(f[3]));
@@ -400,14 +413,7 @@ public class KafkaRef {
         Map<String, Map<Uuid, Set<Integer>>> owned = new HashMap<>();
         for (String[] f : lines) {
             switch (f[0]) {
-                case "topic" -> {
-                    Uuid id = Uuid.fromString(f[2]);
-                    delta.replay(new TopicRecord().setTopicId(id).setName(f[1]));
-                    int n = Integer.parseInt(f[3]);
-                    for (int i = 0; i < n; i++) {
-                        delta.replay(new PartitionRecord().setTopicId(id).setPartitionId(i).setReplicas(List.of(i % 4, (i + 1) % 4)));
-                    }
-                }
+                case "topic" -> replayTopic(delta, f);
                 case "subs" -> subs.put(f[1], f[2].equals("-") ? List.of() : List.of(f[2].split(",")));
                 case "member", "joiner" -> members.put(f[1], new ConsumerGroupMember.Builder(f[1])
                     .setSubscribedTopicNames(subs.get(f[2]))
@@ -446,16 +452,9 @@ public class KafkaRef {
                 try {
                     result = builder.build();
                 } catch (Exception e) {
-                    return sb.append("error ").append(e.getClass().getSimpleName()).append("\nend\n").toString();
+                    return failed(sb, e);
                 }
-                for (Map.Entry<String, MemberAssignment> e : new TreeMap<>(result.targetAssignment()).entrySet()) {
-                    sb.append("member ").append(e.getKey()).append('\n');
-                    TreeMap<String, Set<Integer>> byTopic = new TreeMap<>();
-                    e.getValue().partitions().forEach((t, ps) -> {
-                        if (!ps.isEmpty()) byTopic.put(t.toString(), new TreeSet<>(ps));
-                    });
-                    byTopic.forEach((t, ps) -> sb.append("  ").append(t).append(' ').append(join(ps)).append('\n'));
-                }
+                appendMembers(sb, result.targetAssignment());
                 TreeSet<String> changed = new TreeSet<>();
                 for (CoordinatorRecord r : result.records()) {
                     if (r.key() instanceof ConsumerGroupTargetAssignmentMemberKey k) changed.add(k.memberId());

@@ -409,8 +409,8 @@ func settleClusterOptions(o *Options) error {
 		if o.Nodes != 1 && o.Nodes != 3 {
 			return fmt.Errorf("a container cluster has 1 or 3 nodes, not %d", o.Nodes)
 		}
-		if o.Controllers != 0 && o.Controllers != 1 && o.Controllers != 3 {
-			return fmt.Errorf("separate controllers number 0, 1 or 3, not %d", o.Controllers)
+		if err := cluster.CheckControllers(o.Controllers); err != nil {
+			return err
 		}
 		if o.Embedded && o.Controllers > 0 {
 			return fmt.Errorf("the embedded cluster has no separate controllers, not %d", o.Controllers)

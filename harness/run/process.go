@@ -104,6 +104,24 @@ func (r Registry) WithProcessKinds(kinds ...ProcessKind) Registry {
 	return out
 }
 
+// isProcessKind says whether kind is the name of one of kinds.
+func isProcessKind(kinds []ProcessKind, kind string) bool {
+	return slices.ContainsFunc(kinds, func(k ProcessKind) bool { return k.Name == kind })
+}
+
+// withCommand returns r plus the kinds of kinds named in want, each
+// starting its members with cmd.
+func (r Registry) withCommand(kinds []ProcessKind, want []string, cmd mproc.Command) Registry {
+	var ks []ProcessKind
+	for _, k := range kinds {
+		if slices.Contains(want, k.Name) {
+			k.Command = cmd
+			ks = append(ks, k)
+		}
+	}
+	return r.WithProcessKinds(ks...)
+}
+
 // WithUserKinds returns r plus the user's kinds of the options.
 func (r Registry) WithUserKinds(o Options) Registry {
 	var ks []ProcessKind

@@ -3,8 +3,6 @@ package run
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/groupquake/groupquake/clients"
@@ -29,7 +27,7 @@ func PythonKinds() []ProcessKind {
 
 // IsPythonKind says whether kind is one of PythonKinds.
 func IsPythonKind(kind string) bool {
-	return slices.ContainsFunc(PythonKinds(), func(k ProcessKind) bool { return k.Name == kind })
+	return isProcessKind(PythonKinds(), kind)
 }
 
 // WithPython returns r plus the Python kinds among named, each running
@@ -45,12 +43,5 @@ func (r Registry) WithPython(ctx context.Context, named []string) (Registry, err
 	if err != nil {
 		return nil, fmt.Errorf("member kinds %s: %w", strings.Join(want, ", "), err)
 	}
-	out := maps.Clone(r)
-	for _, k := range PythonKinds() {
-		if slices.Contains(want, k.Name) {
-			k.Command = cmd
-			out[k.Name] = k.Factory()
-		}
-	}
-	return out, nil
+	return r.withCommand(PythonKinds(), want, cmd), nil
 }

@@ -3,8 +3,6 @@ package run
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +27,7 @@ func SpringKinds() []ProcessKind {
 
 // IsSpringKind says whether kind is one of SpringKinds.
 func IsSpringKind(kind string) bool {
-	return slices.ContainsFunc(SpringKinds(), func(k ProcessKind) bool { return k.Name == kind })
+	return isProcessKind(SpringKinds(), kind)
 }
 
 // WithSpring returns r plus the Spring kinds among named, each running the
@@ -54,12 +52,5 @@ func (r Registry) WithSpring(ctx context.Context, named []string, tc *java.Toolc
 	if err != nil {
 		return nil, fmt.Errorf("member kinds %s: %w", strings.Join(want, ", "), err)
 	}
-	out := maps.Clone(r)
-	for _, k := range SpringKinds() {
-		if slices.Contains(want, k.Name) {
-			k.Command = rt.Command(java.JVMFlags)
-			out[k.Name] = k.Factory()
-		}
-	}
-	return out, nil
+	return r.withCommand(SpringKinds(), want, rt.Command(java.JVMFlags)), nil
 }
