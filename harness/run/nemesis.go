@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -42,6 +43,15 @@ type nemesis struct {
 	// a failed heal never gives back).
 	stepFailed chan struct{}
 	failOnce   sync.Once
+	// stepBefore chains an upgrade's steps in the order of their times
+	// (then of the schedule): step i starts only once step stepBefore[i]
+	// has ended (applied, in force for its For, healed), closing
+	// stepEnded[stepBefore[i]]. The node slot alone orders them by which
+	// goroutine reaches it first, and on a loaded machine a later step's
+	// can get there first (seen: the features finalized before the last
+	// node was replaced).
+	stepBefore map[int]int
+	stepEnded  map[int]chan struct{}
 	// abort, when set, cuts short an action in flight (a node stopping or
 	// starting): the run was stopped early and its cluster is removed next.
 	abort  context.Context
@@ -51,13 +61,43 @@ type nemesis struct {
 }
 
 func newNemesis(schedule []faults.Fault, env faults.Env, rec *history.Recorder, meter *effectMeter, logf func(string, ...any)) *nemesis {
-	n := &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1), stepFailed: make(chan struct{})}
-	for _, f := range schedule {
+	n := &nemesis{schedule: schedule, env: env, rec: rec, meter: meter, logf: logf, active: map[int]faults.Fault{}, starts: map[int]effectMark{}, nodeSlot: make(chan struct{}, 1), stepFailed: make(chan struct{}),
+		stepBefore: map[int]int{}, stepEnded: map[int]chan struct{}{}}
+	var steps []int
+	for i, f := range schedule {
 		if f.Planned() {
 			n.planned.Add(1)
 		}
+		if f.Family() == faults.FamilyUpgrade {
+			steps = append(steps, i)
+			n.stepEnded[i] = make(chan struct{})
+		}
+	}
+	sort.SliceStable(steps, func(a, b int) bool { return schedule[steps[a]].At < schedule[steps[b]].At })
+	for k := 1; k < len(steps); k++ {
+		n.stepBefore[steps[k]] = steps[k-1]
 	}
 	return n
+}
+
+// awaitStepBefore waits until the upgrade step before step i has ended,
+// and says how long it waited ("" when it did not); false when ctx ended
+// first.
+func (n *nemesis) awaitStepBefore(ctx context.Context, i int) (string, bool) {
+	p, ok := n.stepBefore[i]
+	if !ok {
+		return "", true
+	}
+	t0 := time.Now()
+	select {
+	case <-n.stepEnded[p]:
+	case <-ctx.Done():
+		return "", false
+	}
+	if d := time.Since(t0); d > 100*time.Millisecond {
+		return fmt.Sprintf("waited %s for the upgrade step before it to end", d.Round(time.Millisecond)), true
+	}
+	return "", true
 }
 
 // failedStep is closed once an upgrade step failed, for an upgrade step f;
@@ -152,6 +192,9 @@ func (n *nemesis) run(ctx context.Context, start time.Time) error {
 			if n.schedule[i].Planned() {
 				defer n.planned.Done()
 			}
+			if ended, ok := n.stepEnded[i]; ok {
+				defer close(ended)
+			}
 			if err := n.one(ctx, start, i); err != nil {
 				errs <- err
 			}
@@ -184,9 +227,12 @@ func (n *nemesis) one(ctx context.Context, start time.Time, i int) error {
 	if !sleepUntil(ctx, start.Add(f.At)) {
 		return nil
 	}
-	var trig string
+	trig, ok := n.awaitStepBefore(ctx, i)
+	if !ok {
+		return nil
+	}
 	if f.Trigger == faults.OnRebalance {
-		trig = n.awaitRebalance(ctx)
+		trig = joinEffects(trig, n.awaitRebalance(ctx))
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -284,6 +330,11 @@ func (e errNotApplied) Error() string { return e.why }
 // (a failed start may have half happened), so it is healed.
 func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (faults.Fault, string, error) {
 	var waited string
+	select {
+	case <-n.failedStep(f):
+		return f, "", errNotApplied{"not applied: an earlier step of the upgrade failed"}
+	default:
+	}
 	if f.HoldsNode() {
 		t0 := time.Now()
 		select {

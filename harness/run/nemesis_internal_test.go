@@ -358,3 +358,33 @@ func TestNemesisUpgradeStopsAtAFailedStep(t *testing.T) {
 		t.Errorf("%d steps recorded as not applied after the failure, want 1 (calls %q)", notApplied, e.calls)
 	}
 }
+
+// An upgrade's steps are chained in the order of their times, whatever
+// their order in the schedule, and faults of other families are left out
+// of the chain: the order of the steps never depends on which goroutine
+// reaches the node slot first (under load, a later step's got there first
+// and the features were finalized before the last node was replaced).
+func TestUpgradeStepsChainedByTime(t *testing.T) {
+	ms := time.Millisecond
+	sched := []faults.Fault{
+		{Kind: faults.FeatureUpdate, Features: "metadata.version=33", At: 70 * ms, For: 10 * ms},
+		{Kind: faults.NodeStop, Node: 2, At: 15 * ms, For: 100 * ms},
+		{Kind: faults.NodeUpgrade, Node: 3, Version: "4.4.0", At: 50 * ms, For: 10 * ms},
+		{Kind: faults.NodeUpgrade, Node: 1, Version: "4.4.0", At: 10 * ms, For: 10 * ms},
+		{Kind: faults.NodeUpgrade, Node: 2, Version: "4.4.0", At: 30 * ms, For: 10 * ms},
+	}
+	rec, meter, _ := meteredRecorder(t)
+	n := newNemesis(sched, (&fakeEnv{}).env(), rec, meter, t.Logf)
+	want := map[int]int{4: 3, 2: 4, 0: 2}
+	if len(n.stepBefore) != len(want) {
+		t.Fatalf("chain %v, want %v", n.stepBefore, want)
+	}
+	for i, p := range want {
+		if got, ok := n.stepBefore[i]; !ok || got != p {
+			t.Errorf("step %d (%s) waits for %d, want %d", i, sched[i].Kind, got, p)
+		}
+	}
+	if _, ok := n.stepEnded[1]; ok {
+		t.Errorf("the node fault is in the upgrade's chain")
+	}
+}
