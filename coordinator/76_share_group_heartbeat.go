@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,6 +19,9 @@ import (
 type shareError struct {
 	err *kerr.Error
 	msg string
+	// noMessage: answered by KafkaApis's getErrorResponse, which sends
+	// no ErrorMessage.
+	noMessage bool
 }
 
 func (e *shareError) Error() string { return e.msg }
@@ -45,8 +49,10 @@ func (c *Coordinator) handleShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatReq
 	if err != nil {
 		out := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 		out.ErrorCode = err.err.Code
-		msg := err.msg
-		out.ErrorMessage = &msg
+		if !err.noMessage {
+			msg := err.msg
+			out.ErrorMessage = &msg
+		}
 		return out, nil
 	}
 	c.writeShare(recs)
@@ -56,11 +62,16 @@ func (c *Coordinator) handleShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatReq
 	return resp, nil
 }
 
-// validateShareHeartbeat is
+// validateShareHeartbeat is KafkaApis.handleShareGroupHeartbeat's member
+// id check (isMemberIdValid: not empty, at most 36 UTF-16 code units;
+// its INVALID_REQUEST goes through getErrorResponse, which drops the
+// message) and then
 // GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid.
 func validateShareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest) *shareError {
 	blank := func(s string) bool { return strings.TrimSpace(s) == "" }
 	switch {
+	case req.MemberID == "" || len(utf16.Encode([]rune(req.MemberID))) > 36:
+		return &shareError{err: kerr.InvalidRequest, noMessage: true}
 	case blank(req.MemberID):
 		return shareErr(kerr.InvalidRequest, "MemberId can't be empty.")
 	case blank(req.GroupID):
@@ -119,7 +130,7 @@ func (c *Coordinator) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp 
 		if !create {
 			return nil, nil, shareErr(kerr.GroupIDNotFound, "Share group %s not found.", groupID)
 		}
-		g = newShareGroup(groupID)
+		g = newShareGroup(groupID, c.profile.InitialGroupEpoch)
 	}
 	// throwIfShareGroupIsFull.
 	if max := c.shareMaxSize(); len(g.members) >= max && (memberID == "" || g.members[memberID] == nil) {

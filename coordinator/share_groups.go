@@ -86,8 +86,12 @@ type shareGroup struct {
 	refreshEpoch int32
 }
 
-func newShareGroup(id string) *shareGroup {
-	return &shareGroup{id: id, members: map[string]*shareMember{}, targets: map[string]tpSet{},
+// newShareGroup is a new ShareGroup: ModernGroup's constructor starts the
+// group epoch and the target assignment epoch at initialEpoch
+// (version.Profile.InitialGroupEpoch: 0 before 4.3, 1 from 4.3,
+// KAFKA-20268), so a group's first member gets epoch 1 or 2.
+func newShareGroup(id string, initialEpoch int32) *shareGroup {
+	return &shareGroup{id: id, epoch: initialEpoch, assignEpoch: initialEpoch, members: map[string]*shareMember{}, targets: map[string]tpSet{},
 		initializing: map[[16]byte]initTopic{}, initialized: map[[16]byte]initTopic{}, deleting: map[[16]byte]string{}, refreshEpoch: -1}
 }
 
@@ -218,17 +222,17 @@ func (c *Coordinator) replayShare(r records.Record) error {
 			return fmt.Errorf("replay %s record of group %q: the group is a consumer group", r.Type(), gr.GroupID)
 		}
 	}
-	c.share.replay(gr)
+	c.share.replay(gr, c.profile.InitialGroupEpoch)
 	return nil
 }
 
 // shareGroups holds the share groups of one coordinator.
 type shareGroups map[string]*shareGroup
 
-func (gs shareGroups) group(id string) *shareGroup {
+func (gs shareGroups) group(id string, initialEpoch int32) *shareGroup {
 	g := gs[id]
 	if g == nil {
-		g = newShareGroup(id)
+		g = newShareGroup(id, initialEpoch)
 		gs[id] = g
 	}
 	return g
@@ -273,7 +277,7 @@ func initMap(tis []sharegroup.TopicInfo) map[[16]byte]initTopic {
 	return out
 }
 
-func (gs shareGroups) replay(r sharegroup.GroupRecord) {
+func (gs shareGroups) replay(r sharegroup.GroupRecord, initialEpoch int32) {
 	if r.Value == nil {
 		g := gs[r.GroupID]
 		if g == nil {
@@ -298,7 +302,7 @@ func (gs shareGroups) replay(r sharegroup.GroupRecord) {
 		}
 		return
 	}
-	g := gs.group(r.GroupID)
+	g := gs.group(r.GroupID, initialEpoch)
 	switch v := r.Value.(type) {
 	case *sharegroup.GroupMetadataValue:
 		g.epoch, g.hash = v.Epoch, v.MetadataHash
@@ -415,8 +419,9 @@ func (c *Coordinator) scheduleShareSession(group, member string) {
 
 // shareFence is GMM.shareGroupFenceMember: the member's records are
 // tombstoned, the group epoch bumped with the hash of the subscriptions
-// left, and, for the last member, the assignment epoch set to it with a
-// zero timestamp.
+// left, and, for the last member where
+// version.Profile.LastLeaveResetsAssignmentEpoch (KAFKA-20442, 4.4), the
+// assignment epoch set to it with a zero timestamp.
 func (c *Coordinator) shareFence(g *shareGroup, m *shareMember) []sharegroup.GroupRecord {
 	recs := []sharegroup.GroupRecord{
 		{Type: sharegroup.TypeCurrentMemberAssignment, GroupID: g.id, MemberID: m.id},
@@ -427,7 +432,7 @@ func (c *Coordinator) shareFence(g *shareGroup, m *shareMember) []sharegroup.Gro
 	epoch := g.epoch + 1
 	recs = append(recs, sharegroup.GroupRecord{Type: sharegroup.TypeGroupMetadata, GroupID: g.id,
 		Value: &sharegroup.GroupMetadataValue{Epoch: epoch, MetadataHash: hash}})
-	if len(g.members) == 1 {
+	if len(g.members) == 1 && c.profile.LastLeaveResetsAssignmentEpoch {
 		recs = append(recs, sharegroup.GroupRecord{Type: sharegroup.TypeTargetAssignmentMetadata, GroupID: g.id,
 			Value: &sharegroup.TargetAssignmentMetadataValue{AssignmentEpoch: epoch}})
 	}

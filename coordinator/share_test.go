@@ -140,14 +140,17 @@ func TestShareJoinInitializesThenAssigns(t *testing.T) {
 // TestShareHeartbeatErrors: the request checks and GMM's errors, with
 // Kafka's messages.
 func TestShareHeartbeatErrors(t *testing.T) {
-	e := newShareEnv(t, version.V4_4_0, 1)
+	e := newShareEnv(t, version.V4_2_1, 1)
 	check := func(what string, r *kmsg.ShareGroupHeartbeatResponse, code int16, msg string) {
 		t.Helper()
-		if r.ErrorCode != code || r.ErrorMessage == nil || *r.ErrorMessage != msg {
+		if r.ErrorCode != code || msg == "" && r.ErrorMessage != nil || msg != "" && (r.ErrorMessage == nil || *r.ErrorMessage != msg) {
 			t.Errorf("%s: %s %v, want %s %q", what, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, kerr.ErrorForCode(code), msg)
 		}
 	}
-	check("empty member id", e.hb("", 0, "foo"), kerr.InvalidRequest.Code, "MemberId can't be empty.")
+	// KafkaApis.isMemberIdValid, before the coordinator: no message.
+	check("empty member id", e.hb("", 0, "foo"), kerr.InvalidRequest.Code, "")
+	check("member id of 37", e.hb(strings.Repeat("m", 37), 0, "foo"), kerr.InvalidRequest.Code, "")
+	check("blank member id", e.hb(" ", 0, "foo"), kerr.InvalidRequest.Code, "MemberId can't be empty.")
 	check("join without topics", e.hb("A", 0), kerr.InvalidRequest.Code, "SubscribedTopicNames must be set in first request.")
 	check("epoch -2", e.hb("A", -2), kerr.InvalidRequest.Code, "MemberEpoch is invalid.")
 	check("unknown group", e.hb("A", 1), kerr.GroupIDNotFound.Code, "Share group g not found.")
@@ -196,7 +199,7 @@ func TestShareMorePartitionsThanMembersAndSharing(t *testing.T) {
 		t.Fatalf("two members over three partitions: A %v, B %v; want a split of [0 1 2]", assigned(ra), assigned(rb))
 	}
 
-	e = newShareEnv(t, version.V4_4_0, 1)
+	e = newShareEnv(t, version.V4_2_1, 1)
 	e.hb("A", 0, "foo")
 	e.hb("A", 1)
 	e.hb("B", 0, "foo")
@@ -248,7 +251,8 @@ func TestShareLeaveSessionAndReplay(t *testing.T) {
 	}
 	e.tick(time.Second)
 	d := e.describe()
-	if len(d.Members) != 0 || d.GroupState != "Empty" || d.GroupEpoch != 5 || d.AssignmentEpoch != 5 {
+	// 4.2.1: the assignment epoch stays at the last assignment's (3).
+	if len(d.Members) != 0 || d.GroupState != "Empty" || d.GroupEpoch != 5 || d.AssignmentEpoch != 3 {
 		t.Fatalf("after the session lapsed: %+v", d)
 	}
 	if r := e.hb("A", 2); r.ErrorCode != kerr.UnknownMemberID.Code {
@@ -320,20 +324,24 @@ func TestShareRecordsReplayInOracle(t *testing.T) {
 // initialized partition is unassigned; 4.3+ (KIP-1263) only when no
 // assignment is pending. After a member holding one of two partitions
 // leaves, 4.2's next heartbeat bumps the group epoch once more (5) than
-// 4.4's (4); 4.4 also stamps the assignment with its time.
+// 4.4's; 4.4 also stamps the assignment with its time.
 func TestShareVersionPendingCheck(t *testing.T) {
 	for _, tc := range []struct {
 		v     version.Version
 		epoch int32
 		ts    bool
-	}{{version.V4_2_1, 5, false}, {version.V4_4_0, 4, true}} {
+	}{{version.V4_2_1, 5, false}, {version.V4_4_0, 5, true}} {
+		// 4.4 starts a group at epoch 1 (InitialGroupEpoch), so its
+		// epochs are one ahead, and then one behind 4.2's after the leave.
+		first := version.V4_2_1.Profile().FirstMemberEpoch
+		off := tc.v.Profile().FirstMemberEpoch - first
 		e := newShareEnv(t, tc.v, 2)
 		e.hb("A", 0, "foo")
-		e.hb("A", 1)
+		e.hb("A", 1+off)
 		e.hb("B", 0, "foo")
 		e.hb("A", -1)
 		mark := len(e.log)
-		r := e.hb("B", 3)
+		r := e.hb("B", 3+off)
 		if r.MemberEpoch != tc.epoch || !slices.Equal(assigned(r), []int32{0, 1}) {
 			t.Errorf("%s: B after A left: epoch %d, assignment %v; want %d, [0 1]", tc.v, r.MemberEpoch, assigned(r), tc.epoch)
 		}
@@ -362,13 +370,13 @@ func TestShareAssignmentInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.c = c
-	e.hb("A", 0, "foo")
-	if r := e.hb("A", 1); r.MemberEpoch != 1 || r.Assignment != nil {
-		t.Fatalf("within the interval: %+v, want epoch 1 and no assignment", r)
+	e.hb("A", 0, "foo") // epoch 2 (4.4: a new group starts at 1)
+	if r := e.hb("A", 2); r.MemberEpoch != 2 || r.Assignment != nil {
+		t.Fatalf("within the interval: %+v, want epoch 2 and no assignment", r)
 	}
 	e.tick(time.Second)
-	if r := e.hb("A", 1); r.MemberEpoch != 2 || !slices.Equal(assigned(r), []int32{0}) {
-		t.Fatalf("after the interval: epoch %d, assignment %v; want 2, [0]", r.MemberEpoch, assigned(r))
+	if r := e.hb("A", 2); r.MemberEpoch != 3 || !slices.Equal(assigned(r), []int32{0}) {
+		t.Fatalf("after the interval: epoch %d, assignment %v; want 3, [0]", r.MemberEpoch, assigned(r))
 	}
 }
 
@@ -431,5 +439,26 @@ func TestShareSessionTimeout(t *testing.T) {
 	e.tick(time.Second)
 	if d := e.describe(); len(d.Members) != 0 {
 		t.Fatalf("at 90s: %+v, want no member", d.Members)
+	}
+}
+
+// TestShareEpochsByRelease: from 4.3 a new share group starts at epoch 1
+// (ModernGroup, KAFKA-20268), so its first member joins at epoch 2; from
+// 4.4 the last member's leave also moves the assignment epoch to the new
+// group epoch (KAFKA-20442). Both answered so by Kafka 4.2.1 and 4.4.0
+// (share/members.txt in the differential run).
+func TestShareEpochsByRelease(t *testing.T) {
+	for _, tc := range []struct {
+		v                       version.Version
+		first, emptyAssignEpoch int32
+	}{{version.V4_2_1, 1, 1}, {version.V4_4_0, 2, 3}} {
+		e := newShareEnv(t, tc.v, 1)
+		if r := e.hb("A", 0, "foo"); r.MemberEpoch != tc.first {
+			t.Errorf("%s: first member's epoch %d, want %d", tc.v, r.MemberEpoch, tc.first)
+		}
+		e.hb("A", -1)
+		if d := e.describe(); d.GroupEpoch != tc.first+1 || d.AssignmentEpoch != tc.emptyAssignEpoch {
+			t.Errorf("%s: emptied group at epoch %d, assignment epoch %d; want %d, %d", tc.v, d.GroupEpoch, d.AssignmentEpoch, tc.first+1, tc.emptyAssignEpoch)
+		}
 	}
 }
