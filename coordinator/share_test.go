@@ -462,3 +462,38 @@ func TestShareEpochsByRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestShareIDForOtherProtocols: a share group's id refuses the other
+// protocols as Kafka does (GMM.classicGroupJoin: INCONSISTENT_GROUP_PROTOCOL;
+// getOrMaybeCreateConsumerGroup: "is not a consumer group"), DescribeGroups
+// says it is not a classic group, and ListGroups lists it as a share group.
+func TestShareIDForOtherProtocols(t *testing.T) {
+	e := newShareEnv(t, version.V4_4_0, 1)
+	e.hb("A", 0, "foo")
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version = 9
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "g", 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	if r := e.submit(join).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code || r.MemberID != "" {
+		t.Errorf("JoinGroup of a share group's id: %v member %q", kerr.ErrorForCode(r.ErrorCode), r.MemberID)
+	}
+	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cg.Version = 1
+	cg.Group, cg.MemberID, cg.RebalanceTimeoutMillis, cg.SubscribedTopicNames = "g", "C", 60000, []string{"foo"}
+	cg.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := e.submit(cg).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Group g is not a consumer group." {
+		t.Errorf("ConsumerGroupHeartbeat of a share group's id: %+v", r)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version = 6
+	dg.Groups = []string{"g"}
+	if d := e.submit(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; d.ErrorCode != kerr.GroupIDNotFound.Code || *d.ErrorMessage != "Group g is not a classic group." {
+		t.Errorf("DescribeGroups of a share group: %+v", d)
+	}
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 5
+	lg.TypesFilter = []string{"share"}
+	if gs := e.submit(lg).(*kmsg.ListGroupsResponse).Groups; len(gs) != 1 || gs[0].GroupType != "share" || gs[0].ProtocolType != "share" || gs[0].GroupState != "Stable" {
+		t.Errorf("ListGroups types=share: %+v", gs)
+	}
+}
