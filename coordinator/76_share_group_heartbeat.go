@@ -211,28 +211,53 @@ func (c *Coordinator) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp 
 		target = tpSet{}
 	}
 
-	// 3. Reconcile the member with the target (ShareGroupAssignmentBuilder:
-	// no revocation, the target is taken at once).
-	reconciled := updated
-	if bump || !(updated.state == 0 && updated.epoch == targetEpoch) {
-		next := updated.clone()
-		switch {
-		case targetEpoch != updated.epoch:
-			next.state = 0 // STABLE
-			next.assigned = c.filterShareAssignment(target, updated.subscribed)
-			next.prevEpoch, next.epoch = updated.epoch, targetEpoch
-		case bump:
-			next.assigned = c.filterShareAssignment(target, updated.subscribed)
-		}
-		if next.epoch != updated.epoch || next.prevEpoch != updated.prevEpoch || next.state != updated.state || !next.assigned.equal(updated.assigned) {
-			recs = append(recs, sharegroup.GroupRecord{Type: sharegroup.TypeCurrentMemberAssignment, GroupID: groupID, MemberID: memberID,
-				Value: &sharegroup.CurrentMemberAssignmentValue{MemberEpoch: next.epoch, PreviousMemberEpoch: next.prevEpoch, State: next.state,
-					AssignedPartitions: toTPs(next.assigned)}})
-		}
-		reconciled = next
-	}
+	// 3. Reconcile the member with the target.
+	reconciled, rec := c.shareReconcile(groupID, updated, targetEpoch, target, bump)
+	recs = append(recs, rec...)
 
-	id := memberID
+	c.shareHeartbeatResponse(resp, req, old, reconciled)
+
+	// maybeCreateInitializeShareGroupStateRequest.
+	initRecs, toInit := c.shareInitialize(g, subscribed)
+	recs = append(recs, initRecs...)
+	after := func() {
+		c.scheduleShareSession(groupID, memberID)
+		if len(toInit) > 0 {
+			c.scheduleShareInit(groupID, toInit)
+		}
+	}
+	return recs, after, nil
+}
+
+// shareReconcile is GMM.maybeReconcile with ShareGroupAssignmentBuilder:
+// no revocation, the member takes its target at once (filtered to the
+// topics it subscribes to); a changed member is written (record 14).
+func (c *Coordinator) shareReconcile(groupID string, updated *shareMember, targetEpoch int32, target tpSet, subscriptionChanged bool) (*shareMember, []sharegroup.GroupRecord) {
+	if !subscriptionChanged && updated.state == 0 && updated.epoch == targetEpoch {
+		return updated, nil // isReconciledTo
+	}
+	next := updated.clone()
+	switch {
+	case targetEpoch != updated.epoch:
+		next.state = 0 // STABLE
+		next.assigned = c.filterShareAssignment(target, updated.subscribed)
+		next.prevEpoch, next.epoch = updated.epoch, targetEpoch
+	case subscriptionChanged:
+		next.assigned = c.filterShareAssignment(target, updated.subscribed)
+	}
+	if next.epoch == updated.epoch && next.prevEpoch == updated.prevEpoch && next.state == updated.state && next.assigned.equal(updated.assigned) {
+		return next, nil
+	}
+	return next, []sharegroup.GroupRecord{{Type: sharegroup.TypeCurrentMemberAssignment, GroupID: groupID, MemberID: updated.id,
+		Value: &sharegroup.CurrentMemberAssignmentValue{MemberEpoch: next.epoch, PreviousMemberEpoch: next.prevEpoch, State: next.state,
+			AssignedPartitions: toTPs(next.assigned)}}}
+}
+
+// shareHeartbeatResponse fills the answer: the member, its epoch, the
+// heartbeat interval, and its assignment when the request was a full one
+// (a join, or SubscribedTopicNames set) or the assignment changed.
+func (c *Coordinator) shareHeartbeatResponse(resp *kmsg.ShareGroupHeartbeatResponse, req *kmsg.ShareGroupHeartbeatRequest, old, reconciled *shareMember) {
+	id := req.MemberID
 	resp.MemberID = &id
 	resp.MemberEpoch = reconciled.epoch
 	resp.HeartbeatIntervalMillis = c.shareHeartbeatMs()
@@ -245,17 +270,6 @@ func (c *Coordinator) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp 
 		}
 		resp.Assignment = &a
 	}
-
-	// maybeCreateInitializeShareGroupStateRequest.
-	initRecs, toInit := c.shareInitialize(g, subscribed)
-	recs = append(recs, initRecs...)
-	after := func() {
-		c.scheduleShareSession(groupID, memberID)
-		if len(toInit) > 0 {
-			c.scheduleShareInit(groupID, toInit)
-		}
-	}
-	return recs, after, nil
 }
 
 func sameMemberMetadata(a, b *shareMember) bool {

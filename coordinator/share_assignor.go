@@ -242,165 +242,190 @@ func (it *unfilledIter) remove() {
 func (it *unfilledIter) restart()    { it.cur = 0 }
 func (it *unfilledIter) empty() bool { return len(it.vals) == 0 }
 
+// homBuilder is SimpleHomogeneousAssignmentBuilder's state: members by
+// index, the old and new assignments, and the final assignment by
+// partition and by member.
+type homBuilder struct {
+	subscribed           [][16]byte
+	targets              []topicPartition
+	sharing              int
+	desired              []int
+	old                  []tpSet
+	newA                 map[int]tpSet
+	byPartition          *tpMap[intSet]
+	byMember             map[int]*tpMap[bool]
+	unfilled, overfilled intSet
+}
+
 // homogeneous is SimpleHomogeneousAssignmentBuilder.build.
 func (a *shareAssignor) homogeneous() map[string]tpSet {
-	subscribed := a.subscribed[a.memberIDs[0]]
+	b := &homBuilder{subscribed: a.subscribed[a.memberIDs[0]], newA: map[int]tpSet{}, byMember: map[int]*tpMap[bool]{},
+		unfilled: intSet{}, overfilled: intSet{}}
 	n := len(a.memberIDs)
-	var targets []topicPartition
-	for _, id := range subscribed {
+	for _, id := range b.subscribed {
 		for _, p := range a.targetPartitions(id) {
-			targets = append(targets, topicPartition{id, p})
+			b.targets = append(b.targets, topicPartition{id, p})
 		}
 	}
-	sharing := 0
-	if len(targets) > 0 {
-		sharing = (n + len(targets) - 1) / len(targets)
+	if len(b.targets) > 0 {
+		b.sharing = (n + len(b.targets) - 1) / len(b.targets)
 	}
-	desired := desiredCounts(sharing, len(targets), n)
-	old := make([]tpSet, n)
+	b.desired = desiredCounts(b.sharing, len(b.targets), n)
+	b.old = make([]tpSet, n)
 	for i, m := range a.memberIDs {
-		old[i] = a.old[m]
-		if old[i] == nil {
-			old[i] = tpSet{}
+		b.old[i] = a.old[m]
+		if b.old[i] == nil {
+			b.old[i] = tpSet{}
 		}
 	}
-	newA := map[int]tpSet{}
-	byPartition := newTPMap[intSet](javaNewHashMapCapacity(len(targets)))
-	byMember := map[int]*tpMap[bool]{}
-	unfilled, overfilled := intSet{}, intSet{}
-	if len(subscribed) == 0 {
-		return a.result(old, newA)
+	b.byPartition = newTPMap[intSet](javaNewHashMapCapacity(len(b.targets)))
+	if len(b.subscribed) == 0 {
+		return a.result(b.old, b.newA)
 	}
+	b.revokeUnassignable()
+	b.revokeOverfilled()
+	b.revokeOvershared()
+	for _, tp := range b.targets {
+		if _, ok := b.byPartition.get(tp); !ok {
+			b.byPartition.put(tp, intSet{})
+		}
+	}
+	b.assignRemaining()
+	return a.result(b.old, b.newA)
+}
 
-	// revokeUnassignablePartitions
-	for i := range n {
+func (b *homBuilder) member(i int) *tpMap[bool] {
+	if b.byMember[i] == nil {
+		b.byMember[i] = newTPMap[bool](0)
+	}
+	return b.byMember[i]
+}
+
+func (b *homBuilder) copyOf(i int) tpSet {
+	na := b.newA[i]
+	if na == nil {
+		na = b.old[i].clone()
+		b.newA[i] = na
+	}
+	return na
+}
+
+// revokeUnassignable is revokeUnassignablePartitions: the old assignment
+// of subscribed topics counts, other topics are dropped.
+func (b *homBuilder) revokeUnassignable() {
+	for i := range b.old {
 		var copied tpSet
 		assigned := 0
-		for _, id := range javaUUIDOrder(old[i]) {
-			if slices.Contains(subscribed, id) {
-				for _, p := range old[i][id] {
-					tp := topicPartition{id, p}
-					assigned++
-					s, ok := byPartition.get(tp)
-					if !ok {
-						s = intSet{}
-						byPartition.put(tp, s)
-					}
-					s[i] = true
-					if byMember[i] == nil {
-						byMember[i] = newTPMap[bool](0)
-					}
-					byMember[i].put(tp, true)
-					if assigned >= desired[i] && copied == nil {
-						copied = old[i].clone()
-					}
-				}
-			} else {
+		for _, id := range javaUUIDOrder(b.old[i]) {
+			if !slices.Contains(b.subscribed, id) {
 				if copied == nil {
-					copied = old[i].clone()
+					copied = b.old[i].clone()
 				}
 				delete(copied, id)
+				continue
+			}
+			for _, p := range b.old[i][id] {
+				tp := topicPartition{id, p}
+				assigned++
+				s, ok := b.byPartition.get(tp)
+				if !ok {
+					s = intSet{}
+					b.byPartition.put(tp, s)
+				}
+				s[i] = true
+				b.member(i).put(tp, true)
+				if assigned >= b.desired[i] && copied == nil {
+					copied = b.old[i].clone()
+				}
 			}
 		}
 		if copied != nil {
-			newA[i] = copied
+			b.newA[i] = copied
 		}
-		if assigned < desired[i] {
-			unfilled[i] = true
-		} else if assigned > desired[i] {
-			overfilled[i] = true
+		if assigned < b.desired[i] {
+			b.unfilled[i] = true
+		} else if assigned > b.desired[i] {
+			b.overfilled[i] = true
 		}
 	}
+}
 
-	// revokeOverfilledMembers
-	for _, i := range overfilled.sorted() {
-		fm := byMember[i]
-		if fm.len() > desired[i] {
-			for _, tp := range fm.order() {
-				newA[i].remove(tp.id, tp.p)
-				s, _ := byPartition.get(tp)
-				delete(s, i)
-				fm.delete(tp)
-				if fm.len() == desired[i] {
-					break
-				}
+// revokeOverfilled is revokeOverfilledMembers.
+func (b *homBuilder) revokeOverfilled() {
+	for _, i := range b.overfilled.sorted() {
+		fm := b.byMember[i]
+		if fm.len() <= b.desired[i] {
+			continue
+		}
+		for _, tp := range fm.order() {
+			b.newA[i].remove(tp.id, tp.p)
+			s, _ := b.byPartition.get(tp)
+			delete(s, i)
+			fm.delete(tp)
+			if fm.len() == b.desired[i] {
+				break
 			}
 		}
 	}
+}
 
-	// revokeOversharedPartitions
-	for _, tp := range byPartition.order() {
-		members, _ := byPartition.get(tp)
+// revokeOvershared is revokeOversharedPartitions.
+func (b *homBuilder) revokeOvershared() {
+	for _, tp := range b.byPartition.order() {
+		members, _ := b.byPartition.get(tp)
 		count := len(members)
-		if count <= sharing {
+		if count <= b.sharing {
 			continue
 		}
 		for _, i := range members.sorted() {
-			na := newA[i]
-			if na == nil {
-				na = old[i].clone()
-				newA[i] = na
-			}
+			na := b.copyOf(i)
 			if _, ok := na[tp.id]; ok && na.remove(tp.id, tp.p) {
 				count--
 				delete(members, i)
-				byMember[i].delete(tp)
-				unfilled[i] = true
+				b.byMember[i].delete(tp)
+				b.unfilled[i] = true
 			}
-			if count <= sharing {
+			if count <= b.sharing {
 				break
 			}
 		}
 	}
+}
 
-	for _, tp := range targets {
-		if _, ok := byPartition.get(tp); !ok {
-			byPartition.put(tp, intSet{})
-		}
+// assignRemaining is assignRemainingPartitions: one pass over the
+// partitions, cycling through the unfilled members.
+func (b *homBuilder) assignRemaining() {
+	if len(b.unfilled) == 0 {
+		return
 	}
-
-	// assignRemainingPartitions
-	if len(unfilled) > 0 {
-		it := &unfilledIter{vals: unfilled.sorted()}
-		assignedThisRound := false
-		for _, tp := range byPartition.order() {
-			members, _ := byPartition.get(tp)
-			if len(members) < sharing {
-				toMake := sharing - len(members)
-				for toMake > 0 {
-					if !it.hasNext() {
-						if !assignedThisRound {
-							break
-						}
-						it.restart()
-						assignedThisRound = false
-					}
-					i := it.next()
-					if !members[i] {
-						na := newA[i]
-						if na == nil {
-							na = old[i].clone()
-							newA[i] = na
-						}
-						na.add(tp.id, tp.p)
-						if byMember[i] == nil {
-							byMember[i] = newTPMap[bool](0)
-						}
-						byMember[i].put(tp, true)
-						toMake--
-						assignedThisRound = true
-						if byMember[i].len() >= desired[i] {
-							it.remove()
-						}
-					}
+	it := &unfilledIter{vals: b.unfilled.sorted()}
+	assignedThisRound := false
+	for _, tp := range b.byPartition.order() {
+		members, _ := b.byPartition.get(tp)
+		for toMake := b.sharing - len(members); toMake > 0; {
+			if !it.hasNext() {
+				if !assignedThisRound {
+					break
 				}
+				it.restart()
+				assignedThisRound = false
 			}
-			if it.empty() {
-				break
+			i := it.next()
+			if members[i] {
+				continue
+			}
+			b.copyOf(i).add(tp.id, tp.p)
+			b.member(i).put(tp, true)
+			toMake--
+			assignedThisRound = true
+			if b.byMember[i].len() >= b.desired[i] {
+				it.remove()
 			}
 		}
+		if it.empty() {
+			break
+		}
 	}
-	return a.result(old, newA)
 }
 
 func (a *shareAssignor) result(old []tpSet, newA map[int]tpSet) map[string]tpSet {
