@@ -33,6 +33,11 @@ func (c *Coordinator) handleJoinGroup(client Client, req *kmsg.JoinGroupRequest)
 	if req.Version == 0 {
 		rebalanceTimeout = req.SessionTimeoutMillis
 	}
+	if c.share[req.Group] != nil {
+		// GMM.classicGroupJoin: a group that exists and is neither a
+		// consumer nor a classic group (4.2–4.4).
+		return fail("", kerr.InconsistentGroupProtocol)
+	}
 	var tombs []records.Record
 	if info, ok := c.consumer.Lookup(req.Group); ok {
 		if !info.Empty {

@@ -11,7 +11,8 @@ import (
 // states show members without metadata. An unknown group is reported Dead,
 // with GROUP_ID_NOT_FOUND from v6. A consumer group is described by the
 // consumer-group engine (ConsumerGroupInfo.Described) when it offers one,
-// else it is "not a classic group" as in 4.4's describeGroups.
+// else it is "not a classic group" as in 4.4's describeGroups; so is a
+// share group.
 func (c *Coordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	for _, id := range req.Groups {
@@ -27,7 +28,7 @@ func (c *Coordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest) (kms
 			if req.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + id + " not found."
-				if _, ok := c.consumer.Lookup(id); ok {
+				if _, ok := c.consumer.Lookup(id); ok || c.share[id] != nil {
 					msg = "Group " + id + " is not a classic group."
 				}
 				d.ErrorMessage = &msg

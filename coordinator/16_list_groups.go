@@ -10,7 +10,9 @@ import (
 
 // handleListGroups serves ListGroups (key 16): GMM.listGroups (4.4). State
 // filters (v4+) match case-insensitively; type filters (v5+) name
-// "classic" or "consumer" (Group.GroupType.parse, also case-insensitive).
+// "classic", "consumer" or "share" (Group.GroupType.parse, also
+// case-insensitive). A share group is listed with protocol type "share"
+// (ShareGroup.PROTOCOL_TYPE).
 // Groups are listed sorted by id; Kafka lists them in TimelineHashMap
 // order, which no client relies on.
 func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
@@ -51,6 +53,18 @@ func (c *Coordinator) handleListGroups(req *kmsg.ListGroupsRequest) (kmsg.Respon
 		l.ProtocolType = "consumer"
 		l.GroupState = info.State
 		l.GroupType = "consumer"
+		resp.Groups = append(resp.Groups, l)
+	}
+	for _, id := range sortedKeys(c.share) {
+		g := c.share[id]
+		if !keep(g.state(), "share") {
+			continue
+		}
+		l := kmsg.NewListGroupsResponseGroup()
+		l.Group = id
+		l.ProtocolType = "share"
+		l.GroupState = g.state()
+		l.GroupType = "share"
 		resp.Groups = append(resp.Groups, l)
 	}
 	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
@@ -19,6 +20,16 @@ import (
 // bring the group back (GMM writes the tombstone and the consumer group's
 // records in one batch, so Kafka never splits them).
 func (c *Coordinator) handleConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+	if c.share[req.Group] != nil && req.Group != "" {
+		// GMM.getOrMaybeCreateConsumerGroup and consumerGroup: the id is a
+		// share group's. (The engine's request checks, which Kafka makes
+		// first, are not made for such an id.)
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		msg := "Group " + req.Group + " is not a consumer group."
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
 	c.converted = nil
 	resp, recs := c.consumer.Heartbeat(c.nowTime(), c.client, c, c.cfg.Topics, req)
 	for _, t := range c.converted {

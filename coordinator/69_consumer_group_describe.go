@@ -17,7 +17,7 @@ func (c *Coordinator) handleConsumerGroupDescribe(req *kmsg.ConsumerGroupDescrib
 		if g.ErrorCode != kerr.GroupIDNotFound.Code {
 			continue
 		}
-		if cg := c.classic[g.Group]; cg != nil && !cg.in(Dead) {
+		if cg := c.classic[g.Group]; cg != nil && !cg.in(Dead) || c.share[g.Group] != nil {
 			msg := "Group " + g.Group + " is not a consumer group."
 			g.ErrorMessage = &msg
 		}

@@ -61,6 +61,8 @@ type Config struct {
 	// IDs generates the UUID part of new member ids. Nil means a
 	// deterministic sequence (SequentialIDs).
 	IDs IDSource
+	// Share holds the group.share.* settings of share groups (KIP-932).
+	Share ShareConfig
 }
 
 // DefaultConfig returns Kafka's defaults (GroupCoordinatorConfig, 4.x).
@@ -100,6 +102,9 @@ func (c Config) validate() error {
 	}
 	if c.OffsetMetadataMaxBytes < 0 {
 		return fmt.Errorf("coordinator config: OffsetMetadataMaxBytes is %d; it must not be negative", c.OffsetMetadataMaxBytes)
+	}
+	if err := c.Share.validate(); err != nil {
+		return err
 	}
 	if c.MaxSessionTimeout != 0 && c.MinSessionTimeout > c.MaxSessionTimeout {
 		return fmt.Errorf("coordinator config: MinSessionTimeout %v exceeds MaxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)

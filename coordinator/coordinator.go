@@ -60,6 +60,11 @@ type Coordinator struct {
 	// (GroupCoordinatorShard.cleanupGroupMetadata), once expiryArmed.
 	nextExpiry  int64
 	expiryArmed bool
+
+	// share holds the share groups (KIP-932; share_groups.go), served
+	// where the profile's release has them production-ready.
+	share        shareGroups
+	shareInitSeq uint64
 }
 
 // Ticket names one request handed to Submit, so that a parked request can
@@ -127,6 +132,7 @@ func New(profile version.Profile, cfg Config) (*Coordinator, error) {
 		classic:  map[string]*classicGroup{},
 		offsets:  newOffsetStore(),
 		timers:   timers{byKey: map[string]*timer{}},
+		share:    shareGroups{},
 	}
 	if s, ok := cfg.ConsumerGroups.(interface{ setShell(ClassicGroups) }); ok {
 		s.setShell(c)
@@ -150,7 +156,8 @@ func (c *Coordinator) Handle(now time.Time, req kmsg.Request) (kmsg.Response, []
 // errors travel in the response. A record the coordinator cannot shape as
 // the release writes it is a bug in this package and panics. Callers
 // should call Tick after Submit: like Kafka's timer, a zero delay
-// (group.initial.rebalance.delay.ms=0) fires on the next Tick, not inside
+// (group.initial.rebalance.delay.ms=0; a share group's share-partition
+// initialization) fires on the next Tick, not inside
 // Submit. Time must not go backwards between calls.
 func (c *Coordinator) Submit(now time.Time, client Client, req kmsg.Request) (Outcome, error) {
 	c.nextTicket++
@@ -214,6 +221,10 @@ func (c *Coordinator) dispatch(client Client, req kmsg.Request) (kmsg.Response, 
 		return c.handleConsumerGroupHeartbeat(r)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return c.handleConsumerGroupDescribe(r)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return c.handleShareGroupHeartbeat(r)
+	case *kmsg.ShareGroupDescribeRequest:
+		return c.handleShareGroupDescribe(r)
 	}
 	return nil, fmt.Errorf("coordinator: %s (key %d) is not a group coordinator API this coordinator serves",
 		kmsg.NameForKey(req.Key()), req.Key())
@@ -319,6 +330,7 @@ func (c *Coordinator) Loaded(now time.Time) []records.Record {
 	if l, ok := c.consumer.(ConsumerGroupsLoader); ok {
 		c.written = append(c.written, l.Loaded(now)...)
 	}
+	c.shareLoaded()
 	return c.written
 }
 

@@ -29,7 +29,7 @@ import (
 // and inspect the diff. Commit a changed expectation only if you understand
 // what caused it and it is what Kafka does.
 func TestConformance(t *testing.T) {
-	for _, dir := range []string{"testdata/classic", "testdata/offsets", "testdata/consumer"} {
+	for _, dir := range []string{"testdata/classic", "testdata/offsets", "testdata/consumer", "testdata/share"} {
 		datadriven.Walk(t, dir, func(t *testing.T, path string) {
 			e := &env{t: t}
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -234,6 +234,15 @@ func (e *env) new(d *datadriven.TestData) {
 	// group.consumer.max.size and group.consumer.assignors.
 	e.cfg.Consumer.MaxSize = e.int(d, "consumer-max-size", 0)
 	e.cfg.Consumer.Assignors = e.list(d, "assignors")
+	// Share groups: group.share.session.timeout.ms, group.share.max.size
+	// and group.share.assignment.interval.ms (4.3+; 0 unless the vector
+	// sets it, as the harness's brokers run).
+	e.cfg.Share.SessionTimeout = e.dur(d, "share-session", 0)
+	e.cfg.Share.MaxSize = e.int(d, "share-max-size", 0)
+	if e.profile.ShareAssignmentInterval {
+		iv := e.dur(d, "share-assignment-interval", 0)
+		e.cfg.Share.AssignmentInterval = &iv
+	}
 	c, err := New(e.profile, e.cfg)
 	if err != nil {
 		e.t.Fatal(err)
@@ -483,6 +492,9 @@ func fmtRecord(r records.Record) string {
 		return s
 	}
 	if s, ok := fmtConsumerRecord(r); ok {
+		return s
+	}
+	if s, ok := fmtShareRecord(r); ok {
 		return s
 	}
 	return fmt.Sprintf("%s record", r.Type())

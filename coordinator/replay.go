@@ -12,9 +12,10 @@ import (
 // 1) and classic group metadata (type 2) are applied here; consumer-group
 // records (3–8, 16) go to the consumer-group engine, after an Empty
 // classic group of the same id, which only offset commits can have
-// created, is dropped (GMM.getOrMaybeCreatePersistedConsumerGroup). Share
-// and streams records (OtherKey) are skipped, as Kafka skips record types
-// it does not know.
+// created, is dropped (GMM.getOrMaybeCreatePersistedConsumerGroup).
+// Share-group records (10–15, which package records leaves as OtherKey)
+// go to the share groups (share_groups.go). Streams records (OtherKey) are
+// skipped, as Kafka skips record types it does not know.
 //
 // Replay sets no timers; call Loaded once the whole log is in.
 func (c *Coordinator) Replay(r records.Record) error {
@@ -68,6 +69,9 @@ func (c *Coordinator) Replay(r records.Record) error {
 		}
 		return c.consumer.Replay(r)
 	case records.OtherKey:
+		if isShareRecordType(k.Type) {
+			return c.replayShare(r)
+		}
 		return nil
 	case nil:
 		return fmt.Errorf("replay: record without a key")

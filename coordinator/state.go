@@ -27,6 +27,8 @@ type State struct {
 	Offsets []OffsetState
 	// Consumer is ConsumerGroups.State().
 	Consumer string
+	// Share renders the share groups (records 10–15) canonically.
+	Share string
 }
 
 // ClassicGroupState is a classic group as its GroupMetadata record holds it.
@@ -103,6 +105,7 @@ func (s State) String() string {
 			b.WriteByte('\n')
 		}
 	}
+	b.WriteString(s.Share)
 	return b.String()
 }
 
@@ -131,6 +134,7 @@ func (c *Coordinator) State() State {
 		}
 	}
 	s.Consumer = c.consumer.State()
+	s.Share = c.share.String()
 	return s
 }
 

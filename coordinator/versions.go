@@ -25,8 +25,13 @@ func apiVersions(p version.Profile, key int16) (lo, hi int16, ok bool) {
 func (c *Coordinator) checkVersion(req kmsg.Request) error {
 	r, ok := c.apis[req.Key()]
 	lo, hi := r.Min, r.Max
-	if !ok || !version.IsGroupAPI(req.Key()) {
+	if !version.IsGroupAPI(req.Key()) {
 		return nil // dispatch names the API it does not serve
+	}
+	if !ok {
+		// The share-group APIs before 4.2 (version.ShareCoordinatorAPIs).
+		return fmt.Errorf("coordinator: %s is not served by Kafka %s (share groups are %s there); a broker does not advertise it",
+			kmsg.NameForKey(req.Key()), c.profile.Version, c.profile.ShareGroups)
 	}
 	if v := req.GetVersion(); v < lo || v > hi {
 		return fmt.Errorf("coordinator: %s v%d is not served by Kafka %s (versions %d–%d); a broker answers UNSUPPORTED_VERSION",

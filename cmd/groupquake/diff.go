@@ -27,8 +27,10 @@ Compares what two Kafka releases do to consumer groups, OLD first, then NEW,
 each on a 1-node cluster started for it and removed after:
 
   - the conformance vectors (coordinator/testdata, as the differential mode
-    replays them), each answer beside the reference coordinator's with the
-    release's version profile;
+    replays them; share groups' too: on a release without production-ready
+    share groups the reference refuses them, as such a broker does), each
+    answer beside the reference coordinator's with the release's version
+    profile;
   - the scripted scenarios (consumer-group, classic-group: a seeded 10 s
     baseline run of three members of groupquake's and kgo's), measured:
     first epoch, rebalances, longest partition stop, the checkers' tally,

@@ -212,3 +212,22 @@ func inJavaOrder[T any](xs []T, hash func(T) int32, table int) []T {
 	}
 	return out
 }
+
+// JavaHashOrder returns the order in which a java.util.HashMap (or
+// HashSet) whose table has table buckets iterates keys of the given
+// hashCode values inserted in index order: a permutation of 0..n-1.
+// JavaNewHashMapTable and JavaDefaultTable give the table sizes.
+func JavaHashOrder(hashCodes []int32, table int) []int { return javaOrder(hashCodes, table) }
+
+// JavaDefaultTable is the table of `new HashMap<>()` or `new HashSet<>()`
+// after size insertions.
+func JavaDefaultTable(size int) int { return javaDefaultMapTable(size) }
+
+// JavaPresizedTable is the table of `new HashMap<>(capacity)` after size
+// insertions.
+func JavaPresizedTable(capacity, size int) int {
+	return javaGrownTable(javaTableSizeFor(capacity), size)
+}
+
+// JavaUUIDHash is Uuid.hashCode of a topic id.
+func JavaUUIDHash(id [16]byte) int32 { return javaUUIDHash(TopicID(id)) }

@@ -92,6 +92,13 @@ type topicHashKey struct {
 	partitions int
 }
 
+// MetadataHash is ModernGroup.computeMetadataHash of the topics named
+// that exist in topics (no cache): what a share group writes in
+// ShareGroupMetadataValue.MetadataHash, as a consumer group does.
+func MetadataHash(topics TopicMetadata, names []string) int64 {
+	return metadataHashCached(topics, names, nil)
+}
+
 // metadataHash is metadataHash with the Manager's cache of topic hashes,
 // as GMM keeps its topicHashCache: a heartbeat then hashes no partition
 // list. Only hashes of topics without racks are cached (their hash is a

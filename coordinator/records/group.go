@@ -1,9 +1,10 @@
 package records
 
 // GroupOf returns the group a record key belongs to, which also picks its
-// __consumer_offsets partition (PartitionFor). Keys that name no group
-// (types this package does not decode: share and streams groups, OtherKey)
-// and a nil key give "".
+// __consumer_offsets partition (PartitionFor). A share group's key (types
+// 10–15, which this package leaves as OtherKey) starts with its GroupId,
+// read from the raw key. Other keys that name no group (streams groups,
+// anything newer) and a nil key give "".
 func GroupOf(k Key) string {
 	switch k := k.(type) {
 	case OffsetCommitKey:
@@ -24,6 +25,15 @@ func GroupOf(k Key) string {
 		return k.GroupID
 	case ConsumerGroupRegularExpressionKey:
 		return k.GroupID
+	case OtherKey:
+		if k.Type >= 10 && k.Type <= 15 && len(k.Raw) >= 2 {
+			// Share-group keys are GroupId[, MemberId] at version 0: an
+			// int16 length, then the string.
+			n := int(k.Raw[0])<<8 | int(k.Raw[1])
+			if n <= len(k.Raw)-2 {
+				return k.Raw[2 : 2+n]
+			}
+		}
 	}
 	return ""
 }

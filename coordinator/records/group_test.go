@@ -11,6 +11,11 @@ func TestGroupOf(t *testing.T) {
 		ConsumerGroupCurrentMemberAssignmentKey{GroupID: "g5"}: "g5",
 		ConsumerGroupRegularExpressionKey{GroupID: "g6"}:       "g6",
 		OtherKey{Type: 11}:                                     "",
+		// A share group's keys name it (GroupId, MemberId of type 10).
+		OtherKey{Type: 11, Raw: "\x00\x02sg"}:          "sg",
+		OtherKey{Type: 10, Raw: "\x00\x02sg\x00\x01m"}: "sg",
+		OtherKey{Type: 11, Raw: "\x00\x09sg"}:          "", // truncated
+		OtherKey{Type: 17, Raw: "\x00\x02st"}:          "", // streams: not read
 	} {
 		if got := GroupOf(k); got != want {
 			t.Errorf("GroupOf(%#v) = %q, want %q", k, got, want)

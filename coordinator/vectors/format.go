@@ -80,6 +80,10 @@ func Format(r kmsg.Response, n Norm, order Order) string {
 		return formatConsumerHeartbeat(r, n)
 	case *kmsg.ConsumerGroupDescribeResponse:
 		return formatConsumerDescribe(r, n, order)
+	case *kmsg.ShareGroupHeartbeatResponse:
+		return formatShareHeartbeat(r, n)
+	case *kmsg.ShareGroupDescribeResponse:
+		return formatShareDescribe(r, n, order)
 	}
 	return fmt.Sprintf("%T", r)
 }
@@ -253,6 +257,65 @@ func consumerDescribeMember(m kmsg.ConsumerGroupDescribeResponseGroupMember, v i
 		x += " type=classic"
 	}
 	return x
+}
+
+// formatShareHeartbeat renders a ShareGroupHeartbeat response as
+// formatConsumerHeartbeat renders a ConsumerGroupHeartbeat one.
+func formatShareHeartbeat(r *kmsg.ShareGroupHeartbeatResponse, n Norm) string {
+	if r.ErrorCode != 0 {
+		return fmt.Sprintf("share-heartbeat %s %s", ErrName(r.ErrorCode), n.Text(ps(r.ErrorMessage)))
+	}
+	s := fmt.Sprintf("share-heartbeat member=%s epoch=%d interval=%dms", n.Member(ps(r.MemberID)), r.MemberEpoch, r.HeartbeatIntervalMillis)
+	if r.Assignment != nil {
+		var parts []string
+		for _, t := range r.Assignment.TopicPartitions {
+			for _, p := range t.Partitions {
+				parts = append(parts, fmt.Sprintf("%s/%d", n.TopicName(t.TopicID), p))
+			}
+		}
+		slices.Sort(parts)
+		s += " assignment=[" + strings.Join(parts, " ") + "]"
+	}
+	return s
+}
+
+// formatShareDescribe renders a ShareGroupDescribe response: each group, a
+// line a member.
+func formatShareDescribe(r *kmsg.ShareGroupDescribeResponse, n Norm, order Order) string {
+	var gs []string
+	for _, g := range r.Groups {
+		if g.ErrorCode != 0 {
+			gs = append(gs, fmt.Sprintf("\n  %s %s %s", n.Group(g.GroupID), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage))))
+			continue
+		}
+		s := fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.GroupID), g.GroupState, g.GroupEpoch, g.AssignmentEpoch, g.Assignor)
+		var ms []string
+		for _, m := range g.Members {
+			var subs []string
+			for _, t := range m.SubscribedTopicNames {
+				subs = append(subs, n.Topic(t))
+			}
+			// Kafka lists a HashSet (ShareGroupMember.subscribedTopicNames).
+			order.sort(subs)
+			var parts []string
+			for _, t := range m.Assignment.TopicPartitions {
+				for _, p := range t.Partitions {
+					parts = append(parts, fmt.Sprintf("%s/%d", n.Topic(t.Topic), p))
+				}
+			}
+			slices.Sort(parts)
+			x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=[%s] subscribed=[%s]",
+				n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), strings.Join(parts, " "), strings.Join(subs, " "))
+			if m.RackID != nil {
+				x += " rack=" + *m.RackID
+			}
+			ms = append(ms, x)
+		}
+		order.sort(ms)
+		gs = append(gs, s+strings.Join(ms, ""))
+	}
+	order.sort(gs)
+	return "share-describe" + strings.Join(gs, "")
 }
 
 // describeTPs renders a ConsumerGroupDescribe assignment, always sorted.

@@ -85,6 +85,9 @@ func ClientID(args Args) string { return args.Val("client", "c") }
 //	  (regex= with no value sends an empty regex, which drops the member's;
 //	  raw sends a join without the defaults a Java consumer's join carries)
 //	consumer-group-describe groups=(…) [v=0]
+//	share-group-heartbeat group=g member= epoch= [subscribe=(t,…)] [rack=] [v=1]
+//	  (subscribe= with no topics sends an empty list; without it, null)
+//	share-group-describe groups=(…) [v=1]
 func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err error) {
 	b := &builder{n: n, args: args}
 	switch cmd {
@@ -149,6 +152,25 @@ func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err err
 		r := kmsg.NewPtrConsumerGroupDescribeRequest()
 		r.Version = b.version(0)
 		r.Groups = b.groups("groups")
+		req = r
+	case "share-group-heartbeat":
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.Version = b.version(1)
+		r.GroupID = b.group()
+		r.MemberID = n.Member(b.args.Val("member", ""))
+		r.MemberEpoch = int32(b.int("epoch", 0))
+		r.RackID = b.opt("rack")
+		if b.args.Has("subscribe") {
+			r.SubscribedTopicNames = []string{}
+			for _, t := range nonEmpty(b.args.List("subscribe")) {
+				r.SubscribedTopicNames = append(r.SubscribedTopicNames, n.Topic(t))
+			}
+		}
+		req = r
+	case "share-group-describe":
+		r := kmsg.NewPtrShareGroupDescribeRequest()
+		r.Version = b.version(1)
+		r.GroupIDs = b.groups("groups")
 		req = r
 	default:
 		return nil, false, nil

@@ -35,6 +35,7 @@ var groupAPIs = [...]int16{
 	APIOffsetCommit, APIOffsetFetch, APIJoinGroup, APIHeartbeat, APILeaveGroup, APISyncGroup,
 	APIDescribeGroups, APIListGroups, APIDeleteGroups, APIOffsetDelete,
 	APIConsumerGroupHeartbeat, APIConsumerGroupDescribe,
+	APIShareGroupHeartbeat, APIShareGroupDescribe,
 }
 
 // IsGroupAPI reports whether key is one of the group coordinator's APIs.
@@ -119,6 +120,14 @@ func (p Profile) APIVersions() map[int16]APIRange {
 	if p.Version >= V4_4_0 {
 		bump(APIApiVersions, 5)
 		bump(APIDeleteGroups, 3)
+	}
+	// Share groups (KIP-932): the group coordinator's two share APIs where
+	// a cluster the release formats has them on (4.2+).
+	if p.ShareGroups == ShareProduction {
+		share := p.ShareAPIVersions()
+		for _, k := range ShareCoordinatorAPIs {
+			out[k] = share[k]
+		}
 	}
 	return out
 }

@@ -63,7 +63,8 @@ type Profile struct {
 	// its initial target assignment: 0 before 4.3, 1 from 4.3 (KAFKA-20268,
 	// ModernGroup constructor sets groupEpoch 1 and
 	// TargetAssignmentMetadata.INITIAL). The first member's epoch is
-	// FirstMemberEpoch.
+	// FirstMemberEpoch. ShareGroup is a ModernGroup too: a share group's
+	// first member also gets epoch 2 from 4.3.
 	InitialGroupEpoch int32
 	// FirstMemberEpoch is the member epoch the first member of a new group
 	// gets: 1 before 4.3, 2 from 4.3.
@@ -171,7 +172,11 @@ type Profile struct {
 	// the 4.0–4.3 branches): when the last members of a consumer group are
 	// fenced, a ConsumerGroupTargetAssignmentMetadata record with the new
 	// group epoch and timestamp 0 follows the epoch bump, so the empty group
-	// is not left Assigning (GMM.consumerGroupFenceMembers).
+	// is not left Assigning (GMM.consumerGroupFenceMembers). The same
+	// issue does it for a share group's last member
+	// (GMM.shareGroupFenceMember, apache/kafka#22046, also in 4.4.0: a
+	// 4.4.0 broker describes the emptied share group at the new epoch,
+	// 4.2.1 at the last assignment's).
 	LastLeaveResetsAssignmentEpoch bool
 	// OffsetCommitResolvesTopicIDs (apache/kafka PR #21809, "Revise Topic
 	// Resolving Logic in OffsetCommit Request", 4.3.0+): an OffsetCommit

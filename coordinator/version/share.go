@@ -79,6 +79,14 @@ const (
 	ShareDeliveryCountLimitDefault      = 5     // group.share.delivery.count.limit (2–10)
 	ShareSessionTimeoutMsDefault        = 45000 // group.share.session.timeout.ms (min 45000 by default)
 	ShareHeartbeatIntervalMsDefault     = 5000  // group.share.heartbeat.interval.ms (min 5000 by default)
+	// ShareAssignmentIntervalMsDefault is group.share.assignment.interval.ms
+	// (KIP-1263, where Profile.ShareAssignmentInterval: 4.3+): a share
+	// group's target assignment is computed at most that often.
+	ShareAssignmentIntervalMsDefault = 1000
+	// ShareInitializeRetryIntervalMsDefault is
+	// group.share.initialize.retry.interval.ms (4.2–4.4): a share-partition
+	// initializing for longer is asked for again by the next heartbeat.
+	ShareInitializeRetryIntervalMsDefault = 30000
 )
 
 // ShareAPIVersions returns the request versions of the share-group APIs
@@ -87,8 +95,9 @@ const (
 // ShareGroupHeartbeat and ShareGroupDescribe are v1 from 4.1;
 // ShareFetch and ShareAcknowledge v1, v1–v2 from 4.2 (ShareFetchV2);
 // DescribeShareGroupOffsets v0, v0–v1 from 4.2. They are kept apart from
-// APIVersions, which lists what the reference coordinator serves: it does
-// not model share groups.
+// APIVersions, which lists what the reference coordinator and the embedded
+// broker serve: of these, only ShareGroupHeartbeat and ShareGroupDescribe,
+// and only where share groups are production-ready (ShareCoordinatorAPIs).
 func (p Profile) ShareAPIVersions() map[int16]APIRange {
 	if p.ShareGroups < SharePreview {
 		return nil
@@ -107,6 +116,13 @@ func (p Profile) ShareAPIVersions() map[int16]APIRange {
 	}
 	return out
 }
+
+// ShareCoordinatorAPIs are the share-group APIs the reference group
+// coordinator serves (where p.ShareGroups is ShareProduction): the group
+// coordinator's own, ShareGroupHeartbeat and ShareGroupDescribe. The
+// share-partition leader's (ShareFetch, ShareAcknowledge) and the share
+// coordinator's (DescribeShareGroupOffsets) are not modelled.
+var ShareCoordinatorAPIs = [...]int16{APIShareGroupHeartbeat, APIShareGroupDescribe}
 
 // ShareServed returns the served releases on which groupquake runs share
 // groups (ShareProduction), oldest first.

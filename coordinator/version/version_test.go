@@ -176,6 +176,9 @@ func TestAPIVersions(t *testing.T) {
 	for _, v := range Served() {
 		apis := v.Profile().APIVersions()
 		for _, k := range groupAPIs {
+			if (k == APIShareGroupHeartbeat || k == APIShareGroupDescribe) && v.Profile().ShareGroups != ShareProduction {
+				continue // TestShareGroupFacts
+			}
 			if r, ok := apis[k]; !ok || r.Min > r.Max {
 				t.Errorf("%s: group API %d has no valid range: %v", v, k, r)
 			}
@@ -272,11 +275,16 @@ func TestShareGroupFacts(t *testing.T) {
 				t.Errorf("%v: ShareAcknowledge %v, want 1–2", v, r)
 			}
 		}
-		// The reference coordinator does not serve share groups, so its
-		// table must not advertise them.
-		for k := range p.ShareAPIVersions() {
-			if _, ok := p.APIVersions()[k]; ok {
-				t.Errorf("%v: APIVersions lists share API %d, which the reference coordinator does not serve", v, k)
+		// The reference coordinator serves the group coordinator's share
+		// APIs where share groups are production-ready, at the release's
+		// versions, and no other share API (ShareFetch, ShareAcknowledge,
+		// DescribeShareGroupOffsets are the share-partition leader's and
+		// the share coordinator's).
+		for k, r := range p.ShareAPIVersions() {
+			got, ok := p.APIVersions()[k]
+			want := p.ShareGroups == ShareProduction && (k == APIShareGroupHeartbeat || k == APIShareGroupDescribe)
+			if ok != want || ok && got != r {
+				t.Errorf("%v: APIVersions lists share API %d: %v at %v, want %v at %v", v, k, ok, got, want, r)
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 //	12 Heartbeat              13 LeaveGroup            14 SyncGroup
 //	15 DescribeGroups         16 ListGroups            42 DeleteGroups
 //	47 OffsetDelete           68 ConsumerGroupHeartbeat
-//	69 ConsumerGroupDescribe
+//	69 ConsumerGroupDescribe  76 ShareGroupHeartbeat     77 ShareGroupDescribe
 //
 // A single node coordinates every group, so requests that Kafka clients
 // split by coordinator (DescribeGroups, ListGroups, DeleteGroups,
@@ -26,7 +26,8 @@ func isGroupAPI(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.JoinGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
 		kmsg.SyncGroup, kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete,
-		kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe:
+		kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe,
+		kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe:
 		return true
 	}
 	return false

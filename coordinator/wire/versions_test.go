@@ -22,7 +22,7 @@ func TestGroupVersionsMatchReference(t *testing.T) {
 		kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.JoinGroup, kmsg.Heartbeat,
 		kmsg.LeaveGroup, kmsg.SyncGroup, kmsg.DescribeGroups, kmsg.ListGroups,
 		kmsg.DeleteGroups, kmsg.OffsetDelete, kmsg.ConsumerGroupHeartbeat,
-		kmsg.ConsumerGroupDescribe,
+		kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe,
 	}
 	for _, v := range version.Served() {
 		ref, err := coordinator.New(v.Profile(), coordinator.Config{})
@@ -38,6 +38,13 @@ func TestGroupVersionsMatchReference(t *testing.T) {
 		adv := versionsFor(v, true)
 		for _, key := range groupKeys {
 			r, ok := adv[key]
+			if share := key == kmsg.ShareGroupHeartbeat || key == kmsg.ShareGroupDescribe; share && v.Profile().ShareGroups != version.ShareProduction {
+				// Share groups before 4.2: neither advertised nor served.
+				if ok || served(key, 1) {
+					t.Errorf("Kafka %s: %s advertised %v, served %v; want neither", v, kmsg.NameForKey(int16(key)), ok, served(key, 1))
+				}
+				continue
+			}
 			if !ok {
 				t.Errorf("Kafka %s: %s not advertised", v, kmsg.NameForKey(int16(key)))
 				continue

@@ -1,5 +1,5 @@
 // Package differential replays the reference coordinator's conformance
-// vectors (coordinator/testdata/{classic,offsets,consumer}) against a real
+// vectors (coordinator/testdata/{classic,offsets,consumer,share}) against a real
 // group coordinator — a Kafka broker or franz-go's kfake — and reports every
 // answer that differs from the reference's.
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/groupquake/groupquake/coordinator"
 	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/sharegroup"
 	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
@@ -53,6 +54,17 @@ func SettingsFor(p version.Profile) map[string]string {
 	if p.AssignmentInterval {
 		s["group.consumer.assignment.interval.ms"] = "0"
 		s["group.consumer.min.assignment.interval.ms"] = "0"
+	}
+	// Share groups (4.2+): Kafka's share session and heartbeat interval,
+	// which the share vectors print, over FastGroupSettings' short ones;
+	// no assignment batching where the release has it (4.3+).
+	if p.ShareGroups == version.ShareProduction {
+		s["group.share.session.timeout.ms"] = "45000"
+		s["group.share.heartbeat.interval.ms"] = "5000"
+		if p.ShareAssignmentInterval {
+			s["group.share.assignment.interval.ms"] = "0"
+			s["group.share.min.assignment.interval.ms"] = "0"
+		}
 	}
 	return s
 }
@@ -270,6 +282,11 @@ func referenceConfig(p version.Profile, topics coordinator.TopicMetadata, javaVe
 		zero := time.Duration(0)
 		cfg.Consumer.AssignmentInterval = &zero
 	}
+	cfg.Share = coordinator.ShareConfig{SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second}
+	if p.ShareAssignmentInterval {
+		zero := time.Duration(0)
+		cfg.Share.AssignmentInterval = &zero
+	}
 	return cfg
 }
 
@@ -291,7 +308,8 @@ type runner struct {
 // section that asks for another cannot run.
 func brokerNewArgs() [][2]string {
 	return [][2]string{{"delay", "0s"}, {"max-session", "30m0s"}, {"max-size", "0"}, {"min-session", "1s"}, {"migration", "bidirectional"},
-		{"consumer-heartbeat", "5s"}, {"consumer-max-size", "0"}, {"assignors", "uniform,range"}}
+		{"consumer-heartbeat", "5s"}, {"consumer-max-size", "0"}, {"assignors", "uniform,range"},
+		{"share-max-size", "0"}, {"share-assignment-interval", "0s"}}
 }
 
 // needsBrokerSetting says why a section whose `new` is newArgs cannot run
@@ -388,7 +406,7 @@ func nothingToSend(s Section) ([]string, bool) {
 // timeOnlyNewArgs lists the `new` arguments that act only when time passes,
 // which Run never lets it do.
 func timeOnlyNewArgs() []string {
-	return []string{"new-member-timeout", "retention", "retention-check", "consumer-session", "assignment-interval", "regex-refresh"}
+	return []string{"new-member-timeout", "retention", "retention-check", "consumer-session", "assignment-interval", "regex-refresh", "share-session"}
 }
 
 // section compares section idx of the vectors, s, on the target and the
@@ -500,7 +518,9 @@ func (r *runner) prepareTarget(ctx context.Context, idx int, s Section, img imag
 	if err := r.warmUp(ctx, tn, s); err != nil {
 		return nil, err
 	}
-	if usesConsumerProtocol(s) {
+	if usesConsumerProtocol(s) || usesShareProtocol(s) {
+		// A share group's heartbeat reads the same metadata image: a topic
+		// it does not see yet is neither initialized nor assigned.
 		if err := r.probeConsumerTopics(ctx, tn, img); err != nil {
 			return nil, err
 		}
@@ -545,7 +565,9 @@ func (sec *sectionRun) step(ctx context.Context, now time.Time, st Step) (end st
 		return "", nil
 	}
 	ticket := int(out.Ticket)
-	resolved := regexResolutionEpoch(ref.Tick(now))
+	ticked := ref.Tick(now)
+	resolved := regexResolutionEpoch(ticked)
+	initialized := shareInitialized(ticked)
 	tgtReq, _, err := buildRequest(tn, st)
 	if err != nil {
 		return "", err
@@ -572,7 +594,37 @@ func (sec *sectionRun) step(ctx context.Context, now time.Time, st Step) (end st
 	if resolved != 0 {
 		sec.awaitGroupEpoch(ctx, tn.Group(argVal(st.Args, "group", "g")), resolved)
 	}
+	if len(initialized) > 0 {
+		sec.awaitShareInitialized(ctx, tn, argVal(st.Args, "group", "g"), initialized)
+	}
 	return "", nil
+}
+
+// shareInitialized is what a share group's share-partition initialization
+// wrote as initialized right after a request (the reference's Tick fires
+// the initialization the heartbeat asked for: its last
+// ShareGroupStatePartitionMetadata record), topic name → partitions, or
+// nil. A broker initializes asynchronously (the share coordinator writes
+// the state, then the group coordinator records it), so the runner waits
+// for the target to get there before the next step.
+func shareInitialized(recs []records.Record) map[string][]int32 {
+	var out map[string][]int32
+	for _, r := range recs {
+		k, ok := r.Key.(records.OtherKey)
+		if !ok || int16(k.Type) != sharegroup.TypeStatePartitionMetadata || r.Value == nil {
+			continue
+		}
+		key := append([]byte{byte(k.Type >> 8), byte(k.Type)}, k.Raw...)
+		gr, err := sharegroup.DecodeGroupRecord(key, r.Value.(*records.OtherValue).Raw)
+		if err != nil {
+			continue
+		}
+		out = map[string][]int32{}
+		for _, t := range gr.Value.(*sharegroup.StatePartitionMetadataValue).InitializedTopics {
+			out[t.TopicName] = t.Partitions
+		}
+	}
+	return out
 }
 
 // unsupported reports step st as different without sending it: the target
@@ -923,6 +975,10 @@ func (r *runner) warmUp(ctx context.Context, tn *targetNames, s Section) error {
 		}
 	}
 	return nil
+}
+
+func usesShareProtocol(s Section) bool {
+	return slices.ContainsFunc(s.Steps, func(st Step) bool { return st.Cmd == "share-group-heartbeat" })
 }
 
 func usesConsumerProtocol(s Section) bool {

@@ -200,7 +200,8 @@ func (s *sectionRun) reread(x *Result, refResp kmsg.Response, f *flight) {
 		return
 	}
 	switch f.req.(type) {
-	case *kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest, *kmsg.OffsetFetchRequest, *kmsg.ConsumerGroupDescribeRequest:
+	case *kmsg.DescribeGroupsRequest, *kmsg.ListGroupsRequest, *kmsg.OffsetFetchRequest, *kmsg.ConsumerGroupDescribeRequest,
+		*kmsg.ShareGroupDescribeRequest:
 	default:
 		return
 	}
@@ -347,6 +348,71 @@ func (s *sectionRun) awaitGroupEpoch(ctx context.Context, group string, epoch in
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// awaitShareInitialized polls DescribeShareGroupOffsets (all topics: the
+// group's initialized share-partitions, GroupCoordinatorService's
+// describeShareGroupAllOffsets) on the target until group (the vector's
+// name) has every partition of want initialized, for at most
+// Options.Wait: the first share group of a cluster also has the share
+// coordinator create __share_group_state. A target that never gets there
+// shows in the next steps' answers.
+func (s *sectionRun) awaitShareInitialized(ctx context.Context, tn *targetNames, group string, want map[string][]int32) {
+	deadline := time.Now().Add(s.r.opt.Wait)
+	for time.Now().Before(deadline) {
+		if s.probe == nil {
+			c, err := dial(ctx, s.r.t.Addr)
+			if err != nil {
+				return
+			}
+			s.probe = c
+		}
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		g.GroupID = tn.Group(group)
+		g.Topics = nil // all
+		req.Groups = append(req.Groups, g)
+		resp, err := s.probe.do(req, "groupquake-settle", time.Now().Add(s.r.opt.Wait))
+		if err != nil {
+			s.probe.close()
+			s.probe = nil
+		} else if shareHasInitialized(resp.(*kmsg.DescribeShareGroupOffsetsResponse), tn, want) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func shareHasInitialized(resp *kmsg.DescribeShareGroupOffsetsResponse, tn *targetNames, want map[string][]int32) bool {
+	have := map[string]map[int32]bool{}
+	for _, g := range resp.Groups {
+		if g.ErrorCode != 0 {
+			return false
+		}
+		for _, t := range g.Topics {
+			name := strings.TrimPrefix(t.Topic, tn.ns)
+			if have[name] == nil {
+				have[name] = map[int32]bool{}
+			}
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					have[name][p.Partition] = true
+				}
+			}
+		}
+	}
+	for name, ps := range want {
+		for _, p := range ps {
+			if !have[name][p] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // settle waits, after sending a JoinGroup that the reference parks, until

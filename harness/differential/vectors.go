@@ -25,7 +25,7 @@ var rawVectors embed.FS
 
 // VectorDirs are the folders of coordinator/testdata the differential mode
 // replays: every conformance vector of the coordinator.
-var VectorDirs = []string{"classic", "offsets", "consumer"}
+var VectorDirs = []string{"classic", "offsets", "consumer", "share"}
 
 // Vectors returns every section the differential mode replays, from the
 // copies built into the binary: the coordinator's vectors (VectorDirs),

@@ -124,7 +124,7 @@ func checkSharePlan(p *Plan) error {
 		return fmt.Errorf("--kinds mixes share members with consumer-group members: a group is a share group or a consumer group, never both; run the share kinds (%s) alone", strings.Join(shareKindNames(), ", "))
 	}
 	if o.Embedded {
-		return errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster (the reference coordinator) has no share groups; drop --embedded")
+		return errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster (the reference coordinator) serves share-group membership (ShareGroupHeartbeat, ShareGroupDescribe) but not ShareFetch or ShareAcknowledge, so no records reach a share member; drop --embedded")
 	}
 	if o.Kafka != "" && len(o.Bootstrap) == 0 {
 		if err := needShareGroups("--kafka", o.Kafka); err != nil {

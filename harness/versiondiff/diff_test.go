@@ -232,3 +232,47 @@ func modelOutcomes(t *testing.T, p version.Profile, secs []differential.Section)
 	}
 	return o
 }
+
+// TestModelDiffShare: the share vectors are part of the diff. Between 4.1.2
+// (share groups a preview: the reference refuses the share APIs) and 4.2.1
+// every share answer differs, explained by ShareGroups; between 4.2.1 and
+// 4.4.0 the share answers that differ are explained by the share
+// behaviours (the assignment interval's pending check, the last leave's
+// assignment epoch) and the initial group epoch.
+func TestModelDiffShare(t *testing.T) {
+	secs, err := differential.Vectors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := func(a, b version.Profile) map[string]int {
+		t.Helper()
+		oa, ob := modelOutcomes(t, a, secs), modelOutcomes(t, b, secs)
+		attr, err := Attribute(a, b, secs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := Compare(oa, ob, Behaviours(a, b), attr)
+		named := map[string]int{}
+		for _, d := range res.Differences {
+			if !strings.HasPrefix(d.Key, "share/") {
+				continue
+			}
+			if !d.Explained {
+				t.Errorf("%s → %s: %s unexplained (%s)", a.Version, b.Version, d.Key, d.Why)
+			}
+			for _, b := range d.Behaviours {
+				named[b]++
+			}
+		}
+		return named
+	}
+	if n := diff(version.V4_1_2.Profile(), version.V4_2_1.Profile()); n["ShareGroups"] == 0 {
+		t.Errorf("4.1.2 → 4.2.1: no share difference explained by ShareGroups: %v", n)
+	}
+	n := diff(version.V4_2_1.Profile(), version.V4_4_0.Profile())
+	for _, want := range []string{"ShareAssignmentInterval", "LastLeaveResetsAssignmentEpoch", "InitialGroupEpoch"} {
+		if n[want] == 0 {
+			t.Errorf("4.2.1 → 4.4.0: no share difference explained by %s: %v", want, n)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator"
 	"github.com/groupquake/groupquake/coordinator/version"
@@ -321,5 +322,61 @@ func TestNewRefusesSharedConsumerGroups(t *testing.T) {
 	}))(version.V4_4_0, nil)
 	if err != nil || reference.Unwrap(c) == nil {
 		t.Fatalf("build with a ConsumerGroups factory: %v, %v", c, err)
+	}
+}
+
+// TestShareGroupOverTheWire: the embedded broker serves ShareGroupHeartbeat
+// and ShareGroupDescribe with the reference coordinator: a member joins,
+// gets the partitions once their share-partitions are initialized (the
+// broker ticks the coordinator after every request), and the group comes
+// back from __consumer_offsets after a restart (records 10–15 go to the
+// group's partition and replay).
+func TestShareGroupOverTheWire(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	dir := t.TempDir()
+	// 4.2.1: no group.share.assignment.interval.ms (1s by default from
+	// 4.3), so the second heartbeat is assigned whatever the clock says.
+	s := startVersion(t, dir, version.V4_2_1)
+	cl := client(t, s)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "q"); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	hb := func(epoch int32, topics ...string) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch = "sg", "m1", epoch
+		if topics != nil {
+			req.SubscribedTopicNames = topics
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("ShareGroupHeartbeat: %v", err)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("ShareGroupHeartbeat: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+		}
+		return resp
+	}
+	if r := hb(0, "q"); r.MemberEpoch != 1 || r.Assignment == nil || len(r.Assignment.TopicPartitions) != 0 {
+		t.Fatalf("join: epoch %d, assignment %+v", r.MemberEpoch, r.Assignment)
+	}
+	if r := hb(1); r.MemberEpoch != 2 || r.Assignment == nil || len(r.Assignment.TopicPartitions) != 1 || len(r.Assignment.TopicPartitions[0].Partitions) != 2 {
+		t.Fatalf("second heartbeat: epoch %d, assignment %+v", r.MemberEpoch, r.Assignment)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s = startVersion(t, dir, version.V4_2_1)
+	defer s.Close()
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = []string{"sg"}
+	resp, err := req.RequestWith(ctx, client(t, s))
+	if err != nil {
+		t.Fatalf("ShareGroupDescribe: %v", err)
+	}
+	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 || resp.Groups[0].GroupEpoch != 2 || len(resp.Groups[0].Members) != 1 ||
+		resp.Groups[0].Members[0].MemberEpoch != 2 || len(resp.Groups[0].Members[0].Assignment.TopicPartitions) != 1 {
+		t.Fatalf("after the restart: %+v", resp.Groups)
 	}
 }
