@@ -539,3 +539,99 @@ func TestShareAckAnsweredWithErrorMayHaveLanded(t *testing.T) {
 	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
 	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "delivery count went from 1 to 1")
 }
+
+// fetchErr is a ShareFetch of member to node 1 answered without records,
+// partition t-0 carrying the fetch error err.
+func (h *shareHist) fetchErr(member string, inv, ans int, err string) {
+	v := history.ShareFetch{Member: member, MemberID: h.ids[member], Node: 1, SessionEpoch: 1, Fetch: history.TPs("t", 0)}
+	h.add(inv, history.Invoke, member+"/fetch", history.FShareFetch, v)
+	done := v
+	done.LockTimeoutMs = 5000
+	done.FetchErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: err}}
+	h.add(ans, history.OK, member+"/fetch", history.FShareFetch, done)
+}
+
+// TestShareFetchErrorDropsOnlyWhenNotDisproved: a fetch answered
+// NOT_LEADER_FOR_PARTITION may come from a log read whose error the leader
+// passes on while it keeps the share-partition
+// (ShareFetchUtils.processFetchResponse), or from a path that removed it
+// (DelayedShareFetch's exception handler). With nothing later to tell, it
+// excuses another acquisition of a held record on that broker within the
+// holder's lock; once the same leader applies the holder's accept of a
+// record it handed out before that fetch, it kept the share-partition (one
+// loaded again would refuse the accept INVALID_RECORD_STATE), and the
+// acquisition is a breach again. The 4.4.0 share hunt's seed
+// 116519593863584419 showed the kept case.
+func TestShareFetchErrorDropsOnlyWhenNotDisproved(t *testing.T) {
+	// a holds offsets 0–1 from node 1 (lock 5 s from 100); b's fetch is
+	// answered NOT_LEADER_FOR_PARTITION by node 1.
+	base := func() *shareHist {
+		h := &shareHist{}
+		h.fetch("a", 100, 200, history.OK, nil, acq("t", 0, 1, 1))
+		h.fetchErr("b", 300, 400, "NOT_LEADER_FOR_PARTITION")
+		return h
+	}
+	// c acquires offset 1 from node 1 at count 1 within a's lock.
+	steal := func(h *shareHist) { h.fetch("c", 1000, 1100, history.OK, nil, acq("t", 1, 1, 1)) }
+
+	// Nothing disproves the drop: excused, and the notes say by what.
+	h := base()
+	steal(h)
+	for _, name := range []string{"ShareLockExclusive", "ShareDeliveryCountBounded"} {
+		v := shareVerdict(t, h, name)
+		wantHolds(t, v, true, "")
+		if notes := strings.Join(v.Notes, " "); !strings.Contains(notes, "1 after fetch NOT_LEADER_FOR_PARTITION") {
+			t.Errorf("%s: notes %v do not count the excuse by the fetch's error", name, v.Notes)
+		}
+	}
+
+	// Node 1 applied a's accept of offset 0, handed out before b's fetch:
+	// it kept the share-partition, so c's acquisition breaches a's lock.
+	h = base()
+	h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+	steal(h)
+	v := shareVerdict(t, h, "ShareLockExclusive")
+	wantHolds(t, v, false, "while a still held it")
+	if notes := strings.Join(v.Notes, " "); !strings.Contains(notes, "1 not excused by a fetch answered with an error") {
+		t.Errorf("notes %v do not count the refuted drop", v.Notes)
+	}
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "delivery count went from 1 to 1")
+
+	// An acknowledgement's error is a drop (SharePartitionManager.acknowledge
+	// removes the share-partition), whatever came before.
+	h = base()
+	h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+	h.ack("b", 700, 800, history.OK, "NOT_LEADER_FOR_PARTITION", ackOf(history.AckAccept, 5, 5))
+	steal(h)
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+
+	// What does not disprove the drop: an accept that was refused, one of a
+	// record acquired after the fetch (from the share-partition loaded
+	// again), and one after a fetch of a's to node 1 that was never
+	// answered (it may have acquired the record again).
+	for name, add := range map[string]func(h *shareHist){
+		"refused": func(h *shareHist) {
+			h.ack("a", 500, 600, history.OK, "INVALID_RECORD_STATE", ackOf(history.AckAccept, 0, 0))
+		},
+		"acquired after": func(h *shareHist) {
+			h.fetch("a", 450, 480, history.OK, nil, acq("t", 2, 2, 1))
+			h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 2, 2))
+		},
+		"unanswered fetch": func(h *shareHist) {
+			// on a process of its own, as a member's calls to each node are
+			h.add(250, history.Invoke, "a/fetch@1", history.FShareFetch,
+				history.ShareFetch{Member: "a", Node: 1, SessionEpoch: 1, Fetch: history.TPs("t", 0)})
+			h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+		},
+	} {
+		h := base()
+		add(h)
+		steal(h)
+		for _, check := range []string{"ShareLockExclusive", "ShareDeliveryCountBounded"} {
+			if v := shareVerdict(t, h, check); !v.Holds {
+				t.Errorf("%s: %s fails: %+v", name, check, v.Violations)
+			}
+		}
+	}
+}
