@@ -133,6 +133,7 @@ type shareKept struct {
 	node     int32
 	tp       history.TP
 	from, to int
+	acq      int // the acquisition's index in sf.acqs
 	op       int // the acknowledgement's index in sf.acks
 }
 
@@ -310,7 +311,8 @@ func (sf *shareFacts) findBreaks() {
 //
 // check names the checker asking, to count what a dropped share-partition
 // alone excused ("" counts nothing).
-func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int, check string) string {
+func (sf *shareFacts) lockEnded(aid int, k shareKey, before int, check string) string {
+	a := sf.acqs[aid]
 	f := sf.f
 	for _, op := range sf.acks {
 		if op.id != a.id || !op.final() || op.inv > before || op.inv < a.ans || !op.ack.Contains(k.tp, k.off) {
@@ -328,22 +330,24 @@ func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int, check string
 	if why := sf.faultOn(a.member, a.inv, before); why != "" {
 		return why
 	}
-	if why := sf.droppedOn(a.node, k.tp, a.inv, before, check); why != "" {
+	if why := sf.droppedOn(a.node, k.tp, aid, before, check); why != "" {
 		return why
 	}
 	return ""
 }
 
-// droppedOn names an answer of node within [from, to] saying it dropped
-// its share-partition of tp, or "": a share-partition loaded again knows
-// no lock and only the persisted delivery counts. An acknowledgement's
-// error is a drop (version.ShareErrorDropsPartition); a fetch's only may
-// be one (version.ShareFetchErrorMayDropPartition), and is none where the
-// same leader later applied an acknowledgement of a record it handed out
-// before the fetch was sent (kept). check, when set, names the checker
-// whose excuse rests on the answer: the drop (or the refuted one) is
+// droppedOn names an answer of node saying it dropped, after acquisition
+// held was made and before position to, its share-partition of tp, or "":
+// a share-partition loaded again knows no lock and only the persisted
+// delivery counts. An acknowledgement's error is a drop
+// (version.ShareErrorDropsPartition); a fetch's only may be one
+// (version.ShareFetchErrorMayDropPartition), and none where the leader's
+// later behaviour shows it kept the share-partition the whole time the
+// drop could have happened (mayDrop). check, when set, names the checker
+// whose excuse rests on the answer: the drop (or the disproved one) is
 // counted for it.
-func (sf *shareFacts) droppedOn(node int32, tp history.TP, from, to int, check string) string {
+func (sf *shareFacts) droppedOn(node int32, tp history.TP, held, to int, check string) string {
+	from := sf.acqs[held].inv
 	refuted := false
 	for _, c := range sf.calls {
 		if c.node != node || c.ans < from || c.inv > to {
@@ -353,7 +357,7 @@ func (sf *shareFacts) droppedOn(node int32, tp history.TP, from, to int, check s
 			if d.tp != tp {
 				continue
 			}
-			if d.fetch && sf.keptAcross(node, tp, c) {
+			if d.fetch && !sf.mayDrop(node, tp, held, max(c.inv, from), min(c.ans, to)) {
 				refuted = true
 				continue
 			}
@@ -386,16 +390,41 @@ func (sf *shareFacts) droppedOn(node int32, tp history.TP, from, to int, check s
 	return ""
 }
 
-// keptAcross says whether node certainly kept its share-partition of tp
-// across call c: a kept window begins before c was sent and ends after it
-// was answered.
-func (sf *shareFacts) keptAcross(node int32, tp history.TP, c shareCall) bool {
+// mayDrop says whether node may have dropped its share-partition of tp
+// between positions lo and hi, after acquisition held was made: whether
+// the kept windows leave part of [lo, hi] uncovered. A window shows that
+// no drop came between its acquisition and its acknowledgement; the
+// acquisition is made somewhere between its fetch's invoke and answer, so
+// a window of held itself covers from that invoke on (a drop before held
+// was made does not touch it), another from its acquisition's answer.
+func (sf *shareFacts) mayDrop(node int32, tp history.TP, held, lo, hi int) bool {
+	if hi <= lo {
+		return true
+	}
+	type span struct{ from, to int }
+	var spans []span
 	for _, k := range sf.kept {
-		if k.node == node && k.tp == tp && k.from < c.inv && c.ans < k.to {
-			return true
+		if k.node != node || k.tp != tp {
+			continue
+		}
+		from := k.from
+		if k.acq == held {
+			from = sf.acqs[held].inv
+		}
+		spans = append(spans, span{from, k.to})
+	}
+	sort.Slice(spans, func(a, b int) bool { return spans[a].from < spans[b].from })
+	cur := lo
+	for _, w := range spans {
+		if w.from > cur {
+			break
+		}
+		cur = max(cur, w.to)
+		if cur >= hi {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // findKept finds the windows in which a leader certainly kept its
@@ -436,7 +465,7 @@ func (sf *shareFacts) findKept() {
 			if a.node != op.node || settledBy(k, op.inv) || sf.unansweredFetch(op.id, op.node, a.ans, op.inv) {
 				continue
 			}
-			sf.kept = append(sf.kept, shareKept{node: op.node, tp: k.tp, from: a.ans, to: op.inv, op: i})
+			sf.kept = append(sf.kept, shareKept{node: op.node, tp: k.tp, from: a.ans, to: op.inv, acq: last, op: i})
 		}
 	}
 }
@@ -589,12 +618,12 @@ func (sf *shareFacts) lockExclusive() Verdict {
 				checked++
 				if sf.at(y.ans) >= sf.at(x.inv)+x.lock-shareLockMargin {
 					afterLapse++
-					if x.node == y.node && sf.lockEnded(x, k, y.ans, "") == "" {
+					if x.node == y.node && sf.lockEnded(ids[i], k, y.ans, "") == "" {
 						lapsedOnly++
 					}
 					continue
 				}
-				if x.node != y.node || sf.lockEnded(x, k, y.ans, v.Name) != "" {
+				if x.node != y.node || sf.lockEnded(ids[i], k, y.ans, v.Name) != "" {
 					excused++ // leadership moved (the new leader knows no lock), or the lock ended early
 					continue
 				}
@@ -757,7 +786,7 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 				if y.rng.DeliveryCount > x.rng.DeliveryCount && !atLimit {
 					continue
 				}
-				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" || sf.droppedOn(x.node, k.tp, x.inv, y.ans, v.Name) != "" {
+				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" || sf.droppedOn(x.node, k.tp, ids[i], y.ans, v.Name) != "" {
 					excused++ // a new leader, or the share-partition loaded again: it knows only the persisted count
 					continue
 				}
