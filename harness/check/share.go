@@ -159,9 +159,10 @@ type shareFacts struct {
 	any      bool
 	kept     []shareKept
 	// dropUses counts, per checker and drop ("acknowledgement ERR",
-	// "fetch ERR"), the later acquisitions a dropped share-partition alone excused; refuted
-	// those a fetch's error would have excused had its leader's later
-	// behaviour not shown that it kept the share-partition.
+	// "fetch ERR"), the later acquisitions a dropped share-partition
+	// alone excused; refuted those a fetch's error would have excused had
+	// its leader's later behaviour not shown that it kept the
+	// share-partition.
 	dropUses map[string]map[string]int
 	refuted  map[string]int
 }
@@ -397,6 +398,7 @@ func (sf *shareFacts) droppedOn(node int32, tp history.TP, held, to int, check s
 // acquisition is made somewhere between its fetch's invoke and answer, so
 // a window of held itself covers from that invoke on (a drop before held
 // was made does not touch it), another from its acquisition's answer.
+// held < 0 asks about the share-partition as a whole.
 func (sf *shareFacts) mayDrop(node int32, tp history.TP, held, lo, hi int) bool {
 	if hi <= lo {
 		return true
