@@ -223,15 +223,21 @@ func ShareAckMayHaveApplied(name string) bool {
 }
 
 // ShareErrorDropsPartition reports whether a share-partition leader's
-// per-partition error (on an acknowledgement or a fetch) means it dropped
-// the share-partition from its cache: SharePartitionManager's
-// fencedSharePartitionHandler removes it on NotLeaderOrFollowerException,
-// FencedStateEpochException, GroupIdNotFoundException and
-// UnknownTopicOrPartitionException (marking it fenced), and a partition no
-// longer cached is answered UNKNOWN_TOPIC_OR_PARTITION (4.2 and 4.4). A
-// share-partition loaded again on that broker knows only the persisted
-// state (SharePartition.maybeInitialize): no acquisition lock, and the
-// delivery counts last written.
+// per-partition error answering an acknowledgement (ShareAcknowledge, or
+// one piggybacked on ShareFetch) means it no longer has the share-partition
+// in its cache. SharePartitionManager.acknowledge hands the acknowledgement
+// to the cached SharePartition, and when it fails runs
+// fencedSharePartitionHandler, which removes the share-partition (and marks
+// it fenced) on NotLeaderOrFollowerException, FencedStateEpochException,
+// GroupIdNotFoundException and UnknownTopicOrPartitionException: the
+// errors SharePartition.fetchPersisterError makes of a failed state write;
+// a partition not cached is answered UNKNOWN_TOPIC_OR_PARTITION there, and
+// KafkaApis.handleAcknowledgements answers it so for a partition its
+// metadata cache does not hold (4.2 and 4.4 alike). A share-partition
+// loaded again on that broker knows only the persisted state
+// (SharePartition.maybeInitialize): no acquisition lock, and the delivery
+// counts last written. A fetch's error is another matter:
+// ShareFetchErrorMayDropPartition.
 func ShareErrorDropsPartition(name string) bool {
 	switch name {
 	case "NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION", "FENCED_STATE_EPOCH",
@@ -239,4 +245,35 @@ func ShareErrorDropsPartition(name string) bool {
 		return true
 	}
 	return false
+}
+
+// ShareFetchErrorMayDropPartition reports whether a share-partition
+// leader's per-partition error answering a fetch may mean it removed the
+// share-partition from its cache; unlike an acknowledgement's, it need not
+// (4.2 and 4.4 alike):
+//
+//   - ShareFetchUtils.processFetchResponse copies the error of the log read
+//     (ReplicaManager's, NOT_LEADER_OR_FOLLOWER when the replica is not the
+//     leader at that moment) into the answer and keeps the share-partition
+//     with every acquisition it holds;
+//   - DelayedShareFetch passes an exception it meets (the log read failing
+//     as a whole, handleFetchException; the end offset of a partition it no
+//     longer leads, isMinBytesSatisfied) to SharePartitionManager's
+//     fencedSharePartitionHandler, which removes the share-partition on
+//     NotLeaderOrFollowerException, FencedStateEpochException,
+//     GroupIdNotFoundException and UnknownTopicOrPartitionException, and
+//     answers the same errors;
+//   - SharePartitionManager.processShareFetch removes a share-partition
+//     whose initialisation failed (handleInitializationException), one that
+//     held nothing yet;
+//   - the replica becoming a follower, being deleted or failing removes
+//     the share-partition with no answer saying so
+//     (SharePartitionListener).
+//
+// So such an answer is a possible drop, which the leader's later
+// behaviour can disprove: a share-partition loaded again has no
+// acquisition, so it refuses an acknowledgement of a record handed out
+// before (SharePartition's acknowledge checks, INVALID_RECORD_STATE).
+func ShareFetchErrorMayDropPartition(name string) bool {
+	return ShareErrorDropsPartition(name)
 }

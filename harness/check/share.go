@@ -108,9 +108,33 @@ type shareCall struct {
 	typ          history.Type // of the completion; Invoke when none
 	sessionEpoch int32
 	err          string
-	// dropped are the partitions the answer says the broker dropped from
-	// its share-partition cache (version.ShareErrorDropsPartition).
-	dropped []history.TP
+	// drops are the partitions whose error in the answer says the broker
+	// dropped, or may have dropped, its share-partition (shareDrop).
+	drops []shareDrop
+}
+
+// shareDrop is a partition of a call's answer whose error means the
+// broker dropped its share-partition from its cache (an acknowledgement's,
+// version.ShareErrorDropsPartition: SharePartitionManager.acknowledge
+// removes it) or may have (a fetch's, version.
+// ShareFetchErrorMayDropPartition: a log read's error is passed on and the
+// share-partition kept, ShareFetchUtils.processFetchResponse).
+type shareDrop struct {
+	tp    history.TP
+	err   string
+	fetch bool // a fetch's error: a possible drop only
+}
+
+// shareKept is a window (from, to) of positions in which node certainly
+// kept one share-partition of tp: it applied an acknowledgement sent at to
+// of a record its holder acquired from it at from, which a share-partition
+// loaded again would refuse (it has no acquisition).
+type shareKept struct {
+	node     int32
+	tp       history.TP
+	from, to int
+	acq      int // the acquisition's index in sf.acqs
+	op       int // the acknowledgement's index in sf.acks
 }
 
 // shareBreak is a window in which a member's share session with a node
@@ -133,6 +157,14 @@ type shareFacts struct {
 	breaks   []shareBreak
 	final    int // position of the final phase, or len(ev)
 	any      bool
+	kept     []shareKept
+	// dropUses counts, per checker and drop ("acknowledgement ERR",
+	// "fetch ERR"), the later acquisitions a dropped share-partition
+	// alone excused; refuted those a fetch's error would have excused had
+	// its leader's later behaviour not shown that it kept the
+	// share-partition.
+	dropUses map[string]map[string]int
+	refuted  map[string]int
 }
 
 type shareKey struct {
@@ -171,6 +203,7 @@ func (f *facts) shareFacts() *shareFacts {
 		sort.SliceStable(ids, func(a, b int) bool { return sf.acqs[ids[a]].ans < sf.acqs[ids[b]].ans })
 	}
 	sf.findBreaks()
+	sf.findKept()
 	return sf
 }
 
@@ -196,9 +229,14 @@ func (sf *shareFacts) call(i int) {
 	}
 	c := shareCall{member: v.Member, id: id, node: v.Node, inv: inv, ans: ans, typ: typ, sessionEpoch: v.SessionEpoch, err: v.Error}
 	if typ == history.OK {
-		for _, pe := range append(append([]history.PartitionError(nil), v.AckErrors...), v.FetchErrors...) {
+		for _, pe := range v.AckErrors {
 			if version.ShareErrorDropsPartition(pe.Error) {
-				c.dropped = append(c.dropped, history.TP{Topic: pe.Topic, Partition: pe.Partition})
+				c.drops = append(c.drops, shareDrop{tp: history.TP{Topic: pe.Topic, Partition: pe.Partition}, err: pe.Error})
+			}
+		}
+		for _, pe := range v.FetchErrors {
+			if version.ShareFetchErrorMayDropPartition(pe.Error) {
+				c.drops = append(c.drops, shareDrop{tp: history.TP{Topic: pe.Topic, Partition: pe.Partition}, err: pe.Error, fetch: true})
 			}
 		}
 	}
@@ -271,7 +309,11 @@ func (sf *shareFacts) findBreaks() {
 // acknowledgement of the record sent before then, a break of its session
 // with a.node reaching into [a's invoke, before], or a fault then on a
 // node or one on a.member that may close its connections.
-func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int) string {
+//
+// check names the checker asking, to count what a dropped share-partition
+// alone excused ("" counts nothing).
+func (sf *shareFacts) lockEnded(aid int, k shareKey, before int, check string) string {
+	a := sf.acqs[aid]
 	f := sf.f
 	for _, op := range sf.acks {
 		if op.id != a.id || !op.final() || op.inv > before || op.inv < a.ans || !op.ack.Contains(k.tp, k.off) {
@@ -289,43 +331,174 @@ func (sf *shareFacts) lockEnded(a shareAcq, k shareKey, before int) string {
 	if why := sf.faultOn(a.member, a.inv, before); why != "" {
 		return why
 	}
-	if why := sf.droppedOn(a.node, k.tp, a.inv, before); why != "" {
+	if why := sf.droppedOn(a.node, k.tp, aid, before, check); why != "" {
 		return why
 	}
 	return ""
 }
 
-// droppedOn names an answer of node within [from, to] saying it dropped
-// its share-partition of tp (version.ShareErrorDropsPartition), or "": a
-// share-partition loaded again knows no lock and only the persisted
-// delivery counts.
-func (sf *shareFacts) droppedOn(node int32, tp history.TP, from, to int) string {
+// droppedOn names an answer of node saying it dropped, after acquisition
+// held was made and before position to, its share-partition of tp, or "":
+// a share-partition loaded again knows no lock and only the persisted
+// delivery counts. An acknowledgement's error is a drop
+// (version.ShareErrorDropsPartition); a fetch's only may be one
+// (version.ShareFetchErrorMayDropPartition), and none where the leader's
+// later behaviour shows it kept the share-partition the whole time the
+// drop could have happened (mayDrop). check, when set, names the checker
+// whose excuse rests on the answer: the drop (or the disproved one) is
+// counted for it.
+func (sf *shareFacts) droppedOn(node int32, tp history.TP, held, to int, check string) string {
+	from := sf.acqs[held].inv
+	refuted := false
 	for _, c := range sf.calls {
 		if c.node != node || c.ans < from || c.inv > to {
 			continue
 		}
-		for _, t := range c.dropped {
-			if t == tp {
-				v, _ := sf.f.vals[c.ans].(history.ShareFetch)
-				err := v.AckError(tp)
-				if err == "" || !version.ShareErrorDropsPartition(err) {
-					err = fetchError(v, tp)
-				}
-				return fmt.Sprintf("node %d answered %s's call for %s %s, dropping its share-partition (event %d)", node, c.member, tp, err, sf.f.idx(c.ans))
+		for _, d := range c.drops {
+			if d.tp != tp {
+				continue
 			}
+			if d.fetch && !sf.mayDrop(node, tp, held, max(c.inv, from), min(c.ans, to)) {
+				refuted = true
+				continue
+			}
+			path := "acknowledgement"
+			if d.fetch {
+				path = "fetch"
+			}
+			if check != "" {
+				if sf.dropUses == nil {
+					sf.dropUses = map[string]map[string]int{}
+				}
+				if sf.dropUses[check] == nil {
+					sf.dropUses[check] = map[string]int{}
+				}
+				sf.dropUses[check][path+" "+d.err]++
+			}
+			what := "dropping its share-partition"
+			if d.fetch {
+				what = "which may have dropped its share-partition, and nothing later shows it kept it"
+			}
+			return fmt.Sprintf("node %d answered %s's %s for %s %s, %s (event %d)", node, c.member, path, tp, d.err, what, sf.f.idx(c.ans))
 		}
+	}
+	if refuted && check != "" {
+		if sf.refuted == nil {
+			sf.refuted = map[string]int{}
+		}
+		sf.refuted[check]++
 	}
 	return ""
 }
 
-// fetchError returns the fetch error the answer gave tp, "" when none.
-func fetchError(v history.ShareFetch, tp history.TP) string {
-	for _, e := range v.FetchErrors {
-		if e.Topic == tp.Topic && e.Partition == tp.Partition {
-			return e.Error
+// mayDrop says whether node may have dropped its share-partition of tp
+// between positions lo and hi, after acquisition held was made: whether
+// the kept windows leave part of [lo, hi] uncovered. A window shows that
+// no drop came between its acquisition and its acknowledgement; the
+// acquisition is made somewhere between its fetch's invoke and answer, so
+// a window of held itself covers from that invoke on (a drop before held
+// was made does not touch it), another from its acquisition's answer.
+// held < 0 asks about the share-partition as a whole.
+func (sf *shareFacts) mayDrop(node int32, tp history.TP, held, lo, hi int) bool {
+	if hi <= lo {
+		return true
+	}
+	type span struct{ from, to int }
+	var spans []span
+	for _, k := range sf.kept {
+		if k.node != node || k.tp != tp {
+			continue
+		}
+		from := k.from
+		if k.acq == held {
+			from = sf.acqs[held].inv
+		}
+		spans = append(spans, span{from, k.to})
+	}
+	sort.Slice(spans, func(a, b int) bool { return spans[a].from < spans[b].from })
+	cur := lo
+	for _, w := range spans {
+		if w.from > cur {
+			break
+		}
+		cur = max(cur, w.to)
+		if cur >= hi {
+			return false
 		}
 	}
-	return ""
+	return true
+}
+
+// findKept finds the windows in which a leader certainly kept its
+// share-partition: an acknowledgement (accept, release, reject or renew)
+// the broker answered without an error, of a record whose last
+// acquisition by the same member before the acknowledgement was sent came
+// from that broker, with no fetch of that member to it between whose
+// answer never came (it may have acquired the record again) and while the
+// start offset cannot have passed the record (an acknowledgement below it
+// is answered without an error and applies nothing, SharePartition.
+// acknowledge). A share-partition loaded again (SharePartition.
+// maybeInitialize) holds no acquisition and refuses such an
+// acknowledgement INVALID_RECORD_STATE (SharePartition's
+// validateAcknowledgementBatchMemberId and its acquired-state checks), so
+// the one that applied it is the one that handed the record out.
+func (sf *shareFacts) findKept() {
+	var settledBy func(shareKey, int) bool
+	for i, op := range sf.acks {
+		if op.outcome != "ok" || op.ack.Type == "gap" {
+			continue
+		}
+		if settledBy == nil {
+			settledBy = sf.settledBy(sf.f.plan)
+		}
+		for o := op.ack.First; o <= op.ack.Last; o++ {
+			k := shareKey{op.ack.TP(), o}
+			last := -1
+			for _, id := range sf.byRecord[k] {
+				a := sf.acqs[id]
+				if a.id == op.id && a.ans < op.inv && (last < 0 || a.ans > sf.acqs[last].ans) {
+					last = id
+				}
+			}
+			if last < 0 {
+				continue
+			}
+			a := sf.acqs[last]
+			if a.node != op.node || settledBy(k, op.inv) || sf.unansweredFetch(op.id, op.node, a.ans, op.inv) {
+				continue
+			}
+			sf.kept = append(sf.kept, shareKept{node: op.node, tp: k.tp, from: a.ans, to: op.inv, acq: last, op: i})
+		}
+	}
+}
+
+// unansweredFetch says whether incarnation id sent node a fetch before
+// position to whose answer never came or came after from.
+func (sf *shareFacts) unansweredFetch(id string, node int32, from, to int) bool {
+	for _, c := range sf.calls {
+		if c.id != id || c.node != node || c.inv >= to || sf.f.ev[c.inv].F != history.FShareFetch {
+			continue
+		}
+		if (c.typ == history.Info || c.typ == history.Invoke) && (c.ans < 0 || c.ans > from) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropNote says what dropped share-partitions alone excused for check.
+func (sf *shareFacts) dropNote(v *verdict, check string) {
+	if uses := sf.dropUses[check]; len(uses) > 0 {
+		var parts []string
+		for k, n := range uses {
+			parts = append(parts, fmt.Sprintf("%d after %s", n, k))
+		}
+		sort.Strings(parts)
+		v.note("excused by nothing but the leader having dropped its share-partition: %s", strings.Join(parts, ", "))
+	}
+	if n := sf.refuted[check]; n > 0 {
+		v.note("%d not excused by a fetch answered with an error, because the same leader later applied an acknowledgement of a record it had handed out before that fetch (it kept its share-partition: ShareFetchUtils.processFetchResponse passes a log read's error on)", n)
+	}
 }
 
 // faultOn names a fault in force within [from, to] on a node, or on
@@ -419,7 +592,9 @@ func shareVerdicts(f *facts, obs *history.Observations, plan history.Plan) []Ver
 
 // ShareVerdicts runs the share checkers alone (tests, offline tools).
 func ShareVerdicts(events []history.Event, obs *history.Observations, plan history.Plan) []Verdict {
-	return shareVerdicts(build(events, obs), obs, plan)
+	f := build(events, obs)
+	f.plan = plan
+	return shareVerdicts(f, obs, plan)
 }
 
 // lockExclusive: no record is acquired while another acquisition's lock
@@ -445,12 +620,12 @@ func (sf *shareFacts) lockExclusive() Verdict {
 				checked++
 				if sf.at(y.ans) >= sf.at(x.inv)+x.lock-shareLockMargin {
 					afterLapse++
-					if x.node == y.node && sf.lockEnded(x, k, y.ans) == "" {
+					if x.node == y.node && sf.lockEnded(ids[i], k, y.ans, "") == "" {
 						lapsedOnly++
 					}
 					continue
 				}
-				if x.node != y.node || sf.lockEnded(x, k, y.ans) != "" {
+				if x.node != y.node || sf.lockEnded(ids[i], k, y.ans, v.Name) != "" {
 					excused++ // leadership moved (the new leader knows no lock), or the lock ended early
 					continue
 				}
@@ -461,6 +636,7 @@ func (sf *shareFacts) lockExclusive() Verdict {
 		}
 	}
 	v.note("%d records acquired, %d later acquisitions checked against earlier locks: %d came after the earlier lock may have lapsed (%d of them allowed by nothing but the lapse), %d within it excused by an acknowledgement, a session end, a fault, a leader change or a dropped share-partition", len(sf.byRecord), checked, afterLapse, lapsedOnly, excused)
+	sf.dropNote(v, v.Name)
 	return v.done()
 }
 
@@ -612,7 +788,7 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 				if y.rng.DeliveryCount > x.rng.DeliveryCount && !atLimit {
 					continue
 				}
-				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" || sf.droppedOn(x.node, k.tp, x.inv, y.ans) != "" {
+				if x.node != y.node || sf.nodeFault(x.inv, y.ans) != "" || sf.droppedOn(x.node, k.tp, ids[i], y.ans, v.Name) != "" {
 					excused++ // a new leader, or the share-partition loaded again: it knows only the persisted count
 					continue
 				}
@@ -630,6 +806,7 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 		v.note("the run's plan gives no delivery count limit: only rising counts were checked")
 	}
 	v.note("%d records' deliveries checked, %d later deliveries excused by a node fault, a leader change or a dropped share-partition in between", len(sf.byRecord), excused)
+	sf.dropNote(v, v.Name)
 	return v.done()
 }
 

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -538,4 +539,189 @@ func TestShareAckAnsweredWithErrorMayHaveLanded(t *testing.T) {
 	h = again("INVALID_RECORD_STATE")
 	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
 	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "delivery count went from 1 to 1")
+}
+
+// fetchErr is a ShareFetch of member to node 1 answered without records,
+// partition t-0 carrying the fetch error err.
+func (h *shareHist) fetchErr(member string, inv, ans int, err string) {
+	v := history.ShareFetch{Member: member, MemberID: h.ids[member], Node: 1, SessionEpoch: 1, Fetch: history.TPs("t", 0)}
+	h.add(inv, history.Invoke, member+"/fetch", history.FShareFetch, v)
+	done := v
+	done.LockTimeoutMs = 5000
+	done.FetchErrors = []history.PartitionError{{Topic: "t", Partition: 0, Error: err}}
+	h.add(ans, history.OK, member+"/fetch", history.FShareFetch, done)
+}
+
+// TestShareFetchErrorDropsOnlyWhenNotDisproved: a fetch answered
+// NOT_LEADER_FOR_PARTITION may come from a log read whose error the leader
+// passes on while it keeps the share-partition
+// (ShareFetchUtils.processFetchResponse), or from a path that removed it
+// (DelayedShareFetch's exception handler). With nothing later to tell, it
+// excuses another acquisition of a held record on that broker within the
+// holder's lock; once the same leader applies the holder's accept of a
+// record it handed out before that fetch, it kept the share-partition (one
+// loaded again would refuse the accept INVALID_RECORD_STATE), and the
+// acquisition is a breach again. The 4.4.0 share hunt's seed
+// 116519593863584419 showed the kept case.
+func TestShareFetchErrorDropsOnlyWhenNotDisproved(t *testing.T) {
+	// a holds offsets 0–1 from node 1 (lock 5 s from 100); b's fetch is
+	// answered NOT_LEADER_FOR_PARTITION by node 1.
+	base := func() *shareHist {
+		h := &shareHist{}
+		h.fetch("a", 100, 200, history.OK, nil, acq("t", 0, 1, 1))
+		h.fetchErr("b", 300, 400, "NOT_LEADER_FOR_PARTITION")
+		return h
+	}
+	// c acquires offset 1 from node 1 at count 1 within a's lock.
+	steal := func(h *shareHist) { h.fetch("c", 1000, 1100, history.OK, nil, acq("t", 1, 1, 1)) }
+
+	// Nothing disproves the drop: excused, and the notes say by what.
+	h := base()
+	steal(h)
+	for _, name := range []string{"ShareLockExclusive", "ShareDeliveryCountBounded"} {
+		v := shareVerdict(t, h, name)
+		wantHolds(t, v, true, "")
+		if notes := strings.Join(v.Notes, " "); !strings.Contains(notes, "1 after fetch NOT_LEADER_FOR_PARTITION") {
+			t.Errorf("%s: notes %v do not count the excuse by the fetch's error", name, v.Notes)
+		}
+	}
+
+	// Node 1 applied a's accept of offset 0, handed out before b's fetch:
+	// it kept the share-partition, so c's acquisition breaches a's lock.
+	h = base()
+	h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+	steal(h)
+	v := shareVerdict(t, h, "ShareLockExclusive")
+	wantHolds(t, v, false, "while a still held it")
+	if notes := strings.Join(v.Notes, " "); !strings.Contains(notes, "1 not excused by a fetch answered with an error") {
+		t.Errorf("notes %v do not count the refuted drop", v.Notes)
+	}
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), false, "delivery count went from 1 to 1")
+
+	// b's fetch was sent before a's was answered: had node 1 dropped the
+	// share-partition then, it would have been before it made a's
+	// acquisition, which the accept shows it kept; so it did not end a's
+	// lock of offset 1 (acquired with offset 0) either.
+	h = &shareHist{}
+	h.fetch("a", 100, 200, history.OK, nil, acq("t", 0, 1, 1))
+	h.fetchErr("b", 150, 400, "NOT_LEADER_FOR_PARTITION")
+	h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+	steal(h)
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
+
+	// An acknowledgement's error is a drop (SharePartitionManager.acknowledge
+	// removes the share-partition), whatever came before.
+	h = base()
+	h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+	h.ack("b", 700, 800, history.OK, "NOT_LEADER_FOR_PARTITION", ackOf(history.AckAccept, 5, 5))
+	steal(h)
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), true, "")
+	wantHolds(t, shareVerdict(t, h, "ShareDeliveryCountBounded"), true, "")
+
+	// What does not disprove the drop: an accept that was refused, one of a
+	// record acquired after the fetch (from the share-partition loaded
+	// again), one the start offset may have passed, and one after a fetch
+	// of a's to node 1 that was never answered (it may have acquired the
+	// record again).
+	for name, add := range map[string]func(h *shareHist){
+		"refused": func(h *shareHist) {
+			h.ack("a", 500, 600, history.OK, "INVALID_RECORD_STATE", ackOf(history.AckAccept, 0, 0))
+		},
+		"acquired after": func(h *shareHist) {
+			h.fetch("a", 450, 480, history.OK, nil, acq("t", 2, 2, 1))
+			h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 2, 2))
+		},
+		// a had accepted offset 0 before: the start offset may have passed
+		// it, and the broker answers an acknowledgement below the start
+		// offset without an error, applying nothing.
+		"below the start offset": func(h *shareHist) {
+			h.ack("a", 250, 280, history.OK, "", ackOf(history.AckAccept, 0, 0))
+			h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+		},
+		"unanswered fetch": func(h *shareHist) {
+			// on a process of its own, as a member's calls to each node are
+			h.add(250, history.Invoke, "a/fetch@1", history.FShareFetch,
+				history.ShareFetch{Member: "a", Node: 1, SessionEpoch: 1, Fetch: history.TPs("t", 0)})
+			h.ack("a", 500, 600, history.OK, "", ackOf(history.AckAccept, 0, 0))
+		},
+	} {
+		h := base()
+		add(h)
+		steal(h)
+		for _, check := range []string{"ShareLockExclusive", "ShareDeliveryCountBounded"} {
+			if v := shareVerdict(t, h, check); !v.Holds {
+				t.Errorf("%s: %s fails: %+v", name, check, v.Violations)
+			}
+		}
+	}
+}
+
+// fetchErrorKept is an excerpt of the share hunt's run `groupquake run --seed 116519593863584419
+// --scenario combined --kafka 4.4.0 --nodes 3 --kinds kgo-share,share` (events 5150–5300: the
+// share calls answered in that window, with their original indexes), taken while node 1 was
+// being stopped (fault events 5165–5726, left out). m5 acquired offset 362 of partition 2 from
+// node 1 (event 5201); node 1 answered m5's next fetch NOT_LEADER_FOR_PARTITION for partition 2
+// (events 5202–5227) and then applied m5's accept of offset 362 (events 5228–5231): it kept its
+// share-partition across that answer (ShareFetchUtils.processFetchResponse passes a log read's
+// error on). m3's, m1's, m2's and m4's fetches answered NOT_LEADER_FOR_PARTITION for partition 0
+// (events 5204–5221) have no such evidence after them.
+const fetchErrorKept = "testdata/kafka-4.4.0-share-fetch-error-kept-seed-116519593863584419"
+
+func TestShareFetchErrorKeptRealRun(t *testing.T) {
+	l, err := history.Load(filepath.Join(fetchErrorKept, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := build(l.Events, nil)
+	f.plan = history.Plan{Share: &history.SharePlan{DeliveryCountLimit: 3, RecordLockMs: 5000}}
+	sf := f.shareFacts()
+	pos := func(idx int64) int {
+		for i, e := range f.ev {
+			if e.Index == idx {
+				return i
+			}
+		}
+		t.Fatalf("no event %d in the excerpt", idx)
+		return -1
+	}
+	topic := "gq-testsharefresh-4.4.0-13-combined-kgo-share-share-seed-116519593863584419-116519593863584419-records"
+	p0, p2 := history.TP{Topic: topic, Partition: 0}, history.TP{Topic: topic, Partition: 2}
+	var held []int
+	for _, id := range sf.byRecord[shareKey{p2, 362}] {
+		if a := sf.acqs[id]; a.member == "m5" && f.idx(a.ans) == 5201 {
+			held = append(held, id)
+		}
+	}
+	if len(held) != 1 {
+		t.Fatalf("m5's acquisition of offset 362 at event 5201 not found: %v", held)
+	}
+	// No answer of node 1 ended m5's lock of offset 362 before its accept
+	// (m6's fetch answered at event 5218 was sent before m5's acquisition
+	// was answered: if it dropped anything, it was before that acquisition
+	// was made, since the accept shows the share-partition that made it).
+	if why := sf.droppedOn(1, p2, held[0], pos(5228), ""); why != "" {
+		t.Errorf("a drop taken to end m5's lock of offset 362 although node 1 then applied m5's accept of it: %s", why)
+	}
+	n0, n2 := 0, 0
+	for _, c := range sf.calls {
+		for _, d := range c.drops {
+			switch {
+			case d.tp == p0 && c.node == 1:
+				n0++
+				if !sf.mayDrop(1, p0, -1, c.inv, c.ans) {
+					t.Errorf("node 1's answer at event %d for partition 0 disproved with no evidence", f.idx(c.ans))
+				}
+			case d.tp == p2 && c.node == 1:
+				n2++
+				// Only m5's, sent after the acquisition, is disproved for
+				// the share-partition as a whole.
+				if want := f.idx(c.ans) != 5227; sf.mayDrop(1, p2, -1, c.inv, c.ans) != want {
+					t.Errorf("node 1's answer at event %d for partition 2: may drop %v, want %v", f.idx(c.ans), !want, want)
+				}
+			}
+		}
+	}
+	if n0 != 4 || n2 != 2 {
+		t.Errorf("node 1's NOT_LEADER_FOR_PARTITION answers: %d for partition 0, %d for partition 2; want 4 and 2", n0, n2)
+	}
 }
