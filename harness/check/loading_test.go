@@ -203,3 +203,71 @@ func TestBlindHeartbeatSeed(t *testing.T) {
 		mustSay(t, mustCite(t, NoDoubleOwnership(answered(t, ""), obs), 1083, 1467, 1469), "m3's commit of ", " sent at event 1467 was accepted at event 1469 although it had been fenced")
 	})
 }
+
+// expelledRevoke scripts the order of events of seed 296807810748457958 on 4.1.2 (kafka-go
+// members, churn): classic member a (member id a-1) owns partition 0 at generation 1; its
+// heartbeat is answered REBALANCE_IN_PROGRESS while its application is stalled, and the client
+// neither heartbeats nor rejoins until the application returns; b is given partition 0 at
+// generation 2; a's application returns, a revokes partition 0 and its rejoin as a-1 is answered
+// UNKNOWN_MEMBER_ID. With commit, a commit of partition 0 by a is accepted during the overlap.
+func expelledRevoke(t *testing.T, commit bool) []history.Event {
+	h := newClassicHist(t)
+	tp := history.TPs("t", 0)
+	h.info("a", history.FAssigned, history.Assignment{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1, Partitions: tp})
+	hb := history.Heartbeat{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1}
+	refused := hb
+	refused.Error = "REBALANCE_IN_PROGRESS"
+	h.call("a/hb", history.FHeartbeat, hb, history.Fail, refused)
+	h.info("b", history.FAssigned, history.Assignment{Member: "b", MemberID: "b-1", Protocol: history.ProtocolClassic, Epoch: 2, Partitions: tp})
+	if commit {
+		c := history.Commit{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1, Offsets: []history.OffsetAt{off(0, 7)}}
+		h.call("a", history.FCommit, c, history.OK, c)
+	}
+	h.info("a", history.FRevoked, history.Assignment{Member: "a", MemberID: "a-1", Protocol: history.ProtocolClassic, Epoch: 1, Partitions: tp})
+	join := history.Join{Member: "a", MemberID: "a-1", Generation: -1}
+	gone := join
+	gone.Error = "UNKNOWN_MEMBER_ID"
+	h.call("a/join", history.FJoin, join, history.Fail, gone)
+	return h.events()
+}
+
+// A member that revokes a partition only after the group expelled it was fenced while it still
+// held it, as a member that lost it was: the log decides.
+func TestExpelledBeforeRevoke(t *testing.T) {
+	t.Parallel()
+	gen := func(at, g int64, ids ...string) history.Record {
+		ms := []any{}
+		for _, id := range ids {
+			ms = append(ms, map[string]any{"memberid": id})
+		}
+		return history.Record{Offset: at, KeyType: history.RecordGroupMetadata, Key: map[string]any{"group": "g"}, Value: map[string]any{"generation": g, "members": ms}}
+	}
+	out := logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "b-1"))
+	t.Run("the log leaves a-1 out of generation 2: fenced", func(t *testing.T) {
+		v := NoDoubleOwnership(expelledRevoke(t, false), out)
+		mustHold(t, v)
+		if !strings.Contains(notesOf(v), "a's revocation at event 4 came after the group had expelled it: __consumer_offsets (snapshot final) shows member id a-1 removed at log offset 10, by the time the group reached epoch 2 (log offset 10), and never back") {
+			t.Fatalf("notes %v", v.Notes)
+		}
+	})
+	for name, obs := range map[string]*history.Observations{
+		"without the log":              nil,
+		"a-1 still in generation 2":    logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "a-1", "b-1")),
+		"a-1 back in generation 3":     logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "b-1"), gen(12, 3, "a-1", "b-1")),
+		"another member id left out":   logged(nil, gen(3, 1, "a-1", "b-1", "c-1"), gen(10, 2, "a-1", "b-1")),
+		"a-1 left out only from gen 3": logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "a-1", "b-1"), gen(12, 3, "b-1")),
+	} {
+		t.Run(name+": not fenced", func(t *testing.T) {
+			v := NoDoubleOwnership(expelledRevoke(t, false), obs)
+			if v.Holds || !strings.Contains(v.Violations[0].Message, "a was not fenced (its ownership revoked)") {
+				t.Fatalf("got %+v", v)
+			}
+		})
+	}
+	t.Run("expelled, but a commit accepted during the overlap", func(t *testing.T) {
+		v := NoDoubleOwnership(expelledRevoke(t, true), out)
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "a's commit of t-0 sent at event") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+}

@@ -17,7 +17,8 @@ func NoDoubleOwnership(events []history.Event, obs *history.Observations) Verdic
 func noDoubleOwnership(f *facts) Verdict {
 	v := newVerdict(NameNoDoubleOwnership)
 	overlaps, allowed := 0, 0
-	byLog := map[int]string{} // classic heartbeats set aside by the log (fencedExcuse), with why
+	byLog := map[int]string{}          // classic heartbeats set aside by the log (fencedExcuse), with why
+	expelled := map[string]expulsion{} // revocations the log shows came after an expulsion (fencedExcuse), by member and event
 	for tp, ids := range f.byTP {
 		var active []int
 		for _, bid := range ids {
@@ -36,12 +37,12 @@ func noDoubleOwnership(f *facts) Verdict {
 				}
 				overlaps++
 				lo, hi := b.start, min(a.end, b.end)
-				why, evidence := f.fencedExcuse(a, b, lo, hi, a.inc < b.inc, byLog)
+				why, evidence := f.fencedExcuse(a, b, lo, hi, a.inc < b.inc, byLog, expelled)
 				if why == "" {
 					allowed++
 					continue
 				}
-				why2, evidence2 := f.fencedExcuse(b, a, lo, hi, b.inc < a.inc, byLog)
+				why2, evidence2 := f.fencedExcuse(b, a, lo, hi, b.inc < a.inc, byLog, expelled)
 				if why2 == "" {
 					allowed++
 					continue
@@ -75,7 +76,43 @@ func noDoubleOwnership(f *facts) Verdict {
 	for _, pos := range set {
 		v.note("the classic heartbeat answered ok at event %d proves no session during the overlap: %s; a coordinator that had loaded the group would have answered UNKNOWN_MEMBER_ID, so the ok was the blind answer of one still loading it", f.idx(pos), byLog[pos])
 	}
+	ex := make([]string, 0, len(expelled))
+	for k := range expelled {
+		ex = append(ex, k)
+	}
+	sort.Strings(ex)
+	for _, k := range ex {
+		v.note("%s", expelled[k].note)
+	}
 	return v.done()
+}
+
+// expulsion is the note of a revocation that came after its member was expelled, for the lowest
+// epoch of another ownership it overlapped (notes must not depend on map order).
+type expulsion struct {
+	epoch int32
+	note  string
+}
+
+// expelledBeforeRevoke says whether iv, an ownership its member ended by revoking it, belonged to
+// a member id that __consumer_offsets shows removed from the group by the time the group reached
+// the epoch of other's ownership, and never back (facts.removedBefore): the member revoked it only
+// once it noticed, after the group had gone on without it. A client that ends its generation on
+// REBALANCE_IN_PROGRESS and waits for the application to return before it heartbeats or rejoins
+// (kafka-go's ConsumerGroup) is expelled at its session timeout while its application is stalled,
+// and reports the revocation when the application returns (seed 296807810748457958 on 4.1.2:
+// kafka-go member m3, stalled 14.5 s, expelled, and given UNKNOWN_MEMBER_ID on its rejoin right
+// after it revoked). Such an ownership is fenced as a lost one is: the checks of a fenced side (no
+// session call that succeeded, no commit accepted during the overlap) still apply.
+func (f *facts) expelledBeforeRevoke(iv, other *interval) (string, bool) {
+	if iv.endKind != endRevoked || iv.end >= len(f.ev) {
+		return "", false
+	}
+	a, ok := f.vals[iv.start].(history.Assignment)
+	if !ok || a.MemberID == "" {
+		return "", false
+	}
+	return f.removedBefore(a.MemberID, other.epoch, iv.end)
 }
 
 func (f *facts) endDesc(iv *interval) string {
@@ -101,10 +138,17 @@ func (f *facts) endDesc(iv *interval) string {
 // when the new one began (findIncarnations), though its member may not have heard. A call proves iv's session valid during the overlap only if it was sent after the
 // overlap began; an accepted commit does not if __consumer_offsets shows it written before the
 // group reached the epoch of other's ownership (the log outranks where the history placed it).
-func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool, byLog map[int]string) (string, []int64) {
+func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool, byLog map[int]string, expelled map[string]expulsion) (string, []int64) {
 	name := f.mems[iv.member]
 	if iv.endKind != endLost && !older {
-		return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
+		why, ok := f.expelledBeforeRevoke(iv, other)
+		if !ok {
+			return name + " was not fenced (its ownership " + iv.endKind.String() + ")", nil
+		}
+		key := name + " " + itoa(f.idx(iv.end))
+		if x, seen := expelled[key]; !seen || other.epoch < x.epoch {
+			expelled[key] = expulsion{other.epoch, name + "'s revocation at event " + itoa(f.idx(iv.end)) + " came after the group had expelled it: " + why + "; its ownership until then counts as fenced"}
+		}
 	}
 	ss := f.sessions[iv.member]
 	for k := sort.Search(len(ss), func(i int) bool { return ss[i].inv >= lo }); k < len(ss) && ss[k].inv < hi; k++ {
