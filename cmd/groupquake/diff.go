@@ -120,6 +120,10 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("loading the conformance vectors: %w", err)
 	}
 	logf := con.Logf
+	secs, why := versiondiff.ShareComparable(f.Profile(), t.Profile(), secs)
+	if why != "" {
+		logf("%s", why)
+	}
 	stopWatch := con.watch(ctx)
 	defer stopWatch()
 	ctx, cancel := context.WithTimeout(ctx, fl.timeout)

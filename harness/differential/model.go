@@ -32,6 +32,12 @@ func Model(p version.Profile, secs []Section, javaVersion int) ([]Result, error)
 	var out []Result
 	sent := map[string]string{}
 	for _, s := range secs {
+		if why := shareBefore42(p, s); why != "" {
+			for _, st := range s.Steps {
+				out = append(out, Result{Section: s.Name(), Pos: st.Pos, Command: command(st), Outcome: Skipped, Why: why})
+			}
+			continue
+		}
 		if needsBrokerSetting(newStep(s)) == "" {
 			if why := sameRequests(sent, s); why != "" {
 				for _, st := range s.Steps {

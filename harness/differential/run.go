@@ -464,6 +464,10 @@ func (r *runner) skipSection(s Section) bool {
 		skipAll(why)
 		return true
 	}
+	if why := shareBefore42(r.p, s); why != "" {
+		skipAll(why)
+		return true
+	}
 	if r.sent == nil {
 		r.sent = map[string]string{}
 	}
@@ -479,6 +483,22 @@ func (r *runner) skipSection(s Section) bool {
 		return true
 	}
 	return false
+}
+
+// shareBefore42 says why a section of share-group requests is not
+// compared with a target whose release has share groups only as early
+// access or preview (4.0, 4.1), "" otherwise. The share vectors describe
+// production share groups (4.2+); an older broker advertises the share
+// APIs (4.1: ShareGroupHeartbeat v1) that the reference, serving them only
+// where a cluster the release formats has share groups on, refuses.
+func shareBefore42(p version.Profile, s Section) string {
+	if p.ShareGroups == version.ShareProduction {
+		return ""
+	}
+	if s.Share() {
+		return fmt.Sprintf("share groups are %s in Kafka %s: the share vectors are compared with releases where they are production-ready (4.2 and later)", p.ShareGroups, p.Version)
+	}
+	return ""
 }
 
 // noteAdapted notes in the report what of section s the run adapts to the

@@ -300,3 +300,40 @@ ok
 		t.Errorf("sameRequests: %q", got)
 	}
 }
+
+// A section of share-group requests is compared only with releases where
+// share groups are production-ready: Kafka 4.1 advertises
+// ShareGroupHeartbeat v1 (preview) where the reference serves nothing.
+func TestShareSectionsFrom42(t *testing.T) {
+	dir := t.TempDir()
+	p := writeVector(t, dir, "share/x.txt", `new version=4.2.1 topics=(foo:1)
+----
+ok
+
+share-group-heartbeat member=A epoch=0 subscribe=(foo)
+----
+ok
+`)
+	secs, err := ParseFile(p, "share/x.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]string{
+		"4.1.2": "share groups are preview in Kafka 4.1.2: the share vectors are compared with releases where they are production-ready (4.2 and later)",
+		"4.0.2": "share groups are early access in Kafka 4.0.2",
+		"4.2.1": "",
+		"4.4.0": "",
+	} {
+		why := shareBefore42(version.MustParse(v).Profile(), secs[0])
+		if (want == "") != (why == "") || !strings.HasPrefix(why, want) {
+			t.Errorf("Kafka %s: %q, want %q", v, why, want)
+		}
+	}
+	consumer, err := ParseFile(writeVector(t, dir, "consumer/y.txt", "new version=4.4.0 topics=(foo:1)\n----\nok\n\nconsumer-group-heartbeat member=A epoch=0 subscribe=(foo)\n----\nok\n"), "consumer/y.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := shareBefore42(version.MustParse("4.1.2").Profile(), consumer[0]); why != "" {
+		t.Errorf("a consumer section on 4.1.2: %q", why)
+	}
+}

@@ -105,6 +105,16 @@ type Section struct {
 }
 
 // Name is File, with #Index for every section after the first.
+// Share reports whether section s sends share-group requests.
+func (s Section) Share() bool {
+	for _, st := range s.Steps {
+		if strings.HasPrefix(st.Cmd, "share-") {
+			return true
+		}
+	}
+	return false
+}
+
 func (s Section) Name() string {
 	if s.Index == 0 {
 		return s.File

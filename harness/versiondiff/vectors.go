@@ -23,6 +23,33 @@ func value(x differential.Result, answer string) string {
 	return answer
 }
 
+// ShareComparable returns secs without the share-group sections when from
+// or to has share groups only as early access or preview (4.0, 4.1), and
+// why ("" when none was left out): the share vectors describe
+// production-ready share groups, and a broker before 4.2 is not compared
+// with them (differential's runner skips them there).
+func ShareComparable(from, to version.Profile, secs []differential.Section) ([]differential.Section, string) {
+	var old version.Profile
+	switch {
+	case from.ShareGroups != version.ShareProduction:
+		old = from
+	case to.ShareGroups != version.ShareProduction:
+		old = to
+	default:
+		return secs, ""
+	}
+	kept := make([]differential.Section, 0, len(secs))
+	for _, s := range secs {
+		if !s.Share() {
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) == len(secs) {
+		return secs, ""
+	}
+	return kept, fmt.Sprintf("%d share-group vector sections left out: share groups are %s in Kafka %s", len(secs)-len(kept), old.ShareGroups, old.Version)
+}
+
 // ModelOutcomes are the outcomes of the reference coordinator alone with
 // release p's profile: every answer and, per step, the records written.
 // Value and Model are the same: the model did what it predicts.

@@ -338,12 +338,29 @@ func diffReports(t *testing.T, reports map[string]differential.Report) {
 		t.Skipf("the diff needs two tested releases, %d ran (GROUPQUAKE_KAFKA_VERSIONS)", len(vs))
 	}
 	from, to := vs[0], vs[len(vs)-1]
-	secs := append(loadVectors(t), loadRawVectors(t)...)
+	secs, why := versiondiff.ShareComparable(from.Profile(), to.Profile(), append(loadVectors(t), loadRawVectors(t)...))
+	if why != "" {
+		t.Log(why)
+	}
 	attr, err := versiondiff.Attribute(from.Profile(), to.Profile(), secs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := versiondiff.Compare(versiondiff.RealOutcomes(reports[from.String()]), versiondiff.RealOutcomes(reports[to.String()]),
+	kept := map[string]bool{}
+	for _, s := range secs {
+		kept[s.Name()] = true
+	}
+	only := func(rep differential.Report) differential.Report {
+		rs := rep.Results[:0:0]
+		for _, x := range rep.Results {
+			if kept[x.Section] {
+				rs = append(rs, x)
+			}
+		}
+		rep.Results = rs
+		return rep
+	}
+	res := versiondiff.Compare(versiondiff.RealOutcomes(only(reports[from.String()])), versiondiff.RealOutcomes(only(reports[to.String()])),
 		versiondiff.Behaviours(from.Profile(), to.Profile()), attr)
 	ex, un := res.Count()
 	t.Logf("%s", res.Summary(false))
