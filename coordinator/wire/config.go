@@ -62,6 +62,9 @@ type Config struct {
 	// ShareLockDuration is group.share.record.lock.duration.ms. Default:
 	// the release's default.
 	ShareLockDuration time.Duration
+	// ShareDeliveryCountLimit is group.share.delivery.count.limit. Default:
+	// the release's default.
+	ShareDeliveryCountLimit int
 	// TickInterval is how often the server calls the coordinator's Tick,
 	// which fires session, join and rebalance timers. Default 10ms.
 	TickInterval time.Duration
@@ -130,8 +133,8 @@ func (c Config) validate() error {
 	if c.ShareFetch && c.Version.Profile().ShareGroups != version.ShareProduction {
 		return fmt.Errorf("wire config: ShareFetch with Kafka %s, whose share groups are not production-ready; use 4.2.0 or later", c.Version)
 	}
-	if c.ShareStatePartitions < 0 || c.ShareLockDuration < 0 {
-		return fmt.Errorf("wire config: ShareStatePartitions %d or ShareLockDuration %v is negative", c.ShareStatePartitions, c.ShareLockDuration)
+	if c.ShareStatePartitions < 0 || c.ShareLockDuration < 0 || c.ShareDeliveryCountLimit < 0 {
+		return fmt.Errorf("wire config: ShareStatePartitions %d, ShareLockDuration %v or ShareDeliveryCountLimit %d is negative", c.ShareStatePartitions, c.ShareLockDuration, c.ShareDeliveryCountLimit)
 	}
 	if c.TickInterval < 0 {
 		return fmt.Errorf("wire config: TickInterval %v is negative", c.TickInterval)

@@ -448,6 +448,10 @@ func (s *Server) handle(req request) (kmsg.Response, error) {
 		return s.handleShareFetch(r, req.conn), nil
 	case *kmsg.ShareAcknowledgeRequest:
 		return s.handleShareAcknowledge(r), nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return underLock(s, s.handleIncrementalAlterConfigs, r)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return underLock(s, s.handleDescribeShareGroupOffsets, r)
 	}
 	if isGroupAPI(req.key) {
 		return s.handleGroup(req)

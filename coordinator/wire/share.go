@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -33,7 +34,9 @@ import (
 //
 // Not modelled: the group coordinator's part in initializing a
 // share-partition (the leader initializes the state itself at its first
-// fetch, as InitializeShareGroupState would have, with state epoch 0);
+// fetch, as InitializeShareGroupState would have, with state epoch 0,
+// and the group's share.auto.offset.reset, earliest or latest, picks the
+// start offset then);
 // the share-session cache limit (SHARE_SESSION_LIMIT_REACHED); releasing
 // a member's records when it leaves the group without closing its
 // session (its locks lapse instead); byte limits (MaxBytes and
@@ -61,6 +64,7 @@ type shareLeader struct {
 	coord    *sharegroup.Coordinator
 	parts    map[sharegroup.StateKey]*sharegroup.Partition
 	sessions map[shareSessionKey]*shareSession
+	reset    map[string]string // share.auto.offset.reset by group, where set
 }
 
 // shareStateTopic is the share coordinator's topic.
@@ -74,6 +78,9 @@ func (s *Server) startShare() error {
 	pcfg, ccfg := sharegroup.ConfigsFor(p)
 	if s.cfg.ShareLockDuration > 0 {
 		pcfg.LockMs = s.cfg.ShareLockDuration.Milliseconds()
+	}
+	if s.cfg.ShareDeliveryCountLimit > 0 {
+		pcfg.DeliveryCountLimit = int16(s.cfg.ShareDeliveryCountLimit)
 	}
 	sl := &shareLeader{cfg: pcfg, parts: map[sharegroup.StateKey]*sharegroup.Partition{}, sessions: map[shareSessionKey]*shareSession{}}
 	sl.coord = sharegroup.NewCoordinator(ccfg, func() int64 { return s.last.UnixMilli() })
@@ -100,7 +107,7 @@ func (s *Server) startShare() error {
 		}
 	}
 	s.share = sl
-	return nil
+	return s.loadGroupConfigs()
 }
 
 // shareCoordinatorKey is SharePartitionKey.asCoordinatorKey, whose hash
@@ -155,7 +162,12 @@ func (s *Server) sharePartition(group string, tp shareTP) (*sharegroup.Partition
 	if sl.coord.States[k] == nil {
 		sl.coord.Initialize(k, 0)
 	}
-	p, err := sharegroup.NewPartition(sl.cfg, sl.coord, k, 0, 0, end)
+	// A state never written starts where share.auto.offset.reset says.
+	earliest := int64(0)
+	if r := sl.reset[group]; r == "latest" || r == "" && version.ShareAutoOffsetResetDefault == "latest" {
+		earliest = end
+	}
+	p, err := sharegroup.NewPartition(sl.cfg, sl.coord, k, 0, earliest, end)
 	if err != nil {
 		s.logf("wire: share-partition %s: %v", shareCoordinatorKey(k), err)
 		return nil, kerr.UnknownServerError
@@ -252,23 +264,13 @@ func (s *Server) shareConnClosed(conn uint64) {
 	}
 	slices.SortFunc(keys, func(a, b shareSessionKey) int {
 		if a.group != b.group {
-			return compareStrings(a.group, b.group)
+			return cmp.Compare(a.group, b.group)
 		}
-		return compareStrings(a.member, b.member)
+		return cmp.Compare(a.member, b.member)
 	})
 	for _, k := range keys {
 		s.closeShareSession(k.group, k.member)
 	}
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // shareAcks converts acknowledgement batches to the model's, validating

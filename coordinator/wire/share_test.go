@@ -50,12 +50,13 @@ type shareClient struct {
 	cl     *kgo.Client
 	member string
 	topic  [16]byte
+	group  string
 }
 
 func (c *shareClient) fetch(epoch int32, maxRecords int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
 	c.t.Helper()
 	req := kmsg.NewPtrShareFetchRequest()
-	g, m := "sg", c.member
+	g, m := c.group, c.member
 	req.GroupID, req.MemberID, req.ShareSessionEpoch, req.MaxRecords, req.BatchSize = &g, &m, epoch, maxRecords, maxRecords
 	req.MaxBytes = 1 << 20
 	rt := kmsg.NewShareFetchRequestTopic()
@@ -74,7 +75,7 @@ func (c *shareClient) fetch(epoch int32, maxRecords int32, acks ...kmsg.ShareFet
 func (c *shareClient) ack(epoch int32, first, last int64, typ int8) *kmsg.ShareAcknowledgeResponse {
 	c.t.Helper()
 	req := kmsg.NewPtrShareAcknowledgeRequest()
-	g, m := "sg", c.member
+	g, m := c.group, c.member
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = &g, &m, epoch
 	rt := kmsg.NewShareAcknowledgeRequestTopic()
 	rt.TopicID = c.topic
@@ -154,8 +155,9 @@ func testShareFetchOverTheWire(t *testing.T, v version.Version) {
 	t.Cleanup(func() { s.Close() })
 	tp := mustCreateTopic(t, s, "q", 1)
 	produceN(ctx, t, s, "q", 5)
-	m1 := &shareClient{t, ctx, newClient(t, s), "m1", tp.id}
-	m2 := &shareClient{t, ctx, newClient(t, s), "m2", tp.id}
+	m1 := &shareClient{t, ctx, newClient(t, s), "m1", tp.id, "sg"}
+	m2 := &shareClient{t, ctx, newClient(t, s), "m2", tp.id, "sg"}
+	setReset(ctx, t, m1.cl, "sg", "earliest")
 
 	steps := []struct {
 		name string
@@ -212,9 +214,25 @@ func testShareFetchOverTheWire(t *testing.T, v version.Version) {
 	}
 	// The new leader starts from the persisted state, with no locks: 1 is
 	// on its last delivery (the limit is 5), so it is delivered alone.
-	m3 := &shareClient{t, ctx, newClient(t, s), "m3", tp.id}
+	m3 := &shareClient{t, ctx, newClient(t, s), "m3", tp.id, "sg"}
 	if got, want := acquired(m3.fetch(0, 10)), "<nil> p0 err=<nil> ack=<nil> 1-1@5"; got != want {
 		t.Fatalf("fetch after the restart: got %q, want %q", got, want)
+	}
+}
+
+// setReset sets the group's share.auto.offset.reset.
+func setReset(ctx context.Context, t *testing.T, cl *kgo.Client, group, value string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = groupResource, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value, c.Op = version.ShareAutoOffsetResetConfig, &value, kmsg.IncrementalAlterConfigOpSet
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("IncrementalAlterConfigs %s=%s: %v %+v", version.ShareAutoOffsetResetConfig, value, err, resp)
 	}
 }
 
@@ -226,4 +244,192 @@ func cloneStates(st sharegroup.States) sharegroup.States {
 		out[k] = &c
 	}
 	return out
+}
+
+// TestShareAdminOverTheWire checks what a share run asks of the server
+// besides ShareFetch: FindCoordinator for a share-partition key, the
+// group's share.auto.offset.reset (latest by default, kept across a
+// restart, bad configs refused) and DescribeShareGroupOffsets.
+func TestShareAdminOverTheWire(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	dir := t.TempDir()
+	clock := &fakeClock{t: time.UnixMilli(1_000_000)}
+	s := startShare(t, dir, version.V4_4_0, clock)
+	t.Cleanup(func() { s.Close() })
+	tp := mustCreateTopic(t, s, "q", 2)
+	produceN(ctx, t, s, "q", 4) // two records in each partition
+	cl := newClient(t, s)
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 2, []string{"lg:" + uuidString(tp.id) + ":0"}
+	if r, err := fc.RequestWith(ctx, cl); err != nil || len(r.Coordinators) != 1 || r.Coordinators[0].ErrorCode != 0 || r.Coordinators[0].NodeID != 1 {
+		t.Fatalf("FindCoordinator(share): %v %+v", err, r)
+	}
+
+	alter := func(rtype kmsg.ConfigResourceType, name, value string) string {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = rtype, "eg"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = name, &value
+		r.Configs = append(r.Configs, c)
+		req.Resources = append(req.Resources, r)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Resources) != 1 {
+			t.Fatalf("IncrementalAlterConfigs: %v %+v", err, resp)
+		}
+		return errName(resp.Resources[0].ErrorCode)
+	}
+	for _, c := range []struct {
+		rtype       kmsg.ConfigResourceType
+		name, value string
+		want        string
+	}{
+		{groupResource, "share.record.lock.duration.ms", "1000", "INVALID_CONFIG"},
+		{groupResource, version.ShareAutoOffsetResetConfig, "by_duration:PT1H", "INVALID_CONFIG"},
+		{kmsg.ConfigResourceTypeTopic, version.ShareAutoOffsetResetConfig, "earliest", "INVALID_REQUEST"},
+		{groupResource, version.ShareAutoOffsetResetConfig, "earliest", "<nil>"},
+	} {
+		if got := alter(c.rtype, c.name, c.value); got != c.want {
+			t.Errorf("IncrementalAlterConfigs %v %s=%s: %s, want %s", c.rtype, c.name, c.value, got, c.want)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = startShare(t, dir, version.V4_4_0, clock)
+	cl = newClient(t, s)
+	fetch := func(group string) string {
+		req := kmsg.NewPtrShareFetchRequest()
+		m := "m"
+		req.GroupID, req.MemberID, req.MaxRecords, req.BatchSize, req.MaxBytes = &group, &m, 10, 10, 1<<20
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = tp.id
+		for p := int32(0); p < 2; p++ {
+			rp := kmsg.NewShareFetchRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("ShareFetch: %v", err)
+		}
+		return acquired(resp)
+	}
+	// eg kept earliest across the restart; lg starts at the end (latest).
+	if got, want := fetch("eg"), "<nil> p0 err=<nil> ack=<nil> 0-1@1 p1 err=<nil> ack=<nil> 0-1@1"; got != want {
+		t.Errorf("eg (earliest): %q, want %q", got, want)
+	}
+	if got, want := fetch("lg"), "<nil> p0 err=<nil> ack=<nil> p1 err=<nil> ack=<nil>"; got != want {
+		t.Errorf("lg (latest): %q, want %q", got, want)
+	}
+	// An acquisition writes no state (Kafka's leader persists the start
+	// offset it picked with its first write): until then the share
+	// coordinator has start offset -1. eg's member accepts p0's records:
+	// the write carries the start offset as it was (0) and the two settled
+	// records (lag 0).
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	eg, m := "eg", "m"
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &eg, &m, 1
+	at := kmsg.NewShareAcknowledgeRequestTopic()
+	at.TopicID = tp.id
+	ap := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = 0, 1, []int8{version.AckAccept}
+	ap.AcknowledgementBatches = append(ap.AcknowledgementBatches, ab)
+	at.Partitions = append(at.Partitions, ap)
+	ack.Topics = append(ack.Topics, at)
+	if r, err := ack.RequestWith(ctx, cl); err != nil || ackErrors(r) != "<nil> p0=<nil>" {
+		t.Fatalf("ShareAcknowledge: %v %s", err, ackErrors(r))
+	}
+	d := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	for _, g := range []string{"eg", "lg", "none"} {
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = g
+		d.Groups = append(d.Groups, rg)
+	}
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = "q", []int32{0, 1}
+	d.Groups[2].Topics = append(d.Groups[2].Topics, rt)
+	resp, err := d.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("DescribeShareGroupOffsets: %v", err)
+	}
+	got := ""
+	for _, g := range resp.Groups {
+		got += " " + g.GroupID + ":"
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				got += fmt.Sprintf(" %s-%d start=%d lag=%d %s", t.Topic, p.Partition, p.StartOffset, p.Lag, errName(p.ErrorCode))
+			}
+		}
+	}
+	if want := " eg: q-0 start=0 lag=0 <nil> q-1 start=-1 lag=-1 <nil> lg: q-0 start=-1 lag=-1 <nil> q-1 start=-1 lag=-1 <nil> none: q-0 start=-1 lag=-1 <nil> q-1 start=-1 lag=-1 <nil>"; got != want {
+		t.Errorf("DescribeShareGroupOffsets:\n got%s\nwant%s", got, want)
+	}
+}
+
+// TestShareLocksLapseOnTheServerClock: a lock whose time came lapses on
+// the server's ticker, with no request to the share-partition, and the
+// leader's write of it reaches __share_group_state.
+func TestShareLocksLapseOnTheServerClock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	clock := &fakeClock{t: time.UnixMilli(1_000_000)}
+	s := startShare(t, "", version.V4_4_0, clock)
+	t.Cleanup(func() { s.Close() })
+	tp := mustCreateTopic(t, s, "q", 1)
+	produceN(ctx, t, s, "q", 2)
+	// The connection stays open (closing it would release the records too).
+	m := &shareClient{t, ctx, newClient(t, s, kgo.ConnIdleTimeout(15*time.Minute)), "m", tp.id, "sg"}
+	setReset(ctx, t, m.cl, "sg", "earliest")
+	if got, want := acquired(m.fetch(0, 10)), "<nil> p0 err=<nil> ack=<nil> 0-1@1"; got != want {
+		t.Fatalf("fetch: %q, want %q", got, want)
+	}
+	k := sharegroup.StateKey{GroupID: "sg", TopicID: tp.id, Partition: 0}
+	stateLog := func() []sharegroup.StateRecord {
+		var out []sharegroup.StateRecord
+		s.WithCoordinator(func(Coordinator) {
+			if s.share.sessions[shareSessionKey{"sg", "m"}] == nil {
+				t.Fatal("m's share session was closed")
+			}
+			for _, p := range s.topics[shareStateTopic].partitions {
+				for _, b := range p.log.batches {
+					recs, err := batchRecords(b.raw)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, kr := range recs {
+						r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
+						if err != nil {
+							t.Fatal(err)
+						}
+						out = append(out, r)
+					}
+				}
+			}
+		})
+		return out
+	}
+	if n := len(stateLog()); n != 1 {
+		t.Fatalf("%d records in %s before the lapse, want 1 (the initial snapshot)", n, shareStateTopic)
+	}
+	clock.add(time.Duration(version.ShareRecordLockDurationMsDefault) * time.Millisecond)
+	for {
+		if recs := stateLog(); len(recs) == 2 {
+			u, ok := recs[1].Value.(*sharegroup.UpdateValue)
+			want := []sharegroup.StateBatch{{FirstOffset: 0, LastOffset: 1, DeliveryState: sharegroup.StateAvailable, DeliveryCount: 1}}
+			if recs[1].Key != k || !ok || !reflect.DeepEqual(u.StateBatches, want) {
+				t.Fatalf("the lapse wrote %+v %+v, want an update of %v with %+v", recs[1].Key, recs[1].Value, k, want)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no lapse written to %s by the server's ticker", shareStateTopic)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
