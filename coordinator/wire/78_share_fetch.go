@@ -10,8 +10,9 @@ import (
 // ShareFetch: v1 (v1–v2 from 4.2), when Config.ShareFetch is set; see
 // share.go for the sessions and what is not modelled.
 //
-// As KafkaApis.handleShareFetchRequest: a missing group id or member id
-// is INVALID_REQUEST for the whole request; v2 with IsRenewAck needs
+// As KafkaApis.handleShareFetchRequest: a missing group id, or a member
+// id missing, empty or longer than 36 characters, is INVALID_REQUEST for
+// the whole request (the member need not be in the group); v2 with IsRenewAck needs
 // MaxBytes, MinBytes, MaxRecords and MaxWaitMs at 0 (INVALID_REQUEST) and
 // fetches nothing; then the session (newContext), the piggy-backed
 // acknowledgements (their outcome in each partition's
@@ -76,7 +77,7 @@ func (s *Server) shareFetchStart(req *kmsg.ShareFetchRequest, conn uint64) (*kms
 	switch {
 	case req.GroupID == nil:
 		return fail(kerr.InvalidRequest, "Invalid group id in the request.")
-	case req.MemberID == nil || *req.MemberID == "":
+	case !validShareMemberID(req.MemberID):
 		return fail(kerr.InvalidRequest, "Invalid member id in the request.")
 	case req.Version >= 2 && req.IsRenewAck && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0):
 		return fail(kerr.InvalidRequest, "maxBytes, minBytes, maxRecords and maxWaitMs must be set to 0 if isRenewAck is true.")
@@ -187,7 +188,6 @@ func shareFetchPartition(resp *kmsg.ShareFetchResponse, tp shareTP) *kmsg.ShareF
 	}
 	sp := kmsg.NewShareFetchResponseTopicPartition()
 	sp.Partition = tp.p
-	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
 	t.Partitions = append(t.Partitions, sp)
 	return &t.Partitions[len(t.Partitions)-1]
 }

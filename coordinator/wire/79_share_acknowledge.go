@@ -27,7 +27,7 @@ func (s *Server) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 	switch {
 	case req.GroupID == nil:
 		return fail(kerr.InvalidRequest, "Invalid group id in the request.")
-	case req.MemberID == nil || *req.MemberID == "":
+	case !validShareMemberID(req.MemberID):
 		return fail(kerr.InvalidRequest, "Invalid member id in the request.")
 	}
 	group, member := *req.GroupID, *req.MemberID
@@ -58,7 +58,6 @@ func (s *Server) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 			}
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
 			if e, msg := s.shareAcknowledge(group, member, shareTP{t.TopicID, p.Partition}, bs, req.Version >= 2, req.IsRenewAck); e != nil {
 				rp.ErrorCode = e.Code
 				if msg != "" {

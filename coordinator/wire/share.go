@@ -30,16 +30,17 @@ import (
 // INVALID_SHARE_SESSION_EPOCH, and moves it on by one. ShareAcknowledge
 // at epoch 0 is INVALID_SHARE_SESSION_EPOCH. A session dies with the
 // connection it was opened on, its records released (Kafka's
-// ShareSessionCache connection-disconnect listener).
+// ShareSessionCache.ClientConnectionDisconnectListener, which calls the
+// share group listener's onMemberLeave); a session replaced on another
+// connection is not closed by the old one's end. Leaving the group
+// releases nothing by itself, in Kafka as here.
 //
 // Not modelled: the group coordinator's part in initializing a
 // share-partition (the leader initializes the state itself at its first
-// fetch, as InitializeShareGroupState would have, with state epoch 0,
-// and the group's share.auto.offset.reset, earliest or latest, picks the
-// start offset then);
-// the share-session cache limit (SHARE_SESSION_LIMIT_REACHED); releasing
-// a member's records when it leaves the group without closing its
-// session (its locks lapse instead); byte limits (MaxBytes and
+// fetch, as InitializeShareGroupState would have, with state epoch 0, and
+// the group's share.auto.offset.reset, earliest or latest, picks the
+// start offset then); the share-session cache limit
+// (SHARE_SESSION_LIMIT_REACHED); byte limits (MaxBytes and
 // PartitionMaxBytes bound nothing, MaxRecords does); the acquire modes of
 // v2 (ShareAcquireMode is read as batch-optimized).
 
@@ -222,6 +223,10 @@ func (s *Server) shareSessionFor(group, member string, epoch int32, conn uint64,
 	ss.epoch = nextShareEpoch(ss.epoch)
 	return ss, nil
 }
+
+// validShareMemberID is KafkaApis.isMemberIdValid: set, not empty, at
+// most 36 characters (a UUID's string).
+func validShareMemberID(id *string) bool { return id != nil && *id != "" && len(*id) <= 36 }
 
 // nextShareEpoch is ShareRequestMetadata.nextEpoch: it wraps to 1.
 func nextShareEpoch(e int32) int32 {

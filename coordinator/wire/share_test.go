@@ -164,6 +164,10 @@ func testShareFetchOverTheWire(t *testing.T, v version.Version) {
 		got  func() string
 		want string
 	}{
+		{"member id too long", func() string {
+			long := &shareClient{t, ctx, m1.cl, "0123456789012345678901234567890123456", tp.id, "sg"}
+			return acquired(long.fetch(0, 3))
+		}, "INVALID_REQUEST"},
 		{"ack before any session", func() string { return ackErrors(m1.ack(0, 0, 0, version.AckAccept)) }, "INVALID_SHARE_SESSION_EPOCH"},
 		{"fetch with no session", func() string { return acquired(m1.fetch(1, 3)) }, "SHARE_SESSION_NOT_FOUND"},
 		{"close with no session", func() string { return acquired(m1.fetch(-1, 0)) }, "SHARE_SESSION_NOT_FOUND"},
