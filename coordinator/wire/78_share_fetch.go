@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ShareFetch: v1 (v1–v2 from 4.2), when Config.ShareFetch is set; see
+// ShareFetch: v1–v2 (4.2+), when Config.ShareFetch is set; see
 // share.go for the sessions and what is not modelled.
 //
 // As KafkaApis.handleShareFetchRequest: a missing group id, or a member

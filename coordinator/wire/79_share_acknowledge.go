@@ -5,7 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ShareAcknowledge: v1 (v1–v2 from 4.2), when Config.ShareFetch is set.
+// ShareAcknowledge: v1–v2 (4.2+), when Config.ShareFetch is set.
 //
 // As KafkaApis.handleShareAcknowledgeRequest: a missing group id or member
 // id is INVALID_REQUEST; then the session (acknowledgeSessionUpdate:
