@@ -34,7 +34,7 @@ func (m *Member) heartbeat() time.Duration {
 	m.mu.Lock()
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID, req.MemberEpoch = m.group, m.memberID, m.epoch
-	if m.epoch == 0 {
+	if m.epoch == 0 || m.fullNext {
 		req.SubscribedTopicNames = slices.Clone(m.cfg.topics)
 	}
 	interval := m.hbInterval
@@ -49,6 +49,13 @@ func (m *Member) heartbeat() time.Duration {
 	if a.Err != "" {
 		a.Why = "share heartbeat failed: " + a.Err
 		m.mu.Lock()
+		// The answer may have been lost after the coordinator bumped the
+		// epoch and changed the assignment: it accepts the previous epoch
+		// again, but sends the assignment only to a full request
+		// (GroupMetadataManager.shareGroupHeartbeat, isFullRequest), so the
+		// next heartbeat is one, as Java's AbstractHeartbeatRequestManager
+		// makes it (onFailure, onErrorResponse: resetHeartbeatState).
+		m.fullNext = true
 		fenced := code == kerr.UnknownMemberID.Code || code == kerr.FencedMemberEpoch.Code
 		if fenced {
 			m.epoch = 0
@@ -64,7 +71,7 @@ func (m *Member) heartbeat() time.Duration {
 	}
 
 	m.mu.Lock()
-	m.epoch = resp.MemberEpoch
+	m.epoch, m.fullNext = resp.MemberEpoch, false
 	if resp.HeartbeatIntervalMillis > 0 {
 		m.hbInterval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
 	}

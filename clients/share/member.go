@@ -102,6 +102,7 @@ type Member struct {
 	mu         sync.Mutex
 	calls      uint64
 	epoch      int32 // member epoch the next heartbeat carries (0: join)
+	fullNext   bool  // the next heartbeat is full (subscribed topics): one failed
 	assigned   map[tp]bool
 	unresolved []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition
 	ids        map[string]topicID

@@ -396,6 +396,49 @@ func TestFencedRejoins(t *testing.T) {
 	}
 }
 
+// TestLostHeartbeatAnswerResendsTopics scripts the order of events of
+// seed 9522255144149453824 (embedded, churn, 4.4.0): a heartbeat at epoch 5
+// whose answer is lost (the coordinator moved the member to epoch 7 and a
+// new assignment), then one at the previous epoch, which the coordinator
+// accepts but answers with the assignment only when the request is full.
+// The second heartbeat must carry the subscribed topics, and its answer's
+// assignment replaces the old one; the one after it is not full again.
+func TestLostHeartbeatAnswerResendsTopics(t *testing.T) {
+	m, s, _ := scripted(t)
+	s.hb = append(s.hb, func(*kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
+		return nil, context.DeadlineExceeded
+	}, func(r *kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
+		resp := kmsg.NewPtrShareGroupHeartbeatResponse()
+		resp.MemberEpoch = 7
+		if r.SubscribedTopicNames != nil { // GMM: isFullRequest
+			a := kmsg.NewShareGroupHeartbeatResponseAssignment()
+			a.TopicPartitions = []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{{TopicID: topicT, Partitions: []int32{1}}}
+			resp.Assignment = &a
+		}
+		return resp, nil
+	}, func(*kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
+		resp := kmsg.NewPtrShareGroupHeartbeatResponse()
+		resp.MemberEpoch = 7
+		return resp, nil
+	})
+	m.mu.Lock()
+	m.epoch = 5
+	m.names[topicT] = "t" // the topic's metadata is known
+	m.mu.Unlock()
+	m.heartbeat()
+	m.heartbeat()
+	if r := s.log[1].(*kmsg.ShareGroupHeartbeatRequest); r.MemberEpoch != 5 || len(r.SubscribedTopicNames) != 1 {
+		t.Errorf("heartbeat after the lost answer: epoch %d, topics %v; want epoch 5 and the topics", r.MemberEpoch, r.SubscribedTopicNames)
+	}
+	if got := m.Assigned(); got.Count() != 1 || len(got["t"]) != 1 || got["t"][0] != 1 {
+		t.Errorf("assignment %v, want t-1", got)
+	}
+	m.heartbeat()
+	if r := s.log[2].(*kmsg.ShareGroupHeartbeatRequest); r.SubscribedTopicNames != nil {
+		t.Errorf("heartbeat after a full one answered carries topics %v; want none", r.SubscribedTopicNames)
+	}
+}
+
 // TestCloseReleasesAndLeaves: Close accepts what was handed out, sends it
 // at the final epoch -1 (closing the session) and then leaves at epoch -1.
 func TestCloseReleasesAndLeaves(t *testing.T) {

@@ -99,7 +99,7 @@ func TestRefusals(t *testing.T) {
 		{runArgs("--kinds", "nope"), 2, "broken-share-ignore-delivery-count"},
 		{runArgs("--kinds", "share", "--kafka", "4.1.2"), 2, "--kafka 4.1.2: share members need Kafka 4.2.0 or later"},
 		{runArgs("--kinds", "share,consumer"), 2, "a group is a share group or a consumer group, never both"},
-		{runArgs("--kinds", "share", "--embedded"), 2, "the embedded cluster (the reference coordinator) serves share-group membership (ShareGroupHeartbeat, ShareGroupDescribe) but not ShareFetch or ShareAcknowledge"},
+		{runArgs("--kinds", "share", "--embedded", "--kafka", "4.1.2"), 2, "--kafka 4.1.2: share members need Kafka 4.2.0 or later"},
 		{one("--embedded", "--bootstrap", "x:1"), 2, "--embedded and --bootstrap exclude each other"},
 		{[]string{"run", "--out", out, "--bootstrap", closed, "--scenario", "baseline", "--duration", "2s"}, 3, "the run never happened (it stopped in its setup"},
 

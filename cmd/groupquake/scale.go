@@ -334,7 +334,7 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 	}
 	if slices.Contains(protos, scale.Share) {
 		if f.embedded {
-			return nil, nil, 0, badInput("--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster serves share-group membership but not ShareFetch or ShareAcknowledge; drop --embedded")
+			return nil, nil, 0, badInput("--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster serves share groups to groupquake run, but scale has not been taught to size them there; drop --embedded")
 		}
 		if n := sizes[len(sizes)-1]; n > version.ShareGroupMaxSizeCap {
 			return nil, nil, 0, badInput("--members %d with --protocol share: Kafka caps a share group at %d members (group.share.max.size may be set from 1 to %d); give --members %d or fewer", n, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap)

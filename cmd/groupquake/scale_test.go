@@ -30,7 +30,7 @@ func TestScaleBadInput(t *testing.T) {
 		{with("--members", "1"), `--members "1": each size is a whole number of at least 2`},
 		{with("--members", "10,x"), `--members "x"`},
 		{with("--protocol", "eager"), `--protocol: unknown protocol "eager": use classic, consumer or share`},
-		{with("--protocol", "share"), "--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster serves share-group membership but not ShareFetch or ShareAcknowledge; drop --embedded"},
+		{with("--protocol", "share"), "--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster serves share groups to groupquake run, but scale has not been taught to size them there; drop --embedded"},
 		{append(with("--protocol", "share")[:len(ok)-1:len(ok)-1], "--kafka", "4.1.2"), "--protocol share on --kafka 4.1.2"},
 		{[]string{"scale", "--members", "200,1001", "--protocol", "share", "--partitions", "4"}, "--members 1001 with --protocol share: Kafka caps a share group at 1000 members"},
 		{with("--partitions", "-2"), "--partitions -2: the topic needs at least one partition"},

@@ -280,6 +280,10 @@ func (p *Partition) InFlightCount() int { return len(p.recs) }
 // Append grows the log by n records.
 func (p *Partition) Append(n int) { p.logEnd += int64(n) }
 
+// GrowLog sets the log's next offset to end where end is past it: for a
+// leader that reads the log end of a real log before each acquire.
+func (p *Partition) GrowLog(end int64) { p.logEnd = max(p.logEnd, end) }
+
 // write sends the leader's write of the changed offsets (ascending, one
 // batch per offset, coalesced) with the start offset and count as they are.
 func (p *Partition) write(changed []int64) {

@@ -117,6 +117,23 @@ func (p Profile) ShareAPIVersions() map[int16]APIRange {
 	return out
 }
 
+// APIIncrementalAlterConfigs is the key of IncrementalAlterConfigs, which
+// sets a share group's configs (share.auto.offset.reset), and
+// IncrementalAlterConfigsVersions the versions 4.2–4.4 serve
+// (IncrementalAlterConfigsRequest.json, "validVersions": "0-1" on the
+// 4.2 and 4.4 branches).
+const APIIncrementalAlterConfigs int16 = 44
+
+var IncrementalAlterConfigsVersions = APIRange{0, 1}
+
+// ShareAutoOffsetResetConfig is the group config that says where a
+// share-partition starts (GroupConfig.SHARE_AUTO_OFFSET_RESET_CONFIG),
+// and ShareAutoOffsetResetDefault its default ("latest").
+const (
+	ShareAutoOffsetResetConfig  = "share.auto.offset.reset"
+	ShareAutoOffsetResetDefault = "latest"
+)
+
 // ShareCoordinatorAPIs are the share-group APIs the reference group
 // coordinator serves (where p.ShareGroups is ShareProduction): the group
 // coordinator's own, ShareGroupHeartbeat and ShareGroupDescribe. The

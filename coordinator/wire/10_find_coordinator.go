@@ -10,18 +10,19 @@ import (
 // This node coordinates every group (key type 0). Transactions (key type
 // 1) are not served: there is no transaction coordinator, so the answer is
 // COORDINATOR_NOT_AVAILABLE, which a client retries and then reports.
-// Share groups (type 2) and unknown types are INVALID_REQUEST, as a 4.x
-// broker without share groups answers. v0–v3 answer the one key at the top
+// Share-partition keys (type 2) are this node's with Config.ShareFetch
+// (it is the share coordinator too); without it they and unknown types
+// are INVALID_REQUEST, as a 4.x broker without share groups answers. v0–v3 answer the one key at the top
 // level; v4+ answer each key in Coordinators.
 func (s *Server) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	answer := func(key string) kmsg.FindCoordinatorResponseCoordinator {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
-		switch req.CoordinatorType {
-		case 0:
+		switch {
+		case req.CoordinatorType == 0, req.CoordinatorType == 2 && s.cfg.ShareFetch:
 			c.NodeID, c.Host, c.Port = s.cfg.NodeID, s.host, s.port
-		case 1:
+		case req.CoordinatorType == 1:
 			c.NodeID, c.Port = -1, -1
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			msg := "this embedded server has no transaction coordinator"

@@ -27,11 +27,21 @@ type apiRange struct{ lo, hi int16 }
 // implements: version.Profile.APIVersions, the one table of them, which
 // the reference coordinator also checks requests against. Without the
 // consumer protocol ConsumerGroupHeartbeat and ConsumerGroupDescribe are
-// not advertised, and no version kmsg cannot parse is.
-func versionsFor(v version.Version, consumerProtocol bool) map[kmsg.Key]apiRange {
+// not advertised; with shareFetch, ShareFetch, ShareAcknowledge and
+// DescribeShareGroupOffsets are (version.Profile.ShareAPIVersions), and
+// IncrementalAlterConfigs; no version kmsg cannot parse is.
+func versionsFor(v version.Version, consumerProtocol, shareFetch bool) map[kmsg.Key]apiRange {
 	out := map[kmsg.Key]apiRange{}
 	for k, r := range v.Profile().APIVersions() {
 		out[kmsg.Key(k)] = apiRange{r.Min, min(r.Max, kmsg.RequestForKey(k).MaxVersion())}
+	}
+	if shareFetch {
+		out[kmsg.IncrementalAlterConfigs] = apiRange{version.IncrementalAlterConfigsVersions.Min, version.IncrementalAlterConfigsVersions.Max}
+		for _, k := range []int16{version.APIShareFetch, version.APIShareAcknowledge, version.APIDescribeShareGroupOffsets} {
+			if r, ok := v.Profile().ShareAPIVersions()[k]; ok {
+				out[kmsg.Key(k)] = apiRange{r.Min, min(r.Max, kmsg.RequestForKey(k).MaxVersion())}
+			}
+		}
 	}
 	if !consumerProtocol {
 		delete(out, kmsg.ConsumerGroupHeartbeat)

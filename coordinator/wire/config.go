@@ -51,6 +51,20 @@ type Config struct {
 	// clients stay on the classic protocol. For a coordinator without a
 	// consumer-group engine.
 	DisableConsumerProtocol bool
+	// ShareFetch serves ShareFetch and ShareAcknowledge as a share-partition
+	// leader (share.go) and keeps __share_group_state, for a release with
+	// production share groups (4.2+). Off: they are neither advertised nor
+	// served.
+	ShareFetch bool
+	// ShareStatePartitions is share.coordinator.state.topic.num.partitions
+	// for a new __share_group_state. Default 3 (Kafka's is 50).
+	ShareStatePartitions int
+	// ShareLockDuration is group.share.record.lock.duration.ms. Default:
+	// the release's default.
+	ShareLockDuration time.Duration
+	// ShareDeliveryCountLimit is group.share.delivery.count.limit. Default:
+	// the release's default.
+	ShareDeliveryCountLimit int
 	// TickInterval is how often the server calls the coordinator's Tick,
 	// which fires session, join and rebalance timers. Default 10ms.
 	TickInterval time.Duration
@@ -87,6 +101,9 @@ func (c Config) withDefaults() Config {
 	if c.DefaultPartitions == 0 {
 		c.DefaultPartitions = 1
 	}
+	if c.ShareStatePartitions == 0 {
+		c.ShareStatePartitions = 3
+	}
 	if c.TickInterval == 0 {
 		c.TickInterval = 10 * time.Millisecond
 	}
@@ -112,6 +129,12 @@ func (c Config) validate() error {
 	}
 	if c.DefaultPartitions < 0 {
 		return fmt.Errorf("wire config: DefaultPartitions %d is negative", c.DefaultPartitions)
+	}
+	if c.ShareFetch && c.Version.Profile().ShareGroups != version.ShareProduction {
+		return fmt.Errorf("wire config: ShareFetch with Kafka %s, whose share groups are not production-ready; use 4.2.0 or later", c.Version)
+	}
+	if c.ShareStatePartitions < 0 || c.ShareLockDuration < 0 || c.ShareDeliveryCountLimit < 0 {
+		return fmt.Errorf("wire config: ShareStatePartitions %d, ShareLockDuration %v or ShareDeliveryCountLimit %d is negative", c.ShareStatePartitions, c.ShareLockDuration, c.ShareDeliveryCountLimit)
 	}
 	if c.TickInterval < 0 {
 		return fmt.Errorf("wire config: TickInterval %v is negative", c.TickInterval)

@@ -9,8 +9,13 @@
 // (acks 0/1/-1, idempotent producers), Fetch (sessionless), ListOffsets; and
 // it hands OffsetCommit, OffsetFetch, JoinGroup, Heartbeat, LeaveGroup,
 // SyncGroup, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete,
-// ConsumerGroupHeartbeat and ConsumerGroupDescribe to a Coordinator. Framing
-// (request header v1/v2, response header v0/v1) is in server.go.
+// ConsumerGroupHeartbeat, ConsumerGroupDescribe, ShareGroupHeartbeat and
+// ShareGroupDescribe to a Coordinator. With Config.ShareFetch it is also
+// every share-partition's leader and share coordinator (share.go):
+// ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets, a group's
+// share.auto.offset.reset through IncrementalAlterConfigs, and
+// __share_group_state, which it replays at Start. Framing (request header
+// v1/v2, response header v0/v1) is in server.go.
 //
 // # The log
 //

@@ -13,7 +13,7 @@ import (
 // parses is a request of a served key at a served version (or the
 // ApiVersions exception).
 func FuzzParseRequest(f *testing.F) {
-	s := &Server{cfg: Config{Version: version.V4_4_0}, versions: versionsFor(version.V4_4_0, true)}
+	s := &Server{cfg: Config{Version: version.V4_4_0}, versions: versionsFor(version.V4_4_0, true, false)}
 	for _, req := range []kmsg.Request{
 		kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrMetadataRequest(), kmsg.NewPtrProduceRequest(),
 		kmsg.NewPtrFetchRequest(), kmsg.NewPtrJoinGroupRequest(), kmsg.NewPtrOffsetCommitRequest(),

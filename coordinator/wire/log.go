@@ -181,6 +181,16 @@ func (l *partitionLog) read(offset int64, maxBytes int32) []byte {
 	return out
 }
 
+// readRange returns the batches holding any offset of first..last.
+func (l *partitionLog) readRange(first, last int64) []byte {
+	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= first })
+	var out []byte
+	for ; i < len(l.batches) && l.batches[i].base <= last; i++ {
+		out = append(out, l.batches[i].raw...)
+	}
+	return out
+}
+
 // offsetForTimestamp returns the base offset of the first batch whose max
 // timestamp is at least ts, or next if there is none. Kafka returns the
 // exact record (LogSegment.findOffsetByTimestamp); batch granularity is

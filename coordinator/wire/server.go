@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -42,12 +43,14 @@ type Server struct {
 	producerIDs producerIDs
 	coord       Coordinator
 	parked      map[Ticket]chan kmsg.Response
+	share       *shareLeader // nil unless cfg.ShareFetch
 	// dataCh is closed and replaced on every append, to wake waiting
 	// fetches.
 	dataCh chan struct{}
 
-	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
+	connMu  sync.Mutex
+	conns   map[net.Conn]struct{}
+	connSeq atomic.Uint64 // numbers connections, for share sessions
 	// last is the latest time given to the coordinator.
 	last time.Time
 
@@ -67,7 +70,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:      cfg,
-		versions: versionsFor(cfg.Version, !cfg.DisableConsumerProtocol),
+		versions: versionsFor(cfg.Version, !cfg.DisableConsumerProtocol, cfg.ShareFetch),
 		topics:   map[string]*topic{},
 		topicIDs: map[[16]byte]*topic{},
 		parked:   map[Ticket]chan kmsg.Response{},
@@ -95,6 +98,12 @@ func Start(cfg Config) (*Server, error) {
 	if err := s.loadCoordinator(s.now()); err != nil {
 		s.closeTopics()
 		return nil, err
+	}
+	if cfg.ShareFetch {
+		if err := s.startShare(); err != nil {
+			s.closeTopics()
+			return nil, err
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -203,6 +212,7 @@ func (s *Server) ticker() {
 		}
 		s.mu.Lock()
 		s.tick(s.now())
+		s.shareTick()
 		s.mu.Unlock()
 	}
 }
@@ -268,6 +278,7 @@ type request struct {
 	corr         int32
 	clientID     string
 	client       Client
+	conn         uint64 // the connection's number
 	kreq         kmsg.Request
 }
 
@@ -280,11 +291,13 @@ func (e errClose) Error() string { return e.why }
 
 func (s *Server) serve(c net.Conn, host string) {
 	defer s.wg.Done()
+	conn := s.connSeq.Add(1)
 	defer func() {
 		s.connMu.Lock()
 		delete(s.conns, c)
 		s.connMu.Unlock()
 		c.Close()
+		s.shareConnClosed(conn)
 	}()
 	var buf []byte
 	for {
@@ -300,7 +313,7 @@ func (s *Server) serve(c net.Conn, host string) {
 			s.logf("wire: %s: %v; closing the connection, as Kafka does", c.RemoteAddr(), err)
 			return
 		}
-		req.client = Client{ID: req.clientID, Host: host}
+		req.client, req.conn = Client{ID: req.clientID, Host: host}, conn
 		resp, err := s.handle(req)
 		if err != nil {
 			s.logf("wire: %s: %s v%d: %v; closing the connection", c.RemoteAddr(), kmsg.NameForKey(req.key), req.version, err)
@@ -431,6 +444,14 @@ func (s *Server) handle(req request) (kmsg.Response, error) {
 		return underLock(s, s.handleDeleteTopics, r)
 	case *kmsg.InitProducerIDRequest:
 		return s.handleInitProducerID(r), nil
+	case *kmsg.ShareFetchRequest:
+		return s.handleShareFetch(r, req.conn), nil
+	case *kmsg.ShareAcknowledgeRequest:
+		return s.handleShareAcknowledge(r), nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return underLock(s, s.handleIncrementalAlterConfigs, r)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return underLock(s, s.handleDescribeShareGroupOffsets, r)
 	}
 	if isGroupAPI(req.key) {
 		return s.handleGroup(req)

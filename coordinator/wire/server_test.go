@@ -218,7 +218,7 @@ func TestFramingUnknownKeyAndVersion(t *testing.T) {
 }
 
 func TestVersionsPerRelease(t *testing.T) {
-	if _, ok := versionsFor(version.V4_4_0, false)[kmsg.ConsumerGroupHeartbeat]; ok {
+	if _, ok := versionsFor(version.V4_4_0, false, false)[kmsg.ConsumerGroupHeartbeat]; ok {
 		t.Errorf("ConsumerGroupHeartbeat advertised with the consumer protocol disabled")
 	}
 	for _, tc := range []struct {
@@ -242,7 +242,7 @@ func TestVersionsPerRelease(t *testing.T) {
 		{version.V4_4_0, kmsg.ApiVersions, 0, 5, true},
 		{version.V4_4_0, kmsg.DescribeConfigs, 0, 0, false},
 	} {
-		r, ok := versionsFor(tc.v, true)[tc.key]
+		r, ok := versionsFor(tc.v, true, false)[tc.key]
 		if ok != tc.present || ok && (r.lo != tc.lo || r.hi != tc.hi) {
 			t.Errorf("Kafka %s %s: %+v (served %v), want %d–%d (served %v)", tc.v, kmsg.NameForKey(int16(tc.key)), r, ok, tc.lo, tc.hi, tc.present)
 		}

@@ -35,7 +35,7 @@ func TestGroupVersionsMatchReference(t *testing.T) {
 			_, err := ref.Submit(time.UnixMilli(0), coordinator.Client{ID: "c", Host: "/h"}, req)
 			return err == nil || !strings.Contains(err.Error(), "is not served by Kafka")
 		}
-		adv := versionsFor(v, true)
+		adv := versionsFor(v, true, false)
 		for _, key := range groupKeys {
 			r, ok := adv[key]
 			if share := key == kmsg.ShareGroupHeartbeat || key == kmsg.ShareGroupDescribe; share && v.Profile().ShareGroups != version.ShareProduction {

@@ -85,6 +85,11 @@ func EmbeddedCoordinatorConfig(v version.Version) coordinator.Config {
 		zero := time.Duration(0)
 		c.Consumer.AssignmentInterval = &zero
 	}
+	// fastShareSettings' share-group timers, and no assignment batching.
+	c.Share.SessionTimeout = FastShareSessionTimeoutMs * time.Millisecond
+	c.Share.HeartbeatInterval = FastShareHeartbeatMs * time.Millisecond
+	zero := time.Duration(0)
+	c.Share.AssignmentInterval = &zero
 	return c
 }
 
@@ -121,6 +126,13 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		OffsetsPartitions: 3, // as FastGroupSettings
 		NewCoordinator:    reference.New(ccfg),
 		Logf:              cfg.Logf,
+	}
+	if v.Profile().ShareGroups == version.ShareProduction {
+		// The share-partition leader, with fastShareSettings' lock and limit.
+		e.wcfg.ShareFetch = true
+		e.wcfg.ShareStatePartitions = 3
+		e.wcfg.ShareLockDuration = FastShareRecordLockMs * time.Millisecond
+		e.wcfg.ShareDeliveryCountLimit = FastShareDeliveryCountLimit
 	}
 	srv, err := wire.Start(e.wcfg)
 	if err != nil {

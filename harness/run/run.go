@@ -686,8 +686,6 @@ func (r *runner) reach(ctx context.Context, share bool) (*kadm.Client, error) {
 			return nil, err
 		}
 		r.h, r.ownsH = e, true
-	case p.Options.Embedded && share:
-		return nil, errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster serves share-group membership but not ShareFetch or ShareAcknowledge")
 	case p.Options.Embedded:
 		e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: p.Options.Kafka, MigrationPolicy: p.Options.MigrationPolicy, Logf: r.cfg.Logf})
 		if err != nil {

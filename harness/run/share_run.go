@@ -106,8 +106,7 @@ func (p Plan) IsShare() bool {
 // checkSharePlan refuses what a share run cannot do, naming why: share
 // and consumer-group members in one group (a group id has one type),
 // releases before 4.2 (version.CheckShareGroups; an upgrade's target
-// too), the embedded cluster (the reference coordinator has no share
-// groups), and the migration scenario. It drops static ids (share groups have
+// too, and the embedded cluster's release), and the migration scenario. It drops static ids (share groups have
 // none) and records the broker's share settings the checkers judge by.
 func checkSharePlan(p *Plan) error {
 	n := 0
@@ -122,9 +121,6 @@ func checkSharePlan(p *Plan) error {
 	o := p.Options
 	if n != len(p.Members) {
 		return fmt.Errorf("--kinds mixes share members with consumer-group members: a group is a share group or a consumer group, never both; run the share kinds (%s) alone", strings.Join(shareKindNames(), ", "))
-	}
-	if o.Embedded {
-		return errors.New("share members need a real Kafka 4.2+ cluster: the embedded cluster (the reference coordinator) serves share-group membership (ShareGroupHeartbeat, ShareGroupDescribe) but not ShareFetch or ShareAcknowledge, so no records reach a share member; drop --embedded")
 	}
 	if o.Kafka != "" && len(o.Bootstrap) == 0 {
 		if err := needShareGroups("--kafka", o.Kafka); err != nil {

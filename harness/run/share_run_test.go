@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,11 @@ import (
 )
 
 func shareKinds() map[string]string {
-	return run.DefaultRegistry().WithBroken([]string{"share", "broken-share-ack-not-sent", "java-share"}).Kinds()
+	return shareRegistry().Kinds()
+}
+
+func shareRegistry() run.Registry {
+	return run.DefaultRegistry().WithBroken([]string{"share", "kgo-share", "broken-share-ack-not-sent", "java-share"})
 }
 
 // TestSharePlans: --kinds share makes a share group's plan on 4.2+ for
@@ -56,7 +61,7 @@ func TestSharePlans(t *testing.T) {
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.1.2", Kinds: []string{"java-share"}}, "share members need Kafka 4.2.0 or later"},
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0", KafkaClients: "4.1.2", Kinds: []string{"share", "java-share"}}, "java-share runs the KafkaShareConsumer of kafka-clients 4.1.2: share members need Kafka 4.2.0 or later"},
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.0.0", Kinds: []string{"share"}}, "early access"},
-		{run.Options{Scenario: run.ScenarioBaseline, Embedded: true, Kinds: []string{"share"}}, "embedded"},
+		{run.Options{Scenario: run.ScenarioBaseline, Embedded: true, Kafka: "4.1.2", Kinds: []string{"share"}}, "preview"},
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0", Kinds: []string{"share", "consumer"}}, "never both"},
 		{run.Options{Scenario: run.ScenarioMigration, Kafka: "4.4.0", Kinds: []string{"share"}, Members: 3}, "migration"},
 		{run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.1.2", UpgradeTo: "4.4.0", Kinds: []string{"share"}, Members: 3}, "preview"},
@@ -64,6 +69,13 @@ func TestSharePlans(t *testing.T) {
 		_, err := run.NewPlan(7, c.o, shareKinds())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one saying %q", c.o, err, c.want)
+		}
+	}
+	// The embedded cluster serves share groups (its share-partition leader
+	// is coordinator/wire's) at 4.2+.
+	for _, v := range []string{"4.2.1", "4.4.0"} {
+		if p, err := run.NewPlan(7, run.Options{Scenario: run.ScenarioMemberLinks, Embedded: true, Kafka: v, Kinds: []string{"share", "kgo-share"}, Members: 3}, shareKinds()); err != nil || !p.IsShare() {
+			t.Errorf("embedded share run on %s: %v", v, err)
 		}
 	}
 	// An upgrade of a share group's cluster from 4.2.1 to 4.4.0: every node
@@ -118,5 +130,56 @@ func TestShareFaultsHitEveryRole(t *testing.T) {
 		if seen[want] == 0 {
 			t.Errorf("no %s in 40 seeds of share plans (seen %v)", want, seen)
 		}
+	}
+}
+
+// TestEmbeddedShareRun runs share groups on the embedded cluster, whose
+// share-partition leader is coordinator/wire's: groupquake's share member
+// and kgo's under member-link faults, every share checker holding and none
+// skipped; and a member that leaves its accepts out of its requests,
+// caught by ShareAckedNotRedelivered (the leader delivers them again).
+func TestEmbeddedShareRun(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		seed     uint64
+		scenario string
+		kinds    []string
+		caught   string
+	}{
+		{"share+kgo-share", 3, run.ScenarioMemberLinks, []string{"share", "kgo-share"}, ""},
+		{"broken-share-ack-not-sent", 7, run.ScenarioBaseline, []string{"share", "broken-share-ack-not-sent"}, "ShareAckedNotRedelivered"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := run.NewPlan(c.seed, run.Options{Scenario: c.scenario, Embedded: true, Kafka: "4.4.0", Kinds: c.kinds,
+				Members: 2, Duration: 10 * time.Second}, shareKinds())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			res, err := run.Run(ctx, run.Config{Plan: p, Dir: runDir(t, c.name), Registry: shareRegistry(), Logf: t.Logf})
+			if err != nil {
+				t.Fatalf("run: %v (notes %v)", err, res.Notes)
+			}
+			n := 0
+			for _, v := range res.Report.Verdicts {
+				if !strings.HasPrefix(v.Name, "Share") {
+					continue
+				}
+				n++
+				switch {
+				case v.Skipped != "":
+					t.Errorf("%s skipped: %s", v.Name, v.Skipped)
+				case v.Name == c.caught && v.Holds:
+					t.Errorf("%s holds; the broken member should fail it", v.Name)
+				case c.caught == "" && !v.Holds:
+					t.Errorf("%s: %d violations, first %+v", v.Name, len(v.Violations), v.Violations[0])
+				}
+			}
+			if n != 6 {
+				t.Errorf("%d share checkers judged the run, want 6", n)
+			}
+		})
 	}
 }
