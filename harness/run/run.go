@@ -727,6 +727,9 @@ func (r *runner) reach(ctx context.Context, share bool) (*kadm.Client, error) {
 		if err == nil {
 			err = resp.Err
 		}
+		if errors.Is(err, kerr.TopicAlreadyExists) && r.ownsH {
+			err = ownTopic(ctx, adm, t.Name, t.Partitions, r.cfg.Logf)
+		}
 		if errors.Is(err, kerr.TopicAlreadyExists) {
 			return adm, fmt.Errorf("topic %s already exists: a run needs fresh topics and a fresh group (%spass --topic and --group, or delete them)", t.Name, rerun)
 		}
@@ -735,6 +738,36 @@ func (r *runner) reach(ctx context.Context, share bool) (*kadm.Client, error) {
 		}
 	}
 	return adm, nil
+}
+
+// ownTopic is what a TOPIC_ALREADY_EXISTS answer means on a cluster this
+// run started, which held no topic before it: kgo retries a CreateTopics
+// whose answer did not come in time (a controller slow under load), and
+// the retry finds the topic the first attempt made. The topic counts as
+// created (nil) when it has the partitions asked for; otherwise the answer
+// stands. Seen: a share run on a loaded 2-core machine that three clusters
+// shared stopped in its setup, "topic ... already exists", on a cluster
+// started seconds before.
+func ownTopic(ctx context.Context, adm *kadm.Client, name string, partitions int32, logf func(string, ...any)) error {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	td, err := adm.ListTopics(cctx, name)
+	if err != nil {
+		return fmt.Errorf("topic %s already exists on the cluster this run started, and listing it failed: %w", name, err)
+	}
+	return ownTopicFound(td, name, partitions, logf)
+}
+
+// ownTopicFound decides ownTopic from the listing td.
+func ownTopicFound(td kadm.TopicDetails, name string, partitions int32, logf func(string, ...any)) error {
+	d, ok := td[name]
+	if !ok || d.Err != nil || int32(len(d.Partitions)) != partitions {
+		return kerr.TopicAlreadyExists
+	}
+	if logf != nil {
+		logf("topic %s: created by a retried CreateTopics (its first answer came too late), %d partitions as asked", name, partitions)
+	}
+	return nil
 }
 
 func (r *runner) setup(ctx context.Context) error {

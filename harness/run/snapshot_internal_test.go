@@ -3,9 +3,14 @@ package run
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/groupquake/groupquake/harness/history"
 )
@@ -93,4 +98,31 @@ func TestSnapshotIsOneState(t *testing.T) {
 			t.Fatalf("errors %v, records %v, %d reads of the records", errs, s.HasRecords, r.reads)
 		}
 	})
+}
+
+// A TOPIC_ALREADY_EXISTS answer on a cluster the run started counts as the
+// topic created only when the listing shows the topic with the partitions
+// asked for (a retried CreateTopics found its own first attempt's topic).
+func TestOwnTopicFound(t *testing.T) {
+	parts := func(n int) map[int32]kadm.PartitionDetail {
+		m := map[int32]kadm.PartitionDetail{}
+		for i := range n {
+			m[int32(i)] = kadm.PartitionDetail{Topic: "t", Partition: int32(i)}
+		}
+		return m
+	}
+	var logged []string
+	logf := func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
+	if err := ownTopicFound(kadm.TopicDetails{"t": {Topic: "t", Partitions: parts(3)}}, "t", 3, logf); err != nil || len(logged) != 1 {
+		t.Fatalf("the topic as asked: %v, logged %q", err, logged)
+	}
+	for name, td := range map[string]kadm.TopicDetails{
+		"other partitions": {"t": {Topic: "t", Partitions: parts(2)}},
+		"not listed":       {},
+		"listed in error":  {"t": {Topic: "t", Err: kerr.UnknownTopicOrPartition}},
+	} {
+		if err := ownTopicFound(td, "t", 3, nil); !errors.Is(err, kerr.TopicAlreadyExists) {
+			t.Errorf("%s: %v, want the answer to stand", name, err)
+		}
+	}
 }
