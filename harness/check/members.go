@@ -27,27 +27,41 @@ type memberTrace struct {
 	supervised int
 	backoff    time.Duration
 	restarts   int
+	// streak is the position of the first of the refusals with one error
+	// (streakErr, not a coordinator move) the member's calls have had
+	// since it was last taken in, started or restarted, -1 if none: a
+	// member refused the same way again and again is out of the group
+	// since the first of them, not since the latest (seen:
+	// INCONSISTENT_GROUP_PROTOCOL for a whole run, each refused join
+	// restarting the clock, so the member was never judged).
+	streak    int
+	streakErr string
 }
 
 // traceMember follows member name through the events before position upto.
 func traceMember(f *facts, name string, upto int) memberTrace {
-	tr := memberTrace{last: -1, errPos: -1, stopped: -1, supervised: -1}
+	tr := memberTrace{last: -1, errPos: -1, stopped: -1, supervised: -1, streak: -1}
 	ok := func(id string, i int) {
 		if id != "" {
 			tr.id = id
 		}
 		tr.lastErr, tr.errPos, tr.stopped = "", -1, -1
 		tr.supervised, tr.backoff = -1, 0
-		tr.last = i
+		tr.last, tr.streak = i, -1
 	}
 	failed := func(err string, i int) {
 		tr.last = i
 		switch err {
 		case "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS":
 			tr.moves = append(tr.moves, i)
+			tr.streak = -1
 		case "":
+			tr.streak = -1
 		default:
 			tr.lastErr, tr.errPos = err, i
+			if tr.streak < 0 || tr.streakErr != err {
+				tr.streak, tr.streakErr = i, err
+			}
 		}
 	}
 	for i := 0; i < upto && i < len(f.ev); i++ {
@@ -113,7 +127,7 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 			if memberName(v.Member, e.Process) != name {
 				continue
 			}
-			tr.last = i
+			tr.last, tr.streak = i, -1
 			switch v.Action {
 			case history.RestartScheduled:
 				// Not stopped for good: its supervisor brings it back.
@@ -200,6 +214,11 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			}
 			limit.Limit += tr.backoff
 			limit.Reason += " + the longest backoff of its supervisor's restarts " + dur(tr.backoff)
+		case tr.streak >= 0 && tr.streak < tr.last:
+			// Refused the same way since the streak began: out since then.
+			if t := f.ev[tr.streak].Time; t > healT {
+				since, what = t, "the first of its calls refused "+tr.streakErr+" (event "+itoa(f.idx(tr.streak))+"), every one since refused the same way"
+			}
 		case tr.last >= 0 && f.ev[tr.last].Time > healT:
 			since, what = f.ev[tr.last].Time, "its last membership event (event "+itoa(f.idx(tr.last))+")"
 		}

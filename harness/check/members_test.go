@@ -212,3 +212,56 @@ func hasKnown(v Verdict, id string, failed bool) bool {
 	}
 	return false
 }
+
+// refusedHist is membershipHist's group where b, out of the group since the
+// heal, has its JoinGroup refused every 5 s for 40 s, the last refusal 2 s
+// before the final marker: errs gives each refusal's error in turn.
+func refusedHist(t *testing.T, errs ...string) (*hist, int64, *history.Observations) {
+	h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 0)
+	ev := h.events()
+	fin := ev[len(ev)-1]
+	h = newHist(t)
+	for _, e := range ev[:len(ev)-1] {
+		e.Index = 0
+		h.add(e)
+	}
+	var first int64 = -1
+	for i := 0; i < 8; i++ {
+		h.wait(4 * time.Second) // add() moves the clock 1 s more
+		j := history.Join{Member: "b", Generation: -1}
+		done := j
+		done.Error = errs[i%len(errs)]
+		_, x := h.call("b/join", history.FJoin, j, history.Fail, done)
+		if first < 0 {
+			first = x
+		}
+	}
+	h.wait(time.Second)
+	fin.Index = 0
+	h.add(fin)
+	obs.Final.Time = h.now
+	return h, first, obs
+}
+
+// A member refused the same way again and again since the heal is out of
+// the group since the first refusal, not the latest: each refused join
+// must not restart the clock (seen: kgo-classic among eager Sarama members,
+// INCONSISTENT_GROUP_PROTOCOL for a whole run, never judged).
+func TestRefusedAgainAndAgain(t *testing.T) {
+	t.Parallel()
+	t.Run("the same refusal for 40 s fails", func(t *testing.T) {
+		h, _, obs := refusedHist(t, "INCONSISTENT_GROUP_PROTOCOL")
+		v := EventuallyConverges(h.events(), obs, convergePlan())
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "member b runs but is not in the group") || !strings.Contains(v.Violations[0].Message, "INCONSISTENT_GROUP_PROTOCOL") {
+			t.Fatalf("got %+v", v)
+		}
+	})
+	t.Run("refusals that change are measured from the latest", func(t *testing.T) {
+		h, _, obs := refusedHist(t, "INCONSISTENT_GROUP_PROTOCOL", "UNKNOWN_MEMBER_ID")
+		mustHold(t, EventuallyConverges(h.events(), obs, convergePlan()))
+	})
+	t.Run("a coordinator move among them restarts the clock", func(t *testing.T) {
+		h, _, obs := refusedHist(t, "INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "COORDINATOR_NOT_AVAILABLE")
+		mustHold(t, EventuallyConverges(h.events(), obs, convergePlan()))
+	})
+}
