@@ -32,20 +32,29 @@ func (s *Server) handleFetch(req *kmsg.FetchRequest) kmsg.Response {
 		if size >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || failed {
 			return resp
 		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
+		if !s.awaitData(wake, deadline) {
 			return resp
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-wake:
-			t.Stop()
-		case <-t.C:
-			return resp
-		case <-s.done:
-			t.Stop()
-			return resp
-		}
+	}
+}
+
+// awaitData waits until a produce appends (wake closes), deadline passes
+// or the server closes, and reports whether the caller should read again
+// (only on an append).
+func (s *Server) awaitData(wake <-chan struct{}, deadline time.Time) bool {
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return true
+	case <-t.C:
+		return false
+	case <-s.done:
+		return false
 	}
 }
 

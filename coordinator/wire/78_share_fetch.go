@@ -37,18 +37,7 @@ func (s *Server) handleShareFetch(req *kmsg.ShareFetchRequest, conn uint64) kmsg
 		got := s.shareAcquire(resp, *req.GroupID, *req.MemberID, ss, parts, int(req.MaxRecords))
 		wake := s.dataCh
 		s.mu.Unlock()
-		wait := time.Until(deadline)
-		if got || wait <= 0 {
-			return resp
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-wake:
-			t.Stop()
-		case <-t.C:
-			return resp
-		case <-s.done:
-			t.Stop()
+		if got || !s.awaitData(wake, deadline) {
 			return resp
 		}
 		s.mu.Lock()
