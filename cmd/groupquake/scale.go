@@ -54,7 +54,9 @@ It measures the time until every member holds an assignment and the
 coordinator describes the group Stable with all of them at its epoch, how
 many members share each partition, and how fast the group drains a backlog
 of --share-records records produced before it joined (records per second,
-deliveries, redeliveries).
+deliveries, redeliveries). It runs on the embedded cluster too (--embedded:
+the reference coordinator's share groups and its share-partition leader, the
+members connected in process), with the container cluster's share timers.
 
 Sizes run in increasing order, every protocol at one size before the next;
 when one does not reach a stable group within --stable-timeout, the larger
@@ -333,9 +335,6 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 		return nil, nil, 0, badInput("--partitions %d: the topic needs at least one partition", f.partitions)
 	}
 	if slices.Contains(protos, scale.Share) {
-		if f.embedded {
-			return nil, nil, 0, badInput("--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster serves share groups to groupquake run, but scale has not been taught to size them there; drop --embedded")
-		}
 		if n := sizes[len(sizes)-1]; n > version.ShareGroupMaxSizeCap {
 			return nil, nil, 0, badInput("--members %d with --protocol share: Kafka caps a share group at %d members (group.share.max.size may be set from 1 to %d); give --members %d or fewer", n, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap)
 		}
@@ -497,6 +496,9 @@ func (f *scaleFlags) cluster(ctx context.Context, logf func(string, ...any)) (cl
 			if hasInterval {
 				c.Consumer.AssignmentInterval = &interval
 			}
+			if f.shareMaxSize > version.ShareGroupMaxSizeDefault {
+				c.Share.MaxSize = f.shareMaxSize // as brokerSettings sets group.share.max.size
+			}
 		}})
 	case f.bootstrap != "":
 		if f.shareMaxSize > version.ShareGroupMaxSizeDefault {
@@ -605,6 +607,9 @@ func scaleReportOf(r *scale.Report) scaleReportJSON {
 }
 
 func printScale(w io.Writer, reps []*scale.Report) {
+	if len(reps) == 0 {
+		return // share runs only: printShareScale has them
+	}
 	ms := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
 	}

@@ -292,7 +292,8 @@ func (m *lightShare) fetch(ctx context.Context, addr string, parts []int32) {
 }
 
 // ShareCluster is what RunShare needs of a cluster (every cluster.Handle
-// has it).
+// has it). A cluster served in this process (cluster.Embedded) also has
+// DialContext, and the members then connect to it without sockets.
 type ShareCluster interface {
 	Bootstrap() []string
 	Admin() (*kadm.Client, error)
@@ -341,6 +342,12 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	stats := &light.Stats{}
 	hbPool := light.NewSharedPool(o.Conns, "groupquake-share-scale", stats) // heartbeats share o.Conns connections per broker
 	fPool := light.NewOwnPool("groupquake-share-scale", stats)              // each member fetches on its own connection
+	if d, ok := h.(inProcess); ok {
+		// The embedded cluster: every member's fetch connection in
+		// process, without a socket (a file descriptor each otherwise).
+		hbPool.DialWith(d.DialContext)
+		fPool.DialWith(d.DialContext)
+	}
 	defer hbPool.Close()
 	defer fPool.Close()
 	mctx, stop := context.WithCancel(ctx)

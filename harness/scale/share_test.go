@@ -1,8 +1,6 @@
 package scale
 
 import (
-	"github.com/groupquake/groupquake/coordinator/version"
-
 	"context"
 	"testing"
 	"time"
@@ -10,6 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/cluster"
 )
 
 type fakeCluster struct{ c *kfake.Cluster }
@@ -81,5 +82,36 @@ func TestShareVersions(t *testing.T) {
 				t.Errorf("api %d: Kafka %s serves %d–%d, not %d", api, r, rg.Min, rg.Max, shareVersion(api))
 			}
 		}
+	}
+}
+
+// TestRunShareEmbedded runs the share scale measurement on the embedded
+// cluster (the reference coordinator and its share-partition leader in
+// this process, no Docker): 50 lightweight share members on 2 partitions
+// join, the coordinator describes the group Stable with all 50 at its
+// epoch, both partitions are assigned, to at most ceil(50/2) members each
+// (the share assignor's bound), and the backlog is drained, every record
+// accepted.
+func TestRunShareEmbedded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	rep, err := RunShare(ctx, e, ShareOptions{Members: 50, Partitions: 2, Records: 2000, Group: "g", Topic: "t",
+		MaxWait: 100 * time.Millisecond, StableTimeout: time.Minute, DrainTimeout: time.Minute, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Members != 50 || rep.GroupEpoch < 1 || rep.ToStable <= 0 {
+		t.Errorf("members %d, group epoch %d, to stable %s: want 50 members stable at a positive epoch", rep.Members, rep.GroupEpoch, rep.ToStable)
+	}
+	if rep.MinSharing < 1 || rep.MaxSharing > 25 {
+		t.Errorf("partitions shared by %d–%d members: want every partition assigned, to at most ceil(50/2) members", rep.MinSharing, rep.MaxSharing)
+	}
+	if rep.Drained != 2000 || rep.Deliveries < 2000 || rep.Redeliveries > rep.Deliveries-2000 || rep.RecordsPerSecond <= 0 {
+		t.Errorf("report %+v: want the 2000 records drained, each delivered at least once", rep)
 	}
 }
