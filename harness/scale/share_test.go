@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,9 @@ func TestRunShareOnAFake(t *testing.T) {
 	if rep.Drained != 3000 || rep.Deliveries != 3000 || rep.Redeliveries != 0 || rep.RecordsPerSecond <= 0 {
 		t.Errorf("report %+v: want the 3000 records drained, each delivered once", rep)
 	}
+	if rep.LeaveToStable <= 0 || rep.RestartToStable != 0 {
+		t.Errorf("one leaves: %s, restart %s: want the leave measured and no restart (not asked for)", rep.LeaveToStable, rep.RestartToStable)
+	}
 }
 
 // TestShareErrorsSummary: a share scale run that gave up says the members'
@@ -91,7 +95,9 @@ func TestShareVersions(t *testing.T) {
 // join, the coordinator describes the group Stable with all 50 at its
 // epoch, both partitions are assigned, to at most ceil(50/2) members each
 // (the share assignor's bound), and the backlog is drained, every record
-// accepted.
+// accepted. Then one member leaves and the group is stable with the 49
+// others, and the embedded cluster's node (the coordinator) restarts and
+// the group is stable again, every member answered after the stop.
 func TestRunShareEmbedded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -101,7 +107,7 @@ func TestRunShareEmbedded(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	rep, err := RunShare(ctx, e, ShareOptions{Members: 50, Partitions: 2, Records: 2000, Group: "g", Topic: "t",
-		MaxWait: 100 * time.Millisecond, StableTimeout: time.Minute, DrainTimeout: time.Minute, Logf: t.Logf})
+		MaxWait: 100 * time.Millisecond, StableTimeout: time.Minute, DrainTimeout: time.Minute, Restart: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +119,11 @@ func TestRunShareEmbedded(t *testing.T) {
 	}
 	if rep.Drained != 2000 || rep.Deliveries < 2000 || rep.Redeliveries > rep.Deliveries-2000 || rep.RecordsPerSecond <= 0 {
 		t.Errorf("report %+v: want the 2000 records drained, each delivered at least once", rep)
+	}
+	if rep.LeaveToStable <= 0 || rep.LeaveEpoch <= rep.GroupEpoch {
+		t.Errorf("one leaves: stable after %s at epoch %d (joined at %d): want a later epoch", rep.LeaveToStable, rep.LeaveEpoch, rep.GroupEpoch)
+	}
+	if rep.RestartToStable <= 0 || rep.RestartEpoch < rep.LeaveEpoch || !strings.Contains(rep.RestartNote, "node 1 (the coordinator) stopped") {
+		t.Errorf("coordinator restart: stable after %s at epoch %d (%q): want it measured", rep.RestartToStable, rep.RestartEpoch, rep.RestartNote)
 	}
 }
