@@ -427,9 +427,14 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 
 	drainShare(ctx, o, cnt, start, rep)
 	o.Logf("drained %d of %d records in %s: %.0f records/s, %d deliveries, %d redeliveries", rep.Drained, o.Records, rep.DrainTime.Round(time.Millisecond), rep.RecordsPerSecond, rep.Deliveries, rep.Redeliveries)
-	live, err := shareLeave(ctx, adm, o, members, cnt, rep)
-	if err != nil || !o.Restart {
-		return rep, err
+	live := members
+	if len(members) > 1 { // one member leaves, another stays
+		if live, err = shareLeave(ctx, adm, o, members, cnt, rep); err != nil {
+			return rep, err
+		}
+	}
+	if !o.Restart {
+		return rep, nil
 	}
 	return rep, shareRestart(ctx, h, adm, o, live, cnt, rep)
 }
