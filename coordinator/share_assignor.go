@@ -399,10 +399,28 @@ func (b *homBuilder) assignRemaining() {
 		return
 	}
 	it := &unfilledIter{vals: b.unfilled.sorted()}
-	assignedThisRound := false
-	for _, tp := range b.byPartition.order() {
+	fillPartitions(it, b.byPartition.order(), b.sharing, func(tp topicPartition) intSet {
 		members, _ := b.byPartition.get(tp)
-		for toMake := b.sharing - len(members); toMake > 0; {
+		return members
+	}, func(i int, tp topicPartition) bool {
+		b.copyOf(i).add(tp.id, tp.p)
+		b.member(i).put(tp, true)
+		return b.byMember[i].len() >= b.desired[i]
+	})
+}
+
+// fillPartitions is the loop of Java's assignRemainingPartitions, for both
+// builders: each partition of order, held by the members that members
+// gives, gets copies for the unfilled members it cycles through (skipping
+// those that hold it) until sharing members hold it; a round through the
+// members that assigns nothing ends the partition, and no unfilled member
+// left ends the loop. assign gives partition p to member i and says whether
+// i now has its desired count.
+func fillPartitions[P any](it *unfilledIter, order []P, sharing int, members func(P) intSet, assign func(i int, p P) bool) {
+	assignedThisRound := false
+	for _, p := range order {
+		held := members(p)
+		for toMake := sharing - len(held); toMake > 0; {
 			if !it.hasNext() {
 				if !assignedThisRound {
 					break
@@ -411,14 +429,12 @@ func (b *homBuilder) assignRemaining() {
 				assignedThisRound = false
 			}
 			i := it.next()
-			if members[i] {
+			if held[i] {
 				continue
 			}
-			b.copyOf(i).add(tp.id, tp.p)
-			b.member(i).put(tp, true)
 			toMake--
 			assignedThisRound = true
-			if b.byMember[i].len() >= b.desired[i] {
+			if assign(i, p) {
 				it.remove()
 			}
 		}
@@ -570,36 +586,14 @@ func (a *shareAssignor) heterogeneousTopic(id [16]byte, old []tpSet, newA map[in
 		}
 	}
 	it := &unfilledIter{vals: unfilled.sorted()}
-	assignedThisRound := false
-	for _, p := range slices.Sorted(maps.Keys(byPartition)) {
-		members := byPartition[p]
-		if len(members) < sharing {
-			toMake := sharing - len(members)
-			for toMake > 0 {
-				if !it.hasNext() {
-					if !assignedThisRound {
-						break
-					}
-					it.restart()
-					assignedThisRound = false
-				}
-				i := it.next()
-				if !members[i] {
-					copyOf(i).add(id, p)
-					if byMember[i] == nil {
-						byMember[i] = map[int32]bool{}
-					}
-					byMember[i][p] = true
-					toMake--
-					assignedThisRound = true
-					if len(byMember[i]) >= desired[i] {
-						it.remove()
-					}
-				}
-			}
+	fillPartitions(it, slices.Sorted(maps.Keys(byPartition)), sharing, func(p int32) intSet {
+		return byPartition[p]
+	}, func(i int, p int32) bool {
+		copyOf(i).add(id, p)
+		if byMember[i] == nil {
+			byMember[i] = map[int32]bool{}
 		}
-		if it.empty() {
-			break
-		}
-	}
+		byMember[i][p] = true
+		return len(byMember[i]) >= desired[i]
+	})
 }

@@ -807,12 +807,7 @@ func sortedTPs(m map[history.TP][]Ack) []history.TP {
 	for tp := range m {
 		out = append(out, tp)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
+	history.SortTPs(out)
 	return out
 }
 

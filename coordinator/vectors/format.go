@@ -197,22 +197,45 @@ func formatFetch(r *kmsg.OffsetFetchResponse, n Norm, order Order) string {
 // formatConsumerHeartbeat renders a ConsumerGroupHeartbeat response: its
 // error, or the member, its epoch and (always sorted) its assignment.
 func formatConsumerHeartbeat(r *kmsg.ConsumerGroupHeartbeatResponse, n Norm) string {
-	if r.ErrorCode != 0 {
-		return fmt.Sprintf("consumer-heartbeat %s %s", ErrName(r.ErrorCode), n.Text(ps(r.ErrorMessage)))
-	}
-	s := fmt.Sprintf("consumer-heartbeat member=%s epoch=%d interval=%dms", n.Member(ps(r.MemberID)), r.MemberEpoch, r.HeartbeatIntervalMillis)
+	var assigned tpList
 	if r.Assignment != nil {
-		// Always sorted: the vectors pinned a sorted assignment.
-		var parts []string
-		for _, t := range r.Assignment.Topics {
-			for _, p := range t.Partitions {
-				parts = append(parts, fmt.Sprintf("%s/%d", n.TopicName(t.TopicID), p))
+		assigned = func(add func(string, []int32)) {
+			for _, t := range r.Assignment.Topics {
+				add(n.TopicName(t.TopicID), t.Partitions)
 			}
 		}
-		slices.Sort(parts)
-		s += " assignment=[" + strings.Join(parts, " ") + "]"
+	}
+	return formatHeartbeat("consumer-heartbeat", r.ErrorCode, r.ErrorMessage, r.MemberID, r.MemberEpoch, r.HeartbeatIntervalMillis, assigned, n)
+}
+
+// formatHeartbeat renders a heartbeat response of either group protocol
+// as kind: its error, or the member, its epoch and (always sorted: the
+// vectors pinned a sorted assignment) its assignment when it has one.
+func formatHeartbeat(kind string, code int16, msg, member *string, epoch, interval int32, assigned tpList, n Norm) string {
+	if code != 0 {
+		return fmt.Sprintf("%s %s %s", kind, ErrName(code), n.Text(ps(msg)))
+	}
+	s := fmt.Sprintf("%s member=%s epoch=%d interval=%dms", kind, n.Member(ps(member)), epoch, interval)
+	if assigned != nil {
+		s += " assignment=" + assigned.sorted()
 	}
 	return s
+}
+
+// tpList lists topic partitions: it calls add with each topic's name and
+// partitions.
+type tpList func(add func(topic string, partitions []int32))
+
+// sorted renders the partitions as "[foo/0 foo/1]", sorted.
+func (l tpList) sorted() string {
+	var parts []string
+	l(func(topic string, partitions []int32) {
+		for _, p := range partitions {
+			parts = append(parts, fmt.Sprintf("%s/%d", topic, p))
+		}
+	})
+	slices.Sort(parts)
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // formatConsumerDescribe renders a ConsumerGroupDescribe response: each
@@ -262,21 +285,15 @@ func consumerDescribeMember(m kmsg.ConsumerGroupDescribeResponseGroupMember, v i
 // formatShareHeartbeat renders a ShareGroupHeartbeat response as
 // formatConsumerHeartbeat renders a ConsumerGroupHeartbeat one.
 func formatShareHeartbeat(r *kmsg.ShareGroupHeartbeatResponse, n Norm) string {
-	if r.ErrorCode != 0 {
-		return fmt.Sprintf("share-heartbeat %s %s", ErrName(r.ErrorCode), n.Text(ps(r.ErrorMessage)))
-	}
-	s := fmt.Sprintf("share-heartbeat member=%s epoch=%d interval=%dms", n.Member(ps(r.MemberID)), r.MemberEpoch, r.HeartbeatIntervalMillis)
+	var assigned tpList
 	if r.Assignment != nil {
-		var parts []string
-		for _, t := range r.Assignment.TopicPartitions {
-			for _, p := range t.Partitions {
-				parts = append(parts, fmt.Sprintf("%s/%d", n.TopicName(t.TopicID), p))
+		assigned = func(add func(string, []int32)) {
+			for _, t := range r.Assignment.TopicPartitions {
+				add(n.TopicName(t.TopicID), t.Partitions)
 			}
 		}
-		slices.Sort(parts)
-		s += " assignment=[" + strings.Join(parts, " ") + "]"
 	}
-	return s
+	return formatHeartbeat("share-heartbeat", r.ErrorCode, r.ErrorMessage, r.MemberID, r.MemberEpoch, r.HeartbeatIntervalMillis, assigned, n)
 }
 
 // formatShareDescribe renders a ShareGroupDescribe response: each group, a
@@ -297,15 +314,13 @@ func formatShareDescribe(r *kmsg.ShareGroupDescribeResponse, n Norm, order Order
 			}
 			// Kafka lists a HashSet (ShareGroupMember.subscribedTopicNames).
 			order.sort(subs)
-			var parts []string
-			for _, t := range m.Assignment.TopicPartitions {
-				for _, p := range t.Partitions {
-					parts = append(parts, fmt.Sprintf("%s/%d", n.Topic(t.Topic), p))
+			assigned := tpList(func(add func(string, []int32)) {
+				for _, t := range m.Assignment.TopicPartitions {
+					add(n.Topic(t.Topic), t.Partitions)
 				}
-			}
-			slices.Sort(parts)
-			x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=[%s] subscribed=[%s]",
-				n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), strings.Join(parts, " "), strings.Join(subs, " "))
+			})
+			x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s subscribed=[%s]",
+				n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), assigned.sorted(), strings.Join(subs, " "))
 			if m.RackID != nil {
 				x += " rack=" + *m.RackID
 			}
@@ -320,14 +335,11 @@ func formatShareDescribe(r *kmsg.ShareGroupDescribeResponse, n Norm, order Order
 
 // describeTPs renders a ConsumerGroupDescribe assignment, always sorted.
 func describeTPs(a kmsg.Assignment, n Norm) string {
-	var parts []string
-	for _, t := range a.TopicPartitions {
-		for _, p := range t.Partitions {
-			parts = append(parts, fmt.Sprintf("%s/%d", n.Topic(t.Topic), p))
+	return tpList(func(add func(string, []int32)) {
+		for _, t := range a.TopicPartitions {
+			add(n.Topic(t.Topic), t.Partitions)
 		}
-	}
-	slices.Sort(parts)
-	return "[" + strings.Join(parts, " ") + "]"
+	}).sorted()
 }
 
 // topicName names a topic of a response: by name, or "id:" and the name
@@ -362,14 +374,11 @@ func assignment(b []byte, n Norm) string {
 	if len(b) < 2 || a.ReadFrom(b) != nil || a.Version < 0 || a.Version > 3 || !bytes.Equal(a.AppendTo(nil), b) {
 		return Bytes(b)
 	}
-	var parts []string
-	for _, t := range a.Topics {
-		for _, p := range t.Partitions {
-			parts = append(parts, fmt.Sprintf("%s/%d", n.Topic(t.Topic), p))
+	return fmt.Sprintf("v%d", a.Version) + tpList(func(add func(string, []int32)) {
+		for _, t := range a.Topics {
+			add(n.Topic(t.Topic), t.Partitions)
 		}
-	}
-	slices.Sort(parts)
-	return fmt.Sprintf("v%d[%s]", a.Version, strings.Join(parts, " "))
+	}).sorted()
 }
 
 // Bytes renders bytes as a quoted string when they are printable ASCII,

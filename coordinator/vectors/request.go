@@ -99,7 +99,7 @@ func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err err
 		r := kmsg.NewPtrHeartbeatRequest()
 		r.Version = b.version(4)
 		r.Group = b.group()
-		r.MemberID = n.Member(b.args.Val("member", ""))
+		r.MemberID = b.member()
 		r.Generation = int32(b.int("gen", 0))
 		r.InstanceID = b.opt("instance")
 		req = r
@@ -143,7 +143,7 @@ func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err err
 	case "cg-heartbeat":
 		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		r.Group = b.group()
-		r.MemberID = n.Member(b.args.Val("member", ""))
+		r.MemberID = b.member()
 		r.MemberEpoch = int32(b.int("epoch", 0))
 		req = r
 	case "consumer-group-heartbeat":
@@ -157,15 +157,10 @@ func Request(n Names, cmd string, args Args) (req kmsg.Request, ok bool, err err
 		r := kmsg.NewPtrShareGroupHeartbeatRequest()
 		r.Version = b.version(1)
 		r.GroupID = b.group()
-		r.MemberID = n.Member(b.args.Val("member", ""))
+		r.MemberID = b.member()
 		r.MemberEpoch = int32(b.int("epoch", 0))
 		r.RackID = b.opt("rack")
-		if b.args.Has("subscribe") {
-			r.SubscribedTopicNames = []string{}
-			for _, t := range nonEmpty(b.args.List("subscribe")) {
-				r.SubscribedTopicNames = append(r.SubscribedTopicNames, n.Topic(t))
-			}
-		}
+		r.SubscribedTopicNames = b.subscribed()
 		req = r
 	case "share-group-describe":
 		r := kmsg.NewPtrShareGroupDescribeRequest()
@@ -244,6 +239,22 @@ func (b *builder) optMember(key string) *string {
 // group is the group= argument (default g) in the side's names.
 func (b *builder) group() string { return b.n.Group(b.args.Val("group", "g")) }
 
+// member is the member= argument (default "") in the side's names.
+func (b *builder) member() string { return b.n.Member(b.args.Val("member", "")) }
+
+// subscribed maps the subscribe= topics: nil when the argument is absent
+// (the request sends null), an empty list for subscribe=().
+func (b *builder) subscribed() []string {
+	if !b.args.Has("subscribe") {
+		return nil
+	}
+	out := []string{}
+	for _, t := range nonEmpty(b.args.List("subscribe")) {
+		out = append(out, b.n.Topic(t))
+	}
+	return out
+}
+
 // groups maps a list of groups; an absent list stays nil.
 func (b *builder) groups(key string) []string {
 	vs := b.args.List(key)
@@ -261,7 +272,7 @@ func (b *builder) join() kmsg.Request {
 	r := kmsg.NewPtrJoinGroupRequest()
 	r.Version = b.version(9)
 	r.Group = b.group()
-	r.MemberID = b.n.Member(b.args.Val("member", ""))
+	r.MemberID = b.member()
 	r.InstanceID = b.opt("instance")
 	r.SessionTimeoutMillis = int32(b.dur("session", 10*time.Second).Milliseconds())
 	r.RebalanceTimeoutMillis = int32(b.dur("rebalance", 10*time.Second).Milliseconds())
@@ -346,7 +357,7 @@ func (b *builder) sync() kmsg.Request {
 	r := kmsg.NewPtrSyncGroupRequest()
 	r.Version = b.version(5)
 	r.Group = b.group()
-	r.MemberID = b.n.Member(b.args.Val("member", ""))
+	r.MemberID = b.member()
 	r.Generation = int32(b.int("gen", 0))
 	r.InstanceID = b.opt("instance")
 	r.ProtocolType = b.opt("ptype")
@@ -376,7 +387,7 @@ func (b *builder) leave() kmsg.Request {
 	r.Version = b.version(5)
 	r.Group = b.group()
 	if r.Version < 3 {
-		r.MemberID = b.n.Member(b.args.Val("member", ""))
+		r.MemberID = b.member()
 		return r
 	}
 	ms := b.args.List("members")
@@ -399,7 +410,7 @@ func (b *builder) commit() kmsg.Request {
 	r := kmsg.NewPtrOffsetCommitRequest()
 	r.Version = b.version(9)
 	r.Group = b.group()
-	r.MemberID = b.n.Member(b.args.Val("member", ""))
+	r.MemberID = b.member()
 	r.Generation = int32(b.int("gen", -1))
 	r.InstanceID = b.opt("instance")
 	r.RetentionTimeMillis = int64(b.int("retention", -1))
@@ -489,7 +500,7 @@ func (b *builder) consumerHeartbeat() kmsg.Request {
 	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	r.Version = b.version(1)
 	r.Group = b.group()
-	r.MemberID = b.n.Member(b.args.Val("member", ""))
+	r.MemberID = b.member()
 	r.MemberEpoch = int32(b.int("epoch", 0))
 	r.InstanceID = b.opt("instance")
 	r.RackID = b.opt("rack")
@@ -502,12 +513,7 @@ func (b *builder) consumerHeartbeat() kmsg.Request {
 	if b.args.Has("rebalance") {
 		r.RebalanceTimeoutMillis = int32(b.dur("rebalance", 0).Milliseconds())
 	}
-	if b.args.Has("subscribe") {
-		r.SubscribedTopicNames = []string{}
-		for _, t := range nonEmpty(b.args.List("subscribe")) {
-			r.SubscribedTopicNames = append(r.SubscribedTopicNames, b.n.Topic(t))
-		}
-	}
+	r.SubscribedTopicNames = b.subscribed()
 	if b.args.Has("regex") {
 		re := b.n.Regex(b.args.Val("regex", ""))
 		r.SubscribedTopicRegex = &re

@@ -288,23 +288,42 @@ func wireRoundTrip(r kmsg.Response) (kmsg.Response, error) {
 	return back, nil
 }
 
-// describe returns the target's view of group as a comparable string:
-// state and members. It uses a connection of its own.
-func (s *sectionRun) describe(ctx context.Context, group string) string {
-	if s.probe == nil {
-		c, err := dial(ctx, s.r.t.Addr)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		s.probe = c
+// dialProbe dials the probe, the connection of its own that describe and
+// the waits use, when there is none.
+func (s *sectionRun) dialProbe(ctx context.Context) error {
+	if s.probe != nil {
+		return nil
 	}
-	req := kmsg.NewPtrDescribeGroupsRequest()
-	req.Version = 5
-	req.Groups = []string{group}
+	c, err := dial(ctx, s.r.t.Addr)
+	if err != nil {
+		return err
+	}
+	s.probe = c
+	return nil
+}
+
+// ask sends req on the probe (dialProbe dials it) and drops the probe when the
+// request fails, so that the next one dials again.
+func (s *sectionRun) ask(req kmsg.Request) (kmsg.Response, error) {
 	resp, err := s.probe.do(req, "groupquake-settle", time.Now().Add(s.r.opt.Wait))
 	if err != nil {
 		s.probe.close()
 		s.probe = nil
+	}
+	return resp, err
+}
+
+// describe returns the target's view of group as a comparable string:
+// state and members. It uses a connection of its own.
+func (s *sectionRun) describe(ctx context.Context, group string) string {
+	if err := s.dialProbe(ctx); err != nil {
+		return "error: " + err.Error()
+	}
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version = 5
+	req.Groups = []string{group}
+	resp, err := s.ask(req)
+	if err != nil {
 		return "error: " + err.Error()
 	}
 	var b strings.Builder
@@ -324,28 +343,32 @@ func (s *sectionRun) describe(ctx context.Context, group string) string {
 // reaches epoch, for at most a tenth of the answer wait, as settle (a
 // target that never gets there shows in the next steps' answers).
 func (s *sectionRun) awaitGroupEpoch(ctx context.Context, group string, epoch int32) {
-	deadline := time.Now().Add(s.r.opt.Wait / 10)
-	for time.Now().Before(deadline) {
-		if s.probe == nil {
-			c, err := dial(ctx, s.r.t.Addr)
-			if err != nil {
-				return
-			}
-			s.probe = c
-		}
+	s.pollProbe(ctx, s.r.opt.Wait/10, 20*time.Millisecond, func() kmsg.Request {
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Groups = []string{group}
-		resp, err := s.probe.do(req, "groupquake-settle", time.Now().Add(s.r.opt.Wait))
-		if err != nil {
-			s.probe.close()
-			s.probe = nil
-		} else if gs := resp.(*kmsg.ConsumerGroupDescribeResponse).Groups; len(gs) == 1 && gs[0].ErrorCode == 0 && gs[0].Epoch >= epoch {
+		return req
+	}, func(resp kmsg.Response) bool {
+		gs := resp.(*kmsg.ConsumerGroupDescribeResponse).Groups
+		return len(gs) == 1 && gs[0].ErrorCode == 0 && gs[0].Epoch >= epoch
+	})
+}
+
+// pollProbe sends the request that build makes on the settle probe (dialled
+// again after an error) every interval until done says yes to an answer,
+// for at most d or until ctx ends.
+func (s *sectionRun) pollProbe(ctx context.Context, d, interval time.Duration, build func() kmsg.Request, done func(kmsg.Response) bool) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := s.dialProbe(ctx); err != nil {
+			return
+		}
+		if resp, err := s.ask(build()); err == nil && done(resp) {
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }
@@ -358,33 +381,16 @@ func (s *sectionRun) awaitGroupEpoch(ctx context.Context, group string, epoch in
 // coordinator create __share_group_state. A target that never gets there
 // shows in the next steps' answers.
 func (s *sectionRun) awaitShareInitialized(ctx context.Context, tn *targetNames, group string, want map[string][]int32) {
-	deadline := time.Now().Add(s.r.opt.Wait)
-	for time.Now().Before(deadline) {
-		if s.probe == nil {
-			c, err := dial(ctx, s.r.t.Addr)
-			if err != nil {
-				return
-			}
-			s.probe = c
-		}
+	s.pollProbe(ctx, s.r.opt.Wait, 50*time.Millisecond, func() kmsg.Request {
 		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
 		g.GroupID = tn.Group(group)
 		g.Topics = nil // all
 		req.Groups = append(req.Groups, g)
-		resp, err := s.probe.do(req, "groupquake-settle", time.Now().Add(s.r.opt.Wait))
-		if err != nil {
-			s.probe.close()
-			s.probe = nil
-		} else if shareHasInitialized(resp.(*kmsg.DescribeShareGroupOffsetsResponse), tn, want) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return req
+	}, func(resp kmsg.Response) bool {
+		return shareHasInitialized(resp.(*kmsg.DescribeShareGroupOffsetsResponse), tn, want)
+	})
 }
 
 func shareHasInitialized(resp *kmsg.DescribeShareGroupOffsetsResponse, tn *targetNames, want map[string][]int32) bool {

@@ -109,12 +109,16 @@ func TPs(topic string, partitions ...int32) []TP {
 }
 
 // SortTPs sorts by topic, then partition, so that assignments compare and print canonically.
-func SortTPs(tps []TP) {
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
+func SortTPs(tps []TP) { SortByTP(tps, func(tp TP) TP { return tp }) }
+
+// SortByTP sorts s by the topic, then the partition, that tp reads from each element.
+func SortByTP[T any](s []T, tp func(T) TP) {
+	sort.Slice(s, func(i, j int) bool {
+		a, b := tp(s[i]), tp(s[j])
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
 		}
-		return tps[i].Partition < tps[j].Partition
+		return a.Partition < b.Partition
 	})
 }
 

@@ -178,15 +178,7 @@ func (r *Reader) Committed(ctx context.Context) ([]history.OffsetAt, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("OffsetFetch: %w", errors.Join(errs...))
 	}
-	slices.SortFunc(out, func(a, b history.OffsetAt) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Partition - b.Partition)
-	})
+	history.SortByTP(out, history.OffsetAt.TP)
 	return out, nil
 }
 

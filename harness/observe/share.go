@@ -110,12 +110,7 @@ func ShareStarts(ends kadm.ListedOffsets, so kadm.DescribedShareGroupsOffsets, d
 		}
 		out = append(out, s)
 	})
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
+	history.SortByTP(out, func(s history.ShareStart) history.TP { return history.TP{Topic: s.Topic, Partition: s.Partition} })
 	return out
 }
 

@@ -190,12 +190,7 @@ func partitionErrors(m map[string]map[int32]string) []history.PartitionError {
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
+	history.SortByTP(out, func(e history.PartitionError) history.TP { return history.TP{Topic: e.Topic, Partition: e.Partition} })
 	return out
 }
 

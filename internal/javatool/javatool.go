@@ -168,17 +168,11 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	if err := need("resolving "+what, "mvn"); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	work, err := interrupt.MkdirTemp(dir, "resolve-")
+	work, err := workDir(dir, "resolve-", "pom.xml", pom(artifacts))
 	if err != nil {
 		return "", err
 	}
 	defer interrupt.RemoveTemp(work)
-	if err := os.WriteFile(filepath.Join(work, "pom.xml"), pom(artifacts), 0o644); err != nil {
-		return "", err
-	}
 	if m.Logf != nil {
 		m.Logf("resolving %s with Maven (the machine's Maven settings apply)", what)
 	}
@@ -215,6 +209,24 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	return libs, nil
 }
 
+// workDir makes dir and in it a fresh work directory (named from prefix)
+// that holds the file name with data: Resolve's pom, Compile's source. The
+// caller removes it with interrupt.RemoveTemp.
+func workDir(dir, prefix, name string, data []byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	work, err := interrupt.MkdirTemp(dir, prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(work, name), data, 0o644); err != nil {
+		interrupt.RemoveTemp(work)
+		return "", err
+	}
+	return work, nil
+}
+
 // Compile compiles src, the source of the public class class, with javac
 // (for Java 17) against classpath into dir/classes-<source hash> and
 // returns that directory. A directory that already holds class.class is
@@ -229,18 +241,12 @@ func Compile(ctx context.Context, src []byte, class, classpath, dir string) (str
 	if err := need("compiling "+class+".java", "javac"); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	work, err := interrupt.MkdirTemp(dir, "compile-")
+	work, err := workDir(dir, "compile-", class+".java", src)
 	if err != nil {
 		return "", err
 	}
 	defer interrupt.RemoveTemp(work)
 	file := filepath.Join(work, class+".java")
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		return "", err
-	}
 	out := filepath.Join(work, "classes")
 	cmd := interrupt.Command(ctx, "javac", "-nowarn", "--release", "17", "-cp", classpath, "-d", out, file)
 	if b, err := interrupt.CombinedOutput(cmd); err != nil {

@@ -108,16 +108,42 @@ var clients = []Artifact{{Group: "org.apache.kafka", Name: "kafka-clients", Vers
 // mvnArg is a shell snippet that sets $out to mvn's -DoutputDirectory.
 const mvnArg = `for a in "$@"; do case "$a" in -DoutputDirectory=*) out="${a#-DoutputDirectory=}";; esac; done`
 
-func TestResolveWithoutMavenSaysWhatToInstall(t *testing.T) {
-	fakeTools(t, nil)
-	dir := filepath.Join(t.TempDir(), "cache")
-	_, err := Maven{}.Resolve(context.Background(), clients, dir)
-	if err == nil || !errors.Is(err, ErrMissingTools) || !strings.Contains(err.Error(), "missing: mvn") ||
-		!strings.Contains(err.Error(), "apt-get install maven") || !strings.Contains(err.Error(), "kafka-clients 4.4.0") {
-		t.Fatalf("Resolve without mvn = %v, want an error naming mvn, the package maven and what was resolved", err)
-	}
-	if e := entries(t, dir); len(e) != 0 {
-		t.Errorf("a refused Resolve left %v in %s", e, dir)
+// Resolve without mvn and Compile without javac refuse with an error that
+// names the tool, the package that installs it and what was asked, and
+// leave nothing in the cache directory.
+func TestWithoutToolSaysWhatToInstall(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		tools map[string]string
+		call  func(dir string) error
+		want  []string // the tool, its package, what was asked
+	}{
+		{"Resolve", nil, func(dir string) error {
+			_, err := Maven{}.Resolve(ctx, clients, dir)
+			return err
+		}, []string{"missing: mvn", "apt-get install maven", "kafka-clients 4.4.0"}},
+		{"Compile", map[string]string{"java": "exit 0"}, func(dir string) error {
+			_, err := Compile(ctx, []byte("public class Hello {}"), "Hello", "", dir)
+			return err
+		}, []string{"missing: javac", "openjdk-17-jdk-headless", "Hello.java"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fakeTools(t, c.tools)
+			dir := filepath.Join(t.TempDir(), "cache")
+			err := c.call(dir)
+			if err == nil || !errors.Is(err, ErrMissingTools) {
+				t.Fatalf("%s without the tool = %v, want ErrMissingTools", c.name, err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s without the tool = %v, want it to say %q", c.name, err, w)
+				}
+			}
+			if e := entries(t, dir); len(e) != 0 {
+				t.Errorf("a refused %s left %v in %s", c.name, e, dir)
+			}
+		})
 	}
 }
 
@@ -194,19 +220,6 @@ for j in $(sed -n 's|.*<artifactId>\([^<]*\)</artifactId><version>\([^<]*\)</ver
 	}
 	if e := entries(t, dir); len(e) != 1 || e[0] != "libs" {
 		t.Errorf("after Resolve %s holds %v, want only libs", dir, e)
-	}
-}
-
-func TestCompileWithoutJavacSaysWhatToInstall(t *testing.T) {
-	fakeTools(t, map[string]string{"java": "exit 0"})
-	dir := filepath.Join(t.TempDir(), "cache")
-	_, err := Compile(context.Background(), []byte("public class Hello {}"), "Hello", "", dir)
-	if err == nil || !errors.Is(err, ErrMissingTools) || !strings.Contains(err.Error(), "missing: javac") ||
-		!strings.Contains(err.Error(), "openjdk-17-jdk-headless") || !strings.Contains(err.Error(), "Hello.java") {
-		t.Fatalf("Compile without javac = %v, want an error naming javac, the JDK package and the source", err)
-	}
-	if e := entries(t, dir); len(e) != 0 {
-		t.Errorf("a refused Compile left %v in %s", e, dir)
 	}
 }
 
