@@ -39,7 +39,9 @@ func ConvergenceBound(p history.Plan) (Bound, error) {
 // (else the end of the history), a state where every planned partition is owned by exactly one
 // member and stays so; and that the group is Stable in the last description the observer took (the
 // describe events after the heal and the final observation) and has been since a time within the
-// bound. The verdict says which bound was exceeded and by how much.
+// bound. The harness's own stalls (history.FStall) are not charged to the group: a long one after
+// the heal starts the measure at its end, a short one adds its length to the bound (stall.go). The
+// verdict says which bound was exceeded and by how much.
 func EventuallyConverges(events []history.Event, obs *history.Observations, plan history.Plan) Verdict {
 	return eventuallyConverges(build(events, obs), obs, plan)
 }
