@@ -35,10 +35,11 @@ type pulse struct {
 	// wait waits d, or until ctx ends, and says whether d passed (a timer;
 	// tests script it with their clock).
 	wait func(ctx context.Context, d time.Duration) bool
+	logf func(format string, args ...any) // says each stall as it is recorded
 }
 
-func newPulse(rec *history.Recorder, clock func() time.Duration) *pulse {
-	return &pulse{rec: rec, clock: clock, every: pulseEvery, late: pulseLate, wait: sleepCtx}
+func newPulse(rec *history.Recorder, clock func() time.Duration, logf func(string, ...any)) *pulse {
+	return &pulse{rec: rec, clock: clock, every: pulseEvery, late: pulseLate, wait: sleepCtx, logf: logf}
 }
 
 // sleepCtx waits d, or until ctx ends; it reports whether d passed.
@@ -63,9 +64,11 @@ func (p *pulse) run(ctx context.Context) error {
 		if now-due >= p.late {
 			s := history.Stall{From: due, To: now, Every: p.every}
 			why := "the harness's pulse, due every " + p.every.String() + ", woke " + (now - due).Round(time.Millisecond).String() + " late: the harness process did not run meanwhile"
-			if _, err := p.rec.Stalled(s, why); err != nil {
+			e, err := p.rec.Stalled(s, why)
+			if err != nil {
 				return err
 			}
+			p.logf("the harness did not run for %s (%s–%s, event %d): its members sent nothing meanwhile", s.To-s.From, s.From.Round(time.Millisecond), s.To.Round(time.Millisecond), e.Index)
 		}
 		last = now
 	}

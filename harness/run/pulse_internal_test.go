@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ type scriptedPulse struct {
 	now     time.Duration
 	steps   []time.Duration
 	drained chan struct{}
+	logged  []string
 }
 
 func newScriptedPulse(t *testing.T, w interface{ Write([]byte) (int, error) }, steps ...time.Duration) *scriptedPulse {
@@ -32,7 +34,7 @@ func newScriptedPulse(t *testing.T, w interface{ Write([]byte) (int, error) }, s
 		t.Fatal(err)
 	}
 	s.rec = rec
-	s.p = newPulse(rec, clock)
+	s.p = newPulse(rec, clock, func(format string, args ...any) { s.logged = append(s.logged, fmt.Sprintf(format, args...)) })
 	s.p.wait = func(ctx context.Context, d time.Duration) bool {
 		if len(s.steps) == 0 {
 			close(s.drained)
@@ -133,6 +135,9 @@ func TestPulseRecordsALateTickOnce(t *testing.T) {
 	}
 	if e := s.rec.Events()[0]; e.Time != want[0].To || !strings.Contains(e.Why, "12.5s late") {
 		t.Fatalf("the stall is recorded at %v (%q), want at its end %v saying how late", e.Time, e.Why, want[0].To)
+	}
+	if len(s.logged) != 2 || s.logged[0] != "the harness did not run for 12.5s (300ms–12.8s, event 0): its members sent nothing meanwhile" {
+		t.Fatalf("logged %q", s.logged)
 	}
 }
 

@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter}
 	// The pulse records every stall of the harness process (pulse.go) from
 	// here to the end of the history.
-	stopPulse := newPulse(rec, clock).start()
+	stopPulse := newPulse(rec, clock, cfg.Logf).start()
 	var runErr error
 	if p.IsShare() {
 		runErr = r.runShare(ctx) // share_run.go
