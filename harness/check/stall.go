@@ -86,7 +86,7 @@ func (r stallRule) note(v *verdict, f *facts, healT time.Duration) {
 		if n++; n > maxStallNotes {
 			continue
 		}
-		said := fmt.Sprintf("the harness did not run for %s (%s–%s, event %d, its members with it)", dur(s.len()), dur(s.from), dur(s.to), f.idx(s.pos))
+		said := fmt.Sprintf("the harness did not run for %s (%s–%s, event %d, the members in its process with it)", dur(s.len()), dur(s.from), dur(s.to), f.idx(s.pos))
 		if r.isLong(s) {
 			v.note("%s: long enough for a session to expire (%s), so a convergence measured across it counts from its end: the bound counts from %s", said, r.longWhy, dur(s.to))
 		} else {

@@ -98,7 +98,7 @@ func TestStarvedHarness(t *testing.T) {
 		}
 		v := EventuallyConverges(r.h.events(), r.obs, stallPlan())
 		mustHold(t, v)
-		mustNote(t, v, "the harness did not run for 12.5s (39.2s–51.7s, event 9, its members with it): long enough for a session to expire (session 6s − heartbeat 1s = 5s), so a convergence measured across it counts from its end: the bound counts from 51.7s")
+		mustNote(t, v, "the harness did not run for 12.5s (39.2s–51.7s, event 9, the members in its process with it): long enough for a session to expire (session 6s − heartbeat 1s = 5s), so a convergence measured across it counts from its end: the bound counts from 51.7s")
 		mustNote(t, v, "every partition owned by exactly one member 46.7s after the heal, over the bound (session 6s + rebalance 15s + 3×heartbeat 1s + slack 20s = 44s), but the harness did not run for part of it: counted from the end of the harness's stall at event 9, 4s")
 		mustNote(t, v, "group Stable 47.7s after the heal")
 	})
