@@ -105,6 +105,13 @@ func NewOwnPool(client string, stats *Stats) *Pool {
 	return newPool(client, stats, false, 1, 1, 1024)
 }
 
+// DialWith makes the pool connect with dial instead of TCP (a cluster
+// served in this process connects without a socket); call it before the
+// pool's first request.
+func (p *Pool) DialWith(dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	p.dialFn = dial
+}
+
 func newPool(client string, stats *Stats, shared bool, maxConns, window, readBuf int) *Pool {
 	return &Pool{client: client, stats: stats, shared: shared, max: maxConns, window: window, readBuf: readBuf,
 		lanes: map[laneKey]*lane{}, gates: map[string]chan struct{}{}}

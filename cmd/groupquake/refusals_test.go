@@ -97,6 +97,8 @@ func TestRefusals(t *testing.T) {
 		{upgrade("--kinds", "nope"), 2, "known kinds are broken-classic-fetch-after-revoke"},
 		// Share groups (docs/share-groups.md).
 		{runArgs("--kinds", "nope"), 2, "broken-share-ignore-delivery-count"},
+		{runArgs("--kinds", "sarama-range,sarama-sticky,classic,kgo-classic"), 2, "--kinds sarama-range,sarama-sticky,classic,kgo-classic: the classic member kinds sarama-range, sarama-sticky, classic, kgo-classic share no assignor"},
+		{upgrade("--kinds", "kgo-classic,confluent-python"), 2, "(confluent-python: no cooperative-sticky)"},
 		{runArgs("--kinds", "share", "--kafka", "4.1.2"), 2, "--kafka 4.1.2: share members need Kafka 4.2.0 or later"},
 		{runArgs("--kinds", "share,consumer"), 2, "a group is a share group or a consumer group, never both"},
 		{runArgs("--kinds", "share", "--embedded", "--kafka", "4.1.2"), 2, "--kafka 4.1.2: share members need Kafka 4.2.0 or later"},

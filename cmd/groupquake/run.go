@@ -650,6 +650,9 @@ func checkKinds(flag, typed string, kinds []string, user ...map[string]run.UserK
 			return badInput("%s: unknown member kind %q: known kinds are %s", flag, k, strings.Join(knownKinds(), ", "))
 		}
 	}
+	if err := run.CheckClassicMix(kinds); err != nil {
+		return badInput("%s %s: %v", flag, typed, err)
+	}
 	return nil
 }
 

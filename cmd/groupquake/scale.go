@@ -54,7 +54,13 @@ It measures the time until every member holds an assignment and the
 coordinator describes the group Stable with all of them at its epoch, how
 many members share each partition, and how fast the group drains a backlog
 of --share-records records produced before it joined (records per second,
-deliveries, redeliveries).
+deliveries, redeliveries), then the time to a stable group after one member
+leaves. It runs on the embedded cluster too (--embedded: the reference
+coordinator's share groups and its share-partition leader, the members
+connected in process), with the container cluster's share timers, and there
+also measures the time to a stable group after the coordinator restarts
+(not on containers: the share members do not look for a moved coordinator
+or leader).
 
 Sizes run in increasing order, every protocol at one size before the next;
 when one does not reach a stable group within --stable-timeout, the larger
@@ -252,6 +258,9 @@ func (r *scaleRuns) one(ctx context.Context, h cluster.Handle, p scale.Protocol,
 		sr, err := scale.RunShare(ctx, h, scale.ShareOptions{
 			Members: n, Partitions: int32(f.partitions), Records: f.shareRecords, Group: group, Topic: topic,
 			Conns: f.conns, StableTimeout: f.stableTimeout, Logf: logf,
+			// Only the embedded cluster serves again on the same
+			// address, where the members still look for it.
+			Restart: f.embedded && !f.noRestart,
 		})
 		if sr != nil {
 			r.shareReps = append(r.shareReps, sr)
@@ -333,9 +342,6 @@ func (f *scaleFlags) check(set map[string]bool) ([]int, []scale.Protocol, uint64
 		return nil, nil, 0, badInput("--partitions %d: the topic needs at least one partition", f.partitions)
 	}
 	if slices.Contains(protos, scale.Share) {
-		if f.embedded {
-			return nil, nil, 0, badInput("--protocol share needs a real Kafka 4.2+ cluster: the embedded cluster serves share groups to groupquake run, but scale has not been taught to size them there; drop --embedded")
-		}
 		if n := sizes[len(sizes)-1]; n > version.ShareGroupMaxSizeCap {
 			return nil, nil, 0, badInput("--members %d with --protocol share: Kafka caps a share group at %d members (group.share.max.size may be set from 1 to %d); give --members %d or fewer", n, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeCap)
 		}
@@ -497,6 +503,9 @@ func (f *scaleFlags) cluster(ctx context.Context, logf func(string, ...any)) (cl
 			if hasInterval {
 				c.Consumer.AssignmentInterval = &interval
 			}
+			if f.shareMaxSize > version.ShareGroupMaxSizeDefault {
+				c.Share.MaxSize = f.shareMaxSize // as brokerSettings sets group.share.max.size
+			}
 		}})
 	case f.bootstrap != "":
 		if f.shareMaxSize > version.ShareGroupMaxSizeDefault {
@@ -542,10 +551,14 @@ func printShareScale(w io.Writer, reps []*scale.ShareReport) {
 	if len(reps) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nshare groups (KIP-932)\n%-8s %-10s %-10s %-12s %-10s %-12s %-12s %-10s\n", "members", "partitions", "to stable", "per partition", "backlog", "records/s", "deliveries", "redelivered")
+	fmt.Fprintf(w, "\nshare groups (KIP-932)\n%-8s %-10s %-10s %-12s %-10s %-12s %-12s %-12s %-11s %-10s\n", "members", "partitions", "to stable", "per partition", "backlog", "records/s", "deliveries", "redelivered", "one leaves", "restart")
 	for _, r := range reps {
-		fmt.Fprintf(w, "%-8d %-10d %-10s %-12s %-10d %-12.0f %-12d %-10d\n", r.Members, r.Partitions, r.ToStable.Round(10*time.Millisecond),
-			fmt.Sprintf("%d–%d", r.MinSharing, r.MaxSharing), r.Backlog, r.RecordsPerSecond, r.Deliveries, r.Redeliveries)
+		restart := "-"
+		if r.RestartToStable > 0 {
+			restart = r.RestartToStable.Round(10 * time.Millisecond).String()
+		}
+		fmt.Fprintf(w, "%-8d %-10d %-10s %-13s %-10d %-12.0f %-12d %-12d %-11s %-10s\n", r.Members, r.Partitions, r.ToStable.Round(10*time.Millisecond),
+			fmt.Sprintf("%d–%d", r.MinSharing, r.MaxSharing), r.Backlog, r.RecordsPerSecond, r.Deliveries, r.Redeliveries, r.LeaveToStable.Round(10*time.Millisecond), restart)
 	}
 }
 
@@ -605,6 +618,9 @@ func scaleReportOf(r *scale.Report) scaleReportJSON {
 }
 
 func printScale(w io.Writer, reps []*scale.Report) {
+	if len(reps) == 0 {
+		return // share runs only: printShareScale has them
+	}
 	ms := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
 	}

@@ -668,6 +668,14 @@ func (b *builder) commit(i int, c history.Commit) {
 		op := &f.commits[id]
 		op.done, op.outcome = i, e.Type
 		op.c = mergeCommit(op.c, c)
+		if op.accepted() {
+			// A classic coordinator accepts a commit only from a member of its current
+			// generation (ClassicGroup.validateOffsetCommit), so the commit confirms the
+			// generation its member joined, as a SyncGroup or Heartbeat answered at it does:
+			// a cooperative member whose SyncGroup answer was lost commits the partitions it
+			// carried into the generation (4.1.2, seed 6203843358561747071).
+			b.confirm(op.member, op.c.Epoch, i)
+		}
 		return
 	}
 	// A completion without its invoke (already reported as a pairing problem) was sent at

@@ -1341,6 +1341,43 @@ func TestFactsOwnershipRules(t *testing.T) {
 			t.Fatalf("FencedCommitsRejected holds: %+v", v)
 		}
 	})
+	t.Run("an accepted commit confirms the generation its member joined", func(t *testing.T) {
+		// 4.1.2, seed 6203843358561747071: kgo-classic member a (cooperative) held t-2 at
+		// generation 4, joined generation 5, and lost its SyncGroup's answer to a link fault;
+		// the leader's SyncGroup did not complete either (no generation 5 in the log), and the
+		// group went back to PreparingRebalance at 5, where Kafka accepts a commit at 5. a
+		// committed t-2, which it had carried into 5, and the coordinator accepted it.
+		carried := func(other bool) *hist {
+			h := newClassicHist(t)
+			h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 4})
+			h.call("a", history.FSync, history.Sync{Member: "a", Generation: 4}, history.OK, history.Sync{Member: "a", Generation: 4})
+			h.assigned("a", 4, 2)
+			h.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 5})
+			h.call("a", history.FSync, history.Sync{Member: "a", Generation: 5}, history.Info, history.Sync{Member: "a", Generation: 5, Error: "connection closed before the answer"})
+			if other {
+				h.call("b", history.FSync, history.Sync{Member: "b", Generation: 5}, history.OK, history.Sync{Member: "b", Generation: 5})
+				h.assigned("b", 5, 2)
+			}
+			h.commit("a", 5, history.OK, "", 2, 20)
+			h.lost("a", 5, 2)
+			return h
+		}
+		h := carried(false)
+		mustHold(t, FencedCommitsRejected(h.events(), nil))
+		mustHold(t, NoDoubleOwnership(h.events(), nil))
+		mustHold(t, ValidPartitionEpoch(h.events(), nil))
+		// Generation 5 gave t-2 to b: a's commit of it at 5 is a zombie's, accepted.
+		if v := FencedCommitsRejected(carried(true).events(), nil); v.Holds || !strings.Contains(v.Violations[0].Message, "belonged to b") {
+			t.Fatalf("a commit of a partition generation 5 gave b: %+v", v)
+		}
+		// A partition a never held is not confirmed by the commit.
+		h3 := newClassicHist(t)
+		h3.call("a", history.FJoin, history.Join{Member: "a"}, history.OK, history.Join{Member: "a", Generation: 5})
+		h3.commit("a", 5, history.OK, "", 1, 20)
+		if v := FencedCommitsRejected(h3.events(), nil); v.Holds || !strings.Contains(v.Violations[0].Message, "never owned") {
+			t.Fatalf("a commit of a partition a never held: %+v", v)
+		}
+	})
 	t.Run("a failed join or sync is no session", func(t *testing.T) {
 		h := newClassicHist(t)
 		h.takeover()

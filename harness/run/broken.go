@@ -94,6 +94,7 @@ func BrokenRegistry() Registry {
 		u := def[k.Unbroken]
 		r[k.Name] = Factory{
 			Protocol:       u.Protocol,
+			Offers:         u.Offers,
 			Doc:            "DELIBERATELY BROKEN " + k.Unbroken + " member: " + k.Bug + "; caught by " + k.Catches,
 			New:            k.new,
 			ResendsCommits: u.ResendsCommits,

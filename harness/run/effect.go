@@ -15,7 +15,8 @@ import (
 // effectMeter watches the history as it is written (a Recorder tap) and
 // keeps the few counters that say what a fault did to the group: calls of
 // each member that failed or got no answer, fences and expiries, partitions
-// that changed hands, coordinator moves, producer sends that failed. The
+// that changed hands, coordinator moves, producer sends that failed, and
+// what share members' records went through (share_effect.go). The
 // nemesis reads it when a fault starts and when it ends, so each fault's
 // stop carries its observed effect, and a fault that changed nothing says
 // so.
@@ -41,6 +42,7 @@ type effectMeter struct {
 	// good, restarted by its supervisor): quiesce waits for a quiet spell
 	// after it.
 	lastChange time.Duration
+	share      shareEffects
 }
 
 func newEffectMeter(clock func() time.Duration) *effectMeter {
@@ -49,6 +51,7 @@ func newEffectMeter(clock func() time.Duration) *effectMeter {
 		failed: map[string]int{}, fenced: map[string]int{}, assigned: map[string]int{},
 		lastLoss: map[string]time.Duration{}, coordinator: map[string]int32{},
 		gaveUp: map[string]time.Duration{}, handedOver: map[string]time.Duration{},
+		share: newShareEffects(),
 	}
 }
 
@@ -69,8 +72,12 @@ func (m *effectMeter) tap(e history.Event) {
 		m.lastChange = e.Time
 	}
 	switch e.F {
-	case history.FJoin, history.FSync, history.FHeartbeat, history.FCommit, history.FLeave,
-		history.FShareHeartbeat, history.FShareFetch, history.FShareAck:
+	case history.FShareHeartbeat, history.FShareFetch, history.FShareAck:
+		if e.Type == history.Fail || e.Type == history.Info {
+			m.failed[who]++
+		}
+		m.shareTap(e, who)
+	case history.FJoin, history.FSync, history.FHeartbeat, history.FCommit, history.FLeave:
 		if e.Type == history.Fail || e.Type == history.Info {
 			m.failed[who]++
 		}
@@ -116,6 +123,7 @@ type effectMark struct {
 	failed, fenced, asg map[string]int
 	moves, produceFail  int
 	coordinator         map[string]int32
+	share               shareMark
 }
 
 func (m *effectMeter) mark() effectMark {
@@ -124,6 +132,7 @@ func (m *effectMeter) mark() effectMark {
 	return effectMark{
 		at: m.clock(), failed: maps.Clone(m.failed), fenced: maps.Clone(m.fenced), asg: maps.Clone(m.assigned),
 		moves: m.moves, produceFail: m.produceFail, coordinator: maps.Clone(m.coordinator),
+		share: m.share.mark(),
 	}
 }
 
@@ -184,6 +193,7 @@ func (m *effectMeter) since(mk effectMark, f faults.Fault) (effect, none string)
 	if who == "" {
 		who = f.Client
 	}
+	parts = append(parts, m.share.since(mk.share, who, mk.at)...)
 	if who != "" {
 		if t, ok := m.lastLoss[who]; ok && t >= mk.at {
 			parts = append(parts, fmt.Sprintf("%s was fenced, expired or lost its partitions %s after the fault began", who, (t-mk.at).Round(time.Millisecond)))
@@ -196,7 +206,7 @@ func (m *effectMeter) since(mk effectMark, f faults.Fault) (effect, none string)
 		if f.Kind == faults.MemberJoin {
 			return "", "" // its effect is the join at its heal, which comes after this reading
 		}
-		return "", "no member call failed, nobody was fenced or expired, no partition changed hands, the coordinator did not move"
+		return "", "no member call failed, nobody was fenced or expired, no partition changed hands, no share record came back without a release, the coordinator did not move"
 	}
 	return strings.Join(parts, "; "), ""
 }

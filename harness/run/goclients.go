@@ -18,8 +18,13 @@ import (
 // run --kinds sarama-range,classic).
 func GoClientRegistry() Registry {
 	sarama := func(strategy, doc string) Factory {
+		offers := []string{strategy}
+		if strategy != assignRange {
+			offers = append(offers, assignRange) // saramaref offers range after any other strategy
+		}
 		return Factory{
 			Protocol: clients.Classic,
+			Offers:   offers,
 			Doc:      "IBM Sarama " + saramaref.Version + " consumer group, classic protocol, " + doc + " (EAGER rebalances; static with an instance id, and then no LeaveGroup on close); each commit sent once",
 			New: func(s MemberSpec) (clients.Member, error) {
 				// Sarama has no max.poll.interval.ms: PollInterval is not passed on.
@@ -37,6 +42,7 @@ func GoClientRegistry() Registry {
 	kafkago := func(doc string, balancers ...string) Factory {
 		return Factory{
 			Protocol: clients.Classic,
+			Offers:   balancers,
 			Doc:      "segmentio/kafka-go " + kafkagoref.Version + " consumer group, classic protocol, " + doc + " (EAGER rebalances; never static: kafka-go has no group.instance.id); each commit sent once",
 			New: func(s MemberSpec) (clients.Member, error) {
 				return kafkagoref.New(s.Name, s.Group, s.Topics,

@@ -21,15 +21,18 @@ type JavaKind struct {
 	Name     string
 	Protocol clients.Protocol
 	Assignor string
-	Doc      string
+	// Offers is the classic assignors the kind's JoinGroup offers
+	// (Factory.Offers).
+	Offers []string
+	Doc    string
 }
 
 // JavaKinds lists the Java member kinds.
 func JavaKinds() []JavaKind {
 	return []JavaKind{
-		{Name: "java-classic", Protocol: clients.Classic, Assignor: "range",
+		{Name: "java-classic", Protocol: clients.Classic, Assignor: "range", Offers: javaDefaultOffers,
 			Doc: "the Java KafkaConsumer, classic protocol with Java's default assignors (range, then cooperative-sticky: EAGER rebalances); static with an instance id"},
-		{Name: "java-classic-cooperative", Protocol: clients.Classic, Assignor: "cooperative-sticky",
+		{Name: "java-classic-cooperative", Protocol: clients.Classic, Assignor: "cooperative-sticky", Offers: []string{assignCoopSticky},
 			Doc: "the Java KafkaConsumer, classic protocol with the cooperative-sticky assignor alone (KIP-429 COOPERATIVE rebalances)"},
 		{Name: "java-consumer", Protocol: clients.Consumer, Assignor: "uniform",
 			Doc: "the Java KafkaConsumer, group.protocol=consumer (KIP-848), server assignor uniform"},
@@ -74,6 +77,7 @@ func JavaRegistry(tc *java.Toolchain) Registry {
 	for _, k := range JavaKinds() {
 		r[k.Name] = Factory{
 			Protocol: k.Protocol,
+			Offers:   k.Offers,
 			Doc:      k.Doc,
 			New: func(s MemberSpec) (clients.Member, error) {
 				version := s.KafkaClients

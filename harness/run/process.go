@@ -25,13 +25,17 @@ type ProcessKind struct {
 	// Assignor and Properties go into hello as they are.
 	Assignor   string
 	Properties map[string]string
-	Doc        string
+	// Offers is the classic assignors the kind's JoinGroup offers
+	// (Factory.Offers; nil when not known).
+	Offers []string
+	Doc    string
 }
 
 // Factory builds the kind's members.
 func (k ProcessKind) Factory() Factory {
 	return Factory{
 		Protocol: k.Protocol,
+		Offers:   k.Offers,
 		Doc:      k.Doc,
 		New: func(s MemberSpec) (clients.Member, error) {
 			start := k.Command.Starter()

@@ -16,9 +16,9 @@ import (
 // confluent-kafka); WithPython adds the ones a user names.
 func PythonKinds() []ProcessKind {
 	return []ProcessKind{
-		{Name: "confluent-python", Protocol: clients.Classic,
+		{Name: "confluent-python", Protocol: clients.Classic, Offers: []string{assignRange, assignRoundRobin},
 			Doc: "confluent-kafka (Python, librdkafka), classic protocol with librdkafka's default assignors (range, roundrobin: EAGER rebalances)"},
-		{Name: "confluent-python-cooperative", Protocol: clients.Classic, Assignor: "cooperative-sticky",
+		{Name: "confluent-python-cooperative", Protocol: clients.Classic, Assignor: "cooperative-sticky", Offers: []string{assignCoopSticky},
 			Doc: "confluent-kafka (Python, librdkafka), classic protocol with the cooperative-sticky assignor (KIP-429 COOPERATIVE rebalances)"},
 		{Name: "confluent-python-consumer", Protocol: clients.Consumer, Assignor: "uniform",
 			Doc: "confluent-kafka (Python, librdkafka), group.protocol=consumer (KIP-848), server assignor uniform"},

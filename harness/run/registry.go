@@ -53,6 +53,11 @@ type Factory struct {
 	// Doc says what the kind is, for `groupquake run -h`.
 	Doc string
 	New func(MemberSpec) (clients.Member, error)
+	// Offers lists, for a kind of the classic protocol, the assignors its
+	// JoinGroup offers (the protocol names, in its order of preference);
+	// nil for the consumer protocol, or a kind whose offer is not known (a
+	// user's process kind). CheckClassicMix reads it.
+	Offers []string
 	// ResendsCommits says the member's client may send one OffsetCommit
 	// more than once on its own, so a final error does not prove the commit
 	// was not written (see run.ResendsCommits).
@@ -71,6 +76,7 @@ func DefaultRegistry() Registry {
 		"kgo-classic": {
 			Protocol:       clients.Classic,
 			Doc:            "kgo's classic group consumer (JoinGroup/SyncGroup, cooperative-sticky)",
+			Offers:         []string{assignCoopSticky},
 			New:            kgoFactory(clients.Classic),
 			ResendsCommits: true,
 		},
@@ -83,11 +89,13 @@ func DefaultRegistry() Registry {
 		"classic": {
 			Protocol: clients.Classic,
 			Doc:      "groupquake's classic member (clients/classic; assignors range and cooperative-sticky, so EAGER rebalances as Java's default; each commit sent once)",
+			Offers:   []string{assignRange, assignCoopSticky},
 			New:      classicFactory(),
 		},
 		"classic-cooperative": {
 			Protocol: clients.Classic,
 			Doc:      "groupquake's classic member with the cooperative-sticky assignor alone (KIP-429 COOPERATIVE rebalances; each commit sent once)",
+			Offers:   []string{assignCoopSticky},
 			New:      classicFactory(classic.Assignors(assign.CooperativeSticky())),
 		},
 		"consumer": {

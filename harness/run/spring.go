@@ -18,7 +18,7 @@ import (
 // user names.
 func SpringKinds() []ProcessKind {
 	return []ProcessKind{
-		{Name: "spring-kafka", Protocol: clients.Classic,
+		{Name: "spring-kafka", Protocol: clients.Classic, Offers: javaDefaultOffers,
 			Doc: "a Spring Kafka listener container (AckMode BATCH), classic protocol with Java's default assignors (range, then cooperative-sticky: EAGER rebalances)"},
 		{Name: "spring-kafka-consumer", Protocol: clients.Consumer, Assignor: "uniform",
 			Doc: "a Spring Kafka listener container (AckMode BATCH), group.protocol=consumer (KIP-848), server assignor uniform"},

@@ -36,7 +36,10 @@ import (
 // the time until every member has joined with an assignment and the
 // coordinator describes the group Stable with all of them at the group's
 // epoch, then how fast the group drains a preloaded backlog (records
-// accepted per second) and how many deliveries were redeliveries.
+// accepted per second) and how many deliveries were redeliveries; then the
+// time to a stable group after one member leaves and, when asked, after
+// the coordinator's node restarts (the embedded cluster's, which serves
+// again on the same address).
 
 // ShareOptions describe one share scale run.
 type ShareOptions struct {
@@ -54,7 +57,18 @@ type ShareOptions struct {
 	MaxRecords    int32
 	StableTimeout time.Duration
 	DrainTimeout  time.Duration
-	Logf          func(format string, args ...any)
+	// Restart restarts the coordinator's node after the leave; the
+	// cluster must then take node faults (ShareRestarter) and serve again
+	// on the same addresses (the members keep the coordinator and the
+	// leaders they found at the start).
+	Restart bool
+	Logf    func(format string, args ...any)
+}
+
+// ShareRestarter is what ShareOptions.Restart needs of the cluster.
+type ShareRestarter interface {
+	StopNode(ctx context.Context, id cluster.NodeID) error
+	StartNode(ctx context.Context, id cluster.NodeID) error
 }
 
 // ShareReport is what a share scale run measured.
@@ -83,6 +97,16 @@ type ShareReport struct {
 	Errors       map[string]int64 `json:"errors,omitempty"`
 	HeartbeatRPS float64          `json:"heartbeat_rps"`
 	FetchRPS     float64          `json:"fetch_rps"`
+	// LeaveToStable is the time from one member's leave (a heartbeat at
+	// epoch -1) to a stable group of the others; RestartToStable the time
+	// from the coordinator's node being stopped to a stable group whose
+	// every member was answered after that (0: not restarted), said in
+	// RestartNote.
+	LeaveToStable   time.Duration `json:"leave_to_stable_ns,omitempty"`
+	LeaveEpoch      int32         `json:"leave_epoch,omitempty"`
+	RestartToStable time.Duration `json:"restart_to_stable_ns,omitempty"`
+	RestartEpoch    int32         `json:"restart_epoch,omitempty"`
+	RestartNote     string        `json:"restart_note,omitempty"`
 }
 
 // shareCounters are the members' shared counters.
@@ -109,8 +133,10 @@ type lightShare struct {
 	leaders func() map[int32]string
 	topicID [16]byte
 	cnt     *shareCounters
+	stop    context.CancelFunc // ends its loops
 
 	mu       sync.Mutex
+	lastOK   time.Time // its last heartbeat answered without an error
 	epoch    int32
 	assigned []int32
 	sessions map[string]int32   // leader address → next session epoch
@@ -153,7 +179,7 @@ func (m *lightShare) heartbeatLoop(ctx context.Context) {
 			continue
 		}
 		m.mu.Lock()
-		m.epoch = r.MemberEpoch
+		m.epoch, m.lastOK = r.MemberEpoch, time.Now()
 		if r.Assignment != nil {
 			m.assigned = nil
 			for _, t := range r.Assignment.TopicPartitions {
@@ -175,6 +201,27 @@ func (m *lightShare) state() (int32, []int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.epoch, append([]int32(nil), m.assigned...)
+}
+
+// answeredSince reports whether the member has an epoch and an assignment,
+// and its last heartbeat was answered after t (any time when t is zero).
+func (m *lightShare) answeredSince(t time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epoch > 0 && len(m.assigned) > 0 && (t.IsZero() || m.lastOK.After(t))
+}
+
+// leave stops the member's loops and sends its leave (epoch -1).
+func (m *lightShare) leave(ctx context.Context) error {
+	m.stop()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.Version = shareVersion(version.APIShareGroupHeartbeat)
+	req.GroupID, req.MemberID, req.MemberEpoch = m.o.Group, m.id, -1
+	resp, err := m.hbPool.Do(ctx, m.coord(), m.idx, req, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode)
 }
 
 func (m *lightShare) fetchLoop(ctx context.Context) {
@@ -292,7 +339,8 @@ func (m *lightShare) fetch(ctx context.Context, addr string, parts []int32) {
 }
 
 // ShareCluster is what RunShare needs of a cluster (every cluster.Handle
-// has it).
+// has it). A cluster served in this process (cluster.Embedded) also has
+// DialContext, and the members then connect to it without sockets.
 type ShareCluster interface {
 	Bootstrap() []string
 	Admin() (*kadm.Client, error)
@@ -341,6 +389,12 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	stats := &light.Stats{}
 	hbPool := light.NewSharedPool(o.Conns, "groupquake-share-scale", stats) // heartbeats share o.Conns connections per broker
 	fPool := light.NewOwnPool("groupquake-share-scale", stats)              // each member fetches on its own connection
+	if d, ok := h.(inProcess); ok {
+		// The embedded cluster: every member's fetch connection in
+		// process, without a socket (a file descriptor each otherwise).
+		hbPool.DialWith(d.DialContext)
+		fPool.DialWith(d.DialContext)
+	}
 	defer hbPool.Close()
 	defer fPool.Close()
 	mctx, stop := context.WithCancel(ctx)
@@ -354,21 +408,86 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 			leaders:  func() map[int32]string { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.leaderAddrs },
 			sessions: map[string]int32{}, pending: map[string][]int64{}}
 		members[i] = m
+		var c context.Context
+		c, m.stop = context.WithCancel(mctx)
 		wg.Add(2)
-		go func() { defer wg.Done(); m.heartbeatLoop(mctx) }()
-		go func() { defer wg.Done(); m.fetchLoop(mctx) }()
+		go func() { defer wg.Done(); m.heartbeatLoop(c) }()
+		go func() { defer wg.Done(); m.fetchLoop(c) }()
 	}
 	defer func() { stop(); wg.Wait() }()
 
 	rep := &ShareReport{Members: o.Members, Partitions: o.Partitions, Backlog: o.Records}
-	if err := waitShareStable(ctx, adm, o, members, cnt, start, rep); err != nil {
-		return rep, err
+	g, err := waitShareStable(ctx, adm, o, members, cnt, time.Time{})
+	if err != nil {
+		return rep, fmt.Errorf("join wave: %w", err)
 	}
+	rep.ToStable, rep.GroupEpoch = time.Since(start), g.GroupEpoch
+	rep.MinSharing, rep.MaxSharing = sharing(g, o.Partitions)
 	o.Logf("share group of %d members stable after %s at epoch %d (%d–%d members a partition)", o.Members, rep.ToStable.Round(time.Millisecond), rep.GroupEpoch, rep.MinSharing, rep.MaxSharing)
 
 	drainShare(ctx, o, cnt, start, rep)
 	o.Logf("drained %d of %d records in %s: %.0f records/s, %d deliveries, %d redeliveries", rep.Drained, o.Records, rep.DrainTime.Round(time.Millisecond), rep.RecordsPerSecond, rep.Deliveries, rep.Redeliveries)
-	return rep, nil
+	live := members
+	if len(members) > 1 { // one member leaves, another stays
+		if live, err = shareLeave(ctx, adm, o, members, cnt, rep); err != nil {
+			return rep, err
+		}
+	}
+	if !o.Restart {
+		return rep, nil
+	}
+	return rep, shareRestart(ctx, h, adm, o, live, cnt, rep)
+}
+
+// shareLeave makes the last member leave and waits for a stable group of
+// the others, whom it returns.
+func shareLeave(ctx context.Context, adm *kadm.Client, o ShareOptions, members []*lightShare, cnt *shareCounters, rep *ShareReport) ([]*lightShare, error) {
+	live := members[:len(members)-1]
+	t0 := time.Now()
+	if err := members[len(members)-1].leave(ctx); err != nil {
+		o.Logf("the leaving member: %v", err)
+	}
+	g, err := waitShareStable(ctx, adm, o, live, cnt, time.Time{})
+	if err != nil {
+		return live, fmt.Errorf("one leaves: %w", err)
+	}
+	rep.LeaveToStable, rep.LeaveEpoch = time.Since(t0), g.GroupEpoch
+	o.Logf("one leaves: stable after %s at epoch %d", rep.LeaveToStable.Round(time.Millisecond), g.GroupEpoch)
+	return live, nil
+}
+
+// shareRestart stops the coordinator's node, starts it again, and waits
+// for a stable group whose every member was answered after the stop.
+func shareRestart(ctx context.Context, h ShareCluster, adm *kadm.Client, o ShareOptions, live []*lightShare, cnt *shareCounters, rep *ShareReport) error {
+	r, ok := h.(ShareRestarter)
+	if !ok {
+		return errors.New("coordinator restart: this cluster takes no node faults")
+	}
+	coords := adm.FindGroupCoordinators(ctx, o.Group)
+	c, ok := coords[o.Group]
+	if !ok || c.Err != nil {
+		return fmt.Errorf("coordinator restart: finding the coordinator of %s: %v", o.Group, c.Err)
+	}
+	node := cluster.NodeID(c.NodeID)
+	t0 := time.Now()
+	if err := r.StopNode(ctx, node); err != nil {
+		return fmt.Errorf("coordinator restart: stop node %d: %w", node, err)
+	}
+	stopped := time.Now()
+	startErr := make(chan error, 1)
+	go func() { startErr <- r.StartNode(ctx, node) }()
+	g, err := waitShareStable(ctx, adm, o, live, cnt, stopped)
+	serr := <-startErr
+	if err != nil {
+		return fmt.Errorf("coordinator restart: %w", err)
+	}
+	if serr != nil {
+		return fmt.Errorf("coordinator restart: start node %d again: %w", node, serr)
+	}
+	rep.RestartToStable, rep.RestartEpoch = time.Since(t0), g.GroupEpoch
+	rep.RestartNote = fmt.Sprintf("node %d (the coordinator) stopped in %s", node, stopped.Sub(t0).Round(time.Millisecond))
+	o.Logf("coordinator restart: stable after %s at epoch %d; %s", rep.RestartToStable.Round(time.Millisecond), g.GroupEpoch, rep.RestartNote)
+	return nil
 }
 
 // setDefaults fills the options a share scale run left zero.
@@ -453,37 +572,37 @@ func findShareRoutes(ctx context.Context, adm *kadm.Client, o ShareOptions) (*sh
 	return rt, nil
 }
 
-// waitShareStable waits until every member holds an assignment at an epoch,
-// and the coordinator describes the group Stable with every member at the
-// group's epoch; it records the time to stable, the epoch and how many
-// members share a partition in rep.
-func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, members []*lightShare, cnt *shareCounters, start time.Time, rep *ShareReport) error {
+// waitShareStable waits until every member of live holds an assignment at
+// an epoch (answered after since, when set), and the coordinator describes
+// the group Stable with exactly those members, all at the group's epoch;
+// it returns that description.
+func waitShareStable(ctx context.Context, adm *kadm.Client, o ShareOptions, live []*lightShare, cnt *shareCounters, since time.Time) (kadm.DescribedShareGroup, error) {
 	deadline := time.Now().Add(o.StableTimeout)
 	described := "not described yet (it waits for every member to hold an assignment)"
 	for {
 		ready := 0
-		for _, m := range members {
-			if e, a := m.state(); e > 0 && len(a) > 0 {
+		for _, m := range live {
+			if m.answeredSince(since) {
 				ready++
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the share group of %d members was not stable within %s: %d of %d members held an assignment at an epoch; the group %s; the members' errors: %s",
-				o.Members, o.StableTimeout, ready, o.Members, described, cnt.summary())
+			return kadm.DescribedShareGroup{}, fmt.Errorf("the share group of %d members was not stable within %s: %d of %d members held an assignment at an epoch; the group %s; the members' errors: %s",
+				len(live), o.StableTimeout, ready, len(live), described, cnt.summary())
 		}
-		if ready == o.Members {
+		if ready == len(live) {
 			d, err := adm.DescribeShareGroups(ctx, o.Group)
 			g, ok := d[o.Group]
 			if err == nil && ok {
 				described = fmt.Sprintf("was last described %s with %d members, group epoch %d, assignment epoch %d", g.GroupState, len(g.Members), g.GroupEpoch, g.AssignmentEpoch)
-			}
-			if err == nil && ok && g.GroupState == "Stable" && len(g.Members) == o.Members && g.AssignmentEpoch == g.GroupEpoch {
-				if shareStableAt(g, o, start, rep) {
-					return nil
+				if shareStable(g, live) {
+					return g, nil
 				}
 			}
 		}
-		light.Sleep(ctx, 250*time.Millisecond)
+		if err := light.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return kadm.DescribedShareGroup{}, err
+		}
 	}
 }
 
@@ -527,20 +646,27 @@ func (c *shareCounters) summary() string {
 	return strings.Join(parts, ", ")
 }
 
-// shareStableAt reports whether every member of the described group is at
-// the group's epoch, and if so records the time to stable, the epoch and the
-// sharing in rep.
-func shareStableAt(g kadm.DescribedShareGroup, o ShareOptions, start time.Time, rep *ShareReport) bool {
-	atEpoch := 0
-	for _, m := range g.Members {
-		if m.MemberEpoch == g.GroupEpoch {
-			atEpoch++
-		}
-	}
-	if atEpoch != o.Members {
+// shareStable reports whether the described group is Stable with exactly
+// the members of live, every one at the group's epoch.
+func shareStable(g kadm.DescribedShareGroup, live []*lightShare) bool {
+	if g.GroupState != "Stable" || g.AssignmentEpoch != g.GroupEpoch || len(g.Members) != len(live) {
 		return false
 	}
-	rep.ToStable, rep.GroupEpoch = time.Since(start), g.GroupEpoch
+	want := map[string]bool{}
+	for _, m := range live {
+		want[m.id] = true
+	}
+	for _, m := range g.Members {
+		if !want[m.MemberID] || m.MemberEpoch != g.GroupEpoch {
+			return false
+		}
+	}
+	return true
+}
+
+// sharing is the least and the most members the described group gives a
+// partition of the topic's partitions.
+func sharing(g kadm.DescribedShareGroup, partitions int32) (least, most int) {
 	per := map[int32]int{}
 	for _, m := range g.Members {
 		for _, ps := range m.Assignment {
@@ -549,11 +675,11 @@ func shareStableAt(g kadm.DescribedShareGroup, o ShareOptions, start time.Time, 
 			}
 		}
 	}
-	rep.MinSharing, rep.MaxSharing = o.Members, 0
-	for p := range o.Partitions {
-		rep.MinSharing, rep.MaxSharing = min(rep.MinSharing, per[p]), max(rep.MaxSharing, per[p])
+	least = len(g.Members)
+	for p := range partitions {
+		least, most = min(least, per[p]), max(most, per[p])
 	}
-	return true
+	return least, most
 }
 
 // drainShare waits, from the moment the group is stable, until the backlog

@@ -1,15 +1,17 @@
 package scale
 
 import (
-	"github.com/groupquake/groupquake/coordinator/version"
-
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/cluster"
 )
 
 type fakeCluster struct{ c *kfake.Cluster }
@@ -46,6 +48,9 @@ func TestRunShareOnAFake(t *testing.T) {
 	if rep.Drained != 3000 || rep.Deliveries != 3000 || rep.Redeliveries != 0 || rep.RecordsPerSecond <= 0 {
 		t.Errorf("report %+v: want the 3000 records drained, each delivered once", rep)
 	}
+	if rep.LeaveToStable <= 0 || rep.RestartToStable != 0 {
+		t.Errorf("one leaves: %s, restart %s: want the leave measured and no restart (not asked for)", rep.LeaveToStable, rep.RestartToStable)
+	}
 }
 
 // TestShareErrorsSummary: a share scale run that gave up says the members'
@@ -81,5 +86,44 @@ func TestShareVersions(t *testing.T) {
 				t.Errorf("api %d: Kafka %s serves %d–%d, not %d", api, r, rg.Min, rg.Max, shareVersion(api))
 			}
 		}
+	}
+}
+
+// TestRunShareEmbedded runs the share scale measurement on the embedded
+// cluster (the reference coordinator and its share-partition leader in
+// this process, no Docker): 50 lightweight share members on 2 partitions
+// join, the coordinator describes the group Stable with all 50 at its
+// epoch, both partitions are assigned, to at most ceil(50/2) members each
+// (the share assignor's bound), and the backlog is drained, every record
+// accepted. Then one member leaves and the group is stable with the 49
+// others, and the embedded cluster's node (the coordinator) restarts and
+// the group is stable again, every member answered after the stop.
+func TestRunShareEmbedded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	rep, err := RunShare(ctx, e, ShareOptions{Members: 50, Partitions: 2, Records: 2000, Group: "g", Topic: "t",
+		MaxWait: 100 * time.Millisecond, StableTimeout: time.Minute, DrainTimeout: time.Minute, Restart: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Members != 50 || rep.GroupEpoch < 1 || rep.ToStable <= 0 {
+		t.Errorf("members %d, group epoch %d, to stable %s: want 50 members stable at a positive epoch", rep.Members, rep.GroupEpoch, rep.ToStable)
+	}
+	if rep.MinSharing < 1 || rep.MaxSharing > 25 {
+		t.Errorf("partitions shared by %d–%d members: want every partition assigned, to at most ceil(50/2) members", rep.MinSharing, rep.MaxSharing)
+	}
+	if rep.Drained != 2000 || rep.Deliveries < 2000 || rep.Redeliveries > rep.Deliveries-2000 || rep.RecordsPerSecond <= 0 {
+		t.Errorf("report %+v: want the 2000 records drained, each delivered at least once", rep)
+	}
+	if rep.LeaveToStable <= 0 || rep.LeaveEpoch <= rep.GroupEpoch {
+		t.Errorf("one leaves: stable after %s at epoch %d (joined at %d): want a later epoch", rep.LeaveToStable, rep.LeaveEpoch, rep.GroupEpoch)
+	}
+	if rep.RestartToStable <= 0 || rep.RestartEpoch < rep.LeaveEpoch || !strings.Contains(rep.RestartNote, "node 1 (the coordinator) stopped") {
+		t.Errorf("coordinator restart: stable after %s at epoch %d (%q): want it measured", rep.RestartToStable, rep.RestartEpoch, rep.RestartNote)
 	}
 }
