@@ -424,7 +424,7 @@ func concerns(e *history.Event) (member string, tps []history.TP) {
 			member = v.Member
 		case history.Produce:
 			return "", []history.TP{{Topic: v.Topic, Partition: v.Partition}}
-		case history.Fault, history.Phase, history.Describe:
+		case history.Fault, history.Phase, history.Describe, history.Stall:
 			return "", nil
 		}
 	}

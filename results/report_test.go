@@ -517,3 +517,15 @@ func TestConcerns(t *testing.T) {
 		}
 	}
 }
+
+// TestStallListed: the harness's stalls are in the events table, and
+// concern no member.
+func TestStallListed(t *testing.T) {
+	e := history.Event{Type: history.Info, Process: "harness", F: history.FStall, Value: history.Stall{From: time.Second, To: 3 * time.Second}}
+	if !listable(&e) {
+		t.Fatal("a stall is not listed in the events table")
+	}
+	if m, tps := concerns(&e); m != "" || tps != nil {
+		t.Fatalf("a stall concerns %q %v, want nothing", m, tps)
+	}
+}

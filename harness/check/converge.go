@@ -39,7 +39,9 @@ func ConvergenceBound(p history.Plan) (Bound, error) {
 // (else the end of the history), a state where every planned partition is owned by exactly one
 // member and stays so; and that the group is Stable in the last description the observer took (the
 // describe events after the heal and the final observation) and has been since a time within the
-// bound. The verdict says which bound was exceeded and by how much.
+// bound. The harness's own stalls (history.FStall) are not charged to the group: a long one after
+// the heal starts the measure at its end, a short one adds its length to the bound (stall.go). The
+// verdict says which bound was exceeded and by how much.
 func EventuallyConverges(events []history.Event, obs *history.Observations, plan history.Plan) Verdict {
 	return eventuallyConverges(build(events, obs), obs, plan)
 }
@@ -58,14 +60,16 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 	heal, end := convergeWindow(v, f)
 	healT := f.ev[heal].Time
 	v.note("bound %s", bound.Reason)
-	judgeOwnership(v, f, ownershipUniverse(v, f, plan), heal, end, bound)
+	stalls := newStallRule(f, plan)
+	stalls.note(v, f, healT)
+	judgeOwnership(v, f, ownershipUniverse(v, f, plan), heal, end, bound, stalls)
 	descs := stableDescs(f, obs, heal, end)
 	if len(descs) == 0 {
 		v.note("group stability not observed: no description after the heal")
 		return v.done()
 	}
 	lastD := descs[len(descs)-1]
-	if !judgeStability(v, f, descs, heal, bound) {
+	if !judgeStability(v, f, descs, heal, bound, stalls) {
 		return v.done()
 	}
 
@@ -82,7 +86,7 @@ func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan)
 	if fin := f.lastPhase(history.PhaseFinal); lastD.pos >= len(f.ev) && fin >= 0 {
 		cite = fin
 	}
-	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, cite, bound, refused)
+	judgeMembership(v, f, lastD.g, upto, lastD.t, healT, lastD.label, cite, bound, refused, stalls)
 	return v.done()
 }
 
@@ -132,8 +136,9 @@ func ownershipUniverse(v *verdict, f *facts, plan history.Plan) map[int]bool {
 }
 
 // judgeOwnership fails v unless every partition of universe has exactly
-// one owner at end, from a point within the bound after the heal.
-func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, bound Bound) {
+// one owner at end, from a point within the bound after the heal (the
+// harness's stalls counted as stall.go says).
+func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, bound Bound, stalls stallRule) {
 	healT := f.ev[heal].Time
 	type delta struct{ pos, tp, d int }
 	var ds []delta
@@ -216,9 +221,9 @@ func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, 
 		took = 0
 	}
 	v.note("every partition owned by exactly one member %s after the heal (event %d)", dur(took), f.idx(since))
-	if took > bound.Limit {
-		v.fail([]int64{f.idx(heal), f.idx(since)}, "ownership bound exceeded: every partition had exactly one owner only %s after the heal (event %d → event %d), %s over the bound (%s)",
-			dur(took), f.idx(heal), f.idx(since), dur(took-bound.Limit), bound.Reason)
+	if over, m, from := stalls.excess(v, f, "every partition owned by exactly one member", healT, healT+took, bound); over > 0 {
+		v.fail(append([]int64{f.idx(heal), f.idx(since)}, m.cite...), "ownership bound exceeded: every partition had exactly one owner only %s after the heal (event %d → event %d)%s, %s over the bound (%s)",
+			dur(took), f.idx(heal), f.idx(since), from, dur(over), m.bound.Reason)
 	}
 }
 
@@ -260,9 +265,10 @@ func stableDescs(f *facts, obs *history.Observations, heal, end int) []groupDesc
 }
 
 // judgeStability fails v unless the last description is Stable, and Stable
-// for good from a point within the bound after the heal. It says whether
-// the last description is Stable.
-func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bound) bool {
+// for good from a point within the bound after the heal (the harness's
+// stalls counted as stall.go says). It says whether the last description
+// is Stable.
+func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bound, stalls stallRule) bool {
 	healT := f.ev[heal].Time
 	lastD := descs[len(descs)-1]
 	if !lastD.g.Stable() {
@@ -280,9 +286,9 @@ func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bou
 	}
 	took := max(0, descs[first].t-healT)
 	v.note("group Stable from the %s, %s after the heal", descs[first].label, dur(took))
-	if took > bound.Limit {
-		v.fail([]int64{f.idx(heal), f.idx(descs[first].pos)}, "stability bound exceeded: the group was first seen Stable for good %s after the heal (%s), %s over the bound (%s)",
-			dur(took), descs[first].label, dur(took-bound.Limit), bound.Reason)
+	if over, m, from := stalls.excess(v, f, "group Stable", healT, healT+took, bound); over > 0 {
+		v.fail(append([]int64{f.idx(heal), f.idx(descs[first].pos)}, m.cite...), "stability bound exceeded: the group was first seen Stable for good %s after the heal (%s)%s, %s over the bound (%s)",
+			dur(took), descs[first].label, from, dur(over), m.bound.Reason)
 	}
 	return true
 }

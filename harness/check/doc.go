@@ -32,6 +32,8 @@
 //     a loss that matches a registered finding, findings.go, is noted or failed as the finding's
 //     kind says, with its share of the run's member-seconds), and no static member was refused its
 //     own instance id (finding kafka-static-rejoin-own-instance), whether or not it came back.
+//     A time the harness itself did not run (history.FStall) is not charged to the group
+//     (stall.go).
 //
 // Findings (findings.go) is the registry of what runs found in Kafka and its clients: a violation
 // or a member's loss that matches one names its id (Violation.Finding, Verdict.Known), and

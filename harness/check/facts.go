@@ -51,6 +51,9 @@ type facts struct {
 	// faultSpans: from each fault's start (its invoke) to its stop (its completion), or to the end
 	// of the history; a start answered fail (not applied) has none.
 	faultSpans [][2]int
+	// stalls are the harness's stalls (FStall), in history order: when the
+	// harness process did not run (stall.go).
+	stalls []stallAt
 
 	incs     []incarnation // where the group's epochs start over, in history order
 	incNotes []string      // what findIncarnations excused and what not
@@ -524,6 +527,10 @@ func (b *builder) event(i int) {
 		}
 	case history.FFaultStart, history.FFaultStop:
 		b.fault(i)
+	case history.FStall:
+		if st, ok := payload[history.Stall](f, i, "stall"); ok {
+			b.stall(i, st)
+		}
 	}
 }
 

@@ -171,8 +171,9 @@ func memberName(member, process string) string {
 // Every member the harness ran at the final observation (the final phase
 // marker names them) must be in the group at the last description, unless
 // it was out for less than the bound: measured from its last membership
-// event, or from the heal when that came later.
-func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int, at, healT time.Duration, label string, pos int, bound Bound, refused map[int]bool) {
+// event, or from the heal when that came later (the harness's stalls
+// counted as stall.go says).
+func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int, at, healT time.Duration, label string, pos int, bound Bound, refused map[int]bool, stalls stallRule) {
 	fin := f.lastPhase(history.PhaseFinal)
 	var running []string
 	if fin >= 0 {
@@ -248,6 +249,11 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 			v.fail(idx, "member %s stopped for good at event %d (%s) and is not in the group at the %s: %s", name, f.idx(tr.stopped), stoppedWhy(f, tr.stopped), label, last)
 			continue
 		}
+		m := stalls.measure(f, since, at, limit)
+		if s := m.since(stalls, f); s != "" {
+			since, what = m.start, s
+		}
+		limit = m.bound
 		waited := at - since
 		if waited < limit.Limit {
 			v.note("member %s not in the group at the %s, only %s after %s: not judged, under the bound (%s)", name, label, dur(waited), what, limit.Reason)
@@ -258,7 +264,7 @@ func judgeMembership(v *verdict, f *facts, g *history.GroupDescription, upto int
 				[]int64{f.idx(tr.errPos), f.idx(pos)})
 			continue
 		}
-		idx := []int64{f.idx(pos)}
+		idx := append([]int64{f.idx(pos)}, m.cite...)
 		if tr.last >= 0 {
 			idx = append([]int64{f.idx(tr.last)}, idx...)
 		}

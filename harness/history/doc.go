@@ -31,7 +31,7 @@
 // assignment callbacks), "m1/hb" (its heartbeats and leave), "m1/join" (a classic member's
 // JoinGroup and SyncGroup, which overlap its heartbeats), "m1/commit" (commits the member makes on
 // its own), "p0" (a producer), "nemesis/3" (one fault of the schedule: faults overlap), "observer",
-// "harness" (phase markers).
+// "harness" (phase markers, and the stalls of the harness process its pulse saw).
 //
 // This package is a leaf: it imports only the standard library, so every other package (clients'
 // recorders, the checkers, the report) can depend on it, and a saved run can be re-checked offline.

@@ -215,6 +215,7 @@ func TestRoundTripTypedValues(t *testing.T) {
 	must(r.Invoke("nemesis", FFaultStart, Fault{What: "partition", Target: []string{"m1->coordinator"}}, ""))
 	must(r.Info("nemesis", FFaultStart, Fault{What: "partition", Target: []string{"m1->coordinator"}}, "toxiproxy slow to answer"))
 	must(r.Info("future", "new-thing", map[string]int{"x": 1}, ""))
+	must(r.Stalled(Stall{From: 69100 * time.Millisecond, To: 81600 * time.Millisecond, Every: 100 * time.Millisecond}, "pulse late"))
 	l, err := Read(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +232,9 @@ func TestRoundTripTypedValues(t *testing.T) {
 	}
 	if _, ok := l.Events[7].Value.(json.RawMessage); !ok {
 		t.Fatalf("unknown f decoded as %T, want raw JSON", l.Events[7].Value)
+	}
+	if st, ok := l.Events[8].Value.(Stall); !ok || st.Len() != 12500*time.Millisecond || st.Every != 100*time.Millisecond || l.Events[8].Process != "harness" {
+		t.Fatalf("stall = %#v (process %q)", l.Events[8].Value, l.Events[8].Process)
 	}
 	// ValueAs works on raw JSON too.
 	raw := Event{Index: 9, F: FConsume, Value: json.RawMessage(`{"member":"m2","offset":5}`)}
@@ -414,8 +418,9 @@ func TestTypedHelpersPickFAndType(t *testing.T) {
 		func() (Event, error) { return r.Fenced("m1", m, "heartbeat") },
 		func() (Event, error) { return r.SessionExpired("observer", m, "gone from describe") },
 		func() (Event, error) { return r.Left("m1", m, "close") },
+		func() (Event, error) { return r.Stalled(Stall{From: time.Second, To: 3 * time.Second}, "pulse late") },
 	}
-	want := []string{FPhase, FAssigned, FConsume, FRevoked, FLost, FFenced, FSessionExpired, FLeft}
+	want := []string{FPhase, FAssigned, FConsume, FRevoked, FLost, FFenced, FSessionExpired, FLeft, FStall}
 	for i, c := range calls {
 		e, err := c()
 		if err != nil || e.F != want[i] || e.Type != Info {

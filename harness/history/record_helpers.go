@@ -54,3 +54,8 @@ func (r *Recorder) BeginPhase(name, why string) (Event, error) {
 func (r *Recorder) BeginFinal(members []string, why string) (Event, error) {
 	return r.Info("harness", FPhase, Phase{Name: PhaseFinal, Members: members}, why)
 }
+
+// Stalled records that the harness process did not run from s.From to s.To (its pulse woke late).
+func (r *Recorder) Stalled(s Stall, why string) (Event, error) {
+	return r.Info("harness", FStall, s, why)
+}

@@ -71,6 +71,12 @@ const (
 	// FDescribe: the observer's DescribeGroups / ConsumerGroupDescribe plus OffsetFetch.
 	// invoke → ok (Value holds the snapshot) | fail | info.
 	FDescribe = "describe"
+	// FStall: the harness process itself did not run for a while (a starved machine, a stopped
+	// process): its pulse, a goroutine that wakes at a short period for nothing else, woke late by
+	// at least a threshold. Recorded once per late wake-up, when the pulse runs again; Stall says
+	// from when to when. Standalone info from process "harness". Members that run in the harness's
+	// process could not heartbeat meanwhile: EventuallyConverges does not charge the group for it.
+	FStall = "stall"
 )
 
 // Protocol names as in group.protocol: the classic JoinGroup/SyncGroup protocol or KIP-848's.
@@ -357,6 +363,18 @@ type Phase struct {
 	Stopped string `json:"stopped,omitempty"`
 }
 
+// Stall is the payload of FStall: the harness's pulse was due to run at From and ran only at To
+// (times since the start of the run, as Event.Time), so the harness process did not run from From
+// to To; Every is the pulse's period. The event itself is recorded at about To.
+type Stall struct {
+	From  time.Duration `json:"from"`
+	To    time.Duration `json:"to"`
+	Every time.Duration `json:"every"`
+}
+
+// Len is how long the harness did not run.
+func (s Stall) Len() time.Duration { return s.To - s.From }
+
 // Describe is the payload of FDescribe: what the observer saw at one moment.
 type Describe struct {
 	Group *GroupDescription `json:"group,omitempty"`
@@ -399,6 +417,8 @@ func DecodeValue(f string, raw json.RawMessage) (any, error) {
 		return decodeAs[Phase](raw)
 	case FDescribe:
 		return decodeAs[Describe](raw)
+	case FStall:
+		return decodeAs[Stall](raw)
 	case FShareHeartbeat:
 		return decodeAs[ShareHeartbeat](raw)
 	case FShareFetch, FShareAck:
@@ -452,6 +472,8 @@ func TypedValue(e Event) (any, error) {
 	case *Phase:
 		return deref(v), nil
 	case *Describe:
+		return deref(v), nil
+	case *Stall:
 		return deref(v), nil
 	case *ShareHeartbeat:
 		return deref(v), nil

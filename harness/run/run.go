@@ -120,11 +120,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.Logf("run %s: seed %d, scenario %s, %d members, %d faults; rerun with: %s", cfg.Dir, p.Seed, p.Options.Scenario, len(p.Members), len(p.Faults), p.Command())
 
 	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter}
+	// The pulse records every stall of the harness process (pulse.go) from
+	// here to the end of the history.
+	stopPulse := newPulse(rec, clock, cfg.Logf).start()
 	var runErr error
 	if p.IsShare() {
 		runErr = r.runShare(ctx) // share_run.go
 	} else {
 		runErr = r.run(ctx)
+	}
+	if err := stopPulse(); err != nil {
+		r.note("pulse: the harness's stalls are no longer recorded: %v", err)
 	}
 	if err := hf.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("closing the history: %w", err)

@@ -1,0 +1,177 @@
+package check
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+// A harness stall (history.FStall) is a time the harness process itself
+// did not run: its pulse, a goroutine that does nothing but wake at a short
+// period, woke a second or more late (a machine starved of CPU, a stopped
+// process). The members that run in the harness's process did not run
+// either: they sent no heartbeat, and the coordinator may have expired
+// their sessions. EventuallyConverges treats such a stall as a fault the
+// harness caused:
+//
+//   - a long stall, one during which a member's session could have expired
+//     (at least the session timeout less one heartbeat interval: the last
+//     heartbeat before it may have left one interval before it began), is
+//     healed at its end: a convergence measured across it counts from its
+//     end, with the whole bound, as from a heal;
+//   - a short stall delayed every member by its length and no more: the
+//     part of it within a measure is added to the bound.
+//
+// Only stalls the history records count: nothing is inferred from gaps
+// between other events (an observer's describe answered late may be a
+// slow broker's, not a stalled harness).
+
+// stallAt is one recorded stall: its event's position, and from when to
+// when the harness did not run.
+type stallAt struct {
+	pos      int
+	from, to time.Duration
+}
+
+func (s stallAt) len() time.Duration { return s.to - s.from }
+
+// stall takes one FStall event into the facts.
+func (b *builder) stall(i int, s history.Stall) {
+	if s.From < 0 || s.To <= s.From {
+		b.f.problem(i, "event %d: a harness stall from %v to %v: it must end after it begins", b.f.ev[i].Index, s.From, s.To)
+		return
+	}
+	b.f.stalls = append(b.f.stalls, stallAt{pos: i, from: s.From, to: s.To})
+}
+
+// stallRule is how a run's stalls bear on its convergence measures.
+type stallRule struct {
+	stalls []stallAt
+	// long is the length from which a stall could have let a session
+	// expire; 0 when the plan gives no session timeout: then every stall
+	// only grows the bound.
+	long    time.Duration
+	longWhy string
+}
+
+func newStallRule(f *facts, p history.Plan) stallRule {
+	r := stallRule{stalls: f.stalls}
+	switch {
+	case p.SessionTimeout <= 0:
+	case p.HeartbeatInterval > 0 && p.HeartbeatInterval < p.SessionTimeout:
+		r.long = p.SessionTimeout - p.HeartbeatInterval
+		r.longWhy = fmt.Sprintf("session %s − heartbeat %s = %s", dur(p.SessionTimeout), dur(p.HeartbeatInterval), dur(r.long))
+	default:
+		r.long = p.SessionTimeout
+		r.longWhy = "session " + dur(p.SessionTimeout)
+	}
+	return r
+}
+
+func (r stallRule) isLong(s stallAt) bool { return r.long > 0 && s.len() >= r.long }
+
+// maxStallNotes is how many stalls the verdict's notes describe one by one.
+const maxStallNotes = 8
+
+// note says, in v's notes, what each stall that ended after the heal does
+// to the bound, and that those before it do nothing.
+func (r stallRule) note(v *verdict, f *facts, healT time.Duration) {
+	before, n := 0, 0
+	for _, s := range r.stalls {
+		if s.to <= healT {
+			before++
+			continue
+		}
+		if n++; n > maxStallNotes {
+			continue
+		}
+		said := fmt.Sprintf("the harness did not run for %s (%s–%s, event %d, the members in its process with it)", dur(s.len()), dur(s.from), dur(s.to), f.idx(s.pos))
+		if r.isLong(s) {
+			v.note("%s: long enough for a session to expire (%s), so a convergence measured across it counts from its end: the bound counts from %s", said, r.longWhy, dur(s.to))
+		} else {
+			v.note("%s: too short for a session to expire, so a convergence measured across it gets its length added to the bound", said)
+		}
+	}
+	if n > maxStallNotes {
+		v.note("and %d more harness stalls after the heal, counted the same way", n-maxStallNotes)
+	}
+	if before > 0 {
+		v.note("%d harness stall(s) ended before the heal: they do not move the bound", before)
+	}
+}
+
+// measure is a time to converge corrected for the harness's stalls.
+type measure struct {
+	// start is where it counts from: the point asked, or the end of the
+	// last long stall between that and the point judged (moved says which,
+	// -1 for none).
+	start time.Duration
+	moved int
+	bound Bound // grown by the short stalls' time between start and the point judged
+	cite  []int64
+}
+
+// measure corrects the time from from to at, against bound, for the
+// stalls: the last long stall that ended after from and by at moves the
+// start to its end; the time of other stalls between the start and at is
+// added to the bound.
+func (r stallRule) measure(f *facts, from, at time.Duration, bound Bound) measure {
+	m := measure{start: from, moved: -1, bound: bound}
+	for i, s := range r.stalls {
+		if r.isLong(s) && s.to > m.start && s.to <= at {
+			m.start, m.moved = s.to, i
+		}
+	}
+	if m.moved >= 0 {
+		m.cite = append(m.cite, f.idx(r.stalls[m.moved].pos))
+	}
+	var extra time.Duration
+	n := 0
+	for _, s := range r.stalls {
+		lo, hi := max(s.from, m.start), min(s.to, at)
+		if hi <= lo {
+			continue
+		}
+		extra += hi - lo
+		n++
+		m.cite = append(m.cite, f.idx(s.pos))
+	}
+	if extra > 0 {
+		m.bound.Limit += extra
+		m.bound.Reason += fmt.Sprintf(" + the harness's stalls %s (%d) = %s", dur(extra), n, dur(m.bound.Limit))
+	}
+	return m
+}
+
+// since says where m counts from when a long stall moved it: "" otherwise.
+func (m measure) since(r stallRule, f *facts) string {
+	if m.moved < 0 {
+		return ""
+	}
+	s := r.stalls[m.moved]
+	return fmt.Sprintf("the end of the harness's stall at event %d (it did not run from %s to %s, %s: long enough for a session to expire), from which the bound counts",
+		f.idx(s.pos), dur(s.from), dur(s.to), dur(s.len()))
+}
+
+// excess is how far the time from healT to at is over bound once corrected
+// for the stalls (≤ 0: within it), the measure, and the words that say
+// where it was counted from when that is not the heal. When the stalls
+// excuse an overrun of the plain bound, v's notes say so, naming what took
+// that long.
+func (r stallRule) excess(v *verdict, f *facts, what string, healT, at time.Duration, bound Bound) (time.Duration, measure, string) {
+	m := r.measure(f, healT, at, bound)
+	over := at - m.start - m.bound.Limit
+	from := ""
+	if s := m.since(r, f); s != "" {
+		from = fmt.Sprintf(" and %s after %s", dur(at-m.start), s)
+	}
+	if took := at - healT; took > bound.Limit && over <= 0 {
+		counted := "counted from the heal"
+		if m.moved >= 0 {
+			counted = fmt.Sprintf("counted from the end of the harness's stall at event %d, %s", f.idx(r.stalls[m.moved].pos), dur(at-m.start))
+		}
+		v.note("%s %s after the heal, over the bound (%s), but the harness did not run for part of it: %s, within the bound (%s)", what, dur(took), bound.Reason, counted, m.bound.Reason)
+	}
+	return over, m, from
+}
