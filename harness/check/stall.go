@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/history"
@@ -57,16 +58,77 @@ type stallRule struct {
 
 func newStallRule(f *facts, p history.Plan) stallRule {
 	r := stallRule{stalls: f.stalls}
+	r.long, r.longWhy = StallLong(p)
+	return r
+}
+
+// StallLong is the length from which a harness stall could have let a
+// member's session expire under plan p (the session timeout less one
+// heartbeat interval, else the session timeout), and how it was worked
+// out; 0 when the plan gives no session timeout: every stall then only
+// grows a bound.
+func StallLong(p history.Plan) (time.Duration, string) {
 	switch {
 	case p.SessionTimeout <= 0:
+		return 0, ""
 	case p.HeartbeatInterval > 0 && p.HeartbeatInterval < p.SessionTimeout:
-		r.long = p.SessionTimeout - p.HeartbeatInterval
-		r.longWhy = fmt.Sprintf("session %s − heartbeat %s = %s", dur(p.SessionTimeout), dur(p.HeartbeatInterval), dur(r.long))
+		long := p.SessionTimeout - p.HeartbeatInterval
+		return long, fmt.Sprintf("session %s − heartbeat %s = %s", dur(p.SessionTimeout), dur(p.HeartbeatInterval), dur(long))
 	default:
-		r.long = p.SessionTimeout
-		r.longWhy = "session " + dur(p.SessionTimeout)
+		return p.SessionTimeout, "session " + dur(p.SessionTimeout)
 	}
-	return r
+}
+
+// stallCount is the rule itself, on the stalls' spans in the order they
+// were recorded (by their ends): a measure from from up to at counts from
+// the end of the last stall at least long (when long > 0) that ended after
+// from and by at (moved is its index, -1 for none), and its bound grows by
+// the time of every stall between that start and at (extra; n stalls).
+// EventuallyConverges (stallRule.measure) and StallDeadline both count by
+// it, so a run's waits and the checker cannot drift apart.
+func stallCount(long time.Duration, spans []history.Stall, from, at time.Duration) (start time.Duration, moved int, extra time.Duration, n int) {
+	start, moved = from, -1
+	for i, s := range spans {
+		if long > 0 && s.Len() >= long && s.To > start && s.To <= at {
+			start, moved = s.To, i
+		}
+	}
+	for _, s := range spans {
+		lo, hi := max(s.From, start), min(s.To, at)
+		if hi <= lo {
+			continue
+		}
+		extra += hi - lo
+		n++
+	}
+	return start, moved, extra, n
+}
+
+// StallCap is how many times its planned length a wait of the run may last
+// once StallDeadline has moved its end: three, so that one stall up to a
+// planned length long, beginning anywhere in the planned wait, still
+// leaves the whole planned length after its end (the stall may begin just
+// before the planned end and last up to one length: 1 + 1 + 1). A harness
+// that stalls more than that did not run for most of the wait; the wait
+// ends all the same, so a run always stops by itself, and says why.
+const StallCap = 3
+
+// StallDeadline is when a wait of the run that began at from, planned to
+// last bound, ends once the harness's stalls recorded so far (spans, in
+// the order recorded) are counted as EventuallyConverges counts them
+// (stallCount): a long stall (StallLong of p) that ended after from
+// restarts the wait at its end, with the whole bound; the time of every
+// stall after that point is added to it. The deadline is never later than
+// from + StallCap×bound; capped says that the cap cut it. Without stalls
+// after from it is from + bound.
+func StallDeadline(p history.Plan, spans []history.Stall, from, bound time.Duration) (deadline time.Duration, capped bool) {
+	long, _ := StallLong(p)
+	start, _, extra, _ := stallCount(long, spans, from, math.MaxInt64)
+	deadline = start + bound + extra
+	if hard := from + StallCap*bound; deadline > hard {
+		return hard, true
+	}
+	return deadline, false
 }
 
 func (r stallRule) isLong(s stallAt) bool { return r.long > 0 && s.len() >= r.long }
@@ -117,25 +179,19 @@ type measure struct {
 // start to its end; the time of other stalls between the start and at is
 // added to the bound.
 func (r stallRule) measure(f *facts, from, at time.Duration, bound Bound) measure {
-	m := measure{start: from, moved: -1, bound: bound}
+	spans := make([]history.Stall, len(r.stalls))
 	for i, s := range r.stalls {
-		if r.isLong(s) && s.to > m.start && s.to <= at {
-			m.start, m.moved = s.to, i
-		}
+		spans[i] = history.Stall{From: s.from, To: s.to}
 	}
+	start, moved, extra, n := stallCount(r.long, spans, from, at)
+	m := measure{start: start, moved: moved, bound: bound}
 	if m.moved >= 0 {
 		m.cite = append(m.cite, f.idx(r.stalls[m.moved].pos))
 	}
-	var extra time.Duration
-	n := 0
 	for _, s := range r.stalls {
-		lo, hi := max(s.from, m.start), min(s.to, at)
-		if hi <= lo {
-			continue
+		if min(s.to, at) > max(s.from, m.start) {
+			m.cite = append(m.cite, f.idx(s.pos))
 		}
-		extra += hi - lo
-		n++
-		m.cite = append(m.cite, f.idx(s.pos))
 	}
 	if extra > 0 {
 		m.bound.Limit += extra

@@ -224,3 +224,70 @@ func TestStallMalformed(t *testing.T) {
 	bad := h.info("harness", history.FStall, history.Stall{From: 9 * time.Second, To: 8 * time.Second})
 	mustCite(t, HistoryWellFormed(h.events()), bad)
 }
+
+// TestStallDeadline: a wait of the run moves its end by the rule
+// EventuallyConverges counts by. Under stallPlan a stall of 5 s or more is
+// long; the wait begins at 100 s and is planned to last 44 s.
+func TestStallDeadline(t *testing.T) {
+	const s = time.Second
+	from, bound := 100*s, 44*s
+	span := func(a, b time.Duration) history.Stall {
+		return history.Stall{From: a, To: b, Every: 100 * time.Millisecond}
+	}
+	cases := []struct {
+		name   string
+		spans  []history.Stall
+		want   time.Duration
+		capped bool
+	}{
+		{"no stall: unchanged", nil, 144 * s, false},
+		{"a stall before the wait: unchanged", []history.Stall{span(50*s, 60*s)}, 144 * s, false},
+		{"a long stall late in the wait restarts it at its end", []history.Stall{span(140*s, 148*s)}, 148*s + 44*s, false},
+		{"a long stall that began before the wait restarts it at its end", []history.Stall{span(95*s, 103*s)}, 147 * s, false},
+		{"a short stall extends it by its length", []history.Stall{span(120*s, 123*s)}, 147 * s, false},
+		{"a short stall across the wait's start counts its part after it", []history.Stall{span(98*s, 102*s)}, 146 * s, false},
+		{"short stalls after the last long one add up", []history.Stall{span(110*s, 112*s), span(130*s, 140*s), span(150*s, 153*s), span(160*s, 161*s)}, 140*s + 44*s + 4*s, false},
+		{"the cap holds", []history.Stall{span(140*s, 148*s), span(186*s, 194*s), span(232*s, 240*s)}, 100*s + 3*44*s, true},
+	}
+	for _, c := range cases {
+		got, capped := StallDeadline(stallPlan(), c.spans, from, bound)
+		if got != c.want || capped != c.capped {
+			t.Errorf("%s: deadline %v (capped %v), want %v (capped %v)", c.name, got, capped, c.want, c.capped)
+		}
+	}
+	// Without a session timeout no stall is long: each only extends.
+	p := stallPlan()
+	p.SessionTimeout = 0
+	if got, _ := StallDeadline(p, []history.Stall{span(140*s, 148*s)}, from, bound); got != 152*s {
+		t.Errorf("no session timeout: deadline %v, want 152s (extended by the stall's 8s)", got)
+	}
+}
+
+// TestStallDeadlineMatchesTheChecker: a convergence at the deadline a
+// wait was moved to is within the bound as EventuallyConverges' measure
+// counts it, and one a second later is not; the two share one rule.
+func TestStallDeadlineMatchesTheChecker(t *testing.T) {
+	const s = time.Second
+	p := stallPlan()
+	b, err := ConvergenceBound(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := []history.Stall{{From: 110 * s, To: 112 * s}, {From: 140 * s, To: 148 * s}, {From: 170 * s, To: 173 * s}}
+	f := &facts{}
+	for i, sp := range spans {
+		f.stalls = append(f.stalls, stallAt{pos: i, from: sp.From, to: sp.To})
+	}
+	f.ev = make([]history.Event, len(spans))
+	r := newStallRule(f, p)
+	d, _ := StallDeadline(p, spans, 100*s, b.Limit)
+	for _, c := range []struct {
+		at     time.Duration
+		within bool
+	}{{d, true}, {d + s, false}} {
+		m := r.measure(f, 100*s, c.at, b)
+		if over := c.at - m.start - m.bound.Limit; (over <= 0) != c.within {
+			t.Errorf("a convergence at %v (deadline %v): over the bound by %v, want within %v", c.at, d, over, c.within)
+		}
+	}
+}
