@@ -41,7 +41,7 @@ func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
 	// as long as they keep newcomers out (seen on 4.1.2: a checkpoint
 	// during a node kill found no settled group within 21s).
 	bound := r.p.Timers.SessionTimeout + r.p.Timers.RebalanceTimeout + r.p.nodeFaultsWait()
-	settled := r.waitFor(ctx, nil, bound, func() bool {
+	settled := r.waitFor(ctx, nil, "checkpoint "+label, bound, func() bool {
 		if !r.owned() || !r.quiet() {
 			return false
 		}

@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/history"
@@ -36,6 +38,11 @@ type pulse struct {
 	// tests script it with their clock).
 	wait func(ctx context.Context, d time.Duration) bool
 	logf func(format string, args ...any) // says each stall as it is recorded
+
+	mu   sync.Mutex
+	last time.Duration   // when the harness last ran, as far as the pulse knows
+	seen []history.Stall // the stalls recorded, in order
+	err  error           // the Recorder's error, after which nothing more is recorded
 }
 
 func newPulse(rec *history.Recorder, clock func() time.Duration, logf func(string, ...any)) *pulse {
@@ -54,25 +61,56 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// run wakes every period until ctx ends, recording each late wake-up. It
-// returns the Recorder's error, which ends it.
+// run wakes every period until ctx ends, recording each late wake-up
+// (check). It returns the Recorder's error, which ends it.
 func (p *pulse) run(ctx context.Context) error {
-	last := p.clock()
+	p.mu.Lock()
+	p.last = p.clock()
+	p.mu.Unlock()
 	for p.wait(ctx, p.every) {
-		now := p.clock()
-		due := last + p.every
-		if now-due >= p.late {
-			s := history.Stall{From: due, To: now, Every: p.every}
-			why := "the harness's pulse, due every " + p.every.String() + ", woke " + (now - due).Round(time.Millisecond).String() + " late: the harness process did not run meanwhile"
-			e, err := p.rec.Stalled(s, why)
-			if err != nil {
-				return err
-			}
-			p.logf("the harness did not run for %s (%s–%s, event %d): its members sent nothing meanwhile", s.To-s.From, s.From.Round(time.Millisecond), s.To.Round(time.Millisecond), e.Index)
+		if err := p.check(); err != nil {
+			return err
 		}
-		last = now
 	}
 	return nil
+}
+
+// check is one wake-up of the harness: when it comes late or more past
+// the pulse's next due time (a period after the harness last ran), the
+// harness did not run from then to now, and one FStall event says so. The
+// pulse calls it on each of its wake-ups; a wait of the run calls it
+// before it judges its deadline (waitFor), so that a stall it woke from is
+// recorded, and counted, before the wait can end on it: whichever wakes
+// first records the stall, once. After the Recorder's error it records
+// nothing and returns that error.
+func (p *pulse) check() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	now := p.clock()
+	due := p.last + p.every
+	if now-due >= p.late {
+		s := history.Stall{From: due, To: now, Every: p.every}
+		why := "the harness's pulse, due every " + p.every.String() + ", woke " + (now - due).Round(time.Millisecond).String() + " late: the harness process did not run meanwhile"
+		e, err := p.rec.Stalled(s, why)
+		if err != nil {
+			p.err = err
+			return err
+		}
+		p.seen = append(p.seen, s)
+		p.logf("the harness did not run for %s (%s–%s, event %d): its members sent nothing meanwhile", s.To-s.From, s.From.Round(time.Millisecond), s.To.Round(time.Millisecond), e.Index)
+	}
+	p.last = max(p.last, now)
+	return nil
+}
+
+// stalls is the stalls recorded so far, in order.
+func (p *pulse) stalls() []history.Stall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.seen)
 }
 
 // start runs the pulse in its own goroutine until the returned stop is

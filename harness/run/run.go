@@ -119,10 +119,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	cfg.Logf("run %s: seed %d, scenario %s, %d members, %d faults; rerun with: %s", cfg.Dir, p.Seed, p.Options.Scenario, len(p.Members), len(p.Faults), p.Command())
 
-	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter}
+	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter, clock: clock}
 	// The pulse records every stall of the harness process (pulse.go) from
-	// here to the end of the history.
-	stopPulse := newPulse(rec, clock, cfg.Logf).start()
+	// here to the end of the history; the run's waits count them (waitFor).
+	r.pulse = newPulse(rec, clock, cfg.Logf)
+	stopPulse := r.pulse.start()
 	var runErr error
 	if p.IsShare() {
 		runErr = r.runShare(ctx) // share_run.go
@@ -162,6 +163,8 @@ type runner struct {
 	led   *ledger
 	notes *[]string
 	start time.Time
+	clock func() time.Duration // since start, the history's clock
+	pulse *pulse               // the harness's own stalls (pulse.go)
 
 	h       cluster.Handle
 	ownsH   bool
@@ -388,7 +391,7 @@ func (r *runner) warmup(ctx context.Context, cr *crewRun) error {
 	cr.stopObs, cr.obsDone = stopObs, make(chan error, 1)
 	go func() { cr.obsDone <- r.obs.loop(obsCtx, r.p.ObserveEvery) }()
 
-	if !r.waitFor(ctx, cr.memberErrs, r.p.WarmupMax, r.owned) && ctx.Err() == nil {
+	if !r.waitFor(ctx, cr.memberErrs, "warm-up", r.p.WarmupMax, r.owned) && ctx.Err() == nil {
 		r.note("warm-up: the group did not own every partition exactly once within %s; carrying on, the checkers will judge", r.p.WarmupMax)
 	}
 	if err := r.firstErr(cr.memberErrs); err != nil {
@@ -483,7 +486,7 @@ func (r *runner) quiesce(ctx context.Context, cr *crewRun) error {
 	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
 		return err
 	}
-	if !r.waitFor(ctx, cr.memberErrs, r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) && ctx.Err() == nil {
+	if !r.waitFor(ctx, cr.memberErrs, "quiesce", r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) && ctx.Err() == nil {
 		r.note("quiesce: %d of %d acknowledged records still not consumed, or the group still changing (quiet for %s of the %s asked), after %s",
 			r.led.Missing(), r.led.Acked(), r.meter.quietFor().Round(time.Millisecond), r.quietSpell(), r.p.QuiesceMax)
 	}
@@ -516,7 +519,7 @@ func (r *runner) settle(ctx context.Context, cr *crewRun) error {
 	// convergence bound to come back before the final observation, so
 	// that EventuallyConverges can judge it.
 	var missing []string
-	stable := r.waitFor(ctx, cr.memberErrs, r.settleWait(), func() bool {
+	stable := r.waitFor(ctx, cr.memberErrs, "quiesce (a Stable group with every running member)", r.settleWait(), func() bool {
 		if !r.owned() || !r.quiet() {
 			return false
 		}
@@ -620,13 +623,51 @@ func (r *runner) quietSpell() time.Duration { return 2 * r.p.Timers.HeartbeatInt
 
 func (r *runner) quiet() bool { return r.meter.quietFor() >= r.quietSpell() }
 
-// waitFor polls cond every 250ms until it holds (true), bound passes or ctx
-// ends (false). A member error ends the wait too; it is left in errs.
-func (r *runner) waitFor(ctx context.Context, errs chan error, bound time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
-	tick := time.NewTicker(250 * time.Millisecond)
+// waitTick is how often a wait polls its condition and its deadline.
+const waitTick = 250 * time.Millisecond
+
+// waitFor polls cond every waitTick until it holds (true), its deadline
+// passes or ctx ends (false). A member error ends the wait too; it is left
+// in errs. The deadline is bound after the wait begins, moved by the
+// harness's own stalls as EventuallyConverges counts them (stallWait);
+// when they moved it, a note says so, naming the wait by what.
+func (r *runner) waitFor(ctx context.Context, errs chan error, what string, bound time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(waitTick)
 	defer tick.Stop()
+	w := stallWait{plan: r.p.Check(), clock: r.clock, pulse: r.pulse, bound: bound}
+	ok := w.run(ctx, errs, tick.C, cond)
+	if s := w.said(what); s != "" {
+		r.note("%s", s)
+	}
+	return ok
+}
+
+// stallWait is a wait of the run whose end moves with the harness's
+// stalls by the rule EventuallyConverges judges convergence by
+// (check.StallDeadline): a stall long enough for a member's session to
+// expire restarts the wait at its end, with its whole bound; a shorter one
+// extends it by its length; never past check.StallCap times the bound. A
+// wait that did not move would let a stall late in the quiesce end it
+// before the group had, from the stall's end, the time the checker then
+// gives it, and EventuallyConverges would fail the run for what the
+// harness did.
+type stallWait struct {
+	plan  history.Plan
+	clock func() time.Duration
+	pulse *pulse // nil: no stall is known
+	bound time.Duration
+
+	from, deadline time.Duration
+	capped         bool
+	stalls         int // the stalls after from that moved the deadline
+}
+
+// run polls cond at each tick until it holds (true), the deadline passes
+// or ctx ends (false); a member error in errs ends it too and is left
+// there.
+func (w *stallWait) run(ctx context.Context, errs chan error, tick <-chan time.Time, cond func() bool) bool {
+	w.from = w.clock()
+	w.deadline = w.from + w.bound
 	for {
 		if cond() {
 			return true
@@ -634,14 +675,48 @@ func (r *runner) waitFor(ctx context.Context, errs chan error, bound time.Durati
 		select {
 		case <-ctx.Done():
 			return false
-		case <-deadline.C:
-			return false
 		case e := <-errs:
 			errs <- e
 			return false
-		case <-tick.C:
+		case <-tick:
+		}
+		if w.passed() {
+			return false
 		}
 	}
+}
+
+// passed reports whether the deadline has passed, once the stalls so far
+// are counted: the pulse is asked first, so that a stall the wait itself
+// woke from is recorded before it is judged.
+func (w *stallWait) passed() bool {
+	if w.pulse != nil {
+		_ = w.pulse.check() // its error ends the pulse, which says so at the run's end
+		spans := w.pulse.stalls()
+		w.deadline, w.capped = check.StallDeadline(w.plan, spans, w.from, w.bound)
+		w.stalls = 0
+		for _, s := range spans {
+			if s.To > w.from {
+				w.stalls++
+			}
+		}
+	}
+	return w.clock() >= w.deadline
+}
+
+// said is the note for a wait whose deadline the harness's stalls moved,
+// "" for one they did not.
+func (w *stallWait) said(what string) string {
+	planned := w.from + w.bound
+	if w.deadline == planned || w.stalls == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%s: the harness did not run for part of the wait (%d stall(s)): its deadline moved from %s to %s into the run, as EventuallyConverges counts the stalls",
+		what, w.stalls, planned.Round(time.Millisecond), w.deadline.Round(time.Millisecond))
+	if w.capped {
+		s += fmt.Sprintf(", cut at its cap of %d× its planned %s: the group may not have had the whole bound after the last stall", check.StallCap, w.bound)
+	}
+	return s
 }
 
 func (r *runner) firstErr(errs chan error) error {

@@ -645,7 +645,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		return err
 	}
 	none := make(chan error, 1)
-	if !r.waitFor(ctx, none, r.p.QuiesceMax, func() bool { return sr.unknown.unsettled(r.led) == 0 }) {
+	if !r.waitFor(ctx, none, "quiesce", r.p.QuiesceMax, func() bool { return sr.unknown.unsettled(r.led) == 0 }) {
 		r.note("quiesce: %d of %d acknowledged records not settled after %s", sr.unknown.unsettled(r.led), r.led.Acked(), r.p.QuiesceMax)
 	}
 	return r.finalShare(ctx)
@@ -792,7 +792,7 @@ func (r *runner) warmShare(ctx, workCtx context.Context, wg *sync.WaitGroup, cre
 		return true
 	}
 	none := make(chan error, 1)
-	if !r.waitFor(ctx, none, r.p.WarmupMax, assigned) {
+	if !r.waitFor(ctx, none, "warm-up", r.p.WarmupMax, assigned) {
 		r.note("warm-up: not every partition had a share member within %s; carrying on, the checkers will judge", r.p.WarmupMax)
 	}
 	return nil
