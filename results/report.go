@@ -114,6 +114,9 @@ type digest struct {
 	// failed was not applied.
 	faults    []Span
 	openFault map[string]int
+	// stalls are the times the harness process itself did not run (history.FStall), from the
+	// stall's start to its end; Event and StopEvent are both the stall's event, recorded at its end.
+	stalls []Span
 	// owning holds the events check.ShapesOwnership keeps, when the ownerships are derived here
 	// (the report gives none); nil otherwise.
 	owning  []history.Event
@@ -184,6 +187,11 @@ func (d *digest) add(e *history.Event) {
 		}
 	}
 	switch e.F {
+	case history.FStall:
+		if st, err := history.ValueAs[history.Stall](*e); err == nil && st.To > st.From {
+			d.stalls = append(d.stalls, Span{Label: "harness stalled " + roundDur(st.Len()), What: history.FStall,
+				Start: st.From, End: st.To, Event: e.Index, StopEvent: e.Index})
+		}
 	case history.FPhase:
 		if p, err := history.ValueAs[history.Phase](*e); err == nil {
 			d.phases = append(d.phases, Span{Label: p.Name, Start: e.Time, Event: e.Index, StopEvent: -1})

@@ -259,6 +259,7 @@ svg.timeline.dragging{cursor:grabbing}
 .lane,.tp{font-size:11px;fill:#222}.lane.violated,.tp.violated{fill:#c00000;font-weight:bold}.ratetick{font-size:10px;fill:#555}
 .vdot{fill:#c00000}.nodata{font-size:11px;fill:#555;font-style:italic}
 .faultband{fill-opacity:.22}.fault{stroke:#555;stroke-width:.5}
+.stallband{fill:#8c8c8c;fill-opacity:.18}.stall{fill:#b8b8b8;stroke:#555;stroke-width:.5;stroke-dasharray:2 1}
 {{famcss}}
 .faultlabel,.coordlabel,.mlabel{font-size:11px;fill:#1a1a1a;pointer-events:none}.mlabel.light{fill:#fff}
 .coord{stroke:#fff;stroke-width:1}.coord.stale{fill-opacity:.35}.ncmark{fill:#222}
@@ -296,7 +297,7 @@ tr.fault td.fam{width:.6em}
 {{.Timeline}}
 {{if .Merged}}<p class="aggregated">{{.Merged}} ownerships narrower than a pixel, next to one another, are drawn as {{.MergedBars}} grey bars, each saying how many it stands for; the violation marks and the events table still show every event a violation cites, and history.jsonl has every ownership.</p>
 {{end}}{{if .DroppedMarks}}<p class="aggregated">{{.DroppedMarks}} membership and coordinator marks are not drawn (a lane draws at most {{maxMarks}}); history.jsonl has them.</p>
-{{end}}<p class="howto">From the top: faults, one lane per target, each also drawn as a band behind every lane; the node the history names as the group's coordinator (members' FindCoordinator answers, the observer's describes); records consumed per second; each member's membership (in the group in its colour, joining or rebalancing pale, out of the group a grey line); one row per partition, a bar per ownership from its assignment to where the checkers end it (revoked, lost, fenced, session expired, left), overlapping owners in sub-lanes. Vertical dashed lines start phases; the setup and teardown are drawn compressed.</p>
+{{end}}<p class="howto">From the top: faults, one lane per target, each also drawn as a band behind every lane; the harness's own stalls, when its process did not run (a bar each, "harness stalled Xs", and a grey band behind every lane); the node the history names as the group's coordinator (members' FindCoordinator answers, the observer's describes); records consumed per second; each member's membership (in the group in its colour, joining or rebalancing pale, out of the group a grey line); one row per partition, a bar per ownership from its assignment to where the checkers end it (revoked, lost, fenced, session expired, left), overlapping owners in sub-lanes. Vertical dashed lines start phases; the setup and teardown are drawn compressed.</p>
 {{with .ShareLanes}}{{.}}
 {{end}}{{if .Faults}}<h2>Faults</h2>
 <table class="faults"><tr><th></th><th>fault</th><th>target</th><th>from</th><th>to</th><th>what it did</th></tr>

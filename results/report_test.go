@@ -529,3 +529,90 @@ func TestStallListed(t *testing.T) {
 		t.Fatalf("a stall concerns %q %v, want nothing", m, tps)
 	}
 }
+
+// stallStory is a short passing run; with stalled, the harness does not run from 22 s to 30 s, in
+// its quiesce, and its pulse records the stall at 30 s.
+func stallStory(t *testing.T, stalled bool) (Report, int64) {
+	s := newStory(t)
+	s.at(0).phase(history.PhaseSetup)
+	s.at(10 * time.Second).phase(history.PhaseWarmup)
+	s.at(11*time.Second).own(history.FAssigned, "a", 1, 0, 1, 2, 3)
+	s.at(12 * time.Second).phase(history.PhaseWorkload)
+	s.at(20 * time.Second).phase(history.PhaseHeal)
+	s.at(21 * time.Second).phase(history.PhaseQuiesce)
+	stall := int64(-1)
+	if stalled {
+		stall = s.at(30 * time.Second).must(s.r.Stalled(history.Stall{From: 22 * time.Second, To: 30 * time.Second, Every: 100 * time.Millisecond}, "pulse late"))
+	}
+	s.at(40 * time.Second).phase(history.PhaseFinal)
+	s.at(41 * time.Second).phase(history.PhaseTeardown)
+	evs := s.events()
+	return Report{Title: "stall", Run: RunInfo{Seed: 7, Scenario: "churn"}, Events: evs, Partitions: storyPlan.Partitions()}, stall
+}
+
+// TestStallBand: a stall of the harness is drawn on the timeline as a fault is: a bar in the
+// harness's lane, labelled "harness stalled 8s" and linked to its event, and a band behind every
+// lane, both from where the harness stopped running to where it ran again (after the quiesce
+// marker, before the final one); a history without a stall has neither, nor the lane.
+func TestStallBand(t *testing.T) {
+	rep, stall := stallStory(t, true)
+	page, doc := render(t, rep)
+	bars := doc.all(byTagClass("rect", "stall"))
+	if len(bars) != 1 {
+		t.Fatalf("%d stall bars, want 1", len(bars))
+	}
+	bar := bars[0]
+	if got := attrInt(t, bar, "data-event"); got != stall {
+		t.Errorf("the stall bar cites event %d, want the stall's %d", got, stall)
+	}
+	if title := bar.allText(); !strings.Contains(title, "harness stalled 8s") || !strings.Contains(title, "from 22s to 30s") {
+		t.Errorf("the stall bar's title %q does not say how long and when", title)
+	}
+	var labelled bool
+	for _, txt := range doc.all(byTagClass("text", "faultlabel")) {
+		labelled = labelled || txt.allText() == "harness stalled 8s"
+	}
+	if !labelled {
+		t.Errorf("no label \"harness stalled 8s\" on the timeline")
+	}
+	bands := doc.all(byTagClass("rect", "stallband"))
+	if len(bands) != 1 {
+		t.Fatalf("%d stall bands, want 1", len(bands))
+	}
+	phaseX := map[string]float64{}
+	for _, l := range doc.all(byTagClass("line", "phase")) {
+		for _, p := range []string{history.PhaseQuiesce, history.PhaseFinal} {
+			if strings.HasPrefix(l.allText(), "phase "+p+" ") {
+				phaseX[p] = attrFloat(t, l, "x1")
+			}
+		}
+	}
+	for _, r := range []*node{bar, bands[0]} {
+		x0 := attrFloat(t, r, "x")
+		x1 := x0 + attrFloat(t, r, "width")
+		if q, f := phaseX[history.PhaseQuiesce], phaseX[history.PhaseFinal]; !(q < x0 && x0 < x1 && x1 < f) {
+			t.Errorf("<rect class=%q> spans x %.1f–%.1f, want within the quiesce (x %.1f) and the final marker (x %.1f)", r.attr["class"], x0, x1, q, f)
+		}
+	}
+	var lane bool
+	for _, l := range doc.all(byTagClass("text", "lane")) {
+		lane = lane || strings.TrimSpace(l.text) == "stalled"
+	}
+	if !lane {
+		t.Error("no lane \"stalled\" for the harness")
+	}
+	if !strings.Contains(page, ".stallband{") {
+		t.Error("the page's style gives stall bands no look")
+	}
+
+	rep, _ = stallStory(t, false)
+	_, doc = render(t, rep)
+	if n := len(doc.all(byTagClass("rect", "stall"))) + len(doc.all(byTagClass("rect", "stallband"))); n != 0 {
+		t.Errorf("a history without a stall has %d stall bars and bands", n)
+	}
+	for _, l := range doc.all(byTagClass("text", "lane")) {
+		if strings.TrimSpace(l.text) == "stalled" {
+			t.Error("a history without a stall has the harness's lane")
+		}
+	}
+}

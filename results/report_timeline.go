@@ -290,6 +290,7 @@ type timeline struct {
 	// The vertical layout.
 	y, height                             float64
 	faultTop, coordTop, rateTop, otherTop float64
+	stallTop                              float64 // the harness's lane; -1: no stall, no lane
 	memberTop                             map[string]float64
 	rowY                                  []float64
 	labels                                []laneLabel
@@ -306,11 +307,12 @@ type faultTarget struct {
 
 // layoutTimeline draws the timeline of v's digested history, and the banner that points into it.
 func (v *view) layoutTimeline(d *digest, owns []check.Ownership, tps []history.TP) {
-	t := &timeline{v: v, d: d, owns: owns, tps: tps, end: d.end, rateTop: -1, otherTop: -1}
+	t := &timeline{v: v, d: d, owns: owns, tps: tps, end: d.end, rateTop: -1, otherTop: -1, stallTop: -1}
 	t.place()
 	t.stack()
 	t.backdrop()
 	t.faults()
+	t.stalls()
 	t.coordinator()
 	if t.rateTop >= 0 {
 		t.rates()
@@ -468,6 +470,13 @@ func (t *timeline) stack() {
 		t.y += sectionGp
 	}
 
+	if len(d.stalls) > 0 {
+		caption("harness")
+		t.stallTop = t.y
+		t.labels = append(t.labels, laneLabel{y: t.y + 12, text: "stalled", class: "lane", title: "times the harness process itself did not run (its pulse woke late): neither did the members in its process"})
+		t.y += laneH + sectionGp
+	}
+
 	caption("coordinator")
 	t.coordTop = t.y
 	t.labels = append(t.labels, laneLabel{y: t.y + 12, text: "node", class: "lane", title: "the node the history names as the group's coordinator"})
@@ -533,6 +542,9 @@ func (t *timeline) backdrop() {
 		fam := faultFamilies[faultFamily(s.What)]
 		z.span("faultband band-"+fam.class, t.x(s.Start), t.x(s.End), t.faultTop, t.height-t.faultTop, 2, "", "")
 	}
+	for _, s := range t.d.stalls {
+		z.span("stallband", t.x(s.Start), t.x(s.End), t.faultTop, t.height-t.faultTop, 2, "", "")
+	}
 	for _, g := range sc.segs {
 		if !g.compressed {
 			continue
@@ -552,6 +564,17 @@ func (t *timeline) backdrop() {
 			anchor, lx = "end", px-3
 		}
 		z.text("phaselabel", lx, 11+10*float64(i%2), anchor, "", p.Label)
+	}
+}
+
+// stalls draws each of the harness's stalls as a bar in the harness's lane, labelled
+// "harness stalled Xs" when it fits (its title says so always), beside its band behind every lane.
+func (t *timeline) stalls() {
+	for _, s := range t.d.stalls {
+		x0, x1 := t.x(s.Start), t.x(s.End)
+		title := fmt.Sprintf("%s: the harness process did not run from %s to %s (event %d), nor the members in it", s.Label, roundDur(s.Start), roundDur(s.End), s.Event)
+		t.z.span("stall", x0, x1, t.stallTop+1, laneH-2, 2, fmt.Sprintf(`data-event="%d"`, s.Event), title)
+		t.z.label("faultlabel", x0, max(x1, x0+2), t.stallTop+laneH-4, s.Label)
 	}
 }
 
