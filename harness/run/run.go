@@ -659,7 +659,8 @@ type stallWait struct {
 
 	from, deadline time.Duration
 	capped         bool
-	stalls         int // the stalls after from that moved the deadline
+	stalls         int           // the stalls after from that moved the deadline
+	end            time.Duration // when the wait ended
 }
 
 // run polls cond at each tick until it holds (true), the deadline passes
@@ -668,6 +669,7 @@ type stallWait struct {
 func (w *stallWait) run(ctx context.Context, errs chan error, tick <-chan time.Time, cond func() bool) bool {
 	w.from = w.clock()
 	w.deadline = w.from + w.bound
+	defer func() { w.end = w.clock() }()
 	for {
 		if cond() {
 			return true
@@ -704,15 +706,16 @@ func (w *stallWait) passed() bool {
 	return w.clock() >= w.deadline
 }
 
-// said is the note for a wait whose deadline the harness's stalls moved,
-// "" for one they did not.
+// said is the note for a wait that the harness's stalls made last past
+// its planned deadline, "" for one they did not (no stall moved it, or it
+// ended before its planned deadline all the same).
 func (w *stallWait) said(what string) string {
 	planned := w.from + w.bound
-	if w.deadline == planned || w.stalls == 0 {
+	if w.deadline == planned || w.stalls == 0 || w.end <= planned {
 		return ""
 	}
-	s := fmt.Sprintf("%s: the harness did not run for part of the wait (%d stall(s)): its deadline moved from %s to %s into the run, as EventuallyConverges counts the stalls",
-		what, w.stalls, planned.Round(time.Millisecond), w.deadline.Round(time.Millisecond))
+	s := fmt.Sprintf("%s: the harness did not run for part of the wait (%d stall(s)): it lasted past its planned deadline (%s into the run) to %s, its deadline moved to %s as EventuallyConverges counts the stalls",
+		what, w.stalls, planned.Round(time.Millisecond), w.end.Round(time.Millisecond), w.deadline.Round(time.Millisecond))
 	if w.capped {
 		s += fmt.Sprintf(", cut at its cap of %d× its planned %s: the group may not have had the whole bound after the last stall", check.StallCap, w.bound)
 	}

@@ -22,6 +22,13 @@ import (
 // pulse recorded.
 func scriptedWait(t *testing.T, stallsAt map[time.Duration]time.Duration) (*stallWait, time.Duration, []history.Stall) {
 	t.Helper()
+	return scriptedWaitUntil(t, stallsAt, -1)
+}
+
+// scriptedWaitUntil is scriptedWait whose condition holds from holds on
+// (never when holds < 0).
+func scriptedWaitUntil(t *testing.T, stallsAt map[time.Duration]time.Duration, holds time.Duration) (*stallWait, time.Duration, []history.Stall) {
+	t.Helper()
 	const begin = 100 * time.Second
 	now := begin
 	clock := func() time.Duration { return now }
@@ -38,6 +45,9 @@ func scriptedWait(t *testing.T, stallsAt map[time.Duration]time.Duration) (*stal
 	done := map[time.Duration]bool{}
 	polls := 0
 	w.run(context.Background(), nil, tick, func() bool {
+		if holds >= 0 && now >= holds {
+			return true
+		}
 		if polls++; polls > 100000 {
 			t.Fatalf("the wait did not end: at %v, deadline %v", now, w.deadline)
 		}
@@ -71,9 +81,9 @@ func TestStallWaitMoves(t *testing.T) {
 		{"no stall: unchanged", nil, 144 * s, false, ""},
 		// The pulse was due 100 ms after the last poll, at 140.1 s; the
 		// harness ran again at 148 s: 7.9 s, long.
-		{"a long stall late in the wait restarts it at its end", map[time.Duration]time.Duration{140 * s: 8 * s}, 148*s + 44*s, false, "its deadline moved from 2m24s to 3m12s"},
+		{"a long stall late in the wait restarts it at its end", map[time.Duration]time.Duration{140 * s: 8 * s}, 148*s + 44*s, false, "past its planned deadline (2m24s into the run) to 3m12s, its deadline moved to 3m12s"},
 		// Due at 120.1 s, ran at 123 s: 2.9 s, short.
-		{"a short stall extends it by its length", map[time.Duration]time.Duration{120 * s: 3 * s}, 144*s + 2900*ms, false, "its deadline moved from 2m24s to 2m26.9s"},
+		{"a short stall extends it by its length", map[time.Duration]time.Duration{120 * s: 3 * s}, 144*s + 2900*ms, false, "past its planned deadline (2m24s into the run) to 2m27s, its deadline moved to 2m26.9s"},
 		// The second restarts it at 198 s, to end at 242 s: past the cap.
 		{"the cap holds", map[time.Duration]time.Duration{140 * s: 8 * s, 190 * s: 8 * s}, 100*s + check.StallCap*44*s, true, "cut at its cap of 3× its planned 44s"},
 	}
@@ -108,5 +118,21 @@ func TestStallWaitRecordsTheStallItWokeFrom(t *testing.T) {
 	}
 	if want := 151*time.Second + 44*time.Second; w.deadline != want || ended < want {
 		t.Fatalf("the wait ended at %v (deadline %v), want not before %v", ended, w.deadline, want)
+	}
+}
+
+// TestStallWaitSaysNothingWhenItEndsInTime: a long stall moved the
+// deadline, but the condition held before the planned one: the run's notes
+// say nothing of it (the stall itself is in the history).
+func TestStallWaitSaysNothingWhenItEndsInTime(t *testing.T) {
+	w, ended, stalls := scriptedWaitUntil(t, map[time.Duration]time.Duration{110 * time.Second: 8 * time.Second}, 125*time.Second)
+	if len(stalls) != 1 || w.deadline != 118*time.Second+44*time.Second {
+		t.Fatalf("stalls %+v, deadline %v: want one, moving it to 2m42s", stalls, w.deadline)
+	}
+	if ended != 125*time.Second {
+		t.Fatalf("the wait ended at %v, want when its condition held, 2m5s", ended)
+	}
+	if s := w.said("quiesce"); s != "" {
+		t.Fatalf("note %q for a wait that ended before its planned deadline", s)
 	}
 }
