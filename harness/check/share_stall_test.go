@@ -158,6 +158,14 @@ func TestShareRecordsSettleStarvedHarness(t *testing.T) {
 		x := mustCite(t, v, stall)
 		mustSay(t, x, "600ms over the slack for a delivery again (2s + 2×heartbeat 1s = 4s + the harness's stalls 5.2s (1) = 9.2s)")
 	})
+	t.Run("a plan without the share timers takes the plan's: the same 5.2 s stall is long, and holds", func(t *testing.T) {
+		plan := stallSharePlan
+		plan.Share = &history.SharePlan{DeliveryCountLimit: 3, RecordLockMs: 5000}
+		v, _ := verdictUnder(t, starvedShare{finalAt: 15000, stallFrom: 6000, stallTo: 11200}.build(), "ShareRecordsSettle", plan)
+		mustHold(t, v)
+		mustNote(t, v, "long enough for a share member's session to expire (session 6s − heartbeat 1s = 5s)")
+		mustNote(t, v, "counted from the end of the harness's stall at event 4, 3.8s")
+	})
 }
 
 // TestShareLockExclusiveStarvedHarness: a stall of the harness excuses no
