@@ -31,7 +31,8 @@ import (
 //     acknowledgement only of records that member acquired;
 //   - ShareRecordsSettle: every acknowledged-produced record settles
 //     (accepted, rejected, or archived at the limit) before the final
-//     observation; none is lost or left acquired past its lock.
+//     observation; none is lost or left acquired past its lock (the
+//     harness's own stalls not charged to the broker: share_stall.go).
 //
 // What ends a lock early, so that another acquisition is no breach (each
 // from the Kafka source of 4.2–4.4): the holder's own final
@@ -635,6 +636,7 @@ func (sf *shareFacts) lockExclusive() Verdict {
 			}
 		}
 	}
+	stallRule{stalls: sf.f.stalls}.noteLocks(v)
 	v.note("%d records acquired, %d later acquisitions checked against earlier locks: %d came after the earlier lock may have lapsed (%d of them allowed by nothing but the lapse), %d within it excused by an acknowledgement, a session end, a fault, a leader change or a dropped share-partition", len(sf.byRecord), checked, afterLapse, lapsedOnly, excused)
 	sf.dropNote(v, v.Name)
 	return v.done()
@@ -850,7 +852,9 @@ func (sf *shareFacts) acksOnlyAcquired() Verdict {
 // whose last delivery's lock lapsed long enough before the final phase for
 // it to be delivered again, is a violation; one still under a lock, or
 // possibly taken to the limit by fetches whose answers never came, is
-// noted.
+// noted. Long enough is a slack (2 s and two heartbeat intervals) of the
+// members' running: the harness's stalls after the lapse are counted as
+// share_stall.go says.
 func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan) Verdict {
 	v := newVerdict("ShareRecordsSettle")
 	f := sf.f
@@ -885,12 +889,15 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 			}
 		}
 	}
-	slack := 2 * time.Second
+	slack := Bound{2 * time.Second, "2s"}
 	if plan.HeartbeatInterval > 0 {
-		slack += 2 * plan.HeartbeatInterval
+		slack.Limit += 2 * plan.HeartbeatInterval
+		slack.Reason = fmt.Sprintf("2s + 2×heartbeat %s = %s", dur(plan.HeartbeatInterval), dur(slack.Limit))
 	}
+	stalls := shareStallRule(f, plan)
+	stalls.noteSettle(v, f)
 	finalAt := sf.at(sf.final)
-	produced, ok, inFlight, maybeArchived := 0, 0, 0, 0
+	produced, ok, inFlight, maybeArchived, stalled := 0, 0, 0, 0, 0
 	unconfirmed := map[string]int{} // by how: "unknown", "maybe"
 	answeredErr := 0
 	for i, e := range f.ev {
@@ -931,17 +938,29 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 				ok++ // archived when released or when its lock lapsed
 				continue
 			}
-			if sf.at(last.ans)+last.lock+slack > finalAt {
+			// The lock lapsed by lapse at the latest; from then a
+			// member fetching the partition gets the record again, within
+			// the slack of the members' running (the stalls, stall.go).
+			lapse := sf.at(last.ans) + last.lock
+			if lapse+slack.Limit > finalAt {
 				inFlight++
+				continue
+			}
+			over, m, from := stalls.lapseWait(v, f, k, lapse, finalAt, slack, &stalled)
+			if over < 0 {
 				continue
 			}
 			if limit > 0 && int(last.rng.DeliveryCount)+countAfter(unknownFetch[k.tp], last.ans) >= int(limit) {
 				maybeArchived++
 				continue
 			}
-			v.fail([]int64{f.idx(last.inv), f.idx(last.ans), e.Index},
-				"%s (produced at event %d) never settled: last %s; no accept or reject, not at the limit, and its lock lapsed %v before the final phase without another delivery%s",
-				k, e.Index, sf.describe(last), finalAt-sf.at(last.ans)-last.lock, startNote(starts, k))
+			overrun := ""
+			if len(m.cite) > 0 {
+				overrun = fmt.Sprintf("%s, %s over the slack for a delivery again (%s)", from, dur(over), m.bound.Reason)
+			}
+			v.fail(append([]int64{f.idx(last.inv), f.idx(last.ans), e.Index}, m.cite...),
+				"%s (produced at event %d) never settled: last %s; no accept or reject, not at the limit, and its lock lapsed %v before the final phase without another delivery%s%s",
+				k, e.Index, sf.describe(last), finalAt-lapse, overrun, startNote(starts, k))
 			continue
 		}
 		if limit > 0 && countAfter(unknownFetch[k.tp], i) >= int(limit) {
@@ -951,6 +970,9 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		v.fail([]int64{e.Index}, "%s (produced at event %d) was never delivered to any share member before the final phase%s", k, e.Index, startNote(starts, k))
 	}
 	v.note("%d acknowledged-produced records: %d settled (%d of them by an accept or reject whose answer never came, not confirmed by the share-partition start offset), %d still under a lock at the final phase, %d possibly archived by fetches whose answers never came", produced, ok, unconfirmed["unknown"], inFlight, maybeArchived)
+	if stalled > 0 {
+		v.note("%d records whose lock lapsed more than the slack (%s) before the final phase, with no delivery since, within it once the harness's stalls are counted: not judged unsettled", stalled, slack.Reason)
+	}
 	if answeredErr > 0 {
 		v.note("%d records settled only by an accept or reject answered with an error Kafka may give after the state write landed (%s: a persister write retried after an attempt that landed; version.ShareAckMayHaveApplied), %d of them not confirmed by the share-partition start offset",
 			answeredErr, strings.Join(sortedKeys(maybeErrs), ", "), unconfirmed["maybe"])

@@ -129,6 +129,14 @@ type SharePlan struct {
 	DeliveryCountLimit int16 `json:"delivery_count_limit"`
 	// RecordLockMs is group.share.record.lock.duration.ms.
 	RecordLockMs int32 `json:"record_lock_ms"`
+	// SessionTimeoutMs and HeartbeatIntervalMs are
+	// group.share.session.timeout.ms and group.share.heartbeat.interval.ms:
+	// whether a time the harness did not run could have let a share
+	// member's session expire. 0 in plans written before they were
+	// recorded: the checkers then take the plan's session timeout and
+	// heartbeat interval.
+	SessionTimeoutMs    int32 `json:"session_timeout_ms,omitempty"`
+	HeartbeatIntervalMs int32 `json:"heartbeat_interval_ms,omitempty"`
 }
 
 // ShareStart is one partition's share-partition start offset as

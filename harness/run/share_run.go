@@ -151,7 +151,8 @@ func checkSharePlan(p *Plan) error {
 		p.Members[i].InstanceID = ""
 	}
 	if len(o.Bootstrap) == 0 {
-		p.Share = &history.SharePlan{DeliveryCountLimit: cluster.FastShareDeliveryCountLimit, RecordLockMs: cluster.FastShareRecordLockMs}
+		p.Share = &history.SharePlan{DeliveryCountLimit: cluster.FastShareDeliveryCountLimit, RecordLockMs: cluster.FastShareRecordLockMs,
+			SessionTimeoutMs: cluster.FastShareSessionTimeoutMs, HeartbeatIntervalMs: cluster.FastShareHeartbeatMs}
 	}
 	return nil
 }
