@@ -1,7 +1,9 @@
 package workflows
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/rhysd/actionlint"
 
 	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/run"
 )
 
 // dir is the project's workflows, from this package's directory.
@@ -116,4 +119,55 @@ func assign(c *actionlint.MatrixCombination, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestScorecardGroupsJoin checks every scorecard group the workflows and the
+// Makefile name: each kind is one groupquake knows, and the classic kinds of
+// a group share an assignor (run.CheckClassicMix); a group that does not would
+// run with a member Kafka refuses at every JoinGroup, judging the others only.
+func TestScorecardGroupsJoin(t *testing.T) {
+	known := map[string]bool{}
+	for _, r := range []run.Registry{run.DefaultRegistry(), run.GoClientRegistry()} {
+		for _, k := range r.Names() {
+			known[k] = true
+		}
+	}
+	for _, k := range run.JavaKinds() {
+		known[k.Name] = true
+	}
+	for _, k := range append(run.SpringKinds(), run.PythonKinds()...) {
+		known[k.Name] = true
+	}
+	files, err := Files(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := regexp.MustCompile(`SCORECARD_GROUPS *[?]?= *'?([^'\n]+)'?`)
+	seen := 0
+	for _, f := range append(files, filepath.Join("..", "..", "Makefile")) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range groups.FindAllStringSubmatch(string(b), -1) {
+			for _, g := range strings.Fields(m[1]) {
+				if strings.ContainsAny(g, "$(") {
+					continue // a variable, not a group
+				}
+				seen++
+				kinds := strings.Split(g, ",")
+				for _, k := range kinds {
+					if !known[k] {
+						t.Errorf("%s: scorecard group %s names %q, not a member kind", f, g, k)
+					}
+				}
+				if err := run.CheckClassicMix(kinds); err != nil {
+					t.Errorf("%s: scorecard group %s: %v", f, g, err)
+				}
+			}
+		}
+	}
+	if seen < 4 {
+		t.Errorf("found %d scorecard groups in the workflows and the Makefile, want the nightly's four and the Makefile's default", seen)
+	}
 }
