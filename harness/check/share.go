@@ -869,31 +869,10 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 	for _, t := range plan.Topics {
 		topics[t.Name] = true
 	}
-	starts := map[history.TP]history.ShareStart{}
-	if obs != nil {
-		for _, s := range obs.Final.ShareStarts {
-			starts[history.TP{Topic: s.Topic, Partition: s.Partition}] = s
-		}
-	}
+	starts := finalShareStarts(obs)
 	settled, maybeErrs := sf.settledByAcks()
-	// Fetches without an answer, per partition: each may have acquired
-	// (and counted a delivery of) any record of it.
-	unknownFetch := map[history.TP][]int{}
-	for _, c := range sf.calls {
-		if c.typ != history.Info && c.typ != history.Invoke {
-			continue
-		}
-		if v, ok := f.vals[c.inv].(history.ShareFetch); ok && f.ev[c.inv].F == history.FShareFetch {
-			for _, t := range v.Fetch {
-				unknownFetch[t] = append(unknownFetch[t], c.inv)
-			}
-		}
-	}
-	slack := Bound{2 * time.Second, "2s"}
-	if plan.HeartbeatInterval > 0 {
-		slack.Limit += 2 * plan.HeartbeatInterval
-		slack.Reason = fmt.Sprintf("2s + 2×heartbeat %s = %s", dur(plan.HeartbeatInterval), dur(slack.Limit))
-	}
+	unknownFetch := sf.unansweredFetches()
+	slack := settleSlack(plan)
 	stalls := shareStallRule(f, plan)
 	stalls.noteSettle(v, f)
 	finalAt := sf.at(sf.final)
@@ -981,6 +960,47 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		v.note("no share-partition start offsets were observed")
 	}
 	return v.done()
+}
+
+// finalShareStarts is the share-partition start offsets the final
+// observation holds, by partition.
+func finalShareStarts(obs *history.Observations) map[history.TP]history.ShareStart {
+	starts := map[history.TP]history.ShareStart{}
+	if obs != nil {
+		for _, s := range obs.Final.ShareStarts {
+			starts[history.TP{Topic: s.Topic, Partition: s.Partition}] = s
+		}
+	}
+	return starts
+}
+
+// unansweredFetches is, per partition, the ShareFetches whose answer never
+// came: each may have acquired (and counted a delivery of) any record of it.
+func (sf *shareFacts) unansweredFetches() map[history.TP][]int {
+	f := sf.f
+	out := map[history.TP][]int{}
+	for _, c := range sf.calls {
+		if c.typ != history.Info && c.typ != history.Invoke {
+			continue
+		}
+		if v, ok := f.vals[c.inv].(history.ShareFetch); ok && f.ev[c.inv].F == history.FShareFetch {
+			for _, t := range v.Fetch {
+				out[t] = append(out[t], c.inv)
+			}
+		}
+	}
+	return out
+}
+
+// settleSlack is how long after a lock lapsed a member fetching the
+// partition gets the record again: 2 s and two heartbeat intervals.
+func settleSlack(plan history.Plan) Bound {
+	slack := Bound{2 * time.Second, "2s"}
+	if plan.HeartbeatInterval > 0 {
+		slack.Limit += 2 * plan.HeartbeatInterval
+		slack.Reason = fmt.Sprintf("2s + 2×heartbeat %s = %s", dur(plan.HeartbeatInterval), dur(slack.Limit))
+	}
+	return slack
 }
 
 // sortedKeys returns m's keys in order.
