@@ -54,26 +54,19 @@ func newShareEffects() shareEffects {
 	}
 }
 
-// shareFetchOf is e's share-fetch or share-ack payload: a pointer as the
-// recorder writes it, a value as a history read back decodes it.
-func shareFetchOf(v any) (history.ShareFetch, bool) {
+// payloadOf is an event's payload as a T: a pointer as the recorder writes
+// it, a value as a history read back decodes it.
+func payloadOf[T any](v any) (T, bool) {
 	switch x := v.(type) {
-	case *history.ShareFetch:
-		return *x, x != nil
-	case history.ShareFetch:
+	case *T:
+		if x != nil {
+			return *x, true
+		}
+	case T:
 		return x, true
 	}
-	return history.ShareFetch{}, false
-}
-
-func shareHeartbeatOf(v any) (history.ShareHeartbeat, bool) {
-	switch x := v.(type) {
-	case *history.ShareHeartbeat:
-		return *x, x != nil
-	case history.ShareHeartbeat:
-		return x, true
-	}
-	return history.ShareHeartbeat{}, false
+	var zero T
+	return zero, false
 }
 
 // shareTap reads one share event into the meter (m.mu held).
@@ -81,7 +74,7 @@ func (m *effectMeter) shareTap(e history.Event, who string) {
 	s := &m.share
 	switch e.F {
 	case history.FShareHeartbeat:
-		hb, ok := shareHeartbeatOf(e.Value)
+		hb, ok := payloadOf[history.ShareHeartbeat](e.Value)
 		if !ok || e.Type == history.Invoke {
 			return
 		}
@@ -98,7 +91,7 @@ func (m *effectMeter) shareTap(e history.Event, who string) {
 			s.assignment[who] = a
 		}
 	case history.FShareFetch, history.FShareAck:
-		v, ok := shareFetchOf(e.Value)
+		v, ok := payloadOf[history.ShareFetch](e.Value)
 		if !ok {
 			return
 		}
