@@ -91,7 +91,7 @@ SCORECARD_NODES ?= 3
 SCORECARD_OUT ?= build/scorecard
 SCORECARD_LOCK ?=
 
-.PHONY: test check unit engine images python-member cluster-tests soak hunt share-hunt goclients java upgrade share-upgrade migration diff run bench scale mutate scorecard sweep clean
+.PHONY: test check unit engine images python-member cluster-tests soak hunt share-hunt goclients java upgrade share-upgrade migration diff run bench scale mutate scorecard sweep clean docs
 
 test: check unit images cluster-tests
 
@@ -99,6 +99,11 @@ test: check unit images cluster-tests
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## docs: write the README's table of checkers from harness/check's registry
+## (tools/glossary; its test fails when the table is stale).
+docs:
+	$(GO) run ./tools/glossary
 
 ## unit: every test that needs no Docker (real-cluster tests skip under -short and say so).
 unit: build

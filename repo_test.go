@@ -2,15 +2,12 @@ package groupquake_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/groupquake/groupquake/harness/check"
 )
 
 // trackedFiles lists the files git tracks in this checkout.
@@ -203,57 +200,5 @@ func TestReadmeIsAUserPage(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "\n"); n >= 400 {
 		t.Errorf("README.md has %d lines: keep it under 400 and move the detail to docs/", n)
-	}
-}
-
-// readmeGlossary is the README's table of checkers: name → sentence.
-func readmeGlossary(readme string) map[string]string {
-	out := map[string]string{}
-	_, section, _ := strings.Cut(readme, "\n## Checkers\n")
-	section, _, _ = strings.Cut(section, "\n## ")
-	row := regexp.MustCompile(`(?m)^\| ([A-Za-z]+) \| (.+) \|$`)
-	for _, m := range row.FindAllStringSubmatch(section, -1) {
-		if m[1] != "checker" {
-			out[m[1]] = m[2]
-		}
-	}
-	return out
-}
-
-// glossaryDiff says where a glossary and the registry of checkers differ.
-func glossaryDiff(glossary map[string]string, checkers []check.Checker) []string {
-	var diff []string
-	for _, c := range checkers {
-		switch got, ok := glossary[c.Name]; {
-		case !ok:
-			diff = append(diff, c.Name+" is a checker the README's glossary does not list")
-		case got != c.Asserts:
-			diff = append(diff, fmt.Sprintf("%s: the README says %q, harness/check/checkers.go %q", c.Name, got, c.Asserts))
-		}
-		delete(glossary, c.Name)
-	}
-	for name := range glossary {
-		diff = append(diff, name+" is in the README's glossary but is no checker")
-	}
-	return diff
-}
-
-// TestReadmeGlossaryIsTheRegistry: the README's table of checkers says of
-// each consumer-group checker what check.Checkers says, and lists no other.
-func TestReadmeGlossaryIsTheRegistry(t *testing.T) {
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range glossaryDiff(readmeGlossary(string(b)), check.Checkers) {
-		t.Error(d)
-	}
-}
-
-func TestGlossaryDiffBites(t *testing.T) {
-	readme := "# groupquake\n\n## Checkers\n\n| checker | what it asserts |\n|---|---|\n| HistoryWellFormed | something else |\n| Invented | x |\n\n## Next\n"
-	d := glossaryDiff(readmeGlossary(readme), check.Checkers[:2])
-	if len(d) != 3 {
-		t.Fatalf("want a changed sentence, a missing checker and an invented one: %q", d)
 	}
 }

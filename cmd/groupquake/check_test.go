@@ -129,7 +129,7 @@ func TestCheckCutShortHistories(t *testing.T) {
 		events    int    // events judged, -1: any
 		wantTally string
 	}{
-		{name: "intact", history: clone, wellFrmd: true, events: n, wantTally: fmt.Sprintf("%d hold, 0 violated, 0 skipped", len(check.Checkers))},
+		{name: "intact", history: clone, wellFrmd: true, events: n, wantTally: fmt.Sprintf("%d hold, 0 violated, 0 skipped", len(check.For(check.ConsumerGroups)))},
 		{name: "the last half lost, observations kept", history: func() [][]byte { return whole[:n/2] }, wellFrmd: true, events: n / 2},
 		{name: "killed while writing the last line", history: func() [][]byte {
 			h := clone()[:n/2]
@@ -141,12 +141,12 @@ func TestCheckCutShortHistories(t *testing.T) {
 			h := clone()
 			h[100], h[101] = h[101], h[100]
 			return h
-		}, want: "1 line(s) out of index order", events: n, wantTally: fmt.Sprintf("%d hold, 1 violated (HistoryWellFormed), 0 skipped", len(check.Checkers)-1)},
+		}, want: "1 line(s) out of index order", events: n, wantTally: fmt.Sprintf("%d hold, 1 violated (HistoryWellFormed), 0 skipped", len(check.For(check.ConsumerGroups))-1)},
 		{name: "every line shuffled", history: func() [][]byte {
 			h := clone()
 			rand.New(rand.NewPCG(21, 21)).Shuffle(len(h), func(a, b int) { h[a], h[b] = h[b], h[a] })
 			return h
-		}, want: "out of index order", events: n, wantTally: fmt.Sprintf("%d hold, 1 violated (HistoryWellFormed), 0 skipped", len(check.Checkers)-1)},
+		}, want: "out of index order", events: n, wantTally: fmt.Sprintf("%d hold, 1 violated (HistoryWellFormed), 0 skipped", len(check.For(check.ConsumerGroups))-1)},
 		{name: "a consume line repeated", history: func() [][]byte {
 			h := clone()
 			for i, l := range h {

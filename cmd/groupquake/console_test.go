@@ -31,7 +31,7 @@ func TestOutputLevels(t *testing.T) {
 			if code == exitBadInput || code == exitFailed {
 				t.Fatalf("exit %d:\n%s", code, stderr.String())
 			}
-			if !strings.Contains(stdout.String(), fmt.Sprintf("%d checkers: ", len(check.Checkers))) {
+			if !strings.Contains(stdout.String(), fmt.Sprintf("%d checkers: ", len(check.For(check.ConsumerGroups)))) {
 				t.Errorf("stdout lacks the tally:\n%s", stdout.String())
 			}
 			errs := stderr.String()

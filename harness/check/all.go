@@ -71,17 +71,22 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 	// A run of share members alone has no consumer-group member for the
 	// consumer-group checkers to judge: they do not apply, and are not
 	// reported as skipped (a skipped checker is a gap; these are none).
-	share := shareVerdicts(f, obs, plan)
-	groups := ConsumerGroups
-	if len(share) > 0 && len(f.mems) == 0 {
-		groups = ShareGroups
+	sf := f.shareFacts()
+	var present Groups
+	if len(f.mems) > 0 || !sf.any {
+		present |= ConsumerGroups
 	}
-	in := &judging{f: f, obs: obs, plan: plan, o: o}
+	if sf.any {
+		present |= ShareGroups
+	}
+	in := &judging{f: f, sf: sf, obs: obs, plan: plan, o: o}
 	var vs []Verdict
 	notApply := 0
 	for _, c := range Checkers {
-		if c.Groups&groups == 0 {
-			notApply++
+		if c.Groups&present == 0 {
+			if c.Groups&ConsumerGroups != 0 {
+				notApply++
+			}
 			continue
 		}
 		vs = append(vs, c.judge(in))
@@ -90,8 +95,14 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 	if notApply > 0 {
 		vs[0].Notes = append(vs[0].Notes, fmt.Sprintf("%d consumer-group checkers do not apply: the run has no consumer-group members, its share members are judged by the Share* checkers", notApply))
 	}
-	return append(vs, share...)
+	return vs
 }
+
+const NameHistoryWellFormed = "HistoryWellFormed"
+
+var _ = register(Checker{Name: NameHistoryWellFormed, Place: 10, Groups: AnyGroup,
+	Asserts: "the history itself follows the rules: every answer pairs with its request, no member has two calls of one kind open",
+	judge:   func(in *judging) Verdict { return wellFormedWith(in.f, in.o) }})
 
 // wellFormedWith is HistoryWellFormed with what the loader of the history
 // file set aside: its flaws fail it, a truncated last line is noted.

@@ -1,6 +1,14 @@
 package check
 
-import "github.com/groupquake/groupquake/harness/history"
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+
+	"github.com/groupquake/groupquake/harness/history"
+)
 
 // Groups says which groups a checker judges.
 type Groups uint8
@@ -14,87 +22,86 @@ const (
 	AnyGroup = ConsumerGroups | ShareGroups
 )
 
-// The names of the consumer-group checkers, as verdicts carry them. Other
-// packages name a checker through these, never through a string of their own.
-const (
-	NameHistoryWellFormed        = "HistoryWellFormed"
-	NameNoDoubleOwnership        = "NoDoubleOwnership"
-	NameValidPartitionEpoch      = "ValidPartitionEpoch"
-	NameEpochMonotonic           = "EpochMonotonic"
-	NameFencedCommitsRejected    = "FencedCommitsRejected"
-	NameCommittedOffsetMonotonic = "CommittedOffsetMonotonic"
-	NameNoLostRecords            = "NoLostRecords"
-	NameBoundedDuplicates        = "BoundedDuplicates"
-	NameEventuallyConverges      = "EventuallyConverges"
-	NameDurableCommits           = "DurableCommits"
-	NameConsumedOnlyOwned        = "ConsumedOnlyOwned"
-	NameCommittedBeforeRevoked   = "CommittedBeforeRevoked"
-	NameRecoveredStateMatchesLog = "RecoveredStateMatchesLog"
-)
-
-// A Checker is one property groupquake asserts over a run: its name, the
-// groups it judges, what it asserts in a sentence (the README's glossary
-// says the same), and the judgement itself. A new checker is a file with its
-// judgement and one entry in Checkers.
+// A Checker is one property groupquake asserts over a run: its name, its
+// place among the verdicts, the groups it judges, what it asserts in a
+// sentence (the README's glossary is generated from it: `make docs`), and
+// the judgement itself.
+//
+// A new checker is one file and its test: the file declares its name and
+// registers itself from a package-level variable,
+//
+//	const NameX = "X"
+//
+//	var _ = register(Checker{Name: NameX, Place: 140, Groups: ConsumerGroups,
+//		Asserts: "what X asserts, in a sentence",
+//		judge:   func(in *judging) Verdict { return x(in.f) }})
+//
+// and the run, `groupquake check`, the suites, the bite suite, the report
+// and the glossary all read Checkers. Other packages name a checker through
+// its Name constant, never through a string of their own.
 type Checker struct {
 	Name    string
+	Place   int
 	Groups  Groups
 	Asserts string
 	judge   func(in *judging) Verdict
 }
 
-// judging is what every judgement may read: the decoded history, the final
-// observations, the plan and All's options.
+// judging is what every judgement may read: the decoded history, its share
+// records, the final observations, the plan and All's options.
 type judging struct {
 	f    *facts
+	sf   *shareFacts
 	obs  *history.Observations
 	plan history.Plan
 	o    options
 }
 
-// Checkers are the consumer-group checkers in the order of their verdicts.
-// The share-group checkers (share.go) follow them in a run with share
-// members.
-var Checkers = []Checker{
-	{NameHistoryWellFormed, AnyGroup,
-		"the history itself follows the rules: every answer pairs with its request, no member has two calls of one kind open",
-		func(in *judging) Verdict { return wellFormedWith(in.f, in.o) }},
-	{NameNoDoubleOwnership, ConsumerGroups,
-		"two members with valid sessions never own one partition at the same time",
-		func(in *judging) Verdict { return noDoubleOwnership(in.f) }},
-	{NameValidPartitionEpoch, ConsumerGroups,
-		"a (partition, member epoch or generation) pair has one owner over the whole run",
-		func(in *judging) Verdict { return validPartitionEpoch(in.f) }},
-	{NameEpochMonotonic, ConsumerGroups,
-		"generations and member, group and assignment epochs never go back, as far as Kafka wrote them",
-		func(in *judging) Verdict { return epochMonotonic(in.f, in.obs) }},
-	{NameFencedCommitsRejected, ConsumerGroups,
-		"an accepted commit came from the partition's owner at its epoch; a stale or zombie commit is rejected with the error the protocol names",
-		func(in *judging) Verdict { return fencedCommitsRejected(in.f) }},
-	{NameCommittedOffsetMonotonic, ConsumerGroups,
-		"committed offsets never go back unless the workload reset them",
-		func(in *judging) Verdict { return committedOffsetMonotonic(in.f, in.obs) }},
-	{NameNoLostRecords, ConsumerGroups,
-		"every record the brokers acknowledged to a producer is consumed",
-		func(in *judging) Verdict { return noLostRecords(in.f) }},
-	{NameBoundedDuplicates, ConsumerGroups,
-		"every record consumed twice is explained by a change of ownership not covered by an acknowledged commit",
-		func(in *judging) Verdict { return boundedDuplicates(in.f) }},
-	{NameEventuallyConverges, ConsumerGroups,
-		"after the heal, every partition is owned by exactly one member, the group is Stable within a bound computed from its timers, and every member the harness runs is in it",
-		func(in *judging) Verdict { return eventuallyConverges(in.f, in.obs, in.plan) }},
-	{NameDurableCommits, ConsumerGroups,
-		"every read of committed offsets shows the latest acknowledged commit, or one that could have superseded it",
-		func(in *judging) Verdict { return durableCommits(in.f, in.obs) }},
-	{NameConsumedOnlyOwned, ConsumerGroups,
-		"every record a member consumed was of a partition it owned at that moment",
-		func(in *judging) Verdict { return consumedOnlyOwned(in.f) }},
-	{NameCommittedBeforeRevoked, ConsumerGroups,
-		"a KIP-848 member that commits on its own commits what it consumed before it gives a partition up",
-		func(in *judging) Verdict { return committedBeforeRevoked(in.f) }},
-	{NameRecoveredStateMatchesLog, ConsumerGroups,
-		"replaying the group's `__consumer_offsets` records through the reference coordinator gives the group the broker describes",
-		func(in *judging) Verdict { return RecoveredStateMatchesLog(in.obs, in.o.replay) }},
+// Checkers are every checker, in the order of their verdicts (by Place):
+// the consumer-group checkers, then the share-group ones. Each checker's
+// file adds it (register); read it, never append to it.
+var Checkers []Checker
+
+// register adds c to Checkers at its place; each checker's file calls it
+// once. Two checkers with one name or one place are a programming error.
+func register(c Checker) Checker {
+	if c.Name == "" || c.Asserts == "" || c.judge == nil || c.Groups == 0 {
+		panic("check: checker registered without a name, a sentence, groups or a judgement: " + c.Name)
+	}
+	at := len(Checkers)
+	for i, x := range Checkers {
+		if x.Name == c.Name || x.Place == c.Place {
+			panic(fmt.Sprintf("check: checker %s registered at place %d, taken by %s at %d", c.Name, c.Place, x.Name, x.Place))
+		}
+		if x.Place > c.Place && at == len(Checkers) {
+			at = i
+		}
+	}
+	Checkers = slices.Insert(Checkers, at, c)
+	return c
+}
+
+// For returns the checkers that judge groups of kind g (a consumer-group
+// run's checkers are For(ConsumerGroups)), in the order of their verdicts.
+func For(g Groups) []Checker {
+	var out []Checker
+	for _, c := range Checkers {
+		if c.Groups&g != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// File is the file of harness/check the checker registers itself in,
+// where its judgement lives (the design's table of checkers names it).
+func (c Checker) File() string {
+	fn := runtime.FuncForPC(reflect.ValueOf(c.judge).Pointer())
+	if fn == nil {
+		return ""
+	}
+	file, _ := fn.FileLine(fn.Entry())
+	return filepath.Base(file)
 }
 
 // Named is the checker of that name among Checkers.

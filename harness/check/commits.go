@@ -42,6 +42,12 @@ func FencedCommitsRejected(events []history.Event, obs *history.Observations) Ve
 	return fencedCommitsRejected(build(events, obs))
 }
 
+const NameFencedCommitsRejected = "FencedCommitsRejected"
+
+var _ = register(Checker{Name: NameFencedCommitsRejected, Place: 50, Groups: ConsumerGroups,
+	Asserts: "an accepted commit came from the partition's owner at its epoch; a stale or zombie commit is rejected with the error the protocol names",
+	judge:   func(in *judging) Verdict { return fencedCommitsRejected(in.f) }})
+
 func fencedCommitsRejected(f *facts) Verdict {
 	v := newVerdict(NameFencedCommitsRejected)
 	accepted, rejected, admin, byLog := 0, 0, 0, 0
@@ -173,6 +179,12 @@ func (f *facts) acceptedByTP(tp int) []int {
 func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations) Verdict {
 	return committedOffsetMonotonic(build(events, obs), obs)
 }
+
+const NameCommittedOffsetMonotonic = "CommittedOffsetMonotonic"
+
+var _ = register(Checker{Name: NameCommittedOffsetMonotonic, Place: 60, Groups: ConsumerGroups,
+	Asserts: "committed offsets never go back unless the workload reset them",
+	judge:   func(in *judging) Verdict { return committedOffsetMonotonic(in.f, in.obs) }})
 
 func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameCommittedOffsetMonotonic)
@@ -495,6 +507,12 @@ func offsetCommitKey(r history.Record, group string) (history.TP, bool) {
 func DurableCommits(events []history.Event, obs *history.Observations) Verdict {
 	return durableCommits(build(events, obs), obs)
 }
+
+const NameDurableCommits = "DurableCommits"
+
+var _ = register(Checker{Name: NameDurableCommits, Place: 100, Groups: ConsumerGroups,
+	Asserts: "every read of committed offsets shows the latest acknowledged commit, or one that could have superseded it",
+	judge:   func(in *judging) Verdict { return durableCommits(in.f, in.obs) }})
 
 func durableCommits(f *facts, obs *history.Observations) Verdict {
 	d := &durability{f: f, v: newVerdict(NameDurableCommits), idx: make([]*tpIndex, len(f.tps))}

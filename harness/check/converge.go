@@ -46,6 +46,12 @@ func EventuallyConverges(events []history.Event, obs *history.Observations, plan
 	return eventuallyConverges(build(events, obs), obs, plan)
 }
 
+const NameEventuallyConverges = "EventuallyConverges"
+
+var _ = register(Checker{Name: NameEventuallyConverges, Place: 90, Groups: ConsumerGroups,
+	Asserts: "after the heal, every partition is owned by exactly one member, the group is Stable within a bound computed from its timers, and every member the harness runs is in it",
+	judge:   func(in *judging) Verdict { return eventuallyConverges(in.f, in.obs, in.plan) }})
+
 func eventuallyConverges(f *facts, obs *history.Observations, plan history.Plan) Verdict {
 	const name = NameEventuallyConverges
 	bound, err := ConvergenceBound(plan)

@@ -37,6 +37,12 @@ type epochSeen struct {
 	tentative bool   // a classic generation from a JoinGroup or Heartbeat answer (see EpochMonotonic)
 }
 
+const NameEpochMonotonic = "EpochMonotonic"
+
+var _ = register(Checker{Name: NameEpochMonotonic, Place: 40, Groups: ConsumerGroups,
+	Asserts: "generations and member, group and assignment epochs never go back, as far as Kafka wrote them",
+	judge:   func(in *judging) Verdict { return epochMonotonic(in.f, in.obs) }})
+
 func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameEpochMonotonic)
 	// synced[incarnation/generation] is the first position of an ok SyncGroup at that generation:

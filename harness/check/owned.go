@@ -22,6 +22,12 @@ func ConsumedOnlyOwned(events []history.Event, obs *history.Observations) Verdic
 	return consumedOnlyOwned(build(events, obs))
 }
 
+const NameConsumedOnlyOwned = "ConsumedOnlyOwned"
+
+var _ = register(Checker{Name: NameConsumedOnlyOwned, Place: 110, Groups: ConsumerGroups,
+	Asserts: "every record a member consumed was of a partition it owned at that moment",
+	judge:   func(in *judging) Verdict { return consumedOnlyOwned(in.f) }})
+
 func consumedOnlyOwned(f *facts) Verdict {
 	v := newVerdict(NameConsumedOnlyOwned)
 	consumed, excused := 0, 0
@@ -95,6 +101,12 @@ func (f *facts) committedPast(m, tp int, off int64, lo, hi int) bool {
 func CommittedBeforeRevoked(events []history.Event, obs *history.Observations) Verdict {
 	return committedBeforeRevoked(build(events, obs))
 }
+
+const NameCommittedBeforeRevoked = "CommittedBeforeRevoked"
+
+var _ = register(Checker{Name: NameCommittedBeforeRevoked, Place: 120, Groups: ConsumerGroups,
+	Asserts: "a KIP-848 member that commits on its own commits what it consumed before it gives a partition up",
+	judge:   func(in *judging) Verdict { return committedBeforeRevoked(in.f) }})
 
 func committedBeforeRevoked(f *facts) Verdict {
 	v := newVerdict(NameCommittedBeforeRevoked)

@@ -14,6 +14,12 @@ func NoDoubleOwnership(events []history.Event, obs *history.Observations) Verdic
 	return noDoubleOwnership(build(events, obs))
 }
 
+const NameNoDoubleOwnership = "NoDoubleOwnership"
+
+var _ = register(Checker{Name: NameNoDoubleOwnership, Place: 20, Groups: ConsumerGroups,
+	Asserts: "two members with valid sessions never own one partition at the same time",
+	judge:   func(in *judging) Verdict { return noDoubleOwnership(in.f) }})
+
 func noDoubleOwnership(f *facts) Verdict {
 	v := newVerdict(NameNoDoubleOwnership)
 	overlaps, allowed := 0, 0
@@ -188,6 +194,12 @@ func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool, byLog 
 func ValidPartitionEpoch(events []history.Event, obs *history.Observations) Verdict {
 	return validPartitionEpoch(build(events, obs))
 }
+
+const NameValidPartitionEpoch = "ValidPartitionEpoch"
+
+var _ = register(Checker{Name: NameValidPartitionEpoch, Place: 30, Groups: ConsumerGroups,
+	Asserts: "a (partition, member epoch or generation) pair has one owner over the whole run",
+	judge:   func(in *judging) Verdict { return validPartitionEpoch(in.f) }})
 
 func validPartitionEpoch(f *facts) Verdict {
 	v := newVerdict(NameValidPartitionEpoch)

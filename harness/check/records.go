@@ -23,6 +23,12 @@ func NoLostRecords(events []history.Event, obs *history.Observations) Verdict {
 	return noLostRecords(build(events, obs))
 }
 
+const NameNoLostRecords = "NoLostRecords"
+
+var _ = register(Checker{Name: NameNoLostRecords, Place: 70, Groups: ConsumerGroups,
+	Asserts: "every record the brokers acknowledged to a producer is consumed",
+	judge:   func(in *judging) Verdict { return noLostRecords(in.f) }})
+
 func noLostRecords(f *facts) Verdict {
 	v := newVerdict(NameNoLostRecords)
 	byOff := map[recKey]bool{}
@@ -90,6 +96,12 @@ func noLostRecords(f *facts) Verdict {
 func BoundedDuplicates(events []history.Event, obs *history.Observations) Verdict {
 	return boundedDuplicates(build(events, obs))
 }
+
+const NameBoundedDuplicates = "BoundedDuplicates"
+
+var _ = register(Checker{Name: NameBoundedDuplicates, Place: 80, Groups: ConsumerGroups,
+	Asserts: "every record consumed twice is explained by a change of ownership not covered by an acknowledged commit",
+	judge:   func(in *judging) Verdict { return boundedDuplicates(in.f) }})
 
 func boundedDuplicates(f *facts) Verdict {
 	v := newVerdict(NameBoundedDuplicates)

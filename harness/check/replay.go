@@ -34,6 +34,12 @@ type MemberState struct {
 // coordinator.
 type ReplayFunc func(records []history.Record) (GroupState, error)
 
+const NameRecoveredStateMatchesLog = "RecoveredStateMatchesLog"
+
+var _ = register(Checker{Name: NameRecoveredStateMatchesLog, Place: 130, Groups: ConsumerGroups,
+	Asserts: "replaying the group's `__consumer_offsets` records through the reference coordinator gives the group the broker describes",
+	judge:   func(in *judging) Verdict { return RecoveredStateMatchesLog(in.obs, in.o.replay) }})
+
 // RecoveredStateMatchesLog replays the records of every snapshot that has them (checkpoints after
 // restarts and the final observation) and compares the result with the description and committed
 // offsets read at the same time: members, member epochs, assignments, group and assignment epochs

@@ -574,29 +574,29 @@ func sortedShareKeys(m map[shareKey][]int) []shareKey {
 	return keys
 }
 
-// shareVerdicts are the share checkers' verdicts, or none when the history
-// has no share member.
-func shareVerdicts(f *facts, obs *history.Observations, plan history.Plan) []Verdict {
-	sf := f.shareFacts()
-	if !sf.any {
-		return nil
-	}
-	return []Verdict{
-		sf.lockExclusive(),
-		sf.ackedNotRedelivered(plan),
-		sf.deliveryCountBounded(plan),
-		sf.acksOnlyAcquired(),
-		sf.recordsSettle(obs, plan),
-		shareStateMatchesLog(sf, obs, plan),
-	}
-}
-
 // ShareVerdicts runs the share checkers alone (tests, offline tools).
 func ShareVerdicts(events []history.Event, obs *history.Observations, plan history.Plan) []Verdict {
 	f := build(events, obs)
 	f.plan = plan
-	return shareVerdicts(f, obs, plan)
+	sf := f.shareFacts()
+	if !sf.any {
+		return nil
+	}
+	in := &judging{f: f, sf: sf, obs: obs, plan: plan}
+	var vs []Verdict
+	for _, c := range Checkers {
+		if c.Groups == ShareGroups {
+			vs = append(vs, c.judge(in))
+		}
+	}
+	return vs
 }
+
+const NameShareLockExclusive = "ShareLockExclusive"
+
+var _ = register(Checker{Name: NameShareLockExclusive, Place: 200, Groups: ShareGroups,
+	Asserts: "a record is acquired by at most one member while its lock is valid",
+	judge:   func(in *judging) Verdict { return in.sf.lockExclusive() }})
 
 // lockExclusive: no record is acquired while another acquisition's lock
 // on it is certainly valid: the second fetch was sent after the first was
@@ -604,7 +604,7 @@ func ShareVerdicts(events []history.Event, obs *history.Observations, plan histo
 // plus its lock, less the margin), with nothing in between that ends the
 // lock early (lockEnded).
 func (sf *shareFacts) lockExclusive() Verdict {
-	v := newVerdict("ShareLockExclusive")
+	v := newVerdict(NameShareLockExclusive)
 	// afterLapse: later acquisitions that came after the earlier lock may
 	// have lapsed; lapsedOnly: those of them that nothing but the lapse
 	// allows (no acknowledgement, session end, fault or leader change).
@@ -642,6 +642,12 @@ func (sf *shareFacts) lockExclusive() Verdict {
 	return v.done()
 }
 
+const NameShareAckedNotRedelivered = "ShareAckedNotRedelivered"
+
+var _ = register(Checker{Name: NameShareAckedNotRedelivered, Place: 210, Groups: ShareGroups,
+	Asserts: "a record whose accept or reject the broker acknowledged is never delivered again",
+	judge:   func(in *judging) Verdict { return in.sf.ackedNotRedelivered(in.plan) }})
+
 // ackedNotRedelivered: after the broker answered an accept, reject or gap
 // of a record without an error, no fetch sent later acquires it, and the
 // broker acknowledges no other final acknowledgement of it (only the
@@ -658,7 +664,7 @@ func (sf *shareFacts) lockExclusive() Verdict {
 // record may have been settled by then (finally acknowledged, even by a
 // call whose answer never came, or delivered at the limit).
 func (sf *shareFacts) ackedNotRedelivered(plan history.Plan) Verdict {
-	v := newVerdict("ShareAckedNotRedelivered")
+	v := newVerdict(NameShareAckedNotRedelivered)
 	n, skipped := 0, 0
 	final := map[shareKey]int{} // the first acknowledged final acknowledgement of each record
 	order := make([]int, 0, len(sf.acks))
@@ -761,13 +767,19 @@ func (sf *shareFacts) settledBy(plan history.Plan) func(shareKey, int) bool {
 	}
 }
 
+const NameShareDeliveryCountBounded = "ShareDeliveryCountBounded"
+
+var _ = register(Checker{Name: NameShareDeliveryCountBounded, Place: 220, Groups: ShareGroups,
+	Asserts: "a delivery count only rises and never passes the limit; a record at the limit is archived",
+	judge:   func(in *judging) Verdict { return in.sf.deliveryCountBounded(in.plan) }})
+
 // deliveryCountBounded: every delivery count is at least 1 and at most the
 // limit; a record delivered after another delivery of it (sent after that
 // one was answered) has a higher count, and none is delivered after a
 // delivery at the limit, unless a node fault came between (the new leader
 // knows only the persisted count).
 func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
-	v := newVerdict("ShareDeliveryCountBounded")
+	v := newVerdict(NameShareDeliveryCountBounded)
 	limit := int16(0)
 	if plan.Share != nil {
 		limit = plan.Share.DeliveryCountLimit
@@ -812,11 +824,17 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 	return v.done()
 }
 
+const NameShareAcksOnlyAcquired = "ShareAcksOnlyAcquired"
+
+var _ = register(Checker{Name: NameShareAcksOnlyAcquired, Place: 230, Groups: ShareGroups,
+	Asserts: "a member acknowledges only records it holds",
+	judge:   func(in *judging) Verdict { return in.sf.acksOnlyAcquired() }})
+
 // acksOnlyAcquired: an acknowledgement the broker answered without an
 // error covers only records the member had acquired (a fetch of it
 // answered before the acknowledgement was sent).
 func (sf *shareFacts) acksOnlyAcquired() Verdict {
-	v := newVerdict("ShareAcksOnlyAcquired")
+	v := newVerdict(NameShareAcksOnlyAcquired)
 	n := 0
 	for _, op := range sf.acks {
 		if op.outcome != "ok" {
@@ -844,6 +862,12 @@ func (sf *shareFacts) acksOnlyAcquired() Verdict {
 	return v.done()
 }
 
+const NameShareRecordsSettle = "ShareRecordsSettle"
+
+var _ = register(Checker{Name: NameShareRecordsSettle, Place: 240, Groups: ShareGroups,
+	Asserts: "every acknowledged record ends accepted, rejected or archived",
+	judge:   func(in *judging) Verdict { return in.sf.recordsSettle(in.obs, in.plan) }})
+
 // recordsSettle: every record a producer got acknowledged on the share
 // group's topics settles before the final observation: accepted or
 // rejected (the broker acknowledged it, the answer never came, or it came
@@ -856,7 +880,7 @@ func (sf *shareFacts) acksOnlyAcquired() Verdict {
 // members' running: the harness's stalls after the lapse are counted as
 // share_stall.go says.
 func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan) Verdict {
-	v := newVerdict("ShareRecordsSettle")
+	v := newVerdict(NameShareRecordsSettle)
 	f := sf.f
 	if len(sf.f.phases[history.PhaseFinal]) == 0 {
 		return skipped(v.Name, "the run never reached its final phase: records may still be in flight")

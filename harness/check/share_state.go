@@ -9,6 +9,12 @@ import (
 	"github.com/groupquake/groupquake/harness/history"
 )
 
+const NameShareStateMatchesLog = "ShareStateMatchesLog"
+
+var _ = register(Checker{Name: NameShareStateMatchesLog, Place: 250, Groups: ShareGroups,
+	Asserts: "replaying the share group's `__consumer_offsets` and `__share_group_state` records gives the state the brokers describe",
+	judge:   func(in *judging) Verdict { return shareStateMatchesLog(in.sf, in.obs, in.plan) }})
+
 // shareStateMatchesLog is the recovery oracle of share groups. Once every
 // member has closed, the observer reads the group's share-group records of
 // __consumer_offsets and every record of __share_group_state, and what the
@@ -34,7 +40,7 @@ import (
 //     acknowledged or archived (a broker answers an acknowledgement once its
 //     state write is done, SharePartition.rollbackOrProcessStateUpdates).
 func shareStateMatchesLog(sf *shareFacts, obs *history.Observations, plan history.Plan) Verdict {
-	v := newVerdict("ShareStateMatchesLog")
+	v := newVerdict(NameShareStateMatchesLog)
 	if len(sf.f.phases[history.PhaseFinal]) == 0 {
 		return skipped(v.Name, "the run never reached its final phase: the group's state was not read")
 	}

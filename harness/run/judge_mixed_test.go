@@ -16,8 +16,8 @@ func TestJudgeMixedConversion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(j.Report.Verdicts) != len(check.Checkers) {
-		t.Fatalf("want %d verdicts (one per checker), got %d", len(check.Checkers), len(j.Report.Verdicts))
+	if len(j.Report.Verdicts) != len(check.For(check.ConsumerGroups)) {
+		t.Fatalf("want %d verdicts (one per consumer-group checker), got %d", len(check.For(check.ConsumerGroups)), len(j.Report.Verdicts))
 	}
 	for _, v := range j.Report.Verdicts {
 		if !v.Holds || v.Skipped != "" {

@@ -22,6 +22,7 @@ import (
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/observe"
@@ -61,11 +62,11 @@ func ShareKinds() []ShareKind {
 		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
 		{Name: "kgo-share", Kgo: true, Doc: "franz-go's share consumer (kgo.ShareGroup; its requests observed on its connections, clients/kgoshare), acknowledging by the same policy as share; Kafka 4.2+"},
 		{Name: "java-share", Java: true, Doc: "Kafka's KafkaShareConsumer (kafka-clients of --kafka-clients, else the cluster's version) in a JVM of its own, explicit acknowledgement (acknowledge(record, type), then commitAsync) by the same policy as share, without renew; its requests observed in its gateway (clients/java); Kafka 4.2+, needs a JDK and Maven"},
-		{Name: "broken-share-ack-not-sent", Bug: share.BugAckNotSent, Catches: "ShareAckedNotRedelivered",
+		{Name: "broken-share-ack-not-sent", Bug: share.BugAckNotSent, Catches: check.NameShareAckedNotRedelivered,
 			Doc: "a share member that leaves its accepts out of the ShareFetch requests that should carry them and reports them acknowledged: the broker delivers each record again when its lock lapses"},
-		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: "ShareAcksOnlyAcquired",
+		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: check.NameShareAcksOnlyAcquired,
 			Doc: "a share member that stretches its accepts to offsets it never acquired and reports them acknowledged"},
-		{Name: "broken-share-ignore-delivery-count", Bug: share.BugIgnoreDeliveryCount, Catches: "ShareDeliveryCountBounded",
+		{Name: "broken-share-ignore-delivery-count", Bug: share.BugIgnoreDeliveryCount, Catches: check.NameShareDeliveryCountBounded,
 			Doc: "a share member that never reads the delivery count and reports every delivery as the first"},
 	}
 }
