@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -217,6 +218,36 @@ func (f Fault) target() string {
 		return fmt.Sprintf("node %d to Kafka %s", f.Node, f.Version)
 	}
 	return fmt.Sprintf("node %d", f.Node)
+}
+
+// notParams are the fields of a Fault that say what it is, what it acts
+// on and when it starts, by their names in the plan: Params leaves them out.
+var notParams = map[string]bool{"kind": true, "node": true, "partition": true, "client": true, "member": true, "at": true}
+
+// Params are f's parameters as text, keyed by their names in the plan: every
+// field of Fault set in f but its kind, target and start (durations as
+// "1.5s"). The history records them beside the fault's target, so a field
+// a new kind adds to Fault is recorded without an edit elsewhere; nil when
+// f has none.
+func (f Fault) Params() map[string]string {
+	out := map[string]string{}
+	v := reflect.ValueOf(f)
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		x := v.Field(i)
+		if notParams[name] || x.IsZero() {
+			continue
+		}
+		if d, ok := x.Interface().(time.Duration); ok {
+			out[name] = d.String()
+		} else {
+			out[name] = fmt.Sprint(x.Interface())
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func (f Fault) String() string {

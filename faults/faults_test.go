@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -281,6 +282,52 @@ func TestInScenarios(t *testing.T) {
 	} {
 		if got := InScenarios(fam); !slices.Equal(got, want) {
 			t.Errorf("InScenarios(%s) = %v, want %v", fam, got, want)
+		}
+	}
+}
+
+// Params are what the history records beside a fault's target: every
+// parameter set, by its name in the plan, and nothing that names the kind,
+// the target or the start.
+func TestParams(t *testing.T) {
+	for _, tc := range []struct {
+		f    Fault
+		want map[string]string
+	}{
+		{Fault{Kind: LinkLatency, Client: "m2", Node: 1, At: time.Second, For: 5 * time.Second, Latency: 200 * time.Millisecond, Jitter: 50 * time.Millisecond},
+			map[string]string{"for": "5s", "latency": "200ms", "jitter": "50ms"}},
+		{Fault{Kind: LinkSlow, Client: "m1", Node: AllNodes, For: time.Second, KBPerSec: 64}, map[string]string{"for": "1s", "kb_per_sec": "64"}},
+		{Fault{Kind: NodePause, Node: Coordinator, For: time.Second, Trigger: OnRebalance}, map[string]string{"for": "1s", "trigger": "rebalance"}},
+		{Fault{Kind: NodeStop, Node: ShareCoordinator, Partition: 1, For: time.Second}, map[string]string{"for": "1s"}},
+		{Fault{Kind: MemberJoin, Member: "m3"}, nil},
+	} {
+		if got := tc.f.Params(); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v: Params = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+	// Every field but the kind, the target and the start is a parameter:
+	// one a new kind adds to Fault is recorded as it is named in the plan.
+	var f Fault
+	v := reflect.ValueOf(&f).Elem()
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if name == "" {
+			t.Errorf("field %s of Fault has no name in the plan", v.Type().Field(i).Name)
+			continue
+		}
+		g := Fault{}
+		x := reflect.ValueOf(&g).Elem().Field(i)
+		switch x.Kind() {
+		case reflect.String:
+			x.SetString("x")
+		case reflect.Int32, reflect.Int64:
+			x.SetInt(3)
+		default:
+			t.Fatalf("field %s of Fault is a %s: teach this test (and Params) how it is written", v.Type().Field(i).Name, x.Kind())
+		}
+		_, recorded := g.Params()[name]
+		if recorded == notParams[name] {
+			t.Errorf("field %s (%q): recorded as a parameter %t, want %t", v.Type().Field(i).Name, name, recorded, !notParams[name])
 		}
 	}
 }

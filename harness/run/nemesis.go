@@ -132,7 +132,7 @@ func (n *nemesis) awaitPlanned(ctx context.Context) {
 func process(i int) string { return "nemesis/" + strconv.Itoa(i) }
 
 func faultValue(f faults.Fault) history.Fault {
-	v := history.Fault{What: string(f.Kind), Params: map[string]string{}}
+	v := history.Fault{What: string(f.Kind)}
 	switch {
 	case f.Member != "":
 		v.Target = []string{f.Member}
@@ -151,31 +151,7 @@ func faultValue(f faults.Fault) history.Fault {
 	default:
 		v.Target = []string{"node-" + strconv.Itoa(int(f.Node))}
 	}
-	if f.Latency > 0 {
-		v.Params["latency"] = f.Latency.String()
-		v.Params["jitter"] = f.Jitter.String()
-	}
-	if f.KBPerSec > 0 {
-		v.Params["kb_per_sec"] = strconv.FormatInt(f.KBPerSec, 10)
-	}
-	if f.For > 0 {
-		v.Params["for"] = f.For.String()
-	}
-	if f.Trigger != faults.AtTime {
-		v.Params["trigger"] = string(f.Trigger)
-	}
-	if f.Version != "" {
-		v.Params["version"] = f.Version
-	}
-	if f.Features != "" {
-		v.Params["features"] = f.Features
-	}
-	if f.With != "" {
-		v.Params["with"] = f.With
-	}
-	if len(v.Params) == 0 {
-		v.Params = nil
-	}
+	v.Params = f.Params()
 	return v
 }
 
