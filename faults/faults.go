@@ -186,6 +186,10 @@ type Fault struct {
 	Latency  time.Duration `json:"latency,omitempty"`
 	Jitter   time.Duration `json:"jitter,omitempty"`
 	KBPerSec int64         `json:"kb_per_sec,omitempty"`
+	// FlapDown and FlapUp are a flapping link's rhythm (LinkFlap): how
+	// long each cut lasts and how long the link is up between two cuts.
+	FlapDown time.Duration `json:"flap_down,omitempty"`
+	FlapUp   time.Duration `json:"flap_up,omitempty"`
 	// Version is the Kafka release a node upgrade installs.
 	Version string `json:"version,omitempty"`
 	// With is the member a replacement brings in (MemberReplace).

@@ -252,10 +252,10 @@ func TestParseKinds(t *testing.T) {
 
 // TestEndsSessions: the kinds that may close a member's connections without
 // a call of its own showing it are exactly the crash, restart and leave of a
-// member and the cut, reset and black-holed link (the share checkers excuse a
-// session ended under them, and no other).
+// member and the cut, flapping, reset and black-holed link (the share
+// checkers excuse a session ended under them, and no other).
 func TestEndsSessions(t *testing.T) {
-	want := []Kind{LinkCut, LinkHole, LinkReset, MemberCrash, MemberLeave, MemberRestart}
+	want := []Kind{LinkCut, LinkFlap, LinkHole, LinkReset, MemberCrash, MemberLeave, MemberRestart}
 	var got []Kind
 	for _, k := range allKinds() {
 		if EndsSessions(k) {
