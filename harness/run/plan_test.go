@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,20 +133,31 @@ func TestPlanFaultsInsideWorkload(t *testing.T) {
 	}
 }
 
+// A plan goes through plan.json unchanged: a scenario's, and one of every
+// fault kind --faults may name, with the kind's parameters.
 func TestLoadPlanRoundTrip(t *testing.T) {
 	t.Parallel()
-	p := mustPlan(t, 99, run.Options{Scenario: run.ScenarioMemberLinks})
-	path := filepath.Join(t.TempDir(), run.PlanFile)
-	b, _ := json.Marshal(p)
-	if err := writeFile(path, b); err != nil {
-		t.Fatal(err)
+	plans := []run.Plan{mustPlan(t, 99, run.Options{Scenario: run.ScenarioMemberLinks})}
+	for _, k := range faults.Kinds() {
+		p := mustPlan(t, 99, run.Options{Scenario: run.ScenarioMemberLinks, Nodes: 3, Members: 3, Duration: 30 * time.Second, Faults: []faults.Kind{k}})
+		if !slices.ContainsFunc(p.Faults, func(f faults.Fault) bool { return f.Kind == k }) {
+			t.Errorf("--faults %s drew no fault of its kind: %v", k, p.Faults)
+		}
+		plans = append(plans, p)
 	}
-	q, err := run.LoadPlan(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if planJSON(t, p) != planJSON(t, q) {
-		t.Errorf("plan changed through plan.json:\n%s\n%s", planJSON(t, p), planJSON(t, q))
+	for i, p := range plans {
+		path := filepath.Join(t.TempDir(), run.PlanFile)
+		b, _ := json.Marshal(p)
+		if err := writeFile(path, b); err != nil {
+			t.Fatal(err)
+		}
+		q, err := run.LoadPlan(path)
+		if err != nil {
+			t.Fatalf("plan %d: %v", i, err)
+		}
+		if planJSON(t, p) != planJSON(t, q) {
+			t.Errorf("plan changed through plan.json:\n%s\n%s", planJSON(t, p), planJSON(t, q))
+		}
 	}
 }
 
