@@ -85,48 +85,12 @@ func workloadWindow(events []history.Event) (lo, hi time.Duration) {
 	for _, e := range events {
 		last = max(last, e.Time)
 	}
-	ms := phaseMarkers(events)
-	lo, hi = phaseAt(ms, false, history.PhaseWorkload), phaseAt(ms, false, history.PhaseHeal)
+	ms := check.Phases(events)
+	lo, hi = ms.Last(history.PhaseWorkload), ms.Last(history.PhaseHeal)
 	if lo >= 0 && hi < lo {
 		hi = last
 	}
 	return lo, hi
-}
-
-// phaseMarker is a phase marker of a history: the phase's name and when it
-// began.
-type phaseMarker struct {
-	name string
-	at   time.Duration
-}
-
-// phaseAt is when the last marker in ms of one of the phases names began
-// (with first, the first marker); -1 when there is none.
-func phaseAt(ms []phaseMarker, first bool, names ...string) time.Duration {
-	at := time.Duration(-1)
-	for _, m := range ms {
-		if slices.Contains(names, m.name) {
-			at = m.at
-			if first {
-				break
-			}
-		}
-	}
-	return at
-}
-
-// phaseMarkers are the phase markers of events, in order.
-func phaseMarkers(events []history.Event) []phaseMarker {
-	var out []phaseMarker
-	for _, e := range events {
-		if e.F != history.FPhase {
-			continue
-		}
-		if ph, err := history.ValueAs[history.Phase](e); err == nil {
-			out = append(out, phaseMarker{ph.Name, e.Time})
-		}
-	}
-	return out
 }
 
 // faultSpans are the faults in force: from a start that took effect to its

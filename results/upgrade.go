@@ -80,9 +80,9 @@ type Impact struct {
 // step with when it started, took effect and ended.
 func MeasureImpact(events []history.Event) Impact {
 	var im Impact
-	ms := phaseMarkers(events)
-	lo, wend := phaseAt(ms, false, history.PhaseWorkload), phaseAt(ms, false, history.PhaseHeal)
-	hi := phaseAt(ms, true, history.PhaseFinal, history.PhaseTeardown)
+	ms := check.Phases(events)
+	lo, wend := ms.Last(history.PhaseWorkload), ms.Last(history.PhaseHeal)
+	hi := ms.First(history.PhaseFinal, history.PhaseTeardown)
 	if lo < 0 {
 		return im
 	}
