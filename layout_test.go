@@ -4,7 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -152,5 +159,186 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	}
 	if v := violations(good); len(v) != 0 {
 		t.Errorf("allowed dependencies reported: %v", v)
+	}
+}
+
+// The rule between harness/check and results (docs/design.md: analysis lives in harness/check;
+// results only presents): results declares no exported function or method that computes from a
+// history, that is none named Measure..., and none that takes a []history.Event and returns a type
+// results declares. What a history says comes computed from harness/check; results lays it out.
+const historyImport = module + "/harness/history"
+
+// computesFromHistory names the exported functions and methods of one package's sources (file name
+// to source) that break the rule above.
+func computesFromHistory(files map[string][]byte) ([]string, error) {
+	fset := token.NewFileSet()
+	var parsed []*ast.File
+	declared := map[string]bool{}
+	for name, src := range files {
+		f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		parsed = append(parsed, f)
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+				for _, sp := range g.Specs {
+					declared[sp.(*ast.TypeSpec).Name.Name] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for _, f := range parsed {
+		hist := importName(f, historyImport)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !fn.Name.IsExported() {
+				continue
+			}
+			where := fmt.Sprintf("%s %s", fset.Position(fn.Pos()), funcName(fn))
+			switch {
+			case strings.HasPrefix(fn.Name.Name, "Measure"):
+				out = append(out, where+" is named Measure...: it measures")
+			case hist != "" && takesEvents(fn.Type, hist) && returnsDeclared(fn.Type, declared):
+				out = append(out, where+" takes a []history.Event and returns a type results declares: it computes")
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// importName is the name file f knows the package path by, "" when it does not import it.
+func importName(f *ast.File, path string) string {
+	for _, im := range f.Imports {
+		if p, err := strconv.Unquote(im.Path.Value); err != nil || p != path {
+			continue
+		}
+		if im.Name != nil {
+			return im.Name.Name
+		}
+		return filepath.Base(path)
+	}
+	return ""
+}
+
+// takesEvents says whether one of ft's parameters is a []history.Event (or ...history.Event), with
+// history the name the file imports it by.
+func takesEvents(ft *ast.FuncType, history string) bool {
+	for _, p := range ft.Params.List {
+		var elt ast.Expr
+		switch t := p.Type.(type) {
+		case *ast.ArrayType:
+			if t.Len == nil {
+				elt = t.Elt
+			}
+		case *ast.Ellipsis:
+			elt = t.Elt
+		}
+		if sel, ok := elt.(*ast.SelectorExpr); ok && sel.Sel.Name == "Event" {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == history {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// returnsDeclared says whether one of ft's results names a type of declared, alone or inside a
+// pointer, slice, map or the like (a type of another package, history.Event, does not count).
+func returnsDeclared(ft *ast.FuncType, declared map[string]bool) bool {
+	if ft.Results == nil {
+		return false
+	}
+	found := false
+	for _, r := range ft.Results.List {
+		ast.Inspect(r.Type, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.SelectorExpr:
+				return false
+			case *ast.Ident:
+				found = found || declared[x.Name]
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// TestLayoutResultsPresents: results computes nothing from a history (the rule above).
+func TestLayoutResultsPresents(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join("results", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		if files[n], err = os.ReadFile(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("no source in results/")
+	}
+	bad, err := computesFromHistory(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Errorf("%s: results only presents; move it to harness/check and pass results what it computes", b)
+	}
+}
+
+// TestLayoutResultsPresentsBites: a made-up results that measures, or computes a type of its own
+// from the events (under any import name of history, variadic too), is caught; functions that lay
+// out computed values, index the events or compute unexported are not.
+func TestLayoutResultsPresentsBites(t *testing.T) {
+	bad := `package results
+
+import (
+	"io"
+
+	h "github.com/groupquake/groupquake/harness/history"
+)
+
+type EpochSeen struct{ Epoch int32 }
+type Span struct{}
+
+func MeasurePressure(scenario string) int { return 0 }
+func Epochs(events []h.Event) []EpochSeen { return nil }
+func (s Span) Faults(w io.Writer, events ...h.Event) (*Span, error) { return nil, nil }
+`
+	good := `package results
+
+import (
+	"io"
+
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+)
+
+type Report struct{ Events []history.Event }
+
+func WritePressure(w io.Writer, runs []check.Pressure) error { return nil }
+func WriteReport(w io.Writer, r Report) error { return nil }
+func IndexEvents(events []history.Event) map[int64]history.Event { return nil }
+func Epochs(events []history.Event) []check.EpochSeen { return nil }
+func measure(events []history.Event) Report { return Report{} }
+`
+	got, err := computesFromHistory(map[string][]byte{"bad.go": []byte(bad), "good.go": []byte(good)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"bad.go:12:1 MeasurePressure is named Measure...: it measures",
+		"bad.go:13:1 Epochs takes a []history.Event and returns a type results declares: it computes",
+		"bad.go:14:1 Span.Faults takes a []history.Event and returns a type results declares: it computes",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("reported:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -9,5 +9,8 @@
 // (suites/internal/campaign), so the JUnit that gotestsum writes has one
 // test case per checker per run.
 //
-// It reads only the history and the verdicts: no cluster, no client.
+// It reads only the history and the verdicts: no cluster, no client. The
+// measures it prints (a run's pressure, an upgrade's impact, the rebalance
+// cost, ownership) come computed from harness/check; it lays them out. A
+// layout test at the repository's root keeps it so.
 package results

@@ -27,8 +27,8 @@ type RunSummary struct {
 	Truncated         bool
 	// Cost is the run's rebalance cost (verdicts.json's).
 	Cost *check.Cost
-	// Pressure is how hard the nemesis pushed (MeasurePressure over the history).
-	Pressure Pressure
+	// Pressure is how hard the nemesis pushed (check.MeasurePressure over the history).
+	Pressure check.Pressure
 }
 
 // Summarize fills the verdict fields of s from a report.

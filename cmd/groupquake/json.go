@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
@@ -139,15 +140,9 @@ func costOf(c *check.Cost) *costJSON {
 // interrupted records its teardown right after): a run that did not never happened,
 // whatever its checkers say of a history with no member in it.
 func pastSetup(events []history.Event) bool {
-	for _, e := range events {
-		if e.F != history.FPhase {
-			continue
-		}
-		if ph, err := history.ValueAs[history.Phase](e); err == nil && ph.Name != history.PhaseSetup && ph.Name != history.PhaseTeardown {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(check.Phases(events), func(m check.PhaseMark) bool {
+		return m.Name != history.PhaseSetup && m.Name != history.PhaseTeardown
+	})
 }
 
 // judgement is the run of plan p in dir as --json prints it; j is its

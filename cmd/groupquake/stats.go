@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/results"
@@ -49,7 +50,7 @@ func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(dirs) == 0 {
 		return badInput("no run directory (one with a %s) under %s: give directories that groupquake run wrote, or a folder above them", run.PlanFile, strings.Join(roots, " "))
 	}
-	var runs []results.Pressure
+	var runs []check.Pressure
 	for _, d := range dirs {
 		plan, err := run.LoadPlan(filepath.Join(d, run.PlanFile))
 		if err != nil {
@@ -61,7 +62,7 @@ func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			con.Infof("skipping %s: %v", d, err)
 			continue
 		}
-		runs = append(runs, results.MeasurePressure(plan.Options.Scenario, loaded.Events))
+		runs = append(runs, check.MeasurePressure(plan.Options.Scenario, loaded.Events))
 	}
 	if len(runs) == 0 {
 		return badInput("none of the %d run directories under %s could be read (see above)", len(dirs), strings.Join(roots, " "))

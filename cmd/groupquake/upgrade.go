@@ -15,6 +15,7 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
@@ -98,11 +99,11 @@ func (f *upgradeFlags) args(seed uint64) []string {
 
 // upgradeResult is upgrade.json: both runs' impact, side by side.
 type upgradeResult struct {
-	From     string         `json:"from"`
-	To       string         `json:"to"`
-	Seed     uint64         `json:"seed"`
-	Upgrade  results.Impact `json:"upgrade"`
-	Baseline results.Impact `json:"baseline"`
+	From     string       `json:"from"`
+	To       string       `json:"to"`
+	Seed     uint64       `json:"seed"`
+	Upgrade  check.Impact `json:"upgrade"`
+	Baseline check.Impact `json:"baseline"`
 }
 
 // cmdUpgrade is `groupquake upgrade`: a baseline run and an upgrade run on
@@ -313,7 +314,7 @@ type upgradeSession struct {
 // runBoth runs and judges the baseline run and then the upgrade run, and
 // returns the impact of each. It stops at the first run that is interrupted
 // or cannot be carried out.
-func (s *upgradeSession) runBoth(base, up run.Plan, rerun string) (bi, ui results.Impact, err error) {
+func (s *upgradeSession) runBoth(base, up run.Plan, rerun string) (bi, ui check.Impact, err error) {
 	bi, ok := s.judge("baseline", base)
 	if err := interrupted(s.ctx, "in the baseline run (judged up to there in "+filepath.Join(s.dir, "baseline")+"); the upgrade run was not started; rerun with: "+rerun); err != nil {
 		return bi, ui, err
@@ -334,7 +335,7 @@ func (s *upgradeSession) runBoth(base, up run.Plan, rerun string) (bi, ui result
 // judge carries out the run of plan p in the subdirectory name, prints its
 // judgement, notes every violated or skipped checker, and measures its
 // impact. ok is false when the run could not be carried out.
-func (s *upgradeSession) judge(name string, p run.Plan) (_ results.Impact, ok bool) {
+func (s *upgradeSession) judge(name string, p run.Plan) (_ check.Impact, ok bool) {
 	logf := s.con.Logf
 	d := filepath.Join(s.dir, name)
 	logf("%s run: %s", name, p.Command())
@@ -359,20 +360,20 @@ func (s *upgradeSession) judge(name string, p run.Plan) (_ results.Impact, ok bo
 	}
 	if err != nil {
 		logf("%s run could not be carried out: %v", name, err)
-		return results.Impact{}, false
+		return check.Impact{}, false
 	}
 	h, lerr := history.Load(filepath.Join(d, run.HistoryFile))
 	if lerr != nil {
 		s.failed = append(s.failed, fmt.Sprintf("%s: reading its history: %v", name, lerr))
-		return results.Impact{}, true
+		return check.Impact{}, true
 	}
-	return results.MeasureImpact(h.Events), true
+	return check.MeasureImpact(h.Events), true
 }
 
 // checkEnd notes every upgrade step that did not complete, every node not on
 // the plan's final release, and every finalized feature level that is not the
 // plan's.
-func (s *upgradeSession) checkEnd(up run.Plan, ui results.Impact) {
+func (s *upgradeSession) checkEnd(up run.Plan, ui check.Impact) {
 	for _, st := range ui.Steps {
 		if !st.OK || st.End < 0 {
 			s.failed = append(s.failed, fmt.Sprintf("upgrade step %s did not complete: %s", st, st.Error))
@@ -401,7 +402,7 @@ func (s *upgradeSession) checkEnd(up run.Plan, ui results.Impact) {
 // report prints and writes upgrade.txt and upgrade.json, and returns the
 // upgrade's verdict: an error listing every reason it did not validate, or
 // nil.
-func (s *upgradeSession) report(f *upgradeFlags, seed uint64, rerun string, bi, ui results.Impact) error {
+func (s *upgradeSession) report(f *upgradeFlags, seed uint64, rerun string, bi, ui check.Impact) error {
 	var b strings.Builder
 	what := fmt.Sprintf("rolling upgrade %s → %s", f.from, f.to)
 	if f.downgrade != "" {

@@ -59,7 +59,9 @@
 // are observer reads (a snapshot lasts from its history_len to its history_end). A snapshot taken
 // after events the history lost is not judged against it.
 //
-// RebalanceCost is a measurement, not a checker.
+// RebalanceCost is a measurement, not a checker; so are MeasurePressure, MeasureImpact and Epochs
+// (pressure.go, impact.go), and Phases reads a history's phase markers for all of them and for
+// harness/run. The results package presents what they measure.
 //
 // Ownership is built from the members' own reports (assigned, revoked, lost, fenced, left,
 // session-expired) in history order; see the ordering rules in harness/history's vocabulary.

@@ -171,6 +171,6 @@ func Summary(dir string, j Judged, err error) results.RunSummary {
 	}
 	s := results.RunSummary{Run: Info(dir, j.Plan), Truncated: j.Truncated != nil}
 	s.Summarize(j.Report)
-	s.Pressure = results.MeasurePressure(j.Plan.Options.Scenario, j.Events)
+	s.Pressure = check.MeasurePressure(j.Plan.Options.Scenario, j.Events)
 	return s
 }

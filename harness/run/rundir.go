@@ -265,7 +265,7 @@ func Judge(dir string) (Judged, error) {
 	if stopped := stoppedAt(j.Events); stopped != "" {
 		j.Report.Stopped = stopped
 		j.Notes = append(j.Notes, "the run "+stopped+"; judged up to there")
-		if !reached(j.Events, history.PhaseFinal) {
+		if !check.Phases(j.Events).Reached(history.PhaseFinal) {
 			skipEndOfRun(&j.Report, fmt.Sprintf("the run %s, before its %q phase: it never reached the end this property speaks of; rerun the plan (rerun.sh) to judge it", stopped, history.PhaseFinal))
 		}
 	}
@@ -299,24 +299,17 @@ func skipEndOfRun(rep *check.Report, why string) {
 // for a history without its final phase, the last phase it reached and its
 // last event (a run killed, or ended by an error).
 func stoppedAt(events []history.Event) string {
-	final := reached(events, history.PhaseFinal)
+	ms := check.Phases(events)
 	phase, at := "", time.Duration(0)
-	for _, e := range events {
-		if e.F != history.FPhase {
-			continue
+	for _, m := range ms {
+		if m.Name == history.PhaseTeardown && m.Stopped != "" {
+			return fmt.Sprintf("was %s (event %d)", m.Stopped, m.Event)
 		}
-		p, err := history.ValueAs[history.Phase](e)
-		if err != nil {
-			continue
-		}
-		if p.Name == history.PhaseTeardown && p.Stopped != "" {
-			return fmt.Sprintf("was %s (event %d)", p.Stopped, e.Index)
-		}
-		if p.Name != history.PhaseTeardown {
-			phase, at = p.Name, e.Time
+		if m.Name != history.PhaseTeardown {
+			phase, at = m.Name, m.At
 		}
 	}
-	if final {
+	if ms.Reached(history.PhaseFinal) {
 		return ""
 	}
 	if len(events) == 0 {
@@ -327,23 +320,10 @@ func stoppedAt(events []history.Event) string {
 		return fmt.Sprintf("stopped before its first phase, at %s (event %d)", last.Time.Round(100*time.Millisecond), last.Index)
 	}
 	how := "was killed, or ended by an error,"
-	if reached(events, history.PhaseTeardown) {
+	if ms.Reached(history.PhaseTeardown) {
 		how = "ended by an error"
 	}
 	return fmt.Sprintf("%s in its %s phase (begun at %s; last event %d, at %s)", how, phase, at.Round(100*time.Millisecond), last.Index, last.Time.Round(100*time.Millisecond))
-}
-
-// reached reports whether the history holds the marker of phase.
-func reached(events []history.Event, phase string) bool {
-	for _, e := range events {
-		if e.F != history.FPhase {
-			continue
-		}
-		if p, err := history.ValueAs[history.Phase](e); err == nil && p.Name == phase {
-			return true
-		}
-	}
-	return false
 }
 
 // faultNotes sums up the faults of a history: how many started and had an

@@ -13,6 +13,7 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
@@ -99,7 +100,7 @@ func MeasureRun(s Scenario, p version.Profile, j run.Judged) Measured {
 		m.Outcomes = append(m.Outcomes, o)
 		m.Attribution[o.Key] = governedBy
 	}
-	epochs := results.Epochs(j.Events)
+	epochs := check.Epochs(j.Events)
 	first := Outcome{Key: "first epoch", Value: "none"}
 	if len(epochs) > 0 {
 		first.Value = strconv.Itoa(int(epochs[0].Epoch))

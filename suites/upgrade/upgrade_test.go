@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/coordinator/version"
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
@@ -88,7 +89,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	// The impacts are measured inside each subtest: without
 	// $GROUPQUAKE_RUNS_DIR a run directory is the subtest's temporary one.
-	var bi *results.Impact
+	var bi *check.Impact
 	t.Run("baseline-"+from, func(t *testing.T) {
 		bo := o
 		bo.Duration = baseline
@@ -173,13 +174,13 @@ func noneSkipped(t *testing.T, res run.Result) {
 	}
 }
 
-func impact(t *testing.T, dir string) results.Impact {
+func impact(t *testing.T, dir string) check.Impact {
 	t.Helper()
 	h, err := history.Load(filepath.Join(dir, run.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return results.MeasureImpact(h.Events)
+	return check.MeasureImpact(h.Events)
 }
 
 var (
