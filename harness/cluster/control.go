@@ -542,18 +542,9 @@ func ProbeBroker(ctx context.Context, addr string) error { return probeAPIVersio
 // NodeMemory returns the memory node id uses now, less the page cache (as
 // `docker stats` shows it).
 func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
-	n, err := c.Node(id)
+	st, err := c.nodeStats(ctx, id)
 	if err != nil {
 		return 0, err
-	}
-	res, err := c.cli.ContainerStats(ctx, n.Container, client.ContainerStatsOptions{Stream: false})
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	var st container.StatsResponse
-	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
-		return 0, fmt.Errorf("stats of node %d: %v", id, err)
 	}
 	used := st.MemoryStats.Usage
 	if cache := st.MemoryStats.Stats["total_inactive_file"]; cache < used {
@@ -567,20 +558,30 @@ func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
 // NodeCPU returns the CPU time node id's container used since it started
 // (the counter starts over when the node restarts).
 func (c *Cluster) NodeCPU(ctx context.Context, id NodeID) (time.Duration, error) {
-	n, err := c.Node(id)
+	st, err := c.nodeStats(ctx, id)
 	if err != nil {
 		return 0, err
 	}
+	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+}
+
+// nodeStats reads one snapshot of node id's container statistics (docker
+// stats without streaming).
+func (c *Cluster) nodeStats(ctx context.Context, id NodeID) (*container.StatsResponse, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return nil, err
+	}
 	res, err := c.cli.ContainerStats(ctx, n.Container, client.ContainerStatsOptions{Stream: false})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer res.Body.Close()
 	var st container.StatsResponse
 	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
-		return 0, fmt.Errorf("stats of node %d: %v", id, err)
+		return nil, fmt.Errorf("stats of node %d: %v", id, err)
 	}
-	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+	return &st, nil
 }
 
 // UpgradeNode replaces node id's container with one running Kafka version
