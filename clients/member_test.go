@@ -45,3 +45,16 @@ func TestPartitionsApply(t *testing.T) {
 		t.Errorf("after losing all of a: %v, want c:[5]", p)
 	}
 }
+
+func TestCheckAppAck(t *testing.T) {
+	for _, a := range []int8{AckAccept, AckRelease, AckReject, AckRenew} {
+		if err := CheckAppAck(a); err != nil {
+			t.Errorf("%s refused: %v", AckName(a), err)
+		}
+	}
+	for _, a := range []int8{AckGap, 5, -1} {
+		if CheckAppAck(a) == nil {
+			t.Errorf("acknowledge type %d accepted; an application sends only accept, release, reject and renew", a)
+		}
+	}
+}
