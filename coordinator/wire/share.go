@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/sharegroup"
@@ -92,20 +93,16 @@ func (s *Server) startShare() error {
 			return err
 		}
 	}
-	for p, part := range t.partitions {
-		for _, b := range part.log.batches {
-			recs, err := batchRecords(b.raw)
-			if err != nil {
-				return fmt.Errorf("replay %s-%d: %w", shareStateTopic, p, err)
-			}
-			for i, kr := range recs {
-				r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
-				if err != nil {
-					return fmt.Errorf("replay %s-%d offset %d: %w", shareStateTopic, p, b.base+int64(i), err)
-				}
-				sl.coord.States.Replay(r)
-			}
+	err := eachRecord(t, func(kr kmsg.Record) error {
+		r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
+		if err != nil {
+			return err
 		}
+		sl.coord.States.Replay(r)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	s.share = sl
 	return s.loadGroupConfigs()

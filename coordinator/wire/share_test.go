@@ -399,20 +399,13 @@ func TestShareLocksLapseOnTheServerClock(t *testing.T) {
 			if s.share.sessions[shareSessionKey{"sg", "m"}] == nil {
 				t.Fatal("m's share session was closed")
 			}
-			for _, p := range s.topics[shareStateTopic].partitions {
-				for _, b := range p.log.batches {
-					recs, err := batchRecords(b.raw)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, kr := range recs {
-						r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
-						if err != nil {
-							t.Fatal(err)
-						}
-						out = append(out, r)
-					}
-				}
+			err := eachRecord(s.topics[shareStateTopic], func(kr kmsg.Record) error {
+				r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
+				out = append(out, r)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
 		})
 		return out
