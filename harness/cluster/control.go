@@ -48,13 +48,8 @@ func (c *Cluster) startedCount(ctx context.Context, n *Node) int {
 	return bytes.Count(out, []byte(startedLine))
 }
 
-// admin returns a client that talks to the brokers directly (not through
-// any client's links), for readiness and observations.
-func (c *Cluster) admin() (*kgo.Client, error) {
-	return kgo.NewClient(adminOpts(c.Bootstrap(), kgo.DialTimeout(3*time.Second))...)
-}
-
-// Admin returns a kadm client connected to the brokers directly; close it
+// Admin returns a kadm client connected to the brokers directly (not
+// through any client's links), for readiness and observations; close it
 // with Close.
 func (c *Cluster) Admin() (*kadm.Client, error) {
 	return newAdmin(c.Bootstrap(), kgo.DialTimeout(3*time.Second))
@@ -99,12 +94,11 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return err
 		}
 	}
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	if err := pollUntil(ctx, 500*time.Millisecond, func() error { return c.readyOnce(ctx, adm) }); err != nil {
 		return fmt.Errorf("last readiness check: %v", err)
 	}
@@ -236,12 +230,11 @@ func (c *Cluster) waitServing(ctx context.Context, n *Node) error {
 	if !n.IsBroker() {
 		return nil
 	}
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	err = pollUntil(ctx, 300*time.Millisecond, func() error {
 		if err := probeAPIVersions(ctx, n.Addr()); err != nil {
 			return err
@@ -513,12 +506,11 @@ func (c *Cluster) RollingRestart(ctx context.Context) error {
 
 // waitFullISR waits until every partition's ISR has all its replicas.
 func (c *Cluster) waitFullISR(ctx context.Context, _ *Node) error {
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	return pollUntil(ctx, 500*time.Millisecond, func() error {
 		md, err := adm.Metadata(ctx)
 		if err != nil {
