@@ -221,6 +221,19 @@ func (s *Server) shareSessionFor(group, member string, epoch int32, conn uint64,
 	return ss, nil
 }
 
+// invalidShareIDs is what KafkaApis answers, with INVALID_REQUEST, to a
+// ShareFetch or ShareAcknowledge without a group id or with an invalid
+// member id; "" when both are valid.
+func invalidShareIDs(group, member *string) string {
+	switch {
+	case group == nil:
+		return "Invalid group id in the request."
+	case !validShareMemberID(member):
+		return "Invalid member id in the request."
+	}
+	return ""
+}
+
 // validShareMemberID is KafkaApis.isMemberIdValid: set, not empty, at
 // most 36 characters (a UUID's string).
 func validShareMemberID(id *string) bool { return id != nil && *id != "" && len(*id) <= 36 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -427,6 +428,26 @@ func TestShareLocksLapseOnTheServerClock(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no lapse written to %s by the server's ticker", shareStateTopic)
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ShareFetch and ShareAcknowledge refuse a request without a group id, or
+// with a member id KafkaApis.isMemberIdValid refuses, with its messages.
+func TestInvalidShareIDs(t *testing.T) {
+	g, ok, empty, long := "sg", "m", "", strings.Repeat("m", 37)
+	for _, c := range []struct {
+		group, member *string
+		want          string
+	}{
+		{&g, &ok, ""},
+		{nil, &ok, "Invalid group id in the request."},
+		{&g, nil, "Invalid member id in the request."},
+		{&g, &empty, "Invalid member id in the request."},
+		{&g, &long, "Invalid member id in the request."},
+	} {
+		if got := invalidShareIDs(c.group, c.member); got != c.want {
+			t.Errorf("invalidShareIDs(%v, %v) = %q, want %q", c.group, c.member, got, c.want)
 		}
 	}
 }
