@@ -159,7 +159,7 @@ func cmdFindingsRerun(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	dir := *out
 	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-findings-"+v.String())
+		dir = newRunDir("findings-" + v.String())
 	}
 	for _, x := range picked {
 		if x.Reproducer.Plan != nil {
