@@ -126,6 +126,28 @@ func (p Partitions) Topics() []string {
 	return slices.Sorted(maps.Keys(p))
 }
 
+// Apply updates p, whose topics' partitions are sorted, with an ownership
+// change: Assigned adds change's partitions, any other kind (Revoked,
+// Lost) removes them. The lists stay sorted and free of repeats; a topic
+// with none left is deleted.
+func (p Partitions) Apply(k Kind, change Partitions) {
+	for t, ps := range change {
+		for _, x := range ps {
+			cur := p[t]
+			i, found := slices.BinarySearch(cur, x)
+			switch {
+			case k == Assigned && !found:
+				p[t] = slices.Insert(cur, i, x)
+			case k != Assigned && found:
+				p[t] = slices.Delete(cur, i, i+1)
+			}
+		}
+		if len(p[t]) == 0 {
+			delete(p, t)
+		}
+	}
+}
+
 // Kind is what a member reports.
 type Kind string
 

@@ -1,6 +1,10 @@
 package clients
 
-import "github.com/groupquake/groupquake/coordinator/version"
+import (
+	"fmt"
+
+	"github.com/groupquake/groupquake/coordinator/version"
+)
 
 // What share members (clients/share, KIP-932) report beyond the consumer
 // groups' words. A share member speaks ShareGroupHeartbeat on its heartbeat
@@ -56,6 +60,16 @@ func AckName(t int8) string {
 		return "renew"
 	}
 	return "unknown"
+}
+
+// CheckAppAck refuses an acknowledge type an application does not send:
+// anything but accept, release, reject and renew (GAP is the client's own).
+func CheckAppAck(t int8) error {
+	switch t {
+	case AckAccept, AckRelease, AckReject, AckRenew:
+		return nil
+	}
+	return fmt.Errorf("acknowledge type %d is not one an application sends (accept 1, release 2, reject 3, renew 4)", t)
 }
 
 // ShareRange is offsets First..Last (inclusive) of one partition.

@@ -358,26 +358,9 @@ func args(d *datadriven.TestData) vectors.Args {
 	return out
 }
 
-func (e *env) arg(d *datadriven.TestData, key, def string) string {
-	for _, a := range d.CmdArgs {
-		if a.Key == key {
-			if len(a.Vals) == 0 {
-				return ""
-			}
-			return a.Vals[0]
-		}
-	}
-	return def
-}
+func (e *env) arg(d *datadriven.TestData, key, def string) string { return args(d).Val(key, def) }
 
-func (e *env) list(d *datadriven.TestData, key string) []string {
-	for _, a := range d.CmdArgs {
-		if a.Key == key {
-			return a.Vals
-		}
-	}
-	return nil
-}
+func (e *env) list(d *datadriven.TestData, key string) []string { return args(d).List(key) }
 
 func (e *env) int(d *datadriven.TestData, key string, def int) int {
 	return parseArg(e, d, key, def, strconv.Atoi)

@@ -642,3 +642,13 @@ window.gqRecordError=record;
 window.addEventListener('error',function(e){record('error: '+e.message+' ('+(e.filename||'page')+':'+e.lineno+')');});
 window.addEventListener('unhandledrejection',function(e){record('unhandled rejection: '+e.reason);});
 })();`
+
+// pageHead opens every page (report, trend, scorecard): the title, then
+// pageScript, which sets the data-script-errors attribute it starts at 0,
+// then the style rule the pages share. Each page's own rules follow it.
+const pageHead = `<!DOCTYPE html>
+<html lang="en" data-script-errors="0"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<script>{{pageScript}}</script>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+`

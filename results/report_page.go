@@ -234,12 +234,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 		}
 		return ""
 	},
-}).Parse(`<!DOCTYPE html>
-<html lang="en" data-script-errors="0"><head><meta charset="utf-8"><title>{{.Title}}</title>
-<script>{{pageScript}}</script>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.3em;margin-bottom:.4em}h2{font-size:1.1em;margin-top:1.5em}code{background:#f3f3f3;padding:.1em .3em}
+}).Parse(pageHead + `h1{font-size:1.3em;margin-bottom:.4em}h2{font-size:1.1em;margin-top:1.5em}code{background:#f3f3f3;padding:.1em .3em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .5em;vertical-align:top;text-align:left}
 span.holds{color:#17803d}span.violated{color:#c00000;font-weight:bold}span.skipped{color:#8a6d00}li.violation{color:#a00000}
 .banner{border:2px solid;border-left-width:10px;padding:.5em 1em;margin:.6em 0 1em;max-width:1180px}

@@ -446,6 +446,19 @@ func (t *timeline) stack() {
 			t.bg.rect("stripe", 0, y0, chartWidth, h, "", "")
 		}
 	}
+	// label names the lane at t.y in the gutter.
+	label := func(text, class, title string) {
+		t.labels = append(t.labels, laneLabel{y: t.y + 12, text: text, class: class, title: title})
+	}
+	// oneLane stacks a section of one lane under its caption and returns
+	// the lane's top.
+	oneLane := func(section, text, class, title string) float64 {
+		caption(section)
+		top := t.y
+		label(text, class, title)
+		t.y += laneH + sectionGp
+		return top
+	}
 
 	t.faultTop = t.y
 	t.faultLane = make([]float64, len(d.faults))
@@ -463,7 +476,7 @@ func (t *timeline) stack() {
 			n = max(n, l+1)
 		}
 		stripe(t.y, laneH*float64(n), ti)
-		t.labels = append(t.labels, laneLabel{y: t.y + 12, text: ft.key, class: "lane", title: "faults on " + ft.key})
+		label(ft.key, "lane", "faults on "+ft.key)
 		t.y += laneH * float64(n)
 	}
 	if len(t.targets) > 0 {
@@ -471,16 +484,10 @@ func (t *timeline) stack() {
 	}
 
 	if len(d.stalls) > 0 {
-		caption("harness")
-		t.stallTop = t.y
-		t.labels = append(t.labels, laneLabel{y: t.y + 12, text: "stalled", class: "lane", title: "times the harness process itself did not run (its pulse woke late): neither did the members in its process"})
-		t.y += laneH + sectionGp
+		t.stallTop = oneLane("harness", "stalled", "lane", "times the harness process itself did not run (its pulse woke late): neither did the members in its process")
 	}
 
-	caption("coordinator")
-	t.coordTop = t.y
-	t.labels = append(t.labels, laneLabel{y: t.y + 12, text: "node", class: "lane", title: "the node the history names as the group's coordinator"})
-	t.y += laneH + sectionGp
+	t.coordTop = oneLane("coordinator", "node", "lane", "the node the history names as the group's coordinator")
 
 	if d.lanes.consumed.total+d.lanes.produced.total > 0 {
 		caption("records/s")
@@ -501,16 +508,13 @@ func (t *timeline) stack() {
 		if l.Kind != "" {
 			title += " (" + l.Kind + ")"
 		}
-		t.labels = append(t.labels, laneLabel{y: t.y + 12, text: l.Member, class: cls, title: title})
+		label(l.Member, cls, title)
 		t.y += laneH
 	}
 	t.y += sectionGp
 
 	if len(t.unplaced) > 0 {
-		caption("other violations")
-		t.otherTop = t.y
-		t.labels = append(t.labels, laneLabel{y: t.y + 12, text: "group", class: "lane violated", title: "violations whose events name no partition and no member"})
-		t.y += laneH + sectionGp
+		t.otherTop = oneLane("other violations", "group", "lane violated", "violations whose events name no partition and no member")
 	}
 
 	caption("partitions")

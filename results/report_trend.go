@@ -271,12 +271,7 @@ var trendTemplate = template.Must(template.New("trend").Funcs(template.FuncMap{
 	"groups": func(name string, gs []trendGroup) map[string]any {
 		return map[string]any{"Name": name, "Groups": gs}
 	},
-}).Parse(`<!DOCTYPE html>
-<html lang="en" data-script-errors="0"><head><meta charset="utf-8"><title>{{.Title}}</title>
-<script>{{pageScript}}</script>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}code{background:#f3f3f3;padding:.1em .3em}
+}).Parse(pageHead + `h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}code{background:#f3f3f3;padding:.1em .3em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .5em;vertical-align:top;text-align:left}
 td.n{text-align:right}
 .holds{color:#17803d}.violated{color:#b42318;font-weight:bold}.unread{color:#8a6d00}

@@ -396,13 +396,7 @@ func (mb *Member) Close(ctx context.Context) error {
 		}
 		mb.lockOwnership()
 		if len(mb.owned) > 0 {
-			mb.cl.RemoveConsumePartitions(mb.owned.Clone())
-			e := mb.ev(clients.Revoked, "closing: revoke everything before the leave heartbeat")
-			e.Partitions = mb.owned
-			mb.pending = append(mb.pending, e)
-			mb.owned = clients.Partitions{}
-			mb.positions = map[string]map[int32]int64{}
-			mb.sentHigh = map[string]map[int32]int64{}
+			mb.dropOwnedLocked(mb.ev(clients.Revoked, "closing: revoke everything before the leave heartbeat"))
 		}
 		mb.m.leave(false)
 		mb.unlockOwnership()
@@ -505,10 +499,17 @@ func (mb *Member) applyLocked(o outcome) {
 }
 
 func (mb *Member) loseOwnedLocked(why string, epoch int32) {
+	e := mb.ev(clients.Lost, why)
+	e.MemberEpoch = epoch
+	mb.dropOwnedLocked(e)
+}
+
+// dropOwnedLocked stops consuming every owned partition and queues e,
+// which reports them all given up (revoked or lost), when the member owns
+// any; then it owns nothing and keeps no positions.
+func (mb *Member) dropOwnedLocked(e clients.Event) {
 	if mb.owned.Count() > 0 {
 		mb.cl.RemoveConsumePartitions(mb.owned.Clone())
-		e := mb.ev(clients.Lost, why)
-		e.MemberEpoch = epoch
 		e.Partitions = mb.owned
 		mb.pending = append(mb.pending, e)
 	}

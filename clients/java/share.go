@@ -393,10 +393,8 @@ func parseShareRecord(g []string) (share.Record, error) {
 // ShareAcknowledge to each leader. A record the member does not hold is
 // refused.
 func (m *ShareMember) Acknowledge(recs []share.Record, t int8) error {
-	switch t {
-	case clients.AckAccept, clients.AckRelease, clients.AckReject, clients.AckRenew:
-	default:
-		return fmt.Errorf("acknowledge type %d is not one an application sends (accept 1, release 2, reject 3, renew 4)", t)
+	if err := clients.CheckAppAck(t); err != nil {
+		return err
 	}
 	if err := m.live(); err != nil {
 		return err

@@ -36,7 +36,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -360,21 +359,7 @@ func (m *Member) ownership(k clients.Kind, cl *kgo.Client, ps map[string][]int32
 		parts[t] = s
 	}
 	m.mu.Lock()
-	for _, t := range slices.Sorted(maps.Keys(parts)) {
-		for _, p := range parts[t] {
-			cur := m.owned[t]
-			i, found := slices.BinarySearch(cur, p)
-			switch {
-			case k == clients.Assigned && !found:
-				m.owned[t] = slices.Insert(cur, i, p)
-			case k != clients.Assigned && found:
-				m.owned[t] = slices.Delete(cur, i, i+1)
-			}
-		}
-		if len(m.owned[t]) == 0 {
-			delete(m.owned, t)
-		}
-	}
+	m.owned.Apply(k, parts)
 	if k == clients.Assigned && epoch > 0 {
 		m.lastEpoch = epoch // the Assigned event itself carries the epoch
 	}

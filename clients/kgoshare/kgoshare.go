@@ -203,6 +203,9 @@ func (m *Member) Poll(ctx context.Context) ([]share.Record, error) {
 // with its next request to each broker. A record the member does not hold
 // is refused.
 func (m *Member) Acknowledge(recs []share.Record, t int8) error {
+	if err := clients.CheckAppAck(t); err != nil {
+		return err
+	}
 	var st kgo.AckStatus
 	switch t {
 	case clients.AckAccept:
@@ -213,8 +216,6 @@ func (m *Member) Acknowledge(recs []share.Record, t int8) error {
 		st = kgo.AckReject
 	case clients.AckRenew:
 		st = kgo.AckRenew
-	default:
-		return fmt.Errorf("acknowledge type %d is not one an application sends (accept 1, release 2, reject 3, renew 4)", t)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -491,21 +491,7 @@ func (m *Member) ownership(msg Msg) {
 		return
 	}
 	m.mu.Lock()
-	for t, ps := range parts {
-		for _, p := range ps {
-			cur := m.owned[t]
-			i, found := slices.BinarySearch(cur, p)
-			switch {
-			case kind == clients.Assigned && !found:
-				m.owned[t] = slices.Insert(cur, i, p)
-			case kind != clients.Assigned && found:
-				m.owned[t] = slices.Delete(cur, i, i+1)
-			}
-		}
-		if len(m.owned[t]) == 0 {
-			delete(m.owned, t)
-		}
-	}
+	m.owned.Apply(kind, parts)
 	m.mu.Unlock()
 	ev := m.event(kind)
 	ev.At = clientTime(msg.At, ev.At)

@@ -342,14 +342,11 @@ func (m *Member) Acknowledge(recs []Record, t int8) error {
 	if m.closed {
 		return ErrClosed
 	}
-	switch t {
-	case clients.AckAccept, clients.AckRelease, clients.AckReject:
-	case clients.AckRenew:
-		if !m.cfg.renew {
-			return errors.New("RENEW needs ShareAcknowledge v2 (Kafka 4.2+): the member was built without Renew(true)")
-		}
-	default:
-		return fmt.Errorf("acknowledge type %d is not one an application sends (accept 1, release 2, reject 3, renew 4)", t)
+	if err := clients.CheckAppAck(t); err != nil {
+		return err
+	}
+	if t == clients.AckRenew && !m.cfg.renew {
+		return errors.New("RENEW needs ShareAcknowledge v2 (Kafka 4.2+): the member was built without Renew(true)")
 	}
 	for _, r := range recs {
 		p := tp{r.Topic, r.Partition}

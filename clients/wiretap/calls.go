@@ -105,11 +105,15 @@ func (w *Calls) Wants(key int16) bool {
 }
 
 // Broken implements Observer.
-func (w *Calls) Broken(err error) {
-	ev := w.cfg.Event(clients.Error)
+func (w *Calls) Broken(err error) { w.cfg.reportBroken("group", err) }
+
+// reportBroken reports that a connection could no longer be observed, so
+// that its requests (of kind what) go unreported from now on.
+func (cfg CallsConfig) reportBroken(what string, err error) {
+	ev := cfg.Event(clients.Error)
 	ev.Err = err.Error()
-	ev.Why = "a connection of " + w.cfg.Client + " could not be observed any more; its group requests are not reported: " + err.Error()
-	w.cfg.Report(ev)
+	ev.Why = "a connection of " + cfg.Client + " could not be observed any more; its " + what + " requests are not reported: " + err.Error()
+	cfg.Report(ev)
 }
 
 // Lost implements Observer.
@@ -309,9 +313,15 @@ func trackedOp(key int16) clients.Op {
 func (w *Calls) learnNames(mr *kmsg.MetadataResponse) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	learnTopicNames(w.names, mr)
+}
+
+// learnTopicNames adds the name of every topic a Metadata answer names
+// with its id to names.
+func learnTopicNames(names map[[16]byte]string, mr *kmsg.MetadataResponse) {
 	for _, t := range mr.Topics {
 		if t.Topic != nil && t.TopicID != ([16]byte{}) {
-			w.names[t.TopicID] = *t.Topic
+			names[t.TopicID] = *t.Topic
 		}
 	}
 }

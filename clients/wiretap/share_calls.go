@@ -64,12 +64,7 @@ func (w *ShareCalls) Wants(key int16) bool {
 }
 
 // Broken implements Observer.
-func (w *ShareCalls) Broken(err error) {
-	ev := w.cfg.Event(clients.Error)
-	ev.Err = err.Error()
-	ev.Why = "a connection of " + w.cfg.Client + " could not be observed any more; its share requests are not reported: " + err.Error()
-	w.cfg.Report(ev)
-}
+func (w *ShareCalls) Broken(err error) { w.cfg.reportBroken("share", err) }
 
 // Lost implements Observer.
 func (w *ShareCalls) Lost(token any, err error) {
@@ -210,11 +205,7 @@ func (w *ShareCalls) nodeLocked(host string) int32 {
 func (w *ShareCalls) learn(mr *kmsg.MetadataResponse) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, t := range mr.Topics {
-		if t.Topic != nil && t.TopicID != ([16]byte{}) {
-			w.names[t.TopicID] = *t.Topic
-		}
-	}
+	learnTopicNames(w.names, mr)
 	for _, b := range mr.Brokers {
 		w.nodes[net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))] = b.NodeID
 	}

@@ -227,7 +227,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 	dir := f.out
 	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
+		dir = newRunDir(strconv.FormatUint(seed, 10))
 	}
 	for _, r := range cp.Runs {
 		if err := checkOut(filepath.Join(dir, r.Name)); err != nil {

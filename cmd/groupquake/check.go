@@ -103,14 +103,7 @@ func runDirExists(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, run.PlanFile)); err == nil {
 		return nil
 	}
-	var below []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
-			below = append(below, filepath.Dir(p))
-		}
-		return nil
-	})
-	if len(below) > 0 {
+	if below := runDirsBelow(dir); len(below) > 0 {
 		return badInput("%s holds no run itself but %d run directories below it: check one of them, e.g. groupquake check %s", dir, len(below), below[len(below)-1])
 	}
 	return nil

@@ -192,7 +192,7 @@ func (d *diffFlags) validate(set map[string]bool) (f, t version.Version, err err
 func (d *diffFlags) prepareOut(f, t version.Version, ss []versiondiff.Scenario) (string, map[string]string, error) {
 	dir := d.out
 	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-diff-"+f.String()+"-"+t.String())
+		dir = newRunDir("diff-" + f.String() + "-" + t.String())
 	}
 	if len(ss) > 0 { // without scenarios nothing is written
 		if err := outputDir("diff --out", dir, "diff.txt", "diff.json"); err != nil {

@@ -159,7 +159,7 @@ func cmdFindingsRerun(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	dir := *out
 	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-findings-"+v.String())
+		dir = newRunDir("findings-" + v.String())
 	}
 	for _, x := range picked {
 		if x.Reproducer.Plan != nil {
@@ -499,17 +499,25 @@ func runDirs(roots []string) ([]string, error) {
 		if _, err := os.Stat(root); err != nil {
 			return nil, badInput("%s: %v", root, err)
 		}
-		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
-				dirs = append(dirs, filepath.Dir(p))
-			}
-			return nil
-		})
+		dirs = append(dirs, runDirsBelow(root)...)
 	}
 	if len(dirs) == 0 {
 		return nil, badInput("no run directory (one with a %s) under %s: give directories that groupquake run wrote, or a folder above them", run.PlanFile, strings.Join(roots, " "))
 	}
 	return dirs, nil
+}
+
+// runDirsBelow lists root and the directories below it that hold a run
+// (a plan.json), in lexical order.
+func runDirsBelow(root string) []string {
+	var dirs []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+		return nil
+	})
+	return dirs
 }
 
 func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Writer) error {

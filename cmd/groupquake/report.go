@@ -76,12 +76,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if _, err := os.Stat(root); err != nil {
 			return badInput("%v: give the directory of a run, or one that holds runs", err)
 		}
-		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
-				dirs = append(dirs, filepath.Dir(p))
-			}
-			return nil
-		})
+		dirs = append(dirs, runDirsBelow(root)...)
 	}
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)

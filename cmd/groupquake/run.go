@@ -138,6 +138,13 @@ func defaultRunsDir() string {
 	}
 }
 
+// newRunDir is the directory a command writes when --out is not given:
+// under defaultRunsDir, named by the UTC time (which the reports read back
+// as when the run began) and then what ran.
+func newRunDir(what string) string {
+	return filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+what)
+}
+
 const runUsage = `Usage: groupquake run [flags]
 
 Without --scenario, runs the default campaign: one cluster (3 container
@@ -213,7 +220,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	dir := f.out
 	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+strconv.FormatUint(seed, 10))
+		dir = newRunDir(strconv.FormatUint(seed, 10))
 	}
 	if err := checkOut(dir); err != nil {
 		return badInput("--out: %v", err)

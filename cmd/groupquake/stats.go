@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -35,20 +34,9 @@ func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(roots) == 0 {
 		return badInput("stats needs at least one run directory (see 'groupquake stats -h')")
 	}
-	var dirs []string
-	for _, root := range roots {
-		if _, err := os.Stat(root); err != nil {
-			return badInput("%s: %v", root, err)
-		}
-		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
-				dirs = append(dirs, filepath.Dir(p))
-			}
-			return nil
-		})
-	}
-	if len(dirs) == 0 {
-		return badInput("no run directory (one with a %s) under %s: give directories that groupquake run wrote, or a folder above them", run.PlanFile, strings.Join(roots, " "))
+	dirs, err := runDirs(roots)
+	if err != nil {
+		return err
 	}
 	var runs []check.Pressure
 	for _, d := range dirs {

@@ -254,7 +254,7 @@ func (f *upgradeFlags) plans(seed uint64, kinds []string, reg run.Registry) (bas
 func (f *upgradeFlags) prepareOut(seed uint64, base, up run.Plan) (string, error) {
 	dir := f.out
 	if dir == "" {
-		dir = filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-upgrade-"+strconv.FormatUint(seed, 10))
+		dir = newRunDir("upgrade-" + strconv.FormatUint(seed, 10))
 	}
 	if err := outputDir("upgrade --out", dir, "upgrade.txt", "upgrade.json"); err != nil {
 		return "", err

@@ -203,11 +203,11 @@ func (hb *heartbeat) classicJoinResponse(resp *kmsg.JoinGroupResponse, reconcile
 func (hb *heartbeat) classicStaticMember(g *group, memberID, instanceID string, unknown bool) (*member, error) {
 	existing := g.staticMember(instanceID)
 	if !unknown {
-		if existing == nil {
-			return nil, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID)
+		if err := throwIfStaticMemberIsUnknown(existing, instanceID); err != nil {
+			return nil, err
 		}
-		if existing.id != memberID {
-			return nil, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, existing.id)
+		if err := throwIfInstanceIDIsFenced(existing, memberID, instanceID); err != nil {
+			return nil, err
 		}
 		return existing, nil
 	}
@@ -286,8 +286,8 @@ func (m *Manager) classicMember(groupID, memberID string, instanceID *string, ge
 		if mb = g.staticMember(*instanceID); mb == nil {
 			return nil, nil, errorf(kerr.UnknownMemberID, "Member with instance id %s is not a member of group %s.", *instanceID, groupID)
 		}
-		if mb.id != memberID {
-			return nil, nil, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, *instanceID, mb.id)
+		if err := throwIfInstanceIDIsFenced(mb, memberID, *instanceID); err != nil {
+			return nil, nil, err
 		}
 	}
 	if !mb.useClassicProtocol() {

@@ -205,11 +205,12 @@ func (hb *heartbeat) leave() error {
 			return errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", r.MemberID, g.id)
 		}
 	} else {
-		if mb = g.staticMember(*r.InstanceID); mb == nil {
-			return errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", *r.InstanceID)
+		mb = g.staticMember(*r.InstanceID)
+		if err := throwIfStaticMemberIsUnknown(mb, *r.InstanceID); err != nil {
+			return err
 		}
-		if mb.id != r.MemberID {
-			return errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", r.MemberID, *r.InstanceID, mb.id)
+		if err := throwIfInstanceIDIsFenced(mb, r.MemberID, *r.InstanceID); err != nil {
+			return err
 		}
 		if r.MemberEpoch == StaticLeaveEpoch {
 			// GMM.consumerGroupStaticMemberGroupLeave: keep the partitions,
@@ -554,16 +555,34 @@ func (hb *heartbeat) staticMember(g *group, memberID, instanceID string) (*membe
 		repl := hb.replaceMember(g, existing, memberID)
 		return repl, nil
 	}
-	if existing == nil {
-		return nil, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID)
+	if err := throwIfStaticMemberIsUnknown(existing, instanceID); err != nil {
+		return nil, err
 	}
-	if existing.id != memberID {
-		return nil, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, existing.id)
+	if err := throwIfInstanceIDIsFenced(existing, memberID, instanceID); err != nil {
+		return nil, err
 	}
 	if err := hb.checkEpoch(existing); err != nil {
 		return nil, err
 	}
 	return existing, nil
+}
+
+// throwIfStaticMemberIsUnknown is GMM.throwIfStaticMemberIsUnknown: no
+// member holds instanceID.
+func throwIfStaticMemberIsUnknown(existing *member, instanceID string) error {
+	if existing == nil {
+		return errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID)
+	}
+	return nil
+}
+
+// throwIfInstanceIDIsFenced is GMM.throwIfInstanceIdIsFenced: existing,
+// the holder of instanceID, is another member than memberID.
+func throwIfInstanceIDIsFenced(existing *member, memberID, instanceID string) error {
+	if existing.id != memberID {
+		return errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, existing.id)
+	}
+	return nil
 }
 
 // replaceMember is GMM.replaceMember: member memberID takes over the

@@ -63,11 +63,9 @@ func (s *Server) shareFetchStart(req *kmsg.ShareFetchRequest, conn uint64) (*kms
 		}
 		return resp, nil, nil
 	}
-	switch {
-	case req.GroupID == nil:
-		return fail(kerr.InvalidRequest, "Invalid group id in the request.")
-	case !validShareMemberID(req.MemberID):
-		return fail(kerr.InvalidRequest, "Invalid member id in the request.")
+	switch msg := invalidShareIDs(req.GroupID, req.MemberID); {
+	case msg != "":
+		return fail(kerr.InvalidRequest, msg)
 	case req.Version >= 2 && req.IsRenewAck && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0):
 		return fail(kerr.InvalidRequest, "maxBytes, minBytes, maxRecords and maxWaitMs must be set to 0 if isRenewAck is true.")
 	}

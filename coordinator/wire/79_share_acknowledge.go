@@ -24,11 +24,8 @@ func (s *Server) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 		}
 		return resp
 	}
-	switch {
-	case req.GroupID == nil:
-		return fail(kerr.InvalidRequest, "Invalid group id in the request.")
-	case !validShareMemberID(req.MemberID):
-		return fail(kerr.InvalidRequest, "Invalid member id in the request.")
+	if msg := invalidShareIDs(req.GroupID, req.MemberID); msg != "" {
+		return fail(kerr.InvalidRequest, msg)
 	}
 	group, member := *req.GroupID, *req.MemberID
 	s.mu.Lock()

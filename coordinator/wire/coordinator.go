@@ -140,25 +140,20 @@ func (s *Server) loadCoordinator(now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("build coordinator: %w", err)
 	}
-	t := s.topics[offsetsTopic]
 	n := 0
-	for p, part := range t.partitions {
-		for _, b := range part.log.batches {
-			recs, err := batchRecords(b.raw)
-			if err != nil {
-				return fmt.Errorf("replay %s-%d: %w", offsetsTopic, p, err)
-			}
-			for i, kr := range recs {
-				r, err := records.DecodeRecord(kr.Key, kr.Value)
-				if err != nil {
-					return fmt.Errorf("replay %s-%d offset %d: %w", offsetsTopic, p, b.base+int64(i), err)
-				}
-				if err := c.Replay(r); err != nil {
-					return fmt.Errorf("replay %s-%d offset %d: %w", offsetsTopic, p, b.base+int64(i), err)
-				}
-				n++
-			}
+	err = eachRecord(s.topics[offsetsTopic], func(kr kmsg.Record) error {
+		r, err := records.DecodeRecord(kr.Key, kr.Value)
+		if err != nil {
+			return err
 		}
+		if err := c.Replay(r); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	s.coord = c
 	if err := s.appendRecords(now, c.Loaded(now)); err != nil {

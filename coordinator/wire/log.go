@@ -250,6 +250,26 @@ func buildBatch(now int64, kvs [][2][]byte) []byte {
 	return b
 }
 
+// eachRecord calls f with every record of the internal topic t, partition
+// by partition in offset order, for replaying it into a coordinator; an
+// error, of a batch or of f, is returned naming the partition and offset.
+func eachRecord(t *topic, f func(kmsg.Record) error) error {
+	for p, part := range t.partitions {
+		for _, b := range part.log.batches {
+			recs, err := batchRecords(b.raw)
+			if err != nil {
+				return fmt.Errorf("replay %s-%d: %w", t.name, p, err)
+			}
+			for i, kr := range recs {
+				if err := f(kr); err != nil {
+					return fmt.Errorf("replay %s-%d offset %d: %w", t.name, p, b.base+int64(i), err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // batchRecords decodes the records of an uncompressed batch, for replaying
 // __consumer_offsets. The coordinator writes those batches uncompressed.
 func batchRecords(raw []byte) ([]kmsg.Record, error) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/sharegroup"
@@ -92,20 +93,16 @@ func (s *Server) startShare() error {
 			return err
 		}
 	}
-	for p, part := range t.partitions {
-		for _, b := range part.log.batches {
-			recs, err := batchRecords(b.raw)
-			if err != nil {
-				return fmt.Errorf("replay %s-%d: %w", shareStateTopic, p, err)
-			}
-			for i, kr := range recs {
-				r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
-				if err != nil {
-					return fmt.Errorf("replay %s-%d offset %d: %w", shareStateTopic, p, b.base+int64(i), err)
-				}
-				sl.coord.States.Replay(r)
-			}
+	err := eachRecord(t, func(kr kmsg.Record) error {
+		r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
+		if err != nil {
+			return err
 		}
+		sl.coord.States.Replay(r)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	s.share = sl
 	return s.loadGroupConfigs()
@@ -222,6 +219,19 @@ func (s *Server) shareSessionFor(group, member string, epoch int32, conn uint64,
 	}
 	ss.epoch = nextShareEpoch(ss.epoch)
 	return ss, nil
+}
+
+// invalidShareIDs is what KafkaApis answers, with INVALID_REQUEST, to a
+// ShareFetch or ShareAcknowledge without a group id or with an invalid
+// member id; "" when both are valid.
+func invalidShareIDs(group, member *string) string {
+	switch {
+	case group == nil:
+		return "Invalid group id in the request."
+	case !validShareMemberID(member):
+		return "Invalid member id in the request."
+	}
+	return ""
 }
 
 // validShareMemberID is KafkaApis.isMemberIdValid: set, not empty, at

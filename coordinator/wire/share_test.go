@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -399,20 +400,13 @@ func TestShareLocksLapseOnTheServerClock(t *testing.T) {
 			if s.share.sessions[shareSessionKey{"sg", "m"}] == nil {
 				t.Fatal("m's share session was closed")
 			}
-			for _, p := range s.topics[shareStateTopic].partitions {
-				for _, b := range p.log.batches {
-					recs, err := batchRecords(b.raw)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, kr := range recs {
-						r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
-						if err != nil {
-							t.Fatal(err)
-						}
-						out = append(out, r)
-					}
-				}
+			err := eachRecord(s.topics[shareStateTopic], func(kr kmsg.Record) error {
+				r, err := sharegroup.DecodeStateRecord(kr.Key, kr.Value)
+				out = append(out, r)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
 		})
 		return out
@@ -434,6 +428,26 @@ func TestShareLocksLapseOnTheServerClock(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no lapse written to %s by the server's ticker", shareStateTopic)
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ShareFetch and ShareAcknowledge refuse a request without a group id, or
+// with a member id KafkaApis.isMemberIdValid refuses, with its messages.
+func TestInvalidShareIDs(t *testing.T) {
+	g, ok, empty, long := "sg", "m", "", strings.Repeat("m", 37)
+	for _, c := range []struct {
+		group, member *string
+		want          string
+	}{
+		{&g, &ok, ""},
+		{nil, &ok, "Invalid group id in the request."},
+		{&g, nil, "Invalid member id in the request."},
+		{&g, &empty, "Invalid member id in the request."},
+		{&g, &long, "Invalid member id in the request."},
+	} {
+		if got := invalidShareIDs(c.group, c.member); got != c.want {
+			t.Errorf("invalidShareIDs(%v, %v) = %q, want %q", c.group, c.member, got, c.want)
 		}
 	}
 }

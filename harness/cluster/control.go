@@ -48,13 +48,8 @@ func (c *Cluster) startedCount(ctx context.Context, n *Node) int {
 	return bytes.Count(out, []byte(startedLine))
 }
 
-// admin returns a client that talks to the brokers directly (not through
-// any client's links), for readiness and observations.
-func (c *Cluster) admin() (*kgo.Client, error) {
-	return kgo.NewClient(adminOpts(c.Bootstrap(), kgo.DialTimeout(3*time.Second))...)
-}
-
-// Admin returns a kadm client connected to the brokers directly; close it
+// Admin returns a kadm client connected to the brokers directly (not
+// through any client's links), for readiness and observations; close it
 // with Close.
 func (c *Cluster) Admin() (*kadm.Client, error) {
 	return newAdmin(c.Bootstrap(), kgo.DialTimeout(3*time.Second))
@@ -99,12 +94,11 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return err
 		}
 	}
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	if err := pollUntil(ctx, 500*time.Millisecond, func() error { return c.readyOnce(ctx, adm) }); err != nil {
 		return fmt.Errorf("last readiness check: %v", err)
 	}
@@ -236,12 +230,11 @@ func (c *Cluster) waitServing(ctx context.Context, n *Node) error {
 	if !n.IsBroker() {
 		return nil
 	}
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	err = pollUntil(ctx, 300*time.Millisecond, func() error {
 		if err := probeAPIVersions(ctx, n.Addr()); err != nil {
 			return err
@@ -513,12 +506,11 @@ func (c *Cluster) RollingRestart(ctx context.Context) error {
 
 // waitFullISR waits until every partition's ISR has all its replicas.
 func (c *Cluster) waitFullISR(ctx context.Context, _ *Node) error {
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	return pollUntil(ctx, 500*time.Millisecond, func() error {
 		md, err := adm.Metadata(ctx)
 		if err != nil {
@@ -542,18 +534,9 @@ func ProbeBroker(ctx context.Context, addr string) error { return probeAPIVersio
 // NodeMemory returns the memory node id uses now, less the page cache (as
 // `docker stats` shows it).
 func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
-	n, err := c.Node(id)
+	st, err := c.nodeStats(ctx, id)
 	if err != nil {
 		return 0, err
-	}
-	res, err := c.cli.ContainerStats(ctx, n.Container, client.ContainerStatsOptions{Stream: false})
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	var st container.StatsResponse
-	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
-		return 0, fmt.Errorf("stats of node %d: %v", id, err)
 	}
 	used := st.MemoryStats.Usage
 	if cache := st.MemoryStats.Stats["total_inactive_file"]; cache < used {
@@ -567,20 +550,30 @@ func (c *Cluster) NodeMemory(ctx context.Context, id NodeID) (uint64, error) {
 // NodeCPU returns the CPU time node id's container used since it started
 // (the counter starts over when the node restarts).
 func (c *Cluster) NodeCPU(ctx context.Context, id NodeID) (time.Duration, error) {
-	n, err := c.Node(id)
+	st, err := c.nodeStats(ctx, id)
 	if err != nil {
 		return 0, err
 	}
+	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+}
+
+// nodeStats reads one snapshot of node id's container statistics (docker
+// stats without streaming).
+func (c *Cluster) nodeStats(ctx context.Context, id NodeID) (*container.StatsResponse, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return nil, err
+	}
 	res, err := c.cli.ContainerStats(ctx, n.Container, client.ContainerStatsOptions{Stream: false})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer res.Body.Close()
 	var st container.StatsResponse
 	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
-		return 0, fmt.Errorf("stats of node %d: %v", id, err)
+		return nil, fmt.Errorf("stats of node %d: %v", id, err)
 	}
-	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+	return &st, nil
 }
 
 // UpgradeNode replaces node id's container with one running Kafka version

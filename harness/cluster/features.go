@@ -29,12 +29,12 @@ func (c *Cluster) WaitFullISR(ctx context.Context) error {
 // reports (ApiVersions v3+, KIP-584), by broker id. A broker that cannot be
 // asked is an error.
 func (c *Cluster) FinalizedFeatures(ctx context.Context) (map[NodeID]map[string]int16, error) {
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	return finalizedFeatures(ctx, kadm.NewClient(cl))
+	defer adm.Close()
+	return finalizedFeatures(ctx, adm)
 }
 
 func finalizedFeatures(ctx context.Context, adm *kadm.Client) (map[NodeID]map[string]int16, error) {
@@ -63,12 +63,11 @@ func finalizedFeatures(ctx context.Context, adm *kadm.Client) (map[NodeID]map[st
 // changed: "metadata.version 27 (4.1-IV1) → 33 (4.4-IV2); group.version
 // stays 1". A level already finalized is left alone.
 func (c *Cluster) UpdateFeatures(ctx context.Context, levels map[string]int16) (string, error) {
-	cl, err := c.admin()
+	adm, err := c.Admin()
 	if err != nil {
 		return "", err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.Close()
 	before, err := finalizedFeatures(ctx, adm)
 	if err != nil {
 		return "", err

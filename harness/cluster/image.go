@@ -25,6 +25,7 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/internal/interrupt"
+	"github.com/groupquake/groupquake/internal/javatool"
 	"github.com/groupquake/groupquake/internal/progress"
 )
 
@@ -464,17 +465,8 @@ func resolveBrokerJars(ctx context.Context, version string, mavenArgs []string, 
 		return brokerJars{}, err
 	}
 	logf("image: resolving Kafka %s broker jars with Maven (the machine's Maven settings apply)", version)
-	args := append([]string{"-B"}, mavenArgs...)
-	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
-	cmd := interrupt.Command(ctx, "mvn", args...)
-	cmd.Dir = work
-	var output bytes.Buffer
-	downloads := progress.MavenJars(fmt.Sprintf("image: resolving Kafka %s broker jars", version), logf)
-	cmd.Stdout = io.MultiWriter(&output, downloads)
-	cmd.Stderr = cmd.Stdout
-	err = interrupt.Run(cmd)
-	downloads.Done()
-	out := output.Bytes()
+	mvn := javatool.Maven{Args: mavenArgs, Logf: logf}
+	out, err := mvn.CopyDependencies(ctx, work, fmt.Sprintf("image: resolving Kafka %s broker jars", version))
 	if err != nil {
 		if ctx.Err() != nil {
 			return brokerJars{}, fmt.Errorf("resolving Kafka %s broker jars with Maven: %w", version, context.Cause(ctx))

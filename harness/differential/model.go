@@ -94,28 +94,13 @@ func modelSection(p version.Profile, s Section, javaVersion int) ([]Result, erro
 	written := map[int]string{}
 	now := time.UnixMilli(0).UTC()
 	completed := func(st Step, first *coordinator.Outcome) error {
-		var all []coordinator.Completion
+		var own *coordinator.Completion
 		if first != nil {
-			all = append(all, coordinator.Completion{Ticket: first.Ticket, Response: first.Response})
+			own = &coordinator.Completion{Ticket: first.Ticket, Response: first.Response}
 		}
-		all = append(all, ref.Completed()...)
-		slices.SortFunc(all, func(a, b coordinator.Completion) int { return int(a.Ticket) - int(b.Ticket) })
-		for _, c := range all {
-			t := int(c.Ticket)
-			x := Result{Pos: st.Pos, Command: command(st), Ticket: t}
-			if orig, ok := parked[t]; ok {
-				x.Command = "→ " + command(orig)
-				x.Why = fmt.Sprintf("completes #%d sent at %s", t, orig.Pos)
-				delete(parked, t)
-			}
-			x.Records = written[t]
-			resp, err := wireRoundTrip(c.Response)
-			if err != nil {
-				x.Outcome, x.Why = Skipped, err.Error()
-				add(x)
-				continue
-			}
-			x.Reference = format(resp, vectors.Identity{})
+		for _, c := range answered(own, ref.Completed()) {
+			x, _, _ := referenceResult(st, c, parked)
+			x.Records = written[x.Ticket]
 			add(x)
 		}
 		return nil

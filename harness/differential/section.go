@@ -108,28 +108,13 @@ func (s *sectionRun) send(ctx context.Context, ticket int, st Step, req kmsg.Req
 // answer compares the answers the reference gave during step st: first
 // (the step's own, if not parked) and every parked request it completed.
 func (s *sectionRun) answer(st Step, first *coordinator.Completion) {
-	var all []coordinator.Completion
-	if first != nil {
-		all = append(all, *first)
-	}
-	all = append(all, s.ref.Completed()...)
-	slices.SortFunc(all, func(a, b coordinator.Completion) int { return int(a.Ticket) - int(b.Ticket) })
-	for _, c := range all {
-		t := int(c.Ticket)
-		x := Result{Pos: st.Pos, Command: command(st), Ticket: t}
-		if orig, ok := s.refParked[t]; ok {
-			x.Command = "→ " + command(orig)
-			x.Why = fmt.Sprintf("completes #%d sent at %s", t, orig.Pos)
-			delete(s.refParked, t)
-		}
-		refResp, err := wireRoundTrip(c.Response)
-		if err != nil {
-			x.Outcome, x.Why = Skipped, err.Error()
+	for _, c := range answered(first, s.ref.Completed()) {
+		x, refResp, ok := referenceResult(st, c, s.refParked)
+		if !ok {
 			s.result(x)
 			continue
 		}
-		x.Reference = format(refResp, vectors.Identity{})
-		f := s.flights[t]
+		f := s.flights[x.Ticket]
 		if f == nil {
 			x.Outcome, x.Why = Skipped, "not sent to the target"
 			s.result(x)
@@ -140,6 +125,41 @@ func (s *sectionRun) answer(st Step, first *coordinator.Completion) {
 		s.reread(&x, refResp, f)
 		s.result(x)
 	}
+}
+
+// answered lists the answers the reference gave during a step, in ticket
+// order: first (the step's own; nil when it was parked) and the parked
+// requests it completed.
+func answered(first *coordinator.Completion, completed []coordinator.Completion) []coordinator.Completion {
+	var all []coordinator.Completion
+	if first != nil {
+		all = append(all, *first)
+	}
+	all = append(all, completed...)
+	slices.SortFunc(all, func(a, b coordinator.Completion) int { return int(a.Ticket) - int(b.Ticket) })
+	return all
+}
+
+// referenceResult is the result of the reference's answer c during step
+// st, with the answer as the wire gives it back. An answer to a parked
+// request names the request it completes, which parked then forgets. ok is
+// false when the answer does not come back from the wire: the result is
+// then Skipped and says why.
+func referenceResult(st Step, c coordinator.Completion, parked map[int]Step) (x Result, resp kmsg.Response, ok bool) {
+	t := int(c.Ticket)
+	x = Result{Pos: st.Pos, Command: command(st), Ticket: t}
+	if orig, isParked := parked[t]; isParked {
+		x.Command = "→ " + command(orig)
+		x.Why = fmt.Sprintf("completes #%d sent at %s", t, orig.Pos)
+		delete(parked, t)
+	}
+	resp, err := wireRoundTrip(c.Response)
+	if err != nil {
+		x.Outcome, x.Why = Skipped, err.Error()
+		return x, nil, false
+	}
+	x.Reference = format(resp, vectors.Identity{})
+	return x, resp, true
 }
 
 // wait waits for f's answer, at most Options.Wait.

@@ -211,29 +211,10 @@ func parse(r io.Reader, name string) ([]Section, error) {
 	return secs, nil
 }
 
-// arg helpers over datadriven arguments.
+// arg helpers over datadriven arguments, read as vectors.Args reads them.
 
-func hasArg(args []datadriven.CmdArg, key string) bool {
-	return slices.ContainsFunc(args, func(a datadriven.CmdArg) bool { return a.Key == key })
-}
+func hasArg(args []datadriven.CmdArg, key string) bool { return vecArgs(args).Has(key) }
 
-func argVal(args []datadriven.CmdArg, key, def string) string {
-	for _, a := range args {
-		if a.Key == key {
-			if len(a.Vals) == 0 {
-				return ""
-			}
-			return a.Vals[0]
-		}
-	}
-	return def
-}
+func argVal(args []datadriven.CmdArg, key, def string) string { return vecArgs(args).Val(key, def) }
 
-func argList(args []datadriven.CmdArg, key string) []string {
-	for _, a := range args {
-		if a.Key == key {
-			return a.Vals
-		}
-	}
-	return nil
-}
+func argList(args []datadriven.CmdArg, key string) []string { return vecArgs(args).List(key) }

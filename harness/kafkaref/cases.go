@@ -177,6 +177,17 @@ func writeAssign(w *bufio.Writer, c *AssignCase) {
 
 func (t TopicCount) String() string { return t.ID.String() }
 
+// writeTopics writes a case's topic lines (name, id, partitions) and
+// returns the topics' ids in that order.
+func writeTopics(w *bufio.Writer, topics []consumergroup.Topic) []TopicID {
+	order := make([]TopicID, 0, len(topics))
+	for _, t := range topics {
+		fmt.Fprintf(w, "topic %s %s %d\n", t.Name, TopicID(t.ID), t.Partitions)
+		order = append(order, t.ID)
+	}
+	return order
+}
+
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -186,17 +197,9 @@ func dash(s string) string {
 
 func writeReconcile(w *bufio.Writer, c *ReconcileCase) {
 	fmt.Fprintf(w, "reconcile %s %d %t\n", c.Name, c.TargetEpoch, c.SubscriptionChanged)
-	order := make([]TopicID, 0, len(c.Topics))
-	for _, t := range c.Topics {
-		fmt.Fprintf(w, "topic %s %s %d\n", t.Name, TopicID(t.ID), t.Partitions)
-		order = append(order, t.ID)
-	}
+	order := writeTopics(w, c.Topics)
 	for _, m := range c.Members {
-		names := "-"
-		if len(m.Subscribed) > 0 {
-			names = strings.Join(m.Subscribed, ",")
-		}
-		fmt.Fprintf(w, "member %s %s %d %d %s\n", m.ID, m.State, m.Epoch, m.PrevEpoch, names)
+		fmt.Fprintf(w, "member %s %s %d %d %s\n", m.ID, m.State, m.Epoch, m.PrevEpoch, dash(strings.Join(m.Subscribed, ",")))
 	}
 	for _, m := range c.Members {
 		for _, t := range order {

@@ -35,17 +35,10 @@ type TargetCaseMember struct {
 
 func writeTarget(w *bufio.Writer, c *TargetCase) {
 	fmt.Fprintf(w, "target %s %s\n", c.Name, c.SubscriptionType)
-	order := make([]TopicID, 0, len(c.Topics))
-	for _, t := range c.Topics {
-		fmt.Fprintf(w, "topic %s %s %d\n", t.Name, TopicID(t.ID), t.Partitions)
-		order = append(order, t.ID)
-	}
+	order := writeTopics(w, c.Topics)
 	subs := map[string]string{}
 	sub := func(names []string) string {
-		key := "-"
-		if len(names) > 0 {
-			key = strings.Join(names, ",")
-		}
+		key := dash(strings.Join(names, ","))
 		if _, ok := subs[key]; !ok {
 			subs[key] = "s" + fmt.Sprint(len(subs))
 			fmt.Fprintf(w, "subs %s %s\n", subs[key], key)

@@ -218,18 +218,10 @@ func (r *Reader) Records(ctx context.Context) ([]history.Record, int32, error) {
 	// records, so the high watermark is not always reached by a record: two
 	// empty polls in a row after the last record end the read.
 	for next < end.Offset && empty < 2 {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
+		fs, ferr := pollFetches(ctx, cl)
 		if ctx.Err() != nil {
 			return nil, part, fmt.Errorf("reading %s-%d: stopped at offset %d of %d: %w", OffsetsTopic, part, next, end.Offset, ctx.Err())
 		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				ferr = err
-			}
-		})
 		if ferr != nil {
 			return nil, part, fmt.Errorf("reading %s-%d: %w", OffsetsTopic, part, ferr)
 		}
@@ -390,3 +382,19 @@ func RecordTopicIDs(r records.Record) [][16]byte {
 // FormatTopicID renders a topic id as Kafka prints it (Uuid.toString):
 // URL-safe base64 without padding.
 func FormatTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// pollFetches polls cl for up to 3 seconds, for reading a topic to its end:
+// it returns what came with the last fetch error that is not the poll's own
+// end (an empty poll is not an error).
+func pollFetches(ctx context.Context, cl *kgo.Client) (kgo.Fetches, error) {
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	fs := cl.PollFetches(pctx)
+	var ferr error
+	fs.EachError(func(_ string, _ int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ferr = err
+		}
+	})
+	return fs, ferr
+}

@@ -204,18 +204,10 @@ func readPartitions(ctx context.Context, adm *kadm.Client, bootstrap []string, t
 		return true
 	}
 	for empty := 0; !done() && empty < 2; {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
+		fs, ferr := pollFetches(ctx, cl)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("reading %s: %w", topic, ctx.Err())
 		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				ferr = err
-			}
-		})
 		if ferr != nil {
 			return nil, fmt.Errorf("reading %s: %w", topic, ferr)
 		}

@@ -305,6 +305,16 @@ func (r *runner) disposable() bool {
 	return (r.ownsH && !r.cfg.Keep) || r.cfg.Disposable
 }
 
+// closeOwnCluster closes, at the end of a run, the cluster the run started
+// itself, unless it is kept; a failure is noted, not the run's error.
+func (r *runner) closeOwnCluster(ctx context.Context) {
+	if r.ownsH && r.h != nil && !r.cfg.Keep {
+		if err := r.h.Close(context.WithoutCancel(ctx)); err != nil {
+			r.note("teardown: closing the cluster: %v", err)
+		}
+	}
+}
+
 // closeBound bounds the members' leave at teardown: a run that was
 // interrupted gives them a few seconds, so that Ctrl-C gives control back
 // within seconds whatever state the brokers are in.
@@ -345,11 +355,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		if terr := r.teardown(ctx); terr != nil && err == nil {
 			err = terr
 		}
-		if r.ownsH && r.h != nil && !r.cfg.Keep {
-			if cerr := r.h.Close(context.WithoutCancel(ctx)); cerr != nil {
-				r.note("teardown: closing the cluster: %v", cerr)
-			}
-		}
+		r.closeOwnCluster(ctx)
 	}()
 	if err := r.setup(ctx); err != nil {
 		if ctx.Err() != nil {

@@ -614,13 +614,7 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 	if err := r.phase(ctx, history.PhaseSetup, "start or reach the cluster, create the topics, start the share group at the earliest offset, build producers and share members"); err != nil {
 		return err
 	}
-	defer func() {
-		if r.ownsH && r.h != nil && !r.cfg.Keep {
-			if cerr := r.h.Close(context.WithoutCancel(ctx)); cerr != nil {
-				r.note("teardown: closing the cluster: %v", cerr)
-			}
-		}
-	}()
+	defer r.closeOwnCluster(ctx)
 	sr, err := r.setupShare(ctx)
 	if sr.ctl != nil {
 		defer sr.ctl.Close()

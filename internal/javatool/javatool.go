@@ -176,21 +176,7 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 	if m.Logf != nil {
 		m.Logf("resolving %s with Maven (the machine's Maven settings apply)", what)
 	}
-	args := append([]string{"-B"}, m.Args...)
-	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
-	cmd := interrupt.Command(ctx, "mvn", args...)
-	cmd.Dir = work
-	var output bytes.Buffer
-	logf := m.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	jars := progress.MavenJars("resolving "+what, logf)
-	cmd.Stdout = io.MultiWriter(&output, jars)
-	cmd.Stderr = cmd.Stdout
-	err = interrupt.Run(cmd)
-	jars.Done()
-	if out := output.Bytes(); err != nil {
+	if out, err := m.CopyDependencies(ctx, work, "resolving "+what); err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("resolving %s with Maven: %w", what, context.Cause(ctx))
 		}
@@ -207,6 +193,24 @@ func (m Maven) Resolve(ctx context.Context, artifacts []Artifact, dir string) (s
 		return "", err
 	}
 	return libs, nil
+}
+
+// CopyDependencies runs Maven in work, whose pom.xml lists what to resolve:
+// the runtime dependencies are copied to work/libs, and the jars Maven
+// downloads are counted to Logf under label. It returns Maven's output, whose
+// last lines say why it failed.
+func (m Maven) CopyDependencies(ctx context.Context, work, label string) ([]byte, error) {
+	args := append([]string{"-B"}, m.Args...)
+	args = append(args, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(work, "libs"))
+	cmd := interrupt.Command(ctx, "mvn", args...)
+	cmd.Dir = work
+	var output bytes.Buffer
+	jars := progress.MavenJars(label, m.Logf)
+	cmd.Stdout = io.MultiWriter(&output, jars)
+	cmd.Stderr = cmd.Stdout
+	err := interrupt.Run(cmd)
+	jars.Done()
+	return output.Bytes(), err
 }
 
 // workDir makes dir and in it a fresh work directory (named from prefix)

@@ -194,42 +194,21 @@ public final class Driver {
 
         /** Reads the stream: crash, freeze and thaw act at once; everything else waits in the queue. */
         private void read() {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(rawIn, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    if (line.isBlank()) {
-                        continue;
-                    }
-                    Map<String, Object> msg;
-                    try {
-                        Object o = Json.parse(line);
-                        if (!(o instanceof Map)) {
-                            throw new IllegalArgumentException("not a JSON object");
-                        }
-                        @SuppressWarnings("unchecked")
-                        Map<String, Object> mm = (Map<String, Object>) o;
-                        msg = mm;
-                    } catch (Exception e) {
-                        emit(ev("error").str("code", "bad_message").str("error", "a line that is not a JSON object: " + e.getMessage()));
-                        continue;
-                    }
-                    switch (String.valueOf(msg.get("type"))) {
-                        case "crash":
-                            crash();
-                            break;
-                        case "freeze":
-                            freeze(true);
-                            break;
-                        case "thaw":
-                            freeze(false);
-                            break;
-                        default:
-                            queue.add(msg);
-                    }
+            readMessages(rawIn, msg -> {
+                switch (String.valueOf(msg.get("type"))) {
+                    case "crash":
+                        crash();
+                        break;
+                    case "freeze":
+                        freeze(true);
+                        break;
+                    case "thaw":
+                        freeze(false);
+                        break;
+                    default:
+                        queue.add(msg);
                 }
-            } catch (Exception e) {
-                // the stream broke: as its end
-            }
+            }, why -> emit(ev("error").str("code", "bad_message").str("error", why)));
             queue.add(EOF);
         }
 
@@ -597,6 +576,32 @@ public final class Driver {
         return b.toString();
     }
 
+    /**
+     * Reads the harness's lines from in until the stream ends or breaks
+     * (a broken stream counts as its end): blank lines are skipped, each JSON
+     * object goes to handle, and any other line to bad, as what is wrong with it.
+     */
+    static void readMessages(InputStream in, java.util.function.Consumer<Map<String, Object>> handle, java.util.function.Consumer<String> bad) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = r.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                Map<String, Object> msg;
+                try {
+                    msg = Json.object(line);
+                } catch (Exception e) {
+                    bad.accept("a line that is not a JSON object: " + e.getMessage());
+                    continue;
+                }
+                handle.accept(msg);
+            }
+        } catch (Exception e) {
+            // the stream broke: as its end
+        }
+    }
+
     static long num(Map<String, Object> m, String k, long def) {
         Object v = m.get(k);
         return v instanceof Number ? ((Number) v).longValue() : def;
@@ -693,6 +698,16 @@ public final class Driver {
                 throw new IllegalArgumentException("trailing characters at " + j.i);
             }
             return v;
+        }
+
+        /** Parses a line that must hold one JSON object (a message of the harness). */
+        @SuppressWarnings("unchecked")
+        static Map<String, Object> object(String line) {
+            Object o = parse(line);
+            if (!(o instanceof Map)) {
+                throw new IllegalArgumentException("not a JSON object");
+            }
+            return (Map<String, Object>) o;
         }
 
         private void ws() {

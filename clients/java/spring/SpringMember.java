@@ -23,8 +23,6 @@
 //     way); a record handed to the listener while the container stops is refused (the listener throws,
 //     so DefaultErrorHandler seeks back and the record's offset is not committed).
 //   - crash and the end of standard input halt the JVM at once.
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
@@ -86,43 +84,22 @@ public final class SpringMember {
 
     /** Reads the harness's lines: crash halts at once, acks go to the callback waiting, the rest are commands. */
     private static void read() {
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = r.readLine()) != null) {
-                if (line.isBlank()) {
-                    continue;
-                }
-                Map<String, Object> msg;
-                try {
-                    Object o = Driver.Json.parse(line);
-                    if (!(o instanceof Map)) {
-                        throw new IllegalArgumentException("not a JSON object");
-                    }
-                    @SuppressWarnings("unchecked")
-                    Map<String, Object> m = (Map<String, Object>) o;
-                    msg = m;
-                } catch (Exception e) {
-                    emit(ev("error").str("code", "bad_message").str("error", "a line that is not a JSON object: " + e.getMessage()));
-                    continue;
-                }
-                switch (String.valueOf(msg.get("type"))) {
-                    case "crash":
-                        // No leave, no word: the OS closes the connections (the harness cut the links first).
-                        Runtime.getRuntime().halt(0);
-                        break;
-                    case "ack":
-                        acks.add(Driver.num(msg, "seq", -1));
-                        break;
-                    case "freeze":
-                    case "thaw":
-                        break; // a process of its own is stopped with SIGSTOP instead
-                    default:
-                        commands.add(msg);
-                }
+        Driver.readMessages(System.in, msg -> {
+            switch (String.valueOf(msg.get("type"))) {
+                case "crash":
+                    // No leave, no word: the OS closes the connections (the harness cut the links first).
+                    Runtime.getRuntime().halt(0);
+                    break;
+                case "ack":
+                    acks.add(Driver.num(msg, "seq", -1));
+                    break;
+                case "freeze":
+                case "thaw":
+                    break; // a process of its own is stopped with SIGSTOP instead
+                default:
+                    commands.add(msg);
             }
-        } catch (Exception e) {
-            // the stream broke: as its end
-        }
+        }, why -> emit(ev("error").str("code", "bad_message").str("error", why)));
         commands.add(EOF);
         acks.add(EOF);
     }
