@@ -420,7 +420,7 @@ func (c *Coordinator) scheduleShareSession(group, member string) {
 // shareFence is GMM.shareGroupFenceMember: the member's records are
 // tombstoned, the group epoch bumped with the hash of the subscriptions
 // left, and, for the last member where
-// version.Profile.LastLeaveResetsAssignmentEpoch (KAFKA-20442, 4.4), the
+// version.Profile.LastLeaveResetsAssignmentEpoch (KAFKA-20442; 4.3.2, 4.4.0), the
 // assignment epoch set to it with a zero timestamp.
 func (c *Coordinator) shareFence(g *shareGroup, m *shareMember) []sharegroup.GroupRecord {
 	recs := []sharegroup.GroupRecord{

@@ -450,7 +450,7 @@ func (hb *heartbeat) updateMetadata(g *group, mb, updated *member) (int32, assig
 		bump = bump || status == regexUpdatedAndResolved
 	}
 	if m.profile.AssignorChangeRecomputes {
-		// KAFKA-20434 (4.4): a new effective assignor recomputes the target.
+		// KAFKA-20434 (4.3.2, 4.4.0): a new effective assignor recomputes the target.
 		if m.preferredAssignor(g, nil, nil) != m.preferredAssignor(g, mb, updated) {
 			bump = true
 		}

@@ -10,9 +10,17 @@ package version
 // tagged fields are set, whether partition metadata is written) from the
 // source of each branch and from javap of the released
 // kafka-group-coordinator 4.0.0, 4.1.0, 4.2.0, 4.3.0 and 4.4.0 jars; the
-// patch-level facts from `git merge-base --is-ancestor <fix> <release
-// commit>` on the 4.0–4.3 branches ("Bump version to X" commits), since
-// only the x.y.0 jars were inspected.
+// patch-level facts up to 4.2.1 and 4.3.1 from `git merge-base
+// --is-ancestor <fix> <release commit>` on the 4.0–4.3 branches ("Bump
+// version to X" commits; the commitId in kafka/kafka-version.properties of
+// the release's kafka-clients jar names it: 92f61c4486 for 4.2.1,
+// 26b251a451 for 4.3.1). The release commits of 4.2.2 (c5e9428595, jar
+// built 2026-09-22) and 4.3.2 (0a6c96d3b6, 2026-10-11) are past the stored
+// copy of the branches (2026-08-21), so their facts come from javap of the
+// 4.2.1/4.2.2 and 4.3.1/4.3.2 kafka-group-coordinator,
+// kafka-share-coordinator, kafka-coordinator-common, kafka-server and
+// kafka_2.13 jars, method by method, each change matched to its commit
+// on the branch where the branch has it.
 //
 // Paths below are relative to the Kafka repository root; "GCRH" is
 // group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorRecordHelpers.java
@@ -120,15 +128,21 @@ type Profile struct {
 	// ConsumerGroupDescribe includes partitions pending revocation in a
 	// member's assignment.
 	DescribeShowsPendingRevocation bool
-	// AssignorChangeRecomputes (KAFKA-20434, 4.4.0): a heartbeat that changes
-	// the group's effective preferred server assignor (for example a static
-	// member rejoining with another one) bumps the group epoch, so the target
-	// assignment is recomputed (GMM.hasPreferredServerAssignorChanged; in the
-	// 4.4.0 jar, not in 4.3.0).
+	// AssignorChangeRecomputes (KAFKA-20434; 4.3.2, 4.4.0): a heartbeat that
+	// changes the group's effective preferred server assignor (for example a
+	// static member rejoining with another one) bumps the group epoch, so
+	// the target assignment is recomputed
+	// (GMM.hasPreferredServerAssignorChanged; in the 4.4.0 and 4.3.2 jars,
+	// byte-for-byte the same method and the same call in
+	// consumerGroupHeartbeat; not in the 4.3.0, 4.3.1 or 4.2.2 jars).
 	AssignorChangeRecomputes bool
-	// StaticRejoinFullGroup (KAFKA-20601, 4.4.0; on the 4.3 branch only after
-	// 4.3.1): a static member may rejoin a group at group.consumer.max.size
-	// (GMM.throwIfConsumerGroupIsFull takes the instance id in the 4.4.0 jar).
+	// StaticRejoinFullGroup (KAFKA-20601; 4.3.2, 4.4.0): a static member may
+	// rejoin a group at group.consumer.max.size
+	// (GMM.throwIfConsumerGroupIsFull takes the instance id in the 4.4.0 and
+	// 4.3.2 jars, from consumerGroupHeartbeat and
+	// classicGroupJoinToConsumerGroup). On the 4.3 branch it is fec5c19c37,
+	// after "Bump version to 4.3.1"; not on the 4.2 branch, nor in the 4.2.2
+	// jar.
 	StaticRejoinFullGroup bool
 	// StaticRejoinOwnInstance (apache/kafka PR #23542, "Fix static members
 	// being fenced by their own instance id", open; no served release has
@@ -153,13 +167,16 @@ type Profile struct {
 	// group epoch, so it rejoins before the new target is computed
 	// (GMM.classicGroupHeartbeatToConsumerGroup, throwIfRebalanceInProgress).
 	ClassicRejoinOnNewAssignment bool
-	// ClassicJoinRefusedWhenMigrationDisabled (KAFKA-20640, in the 4.4.0
-	// jar, not in the 4.1.2 jar; later backported to the 4.0–4.3 branches
-	// after their last inspected releases): with
-	// group.consumer.migration.policy=disabled a JoinGroup to a non-empty
-	// consumer group gets INCONSISTENT_GROUP_PROTOCOL
-	// (GMM.throwIfClassicMemberCannotJoinConsumerGroup). Before, the classic
-	// member joined whatever the policy.
+	// ClassicJoinRefusedWhenMigrationDisabled (KAFKA-20640; 4.2.2, 4.3.1,
+	// 4.3.2, 4.4.0): with group.consumer.migration.policy=disabled a
+	// JoinGroup to a non-empty consumer group gets INCONSISTENT_GROUP_PROTOCOL
+	// (GMM.throwIfClassicMemberCannotJoinConsumerGroup, called first in
+	// classicGroupJoinToConsumerGroup). Before, the classic member joined
+	// whatever the policy. On the 4.3 branch it is 9c9ecfa36b, an ancestor
+	// of 4.3.1's release commit 26b251a451 (and the 4.3.1 jar has the
+	// method); on the 4.2 branch ece2b96447, after 4.2.1's 92f61c4486 (the
+	// 4.2.2 jar has it, the 4.2.1 jar not); the 4.0 and 4.1 branches have
+	// it after their last served releases (not in the 4.1.2 jar).
 	ClassicJoinRefusedWhenMigrationDisabled bool
 	// DowngradeRebalancesOnStaleAssignment (KAFKA-20273, 4.3.0+; 4.3 and
 	// 4.4 branch sources): when a classic static member replacing the last
@@ -168,15 +185,19 @@ type Profile struct {
 	// member's assignment is stale). Before, it rebalanced only if the
 	// member's subscribed topics changed (GMM.classicGroupJoinToConsumerGroup).
 	DowngradeRebalancesOnStaleAssignment bool
-	// LastLeaveResetsAssignmentEpoch (KAFKA-20442, in the 4.4.0 jar, not on
-	// the 4.0–4.3 branches): when the last members of a consumer group are
-	// fenced, a ConsumerGroupTargetAssignmentMetadata record with the new
-	// group epoch and timestamp 0 follows the epoch bump, so the empty group
-	// is not left Assigning (GMM.consumerGroupFenceMembers). The same
-	// issue does it for a share group's last member
-	// (GMM.shareGroupFenceMember, apache/kafka#22046, also in 4.4.0: a
-	// 4.4.0 broker describes the emptied share group at the new epoch,
-	// 4.2.1 at the last assignment's).
+	// LastLeaveResetsAssignmentEpoch (KAFKA-20442; 4.3.2, 4.4.0): when the
+	// last members of a consumer group are fenced, a
+	// ConsumerGroupTargetAssignmentMetadata record with the new group epoch
+	// and timestamp 0 follows the epoch bump, so the empty group is not left
+	// Assigning (GMM.consumerGroupFenceMembers). The same issue does it for
+	// a share group's last member (GMM.shareGroupFenceMember,
+	// apache/kafka#22046: a 4.4.0 broker describes the emptied share group
+	// at the new epoch, 4.2.1 at the last assignment's). Both are in the
+	// 4.4.0 jar and, backported after the stored copy of the 4.3 branch, in
+	// the 4.3.2 jar (the fence methods write
+	// newConsumerGroupTargetAssignmentMetadataRecord and
+	// newShareGroupTargetAssignmentMetadataRecord with timestamp 0 when the
+	// group empties); not in the 4.3.1 or 4.2.2 jars.
 	LastLeaveResetsAssignmentEpoch bool
 	// OffsetCommitResolvesTopicIDs (apache/kafka PR #21809, "Revise Topic
 	// Resolving Logic in OffsetCommit Request", 4.3.0+): an OffsetCommit
@@ -314,8 +335,10 @@ func (v Version) Profile() Profile {
 	}
 	// Invariant: each rule below switches a behaviour on at the first release
 	// that has it and never off again, except WritesPartitionMetadata, which
-	// 4.1 retires, and ShareEnableConfig, which 4.3 retires. Patch-level rules name every release line they reached,
-	// established with `git merge-base --is-ancestor <fix> <release commit>`.
+	// 4.1 retires, and ShareEnableConfig, which 4.3 retires. Patch-level
+	// rules name every release line they reached, established with `git
+	// merge-base --is-ancestor <fix> <release commit>` or, for 4.2.2 and
+	// 4.3.2, from their jars (see Profile).
 	if v >= V4_1_0 {
 		p.OffsetCommitValueVersion = 4
 		p.OffsetCommitTopicID = true
@@ -336,6 +359,16 @@ func (v Version) Profile() Profile {
 	}
 	if v >= V4_1_2 {
 		p.RegexDropBumpsEpoch = true
+	}
+	// KAFKA-20640 reached 4.2.2 and 4.3.1, not 4.3.0.
+	if (v >= V4_2_2 && v < V4_3_0) || v >= V4_3_1 {
+		p.ClassicJoinRefusedWhenMigrationDisabled = true
+	}
+	// KAFKA-20434, KAFKA-20601 and KAFKA-20442 reached 4.3.2 (not 4.2.2).
+	if v >= V4_3_2 {
+		p.AssignorChangeRecomputes = true
+		p.StaticRejoinFullGroup = true
+		p.LastLeaveResetsAssignmentEpoch = true
 	}
 	switch {
 	case v >= V4_2_0:
@@ -374,10 +407,6 @@ func (v Version) Profile() Profile {
 		p.MetadataVersionLevel = 30
 	}
 	if v >= V4_4_0 {
-		p.AssignorChangeRecomputes = true
-		p.StaticRejoinFullGroup = true
-		p.ClassicJoinRefusedWhenMigrationDisabled = true
-		p.LastLeaveResetsAssignmentEpoch = true
 		p.ShareVersionLevel = 2
 		p.ShareStartOffsetNoRegress = true
 		p.MetadataVersionLevel = 33

@@ -20,10 +20,14 @@ import (
 type Version uint32
 
 // The releases groupquake serves. Every one resolved as
-// org.apache.kafka:kafka_2.13:<version> from Maven Central on 2026-12-02
-// (mvn dependency:get), and each is listed as released in
+// org.apache.kafka:kafka_2.13:<version> from Maven Central (mvn
+// dependency:get; 4.2.2 and 4.3.2 on 2026-12-05, the others on
+// 2026-12-02), and each up to 4.2.1 and 4.3.1 is listed as released in
 // tests/kafkatest/version.py of the 4.4 branch (4.0.2 in that file of the
-// 4.0 branch).
+// 4.0 branch). 4.2.2 and 4.3.2 are later than the stored copy of that
+// file (2026-08-21); kafka/kafka-version.properties of their
+// kafka-clients jars names their release commits, c5e9428595 and
+// 0a6c96d3b6.
 const (
 	V4_0_0 Version = 4<<16 | 0<<8 | 0
 	V4_0_1 Version = 4<<16 | 0<<8 | 1
@@ -33,8 +37,10 @@ const (
 	V4_1_2 Version = 4<<16 | 1<<8 | 2
 	V4_2_0 Version = 4<<16 | 2<<8 | 0
 	V4_2_1 Version = 4<<16 | 2<<8 | 1
+	V4_2_2 Version = 4<<16 | 2<<8 | 2
 	V4_3_0 Version = 4<<16 | 3<<8 | 0
 	V4_3_1 Version = 4<<16 | 3<<8 | 1
+	V4_3_2 Version = 4<<16 | 3<<8 | 2
 	V4_4_0 Version = 4<<16 | 4<<8 | 0
 
 	// Default is the Kafka version used when a scenario names none.
@@ -56,8 +62,8 @@ const DefaultMessageMaxBytes = 1024*1024 + 12
 var served = [...]Version{
 	V4_0_0, V4_0_1, V4_0_2,
 	V4_1_0, V4_1_1, V4_1_2,
-	V4_2_0, V4_2_1,
-	V4_3_0, V4_3_1,
+	V4_2_0, V4_2_1, V4_2_2,
+	V4_3_0, V4_3_1, V4_3_2,
 	V4_4_0,
 }
 

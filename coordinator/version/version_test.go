@@ -15,6 +15,8 @@ func TestParse(t *testing.T) {
 		{"4.0.2", V4_0_2},
 		{"4.1.2", V4_1_2},
 		{" 4.3.1 ", V4_3_1},
+		{"4.2.2", V4_2_2},
+		{"4.3.2", V4_3_2},
 		{"4.4.0", V4_4_0},
 	} {
 		got, err := Parse(tc.in)
@@ -28,7 +30,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
-	for _, in := range []string{"4.9.1", "3.9.0", "4.1.3", "4.5.0", "4.1", "4", "", "4.1.2.0", "v4.1.2", "04.1.2", "4.01.2", "4.1.-2", "4.1.2-SNAPSHOT", "256.0.0", "4.1.x"} {
+	for _, in := range []string{"4.9.1", "3.9.0", "4.1.3", "4.5.0", "4.1", "4", "", "4.1.2.0", "v4.1.2", "04.1.2", "4.01.2", "4.1.-2", "4.1.2-SNAPSHOT", "256.0.0", "4.1.x", "4.2.3", "4.3.3"} {
 		_, err := Parse(in)
 		if err == nil {
 			t.Errorf("Parse(%q) accepted", in)
@@ -41,7 +43,7 @@ func TestParseRejects(t *testing.T) {
 	}
 	// The message the brief asks for, and the list of what to write instead.
 	_, err := Parse("4.9.1")
-	const want = `unknown Kafka version "4.9.1": served versions are 4.0.0–4.4.0 (4.0.0, 4.0.1, 4.0.2, 4.1.0, 4.1.1, 4.1.2, 4.2.0, 4.2.1, 4.3.0, 4.3.1, 4.4.0)`
+	const want = `unknown Kafka version "4.9.1": served versions are 4.0.0–4.4.0 (4.0.0, 4.0.1, 4.0.2, 4.1.0, 4.1.1, 4.1.2, 4.2.0, 4.2.1, 4.2.2, 4.3.0, 4.3.1, 4.3.2, 4.4.0)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Parse(4.9.1) error\n got %v\nwant %s", err, want)
 	}
@@ -83,7 +85,7 @@ func TestProfiles(t *testing.T) {
 		rejoinZero       bool  // KAFKA-19233, 4.2.0+
 		interval         bool  // KIP-1263 group.consumer.assignment.interval.ms, 4.3+
 		pendingFix       bool  // KAFKA-19449: 4.0.2, 4.1.2, 4.2.0+
-		staticFull       bool  // KAFKA-20601: 4.4.0
+		staticFull       bool  // KAFKA-20601: 4.3.2, 4.4.0
 	}
 	want := map[Version]row{
 		V4_0_0: {3, false, true, false, false, false, 1, false, false, false, false, false},
@@ -94,8 +96,10 @@ func TestProfiles(t *testing.T) {
 		V4_1_2: {4, true, false, true, false, false, 1, false, false, false, true, false},
 		V4_2_0: {4, true, false, true, false, false, 1, false, true, false, true, false},
 		V4_2_1: {4, true, false, true, false, false, 1, false, true, false, true, false},
+		V4_2_2: {4, true, false, true, false, false, 1, false, true, false, true, false},
 		V4_3_0: {4, true, false, true, true, true, 2, true, true, true, true, false},
 		V4_3_1: {4, true, false, true, true, true, 2, true, true, true, true, false},
+		V4_3_2: {4, true, false, true, true, true, 2, true, true, true, true, true},
 		V4_4_0: {4, true, false, true, true, true, 2, true, true, true, true, true},
 	}
 	for _, v := range Served() {
@@ -138,15 +142,32 @@ func TestReconcileEpochFlags(t *testing.T) {
 // TestMixedGroupFlags pins the behaviours of classic members inside a
 // consumer group that differ by release: KAFKA-20272 (rejoin against the
 // assignment epoch, 4.3 branch, in the 4.4.0 jar) and KAFKA-20640 (the
-// disabled migration policy refuses classic joins; in the 4.4.0 jar, not in
-// the 4.1.2 jar).
+// disabled migration policy refuses classic joins: in the 4.2.2, 4.3.1,
+// 4.3.2 and 4.4.0 jars, not in the 4.1.2, 4.2.1 or 4.3.0 ones), and
+// KAFKA-20442 (the last leave resets the assignment epoch: in the 4.3.2
+// and 4.4.0 jars, not in 4.3.1's).
 func TestMixedGroupFlags(t *testing.T) {
 	for _, v := range Served() {
 		p := v.Profile()
 		wantSince(t, v, "DowngradeRebalancesOnStaleAssignment", p.DowngradeRebalancesOnStaleAssignment, V4_3_0)
 		wantSince(t, v, "ClassicRejoinOnNewAssignment", p.ClassicRejoinOnNewAssignment, V4_3_0)
-		wantSince(t, v, "LastLeaveResetsAssignmentEpoch", p.LastLeaveResetsAssignmentEpoch, V4_4_0)
-		wantSince(t, v, "ClassicJoinRefusedWhenMigrationDisabled", p.ClassicJoinRefusedWhenMigrationDisabled, V4_4_0)
+		wantSince(t, v, "LastLeaveResetsAssignmentEpoch", p.LastLeaveResetsAssignmentEpoch, V4_3_2)
+		refused := map[Version]bool{V4_2_2: true, V4_3_1: true, V4_3_2: true, V4_4_0: true}
+		if got := p.ClassicJoinRefusedWhenMigrationDisabled; got != refused[v] {
+			t.Errorf("%v: ClassicJoinRefusedWhenMigrationDisabled %v, want %v (4.2.2, 4.3.1, 4.3.2, 4.4.0)", v, got, refused[v])
+		}
+	}
+}
+
+// TestStaticRejoinFlags pins the two static-member fixes that reached 4.3.2
+// but not 4.2.2 (their methods are in the 4.3.2 jar, byte-for-byte those
+// of 4.4.0's): KAFKA-20434 (a changed preferred assignor bumps the epoch)
+// and KAFKA-20601 (a known instance id rejoins a full group).
+func TestStaticRejoinFlags(t *testing.T) {
+	for _, v := range Served() {
+		p := v.Profile()
+		wantSince(t, v, "AssignorChangeRecomputes", p.AssignorChangeRecomputes, V4_3_2)
+		wantSince(t, v, "StaticRejoinFullGroup", p.StaticRejoinFullGroup, V4_3_2)
 	}
 }
 
@@ -298,7 +319,7 @@ func TestCheckShareGroupsSaysWhatToDo(t *testing.T) {
 		v    Version
 		want []string
 	}{
-		{V4_1_2, []string{"4.1.2", "preview", "share.version=1", "kafka-features.sh", "4.2.0, 4.2.1, 4.3.0, 4.3.1, 4.4.0"}},
+		{V4_1_2, []string{"4.1.2", "preview", "share.version=1", "kafka-features.sh", "4.2.0, 4.2.1, 4.2.2, 4.3.0, 4.3.1, 4.3.2, 4.4.0"}},
 		{V4_0_0, []string{"4.0.0", "early access", "group.share.enable=true", "unstable.api.versions.enable", "4.2.0"}},
 	} {
 		err := CheckShareGroups(c.v)
