@@ -55,11 +55,12 @@ type reachedBy struct {
 
 func commitsFollowConsumed(f *facts) Verdict {
 	v := newVerdict(NameCommitsFollowConsumed)
-	fetched := f.offsetFetches()
 	incs := f.memberIncarnations()
+	fetched := f.offsetFetches()
 	var n reachedBy
 	judged := 0
 	for tp := range f.tps {
+		x := f.reachIndex(tp, fetched[tp])
 		for _, id := range f.commitsByTP[tp] {
 			c := &f.commits[id]
 			switch {
@@ -71,7 +72,7 @@ func commitsFollowConsumed(f *facts) Verdict {
 				continue
 			}
 			judged++
-			if f.commitReached(c, id, tp, fetched, incs, &n) {
+			if f.commitReached(x, c, id, tp, incs, &n) {
 				continue
 			}
 			f.commitAhead(v, c, tp, incs)
@@ -86,36 +87,75 @@ func commitsFollowConsumed(f *facts) Verdict {
 	return v.done()
 }
 
+// memberAt is a member and an offset of one partition.
+type memberAt struct {
+	m   int
+	off int64
+}
+
+// reached indexes one partition's history for commitReached, every list of positions in history
+// order: where each member consumed each offset, read it as the committed offset, and sent a
+// commit of it that may have been written; the commits of each offset by anyone; and the first
+// record each member consumed in each of its ownerships (ownership -1: owning none).
+type reached struct {
+	consumed, fetched, sent map[memberAt][]int
+	commits                 map[int64][]int // commit ids, in invoke order
+	first                   map[[2]int]int  // (member, ownership) → position
+}
+
+func (f *facts) reachIndex(tp int, fetched []fetchRead) *reached {
+	x := &reached{consumed: map[memberAt][]int{}, fetched: map[memberAt][]int{}, sent: map[memberAt][]int{},
+		commits: map[int64][]int{}, first: map[[2]int]int{}}
+	for _, r := range f.consumes[tp] {
+		x.consumed[memberAt{r.member, r.off}] = append(x.consumed[memberAt{r.member, r.off}], r.pos)
+		if _, ok := x.first[[2]int{r.member, r.interval}]; !ok {
+			x.first[[2]int{r.member, r.interval}] = r.pos
+		}
+	}
+	for _, r := range fetched {
+		x.fetched[memberAt{r.member, r.off}] = append(x.fetched[memberAt{r.member, r.off}], r.pos)
+	}
+	for _, id := range f.commitsByTP[tp] {
+		if o := &f.commits[id]; o.maybe() {
+			off, _ := o.offsetOf(tp)
+			x.sent[memberAt{o.member, off}] = append(x.sent[memberAt{o.member, off}], o.inv)
+			x.commits[off] = append(x.commits[off], id)
+		}
+	}
+	return x
+}
+
+// firstIn is the first of the ascending positions ps in [lo, hi), if any.
+func firstIn(ps []int, lo, hi int) (int, bool) {
+	k := sort.SearchInts(ps, lo)
+	if k < len(ps) && ps[k] < hi {
+		return ps[k], true
+	}
+	return 0, false
+}
+
 // commitReached reports whether commit id of tp is a position its member reached, by (b), (a) or
 // (c), counting which in n.
-func (f *facts) commitReached(c *commitOp, id, tp int, fetched [][]fetchRead, incs [][]int, n *reachedBy) bool {
+func (f *facts) commitReached(x *reached, c *commitOp, id, tp int, incs [][]int, n *reachedBy) bool {
 	off, _ := c.offsetOf(tp)
 	m, answered := c.member, c.answeredAt(len(f.ev))
 	from := incarnationStart(incs[m], c.inv)
-	for _, r := range f.consumes[tp] {
-		if r.member == m && r.off+1 == off && r.pos >= from && r.pos < answered {
-			n.consumed++
-			if r.pos > c.inv {
-				n.consumedLate++
-			}
-			return true
+	if pos, ok := firstIn(x.consumed[memberAt{m, off - 1}], from, answered); ok {
+		n.consumed++
+		if pos > c.inv {
+			n.consumedLate++
 		}
+		return true
 	}
-	if f.startedFrom(c, id, tp, off, fetched[tp], from) {
+	if f.startedFrom(x, c, id, tp, off, from) {
 		n.started++
 		return true
 	}
 	// (c) counts a commit that may have been written, and so was judged itself: a wrong
 	// position is reported once, not at every retry, and a rejected one excuses nothing.
-	for _, oid := range f.commitsByTP[tp] {
-		o := &f.commits[oid]
-		if o.inv >= c.inv || o.member != m || o.inv < from || !o.maybe() {
-			continue
-		}
-		if oo, _ := o.offsetOf(tp); oo == off {
-			n.recommitted++
-			return true
-		}
+	if _, ok := firstIn(x.sent[memberAt{m, off}], from, c.inv); ok {
+		n.recommitted++
+		return true
 	}
 	return false
 }
@@ -123,42 +163,25 @@ func (f *facts) commitReached(c *commitOp, id, tp int, fetched [][]fetchRead, in
 // startedFrom reports whether off is a position member m of commit c may have started from in
 // tp: the log's start, a committed offset it read in its incarnation (from on), or a commit of tp
 // that may have been written before m started reading tp the last time it took it.
-func (f *facts) startedFrom(c *commitOp, id, tp int, off int64, fetched []fetchRead, from int) bool {
+func (f *facts) startedFrom(x *reached, c *commitOp, id, tp int, off int64, from int) bool {
 	if off == 0 {
 		return true
 	}
 	answered := c.answeredAt(len(f.ev))
-	for _, r := range fetched {
-		if r.member == c.member && r.off == off && r.pos >= from && r.pos < answered {
-			return true
-		}
+	if _, ok := firstIn(x.fetched[memberAt{c.member, off}], from, answered); ok {
+		return true
 	}
-	upTo := f.firstReadSinceTaken(c.member, tp, answered)
-	for _, oid := range f.commitsByTP[tp] {
-		o := &f.commits[oid]
-		if oid == id || !o.maybe() || o.inv >= upTo {
-			continue
-		}
-		if oo, _ := o.offsetOf(tp); oo == off {
-			return true
+	upTo := answered
+	if pos, ok := x.first[[2]int{c.member, f.lastOwnershipBefore(c.member, tp, answered)}]; ok {
+		upTo = min(upTo, pos)
+	}
+	// The commits of off in invoke order: the first that is not c itself.
+	for _, oid := range x.commits[off] {
+		if oid != id {
+			return f.commits[oid].inv < upTo
 		}
 	}
 	return false
-}
-
-// firstReadSinceTaken is where member m started reading tp the last time it took it before
-// position answered: the first record of tp it consumed in that ownership (of those it consumed
-// owning none, if it never owned tp), or answered itself when it consumed none. The committed
-// offset it started from was read before that record was handed out, so only a commit sent
-// before then can have set it.
-func (f *facts) firstReadSinceTaken(m, tp, answered int) int {
-	last := f.lastOwnershipBefore(m, tp, answered)
-	for _, r := range f.consumes[tp] {
-		if r.member == m && r.interval == last && r.pos < answered {
-			return r.pos
-		}
-	}
-	return answered
 }
 
 // commitAhead fails commit c of tp, citing what its member had consumed of tp.
