@@ -36,7 +36,7 @@ func Count(verdicts []check.Verdict) Tally {
 	return t
 }
 
-// String reads "13 checkers: 11 hold, 1 violated (NoLostRecords), 1 skipped
+// String reads "14 checkers: 12 hold, 1 violated (NoLostRecords), 1 skipped
 // (RecoveredStateMatchesLog)".
 func (t Tally) String() string {
 	named := func(n []string, what string) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -307,8 +308,8 @@ func (f *facts) memberIncarnations() [][]int {
 // restartsMember reports whether a fault of that kind ends a member's process or its membership,
 // with a new one at its heal (faults/churn.go).
 func restartsMember(what string) bool {
-	switch what {
-	case "member-crash", "member-restart", "member-leave":
+	switch faults.Kind(what) {
+	case faults.MemberCrash, faults.MemberRestart, faults.MemberLeave:
 		return true
 	}
 	return false
