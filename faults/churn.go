@@ -48,6 +48,9 @@ type churnKind struct {
 	apply func(context.Context, Members, Fault) (string, error)
 	// closes says the member's connections close (see EndsSessions).
 	closes bool
+	// anew says the member's process or membership ends, and a new one
+	// starts at the heal (see StartsAnew).
+	anew bool
 }
 
 func init() {
@@ -55,38 +58,39 @@ func init() {
 		func(s Space) (time.Duration, time.Duration) { return s.MinDuration, s.Horizon * 2 / 3 },
 		func(context.Context, Members, Fault) (string, error) {
 			return "the member has not joined; it joins at the heal", nil
-		}, false})
+		}, false, false})
 	register(churnKind{MemberLeave, "make a member commit and leave cleanly, rejoin as a new member at the heal",
 		func(s Space) (time.Duration, time.Duration) { return s.MinDuration, s.MaxDuration },
-		func(ctx context.Context, m Members, f Fault) (string, error) { return m.Leave(ctx, f.Member) }, true})
+		func(ctx context.Context, m Members, f Fault) (string, error) { return m.Leave(ctx, f.Member) }, true, true})
 	register(churnKind{MemberCrash, "crash a member without a leave for a session timeout or longer, restart it at the heal",
 		func(s Space) (time.Duration, time.Duration) {
 			return s.SessionTimeout, 2 * s.SessionTimeout
 		},
-		func(ctx context.Context, m Members, f Fault) (string, error) { return m.Crash(ctx, f.Member) }, true})
+		func(ctx context.Context, m Members, f Fault) (string, error) { return m.Crash(ctx, f.Member) }, true, true})
 	register(churnKind{MemberRestart, "crash a member and restart it within the session timeout (static members keep their instance id)",
 		func(s Space) (time.Duration, time.Duration) {
 			return 200 * time.Millisecond, max(s.SessionTimeout/2, 300*time.Millisecond)
 		},
-		func(ctx context.Context, m Members, f Fault) (string, error) { return m.Crash(ctx, f.Member) }, true})
+		func(ctx context.Context, m Members, f Fault) (string, error) { return m.Crash(ctx, f.Member) }, true, true})
 	register(churnKind{MemberStall, "stop a member's polls past its poll interval while it heartbeats, resume at the heal",
 		func(s Space) (time.Duration, time.Duration) {
 			return s.PollInterval / 2, s.PollInterval * 3 / 2
 		},
 		func(ctx context.Context, m Members, f Fault) (string, error) {
 			return m.Stall(ctx, f.Member, false, f.For)
-		}, false})
+		}, false, false})
 	register(churnKind{MemberFreeze, "freeze a member like a long GC pause (no poll, its bytes held on the wire), thaw at the heal",
 		func(s Space) (time.Duration, time.Duration) {
 			return s.MinDuration, s.SessionTimeout * 3 / 2
 		},
 		func(ctx context.Context, m Members, f Fault) (string, error) {
 			return m.Stall(ctx, f.Member, true, f.For)
-		}, false})
+		}, false, false})
 }
 
 func (k churnKind) Kind() Kind         { return k.kind }
 func (k churnKind) endsSessions() bool { return k.closes }
+func (k churnKind) startsAnew() bool   { return k.anew }
 func (k churnKind) Family() Family     { return FamilyChurn }
 func (k churnKind) Doc() string        { return k.doc }
 

@@ -311,6 +311,15 @@ func EndsSessions(k Kind) bool {
 	return ok && e.endsSessions()
 }
 
+// StartsAnew reports whether a fault of kind k on a member ends its process
+// or its membership and starts a new one at the heal: a leave, a crash, a
+// restart. What the member consumed, committed or was given before belongs
+// to the old incarnation. A kind says so in its own value.
+func StartsAnew(k Kind) bool {
+	e, ok := registry[k].(interface{ startsAnew() bool })
+	return ok && e.startsAnew()
+}
+
 // InScenarios lists the node or link kinds the fault scenarios draw (as
 // their family), in the order their file registers them. A kind says in
 // its own value whether the scenarios draw it; one they do not (today

@@ -272,6 +272,26 @@ func TestEndsSessions(t *testing.T) {
 	}
 }
 
+// TestStartsAnew: a leave, a crash and a restart end a member's incarnation;
+// a late join, a stall, a freeze and every link or node fault do not.
+func TestStartsAnew(t *testing.T) {
+	want := []Kind{MemberCrash, MemberLeave, MemberRestart}
+	var got []Kind
+	for _, k := range allKinds() {
+		if StartsAnew(k) {
+			got = append(got, k)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("StartsAnew holds for %v, want %v", got, want)
+	}
+	if StartsAnew("no-such-kind") {
+		t.Error("StartsAnew of an unknown kind")
+	}
+}
+
 // TestInScenarios: the scenarios draw the link and node kinds each says it
 // is drawn, in the order the seeds' draws depend on.
 func TestInScenarios(t *testing.T) {

@@ -244,7 +244,7 @@ func (f *facts) offsetFetches() [][]fetchRead {
 	out := make([][]fetchRead, len(f.tps))
 	for i := range f.ev {
 		e := &f.ev[i]
-		if e.F != offsetFetch || e.Type != history.Info {
+		if e.F != history.FOffsetFetch || e.Type != history.Info {
 			continue
 		}
 		var p struct {
@@ -270,10 +270,6 @@ func (f *facts) offsetFetches() [][]fetchRead {
 	}
 	return out
 }
-
-// offsetFetch is the fact a member reports with the committed offsets it read for partitions it
-// was given (harness/run's hooks).
-const offsetFetch = "offset-fetch"
 
 // memberIncarnations lists, per member, the positions where a new process of it starts: the
 // heal (the stop's invoke) of a member-crash, member-restart or member-leave fault aimed at it,
@@ -307,13 +303,7 @@ func (f *facts) memberIncarnations() [][]int {
 
 // restartsMember reports whether a fault of that kind ends a member's process or its membership,
 // with a new one at its heal (faults/churn.go).
-func restartsMember(what string) bool {
-	switch faults.Kind(what) {
-	case faults.MemberCrash, faults.MemberRestart, faults.MemberLeave:
-		return true
-	}
-	return false
-}
+func restartsMember(what string) bool { return faults.StartsAnew(faults.Kind(what)) }
 
 // incarnationStart is where the incarnation that was running at pos began: the last start at or
 // before pos, -1 for the member's first, which began before the history.

@@ -20,7 +20,7 @@ func (h *hist) consumeRange(m string, epoch, p int32, from, to int64) (last int6
 // offsetFetch: m says it read the committed offset off of t-p (-1: none).
 func (h *hist) offsetFetch(m string, p int32, o int64) int64 {
 	h.t.Helper()
-	return h.info(m, offsetFetch, map[string]any{"member": m, "offsets": []history.OffsetAt{off(p, o)}})
+	return h.info(m, history.FOffsetFetch, map[string]any{"member": m, "offsets": []history.OffsetAt{off(p, o)}})
 }
 
 // memberFault: the nemesis applies fault what to m and heals it.
@@ -165,7 +165,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 	})
 	t.Run("a committed-offset read the history cannot decode is no start", func(t *testing.T) {
 		h := newHist(t)
-		h.info("a", offsetFetch, map[string]any{"member": 5, "offsets": []history.OffsetAt{off(0, 12)}})
+		h.info("a", history.FOffsetFetch, map[string]any{"member": 5, "offsets": []history.OffsetAt{off(0, 12)}})
 		h.assigned("a", 1, 0)
 		inv, _ := h.commit("a", 1, history.OK, "", 0, 12)
 		mustCite(t, judge(h), inv)

@@ -46,6 +46,9 @@ const (
 	FHeartbeat = "heartbeat"
 	// FLeave: classic LeaveGroup or a ConsumerGroupHeartbeat with epoch -1/-2.
 	FLeave = "leave"
+	// FOffsetFetch: a member read the committed offsets of partitions it was given (its client's
+	// OffsetFetch answer, through its hooks). Standalone info; Value holds "member" and "offsets".
+	FOffsetFetch = "offset-fetch"
 	// FFenced: the member learned it is no longer in the group at its epoch (FENCED_MEMBER_EPOCH,
 	// UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID). Standalone info.
 	FFenced = "fenced"

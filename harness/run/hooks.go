@@ -352,7 +352,7 @@ func (h *HookRecorder) OnEvent(e clients.Event) {
 			h.notSent(e)
 		}
 	case clients.Fetched:
-		_, err := h.rec.Info(h.name, "offset-fetch", map[string]any{"member": h.name, "offsets": offsetList(e.Offsets)}, why)
+		_, err := h.rec.Info(h.name, history.FOffsetFetch, map[string]any{"member": h.name, "offsets": offsetList(e.Offsets)}, why)
 		h.keep(err)
 	default:
 		_, err := h.rec.Info(h.name, string(e.Kind), map[string]any{"member": h.name, "error": e.Err}, why)
