@@ -245,33 +245,44 @@ func formatConsumerDescribe(r *kmsg.ConsumerGroupDescribeResponse, n Norm, order
 	// by shard from a HashMap (GroupCoordinatorService.consumerGroupDescribe).
 	var gs []string
 	for _, g := range r.Groups {
-		if g.ErrorCode != 0 {
-			gs = append(gs, fmt.Sprintf("\n  %s %s %s", n.Group(g.Group), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage))))
-			continue
-		}
-		s := fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.Group), g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName)
 		var ms []string
 		for _, m := range g.Members {
 			ms = append(ms, consumerDescribeMember(m, r.Version, n, order))
 		}
-		order.sort(ms)
-		gs = append(gs, s+strings.Join(ms, ""))
+		gs = append(gs, describedGroup(g.Group, g.ErrorCode, g.ErrorMessage, g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName, ms, n, order))
 	}
 	order.sort(gs)
 	return "consumer-describe" + strings.Join(gs, "")
 }
 
+// describedGroup renders one group of a KIP-848 describe response: its
+// error, or its state line and its members' lines, sorted.
+func describedGroup(id string, code int16, msg *string, state string, epoch, assignmentEpoch int32, assignor string, members []string, n Norm, order Order) string {
+	if code != 0 {
+		return fmt.Sprintf("\n  %s %s %s", n.Group(id), ErrName(code), n.Text(ps(msg)))
+	}
+	order.sort(members)
+	return fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(id), state, epoch, assignmentEpoch, assignor) + strings.Join(members, "")
+}
+
+// subscribed renders a describe response member's subscribed topics,
+// "[foo bar]", in the order Kafka's HashSet lists them
+// (ConsumerGroupMember.subscribedTopicNames,
+// ShareGroupMember.subscribedTopicNames).
+func subscribed(topics []string, n Norm, order Order) string {
+	var subs []string
+	for _, t := range topics {
+		subs = append(subs, n.Topic(t))
+	}
+	order.sort(subs)
+	return "[" + strings.Join(subs, " ") + "]"
+}
+
 // consumerDescribeMember renders one member of a ConsumerGroupDescribe
 // response of version v.
 func consumerDescribeMember(m kmsg.ConsumerGroupDescribeResponseGroupMember, v int16, n Norm, order Order) string {
-	var subs []string
-	for _, t := range m.SubscribedTopics {
-		subs = append(subs, n.Topic(t))
-	}
-	// Kafka lists a HashSet (ConsumerGroupMember.subscribedTopicNames).
-	order.sort(subs)
-	x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s target=%s subscribed=[%s]",
-		n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), describeTPs(m.Assignment, n), describeTPs(m.TargetAssignment, n), strings.Join(subs, " "))
+	x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s target=%s subscribed=%s",
+		n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), describeTPs(m.Assignment, n), describeTPs(m.TargetAssignment, n), subscribed(m.SubscribedTopics, n, order))
 	if m.InstanceID != nil {
 		x += " instance=" + *m.InstanceID
 	}
@@ -301,33 +312,21 @@ func formatShareHeartbeat(r *kmsg.ShareGroupHeartbeatResponse, n Norm) string {
 func formatShareDescribe(r *kmsg.ShareGroupDescribeResponse, n Norm, order Order) string {
 	var gs []string
 	for _, g := range r.Groups {
-		if g.ErrorCode != 0 {
-			gs = append(gs, fmt.Sprintf("\n  %s %s %s", n.Group(g.GroupID), ErrName(g.ErrorCode), n.Text(ps(g.ErrorMessage))))
-			continue
-		}
-		s := fmt.Sprintf("\n  %s state=%s epoch=%d assignment-epoch=%d assignor=%s", n.Group(g.GroupID), g.GroupState, g.GroupEpoch, g.AssignmentEpoch, g.Assignor)
 		var ms []string
 		for _, m := range g.Members {
-			var subs []string
-			for _, t := range m.SubscribedTopicNames {
-				subs = append(subs, n.Topic(t))
-			}
-			// Kafka lists a HashSet (ShareGroupMember.subscribedTopicNames).
-			order.sort(subs)
 			assigned := tpList(func(add func(string, []int32)) {
 				for _, t := range m.Assignment.TopicPartitions {
 					add(n.Topic(t.Topic), t.Partitions)
 				}
 			})
-			x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s subscribed=[%s]",
-				n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), assigned.sorted(), strings.Join(subs, " "))
+			x := fmt.Sprintf("\n    %s epoch=%d client=%s host=%s assignment=%s subscribed=%s",
+				n.Member(m.MemberID), m.MemberEpoch, m.ClientID, n.Host(m.ClientHost), assigned.sorted(), subscribed(m.SubscribedTopicNames, n, order))
 			if m.RackID != nil {
 				x += " rack=" + *m.RackID
 			}
 			ms = append(ms, x)
 		}
-		order.sort(ms)
-		gs = append(gs, s+strings.Join(ms, ""))
+		gs = append(gs, describedGroup(g.GroupID, g.ErrorCode, g.ErrorMessage, g.GroupState, g.GroupEpoch, g.AssignmentEpoch, g.Assignor, ms, n, order))
 	}
 	order.sort(gs)
 	return "share-describe" + strings.Join(gs, "")
