@@ -193,27 +193,25 @@ func (b *builder) opt(key string) *string {
 }
 
 func (b *builder) int(key string, def int) int {
-	s := b.args.Val(key, "")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil && b.err == nil {
-		b.err = fmt.Errorf("%s=%q: want an integer", key, s)
-	}
-	return n
+	return parseArg(b, key, def, strconv.Atoi, "an integer")
 }
 
 func (b *builder) version(def int) int16 { return int16(b.int("v", def)) }
 
 func (b *builder) dur(key string, def time.Duration) time.Duration {
+	return parseArg(b, key, def, time.ParseDuration, "a duration such as 10s")
+}
+
+// parseArg parses the argument key, def when it is absent or has no value;
+// the first malformed value is kept in b.err, saying what was wanted.
+func parseArg[T any](b *builder, key string, def T, parse func(string) (T, error), want string) T {
 	s := b.args.Val(key, "")
 	if s == "" {
 		return def
 	}
-	v, err := time.ParseDuration(s)
+	v, err := parse(s)
 	if err != nil && b.err == nil {
-		b.err = fmt.Errorf("%s=%q: want a duration such as 10s", key, s)
+		b.err = fmt.Errorf("%s=%q: want %s", key, s, want)
 	}
 	return v
 }
