@@ -25,11 +25,26 @@ func writeVector(t *testing.T, dir, name, text string) string {
 	return p
 }
 
+// parseVector writes a vector file named name and parses it.
+func parseVector(t *testing.T, name, text string) []Section {
+	t.Helper()
+	secs, err := ParseFile(writeVector(t, t.TempDir(), name, text), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secs
+}
+
+// heartbeatSection is a vector section: new with newArgs, then a member's
+// first consumer-group heartbeat subscribing to foo.
+func heartbeatSection(newArgs, member string) string {
+	return "new " + newArgs + "\n----\nok\n\nconsumer-group-heartbeat member=" + member + " epoch=0 subscribe=(foo)\n----\nok\n"
+}
+
 // ParseFile splits a file into sections at every `new`, keeps each step's
 // file:line and expected output, and skips comments and blank lines.
 func TestParseFile(t *testing.T) {
-	dir := t.TempDir()
-	p := writeVector(t, dir, "classic/x.txt", `# a comment
+	secs := parseVector(t, "classic/x.txt", `# a comment
 new version=4.4.0
 ----
 ok
@@ -52,10 +67,6 @@ state
 ----
 empty
 `)
-	secs, err := ParseFile(p, "classic/x.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(secs) != 2 {
 		t.Fatalf("%d sections, want 2: %+v", len(secs), secs)
 	}
@@ -180,8 +191,7 @@ func TestRunTellsSameFromDifferent(t *testing.T) {
 // setting, and the steps a target cannot replay end the section with the
 // reason, the same in Run and Model.
 func TestSectionLimits(t *testing.T) {
-	dir := t.TempDir()
-	p := writeVector(t, dir, "consumer/x.txt", `new version=4.4.0 topics=(foo:2) assignors=(range)
+	secs := parseVector(t, "consumer/x.txt", `new version=4.4.0 topics=(foo:2) assignors=(range)
 ----
 ok
 
@@ -205,10 +215,6 @@ consumer-group-heartbeat member=A epoch=1
 ----
 ok
 `)
-	secs, err := ParseFile(p, "consumer/x.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if why := needsBrokerSetting(*secs[0].New); !strings.Contains(why, "assignors=range") || !strings.Contains(why, "uniform,range") {
 		t.Errorf("assignors=(range): %q", why)
 	}
@@ -254,43 +260,12 @@ func TestRegexNames(t *testing.T) {
 // pinned release is compared once; another setting or another request
 // makes it a section of its own.
 func TestSameRequestsComparedOnce(t *testing.T) {
-	dir := t.TempDir()
-	p := writeVector(t, dir, "consumer/y.txt", `new version=4.1.0 topics=(foo:2)
-----
-ok
-
-consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
-----
-ok
-
-new version=4.2.0 topics=(foo:2)
-----
-ok
-
-consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
-----
-ok
-
-new version=4.2.0 topics=(foo:3)
-----
-ok
-
-consumer-group-heartbeat member=A epoch=0 subscribe=(foo)
-----
-ok
-
-new version=4.4.0 topics=(foo:2)
-----
-ok
-
-consumer-group-heartbeat member=B epoch=0 subscribe=(foo)
-----
-ok
-`)
-	secs, err := ParseFile(p, "consumer/y.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	secs := parseVector(t, "consumer/y.txt", strings.Join([]string{
+		heartbeatSection("version=4.1.0 topics=(foo:2)", "A"),
+		heartbeatSection("version=4.2.0 topics=(foo:2)", "A"), // another release only
+		heartbeatSection("version=4.2.0 topics=(foo:3)", "A"), // another topic setting
+		heartbeatSection("version=4.4.0 topics=(foo:2)", "B"), // another member
+	}, "\n"))
 	sent := map[string]string{}
 	var got []string
 	for _, s := range secs {
@@ -305,8 +280,7 @@ ok
 // share groups are production-ready: Kafka 4.1 advertises
 // ShareGroupHeartbeat v1 (preview) where the reference serves nothing.
 func TestShareSectionsFrom42(t *testing.T) {
-	dir := t.TempDir()
-	p := writeVector(t, dir, "share/x.txt", `new version=4.2.1 topics=(foo:1)
+	secs := parseVector(t, "share/x.txt", `new version=4.2.1 topics=(foo:1)
 ----
 ok
 
@@ -314,10 +288,6 @@ share-group-heartbeat member=A epoch=0 subscribe=(foo)
 ----
 ok
 `)
-	secs, err := ParseFile(p, "share/x.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for v, want := range map[string]string{
 		"4.1.2": "share groups are preview in Kafka 4.1.2: the share vectors are compared with releases where they are production-ready (4.2 and later)",
 		"4.0.2": "share groups are early access in Kafka 4.0.2",
@@ -329,10 +299,7 @@ ok
 			t.Errorf("Kafka %s: %q, want %q", v, why, want)
 		}
 	}
-	consumer, err := ParseFile(writeVector(t, dir, "consumer/y.txt", "new version=4.4.0 topics=(foo:1)\n----\nok\n\nconsumer-group-heartbeat member=A epoch=0 subscribe=(foo)\n----\nok\n"), "consumer/y.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	consumer := parseVector(t, "consumer/y.txt", heartbeatSection("version=4.4.0 topics=(foo:1)", "A"))
 	if why := shareBefore42(version.MustParse("4.1.2").Profile(), consumer[0]); why != "" {
 		t.Errorf("a consumer section on 4.1.2: %q", why)
 	}
