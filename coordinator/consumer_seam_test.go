@@ -154,11 +154,7 @@ func (f *fakeConsumerGroups) State() string {
 func TestConsumerGroupSeam(t *testing.T) {
 	p := version.V4_4_0.Profile()
 	newCoord := func() *Coordinator {
-		c, err := New(p, Config{ConsumerGroups: newFake(p), IDs: &shortIDs{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return newCoordinator(t, p, Config{ConsumerGroups: newFake(p), IDs: &shortIDs{}})
 	}
 	c := newCoord()
 	now := time.UnixMilli(0)
@@ -171,15 +167,7 @@ func TestConsumerGroupSeam(t *testing.T) {
 		}
 		log = append(log, o.Records...)
 		log = append(log, c.Tick(now)...)
-		fresh := newCoord()
-		for _, r := range log {
-			if err := fresh.Replay(r); err != nil {
-				t.Fatalf("replay %s: %v", r.Type(), err)
-			}
-		}
-		if !fresh.State().Equal(c.State()) {
-			t.Fatalf("replay differs\nlive:\n%s\nreplayed:\n%s", c.State(), fresh.State())
-		}
+		checkReplays(t, c, newCoord(), log)
 		return o.Response
 	}
 	commit := func(member string, epoch int32, topic string) int16 {
@@ -277,10 +265,7 @@ func TestConsumerGroupSeam(t *testing.T) {
 // groups (Config.ConsumerGroups = NoConsumerGroups{}; the default engine is
 // consumergroup.Manager, see TestDefaultConsumerGroups).
 func TestNoConsumerGroups(t *testing.T) {
-	c, err := New(version.V4_4_0.Profile(), Config{ConsumerGroups: NoConsumerGroups{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCoordinator(t, version.V4_4_0.Profile(), Config{ConsumerGroups: NoConsumerGroups{}})
 	for epoch, want := range map[int32]*kerr.Error{0: kerr.UnsupportedVersion, 3: kerr.GroupIDNotFound, -1: kerr.GroupIDNotFound} {
 		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		r.Group, r.MemberID, r.MemberEpoch = "g", "m", epoch
@@ -314,10 +299,7 @@ func TestNoConsumerGroups(t *testing.T) {
 // classic ones, and a coordinator loaded from the log holds the same state.
 func TestDefaultConsumerGroups(t *testing.T) {
 	p := version.V4_4_0.Profile()
-	c, err := New(p, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCoordinator(t, p, Config{})
 	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	r.Version, r.Group, r.MemberID, r.MemberEpoch, r.RebalanceTimeoutMillis = 1, "g", "m", 0, 10000
 	r.SubscribedTopicNames, r.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
@@ -336,18 +318,10 @@ func TestDefaultConsumerGroups(t *testing.T) {
 	if gs := l.(*kmsg.ListGroupsResponse).Groups; len(gs) != 1 || gs[0].GroupType != "consumer" {
 		t.Fatalf("list: %+v, want one consumer group", gs)
 	}
-	fresh, err := New(p, Config{})
-	if err != nil {
-		t.Fatal(err)
+	if c.State().Consumer == "" {
+		t.Fatalf("the live state holds no consumer group:\n%s", c.State())
 	}
-	for _, rec := range recs {
-		if err := fresh.Replay(rec); err != nil {
-			t.Fatalf("replay %s: %v", rec.Type(), err)
-		}
-	}
-	if !fresh.State().Equal(c.State()) || c.State().Consumer == "" {
-		t.Fatalf("replay differs or holds no consumer group\nlive:\n%s\nreplayed:\n%s", c.State(), fresh.State())
-	}
+	checkReplays(t, c, newCoordinator(t, p, Config{}), recs)
 }
 
 // convertThenFail converts an Empty classic group and then fails the
@@ -366,10 +340,7 @@ func (f convertThenFail) Heartbeat(_ time.Time, _ Client, classic ClassicGroups,
 // tombstoned in the log even when the engine failed the request.
 func TestConvertedTombstoneIsWritten(t *testing.T) {
 	p := version.V4_4_0.Profile()
-	c, err := New(p, Config{ConsumerGroups: convertThenFail{newFake(p)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCoordinator(t, p, Config{ConsumerGroups: convertThenFail{newFake(p)}})
 	commit := kmsg.NewPtrOffsetCommitRequest()
 	commit.Version, commit.Group, commit.Generation = 9, "g", -1
 	tp := kmsg.NewOffsetCommitRequestTopic()
@@ -392,16 +363,5 @@ func TestConvertedTombstoneIsWritten(t *testing.T) {
 	if !hasTombstone(recs, records.GroupMetadataKey{Group: "g"}) {
 		t.Fatalf("the converted group's tombstone was not written: %v", recs)
 	}
-	fresh, err := New(p, Config{ConsumerGroups: NoConsumerGroups{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range append(log, recs...) {
-		if err := fresh.Replay(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !fresh.State().Equal(c.State()) {
-		t.Fatalf("replay differs\nlive:\n%s\nreplayed:\n%s", c.State(), fresh.State())
-	}
+	checkReplays(t, c, newCoordinator(t, p, Config{ConsumerGroups: NoConsumerGroups{}}), append(log, recs...))
 }

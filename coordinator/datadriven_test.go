@@ -243,11 +243,7 @@ func (e *env) new(d *datadriven.TestData) {
 		iv := e.dur(d, "share-assignment-interval", 0)
 		e.cfg.Share.AssignmentInterval = &iv
 	}
-	c, err := New(e.profile, e.cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.c, e.now, e.log, e.shown = c, time.UnixMilli(0).UTC(), nil, 0
+	e.c, e.now, e.log, e.shown = newCoordinator(e.t, e.profile, e.cfg), time.UnixMilli(0).UTC(), nil, 0
 }
 
 // parseTopic reads name:partitions.
@@ -311,17 +307,9 @@ func (e *env) append(b *strings.Builder, recs []records.Record) {
 
 // replayed is a fresh coordinator that loaded the log.
 func (e *env) replayed() *Coordinator {
-	c, err := New(e.profile, e.cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	c := newCoordinator(e.t, e.profile, e.cfg)
 	c.now = e.now.UnixMilli()
-	for _, r := range e.log {
-		if err := c.Replay(r); err != nil {
-			e.t.Fatalf("replay %s: %v", fmtRecord(r), err)
-		}
-	}
-	return c
+	return replayed(e.t, c, e.log)
 }
 
 func (e *env) checkReplay(d *datadriven.TestData) {

@@ -79,10 +79,7 @@ func runMixed(t *testing.T, in []byte) {
 		policies := []string{"bidirectional", "upgrade", "downgrade", "disabled"}
 		cfg.Consumer.MigrationPolicy = policies[int(in[1]>>1)%len(policies)]
 	}
-	c, err := New(profile, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCoordinator(t, profile, cfg)
 	now := time.UnixMilli(0)
 	var log []records.Record
 	var classicMembers [2][]string
@@ -95,18 +92,7 @@ func runMixed(t *testing.T, in []byte) {
 	}
 	take := func(i *int) byte { return takeByte(in, i) }
 	appendLog := func(recs []records.Record) { log = append(log, roundTrip(t, recs)...) }
-	load := func() *Coordinator {
-		fresh, err := New(profile, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range log {
-			if err := fresh.Replay(r); err != nil {
-				t.Fatalf("replay %s: %v", r.Type(), err)
-			}
-		}
-		return fresh
-	}
+	load := func() *Coordinator { return replayed(t, newCoordinator(t, profile, cfg), log) }
 	orphans := map[string]bool{}
 	for i := 2; i < len(in); {
 		op, arg := take(&i), take(&i)

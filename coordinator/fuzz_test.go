@@ -67,10 +67,7 @@ func runSequence(t *testing.T, in []byte) {
 		OffsetsRetention:      5 * time.Second,
 		IDs:                   ids,
 	}
-	c, err := New(profile, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCoordinator(t, profile, cfg)
 	now := time.UnixMilli(0)
 	var log []records.Record
 	// Member ids the coordinator handed out, per group, to reuse.
@@ -198,16 +195,7 @@ func runSequence(t *testing.T, in []byte) {
 			learn(done.Response, gi, &members, &gens)
 		}
 		checkInvariants(t, c)
-		fresh, err := New(profile, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range log {
-			if err := fresh.Replay(r); err != nil {
-				t.Fatalf("replay: %v", err)
-			}
-		}
-		if live, loaded := c.State(), fresh.State(); !live.Equal(loaded) {
+		if live, loaded := c.State(), replayed(t, newCoordinator(t, profile, cfg), log).State(); !live.Equal(loaded) {
 			t.Fatalf("step %d: replay differs from live state\nlive:\n%s\nreplayed:\n%s", i, live, loaded)
 		}
 	}

@@ -23,10 +23,7 @@ import (
 func TestOffsetCommitAnswersEachTopicOnce(t *testing.T) {
 	topics := testTopics{{name: "t", id: topicID("t"), partitions: 2}, {name: "u", id: topicID("u"), partitions: 1}}
 	for _, v := range []int16{9, 10} {
-		c, err := New(version.V4_4_0.Profile(), Config{Topics: topics, IDs: &shortIDs{}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := newCoordinator(t, version.V4_4_0.Profile(), Config{Topics: topics, IDs: &shortIDs{}})
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group = v, "g"
 		for _, tp := range []struct {

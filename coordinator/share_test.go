@@ -31,11 +31,7 @@ func newShareEnv(t *testing.T, v version.Version, partitions int) *shareEnv {
 	// brokers run; TestShareAssignmentInterval sets it.
 	cfg := Config{Topics: testTopics{{name: "foo", id: [16]byte{'T', 'f', 'o', 'o'}, partitions: partitions}},
 		Share: ShareConfig{AssignmentInterval: &zero}}
-	c, err := New(v.Profile(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &shareEnv{t: t, p: v.Profile(), cfg: cfg, c: c, now: time.UnixMilli(1_000_000)}
+	return &shareEnv{t: t, p: v.Profile(), cfg: cfg, c: newCoordinator(t, v.Profile(), cfg), now: time.UnixMilli(1_000_000)}
 }
 
 // hb sends a ShareGroupHeartbeat of group g and ticks, as the embedded
@@ -171,11 +167,7 @@ func TestShareHeartbeatErrors(t *testing.T) {
 func TestShareGroupMaxSize(t *testing.T) {
 	e := newShareEnv(t, version.V4_2_1, 1)
 	e.cfg.Share.MaxSize = 1
-	c, err := New(e.p, e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.c = c
+	e.c = newCoordinator(t, e.p, e.cfg)
 	e.hb("A", 0, "foo")
 	if r := e.hb("B", 0, "foo"); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
 		t.Errorf("second member: %+v, want GROUP_MAX_SIZE_REACHED", r)
@@ -262,24 +254,7 @@ func TestShareLeaveSessionAndReplay(t *testing.T) {
 
 func (e *shareEnv) replayAll() *Coordinator {
 	e.t.Helper()
-	c, err := New(e.p, e.cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, r := range e.log {
-		k, v, err := records.EncodeRecord(r)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		back, err := records.DecodeRecord(k, v)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if err := c.Replay(back); err != nil {
-			e.t.Fatalf("replay: %v", err)
-		}
-	}
-	return c
+	return replayed(e.t, newCoordinator(e.t, e.p, e.cfg), roundTrip(e.t, e.log))
 }
 
 // TestShareRecordsReplayInOracle: the records the coordinator writes are
@@ -365,11 +340,7 @@ func TestShareVersionPendingCheck(t *testing.T) {
 func TestShareAssignmentInterval(t *testing.T) {
 	e := newShareEnv(t, version.V4_4_0, 1)
 	e.cfg.Share.AssignmentInterval = nil // the default, 1s
-	c, err := New(e.p, e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.c = c
+	e.c = newCoordinator(t, e.p, e.cfg)
 	e.hb("A", 0, "foo") // epoch 2 (4.4: a new group starts at 1)
 	if r := e.hb("A", 2); r.MemberEpoch != 2 || r.Assignment != nil {
 		t.Fatalf("within the interval: %+v, want epoch 2 and no assignment", r)
@@ -384,10 +355,7 @@ func TestShareAssignmentInterval(t *testing.T) {
 // 4.2, and the reference refuses the API as a broker that does not
 // advertise it.
 func TestShareNotServedBefore42(t *testing.T) {
-	c, err := New(version.V4_1_2.Profile(), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCoordinator(t, version.V4_1_2.Profile(), Config{})
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.Version = 1
 	if _, err := c.Submit(time.UnixMilli(0), Client{}, req); err == nil || !strings.Contains(err.Error(), "not served by Kafka 4.1.2") {
