@@ -106,30 +106,13 @@ func runMixed(t *testing.T, in []byte) {
 		var req kmsg.Request
 		switch op % 18 {
 		case 0: // classic join
-			r := kmsg.NewPtrJoinGroupRequest()
-			r.Version = 4
-			r.Group = group
+			member := ""
 			if arg&0x10 != 0 {
-				r.MemberID = classicMember
+				member = classicMember
 			}
-			r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = 1000, 500
-			r.ProtocolType = "consumer"
-			p := kmsg.NewJoinGroupRequestProtocol()
-			p.Name, p.Metadata = "range", subscription([]string{"t"})
-			r.Protocols = []kmsg.JoinGroupRequestProtocol{p}
-			req = r
+			req = fuzzJoin(4, group, member, nil, "range")
 		case 1: // classic sync, the leader assigns everyone
-			r := kmsg.NewPtrSyncGroupRequest()
-			r.Version = 5
-			r.Group, r.MemberID, r.Generation = group, classicMember, gens[gi]
-			// Mandatory from v5 (KIP-559); every join here selects range.
-			r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
-			for _, m := range classicMembers[gi] {
-				a := kmsg.NewSyncGroupRequestGroupAssignment()
-				a.MemberID, a.MemberAssignment = m, []byte(m)
-				r.GroupAssignment = append(r.GroupAssignment, a)
-			}
-			req = r
+			req = leaderSync(group, classicMember, nil, gens[gi], classicMembers[gi])
 		case 2: // classic heartbeat
 			r := kmsg.NewPtrHeartbeatRequest()
 			r.Version = 4

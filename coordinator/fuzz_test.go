@@ -94,37 +94,17 @@ func runSequence(t *testing.T, in []byte) {
 		var req kmsg.Request
 		switch op % 12 {
 		case 0, 1:
-			r := kmsg.NewPtrJoinGroupRequest()
-			r.Version = int16(arg % 10)
+			joining := ""
+			if op%12 == 1 {
+				joining = member
+			}
+			r := fuzzJoin(int16(arg%10), group, joining, inst, []string{"range", "roundrobin"}[:1+int(arg>>4&1)]...)
 			if lo, _, _ := apiVersions(profile, r.Key()); r.Version < lo {
 				r.Version = lo // 4.0.0 has no JoinGroup v0–v1 (KIP-896)
 			}
-			r.Group = group
-			if op%12 == 1 {
-				r.MemberID = member
-			}
-			r.InstanceID = inst
-			r.SessionTimeoutMillis = 1000
-			r.RebalanceTimeoutMillis = 500
-			r.ProtocolType = "consumer"
-			for _, n := range []string{"range", "roundrobin"}[:1+int(arg>>4&1)] {
-				p := kmsg.NewJoinGroupRequestProtocol()
-				p.Name, p.Metadata = n, subscription([]string{"t"})
-				r.Protocols = append(r.Protocols, p)
-			}
 			req = r
 		case 2:
-			r := kmsg.NewPtrSyncGroupRequest()
-			r.Version = 5
-			r.Group, r.MemberID, r.InstanceID, r.Generation = group, member, inst, gens[gi]
-			// Mandatory from v5 (KIP-559); every join here selects range.
-			r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
-			for _, m := range members[gi] {
-				a := kmsg.NewSyncGroupRequestGroupAssignment()
-				a.MemberID, a.MemberAssignment = m, []byte(m)
-				r.GroupAssignment = append(r.GroupAssignment, a)
-			}
-			req = r
+			req = leaderSync(group, member, inst, gens[gi], members[gi])
 		case 3:
 			r := kmsg.NewPtrHeartbeatRequest()
 			r.Version = 4
@@ -199,6 +179,40 @@ func runSequence(t *testing.T, in []byte) {
 			t.Fatalf("step %d: replay differs from live state\nlive:\n%s\nreplayed:\n%s", i, live, loaded)
 		}
 	}
+}
+
+// fuzzJoin is the JoinGroup the fuzzers send: a consumer subscribed to t
+// offering protocols, with a 1s session and a 500ms rebalance timeout.
+func fuzzJoin(v int16, group, member string, inst *string, protocols ...string) *kmsg.JoinGroupRequest {
+	r := kmsg.NewPtrJoinGroupRequest()
+	r.Version = v
+	r.Group, r.MemberID, r.InstanceID = group, member, inst
+	r.SessionTimeoutMillis = 1000
+	r.RebalanceTimeoutMillis = 500
+	r.ProtocolType = "consumer"
+	for _, n := range protocols {
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = n, subscription([]string{"t"})
+		r.Protocols = append(r.Protocols, p)
+	}
+	return r
+}
+
+// leaderSync is the SyncGroup v5 the fuzzers' leaders send: every join
+// selects range, and the leader assigns each of members its own id as
+// bytes.
+func leaderSync(group, member string, inst *string, gen int32, members []string) *kmsg.SyncGroupRequest {
+	r := kmsg.NewPtrSyncGroupRequest()
+	r.Version = 5
+	r.Group, r.MemberID, r.InstanceID, r.Generation = group, member, inst, gen
+	// Mandatory from v5 (KIP-559).
+	r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	for _, m := range members {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID, a.MemberAssignment = m, []byte(m)
+		r.GroupAssignment = append(r.GroupAssignment, a)
+	}
+	return r
 }
 
 // learn remembers member ids and generations from join responses.
