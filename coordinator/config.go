@@ -78,24 +78,37 @@ func DefaultConfig() Config {
 	}
 }
 
-func (c Config) validate() error {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"InitialRebalanceDelay", c.InitialRebalanceDelay},
-		{"MinSessionTimeout", c.MinSessionTimeout},
-		{"MaxSessionTimeout", c.MaxSessionTimeout},
-		{"NewMemberJoinTimeout", c.NewMemberJoinTimeout},
-		{"OffsetsRetention", c.OffsetsRetention},
-		{"OffsetsRetentionCheckInterval", c.OffsetsRetentionCheckInterval},
-	} {
+// millis is a configured duration that Kafka takes as a number of
+// milliseconds, with the name of its field.
+type millis struct {
+	name string
+	v    time.Duration
+}
+
+// checkMillis refuses a negative duration or one that is not a whole
+// number of milliseconds, naming the first.
+func checkMillis(ds ...millis) error {
+	for _, d := range ds {
 		if d.v < 0 {
 			return fmt.Errorf("coordinator config: %s is %v; it must not be negative", d.name, d.v)
 		}
 		if d.v%time.Millisecond != 0 {
 			return fmt.Errorf("coordinator config: %s is %v; Kafka counts it in whole milliseconds", d.name, d.v)
 		}
+	}
+	return nil
+}
+
+func (c Config) validate() error {
+	if err := checkMillis(
+		millis{"InitialRebalanceDelay", c.InitialRebalanceDelay},
+		millis{"MinSessionTimeout", c.MinSessionTimeout},
+		millis{"MaxSessionTimeout", c.MaxSessionTimeout},
+		millis{"NewMemberJoinTimeout", c.NewMemberJoinTimeout},
+		millis{"OffsetsRetention", c.OffsetsRetention},
+		millis{"OffsetsRetentionCheckInterval", c.OffsetsRetentionCheckInterval},
+	); err != nil {
+		return err
 	}
 	if c.MaxGroupSize < 0 {
 		return fmt.Errorf("coordinator config: MaxGroupSize is %d; use 0 for no limit", c.MaxGroupSize)

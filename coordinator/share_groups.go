@@ -472,20 +472,16 @@ type ShareConfig struct {
 }
 
 func (s ShareConfig) validate() error {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
+	ds := []millis{
 		{"Share.SessionTimeout", s.SessionTimeout},
 		{"Share.HeartbeatInterval", s.HeartbeatInterval},
 		{"Share.InitializeRetryInterval", s.InitializeRetryInterval},
-	} {
-		if d.v < 0 || d.v%time.Millisecond != 0 {
-			return fmt.Errorf("coordinator config: %s is %v; it must be a non-negative whole number of milliseconds", d.name, d.v)
-		}
 	}
-	if s.AssignmentInterval != nil && (*s.AssignmentInterval < 0 || *s.AssignmentInterval%time.Millisecond != 0) {
-		return fmt.Errorf("coordinator config: Share.AssignmentInterval is %v; it must be a non-negative whole number of milliseconds", *s.AssignmentInterval)
+	if s.AssignmentInterval != nil {
+		ds = append(ds, millis{"Share.AssignmentInterval", *s.AssignmentInterval})
+	}
+	if err := checkMillis(ds...); err != nil {
+		return err
 	}
 	if s.MaxSize < 0 || s.MaxSize > version.ShareGroupMaxSizeCap {
 		return fmt.Errorf("coordinator config: Share.MaxSize is %d; group.share.max.size is 1 to %d (0 for the default, %d)", s.MaxSize, version.ShareGroupMaxSizeCap, version.ShareGroupMaxSizeDefault)

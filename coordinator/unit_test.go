@@ -55,6 +55,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{InitialRebalanceDelay: -time.Second}, "InitialRebalanceDelay is -1s"},
 		{Config{MinSessionTimeout: 1500 * time.Microsecond}, "whole milliseconds"},
 		{Config{MaxGroupSize: -1}, "MaxGroupSize is -1"},
+		{Config{Share: ShareConfig{HeartbeatInterval: -time.Second}}, "Share.HeartbeatInterval is -1s"},
+		{Config{Share: ShareConfig{AssignmentInterval: func() *time.Duration { d := 1500 * time.Microsecond; return &d }()}}, "Share.AssignmentInterval is 1.5ms"},
 		{Config{MinSessionTimeout: time.Hour, MaxSessionTimeout: time.Minute}, "exceeds MaxSessionTimeout"},
 	} {
 		_, err := New(p, tc.cfg)
