@@ -335,19 +335,9 @@ func TestShareAdminOverTheWire(t *testing.T) {
 	// coordinator has start offset -1. eg's member accepts p0's records:
 	// the write carries the start offset as it was (0) and the two settled
 	// records (lag 0).
-	ack := kmsg.NewPtrShareAcknowledgeRequest()
-	eg, m := "eg", "m"
-	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &eg, &m, 1
-	at := kmsg.NewShareAcknowledgeRequestTopic()
-	at.TopicID = tp.id
-	ap := kmsg.NewShareAcknowledgeRequestTopicPartition()
-	ab := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = 0, 1, []int8{version.AckAccept}
-	ap.AcknowledgementBatches = append(ap.AcknowledgementBatches, ab)
-	at.Partitions = append(at.Partitions, ap)
-	ack.Topics = append(ack.Topics, at)
-	if r, err := ack.RequestWith(ctx, cl); err != nil || ackErrors(r) != "<nil> p0=<nil>" {
-		t.Fatalf("ShareAcknowledge: %v %s", err, ackErrors(r))
+	eg := &shareClient{t, ctx, cl, "m", tp.id, "eg"}
+	if r := eg.ack(1, 0, 1, version.AckAccept); ackErrors(r) != "<nil> p0=<nil>" {
+		t.Fatalf("ShareAcknowledge: %s", ackErrors(r))
 	}
 	d := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 	for _, g := range []string{"eg", "lg", "none"} {
