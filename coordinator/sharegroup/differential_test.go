@@ -138,23 +138,21 @@ const (
 
 // replayRun drives the model through the run in dir.
 func replayRun(dir string) ([]*partitionOutcome, runPlan, error) {
-	var plan runPlan
-	b, err := readRunFile(dir, "plan.json")
+	plan, err := readRun(dir, "plan.json", func(b []byte) (runPlan, error) {
+		var p runPlan
+		err := json.Unmarshal(b, &p)
+		return p, err
+	})
 	if err != nil {
 		return nil, plan, err
-	}
-	if err := json.Unmarshal(b, &plan); err != nil {
-		return nil, plan, fmt.Errorf("plan.json: %v", err)
 	}
 	v, err := version.Parse(plan.Options.Kafka)
 	if err != nil {
 		return nil, plan, err
 	}
-	b, err = readRunFile(dir, "observations.json")
-	if err != nil {
-		return nil, plan, err
-	}
-	obs, err := history.ReadObservations(bytes.NewReader(b))
+	obs, err := readRun(dir, "observations.json", func(b []byte) (*history.Observations, error) {
+		return history.ReadObservations(bytes.NewReader(b))
+	})
 	if err != nil {
 		return nil, plan, err
 	}
@@ -162,11 +160,9 @@ func replayRun(dir string) ([]*partitionOutcome, runPlan, error) {
 		return nil, plan, fmt.Errorf("observations.json has no share-group state records")
 	}
 	rec := obs.ShareRecovery
-	b, err = readRunFile(dir, "history.jsonl")
-	if err != nil {
-		return nil, plan, err
-	}
-	hist, err := history.Read(bytes.NewReader(b))
+	hist, err := readRun(dir, "history.jsonl", func(b []byte) (history.Loaded, error) {
+		return history.Read(bytes.NewReader(b))
+	})
 	if err != nil {
 		return nil, plan, err
 	}
@@ -356,6 +352,21 @@ func replayRun(dir string) ([]*partitionOutcome, runPlan, error) {
 	}
 	sort.Slice(outs, func(i, j int) bool { return outs[i].TP.Partition < outs[j].TP.Partition })
 	return outs, plan, nil
+}
+
+// readRun reads name in the run directory dir (or name.gz) and parses it;
+// a parse error names the file.
+func readRun[T any](dir, name string, parse func([]byte) (T, error)) (T, error) {
+	b, err := readRunFile(dir, name)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(b)
+	if err != nil {
+		return v, fmt.Errorf("%s: %v", name, err)
+	}
+	return v, nil
 }
 
 // readRunFile reads name in the run directory dir, or name.gz.
