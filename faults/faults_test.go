@@ -250,45 +250,39 @@ func TestParseKinds(t *testing.T) {
 	}
 }
 
-// TestEndsSessions: the kinds that may close a member's connections without
-// a call of its own showing it are exactly the crash, restart and leave of a
-// member and the cut, flapping, reset and black-holed link (the share
-// checkers excuse a session ended under them, and no other).
-func TestEndsSessions(t *testing.T) {
-	want := []Kind{LinkCut, LinkFlap, LinkHole, LinkReset, MemberCrash, MemberLeave, MemberRestart}
-	var got []Kind
-	for _, k := range allKinds() {
-		if EndsSessions(k) {
-			got = append(got, k)
-		}
-	}
-	slices.Sort(want)
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("EndsSessions holds for %v, want %v", got, want)
-	}
-	if EndsSessions("no-such-kind") {
-		t.Error("EndsSessions of an unknown kind")
-	}
-}
-
-// TestStartsAnew: a leave, a crash and a restart end a member's incarnation;
-// a late join, a stall, a freeze and every link or node fault do not.
-func TestStartsAnew(t *testing.T) {
-	want := []Kind{MemberCrash, MemberLeave, MemberRestart}
-	var got []Kind
-	for _, k := range allKinds() {
-		if StartsAnew(k) {
-			got = append(got, k)
-		}
-	}
-	slices.Sort(want)
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("StartsAnew holds for %v, want %v", got, want)
-	}
-	if StartsAnew("no-such-kind") {
-		t.Error("StartsAnew of an unknown kind")
+// TestTraits: the kinds that may close a member's connections without a
+// call of its own showing it (EndsSessions) are exactly the crash, restart
+// and leave of a member and the cut, flapping, reset and black-holed link
+// (the share checkers excuse a session ended under them, and no other). A
+// leave, a crash and a restart end a member's incarnation (StartsAnew); a
+// late join, a stall, a freeze and every link or node fault do not. Neither
+// holds for an unknown kind.
+func TestTraits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		trait func(Kind) bool
+		want  []Kind
+	}{
+		{"EndsSessions", EndsSessions, []Kind{LinkCut, LinkFlap, LinkHole, LinkReset, MemberCrash, MemberLeave, MemberRestart}},
+		{"StartsAnew", StartsAnew, []Kind{MemberCrash, MemberLeave, MemberRestart}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []Kind
+			for _, k := range allKinds() {
+				if tc.trait(k) {
+					got = append(got, k)
+				}
+			}
+			want := slices.Clone(tc.want)
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s holds for %v, want %v", tc.name, got, want)
+			}
+			if tc.trait("no-such-kind") {
+				t.Errorf("%s of an unknown kind", tc.name)
+			}
+		})
 	}
 }
 

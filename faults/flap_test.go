@@ -116,37 +116,26 @@ type syncLink struct {
 	ncut, nheal     int
 }
 
-func (s *syncLink) add(c string) {
+// call counts one call in *n and records it as c, or fails it when it is
+// the failAt-th.
+func (s *syncLink) call(n *int, failAt int, c string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	*n++
+	if *n == failAt {
+		return errors.New("toxiproxy said no")
+	}
 	s.calls = append(s.calls, c)
+	return nil
 }
 func (s *syncLink) snapshot() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
 }
-func (s *syncLink) Cut(n NodeID) error {
-	s.mu.Lock()
-	s.ncut++
-	fail := s.ncut == s.cutErr
-	s.mu.Unlock()
-	if fail {
-		return errors.New("toxiproxy said no")
-	}
-	s.add(fmt.Sprintf("cut %d", n))
-	return nil
-}
+func (s *syncLink) Cut(n NodeID) error { return s.call(&s.ncut, s.cutErr, fmt.Sprintf("cut %d", n)) }
 func (s *syncLink) Heal(n NodeID) error {
-	s.mu.Lock()
-	s.nheal++
-	fail := s.nheal == s.healErr
-	s.mu.Unlock()
-	if fail {
-		return errors.New("toxiproxy said no")
-	}
-	s.add(fmt.Sprintf("heal %d", n))
-	return nil
+	return s.call(&s.nheal, s.healErr, fmt.Sprintf("heal %d", n))
 }
 func (s *syncLink) Latency(NodeID, time.Duration, time.Duration) error { return errors.New("unused") }
 func (s *syncLink) Bandwidth(NodeID, int64) error                      { return errors.New("unused") }

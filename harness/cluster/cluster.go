@@ -302,13 +302,22 @@ func pickPorts(base, n int) ([]int, error) {
 // argument parser reads "--cluster-id -abc" as a missing value.
 func newClusterID() string {
 	for {
-		if id := newID(16); !strings.HasPrefix(id, "-") {
+		if id := NewID(16); !strings.HasPrefix(id, "-") {
 			return id
 		}
 	}
 }
 
-func newID(n int) string {
+// newRunID returns a random run id: lower-case letters and digits, a name
+// that container, volume and network names can carry.
+func newRunID() string {
+	return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(NewID(6)))
+}
+
+// NewID returns n random bytes in base64url without padding: with n=16, a
+// random id in the form of Kafka's Uuid.toString (a member id a client
+// makes, as KIP-1082 has it).
+func NewID(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -341,7 +350,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
-	c := &Cluster{cfg: cfg, RunID: strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(newID(6))), Image: img, cli: cli, logf: cfg.Logf}
+	c := &Cluster{cfg: cfg, RunID: newRunID(), Image: img, cli: cli, logf: cfg.Logf}
 	register(c)
 	defer func() {
 		if err != nil {

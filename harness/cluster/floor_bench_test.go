@@ -110,7 +110,7 @@ func startFloor(ctx context.Context, img Image, nodes int) (_ floorTimes, err er
 		return floorTimes{}, err
 	}
 	defer cli.Close()
-	runID := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(newID(6)))
+	runID := newRunID()
 	host, _ := os.Hostname()
 	labels := map[string]string{LabelRun: runID, LabelPID: strconv.Itoa(os.Getpid()), LabelHost: host}
 	c := &Cluster{cfg: cfg, RunID: runID, Image: img, clusterID: newClusterID(), labels: labels,

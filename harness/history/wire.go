@@ -178,42 +178,35 @@ func (p *wireParser) value(depth int) bool {
 	switch c := p.b[p.i]; {
 	case c == '{':
 		p.i++
-		if p.lit("}") {
-			return true
-		}
-		for {
-			if !p.anyStr() || !p.lit(":") || !p.value(depth+1) {
-				return false
-			}
-			if p.lit("}") {
-				return true
-			}
-			if !p.lit(",") {
-				return false
-			}
-		}
+		return p.elems("}", func() bool { return p.anyStr() && p.lit(":") && p.value(depth+1) })
 	case c == '[':
 		p.i++
-		if p.lit("]") {
-			return true
-		}
-		for {
-			if !p.value(depth + 1) {
-				return false
-			}
-			if p.lit("]") {
-				return true
-			}
-			if !p.lit(",") {
-				return false
-			}
-		}
+		return p.elems("]", func() bool { return p.value(depth + 1) })
 	case c == '"':
 		return p.anyStr()
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number()
 	}
 	return p.lit("true") || p.lit("false") || p.lit("null")
+}
+
+// elems skips the comma-separated elements of an object or array up to
+// and including end (its opening bracket already skipped), each with elem.
+func (p *wireParser) elems(end string, elem func() bool) bool {
+	if p.lit(end) {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if p.lit(end) {
+			return true
+		}
+		if !p.lit(",") {
+			return false
+		}
+	}
 }
 
 // anyStr skips a string, escapes included.

@@ -218,26 +218,25 @@ func Kill(cmd *exec.Cmd) error {
 // KillAll sends SIGKILL to every process group started by Command and not
 // waited for yet, and returns their command lines.
 func KillAll() []string {
-	children.Lock()
-	defer children.Unlock()
-	var out []string
-	for pgid, what := range children.m {
-		if err := syscall.Kill(-pgid, syscall.SIGKILL); err == nil {
-			out = append(out, fmt.Sprintf("%s (process group %d)", what, pgid))
-		}
-	}
-	sort.Strings(out)
-	return out
+	return childrenWhere(func(pgid int) bool { return syscall.Kill(-pgid, syscall.SIGKILL) == nil })
 }
 
 // Children returns the command lines of the child process groups still
 // running (started by Command, not waited for).
 func Children() []string {
+	return childrenWhere(func(int) bool { return true })
+}
+
+// childrenWhere returns, sorted, the command lines of the child process
+// groups for which keep holds.
+func childrenWhere(keep func(pgid int) bool) []string {
 	children.Lock()
 	defer children.Unlock()
 	var out []string
 	for pgid, what := range children.m {
-		out = append(out, fmt.Sprintf("%s (process group %d)", what, pgid))
+		if keep(pgid) {
+			out = append(out, fmt.Sprintf("%s (process group %d)", what, pgid))
+		}
 	}
 	sort.Strings(out)
 	return out
