@@ -58,8 +58,12 @@ type Finding struct {
 	// it dropped out of the group, is this finding.
 	loss func(f *facts, tr memberTrace) bool
 	// overlap says whether a's side of a NoDoubleOwnership overlap with b,
-	// from position lo, is this finding.
-	overlap func(f *facts, a, b *interval, lo int) bool
+	// from position lo, is this finding, and what else showed it (appended
+	// to the violation's message; "" for nothing more).
+	overlap func(f *facts, a, b *interval, lo int) (string, bool)
+	// pair says whether a ValidPartitionEpoch conflict is this finding, and
+	// what else showed it, as overlap.
+	pair func(f *facts, c pairConflict) (string, bool)
 	// seen lists every place the history shows the finding, matched by a
 	// verdict or not.
 	seen func(f *facts) []Sighting
@@ -338,7 +342,7 @@ var registry = []Finding{
 			Kafka:  "4.4.0",
 			Timing: "the kgo member must stay silent (a heartbeat without an answer, or none sent) past its session while it owns partitions",
 		}},
-		overlap: kgoRevokeAfterLost,
+		overlap: func(f *facts, a, b *interval, lo int) (string, bool) { return "", kgoRevokeAfterLost(f, a, b, lo) },
 		seen:    nil, // seen through NoDoubleOwnership's labelled violations
 	},
 	{
@@ -457,14 +461,34 @@ func matchLoss(f *facts, tr memberTrace) (Finding, bool) {
 }
 
 // matchOverlap returns the finding a NoDoubleOwnership overlap of a and b
-// from lo matches (either side).
-func matchOverlap(f *facts, a, b *interval, lo int) (Finding, bool) {
+// from lo matches (either side), and what else showed it.
+func matchOverlap(f *facts, a, b *interval, lo int) (Finding, string, bool) {
 	for _, x := range registry {
-		if x.overlap != nil && (x.overlap(f, a, b, lo) || x.overlap(f, b, a, lo)) {
-			return x, true
+		if x.overlap == nil {
+			continue
+		}
+		if why, ok := x.overlap(f, a, b, lo); ok {
+			return x, why, true
+		}
+		if why, ok := x.overlap(f, b, a, lo); ok {
+			return x, why, true
 		}
 	}
-	return Finding{}, false
+	return Finding{}, "", false
+}
+
+// matchPair returns the finding a ValidPartitionEpoch conflict matches, and
+// what else showed it.
+func matchPair(f *facts, c pairConflict) (Finding, string, bool) {
+	for _, x := range registry {
+		if x.pair == nil {
+			continue
+		}
+		if why, ok := x.pair(f, c); ok {
+			return x, why, true
+		}
+	}
+	return Finding{}, "", false
 }
 
 // moveWindow is how close to a coordinator move a static member's fatal
