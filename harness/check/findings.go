@@ -199,6 +199,7 @@ const (
 	FindingDeposedStaticFenced       = "kafka-deposed-coordinator-static-fenced"
 	FindingOffsetFetchUnstable       = "kafka-offset-fetch-unstable"
 	FindingClassicJoinOrphan         = "kafka-classic-join-timeout-orphan"
+	FindingReconvertDropsRevocation  = "kafka-reconvert-drops-pending-revocation"
 	FindingKgoRevokeAfterLost        = "kgo-revoke-after-session-lost"
 	FindingKgoStaticLeave            = "kgo-static-leave-without-instance-id"
 	FindingShareAckErrorApplied      = "kafka-share-ack-error-applied"
@@ -327,6 +328,24 @@ var registry = []Finding{
 			Timing: "m3's JoinGroup must reach the coordinator while __consumer_offsets cannot commit (a replica killed) for longer than offsets.commit.timeout.ms, and m3 must crash before it is answered",
 		}},
 		seen: orphanedClassicJoins,
+	},
+	{
+		ID:    FindingReconvertDropsRevocation,
+		Title: "a downgrade of a consumer group to a classic group and an upgrade back drop a classic member's pending revocation: the partition it still holds goes to another member at once",
+		Where: "Kafka group coordinator (ClassicGroup.fromConsumerGroup writes each classic member with its target assignment, not what it still holds; ConsumerGroup.fromClassicGroup makes that its current assignment)",
+		Seen:  []string{"Kafka 4.1.2 (run and its rerun: seed 1021641574564730165, churn)", "Kafka 4.1.2, 4.2.1, 4.2.2, 4.3.1, 4.3.2, 4.4.0 (vector, real brokers)", "groupquake classic-cooperative (the holder)"},
+		Kind:  Bug,
+		Evidence: "a NoDoubleOwnership overlap or a ValidPartitionEpoch conflict one side of which is a classic-protocol member's ownership, begun " +
+			"at or before the member epoch at which __consumer_offsets shows its member id holding the partition (current assignment, " +
+			"assigned or pending revocation) while its target no longer listed it, when the group was downgraded (the consumer group's " +
+			"records followed by a GroupMetadata listing the member id without the partition); the group then upgraded again (the GroupMetadata tombstoned, " +
+			"a consumer group written) with the member's first current assignment listing the partition neither assigned nor pending " +
+			"revocation; and the other side's ownership begun, by another member id, at or after the epoch whose target first gave the " +
+			"partition to a member other than the holder. Without __consumer_offsets read, nothing matches",
+		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/mixed_reconvert_pending_revocation.txt:88", Want: "assignment=[foo/0 foo/1]"}},
+		overlap:    reconvertOverlap,
+		pair:       reconvertPair,
+		seen:       nil, // seen through NoDoubleOwnership's and ValidPartitionEpoch's labelled violations
 	},
 	{
 		ID:    FindingKgoRevokeAfterLost,
