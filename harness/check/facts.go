@@ -68,6 +68,10 @@ type facts struct {
 	plan  history.Plan
 	snaps []placed   // the observations' snapshots, placed in the history (evidence.go)
 	log   *commitLog // what __consumer_offsets says about the order of writes, nil if unread
+	// drops are the partitions __consumer_offsets shows a downgrade and an
+	// upgrade took from a classic member without a revocation
+	// (reconvertDrops), read on first use; nil until then.
+	drops []reconvertDrop
 }
 
 type endKind uint8

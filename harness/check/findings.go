@@ -58,8 +58,12 @@ type Finding struct {
 	// it dropped out of the group, is this finding.
 	loss func(f *facts, tr memberTrace) bool
 	// overlap says whether a's side of a NoDoubleOwnership overlap with b,
-	// from position lo, is this finding.
-	overlap func(f *facts, a, b *interval, lo int) bool
+	// from position lo, is this finding, and what else showed it (appended
+	// to the violation's message; "" for nothing more).
+	overlap func(f *facts, a, b *interval, lo int) (string, bool)
+	// pair says whether a ValidPartitionEpoch conflict is this finding, and
+	// what else showed it, as overlap.
+	pair func(f *facts, c pairConflict) (string, bool)
 	// seen lists every place the history shows the finding, matched by a
 	// verdict or not.
 	seen func(f *facts) []Sighting
@@ -195,6 +199,7 @@ const (
 	FindingDeposedStaticFenced       = "kafka-deposed-coordinator-static-fenced"
 	FindingOffsetFetchUnstable       = "kafka-offset-fetch-unstable"
 	FindingClassicJoinOrphan         = "kafka-classic-join-timeout-orphan"
+	FindingReconvertDropsRevocation  = "kafka-reconvert-drops-pending-revocation"
 	FindingKgoRevokeAfterLost        = "kgo-revoke-after-session-lost"
 	FindingKgoStaticLeave            = "kgo-static-leave-without-instance-id"
 	FindingShareAckErrorApplied      = "kafka-share-ack-error-applied"
@@ -325,6 +330,24 @@ var registry = []Finding{
 		seen: orphanedClassicJoins,
 	},
 	{
+		ID:    FindingReconvertDropsRevocation,
+		Title: "a downgrade of a consumer group to a classic group and an upgrade back drop a classic member's pending revocation: the partition it still holds goes to another member at once",
+		Where: "Kafka group coordinator (ClassicGroup.fromConsumerGroup writes each classic member with its target assignment, not what it still holds; ConsumerGroup.fromClassicGroup makes that its current assignment)",
+		Seen:  []string{"Kafka 4.1.2 (run and its rerun: seed 1021641574564730165, churn)", "Kafka 4.1.2, 4.2.1, 4.2.2, 4.3.1, 4.3.2, 4.4.0 (vector, real brokers)", "groupquake classic-cooperative (the holder)"},
+		Kind:  Bug,
+		Evidence: "a NoDoubleOwnership overlap or a ValidPartitionEpoch conflict one side of which is a classic-protocol member's ownership, begun " +
+			"at or before the member epoch at which __consumer_offsets shows its member id holding the partition (current assignment, " +
+			"assigned or pending revocation) while its target no longer listed it, when the group was downgraded (the consumer group's " +
+			"records followed by a GroupMetadata listing the member id without the partition); the group then upgraded again (the GroupMetadata tombstoned, " +
+			"a consumer group written) with the member's first current assignment listing the partition neither assigned nor pending " +
+			"revocation; and the other side's ownership begun, by another member id, at or after the epoch whose target first gave the " +
+			"partition to a member other than the holder. Without __consumer_offsets read, nothing matches",
+		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/mixed_reconvert_pending_revocation.txt:88", Want: "assignment=[foo/0 foo/1]"}},
+		overlap:    reconvertOverlap,
+		pair:       reconvertPair,
+		seen:       nil, // seen through NoDoubleOwnership's and ValidPartitionEpoch's labelled violations
+	},
+	{
 		ID:    FindingKgoRevokeAfterLost,
 		Title: "kgo (KIP-848, BlockRebalanceOnPoll) revokes partitions another member already owns after its session expired unnoticed",
 		Where: "franz-go (kgo), KIP-848 consumer",
@@ -338,7 +361,7 @@ var registry = []Finding{
 			Kafka:  "4.4.0",
 			Timing: "the kgo member must stay silent (a heartbeat without an answer, or none sent) past its session while it owns partitions",
 		}},
-		overlap: kgoRevokeAfterLost,
+		overlap: func(f *facts, a, b *interval, lo int) (string, bool) { return "", kgoRevokeAfterLost(f, a, b, lo) },
 		seen:    nil, // seen through NoDoubleOwnership's labelled violations
 	},
 	{
@@ -457,14 +480,34 @@ func matchLoss(f *facts, tr memberTrace) (Finding, bool) {
 }
 
 // matchOverlap returns the finding a NoDoubleOwnership overlap of a and b
-// from lo matches (either side).
-func matchOverlap(f *facts, a, b *interval, lo int) (Finding, bool) {
+// from lo matches (either side), and what else showed it.
+func matchOverlap(f *facts, a, b *interval, lo int) (Finding, string, bool) {
 	for _, x := range registry {
-		if x.overlap != nil && (x.overlap(f, a, b, lo) || x.overlap(f, b, a, lo)) {
-			return x, true
+		if x.overlap == nil {
+			continue
+		}
+		if why, ok := x.overlap(f, a, b, lo); ok {
+			return x, why, true
+		}
+		if why, ok := x.overlap(f, b, a, lo); ok {
+			return x, why, true
 		}
 	}
-	return Finding{}, false
+	return Finding{}, "", false
+}
+
+// matchPair returns the finding a ValidPartitionEpoch conflict matches, and
+// what else showed it.
+func matchPair(f *facts, c pairConflict) (Finding, string, bool) {
+	for _, x := range registry {
+		if x.pair == nil {
+			continue
+		}
+		if why, ok := x.pair(f, c); ok {
+			return x, why, true
+		}
+	}
+	return Finding{}, "", false
 }
 
 // moveWindow is how close to a coordinator move a static member's fatal

@@ -49,7 +49,7 @@ func TestFindingsRegistry(t *testing.T) {
 		if x.stalls != nil && (!x.Fails() || len(x.explains) == 0) {
 			t.Errorf("%s: a finding that stalls a group labels the violations of the checkers it explains, so it must name them and fail the run", x.ID)
 		}
-		if x.loss == nil && x.overlap == nil && x.seen == nil && r.None == "" {
+		if x.loss == nil && x.overlap == nil && x.pair == nil && x.seen == nil && r.None == "" {
 			t.Errorf("%s: nothing in a history matches it, and it has a reproducer that could not say whether it reproduced", x.ID)
 		}
 		if !regexp.MustCompile(`(?m)^## .*` + regexp.QuoteMeta("`"+x.ID+"`")).Match(doc) {

@@ -56,10 +56,14 @@ func noDoubleOwnership(f *facts) Verdict {
 				idx := []int64{f.idx(a.start), f.idx(b.start)}
 				idx = append(idx, evidence...)
 				idx = append(idx, evidence2...)
-				const msg = "partition %s owned by %s (from event %d, epoch %d, %s) and %s (from event %d, epoch %d, %s) at once from event %d: %s; %s"
+				msg := "partition %s owned by %s (from event %d, epoch %d, %s) and %s (from event %d, epoch %d, %s) at once from event %d: %s; %s"
 				args := []any{f.tps[tp], f.mems[a.member], f.idx(a.start), a.epoch, f.endDesc(a), f.mems[b.member], f.idx(b.start), b.epoch, f.endDesc(b), f.idx(lo), why, why2}
-				if x, ok := matchOverlap(f, a, b, lo); ok {
+				if x, more, ok := matchOverlap(f, a, b, lo); ok {
 					k := Known{Events: idx}
+					if more != "" {
+						args = append(args, more)
+						msg += "; %s"
+					}
 					if x.Fails() {
 						v.failKnown(x, k, idx, msg, args...)
 					} else {
@@ -214,8 +218,21 @@ func validPartitionEpoch(f *facts) Verdict {
 		if c.inc > 0 {
 			where = " of the group's incarnation " + itoa(int64(c.inc)) + " (from event " + itoa(f.idx(f.incs[c.inc-1].start)) + ")"
 		}
-		v.fail([]int64{f.idx(c.first.pos), f.idx(c.second.pos)}, "partition %s at epoch %d%s owned by %s (event %d) and by %s (event %d)",
-			f.tps[c.tp], c.epoch, where, f.mems[c.first.member], f.idx(c.first.pos), f.mems[c.second.member], f.idx(c.second.pos))
+		idx := []int64{f.idx(c.first.pos), f.idx(c.second.pos)}
+		msg := "partition %s at epoch %d%s owned by %s (event %d) and by %s (event %d)"
+		args := []any{f.tps[c.tp], c.epoch, where, f.mems[c.first.member], f.idx(c.first.pos), f.mems[c.second.member], f.idx(c.second.pos)}
+		if x, more, ok := matchPair(f, c); ok {
+			if more != "" {
+				msg, args = msg+": %s", append(args, more)
+			}
+			if x.Fails() {
+				v.failKnown(x, Known{Events: idx}, idx, msg, args...)
+			} else {
+				v.noteKnown(x, Known{Events: idx}, "a known behaviour ("+x.ID+"): "+msg, args...)
+			}
+			continue
+		}
+		v.fail(idx, msg, args...)
 	}
 	v.note("%d (partition, epoch) pairs owned; %d passed from a static member to the next holder of its instance id", len(f.pairs), f.handovers)
 	v.Notes = append(v.Notes, f.incNotes...)
