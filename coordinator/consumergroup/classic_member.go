@@ -130,7 +130,7 @@ func (hb *heartbeat) classicJoin(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGrou
 		}
 	}
 
-	sub, err := decodeSubscription(req.Protocols)
+	sub, err := decodeSubscription(req.Protocols, m.profile.MalformedJoinSubscriptionInconsistent)
 	if err != nil {
 		return err
 	}
@@ -258,14 +258,18 @@ func (g *group) supportsClassicProtocols(protocolType string, ps []kmsg.JoinGrou
 
 // decodeSubscription is GMM.deserializeSubscription: the first protocol's
 // metadata as a ConsumerProtocolSubscription. A malformed one is
-// INCONSISTENT_GROUP_PROTOCOL (KAFKA-20662/20570).
-func decodeSubscription(ps []kmsg.JoinGroupRequestProtocol) (*kmsg.ConsumerMemberMetadata, error) {
-	var sub kmsg.ConsumerMemberMetadata
-	if len(ps) == 0 {
-		return nil, errorf(kerr.InconsistentGroupProtocol, "Malformed embedded consumer protocol in subscription deserialization.")
+// INCONSISTENT_GROUP_PROTOCOL where the profile has
+// MalformedJoinSubscriptionInconsistent (KAFKA-20662), and before it the
+// UNKNOWN_SERVER_ERROR of the IllegalStateException Kafka threw. No
+// protocols at all never get here (supportsClassicProtocols refuses them).
+func decodeSubscription(ps []kmsg.JoinGroupRequestProtocol, inconsistent bool) (*kmsg.ConsumerMemberMetadata, error) {
+	code := kerr.UnknownServerError
+	if inconsistent {
+		code = kerr.InconsistentGroupProtocol
 	}
-	if err := sub.ReadFrom(ps[0].Metadata); err != nil {
-		return nil, errorf(kerr.InconsistentGroupProtocol, "Malformed embedded consumer protocol in subscription deserialization.")
+	var sub kmsg.ConsumerMemberMetadata
+	if len(ps) == 0 || sub.ReadFrom(ps[0].Metadata) != nil {
+		return nil, errorf(code, "Malformed embedded consumer protocol in subscription deserialization.")
 	}
 	return &sub, nil
 }

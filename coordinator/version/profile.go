@@ -178,6 +178,19 @@ type Profile struct {
 	// 4.2.2 jar has it, the 4.2.1 jar not); the 4.0 and 4.1 branches have
 	// it after their last served releases (not in the 4.1.2 jar).
 	ClassicJoinRefusedWhenMigrationDisabled bool
+	// MalformedJoinSubscriptionInconsistent (KAFKA-20662; 4.2.2, 4.3.2,
+	// 4.4.0): a JoinGroup to a non-empty consumer group whose embedded
+	// ConsumerProtocolSubscription cannot be read (for example metadata
+	// shorter than its version) gets INCONSISTENT_GROUP_PROTOCOL.
+	// Before, GMM.deserializeSubscription threw an IllegalStateException,
+	// which the coordinator answers UNKNOWN_SERVER_ERROR; either way
+	// nothing is written. On the 4.2 branch it is 61a7601d16 (#22674), on
+	// the 4.3 branch c7af7e5aca and on the 4.4 branch ec004fd80f (#22580),
+	// none an ancestor of 4.2.1's 92f61c4486 or 4.3.1's 26b251a451; the
+	// method throws Errors.INCONSISTENT_GROUP_PROTOCOL.exception in the
+	// 4.2.2, 4.3.2 and 4.4.0 jars and new IllegalStateException in the
+	// 4.1.2, 4.2.1 and 4.3.1 ones; not on the 4.0 or 4.1 branches.
+	MalformedJoinSubscriptionInconsistent bool
 	// DowngradeRebalancesOnStaleAssignment (KAFKA-20273, 4.3.0+; 4.3 and
 	// 4.4 branch sources): when a classic static member replacing the last
 	// consumer-protocol member downgrades the group, the classic group
@@ -363,6 +376,10 @@ func (v Version) Profile() Profile {
 	// KAFKA-20640 reached 4.2.2 and 4.3.1, not 4.3.0.
 	if (v >= V4_2_2 && v < V4_3_0) || v >= V4_3_1 {
 		p.ClassicJoinRefusedWhenMigrationDisabled = true
+	}
+	// KAFKA-20662 reached 4.2.2 and 4.3.2, not 4.3.0 or 4.3.1.
+	if (v >= V4_2_2 && v < V4_3_0) || v >= V4_3_2 {
+		p.MalformedJoinSubscriptionInconsistent = true
 	}
 	// KAFKA-20434, KAFKA-20601 and KAFKA-20442 reached 4.3.2 (not 4.2.2).
 	if v >= V4_3_2 {

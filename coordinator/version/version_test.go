@@ -143,9 +143,12 @@ func TestReconcileEpochFlags(t *testing.T) {
 // consumer group that differ by release: KAFKA-20272 (rejoin against the
 // assignment epoch, 4.3 branch, in the 4.4.0 jar) and KAFKA-20640 (the
 // disabled migration policy refuses classic joins: in the 4.2.2, 4.3.1,
-// 4.3.2 and 4.4.0 jars, not in the 4.1.2, 4.2.1 or 4.3.0 ones), and
+// 4.3.2 and 4.4.0 jars, not in the 4.1.2, 4.2.1 or 4.3.0 ones),
 // KAFKA-20442 (the last leave resets the assignment epoch: in the 4.3.2
-// and 4.4.0 jars, not in 4.3.1's).
+// and 4.4.0 jars, not in 4.3.1's), and KAFKA-20662 (a malformed embedded
+// subscription is INCONSISTENT_GROUP_PROTOCOL, not UNKNOWN_SERVER_ERROR:
+// in the 4.2.2, 4.3.2 and 4.4.0 jars, not in the 4.1.2, 4.2.1 or 4.3.1
+// ones).
 func TestMixedGroupFlags(t *testing.T) {
 	for _, v := range Served() {
 		p := v.Profile()
@@ -155,6 +158,10 @@ func TestMixedGroupFlags(t *testing.T) {
 		refused := map[Version]bool{V4_2_2: true, V4_3_1: true, V4_3_2: true, V4_4_0: true}
 		if got := p.ClassicJoinRefusedWhenMigrationDisabled; got != refused[v] {
 			t.Errorf("%v: ClassicJoinRefusedWhenMigrationDisabled %v, want %v (4.2.2, 4.3.1, 4.3.2, 4.4.0)", v, got, refused[v])
+		}
+		malformed := map[Version]bool{V4_2_2: true, V4_3_2: true, V4_4_0: true}
+		if got := p.MalformedJoinSubscriptionInconsistent; got != malformed[v] {
+			t.Errorf("%v: MalformedJoinSubscriptionInconsistent %v, want %v (4.2.2, 4.3.2, 4.4.0)", v, got, malformed[v])
 		}
 	}
 }
