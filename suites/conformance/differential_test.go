@@ -17,7 +17,6 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/differential"
-	"github.com/groupquake/groupquake/harness/versiondiff"
 )
 
 // The differential mode of the reference coordinator's conformance vectors
@@ -338,11 +337,11 @@ func diffReports(t *testing.T, reports map[string]differential.Report) {
 		t.Skipf("the diff needs two tested releases, %d ran (GROUPQUAKE_KAFKA_VERSIONS)", len(vs))
 	}
 	from, to := vs[0], vs[len(vs)-1]
-	secs, why := versiondiff.ShareComparable(from.Profile(), to.Profile(), append(loadVectors(t), loadRawVectors(t)...))
+	secs, why := differential.ShareComparable(from.Profile(), to.Profile(), append(loadVectors(t), loadRawVectors(t)...))
 	if why != "" {
 		t.Log(why)
 	}
-	attr, err := versiondiff.Attribute(from.Profile(), to.Profile(), secs)
+	attr, err := differential.Attribute(from.Profile(), to.Profile(), secs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,8 +359,8 @@ func diffReports(t *testing.T, reports map[string]differential.Report) {
 		rep.Results = rs
 		return rep
 	}
-	res := versiondiff.Compare(versiondiff.RealOutcomes(only(reports[from.String()])), versiondiff.RealOutcomes(only(reports[to.String()])),
-		versiondiff.Behaviours(from.Profile(), to.Profile()), attr)
+	res := differential.CompareReleases(differential.RealOutcomes(only(reports[from.String()])), differential.RealOutcomes(only(reports[to.String()])),
+		differential.Behaviours(from.Profile(), to.Profile()), attr)
 	ex, un := res.Count()
 	t.Logf("%s", res.Summary(false))
 	if ex == 0 && from.Profile() != to.Profile() {

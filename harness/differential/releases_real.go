@@ -1,11 +1,10 @@
-package versiondiff
+package differential
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/groupquake/groupquake/harness/cluster"
-	"github.com/groupquake/groupquake/harness/differential"
 )
 
 // RealConfig says how the real side's clusters are started.
@@ -17,15 +16,15 @@ type RealConfig struct {
 
 // RunVectors replays secs against a one-node container cluster of Kafka v,
 // started for the purpose with the settings the reference runs with
-// (differential.Settings) and removed before it returns, and returns the
+// (Settings) and removed before it returns, and returns the
 // differential report: each answer of the broker beside the reference's
 // with v's profile.
-func RunVectors(ctx context.Context, v string, secs []differential.Section, cfg RealConfig) (rep differential.Report, err error) {
+func RunVectors(ctx context.Context, v string, secs []Section, cfg RealConfig) (rep Report, err error) {
 	logf := cfg.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	c, err := cluster.Start(ctx, cluster.Config{Version: v, Nodes: 1, BasePort: cfg.BasePort, Settings: differential.Settings(v), Image: cfg.Image, Logf: logf})
+	c, err := cluster.Start(ctx, cluster.Config{Version: v, Nodes: 1, BasePort: cfg.BasePort, Settings: Settings(v), Image: cfg.Image, Logf: logf})
 	if err != nil {
 		return rep, fmt.Errorf("start a 1-node Kafka %s cluster: %w", v, err)
 	}
@@ -34,5 +33,5 @@ func RunVectors(ctx context.Context, v string, secs []differential.Section, cfg 
 			err = fmt.Errorf("close the Kafka %s cluster: %w", v, cerr)
 		}
 	}()
-	return differential.Run(ctx, differential.Target{Name: "kafka", Version: v, Addr: c.Bootstrap()[0]}, secs, differential.Options{SameHost: true, Logf: logf})
+	return Run(ctx, Target{Name: "kafka", Version: v, Addr: c.Bootstrap()[0]}, secs, Options{SameHost: true, Logf: logf})
 }
