@@ -244,8 +244,7 @@ func CompareReleases(from, to ReleaseOutcomes, behaviours []Behaviour, attributi
 // that differ, then every difference with both values and its explanation.
 func (r ReleaseDiff) String() string {
 	var b strings.Builder
-	ex, un := r.Count()
-	fmt.Fprintf(&b, "Kafka %s → %s: %d points compared, %d differences (%d explained, %d unexplained)\n", r.From, r.To, r.Compared, ex+un, ex, un)
+	r.writeHead(&b)
 	if len(r.Behaviours) > 0 {
 		fmt.Fprintf(&b, "behaviours of the profiles that differ (coordinator/version.Profile):\n")
 		for _, x := range r.Behaviours {
@@ -253,13 +252,28 @@ func (r ReleaseDiff) String() string {
 		}
 	}
 	for _, d := range r.Differences {
-		status := "explained by " + strings.Join(d.Behaviours, ", ")
-		if !d.Explained {
-			status = "UNEXPLAINED: " + d.Why
-		}
-		fmt.Fprintf(&b, "%s %s: %s\n  %s: %s\n  %s: %s\n  %s\n", d.Kind, d.Key, d.What, r.From, showValue(d.From), r.To, showValue(d.To), status)
+		r.writeDifference(&b, d)
 	}
 	return b.String()
+}
+
+// writeHead writes the summary line: how many points were compared and
+// how many differences are explained and unexplained; it returns the
+// number unexplained.
+func (r ReleaseDiff) writeHead(b *strings.Builder) (unexplained int) {
+	ex, un := r.Count()
+	fmt.Fprintf(b, "Kafka %s → %s: %d points compared, %d differences (%d explained, %d unexplained)\n", r.From, r.To, r.Compared, ex+un, ex, un)
+	return un
+}
+
+// writeDifference writes d in full: the point, what each release did
+// there, and its explanation or why it has none.
+func (r ReleaseDiff) writeDifference(b *strings.Builder, d Difference) {
+	status := "explained by " + strings.Join(d.Behaviours, ", ")
+	if !d.Explained {
+		status = "UNEXPLAINED: " + d.Why
+	}
+	fmt.Fprintf(b, "%s %s: %s\n  %s: %s\n  %s: %s\n  %s\n", d.Kind, d.Key, d.What, r.From, showValue(d.From), r.To, showValue(d.To), status)
 }
 
 func showValue(s string) string {
@@ -278,8 +292,7 @@ func (r ReleaseDiff) Summary(all bool) string {
 		return r.String()
 	}
 	var b strings.Builder
-	ex, un := r.Count()
-	fmt.Fprintf(&b, "Kafka %s → %s: %d points compared, %d differences (%d explained, %d unexplained)\n", r.From, r.To, r.Compared, ex+un, ex, un)
+	un := r.writeHead(&b)
 	type group struct {
 		n     int
 		first Difference
@@ -319,7 +332,7 @@ func (r ReleaseDiff) Summary(all bool) string {
 		fmt.Fprintf(&b, "unexplained:\n")
 		for _, d := range r.Differences {
 			if !d.Explained {
-				fmt.Fprintf(&b, "%s %s: %s\n  %s: %s\n  %s: %s\n  UNEXPLAINED: %s\n", d.Kind, d.Key, d.What, r.From, showValue(d.From), r.To, showValue(d.To), d.Why)
+				r.writeDifference(&b, d)
 			}
 		}
 	}

@@ -247,10 +247,7 @@ type ScenarioConfig struct {
 // (container, or embedded) started for the purpose and removed before it
 // returns, judges each run, and measures it.
 func RunScenarios(ctx context.Context, v version.Version, ss []Scenario, cfg ScenarioConfig) (out Measured, err error) {
-	logf := cfg.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	logf := orQuiet(cfg.Logf)
 	out.Attribution = map[string][]string{}
 	var h cluster.Handle
 	if cfg.Embedded {
@@ -260,17 +257,13 @@ func RunScenarios(ctx context.Context, v version.Version, ss []Scenario, cfg Sce
 		}
 		h = e
 	} else {
-		c, err := cluster.Start(ctx, cluster.Config{Version: v.String(), Nodes: 1, BasePort: cfg.BasePort, Image: cfg.Image, Logf: logf})
+		c, err := startSide(ctx, cluster.Config{Version: v.String(), Nodes: 1, BasePort: cfg.BasePort, Image: cfg.Image, Logf: logf})
 		if err != nil {
-			return out, fmt.Errorf("start a 1-node Kafka %s cluster: %w", v, err)
+			return out, err
 		}
 		h = c
 	}
-	defer func() {
-		if cerr := h.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
-			err = fmt.Errorf("close the Kafka %s cluster: %w", v, cerr)
-		}
-	}()
+	defer closeSide(ctx, h, v.String(), &err)
 	for _, s := range ss {
 		p, err := s.Plan(v.String(), cfg.Embedded)
 		if err != nil {
