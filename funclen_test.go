@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/groupquake/groupquake/tools/goast"
 )
 
 // maxFuncLines is the longest a non-test function or method may be, counted
@@ -29,27 +31,6 @@ func (f longFunc) String() string {
 	return fmt.Sprintf("%s:%d %s is %d lines", f.File, f.Line, f.Name, f.Lines)
 }
 
-// funcName is a declaration's name: Type.Method for a method.
-func funcName(fn *ast.FuncDecl) string {
-	if fn.Recv == nil || len(fn.Recv.List) == 0 {
-		return fn.Name.Name
-	}
-	t := fn.Recv.List[0].Type
-	if s, ok := t.(*ast.StarExpr); ok {
-		t = s.X
-	}
-	switch x := t.(type) {
-	case *ast.IndexExpr:
-		t = x.X
-	case *ast.IndexListExpr:
-		t = x.X
-	}
-	if id, ok := t.(*ast.Ident); ok {
-		return id.Name + "." + fn.Name.Name
-	}
-	return fn.Name.Name
-}
-
 // longFuncs returns the functions of one Go source over maxFuncLines.
 func longFuncs(name string, src []byte) ([]longFunc, error) {
 	fset := token.NewFileSet()
@@ -65,7 +46,7 @@ func longFuncs(name string, src []byte) ([]longFunc, error) {
 		}
 		start, end := fset.Position(fn.Pos()).Line, fset.Position(fn.End()).Line
 		if n := end - start + 1; n > maxFuncLines {
-			long = append(long, longFunc{File: name, Line: start, Name: funcName(fn), Lines: n})
+			long = append(long, longFunc{File: name, Line: start, Name: goast.FuncName(fn), Lines: n})
 		}
 	}
 	return long, nil

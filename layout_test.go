@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/groupquake/groupquake/tools/goast"
 )
 
 const module = "github.com/groupquake/groupquake"
@@ -196,7 +198,7 @@ func computesFromHistory(files map[string][]byte) ([]string, error) {
 			if !ok || !fn.Name.IsExported() {
 				continue
 			}
-			where := fmt.Sprintf("%s %s", fset.Position(fn.Pos()), funcName(fn))
+			where := fmt.Sprintf("%s %s", fset.Position(fn.Pos()), goast.FuncName(fn))
 			switch {
 			case strings.HasPrefix(fn.Name.Name, "Measure"):
 				out = append(out, where+" is named Measure...: it measures")

@@ -109,7 +109,7 @@ type Group struct {
 // ClientID is the members' client id, empty: a classic member id is the
 // client id, "-" and a Uuid, and the classic group's metadata record
 // (GroupMetadataValue) carries every member's id and client id, under
-// message.max.bytes (see harness/scale's TestClassicRecordFits).
+// message.max.bytes (see cmd/groupquake/scale's TestClassicRecordFits).
 const ClientID = ""
 
 // NewGroup checks cfg and makes the shared environment.

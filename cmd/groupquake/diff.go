@@ -18,7 +18,6 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/differential"
 	"github.com/groupquake/groupquake/harness/run"
-	"github.com/groupquake/groupquake/harness/versiondiff"
 )
 
 const diffUsage = `Usage: groupquake diff --from OLD [--to NEW] [--embedded] [--scenarios all|none|NAMES] [--all] [--json]
@@ -61,7 +60,7 @@ type diffJSON struct {
 	Mode          string `json:"mode"` // "kafka" or "embedded"
 	// Dir holds the scenarios' run directories, diff.txt and diff.json.
 	Dir string `json:"dir,omitempty"`
-	versiondiff.Result
+	differential.ReleaseDiff
 	Explained   int `json:"explained"`
 	Unexplained int `json:"unexplained"`
 }
@@ -120,7 +119,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("loading the conformance vectors: %w", err)
 	}
 	logf := con.Logf
-	secs, why := versiondiff.ShareComparable(f.Profile(), t.Profile(), secs)
+	secs, why := differential.ShareComparable(f.Profile(), t.Profile(), secs)
 	if why != "" {
 		logf("%s", why)
 	}
@@ -132,9 +131,9 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	d := &differ{
 		ctx: ctx, from: f, to: t, secs: secs, ss: ss, sideDir: sideDir, attr: map[string][]string{}, logf: logf,
-		scfg: versiondiff.ScenarioConfig{Embedded: fl.embedded, Logf: logf, OnPhase: onPhase},
+		scfg: differential.ScenarioConfig{Embedded: fl.embedded, Logf: logf, OnPhase: onPhase},
 	}
-	var a, b versiondiff.Outcomes
+	var a, b differential.ReleaseOutcomes
 	mode := "embedded"
 	if fl.embedded {
 		a, b, err = d.embedded()
@@ -189,7 +188,7 @@ func (d *diffFlags) validate(set map[string]bool) (f, t version.Version, err err
 // prepareOut returns the diff's directory (--out or a new one under the runs
 // directory) and each release's directory of scenario runs in it, refusing
 // directories that already hold a run.
-func (d *diffFlags) prepareOut(f, t version.Version, ss []versiondiff.Scenario) (string, map[string]string, error) {
+func (d *diffFlags) prepareOut(f, t version.Version, ss []differential.Scenario) (string, map[string]string, error) {
 	dir := d.out
 	if dir == "" {
 		dir = newRunDir("diff-" + f.String() + "-" + t.String())
@@ -221,15 +220,15 @@ type differ struct {
 	ctx      context.Context
 	from, to version.Version
 	secs     []differential.Section
-	ss       []versiondiff.Scenario
-	scfg     versiondiff.ScenarioConfig
+	ss       []differential.Scenario
+	scfg     differential.ScenarioConfig
 	sideDir  map[string]string
 	attr     map[string][]string
 	logf     func(string, ...any)
 }
 
 // onSide is the scenario configuration of one side, "from" or "to".
-func (d *differ) onSide(side string) versiondiff.ScenarioConfig {
+func (d *differ) onSide(side string) differential.ScenarioConfig {
 	c := d.scfg
 	c.Dir = d.sideDir[side]
 	return c
@@ -238,27 +237,27 @@ func (d *differ) onSide(side string) versiondiff.ScenarioConfig {
 // embedded gathers both releases' outcomes without Docker: the vectors
 // through the reference coordinator with each release's profile, and the
 // scenarios on the embedded cluster, both releases at once.
-func (d *differ) embedded() (a, b versiondiff.Outcomes, err error) {
+func (d *differ) embedded() (a, b differential.ReleaseOutcomes, err error) {
 	f, t := d.from, d.to
-	if a, err = versiondiff.ModelOutcomes(f.Profile(), d.secs); err != nil {
+	if a, err = differential.ModelOutcomes(f.Profile(), d.secs); err != nil {
 		return a, b, fmt.Errorf("reference coordinator as %s: %w", f, err)
 	}
-	if b, err = versiondiff.ModelOutcomes(t.Profile(), d.secs); err != nil {
+	if b, err = differential.ModelOutcomes(t.Profile(), d.secs); err != nil {
 		return a, b, fmt.Errorf("reference coordinator as %s: %w", t, err)
 	}
 	if len(d.ss) == 0 {
 		return a, b, nil
 	}
 	// The embedded clusters need no Docker: both releases at once.
-	var ma, mb versiondiff.Measured
+	var ma, mb differential.Measured
 	var ea, eb error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ma, ea = versiondiff.RunScenarios(d.ctx, f, d.ss, d.onSide("from"))
+		ma, ea = differential.RunScenarios(d.ctx, f, d.ss, d.onSide("from"))
 	}()
-	mb, eb = versiondiff.RunScenarios(d.ctx, t, d.ss, d.onSide("to"))
+	mb, eb = differential.RunScenarios(d.ctx, t, d.ss, d.onSide("to"))
 	wg.Wait()
 	if err := errors.Join(ea, eb); err != nil {
 		return a, b, exitError{exitFailed, err.Error()}
@@ -272,12 +271,12 @@ func (d *differ) embedded() (a, b versiondiff.Outcomes, err error) {
 // real gathers both releases' outcomes on Kafka containers, one release
 // after the other: the vectors replayed against a real broker, then the
 // scenarios.
-func (d *differ) real(imageSource string, basePort int) (a, b versiondiff.Outcomes, err error) {
+func (d *differ) real(imageSource string, basePort int) (a, b differential.ReleaseOutcomes, err error) {
 	ctx, logf := d.ctx, d.logf
 	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
 		return a, b, exitError{exitFailed, fmt.Sprintf("diff starts Kafka containers and needs a Docker engine: %v (run `groupquake engine up` as root, or use --embedded to compare the profiles alone)", err)}
 	}
-	cfg := versiondiff.RealConfig{Image: cluster.ImageOptions{Source: cluster.ImageSource(imageSource), Logf: logf}, BasePort: basePort, Logf: logf}
+	cfg := differential.RealConfig{Image: cluster.ImageOptions{Source: cluster.ImageSource(imageSource), Logf: logf}, BasePort: basePort, Logf: logf}
 	d.scfg.Image, d.scfg.BasePort = cfg.Image, cfg.BasePort
 	for _, v := range []version.Version{d.from, d.to} {
 		if _, err := cluster.EnsureImage(ctx, v.String(), cfg.Image); err != nil {
@@ -287,7 +286,7 @@ func (d *differ) real(imageSource string, basePort int) (a, b versiondiff.Outcom
 	for _, side := range []struct {
 		name string
 		v    version.Version
-		out  *versiondiff.Outcomes
+		out  *differential.ReleaseOutcomes
 	}{{"from", d.from, &a}, {"to", d.to, &b}} {
 		if err := d.realSide(side.name, side.v, cfg, side.out); err != nil {
 			return a, b, err
@@ -298,16 +297,16 @@ func (d *differ) real(imageSource string, basePort int) (a, b versiondiff.Outcom
 
 // realSide replays the vectors against Kafka v and runs the scenarios on it,
 // into out.
-func (d *differ) realSide(name string, v version.Version, cfg versiondiff.RealConfig, out *versiondiff.Outcomes) error {
+func (d *differ) realSide(name string, v version.Version, cfg differential.RealConfig, out *differential.ReleaseOutcomes) error {
 	d.logf("replaying %d vector sections against Kafka %s", len(d.secs), v)
-	rep, err := versiondiff.RunVectors(d.ctx, v.String(), d.secs, cfg)
+	rep, err := differential.RunVectors(d.ctx, v.String(), d.secs, cfg)
 	if err != nil {
 		return exitError{exitFailed, fmt.Sprintf("Kafka %s: %v", v, err)}
 	}
 	d.logf("Kafka %s: %d answers as its profile predicts, %d different, %d skipped", v, rep.Count(differential.Same), rep.Count(differential.Different), rep.Count(differential.Skipped))
-	*out = versiondiff.RealOutcomes(rep)
+	*out = differential.RealOutcomes(rep)
 	if len(d.ss) > 0 {
-		m, err := versiondiff.RunScenarios(d.ctx, v, d.ss, d.onSide(name))
+		m, err := differential.RunScenarios(d.ctx, v, d.ss, d.onSide(name))
 		if err != nil {
 			return exitError{exitFailed, err.Error()}
 		}
@@ -319,28 +318,28 @@ func (d *differ) realSide(name string, v version.Version, cfg versiondiff.RealCo
 
 // compare attributes the vectors' differences to the profile behaviours and
 // compares the two releases' outcomes.
-func (d *differ) compare(a, b versiondiff.Outcomes) (versiondiff.Result, error) {
+func (d *differ) compare(a, b differential.ReleaseOutcomes) (differential.ReleaseDiff, error) {
 	pf, pt := d.from.Profile(), d.to.Profile()
-	vattr, err := versiondiff.Attribute(pf, pt, d.secs)
+	vattr, err := differential.Attribute(pf, pt, d.secs)
 	if err != nil {
-		return versiondiff.Result{}, fmt.Errorf("attributing the differences to profile behaviours: %w", err)
+		return differential.ReleaseDiff{}, fmt.Errorf("attributing the differences to profile behaviours: %w", err)
 	}
 	maps.Copy(d.attr, vattr)
-	return versiondiff.Compare(a, b, versiondiff.Behaviours(pf, pt), d.attr), nil
+	return differential.CompareReleases(a, b, differential.Behaviours(pf, pt), d.attr), nil
 }
 
 // report writes diff.txt and diff.json when scenarios ran, prints the diff
 // (as JSON with --json), and fails the command when a difference is not
 // explained.
-func (d *diffFlags) report(stdout io.Writer, logf func(string, ...any), res versiondiff.Result, mode, dir string, scenarios bool, f, t version.Version) error {
+func (d *diffFlags) report(stdout io.Writer, logf func(string, ...any), res differential.ReleaseDiff, mode, dir string, scenarios bool, f, t version.Version) error {
 	ex, un := res.Count()
 	if res.Differences == nil {
-		res.Differences = []versiondiff.Difference{}
+		res.Differences = []differential.Difference{}
 	}
 	if res.Behaviours == nil {
-		res.Behaviours = []versiondiff.Behaviour{}
+		res.Behaviours = []differential.Behaviour{}
 	}
-	doc := diffJSON{SchemaVersion: schemaVersion, Mode: mode, Result: res, Explained: ex, Unexplained: un}
+	doc := diffJSON{SchemaVersion: schemaVersion, Mode: mode, ReleaseDiff: res, Explained: ex, Unexplained: un}
 	if scenarios {
 		doc.Dir = dir
 		werr := os.MkdirAll(dir, 0o755)
@@ -373,7 +372,7 @@ func (d *diffFlags) report(stdout io.Writer, logf func(string, ...any), res vers
 
 func scenarioNames() []string {
 	var out []string
-	for _, s := range versiondiff.Scenarios {
+	for _, s := range differential.Scenarios {
 		out = append(out, s.Name)
 	}
 	return out
@@ -381,20 +380,20 @@ func scenarioNames() []string {
 
 // pickScenarios reads --scenarios: all, none, or a comma-separated list of
 // names.
-func pickScenarios(spec string) ([]versiondiff.Scenario, error) {
+func pickScenarios(spec string) ([]differential.Scenario, error) {
 	switch spec {
 	case "all":
-		return versiondiff.Scenarios, nil
+		return differential.Scenarios, nil
 	case "none", "":
 		return nil, nil
 	}
-	var out []versiondiff.Scenario
+	var out []differential.Scenario
 	for _, name := range strings.Split(spec, ",") {
-		i := slices.IndexFunc(versiondiff.Scenarios, func(s versiondiff.Scenario) bool { return s.Name == strings.TrimSpace(name) })
+		i := slices.IndexFunc(differential.Scenarios, func(s differential.Scenario) bool { return s.Name == strings.TrimSpace(name) })
 		if i < 0 {
 			return nil, badInput("--scenarios: unknown scenario %q: use all, none, or some of %s", name, strings.Join(scenarioNames(), ", "))
 		}
-		out = append(out, versiondiff.Scenarios[i])
+		out = append(out, differential.Scenarios[i])
 	}
 	return out, nil
 }

@@ -28,7 +28,7 @@ func TestDiffBadInput(t *testing.T) {
 // `diff --embedded` of a release with itself prints no difference and
 // exits 0; of 4.1.2 and 4.4.0 it explains every difference by named
 // profile behaviours (exit 0), as text and as JSON. The vectors only
-// (--scenarios none): harness/versiondiff's TestScenariosEmbedded runs a
+// (--scenarios none): harness/differential's TestScenariosEmbedded runs a
 // scenario on both releases.
 func TestDiffEmbedded(t *testing.T) {
 	var stdout, stderr bytes.Buffer

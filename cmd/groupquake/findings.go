@@ -19,7 +19,6 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/differential"
 	"github.com/groupquake/groupquake/harness/run"
-	"github.com/groupquake/groupquake/harness/versiondiff"
 )
 
 const findingsUsage = `Usage:
@@ -344,7 +343,7 @@ func rerunVectors(ctx context.Context, v version.Version, picked []check.Finding
 			return nil, fmt.Errorf("image of Kafka %s: %w", v, err)
 		}
 		logf("replaying %d vector section(s) against a 1-node Kafka %s cluster", len(secs), v)
-		rep, err := versiondiff.RunVectors(ctx, v.String(), secs, versiondiff.RealConfig{Image: img, Logf: logf})
+		rep, err := differential.RunVectors(ctx, v.String(), secs, differential.RealConfig{Image: img, Logf: logf})
 		if err != nil {
 			return nil, fmt.Errorf("Kafka %s: %w", v, err)
 		}

@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/clients/light"
+	"github.com/groupquake/groupquake/cmd/groupquake/scale"
 	"github.com/groupquake/groupquake/coordinator"
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/run"
-	"github.com/groupquake/groupquake/harness/scale"
 	"github.com/groupquake/groupquake/internal/machine"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groupquake/groupquake/harness/scale"
+	"github.com/groupquake/groupquake/cmd/groupquake/scale"
 )
 
 // TestScaleReportJSON pins one report of scale.json (docs/schema/scale.json):

@@ -17,7 +17,6 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/differential"
-	"github.com/groupquake/groupquake/harness/versiondiff"
 )
 
 // The differential mode of the reference coordinator's conformance vectors
@@ -39,19 +38,14 @@ import (
 
 var differentialReport = flag.String("differential.report", "", "directory for the differential reports (default $GROUPQUAKE_RUNS_DIR, else only logged)")
 
-// vectorDirs are the vector folders the differential mode replays: every
-// conformance vector of the coordinator (the consumer-group engine's are in
-// consumer/, run through the shell).
-var vectorDirs = []string{"classic", "offsets", "consumer", "share"}
-
-// differentialDirs narrows a run to some of vectorDirs
+// differentialDirs narrows a run to some of differential.VectorDirs
 // (-differential.dirs share), so that the vectors of one part can be
 // compared against brokers without the hour the whole set takes.
 var differentialDirs = flag.String("differential.dirs", "", "comma-separated vector folders to replay (default: all of classic, offsets, consumer, share)")
 
 func selectedDirs() []string {
 	if *differentialDirs == "" {
-		return vectorDirs
+		return differential.VectorDirs
 	}
 	return strings.Split(*differentialDirs, ",")
 }
@@ -213,34 +207,30 @@ func explain(target, v string, x differential.Result) (string, bool) {
 	return "", false
 }
 
+// loadVectors are the sections a differential run replays: the
+// coordinator's vectors (of the folders selectedDirs names), then the
+// differential mode's own (harness/differential/testdata/kafkaapis): rules
+// a broker checks in KafkaApis before its group coordinator sees a
+// request, kept beside the coordinator's vectors so that the differential
+// run checks them against every target.
 func loadVectors(t *testing.T) []differential.Section {
 	t.Helper()
 	secs, err := differential.LoadDir(filepath.Join("..", "..", "coordinator", "testdata"), selectedDirs()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return secs
-}
-
-// loadRawVectors are the differential mode's own vectors
-// (harness/differential/testdata/kafkaapis): rules a broker checks in
-// KafkaApis before its group coordinator sees a request, kept beside the
-// coordinator's vectors so that the differential run checks them against
-// every target.
-func loadRawVectors(t *testing.T) []differential.Section {
-	t.Helper()
-	secs, err := differential.LoadDir(filepath.Join("..", "..", "harness", "differential", "testdata"), "kafkaapis")
+	raw, err := differential.LoadDir(filepath.Join("..", "..", "harness", "differential", "testdata"), "kafkaapis")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return secs
+	return append(secs, raw...)
 }
 
 // runAll runs the coordinator's vectors, then the raw vectors, on one
 // target. Every section gets its own namespace by its index, so one run
 // serves both.
 func runAll(ctx context.Context, t *testing.T, tgt differential.Target, opt differential.Options) (differential.Report, error) {
-	return differential.Run(ctx, tgt, append(loadVectors(t), loadRawVectors(t)...), opt)
+	return differential.Run(ctx, tgt, loadVectors(t), opt)
 }
 
 // writeReport writes rep where -differential.report or
@@ -338,11 +328,11 @@ func diffReports(t *testing.T, reports map[string]differential.Report) {
 		t.Skipf("the diff needs two tested releases, %d ran (GROUPQUAKE_KAFKA_VERSIONS)", len(vs))
 	}
 	from, to := vs[0], vs[len(vs)-1]
-	secs, why := versiondiff.ShareComparable(from.Profile(), to.Profile(), append(loadVectors(t), loadRawVectors(t)...))
+	secs, why := differential.ShareComparable(from.Profile(), to.Profile(), loadVectors(t))
 	if why != "" {
 		t.Log(why)
 	}
-	attr, err := versiondiff.Attribute(from.Profile(), to.Profile(), secs)
+	attr, err := differential.Attribute(from.Profile(), to.Profile(), secs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,8 +350,8 @@ func diffReports(t *testing.T, reports map[string]differential.Report) {
 		rep.Results = rs
 		return rep
 	}
-	res := versiondiff.Compare(versiondiff.RealOutcomes(only(reports[from.String()])), versiondiff.RealOutcomes(only(reports[to.String()])),
-		versiondiff.Behaviours(from.Profile(), to.Profile()), attr)
+	res := differential.CompareReleases(differential.RealOutcomes(only(reports[from.String()])), differential.RealOutcomes(only(reports[to.String()])),
+		differential.Behaviours(from.Profile(), to.Profile()), attr)
 	ex, un := res.Count()
 	t.Logf("%s", res.Summary(false))
 	if ex == 0 && from.Profile() != to.Profile() {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/groupquake/groupquake/tools/goast"
 )
 
 // Mutant is one small deliberate bug: bytes [start, end) of File replaced by Replacement.
@@ -111,7 +113,7 @@ func generateFile(rel string, src []byte, del map[string]bool) ([]Mutant, error)
 		if !ok || fd.Body == nil {
 			continue
 		}
-		fn := funcName(fd)
+		fn := goast.FuncName(fd)
 		seen := map[string]int{}
 		addShown := func(op string, start, end int, repl, before, after string) {
 			orig := string(src[start:end])
@@ -189,20 +191,6 @@ func generateFile(rel string, src []byte, del map[string]bool) ([]Mutant, error)
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].start < out[b].start })
 	return out, nil
-}
-
-func funcName(fd *ast.FuncDecl) string {
-	if fd.Recv == nil || len(fd.Recv.List) == 0 {
-		return fd.Name.Name
-	}
-	t := fd.Recv.List[0].Type
-	if s, ok := t.(*ast.StarExpr); ok {
-		t = s.X
-	}
-	if id, ok := t.(*ast.Ident); ok {
-		return id.Name + "." + fd.Name.Name
-	}
-	return fd.Name.Name
 }
 
 func calleeName(c *ast.CallExpr) string {

@@ -29,35 +29,33 @@ func TestWorkflows(t *testing.T) {
 			t.Errorf("no %s among %v", want, files)
 		}
 	}
-	msgs, err := Lint(dir, "")
+	for _, m := range findings(t, dir) {
+		t.Error(m)
+	}
+}
+
+// findings are what actionlint (its messages marked so) and the project's
+// rules report over the workflows in d.
+func findings(t *testing.T, d string) []string {
+	t.Helper()
+	lint, err := Lint(d, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range msgs {
-		t.Errorf("actionlint: %s", m)
-	}
-	msgs, err = Rules(dir)
+	rules, err := Rules(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range msgs {
-		t.Errorf("%s", m)
+	for i, m := range lint {
+		lint[i] = "actionlint: " + m
 	}
+	return append(lint, rules...)
 }
 
 // TestChecksBite lints a workflow that breaks every rule and one of
 // actionlint's checks: each must be reported.
 func TestChecksBite(t *testing.T) {
-	bad := filepath.Join("testdata", "bad")
-	lint, err := Lint(bad, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := Rules(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(append(lint, rules...), "\n")
+	got := strings.Join(findings(t, filepath.Join("testdata", "bad")), "\n")
 	for _, want := range []string{
 		`unsafe.yml:26:24: "github.event.pull_request.title" is potentially untrusted`, // actionlint's
 		"unsafe.yml: no top-level permissions",

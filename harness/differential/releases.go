@@ -1,20 +1,21 @@
-// Package versiondiff compares what two Kafka releases do to consumer
-// groups (groupquake diff): the answers to the conformance vectors (and, in
-// the model, the __consumer_offsets records written for them), step by
-// step, and the measures of a few scripted scenario runs; it lists every
-// difference, each either explained by named behaviours of the releases'
-// version profiles (coordinator/version.Profile's fields) or unexplained.
+package differential
+
+// What two Kafka releases do differently to consumer groups (groupquake
+// diff): the answers to the conformance vectors (and, in the model, the
+// __consumer_offsets records written for them), step by step, and the
+// measures of a few scripted scenario runs; every difference is listed,
+// each either explained by named behaviours of the releases' version
+// profiles (coordinator/version.Profile's fields) or unexplained.
 //
-// The core (Behaviours, Compare, MeasureRun) is pure: Compare takes each
-// release's outcomes, what its profile predicted for each, and which
-// profile behaviours change each point (Attribute finds them for the
-// vectors by flipping one behaviour at a time in the reference
-// coordinator; a scenario's measures name the behaviours that govern
-// them), and classifies. The drivers gather the outcomes: ModelOutcomes
-// from the reference coordinator alone, RunVectors and RealOutcomes from a
-// real broker through harness/differential, RunScenarios from runs on a
-// container or embedded cluster.
-package versiondiff
+// The core (Behaviours, CompareReleases, MeasureRun) is pure:
+// CompareReleases takes each release's outcomes, what its profile
+// predicted for each, and which profile behaviours change each point
+// (Attribute finds them for the vectors by flipping one behaviour at a
+// time in the reference coordinator; a scenario's measures name the
+// behaviours that govern them), and classifies. The drivers gather the
+// outcomes: ModelOutcomes from the reference coordinator alone (Model),
+// RunVectors and RealOutcomes from a real broker (Run), RunScenarios from
+// runs on a container or embedded cluster.
 
 import (
 	"fmt"
@@ -73,8 +74,8 @@ const (
 	Records Kind = "records"
 )
 
-// Outcome is what one release did at one point of the comparison.
-type Outcome struct {
+// ReleaseOutcome is what one release did at one point of the comparison.
+type ReleaseOutcome struct {
 	// Key names the point in both releases' outcomes: the vector step's
 	// file:line and the reference's ticket ("consumer/x.txt:10 #1"), with
 	// " records" for the records written there.
@@ -97,9 +98,9 @@ type Outcome struct {
 	Slack   float64 `json:"slack,omitempty"`
 }
 
-// same reports whether a and b are the same outcome: equal values, or
+// sameOutcome reports whether a and b are the same outcome: equal values, or
 // numbers within their slack.
-func same(a, b Outcome) bool {
+func sameOutcome(a, b ReleaseOutcome) bool {
 	if a.Numeric && b.Numeric {
 		d := a.Num - b.Num
 		return max(d, -d) <= max(a.Slack, b.Slack)
@@ -107,10 +108,10 @@ func same(a, b Outcome) bool {
 	return a.Value == b.Value
 }
 
-// Outcomes are one release's outcomes.
-type Outcomes struct {
-	Version string    `json:"version"`
-	Items   []Outcome `json:"items"`
+// ReleaseOutcomes are one release's outcomes.
+type ReleaseOutcomes struct {
+	Version string           `json:"version"`
+	Items   []ReleaseOutcome `json:"items"`
 }
 
 // Difference is one point where the two releases differ, or where the
@@ -131,8 +132,8 @@ type Difference struct {
 	Why string `json:"why,omitempty"`
 }
 
-// Result is the comparison of two releases.
-type Result struct {
+// ReleaseDiff is the comparison of two releases.
+type ReleaseDiff struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	// Behaviours are the profile fields that differ between the two.
@@ -142,7 +143,7 @@ type Result struct {
 }
 
 // Count returns how many differences are explained and unexplained.
-func (r Result) Count() (explained, unexplained int) {
+func (r ReleaseDiff) Count() (explained, unexplained int) {
 	for _, d := range r.Differences {
 		if d.Explained {
 			explained++
@@ -153,8 +154,8 @@ func (r Result) Count() (explained, unexplained int) {
 	return
 }
 
-// Compare classifies every point where from and to differ, or where the
-// profiles predict they do:
+// CompareReleases classifies every point where from and to differ, or
+// where the profiles predict they do:
 //   - both releases did what their profiles predict, and the predictions
 //     differ: explained by the behaviours attribution names for the key
 //     (the behaviours whose flip alone changes the reference's answer
@@ -167,15 +168,15 @@ func (r Result) Count() (explained, unexplained int) {
 //     the other release's profile predicts.
 //
 // Points where both releases did the same and the profiles agree are not
-// differences. Compare of a release with itself is empty when the release
-// did what its profile predicts.
-func Compare(from, to Outcomes, behaviours []Behaviour, attribution map[string][]string) Result {
-	res := Result{From: from.Version, To: to.Version, Behaviours: behaviours}
+// differences. CompareReleases of a release with itself is empty when the
+// release did what its profile predicts.
+func CompareReleases(from, to ReleaseOutcomes, behaviours []Behaviour, attribution map[string][]string) ReleaseDiff {
+	res := ReleaseDiff{From: from.Version, To: to.Version, Behaviours: behaviours}
 	names := map[string]bool{}
 	for _, b := range behaviours {
 		names[b.Name] = true
 	}
-	fromByKey, toByKey := map[string]Outcome{}, map[string]Outcome{}
+	fromByKey, toByKey := map[string]ReleaseOutcome{}, map[string]ReleaseOutcome{}
 	var keys []string
 	for _, o := range from.Items {
 		fromByKey[o.Key] = o
@@ -194,15 +195,15 @@ func Compare(from, to Outcomes, behaviours []Behaviour, attribution map[string][
 		// have either (every point is a reference's answer): absent, as
 		// predicted.
 		if !inA {
-			a = Outcome{Key: k, Kind: b.Kind, What: b.What, Agrees: true}
+			a = ReleaseOutcome{Key: k, Kind: b.Kind, What: b.What, Agrees: true}
 		}
 		if !inB {
-			b = Outcome{Key: k, Kind: a.Kind, What: a.What, Agrees: true}
+			b = ReleaseOutcome{Key: k, Kind: a.Kind, What: a.What, Agrees: true}
 		}
 		if inA && inB {
 			res.Compared++
 		}
-		if same(a, b) && a.Agrees && b.Agrees {
+		if sameOutcome(a, b) && a.Agrees && b.Agrees {
 			continue
 		}
 		d := Difference{Key: k, Kind: a.Kind, What: a.What, From: a.Value, To: b.Value}
@@ -211,7 +212,7 @@ func Compare(from, to Outcomes, behaviours []Behaviour, attribution map[string][
 			var off []string
 			for _, o := range []struct {
 				v string
-				o Outcome
+				o ReleaseOutcome
 			}{{from.Version, a}, {to.Version, b}} {
 				if !o.o.Agrees {
 					off = append(off, fmt.Sprintf("Kafka %s answered %q where its profile predicts %q", o.v, o.o.Value, o.o.Model))
@@ -241,10 +242,9 @@ func Compare(from, to Outcomes, behaviours []Behaviour, attribution map[string][
 
 // String renders the result for a person: a summary line, the behaviours
 // that differ, then every difference with both values and its explanation.
-func (r Result) String() string {
+func (r ReleaseDiff) String() string {
 	var b strings.Builder
-	ex, un := r.Count()
-	fmt.Fprintf(&b, "Kafka %s → %s: %d points compared, %d differences (%d explained, %d unexplained)\n", r.From, r.To, r.Compared, ex+un, ex, un)
+	r.writeHead(&b)
 	if len(r.Behaviours) > 0 {
 		fmt.Fprintf(&b, "behaviours of the profiles that differ (coordinator/version.Profile):\n")
 		for _, x := range r.Behaviours {
@@ -252,16 +252,31 @@ func (r Result) String() string {
 		}
 	}
 	for _, d := range r.Differences {
-		status := "explained by " + strings.Join(d.Behaviours, ", ")
-		if !d.Explained {
-			status = "UNEXPLAINED: " + d.Why
-		}
-		fmt.Fprintf(&b, "%s %s: %s\n  %s: %s\n  %s: %s\n  %s\n", d.Kind, d.Key, d.What, r.From, indent(d.From), r.To, indent(d.To), status)
+		r.writeDifference(&b, d)
 	}
 	return b.String()
 }
 
-func indent(s string) string {
+// writeHead writes the summary line: how many points were compared and
+// how many differences are explained and unexplained; it returns the
+// number unexplained.
+func (r ReleaseDiff) writeHead(b *strings.Builder) (unexplained int) {
+	ex, un := r.Count()
+	fmt.Fprintf(b, "Kafka %s → %s: %d points compared, %d differences (%d explained, %d unexplained)\n", r.From, r.To, r.Compared, ex+un, ex, un)
+	return un
+}
+
+// writeDifference writes d in full: the point, what each release did
+// there, and its explanation or why it has none.
+func (r ReleaseDiff) writeDifference(b *strings.Builder, d Difference) {
+	status := "explained by " + strings.Join(d.Behaviours, ", ")
+	if !d.Explained {
+		status = "UNEXPLAINED: " + d.Why
+	}
+	fmt.Fprintf(b, "%s %s: %s\n  %s: %s\n  %s: %s\n  %s\n", d.Kind, d.Key, d.What, r.From, showValue(d.From), r.To, showValue(d.To), status)
+}
+
+func showValue(s string) string {
 	if s == "" {
 		return "(nothing)"
 	}
@@ -272,13 +287,12 @@ func indent(s string) string {
 // differences each set of behaviours explains (with the first point it
 // explains), and every unexplained difference in full; all adds every
 // explained difference in full.
-func (r Result) Summary(all bool) string {
+func (r ReleaseDiff) Summary(all bool) string {
 	if all {
 		return r.String()
 	}
 	var b strings.Builder
-	ex, un := r.Count()
-	fmt.Fprintf(&b, "Kafka %s → %s: %d points compared, %d differences (%d explained, %d unexplained)\n", r.From, r.To, r.Compared, ex+un, ex, un)
+	un := r.writeHead(&b)
 	type group struct {
 		n     int
 		first Difference
@@ -318,7 +332,7 @@ func (r Result) Summary(all bool) string {
 		fmt.Fprintf(&b, "unexplained:\n")
 		for _, d := range r.Differences {
 			if !d.Explained {
-				fmt.Fprintf(&b, "%s %s: %s\n  %s: %s\n  %s: %s\n  UNEXPLAINED: %s\n", d.Kind, d.Key, d.What, r.From, indent(d.From), r.To, indent(d.To), d.Why)
+				r.writeDifference(&b, d)
 			}
 		}
 	}

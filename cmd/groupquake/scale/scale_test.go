@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/clients/light"
+	"github.com/groupquake/groupquake/cmd/groupquake/scale"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
-	"github.com/groupquake/groupquake/harness/scale"
 )
 
 // embedded is a quiet embedded cluster: benchmarks print every log line.

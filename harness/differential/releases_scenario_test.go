@@ -1,4 +1,4 @@
-package versiondiff
+package differential
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func TestMeasureRun(t *testing.T) {
 	}
 	s := Scenarios[0]
 	m := MeasureRun(s, version.V4_4_0.Profile(), j)
-	by := map[string]Outcome{}
+	by := map[string]ReleaseOutcome{}
 	for _, o := range m.Outcomes {
 		by[strings.TrimPrefix(o.Key, s.Name+": ")] = o
 	}
@@ -124,7 +124,7 @@ func TestScenariosEmbedded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res := Compare(Outcomes{Version: "4.1.2", Items: ms[0].Outcomes}, Outcomes{Version: "4.4.0", Items: ms[1].Outcomes},
+	res := CompareReleases(ReleaseOutcomes{Version: "4.1.2", Items: ms[0].Outcomes}, ReleaseOutcomes{Version: "4.4.0", Items: ms[1].Outcomes},
 		Behaviours(version.V4_1_2.Profile(), version.V4_4_0.Profile()), ms[0].Attribution)
 	by := map[string]Difference{}
 	for _, d := range res.Differences {
@@ -139,7 +139,7 @@ func TestScenariosEmbedded(t *testing.T) {
 	if d := by["consumer-group: records written: ConsumerGroupTargetAssignmentMetadata"]; !strings.Contains(d.To, "AssignmentTimestamp") || strings.Contains(d.From, "AssignmentTimestamp") || !d.Explained {
 		t.Errorf("target assignment metadata records: %+v", d)
 	}
-	self := Compare(Outcomes{Version: "4.4.0", Items: ms[1].Outcomes}, Outcomes{Version: "4.4.0", Items: ms[2].Outcomes}, nil, ms[1].Attribution)
+	self := CompareReleases(ReleaseOutcomes{Version: "4.4.0", Items: ms[1].Outcomes}, ReleaseOutcomes{Version: "4.4.0", Items: ms[2].Outcomes}, nil, ms[1].Attribution)
 	if len(self.Differences) != 0 {
 		t.Errorf("4.4.0 with itself:\n%s", self)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/groupquake/groupquake/clients/assign"
 	"github.com/groupquake/groupquake/clients/light"
+	"github.com/groupquake/groupquake/cmd/groupquake/scale"
 	"github.com/groupquake/groupquake/coordinator/version"
-	"github.com/groupquake/groupquake/harness/scale"
 )
 
 // TestClassicRecordFits: a classic group of a 10,000-member scale run can

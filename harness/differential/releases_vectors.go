@@ -1,4 +1,4 @@
-package versiondiff
+package differential
 
 import (
 	"fmt"
@@ -6,18 +6,17 @@ import (
 	"slices"
 
 	"github.com/groupquake/groupquake/coordinator/version"
-	"github.com/groupquake/groupquake/harness/differential"
 )
 
-// key names a differential result in both releases' outcomes: the step's
+// pointKey names a differential result in both releases' outcomes: the step's
 // file:line and the reference's ticket, which numbers the requests of a
 // section in order whatever the release answers.
-func key(x differential.Result) string { return fmt.Sprintf("%s #%d", x.Pos, x.Ticket) }
+func pointKey(x Result) string { return fmt.Sprintf("%s #%d", x.Pos, x.Ticket) }
 
-// value is what a result says the side did: its canonical answer, or why
+// pointValue is what a result says the side did: its canonical answer, or why
 // the step was not compared.
-func value(x differential.Result, answer string) string {
-	if x.Outcome == differential.Skipped {
+func pointValue(x Result, answer string) string {
+	if x.Outcome == Skipped {
 		return "skipped: " + x.Why
 	}
 	return answer
@@ -28,7 +27,7 @@ func value(x differential.Result, answer string) string {
 // why ("" when none was left out): the share vectors describe
 // production-ready share groups, and a broker before 4.2 is not compared
 // with them (differential's runner skips them there).
-func ShareComparable(from, to version.Profile, secs []differential.Section) ([]differential.Section, string) {
+func ShareComparable(from, to version.Profile, secs []Section) ([]Section, string) {
 	var old version.Profile
 	switch {
 	case from.ShareGroups != version.ShareProduction:
@@ -38,7 +37,7 @@ func ShareComparable(from, to version.Profile, secs []differential.Section) ([]d
 	default:
 		return secs, ""
 	}
-	kept := make([]differential.Section, 0, len(secs))
+	kept := make([]Section, 0, len(secs))
 	for _, s := range secs {
 		if !s.Share() {
 			kept = append(kept, s)
@@ -53,17 +52,17 @@ func ShareComparable(from, to version.Profile, secs []differential.Section) ([]d
 // ModelOutcomes are the outcomes of the reference coordinator alone with
 // release p's profile: every answer and, per step, the records written.
 // Value and Model are the same: the model did what it predicts.
-func ModelOutcomes(p version.Profile, secs []differential.Section) (Outcomes, error) {
-	rs, err := differential.Model(p, secs, 0)
+func ModelOutcomes(p version.Profile, secs []Section) (ReleaseOutcomes, error) {
+	rs, err := Model(p, secs, 0)
 	if err != nil {
-		return Outcomes{}, err
+		return ReleaseOutcomes{}, err
 	}
-	out := Outcomes{Version: p.Version.String()}
+	out := ReleaseOutcomes{Version: p.Version.String()}
 	for _, x := range rs {
-		v := value(x, x.Reference)
-		out.Items = append(out.Items, Outcome{Key: key(x), Kind: Answer, What: x.Command, Value: v, Model: v, Agrees: true})
+		v := pointValue(x, x.Reference)
+		out.Items = append(out.Items, ReleaseOutcome{Key: pointKey(x), Kind: Answer, What: x.Command, Value: v, Model: v, Agrees: true})
 		if x.Records != "" {
-			out.Items = append(out.Items, Outcome{Key: key(x) + " records", Kind: Records, What: x.Command, Value: x.Records, Model: x.Records, Agrees: true})
+			out.Items = append(out.Items, ReleaseOutcome{Key: pointKey(x) + " records", Kind: Records, What: x.Command, Value: x.Records, Model: x.Records, Agrees: true})
 		}
 	}
 	return out, nil
@@ -73,11 +72,11 @@ func ModelOutcomes(p version.Profile, secs []differential.Section) (Outcomes, er
 // broker: Value is the broker's answer, Model the reference's with the
 // broker's release's profile, and Agrees the run's own comparison (a
 // request version neither serves agrees though the texts differ).
-func RealOutcomes(rep differential.Report) Outcomes {
-	out := Outcomes{Version: rep.Version}
+func RealOutcomes(rep Report) ReleaseOutcomes {
+	out := ReleaseOutcomes{Version: rep.Version}
 	for _, x := range rep.Results {
-		out.Items = append(out.Items, Outcome{Key: key(x), Kind: Answer, What: x.Command,
-			Value: value(x, x.Target), Model: value(x, x.Reference), Agrees: x.Outcome != differential.Different})
+		out.Items = append(out.Items, ReleaseOutcome{Key: pointKey(x), Kind: Answer, What: x.Command,
+			Value: pointValue(x, x.Target), Model: pointValue(x, x.Reference), Agrees: x.Outcome != Different})
 	}
 	return out
 }
@@ -87,7 +86,7 @@ func RealOutcomes(rep differential.Report) Outcomes {
 // that differs between from and to is flipped, alone, in from's profile
 // (to to's value) and in to's profile (to from's value), and every point
 // whose answer or records the flip changes names it.
-func Attribute(from, to version.Profile, secs []differential.Section) (map[string][]string, error) {
+func Attribute(from, to version.Profile, secs []Section) (map[string][]string, error) {
 	base := map[version.Version]map[string]string{}
 	outcomes := func(p version.Profile) (map[string]string, error) {
 		o, err := ModelOutcomes(p, secs)

@@ -1,4 +1,4 @@
-package versiondiff
+package differential
 
 import (
 	"slices"
@@ -6,25 +6,26 @@ import (
 	"testing"
 
 	"github.com/groupquake/groupquake/coordinator/version"
-	"github.com/groupquake/groupquake/harness/differential"
 )
 
-func out(v string, items ...Outcome) Outcomes { return Outcomes{Version: v, Items: items} }
+func out(v string, items ...ReleaseOutcome) ReleaseOutcomes {
+	return ReleaseOutcomes{Version: v, Items: items}
+}
 
 // agreeing is an outcome that did what its profile predicts.
-func agreeing(key, value string) Outcome {
-	return Outcome{Key: key, Kind: Answer, What: "step " + key, Value: value, Model: value, Agrees: true}
+func agreeing(key, value string) ReleaseOutcome {
+	return ReleaseOutcome{Key: key, Kind: Answer, What: "step " + key, Value: value, Model: value, Agrees: true}
 }
 
 var twoBehaviours = []Behaviour{{Name: "FirstMemberEpoch", From: "1", To: "2"}, {Name: "RejoinWithEpochZero", From: "false", To: "true"}}
 
-// Compare finds no difference where both releases answered the same as
-// their profiles predict, explains a difference the profiles predict by
-// the behaviours attributed to it, and leaves unexplained a difference
-// attributed to no differing behaviour, one where a release did otherwise
-// than its profile predicts (even when both releases answered alike), and
-// one attributed only to a behaviour the two releases share.
-func TestCompare(t *testing.T) {
+// CompareReleases finds no difference where both releases answered the
+// same as their profiles predict, explains a difference the profiles
+// predict by the behaviours attributed to it, and leaves unexplained a
+// difference attributed to no differing behaviour, one where a release did
+// otherwise than its profile predicts (even when both releases answered
+// alike), and one attributed only to a behaviour the two releases share.
+func TestCompareReleases(t *testing.T) {
 	attr := map[string][]string{
 		"a.txt:3 #1": {"FirstMemberEpoch"},
 		"a.txt:9 #4": {"AssignorChangeRecomputes"}, // not a behaviour that differs here
@@ -36,7 +37,7 @@ func TestCompare(t *testing.T) {
 		agreeing("a.txt:5 #2", "FENCED_MEMBER_EPOCH"),
 		agreeing("a.txt:7 #3", "ok"),
 		agreeing("a.txt:9 #4", "x"),
-		Outcome{Key: "a.txt:11 #5", Kind: Answer, What: "describe", Value: "Stable", Model: "Empty", Agrees: false},
+		ReleaseOutcome{Key: "a.txt:11 #5", Kind: Answer, What: "describe", Value: "Stable", Model: "Empty", Agrees: false},
 		agreeing("a.txt:13 #6", "parked"),
 	)
 	to := out("4.4.0",
@@ -45,10 +46,10 @@ func TestCompare(t *testing.T) {
 		agreeing("a.txt:5 #2", "epoch=3"),
 		agreeing("a.txt:7 #3", "ok"),
 		agreeing("a.txt:9 #4", "y"),
-		Outcome{Key: "a.txt:11 #5", Kind: Answer, What: "describe", Value: "Stable", Model: "Stable", Agrees: true},
+		ReleaseOutcome{Key: "a.txt:11 #5", Kind: Answer, What: "describe", Value: "Stable", Model: "Stable", Agrees: true},
 		agreeing("a.txt:15 #6", "parked"),
 	)
-	res := Compare(from, to, twoBehaviours, attr)
+	res := CompareReleases(from, to, twoBehaviours, attr)
 	by := map[string]Difference{}
 	for _, d := range res.Differences {
 		by[d.Key] = d
@@ -95,12 +96,12 @@ func TestCompare(t *testing.T) {
 	}
 
 	// A release compared with itself: nothing.
-	if self := Compare(from, from, nil, nil); len(self.Differences) != 1 || self.Differences[0].Key != "a.txt:11 #5" {
+	if self := CompareReleases(from, from, nil, nil); len(self.Differences) != 1 || self.Differences[0].Key != "a.txt:11 #5" {
 		t.Errorf("4.1.2 with itself: %+v, want only the point where it disagrees with its profile", self.Differences)
 	}
 	to2 := to
 	to2.Version = "4.4.0"
-	if self := Compare(to, to2, nil, attr); len(self.Differences) != 0 {
+	if self := CompareReleases(to, to2, nil, attr); len(self.Differences) != 0 {
 		t.Errorf("4.4.0 with itself: %+v, want none", self.Differences)
 	}
 }
@@ -143,18 +144,18 @@ func TestBehaviours(t *testing.T) {
 // member with epoch 0, the commit fencing by assignment epochs. 4.4.0 with
 // itself is empty.
 func TestModelDiff(t *testing.T) {
-	secs, err := differential.Vectors()
+	secs, err := Vectors()
 	if err != nil {
 		t.Fatal(err)
 	}
-	diff := func(a, b version.Profile) Result {
+	diff := func(a, b version.Profile) ReleaseDiff {
 		t.Helper()
 		oa, ob := modelOutcomes(t, a, secs), modelOutcomes(t, b, secs)
 		attr, err := Attribute(a, b, secs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Compare(oa, ob, Behaviours(a, b), attr)
+		return CompareReleases(oa, ob, Behaviours(a, b), attr)
 	}
 	res := diff(version.V4_1_2.Profile(), version.V4_4_0.Profile())
 	ex, un := res.Count()
@@ -181,7 +182,7 @@ func TestModelDiff(t *testing.T) {
 // model runs it, beside a 4.4.0 profile that lacks KAFKA-19233's rejoin)
 // shows as unexplained at the vector that exercises it, and nowhere else.
 func TestProfileMissingABehaviourIsUnexplained(t *testing.T) {
-	secs, err := differential.Vectors()
+	secs, err := Vectors()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestProfileMissingABehaviourIsUnexplained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Compare(oa, ob, Behaviours(from, wrong), attr)
+	res := CompareReleases(oa, ob, Behaviours(from, wrong), attr)
 	var un []Difference
 	for _, d := range res.Differences {
 		if !d.Explained {
@@ -224,7 +225,7 @@ func TestProfileMissingABehaviourIsUnexplained(t *testing.T) {
 }
 
 // modelOutcomes is ModelOutcomes of p over secs; an error fails the test.
-func modelOutcomes(t *testing.T, p version.Profile, secs []differential.Section) Outcomes {
+func modelOutcomes(t *testing.T, p version.Profile, secs []Section) ReleaseOutcomes {
 	t.Helper()
 	o, err := ModelOutcomes(p, secs)
 	if err != nil {
@@ -240,7 +241,7 @@ func modelOutcomes(t *testing.T, p version.Profile, secs []differential.Section)
 // behaviours (the assignment interval's pending check, the last leave's
 // assignment epoch) and the initial group epoch.
 func TestModelDiffShare(t *testing.T) {
-	secs, err := differential.Vectors()
+	secs, err := Vectors()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestModelDiffShare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := Compare(oa, ob, Behaviours(a, b), attr)
+		res := CompareReleases(oa, ob, Behaviours(a, b), attr)
 		named := map[string]int{}
 		for _, d := range res.Differences {
 			if !strings.HasPrefix(d.Key, "share/") {

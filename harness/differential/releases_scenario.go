@@ -1,4 +1,4 @@
-package versiondiff
+package differential
 
 import (
 	"context"
@@ -74,10 +74,10 @@ var recordBehaviours = map[records.Type][]string{
 var firstEpochBehaviours = []string{"FirstMemberEpoch", "InitialGroupEpoch"}
 
 // Measured is what Measure read from one scenario run, with the
-// behaviours that govern each measure (the attribution Compare takes): a
-// measure no behaviour governs has an empty list.
+// behaviours that govern each measure (the attribution CompareReleases
+// takes): a measure no behaviour governs has an empty list.
 type Measured struct {
-	Outcomes    []Outcome
+	Outcomes    []ReleaseOutcome
 	Attribution map[string][]string
 }
 
@@ -90,7 +90,7 @@ type Measured struct {
 // field set in some record of it). It is pure.
 func MeasureRun(s Scenario, p version.Profile, j run.Judged) Measured {
 	m := Measured{Attribution: map[string][]string{}}
-	add := func(o Outcome, governedBy []string) {
+	add := func(o ReleaseOutcome, governedBy []string) {
 		o.Key = s.Name + ": " + o.Key
 		o.Kind, o.What = Measure, "scenario "+s.Name+" ("+strings.Join(s.Kinds, ", ")+")"
 		if o.Model == "" {
@@ -101,7 +101,7 @@ func MeasureRun(s Scenario, p version.Profile, j run.Judged) Measured {
 		m.Attribution[o.Key] = governedBy
 	}
 	epochs := check.Epochs(j.Events)
-	first := Outcome{Key: "first epoch", Value: "none"}
+	first := ReleaseOutcome{Key: "first epoch", Value: "none"}
 	if len(epochs) > 0 {
 		first.Value = strconv.Itoa(int(epochs[0].Epoch))
 	}
@@ -112,7 +112,7 @@ func MeasureRun(s Scenario, p version.Profile, j run.Judged) Measured {
 		add(first, nil)
 	}
 	n := max(len(epochs)-1, 0)
-	add(Outcome{Key: "rebalances", Value: strconv.Itoa(n), Numeric: true, Num: float64(n), Slack: 1}, nil)
+	add(ReleaseOutcome{Key: "rebalances", Value: strconv.Itoa(n), Numeric: true, Num: float64(n), Slack: 1}, nil)
 	var longest time.Duration
 	if c := j.Report.RebalanceCost; c != nil {
 		for _, pc := range c.Protocols {
@@ -120,8 +120,8 @@ func MeasureRun(s Scenario, p version.Profile, j run.Judged) Measured {
 		}
 	}
 	ms := float64(longest.Milliseconds())
-	add(Outcome{Key: "longest partition stop", Value: longest.Round(time.Millisecond).String(), Numeric: true, Num: ms, Slack: max(1000, ms/2)}, nil)
-	add(Outcome{Key: "checkers", Value: tally(results.Count(j.Report.Verdicts))}, nil)
+	add(ReleaseOutcome{Key: "longest partition stop", Value: longest.Round(time.Millisecond).String(), Numeric: true, Num: ms, Slack: max(1000, ms/2)}, nil)
+	add(ReleaseOutcome{Key: "checkers", Value: tally(results.Count(j.Report.Verdicts))}, nil)
 	var recs []history.Record
 	if j.Observations != nil {
 		recs = j.Observations.Final.Records
@@ -131,7 +131,7 @@ func MeasureRun(s Scenario, p version.Profile, j run.Judged) Measured {
 		byType[records.Type(r.KeyType)] = append(byType[records.Type(r.KeyType)], r)
 	}
 	for _, t := range slices.Sorted(maps.Keys(byType)) {
-		add(Outcome{Key: "records written: " + t.String(), Value: RecordShapes(byType[t])}, recordBehaviours[t])
+		add(ReleaseOutcome{Key: "records written: " + t.String(), Value: RecordShapes(byType[t])}, recordBehaviours[t])
 	}
 	return m
 }
@@ -247,10 +247,7 @@ type ScenarioConfig struct {
 // (container, or embedded) started for the purpose and removed before it
 // returns, judges each run, and measures it.
 func RunScenarios(ctx context.Context, v version.Version, ss []Scenario, cfg ScenarioConfig) (out Measured, err error) {
-	logf := cfg.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	logf := orQuiet(cfg.Logf)
 	out.Attribution = map[string][]string{}
 	var h cluster.Handle
 	if cfg.Embedded {
@@ -260,17 +257,13 @@ func RunScenarios(ctx context.Context, v version.Version, ss []Scenario, cfg Sce
 		}
 		h = e
 	} else {
-		c, err := cluster.Start(ctx, cluster.Config{Version: v.String(), Nodes: 1, BasePort: cfg.BasePort, Image: cfg.Image, Logf: logf})
+		c, err := startSide(ctx, cluster.Config{Version: v.String(), Nodes: 1, BasePort: cfg.BasePort, Image: cfg.Image, Logf: logf})
 		if err != nil {
-			return out, fmt.Errorf("start a 1-node Kafka %s cluster: %w", v, err)
+			return out, err
 		}
 		h = c
 	}
-	defer func() {
-		if cerr := h.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
-			err = fmt.Errorf("close the Kafka %s cluster: %w", v, cerr)
-		}
-	}()
+	defer closeSide(ctx, h, v.String(), &err)
 	for _, s := range ss {
 		p, err := s.Plan(v.String(), cfg.Embedded)
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/groupquake/groupquake/harness/scale"
+	"github.com/groupquake/groupquake/cmd/groupquake/scale"
 )
 
 // BenchmarkScaleEmbedded runs a scale run per protocol and size on the
