@@ -4,16 +4,16 @@ import (
 	"context"
 
 	"hash/fnv"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/groupquake/groupquake/internal/machine"
 )
 
 // BenchmarkConsumerMemory measures what a consumer-protocol member costs
@@ -65,7 +65,7 @@ func consumerMemory(b *testing.B, n int) (heapPerMember, rssPerMember float64) {
 	})
 
 	debug.FreeOSMemory()
-	heap0, rss0 := heapInUse(), residentSet()
+	heap0, rss0 := machine.HeapInUse(), machine.ResidentSet()
 	g, err := NewGroup(Config{Bootstrap: []string{s.addr()}, Group: "g", Topic: "t", Partitions: parts, CommitInterval: 5 * time.Second, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -91,7 +91,7 @@ func consumerMemory(b *testing.B, n int) (heapPerMember, rssPerMember float64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	debug.FreeOSMemory()
-	heap1, rss1 := heapInUse(), residentSet()
+	heap1, rss1 := machine.HeapInUse(), machine.ResidentSet()
 	open, _, _ := g.Stats.Conns()
 	b.Logf("%d members settled: heap in use %d → %d MB, resident set %d → %d MB, %d connections, %d goroutines",
 		n, heap0>>20, heap1>>20, rss0>>20, rss1>>20, open, runtime.NumGoroutine())
@@ -99,24 +99,4 @@ func consumerMemory(b *testing.B, n int) (heapPerMember, rssPerMember float64) {
 	wg.Wait()
 	g.Close()
 	return float64(int64(heap1)-int64(heap0)) / float64(n), float64(int64(rss1)-int64(rss0)) / float64(n)
-}
-
-func heapInUse() uint64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse
-}
-
-// residentSet is this process's resident set size (/proc/self/statm).
-func residentSet() uint64 {
-	raw, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(raw))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[1], 10, 64)
-	return pages * uint64(os.Getpagesize())
 }

@@ -6,6 +6,7 @@ package machine
 import (
 	"bufio"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,4 +91,26 @@ func cgroupMemory() uint64 {
 // GiB formats bytes in GiB, one decimal.
 func GiB(b uint64) string {
 	return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
+}
+
+// ResidentSet is this process's resident set size now, in bytes
+// (/proc/self/statm), or 0 where it cannot be read.
+func ResidentSet() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+// HeapInUse is the bytes of this process's Go heap in use now.
+func HeapInUse() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/groupquake/groupquake/clients/assign"
 	"github.com/groupquake/groupquake/clients/light"
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/internal/machine"
 )
 
 // Protocol names a group protocol.
@@ -388,7 +389,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.left = map[int]bool{}
 
 	debug.FreeOSMemory() // what earlier runs of this process freed does not count
-	rss0, heap0 := rss(), heapInUse()
+	rss0, heap0 := machine.ResidentSet(), machine.HeapInUse()
 
 	// Join wave: every member starts at once.
 	join := r.begin(ctx, "join wave", o.Members)
@@ -415,9 +416,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	rep.Phases = append(rep.Phases, ph)
 	debug.FreeOSMemory()
-	rep.RSS, rep.Goroutines = rss(), runtime.NumGoroutine()
+	rep.RSS, rep.Goroutines = machine.ResidentSet(), runtime.NumGoroutine()
 	rep.RSSPerMember = float64(int64(rep.RSS)-int64(rss0)) / float64(o.Members)
-	rep.HeapPerMember = float64(int64(heapInUse())-int64(heap0)) / float64(o.Members)
+	rep.HeapPerMember = float64(int64(machine.HeapInUse())-int64(heap0)) / float64(o.Members)
 	if r.stats != nil {
 		rep.BrokerMemory = map[int32]uint64{}
 		for _, id := range r.h.NodeIDs() {
@@ -801,20 +802,6 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// rss is this process's resident set size now (/proc/self/statm).
-func rss() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[1], 10, 64)
-	return pages * uint64(os.Getpagesize())
-}
-
 // MaxRSS is this process's peak resident set size (getrusage).
 func MaxRSS() uint64 {
 	var ru syscall.Rusage
@@ -822,10 +809,4 @@ func MaxRSS() uint64 {
 		return 0
 	}
 	return uint64(ru.Maxrss) * 1024 // kilobytes on Linux
-}
-
-func heapInUse() uint64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse
 }

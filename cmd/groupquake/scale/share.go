@@ -3,8 +3,6 @@ package scale
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -141,12 +139,6 @@ type lightShare struct {
 	assigned []int32
 	sessions map[string]int32   // leader address → next session epoch
 	pending  map[string][]int64 // leader address → partition<<40|offset acquired, to accept
-}
-
-func newMemberID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func (m *lightShare) heartbeatLoop(ctx context.Context) {
@@ -403,7 +395,7 @@ func RunShare(ctx context.Context, h ShareCluster, o ShareOptions) (*ShareReport
 	members := make([]*lightShare, o.Members)
 	start := time.Now()
 	for i := range members {
-		m := &lightShare{id: newMemberID(), idx: i, o: &o, hbPool: hbPool, fPool: fPool, topicID: rt.topicID, cnt: cnt,
+		m := &lightShare{id: cluster.NewID(16), idx: i, o: &o, hbPool: hbPool, fPool: fPool, topicID: rt.topicID, cnt: cnt,
 			coord:    func() string { return rt.coordAddr },
 			leaders:  func() map[int32]string { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.leaderAddrs },
 			sessions: map[string]int32{}, pending: map[string][]int64{}}
