@@ -28,4 +28,9 @@
 // OffsetFetch v7, OffsetCommit v10) and must see the raw answer, parked
 // requests included. kgo/kadm still set the target up (topics, ids,
 // coordinator readiness).
+//
+// The same vectors also compare two Kafka releases (groupquake diff,
+// releases*.go): each release's answers, what its version profile
+// predicted, and every difference either explained by named behaviours of
+// the profiles or listed as unexplained (CompareReleases).
 package differential
