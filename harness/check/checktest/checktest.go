@@ -1,6 +1,6 @@
-// Package checktest holds the hand-written histories that the tests of
-// harness/check and of the packages that lay out its results (results/)
-// share, so that both judge and present one and the same run.
+// Package checktest holds what the tests of harness/check and of the
+// package that lays out its results (results/) share: a hand-written
+// history both judge and present, and the reading of a recorded run's plan.
 package checktest
 
 import (
