@@ -73,7 +73,7 @@ func TestFindingsRegistry(t *testing.T) {
 func selfRejoin(t *testing.T, before func(h *hist), firstJoin history.Type, why string) (h *hist, refused int64) {
 	h = newHist(t)
 	h.phase(history.PhaseWorkload)
-	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.joinHb("a", 1)
 	h.assigned("a", 1, 0, 1)
 	if before != nil {
 		before(h)
@@ -122,7 +122,7 @@ func TestStaticRejoinOwnInstanceFails(t *testing.T) {
 	})
 	t.Run("a join never answered at all", func(t *testing.T) {
 		h := newHist(t)
-		h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+		h.joinHb("a", 1)
 		h.assigned("a", 1, 0, 1)
 		join := history.Heartbeat{Member: "b", MemberID: "b", InstanceID: "ib", Protocol: history.ProtocolConsumer}
 		h.add(history.Event{Type: history.Invoke, Process: "b/hb2", F: history.FHeartbeat, Value: join}) // never completed
@@ -339,7 +339,7 @@ func TestKnownJSONInSeconds(t *testing.T) {
 func orphanHist(t *testing.T, answered, comeback bool, quiet time.Duration, listsX bool, work ...func(h *hist)) (h *hist, obs *history.Observations, joinX, lostX int64) {
 	h = newHist(t)
 	h.phase(history.PhaseWorkload)
-	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.joinHb("a", 1)
 	h.assigned("a", 1, 0, 1)
 	for _, w := range work {
 		w(h)

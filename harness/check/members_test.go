@@ -15,9 +15,9 @@ import (
 // members after wait.
 func membershipHist(t *testing.T, err string, wait time.Duration) (*hist, int64, *history.Observations) {
 	h := newHist(t)
-	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.joinHb("a", 1)
 	h.assigned("a", 1, 0)
-	h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, ResultEpoch: 2})
+	h.joinHb("b", 2)
 	h.assigned("b", 2, 1)
 	_, gaveUp := h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Epoch: 2}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Epoch: 2, Error: err})
 	h.lost("b", 2, 1)
@@ -109,7 +109,7 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 			holds bool
 		}{{"UNSUPPORTED_ASSIGNOR", false}, {"GROUP_ID_NOT_FOUND", true}} {
 			h := newHist(t)
-			h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+			h.joinHb("a", 1)
 			h.assigned("a", 1, 0, 1)
 			h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: tc.err})
 			stopped := h.info("b", history.FStopped, history.Membership{Member: "b", Epoch: -1, Error: "the member stopped for good: " + tc.err})
@@ -152,9 +152,9 @@ func TestEventuallyConvergesMembership(t *testing.T) {
 				}
 			}
 			h := newHist(t)
-			h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+			h.joinHb("a", 1)
 			h.assigned("a", 1, 0, 1)
-			h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, ResultEpoch: 2})
+			h.joinHb("b", 2)
 			h.wait(time.Minute)
 			if tc.moved {
 				h.call("b/hb", history.FHeartbeat, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer}, history.Fail, history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Error: "NOT_COORDINATOR"})

@@ -178,12 +178,9 @@ func TestStarvedHarnessMembership(t *testing.T) {
 	// bound of 35 s, 21 s after the stall's end.
 	build := func(t *testing.T, recorded bool) (*hist, *history.Observations) {
 		h := newHist(t)
-		hb := func(m string, epoch int32) {
-			h.call(m+"/hb", history.FHeartbeat, history.Heartbeat{Member: m, MemberID: m, Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: m, MemberID: m, Protocol: history.ProtocolConsumer, ResultEpoch: epoch})
-		}
-		hb("a", 1)
+		h.joinHb("a", 1)
 		h.assigned("a", 1, 0)
-		hb("b", 2)
+		h.joinHb("b", 2)
 		h.assigned("b", 2, 1)
 		b := history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Epoch: 2}
 		gone := b

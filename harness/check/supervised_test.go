@@ -17,7 +17,7 @@ import (
 // position of b's first stop.
 func supervisedHist(t *testing.T, tries int, rejoin bool, wait time.Duration) (*hist, int64, *history.Observations) {
 	h := newHist(t)
-	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.joinHb("a", 1)
 	h.assigned("a", 1, 0, 1)
 	h.phase(history.PhaseHeal)
 	ga := stable(1)
