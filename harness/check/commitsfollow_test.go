@@ -41,6 +41,18 @@ func aReadToFour(t *testing.T) (h *hist, last int64) {
 	return h, h.consumeRange("a", 1, 0, 0, 4)
 }
 
+// aConsumesFourWhileCommitting: member a owns t-0 at epoch 1, has consumed its offsets 0 to 3 and
+// sent a commit of offset 5, and consumes offset 4 while that commit is unanswered.
+func aConsumesFourWhileCommitting(t *testing.T) *hist {
+	t.Helper()
+	h := newHist(t)
+	h.assigned("a", 1, 0)
+	h.consumeRange("a", 1, 0, 0, 3)
+	h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
+	h.consume("a", 1, 0, 4)
+	return h
+}
+
 func TestCommitsFollowConsumedRules(t *testing.T) {
 	t.Parallel()
 	judge := func(h *hist) Verdict { return CommitsFollowConsumed(h.events(), nil) }
@@ -74,11 +86,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 		mustFailOnce(t, judge(h), []int64{inv, top}, "was offset 3 (event "+itoa(top)+")")
 	})
 	t.Run("a commit never answered counts every record before the end", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 3)
-		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
-		h.consume("a", 1, 0, 4)
+		h := aConsumesFourWhileCommitting(t)
 		mustHoldNote(t, judge(h), "1 commits judged: 1 one past")
 		h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 8))
 		mustFailSaying(t, judge(h), "never answered")
@@ -91,11 +99,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 	// The workload writes a Poll's records after Poll returned: a commit of the position that
 	// Poll reached may be sent before they are written, and answered after.
 	t.Run("a record written after the commit was sent and before its answer counts", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 3)
-		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
-		h.consume("a", 1, 0, 4)
+		h := aConsumesFourWhileCommitting(t)
 		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 5))
 		mustHoldNote(t, judge(h), "(1 of them with the record written only after the commit was sent)")
 	})
