@@ -11,9 +11,9 @@ import (
 
 // membershipHist: members a and b (member ids "a" and "b") in a consumer
 // group of two partitions; b stops after err at its heartbeat, a takes
-// both partitions; the heal comes, then the final marker naming both
-// members after wait.
-func membershipHist(t *testing.T, err string, wait time.Duration) (*hist, int64, *history.Observations) {
+// both partitions; the heal comes, then (after what quiet writes, if any)
+// the final marker naming both members after wait.
+func membershipHist(t *testing.T, err string, wait time.Duration, quiet ...func(h *hist)) (*hist, int64, *history.Observations) {
 	h := newHist(t)
 	h.joinHb("a", 1)
 	h.assigned("a", 1, 0)
@@ -26,6 +26,9 @@ func membershipHist(t *testing.T, err string, wait time.Duration) (*hist, int64,
 	g := stable(3)
 	g.Members = g.Members[:1] // only a
 	h.describe(g)             // the quiesce's: Stable, b missing
+	for _, q := range quiet {
+		q(h)
+	}
 	h.wait(wait)
 	h.info("harness", history.FPhase, history.Phase{Name: history.PhaseFinal, Members: []string{"a", "b"}})
 	g = stable(3)
