@@ -22,29 +22,6 @@ func (h *shareHist) stall(from, to int) {
 	h.add(to, history.Info, "harness", history.FStall, history.Stall{From: ms(from), To: ms(to), Every: 100 * time.Millisecond})
 }
 
-// verdictUnder is the named share verdict of h judged under plan, and the
-// index of h's first stall event (-1 when none).
-func verdictUnder(t *testing.T, h *shareHist, name string, plan history.Plan) (Verdict, int64) {
-	t.Helper()
-	evs := h.events()
-	if wf := HistoryWellFormed(evs); !wf.Holds {
-		t.Fatalf("test history not well formed: %+v", wf.Violations)
-	}
-	stall := int64(-1)
-	for _, e := range evs {
-		if e.F == history.FStall && stall < 0 {
-			stall = e.Index
-		}
-	}
-	for _, v := range ShareVerdicts(evs, nil, plan) {
-		if v.Name == name {
-			return v, stall
-		}
-	}
-	t.Fatalf("no verdict %s", name)
-	return Verdict{}, -1
-}
-
 // starvedShare is a share run's end with a starved harness: t-0@0 is
 // produced and acquired by a at 100–200 ms under a 5 s lock, so its lock
 // lapses by 5.2 s; a never acknowledges it (it did not run), and nobody
