@@ -228,9 +228,7 @@ func TestKnownLossShare(t *testing.T) {
 	if k.Member != "b" || k.Without != obs.Final.Time-lossT || k.Share != float64(k.Without)/float64(2*span) || k.Failed {
 		t.Fatalf("known %+v; want b without it for %v over 2 × %v", k, obs.Final.Time-lossT, span)
 	}
-	if !hasNote(v, "of the run's member-seconds") {
-		t.Fatalf("notes: %v", v.Notes)
-	}
+	mustNote(t, v, "of the run's member-seconds")
 }
 
 // kgoOverlap: m1 owns t-0 at epoch 1; its heartbeat is answered as hbType;
