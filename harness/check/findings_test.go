@@ -169,24 +169,22 @@ func TestStaticRejoinOwnInstanceNotMatched(t *testing.T) {
 	// Each of these is Kafka's static membership as designed: another
 	// member id holds the instance id (a restart that sent no leave), or
 	// may. The loss then fails as an unexplained one, without the label.
+	//
+	// b0Joins: member id b0 joins with b's instance id.
+	b0Joins := func(h *hist) {
+		hb := history.Heartbeat{Member: "b", MemberID: "b0", InstanceID: "ib", Protocol: history.ProtocolConsumer}
+		ok := hb
+		ok.ResultEpoch = 2
+		h.call("b/hb", history.FHeartbeat, hb, history.OK, ok)
+	}
 	for _, tc := range []struct {
 		name   string
 		before func(h *hist)
 		first  history.Type
 		why    string
 	}{
-		{"another member id holds the instance id", func(h *hist) {
-			hb := history.Heartbeat{Member: "b", MemberID: "b0", InstanceID: "ib", Protocol: history.ProtocolConsumer}
-			ok := hb
-			ok.ResultEpoch = 2
-			h.call("b/hb", history.FHeartbeat, hb, history.OK, ok)
-		}, "", ""},
-		{"another member id may still hold it: the member's lost join may have been refused", func(h *hist) {
-			hb := history.Heartbeat{Member: "b", MemberID: "b0", InstanceID: "ib", Protocol: history.ProtocolConsumer}
-			ok := hb
-			ok.ResultEpoch = 2
-			h.call("b/hb", history.FHeartbeat, hb, history.OK, ok)
-		}, history.Info, ""},
+		{"another member id holds the instance id", b0Joins, "", ""},
+		{"another member id may still hold it: the member's lost join may have been refused", b0Joins, history.Info, ""},
 		{"the message names another owner", nil, history.Info,
 			"fatal heartbeat error UNRELEASED_INSTANCE_ID: Static member b with instance id ib cannot join the group because the instance id is owned by b0 member."},
 		{"no call could have registered the member", nil, "", ""},
