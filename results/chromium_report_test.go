@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"image/png"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/check/checktest"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -319,28 +319,8 @@ func checkZoom(t *testing.T, bin, page, html string, at float64) {
 func TestFailingRunReportInChromium(t *testing.T) {
 	bin := needChromium(t)
 	const run = "testdata/member-links-seed-6"
-	var plan struct {
-		Group   string              `json:"group"`
-		Topics  []history.TopicPlan `json:"topics"`
-		Members []struct {
-			Name, Kind, Protocol string
-		} `json:"members"`
-		Timers struct {
-			Session   time.Duration `json:"session_timeout"`
-			Heartbeat time.Duration `json:"heartbeat_interval"`
-			Rebalance time.Duration `json:"rebalance_timeout"`
-			Slack     time.Duration `json:"convergence_slack"`
-		} `json:"timers"`
-	}
-	b, err := os.ReadFile(filepath.Join(run, "plan.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &plan); err != nil {
-		t.Fatal(err)
-	}
-	hp := history.Plan{Group: plan.Group, Topics: plan.Topics, SessionTimeout: plan.Timers.Session, HeartbeatInterval: plan.Timers.Heartbeat,
-		RebalanceTimeout: plan.Timers.Rebalance, ConvergenceSlack: plan.Timers.Slack}
+	plan := checktest.ReadPlan(t, run)
+	hp := plan.History()
 	l, err := history.Load(filepath.Join(run, "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -652,3 +652,17 @@ const pageHead = `<!DOCTYPE html>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 `
+
+// pageBody closes every page's style with the rule of its #script-errors
+// block and opens its body: the page's status as a class, then its title.
+const pageBody = `#script-errors{color:#b42318;background:#fff0f0;padding:.5em}
+</style></head><body class="status-{{.Status}}">
+<h1>{{.Title}}</h1>
+`
+
+// pageFoot ends the trend and scorecard pages: the #script-errors block,
+// then the mark that the page has loaded (data-ready).
+const pageFoot = `<pre id="script-errors" hidden></pre>
+<script>document.documentElement.setAttribute('data-ready','1');</script>
+</body></html>
+`

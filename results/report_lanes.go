@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -151,16 +152,6 @@ type coordMark struct {
 	err   string
 }
 
-// notCoordinator lists the Kafka errors that say the node asked cannot act as the group's
-// coordinator.
-func notCoordinator(err string) bool {
-	switch err {
-	case "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS":
-		return true
-	}
-	return false
-}
-
 // memberOf is the member a process speaks for: the part of its name before any "/" ("m1/hb").
 func memberOf(process string) string {
 	m, _, _ := strings.Cut(process, "/")
@@ -224,14 +215,14 @@ func (l *lanes) add(e *history.Event) {
 	case fMemberError:
 		if v, err := payload[struct {
 			Error string `json:"error"`
-		}](e); err == nil && notCoordinator(v.Error) {
+		}](e); err == nil && check.CoordinatorMoved(v.Error) {
 			l.notCoordinator(e, v.Error)
 		}
 		return
 	case history.FJoin, history.FSync, history.FHeartbeat, history.FLeave, history.FCommit:
 		// A call: its completion may say the node asked is not the coordinator.
 		if e.Type == history.Fail || e.Type == history.Info {
-			if err := callError(e); notCoordinator(err) {
+			if err := callError(e); check.CoordinatorMoved(err) {
 				l.notCoordinator(e, err)
 			}
 		}

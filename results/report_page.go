@@ -269,10 +269,7 @@ svg.focus rect.own{opacity:.25}svg.focus rect.own.hl{opacity:1}
 .swatch{display:inline-block;width:1em;height:1em;vertical-align:middle;margin:0 .3em 0 1em;border-radius:2px}
 tr:target{background:#fff3c4}tr.cited td:first-child{border-left:3px solid #c00000}
 tr.fault td.fam{width:.6em}
-#script-errors{color:#b42318;background:#fff0f0;padding:.5em}
-</style></head><body class="status-{{.Status}}">
-<h1>{{.Title}}</h1>
-{{if .Banner}}<div class="banner violated" id="banner">
+` + pageBody + `{{if .Banner}}<div class="banner violated" id="banner">
 <p class="headline">✗ {{.Failed}} of {{len .Verdicts}} checkers found a violation{{if .Truncated}} (the history ends mid-line: the run was killed, and it is judged up to there){{end}}</p>
 <ul>{{range .Banner}}<li class="bitem" data-checker="{{.Checker}}" data-first-event="{{.First}}"><a class="bname" href="#v-{{.Checker}}">{{.Checker}}</a>{{if .Finding}} <span class="finding">{{.Finding}}</span>{{end}}: {{.Message}}
 <span class="where">— {{if ge .First 0}}at {{.At}}, events {{range .Events}}<a href="#e{{.}}">#{{.}}</a> {{end}}{{if .MoreEvents}}and {{.MoreEvents}} more{{end}}{{end}}{{if .Partitions}} · on <span class="on">{{join .Partitions ", "}}</span>{{end}}{{if .Members}} · members <span class="on">{{join .Members ", "}}</span>{{end}}{{if gt .Count 1}} · {{.Count}} violations{{end}}</span>

@@ -26,16 +26,7 @@ type node struct {
 	text     string
 }
 
-func (n *node) class(c string) bool { return slicesContains(strings.Fields(n.attr["class"]), c) }
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
+func (n *node) class(c string) bool { return slices.Contains(strings.Fields(n.attr["class"]), c) }
 
 // all returns every element below n (n included) that match accepts, in document order.
 func (n *node) all(match func(*node) bool) []*node {

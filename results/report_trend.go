@@ -279,10 +279,7 @@ td.n{text-align:right}
 svg.trend{border:1px solid #ccc;background:#fff;display:block}
 .dot.holds{fill:#17803d}.dot.violated{fill:#b42318}.dot.unread{fill:#8a6d00}.axis{stroke:#777}.grid{stroke:#eee}
 .ylabel,.xlabel{font-size:11px;fill:#444}.axistitle{font-size:12px;fill:#222}
-#script-errors{color:#b42318;background:#fff0f0;padding:.5em}
-</style></head><body class="status-{{.Status}}">
-<h1>{{.Title}}</h1>
-<p class="summary">{{.Summary}}</p>
+` + pageBody + `<p class="summary">{{.Summary}}</p>
 {{if .Scorecard}}<p><a class="scorecard" href="{{.Scorecard}}">Client scorecard</a>: per client and member kind, on each Kafka version, under each scenario: runs, verdicts, the violations charged to it, its members' rebalance pauses, findings</p>{{end}}
 <h2>Longest partition pause per run</h2>
 <svg class="trend" xmlns="http://www.w3.org/2000/svg" width="{{f1 .ChartW}}" height="{{f1 .ChartH}}">
@@ -311,7 +308,4 @@ svg.trend{border:1px solid #ccc;background:#fff;display:block}
 <td class="n">{{.Partition.Count}}</td><td class="n">{{dur .Partition.P50}}</td><td class="n">{{dur .Partition.Max}}</td><td class="n">{{dur .Member.Max}}</td><td class="n">{{.Pressure.Faults}}</td>
 <td>{{if .Report}}<a class="report" href="{{.Report}}">{{.Run.Dir}}</a>{{else}}{{.Run.Dir}}{{end}}</td></tr>
 {{end}}</table>
-<pre id="script-errors" hidden></pre>
-<script>document.documentElement.setAttribute('data-ready','1');</script>
-</body></html>
-`))
+` + pageFoot))

@@ -283,10 +283,7 @@ tr.row-charged td:first-child{color:#b42318;font-weight:bold}tr.row-others td:fi
 .status-violated h1{color:#b42318}
 ul.violations{margin:.2em 0 .8em;padding-left:1.2em}ul.violations li{margin:.2em 0}
 .concern{font-style:italic}
-#script-errors{color:#b42318;background:#fff0f0;padding:.5em}
-</style></head><body class="status-{{.Status}}">
-<h1>{{.Title}}</h1>
-<p class="summary">{{.Summary}}</p>
+` + pageBody + `<p class="summary">{{.Summary}}</p>
 {{if .Trend}}<p><a class="trend" href="{{.Trend}}">the trend page of these runs</a></p>{{end}}
 <p>A violation is charged to the members whose events it cites, hence to their client and kind; one that
 cites members of several clients is charged to each (<em>shared</em>); one that cites no member (a record
@@ -310,7 +307,4 @@ again); partition pauses are the stretches without an owner that a member of the
 {{end}}{{if .More}}<li>… {{.More}} more</li>{{end}}</ul>
 {{end}}{{end}}{{end}}
 {{with .Sections}}{{with index . 0}}{{if .Card.Unreadable}}<h2>Unreadable run directories</h2><ul>{{range .Card.Unreadable}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}{{end}}
-<pre id="script-errors" hidden></pre>
-<script>document.documentElement.setAttribute('data-ready','1');</script>
-</body></html>
-`))
+` + pageFoot))

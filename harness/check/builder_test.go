@@ -135,6 +135,16 @@ func (h *hist) reset(m string, p int32, off int64) (int64, int64) {
 	return h.call(m, history.FCommit, c, history.OK, c)
 }
 
+// joinHb: consumer-protocol member m (its member id m) joins with a heartbeat at epoch 0, answered
+// ok at epoch.
+func (h *hist) joinHb(m string, epoch int32) (int64, int64) {
+	h.t.Helper()
+	in := history.Heartbeat{Member: m, MemberID: m, Protocol: history.ProtocolConsumer}
+	out := in
+	out.ResultEpoch = epoch
+	return h.call(m+"/hb", history.FHeartbeat, in, history.OK, out)
+}
+
 func (h *hist) hb(m string, epoch int32, t history.Type) (int64, int64) {
 	h.t.Helper()
 	in := history.Heartbeat{Member: m, Protocol: h.proto, Epoch: epoch}

@@ -28,13 +28,15 @@ const (
 // the judgement itself.
 //
 // A new checker is one file and its test: the file declares its name and
-// registers itself from a package-level variable,
+// registers itself from a package-level variable, which a consumer-group
+// checker makes the function that judges a history with it alone (Judge),
 //
 //	const NameX = "X"
 //
-//	var _ = register(Checker{Name: NameX, Place: 140, Groups: ConsumerGroups,
+//	// X checks that ...
+//	var X = register(Checker{Name: NameX, Place: 140, Groups: ConsumerGroups,
 //		Asserts: "what X asserts, in a sentence",
-//		judge:   func(in *judging) Verdict { return x(in.f) }})
+//		judge:   func(in *judging) Verdict { return x(in.f) }}).Judge
 //
 // and the run, `groupquake check`, the suites, the bite suite, the report
 // and the glossary all read Checkers. Other packages name a checker through
@@ -102,6 +104,12 @@ func (c Checker) File() string {
 	}
 	file, _ := fn.FileLine(fn.Entry())
 	return filepath.Base(file)
+}
+
+// Judge is c's verdict on one history and its observations, judged alone:
+// with no plan and no options of All.
+func (c Checker) Judge(events []history.Event, obs *history.Observations) Verdict {
+	return c.judge(&judging{f: build(events, obs), obs: obs})
 }
 
 // Named is the checker of that name among Checkers.

@@ -33,20 +33,16 @@ func unjudgedCommitError(name string) bool {
 	return false
 }
 
+const NameFencedCommitsRejected = "FencedCommitsRejected"
+
 // FencedCommitsRejected checks every commit against ownership. An accepted commit of partition p at
 // generation/epoch e by member m must come from the owner of (p, e), and must not have been sent
 // after p had moved on to another member at a newer epoch (a zombie commit). A commit that was stale
 // by the same evidence and was rejected must carry an error the protocol names for stale commits
 // (or a coordinator-unavailable error that means it was never judged).
-func FencedCommitsRejected(events []history.Event, obs *history.Observations) Verdict {
-	return fencedCommitsRejected(build(events, obs))
-}
-
-const NameFencedCommitsRejected = "FencedCommitsRejected"
-
-var _ = register(Checker{Name: NameFencedCommitsRejected, Place: 50, Groups: ConsumerGroups,
+var FencedCommitsRejected = register(Checker{Name: NameFencedCommitsRejected, Place: 50, Groups: ConsumerGroups,
 	Asserts: "an accepted commit came from the partition's owner at its epoch; a stale or zombie commit is rejected with the error the protocol names",
-	judge:   func(in *judging) Verdict { return fencedCommitsRejected(in.f) }})
+	judge:   func(in *judging) Verdict { return fencedCommitsRejected(in.f) }}).Judge
 
 func fencedCommitsRejected(f *facts) Verdict {
 	v := newVerdict(NameFencedCommitsRejected)
@@ -168,6 +164,8 @@ func (f *facts) acceptedByTP(tp int) []int {
 	return out
 }
 
+const NameCommittedOffsetMonotonic = "CommittedOffsetMonotonic"
+
 // CommittedOffsetMonotonic checks that committed offsets never go back unless a commit marked Reset
 // moved them: (a) an accepted commit sent after another accepted commit of the same partition had
 // completed is not lower, unless __consumer_offsets shows it written first (the log outranks the
@@ -176,15 +174,9 @@ func (f *facts) acceptedByTP(tp int) []int {
 // of __consumer_offsets in each snapshot do not go back in log order (a tombstone starts over).
 // Reads and commits that overlap are concurrent and never ordered; a snapshot taken after events
 // the history lost is not judged against it.
-func CommittedOffsetMonotonic(events []history.Event, obs *history.Observations) Verdict {
-	return committedOffsetMonotonic(build(events, obs), obs)
-}
-
-const NameCommittedOffsetMonotonic = "CommittedOffsetMonotonic"
-
-var _ = register(Checker{Name: NameCommittedOffsetMonotonic, Place: 60, Groups: ConsumerGroups,
+var CommittedOffsetMonotonic = register(Checker{Name: NameCommittedOffsetMonotonic, Place: 60, Groups: ConsumerGroups,
 	Asserts: "committed offsets never go back unless the workload reset them",
-	judge:   func(in *judging) Verdict { return committedOffsetMonotonic(in.f, in.obs) }})
+	judge:   func(in *judging) Verdict { return committedOffsetMonotonic(in.f, in.obs) }}).Judge
 
 func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameCommittedOffsetMonotonic)
@@ -496,6 +488,8 @@ func offsetCommitKey(r history.Record, group string) (history.TP, bool) {
 	return history.TP{Topic: topic, Partition: int32(part)}, true
 }
 
+const NameDurableCommits = "DurableCommits"
+
 // DurableCommits checks that every read of committed offsets (the observer's describe events, the
 // checkpoints, for example after broker restarts, and the final observation) shows, for each
 // partition with an acknowledged commit before the read, a value some commit could have left there:
@@ -504,15 +498,9 @@ func offsetCommitKey(r history.Record, group string) (history.TP, bool) {
 // acknowledged commit was lost. A commit acknowledged before the read is superseded by one sent
 // after it completed, unless __consumer_offsets shows the later one written first (the log
 // outranks the history). A snapshot taken after events the history lost is not judged.
-func DurableCommits(events []history.Event, obs *history.Observations) Verdict {
-	return durableCommits(build(events, obs), obs)
-}
-
-const NameDurableCommits = "DurableCommits"
-
-var _ = register(Checker{Name: NameDurableCommits, Place: 100, Groups: ConsumerGroups,
+var DurableCommits = register(Checker{Name: NameDurableCommits, Place: 100, Groups: ConsumerGroups,
 	Asserts: "every read of committed offsets shows the latest acknowledged commit, or one that could have superseded it",
-	judge:   func(in *judging) Verdict { return durableCommits(in.f, in.obs) }})
+	judge:   func(in *judging) Verdict { return durableCommits(in.f, in.obs) }}).Judge
 
 func durableCommits(f *facts, obs *history.Observations) Verdict {
 	d := &durability{f: f, v: newVerdict(NameDurableCommits), idx: make([]*tpIndex, len(f.tps))}

@@ -8,6 +8,8 @@ import (
 	"github.com/groupquake/groupquake/harness/history"
 )
 
+const NameCommitsFollowConsumed = "CommitsFollowConsumed"
+
 // CommitsFollowConsumed checks that a member commits only positions it reached. Every commit of
 // partition p by member m at offset c that may have been written (accepted, or of unknown outcome)
 // is one of:
@@ -39,15 +41,9 @@ import (
 // workload rewinding a partition) are not judged; their offsets count as commits for (a) and
 // (c). A commit certainly not written (rejected, or a partition error that proves it) is not
 // judged.
-func CommitsFollowConsumed(events []history.Event, obs *history.Observations) Verdict {
-	return commitsFollowConsumed(build(events, obs))
-}
-
-const NameCommitsFollowConsumed = "CommitsFollowConsumed"
-
-var _ = register(Checker{Name: NameCommitsFollowConsumed, Place: 140, Groups: ConsumerGroups,
+var CommitsFollowConsumed = register(Checker{Name: NameCommitsFollowConsumed, Place: 140, Groups: ConsumerGroups,
 	Asserts: "a member commits only positions it reached: one past a record it consumed, the committed offset it started from, or an offset it had committed",
-	judge:   func(in *judging) Verdict { return commitsFollowConsumed(in.f) }})
+	judge:   func(in *judging) Verdict { return commitsFollowConsumed(in.f) }}).Judge
 
 // reachedBy counts how the judged commits were explained, for the verdict's note.
 type reachedBy struct {

@@ -32,23 +32,40 @@ func (h *hist) memberFault(what, m string) (stop int64) {
 	return stop
 }
 
+// aReadToFour: member a owns t-0 at epoch 1 and has consumed its offsets 0 to 4; last is the
+// event of offset 4.
+func aReadToFour(t *testing.T) (h *hist, last int64) {
+	t.Helper()
+	h = newHist(t)
+	h.assigned("a", 1, 0)
+	return h, h.consumeRange("a", 1, 0, 0, 4)
+}
+
+// aConsumesFourWhileCommitting: member a owns t-0 at epoch 1, has consumed its offsets 0 to 3 and
+// sent a commit of offset 5, and consumes offset 4 while that commit is unanswered.
+func aConsumesFourWhileCommitting(t *testing.T) *hist {
+	t.Helper()
+	h := newHist(t)
+	h.assigned("a", 1, 0)
+	h.consumeRange("a", 1, 0, 0, 3)
+	h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
+	h.consume("a", 1, 0, 4)
+	return h
+}
+
 func TestCommitsFollowConsumedRules(t *testing.T) {
 	t.Parallel()
 	judge := func(h *hist) Verdict { return CommitsFollowConsumed(h.events(), nil) }
 
 	// (b): one past a record the member consumed.
 	t.Run("a commit one past the last record consumed holds", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		h.commit("a", 1, history.OK, "", 0, 5)
 		h.commit("a", 1, history.OK, "", 0, 3) // an earlier position is one it reached too
 		mustHoldNote(t, judge(h), "2 commits judged: 2 one past a record the member consumed before the answer (0 of them")
 	})
 	t.Run("a commit ahead of the last record consumed fails", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		last := h.consumeRange("a", 1, 0, 0, 4)
+		h, last := aReadToFour(t)
 		inv, ack := h.commit("a", 1, history.OK, "", 0, 7)
 		v := judge(h)
 		x := mustCite(t, v, inv, ack, last)
@@ -69,30 +86,20 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 		mustFailOnce(t, judge(h), []int64{inv, top}, "was offset 3 (event "+itoa(top)+")")
 	})
 	t.Run("a commit never answered counts every record before the end", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 3)
-		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
-		h.consume("a", 1, 0, 4)
+		h := aConsumesFourWhileCommitting(t)
 		mustHoldNote(t, judge(h), "1 commits judged: 1 one past")
 		h.invoke("a/2", history.FCommit, h.commitOf("a", 1, 0, 8))
 		mustFailSaying(t, judge(h), "never answered")
 	})
 	t.Run("a commit one past more than the last record fails, by one", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		inv, ack := h.commit("a", 1, history.OK, "", 0, 6)
 		mustFailOnce(t, judge(h), []int64{inv, ack}, "offset 6")
 	})
 	// The workload writes a Poll's records after Poll returned: a commit of the position that
 	// Poll reached may be sent before they are written, and answered after.
 	t.Run("a record written after the commit was sent and before its answer counts", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 3)
-		h.invoke("a", history.FCommit, h.commitOf("a", 1, 0, 5))
-		h.consume("a", 1, 0, 4)
+		h := aConsumesFourWhileCommitting(t)
 		h.complete("a", history.FCommit, history.OK, h.commitOf("a", 1, 0, 5))
 		mustHoldNote(t, judge(h), "(1 of them with the record written only after the commit was sent)")
 	})
@@ -116,9 +123,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 
 	// (a): a position the member started from.
 	t.Run("a commit of the offset the previous owner committed holds", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		h.commit("a", 1, history.OK, "", 0, 5)
 		h.revoked("a", 1, 0)
 		h.assigned("b", 2, 0)
@@ -135,9 +140,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 		mustFailOnce(t, judge(h), []int64{inv, ack}, "b committed t-0 at offset 9", "offset 2")
 	})
 	t.Run("a member that takes a partition back starts from its committed offset again", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		h.commit("a", 1, history.OK, "", 0, 5)
 		h.revoked("a", 1, 0)
 		h.assigned("b", 2, 0)
@@ -179,9 +182,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 
 	// (c): an offset the member committed before.
 	t.Run("a wrong position committed again is reported once", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		first, _ := h.commit("a", 1, history.Info, "REQUEST_TIMED_OUT", 0, 9)
 		h.commit("a", 1, history.OK, "", 0, 9)
 		v := judge(h)
@@ -189,9 +190,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 		mustNote(t, v, "1 repeating the member's own earlier commit")
 	})
 	t.Run("a rejected commit excuses nothing", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		h.commit("a", 1, history.Fail, "STALE_MEMBER_EPOCH", 0, 9) // certainly not written: not judged
 		inv, ack := h.commit("a", 1, history.OK, "", 0, 9)
 		v := judge(h)
@@ -202,9 +201,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 	// This incarnation: a process started again has only the committed offsets.
 	for _, what := range []string{"member-crash", "member-restart", "member-leave"} {
 		t.Run("what a process consumed before a "+what+" is no position of the next one", func(t *testing.T) {
-			h := newHist(t)
-			h.assigned("a", 1, 0)
-			h.consumeRange("a", 1, 0, 0, 4)
+			h, _ := aReadToFour(t)
 			h.lost("a", 1, 0)
 			heal := h.memberFault(what, "a")
 			h.assigned("a", 3, 0)
@@ -213,17 +210,13 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 		})
 	}
 	t.Run("what a frozen process consumed still is", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		h.memberFault("member-freeze", "a")
 		h.commit("a", 1, history.OK, "", 0, 5)
 		mustHold(t, judge(h))
 	})
 	t.Run("a supervisor's restart starts a new process", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		h.lost("a", 1, 0)
 		h.info("a", history.FRestart, history.Restart{Member: "a", Action: history.RestartStarted, Attempt: 1})
 		h.assigned("a", 3, 0)
@@ -268,9 +261,7 @@ func TestCommitsFollowConsumedRules(t *testing.T) {
 		mustFailOnce(t, CommitsFollowConsumed(es, nil), []int64{0}, "accepted at event 0")
 	})
 	t.Run("no commit is vacuous", func(t *testing.T) {
-		h := newHist(t)
-		h.assigned("a", 1, 0)
-		h.consumeRange("a", 1, 0, 0, 4)
+		h, _ := aReadToFour(t)
 		mustHoldNote(t, judge(h), "vacuous")
 	})
 }

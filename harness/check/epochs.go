@@ -6,6 +6,15 @@ import (
 	"github.com/groupquake/groupquake/harness/history"
 )
 
+type epochSeen struct {
+	epoch     int32
+	pos       int    // position in the history, or -1 for a snapshot outside it
+	label     string // where it was seen, for messages
+	tentative bool   // a classic generation from a JoinGroup or Heartbeat answer (see EpochMonotonic)
+}
+
+const NameEpochMonotonic = "EpochMonotonic"
+
 // EpochMonotonic checks that nothing the group numbers goes backwards: each member's generation or
 // member epoch as the coordinator handed it out (join, sync and heartbeat responses, and the epoch
 // the member reports with assigned/revoked), and the group epoch, assignment epoch, generation and
@@ -26,22 +35,9 @@ import (
 // confirmed (an ok SyncGroup at the generation, a consumer heartbeat answer, an assignment, a
 // description) going back is a violation, and so is a tentative generation once a SyncGroup at it
 // succeeds.
-func EpochMonotonic(events []history.Event, obs *history.Observations) Verdict {
-	return epochMonotonic(build(events, obs), obs)
-}
-
-type epochSeen struct {
-	epoch     int32
-	pos       int    // position in the history, or -1 for a snapshot outside it
-	label     string // where it was seen, for messages
-	tentative bool   // a classic generation from a JoinGroup or Heartbeat answer (see EpochMonotonic)
-}
-
-const NameEpochMonotonic = "EpochMonotonic"
-
-var _ = register(Checker{Name: NameEpochMonotonic, Place: 40, Groups: ConsumerGroups,
+var EpochMonotonic = register(Checker{Name: NameEpochMonotonic, Place: 40, Groups: ConsumerGroups,
 	Asserts: "generations and member, group and assignment epochs never go back, as far as Kafka wrote them",
-	judge:   func(in *judging) Verdict { return epochMonotonic(in.f, in.obs) }})
+	judge:   func(in *judging) Verdict { return epochMonotonic(in.f, in.obs) }}).Judge
 
 func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameEpochMonotonic)

@@ -291,7 +291,7 @@ var registry = []Finding{
 				switch v := f.vals[i].(type) {
 				case history.Heartbeat, history.Join, history.Sync:
 					name, err := callMember(v, e.Process), callError(v)
-					if (e.Type == history.Fail || e.Type == history.Info) && isMove(err) {
+					if (e.Type == history.Fail || e.Type == history.Info) && CoordinatorMoved(err) {
 						moves[name] = append(moves[name], i)
 					}
 					if j, ok := v.(history.Join); ok && e.Type == history.Fail && j.Error == "FENCED_INSTANCE_ID" && movedBefore(f, moves[name], i) {
@@ -514,11 +514,12 @@ func matchPair(f *facts, c pairConflict) (Finding, string, bool) {
 // answer must come to be the deposed coordinator's.
 const moveWindow = 15 * time.Second
 
-// isMove reports whether an answer said the coordinator moved or was
+// CoordinatorMoved reports whether an answer's Kafka error says the node
+// asked is not (or not yet) the group's coordinator: it moved or is
 // loading. Such an answer completes a call as failed, or as unknown when
 // the call writes records (a heartbeat of the consumer protocol, a classic
 // JoinGroup or SyncGroup: the write may have timed out and still land).
-func isMove(err string) bool {
+func CoordinatorMoved(err string) bool {
 	switch err {
 	case "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS":
 		return true

@@ -5,14 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
-)
-
-// The fault kinds of a rolling upgrade's steps (faults.NodeUpgrade and
-// faults.FeatureUpdate), as the history names them.
-const (
-	stepNodeUpgrade   = "node-upgrade"
-	stepFeatureUpdate = "feature-update"
 )
 
 // UpgradeStep is one step of a rolling upgrade as the history recorded it:
@@ -138,7 +132,7 @@ func upgradeSteps(events []history.Event) []UpgradeStep {
 			continue
 		}
 		f, err := history.ValueAs[history.Fault](e)
-		if err != nil || (f.What != stepNodeUpgrade && f.What != stepFeatureUpdate) {
+		if err != nil || (faults.Kind(f.What) != faults.NodeUpgrade && faults.Kind(f.What) != faults.FeatureUpdate) {
 			continue
 		}
 		i, ok := at[e.Process]

@@ -55,6 +55,15 @@ func memberRec(at int64, id string, in bool) history.Record {
 	return r
 }
 
+// genRec is the GroupMetadata record of classic group "g" at generation g, with the member ids ids.
+func genRec(at, g int64, ids ...string) history.Record {
+	ms := []any{}
+	for _, id := range ids {
+		ms = append(ms, map[string]any{"memberid": id})
+	}
+	return history.Record{Offset: at, KeyType: history.RecordGroupMetadata, Key: map[string]any{"group": "g"}, Value: map[string]any{"generation": g, "members": ms}}
+}
+
 // removedLog is the log of blindHeartbeat's group: a-1 joins at epoch 1, is removed at log offset
 // 20, and the group reaches epoch 5 at 21.
 func removedLog() *history.Observations {
@@ -99,13 +108,6 @@ func TestBlindHeartbeat(t *testing.T) {
 		}
 	})
 	t.Run("in a classic group, the GroupMetadata of b's generation leaving a out shows the ok blind", func(t *testing.T) {
-		gen := func(at, g int64, ids ...string) history.Record {
-			ms := []any{}
-			for _, id := range ids {
-				ms = append(ms, map[string]any{"memberid": id})
-			}
-			return history.Record{Offset: at, KeyType: history.RecordGroupMetadata, Key: map[string]any{"group": "g"}, Value: map[string]any{"generation": g, "members": ms}}
-		}
 		run := func(obs *history.Observations) Verdict {
 			h := newClassicHist(t)
 			h.takeover()
@@ -117,12 +119,12 @@ func TestBlindHeartbeat(t *testing.T) {
 			h.lost("a", -1, 0)
 			return NoDoubleOwnership(h.events(), obs)
 		}
-		v := run(logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "b-1")))
+		v := run(logged(nil, genRec(3, 1, "a-1", "b-1"), genRec(10, 2, "b-1")))
 		mustHold(t, v)
 		if !strings.Contains(notesOf(v), "shows member id a-1 removed at log offset 10, by the time the group reached epoch 2 (log offset 10), and never back") {
 			t.Fatalf("notes %v", v.Notes)
 		}
-		if v := run(logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "a-1", "b-1"), gen(12, 3, "b-1"))); v.Holds {
+		if v := run(logged(nil, genRec(3, 1, "a-1", "b-1"), genRec(10, 2, "a-1", "b-1"), genRec(12, 3, "b-1"))); v.Holds {
 			t.Fatalf("holds with a-1 left out only after generation 2: %+v", v)
 		}
 	})
@@ -235,14 +237,7 @@ func expelledRevoke(t *testing.T, commit bool) []history.Event {
 // held it, as a member that lost it was: the log decides.
 func TestExpelledBeforeRevoke(t *testing.T) {
 	t.Parallel()
-	gen := func(at, g int64, ids ...string) history.Record {
-		ms := []any{}
-		for _, id := range ids {
-			ms = append(ms, map[string]any{"memberid": id})
-		}
-		return history.Record{Offset: at, KeyType: history.RecordGroupMetadata, Key: map[string]any{"group": "g"}, Value: map[string]any{"generation": g, "members": ms}}
-	}
-	out := logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "b-1"))
+	out := logged(nil, genRec(3, 1, "a-1", "b-1"), genRec(10, 2, "b-1"))
 	t.Run("the log leaves a-1 out of generation 2: fenced", func(t *testing.T) {
 		v := NoDoubleOwnership(expelledRevoke(t, false), out)
 		mustHold(t, v)
@@ -252,10 +247,10 @@ func TestExpelledBeforeRevoke(t *testing.T) {
 	})
 	for name, obs := range map[string]*history.Observations{
 		"without the log":              nil,
-		"a-1 still in generation 2":    logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "a-1", "b-1")),
-		"a-1 back in generation 3":     logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "b-1"), gen(12, 3, "a-1", "b-1")),
-		"another member id left out":   logged(nil, gen(3, 1, "a-1", "b-1", "c-1"), gen(10, 2, "a-1", "b-1")),
-		"a-1 left out only from gen 3": logged(nil, gen(3, 1, "a-1", "b-1"), gen(10, 2, "a-1", "b-1"), gen(12, 3, "b-1")),
+		"a-1 still in generation 2":    logged(nil, genRec(3, 1, "a-1", "b-1"), genRec(10, 2, "a-1", "b-1")),
+		"a-1 back in generation 3":     logged(nil, genRec(3, 1, "a-1", "b-1"), genRec(10, 2, "b-1"), genRec(12, 3, "a-1", "b-1")),
+		"another member id left out":   logged(nil, genRec(3, 1, "a-1", "b-1", "c-1"), genRec(10, 2, "a-1", "b-1")),
+		"a-1 left out only from gen 3": logged(nil, genRec(3, 1, "a-1", "b-1"), genRec(10, 2, "a-1", "b-1"), genRec(12, 3, "b-1")),
 	} {
 		t.Run(name+": not fenced", func(t *testing.T) {
 			v := NoDoubleOwnership(expelledRevoke(t, false), obs)

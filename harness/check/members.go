@@ -51,11 +51,11 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 	}
 	failed := func(err string, i int) {
 		tr.last = i
-		switch err {
-		case "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS":
+		switch {
+		case CoordinatorMoved(err):
 			tr.moves = append(tr.moves, i)
 			tr.streak = -1
-		case "":
+		case err == "":
 			tr.streak = -1
 		default:
 			tr.lastErr, tr.errPos = err, i
@@ -66,7 +66,7 @@ func traceMember(f *facts, name string, upto int) memberTrace {
 	}
 	for i := 0; i < upto && i < len(f.ev); i++ {
 		e := f.ev[i]
-		if e.Type == history.Info && isMove(callError(f.vals[i])) && callMember(f.vals[i], e.Process) == name {
+		if e.Type == history.Info && CoordinatorMoved(callError(f.vals[i])) && callMember(f.vals[i], e.Process) == name {
 			// A write answered after it timed out: unknown, but the
 			// coordinator said it moved.
 			tr.moves = append(tr.moves, i)

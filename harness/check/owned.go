@@ -6,6 +6,8 @@ import (
 	"github.com/groupquake/groupquake/harness/history"
 )
 
+const NameConsumedOnlyOwned = "ConsumedOnlyOwned"
+
 // ConsumedOnlyOwned checks that every record a member consumed was of a partition that member owned
 // at that moment: between its "assigned" and the "revoked", "lost", "fenced", "session-expired" or
 // "left" that ended the ownership. clients.Member's contract is that Poll never hands out a record
@@ -18,15 +20,9 @@ import (
 // partition while it owned it, in its last ownership before the consumption. The member then
 // handed the record out before it gave the partition up (a commit names the position, which only
 // moves when Poll hands a record out), and only the history wrote the consumption late.
-func ConsumedOnlyOwned(events []history.Event, obs *history.Observations) Verdict {
-	return consumedOnlyOwned(build(events, obs))
-}
-
-const NameConsumedOnlyOwned = "ConsumedOnlyOwned"
-
-var _ = register(Checker{Name: NameConsumedOnlyOwned, Place: 110, Groups: ConsumerGroups,
+var ConsumedOnlyOwned = register(Checker{Name: NameConsumedOnlyOwned, Place: 110, Groups: ConsumerGroups,
 	Asserts: "every record a member consumed was of a partition it owned at that moment",
-	judge:   func(in *judging) Verdict { return consumedOnlyOwned(in.f) }})
+	judge:   func(in *judging) Verdict { return consumedOnlyOwned(in.f) }}).Judge
 
 func consumedOnlyOwned(f *facts) Verdict {
 	v := newVerdict(NameConsumedOnlyOwned)
@@ -89,6 +85,8 @@ func (f *facts) committedPast(m, tp int, off int64, lo, hi int) bool {
 	return false
 }
 
+const NameCommittedBeforeRevoked = "CommittedBeforeRevoked"
+
 // CommittedBeforeRevoked checks that a KIP-848 member that commits on its own (auto-commit: its
 // commits appear on its own commit process, not the driver's) sends, before it reports revoking a
 // partition, a commit of that partition covering every record of it the member consumed in that
@@ -98,15 +96,9 @@ func (f *facts) committedPast(m, tp int, off int64, lo, hi int) bool {
 // this member already handed out. Classic members are not judged: Java's cooperative rebalance
 // commits in onJoinPrepare and revokes later in onJoinComplete, with records handed out between.
 // Ownerships ended by "lost", "fenced" or a leave are not clean hand-offs and are not judged.
-func CommittedBeforeRevoked(events []history.Event, obs *history.Observations) Verdict {
-	return committedBeforeRevoked(build(events, obs))
-}
-
-const NameCommittedBeforeRevoked = "CommittedBeforeRevoked"
-
-var _ = register(Checker{Name: NameCommittedBeforeRevoked, Place: 120, Groups: ConsumerGroups,
+var CommittedBeforeRevoked = register(Checker{Name: NameCommittedBeforeRevoked, Place: 120, Groups: ConsumerGroups,
 	Asserts: "a KIP-848 member that commits on its own commits what it consumed before it gives a partition up",
-	judge:   func(in *judging) Verdict { return committedBeforeRevoked(in.f) }})
+	judge:   func(in *judging) Verdict { return committedBeforeRevoked(in.f) }}).Judge
 
 func committedBeforeRevoked(f *facts) Verdict {
 	v := newVerdict(NameCommittedBeforeRevoked)

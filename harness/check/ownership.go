@@ -6,19 +6,15 @@ import (
 	"github.com/groupquake/groupquake/harness/history"
 )
 
+const NameNoDoubleOwnership = "NoDoubleOwnership"
+
 // NoDoubleOwnership checks that two members never own one partition at once, unless one of them had
 // been fenced: its ownership ended in "lost" and, after the other member's ownership began, it
 // neither completed a heartbeat, join or sync (which a fenced member cannot) nor had a commit of
 // that partition accepted (which would be a zombie commit landing).
-func NoDoubleOwnership(events []history.Event, obs *history.Observations) Verdict {
-	return noDoubleOwnership(build(events, obs))
-}
-
-const NameNoDoubleOwnership = "NoDoubleOwnership"
-
-var _ = register(Checker{Name: NameNoDoubleOwnership, Place: 20, Groups: ConsumerGroups,
+var NoDoubleOwnership = register(Checker{Name: NameNoDoubleOwnership, Place: 20, Groups: ConsumerGroups,
 	Asserts: "two members with valid sessions never own one partition at the same time",
-	judge:   func(in *judging) Verdict { return noDoubleOwnership(in.f) }})
+	judge:   func(in *judging) Verdict { return noDoubleOwnership(in.f) }}).Judge
 
 func noDoubleOwnership(f *facts) Verdict {
 	v := newVerdict(NameNoDoubleOwnership)
@@ -191,19 +187,15 @@ func (f *facts) fencedExcuse(iv, other *interval, lo, hi int, older bool, byLog 
 	return "", nil
 }
 
+const NameValidPartitionEpoch = "ValidPartitionEpoch"
+
 // ValidPartitionEpoch checks that a (partition, member epoch) pair, or (partition, generation) in
 // classic groups, has at most one owner over the whole run: the broker refuses to build a state
 // with two (ConsumerGroup.addPartitionEpochs throws), and a classic assignment that hands one
 // partition to two members in one generation is wrong.
-func ValidPartitionEpoch(events []history.Event, obs *history.Observations) Verdict {
-	return validPartitionEpoch(build(events, obs))
-}
-
-const NameValidPartitionEpoch = "ValidPartitionEpoch"
-
-var _ = register(Checker{Name: NameValidPartitionEpoch, Place: 30, Groups: ConsumerGroups,
+var ValidPartitionEpoch = register(Checker{Name: NameValidPartitionEpoch, Place: 30, Groups: ConsumerGroups,
 	Asserts: "a (partition, member epoch or generation) pair has one owner over the whole run",
-	judge:   func(in *judging) Verdict { return validPartitionEpoch(in.f) }})
+	judge:   func(in *judging) Verdict { return validPartitionEpoch(in.f) }}).Judge
 
 func validPartitionEpoch(f *facts) Verdict {
 	v := newVerdict(NameValidPartitionEpoch)

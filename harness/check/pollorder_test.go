@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/groupquake/groupquake/harness/history"
@@ -68,7 +69,7 @@ func TestPollCountsOrderRecordsBeforeALoss(t *testing.T) {
 	t.Run("a record of a Poll after the loss fails", func(t *testing.T) {
 		h, late := fencedWhileWriting(t, 3, true)
 		v := ConsumedOnlyOwned(h.events(), nil)
-		if v.Holds || len(v.Violations) != 1 || !containsIdx(v.Violations[0].EventIndexes, late) {
+		if v.Holds || len(v.Violations) != 1 || !slices.Contains(v.Violations[0].EventIndexes, late) {
 			t.Fatalf("want one violation citing event %d: %+v", late, v)
 		}
 	})
@@ -93,13 +94,4 @@ func TestPollCountsOrderRecordsBeforeALoss(t *testing.T) {
 			t.Fatalf("record of poll 1 placed under ownership %d, want the first (%d)", c.interval, f.byTP[0][0])
 		}
 	})
-}
-
-func containsIdx(xs []int64, x int64) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

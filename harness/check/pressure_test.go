@@ -5,37 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/check/checktest"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
-func mev(i int64, t time.Duration, typ history.Type, proc, f string, v any) history.Event {
-	return history.Event{Index: i, Time: t, Type: typ, Process: proc, F: f, Value: v}
-}
+// mev is one event of a hand-written history.
+var mev = checktest.Event
 
-// measureSample: member a owns t-0 and t-1; b joins, a revokes t-1 and b
-// gets it; broker 1 is paused for a while; a loses t-0 at the end.
-func measureSample() []history.Event {
-	s := time.Second
-	return []history.Event{
-		mev(0, 0, history.Info, "harness", history.FPhase, history.Phase{Name: history.PhaseWorkload}),
-		mev(1, 1*s, history.Info, "a", history.FAssigned, history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0, 1)}),
-		mev(2, 2*s, history.Info, "a", history.FRevoked, history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 1)}),
-		mev(3, 3*s, history.Info, "b", history.FAssigned, history.Assignment{Member: "b", Epoch: 2, Partitions: history.TPs("t", 1)}),
-		mev(4, 4*s, history.Invoke, "nemesis", history.FFaultStart, history.Fault{What: "pause", Target: []string{"broker-1"}}),
-		mev(5, 4*s, history.OK, "nemesis", history.FFaultStart, history.Fault{What: "pause", Target: []string{"broker-1"}}),
-		mev(6, 6*s, history.Invoke, "nemesis", history.FFaultStop, history.Fault{What: "pause", Target: []string{"broker-1"}}),
-		mev(7, 6*s, history.OK, "nemesis", history.FFaultStop, history.Fault{What: "pause", Target: []string{"broker-1"}}),
-		mev(8, 8*s, history.Info, "a", history.FLost, history.Assignment{Member: "a", Epoch: 1, Partitions: history.TPs("t", 0)}),
-		mev(9, 10*s, history.Info, "harness", history.FPhase, history.Phase{Name: history.PhaseFinal}),
-	}
-}
-
-// In measureSample(), the workload runs from 0 to the heal at 10s (the
+// In checktest.Sample(), the workload runs from 0 to the heal at 10s (the
 // final phase stands in for it); the pause is in force 4s–6s; t-1 has no
 // owner 2s–3s, t-0 none from 8s on, and neither before 1s; the group saw
 // epochs 1 and 2.
 func TestMeasurePressure(t *testing.T) {
-	evs := measureSample()
+	evs := checktest.Sample()
 	evs[len(evs)-1].Value = history.Phase{Name: history.PhaseHeal}
 	// A churn fault that was not applied counts for nothing.
 	evs = append(evs[:9:9],
@@ -62,7 +44,7 @@ func TestMeasurePressure(t *testing.T) {
 func TestPressureJSON(t *testing.T) {
 	p := Pressure{Scenario: "combined", Workload: 10 * time.Second, Faults: 1, UnderFault: 0.2, MidRebalance: 0.4, Busy: 0.6, Rebalances: 1, CoordinatorMoves: 1}
 	mustJSON(t, p, `{"Scenario":"combined","Workload":10000000000,"Faults":1,"Churn":0,"UnderFault":0.2,"MidRebalance":0.4,"Busy":0.6,"Rebalances":1,"CoordinatorMoves":1}`)
-	mustJSON(t, Epochs(measureSample()), `[{"Epoch":1,"At":1000000000,"Event":1},{"Epoch":2,"At":3000000000,"Event":3}]`)
+	mustJSON(t, Epochs(checktest.Sample()), `[{"Epoch":1,"At":1000000000,"Event":1},{"Epoch":2,"At":3000000000,"Event":3}]`)
 }
 
 func mustJSON(t *testing.T, v any, want string) {

@@ -117,11 +117,19 @@ func insertable(events []history.Event, lo, hi int) []int {
 	return out
 }
 
-func pickPos(rng *rand.Rand, ps []int) (int, bool) {
-	if len(ps) == 0 {
+// pickWhere picks with rng the index of one of the elements of xs that match accepts; false when
+// none does.
+func pickWhere[T any](rng *rand.Rand, xs []T, match func(T) bool) (int, bool) {
+	var cands []int
+	for i, x := range xs {
+		if match(x) {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
 		return 0, false
 	}
-	return ps[rng.IntN(len(ps))], true
+	return cands[rng.IntN(len(cands))], true
 }
 
 func workloadSpan(events []history.Event) (int, int) {
@@ -159,16 +167,13 @@ func mutations() []mutation {
 func mutDoubleOwner(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
 	f := build(events, nil)
 	lo, hi := workloadSpan(events)
-	var cands []int
-	for id, iv := range f.intervals {
-		if iv.endKind != endLost && iv.start > lo && iv.start < hi && iv.epoch > 0 && len(f.mems) > 1 {
-			cands = append(cands, id)
-		}
-	}
-	if len(cands) == 0 {
+	id, ok := pickWhere(rng, f.intervals, func(iv interval) bool {
+		return iv.endKind != endLost && iv.start > lo && iv.start < hi && iv.epoch > 0 && len(f.mems) > 1
+	})
+	if !ok {
 		return nil, 0, false
 	}
-	iv := f.intervals[cands[rng.IntN(len(cands))]]
+	iv := f.intervals[id]
 	// The other member must not hold the partition already, or the assignment changes nothing.
 	var others []int
 	for m := range f.mems {
@@ -197,25 +202,20 @@ func mutDoubleOwner(rng *rand.Rand, events []history.Event, _ *history.Observati
 
 // mutEpochBack answers one member's heartbeat or join with an epoch lower than one it already had.
 func mutEpochBack(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
-	var cands []int
-	for i, e := range events {
+	pos, ok := pickWhere(rng, events, func(e history.Event) bool {
 		if e.Type != history.OK {
-			continue
+			return false
 		}
 		switch v := e.Value.(type) {
 		case history.Heartbeat:
-			if v.Protocol == history.ProtocolConsumer && v.ResultEpoch >= 2 {
-				cands = append(cands, i)
-			}
+			return v.Protocol == history.ProtocolConsumer && v.ResultEpoch >= 2
 		case history.Sync:
 			// A generation a SyncGroup confirmed: Kafka has written it (one only answered to
 			// JoinGroup may be forgotten by a failover, which EpochMonotonic excuses).
-			if v.Generation >= 2 {
-				cands = append(cands, i)
-			}
+			return v.Generation >= 2
 		}
-	}
-	pos, ok := pickPos(rng, cands)
+		return false
+	})
 	if !ok {
 		return nil, 0, false
 	}
@@ -234,13 +234,10 @@ func mutEpochBack(rng *rand.Rand, events []history.Event, _ *history.Observation
 
 // mutZombieCommit makes the coordinator accept a commit it rejected as stale.
 func mutZombieCommit(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
-	var cands []int
-	for i, e := range events {
-		if c, ok := e.Value.(history.Commit); ok && e.Type == history.Fail && (c.Error == "STALE_MEMBER_EPOCH" || c.Error == "ILLEGAL_GENERATION") {
-			cands = append(cands, i)
-		}
-	}
-	pos, ok := pickPos(rng, cands)
+	pos, ok := pickWhere(rng, events, func(e history.Event) bool {
+		c, ok := e.Value.(history.Commit)
+		return ok && e.Type == history.Fail && (c.Error == "STALE_MEMBER_EPOCH" || c.Error == "ILLEGAL_GENERATION")
+	})
 	if !ok {
 		return nil, 0, false
 	}
@@ -253,13 +250,10 @@ func mutZombieCommit(rng *rand.Rand, events []history.Event, _ *history.Observat
 
 // mutOffsetBack has a member commit, right after an acknowledged commit, a lower offset.
 func mutOffsetBack(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
-	var cands []int
-	for i, e := range events {
-		if c, ok := e.Value.(history.Commit); ok && e.Type == history.OK && c.Epoch > 0 && c.Offsets[0].Offset >= 1 {
-			cands = append(cands, i)
-		}
-	}
-	pos, ok := pickPos(rng, cands)
+	pos, ok := pickWhere(rng, events, func(e history.Event) bool {
+		c, ok := e.Value.(history.Commit)
+		return ok && e.Type == history.OK && c.Epoch > 0 && c.Offsets[0].Offset >= 1
+	})
 	if !ok {
 		return nil, 0, false
 	}
@@ -275,13 +269,10 @@ func mutOffsetBack(rng *rand.Rand, events []history.Event, _ *history.Observatio
 
 // mutLostRecord removes every consumption of one acknowledged record.
 func mutLostRecord(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
-	var cands []int
-	for i, e := range events {
-		if p, ok := e.Value.(history.Produce); ok && e.Type == history.OK && p.Offset >= 0 {
-			cands = append(cands, i)
-		}
-	}
-	pos, ok := pickPos(rng, cands)
+	pos, ok := pickWhere(rng, events, func(e history.Event) bool {
+		p, ok := e.Value.(history.Produce)
+		return ok && e.Type == history.OK && p.Offset >= 0
+	})
 	if !ok {
 		return nil, 0, false
 	}
@@ -305,13 +296,10 @@ func mutLostRecord(rng *rand.Rand, events []history.Event, _ *history.Observatio
 
 // mutDuplicate hands one record to the application twice within one ownership.
 func mutDuplicate(rng *rand.Rand, events []history.Event, _ *history.Observations) ([]history.Event, int64, bool) {
-	var cands []int
-	for i, e := range events {
-		if _, ok := e.Value.(history.Consume); ok {
-			cands = append(cands, i)
-		}
-	}
-	pos, ok := pickPos(rng, cands)
+	pos, ok := pickWhere(rng, events, func(e history.Event) bool {
+		_, ok := e.Value.(history.Consume)
+		return ok
+	})
 	if !ok {
 		return nil, 0, false
 	}
@@ -372,13 +360,7 @@ func mutMissingCommit(rng *rand.Rand, events []history.Event, obs *history.Obser
 // records no longer match it.
 func mutReplayDisagrees(rng *rand.Rand, events []history.Event, obs *history.Observations) ([]history.Event, int64, bool) {
 	g := obs.Final.Group
-	var cands []int
-	for i, m := range g.Members {
-		if len(m.Assignment) > 0 {
-			cands = append(cands, i)
-		}
-	}
-	i, ok := pickPos(rng, cands)
+	i, ok := pickWhere(rng, g.Members, func(m history.MemberDescription) bool { return len(m.Assignment) > 0 })
 	if !ok {
 		return nil, 0, false
 	}

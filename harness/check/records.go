@@ -16,18 +16,14 @@ type seqKey struct {
 	seq   int64
 }
 
+const NameNoLostRecords = "NoLostRecords"
+
 // NoLostRecords checks that every acknowledged record was consumed by some member at some point of
 // the run. A record is matched by (partition, offset) when the acknowledgement carried the offset,
 // by (topic, seq) otherwise. Records whose send had an unknown outcome need not be consumed.
-func NoLostRecords(events []history.Event, obs *history.Observations) Verdict {
-	return noLostRecords(build(events, obs))
-}
-
-const NameNoLostRecords = "NoLostRecords"
-
-var _ = register(Checker{Name: NameNoLostRecords, Place: 70, Groups: ConsumerGroups,
+var NoLostRecords = register(Checker{Name: NameNoLostRecords, Place: 70, Groups: ConsumerGroups,
 	Asserts: "every record the brokers acknowledged to a producer is consumed",
-	judge:   func(in *judging) Verdict { return noLostRecords(in.f) }})
+	judge:   func(in *judging) Verdict { return noLostRecords(in.f) }}).Judge
 
 func noLostRecords(f *facts) Verdict {
 	v := newVerdict(NameNoLostRecords)
@@ -86,6 +82,8 @@ func noLostRecords(f *facts) Verdict {
 	return v.done()
 }
 
+const NameBoundedDuplicates = "BoundedDuplicates"
+
 // BoundedDuplicates checks that every record consumed more than once is explained: the two
 // consumptions belong to different ownerships of the partition (a rebalance happened between them,
 // or a fenced member kept reading), and no commit covering the record (offset greater than it) had
@@ -93,15 +91,9 @@ func noLostRecords(f *facts) Verdict {
 // after it. Re-reading inside one ownership is never explained. A commit counts only if no reset
 // may have landed after it before the ownership began: one sent after it completed, or concurrent
 // with it (unless __consumer_offsets shows the reset written first), or still in flight.
-func BoundedDuplicates(events []history.Event, obs *history.Observations) Verdict {
-	return boundedDuplicates(build(events, obs))
-}
-
-const NameBoundedDuplicates = "BoundedDuplicates"
-
-var _ = register(Checker{Name: NameBoundedDuplicates, Place: 80, Groups: ConsumerGroups,
+var BoundedDuplicates = register(Checker{Name: NameBoundedDuplicates, Place: 80, Groups: ConsumerGroups,
 	Asserts: "every record consumed twice is explained by a change of ownership not covered by an acknowledged commit",
-	judge:   func(in *judging) Verdict { return boundedDuplicates(in.f) }})
+	judge:   func(in *judging) Verdict { return boundedDuplicates(in.f) }}).Judge
 
 func boundedDuplicates(f *facts) Verdict {
 	v := newVerdict(NameBoundedDuplicates)

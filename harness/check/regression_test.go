@@ -2,13 +2,12 @@ package check
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/groupquake/groupquake/harness/check/checktest"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -30,25 +29,7 @@ func loadRun(t *testing.T, dir string) ([]history.Event, *history.Observations, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "plan.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p struct {
-		Group  string              `json:"group"`
-		Topics []history.TopicPlan `json:"topics"`
-		Timers struct {
-			Session   time.Duration `json:"session_timeout"`
-			Heartbeat time.Duration `json:"heartbeat_interval"`
-			Rebalance time.Duration `json:"rebalance_timeout"`
-			Slack     time.Duration `json:"convergence_slack"`
-		} `json:"timers"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		t.Fatal(err)
-	}
-	return l.Events, obs, history.Plan{Group: p.Group, Topics: p.Topics, SessionTimeout: p.Timers.Session,
-		HeartbeatInterval: p.Timers.Heartbeat, RebalanceTimeout: p.Timers.Rebalance, ConvergenceSlack: p.Timers.Slack}
+	return l.Events, obs, checktest.ReadPlan(t, dir).History()
 }
 
 func TestMixedGroupConvertedWhileEmpty(t *testing.T) {

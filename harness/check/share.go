@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -978,7 +980,7 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 	}
 	if answeredErr > 0 {
 		v.note("%d records settled only by an accept or reject answered with an error Kafka may give after the state write landed (%s: a persister write retried after an attempt that landed; version.ShareAckMayHaveApplied), %d of them not confirmed by the share-partition start offset",
-			answeredErr, strings.Join(sortedKeys(maybeErrs), ", "), unconfirmed["maybe"])
+			answeredErr, strings.Join(slices.Sorted(maps.Keys(maybeErrs)), ", "), unconfirmed["maybe"])
 	}
 	if len(starts) == 0 {
 		v.note("no share-partition start offsets were observed")
@@ -1025,16 +1027,6 @@ func settleSlack(plan history.Plan) Bound {
 		slack.Reason = fmt.Sprintf("2s + 2×heartbeat %s = %s", dur(plan.HeartbeatInterval), dur(slack.Limit))
 	}
 	return slack
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // settledByAcks gives each record an accept or reject may have settled

@@ -92,18 +92,10 @@ func (r stallRule) noteLocks(v *verdict) {
 // plain slack, it says so in v's notes for the first few records.
 func (r stallRule) lapseWait(v *verdict, f *facts, k shareKey, lapse, finalAt time.Duration, slack Bound, excused *int) (time.Duration, measure, string) {
 	m := r.measure(f, lapse, finalAt, slack)
-	over := finalAt - m.start - m.bound.Limit
-	from := ""
-	if s := m.since(r, f); s != "" {
-		from = fmt.Sprintf(" and %s after %s", dur(finalAt-m.start), s)
-	}
+	over, from := m.overrun(r, f, finalAt)
 	if took := finalAt - lapse; took >= slack.Limit && over < 0 {
 		if *excused++; *excused <= maxStallNotes {
-			counted := "counted from the lapse"
-			if m.moved >= 0 {
-				counted = fmt.Sprintf("counted from the end of the harness's stall at event %d, %s", f.idx(r.stalls[m.moved].pos), dur(finalAt-m.start))
-			}
-			v.note("%s: its lock lapsed %s before the final phase with no delivery since, over the slack (%s), but the harness did not run for part of that time: %s, within the slack (%s)", k, dur(took), slack.Reason, counted, m.bound.Reason)
+			v.note("%s: its lock lapsed %s before the final phase with no delivery since, over the slack (%s), but the harness did not run for part of that time: %s, within the slack (%s)", k, dur(took), slack.Reason, m.countedFrom(r, f, finalAt, "the lapse"), m.bound.Reason)
 		}
 	}
 	return over, m, from

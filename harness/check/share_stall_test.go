@@ -22,29 +22,6 @@ func (h *shareHist) stall(from, to int) {
 	h.add(to, history.Info, "harness", history.FStall, history.Stall{From: ms(from), To: ms(to), Every: 100 * time.Millisecond})
 }
 
-// verdictUnder is the named share verdict of h judged under plan, and the
-// index of h's first stall event (-1 when none).
-func verdictUnder(t *testing.T, h *shareHist, name string, plan history.Plan) (Verdict, int64) {
-	t.Helper()
-	evs := h.events()
-	if wf := HistoryWellFormed(evs); !wf.Holds {
-		t.Fatalf("test history not well formed: %+v", wf.Violations)
-	}
-	stall := int64(-1)
-	for _, e := range evs {
-		if e.F == history.FStall && stall < 0 {
-			stall = e.Index
-		}
-	}
-	for _, v := range ShareVerdicts(evs, nil, plan) {
-		if v.Name == name {
-			return v, stall
-		}
-	}
-	t.Fatalf("no verdict %s", name)
-	return Verdict{}, -1
-}
-
 // starvedShare is a share run's end with a starved harness: t-0@0 is
 // produced and acquired by a at 100–200 ms under a 5 s lock, so its lock
 // lapses by 5.2 s; a never acknowledges it (it did not run), and nobody
@@ -112,52 +89,57 @@ func TestShareRecordsSettleStarvedHarness(t *testing.T) {
 		mustNote(t, v, "too short for a share member's session to expire")
 		mustNote(t, v, "counted from the lapse, within the slack (2s + 2×heartbeat 1s = 4s + the harness's stalls 3s (1) = 7s)")
 	})
-	t.Run("a short stall is counted only for its part after the lapse: fails", func(t *testing.T) {
+	// Stalls counted, each in full or in part, that do not cover the overrun: the violation cites
+	// the stall and says how the bound was counted.
+	for _, c := range []struct {
+		name string
+		run  starvedShare
+		say  string
+	}{
 		// The same 3 s stall from 4 s: only 1.8 s of it after the lapse.
-		v, stall := settleUnder(t, starvedShare{finalAt: 12000, stallFrom: 4000, stallTo: 7000})
-		x := mustCite(t, v, stall)
-		mustSay(t, x, "its lock lapsed 6.8s before the final phase without another delivery, 1s over the slack for a delivery again (2s + 2×heartbeat 1s = 4s + the harness's stalls 1.8s (1) = 5.8s)")
-	})
-	t.Run("a stall too short for the overrun fails", func(t *testing.T) {
-		v, stall := settleUnder(t, starvedShare{finalAt: 12000, stallFrom: 7000, stallTo: 8000})
-		x := mustCite(t, v, stall)
-		mustSay(t, x, "1.8s over the slack for a delivery again (2s + 2×heartbeat 1s = 4s + the harness's stalls 1s (1) = 5s)")
-	})
-	t.Run("a long stall that ended while the record was locked moves nothing: fails", func(t *testing.T) {
-		// a fetches at 8–8.1 s (lapse 13.1 s) after a 6 s stall from 1 s.
-		v, _ := settleUnder(t, starvedShare{finalAt: 20000, stallFrom: 1000, stallTo: 7000, fetchAt: 8000})
-		mustFailSaying(t, v, "its lock lapsed 6.9s before the final phase without another delivery")
-		if strings.Contains(v.Violations[0].Message, "harness") {
-			t.Fatalf("a stall before the lapse was counted: %q", v.Violations[0].Message)
-		}
-	})
-	t.Run("a short stall that ended at the lapse moves nothing: fails", func(t *testing.T) {
-		v, _ := settleUnder(t, starvedShare{finalAt: 12000, stallFrom: 1000, stallTo: 5200})
-		mustFailSaying(t, v, "its lock lapsed 6.8s before the final phase without another delivery")
-		if strings.Contains(v.Violations[0].Message, "harness") {
-			t.Fatalf("a stall before the lapse was counted: %q", v.Violations[0].Message)
-		}
-	})
-	t.Run("a long stall after the final phase excuses nothing: fails", func(t *testing.T) {
-		v, _ := settleUnder(t, starvedShare{finalAt: 12000, stallFrom: 13000, stallTo: 20000})
-		mustFailSaying(t, v, "its lock lapsed 6.8s before the final phase without another delivery")
-		if strings.Contains(v.Violations[0].Message, "harness") {
-			t.Fatalf("a stall after the final phase was counted: %q", v.Violations[0].Message)
-		}
-	})
-	t.Run("a long stall after the lapse, then no delivery for 5 s after its end, fails", func(t *testing.T) {
-		v, stall := settleUnder(t, starvedShare{finalAt: 17000, stallFrom: 6000, stallTo: 12000})
-		x := mustCite(t, v, stall)
-		mustSay(t, x, "its lock lapsed 11.8s before the final phase without another delivery and 5s after the end of the harness's stall at event 4 (it did not run from 6s to 12s, 6s: long enough for a session to expire), from which the bound counts, 1s over the slack for a delivery again (2s + 2×heartbeat 1s = 4s)")
-	})
-	t.Run("a 5.2 s stall is short for a share session of 6 s and heartbeat 500 ms: fails", func(t *testing.T) {
+		{"a short stall is counted only for its part after the lapse: fails",
+			starvedShare{finalAt: 12000, stallFrom: 4000, stallTo: 7000},
+			"its lock lapsed 6.8s before the final phase without another delivery, 1s over the slack for a delivery again (2s + 2×heartbeat 1s = 4s + the harness's stalls 1.8s (1) = 5.8s)"},
+		{"a stall too short for the overrun fails",
+			starvedShare{finalAt: 12000, stallFrom: 7000, stallTo: 8000},
+			"1.8s over the slack for a delivery again (2s + 2×heartbeat 1s = 4s + the harness's stalls 1s (1) = 5s)"},
+		{"a long stall after the lapse, then no delivery for 5 s after its end, fails",
+			starvedShare{finalAt: 17000, stallFrom: 6000, stallTo: 12000},
+			"its lock lapsed 11.8s before the final phase without another delivery and 5s after the end of the harness's stall at event 4 (it did not run from 6s to 12s, 6s: long enough for a session to expire), from which the bound counts, 1s over the slack for a delivery again (2s + 2×heartbeat 1s = 4s)"},
 		// Lapse 5.2 s, stall 6–11.2 s, final 15 s: 9.8 s against
 		// 4 + 5.2 = 9.2 s. Taken as long (the plan's 6 s − 1 s = 5 s) it
 		// would restart the slack at 11.2 s and hold.
-		v, stall := settleUnder(t, starvedShare{finalAt: 15000, stallFrom: 6000, stallTo: 11200})
-		x := mustCite(t, v, stall)
-		mustSay(t, x, "600ms over the slack for a delivery again (2s + 2×heartbeat 1s = 4s + the harness's stalls 5.2s (1) = 9.2s)")
-	})
+		{"a 5.2 s stall is short for a share session of 6 s and heartbeat 500 ms: fails",
+			starvedShare{finalAt: 15000, stallFrom: 6000, stallTo: 11200},
+			"600ms over the slack for a delivery again (2s + 2×heartbeat 1s = 4s + the harness's stalls 5.2s (1) = 9.2s)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, stall := settleUnder(t, c.run)
+			mustSay(t, mustCite(t, v, stall), c.say)
+		})
+	}
+	// Stalls that end before the lapse or come after the final phase are not counted: each fails
+	// as if it had not been.
+	for _, c := range []struct {
+		name, lapsed, when string
+		run                starvedShare
+	}{
+		// a fetches at 8–8.1 s (lapse 13.1 s) after a 6 s stall from 1 s.
+		{"a long stall that ended while the record was locked moves nothing: fails", "6.9s", "before the lapse",
+			starvedShare{finalAt: 20000, stallFrom: 1000, stallTo: 7000, fetchAt: 8000}},
+		{"a short stall that ended at the lapse moves nothing: fails", "6.8s", "before the lapse",
+			starvedShare{finalAt: 12000, stallFrom: 1000, stallTo: 5200}},
+		{"a long stall after the final phase excuses nothing: fails", "6.8s", "after the final phase",
+			starvedShare{finalAt: 12000, stallFrom: 13000, stallTo: 20000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, _ := settleUnder(t, c.run)
+			mustFailSaying(t, v, "its lock lapsed "+c.lapsed+" before the final phase without another delivery")
+			if strings.Contains(v.Violations[0].Message, "harness") {
+				t.Fatalf("a stall %s was counted: %q", c.when, v.Violations[0].Message)
+			}
+		})
+	}
 	t.Run("a plan without the share timers takes the plan's: the same 5.2 s stall is long, and holds", func(t *testing.T) {
 		plan := stallSharePlan
 		plan.Share = &history.SharePlan{DeliveryCountLimit: 3, RecordLockMs: 5000}

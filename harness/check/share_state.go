@@ -3,6 +3,7 @@ package check
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/groupquake/groupquake/coordinator/sharegroup"
@@ -205,7 +206,7 @@ func replayShareState(v *verdict, rec *history.ShareRecovery, plan history.Plan,
 		}
 		tp := history.TP{Topic: name, Partition: k.Partition}
 		byTP[tp] = s
-		if g != nil && !contains(g.Initialized[k.TopicID], k.Partition) {
+		if g != nil && !slices.Contains(g.Initialized[k.TopicID], k.Partition) {
 			v.fail(nil, "%s has share state in __share_group_state, but the group's ShareGroupStatePartitionMetadata does not list it as initialized", tp)
 		}
 	}
@@ -266,13 +267,4 @@ func ackedDurable(v *verdict, sf *shareFacts, byTP map[history.TP]*sharegroup.Pa
 		v.note("%d acknowledged records in all are not kept by the replayed state", lost)
 	}
 	return checked
-}
-
-func contains(ps []int32, p int32) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }

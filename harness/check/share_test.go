@@ -111,19 +111,34 @@ func (h *shareHist) events() []history.Event {
 var sharePlan = history.Plan{Group: "g", Topics: []history.TopicPlan{{Name: "t", Partitions: 1}},
 	Share: &history.SharePlan{DeliveryCountLimit: 3, RecordLockMs: 5000}}
 
+// shareVerdict is the named share verdict of h judged under sharePlan.
 func shareVerdict(t *testing.T, h *shareHist, name string) Verdict {
+	t.Helper()
+	v, _ := verdictUnder(t, h, name, sharePlan)
+	return v
+}
+
+// verdictUnder is the named share verdict of h judged under plan, and the
+// index of h's first stall event (-1 when none).
+func verdictUnder(t *testing.T, h *shareHist, name string, plan history.Plan) (Verdict, int64) {
 	t.Helper()
 	evs := h.events()
 	if wf := HistoryWellFormed(evs); !wf.Holds {
 		t.Fatalf("test history not well formed: %+v", wf.Violations)
 	}
-	for _, v := range ShareVerdicts(evs, nil, sharePlan) {
+	stall := int64(-1)
+	for _, e := range evs {
+		if e.F == history.FStall && stall < 0 {
+			stall = e.Index
+		}
+	}
+	for _, v := range ShareVerdicts(evs, nil, plan) {
 		if v.Name == name {
-			return v
+			return v, stall
 		}
 	}
 	t.Fatalf("no verdict %s", name)
-	return Verdict{}
+	return Verdict{}, -1
 }
 
 func wantHolds(t *testing.T, v Verdict, holds bool, contains string) {

@@ -217,17 +217,29 @@ func (m measure) since(r stallRule, f *facts) string {
 // that long.
 func (r stallRule) excess(v *verdict, f *facts, what string, healT, at time.Duration, bound Bound) (time.Duration, measure, string) {
 	m := r.measure(f, healT, at, bound)
-	over := at - m.start - m.bound.Limit
+	over, from := m.overrun(r, f, at)
+	if took := at - healT; took > bound.Limit && over <= 0 {
+		v.note("%s %s after the heal, over the bound (%s), but the harness did not run for part of it: %s, within the bound (%s)", what, dur(took), bound.Reason, m.countedFrom(r, f, at, "the heal"), m.bound.Reason)
+	}
+	return over, m, from
+}
+
+// overrun is how far at is past m's bound, counted from m's start (≤ 0: within it), and the words
+// that say, after how long the wait was, where it was counted from when a long stall moved it
+// ("" otherwise).
+func (m measure) overrun(r stallRule, f *facts, at time.Duration) (time.Duration, string) {
 	from := ""
 	if s := m.since(r, f); s != "" {
 		from = fmt.Sprintf(" and %s after %s", dur(at-m.start), s)
 	}
-	if took := at - healT; took > bound.Limit && over <= 0 {
-		counted := "counted from the heal"
-		if m.moved >= 0 {
-			counted = fmt.Sprintf("counted from the end of the harness's stall at event %d, %s", f.idx(r.stalls[m.moved].pos), dur(at-m.start))
-		}
-		v.note("%s %s after the heal, over the bound (%s), but the harness did not run for part of it: %s, within the bound (%s)", what, dur(took), bound.Reason, counted, m.bound.Reason)
+	return at - m.start - m.bound.Limit, from
+}
+
+// countedFrom says, for a note, where the wait until at was counted from: plain (the heal, the
+// lapse), or the end of the long stall that moved m.
+func (m measure) countedFrom(r stallRule, f *facts, at time.Duration, plain string) string {
+	if m.moved < 0 {
+		return "counted from " + plain
 	}
-	return over, m, from
+	return fmt.Sprintf("counted from the end of the harness's stall at event %d, %s", f.idx(r.stalls[m.moved].pos), dur(at-m.start))
 }

@@ -172,37 +172,19 @@ func TestStarvedHarness(t *testing.T) {
 // from the end of a long stall after its last membership event.
 func TestStarvedHarnessMembership(t *testing.T) {
 	t.Parallel()
-	// b gives up before the heal (membershipHist's shape); after the heal
+	// b gives up before the heal (membershipHist); after the heal
 	// the harness does not run for 25 s (recorded or not), and the final
 	// observation comes 20 s after that: 48 s after the heal, over the
 	// bound of 35 s, 21 s after the stall's end.
 	build := func(t *testing.T, recorded bool) (*hist, *history.Observations) {
-		h := newHist(t)
-		hb := func(m string, epoch int32) {
-			h.call(m+"/hb", history.FHeartbeat, history.Heartbeat{Member: m, MemberID: m, Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: m, MemberID: m, Protocol: history.ProtocolConsumer, ResultEpoch: epoch})
-		}
-		hb("a", 1)
-		h.assigned("a", 1, 0)
-		hb("b", 2)
-		h.assigned("b", 2, 1)
-		b := history.Heartbeat{Member: "b", MemberID: "b", Protocol: history.ProtocolConsumer, Epoch: 2}
-		gone := b
-		gone.Error = "UNSUPPORTED_ASSIGNOR"
-		h.call("b/hb", history.FHeartbeat, b, history.Fail, gone)
-		h.lost("b", 2, 1)
-		h.assigned("a", 3, 0, 1)
-		h.phase(history.PhaseHeal)
-		g := stable(3)
-		g.Members = g.Members[:1] // only a
-		h.describe(g)
-		if recorded {
-			h.stall(25 * time.Second)
-		} else {
-			h.wait(25 * time.Second)
-		}
-		h.wait(20 * time.Second)
-		h.info("harness", history.FPhase, history.Phase{Name: history.PhaseFinal, Members: []string{"a", "b"}})
-		return h, &history.Observations{Final: history.Snapshot{Group: g, Time: h.now}}
+		h, _, obs := membershipHist(t, "UNSUPPORTED_ASSIGNOR", 20*time.Second, func(h *hist) {
+			if recorded {
+				h.stall(25 * time.Second)
+			} else {
+				h.wait(25 * time.Second)
+			}
+		})
+		return h, obs
 	}
 	t.Run("out 48 s after the heal, 21 s after a long stall: under the bound", func(t *testing.T) {
 		h, obs := build(t, true)

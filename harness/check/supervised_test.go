@@ -17,7 +17,7 @@ import (
 // position of b's first stop.
 func supervisedHist(t *testing.T, tries int, rejoin bool, wait time.Duration) (*hist, int64, *history.Observations) {
 	h := newHist(t)
-	h.call("a/hb", history.FHeartbeat, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer}, history.OK, history.Heartbeat{Member: "a", MemberID: "a", Protocol: history.ProtocolConsumer, ResultEpoch: 1})
+	h.joinHb("a", 1)
 	h.assigned("a", 1, 0, 1)
 	h.phase(history.PhaseHeal)
 	ga := stable(1)
@@ -59,10 +59,7 @@ func TestEventuallyConvergesSupervised(t *testing.T) {
 	t.Run("brought back into the group by its supervisor holds", func(t *testing.T) {
 		h, _, obs := supervisedHist(t, 3, true, 10*time.Second)
 		v := EventuallyConverges(h.events(), obs, convergePlan())
-		mustHold(t, v)
-		if !hasNote(v, "member b is in the group at the final observation after its supervisor restarted it 3 time(s)") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, v, "member b is in the group at the final observation after its supervisor restarted it 3 time(s)")
 	})
 	t.Run("without its supervisor's restarts the same stop fails", func(t *testing.T) {
 		h, first, obs := supervisedHist(t, 1, false, 10*time.Second)
@@ -80,10 +77,8 @@ func TestEventuallyConvergesSupervised(t *testing.T) {
 	t.Run("still restarting within the bound and its backoff is noted, not judged", func(t *testing.T) {
 		h, _, obs := supervisedHist(t, 2, false, 23*time.Second) // out 36 s: over 35 s, under 37 s
 		v := EventuallyConverges(h.events(), obs, convergePlan())
-		mustHold(t, v)
-		if !hasNote(v, "not judged, under the bound") || !hasNote(v, "the longest backoff of its supervisor's restarts 2s") {
-			t.Fatalf("notes: %v", v.Notes)
-		}
+		mustHoldNote(t, v, "not judged, under the bound")
+		mustNote(t, v, "the longest backoff of its supervisor's restarts 2s")
 	})
 	t.Run("still out past the bound and its backoff fails, citing its first stop", func(t *testing.T) {
 		h, first, obs := supervisedHist(t, 2, false, 30*time.Second) // out 43 s
