@@ -345,7 +345,7 @@ var registry = []Finding{
 		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/mixed_reconvert_pending_revocation.txt:88", Want: "assignment=[foo/0 foo/1]"}},
 		overlap:    reconvertOverlap,
 		pair:       reconvertPair,
-		seen:       nil, // seen through NoDoubleOwnership's and ValidPartitionEpoch's labelled violations
+		seen:       reconvertSightings,
 	},
 	{
 		ID:    FindingKgoRevokeAfterLost,

@@ -25,7 +25,8 @@ import (
 // read in log order (reconvertDrops), and the history's ownerships
 // (reconvertMatch): the log must show every step, the history that the
 // classic member held the partition from before the downgrade until the
-// other member's ownership began.
+// other member's ownership began. The log alone shows every drop, whether
+// the partition went to another member or not (reconvertSightings).
 
 // reconvertDrop is one partition a classic member held when the group was
 // downgraded and no longer held, nor had to revoke, once it was upgraded.
@@ -45,17 +46,21 @@ type reconvertDrop struct {
 	// assignment after it, which lists tp neither assigned nor pending.
 	upOff, upEpoch, afterOff int64
 	// toMember, toEpoch, toOff: the first target assignment after the
-	// upgrade that gives tp to another member, the group epoch it is of.
+	// upgrade that gives tp to another member, the group epoch it is of;
+	// toMember "" when the log shows none.
 	toMember string
 	toEpoch  int64
 	toOff    int64
 }
 
 func (d reconvertDrop) String() string {
-	return fmt.Sprintf("__consumer_offsets shows member id %s holding %s at member epoch %d (log offset %d) while its target no longer listed it (log offset %d); "+
-		"the downgrade wrote the classic group's generation %d with the member, without it (log offset %d); the upgrade (from log offset %d, epoch %d) left it neither assigned nor pending revocation (log offset %d); "+
-		"the target of epoch %d gave it to %s (log offset %d)",
-		d.memberID, d.tp, d.heldEpoch, d.heldOff, d.targetOff, d.generation, d.downOff, d.upOff, d.upEpoch, d.afterOff, d.toEpoch, d.toMember, d.toOff)
+	s := fmt.Sprintf("__consumer_offsets shows member id %s holding %s at member epoch %d (log offset %d) while its target no longer listed it (log offset %d); "+
+		"the downgrade wrote the classic group's generation %d with the member, without it (log offset %d); the upgrade (from log offset %d, epoch %d) left it neither assigned nor pending revocation (log offset %d); ",
+		d.memberID, d.tp, d.heldEpoch, d.heldOff, d.targetOff, d.generation, d.downOff, d.upOff, d.upEpoch, d.afterOff)
+	if d.toMember == "" {
+		return s + "no later target gave it to another member"
+	}
+	return s + fmt.Sprintf("the target of epoch %d gave it to %s (log offset %d)", d.toEpoch, d.toMember, d.toOff)
 }
 
 // memberAssignment is what one consumer-group assignment record of a member
@@ -78,15 +83,17 @@ type reconvertScan struct {
 	// held: per member id of the downgraded group, the partitions it held
 	// whose revocation was pending, with what showed it.
 	held map[string][]reconvertDrop
-	// open: drops waiting for the target that gives the partition away.
-	open []reconvertDrop
+	// out: every drop the upgrade showed, in log order; open: the indexes
+	// in out of those waiting for the target that gives the partition away.
 	out  []reconvertDrop
+	open []int
 }
 
-// reconvertDrops returns, in log order, every partition the records show a
-// classic member holding with its revocation pending when the group was
-// downgraded, that the upgrade after it left neither assigned to it nor
-// pending revocation, and that a later target gave to another member.
+// reconvertDrops returns, in the order the upgrades showed them, every
+// partition the records show a classic member holding with its revocation
+// pending when the group was downgraded, that the upgrade after it left
+// neither assigned to it nor pending revocation, with the first later
+// target that gave it to another member when there is one.
 func reconvertDrops(obs *history.Observations, tps []history.TP) []reconvertDrop {
 	var recs []history.Record
 	for _, s := range obs.All() {
@@ -279,7 +286,8 @@ func (s *reconvertScan) afterUpgrade(id string, a memberAssignment) {
 	for _, d := range ds {
 		if !a.tps[d.tp] {
 			d.afterOff = a.off
-			s.open = append(s.open, d)
+			s.open = append(s.open, len(s.out))
+			s.out = append(s.out, d)
 		}
 	}
 }
@@ -288,13 +296,12 @@ func (s *reconvertScan) afterUpgrade(id string, a memberAssignment) {
 // id, another member.
 func (s *reconvertScan) giveAway(id string, a memberAssignment) {
 	kept := s.open[:0]
-	for _, d := range s.open {
-		if id != d.memberID && a.tps[d.tp] {
+	for _, i := range s.open {
+		if d := &s.out[i]; id != d.memberID && a.tps[d.tp] {
 			d.toMember, d.toEpoch, d.toOff = id, a.epoch, a.off
-			s.out = append(s.out, d)
 			continue
 		}
-		kept = append(kept, d)
+		kept = append(kept, i)
 	}
 	s.open = kept
 }
@@ -423,18 +430,60 @@ func (f *facts) reconvertMatch(x *interval, y int, yEpoch int32, yInc int, yID s
 	if xID == "" || xID == yID {
 		return "", false
 	}
-	if f.drops == nil {
-		f.drops = reconvertDrops(f.obs, f.tps)
-		if f.drops == nil {
-			f.drops = []reconvertDrop{}
-		}
-	}
-	for _, d := range f.drops {
-		if d.memberID == xID && d.tp == f.tps[x.tp] && int64(x.epoch) <= d.heldEpoch && int64(yEpoch) >= d.toEpoch {
+	for _, d := range f.reconvertDrops() {
+		if d.toMember != "" && d.memberID == xID && d.tp == f.tps[x.tp] && int64(x.epoch) <= d.heldEpoch && int64(yEpoch) >= d.toEpoch {
 			return d.String(), true
 		}
 	}
 	return "", false
+}
+
+// reconvertDrops is reconvertDrops of the facts' observations, read once.
+func (f *facts) reconvertDrops() []reconvertDrop {
+	if f.drops == nil {
+		if f.obs != nil {
+			f.drops = reconvertDrops(f.obs, f.tps)
+		}
+		if f.drops == nil {
+			f.drops = []reconvertDrop{}
+		}
+	}
+	return f.drops
+}
+
+// reconvertSightings sights FindingReconvertDropsRevocation from
+// __consumer_offsets alone: one sighting per partition a downgrade and an
+// upgrade took from a classic member without a revocation
+// (reconvertDrops), whether a later target gave it to another member or
+// not, and whether or not a violation followed (the holder may have let it
+// go, or crashed, before the other member took it). The sighting names the
+// member whose calls carry the member id, when the history has one; the
+// log offsets it cites are in What, there being no event to cite.
+func reconvertSightings(f *facts) []Sighting {
+	var out []Sighting
+	for _, d := range f.reconvertDrops() {
+		out = append(out, Sighting{Finding: FindingReconvertDropsRevocation, Member: f.nameOfMemberID(d.memberID), What: d.String()})
+	}
+	return out
+}
+
+// nameOfMemberID is the member whose first assignment or group call in the
+// history carries member id id, "" when none does.
+func (f *facts) nameOfMemberID(id string) string {
+	for i, v := range f.vals {
+		if memberIDAt(v) != id {
+			continue
+		}
+		member := ""
+		switch c := v.(type) {
+		case history.Assignment:
+			member = c.Member
+		case history.GroupCall:
+			member = c.Call().Member
+		}
+		return memberName(member, f.ev[i].Process)
+	}
+	return ""
 }
 
 // memberIDAt is the member id an assignment fact or a group call carries.

@@ -60,14 +60,26 @@ func TestReconvertDropsPendingRevocationSeed(t *testing.T) {
 		mustSay(t, vpe.Violations[0], "holding gq-1021641574564730165-records-6 at member epoch 7 (log offset 957)",
 			"generation 8 with the member, without it (log offset 992)", "the upgrade (from log offset 1001, epoch 8)", "(log offset 1014)",
 			"the target of epoch 9 gave it to ll4eho7l50AvvZociUMPZA (log offset 1019)")
-		var seen []string
-		for _, s := range Judge(events, obs, plan).Findings {
-			if s.Finding == FindingReconvertDropsRevocation {
-				seen = append(seen, s.What)
-			}
-		}
-		if len(seen) != 2 {
-			t.Fatalf("want the two labelled violations among the run's findings, got %q", seen)
+	})
+	// The log shows three drops: m4's partition 6, the one behind both violations, and two that no
+	// violation followed (m1's partition 2 at the same conversion, m4's partition 5 at the next).
+	// Each is a sighting, citing its log offsets.
+	t.Run("every drop the log shows is a sighting", func(t *testing.T) {
+		rep := Judge(events, obs, plan)
+		mustSight(t, rep, []sightingWant{
+			{"m1", []string{"member id groupquake-m1-4fdc46c0-d724-4721-bb7b-48336a230d23 holding gq-1021641574564730165-records-2 at member epoch 7 (log offset 956)",
+				"its target no longer listed it (log offset 961)", "generation 8 with the member, without it (log offset 992)", "the upgrade (from log offset 1001, epoch 8)",
+				"pending revocation (log offset 1013)", "the target of epoch 9 gave it to groupquake-m2-0e4c4ac3-f69c-463e-a510-6abb14aea29e (log offset 1018)"}},
+			{"m4", []string{"member id groupquake-m4-a1b06aa5-1afb-4e8c-bd0a-9d9bb279823d holding gq-1021641574564730165-records-6 at member epoch 7 (log offset 957)",
+				"its target no longer listed it (log offset 964)", "generation 8 with the member, without it (log offset 992)", "the upgrade (from log offset 1001, epoch 8)",
+				"pending revocation (log offset 1014)", "the target of epoch 9 gave it to ll4eho7l50AvvZociUMPZA (log offset 1019)"}},
+			{"m4", []string{"member id groupquake-m4-a1b06aa5-1afb-4e8c-bd0a-9d9bb279823d holding gq-1021641574564730165-records-5 at member epoch 9 (log offset 1023)",
+				"its target no longer listed it (log offset 1096)", "generation 11 with the member, without it (log offset 1117)", "the upgrade (from log offset 1126, epoch 11)",
+				"pending revocation (log offset 1139)", "the target of epoch 13 gave it to 1Mr3sX_fTSqhRrFphyaXdg (log offset 1160)"}},
+		})
+		// The sightings decide nothing: the run fails on its violations, as before.
+		if rep.Holds {
+			t.Fatal("the seed's run holds")
 		}
 	})
 	// The same overlap with a log that does not show the group downgraded and upgraded again (the
@@ -247,4 +259,113 @@ func TestReconvertDropsPendingRevocation(t *testing.T) {
 		mustHold(t, NoDoubleOwnership(h.events(), dropped))
 		mustHold(t, ValidPartitionEpoch(h.events(), dropped))
 	})
+}
+
+// sightingWant is one sighting of FindingReconvertDropsRevocation a test wants: its member, and what
+// its message says.
+type sightingWant struct {
+	member string
+	says   []string
+}
+
+// mustSight fails unless rep's findings list exactly want's sightings of
+// FindingReconvertDropsRevocation, in order.
+func mustSight(t *testing.T, rep Report, want []sightingWant) {
+	t.Helper()
+	var got []Sighting
+	for _, s := range rep.Findings {
+		if s.Finding == FindingReconvertDropsRevocation {
+			got = append(got, s)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("want %d sightings of %s, got %d: %+v", len(want), FindingReconvertDropsRevocation, len(got), got)
+	}
+	for i, w := range want {
+		if got[i].Member != w.member {
+			t.Errorf("sighting %d: member %q, want %q", i, got[i].Member, w.member)
+		}
+		for _, f := range w.says {
+			if !strings.Contains(got[i].What, f) {
+				t.Errorf("sighting %d: %q lacks %q", i, got[i].What, f)
+			}
+		}
+	}
+}
+
+// editLog returns o's records with the record at offset off replaced by with (left out when with
+// is nil), and the records from offset from on left out when from > 0.
+func editLog(o *history.Observations, off int64, with *history.Record, from int64) *history.Observations {
+	c := *o
+	var recs []history.Record
+	for _, r := range o.Final.Records {
+		switch {
+		case from > 0 && r.Offset >= from:
+		case r.Offset == off:
+			if with != nil {
+				recs = append(recs, *with)
+			}
+		default:
+			recs = append(recs, r)
+		}
+	}
+	c.Final.Records = recs
+	return &c
+}
+
+// TestReconvertSightings: the finding is sighted from __consumer_offsets alone, whether a violation
+// followed or not, and a sighting does not fail the run; a proper conversion is not sighted.
+func TestReconvertSightings(t *testing.T) {
+	t.Parallel()
+	dropped := reconvertLog(true, []int32{1}, nil)
+	// x holds t-0 and t-1 and nobody else takes t-0: no overlap, no conflict.
+	alone := func(t *testing.T) *hist {
+		h := newHist(t)
+		h.info("x", history.FAssigned, history.Assignment{Member: "x", MemberID: "X", Protocol: history.ProtocolClassic, Epoch: 3, Partitions: history.TPs("t", 0, 1)})
+		return h
+	}
+	handedOver := func(t *testing.T) *hist { h, _, _ := reconvertHist(t, true); return h }
+	revokedBefore := currentRec(17, "X", 8, []int32{1}, nil)
+	wroteHeld := classicGroupRec(25, 8, "X", 0, 1)
+	for _, c := range []struct {
+		name string
+		hist func(*testing.T) *hist
+		obs  *history.Observations
+		want []sightingWant
+	}{
+		{"dropped, never given away", alone, editLog(dropped, -1, nil, 40),
+			[]sightingWant{{"x", []string{"member id X holding t-0 at member epoch 7 (log offset 12)", "its target no longer listed it (log offset 14)",
+				"generation 8 with the member, without it (log offset 25)", "the upgrade (from log offset 30, epoch 8)", "pending revocation (log offset 33)",
+				"no later target gave it to another member"}}}},
+		{"dropped, given to Y after x revoked it", handedOver, dropped,
+			[]sightingWant{{"x", []string{"member id X holding t-0 at member epoch 7 (log offset 12)", "without it (log offset 25)", "(log offset 33)",
+				"the target of epoch 9 gave it to Y (log offset 41)"}}}},
+		{"the downgrade wrote what x still held", handedOver, editLog(dropped, 25, &wroteHeld, 0), nil},
+		{"x revoked t-0 before the downgrade", handedOver, logOf(append([]history.Record{revokedBefore}, dropped.Final.Records...)...), nil},
+		{"the upgrade kept the revocation pending", handedOver, reconvertLog(true, []int32{1}, []int32{0}), nil},
+		{"the upgrade kept the partition assigned", handedOver, reconvertLog(true, []int32{0, 1}, nil), nil},
+		{"no downgrade and upgrade", handedOver, reconvertLog(false, nil, nil), nil},
+		{"no log read", alone, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := c.hist(t)
+			if c.obs != nil && c.obs.TopicIDs == nil {
+				c.obs.TopicIDs = dropped.TopicIDs
+			}
+			rep := Judge(h.events(), c.obs, history.Plan{})
+			mustSight(t, rep, c.want)
+			if got := Sightings(h.events(), c.obs, history.Plan{}); len(got) != len(c.want) {
+				t.Fatalf("Sightings: want %d, got %+v", len(c.want), got)
+			}
+			// A sighting is noted, not failed: every verdict holds, none lists the finding.
+			if !rep.Holds {
+				t.Fatalf("the run fails: %+v", rep.Verdicts)
+			}
+			for _, v := range rep.Verdicts {
+				if len(v.Known) != 0 {
+					t.Fatalf("%s lists a match: %+v", v.Name, v.Known)
+				}
+			}
+		})
+	}
 }
