@@ -18,6 +18,8 @@ import (
 // group was downgraded (offsets 977–992: GroupMetadata of generation 8 with m4's target, 4 and 5)
 // and upgraded at m3's join (offsets 1001–1015: m4 at epoch 8 with 4 and 5, nothing pending);
 // epoch 9 gave 6 to m3 (offset 1019, event 3115) while m4 still held it (revoked at event 3229).
+// The tests read only NoDoubleOwnership, ValidPartitionEpoch and the sightings from it: with the
+// consume events left out, CommitsFollowConsumed fails on this copy (the whole run held it).
 const reconvertSeed = "testdata/kafka-4.1.2-reconvert-seed-1021641574564730165"
 
 // mustBeReconvert fails unless v fails with one violation citing want, labelled with the finding,
