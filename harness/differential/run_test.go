@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/groupquake/groupquake/harness/differential/difftest"
 
 	"github.com/groupquake/groupquake/coordinator/version"
 )
@@ -141,17 +141,8 @@ func TestRunTellsSameFromDifferent(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := Settings("4.4.0")
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(time.Second), kfake.GroupMaxSessionTimeout(30*time.Minute),
-		kfake.BrokerConfigs(map[string]string{
-			"group.consumer.heartbeat.interval.ms": s["group.consumer.heartbeat.interval.ms"],
-			"group.consumer.session.timeout.ms":    s["group.consumer.session.timeout.ms"],
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	rep, err := Run(ctx, Target{Name: "kfake", Version: "4.4.0", Addr: fake.ListenAddrs()[0]}, secs, Options{Wait: 3 * time.Second})
+	addr := difftest.Kfake(t, Settings("4.4.0"))
+	rep, err := Run(ctx, Target{Name: "kfake", Version: "4.4.0", Addr: addr}, secs, Options{Wait: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/differential"
+	"github.com/groupquake/groupquake/harness/differential/difftest"
 )
 
 // The differential mode of the reference coordinator's conformance vectors
@@ -371,23 +370,10 @@ func diffReports(t *testing.T, reports map[string]differential.Report) {
 // same group settings, as Kafka 4.4.0. It fails only if the run cannot be
 // made; the differences are the report.
 func TestDifferentialKfake(t *testing.T) {
-	s := differential.Settings(version.Default.String())
-	fake, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.GroupMinSessionTimeout(time.Second),
-		kfake.GroupMaxSessionTimeout(30*time.Minute),
-		kfake.BrokerConfigs(map[string]string{
-			"group.consumer.heartbeat.interval.ms": s["group.consumer.heartbeat.interval.ms"],
-			"group.consumer.session.timeout.ms":    s["group.consumer.session.timeout.ms"],
-		}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	addr := difftest.Kfake(t, differential.Settings(version.Default.String()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rep, err := runAll(ctx, t, differential.Target{Name: "kfake", Version: version.Default.String(), Addr: fake.ListenAddrs()[0]}, differential.Options{Wait: 3 * time.Second, Logf: t.Logf, ReadsSeeWrites: true})
+	rep, err := runAll(ctx, t, differential.Target{Name: "kfake", Version: version.Default.String(), Addr: addr}, differential.Options{Wait: 3 * time.Second, Logf: t.Logf, ReadsSeeWrites: true})
 	writeReport(t, "differential-kfake.txt", rep, kfakeGaps)
 	if err != nil {
 		t.Fatal(err)
