@@ -129,6 +129,15 @@ type Env struct {
 	Members Members
 	Group   Group
 	Leaders Leaders
+	// Edges, when set, is told of each change a fault makes to its target
+	// again and again while it is in force (LinkFlap: each cut and each
+	// restore of the link), once the change took effect, so the harness
+	// can record when the target was really hurt. A fault that acts once at
+	// its start and once at its heal does not call it. It is called one
+	// edge at a time and in order: the first by Apply before it returns,
+	// the next ones from the fault's own goroutine, the last by Heal; it
+	// must return quickly.
+	Edges func(Edge)
 }
 
 // Kind names what a fault does; it is what plans save.

@@ -64,6 +64,40 @@ func (k flapKind) durations(s Space) (time.Duration, time.Duration) {
 	return lo, max(lo, 2*s.MaxDuration)
 }
 
+// Edge is one change a flapping fault made to its target (see Env.Edges):
+// the link was cut or brought up again.
+type Edge struct {
+	// Fault is the fault as applied.
+	Fault Fault
+	// Up is false for a cut, true for a restore.
+	Up bool
+	// Cut numbers the cuts from 1; a restore carries the number of the cut
+	// it ended.
+	Cut int
+	// Final marks the restore the heal made: the flapping is over.
+	Final bool
+	// At is when the change took effect: when the call to the link
+	// returned.
+	At time.Time
+	// Err is the error of a call to the link that failed: the flapping
+	// stops there, and the link may be either way until the heal.
+	Err error
+}
+
+func (e Edge) String() string {
+	s := fmt.Sprintf("cut %d", e.Cut)
+	if e.Up {
+		s = fmt.Sprintf("up after cut %d", e.Cut)
+	}
+	if e.Final {
+		s += " (the heal)"
+	}
+	if e.Err != nil {
+		s += fmt.Sprintf(" failed: %v", e.Err)
+	}
+	return s
+}
+
 // flapKey finds a flap again at its heal: the client's links (LinkOf gives
 // the same Link for a client throughout a run) and the fault.
 type flapKey struct {
@@ -89,9 +123,21 @@ type flap struct {
 	l          Link
 	f          Fault
 	stop, done chan struct{}
-	// Written by the goroutine, read after done.
-	cuts int
-	err  error
+	// edges is told each cut and restore (Env.Edges); nil when no one asks.
+	edges func(Edge)
+	// Written by the goroutine, read after done: the cuts made, the last
+	// cut tried (a cut that failed may have taken effect), whether the link
+	// is cut, and the call that failed.
+	cuts, tried int
+	down        bool
+	err         error
+}
+
+// edge reports one change of the link, when someone asks.
+func (fl *flap) edge(up, final bool, cut int, at time.Time, err error) {
+	if fl.edges != nil {
+		fl.edges(Edge{Fault: fl.f, Up: up, Cut: cut, Final: final, At: at, Err: err})
+	}
 }
 
 func (k flapKind) Apply(_ context.Context, env Env, f Fault) (string, error) {
@@ -111,15 +157,18 @@ func (k flapKind) Apply(_ context.Context, env Env, f Fault) (string, error) {
 	if err := l.Cut(f.Node); err != nil {
 		return "", err
 	}
-	fl := &flap{l: l, f: f, stop: make(chan struct{}), done: make(chan struct{}), cuts: 1}
+	fl := &flap{l: l, f: f, stop: make(chan struct{}), done: make(chan struct{}), edges: env.Edges, cuts: 1, tried: 1, down: true}
 	flaps.m[key] = fl
+	fl.edge(false, false, 1, time.Now(), nil)
 	go fl.run()
 	return fmt.Sprintf("cut; up after %s, cut again after %s, and so on until the heal", f.FlapDown, f.FlapUp), nil
 }
 
 // run alternates the link: up after a cut's FlapDown, cut again after
 // FlapUp. A call to the links that fails ends the flapping (the heal says
-// so); the link stays as it was until the heal.
+// so); the link stays as it was until the heal. Each change that took
+// effect is reported as an edge (Apply reported the first cut), and so is
+// a call that failed.
 func (fl *flap) run() {
 	defer close(fl.done)
 	for down := true; ; down = !down {
@@ -134,15 +183,21 @@ func (fl *flap) run() {
 			return
 		case <-c:
 		}
+		cut := fl.cuts
 		if down {
 			fl.err = fl.l.Heal(fl.f.Node)
 		} else {
-			fl.err = fl.l.Cut(fl.f.Node)
-			fl.cuts++
+			cut++
+			fl.tried = cut
+			if fl.err = fl.l.Cut(fl.f.Node); fl.err == nil {
+				fl.cuts++
+			}
 		}
+		fl.edge(down, false, cut, time.Now(), fl.err)
 		if fl.err != nil {
 			return
 		}
+		fl.down = !down
 	}
 }
 
@@ -155,10 +210,11 @@ func (k flapKind) Heal(_ context.Context, env Env, f Fault) (string, error) {
 		return "", err
 	}
 	saw := "the link was not flapping"
+	var fl *flap
 	if t := reflect.TypeOf(l); t != nil && t.Comparable() {
 		key := flapKey{l, f}
 		flaps.Lock()
-		fl := flaps.m[key]
+		fl = flaps.m[key]
 		delete(flaps.m, key)
 		flaps.Unlock()
 		if fl != nil {
@@ -167,7 +223,14 @@ func (k flapKind) Heal(_ context.Context, env Env, f Fault) (string, error) {
 			saw = fl.summary()
 		}
 	}
-	return saw, l.Heal(f.Node)
+	err = l.Heal(f.Node)
+	// The heal ends the last cut when the flapping left the link cut; after
+	// a failed call the link may be either way, and the heal's restore is
+	// reported as well, as the end of the last cut tried.
+	if fl != nil && (fl.down || fl.err != nil) {
+		fl.edge(true, true, fl.tried, time.Now(), err)
+	}
+	return saw, err
 }
 
 func (fl *flap) summary() string {

@@ -368,3 +368,147 @@ func TestFlapRoundTrip(t *testing.T) {
 		t.Errorf("Params = %v, want %v", got, want)
 	}
 }
+
+// edgesTo reports a flap's edges on a channel the test reads.
+func edgesTo(e Env) (Env, <-chan Edge) {
+	c := make(chan Edge, 100)
+	e.Edges = func(x Edge) { c <- x }
+	return e, c
+}
+
+// A scripted flap tells Env.Edges of each change of the link in order,
+// Apply's first cut included, each with the time it took effect (after the
+// timer that led to it fired, before the edge was read) and the call to
+// the link already made; the heal of a link left cut is its last restore.
+// A flap healed while the link is up reports no restore at the heal.
+func TestFlapReportsEdges(t *testing.T) {
+	timers := stepFlaps(t)
+	ctx := context.Background()
+	f := flapFault()
+	ls := map[string]*syncLink{"m1": {}}
+	e, edges := edgesTo(linksEnv(ls))
+	before := time.Now()
+	if _, err := Apply(ctx, f, e); err != nil {
+		t.Fatal(err)
+	}
+	applied := time.Now()
+	if len(edges) != 1 {
+		t.Fatalf("%d edges when Apply returned, want its cut", len(edges))
+	}
+	next := func(what string, fired time.Time) Edge {
+		t.Helper()
+		select {
+		case x := <-edges:
+			if x.At.Before(fired) || x.At.After(time.Now()) {
+				t.Errorf("%s: took effect at %s, not between %s and its report", what, x.At.Format(time.StampNano), fired.Format(time.StampNano))
+			}
+			return x
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no edge", what)
+		}
+		return Edge{}
+	}
+	first := next("first cut", before)
+	if first.Up || first.Cut != 1 || first.Final || first.Err != nil || first.Fault != f || first.At.After(applied) {
+		t.Errorf("first edge %+v, want cut 1 of %s taken before Apply returned", first, f)
+	}
+	var got []string
+	last := first.At
+	for i := range 3 { // up after cut 1, cut 2, up after cut 2
+		ft := <-timers
+		fired := time.Now()
+		ft.c <- fired
+		x := next(fmt.Sprintf("edge %d", i+2), fired)
+		if x.At.Before(last) {
+			t.Errorf("edge %v at %s before the edge before it (%s)", x, x.At, last)
+		}
+		last = x.At
+		if n := len(ls["m1"].snapshot()); n != i+2 {
+			t.Errorf("edge %v reported with %d calls to the link made, want %d", x, n, i+2)
+		}
+		got = append(got, x.String())
+	}
+	ft := <-timers // the cut after the second up
+	fired := time.Now()
+	ft.c <- fired
+	got = append(got, next("cut 3", fired).String())
+	<-timers // waiting to bring cut 3 up: the heal comes first
+	healing := time.Now()
+	if saw, err := Heal(ctx, f, e); err != nil || !strings.Contains(saw, "cut 3 times") {
+		t.Fatalf("heal: %q, %v", saw, err)
+	}
+	fin := next("the heal's restore", healing)
+	if !fin.Up || !fin.Final || fin.Cut != 3 {
+		t.Errorf("the heal's edge %+v, want the final restore after cut 3", fin)
+	}
+	got = append(got, fin.String())
+	if want := []string{"up after cut 1", "cut 2", "up after cut 2", "cut 3", "up after cut 3 (the heal)"}; !slices.Equal(got, want) {
+		t.Errorf("edges %q, want %q", got, want)
+	}
+	if want := []string{"cut 2", "heal 2", "cut 2", "heal 2", "cut 2", "heal 2"}; !slices.Equal(ls["m1"].snapshot(), want) {
+		t.Errorf("calls %q, want %q", ls["m1"].snapshot(), want)
+	}
+	noFlapLeft(t)
+	if len(edges) != 0 {
+		t.Errorf("%d edges after the heal's", len(edges))
+	}
+
+	// Healed in an up window: the heal changes nothing, and says nothing.
+	ls["m1"] = &syncLink{}
+	if _, err := Apply(ctx, f, e); err != nil {
+		t.Fatal(err)
+	}
+	next("first cut", before)
+	(<-timers).c <- time.Now()
+	if x := next("up", before); !x.Up || x.Final || x.Cut != 1 {
+		t.Errorf("edge %+v, want up after cut 1", x)
+	}
+	<-timers
+	if _, err := Heal(ctx, f, e); err != nil {
+		t.Fatal(err)
+	}
+	noFlapLeft(t)
+	if len(edges) != 0 {
+		t.Errorf("a heal in an up window reported %v", <-edges)
+	}
+
+	// A restore that fails is reported with its error, and so is the heal
+	// after it (the link may have stayed cut).
+	ls["m1"] = &syncLink{healErr: 1}
+	if _, err := Apply(ctx, f, e); err != nil {
+		t.Fatal(err)
+	}
+	next("first cut", before)
+	(<-timers).c <- time.Now()
+	if x := next("failed up", before); !x.Up || x.Err == nil || !strings.Contains(x.String(), "failed: toxiproxy said no") {
+		t.Errorf("edge %+v (%s), want the failed restore", x, x)
+	}
+	if _, err := Heal(ctx, f, e); err != nil {
+		t.Fatal(err)
+	}
+	if x := next("heal after a failure", before); !x.Up || !x.Final || x.Err != nil || x.Cut != 1 {
+		t.Errorf("edge %+v, want the heal's restore after cut 1", x)
+	}
+	noFlapLeft(t)
+
+	// A cut that fails is reported with its number and error; the heal's
+	// restore ends that cut (it may have taken effect).
+	ls["m1"] = &syncLink{cutErr: 2}
+	if _, err := Apply(ctx, f, e); err != nil {
+		t.Fatal(err)
+	}
+	next("first cut", before)
+	(<-timers).c <- time.Now()
+	next("up", before)
+	(<-timers).c <- time.Now()
+	if x := next("failed cut", before); x.Up || x.Cut != 2 || x.Err == nil {
+		t.Errorf("edge %+v, want the failed cut 2", x)
+	}
+	if saw, err := Heal(ctx, f, e); err != nil || !strings.Contains(saw, "cut once") {
+		t.Fatalf("heal: %q, %v", saw, err)
+	}
+	if x := next("heal after a failed cut", before); !x.Up || !x.Final || x.Cut != 2 {
+		t.Errorf("edge %+v, want the heal's restore after cut 2", x)
+	}
+	noFlapLeft(t)
+}

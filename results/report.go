@@ -151,12 +151,13 @@ func (d *digest) needsValue(e history.Event) bool {
 }
 
 // listable: what changes ownership or membership (a member stopping for good and its supervisor
-// restarting it included), faults, phases and the harness's own stalls (not the calls in flight).
+// restarting it included), faults (a flapping link's cuts and restores included), phases and the
+// harness's own stalls (not the calls in flight).
 func listable(e *history.Event) bool {
 	switch e.F {
 	case history.FAssigned, history.FRevoked, history.FLost, history.FFenced, history.FLeft,
 		history.FSessionExpired, history.FStopped, history.FRestart,
-		history.FFaultStart, history.FFaultStop, history.FPhase, history.FStall, history.FJoin, history.FSync:
+		history.FFaultStart, history.FFaultStop, history.FFaultEdge, history.FPhase, history.FStall, history.FJoin, history.FSync:
 		return e.Type != history.Invoke
 	}
 	return false

@@ -607,3 +607,56 @@ func TestStallBand(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultEdgesListed: a flapping link's cuts and restores (fault-edge) are rows of the events
+// table, concern no member, and are not faults: the faults table and the timeline have the one
+// link-flap, from its start to its stop, whatever edges it had.
+func TestFaultEdgesListed(t *testing.T) {
+	s := newStory(t)
+	s.at(0).phase(history.PhaseSetup)
+	s.at(10*time.Second).own(history.FAssigned, "a", 1, 0, 1, 2, 3)
+	s.at(11 * time.Second).phase(history.PhaseWorkload)
+	target := []string{"a->all-brokers"}
+	var edges []int64
+	edge := func(at time.Duration, x history.FaultEdge) {
+		x.What, x.Target = "link-flap", target
+		edges = append(edges, s.at(at).must(s.r.Info("nemesis/0", history.FFaultEdge, x, "")))
+	}
+	v := history.Fault{What: "link-flap", Target: target}
+	s.at(12 * time.Second).must(s.r.Invoke("nemesis/0", history.FFaultStart, v, ""))
+	edge(12*time.Second, history.FaultEdge{Edge: history.EdgeCut, Cut: 1})
+	start := s.must(s.r.OK("nemesis/0", v, ""))
+	edge(13*time.Second, history.FaultEdge{Edge: history.EdgeUp, Cut: 1})
+	edge(14*time.Second, history.FaultEdge{Edge: history.EdgeCut, Cut: 2})
+	s.at(15 * time.Second).must(s.r.Invoke("nemesis/0", history.FFaultStop, v, ""))
+	edge(15*time.Second, history.FaultEdge{Edge: history.EdgeUp, Cut: 2, Final: true})
+	stop := s.must(s.r.OK("nemesis/0", v, ""))
+	s.at(20 * time.Second).phase(history.PhaseFinal)
+	s.at(21 * time.Second).phase(history.PhaseTeardown)
+	evs := s.events()
+	for _, i := range edges {
+		if e := evs[i]; !listable(&e) {
+			t.Errorf("edge %s is not listed", e)
+		} else if m, tps := concerns(&e); m != "" || tps != nil {
+			t.Errorf("edge %s concerns %q %v, want nothing", e, m, tps)
+		}
+	}
+	_, doc := render(t, Report{Title: "flap", Run: RunInfo{Seed: 7, Scenario: "baseline"}, Events: evs, Partitions: storyPlan.Partitions()})
+	rows := doc.all(byTagClass("tr", "fault"))
+	if len(rows) != 1 || !strings.Contains(rows[0].allText(), fmt.Sprintf("(event %d)", start)) || !strings.Contains(rows[0].allText(), fmt.Sprintf("(event %d)", stop)) {
+		var txt []string
+		for _, r := range rows {
+			txt = append(txt, r.allText())
+		}
+		t.Errorf("faults table %q, want the one link-flap from event %d to %d", txt, start, stop)
+	}
+	if bars := doc.all(byTagClass("rect", "fault")); len(bars) != 1 {
+		t.Errorf("%d fault bars on the timeline, want 1", len(bars))
+	}
+	for _, i := range edges {
+		row := doc.all(func(n *node) bool { return n.name == "tr" && n.attr["id"] == fmt.Sprintf("e%d", i) })
+		if len(row) != 1 || !strings.Contains(row[0].allText(), history.FFaultEdge) {
+			t.Errorf("edge %d: events table rows %v", i, row)
+		}
+	}
+}

@@ -4,8 +4,8 @@
 //
 // The model is Jepsen's: an operation is an invoke event followed by exactly one completion from the
 // same process (ok: it happened; fail: it certainly did not happen; info: the outcome is unknown).
-// Facts that are not calls (a partition was assigned, a fault started, a phase began) are standalone
-// info events. Faults are events in the same history as client calls, so checkers and reports see
+// Facts that are not calls (a partition was assigned, a flapping link went down, a phase began) are
+// standalone info events. Faults are events in the same history as client calls, so checkers and reports see
 // them side by side.
 //
 // Pairing rule, the same for the Recorder (which enforces it as events arrive) and Pairs (which
@@ -30,7 +30,8 @@
 // Process names, by convention: "m1" (a member's application thread: consume, commit, the
 // assignment callbacks), "m1/hb" (its heartbeats and leave), "m1/join" (a classic member's
 // JoinGroup and SyncGroup, which overlap its heartbeats), "m1/commit" (commits the member makes on
-// its own), "p0" (a producer), "nemesis/3" (one fault of the schedule: faults overlap), "observer",
+// its own), "p0" (a producer), "nemesis/3" (one fault of the schedule: faults overlap; the cuts
+// and restores of a flapping link, fault-edge, are facts of its fault's process), "observer",
 // "harness" (phase markers, and the stalls of the harness process its pulse saw).
 //
 // This package is a leaf: it imports only the standard library, so every other package (clients'

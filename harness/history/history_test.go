@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -603,5 +604,62 @@ func TestListsClientOf(t *testing.T) {
 	}
 	if (*GroupDescription)(nil).ListsClientOf("m1") {
 		t.Errorf("a missing description lists a member")
+	}
+}
+
+// A flapping link's edges are facts of its fault's process: recorded while the fault's start or
+// stop is open they close neither, the start and the stop pair with their own completions, and
+// the edges read back as FaultEdge values (from a pointer too).
+func TestFaultEdgesBesideTheFault(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	r := newTestRecorder(t, &buf)
+	must := func(e Event, err error) Event {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	v := Fault{What: "link-flap", Target: []string{"m1->all-brokers"}}
+	edge := func(x FaultEdge) FaultEdge { x.What, x.Target = v.What, v.Target; return x }
+	must(r.Invoke("nemesis/2", FFaultStart, v, ""))
+	must(r.Info("nemesis/2", FFaultEdge, edge(FaultEdge{Edge: EdgeCut, Cut: 1}), ""))
+	must(r.OK("nemesis/2", v, ""))
+	must(r.Info("nemesis/2", FFaultEdge, edge(FaultEdge{Edge: EdgeUp, Cut: 1}), ""))
+	must(r.Info("nemesis/2", FFaultEdge, edge(FaultEdge{Edge: EdgeCut, Cut: 2}), ""))
+	must(r.Invoke("nemesis/2", FFaultStop, v, ""))
+	p := edge(FaultEdge{Edge: EdgeUp, Cut: 2, Final: true})
+	if e := must(r.Info("nemesis/2", FFaultEdge, &p, "the heal")); !reflect.DeepEqual(e.Value, p) {
+		t.Errorf("a *FaultEdge recorded as %T", e.Value)
+	}
+	must(r.OK("nemesis/2", v, ""))
+	if open := r.Open(); len(open) != 0 {
+		t.Fatalf("calls left open: %v", open)
+	}
+	l, err := Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partner, err := Pairs(l.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if partner[0] != 2 || partner[5] != 7 {
+		t.Errorf("the start pairs with %d, the stop with %d: want their completions 2 and 7", partner[0], partner[5])
+	}
+	var got []string
+	for _, i := range []int{1, 3, 4, 6} {
+		x, ok := l.Events[i].Value.(FaultEdge)
+		if !ok || l.Events[i].Type != Info || partner[i] >= 0 {
+			t.Fatalf("event %d: %T, %s, partner %d: want a standalone FaultEdge", i, l.Events[i].Value, l.Events[i].Type, partner[i])
+		}
+		if x.What != "link-flap" || x.Target[0] != "m1->all-brokers" {
+			t.Errorf("event %d names %+v", i, x)
+		}
+		got = append(got, fmt.Sprintf("%s %d %v", x.Edge, x.Cut, x.Final))
+	}
+	if want := []string{"cut 1 false", "up 1 false", "cut 2 false", "up 2 true"}; !slices.Equal(got, want) {
+		t.Errorf("edges %q, want %q", got, want)
 	}
 }

@@ -69,6 +69,15 @@ const (
 	// process "nemesis"; Value says what was really done.
 	FFaultStart = "fault-start"
 	FFaultStop  = "fault-stop"
+	// FFaultEdge: a fault that changes its target again and again while in force (link-flap: it
+	// cuts the client's link and restores it, over and over) made one change, recorded once it took
+	// effect, so the event's time is when the link went down or came back up. Standalone info on
+	// the fault's process ("nemesis/3"), never a call: it neither starts nor ends a fault, and its
+	// F is not the open fault-start or fault-stop's. Value is a FaultEdge. The first cut, made by
+	// the apply, is cut 1, recorded before the fault-start's completion; each cut is followed by the
+	// up that ended it, the last one made by the heal (then Final, recorded before the fault-stop's
+	// completion) unless the flapping ended in an up window.
+	FFaultEdge = "fault-edge"
 	// FPhase: a phase of the run began. Standalone info from process "harness".
 	FPhase = "phase"
 	// FDescribe: the observer's DescribeGroups / ConsumerGroupDescribe plus OffsetFetch.
@@ -352,6 +361,29 @@ type Fault struct {
 	Error    string `json:"error,omitempty"`
 }
 
+// The edges of a FaultEdge.
+const (
+	EdgeCut = "cut" // the link went down
+	EdgeUp  = "up"  // the link came back up
+)
+
+// FaultEdge is the payload of FFaultEdge: one change a flapping fault made to its target. The fault
+// is named as in its fault-start (What, Target); the windows in which the link was down are each
+// cut to the up with the same Cut.
+type FaultEdge struct {
+	What   string   `json:"what"`
+	Target []string `json:"target,omitempty"`
+	// Edge is EdgeCut or EdgeUp.
+	Edge string `json:"edge"`
+	// Cut numbers the cuts of the fault from 1; an up carries the number of the cut it ended.
+	Cut int `json:"cut"`
+	// Final marks the up the heal made: the flapping is over.
+	Final bool `json:"final,omitempty"`
+	// Error is the error of a change that failed: the flapping stopped there, and the link may be
+	// either way until the heal.
+	Error string `json:"error,omitempty"`
+}
+
 // Phase is the payload of FPhase.
 type Phase struct {
 	Name string `json:"name"`
@@ -416,6 +448,8 @@ func DecodeValue(f string, raw json.RawMessage) (any, error) {
 		return decodeAs[Restart](raw)
 	case FFaultStart, FFaultStop:
 		return decodeAs[Fault](raw)
+	case FFaultEdge:
+		return decodeAs[FaultEdge](raw)
 	case FPhase:
 		return decodeAs[Phase](raw)
 	case FDescribe:
@@ -469,6 +503,8 @@ func TypedValue(e Event) (any, error) {
 	case *Membership:
 		return deref(v), nil
 	case *Fault:
+		return deref(v), nil
+	case *FaultEdge:
 		return deref(v), nil
 	case *Restart:
 		return deref(v), nil

@@ -339,8 +339,35 @@ func (n *nemesis) apply(ctx, actx context.Context, i int, f faults.Fault) (fault
 	n.active[i] = resolved
 	n.starts[i] = n.meter.mark()
 	n.mu.Unlock()
-	saw, err := faults.Apply(actx, resolved, n.env)
+	env := n.env
+	env.Edges = n.edges(i)
+	saw, err := faults.Apply(actx, resolved, env)
 	return resolved, joinEffects(joinEffects(waited, who), saw), err
+}
+
+// edges records each change fault i makes to its target while in force (a
+// flapping link's cuts and restores, faults.Env.Edges) as a fault-edge fact
+// of its process, as soon as the fault reports it: the event's time is when
+// the change took effect, so the history shows when the link was down.
+func (n *nemesis) edges(i int) func(faults.Edge) {
+	return func(e faults.Edge) {
+		v := faultValue(e.Fault)
+		x := history.FaultEdge{What: v.What, Target: v.Target, Edge: history.EdgeCut, Cut: e.Cut, Final: e.Final}
+		if e.Up {
+			x.Edge = history.EdgeUp
+		}
+		why := ""
+		if e.Final {
+			why = "the heal"
+		}
+		if e.Err != nil {
+			x.Error = e.Err.Error()
+			why = joinEffects(why, "the change failed: the link may be either way until the heal")
+		}
+		if _, err := n.rec.Info(process(i), history.FFaultEdge, x, why); err != nil {
+			n.logf("nemesis: recording %s of %s: %v", e, e.Fault, err)
+		}
+	}
 }
 
 func (n *nemesis) stop(ctx context.Context, i int, why string) error {

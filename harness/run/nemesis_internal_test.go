@@ -388,3 +388,131 @@ func TestUpgradeStepsChainedByTime(t *testing.T) {
 		t.Errorf("the node fault is in the upgrade's chain")
 	}
 }
+
+// timedLink is a client's link that notes each call with the time it
+// returned on the run's clock.
+type timedLink struct {
+	mu    sync.Mutex
+	clock func() time.Duration
+	calls []timedCall
+}
+
+type timedCall struct {
+	op string
+	at time.Duration
+}
+
+func (l *timedLink) add(op string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, timedCall{op, l.clock()})
+	return nil
+}
+func (l *timedLink) snapshot() []timedCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]timedCall(nil), l.calls...)
+}
+func (l *timedLink) Cut(faults.NodeID) error                                   { return l.add("cut") }
+func (l *timedLink) Heal(faults.NodeID) error                                  { return l.add("up") }
+func (l *timedLink) Latency(faults.NodeID, time.Duration, time.Duration) error { return nil }
+func (l *timedLink) Bandwidth(faults.NodeID, int64) error                      { return nil }
+func (l *timedLink) Blackhole(faults.NodeID) error                             { return nil }
+func (l *timedLink) ResetPeer(faults.NodeID, time.Duration) error              { return nil }
+
+// Two flapping links, side by side: each cut and restore of each is a
+// fault-edge fact of its fault's process, in the order of the calls to its
+// link, each recorded after its call returned and before the next call;
+// the first cut comes before the start's completion, the heal's restore
+// (when the link was cut at the heal) before the stop's; the edges count
+// the cuts the stop reports. The history is well formed.
+func TestNemesisRecordsFlapEdges(t *testing.T) {
+	rec, meter, start := meteredRecorder(t)
+	clock := history.SinceClock(start)
+	links := map[string]*timedLink{"m1": {clock: clock}, "m2": {clock: clock}}
+	env := faults.Env{Links: func(c string) (faults.Link, error) { return links[c], nil }}
+	ms := time.Millisecond
+	sched := []faults.Fault{
+		// Cut at 0, 300, 600, 900 ms, each for 200ms: healed mid-cut.
+		{Kind: faults.LinkFlap, Client: "m1", Node: faults.AllNodes, At: 0, For: 1000 * ms, FlapDown: 200 * ms, FlapUp: 100 * ms},
+		// Cut at 0, 300, 600 ms, each for 100ms: healed mid-up.
+		{Kind: faults.LinkFlap, Client: "m2", Node: 1, At: 200 * ms, For: 800 * ms, FlapDown: 100 * ms, FlapUp: 200 * ms},
+	}
+	healedCut := []bool{true, false}
+	n := newNemesis(sched, env, rec, meter, t.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := n.run(ctx, start); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.heal(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.Events()
+	if v := check.HistoryWellFormed(evs); !v.Holds {
+		t.Errorf("history not well formed: %+v", v.Violations)
+	}
+	for i, client := range []string{"m1", "m2"} {
+		proc := process(i)
+		var edges []history.Event
+		var startOK, stopOK history.Event
+		for _, e := range evs {
+			if e.Process != proc {
+				continue
+			}
+			switch {
+			case e.F == history.FFaultEdge:
+				edges = append(edges, e)
+			case e.F == history.FFaultStart && e.Type == history.OK:
+				startOK = e
+			case e.F == history.FFaultStop && e.Type == history.OK:
+				stopOK = e
+			}
+		}
+		calls := links[client].snapshot()
+		if len(edges) < 5 {
+			t.Fatalf("%s: %d edges (%v), want a few cycles", proc, len(edges), edges)
+		}
+		cuts := 0
+		for j, e := range edges {
+			x, err := history.ValueAs[history.FaultEdge](e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := history.EdgeCut
+			if j%2 == 1 {
+				want = history.EdgeUp
+			} else {
+				cuts++
+			}
+			if x.Edge != want || x.Cut != j/2+1 || x.What != string(faults.LinkFlap) || x.Error != "" || e.Type != history.Info {
+				t.Errorf("%s edge %d: %s, want %s of cut %d", proc, j, e, want, j/2+1)
+			}
+			if x.Target[0] != faultValue(sched[i]).Target[0] {
+				t.Errorf("%s edge %d names %v, not its fault's target", proc, j, x.Target)
+			}
+			if calls[j].op != want || e.Time < calls[j].at || (j+1 < len(calls) && e.Time > calls[j+1].at) {
+				t.Errorf("%s edge %d (%s at %s) is not the call it reports: calls %v", proc, j, want, e.Time, calls)
+			}
+			if final := j == len(edges)-1 && want == history.EdgeUp && len(calls) == len(edges); x.Final != final {
+				t.Errorf("%s edge %d: final %v, want %v (calls %v)", proc, j, x.Final, final, calls)
+			}
+		}
+		// The link ends up: the heal's restore is an edge, or the link
+		// was up already and the heal's call is the only one left.
+		want := 1
+		if healedCut[i] {
+			want = 0
+		}
+		if extra := len(calls) - len(edges); extra != want || len(edges)%2 != 0 || calls[len(calls)-1].op != "up" {
+			t.Errorf("%s: %d edges for calls %v, want %d calls more (healed while cut: %v)", proc, len(edges), calls, want, healedCut[i])
+		}
+		if edges[0].Index > startOK.Index || edges[len(edges)-1].Index > stopOK.Index {
+			t.Errorf("%s: edges %d..%d outside the start's completion %d and the stop's %d", proc, edges[0].Index, edges[len(edges)-1].Index, startOK.Index, stopOK.Index)
+		}
+		v, _ := history.ValueAs[history.Fault](stopOK)
+		if !strings.Contains(v.Effect, fmt.Sprintf("cut %d times", cuts)) {
+			t.Errorf("%s: %d cut edges, the stop says %q", proc, cuts, v.Effect)
+		}
+	}
+}
