@@ -45,9 +45,12 @@ What groupquake's runs found in Kafka and its clients, one registry
   findings triage   judges run directories again (a DIR without plan.json is
                     searched for runs below it) and prints per scenario the runs,
                     how many hold, the violations, each matched to a finding's id
-                    or counted as unexplained, and the members lost for good to a
+                    or counted as unexplained, the members lost for good to a
                     known finding with the share of the workload judged without
-                    them (member-seconds); then every violation and loss.
+                    them (member-seconds), and per finding the runs whose history
+                    sighted it without a violation labelled with it; then those
+                    runs per finding, and every violation, loss and such
+                    sighting.
 
 Exit status: 0 listed, ran (reproduced or not) or triaged; 2 bad input
 (an unknown id or version, a reproducer that cannot run as asked, no run
@@ -457,6 +460,11 @@ type triageRun struct {
 	Violations []triageViolation `json:"violations,omitempty"`
 	// Lost are the members lost for good to a known finding.
 	Lost []triageLoss `json:"lost,omitempty"`
+	// Sighted are the run's sightings (check.Report.Findings) of the
+	// findings that none of its violations is labelled with: a finding the
+	// history shows without a violation to match (a behaviour noted, a bug
+	// whose window passed without harm).
+	Sighted []triageSighting `json:"sighted,omitempty"`
 	// Share is the share of the run's member-seconds judged without them.
 	Share float64 `json:"share"`
 }
@@ -465,6 +473,19 @@ type triageViolation struct {
 	Checker string `json:"checker"`
 	Finding string `json:"finding,omitempty"`
 	Message string `json:"message"`
+}
+
+type triageSighting struct {
+	Finding string `json:"finding"`
+	Member  string `json:"member,omitempty"`
+	What    string `json:"what"`
+}
+
+// triageSighted is one finding and the runs that sighted it without a
+// violation labelled with it.
+type triageSighted struct {
+	Finding string   `json:"finding"`
+	Runs    []string `json:"runs"`
 }
 
 type triageLoss struct {
@@ -485,6 +506,9 @@ type triageRow struct {
 	Known       map[string]int `json:"known,omitempty"`
 	Unexplained int            `json:"unexplained"`
 	Lost        int            `json:"lost"`
+	// Sighted counts, per finding, the scenario's runs that sighted it
+	// without a violation labelled with it.
+	Sighted map[string]int `json:"sighted,omitempty"`
 	// Share is the mean, over the scenario's runs, of each run's share of
 	// member-seconds judged without a member lost to a known finding.
 	Share float64 `json:"share"`
@@ -546,30 +570,29 @@ func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Write
 	if len(runs) == 0 {
 		return badInput("none of the %d run directories under %s could be judged (see above)", len(dirs), strings.Join(roots, " "))
 	}
-	rows := triageTable(runs)
+	rows, sighted := triageTable(runs), triageSightedRuns(runs)
 	if *asJSON {
 		return writeJSON(stdout, struct {
-			SchemaVersion int         `json:"schema_version"`
-			Scenarios     []triageRow `json:"scenarios"`
-			Runs          []triageRun `json:"runs"`
-		}{schemaVersion, rows, runs})
+			SchemaVersion int             `json:"schema_version"`
+			Scenarios     []triageRow     `json:"scenarios"`
+			Sighted       []triageSighted `json:"sighted"`
+			Runs          []triageRun     `json:"runs"`
+		}{schemaVersion, rows, sighted, runs})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\truns\thold\tviolations\tknown\tunexplained\tmembers lost to a known finding\tmember-seconds judged without them")
+	fmt.Fprintln(tw, "scenario\truns\thold\tviolations\tknown\tunexplained\tmembers lost to a known finding\tmember-seconds judged without them\truns that sighted a finding without a violation")
 	for _, r := range rows {
-		known := "0"
-		if len(r.Known) > 0 {
-			var parts []string
-			for _, id := range slices.Sorted(maps.Keys(r.Known)) {
-				parts = append(parts, fmt.Sprintf("%d %s", r.Known[id], id))
-			}
-			known = strings.Join(parts, ", ")
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.1f%%\n", r.Scenario, r.Runs, r.Hold, r.Violations, known, r.Unexplained, r.Lost, 100*r.Share)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.1f%%\t%s\n", r.Scenario, r.Runs, r.Hold, r.Violations, countsByID(r.Known), r.Unexplained, r.Lost, 100*r.Share, countsByID(r.Sighted))
 	}
 	tw.Flush()
+	if len(sighted) > 0 {
+		fmt.Fprintln(stdout, "\nsighted without a matching violation:")
+		for _, x := range sighted {
+			fmt.Fprintf(stdout, "  %s: %d run(s): %s\n", x.Finding, len(x.Runs), strings.Join(x.Runs, ", "))
+		}
+	}
 	for _, r := range runs {
-		if len(r.Violations) == 0 && len(r.Lost) == 0 {
+		if len(r.Violations) == 0 && len(r.Lost) == 0 && len(r.Sighted) == 0 {
 			continue
 		}
 		fmt.Fprintf(stdout, "\n%s (%s, Kafka %s):\n", r.Dir, r.Scenario, r.Kafka)
@@ -587,8 +610,27 @@ func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Write
 			}
 			fmt.Fprintf(stdout, "  member %s lost for good to %s (%s): the workload went on without it for %s, %.1f%% of the run's member-seconds\n", l.Member, l.Finding, how, l.Without.Round(100*time.Millisecond), 100*l.Share)
 		}
+		for _, x := range r.Sighted {
+			who := ""
+			if x.Member != "" {
+				who = " (" + x.Member + ")"
+			}
+			fmt.Fprintf(stdout, "  sighted %s%s, no violation labelled with it: %s\n", x.Finding, who, x.What)
+		}
 	}
 	return nil
+}
+
+// countsByID is "0", or "N id, M id" in id order.
+func countsByID(m map[string]int) string {
+	if len(m) == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[id], id))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // triage reads one judged run.
@@ -608,7 +650,35 @@ func triage(dir string, j run.Judged) triageRun {
 			}
 		}
 	}
+	labelled := map[string]bool{}
+	for _, x := range r.Violations {
+		labelled[x.Finding] = true
+	}
+	for _, s := range j.Report.Findings {
+		if !labelled[s.Finding] {
+			r.Sighted = append(r.Sighted, triageSighting{Finding: s.Finding, Member: s.Member, What: firstLine(s.What)})
+		}
+	}
 	return r
+}
+
+// triageSightedRuns lists, per finding in id order, the runs (their
+// directories, in the order given) that sighted it without a violation
+// labelled with it; [] when none did.
+func triageSightedRuns(runs []triageRun) []triageSighted {
+	by := map[string][]string{}
+	for _, r := range runs {
+		for _, x := range r.Sighted {
+			if !slices.Contains(by[x.Finding], r.Dir) {
+				by[x.Finding] = append(by[x.Finding], r.Dir)
+			}
+		}
+	}
+	out := []triageSighted{}
+	for _, id := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, triageSighted{Finding: id, Runs: by[id]})
+	}
+	return out
 }
 
 // triageTable sums the runs per scenario, in name order.
@@ -637,6 +707,17 @@ func triageTable(runs []triageRun) []triageRow {
 		}
 		row.Lost += len(r.Lost)
 		row.Share += r.Share
+		counted := map[string]bool{}
+		for _, x := range r.Sighted {
+			if counted[x.Finding] {
+				continue
+			}
+			counted[x.Finding] = true
+			if row.Sighted == nil {
+				row.Sighted = map[string]int{}
+			}
+			row.Sighted[x.Finding]++
+		}
 	}
 	var out []triageRow
 	for _, s := range slices.Sorted(maps.Keys(by)) {

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/differential"
+	"github.com/groupquake/groupquake/harness/run"
 )
 
 func TestFindingsBadInput(t *testing.T) {
@@ -153,11 +155,16 @@ func TestFindingsTriage(t *testing.T) {
 	}
 	validateJSON(t, "findings-triage", []byte(out))
 	var got struct {
-		Scenarios []triageRow `json:"scenarios"`
-		Runs      []triageRun `json:"runs"`
+		Scenarios []triageRow     `json:"scenarios"`
+		Sighted   []triageSighted `json:"sighted"`
+		Runs      []triageRun     `json:"runs"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
+	}
+	// Its one finding is labelled on its violation: nothing sighted without one.
+	if len(got.Sighted) != 0 || len(got.Runs) != 1 || len(got.Runs[0].Sighted) != 0 || got.Scenarios[0].Sighted != nil || !strings.Contains(out, `"sighted": []`) {
+		t.Fatalf("sighted %+v, runs %+v: want none, \"sighted\": [] in\n%s", got.Sighted, got.Runs, out)
 	}
 	want := triageRow{Scenario: "broker-faults", Runs: 1, Violations: 1, Known: map[string]int{check.FindingStaticRejoinOwnInstance: 1}}
 	if len(got.Scenarios) != 1 || got.Scenarios[0].Scenario != want.Scenario || got.Scenarios[0].Runs != 1 || got.Scenarios[0].Hold != 0 ||
@@ -189,6 +196,85 @@ func TestFindingsTriage(t *testing.T) {
 	}
 	if !strings.Contains(string(page), `<span class="finding">`+check.FindingStaticRejoinOwnInstance+`</span>`) {
 		t.Errorf("report.html's banner does not name %s", check.FindingStaticRejoinOwnInstance)
+	}
+}
+
+// TestFindingsTriageSighted triages the real seed-2058727196645645882 run (a
+// member frozen across a coordinator move): it holds, and its history sights
+// kafka-deposed-coordinator-group-id-not-found with no violation to label:
+// the table, the list per finding and the run's lines say so.
+func TestFindingsTriageSighted(t *testing.T) {
+	t.Parallel()
+	dir := copyRun(t, "../../harness/check/testdata/kafka-4.4.0-freeze-seed-2058727196645645882")
+	root := filepath.Dir(dir)
+	code, out, errOut := call(t, "findings", "triage", "--json", root)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	validateJSON(t, "findings-triage", []byte(out))
+	var got struct {
+		Scenarios []triageRow     `json:"scenarios"`
+		Sighted   []triageSighted `json:"sighted"`
+		Runs      []triageRun     `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	id := check.FindingDeposedGroupIDNotFound
+	if len(got.Sighted) != 1 || got.Sighted[0].Finding != id || len(got.Sighted[0].Runs) != 1 || got.Sighted[0].Runs[0] != dir {
+		t.Fatalf("sighted %+v, want %s in %s only", got.Sighted, id, dir)
+	}
+	if len(got.Scenarios) != 1 || got.Scenarios[0].Violations != 0 || len(got.Scenarios[0].Sighted) != 1 || got.Scenarios[0].Sighted[id] != 1 {
+		t.Fatalf("scenarios %+v, want no violation and 1 run sighting %s", got.Scenarios, id)
+	}
+	if len(got.Runs) != 1 || len(got.Runs[0].Sighted) == 0 || got.Runs[0].Sighted[0].Finding != id || got.Runs[0].Sighted[0].Member == "" ||
+		!strings.Contains(got.Runs[0].Sighted[0].What, "GROUP_ID_NOT_FOUND") {
+		t.Fatalf("runs %+v, want the run's sighting of %s", got.Runs, id)
+	}
+	code, out, _ = call(t, "findings", "triage", root)
+	if code != exitOK || !strings.Contains(out, "1 "+id) || !strings.Contains(out, "sighted without a matching violation:\n  "+id+": 1 run(s): "+dir+"\n") ||
+		!strings.Contains(out, "  sighted "+id+" (") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestTriageSightedOnlyWithoutLabel: a run's sightings are listed as sighted
+// without a violation only for the findings none of its violations is
+// labelled with; the table counts runs, not sightings.
+func TestTriageSightedOnlyWithoutLabel(t *testing.T) {
+	t.Parallel()
+	var j run.Judged
+	j.Plan.Options.Scenario = "churn"
+	j.Report = check.Report{
+		Verdicts: []check.Verdict{{Name: check.NameNoDoubleOwnership, Violations: []check.Violation{{Message: "overlap", Finding: check.FindingReconvertDropsRevocation}}}},
+		Findings: []check.Sighting{
+			{Finding: check.FindingReconvertDropsRevocation, Member: "m4", What: "dropped 6"},
+			{Finding: check.FindingDeposedGroupIDNotFound, Member: "m3", What: "GROUP_ID_NOT_FOUND\nmore"},
+			{Finding: check.FindingDeposedGroupIDNotFound, Member: "m1", What: "again"},
+		},
+	}
+	r := triage("a", j)
+	if len(r.Sighted) != 2 || r.Sighted[0] != (triageSighting{Finding: check.FindingDeposedGroupIDNotFound, Member: "m3", What: "GROUP_ID_NOT_FOUND"}) ||
+		r.Sighted[1].Member != "m1" {
+		t.Fatalf("sighted %+v, want the two sightings of %s only", r.Sighted, check.FindingDeposedGroupIDNotFound)
+	}
+	j.Report.Verdicts = nil // the same sightings without the violation: both findings sighted only
+	b := triage("b", j)
+	if len(b.Sighted) != 3 {
+		t.Fatalf("sighted %+v, want all three", b.Sighted)
+	}
+	runs := []triageRun{r, b, {Dir: "c", Scenario: "churn", Holds: true}}
+	rows := triageTable(runs)
+	if len(rows) != 1 || rows[0].Sighted[check.FindingDeposedGroupIDNotFound] != 2 || rows[0].Sighted[check.FindingReconvertDropsRevocation] != 1 || len(rows[0].Sighted) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	got := triageSightedRuns(runs)
+	want := []triageSighted{{check.FindingDeposedGroupIDNotFound, []string{"a", "b"}}, {check.FindingReconvertDropsRevocation, []string{"b"}}}
+	if len(got) != len(want) || !slices.EqualFunc(got, want, func(x, y triageSighted) bool { return x.Finding == y.Finding && slices.Equal(x.Runs, y.Runs) }) {
+		t.Fatalf("per finding %+v, want %+v", got, want)
+	}
+	if got := triageSightedRuns(runs[2:]); got == nil || len(got) != 0 {
+		t.Fatalf("no sighting: %#v, want []", got)
 	}
 }
 

@@ -45,9 +45,9 @@ type reconvertDrop struct {
 	// the consumer group was written at; afterOff the member's first current
 	// assignment after it, which lists tp neither assigned nor pending.
 	upOff, upEpoch, afterOff int64
-	// toMember, toEpoch, toOff: the first target assignment after the
-	// upgrade that gives tp to another member, the group epoch it is of;
-	// toMember "" when the log shows none.
+	// toMember, toEpoch, toOff: the first target assignment from the
+	// upgrade on (the upgrade's own included) that gives tp to another
+	// member, the group epoch it is of; toMember "" when the log shows none.
 	toMember string
 	toEpoch  int64
 	toOff    int64
@@ -92,8 +92,8 @@ type reconvertScan struct {
 // reconvertDrops returns, in the order the upgrades showed them, every
 // partition the records show a classic member holding with its revocation
 // pending when the group was downgraded, that the upgrade after it left
-// neither assigned to it nor pending revocation, with the first later
-// target that gave it to another member when there is one.
+// neither assigned to it nor pending revocation, with the first target
+// from the upgrade on that gave it to another member when there is one.
 func reconvertDrops(obs *history.Observations, tps []history.TP) []reconvertDrop {
 	var recs []history.Record
 	for _, s := range obs.All() {
@@ -286,15 +286,30 @@ func (s *reconvertScan) afterUpgrade(id string, a memberAssignment) {
 	for _, d := range ds {
 		if !a.tps[d.tp] {
 			d.afterOff = a.off
-			s.open = append(s.open, len(s.out))
+			if d.toMember == "" {
+				s.open = append(s.open, len(s.out))
+			}
 			s.out = append(s.out, d)
 		}
 	}
 }
 
-// giveAway closes the open drops whose partition target a gives to member
-// id, another member.
+// giveAway notes target a, of member id, on the drops it gives the
+// partition away for: from the upgrade on, the first target that gives the
+// partition to another member, whether it came before the dropped member's
+// first current assignment after the upgrade (the upgrade's own targets,
+// written before the members' current assignments) or after it.
 func (s *reconvertScan) giveAway(id string, a memberAssignment) {
+	if s.upgraded {
+		for mid, ds := range s.held {
+			for i := range ds {
+				if d := &ds[i]; d.toMember == "" && id != d.memberID && a.tps[d.tp] {
+					d.toMember, d.toEpoch, d.toOff = id, a.epoch, a.off
+				}
+			}
+			s.held[mid] = ds
+		}
+	}
 	kept := s.open[:0]
 	for _, i := range s.open {
 		if d := &s.out[i]; id != d.memberID && a.tps[d.tp] {

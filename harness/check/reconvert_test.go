@@ -65,7 +65,8 @@ func TestReconvertDropsPendingRevocationSeed(t *testing.T) {
 	})
 	// The log shows three drops: m4's partition 6, the one behind both violations, and two that no
 	// violation followed (m1's partition 2 at the same conversion, m4's partition 5 at the next).
-	// Each is a sighting, citing its log offsets.
+	// Each is a sighting, citing its log offsets: the third the upgrade's own target (epoch 11) gave to
+	// 1Mr3sX_fTSqhRrFphyaXdg, before m4's first current assignment after it.
 	t.Run("every drop the log shows is a sighting", func(t *testing.T) {
 		rep := Judge(events, obs, plan)
 		mustSight(t, rep, []sightingWant{
@@ -77,7 +78,7 @@ func TestReconvertDropsPendingRevocationSeed(t *testing.T) {
 				"pending revocation (log offset 1014)", "the target of epoch 9 gave it to ll4eho7l50AvvZociUMPZA (log offset 1019)"}},
 			{"m4", []string{"member id groupquake-m4-a1b06aa5-1afb-4e8c-bd0a-9d9bb279823d holding gq-1021641574564730165-records-5 at member epoch 9 (log offset 1023)",
 				"its target no longer listed it (log offset 1096)", "generation 11 with the member, without it (log offset 1117)", "the upgrade (from log offset 1126, epoch 11)",
-				"pending revocation (log offset 1139)", "the target of epoch 13 gave it to 1Mr3sX_fTSqhRrFphyaXdg (log offset 1160)"}},
+				"pending revocation (log offset 1139)", "the target of epoch 11 gave it to 1Mr3sX_fTSqhRrFphyaXdg (log offset 1133)"}},
 		})
 		// The sightings decide nothing: the run fails on its violations, as before.
 		if rep.Holds {
@@ -189,6 +190,11 @@ func reconvertLog(withConversion bool, upgraded, pending []int32) *history.Obser
 // joins at epoch 9 with t-0 and its heartbeat is answered while x, back from a freeze, syncs
 // generation 9 still holding t-0, and then revokes it. It returns y's assignment and x's sync.
 func reconvertHist(t *testing.T, revokedFirst bool) (h *hist, yOwns, xSync int64) {
+	return reconvertHistAt(t, revokedFirst, 9)
+}
+
+// reconvertHistAt is reconvertHist with y joining, and x syncing, at epoch (generation) yEpoch.
+func reconvertHistAt(t *testing.T, revokedFirst bool, yEpoch int32) (h *hist, yOwns, xSync int64) {
 	h = newHist(t)
 	xAsg := func(f string, epoch int32, ps ...int32) int64 {
 		return h.info("x", f, history.Assignment{Member: "x", MemberID: "X", Protocol: history.ProtocolClassic, Epoch: epoch, Partitions: history.TPs("t", ps...)})
@@ -199,17 +205,17 @@ func reconvertHist(t *testing.T, revokedFirst bool) (h *hist, yOwns, xSync int64
 	}
 	hb := history.Heartbeat{Member: "y", MemberID: "Y", Protocol: history.ProtocolConsumer}
 	joined := hb
-	joined.ResultEpoch = 9
+	joined.ResultEpoch = yEpoch
 	h.call("y/hb", history.FHeartbeat, hb, history.OK, joined)
-	yOwns = h.info("y", history.FAssigned, history.Assignment{Member: "y", MemberID: "Y", Protocol: history.ProtocolConsumer, Epoch: 9, Partitions: history.TPs("t", 0)})
-	hb.Epoch = 9
+	yOwns = h.info("y", history.FAssigned, history.Assignment{Member: "y", MemberID: "Y", Protocol: history.ProtocolConsumer, Epoch: yEpoch, Partitions: history.TPs("t", 0)})
+	hb.Epoch = yEpoch
 	h.call("y/hb", history.FHeartbeat, hb, history.OK, joined)
-	sync := history.Sync{Member: "x", MemberID: "X", Generation: 9}
+	sync := history.Sync{Member: "x", MemberID: "X", Generation: yEpoch}
 	done := sync
 	done.Assignment = history.TPs("t", 1)
 	_, xSync = h.call("x/join", history.FSync, sync, history.OK, done)
 	if !revokedFirst {
-		xAsg(history.FRevoked, 9, 0)
+		xAsg(history.FRevoked, yEpoch, 0)
 	}
 	return h, yOwns, xSync
 }
@@ -261,6 +267,63 @@ func TestReconvertDropsPendingRevocation(t *testing.T) {
 		mustHold(t, NoDoubleOwnership(h.events(), dropped))
 		mustHold(t, ValidPartitionEpoch(h.events(), dropped))
 	})
+}
+
+// reconvertLogUpgradeGives is reconvertLog(true, [1], nil) where the upgrade's own target (epoch 8,
+// log offset 32, before X's first current assignment after it) already gives t-0 to Y, who joined
+// as the group was upgraded; the target of epoch 9 gives Y t-0 and t-2.
+func reconvertLogUpgradeGives() *history.Observations {
+	o := logOf(
+		cmeta(10, 7), targetRec(11, "X", 0, 1), currentRec(12, "X", 7, []int32{0, 1}, nil),
+		cmeta(13, 8), targetRec(14, "X", 1), targetRec(15, "C", 0), currentRec(16, "C", 8, nil, nil),
+		memberTomb(20, history.RecordConsumerGroupCurrentMemberAssignment, "C"), memberTomb(21, history.RecordConsumerGroupCurrentMemberAssignment, "X"),
+		memberTomb(22, history.RecordConsumerGroupTargetAssignmentMember, "C"), memberTomb(23, history.RecordConsumerGroupTargetAssignmentMember, "X"),
+		tomb(24, history.RecordConsumerGroupMetadata), classicGroupRec(25, 8, "X", 1),
+		tomb(30, history.RecordGroupMetadata), cmeta(31, 8), targetRec(32, "Y", 0), targetRec(33, "X", 1),
+		currentRec(34, "Y", 8, []int32{0}, nil), currentRec(35, "X", 8, []int32{1}, nil),
+		cmeta(40, 9), targetRec(41, "Y", 0, 2), currentRec(42, "Y", 9, []int32{0, 2}, nil), currentRec(43, "X", 9, []int32{1}, nil))
+	o.TopicIDs = map[string]string{"t": base64.RawURLEncoding.EncodeToString(reconvertTopicID[:])}
+	return o
+}
+
+// TestReconvertUpgradeTargetGivesAway: the other member is given the partition by the upgrade's own
+// target, written before the dropped member's first current assignment after the upgrade, and its
+// ownership begins at the upgrade's epoch (8), before the next target (epoch 9) lists the partition
+// for it again: both violations are the finding's, citing the upgrade's target.
+func TestReconvertUpgradeTargetGivesAway(t *testing.T) {
+	t.Parallel()
+	gives := reconvertLogUpgradeGives()
+	t.Run("labelled, citing the upgrade's target", func(t *testing.T) {
+		h, yOwns, xSync := reconvertHistAt(t, false, 8)
+		ndo := NoDoubleOwnership(h.events(), gives)
+		mustBeReconvert(t, ndo, 0, yOwns) // x's assignment (event 0) and y's
+		mustBeReconvert(t, ValidPartitionEpoch(h.events(), gives), yOwns, xSync)
+		mustSay(t, ndo.Violations[0], "member id X holding t-0 at member epoch 7 (log offset 12)", "generation 8 with the member, without it (log offset 25)",
+			"the upgrade (from log offset 30, epoch 8)", "(log offset 35)", "the target of epoch 8 gave it to Y (log offset 32)")
+		rep := Judge(h.events(), gives, history.Plan{})
+		mustSight(t, rep, []sightingWant{{"x", []string{"(log offset 35)", "the target of epoch 8 gave it to Y (log offset 32)"}}})
+	})
+	// Exact still: the same log with the upgrade keeping t-0 pending revocation for X (no drop), or
+	// with the partition given to X itself, labels nothing.
+	withRec := func(r history.Record) *history.Observations {
+		o := editLog(gives, r.Offset, &r, 0)
+		o.TopicIDs = gives.TopicIDs
+		return o
+	}
+	for _, c := range []struct {
+		name string
+		obs  *history.Observations
+	}{
+		{"the upgrade kept the revocation pending", withRec(currentRec(35, "X", 8, []int32{1}, []int32{0}))},
+		{"the upgrade kept the partition assigned", withRec(currentRec(35, "X", 8, []int32{0, 1}, nil))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, _, _ := reconvertHistAt(t, false, 8)
+			mustBeUnexplained(t, NoDoubleOwnership(h.events(), c.obs))
+			mustBeUnexplained(t, ValidPartitionEpoch(h.events(), c.obs))
+			mustSight(t, Judge(h.events(), c.obs, history.Plan{}), nil)
+		})
+	}
 }
 
 // sightingWant is one sighting of FindingReconvertDropsRevocation a test wants: its member, and what
