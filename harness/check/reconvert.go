@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -350,7 +349,7 @@ func (s *reconvertScan) partitions(r history.Record, name string) map[history.TP
 			continue
 		}
 		for _, p := range ps {
-			if n, ok := jsonInt(p); ok {
+			if n, ok := history.Int(p); ok {
 				out[history.TP{Topic: topic, Partition: int32(n)}] = true
 			}
 		}
@@ -396,7 +395,7 @@ func topicNamer(ids map[string]string, tps []history.TP) func(raw any) (string, 
 				return "", false
 			}
 			for i, x := range v {
-				n, ok := jsonInt(x)
+				n, ok := history.Int(x)
 				if !ok || n < 0 || n > 255 {
 					return "", false
 				}
@@ -408,25 +407,6 @@ func topicNamer(ids map[string]string, tps []history.TP) func(raw any) (string, 
 		name, ok := byID[id]
 		return name, ok
 	}
-}
-
-// jsonInt is a number of a decoded record (json.Number once read back,
-// float64 or an int where a test or the observer built it).
-func jsonInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	case float64:
-		return int64(n), float64(int64(n)) == n
-	case int:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	}
-	return 0, false
 }
 
 // reconvertMatch says whether x, a member's ownership of a partition, and

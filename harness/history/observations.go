@@ -162,6 +162,13 @@ func fieldInt(m map[string]any, name string) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	return Int(v)
+}
+
+// Int is a whole number of a decoded record: a json.Number once read back,
+// a float64 or an int where a test or the observer built it, or a decimal
+// string.
+func Int(v any) (int64, bool) {
 	switch n := v.(type) {
 	case json.Number:
 		i, err := n.Int64()
