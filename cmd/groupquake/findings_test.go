@@ -149,19 +149,7 @@ func TestFindingsTriage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, out, errOut := call(t, "findings", "triage", "--json", filepath.Dir(dir))
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	validateJSON(t, "findings-triage", []byte(out))
-	var got struct {
-		Scenarios []triageRow     `json:"scenarios"`
-		Sighted   []triageSighted `json:"sighted"`
-		Runs      []triageRun     `json:"runs"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	got, out := triageJSON(t, filepath.Dir(dir))
 	// Its one finding is labelled on its violation: nothing sighted without one.
 	if len(got.Sighted) != 0 || len(got.Runs) != 1 || len(got.Runs[0].Sighted) != 0 || got.Scenarios[0].Sighted != nil || !strings.Contains(out, `"sighted": []`) {
 		t.Fatalf("sighted %+v, runs %+v: want none, \"sighted\": [] in\n%s", got.Sighted, got.Runs, out)
@@ -172,13 +160,13 @@ func TestFindingsTriage(t *testing.T) {
 		got.Scenarios[0].Lost != 1 || got.Scenarios[0].Share <= 0 {
 		t.Fatalf("scenarios %+v, want %+v", got.Scenarios, want)
 	}
-	code, out, _ = call(t, "findings", "triage", filepath.Dir(dir))
+	code, out, _ := call(t, "findings", "triage", filepath.Dir(dir))
 	if code != exitOK || !strings.Contains(out, "EventuallyConverges: known "+check.FindingStaticRejoinOwnInstance) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	// check --json of the same run: a violation labelled with its finding, the
 	// verdict's matches and the run's sightings follow the run schema.
-	code, out, errOut = call(t, "check", "--json", dir)
+	code, out, errOut := call(t, "check", "--json", dir)
 	if code != exitViolation {
 		t.Fatalf("check: exit %d, want %d: %s", code, exitViolation, errOut)
 	}
@@ -207,19 +195,7 @@ func TestFindingsTriageSighted(t *testing.T) {
 	t.Parallel()
 	dir := copyRun(t, "../../harness/check/testdata/kafka-4.4.0-freeze-seed-2058727196645645882")
 	root := filepath.Dir(dir)
-	code, out, errOut := call(t, "findings", "triage", "--json", root)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	validateJSON(t, "findings-triage", []byte(out))
-	var got struct {
-		Scenarios []triageRow     `json:"scenarios"`
-		Sighted   []triageSighted `json:"sighted"`
-		Runs      []triageRun     `json:"runs"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	got, _ := triageJSON(t, root)
 	id := check.FindingDeposedGroupIDNotFound
 	if len(got.Sighted) != 1 || got.Sighted[0].Finding != id || len(got.Sighted[0].Runs) != 1 || got.Sighted[0].Runs[0] != dir {
 		t.Fatalf("sighted %+v, want %s in %s only", got.Sighted, id, dir)
@@ -231,7 +207,7 @@ func TestFindingsTriageSighted(t *testing.T) {
 		!strings.Contains(got.Runs[0].Sighted[0].What, "GROUP_ID_NOT_FOUND") {
 		t.Fatalf("runs %+v, want the run's sighting of %s", got.Runs, id)
 	}
-	code, out, _ = call(t, "findings", "triage", root)
+	code, out, _ := call(t, "findings", "triage", root)
 	if code != exitOK || !strings.Contains(out, "1 "+id) || !strings.Contains(out, "sighted without a matching violation:\n  "+id+": 1 run(s): "+dir+"\n") ||
 		!strings.Contains(out, "  sighted "+id+" (") {
 		t.Fatalf("exit %d:\n%s", code, out)
@@ -292,4 +268,26 @@ func TestTriageTableSharesAndUnexplained(t *testing.T) {
 	if c.Runs != 2 || c.Hold != 1 || c.Violations != 2 || c.Unexplained != 1 || c.Known[check.FindingKgoRevokeAfterLost] != 1 || c.Lost != 1 || c.Share != 0.1 {
 		t.Fatalf("churn %+v", c)
 	}
+}
+
+// triageOut is what `findings triage --json` prints, as the tests read it.
+type triageOut struct {
+	Scenarios []triageRow     `json:"scenarios"`
+	Sighted   []triageSighted `json:"sighted"`
+	Runs      []triageRun     `json:"runs"`
+}
+
+// triageJSON runs `findings triage --json` over root, checks its output
+// against the schema and decodes it; out is the output as printed.
+func triageJSON(t *testing.T, root string) (got triageOut, out string) {
+	t.Helper()
+	code, out, errOut := call(t, "findings", "triage", "--json", root)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	validateJSON(t, "findings-triage", []byte(out))
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got, out
 }
