@@ -650,14 +650,8 @@ func triage(dir string, j run.Judged) triageRun {
 			}
 		}
 	}
-	labelled := map[string]bool{}
-	for _, x := range r.Violations {
-		labelled[x.Finding] = true
-	}
-	for _, s := range j.Report.Findings {
-		if !labelled[s.Finding] {
-			r.Sighted = append(r.Sighted, triageSighting{Finding: s.Finding, Member: s.Member, What: firstLine(s.What)})
-		}
+	for _, s := range j.Report.SightedWithoutViolation() {
+		r.Sighted = append(r.Sighted, triageSighting{Finding: s.Finding, Member: s.Member, What: firstLine(s.What)})
 	}
 	return r
 }

@@ -86,6 +86,11 @@ type Attribution struct {
 	// Known are the verdicts' matches of registered findings (Verdict.Known), a failed one
 	// alongside the violation it labels.
 	Known []Charge
+	// Sighted are the report's sightings of findings that none of its violations is labelled with
+	// (Report.SightedWithoutViolation), each with the member it names (else the members its events
+	// are): Finding, Message (the sighting's What), EventIndexes and Members; Checker empty, Failed
+	// false.
+	Sighted []Charge
 	// Pauses are the rebalance cost's stops, each with the member it is charged to; a partition stop
 	// whose resuming event is no member's is left out.
 	Pauses []MemberPause
@@ -94,12 +99,13 @@ type Attribution struct {
 	Holds                   bool
 }
 
-// Attribute charges a run's violations, findings' matches and pauses to its members. A violation
+// Attribute charges a run's violations, findings' matches, findings sighted without a violation and
+// pauses to its members. A violation
 // concerns the members whose events it cites: an event is a member's when its payload names the
 // member, or else when its process is the member or one of the member's own ("m1/hb"), and the
 // member is one of members (the producer's, the observer's, the nemesis's and the harness's events
 // concern no member). A finding's match concerns the member it names, else the members its events
-// do.
+// do; so does a sighting.
 func Attribute(events []history.Event, members []RunMember, rep Report) Attribution {
 	a := Attribution{Members: slices.Clone(members), Holds: rep.Holds}
 	known := map[string]bool{}
@@ -143,6 +149,15 @@ func Attribute(events []history.Event, members []RunMember, rep Report) Attribut
 			}
 			a.Known = append(a.Known, c)
 		}
+	}
+	for _, x := range rep.SightedWithoutViolation() {
+		c := Charge{Finding: x.Finding, Message: x.What, EventIndexes: x.Events}
+		if known[x.Member] {
+			c.Members = []string{x.Member}
+		} else {
+			c.Members = concerned(x.Events)
+		}
+		a.Sighted = append(a.Sighted, c)
 	}
 	if rep.RebalanceCost != nil {
 		for _, p := range slices.Sorted(maps.Keys(rep.RebalanceCost.Protocols)) {
@@ -252,6 +267,11 @@ type Cell struct {
 	// Findings counts the matches of registered findings charged to the client or to the run, per
 	// finding id.
 	Findings map[string]int
+	// Sighted counts, per finding id, the cell's runs that sighted it without a violation labelled
+	// with it (Report.SightedWithoutViolation), the sighting charged to the client or to the run as
+	// a match is; Sightings are those sightings, in run order, each with its run.
+	Sighted   map[string]int
+	Sightings []CellSighting
 	// Violations are the charged and the run-level violations, in run order, each with its run.
 	Violations []CellViolation
 	// RunDirs are the cell's runs.
@@ -261,6 +281,15 @@ type Cell struct {
 // CellViolation is one violation of a cell: charged to the cell's client (Clients lists every
 // client, or by kind every kind, it concerns) or the run's (Clients empty).
 type CellViolation struct {
+	Dir string
+	Charge
+	Clients []string
+}
+
+// CellSighting is one sighting of a finding without a violation labelled with it, in a run of the
+// cell: charged to the cell's client (Clients lists every client, or by kind every kind, it
+// concerns) or the run's (Clients empty). Its Charge's Message is the sighting's What.
+type CellSighting struct {
 	Dir string
 	Charge
 	Clients []string
@@ -319,7 +348,7 @@ func BuildScorecard(runs []ScoredRun, by string) Scorecard {
 			k := key{row, r.Kafka, r.Scenario}
 			c := cells[k]
 			if c == nil {
-				c = &Cell{Client: row, Kafka: r.Kafka, Scenario: r.Scenario, Checkers: map[string]int{}, Findings: map[string]int{}}
+				c = &Cell{Client: row, Kafka: r.Kafka, Scenario: r.Scenario, Checkers: map[string]int{}, Findings: map[string]int{}, Sighted: map[string]int{}}
 				if by == ByKind {
 					c.Client, c.Kind = ClientOf(row), row
 				}
@@ -362,7 +391,8 @@ func BuildScorecard(runs []ScoredRun, by string) Scorecard {
 	return sc
 }
 
-// charge adds run r's violations and known findings to the cell of row:
+// charge adds run r's violations, known findings and findings sighted without a violation to the
+// cell of row:
 // those of its members (rowsOf gives the rows of members) and the run's own.
 func (c *Cell) charge(r ScoredRun, row string, rowsOf func([]string) []string) {
 	charged := false
@@ -389,6 +419,18 @@ func (c *Cell) charge(r ScoredRun, row string, rowsOf func([]string) []string) {
 	for _, x := range r.Known {
 		if rows := rowsOf(x.Members); len(rows) == 0 || slices.Contains(rows, row) {
 			c.Findings[x.Finding]++
+		}
+	}
+	counted := map[string]bool{}
+	for _, x := range r.Sighted {
+		rows := rowsOf(x.Members)
+		if len(rows) > 0 && !slices.Contains(rows, row) {
+			continue
+		}
+		c.Sightings = append(c.Sightings, CellSighting{Dir: r.Dir, Charge: x, Clients: rows})
+		if !counted[x.Finding] {
+			counted[x.Finding] = true
+			c.Sighted[x.Finding]++
 		}
 	}
 }

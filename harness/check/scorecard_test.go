@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/check/checktest"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -217,4 +218,68 @@ func TestEventMember(t *testing.T) {
 	if got := eventMember(history.Event{Process: "proc/fault", Value: history.Fault{}}); got != "proc" {
 		t.Errorf("a fault: charged to %q, want its process proc", got)
 	}
+}
+
+// scoredTestdata judges the recorded run dir (harness/check's testdata) and attributes it to the
+// members of its plan, as the scorecard reads a run directory.
+func scoredTestdata(t *testing.T, dir, kafka, scenario string) ScoredRun {
+	t.Helper()
+	events, obs, plan := loadRun(t, dir)
+	var members []RunMember
+	for _, m := range checktest.ReadPlan(t, dir).Members {
+		members = append(members, RunMember{Name: m.Name, Kind: m.Kind, Protocol: m.Protocol})
+	}
+	return ScoredRun{Dir: dir, Kafka: kafka, Scenario: scenario, Attribution: Attribute(events, members, Judge(events, obs, plan))}
+}
+
+// TestScorecardSightedWithoutViolation: the freeze seed's run holds and sights
+// kafka-deposed-coordinator-group-id-not-found: the cell of the client whose member the sighting
+// names counts it as sighted without a violation (EventuallyConverges noted it too: a match, not a
+// violation), the other client's cell does not. The static-rejoin run's finding is labelled on its violation: a match of
+// the client it is charged to, never sighted without a violation.
+func TestScorecardSightedWithoutViolation(t *testing.T) {
+	t.Parallel()
+	freeze := scoredTestdata(t, freezeSeed, "4.4.0", "combined")
+	rejoin := scoredTestdata(t, staticRejoin, "4.4.0", "broker-faults")
+	if len(freeze.Sighted) == 0 || len(rejoin.Sighted) != 0 {
+		t.Fatalf("sighted without a violation: freeze %+v, static rejoin %+v; want the freeze run's only", freeze.Sighted, rejoin.Sighted)
+	}
+	id := FindingDeposedGroupIDNotFound
+	sightedBy := map[string]bool{}
+	for _, s := range freeze.Sighted {
+		if s.Finding != id || len(s.Members) != 1 || s.Message == "" {
+			t.Fatalf("freeze run's sighting %+v, want %s charged to the member it names", s, id)
+		}
+		sightedBy[ClientOf(kindOf(freeze.Members, s.Members[0]))] = true
+	}
+	sc := BuildScorecard([]ScoredRun{freeze, rejoin}, ByClient)
+	seen := 0
+	for _, c := range sc.Cells {
+		where := c.Row() + "/" + c.Scenario
+		switch {
+		case c.Scenario == "combined" && sightedBy[c.Client]:
+			seen++
+			if c.Sighted[id] != 1 || len(c.Sighted) != 1 || len(c.Sightings) == 0 || c.Sightings[0].Dir != freezeSeed || c.Sightings[0].Finding != id ||
+				len(c.Sightings[0].Clients) != 1 || c.Sightings[0].Clients[0] != c.Client {
+				t.Errorf("%s: sighted %v, sightings %+v; want %s once, from %s", where, c.Sighted, c.Sightings, id, freezeSeed)
+			}
+		case len(c.Sighted) != 0 || len(c.Sightings) != 0:
+			t.Errorf("%s: sighted %v, sightings %+v; want none (the finding is not its client's, or is labelled on a violation)", where, c.Sighted, c.Sightings)
+		}
+		if c.Scenario == "broker-faults" && c.Client == ClientGroupquake && c.Findings[FindingStaticRejoinOwnInstance] == 0 {
+			t.Errorf("%s: the static rejoin's match is not counted: %v", where, c.Findings)
+		}
+	}
+	if seen != 1 {
+		t.Errorf("%d cells show the sighting, want 1 (clients %v)", seen, sightedBy)
+	}
+}
+
+func kindOf(members []RunMember, name string) string {
+	for _, m := range members {
+		if m.Name == name {
+			return m.Kind
+		}
+	}
+	return ""
 }

@@ -118,6 +118,26 @@ type Report struct {
 	Findings []Sighting `json:"findings,omitempty"`
 }
 
+// SightedWithoutViolation lists the report's sightings (Findings) of the findings that none of its
+// violations is labelled with, in sighting order: a finding the history shows without a violation to
+// match it (a behaviour noted, a bug whose window passed without harm). The findings triage and the
+// scorecard both list these.
+func (r Report) SightedWithoutViolation() []Sighting {
+	labelled := map[string]bool{}
+	for _, v := range r.Verdicts {
+		for _, x := range v.Violations {
+			labelled[x.Finding] = true
+		}
+	}
+	var out []Sighting
+	for _, s := range r.Findings {
+		if !labelled[s.Finding] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // NewReport bundles verdicts (and optionally the cost) into a Report.
 func NewReport(verdicts []Verdict, cost *Cost) Report {
 	r := Report{Holds: true, Verdicts: verdicts, RebalanceCost: cost}
