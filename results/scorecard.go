@@ -55,6 +55,8 @@ type scoreCellView struct {
 	Class      string
 	Violations []scoreViolationView
 	More       int
+	Sightings  []scoreViolationView
+	MoreSeen   int
 	RunLinks   []scoreRunLink
 }
 
@@ -128,6 +130,14 @@ func newScoreSection(name string, sc check.Scorecard, reports map[string]string)
 				break
 			}
 			v.Violations = append(v.Violations, scoreViolationView{CellViolation: x, Report: reports[x.Dir], Concern: concern(x, c.Row())})
+		}
+		for i, x := range c.Sightings {
+			if i == maxCellViolations {
+				v.MoreSeen = len(c.Sightings) - i
+				break
+			}
+			cv := check.CellViolation(x)
+			v.Sightings = append(v.Sightings, scoreViolationView{CellViolation: cv, Report: reports[x.Dir], Concern: concern(cv, c.Row())})
 		}
 		for _, d := range c.RunDirs {
 			v.RunLinks = append(v.RunLinks, scoreRunLink{Dir: d, Name: filepath.Base(d), Report: reports[d]})
@@ -213,24 +223,20 @@ func WriteScorecardText(w io.Writer, sc check.Scorecard) error {
 	fmt.Fprintf(w, "scorecard by %s: %s\n", sc.By, scorecardSummary(sc))
 	if len(sc.Cells) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "%s\tkafka\tscenario\truns\thold\tviolated\tverdicts hold/violated/skipped\tcharged to it\tthe run's\tmember pauses\tpartition pauses it ended\tfindings\n", sc.By)
+		fmt.Fprintf(tw, "%s\tkafka\tscenario\truns\thold\tviolated\tverdicts hold/violated/skipped\tcharged to it\tthe run's\tmember pauses\tpartition pauses it ended\tfindings\truns that sighted a finding without a violation\n", sc.By)
 		for _, c := range sc.Cells {
-			findings := countsText(c.Findings)
-			if findings == "" {
-				findings = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d/%d/%d\t%s\t%d\t%s\t%s\t%s\n", c.Row(), c.Kafka, c.Scenario, c.Runs, c.RunsHold, c.RunsViolated,
-				c.Hold, c.Violated, c.Skipped, chargedText(c), c.RunLevel, pausesText(c.MemberPauses), pausesText(c.PartitionPauses), findings)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d/%d/%d\t%s\t%d\t%s\t%s\t%s\t%s\n", c.Row(), c.Kafka, c.Scenario, c.Runs, c.RunsHold, c.RunsViolated,
+				c.Hold, c.Violated, c.Skipped, chargedText(c), c.RunLevel, pausesText(c.MemberPauses), pausesText(c.PartitionPauses), orDash(countsText(c.Findings)), orDash(countsText(c.Sighted)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	for _, c := range sc.Cells {
-		if len(c.Violations) == 0 {
+		if len(c.Violations) == 0 && len(c.Sightings) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s on Kafka %s, %s: %d charged to it, %d the run's\n", c.Row(), c.Kafka, c.Scenario, c.Charged, c.RunLevel)
+		fmt.Fprintf(w, "\n%s on Kafka %s, %s: %s\n", c.Row(), c.Kafka, c.Scenario, cellHeading(c))
 		for i, x := range c.Violations {
 			if i == maxCellViolations {
 				fmt.Fprintf(w, "  … %d more\n", len(c.Violations)-i)
@@ -242,11 +248,35 @@ func WriteScorecardText(w io.Writer, sc check.Scorecard) error {
 			}
 			fmt.Fprintf(w, "  %s%s (%s; %s): %s\n", x.Checker, label, concern(x, c.Row()), x.Dir, firstLineOf(x.Message, 240))
 		}
+		for i, x := range c.Sightings {
+			if i == maxCellViolations {
+				fmt.Fprintf(w, "  … %d more sightings\n", len(c.Sightings)-i)
+				break
+			}
+			fmt.Fprintf(w, "  sighted %s, no violation labelled with it (%s; %s): %s\n", x.Finding, concern(check.CellViolation(x), c.Row()), x.Dir, firstLineOf(x.Message, 240))
+		}
 	}
 	for _, d := range sc.Unreadable {
 		fmt.Fprintf(w, "unreadable: %s\n", d)
 	}
 	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cellHeading says what a cell's list holds: its violations charged to it and the run's, and the
+// findings sighted without a violation when there are some.
+func cellHeading(c check.Cell) string {
+	s := fmt.Sprintf("%d charged to it, %d the run's", c.Charged, c.RunLevel)
+	if len(c.Sightings) > 0 {
+		s += fmt.Sprintf(", %d sighting(s) of a finding without a violation", len(c.Sightings))
+	}
+	return s
 }
 
 func firstLineOf(s string, n int) string {
@@ -267,6 +297,7 @@ var scorecardTemplate = template.Must(template.New("scorecard").Funcs(template.F
 		}
 		return chargedText(c.(check.Cell))
 	},
+	"heading":    cellHeading,
 	"first":      func(s string) string { return firstLineOf(s, 400) },
 	"join":       strings.Join,
 	"pageScript": func() template.JS { return template.JS(pageScript) },
@@ -291,20 +322,23 @@ the producer saw acknowledged and nobody consumed, a description of the group) i
 <span class="charged">red</span> when a violation was charged to its row, <span class="others">amber</span>
 when its runs had violations charged elsewhere or to the run, <span class="holds">green</span> when every
 run held. Member pauses are the member stops of the row's members (owning nothing until it got partitions
-again); partition pauses are the stretches without an owner that a member of the row ended.</p>
+again); partition pauses are the stretches without an owner that a member of the row ended. Findings are
+the registered findings the verdicts matched; a run that sighted a finding none of its violations is
+labelled with counts under <em>runs that sighted a finding without a violation</em>, charged as a match is.</p>
 {{range .Sections}}{{$sec := .}}
 <h2 id="by-{{.Name}}">Per {{.Name}}</h2>
 <table class="matrix" data-by="{{.Name}}">
 <tr><th rowspan="2">{{.Name}}</th>{{range .Kafkas}}<th colspan="{{span $sec.Scenarios}}">Kafka {{.}}</th>{{end}}</tr>
 <tr>{{range .Kafkas}}{{range $sec.Scenarios}}<th>{{.}}</th>{{end}}{{end}}</tr>
-{{range .Matrix}}<tr><th>{{.Row}}</th>{{range .Cells}}<td class="matrix {{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{with .Cell}}{{.Runs}} runs, {{.RunsHold}} hold<br>charged {{charged .}}{{if .RunLevel}}<br>the run's {{.RunLevel}}{{end}}{{if .MemberPauses.Count}}<br>pause p50 {{dur .MemberPauses.P50}}, max {{dur .MemberPauses.Max}}{{end}}{{else}}—{{end}}</td>{{end}}</tr>
+{{range .Matrix}}<tr><th>{{.Row}}</th>{{range .Cells}}<td class="matrix {{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{with .Cell}}{{.Runs}} runs, {{.RunsHold}} hold<br>charged {{charged .}}{{if .RunLevel}}<br>the run's {{.RunLevel}}{{end}}{{if .Sighted}}<br>sighted {{counts .Sighted}}{{end}}{{if .MemberPauses.Count}}<br>pause p50 {{dur .MemberPauses.P50}}, max {{dur .MemberPauses.Max}}{{end}}{{else}}—{{end}}</td>{{end}}</tr>
 {{end}}</table>
-<table class="cells" data-by="{{.Name}}"><tr><th>{{.Name}}</th>{{if eq .Name "kind"}}<th>client</th>{{else}}<th>kinds</th>{{end}}<th>Kafka</th><th>scenario</th><th>runs</th><th>hold</th><th>violated</th><th>verdicts hold/violated/skipped</th><th>charged to it</th><th>charged per checker</th><th>the run's</th><th>member pauses</th><th>partition pauses it ended</th><th>findings</th><th>runs</th></tr>
-{{range .Cells}}<tr class="cell row-{{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}"><td>{{.Row}}</td><td>{{if .Kind}}{{.Client}}{{else}}{{join .Kinds ", "}}{{end}}</td><td>{{.Kafka}}</td><td>{{.Scenario}}</td><td class="n">{{.Runs}}</td><td class="n">{{.RunsHold}}</td><td class="n">{{.RunsViolated}}</td><td class="n">{{.Hold}}/{{.Violated}}/{{.Skipped}}</td><td class="n">{{charged .Cell}}</td><td>{{counts .Checkers}}</td><td class="n">{{.RunLevel}}</td><td class="n">{{pauses .MemberPauses}}</td><td class="n">{{pauses .PartitionPauses}}</td><td>{{counts .Findings}}</td><td>{{range .RunLinks}}{{if .Report}}<a class="run" href="{{.Report}}">{{.Name}}</a>{{else}}{{.Name}}{{end}} {{end}}</td></tr>
+<table class="cells" data-by="{{.Name}}"><tr><th>{{.Name}}</th>{{if eq .Name "kind"}}<th>client</th>{{else}}<th>kinds</th>{{end}}<th>Kafka</th><th>scenario</th><th>runs</th><th>hold</th><th>violated</th><th>verdicts hold/violated/skipped</th><th>charged to it</th><th>charged per checker</th><th>the run's</th><th>member pauses</th><th>partition pauses it ended</th><th>findings</th><th>runs that sighted a finding without a violation</th><th>runs</th></tr>
+{{range .Cells}}<tr class="cell row-{{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}"><td>{{.Row}}</td><td>{{if .Kind}}{{.Client}}{{else}}{{join .Kinds ", "}}{{end}}</td><td>{{.Kafka}}</td><td>{{.Scenario}}</td><td class="n">{{.Runs}}</td><td class="n">{{.RunsHold}}</td><td class="n">{{.RunsViolated}}</td><td class="n">{{.Hold}}/{{.Violated}}/{{.Skipped}}</td><td class="n">{{charged .Cell}}</td><td>{{counts .Checkers}}</td><td class="n">{{.RunLevel}}</td><td class="n">{{pauses .MemberPauses}}</td><td class="n">{{pauses .PartitionPauses}}</td><td>{{counts .Findings}}</td><td class="sighted">{{counts .Sighted}}</td><td>{{range .RunLinks}}{{if .Report}}<a class="run" href="{{.Report}}">{{.Name}}</a>{{else}}{{.Name}}{{end}} {{end}}</td></tr>
 {{end}}</table>
-{{range .Cells}}{{if .Violations}}<h3 class="cell-violations" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{.Row}} on Kafka {{.Kafka}}, {{.Scenario}}: {{.Charged}} charged to it, {{.RunLevel}} the run's</h3>
+{{range .Cells}}{{if or .Violations .Sightings}}<h3 class="cell-violations" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{.Row}} on Kafka {{.Kafka}}, {{.Scenario}}: {{heading .Cell}}</h3>
 <ul class="violations">{{range .Violations}}<li class="violation" data-checker="{{.Checker}}" data-clients="{{join .Clients " "}}"><b>{{.Checker}}</b>{{if .Finding}} [{{.Finding}}]{{end}} <span class="concern">({{.Concern}})</span> in {{if .Report}}<a href="{{.Report}}">{{.Dir}}</a>{{else}}{{.Dir}}{{end}}: {{first .Message}}</li>
-{{end}}{{if .More}}<li>… {{.More}} more</li>{{end}}</ul>
+{{end}}{{if .More}}<li>… {{.More}} more</li>{{end}}{{range .Sightings}}<li class="sighting" data-finding="{{.Finding}}" data-clients="{{join .Clients " "}}">sighted <b>{{.Finding}}</b>, no violation labelled with it <span class="concern">({{.Concern}})</span> in {{if .Report}}<a href="{{.Report}}">{{.Dir}}</a>{{else}}{{.Dir}}{{end}}: {{first .Message}}</li>
+{{end}}{{if .MoreSeen}}<li>… {{.MoreSeen}} more sightings</li>{{end}}</ul>
 {{end}}{{end}}{{end}}
 {{with .Sections}}{{with index . 0}}{{if .Card.Unreadable}}<h2>Unreadable run directories</h2><ul>{{range .Card.Unreadable}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}{{end}}
 ` + pageFoot))

@@ -11,7 +11,8 @@ import (
 
 // scorecardRuns: r1 runs a broken classic member beside groupquake's consumer and fails, one
 // violation citing both, one only the broken member, one no member; r2 and r3 hold with
-// groupquake's and kgo's members, r3 on another Kafka under another scenario.
+// groupquake's and kgo's members, r3 on another Kafka under another scenario; r2's history sights a
+// finding, without a violation, at its kgo-classic member.
 func scorecardRuns() []check.ScoredRun {
 	broken := []check.RunMember{{Name: "m1", Kind: "broken-classic-ignore-fence", Protocol: "classic"}, {Name: "m2", Kind: "consumer", Protocol: "consumer"}}
 	mixed := []check.RunMember{{Name: "m1", Kind: "consumer", Protocol: "consumer"}, {Name: "m2", Kind: "kgo-classic", Protocol: "classic"}, {Name: "m3", Kind: "kgo-consumer", Protocol: "consumer"}}
@@ -25,7 +26,8 @@ func scorecardRuns() []check.ScoredRun {
 			Known:  []check.Charge{{Checker: check.NameEventuallyConverges, Finding: "kafka-offset-fetch-unstable"}},
 			Pauses: []check.MemberPause{{Member: "m2", Duration: 1500 * time.Millisecond}, {Member: "m2", Partition: "t-0", Duration: 300 * time.Millisecond}}}},
 		{Dir: "runs/r2", Kafka: "4.4.0", Scenario: "member-links", Attribution: check.Attribution{Members: mixed, Holds: true, Hold: 13,
-			Pauses: []check.MemberPause{{Member: "m2", Duration: 4 * time.Second}, {Member: "m1", Duration: 500 * time.Millisecond}}}},
+			Sighted: []check.Charge{{Finding: check.FindingDeposedGroupIDNotFound, Message: "m2's heartbeat at generation 3 answered GROUP_ID_NOT_FOUND", Members: []string{"m2"}}},
+			Pauses:  []check.MemberPause{{Member: "m2", Duration: 4 * time.Second}, {Member: "m1", Duration: 500 * time.Millisecond}}}},
 		{Dir: "runs/r3", Kafka: "4.1.2", Scenario: "churn", Attribution: check.Attribution{Members: mixed, Holds: true, Hold: 12, Skipped: 1}},
 	}
 }
@@ -86,12 +88,12 @@ func TestScorecardPage(t *testing.T) {
 		}
 	}
 	wantEach(t, "cell", rows, map[string]string{
-		// row|kinds|Kafka|scenario|runs|hold|violated|verdicts|charged|per checker|the run's|member pauses|partition pauses|findings|runs
-		"client:broken/4.4.0/member-links":     "broken|broken-classic-ignore-fence|4.4.0|member-links|1|0|1|10/3/0|2 in 1 runs (1 shared)|EventuallyConverges ×1, NoDoubleOwnership ×1|1|0|0|kafka-offset-fetch-unstable ×1|r1",
-		"client:groupquake/4.4.0/member-links": "groupquake|consumer|4.4.0|member-links|2|1|1|23/3/0|1 in 1 runs (1 shared)|NoDoubleOwnership ×1|1|2, p50 500ms, max 1.5s|1, p50 300ms, max 300ms|kafka-offset-fetch-unstable ×1|r1r2",
-		"client:kgo/4.4.0/member-links":        "kgo|kgo-classic, kgo-consumer|4.4.0|member-links|1|1|0|13/0/0|0||0|1, p50 4s, max 4s|0||r2",
-		"client:kgo/4.1.2/churn":               "kgo|kgo-classic, kgo-consumer|4.1.2|churn|1|1|0|12/0/1|0||0|0|0||r3",
-		"kind:kgo-classic/4.4.0/member-links":  "kgo-classic|kgo|4.4.0|member-links|1|1|0|13/0/0|0||0|1, p50 4s, max 4s|0||r2",
+		// row|kinds|Kafka|scenario|runs|hold|violated|verdicts|charged|per checker|the run's|member pauses|partition pauses|findings|sighted|runs
+		"client:broken/4.4.0/member-links":     "broken|broken-classic-ignore-fence|4.4.0|member-links|1|0|1|10/3/0|2 in 1 runs (1 shared)|EventuallyConverges ×1, NoDoubleOwnership ×1|1|0|0|kafka-offset-fetch-unstable ×1||r1",
+		"client:groupquake/4.4.0/member-links": "groupquake|consumer|4.4.0|member-links|2|1|1|23/3/0|1 in 1 runs (1 shared)|NoDoubleOwnership ×1|1|2, p50 500ms, max 1.5s|1, p50 300ms, max 300ms|kafka-offset-fetch-unstable ×1||r1r2",
+		"client:kgo/4.4.0/member-links":        "kgo|kgo-classic, kgo-consumer|4.4.0|member-links|1|1|0|13/0/0|0||0|1, p50 4s, max 4s|0||kafka-deposed-coordinator-group-id-not-found ×1|r2",
+		"client:kgo/4.1.2/churn":               "kgo|kgo-classic, kgo-consumer|4.1.2|churn|1|1|0|12/0/1|0||0|0|0|||r3",
+		"kind:kgo-classic/4.4.0/member-links":  "kgo-classic|kgo|4.4.0|member-links|1|1|0|13/0/0|0||0|1, p50 4s, max 4s|0||kafka-deposed-coordinator-group-id-not-found ×1|r2",
 	})
 
 	// Each violation listed under its cell: the checker, whom it concerns, its run (linked).
@@ -114,6 +116,18 @@ func TestScorecardPage(t *testing.T) {
 		"NoLostRecords (no member's: the run's) r1/report.html:in : record t-1 offset 3 was never consumed",
 		"NoDoubleOwnership (charged to broken-classic-ignore-fence, shared with consumer) r1/report.html",
 	)
+	// r2's sighting, under kgo's and kgo-classic's cells only.
+	var seen []string
+	for _, li := range doc.all(byTagClass("li", "sighting")) {
+		concern := li.all(byTagClass("span", "concern"))[0].text
+		seen = append(seen, li.attr["data-finding"]+" "+li.attr["data-clients"]+" "+concern)
+	}
+	if want := "kafka-deposed-coordinator-group-id-not-found kgo (charged to kgo)\nkafka-deposed-coordinator-group-id-not-found kgo-classic (charged to kgo-classic)"; strings.Join(seen, "\n") != want {
+		t.Errorf("sightings listed:\n%s\nwant\n%s", strings.Join(seen, "\n"), want)
+	}
+	if !strings.Contains(page, `kgo on Kafka 4.4.0, member-links: 0 charged to it, 0 the run&#39;s, 1 sighting(s) of a finding without a violation</h3>`) {
+		t.Errorf("the sighting's cell has no heading")
+	}
 	if strings.Contains(joined, "EventuallyConverges (charged to groupquake") || strings.Contains(joined, "EventuallyConverges (charged to consumer") {
 		t.Errorf("the broken member's convergence is charged to groupquake's member:\n%s", joined)
 	}
@@ -151,12 +165,12 @@ func TestScorecardText(t *testing.T) {
 		table = append(table, strings.Join(strings.Fields(l), " "))
 	}
 	want := []string{
-		"client kafka scenario runs hold violated verdicts hold/violated/skipped charged to it the run's member pauses partition pauses it ended findings",
-		"broken 4.4.0 member-links 1 0 1 10/3/0 2 in 1 runs (1 shared) 1 0 0 kafka-offset-fetch-unstable ×1",
-		"groupquake 4.4.0 member-links 2 1 1 23/3/0 1 in 1 runs (1 shared) 1 2, p50 500ms, max 1.5s 1, p50 300ms, max 300ms kafka-offset-fetch-unstable ×1",
-		"groupquake 4.1.2 churn 1 1 0 12/0/1 0 0 0 0 -",
-		"kgo 4.4.0 member-links 1 1 0 13/0/0 0 0 1, p50 4s, max 4s 0 -",
-		"kgo 4.1.2 churn 1 1 0 12/0/1 0 0 0 0 -",
+		"client kafka scenario runs hold violated verdicts hold/violated/skipped charged to it the run's member pauses partition pauses it ended findings runs that sighted a finding without a violation",
+		"broken 4.4.0 member-links 1 0 1 10/3/0 2 in 1 runs (1 shared) 1 0 0 kafka-offset-fetch-unstable ×1 -",
+		"groupquake 4.4.0 member-links 2 1 1 23/3/0 1 in 1 runs (1 shared) 1 2, p50 500ms, max 1.5s 1, p50 300ms, max 300ms kafka-offset-fetch-unstable ×1 -",
+		"groupquake 4.1.2 churn 1 1 0 12/0/1 0 0 0 0 - -",
+		"kgo 4.4.0 member-links 1 1 0 13/0/0 0 0 1, p50 4s, max 4s 0 - kafka-deposed-coordinator-group-id-not-found ×1",
+		"kgo 4.1.2 churn 1 1 0 12/0/1 0 0 0 0 - -",
 	}
 	if strings.Join(table, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table:\n%s\nwant:\n%s", strings.Join(table, "\n"), strings.Join(want, "\n"))
@@ -165,8 +179,13 @@ func TestScorecardText(t *testing.T) {
 		"broken on Kafka 4.4.0, member-links: 2 charged to it, 1 the run's",
 		"  NoDoubleOwnership (charged to broken, shared with groupquake; runs/r1): partition t-0 owned by m1 and m2 at once",
 		"  NoLostRecords (no member's: the run's; runs/r1): record t-1 offset 3 was never consumed",
-		"groupquake on Kafka 4.4.0, member-links: 1 charged to it, 1 the run's",
+		"groupquake on Kafka 4.4.0, member-links: 1 charged to it, 1 the run's\n",
+		"kgo on Kafka 4.4.0, member-links: 0 charged to it, 0 the run's, 1 sighting(s) of a finding without a violation\n"+
+			"  sighted kafka-deposed-coordinator-group-id-not-found, no violation labelled with it (charged to kgo; runs/r2): m2's heartbeat at generation 3 answered GROUP_ID_NOT_FOUND\n",
 	)
+	if strings.Count(out, "sighted kafka-deposed") != 1 {
+		t.Errorf("the sighting is listed under another client's cell too:\n%s", out)
+	}
 }
 
 // TestTrendLinksScorecard: the trend page links the scorecard of its runs when given one.

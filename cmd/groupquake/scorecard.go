@@ -87,6 +87,8 @@ type scoreCellJSON struct {
 	MemberPauses statsJSON          `json:"member_pauses"`
 	PartPauses   statsJSON          `json:"partition_pauses"`
 	Findings     map[string]int     `json:"findings"`
+	Sighted      map[string]int     `json:"sighted"`
+	Sightings    []scoreSightedJSON `json:"sightings"`
 	Violations   []scoreChargedJSON `json:"violations"`
 	RunDirs      []string           `json:"run_dirs"`
 }
@@ -108,6 +110,16 @@ type scoreChargedJSON struct {
 	Clients      []string `json:"clients"`
 }
 
+// scoreSightedJSON is one sighting of a finding without a violation labelled with it.
+type scoreSightedJSON struct {
+	Dir          string   `json:"dir"`
+	Finding      string   `json:"finding"`
+	What         string   `json:"what"`
+	EventIndexes []int64  `json:"event_indexes"`
+	Members      []string `json:"members"`
+	Clients      []string `json:"clients"`
+}
+
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
@@ -124,12 +136,20 @@ func scorecardJSON(sc check.Scorecard) scorecardDoc {
 			Verdicts: verdictCountJSON{Total: c.Hold + c.Violated + c.Skipped, Hold: c.Hold, Violated: c.Violated, Skipped: c.Skipped},
 			Charged:  c.Charged, Shared: c.Shared, RunsCharged: c.RunsCharged, Checkers: maps.Clone(c.Checkers), RunLevel: c.RunLevel,
 			MemberPauses: statsOf(c.MemberPauses), PartPauses: statsOf(c.PartitionPauses),
-			Findings: maps.Clone(c.Findings), Violations: []scoreChargedJSON{}, RunDirs: nonNil(slices.Clone(c.RunDirs))}
+			Findings: maps.Clone(c.Findings), Sighted: maps.Clone(c.Sighted), Sightings: []scoreSightedJSON{},
+			Violations: []scoreChargedJSON{}, RunDirs: nonNil(slices.Clone(c.RunDirs))}
 		if cj.Checkers == nil {
 			cj.Checkers = map[string]int{}
 		}
 		if cj.Findings == nil {
 			cj.Findings = map[string]int{}
+		}
+		if cj.Sighted == nil {
+			cj.Sighted = map[string]int{}
+		}
+		for _, x := range c.Sightings {
+			cj.Sightings = append(cj.Sightings, scoreSightedJSON{Dir: x.Dir, Finding: x.Finding, What: x.Message,
+				EventIndexes: nonNil(x.EventIndexes), Members: nonNil(x.Members), Clients: nonNil(x.Clients)})
 		}
 		for _, v := range c.Violations {
 			cj.Violations = append(cj.Violations, scoreChargedJSON{Dir: v.Dir, Checker: v.Checker, Message: v.Message, Finding: v.Finding,

@@ -255,7 +255,92 @@ func TestScorecardSchemaRefusesDrift(t *testing.T) {
 		}},
 		{"a cell without its client", func(m map[string]any) { delete(m["cells"].([]any)[0].(map[string]any), "client") }},
 		{"by something else", func(m map[string]any) { m["by"] = "protocol" }},
+		{"a cell without its sighted findings", func(m map[string]any) { delete(m["cells"].([]any)[0].(map[string]any), "sighted") }},
 	} {
 		schemaRefuses(t, s, good, mutate.what, mutate.f)
+	}
+}
+
+// TestReportScorecardSighted scores two real runs of harness/check's regression data: the freeze
+// seed's holds and sights kafka-deposed-coordinator-group-id-not-found at m1 (a consumer, groupquake's)
+// with no violation labelled with it; the static-rejoin seed's has its finding labelled on its
+// violation. Only groupquake's cell of the freeze run shows a finding sighted without a violation,
+// in the text table, its list and the JSON.
+func TestReportScorecardSighted(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "runs")
+	dirs := map[string]string{}
+	for name, src := range map[string]string{
+		"freeze": "../../harness/check/testdata/kafka-4.4.0-freeze-seed-2058727196645645882",
+		"rejoin": "../../harness/check/testdata/kafka-4.4.0-static-rejoin-seed-268778",
+	} {
+		dirs[name] = filepath.Join(root, name)
+		if err := os.MkdirAll(dirs[name], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f, b := range readFiles(t, src) {
+			if err := os.WriteFile(filepath.Join(dirs[name], f), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	id := check.FindingDeposedGroupIDNotFound
+	code, out := jsonCall(t, "report", "--json", root)
+	if code != exitOK {
+		t.Fatalf("report --json: exit %d\n%s", code, out)
+	}
+	validateJSON(t, "scorecard", out)
+	var doc scorecardDoc
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Runs != 2 {
+		t.Fatalf("%d runs, want 2", doc.Runs)
+	}
+	shown := 0
+	for _, c := range doc.Cells {
+		where := c.Client + "/" + c.Scenario
+		if c.Client == check.ClientGroupquake && c.Scenario == "combined" {
+			shown++
+			if len(c.Sighted) != 1 || c.Sighted[id] != 1 || len(c.Sightings) == 0 {
+				t.Errorf("%s: sighted %v, want %s in 1 run", where, c.Sighted, id)
+			}
+			for _, s := range c.Sightings {
+				if s.Dir != dirs["freeze"] || s.Finding != id || !slices.Equal(s.Members, []string{"m1"}) || !slices.Equal(s.Clients, []string{check.ClientGroupquake}) ||
+					!strings.Contains(s.What, "GROUP_ID_NOT_FOUND") {
+					t.Errorf("%s: sighting %+v, want m1's %s in %s", where, s, id, dirs["freeze"])
+				}
+			}
+			continue
+		}
+		if len(c.Sighted) != 0 || len(c.Sightings) != 0 {
+			t.Errorf("%s: sighted %v %+v, want none (kgo's m3 sighted nothing; the rejoin's finding is labelled on its violation)", where, c.Sighted, c.Sightings)
+		}
+		if c.Scenario == "broker-faults" && c.Client == check.ClientGroupquake && c.Findings[check.FindingStaticRejoinOwnInstance] == 0 {
+			t.Errorf("%s: the labelled finding is not a match: %v", where, c.Findings)
+		}
+	}
+	if shown != 1 {
+		t.Fatalf("no cell of groupquake under combined: %s", out)
+	}
+
+	code, out = jsonCall(t, "report", "--scorecard", root)
+	text := string(out)
+	if code != exitOK {
+		t.Fatalf("report --scorecard: exit %d\n%s", code, text)
+	}
+	for _, re := range []string{
+		`(?m)^client .* findings\s+runs that sighted a finding without a violation$`,
+		`(?m)^groupquake\s+4\.4\.0\s+combined\s+1\s+1\s+0\s.*\s` + regexp.QuoteMeta(id) + ` ×1$`,
+		`(?m)^kgo\s+4\.4\.0\s+combined\s+1\s+1\s+0\s.*\s-$`,
+		`(?m)^groupquake\s+4\.4\.0\s+broker-faults\s.*` + regexp.QuoteMeta(check.FindingStaticRejoinOwnInstance) + ` ×\d+\s+-$`,
+		`(?m)^  sighted ` + regexp.QuoteMeta(id) + `, no violation labelled with it \(charged to groupquake; ` + regexp.QuoteMeta(dirs["freeze"]) + `\): m1's`,
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("report --scorecard lacks %s:\n%s", re, text)
+		}
+	}
+	if strings.Contains(text, "sighted "+check.FindingStaticRejoinOwnInstance) {
+		t.Errorf("the labelled finding is listed as sighted without a violation:\n%s", text)
 	}
 }
