@@ -320,7 +320,7 @@ func (f *runFlags) campaignRun(ctx context.Context, h cluster.Handle, reg run.Re
 	rctx, cancel := context.WithTimeout(ctx, f.bound)
 	done := writing(rdir)
 	con.expectWorkload(r.Plan.Workload)
-	res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Disposable: !f.keep && len(o.Bootstrap) == 0, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase})
+	res, err := run.Run(rctx, run.Config{Plan: r.Plan, Dir: rdir, Registry: reg, Cluster: h, Disposable: !f.keep && len(o.Bootstrap) == 0, Logf: logf, KgoLog: kgoLog(con), ClientLog: f.clientLevel, OnPhase: onPhase})
 	done()
 	cancel()
 	for _, note := range res.Notes {

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/groupquake/groupquake/harness/run"
 )
 
 // Output levels of the messages on stderr (results go to stdout at every
@@ -30,6 +33,28 @@ type levelFlags struct{ verbose, quiet bool }
 func (l *levelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&l.verbose, "v", false, "verbose: also print the detail underneath the progress (the embedded cluster's wire log, kgo's log, connections a fault broke)")
 	fs.BoolVar(&l.quiet, "q", false, "quiet: print only the result (and, on failure, the one line that says why)")
+}
+
+// clientLogFlag is --client-log: the level of the members' kgo client log
+// that a run writes to its run directory (run.ClientLogFile), apart from
+// the console.
+type clientLogFlag struct{ name string }
+
+func (c *clientLogFlag) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.name, "client-log", "", "write the log of the members' kgo clients at this level ("+strings.Join(run.ClientLogLevels(), ", ")+") to "+run.ClientLogFile+" in the run directory, each line with the UTC time to the millisecond and the member's name; not part of the plan (default: no "+run.ClientLogFile+"; -v still shows kgo's info lines on stderr)")
+}
+
+// level is the kgo log level --client-log names, kgo.LogLevelNone when it
+// is not given.
+func (c *clientLogFlag) level() (kgo.LogLevel, error) {
+	if c.name == "" {
+		return kgo.LogLevelNone, nil
+	}
+	l, err := run.ParseClientLog(c.name)
+	if err != nil {
+		return l, badInput("--client-log %q: use %s", c.name, strings.Join(run.ClientLogLevels(), ", "))
+	}
+	return l, nil
 }
 
 // console returns the stderr console of the level the flags chose. It

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -292,6 +293,52 @@ func TestCheckKilledRun(t *testing.T) {
 		j.Tally.Hold+len(j.Tally.Violated)+len(j.Tally.Skipped) != j.Tally.Total || !strings.Contains(strings.Join(j.Tally.Skipped, ","), "RecoveredStateMatchesLog") ||
 		!strings.HasPrefix(j.Rerun, "groupquake run --seed 7 ") {
 		t.Errorf("check --json (exit %d, text exit %d) = %+v", code2, code, j)
+	}
+}
+
+// TestRunEmbeddedClientLog runs one short plan on the embedded cluster with
+// --client-log debug: the run directory's client log holds kgo's debug
+// lines of its kgo-classic member and of its classic member (groupquake's
+// own, on a kgo client), each with the time to the millisecond and the
+// member's name, and stderr holds none of them; plan.json is the plan
+// without the flag, byte for byte.
+func TestRunEmbeddedClientLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", "--embedded", "--scenario", "baseline", "--seed", "11", "--duration", "2s", "--kinds", "kgo-classic,classic", "--members", "2"}
+	code := runMain(context.Background(), append(args, "--client-log", "debug", "--out", dir), &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, run.ClientLogFile))
+	if err != nil {
+		t.Fatalf("--client-log debug wrote no %s: %v", run.ClientLogFile, err)
+	}
+	line := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (m\d+) DEBUG \S`)
+	members := map[string]bool{}
+	for _, m := range line.FindAllStringSubmatch(string(b), -1) {
+		members[m[1]] = true
+	}
+	var p run.Plan
+	pb, err := os.ReadFile(filepath.Join(dir, run.PlanFile))
+	if err != nil || json.Unmarshal(pb, &p) != nil {
+		t.Fatalf("plan.json: %v", err)
+	}
+	for _, m := range p.Members {
+		if !members[m.Name] {
+			t.Errorf("%s holds no kgo debug line of member %s (%s):\n%.2000s", run.ClientLogFile, m.Name, m.Kind, b)
+		}
+	}
+	if strings.Contains(stderr.String(), " DEBUG ") {
+		t.Errorf("kgo's debug lines reached stderr:\n%.2000s", stderr.String())
+	}
+	plain, err := run.NewPlan(11, p.Options, run.DefaultRegistry().Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.MarshalIndent(plain, "", "  ")
+	if strings.TrimSpace(string(pb)) != string(want) {
+		t.Errorf("plan.json differs from the plan without --client-log:\n%s\nwant:\n%s", pb, want)
 	}
 }
 

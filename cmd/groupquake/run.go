@@ -18,6 +18,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
@@ -62,6 +64,9 @@ type runFlags struct {
 	clients     string
 	javaJVMs    string
 	procKinds   kindDefs
+	clientLog   clientLogFlag
+	// clientLevel is --client-log's level, once options read it.
+	clientLevel kgo.LogLevel
 }
 
 // kindDefs collects --process-kind definitions.
@@ -105,6 +110,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with 'groupquake sweep --all')")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
+	f.clientLog.register(fs)
 }
 
 // newSeed draws a seed from the operating system: the plan's randomness is
@@ -244,7 +250,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer cancel()
 	defer writing(dir)()
 	res, err := run.Run(ctx, run.Config{
-		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), OnPhase: onPhase,
+		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), ClientLog: f.clientLevel, OnPhase: onPhase,
 		ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
 		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
 	})
@@ -390,6 +396,9 @@ func (f *runFlags) options(set map[string]bool) (uint64, run.Options, error) {
 	var o run.Options
 	seed, err := f.seedOf()
 	if err != nil {
+		return 0, o, err
+	}
+	if f.clientLevel, err = f.clientLog.level(); err != nil {
 		return 0, o, err
 	}
 	if err := f.checkSizes(); err != nil {

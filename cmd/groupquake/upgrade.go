@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
@@ -44,6 +46,8 @@ var upgradeKinds = []string{"classic", "consumer", "kgo-classic", "kgo-consumer"
 
 // upgradeFlags are the flags of `groupquake upgrade`.
 type upgradeFlags struct {
+	clientLog   clientLogFlag
+	clientLevel kgo.LogLevel // --client-log's, once validate read it
 	from, to    string
 	seed        string
 	out         string
@@ -75,6 +79,7 @@ func (f *upgradeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.bound, "bound", 30*time.Minute, "how long both runs may take together")
 	fs.IntVar(&f.basePort, "base-port", 0, "loopback port of the first broker (0: free ports)")
 	fs.StringVar(&f.imageSource, "image-source", "auto", "auto, build or official")
+	f.clientLog.register(fs)
 	fs.StringVar(&f.downgrade, "downgrade", "", "after the upgrade, roll the binaries back to --from: before-finalize (Kafka allows it: metadata.version is still the old release's), or after-finalize (metadata.version lowered first; refused where Kafka refuses it)")
 }
 
@@ -153,7 +158,7 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			logf("closing the cluster: %v", cerr)
 		}
 	}()
-	s := &upgradeSession{ctx: ctx, dir: dir, reg: reg, c: c, con: con, stdout: stdout}
+	s := &upgradeSession{ctx: ctx, dir: dir, reg: reg, c: c, con: con, stdout: stdout, clientLog: f.clientLevel}
 	bi, ui, err := s.runBoth(base, up, rerun)
 	if err != nil {
 		return err
@@ -166,6 +171,10 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // started) and returns the member kinds of its group.
 func (f *upgradeFlags) validate() ([]string, error) {
 	bad := badInput
+	var err error
+	if f.clientLevel, err = f.clientLog.level(); err != nil {
+		return nil, err
+	}
 	if f.from == "" {
 		return nil, bad("--from is required: the Kafka release the cluster starts on (served: %s)", strings.Join(cluster.KafkaVersions, ", "))
 	}
@@ -309,6 +318,8 @@ type upgradeSession struct {
 	con    *console
 	stdout io.Writer
 	failed []string
+	// clientLog is --client-log's level (run.Config.ClientLog).
+	clientLog kgo.LogLevel
 }
 
 // runBoth runs and judges the baseline run and then the upgrade run, and
@@ -341,7 +352,7 @@ func (s *upgradeSession) judge(name string, p run.Plan) (_ check.Impact, ok bool
 	logf("%s run: %s", name, p.Command())
 	defer writing(d)()
 	s.con.expectWorkload(p.Workload)
-	res, err := run.Run(s.ctx, run.Config{Plan: p, Dir: d, Registry: s.reg, Cluster: s.c, Disposable: true, Logf: logf, KgoLog: kgoLog(s.con), OnPhase: onPhase})
+	res, err := run.Run(s.ctx, run.Config{Plan: p, Dir: d, Registry: s.reg, Cluster: s.c, Disposable: true, Logf: logf, KgoLog: kgoLog(s.con), ClientLog: s.clientLog, OnPhase: onPhase})
 	for _, n := range res.Notes {
 		logf("note (%s): %s", name, n)
 	}

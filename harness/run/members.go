@@ -238,7 +238,7 @@ func (c *crew) build(s *slot) error {
 	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol), admission: make(chan string, 1), onJoined: s.joined}
 	p := r.p
 	m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
-		Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: r.kgoOpts(mp.Name, l.KgoOpts()), Hooks: mh,
+		Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: r.kgoOpts(mp.Name, l.KgoOpts(), true), Hooks: mh,
 		InstanceID:     mp.InstanceID,
 		SessionTimeout: p.Timers.SessionTimeout, HeartbeatInterval: p.Timers.HeartbeatInterval, RebalanceTimeout: p.Timers.RebalanceTimeout,
 		PollInterval: p.Timers.PollInterval,

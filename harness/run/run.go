@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +52,12 @@ type Config struct {
 	// clients at kgo's info level, each line naming the client (what
 	// `groupquake run -v` shows); nil is silent.
 	KgoLog func(format string, args ...any)
+	// ClientLog, unless kgo.LogLevelNone (the zero value, no file), is the
+	// level of the log of the members' kgo clients written to
+	// ClientLogFile in the run directory, each line with the time to the
+	// millisecond and the member's name (groupquake run --client-log). It
+	// is not part of the plan: it changes what is written, not what runs.
+	ClientLog kgo.LogLevel
 	// Now is the clock; nil means time.Now. History times are monotonic
 	// time since the run started, read from the times it returns.
 	Now func() time.Time
@@ -120,6 +125,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.Logf("run %s: seed %d, scenario %s, %d members, %d faults; rerun with: %s", cfg.Dir, p.Seed, p.Options.Scenario, len(p.Members), len(p.Faults), p.Command())
 
 	r := &runner{cfg: cfg, p: p, rec: rec, led: newLedger(), notes: &res.Notes, start: start, meter: meter, clock: clock}
+	if cfg.ClientLog != kgo.LogLevelNone {
+		if r.clientLog, err = openClientLog(cfg.Dir, cfg.ClientLog, cfg.Now); err != nil {
+			hf.Close()
+			return res, err
+		}
+	}
 	// The pulse records every stall of the harness process (pulse.go) from
 	// here to the end of the history; the run's waits count them (waitFor).
 	r.pulse = newPulse(rec, clock, cfg.Logf)
@@ -132,6 +143,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if err := stopPulse(); err != nil {
 		r.note("pulse: the harness's stalls are no longer recorded: %v", err)
+	}
+	if r.clientLog != nil {
+		if err := r.clientLog.close(); err != nil {
+			r.note("client log: %v", err)
+		}
 	}
 	if err := hf.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("closing the history: %w", err)
@@ -180,6 +196,8 @@ type runner struct {
 	// shareObs are a share run's observations, written at its final
 	// phase and again with what the observer read after teardown.
 	shareObs *history.Observations
+	// clientLog is ClientLogFile when Config.ClientLog asks for it.
+	clientLog *clientLog
 
 	notesMu sync.Mutex
 
@@ -190,31 +208,6 @@ type runner struct {
 
 	checkpointsMu sync.Mutex
 	checkpoints   []history.Snapshot // taken during the workload (checkpoint.go)
-}
-
-// kgoOpts are opts plus, when Config.KgoLog is set, a logger that sends the
-// kgo client of name's log there.
-func (r *runner) kgoOpts(name string, opts []kgo.Opt) []kgo.Opt {
-	if r.cfg.KgoLog == nil {
-		return opts
-	}
-	return append(slices.Clone(opts), kgo.WithLogger(kgoLogger{name: name, logf: r.cfg.KgoLog}))
-}
-
-// kgoLogger is a kgo.Logger that writes to a Logf at kgo's info level.
-type kgoLogger struct {
-	name string
-	logf func(string, ...any)
-}
-
-func (l kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
-
-func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	var b strings.Builder
-	for i := 0; i+1 < len(keyvals); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", keyvals[i], keyvals[i+1])
-	}
-	l.logf("kgo: %s: %s %s%s", l.name, level, msg, b.String())
 }
 
 func (r *runner) note(format string, args ...any) {
@@ -885,7 +878,7 @@ func (r *runner) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("links of producer %s: %w", pp.Name, err)
 		}
-		pr, err := newProducer(pp, r.kgoOpts(pp.Name, l.KgoOpts()), r.rec, r.led, p.Topics, p.Options.Records)
+		pr, err := newProducer(pp, r.kgoOpts(pp.Name, l.KgoOpts(), false), r.rec, r.led, p.Topics, p.Options.Records)
 		if err != nil {
 			return err
 		}

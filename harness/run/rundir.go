@@ -24,6 +24,8 @@ import (
 //	observations.json  the final observations (after heal and quiesce)
 //	verdicts.json      the checkers' verdicts and the rebalance cost
 //	report.html        the HTML report: verdicts, the ownership timeline, events
+//	client.log         the members' kgo client log, only with Config.ClientLog
+//	                   (ClientLogFile), appended line by line as the run goes
 //
 // plan.json, rerun.sh, observations.json, verdicts.json and report.html are written to a
 // temporary name and renamed, so a crash leaves each whole or absent;

@@ -746,12 +746,12 @@ func (r *runner) shareBuilder(ctx context.Context, unknown *unknownAcks) func(Me
 		var m shareClient
 		switch {
 		case k.Kgo:
-			m, err = kgoshare.New(mp.Name, p.Group, kgoshare.KgoOpts(l.KgoOpts()...), kgoshare.Topics(p.TopicNames()...),
+			m, err = kgoshare.New(mp.Name, p.Group, kgoshare.KgoOpts(r.kgoOpts(mp.Name, l.KgoOpts(), true)...), kgoshare.Topics(p.TopicNames()...),
 				kgoshare.WithHooks(hooks), kgoshare.WithClock(clients.ClockFunc(r.cfg.Now)))
 		case k.Java:
 			m, err = r.javaShare(ctx, tc, mp, l.KgoOpts(), hooks)
 		default:
-			m, err = share.New(mp.Name, p.Group, share.KgoOpts(l.KgoOpts()...), share.Topics(p.TopicNames()...),
+			m, err = share.New(mp.Name, p.Group, share.KgoOpts(r.kgoOpts(mp.Name, l.KgoOpts(), true)...), share.Topics(p.TopicNames()...),
 				share.WithHooks(hooks), share.WithClock(clients.ClockFunc(r.cfg.Now)),
 				share.Explicit(), share.Renew(renew), share.WithBug(k.Bug))
 		}
