@@ -210,20 +210,30 @@ func (l memberLog) joinsAfter(id string, off int64) bool {
 	return len(ms) > 0 && ms[0].offset > off && ms[0].in
 }
 
+// groupMembers are the members of a GroupMetadata value, each as decoded
+// (none for a tombstone).
+func groupMembers(r history.Record) []map[string]any {
+	for k, v := range r.Value {
+		if strings.EqualFold(k, "members") {
+			ms, _ := v.([]any)
+			out := make([]map[string]any, 0, len(ms))
+			for _, m := range ms {
+				mm, _ := m.(map[string]any)
+				out = append(out, mm)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
 // classicMemberIDs are the member ids of a GroupMetadata value (none for a tombstone).
 func classicMemberIDs(r history.Record) map[string]bool {
 	out := map[string]bool{}
-	for k, v := range r.Value {
-		if !strings.EqualFold(k, "members") {
-			continue
-		}
-		ms, _ := v.([]any)
-		for _, m := range ms {
-			mm, _ := m.(map[string]any)
-			for mk, mv := range mm {
-				if id, ok := mv.(string); ok && strings.EqualFold(mk, "memberid") && id != "" {
-					out[id] = true
-				}
+	for _, mm := range groupMembers(r) {
+		for mk, mv := range mm {
+			if id, ok := mv.(string); ok && strings.EqualFold(mk, "memberid") && id != "" {
+				out[id] = true
 			}
 		}
 	}
@@ -231,15 +241,7 @@ func classicMemberIDs(r history.Record) map[string]bool {
 }
 
 // classicMembers counts the members of a GroupMetadata value.
-func classicMembers(r history.Record) int {
-	for k, v := range r.Value {
-		if strings.EqualFold(k, "members") {
-			ms, _ := v.([]any)
-			return len(ms)
-		}
-	}
-	return 0
-}
+func classicMembers(r history.Record) int { return len(groupMembers(r)) }
 
 // incarnation is one start of the group's epochs over.
 type incarnation struct {

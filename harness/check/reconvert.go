@@ -212,28 +212,21 @@ func (s *reconvertScan) groupMetadata(r history.Record) {
 // up to user_data); a member whose bytes do not decode has none.
 func classicAssignments(r history.Record) map[string]map[history.TP]bool {
 	out := map[string]map[history.TP]bool{}
-	for k, v := range r.Value {
-		if !strings.EqualFold(k, "members") {
-			continue
-		}
-		ms, _ := v.([]any)
-		for _, m := range ms {
-			mm, _ := m.(map[string]any)
-			var id string
-			var raw []byte
-			for mk, mv := range mm {
-				switch strings.ToLower(mk) {
-				case "memberid":
-					id, _ = mv.(string)
-				case "assignment":
-					if s, ok := mv.(string); ok {
-						raw, _ = base64.StdEncoding.DecodeString(s)
-					}
+	for _, mm := range groupMembers(r) {
+		var id string
+		var raw []byte
+		for mk, mv := range mm {
+			switch strings.ToLower(mk) {
+			case "memberid":
+				id, _ = mv.(string)
+			case "assignment":
+				if s, ok := mv.(string); ok {
+					raw, _ = base64.StdEncoding.DecodeString(s)
 				}
 			}
-			if as, ok := decodeAssignment(raw); ok && id != "" {
-				out[id] = as
-			}
+		}
+		if as, ok := decodeAssignment(raw); ok && id != "" {
+			out[id] = as
 		}
 	}
 	return out
