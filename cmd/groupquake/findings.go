@@ -597,11 +597,13 @@ func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Write
 		}
 		fmt.Fprintf(stdout, "\n%s (%s, Kafka %s):\n", r.Dir, r.Scenario, r.Kafka)
 		for _, x := range r.Violations {
-			label := "unexplained"
+			label, msg := "unexplained", x.Message
 			if x.Finding != "" {
-				label = "known " + x.Finding
+				// The message already says "known bug <id>: " when the
+				// checker labelled it; say the label once.
+				label, msg = "known "+x.Finding, strings.TrimPrefix(msg, "known bug "+x.Finding+": ")
 			}
-			fmt.Fprintf(stdout, "  %s: %s: %s\n", x.Checker, label, x.Message)
+			fmt.Fprintf(stdout, "  %s: %s: %s\n", x.Checker, label, msg)
 		}
 		for _, l := range r.Lost {
 			how := "noted"

@@ -645,7 +645,7 @@ func selfRefusedRejoins(f *facts) []Sighting {
 			if m := ownerRE.FindStringSubmatch(f.answerMessage(i, name)); m != nil {
 				if m[1] == id {
 					out = append(out, Sighting{Finding: FindingStaticRejoinOwnInstance, Member: name, Events: []int64{f.idx(f.partner[i]), f.idx(i)},
-						What: name + "'s join at epoch 0 as " + id + " with instance id " + inst + " refused UNRELEASED_INSTANCE_ID naming " + id + " itself as the owner"})
+						What: name + "'s join at epoch 0 as " + id + " with instance id " + inst + " (event " + itoa(f.idx(f.partner[i])) + ") refused UNRELEASED_INSTANCE_ID (event " + itoa(f.idx(i)) + ") naming " + id + " itself as the owner"})
 				}
 				continue
 			}
@@ -662,7 +662,7 @@ func selfRefusedRejoins(f *facts) []Sighting {
 			}
 			ev = append(ev, f.idx(f.partner[i]), f.idx(i))
 			out = append(out, Sighting{Finding: FindingStaticRejoinOwnInstance, Member: name, Events: ev,
-				What: name + "'s join at epoch 0 as " + id + " with instance id " + inst + " refused UNRELEASED_INSTANCE_ID, and no member id but " + id + " can hold " + inst + " (event " + itoa(f.idx(cands[len(cands)-1].pos)) + ")"})
+				What: name + "'s join at epoch 0 as " + id + " with instance id " + inst + " (event " + itoa(f.idx(f.partner[i])) + ") refused UNRELEASED_INSTANCE_ID (event " + itoa(f.idx(i)) + "), and no member id but " + id + " can hold " + inst + " (event " + itoa(f.idx(cands[len(cands)-1].pos)) + ")"})
 		}
 	}
 	return out

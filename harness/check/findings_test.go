@@ -2,6 +2,7 @@ package check
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -113,6 +114,11 @@ func TestStaticRejoinOwnInstanceFails(t *testing.T) {
 		}
 		if len(v.Violations) != 1 {
 			t.Fatalf("one violation for one refusal, got %+v", v.Violations)
+		}
+		// Each refusal names its own answer, so two refusals of one
+		// member read as two violations, not one line twice.
+		if want := fmt.Sprintf("refused UNRELEASED_INSTANCE_ID (event %d)", refused); !strings.Contains(x.Message, want) {
+			t.Fatalf("message does not name the refused answer (%q): %s", want, x.Message)
 		}
 	}
 	t.Run("the retry of a join whose answer was lost", func(t *testing.T) {
