@@ -67,6 +67,9 @@ DIFF_TO ?= 4.4.0
 UPGRADE_SCENARIO ?= baseline
 # Roll the binaries back after the upgrade: before-finalize or after-finalize (empty: no downgrade).
 UPGRADE_DOWNGRADE ?=
+# The seed of the upgrade's workload plan: a number (13 is the regression's), or random for a fresh one
+# (logged with the flag that reruns it).
+UPGRADE_SEED ?= 13
 # Variants of `make migration` (the nightly workflow runs each): static members, each replacement a
 # rolling bounce of one group.instance.id into the other protocol (true or false), and the faults of
 # the nemesis beside the migration's steps (baseline, broker-faults or member-links).
@@ -162,7 +165,7 @@ migration: images build
 ## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
 upgrade: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
-	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE)
+	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE) -upgrade.seed=$(UPGRADE_SEED)
 
 ## share-upgrade: a share group (share, kgo-share, java-share) through a rolling upgrade, 4.2.1 to 4.4.0.
 share-upgrade: engine build

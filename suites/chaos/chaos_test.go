@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,16 +30,7 @@ func TestMain(m *testing.M) {
 func seeds(t *testing.T) []uint64 {
 	var out []uint64
 	for _, s := range strings.Split(*seedsFlag, ",") {
-		s = strings.TrimSpace(s)
-		if s == "random" {
-			out = append(out, campaign.RandomSeed())
-			continue
-		}
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("-chaos.seeds: %q is not a seed", s)
-		}
-		out = append(out, n)
+		out = append(out, campaign.Seed(t, "-chaos.seeds", s))
 	}
 	return out
 }

@@ -30,7 +30,7 @@ import (
 var (
 	fromFlag = flag.String("upgrade.from", "", "release the cluster starts on (default: the oldest of $GROUPQUAKE_KAFKA_VERSIONS, else "+ciFrom+")")
 	toFlag   = flag.String("upgrade.to", "", "release the cluster is upgraded to (default: the newest of $GROUPQUAKE_KAFKA_VERSIONS and "+cluster.DefaultKafkaVersion+")")
-	seedFlag = flag.Uint64("upgrade.seed", 13, "seed of the workload's plan")
+	seedFlag = flag.String("upgrade.seed", "13", `seed of the workload's plan, or "random" for a fresh one (logged with the flag that reruns it)`)
 	longFlag = flag.Bool("upgrade.long", false, "the nightly length: a 3-minute workload for the upgrade and for its baseline (CI runs the upgrade as planned and a 20s baseline)")
 	downFlag = flag.String("upgrade.downgrade", "", "roll the binaries back to -upgrade.from after the upgrade: before-finalize or after-finalize (run.Downgrade*)")
 	scenFlag = flag.String("upgrade.scenario", run.ScenarioBaseline, "faults of the nemesis in both runs besides the upgrade (the nightly workflow runs broker-faults too)")
@@ -78,6 +78,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if _, err := cluster.EnsureImage(context.Background(), to, cluster.ImageOptions{Logf: t.Logf}); err != nil {
 		t.Fatalf("image of Kafka %s: %v", to, err)
 	}
+	seed := campaign.Seed(t, "-upgrade.seed", *seedFlag)
 	c := clustertest.Start(t, cluster.Config{Version: from, Nodes: 3})
 	if err := c.UpgradeNode(context.Background(), 1, from); err == nil {
 		t.Errorf("upgrading node 1 to the release it runs (%s) was accepted", from)
@@ -93,7 +94,7 @@ func TestRollingUpgrade(t *testing.T) {
 	t.Run("baseline-"+from, func(t *testing.T) {
 		bo := o
 		bo.Duration = baseline
-		base := campaign.RunOn(t, c, *seedFlag, bo, 5*time.Minute)
+		base := campaign.RunOn(t, c, seed, bo, 5*time.Minute)
 		noneSkipped(t, base)
 		if base.Dir != "" {
 			m := impact(t, base.Dir)
@@ -107,7 +108,7 @@ func TestRollingUpgrade(t *testing.T) {
 	t.Run(name, func(t *testing.T) {
 		uo := o
 		uo.UpgradeTo, uo.Downgrade = to, *downFlag
-		upg := campaign.RunOn(t, c, *seedFlag, uo, 10*time.Minute)
+		upg := campaign.RunOn(t, c, seed, uo, 10*time.Minute)
 		noneSkipped(t, upg)
 		p, err := run.LoadPlan(filepath.Join(upg.Dir, run.PlanFile))
 		if err != nil {
@@ -206,10 +207,11 @@ func TestShareRollingUpgrade(t *testing.T) {
 	if _, err := cluster.EnsureImage(context.Background(), to, cluster.ImageOptions{Logf: t.Logf}); err != nil {
 		t.Fatalf("image of Kafka %s: %v", to, err)
 	}
+	seed := campaign.Seed(t, "-upgrade.seed", *seedFlag)
 	c := clustertest.Start(t, cluster.Config{Version: from, Nodes: 3})
 	o := run.Options{Scenario: run.ScenarioBaseline, Kafka: from, UpgradeTo: to, Nodes: 3,
 		Kinds: []string{"share", "kgo-share", "java-share"}, Members: 5, Partitions: 2}
-	res := campaign.RunOn(t, c, *seedFlag, o, 10*time.Minute)
+	res := campaign.RunOn(t, c, seed, o, 10*time.Minute)
 	noneSkipped(t, res)
 	n := 0
 	for _, v := range res.Report.Verdicts {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,24 @@ func RandomSeed() uint64 {
 	var b [8]byte
 	rand.Read(b[:])
 	return binary.LittleEndian.Uint64(b[:]) >> 1
+}
+
+// Seed reads the value of a suite's seed flag (name, for the messages): a
+// number, or "random" for a fresh one, which it logs with the flag that
+// reruns it. A value that is neither fails t.
+func Seed(t testing.TB, name, value string) uint64 {
+	t.Helper()
+	value = strings.TrimSpace(value)
+	if value == "random" {
+		seed := RandomSeed()
+		t.Logf("fresh seed %d (rerun with %s=%d)", seed, name, seed)
+		return seed
+	}
+	n, err := strconv.ParseUint(value, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %q is not a seed: give a whole number or \"random\"", name, value)
+	}
+	return n
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,5 +103,35 @@ func TestOnlyKnown(t *testing.T) {
 		if got := onlyKnown(check.Verdict{Name: "EventuallyConverges", Violations: c.v}); got != c.want {
 			t.Errorf("onlyKnown(%v) = %v, want %v", c.v, got, c.want)
 		}
+	}
+}
+
+// seedT records what Seed says instead of failing the test.
+type seedT struct {
+	testing.TB
+	logs, fatals []string
+}
+
+func (s *seedT) Helper() {}
+func (s *seedT) Logf(format string, args ...any) {
+	s.logs = append(s.logs, fmt.Sprintf(format, args...))
+}
+func (s *seedT) Fatalf(format string, args ...any) {
+	s.fatals = append(s.fatals, fmt.Sprintf(format, args...))
+}
+
+func TestSeed(t *testing.T) {
+	st := &seedT{TB: t}
+	if got := Seed(st, "-x.seed", " 42 "); got != 42 || len(st.logs)+len(st.fatals) != 0 {
+		t.Fatalf("Seed(42) = %d, logs %q, fatals %q", got, st.logs, st.fatals)
+	}
+	got := Seed(st, "-x.seed", "random")
+	// A fresh seed is logged with the flag that reruns it.
+	if len(st.logs) != 1 || !strings.Contains(st.logs[0], fmt.Sprintf("-x.seed=%d", got)) || len(st.fatals) != 0 {
+		t.Fatalf("Seed(random) = %d, logs %q, fatals %q", got, st.logs, st.fatals)
+	}
+	Seed(st, "-x.seed", "seven")
+	if len(st.fatals) != 1 || !strings.Contains(st.fatals[0], `-x.seed: "seven" is not a seed`) || !strings.Contains(st.fatals[0], `"random"`) {
+		t.Fatalf("Seed(seven): fatals %q", st.fatals)
 	}
 }
