@@ -62,12 +62,16 @@ func (d *Decoder) DecodeOffsetCommit(key, value []byte, v *OffsetCommitValue) (k
 	if t != TypeLegacyOffsetCommit && t != TypeOffsetCommit {
 		return OffsetCommitKey{}, false, fmt.Errorf("decode offset commit: a key of %s, not of type 0 or 1", t)
 	}
-	k, err = decodeOffsetCommitKey(t, key, d.strings)
-	if err != nil {
+	if group, topic, partition, ok := splitOffsetCommitKey(key); ok {
+		k = OffsetCommitKey{Legacy: t == TypeLegacyOffsetCommit, Group: d.strings.get(group), Topic: d.strings.get(topic), Partition: partition}
+	} else if k, err = decodeOffsetCommitKey(t, key, d.strings); err != nil {
 		return OffsetCommitKey{}, false, err
 	}
 	if value == nil {
 		return k, true, nil
+	}
+	if readOffsetCommitValueFast(t, value, d.strings, v) {
+		return k, false, nil
 	}
 	if err := decodeOffsetCommitValue(t, value, d.strings, v); err != nil {
 		return OffsetCommitKey{}, false, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +66,18 @@ func TestDecodeOffsetCommitSameAsDecode(t *testing.T) {
 		inputs = append(inputs, [2][]byte{key, value})
 	}
 	inputs = append(inputs, [2][]byte{nil, nil}, [2][]byte{{0}, nil}, [2][]byte{{0, 1}, nil}, [2][]byte{{0, 0}, []byte{}})
+	// Metadata of a two-byte compact length, and of the longest string.
+	for _, n := range []int{126, 127, 200, 0x7fff} {
+		for _, ver := range []int16{3, 4} {
+			w := NewOffsetCommitValue(ver)
+			w.Metadata = strings.Repeat("m", n)
+			key, value, err := EncodeRecord(Record{Key: OffsetCommitKey{Group: "g", Topic: "t"}, Value: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs = append(inputs, [2][]byte{key, value})
+		}
+	}
 
 	d := NewDecoder()
 	var v OffsetCommitValue
@@ -74,7 +87,8 @@ func TestDecodeOffsetCommitSameAsDecode(t *testing.T) {
 		want, werr := DecodeRecord(key, value)
 		before := v
 		k, tombstone, err := d.DecodeOffsetCommit(key, value, &v)
-		if typ, ok := KeyType(key); !ok || (typ != TypeOffsetCommit && typ != TypeLegacyOffsetCommit) {
+		typ, ok := KeyType(key)
+		if !ok || (typ != TypeOffsetCommit && typ != TypeLegacyOffsetCommit) {
 			if err == nil {
 				t.Fatalf("DecodeOffsetCommit(%x, %x) of a key that is not an offset commit's: no error", key, value)
 			}
@@ -83,6 +97,18 @@ func TestDecodeOffsetCommitSameAsDecode(t *testing.T) {
 		}
 		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
 			t.Fatalf("DecodeOffsetCommit(%x, %x): error %v; DecodeRecord's %v", key, value, err, werr)
+		}
+		// Which way it went: the straight-line reading or the reader's.
+		if _, _, _, ok := splitOffsetCommitKey(key); ok {
+			seen["straight key"]++
+		} else {
+			seen["reader's key"]++
+		}
+		var w OffsetCommitValue
+		if value != nil && readOffsetCommitValueFast(typ, value, d.strings, &w) {
+			seen[fmt.Sprintf("straight %s/v%d", typ, w.Version)]++
+		} else if value != nil {
+			seen["reader's value"]++
 		}
 		if err != nil {
 			seen["error"]++
@@ -106,9 +132,10 @@ func TestDecodeOffsetCommitSameAsDecode(t *testing.T) {
 			seen["unknown tags"]++
 		}
 	}
-	want := []string{"other type", "error", "LegacyOffsetCommit/v0", "LegacyOffsetCommit/tombstone", "OffsetCommit/tombstone", "unknown tags"}
+	want := []string{"other type", "error", "LegacyOffsetCommit/v0", "LegacyOffsetCommit/tombstone", "OffsetCommit/tombstone", "unknown tags",
+		"straight key", "reader's key", "straight LegacyOffsetCommit/v0", "reader's value"}
 	for ver := range 5 {
-		want = append(want, fmt.Sprintf("OffsetCommit/v%d", ver))
+		want = append(want, fmt.Sprintf("OffsetCommit/v%d", ver), fmt.Sprintf("straight OffsetCommit/v%d", ver))
 	}
 	for _, w := range want {
 		if seen[w] == 0 {
