@@ -84,52 +84,12 @@ func TestDecodeOffsetCommitSameAsDecode(t *testing.T) {
 	seen := map[string]int{}
 	for _, in := range inputs {
 		key, value := in[0], in[1]
-		want, werr := DecodeRecord(key, value)
-		before := v
-		k, tombstone, err := d.DecodeOffsetCommit(key, value, &v)
-		typ, ok := KeyType(key)
-		if !ok || (typ != TypeOffsetCommit && typ != TypeLegacyOffsetCommit) {
-			if err == nil {
-				t.Fatalf("DecodeOffsetCommit(%x, %x) of a key that is not an offset commit's: no error", key, value)
-			}
-			seen["other type"]++
-			continue
-		}
-		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
-			t.Fatalf("DecodeOffsetCommit(%x, %x): error %v; DecodeRecord's %v", key, value, err, werr)
-		}
-		// Which way it went: the straight-line reading or the reader's.
-		if _, _, _, ok := splitOffsetCommitKey(key); ok {
-			seen["straight key"]++
-		} else {
-			seen["reader's key"]++
-		}
-		var w OffsetCommitValue
-		if value != nil && readOffsetCommitValueFast(typ, value, d.strings, &w) {
-			seen[fmt.Sprintf("straight %s/v%d", typ, w.Version)]++
-		} else if value != nil {
-			seen["reader's value"]++
-		}
+		what, err := sameAsDecodeRecord(d, key, value, &v)
 		if err != nil {
-			seen["error"]++
-			continue
+			t.Fatal(err)
 		}
-		got := Record{Key: k}
-		if tombstone {
-			if !reflect.DeepEqual(v, before) {
-				t.Fatalf("DecodeOffsetCommit(%x, nil), a tombstone, changed the value from %+v to %+v", key, before, v)
-			}
-			seen[want.Type().String()+"/tombstone"]++
-		} else {
-			w := v
-			got.Value = &w
-			seen[fmt.Sprintf("%s/v%d", want.Type(), v.Version)]++
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("DecodeOffsetCommit(%x, %x) gives %s; DecodeRecord %s", key, value, describe(got), describe(want))
-		}
-		if !tombstone && v.UnknownTags.Len() > 0 {
-			seen["unknown tags"]++
+		for _, w := range what {
+			seen[w]++
 		}
 	}
 	want := []string{"other type", "error", "LegacyOffsetCommit/v0", "LegacyOffsetCommit/tombstone", "OffsetCommit/tombstone", "unknown tags",
@@ -173,4 +133,56 @@ func TestDecodeOffsetCommitDoesNotAllocate(t *testing.T) {
 			t.Errorf("OffsetCommitValue v%d decoded as %+v, want %+v", ver, v, *w)
 		}
 	}
+}
+
+// sameAsDecodeRecord decodes key and value with d.DecodeOffsetCommit into
+// v and with DecodeRecord, and says how they differ, if they do. what
+// names what the input was and which ways DecodeOffsetCommit read it.
+func sameAsDecodeRecord(d *Decoder, key, value []byte, v *OffsetCommitValue) (what []string, err error) {
+	want, werr := DecodeRecord(key, value)
+	before := *v
+	k, tombstone, gerr := d.DecodeOffsetCommit(key, value, v)
+	typ, ok := KeyType(key)
+	if !ok || (typ != TypeOffsetCommit && typ != TypeLegacyOffsetCommit) {
+		if gerr == nil {
+			return nil, fmt.Errorf("DecodeOffsetCommit(%x, %x) of a key that is not an offset commit's: no error", key, value)
+		}
+		return []string{"other type"}, nil
+	}
+	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+		return nil, fmt.Errorf("DecodeOffsetCommit(%x, %x): error %v; DecodeRecord's %v", key, value, gerr, werr)
+	}
+	// Which way it went: the straight-line reading or the reader's.
+	if _, _, _, ok := splitOffsetCommitKey(key); ok {
+		what = append(what, "straight key")
+	} else {
+		what = append(what, "reader's key")
+	}
+	var w OffsetCommitValue
+	if value != nil && readOffsetCommitValueFast(typ, value, d.strings, &w) {
+		what = append(what, fmt.Sprintf("straight %s/v%d", typ, w.Version))
+	} else if value != nil {
+		what = append(what, "reader's value")
+	}
+	if gerr != nil {
+		return append(what, "error"), nil
+	}
+	got := Record{Key: k}
+	if tombstone {
+		if !reflect.DeepEqual(*v, before) {
+			return nil, fmt.Errorf("DecodeOffsetCommit(%x, nil), a tombstone, changed the value from %+v to %+v", key, before, *v)
+		}
+		what = append(what, want.Type().String()+"/tombstone")
+	} else {
+		w := *v
+		got.Value = &w
+		what = append(what, fmt.Sprintf("%s/v%d", want.Type(), v.Version))
+		if v.UnknownTags.Len() > 0 {
+			what = append(what, "unknown tags")
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		return nil, fmt.Errorf("DecodeOffsetCommit(%x, %x) gives %s; DecodeRecord %s", key, value, describe(got), describe(want))
+	}
+	return what, nil
 }
