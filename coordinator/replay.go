@@ -22,15 +22,13 @@ func (c *Coordinator) Replay(r records.Record) error {
 	switch k := r.Key.(type) {
 	case records.OffsetCommitKey:
 		if r.Value == nil {
-			c.replayOffsetCommit(k, nil)
-			return nil
+			return c.ReplayOffsetCommit(k, nil)
 		}
 		v, ok := r.Value.(*records.OffsetCommitValue)
 		if !ok {
 			return fmt.Errorf("replay %s record of group %q: value is %T", r.Type(), k.Group, r.Value)
 		}
-		c.replayOffsetCommit(k, v)
-		return nil
+		return c.ReplayOffsetCommit(k, v)
 	case records.GroupMetadataKey:
 		if r.Value == nil {
 			delete(c.classic, k.Group)
@@ -77,6 +75,15 @@ func (c *Coordinator) Replay(r records.Record) error {
 		return fmt.Errorf("replay: record without a key")
 	}
 	return fmt.Errorf("replay: unexpected key type %T", r.Key)
+}
+
+// ReplayOffsetCommit is Replay of the offset commit record of key k and
+// value v (nil: a tombstone), for a load that decodes offset commits
+// without building a Record (records.Decoder.DecodeOffsetCommit). v is not
+// kept: the caller may reuse it for the next record.
+func (c *Coordinator) ReplayOffsetCommit(k records.OffsetCommitKey, v *records.OffsetCommitValue) error {
+	c.replayOffsetCommit(k, v)
+	return nil
 }
 
 // replayGroupMetadata is GMM.replay(GroupMetadataKey, GroupMetadataValue):

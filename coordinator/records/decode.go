@@ -36,6 +36,49 @@ func (d *Decoder) Decode(key, value []byte) (Record, error) {
 	return decodeRecord(key, value, d.strings)
 }
 
+// KeyType returns the record type a key starts with, and false for a key
+// too short to hold one (which Decode refuses).
+func KeyType(key []byte) (Type, bool) {
+	if len(key) < 2 {
+		return 0, false
+	}
+	return Type(binary.BigEndian.Uint16(key)), true
+}
+
+// DecodeOffsetCommit decodes an offset commit record (a key of type 0 or 1,
+// KeyType) as Decode does, without allocating for the record: the key is
+// returned by value and the value decoded into *v, which it overwrites
+// whole, so one v can serve record after record (a partition's load, where
+// nearly every record is an offset commit). tombstone reports a nil value
+// (Decode's nil Record.Value); *v is then left as it was. Where Decode
+// returns Record{Key: k, Value: w}, this returns k and sets *v to *w; where
+// Decode fails, this fails with the same error and leaves *v in no
+// particular state. A key of another type is an error.
+func (d *Decoder) DecodeOffsetCommit(key, value []byte, v *OffsetCommitValue) (k OffsetCommitKey, tombstone bool, err error) {
+	t, ok := KeyType(key)
+	if !ok {
+		return OffsetCommitKey{}, false, fmt.Errorf("decode offset commit: a key of %d bytes holds no record type", len(key))
+	}
+	if t != TypeLegacyOffsetCommit && t != TypeOffsetCommit {
+		return OffsetCommitKey{}, false, fmt.Errorf("decode offset commit: a key of %s, not of type 0 or 1", t)
+	}
+	if group, topic, partition, ok := splitOffsetCommitKey(key); ok {
+		k = OffsetCommitKey{Legacy: t == TypeLegacyOffsetCommit, Group: d.strings.get(group), Topic: d.strings.get(topic), Partition: partition}
+	} else if k, err = decodeOffsetCommitKey(t, key, d.strings); err != nil {
+		return OffsetCommitKey{}, false, err
+	}
+	if value == nil {
+		return k, true, nil
+	}
+	if readOffsetCommitValueFast(t, value, d.strings, v) {
+		return k, false, nil
+	}
+	if err := decodeOffsetCommitValue(t, value, d.strings, v); err != nil {
+		return OffsetCommitKey{}, false, err
+	}
+	return k, false, nil
+}
+
 func decodeRecord(key, value []byte, strings *interner) (Record, error) {
 	if len(key) < 2 {
 		r := newReader(key)
@@ -72,18 +115,18 @@ func valueName(t Type) string { return t.String() + "Value" }
 
 // decodeKey decodes a key of a known type; keys are never flexible.
 func decodeKey(t Type, key []byte, strings *interner) (Key, error) {
+	if t == TypeLegacyOffsetCommit || t == TypeOffsetCommit {
+		k, err := decodeOffsetCommitKey(t, key, strings)
+		if err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
 	r := newReader(key)
 	r.strings = strings
 	r.int16("record type")
 	var k Key
 	switch t {
-	case TypeLegacyOffsetCommit, TypeOffsetCommit:
-		k = OffsetCommitKey{
-			Legacy:    t == TypeLegacyOffsetCommit,
-			Group:     r.string("group", false),
-			Topic:     r.string("topic", false),
-			Partition: r.int32("partition"),
-		}
 	case TypeGroupMetadata:
 		k = GroupMetadataKey{Group: r.string("group", false)}
 	case TypeConsumerGroupMetadata:
@@ -109,6 +152,23 @@ func decodeKey(t Type, key []byte, strings *interner) (Key, error) {
 	return k, nil
 }
 
+// decodeOffsetCommitKey is decodeKey for types 0 and 1, by value.
+func decodeOffsetCommitKey(t Type, key []byte, strings *interner) (OffsetCommitKey, error) {
+	r := newReader(key)
+	r.strings = strings
+	r.int16("record type")
+	k := OffsetCommitKey{
+		Legacy:    t == TypeLegacyOffsetCommit,
+		Group:     r.string("group", false),
+		Topic:     r.string("topic", false),
+		Partition: r.int32("partition"),
+	}
+	if err := r.done(); err != nil {
+		return OffsetCommitKey{}, fmt.Errorf("decode %s: %w", keyName(t), err)
+	}
+	return k, nil
+}
+
 // valueVersions is the range of value versions Kafka reads per known type
 // (validVersions of the value schema in 4.1–4.4).
 func valueVersions(t Type) (lo, hi int16) {
@@ -120,22 +180,57 @@ func valueVersions(t Type) (lo, hi int16) {
 	return 0, 0
 }
 
-func decodeValue(t Type, value []byte, strings *interner) (Value, error) {
-	r := newReader(value)
-	r.strings = strings
+// valueVersion reads the version a value of type t starts with and checks
+// that Kafka reads it.
+func valueVersion(r *reader, t Type) (int16, error) {
 	ver := r.int16("value version")
 	if r.err != nil {
-		return nil, fmt.Errorf("decode %s: %w", valueName(t), r.err)
+		return 0, fmt.Errorf("decode %s: %w", valueName(t), r.err)
 	}
 	if lo, hi := valueVersions(t); ver < lo || ver > hi {
 		// Kafka: UnknownRecordVersionException. 4.0 read type 0 as
 		// OffsetCommitValue v0–4; 4.1+ reads it as LegacyOffsetCommitValue v0.
-		return nil, fmt.Errorf("decode %s: unknown value version %d (Kafka reads v%d–v%d)", valueName(t), ver, lo, hi)
+		return 0, fmt.Errorf("decode %s: unknown value version %d (Kafka reads v%d–v%d)", valueName(t), ver, lo, hi)
+	}
+	return ver, nil
+}
+
+// valueDone checks that the value of type t at version ver was read whole.
+func valueDone(r *reader, t Type, ver int16) error {
+	if err := r.done(); err != nil {
+		return fmt.Errorf("decode %s v%d: %w", valueName(t), ver, err)
+	}
+	return nil
+}
+
+// decodeOffsetCommitValue is decodeValue for types 0 and 1, into v.
+func decodeOffsetCommitValue(t Type, value []byte, strings *interner, v *OffsetCommitValue) error {
+	r := newReader(value)
+	r.strings = strings
+	ver, err := valueVersion(r, t)
+	if err != nil {
+		return err
+	}
+	readOffsetCommitValue(r, ver, v)
+	return valueDone(r, t, ver)
+}
+
+func decodeValue(t Type, value []byte, strings *interner) (Value, error) {
+	if t == TypeLegacyOffsetCommit || t == TypeOffsetCommit {
+		v := new(OffsetCommitValue)
+		if err := decodeOffsetCommitValue(t, value, strings, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	r := newReader(value)
+	r.strings = strings
+	ver, err := valueVersion(r, t)
+	if err != nil {
+		return nil, err
 	}
 	var v Value
 	switch t {
-	case TypeLegacyOffsetCommit, TypeOffsetCommit:
-		v = readOffsetCommitValue(r, ver)
 	case TypeGroupMetadata:
 		v = readGroupMetadataValue(r, ver)
 	case TypeConsumerGroupMetadata:
@@ -155,17 +250,18 @@ func decodeValue(t Type, value []byte, strings *interner) (Value, error) {
 	default:
 		return nil, fmt.Errorf("decode %s: no decoder", valueName(t))
 	}
-	if err := r.done(); err != nil {
-		return nil, fmt.Errorf("decode %s v%d: %w", valueName(t), ver, err)
+	if err := valueDone(r, t, ver); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
-// readOffsetCommitValue follows OffsetCommitValue.json; fields absent from
-// the version get the schema defaults (leaderEpoch -1, expireTimestamp -1).
-func readOffsetCommitValue(r *reader, ver int16) *OffsetCommitValue {
+// readOffsetCommitValue follows OffsetCommitValue.json into v, which it
+// overwrites whole; fields absent from the version get the schema defaults
+// (leaderEpoch -1, expireTimestamp -1).
+func readOffsetCommitValue(r *reader, ver int16, v *OffsetCommitValue) {
 	flexible := ver >= 4
-	v := NewOffsetCommitValue(ver)
+	v.reset(ver)
 	v.Offset = r.int64("offset")
 	if ver >= 3 {
 		v.LeaderEpoch = r.int32("leaderEpoch")
@@ -184,7 +280,6 @@ func readOffsetCommitValue(r *reader, ver int16) *OffsetCommitValue {
 			return true
 		})
 	}
-	return v
 }
 
 // readGroupMetadataValue follows GroupMetadataValue.json.

@@ -36,6 +36,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		if (err == nil) != (derr == nil) || (err != nil && err.Error() != derr.Error()) || !reflect.DeepEqual(rec, drec) {
 			t.Fatalf("Decoder.Decode gives %s, %v; DecodeRecord %s, %v", describe(drec), derr, describe(rec), err)
 		}
+		// So does DecodeOffsetCommit, for the keys it takes.
+		if _, cerr := sameAsDecodeRecord(fuzzDecoder, key, value, &fuzzValue); cerr != nil {
+			t.Fatal(cerr)
+		}
 		if err != nil {
 			return
 		}
@@ -60,7 +64,10 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-var fuzzDecoder *Decoder
+var (
+	fuzzDecoder *Decoder
+	fuzzValue   OffsetCommitValue
+)
 
 // TestDecoderSameAsDecodeRecord: a Decoder decodes every golden record as
 // DecodeRecord does, also the second time round, when it hands back the

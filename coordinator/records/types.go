@@ -243,10 +243,16 @@ type OffsetCommitValue struct {
 // defaults: LeaderEpoch -1 and ExpireTimestamp -1 (no retention time).
 func NewOffsetCommitValue(version int16) *OffsetCommitValue {
 	v := &OffsetCommitValue{}
+	v.reset(version)
+	return v
+}
+
+// reset makes v what NewOffsetCommitValue(version) returns.
+func (v *OffsetCommitValue) reset(version int16) {
+	*v = OffsetCommitValue{}
 	v.Version = version
 	v.LeaderEpoch = -1
 	v.ExpireTimestamp = -1
-	return v
 }
 
 // GroupMetadataValue is the value of type 2 (GroupMetadataValue.json v0–4),

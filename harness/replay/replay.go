@@ -71,37 +71,10 @@ func Func(kafkaVersion, group string, topicNames map[[16]byte]string) (check.Rep
 // coordinator does not model (share, streams), are skipped. An error names
 // the record that could not be decoded or replayed.
 func State(p version.Profile, group string, topicNames map[[16]byte]string, recs []history.Record) (check.GroupState, error) {
-	m, err := consumergroup.New(p, consumergroup.Config{})
+	c, m, lastGroupMetadata, err := load(p, recs, group, false)
 	if err != nil {
-		return check.GroupState{}, fmt.Errorf("replay: building the consumer-group engine for Kafka %s: %w", p.Version, err)
+		return check.GroupState{}, err
 	}
-	c, err := coordinator.New(p, coordinator.Config{ConsumerGroups: coordinator.NewConsumerGroups(m)})
-	if err != nil {
-		return check.GroupState{}, fmt.Errorf("replay: building the coordinator for Kafka %s: %w", p.Version, err)
-	}
-	var lastGroupMetadata *history.Record
-	d := records.NewDecoder()
-	for i := range recs {
-		hr := &recs[i]
-		dec, err := decode(d, hr)
-		if err != nil {
-			return check.GroupState{}, err
-		}
-		if GroupOf(dec.Key) != group {
-			continue
-		}
-		if err := c.Replay(dec); err != nil {
-			return check.GroupState{}, fmt.Errorf("%s: the reference coordinator of Kafka %s refuses it: %w", Where(*hr), p.Version, err)
-		}
-		if dec.Type() == records.TypeGroupMetadata {
-			lastGroupMetadata = hr
-		}
-	}
-	// Loaded re-arms timers and writes nothing unless a classic group is
-	// over group.max.size, which the zero Config does not limit; its time
-	// does not reach the state.
-	c.Loaded(time.UnixMilli(0))
-
 	out := check.GroupState{Members: map[string]check.MemberState{}, Offsets: map[history.TP]int64{}}
 	st := c.State()
 	for _, o := range st.Offsets {
@@ -153,26 +126,98 @@ func State(p version.Profile, group string, topicNames map[[16]byte]string, recs
 // then onLoaded). State replays one group's records only; Load is the
 // broker's whole load, which BenchmarkLoad times beside the broker's own.
 func Load(p version.Profile, recs []history.Record) (*coordinator.Coordinator, error) {
+	c, _, _, err := load(p, recs, "", true)
+	return c, err
+}
+
+// load replays recs in log order into a fresh reference coordinator of
+// profile p, the records of group only or, if every, of every group, then
+// ends the load. It returns the coordinator, its consumer-group engine and
+// the last GroupMetadata record it replayed (nil: none).
+func load(p version.Profile, recs []history.Record, group string, every bool) (*coordinator.Coordinator, *consumergroup.Manager, *history.Record, error) {
 	m, err := consumergroup.New(p, consumergroup.Config{})
 	if err != nil {
-		return nil, fmt.Errorf("replay: building the consumer-group engine for Kafka %s: %w", p.Version, err)
+		return nil, nil, nil, fmt.Errorf("replay: building the consumer-group engine for Kafka %s: %w", p.Version, err)
 	}
 	c, err := coordinator.New(p, coordinator.Config{ConsumerGroups: coordinator.NewConsumerGroups(m)})
 	if err != nil {
-		return nil, fmt.Errorf("replay: building the coordinator for Kafka %s: %w", p.Version, err)
+		return nil, nil, nil, fmt.Errorf("replay: building the coordinator for Kafka %s: %w", p.Version, err)
 	}
-	d := records.NewDecoder()
+	var lastGroupMetadata *history.Record
+	l := newLoader(p, c)
 	for i := range recs {
-		dec, err := decode(d, &recs[i])
+		hr := &recs[i]
+		typ, replayed, err := l.replay(hr, group, every)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		if err := c.Replay(dec); err != nil {
-			return nil, fmt.Errorf("%s: the reference coordinator of Kafka %s refuses it: %w", Where(recs[i]), p.Version, err)
+		if replayed && typ == records.TypeGroupMetadata {
+			lastGroupMetadata = hr
 		}
 	}
+	// Loaded re-arms timers and writes nothing unless a classic group is
+	// over group.max.size, which the zero Config does not limit; its time
+	// does not reach State's result.
 	c.Loaded(time.UnixMilli(0))
-	return c, nil
+	return c, m, lastGroupMetadata, nil
+}
+
+// loader decodes records and replays them into a coordinator for Load and
+// State. Offset commits, nearly every record of a partition, are decoded by
+// Decoder.DecodeOffsetCommit into one value reused from record to record and
+// replayed by Coordinator.ReplayOffsetCommit, which keeps nothing of it; the
+// other records by Decoder.Decode and Coordinator.Replay. Both ways decode
+// and replay the same (TestLoaderSameAsDecodeAndReplay).
+type loader struct {
+	p      version.Profile
+	c      *coordinator.Coordinator
+	d      *records.Decoder
+	commit records.OffsetCommitValue
+}
+
+func newLoader(p version.Profile, c *coordinator.Coordinator) *loader {
+	return &loader{p: p, c: c, d: records.NewDecoder()}
+}
+
+// replay decodes hr, which must decode whatever its group, and replays it
+// if it belongs to group, or whatever its group if every. It returns hr's
+// record type and whether it was replayed; an error names the record.
+func (l *loader) replay(hr *history.Record, group string, every bool) (records.Type, bool, error) {
+	if err := hasRawBytes(hr); err != nil {
+		return 0, false, err
+	}
+	if t, ok := records.KeyType(hr.RawKey); ok && (t == records.TypeOffsetCommit || t == records.TypeLegacyOffsetCommit) {
+		k, tombstone, err := l.d.DecodeOffsetCommit(hr.RawKey, hr.RawValue, &l.commit)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s: does not decode: %w", Where(*hr), err)
+		}
+		if !every && k.Group != group {
+			return t, false, nil
+		}
+		v := &l.commit
+		if tombstone {
+			v = nil
+		}
+		if err := l.c.ReplayOffsetCommit(k, v); err != nil {
+			return 0, false, l.refused(hr, err)
+		}
+		return t, true, nil
+	}
+	dec, err := decode(l.d, hr)
+	if err != nil {
+		return 0, false, err
+	}
+	if !every && GroupOf(dec.Key) != group {
+		return dec.Type(), false, nil
+	}
+	if err := l.c.Replay(dec); err != nil {
+		return 0, false, l.refused(hr, err)
+	}
+	return dec.Type(), true, nil
+}
+
+func (l *loader) refused(hr *history.Record, err error) error {
+	return fmt.Errorf("%s: the reference coordinator of Kafka %s refuses it: %w", Where(*hr), l.p.Version, err)
 }
 
 // Decode decodes a history record from the broker's bytes. A record saved
@@ -185,11 +230,8 @@ func Decode(hr history.Record) (records.Record, error) {
 // decode is Decode with d (nil: none), which keeps the strings of the
 // records it decodes for the next ones.
 func decode(d *records.Decoder, hr *history.Record) (records.Record, error) {
-	if len(hr.RawKey) == 0 {
-		return records.Record{}, fmt.Errorf("%s: no raw key bytes: the observation predates raw bytes (history.Record.RawKey); rerun to replay it", Where(*hr))
-	}
-	if hr.RawValue == nil && hr.Value != nil {
-		return records.Record{}, fmt.Errorf("%s: a value without its raw bytes: the observation predates raw bytes (history.Record.RawValue); rerun to replay it", Where(*hr))
+	if err := hasRawBytes(hr); err != nil {
+		return records.Record{}, err
 	}
 	var dec records.Record
 	var err error
@@ -202,6 +244,17 @@ func decode(d *records.Decoder, hr *history.Record) (records.Record, error) {
 		return records.Record{}, fmt.Errorf("%s: does not decode: %w", Where(*hr), err)
 	}
 	return dec, nil
+}
+
+// hasRawBytes refuses a record saved without the broker's bytes.
+func hasRawBytes(hr *history.Record) error {
+	if len(hr.RawKey) == 0 {
+		return fmt.Errorf("%s: no raw key bytes: the observation predates raw bytes (history.Record.RawKey); rerun to replay it", Where(*hr))
+	}
+	if hr.RawValue == nil && hr.Value != nil {
+		return fmt.Errorf("%s: a value without its raw bytes: the observation predates raw bytes (history.Record.RawValue); rerun to replay it", Where(*hr))
+	}
+	return nil
 }
 
 // Where names a record for an error: partition, offset and record type.
