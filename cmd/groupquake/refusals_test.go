@@ -122,6 +122,11 @@ func TestRefusals(t *testing.T) {
 		{runArgs("--java-jvms", ""), 2, "--java-jvms is empty"},
 		{runArgs("--bootstrap", "127.0.0.1:1", "--node-control", "ssh {{.Hots}} stop"), 2, `--node-control: template: node-control:1:6: executing "node-control" at <.Hots>: map has no entry for key "Hots"`},
 		{runArgs("--upgrade-to", "4.4.0", "--kafka", "4.1.2", "--embedded"), 2, "--upgrade-to replaces container nodes: the embedded cluster has no Kafka binaries"},
+		// run's flags for the two releases are --kafka and --upgrade-to, not upgrade's --from and --to.
+		{runArgs("--kafka", "4.4.0", "--upgrade-to", "4.1.2"), 2, "--upgrade-to 4.1.2 is older than --kafka 4.4.0: an upgrade goes to a newer release"},
+		{runArgs("--upgrade-to", "4.4.0"), 2, "--kafka and --upgrade-to are both 4.4.0: an upgrade needs a newer --upgrade-to"},
+		{runArgs("--upgrade-to", "3.9.0", "--kafka", "4.1.2"), 2, "--upgrade-to 3.9.0: Kafka 3.9.0 is not served"},
+		{upgrade("--to", "4.0.0"), 2, "--to 4.0.0 is older than --from 4.1.2"},
 		{runArgs("--downgrade", "before-finalize"), 2, "--downgrade before-finalize rolls back an upgrade: it needs --upgrade-to"},
 		{runArgs("--migration-from", "consumer"), 2, "--migration-from consumer says where a migration starts: it needs --scenario migration"},
 		{runArgs("--migration-static"), 2, "--migration-static makes a migration's members static: it needs --scenario migration"},
