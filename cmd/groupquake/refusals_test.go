@@ -127,6 +127,9 @@ func TestRefusals(t *testing.T) {
 		{runArgs("--upgrade-to", "4.4.0"), 2, "--kafka and --upgrade-to are both 4.4.0: an upgrade needs a newer --upgrade-to"},
 		{runArgs("--upgrade-to", "3.9.0", "--kafka", "4.1.2"), 2, "--upgrade-to 3.9.0: Kafka 3.9.0 is not served"},
 		{upgrade("--to", "4.0.0"), 2, "--to 4.0.0 is older than --from 4.1.2"},
+		// A rate of 0 is not "between 0 and 600": the message says which rates are taken.
+		{runArgs("--intensity", "0/min"), 2, `intensity "0/min" is neither a level (low, normal, high) nor a rate of faults per minute above 0 and at most 600`},
+		{runArgs("--intensity", "HIGH"), 2, `intensity "HIGH" is neither a level (low, normal, high)`},
 		{runArgs("--downgrade", "before-finalize"), 2, "--downgrade before-finalize rolls back an upgrade: it needs --upgrade-to"},
 		{runArgs("--migration-from", "consumer"), 2, "--migration-from consumer says where a migration starts: it needs --scenario migration"},
 		{runArgs("--migration-static"), 2, "--migration-static makes a migration's members static: it needs --scenario migration"},
