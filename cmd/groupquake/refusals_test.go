@@ -77,6 +77,19 @@ func TestRefusals(t *testing.T) {
 	}
 	diff := func(args ...string) []string { return append([]string{"diff", "--from", "4.1.2"}, args...) }
 	long := strings.Repeat("t", 250)
+	// A symbolic link to nothing, and a folder this process may not write
+	// (root writes through permissions: for root, one that procfs refuses).
+	dangling := filepath.Join(tmp, "dangling")
+	if err := os.Symlink(filepath.Join(tmp, "no", "such"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(tmp, "locked")
+	if err := os.MkdirAll(locked, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		locked = "/proc/self"
+	}
 
 	for _, tc := range []struct {
 		args  []string
@@ -149,6 +162,14 @@ func TestRefusals(t *testing.T) {
 		{[]string{"run", "extra", "--seed", "1"}, 2, `run takes no arguments, got "extra"`},
 		{[]string{"run", "--out", underFile, "--scenario", "baseline"}, 2, "cannot be made: " + fx.file + " is a file"},
 		{[]string{"run", "--out", underFile}, 2, "cannot be made: " + fx.file + " is a file"},
+
+		// An --out that cannot be made or written is refused before the run starts, not when it
+		// writes its plan (exit 3, after the seed and the rerun command were printed).
+		{[]string{"run", "--out", dangling, "--scenario", "baseline", "--embedded"}, 2, "--out: " + dangling + " is a symbolic link to " + filepath.Join(tmp, "no", "such") + ", which does not exist"},
+		{[]string{"run", "--out", filepath.Join(locked, "r"), "--scenario", "baseline", "--embedded"}, 2, "--out: " + filepath.Join(locked, "r") + " cannot be written: " + locked + " is not writable"},
+		{[]string{"run", "--out", filepath.Join(locked, "c"), "--embedded"}, 2, "cannot be written: " + locked + " is not writable"},
+		{upgrade("--out", filepath.Join(locked, "u")), 2, "cannot be written: " + locked + " is not writable"},
+		{diff("--embedded", "--out", filepath.Join(locked, "d")), 2, "cannot be written: " + locked + " is not writable"},
 
 		{[]string{"check", "-v", "-q", fx.killed}, 2, "-v and -q exclude each other"},
 		{[]string{"check", fx.killed, "--write=maybe"}, 2, `invalid boolean value "maybe" for -write`},

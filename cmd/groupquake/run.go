@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/template"
 	"time"
 
@@ -707,17 +708,29 @@ func checkNodeControl(text string) error {
 }
 
 // checkOut says whether dir can become a run directory (run.CheckDir), and
-// whether it can be made: the nearest folder above it that exists must be
-// a folder.
+// whether it can be made and written: it must not be a symbolic link to
+// nothing, and dir, or the nearest folder above it that exists, must be a
+// folder this process may write (a read-only file system or a folder
+// without write permission is refused here, before anything starts, not
+// when the run writes its plan).
 func checkOut(dir string) error {
 	if err := run.CheckDir(dir); err != nil {
 		return err
 	}
-	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if _, err := os.Stat(dir); err != nil {
+			target, _ := os.Readlink(dir)
+			return fmt.Errorf("%s is a symbolic link to %s, which does not exist: create %s first, or choose another directory", dir, target, target)
+		}
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
 		if err == nil {
 			if !st.IsDir() {
 				return fmt.Errorf("%s cannot be made: %s is a file, not a folder", dir, d)
+			}
+			if err := syscall.Access(d, unixWrite|unixSearch); err != nil {
+				return fmt.Errorf("%s cannot be written: %s is not writable (%v): choose a directory you can write (--out)", dir, d, err)
 			}
 			return nil
 		}
@@ -726,6 +739,12 @@ func checkOut(dir string) error {
 		}
 	}
 }
+
+// The modes of access(2): write, and search (enter a folder).
+const (
+	unixWrite  = 0x2
+	unixSearch = 0x1
+)
 
 // namesOf lists the names of kinds (member kinds of harness/run.JavaKinds,
 // PythonKinds, SpringKinds, ShareKinds; fault kinds).
