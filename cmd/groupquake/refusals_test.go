@@ -90,6 +90,14 @@ func TestRefusals(t *testing.T) {
 	if os.Geteuid() == 0 {
 		locked = "/proc/self"
 	}
+	// What a run leaves in the instant it claimed its directory: a history, no plan yet.
+	claimed := filepath.Join(tmp, "claimed")
+	if err := os.MkdirAll(claimed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(claimed, run.HistoryFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		args  []string
@@ -170,6 +178,8 @@ func TestRefusals(t *testing.T) {
 		{[]string{"run", "--out", filepath.Join(locked, "c"), "--embedded"}, 2, "cannot be written: " + locked + " is not writable"},
 		{upgrade("--out", filepath.Join(locked, "u")), 2, "cannot be written: " + locked + " is not writable"},
 		{diff("--embedded", "--out", filepath.Join(locked, "d")), 2, "cannot be written: " + locked + " is not writable"},
+
+		{[]string{"run", "--out", claimed, "--scenario", "baseline", "--embedded"}, 2, "--out: run directory " + claimed + " already holds a history.jsonl without a plan.json"},
 
 		{[]string{"check", "-v", "-q", fx.killed}, 2, "-v and -q exclude each other"},
 		{[]string{"check", fx.killed, "--write=maybe"}, 2, `invalid boolean value "maybe" for -write`},

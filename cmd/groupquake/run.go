@@ -256,6 +256,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
 	})
 	stopWatch()
+	if errors.Is(err, run.ErrDirTaken) {
+		// Another run writes there: nothing of this one is, nothing to judge.
+		return badInput("--out: %v", err)
+	}
 	return f.judgeAndSay(plan, dir, res, err, stdout, con)
 }
 

@@ -95,6 +95,9 @@ func CheckDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
 		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
 	}
+	if _, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil {
+		return fmt.Errorf("run directory %s already holds a %s without a %s (a run that is starting there now, or one killed before it wrote its plan): choose a new directory", dir, HistoryFile, PlanFile)
+	}
 	if r := RunDirOf(dir); r != "" {
 		return fmt.Errorf("%s is inside the run directory %s: choose a directory outside it", dir, r)
 	}
@@ -147,6 +150,28 @@ func prepareDir(dir string) error {
 		return err
 	}
 	return os.MkdirAll(dir, 0o755)
+}
+
+// ErrDirTaken is the error of a run whose directory another run took
+// between the check of the directory and the run's start.
+var ErrDirTaken = errors.New("another run took the run directory")
+
+// beforeClaim, when set (by the tests), is called between the check of a
+// run directory and its claim: the moment another run may take it.
+var beforeClaim func(dir string)
+
+// claimDir creates dir's history, which must not exist: the first file a
+// run writes, so that a run whose directory another run took writes
+// nothing into it.
+func claimDir(dir string) (*os.File, error) {
+	hf, err := os.OpenFile(filepath.Join(dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%w: %s appeared in %s after the directory was checked (two runs were given the same directory at once): nothing was written there; choose a new directory", ErrDirTaken, HistoryFile, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the history: %w", err)
+	}
+	return hf, nil
 }
 
 func rerunScript(p Plan) []byte {
