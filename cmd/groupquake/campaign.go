@@ -247,6 +247,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 	con.Infof("campaign of seed %d: %d runs on %s; campaign directory %s", seed, len(cp.Runs), clusterName(o), dir)
 	con.Infof("rerun the campaign with: %s", cp.Command())
+	setRerun(cp.Command())
 	stopWatch := con.watch(ctx)
 	defer stopWatch()
 	for _, n := range cp.Notes {

@@ -78,6 +78,20 @@ func writing(dir string) func() {
 	}
 }
 
+// rerunLine is the command that reruns what the command is doing (a run,
+// the campaign, an upgrade), said again by a second Ctrl-C.
+var rerunLine struct {
+	sync.Mutex
+	cmd string
+}
+
+// setRerun records cmd as the command that reruns this one.
+func setRerun(cmd string) {
+	rerunLine.Lock()
+	rerunLine.cmd = cmd
+	rerunLine.Unlock()
+}
+
 // notifyInterrupt is main's context: cancelled by the first SIGINT or
 // SIGTERM, the second stops at once (forceStop), a third exits.
 func notifyInterrupt(stderr io.Writer) (context.Context, func()) {
@@ -128,6 +142,11 @@ func forceStop(stderr io.Writer, sig os.Signal) int {
 		fmt.Fprintf(stderr, "groupquake: run directory %s holds what was recorded, not judged: judge it with: groupquake check %s\n", d, d)
 	}
 	writingDirs.Unlock()
+	rerunLine.Lock()
+	if rerunLine.cmd != "" {
+		fmt.Fprintf(stderr, "groupquake: rerun with: %s\n", rerunLine.cmd)
+	}
+	rerunLine.Unlock()
 	if len(left) > 0 {
 		fmt.Fprintf(stderr, "groupquake: left behind:\n  %s\ngroupquake: remove the containers, volumes and networks with: groupquake sweep\n", strings.Join(left, "\n  "))
 	} else {

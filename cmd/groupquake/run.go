@@ -245,6 +245,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	con.Infof("seed %d; run directory %s", seed, dir)
 	con.Infof("rerun with: %s", plan.Command())
+	setRerun(plan.Command())
 	con.expectWorkload(plan.Workload)
 	stopWatch := con.watch(ctx)
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
