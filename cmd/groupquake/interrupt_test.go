@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // The interrupt tests drive the command as a user does: built in the test
@@ -371,4 +374,32 @@ func TestInterruptDiff(t *testing.T) {
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
 	p.NothingLeft(runs...)
+}
+
+// TestInterruptCampaignClusterStart: a campaign interrupted while its
+// cluster starts says so and how to rerun the campaign, as an interrupted
+// run does, and leaves no campaign directory. It said only that the
+// cluster "could not be started" with the start's own error (seen on a
+// container cluster: `node 1 has not logged "Kafka Server started"`). Here
+// the signal comes first and the cluster start (of an external cluster)
+// meets the cancelled context.
+func TestInterruptCampaignClusterStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "campaign")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(interrupt.Signal{Sig: os.Interrupt})
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"run", "--bootstrap", closedPort(t), "--seed", "9", "--duration", "2s", "--out", dir}, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"interrupted by SIGINT while the campaign's cluster started", "rerun the campaign with: groupquake run --seed 9 "} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last line %q does not say %q", last, want)
+		}
+	}
+	if code != exitFailed {
+		t.Errorf("exit %d, want %d:\n%s", code, exitFailed, stderr.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the campaign directory %s was made (stat: %v)", dir, err)
+	}
 }
