@@ -339,3 +339,34 @@ func TestRunHelpListsScenarios(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberCheckRefusals: member-check with a command that cannot be
+// started, or a Kafka release groupquake does not serve, is refused with
+// exit 2 before anything starts, and leaves no temporary directory. The
+// first ran the whole check (a minute on the embedded cluster) and said
+// the command broke 6 rules; the second exited 3 once the cluster was to
+// start; both left a groupquake-member-check-* directory in TMPDIR.
+func TestMemberCheckRefusals(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	missing := filepath.Join(t.TempDir(), "no-such-member")
+	for _, tc := range []struct {
+		args  []string
+		first string
+	}{
+		{[]string{"member-check", "--run-duration", "0s", "--", missing}, "member-check: the command " + missing + " cannot be started"},
+		{[]string{"member-check", "--run-duration", "0s", "--", "groupquake-no-such-command"}, `"groupquake-no-such-command": executable file not found in $PATH`},
+		{[]string{"member-check", "--kafka", "9.9", "--run-duration", "0s", "--", "true"}, `--kafka: unknown Kafka version "9.9"`},
+		{[]string{"member-check", "--kafka", "9.9", "--impl", "java"}, `--kafka: unknown Kafka version "9.9"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := call(t, tc.args...)
+			if code != exitBadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.first) {
+				t.Errorf("exit %d, want %d and one line with %q; stderr:\n%s", code, exitBadInput, tc.first, stderr)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("left in TMPDIR: %s", left[0].Name())
+			}
+		})
+	}
+}
