@@ -179,6 +179,8 @@ func TestRefusals(t *testing.T) {
 		{upgrade("--out", filepath.Join(locked, "u")), 2, "cannot be written: " + locked + " is not writable"},
 		{diff("--embedded", "--out", filepath.Join(locked, "d")), 2, "cannot be written: " + locked + " is not writable"},
 
+		{[]string{"findings", "rerun", "--embedded", "--out", filepath.Join(locked, "f")}, 2, "--out " + filepath.Join(locked, "f") + ": " + filepath.Join(locked, "f")},
+		{[]string{"findings", "rerun", "--embedded", "--out", filepath.Join(locked, "f")}, 2, "cannot be written: " + locked + " is not writable"},
 		{[]string{"run", "--out", claimed, "--scenario", "baseline", "--embedded"}, 2, "--out: run directory " + claimed + " already holds a history.jsonl without a plan.json"},
 
 		{[]string{"check", "-v", "-q", fx.killed}, 2, "-v and -q exclude each other"},
