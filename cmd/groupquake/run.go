@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -149,8 +150,24 @@ func defaultRunsDir() string {
 // under defaultRunsDir, named by the UTC time (which the reports read back
 // as when the run began) and then what ran.
 func newRunDir(what string) string {
-	return filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+what)
+	return freeName(filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+what))
 }
+
+// freeName is base, or when base exists (the same command, with the same
+// seed, started in the same second) the first of base-2, base-3, ... that
+// does not.
+func freeName(base string) string {
+	d := base
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(d); errors.Is(err, fs.ErrNotExist) {
+			return d
+		}
+		d = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// runRun is run.Run; the tests script what another run does around it.
+var runRun = run.Run
 
 const runUsage = `Usage: groupquake run [flags]
 
@@ -250,12 +267,26 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	stopWatch := con.watch(ctx)
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
-	defer writing(dir)()
-	res, err := run.Run(ctx, run.Config{
-		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), ClientLog: f.clientLevel, OnPhase: onPhase,
-		ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
-		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
-	})
+	var res run.Result
+	done := func() {}
+	defer func() { done() }() // a second Ctrl-C names the directory until the command ends
+	for {
+		done = writing(dir)
+		res, err = runRun(ctx, run.Config{
+			Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), ClientLog: f.clientLevel, OnPhase: onPhase,
+			ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
+			External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
+		})
+		if f.out != "" || !errors.Is(err, run.ErrDirTaken) {
+			break
+		}
+		done()
+		// The same command started at the same moment took the default
+		// directory first; nothing of this run was written there.
+		next := freeName(dir)
+		con.Infof("run directory %s was taken by another run started at the same moment: this run writes to %s", dir, next)
+		dir = next
+	}
 	stopWatch()
 	if errors.Is(err, run.ErrDirTaken) {
 		// Another run writes there: nothing of this one is, nothing to judge.

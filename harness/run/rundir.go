@@ -93,10 +93,10 @@ func CheckDir(dir string) error {
 		return fmt.Errorf("run directory %s is a file: choose a new directory", dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
-		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
+		return takenError(fmt.Sprintf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile))
 	}
 	if _, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil {
-		return fmt.Errorf("run directory %s already holds a %s without a %s (a run that is starting there now, or one killed before it wrote its plan): choose a new directory", dir, HistoryFile, PlanFile)
+		return takenError(fmt.Sprintf("run directory %s already holds a %s without a %s (a run that is starting there now, or one killed before it wrote its plan): choose a new directory", dir, HistoryFile, PlanFile))
 	}
 	if r := RunDirOf(dir); r != "" {
 		return fmt.Errorf("%s is inside the run directory %s: choose a directory outside it", dir, r)
@@ -152,9 +152,17 @@ func prepareDir(dir string) error {
 	return os.MkdirAll(dir, 0o755)
 }
 
-// ErrDirTaken is the error of a run whose directory another run took
-// between the check of the directory and the run's start.
+// ErrDirTaken is the error of a run whose directory holds a run, or
+// another run took between the check of the directory and the run's
+// start: nothing was written there.
 var ErrDirTaken = errors.New("another run took the run directory")
+
+// takenError is CheckDir's error for a directory that holds a run, or a
+// run's history: it is ErrDirTaken (errors.Is).
+type takenError string
+
+func (e takenError) Error() string        { return string(e) }
+func (e takenError) Is(target error) bool { return target == ErrDirTaken }
 
 // beforeClaim, when set (by the tests), is called between the check of a
 // run directory and its claim: the moment another run may take it.

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/groupquake/groupquake/harness/run"
+)
+
+// TestSameRerunAtOnce scripts the printed rerun command (no --out) started
+// twice at the same moment: both choose the same default directory
+// (./runs/<time>-<seed>/), the other run takes it first, then this one
+// starts. This one must go to a directory of its own and leave the other's
+// as it was: it was refused with exit 2 (`--out: run directory ... already
+// holds ...`, for an --out the user never gave).
+func TestSameRerunAtOnce(t *testing.T) {
+	t.Chdir(t.TempDir())
+	other := []byte(`{"seed": 77}` + "\n")
+	var taken string
+	runRun = func(ctx context.Context, cfg run.Config) (run.Result, error) {
+		if taken == "" {
+			// The other run: it claimed the directory and wrote its plan.
+			taken = cfg.Dir
+			if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{run.HistoryFile, run.PlanFile} {
+				if err := os.WriteFile(filepath.Join(cfg.Dir, name), other, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return run.Run(ctx, cfg)
+	}
+	defer func() { runRun = run.Run }()
+	code, _, stderr := call(t, "run", "--seed", "77", "--scenario", "baseline", "--embedded", "--duration", "1s")
+	if code == exitBadInput || strings.Contains(stderr, "already holds") {
+		t.Fatalf("exit %d: the rerun was refused:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "was taken by another run started at the same moment: this run writes to "+taken+"-2") {
+		t.Errorf("the rerun does not say where it went instead of %s:\n%s", taken, stderr)
+	}
+	for _, name := range []string{run.HistoryFile, run.PlanFile} {
+		if b, err := os.ReadFile(filepath.Join(taken, name)); err != nil || string(b) != string(other) {
+			t.Errorf("the other run's %s is now %q (%v)", name, b, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(taken+"-2", run.PlanFile))
+	var p run.Plan
+	if err != nil || json.Unmarshal(b, &p) != nil || p.Seed != 77 {
+		t.Errorf("%s-2 does not hold the rerun's plan: %v %s", taken, err, b)
+	}
+}
+
+// TestFreeName: the default directory of a command started again in the
+// same second with the same seed is a new one beside it.
+func TestFreeName(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "20261206T020409Z-77")
+	if got := freeName(base); got != base {
+		t.Errorf("freeName of a free name = %s", got)
+	}
+	for _, d := range []string{base, base + "-2"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := freeName(base); got != base+"-3" {
+		t.Errorf("freeName with %s and -2 taken = %s, want %s-3", base, got, base)
+	}
+	if _, err := os.Stat(base + "-3"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("freeName made %s-3", base)
+	}
+}
