@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -368,6 +369,55 @@ func TestMemberCheckRefusals(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(tmp); len(left) > 0 {
 				t.Errorf("left in TMPDIR: %s", left[0].Name())
+			}
+		})
+	}
+}
+
+// TestReportOutNotARegularFile: report -o names a path that exists but is
+// no regular file (a pipe standing for a device such as /dev/null, which
+// the test must not risk; a symbolic link): refused with exit 2, the path
+// left as it was. The page is written to a new file renamed over the path:
+// `report -o /dev/null RUN` replaced /dev/null with the page.
+func TestReportOutNotARegularFile(t *testing.T) {
+	fx := makeFixtures(t)
+	tmp := t.TempDir()
+	fifo := filepath.Join(tmp, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(tmp, "target.html")
+	if err := os.WriteFile(target, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "link.html")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		first string
+	}{
+		{[]string{"report", "-o", fifo, fx.killed}, "-o " + fifo + " is a device, a pipe or a socket, not a regular file"},
+		{[]string{"report", "-o", fifo, filepath.Join(fx.root, "runs")}, "-o " + fifo + " is a device, a pipe or a socket"},
+		{[]string{"report", "-o", link, fx.killed}, "-o " + link + " is a symbolic link to " + target + ", not a regular file"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := call(t, tc.args...)
+			if code != exitBadInput || !strings.Contains(stderr, tc.first) {
+				t.Errorf("exit %d, want %d with %q; stderr:\n%s", code, exitBadInput, tc.first, stderr)
+			}
+			if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+				t.Errorf("the pipe is gone: %v %v", st.Mode(), err)
+			}
+			if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the symbolic link is gone: %v %v", st.Mode(), err)
+			}
+			if b, _ := os.ReadFile(target); string(b) != "mine" {
+				t.Errorf("the link's target now holds %d bytes", len(b))
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, "*.tmp-*")); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
 			}
 		})
 	}
