@@ -76,3 +76,17 @@ func TestFreeName(t *testing.T) {
 		t.Errorf("freeName made %s-3", base)
 	}
 }
+
+// TestStatsSaysStoppedRuns: stats counts a run stopped before its end (here
+// killed in its workload) as a run, measured up to where it stopped, and
+// says so: it was counted as a whole run without a word.
+func TestStatsSaysStoppedRuns(t *testing.T) {
+	fx := makeFixtures(t)
+	code, stdout, stderr := call(t, "stats", fx.killed)
+	if code != exitOK || !strings.Contains(stdout, "runs") {
+		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	}
+	if want := "note: 1 of the 1 runs stopped before their end (interrupted, killed, or stopped by --bound), measured up to where they stopped: " + fx.killed; !strings.Contains(stderr, want) {
+		t.Errorf("stats does not say %q:\n%s", want, stderr)
+	}
+}
