@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // TestRunDirTakenByAnotherRun scripts two runs given the same directory at
@@ -68,5 +70,28 @@ func TestCheckDirRefusesAClaimedDir(t *testing.T) {
 	}
 	if err := CheckDir(dir); err == nil || !bytes.Contains([]byte(err.Error()), []byte("already holds a history.jsonl without a plan.json")) {
 		t.Errorf("CheckDir of a directory with a history and no plan: %v", err)
+	}
+}
+
+// TestSecondInterruptRemovesAtomicTemp scripts a second Ctrl-C (which
+// removes the process's temporary files and exits at once) while a result
+// is being written: its temporary file, whole but not yet renamed into
+// place, must go with the others. It was left in the run directory
+// (.report.html.tmp-2226961539, seen on a container run whose second
+// Ctrl-C came as its report was written).
+func TestSecondInterruptRemovesAtomicTemp(t *testing.T) {
+	dir := t.TempDir()
+	var left []string
+	beforeRename = func(tmp string) {
+		interrupt.RemoveTemps() // what the second Ctrl-C does before it exits
+		left, _ = filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	}
+	defer func() { beforeRename = nil }()
+	_ = writeFileAtomic(filepath.Join(dir, ReportFile), []byte("<html>"), 0o644)
+	if len(left) > 0 {
+		t.Errorf("left in the run directory by a second Ctrl-C: %v", left)
+	}
+	if ts := interrupt.Temps(); len(ts) > 0 {
+		t.Errorf("still tracked after the write: %v", ts)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // The files of a run directory, in the order a run writes them:
@@ -47,12 +48,18 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 }
 
 // writeFileAtomic is WriteFileAtomic.
+// The temporary file is tracked (internal/interrupt) until it is renamed
+// or removed: a second Ctrl-C, which exits at once, removes it with the
+// process's other temporary files instead of leaving it in the run
+// directory.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
+	interrupt.Track(tmp)
+	defer interrupt.Keep(tmp)
 	_, werr := f.Write(data)
 	serr := f.Sync()
 	cerr := f.Close()
@@ -64,12 +71,19 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		os.Remove(tmp)
 		return err
 	}
+	if beforeRename != nil {
+		beforeRename(tmp)
+	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("renaming %s into place: %w", path, err)
 	}
 	return nil
 }
+
+// beforeRename, when set (by the tests), is called with the temporary file
+// of writeFileAtomic, whole, before it is renamed into place.
+var beforeRename func(tmp string)
 
 func writeJSONAtomic(path string, v any) error {
 	var b bytes.Buffer
