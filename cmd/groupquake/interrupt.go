@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
@@ -139,6 +141,11 @@ func forceStop(stderr io.Writer, sig os.Signal) int {
 	left = append(left, interrupt.RemoveTemps()...)
 	writingDirs.Lock()
 	for d := range writingDirs.m {
+		if _, err := os.Stat(filepath.Join(d, run.VerdictsFile)); err == nil {
+			// Stopped after its verdicts were written, its report perhaps not.
+			fmt.Fprintf(stderr, "groupquake: run directory %s holds what was recorded and its verdicts: see them with: groupquake check %s (--write also writes its report)\n", d, d)
+			continue
+		}
 		fmt.Fprintf(stderr, "groupquake: run directory %s holds what was recorded, not judged: judge it with: groupquake check %s\n", d, d)
 	}
 	writingDirs.Unlock()

@@ -90,3 +90,34 @@ func TestStatsSaysStoppedRuns(t *testing.T) {
 		t.Errorf("stats does not say %q:\n%s", want, stderr)
 	}
 }
+
+// TestSecondInterruptAfterVerdicts: a second Ctrl-C after the run wrote its
+// verdicts (in the writing of its report) said the run directory held what
+// was recorded, "not judged".
+func TestSecondInterruptAfterVerdicts(t *testing.T) {
+	judged, unjudged := filepath.Join(t.TempDir(), "judged"), filepath.Join(t.TempDir(), "unjudged")
+	for _, d := range []string{judged, unjudged} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer writing(d)()
+	}
+	if err := os.WriteFile(filepath.Join(judged, run.VerdictsFile), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if code := forceStop(&stderr, os.Interrupt); code != exitFailed {
+		t.Errorf("exit %d", code)
+	}
+	for _, want := range []string{
+		"run directory " + judged + " holds what was recorded and its verdicts: see them with: groupquake check " + judged + " (--write also writes its report)",
+		"run directory " + unjudged + " holds what was recorded, not judged: judge it with: groupquake check " + unjudged,
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("a second Ctrl-C does not say %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), judged+" holds what was recorded, not judged") {
+		t.Errorf("a second Ctrl-C says the judged run was not judged:\n%s", stderr.String())
+	}
+}
