@@ -107,7 +107,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			path = filepath.Join(dirs[0], run.ReportFile)
 		}
 		if err := run.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
-			return exitError{exitFailed, fmt.Sprintf("writing the report: %v", err)}
+			return exitError{exitFailed, fmt.Sprintf("writing the report: %v; write it elsewhere with -o FILE", err)}
 		}
 		fmt.Fprintln(stdout, path)
 		return nil

@@ -121,3 +121,20 @@ func TestSecondInterruptAfterVerdicts(t *testing.T) {
 		t.Errorf("a second Ctrl-C says the judged run was not judged:\n%s", stderr.String())
 	}
 }
+
+// TestReportCannotWrite: a run's report that cannot be written in its run
+// directory (read-only there; here a folder in the way) exits 3 saying
+// what to do, and leaves no temporary file.
+func TestReportCannotWrite(t *testing.T) {
+	fx := makeFixtures(t)
+	if err := os.MkdirAll(filepath.Join(fx.killed, run.ReportFile, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := call(t, "report", fx.killed)
+	if code != exitFailed || !strings.Contains(stderr, "writing the report: ") || !strings.HasSuffix(stderr, "; write it elsewhere with -o FILE\n") {
+		t.Errorf("exit %d, want %d and a message that says where else to write:\n%s", code, exitFailed, stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(fx.killed, ".*.tmp-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
