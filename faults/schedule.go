@@ -127,7 +127,7 @@ func ParseIntensity(s string) (Intensity, error) {
 	}
 	n, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "/min"), 64)
 	if err != nil || n <= 0 || n > 600 || math.IsNaN(n) {
-		return 0, fmt.Errorf("intensity %q is neither a level (low, normal, high) nor a rate of faults per minute between 0 and 600 (e.g. 12/min)", s)
+		return 0, fmt.Errorf("intensity %q is neither a level (low, normal, high) nor a rate of faults per minute above 0 and at most 600 (e.g. 12/min)", s)
 	}
 	return Intensity(n), nil
 }

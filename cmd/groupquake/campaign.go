@@ -247,6 +247,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 	con.Infof("campaign of seed %d: %d runs on %s; campaign directory %s", seed, len(cp.Runs), clusterName(o), dir)
 	con.Infof("rerun the campaign with: %s", cp.Command())
+	setRerun(cp.Command())
 	stopWatch := con.watch(ctx)
 	defer stopWatch()
 	for _, n := range cp.Notes {
@@ -257,6 +258,10 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	h, err := startCampaignCluster(ctx, f, o, logf)
 	if err != nil {
 		msg := fmt.Sprintf("the campaign's cluster could not be started: %v", err)
+		var ierr exitError
+		if errors.As(signalled(ctx, "while the campaign's cluster started (what it had started is removed; no run was started); rerun the campaign with: "+cp.Command()), &ierr) {
+			msg = ierr.msg
+		}
 		if f.json {
 			out.Error = msg
 			if jerr := writeJSON(stdout, out); jerr != nil {

@@ -165,7 +165,7 @@ func cmdFindingsRerun(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	for _, x := range picked {
 		if x.Reproducer.Plan != nil {
-			if err := run.CheckDir(filepath.Join(dir, x.ID)); err != nil {
+			if err := checkOut(filepath.Join(dir, x.ID)); err != nil {
 				return badInput("--out %s: %v", dir, err)
 			}
 		}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
@@ -78,6 +80,20 @@ func writing(dir string) func() {
 	}
 }
 
+// rerunLine is the command that reruns what the command is doing (a run,
+// the campaign, an upgrade), said again by a second Ctrl-C.
+var rerunLine struct {
+	sync.Mutex
+	cmd string
+}
+
+// setRerun records cmd as the command that reruns this one.
+func setRerun(cmd string) {
+	rerunLine.Lock()
+	rerunLine.cmd = cmd
+	rerunLine.Unlock()
+}
+
 // notifyInterrupt is main's context: cancelled by the first SIGINT or
 // SIGTERM, the second stops at once (forceStop), a third exits.
 func notifyInterrupt(stderr io.Writer) (context.Context, func()) {
@@ -125,9 +141,19 @@ func forceStop(stderr io.Writer, sig os.Signal) int {
 	left = append(left, interrupt.RemoveTemps()...)
 	writingDirs.Lock()
 	for d := range writingDirs.m {
+		if _, err := os.Stat(filepath.Join(d, run.VerdictsFile)); err == nil {
+			// Stopped after its verdicts were written, its report perhaps not.
+			fmt.Fprintf(stderr, "groupquake: run directory %s holds what was recorded and its verdicts: see them with: groupquake check %s (--write also writes its report)\n", d, d)
+			continue
+		}
 		fmt.Fprintf(stderr, "groupquake: run directory %s holds what was recorded, not judged: judge it with: groupquake check %s\n", d, d)
 	}
 	writingDirs.Unlock()
+	rerunLine.Lock()
+	if rerunLine.cmd != "" {
+		fmt.Fprintf(stderr, "groupquake: rerun with: %s\n", rerunLine.cmd)
+	}
+	rerunLine.Unlock()
 	if len(left) > 0 {
 		fmt.Fprintf(stderr, "groupquake: left behind:\n  %s\ngroupquake: remove the containers, volumes and networks with: groupquake sweep\n", strings.Join(left, "\n  "))
 	} else {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // The interrupt tests drive the command as a user does: built in the test
@@ -254,7 +257,9 @@ func TestSecondInterrupt(t *testing.T) {
 	if code != exitFailed {
 		t.Errorf("exit %d after a second SIGINT, want %d:\n%s", code, exitFailed, log)
 	}
-	for _, want := range []string{"SIGINT again: stopping at once", "judge it with: groupquake check " + dir, "nothing left behind"} {
+	// The rerun command again, as the first Ctrl-C says it: the second
+	// stops at once, and what the run printed at its start may be far up.
+	for _, want := range []string{"SIGINT again: stopping at once", "judge it with: groupquake check " + dir, "\ngroupquake: rerun with: groupquake run --seed 43 --scenario baseline --embedded", "nothing left behind"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the command did not say %q:\n%s", want, log)
 		}
@@ -369,4 +374,32 @@ func TestInterruptDiff(t *testing.T) {
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
 	p.NothingLeft(runs...)
+}
+
+// TestInterruptCampaignClusterStart: a campaign interrupted while its
+// cluster starts says so and how to rerun the campaign, as an interrupted
+// run does, and leaves no campaign directory. It said only that the
+// cluster "could not be started" with the start's own error (seen on a
+// container cluster: `node 1 has not logged "Kafka Server started"`). Here
+// the signal comes first and the cluster start (of an external cluster)
+// meets the cancelled context.
+func TestInterruptCampaignClusterStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "campaign")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(interrupt.Signal{Sig: os.Interrupt})
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"run", "--bootstrap", closedPort(t), "--seed", "9", "--duration", "2s", "--out", dir}, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"interrupted by SIGINT while the campaign's cluster started", "rerun the campaign with: groupquake run --seed 9 "} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last line %q does not say %q", last, want)
+		}
+	}
+	if code != exitFailed {
+		t.Errorf("exit %d, want %d:\n%s", code, exitFailed, stderr.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the campaign directory %s was made (stat: %v)", dir, err)
+	}
 }

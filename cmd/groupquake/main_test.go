@@ -180,6 +180,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"report", filepath.Join(fx.root, "missing")}, "no such file or directory"},
 		{[]string{"report", fx.empty}, "no run directory (one with a plan.json)"},
 		{[]string{"report", "-x", fx.empty}, "flag provided but not defined: -x"},
+		// No scorecard of runs none of which could be read: as stats and findings triage (it printed
+		// an empty scorecard and exited 0).
+		{[]string{"report", "--scorecard", fx.unreadable}, "none of the 1 run directories could be read"},
+		{[]string{"report", "--scorecard", "--json", fx.unreadable}, "none of the 1 run directories could be read"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := call(t, tc.args...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -74,6 +75,11 @@ func cmdMemberCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	default:
 		return badInput("--protocol %q: want classic, consumer or both", *protocols)
 	}
+	if *kafka != "" {
+		if err := cluster.CheckKafkaVersion(*kafka); err != nil {
+			return badInput("--kafka: %v (groupquake version lists them)", err)
+		}
+	}
 	switch {
 	case *impl != "" && len(pos) > 0:
 		return badInput("member-check takes --impl or a command after --, not both")
@@ -86,6 +92,10 @@ func cmdMemberCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	case len(pos) == 0:
 		return badInput("member-check needs the implementation's command after --, e.g. groupquake member-check -- python3 my_member.py (see 'groupquake member-check -h')")
 	default:
+		// A command that cannot be started would be judged as breaking every rule.
+		if _, err := exec.LookPath(pos[0]); err != nil {
+			return badInput("member-check: the command %s cannot be started (%v): give the command that starts one member after --, e.g. groupquake member-check -- python3 my_member.py", pos[0], err)
+		}
 		cfg.Command = process.Command{Path: pos[0], Args: pos[1:]}
 	}
 	if *runDur < 0 {

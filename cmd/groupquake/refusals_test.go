@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +78,27 @@ func TestRefusals(t *testing.T) {
 	}
 	diff := func(args ...string) []string { return append([]string{"diff", "--from", "4.1.2"}, args...) }
 	long := strings.Repeat("t", 250)
+	// A symbolic link to nothing, and a folder this process may not write
+	// (root writes through permissions: for root, one that procfs refuses).
+	dangling := filepath.Join(tmp, "dangling")
+	if err := os.Symlink(filepath.Join(tmp, "no", "such"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(tmp, "locked")
+	if err := os.MkdirAll(locked, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		locked = "/proc/self"
+	}
+	// What a run leaves in the instant it claimed its directory: a history, no plan yet.
+	claimed := filepath.Join(tmp, "claimed")
+	if err := os.MkdirAll(claimed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(claimed, run.HistoryFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		args  []string
@@ -122,6 +144,14 @@ func TestRefusals(t *testing.T) {
 		{runArgs("--java-jvms", ""), 2, "--java-jvms is empty"},
 		{runArgs("--bootstrap", "127.0.0.1:1", "--node-control", "ssh {{.Hots}} stop"), 2, `--node-control: template: node-control:1:6: executing "node-control" at <.Hots>: map has no entry for key "Hots"`},
 		{runArgs("--upgrade-to", "4.4.0", "--kafka", "4.1.2", "--embedded"), 2, "--upgrade-to replaces container nodes: the embedded cluster has no Kafka binaries"},
+		// run's flags for the two releases are --kafka and --upgrade-to, not upgrade's --from and --to.
+		{runArgs("--kafka", "4.4.0", "--upgrade-to", "4.1.2"), 2, "--upgrade-to 4.1.2 is older than --kafka 4.4.0: an upgrade goes to a newer release"},
+		{runArgs("--upgrade-to", "4.4.0"), 2, "--kafka and --upgrade-to are both 4.4.0: an upgrade needs a newer --upgrade-to"},
+		{runArgs("--upgrade-to", "3.9.0", "--kafka", "4.1.2"), 2, "--upgrade-to 3.9.0: Kafka 3.9.0 is not served"},
+		{upgrade("--to", "4.0.0"), 2, "--to 4.0.0 is older than --from 4.1.2"},
+		// A rate of 0 is not "between 0 and 600": the message says which rates are taken.
+		{runArgs("--intensity", "0/min"), 2, `intensity "0/min" is neither a level (low, normal, high) nor a rate of faults per minute above 0 and at most 600`},
+		{runArgs("--intensity", "HIGH"), 2, `intensity "HIGH" is neither a level (low, normal, high)`},
 		{runArgs("--downgrade", "before-finalize"), 2, "--downgrade before-finalize rolls back an upgrade: it needs --upgrade-to"},
 		{runArgs("--migration-from", "consumer"), 2, "--migration-from consumer says where a migration starts: it needs --scenario migration"},
 		{runArgs("--migration-static"), 2, "--migration-static makes a migration's members static: it needs --scenario migration"},
@@ -141,6 +171,18 @@ func TestRefusals(t *testing.T) {
 		{[]string{"run", "extra", "--seed", "1"}, 2, `run takes no arguments, got "extra"`},
 		{[]string{"run", "--out", underFile, "--scenario", "baseline"}, 2, "cannot be made: " + fx.file + " is a file"},
 		{[]string{"run", "--out", underFile}, 2, "cannot be made: " + fx.file + " is a file"},
+
+		// An --out that cannot be made or written is refused before the run starts, not when it
+		// writes its plan (exit 3, after the seed and the rerun command were printed).
+		{[]string{"run", "--out", dangling, "--scenario", "baseline", "--embedded"}, 2, "--out: " + dangling + " is a symbolic link to " + filepath.Join(tmp, "no", "such") + ", which does not exist"},
+		{[]string{"run", "--out", filepath.Join(locked, "r"), "--scenario", "baseline", "--embedded"}, 2, "--out: " + filepath.Join(locked, "r") + " cannot be written: " + locked + " is not writable"},
+		{[]string{"run", "--out", filepath.Join(locked, "c"), "--embedded"}, 2, "cannot be written: " + locked + " is not writable"},
+		{upgrade("--out", filepath.Join(locked, "u")), 2, "cannot be written: " + locked + " is not writable"},
+		{diff("--embedded", "--out", filepath.Join(locked, "d")), 2, "cannot be written: " + locked + " is not writable"},
+
+		{[]string{"findings", "rerun", "--embedded", "--out", filepath.Join(locked, "f")}, 2, "--out " + filepath.Join(locked, "f") + ": " + filepath.Join(locked, "f")},
+		{[]string{"findings", "rerun", "--embedded", "--out", filepath.Join(locked, "f")}, 2, "cannot be written: " + locked + " is not writable"},
+		{[]string{"run", "--out", claimed, "--scenario", "baseline", "--embedded"}, 2, "--out: run directory " + claimed + " already holds a history.jsonl without a plan.json"},
 
 		{[]string{"check", "-v", "-q", fx.killed}, 2, "-v and -q exclude each other"},
 		{[]string{"check", fx.killed, "--write=maybe"}, 2, `invalid boolean value "maybe" for -write`},
@@ -298,5 +340,85 @@ func TestRunHelpListsScenarios(t *testing.T) {
 		if !strings.Contains(list, sc.Name) || !strings.Contains(list, sc.About) {
 			t.Errorf("run -h does not say what scenario %s does (%q)", sc.Name, sc.About)
 		}
+	}
+}
+
+// TestMemberCheckRefusals: member-check with a command that cannot be
+// started, or a Kafka release groupquake does not serve, is refused with
+// exit 2 before anything starts, and leaves no temporary directory. The
+// first ran the whole check (a minute on the embedded cluster) and said
+// the command broke 6 rules; the second exited 3 once the cluster was to
+// start; both left a groupquake-member-check-* directory in TMPDIR.
+func TestMemberCheckRefusals(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	missing := filepath.Join(t.TempDir(), "no-such-member")
+	for _, tc := range []struct {
+		args  []string
+		first string
+	}{
+		{[]string{"member-check", "--run-duration", "0s", "--", missing}, "member-check: the command " + missing + " cannot be started"},
+		{[]string{"member-check", "--run-duration", "0s", "--", "groupquake-no-such-command"}, `"groupquake-no-such-command": executable file not found in $PATH`},
+		{[]string{"member-check", "--kafka", "9.9", "--run-duration", "0s", "--", "true"}, `--kafka: unknown Kafka version "9.9"`},
+		{[]string{"member-check", "--kafka", "9.9", "--impl", "java"}, `--kafka: unknown Kafka version "9.9"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := call(t, tc.args...)
+			if code != exitBadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.first) {
+				t.Errorf("exit %d, want %d and one line with %q; stderr:\n%s", code, exitBadInput, tc.first, stderr)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("left in TMPDIR: %s", left[0].Name())
+			}
+		})
+	}
+}
+
+// TestReportOutNotARegularFile: report -o names a path that exists but is
+// no regular file (a pipe standing for a device such as /dev/null, which
+// the test must not risk; a symbolic link): refused with exit 2, the path
+// left as it was. The page is written to a new file renamed over the path:
+// `report -o /dev/null RUN` replaced /dev/null with the page.
+func TestReportOutNotARegularFile(t *testing.T) {
+	fx := makeFixtures(t)
+	tmp := t.TempDir()
+	fifo := filepath.Join(tmp, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(tmp, "target.html")
+	if err := os.WriteFile(target, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "link.html")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		first string
+	}{
+		{[]string{"report", "-o", fifo, fx.killed}, "-o " + fifo + " is a device, a pipe or a socket, not a regular file"},
+		{[]string{"report", "-o", fifo, filepath.Join(fx.root, "runs")}, "-o " + fifo + " is a device, a pipe or a socket"},
+		{[]string{"report", "-o", link, fx.killed}, "-o " + link + " is a symbolic link to " + target + ", not a regular file"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := call(t, tc.args...)
+			if code != exitBadInput || !strings.Contains(stderr, tc.first) {
+				t.Errorf("exit %d, want %d with %q; stderr:\n%s", code, exitBadInput, tc.first, stderr)
+			}
+			if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+				t.Errorf("the pipe is gone: %v %v", st.Mode(), err)
+			}
+			if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the symbolic link is gone: %v %v", st.Mode(), err)
+			}
+			if b, _ := os.ReadFile(target); string(b) != "mine" {
+				t.Errorf("the link's target now holds %d bytes", len(b))
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, "*.tmp-*")); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
 	}
 }

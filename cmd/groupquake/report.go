@@ -107,7 +107,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			path = filepath.Join(dirs[0], run.ReportFile)
 		}
 		if err := run.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
-			return exitError{exitFailed, fmt.Sprintf("writing the report: %v", err)}
+			return exitError{exitFailed, fmt.Sprintf("writing the report: %v; write it elsewhere with -o FILE", err)}
 		}
 		fmt.Fprintln(stdout, path)
 		return nil
@@ -131,10 +131,21 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // checkOutFile refuses an output file (of flag) that is a directory, or
-// whose directory does not exist.
+// whose directory does not exist, and one that exists but is no regular
+// file: a page is written to a temporary file and renamed over the path,
+// which would replace a device (-o /dev/null replaced /dev/null with the
+// page), a pipe or a symbolic link instead of writing through it.
 func checkOutFile(flag, path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return badInput("%s %s is a directory: give the path of the file to write, e.g. %s", flag, path, filepath.Join(path, TrendFile))
+	}
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		what := "a device, a pipe or a socket"
+		if st.Mode()&os.ModeSymlink != 0 {
+			target, _ := os.Readlink(path)
+			what = "a symbolic link to " + target
+		}
+		return badInput("%s %s is %s, not a regular file: the page is written to a new file renamed into place, which would replace it; give the path of a regular file, or of a new one", flag, path, what)
 	}
 	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
 		return badInput("%s %s: its directory %s does not exist: create it first, or write elsewhere", flag, path, filepath.Dir(path))

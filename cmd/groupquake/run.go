@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/template"
 	"time"
 
@@ -148,8 +150,24 @@ func defaultRunsDir() string {
 // under defaultRunsDir, named by the UTC time (which the reports read back
 // as when the run began) and then what ran.
 func newRunDir(what string) string {
-	return filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+what)
+	return freeName(filepath.Join(defaultRunsDir(), time.Now().UTC().Format("20060102T150405Z")+"-"+what))
 }
+
+// freeName is base, or when base exists (the same command, with the same
+// seed, started in the same second) the first of base-2, base-3, ... that
+// does not.
+func freeName(base string) string {
+	d := base
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(d); errors.Is(err, fs.ErrNotExist) {
+			return d
+		}
+		d = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// runRun is run.Run; the tests script what another run does around it.
+var runRun = run.Run
 
 const runUsage = `Usage: groupquake run [flags]
 
@@ -244,17 +262,36 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	con.Infof("seed %d; run directory %s", seed, dir)
 	con.Infof("rerun with: %s", plan.Command())
+	setRerun(plan.Command())
 	con.expectWorkload(plan.Workload)
 	stopWatch := con.watch(ctx)
 	ctx, cancel := context.WithTimeout(ctx, f.bound)
 	defer cancel()
-	defer writing(dir)()
-	res, err := run.Run(ctx, run.Config{
-		Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), ClientLog: f.clientLevel, OnPhase: onPhase,
-		ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
-		External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
-	})
+	var res run.Result
+	done := func() {}
+	defer func() { done() }() // a second Ctrl-C names the directory until the command ends
+	for {
+		done = writing(dir)
+		res, err = runRun(ctx, run.Config{
+			Plan: plan, Dir: dir, Registry: reg, Keep: f.keep, Logf: logf, KgoLog: kgoLog(con), ClientLog: f.clientLevel, OnPhase: onPhase,
+			ClusterConfig: cluster.Config{BasePort: f.basePort, Toxiproxy: f.toxiproxy, Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}},
+			External:      cluster.ExternalConfig{NodeControl: f.nodeControl, Toxiproxy: f.toxiproxy},
+		})
+		if f.out != "" || !errors.Is(err, run.ErrDirTaken) {
+			break
+		}
+		done()
+		// The same command started at the same moment took the default
+		// directory first; nothing of this run was written there.
+		next := freeName(dir)
+		con.Infof("run directory %s was taken by another run started at the same moment: this run writes to %s", dir, next)
+		dir = next
+	}
 	stopWatch()
+	if errors.Is(err, run.ErrDirTaken) {
+		// Another run writes there: nothing of this one is, nothing to judge.
+		return badInput("--out: %v", err)
+	}
 	return f.judgeAndSay(plan, dir, res, err, stdout, con)
 }
 
@@ -707,17 +744,29 @@ func checkNodeControl(text string) error {
 }
 
 // checkOut says whether dir can become a run directory (run.CheckDir), and
-// whether it can be made: the nearest folder above it that exists must be
-// a folder.
+// whether it can be made and written: it must not be a symbolic link to
+// nothing, and dir, or the nearest folder above it that exists, must be a
+// folder this process may write (a read-only file system or a folder
+// without write permission is refused here, before anything starts, not
+// when the run writes its plan).
 func checkOut(dir string) error {
 	if err := run.CheckDir(dir); err != nil {
 		return err
 	}
-	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if _, err := os.Stat(dir); err != nil {
+			target, _ := os.Readlink(dir)
+			return fmt.Errorf("%s is a symbolic link to %s, which does not exist: create %s first, or choose another directory", dir, target, target)
+		}
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
 		if err == nil {
 			if !st.IsDir() {
 				return fmt.Errorf("%s cannot be made: %s is a file, not a folder", dir, d)
+			}
+			if err := syscall.Access(d, unixWrite|unixSearch); err != nil {
+				return fmt.Errorf("%s cannot be written: %s is not writable (%v): choose a directory you can write (--out)", dir, d, err)
 			}
 			return nil
 		}
@@ -726,6 +775,12 @@ func checkOut(dir string) error {
 		}
 	}
 }
+
+// The modes of access(2): write, and search (enter a folder).
+const (
+	unixWrite  = 0x2
+	unixSearch = 0x1
+)
 
 // namesOf lists the names of kinds (member kinds of harness/run.JavaKinds,
 // PythonKinds, SpringKinds, ShareKinds; fault kinds).

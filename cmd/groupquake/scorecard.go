@@ -163,6 +163,10 @@ func scorecardJSON(sc check.Scorecard) scorecardDoc {
 // printScorecard prints the scorecard of dirs by by: a text table, or with asJSON the document.
 func printScorecard(stdout io.Writer, dirs []string, by string, asJSON bool, logf func(string, ...any)) error {
 	sc := check.BuildScorecard(scoreDirs(dirs, logf), by)
+	if sc.Runs == 0 && len(sc.Unreadable) > 0 {
+		// As stats and findings triage: no scorecard of nothing.
+		return badInput("none of the %d run directories could be read (see above): give directories that groupquake run wrote", len(sc.Unreadable))
+	}
 	if asJSON {
 		return writeJSON(stdout, scorecardJSON(sc))
 	}

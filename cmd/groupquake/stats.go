@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/groupquake/groupquake/harness/check"
@@ -39,6 +40,7 @@ func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var runs []check.Pressure
+	var cut []string // the runs that never reached their final phase
 	for _, d := range dirs {
 		plan, err := run.LoadPlan(filepath.Join(d, run.PlanFile))
 		if err != nil {
@@ -51,9 +53,16 @@ func cmdStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			continue
 		}
 		runs = append(runs, check.MeasurePressure(plan.Options.Scenario, loaded.Events))
+		if !slices.ContainsFunc(check.Phases(loaded.Events), func(m check.PhaseMark) bool { return m.Name == history.PhaseFinal }) {
+			cut = append(cut, d)
+		}
 	}
 	if len(runs) == 0 {
 		return badInput("none of the %d run directories under %s could be read (see above)", len(dirs), strings.Join(roots, " "))
+	}
+	if len(cut) > 0 {
+		// They count as runs, measured up to where they stopped: say so.
+		con.Infof("note: %d of the %d runs stopped before their end (interrupted, killed, or stopped by --bound), measured up to where they stopped: %s", len(cut), len(runs), strings.Join(cut, ", "))
 	}
 	return results.WritePressure(stdout, runs)
 }

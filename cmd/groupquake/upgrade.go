@@ -143,6 +143,7 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	logf := con.Logf
 	con.Infof("upgrade %s → %s, seed %d; directory %s", f.from, f.to, seed, dir)
 	con.Infof("rerun with: %s", rerun)
+	setRerun(rerun)
 	stopWatch := con.watch(ctx)
 	defer stopWatch()
 

@@ -74,19 +74,26 @@ func MetadataChangedBetween(lo, hi int16) []string {
 // a time, with metadata.version finalized after the last node (the upgrade
 // notes of docs/upgrade.html).
 func CheckUpgrade(from, to string) (Version, Version, error) {
-	f, err := parseEnd("--from", from)
+	return CheckUpgradeFlags("--from", "--to", from, to)
+}
+
+// CheckUpgradeFlags is CheckUpgrade for a command whose flags for the two
+// releases are named fromFlag and toFlag (groupquake run's --kafka and
+// --upgrade-to): its messages name those flags.
+func CheckUpgradeFlags(fromFlag, toFlag, from, to string) (Version, Version, error) {
+	f, err := parseEnd(fromFlag, from)
 	if err != nil {
 		return 0, 0, err
 	}
-	t, err := parseEnd("--to", to)
+	t, err := parseEnd(toFlag, to)
 	if err != nil {
 		return 0, 0, err
 	}
 	switch {
 	case t == f:
-		return f, t, fmt.Errorf("--from and --to are both %s: an upgrade needs a newer --to (served: %s)", f, servedList())
+		return f, t, fmt.Errorf("%s and %s are both %s: an upgrade needs a newer %s (served: %s)", fromFlag, toFlag, f, toFlag, servedList())
 	case t < f:
-		return f, t, fmt.Errorf("--to %s is older than --from %s: an upgrade goes to a newer release (to upgrade from %s to %s, swap them)", t, f, t, f)
+		return f, t, fmt.Errorf("%s %s is older than %s %s: an upgrade goes to a newer release (to upgrade from %s to %s, swap them)", toFlag, t, fromFlag, f, t, f)
 	}
 	return f, t, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -104,15 +103,23 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := prepareDir(cfg.Dir); err != nil {
 		return res, err
 	}
+	if beforeClaim != nil {
+		beforeClaim(cfg.Dir)
+	}
+	// The history is created first, and only if it does not exist: it
+	// claims the directory, so that of two runs given the same directory at
+	// once the second writes nothing there (not its plan over the first's).
+	hf, err := claimDir(cfg.Dir)
+	if err != nil {
+		return res, err
+	}
 	if err := writeJSONAtomic(filepath.Join(cfg.Dir, PlanFile), p); err != nil {
+		hf.Close()
 		return res, err
 	}
 	if err := writeFileAtomic(filepath.Join(cfg.Dir, RerunFile), rerunScript(p), 0o755); err != nil {
+		hf.Close()
 		return res, err
-	}
-	hf, err := os.OpenFile(filepath.Join(cfg.Dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return res, fmt.Errorf("creating the history: %w", err)
 	}
 	start := cfg.Now()
 	clock := func() time.Duration { return cfg.Now().Sub(start) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // The files of a run directory, in the order a run writes them:
@@ -47,12 +48,18 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 }
 
 // writeFileAtomic is WriteFileAtomic.
+// The temporary file is tracked (internal/interrupt) until it is renamed
+// or removed: a second Ctrl-C, which exits at once, removes it with the
+// process's other temporary files instead of leaving it in the run
+// directory.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
+	interrupt.Track(tmp)
+	defer interrupt.Keep(tmp)
 	_, werr := f.Write(data)
 	serr := f.Sync()
 	cerr := f.Close()
@@ -64,12 +71,19 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		os.Remove(tmp)
 		return err
 	}
+	if beforeRename != nil {
+		beforeRename(tmp)
+	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("renaming %s into place: %w", path, err)
 	}
 	return nil
 }
+
+// beforeRename, when set (by the tests), is called with the temporary file
+// of writeFileAtomic, whole, before it is renamed into place.
+var beforeRename func(tmp string)
 
 func writeJSONAtomic(path string, v any) error {
 	var b bytes.Buffer
@@ -93,7 +107,10 @@ func CheckDir(dir string) error {
 		return fmt.Errorf("run directory %s is a file: choose a new directory", dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
-		return fmt.Errorf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile)
+		return takenError(fmt.Sprintf("run directory %s already holds a run (%s): choose a new directory", dir, PlanFile))
+	}
+	if _, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil {
+		return takenError(fmt.Sprintf("run directory %s already holds a %s without a %s (a run that is starting there now, or one killed before it wrote its plan): choose a new directory", dir, HistoryFile, PlanFile))
 	}
 	if r := RunDirOf(dir); r != "" {
 		return fmt.Errorf("%s is inside the run directory %s: choose a directory outside it", dir, r)
@@ -147,6 +164,36 @@ func prepareDir(dir string) error {
 		return err
 	}
 	return os.MkdirAll(dir, 0o755)
+}
+
+// ErrDirTaken is the error of a run whose directory holds a run, or
+// another run took between the check of the directory and the run's
+// start: nothing was written there.
+var ErrDirTaken = errors.New("another run took the run directory")
+
+// takenError is CheckDir's error for a directory that holds a run, or a
+// run's history: it is ErrDirTaken (errors.Is).
+type takenError string
+
+func (e takenError) Error() string        { return string(e) }
+func (e takenError) Is(target error) bool { return target == ErrDirTaken }
+
+// beforeClaim, when set (by the tests), is called between the check of a
+// run directory and its claim: the moment another run may take it.
+var beforeClaim func(dir string)
+
+// claimDir creates dir's history, which must not exist: the first file a
+// run writes, so that a run whose directory another run took writes
+// nothing into it.
+func claimDir(dir string) (*os.File, error) {
+	hf, err := os.OpenFile(filepath.Join(dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%w: %s appeared in %s after the directory was checked (two runs were given the same directory at once): nothing was written there; choose a new directory", ErrDirTaken, HistoryFile, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the history: %w", err)
+	}
+	return hf, nil
 }
 
 func rerunScript(p Plan) []byte {

@@ -77,7 +77,7 @@ func checkUpgrade(o Options) error {
 	case o.Embedded:
 		return errors.New("--upgrade-to replaces container nodes: the embedded cluster has no Kafka binaries to upgrade")
 	}
-	from, to, err := version.CheckUpgrade(o.Kafka, o.UpgradeTo)
+	from, to, err := version.CheckUpgradeFlags("--kafka", "--upgrade-to", o.Kafka, o.UpgradeTo)
 	if err != nil {
 		return err
 	}

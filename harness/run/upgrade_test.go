@@ -43,7 +43,7 @@ func TestUpgradePlan(t *testing.T) {
 		o    run.Options
 		says string
 	}{
-		{run.Options{Kafka: "4.4.0", Nodes: 3, UpgradeTo: "4.1.2"}, "older than --from"},
+		{run.Options{Kafka: "4.4.0", Nodes: 3, UpgradeTo: "4.1.2"}, "--upgrade-to 4.1.2 is older than --kafka 4.4.0"},
 		{run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.9.0"}, "unknown Kafka version"},
 		{run.Options{Kafka: "4.1.2", Embedded: true, UpgradeTo: "4.4.0"}, "embedded"},
 		{run.Options{Bootstrap: []string{"h:9092"}, Kafka: "4.1.2", UpgradeTo: "4.4.0"}, "external"},
