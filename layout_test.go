@@ -67,7 +67,7 @@ type rule struct {
 
 // rules are the import rules of docs/design.md: the coordinator and the history
 // are leaves, clients and faults never import the harness, checkers never
-// import the cluster.
+// import the cluster, the member kinds never import the run engine.
 var rules = []rule{
 	{
 		name:    "coordinator/ is a leaf: stdlib, its own packages, franz-go kmsg/kbin/kerr, zeebo/xxh3 (the metadata hash)",
@@ -103,6 +103,14 @@ var rules = []rule{
 			return !under(d, "harness/cluster") && !under(d, "clients") &&
 				!strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kgo") &&
 				!strings.HasPrefix(d, "github.com/testcontainers/")
+		},
+	},
+	{
+		name:    "harness/kinds names the members, it does not run them: no run engine, no cluster (harness/run, cluster, observe, replay; testcontainers)",
+		applies: func(p string) bool { return under(p, "harness/kinds") },
+		allowed: func(d string) bool {
+			return !under(d, "harness/run") && !under(d, "harness/cluster") && !under(d, "harness/observe") &&
+				!under(d, "harness/replay") && !strings.HasPrefix(d, "github.com/testcontainers/")
 		},
 	},
 	{
@@ -149,6 +157,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{module + "/faults", []string{module + "/harness/cluster"}},
 		{module + "/harness/check", []string{module + "/harness/cluster"}},
 		{module + "/results", []string{"github.com/testcontainers/testcontainers-go"}},
+		{module + "/harness/kinds", []string{module + "/harness/run"}},
+		{module + "/harness/kinds", []string{module + "/harness/cluster"}},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}); len(v) == 0 {
@@ -157,7 +167,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	}
 	good := []pkg{
 		{module + "/coordinator/records", []string{"encoding/binary", "github.com/twmb/franz-go/pkg/kmsg", module + "/coordinator/version"}},
-		{module + "/harness/run", []string{module + "/harness/cluster", module + "/clients/classic"}},
+		{module + "/harness/run", []string{module + "/harness/cluster", module + "/clients/classic", module + "/harness/kinds"}},
+		{module + "/harness/kinds", []string{module + "/clients/java", module + "/harness/check"}},
 	}
 	if v := violations(good); len(v) != 0 {
 		t.Errorf("allowed dependencies reported: %v", v)

@@ -15,7 +15,7 @@ import (
 // Bug is a deliberate defect a member can be built with (WithBug), so that
 // suites/bite can prove the checker that names it catches it. A member
 // built without WithBug has none, and no registry a seed draws from sets
-// one (harness/run.BrokenKinds names these kinds; only an explicit --kinds
+// one (harness/kinds.BrokenKinds names these kinds; only an explicit --kinds
 // picks them).
 //
 // Every bug lives in this file. The member reaches it only at a few named

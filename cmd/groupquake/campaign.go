@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/machine"
 	"github.com/groupquake/groupquake/results"
@@ -212,7 +213,7 @@ func clusterName(o run.Options) string {
 }
 
 // campaign runs the default campaign (see runUsage) on one cluster.
-func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint64, o run.Options, reg run.Registry, stdout io.Writer, con *console) error {
+func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint64, o run.Options, reg kinds.Registry, stdout io.Writer, con *console) error {
 	logf := con.Logf
 	o = campaignOptions(set, o)
 	if top := 65535 - o.Nodes - o.Controllers; f.basePort > top {
@@ -318,7 +319,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 
 // campaignRun carries out run i of the campaign's n on the campaign's
 // cluster h, in rdir, judges it and prints its judgement.
-func (f *runFlags) campaignRun(ctx context.Context, h cluster.Handle, reg run.Registry, o run.Options, seed uint64, r campaignRun, i, n int, rdir string, stdout io.Writer, con *console) campaignOutcome {
+func (f *runFlags) campaignRun(ctx context.Context, h cluster.Handle, reg kinds.Registry, o run.Options, seed uint64, r campaignRun, i, n int, rdir string, stdout io.Writer, con *console) campaignOutcome {
 	logf := con.Logf
 	logf("campaign run %d of %d: %s with %s; rerun with: %s", i+1, n, r.Plan.Options.Scenario, strings.Join(r.Plan.Options.Kinds, ", "), r.Plan.Command())
 	oc := campaignOutcome{Run: r, Dir: rdir}

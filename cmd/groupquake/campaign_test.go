@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -22,7 +23,7 @@ func parseRun(t *testing.T, args []string) (uint64, run.Options, map[string]bool
 	t.Helper()
 	var f runFlags
 	fs := newFlagSet("run", runUsage)
-	f.register(fs, run.DefaultRegistry().Names())
+	f.register(fs, kinds.Default().Names())
 	pos, err := parseArgs(fs, args, io.Discard)
 	if err != nil || len(pos) > 0 {
 		t.Fatalf("%q: %v, arguments %q", args, err, pos)
@@ -44,7 +45,7 @@ var groupquakeKinds = []string{"classic", "classic-cooperative", "consumer"}
 // with faults, its own seed, group and topic; the seed reproduces it, and
 // the campaign's rerun command and each run's plan it again.
 func TestCampaignPlan(t *testing.T) {
-	kinds := run.DefaultRegistry().Kinds()
+	protocols := kinds.Default().Kinds()
 	for _, args := range [][]string{
 		{"--seed", "42"},
 		{"--seed", "42", "--embedded", "--duration", "7s"},
@@ -56,7 +57,7 @@ func TestCampaignPlan(t *testing.T) {
 				t.Fatalf("%q pins one plan (--%s): it must run the campaign", args, by)
 			}
 			o = campaignOptions(set, o)
-			cp, err := planCampaign(seed, o, kinds)
+			cp, err := planCampaign(seed, o, protocols)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,9 +70,9 @@ func TestCampaignPlan(t *testing.T) {
 				if !strings.HasSuffix(r.Name, p.Options.Scenario) {
 					t.Errorf("run %s holds scenario %s", r.Name, p.Options.Scenario)
 				}
-				protocols, ours, kgos := map[string]bool{}, 0, 0
+				seen, ours, kgos := map[string]bool{}, 0, 0
 				for _, m := range p.Members {
-					protocols[m.Protocol] = true
+					seen[m.Protocol] = true
 					switch {
 					case slices.Contains(groupquakeKinds, m.Kind):
 						ours++
@@ -81,7 +82,7 @@ func TestCampaignPlan(t *testing.T) {
 						t.Errorf("%s: member %s of kind %s is neither groupquake's nor kgo's", r.Name, m.Name, m.Kind)
 					}
 				}
-				if !protocols[history.ProtocolClassic] || !protocols[history.ProtocolConsumer] || ours < 2 || kgos < 1 {
+				if !seen[history.ProtocolClassic] || !seen[history.ProtocolConsumer] || ours < 2 || kgos < 1 {
 					t.Errorf("%s: members %+v: want both protocols, groupquake's classic and consumer members and kgo's", r.Name, p.Members)
 				}
 				if len(p.Faults) == 0 {
@@ -95,7 +96,7 @@ func TestCampaignPlan(t *testing.T) {
 				if pinnedBy(rset) == "" {
 					t.Errorf("%s: its rerun command %q would run a campaign", r.Name, r.Plan.Command())
 				}
-				again, err := run.NewPlan(rseed, ro, kinds)
+				again, err := run.NewPlan(rseed, ro, protocols)
 				if err != nil || !reflect.DeepEqual(again, p) {
 					t.Errorf("%s: its rerun command %q plans another run (%v)", r.Name, p.Command(), err)
 				}
@@ -117,7 +118,7 @@ func TestCampaignPlan(t *testing.T) {
 			if by := pinnedBy(aset); by != "" {
 				t.Fatalf("the campaign's rerun command %q pins one plan (--%s)", cp.Command(), by)
 			}
-			again, err := planCampaign(aseed, campaignOptions(aset, ao), kinds)
+			again, err := planCampaign(aseed, campaignOptions(aset, ao), protocols)
 			if err != nil || !reflect.DeepEqual(again, cp) {
 				t.Errorf("the campaign's rerun command %q plans another campaign (%v)", cp.Command(), err)
 			}
@@ -127,12 +128,12 @@ func TestCampaignPlan(t *testing.T) {
 	// On an external cluster broker-faults is left out, saying so, and the
 	// other runs keep their seeds.
 	_, o, _ := parseRun(t, []string{"--seed", "42"})
-	full, err := planCampaign(42, campaignOptions(map[string]bool{}, o), kinds)
+	full, err := planCampaign(42, campaignOptions(map[string]bool{}, o), protocols)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, o, _ = parseRun(t, []string{"--seed", "42", "--bootstrap", "127.0.0.1:9092"})
-	ext, err := planCampaign(42, o, kinds)
+	ext, err := planCampaign(42, o, protocols)
 	if err != nil {
 		t.Fatal(err)
 	}

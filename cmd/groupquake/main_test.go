@@ -13,6 +13,7 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -47,7 +48,7 @@ func makeFixtures(t *testing.T) fixtures {
 		empty:      filepath.Join(root, "empty"),
 		file:       filepath.Join(root, "a-file"),
 	}
-	p, err := run.NewPlan(7, run.Options{Kinds: []string{"kgo-classic"}, Duration: 2 * time.Second, Partitions: 1}, run.DefaultRegistry().Kinds())
+	p, err := run.NewPlan(7, run.Options{Kinds: []string{"kgo-classic"}, Duration: 2 * time.Second, Partitions: 1}, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestRunEmbeddedClientLog(t *testing.T) {
 	if strings.Contains(stderr.String(), " DEBUG ") {
 		t.Errorf("kgo's debug lines reached stderr:\n%.2000s", stderr.String())
 	}
-	plain, err := run.NewPlan(11, p.Options, run.DefaultRegistry().Kinds())
+	plain, err := run.NewPlan(11, p.Options, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -33,7 +34,7 @@ func closedPort(t *testing.T) string {
 // run that never happened.
 func setupOnly(t *testing.T, dir string) {
 	t.Helper()
-	p, err := run.NewPlan(5, run.Options{Embedded: true, Kinds: []string{"consumer"}, Duration: 2 * time.Second, Partitions: 1}, run.DefaultRegistry().Kinds())
+	p, err := run.NewPlan(5, run.Options{Embedded: true, Kinds: []string{"consumer"}, Duration: 2 * time.Second, Partitions: 1}, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,16 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
 // writeRunDir writes a run directory by hand: the plan of seed on the embedded cluster of kafka, and
 // a short history in which two of its members own the first partition at once when overlap is set
 // (NoDoubleOwnership fails). No verdicts.json: `report` judges it.
-func writeRunDir(t *testing.T, dir string, seed uint64, kafka string, kinds []string, overlap bool) run.Plan {
+func writeRunDir(t *testing.T, dir string, seed uint64, kafka string, named []string, overlap bool) run.Plan {
 	t.Helper()
-	p, err := run.NewPlan(seed, run.Options{Embedded: true, Kafka: kafka, Nodes: 1, Kinds: kinds, Partitions: 2, Duration: 5 * time.Second}, run.DefaultRegistry().Kinds())
+	p, err := run.NewPlan(seed, run.Options{Embedded: true, Kafka: kafka, Nodes: 1, Kinds: named, Partitions: 2, Duration: 5 * time.Second}, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/interrupt"
 	"github.com/groupquake/groupquake/internal/machine"
@@ -77,7 +78,7 @@ type kindDefs []string
 func (k *kindDefs) String() string     { return strings.Join(*k, " ") }
 func (k *kindDefs) Set(s string) error { *k = append(*k, s); return nil }
 
-func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
+func (f *runFlags) register(fs *flag.FlagSet, drawn []string) {
 	fs.StringVar(&f.seed, "seed", "", "seed of the plan (default: a random one, printed)")
 	fs.StringVar(&f.scenario, "scenario", "", "scenario of one run: "+strings.Join(run.Scenarios(), ", ")+" (default: the default campaign, or baseline when another flag pins the plan: --"+strings.Join(planFlags, ", --")+")")
 	fs.StringVar(&f.out, "out", "", "run directory (default: ./runs/<time>-<seed>/)")
@@ -95,9 +96,9 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.IntVar(&f.rate, "rate", 0, "records per second over all partitions (0: the seed chooses 20–60)")
 	fs.IntVar(&f.partitions, "partitions", 0, "partitions of the workload topic (0: the seed chooses 3–8)")
 	fs.IntVar(&f.members, "members", 0, "consumer group members (0: as many as --kinds, or 2–4 chosen by the seed)")
-	fs.StringVar(&f.kinds, "kinds", "", "member kinds, comma-separated, cycled over the members (default: the seed chooses among "+strings.Join(kinds, ", ")+"; deliberately broken kinds run only when named: "+strings.Join(run.BrokenRegistry().Names(), ", ")+"; so do the Java KafkaConsumer kinds, which need a JDK and Maven: "+strings.Join(javaKindNames(), ", ")+"; the Sarama and kafka-go kinds (docs/clients.md): "+strings.Join(run.GoClientRegistry().Names(), ", ")+"; the confluent-kafka (Python) kinds, which need python3 with confluent_kafka: "+strings.Join(pythonKindNames(), ", ")+"; the Spring Kafka listener-container kinds, which need a JDK and Maven (docs/spring-kafka.md): "+strings.Join(springKindNames(), ", ")+"; and the share-group kinds, every member of the run one of them, on Kafka 4.2+ (docs/share-groups.md): "+strings.Join(shareKindNames(), ", ")+")")
+	fs.StringVar(&f.kinds, "kinds", "", kindsUsage(drawn))
 	fs.StringVar(&f.clients, "kafka-clients", "", "kafka-clients version of the Java member kinds (default: the cluster's --kafka version), resolved from Maven Central and cached")
-	fs.StringVar(&f.javaJVMs, "java-jvms", run.JavaJVMsPerMember, "JVMs of the Java member kinds: "+run.JavaJVMsPerMember+" (one each; a crash kills it, a freeze stops it) or "+run.JavaJVMsShared+" (one JVM hosts them all: less memory and a faster start; a crash cuts the member's links and abandons its consumer, a freeze holds its links and stops its thread; README, Java members)")
+	fs.StringVar(&f.javaJVMs, "java-jvms", kinds.JavaJVMsPerMember, "JVMs of the Java member kinds: "+kinds.JavaJVMsPerMember+" (one each; a crash kills it, a freeze stops it) or "+kinds.JavaJVMsShared+" (one JVM hosts them all: less memory and a faster start; a crash cuts the member's links and abandons its consumer, a freeze holds its links and stops its thread; README, Java members)")
 	fs.Var(&f.procKinds, "process-kind", "define a member kind NAME=PROTOCOL:COMMAND, a process speaking the member protocol (docs/member-protocol.md), e.g. mine=consumer:python3 my_member.py; repeatable; name it in --kinds")
 	fs.StringVar(&f.topic, "topic", "", "workload topic (default: gq-<seed>-records)")
 	fs.StringVar(&f.group, "group", "", "consumer group (default: gq-<seed>)")
@@ -212,7 +213,7 @@ func scenarioUsage() string {
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	reg := run.DefaultRegistry()
+	reg := kinds.Default()
 	var f runFlags
 	fs := newFlagSet("run", runUsage+scenarioUsage())
 	f.register(fs, reg.Names())
@@ -295,26 +296,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return f.judgeAndSay(plan, dir, res, err, stdout, con)
 }
 
-// memberKinds adds to reg the member kinds --kinds names that run only when
-// named (broken, Go client, user, Java, Python and Spring kinds), and sets
-// the Java members' options in o.
-func (f *runFlags) memberKinds(ctx context.Context, set map[string]bool, o *run.Options, reg run.Registry, logf func(string, ...any)) (run.Registry, error) {
-	var err error
-	if len(o.Kinds) > 0 {
-		reg = reg.WithBroken(o.Kinds).WithGoClients(o.Kinds) // broken-* and Go client kinds run only when named
-		reg = reg.WithUserKinds(*o)                          // --process-kind (docs/member-protocol.md)
-		jreg, err := reg.WithJava(o.Kinds, &java.Toolchain{Logf: logf})
-		if err != nil {
-			return reg, badInput("--kinds: %v", err)
-		}
-		if jreg, err = jreg.WithPython(ctx, o.Kinds); err != nil {
-			return reg, badInput("--kinds: %v", err)
-		}
-		reg = jreg
+// kindsUsage is --kinds' help: the kinds a seed draws from (drawn), then
+// every family of kinds that runs only when named (harness/kinds.Families).
+func kindsUsage(drawn []string) string {
+	var fams []string
+	for _, fam := range kinds.Families() {
+		fams = append(fams, fam.Help+": "+strings.Join(fam.Names, ", "))
 	}
+	return "member kinds, comma-separated, cycled over the members (default: the seed chooses among " + strings.Join(drawn, ", ") +
+		"; these run only when named: " + strings.Join(fams, "; ") + ")"
+}
+
+// memberKinds adds to reg the member kinds --kinds names that run only when
+// named (every family of harness/kinds, and the user's --process-kind
+// kinds), and sets the Java members' options in o.
+func (f *runFlags) memberKinds(ctx context.Context, set map[string]bool, o *run.Options, reg kinds.Registry, logf func(string, ...any)) (kinds.Registry, error) {
 	if f.clients != "" {
-		if !slices.ContainsFunc(o.Kinds, func(k string) bool { return run.IsJavaKind(k) || run.IsSpringKind(k) || k == "java-share" }) {
-			return reg, badInput("--kafka-clients %s: no Java member kind in --kinds (%s, java-share) would use it", f.clients, strings.Join(javaKindNames(), ", "))
+		if !slices.ContainsFunc(o.Kinds, func(k string) bool { return kinds.IsJavaKind(k) || kinds.IsSpringKind(k) || k == "java-share" }) {
+			return reg, badInput("--kafka-clients %s: no Java member kind in --kinds (%s, java-share) would use it", f.clients, strings.Join(kinds.JavaKindNames(), ", "))
 		}
 		if err := java.CheckVersion(f.clients); err != nil {
 			return reg, badInput("--kafka-clients: %v", err)
@@ -323,9 +322,12 @@ func (f *runFlags) memberKinds(ctx context.Context, set map[string]bool, o *run.
 	}
 	if len(o.Kinds) > 0 {
 		// The Spring kinds run on the plan's kafka-clients (docs/spring-kafka.md).
-		if reg, err = reg.WithSpring(ctx, o.Kinds, &java.Toolchain{Logf: logf}, run.Plan{Options: *o}.KafkaClients()); err != nil {
+		env := kinds.Env{Toolchain: &java.Toolchain{Logf: logf}, KafkaClients: run.Plan{Options: *o}.KafkaClients()}
+		var err error
+		if reg, err = reg.WithNamed(ctx, o.Kinds, env); err != nil {
 			return reg, badInput("--kinds: %v", err)
 		}
+		reg = reg.WithUserKinds(o.ProcessKinds) // --process-kind (docs/member-protocol.md)
 	}
 	if set["java-jvms"] {
 		o.JavaJVMs = f.javaJVMs // NewPlan checks it
@@ -570,15 +572,15 @@ func (f *runFlags) clusterOptions(set map[string]bool, o *run.Options) error {
 // topic, faults, scenario, sizes) and sets them in o.
 func (f *runFlags) workloadOptions(set map[string]bool, o *run.Options) error {
 	for _, d := range f.procKinds {
-		name, k, err := run.ParseUserKind(d)
+		name, k, err := kinds.ParseUserKind(d)
 		if err != nil {
 			return badInput("%v", err)
 		}
-		if slices.Contains(knownKinds(), name) {
+		if slices.Contains(kinds.Known(), name) {
 			return badInput("--process-kind %q: %s is already a member kind: give yours another name", d, name)
 		}
 		if o.ProcessKinds == nil {
-			o.ProcessKinds = map[string]run.UserKind{}
+			o.ProcessKinds = map[string]kinds.UserKind{}
 		}
 		o.ProcessKinds[name] = k
 	}
@@ -620,7 +622,7 @@ func (f *runFlags) workloadOptions(set map[string]bool, o *run.Options) error {
 	if f.scenario == run.ScenarioMigration && !set["duration"] {
 		o.Duration = 0 // the migration's steps decide it
 	}
-	if len(o.Kinds) > 0 && run.IsShareKind(o.Kinds[0]) && !set["duration"] {
+	if len(o.Kinds) > 0 && kinds.IsShareKind(o.Kinds[0]) && !set["duration"] {
 		o.Duration = 0 // a share run's scenario decides it (run.NewPlan)
 	}
 	o.Rate, o.Records, o.Topic, o.Group = f.rate, f.records, f.topic, f.group
@@ -672,25 +674,10 @@ func kindNames() string {
 	return strings.Join(namesOf(faults.Kinds(), func(k faults.Kind) string { return string(k) }), ", ")
 }
 
-// knownKinds lists every member kind a command line may name, from the
-// registries that hold them: the default one (what a seed draws from), the
-// broken kinds, the Go client kinds, the Java, Python and Spring kinds and
-// the share kinds (run only when named).
-func knownKinds() []string {
-	names := append(run.DefaultRegistry().Names(), run.BrokenRegistry().Names()...)
-	names = append(names, run.GoClientRegistry().Names()...)
-	names = append(names, javaKindNames()...)
-	names = append(names, pythonKindNames()...)
-	names = append(names, springKindNames()...)
-	names = append(names, shareKindNames()...)
-	slices.Sort(names)
-	return slices.Compact(names)
-}
-
 // checkKinds refuses a --kinds list (flag, as typed) with an empty or
 // unknown kind, naming every known kind.
-func checkKinds(flag, typed string, kinds []string, user ...map[string]run.UserKind) error {
-	for _, k := range kinds {
+func checkKinds(flag, typed string, named []string, user ...map[string]kinds.UserKind) error {
+	for _, k := range named {
 		if len(user) > 0 {
 			if _, ok := user[0][k]; ok {
 				continue
@@ -699,11 +686,11 @@ func checkKinds(flag, typed string, kinds []string, user ...map[string]run.UserK
 		switch {
 		case strings.TrimSpace(k) == "":
 			return badInput("%s %q names an empty kind: give kinds separated by single commas, e.g. classic,consumer", flag, typed)
-		case !slices.Contains(knownKinds(), k):
-			return badInput("%s: unknown member kind %q: known kinds are %s", flag, k, strings.Join(knownKinds(), ", "))
+		case !slices.Contains(kinds.Known(), k):
+			return badInput("%s: unknown member kind %q: known kinds are %s", flag, k, strings.Join(kinds.Known(), ", "))
 		}
 	}
-	if err := run.CheckClassicMix(kinds); err != nil {
+	if err := kinds.CheckClassicMix(named); err != nil {
 		return badInput("%s %s: %v", flag, typed, err)
 	}
 	return nil
@@ -782,28 +769,11 @@ const (
 	unixSearch = 0x1
 )
 
-// namesOf lists the names of kinds (member kinds of harness/run.JavaKinds,
-// PythonKinds, SpringKinds, ShareKinds; fault kinds).
+// namesOf lists the names of kinds (fault kinds).
 func namesOf[K any](kinds []K, name func(K) string) []string {
 	var out []string
 	for _, k := range kinds {
 		out = append(out, name(k))
 	}
 	return out
-}
-
-func javaKindNames() []string {
-	return namesOf(run.JavaKinds(), func(k run.JavaKind) string { return k.Name })
-}
-
-func pythonKindNames() []string {
-	return namesOf(run.PythonKinds(), func(k run.ProcessKind) string { return k.Name })
-}
-
-func springKindNames() []string {
-	return namesOf(run.SpringKinds(), func(k run.ProcessKind) string { return k.Name })
-}
-
-func shareKindNames() []string {
-	return namesOf(run.ShareKinds(), func(k run.ShareKind) string { return k.Name })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -143,7 +144,7 @@ func TestJSONSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer h.Close(context.Background())
-		p, err := run.NewPlan(21, run.Options{Embedded: true, Kafka: "4.4.0", Kinds: []string{"consumer", "kgo-consumer"}, Partitions: 2, Duration: 2 * time.Second}, run.DefaultRegistry().Kinds())
+		p, err := run.NewPlan(21, run.Options{Embedded: true, Kafka: "4.4.0", Kinds: []string{"consumer", "kgo-consumer"}, Partitions: 2, Duration: 2 * time.Second}, kinds.Default().Kinds())
 		if err != nil {
 			t.Fatal(err)
 		}

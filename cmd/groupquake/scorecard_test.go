@@ -16,6 +16,7 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -25,11 +26,11 @@ import (
 // EventuallyConverges names citing m1's events only. The run has no supervisor (as bite's runs of
 // this kind): one would restart m1 and the group would converge. Searched, not hard-coded, so that a change
 // to how plans are drawn moves the seed, not the test's meaning.
-func giveUpSeed(t *testing.T, kinds []string, duration time.Duration) uint64 {
+func giveUpSeed(t *testing.T, named []string, duration time.Duration) uint64 {
 	t.Helper()
 	for seed := uint64(1); seed <= 200; seed++ {
-		o := run.Options{Scenario: run.ScenarioMemberLinks, Kafka: "4.4.0", Nodes: 1, Embedded: true, Kinds: kinds, Duration: duration, Faults: []faults.Kind{faults.LinkCut}, NoSupervisor: true}
-		p, err := run.NewPlan(seed, o, run.DefaultRegistry().WithBroken(kinds).Kinds())
+		o := run.Options{Scenario: run.ScenarioMemberLinks, Kafka: "4.4.0", Nodes: 1, Embedded: true, Kinds: named, Duration: duration, Faults: []faults.Kind{faults.LinkCut}, NoSupervisor: true}
+		p, err := run.NewPlan(seed, o, kinds.Default().WithBroken(named).Kinds())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/machine"
 	"github.com/groupquake/groupquake/results"
@@ -122,7 +123,7 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	kinds, err := f.validate()
+	named, err := f.validate()
 	if err != nil {
 		return err
 	}
@@ -130,8 +131,8 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	reg := run.DefaultRegistry()
-	base, up, err := f.plans(seed, kinds, reg)
+	reg := kinds.Default()
+	base, up, err := f.plans(seed, named, reg)
 	if err != nil {
 		return err
 	}
@@ -205,16 +206,16 @@ func (f *upgradeFlags) validate() ([]string, error) {
 	if f.bound <= 0 {
 		return nil, bad("--bound %s: both runs need a positive bound, such as 30m", f.bound)
 	}
-	kinds := strings.Split(f.kinds, ",")
-	if err := checkKinds("--kinds", f.kinds, kinds); err != nil {
+	named := strings.Split(f.kinds, ",")
+	if err := checkKinds("--kinds", f.kinds, named); err != nil {
 		return nil, err
 	}
-	for _, k := range kinds {
-		if !slices.Contains(run.DefaultRegistry().Names(), k) {
-			return nil, bad("--kinds: %s runs only in groupquake run; an upgrade's group is made of %s", k, strings.Join(run.DefaultRegistry().Names(), ", "))
+	for _, k := range named {
+		if !slices.Contains(kinds.Default().Names(), k) {
+			return nil, bad("--kinds: %s runs only in groupquake run; an upgrade's group is made of %s", k, strings.Join(kinds.Default().Names(), ", "))
 		}
 	}
-	return kinds, nil
+	return named, nil
 }
 
 // drawSeed returns the seed of --seed, or a random one when it is not given.
@@ -225,10 +226,10 @@ func (f *upgradeFlags) drawSeed() (uint64, error) {
 // plans draws the plans of both runs from seed: the baseline on --from
 // without an upgrade, and the upgrade run. It refuses a --bound that does not
 // cover both workloads.
-func (f *upgradeFlags) plans(seed uint64, kinds []string, reg run.Registry) (base, up run.Plan, err error) {
+func (f *upgradeFlags) plans(seed uint64, named []string, reg kinds.Registry) (base, up run.Plan, err error) {
 	bad := badInput
 	o := run.Options{
-		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: kinds, Partitions: int32(f.partitions), Rate: f.rate,
+		Scenario: f.scenario, Kafka: f.from, Nodes: 3, Kinds: named, Partitions: int32(f.partitions), Rate: f.rate,
 		Duration: f.duration, UpgradeTo: f.to, Downgrade: f.downgrade,
 	}
 	if f.intensity != "normal" {
@@ -314,7 +315,7 @@ func (f *upgradeFlags) startCluster(ctx context.Context, logf func(string, ...an
 type upgradeSession struct {
 	ctx    context.Context
 	dir    string
-	reg    run.Registry
+	reg    kinds.Registry
 	c      *cluster.Cluster
 	con    *console
 	stdout io.Writer

@@ -16,6 +16,7 @@ import (
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/results"
 )
@@ -53,7 +54,7 @@ func (s Scenario) Plan(v string, embedded bool) (run.Plan, error) {
 		Scenario: run.ScenarioBaseline, Kafka: v, Embedded: embedded, Nodes: 1, Kinds: s.Kinds, Members: len(s.Kinds),
 		Partitions: 6, Rate: 30, Duration: scenarioWorkload, Group: "gq-diff-" + s.Name, Topic: "gq-diff-" + s.Name + "-records",
 	}
-	return run.NewPlan(ScenarioSeed, o, run.DefaultRegistry().Kinds())
+	return run.NewPlan(ScenarioSeed, o, kinds.Default().Kinds())
 }
 
 // recordBehaviours are, per record type, the profile behaviours that

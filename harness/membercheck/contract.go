@@ -10,6 +10,7 @@ import (
 	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -36,13 +37,13 @@ func contract(ctx context.Context, cfg Config, p clients.Protocol) (run.Result, 
 	o := run.Options{
 		Scenario: run.ScenarioChurn, Embedded: embedded, Kafka: cfg.Kafka, Kinds: []string{kind, ours, kind}, Partitions: 4,
 		Duration: cfg.RunDuration, Faults: []faults.Kind{faults.MemberCrash, faults.MemberRestart, faults.MemberLeave, faults.MemberStall},
-		ProcessKinds: map[string]run.UserKind{kind: {Protocol: string(p), Command: append([]string{cfg.Command.Path}, cfg.Command.Args...)}},
+		ProcessKinds: map[string]kinds.UserKind{kind: {Protocol: string(p), Command: append([]string{cfg.Command.Path}, cfg.Command.Args...)}},
 	}
 	if !embedded {
 		o.Nodes = 1
 		o.Topic, o.Group = fmt.Sprintf("member-check-contract-%s-%d", p, cfg.Seed), fmt.Sprintf("member-check-contract-%s-%d", p, cfg.Seed)
 	}
-	reg := run.DefaultRegistry().WithUserKinds(o)
+	reg := kinds.Default().WithUserKinds(o.ProcessKinds)
 	plan, err := run.NewPlan(cfg.Seed, o, reg.Kinds())
 	if err != nil {
 		return run.Result{}, nil, fmt.Errorf("member-check: planning the contract run: %w", err)

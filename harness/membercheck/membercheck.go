@@ -24,6 +24,7 @@ import (
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/harness/cluster"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -246,7 +247,7 @@ func (s *scenario) partner() (clients.Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	return run.DefaultRegistry()[kind].New(run.MemberSpec{
+	return kinds.Default()[kind].New(kinds.MemberSpec{
 		Name: "m2", Group: s.group, Topics: []string{s.topic}, KgoOpts: links.KgoOpts(), Hooks: &s.events,
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond, RebalanceTimeout: 15 * time.Second,
 		PollInterval: 20 * time.Second, Now: time.Now,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
@@ -32,7 +33,7 @@ func TestRunDirTakenByAnotherRun(t *testing.T) {
 		}
 	}
 	defer func() { beforeClaim = nil }()
-	p, err := NewPlan(2, Options{Embedded: true, Kinds: []string{"consumer"}, Duration: time.Second, Partitions: 1}, DefaultRegistry().Kinds())
+	p, err := NewPlan(2, Options{Embedded: true, Kinds: []string{"consumer"}, Duration: time.Second, Partitions: 1}, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -27,7 +28,7 @@ import (
 const contractLatency = 300 * time.Millisecond
 
 // TestMemberContract is the clients contract suite: every member kind of
-// run.DefaultRegistry() joins a group of its own on the embedded cluster
+// kinds.Default() joins a group of its own on the embedded cluster
 // (the reference coordinator in-process, no Docker), takes the topic's
 // partitions, commits through the driver's door, has its link slowed by
 // contractLatency, commits again, keeps heartbeating and leaves. Its history,
@@ -57,12 +58,12 @@ func TestMemberContract(t *testing.T) {
 	// never in how it reports what it sent (a stale commit that reached
 	// the coordinator must be in the history as a call, or the checker
 	// that should catch it judges a history without it).
-	reg := run.DefaultRegistry()
+	reg := kinds.Default()
 	var broken []string
-	for _, k := range run.BrokenKinds() {
+	for _, k := range kinds.BrokenKinds() {
 		broken = append(broken, k.Name)
 	}
-	reg = reg.WithBroken(broken).WithGoClients(run.GoClientRegistry().Names())
+	reg = reg.WithBroken(broken).WithGoClients(kinds.GoClients().Names())
 	for _, kind := range reg.Names() {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
@@ -244,7 +245,7 @@ func renderCalls(calls []laneCall) string {
 	return b.String()
 }
 
-func contract(t *testing.T, e *cluster.Embedded, kind string, f run.Factory) {
+func contract(t *testing.T, e *cluster.Embedded, kind string, f kinds.Factory) {
 	name := "c-" + kind
 	group := "contract-" + kind
 	start := time.Now()
@@ -263,7 +264,7 @@ func contract(t *testing.T, e *cluster.Embedded, kind string, f run.Factory) {
 		hopts = append(hopts, run.ResendsCommits())
 	}
 	h := run.NewHookRecorder(rec, name, string(f.Protocol), hopts...)
-	m, err := f.New(run.MemberSpec{
+	m, err := f.New(kinds.MemberSpec{
 		Name: name, Group: group, Topics: []string{"contract"},
 		KgoOpts: []kgo.Opt{kgo.SeedBrokers(links.Seeds()...), kgo.Dialer(wiretap.Dialer(links.Dialer(), wit))},
 		Hooks:   h, SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond, RebalanceTimeout: 10 * time.Second,

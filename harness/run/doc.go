@@ -28,8 +28,8 @@
 // and judged by harness/check, exactly as `groupquake check` does offline,
 // and the verdicts go to verdicts.json.
 //
-// Members come from a Registry by kind, so a plan names "kgo-classic" or
-// "kgo-consumer" today and "classic" or "consumer" once clients/classic and
-// clients/consumer register; the HookRecorder turns any clients.Member's
+// Members come from a kinds.Registry (harness/kinds) by kind, so a plan
+// names "classic", "kgo-consumer" or "java-classic" and the crew builds
+// it from a kinds.MemberSpec; the HookRecorder turns any clients.Member's
 // reports into history events.
 package run

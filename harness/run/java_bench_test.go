@@ -12,7 +12,7 @@ import (
 	"github.com/groupquake/groupquake/clients/java"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
-	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/harness/kinds"
 )
 
 // BenchmarkMemberStart measures what one member costs to bring up, a Java
@@ -37,12 +37,12 @@ func BenchmarkMemberStart(b *testing.B) {
 	if _, err := tc.Prepare(context.Background(), cluster.DefaultKafkaVersion); err != nil {
 		b.Fatal(err)
 	}
-	reg := run.DefaultRegistry()
-	for n, f := range run.JavaRegistry(tc) {
+	reg := kinds.Default()
+	for n, f := range kinds.Java(tc) {
 		reg[n] = f
 	}
 	for _, kind := range []string{"consumer", "classic-cooperative", "java-consumer", "java-classic-cooperative"} {
-		if run.IsJavaKind(kind) {
+		if kinds.IsJavaKind(kind) {
 			b.Run(kind+"/shared", func(b *testing.B) { benchShared(b, e, reg[kind], kind) })
 		}
 		b.Run(kind, func(b *testing.B) {
@@ -53,7 +53,7 @@ func BenchmarkMemberStart(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m, err := reg[kind].New(run.MemberSpec{
+				m, err := reg[kind].New(kinds.MemberSpec{
 					Name: name, Group: "bench-" + name, Topics: []string{"bench"}, KgoOpts: links.KgoOpts(),
 					Hooks: clients.HookFunc(func(clients.Event) {}), SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
 					RebalanceTimeout: 10 * time.Second, KafkaClients: cluster.DefaultKafkaVersion,
@@ -91,7 +91,7 @@ func BenchmarkMemberStart(b *testing.B) {
 // hostedPerJVM is how many members a shared iteration hosts in its JVM.
 const hostedPerJVM = 4
 
-func benchShared(b *testing.B, e *cluster.Embedded, f run.Factory, kind string) {
+func benchShared(b *testing.B, e *cluster.Embedded, f kinds.Factory, kind string) {
 	var start, next, owned, rss float64
 	for i := range b.N {
 		var ms []clients.Member
@@ -103,10 +103,10 @@ func benchShared(b *testing.B, e *cluster.Embedded, f run.Factory, kind string) 
 			if err != nil {
 				b.Fatal(err)
 			}
-			m, err := f.New(run.MemberSpec{
+			m, err := f.New(kinds.MemberSpec{
 				Name: name, Group: "bench-" + name, Topics: []string{"bench"}, KgoOpts: links.KgoOpts(),
 				Hooks: clients.HookFunc(func(clients.Event) {}), SessionTimeout: 6 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
-				RebalanceTimeout: 10 * time.Second, KafkaClients: cluster.DefaultKafkaVersion, JavaJVMs: run.JavaJVMsShared,
+				RebalanceTimeout: 10 * time.Second, KafkaClients: cluster.DefaultKafkaVersion, JavaJVMs: kinds.JavaJVMsShared,
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -30,7 +31,7 @@ func TestJavaMemberContract(t *testing.T) {
 	e := clustertest.Embedded(t, cluster.EmbeddedConfig{})
 	clustertest.CreateTopic(t, e, "contract", 3)
 	tc := &java.Toolchain{Logf: t.Logf}
-	reg := run.JavaRegistry(tc)
+	reg := kinds.Java(tc)
 	if _, err := tc.Prepare(context.Background(), cluster.DefaultKafkaVersion); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestJavaMemberContract(t *testing.T) {
 			t.Parallel()
 			f := reg[kind]
 			inner := f.New
-			f.New = func(s run.MemberSpec) (clients.Member, error) {
+			f.New = func(s kinds.MemberSpec) (clients.Member, error) {
 				s.KafkaClients = cluster.DefaultKafkaVersion
 				return inner(s)
 			}
@@ -60,17 +61,17 @@ func TestSharedJVM(t *testing.T) {
 	if err := java.CheckJava(); err != nil {
 		t.Fatalf("the Java member kinds cannot be tested on this machine: %v", err)
 	}
-	kinds := []string{"java-consumer", "java-classic-cooperative"}
-	reg, err := run.DefaultRegistry().WithJava(kinds, &java.Toolchain{Logf: t.Logf})
+	named := []string{"java-consumer", "java-classic-cooperative"}
+	reg, err := kinds.Default().WithJava(named, &java.Toolchain{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	pids := map[string]*java.Member{} // each member's first incarnation
-	for _, k := range kinds {
+	for _, k := range named {
 		f := reg[k]
 		inner := f.New
-		f.New = func(s run.MemberSpec) (clients.Member, error) {
+		f.New = func(s kinds.MemberSpec) (clients.Member, error) {
 			m, err := inner(s)
 			if jm, ok := m.(*java.Member); ok {
 				mu.Lock()
@@ -85,7 +86,7 @@ func TestSharedJVM(t *testing.T) {
 	}
 	const seed = 3
 	p, err := run.NewPlan(seed, run.Options{
-		Scenario: run.ScenarioChurn, Embedded: true, Kinds: kinds, Members: 4, JavaJVMs: run.JavaJVMsShared,
+		Scenario: run.ScenarioChurn, Embedded: true, Kinds: named, Members: 4, JavaJVMs: kinds.JavaJVMsShared,
 		Faults: []faults.Kind{faults.MemberCrash}, Intensity: "high", Partitions: 4, Rate: 30, Duration: 15 * time.Second,
 	}, reg.Kinds())
 	if err != nil {

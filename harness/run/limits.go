@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/internal/machine"
 )
 
@@ -103,10 +104,10 @@ func (p Plan) expected() expected {
 	around := int64((p.WarmupMax + p.QuiesceMax) / time.Second / 2)
 	e.events = 3*e.records + int64(len(p.Members))*4*(secs+around)/hb + 4*int64(len(p.Faults)) + 1000
 	e.memory = uint64(e.events) * bytesPerEvent
-	shared := p.Options.JavaJVMs == JavaJVMsShared
+	shared := p.Options.JavaJVMs == kinds.JavaJVMsShared
 	for _, m := range p.Members {
 		switch {
-		case !IsJavaKind(m.Kind):
+		case !kinds.IsJavaKind(m.Kind):
 			e.memory += memberBytes
 		case shared:
 			e.javaBytes += sharedJVMBytes
@@ -192,7 +193,7 @@ func (p Plan) CheckSize(m machine.Machine) error {
 		most := half / jvmBytes
 		what := fmt.Sprintf("%d Java members in their own JVMs take about %d MB each", e.javaJVMs, jvmBytes>>20)
 		do := fmt.Sprintf("give at most %d Java members, or host them in one JVM with --java-jvms shared", most)
-		if o.JavaJVMs == JavaJVMsShared {
+		if o.JavaJVMs == kinds.JavaJVMsShared {
 			most = (half - jvmBytes) / sharedJVMBytes
 			what = fmt.Sprintf("Java members hosted in one JVM take about %d MB each", sharedJVMBytes>>20)
 			do = fmt.Sprintf("give at most %d Java members", most)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/machine"
 )
@@ -16,9 +17,9 @@ import (
 // passes, one more is refused), Java members in their own JVMs with memory
 // (and --java-jvms shared fits more), the records of a run with memory.
 func TestCheckSizeDerivesFromTheMachine(t *testing.T) {
-	kinds := run.DefaultRegistry().Kinds()
-	for _, k := range run.JavaKinds() {
-		kinds[k.Name] = string(k.Protocol)
+	protocols := kinds.Default().Kinds()
+	for _, k := range kinds.JavaKinds() {
+		protocols[k.Name] = string(k.Protocol)
 	}
 	plan := func(o run.Options) run.Plan {
 		t.Helper()
@@ -26,7 +27,7 @@ func TestCheckSizeDerivesFromTheMachine(t *testing.T) {
 		if o.Duration == 0 {
 			o.Duration = 20 * time.Second
 		}
-		p, err := run.NewPlan(1, o, kinds)
+		p, err := run.NewPlan(1, o, protocols)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +54,7 @@ func TestCheckSizeDerivesFromTheMachine(t *testing.T) {
 	if err := plan(java).CheckSize(small); !errors.As(err, &se) || se.Flag != "members" || !strings.Contains(err.Error(), "--java-jvms shared") {
 		t.Errorf("10 Java JVMs on 4 GB: %v", err)
 	}
-	java.JavaJVMs = run.JavaJVMsShared
+	java.JavaJVMs = kinds.JavaJVMsShared
 	if err := plan(java).CheckSize(small); err != nil {
 		t.Errorf("10 Java members in one JVM on 4 GB: %v", err)
 	}

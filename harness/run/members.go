@@ -15,6 +15,7 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 )
 
 // crew runs the group's members through their lives: the first start in
@@ -237,7 +238,7 @@ func (c *crew) build(s *slot) error {
 	h := NewHookRecorder(r.rec, mp.Name, mp.Protocol, hopts...)
 	mh := &muteHooks{h: h, protocol: clients.Protocol(mp.Protocol), admission: make(chan string, 1), onJoined: s.joined}
 	p := r.p
-	m, err := r.cfg.Registry.build(mp.Kind, MemberSpec{
+	m, err := r.cfg.Registry.Build(mp.Kind, kinds.MemberSpec{
 		Name: mp.Name, Group: p.Group, Topics: p.TopicNames(), KgoOpts: r.kgoOpts(mp.Name, l.KgoOpts(), true), Hooks: mh,
 		InstanceID:     mp.InstanceID,
 		SessionTimeout: p.Timers.SessionTimeout, HeartbeatInterval: p.Timers.HeartbeatInterval, RebalanceTimeout: p.Timers.RebalanceTimeout,
@@ -742,7 +743,7 @@ func (c *crew) Stall(ctx context.Context, name string, freeze bool, d time.Durat
 				if err := f.Freeze(true); err != nil {
 					return "", fmt.Errorf("freezing member %s's process: %w", name, err)
 				}
-				if c.r.p.Options.JavaJVMs == JavaJVMsShared {
+				if c.r.p.Options.JavaJVMs == kinds.JavaJVMsShared {
 					return fmt.Sprintf("%s frozen for %s (its thread in the shared JVM stopped, its gateway held, its links delayed)", name, d), nil
 				}
 				return fmt.Sprintf("%s frozen for %s (its process stopped, its links delayed)", name, d), nil

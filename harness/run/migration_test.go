@@ -7,6 +7,7 @@ import (
 
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -16,9 +17,9 @@ import (
 // workload; every default kind of both protocols takes part.
 func TestMigrationPlan(t *testing.T) {
 	p := mustPlan(t, 5, run.Options{Scenario: run.ScenarioMigration, Embedded: true, Members: 2, MigrationPolicy: "upgrade"})
-	var kinds, protos []string
+	var named, protos []string
 	for _, m := range p.Members {
-		kinds = append(kinds, m.Kind)
+		named = append(named, m.Kind)
 		protos = append(protos, m.Protocol)
 		if m.InstanceID != "" {
 			t.Errorf("member %s is static; a migration's members are dynamic", m.Name)
@@ -28,8 +29,8 @@ func TestMigrationPlan(t *testing.T) {
 		t.Errorf("protocols %v, want %v", protos, want)
 	}
 	for _, k := range []string{"classic", "kgo-classic", "classic-cooperative", "consumer", "kgo-consumer"} {
-		if !slices.Contains(kinds, k) {
-			t.Errorf("kind %s takes no part in the migration (kinds %v)", k, kinds)
+		if !slices.Contains(named, k) {
+			t.Errorf("kind %s takes no part in the migration (kinds %v)", k, named)
 		}
 	}
 	var steps []string
@@ -70,7 +71,7 @@ func TestMigrationPlan(t *testing.T) {
 		{run.Options{Scenario: run.ScenarioChurn, MigrationFrom: "consumer"}, "needs --scenario migration"},
 		{run.Options{Scenario: run.ScenarioChurn, MigrationStatic: true}, "needs --scenario migration"},
 	} {
-		if _, err := run.NewPlan(1, bad.o, run.DefaultRegistry().Kinds()); err == nil || !strings.Contains(err.Error(), bad.says) {
+		if _, err := run.NewPlan(1, bad.o, kinds.Default().Kinds()); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("NewPlan(%+v) = %v, want an error saying %q", bad.o, err, bad.says)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 )
 
 // PlanFormat is the version of plan.json's layout; a reader refuses a newer one.
@@ -52,12 +53,6 @@ const (
 	// under the broker's group.consumer.migration.policy
 	// (Options.MigrationPolicy); see migration.go.
 	ScenarioMigration = "migration"
-)
-
-// The layouts of the Java members' JVMs (Options.JavaJVMs).
-const (
-	JavaJVMsPerMember = "per-member"
-	JavaJVMsShared    = "shared"
 )
 
 // A Scenario is a family of faults a plan can be built for: its name, what
@@ -149,15 +144,15 @@ type Options struct {
 	// KafkaClients is the kafka-clients version of the Java member kinds;
 	// empty means Kafka's (or the default version).
 	KafkaClients string `json:"kafka_clients,omitempty"`
-	// JavaJVMs is how the Java members' JVMs are laid out: JavaJVMsPerMember
-	// (empty, the default: one JVM each, a crash kills it) or JavaJVMsShared
+	// JavaJVMs is how the Java members' JVMs are laid out: kinds.JavaJVMsPerMember
+	// (empty, the default: one JVM each, a crash kills it) or kinds.JavaJVMsShared
 	// (one JVM hosts every Java member of a kafka-clients version; faults
 	// are emulated per member, see clients/java.Host).
 	JavaJVMs string `json:"java_jvms,omitempty"`
 	// ProcessKinds are member kinds the user defined (--process-kind
 	// NAME=PROTOCOL:COMMAND): processes speaking the member protocol,
 	// kept here so that the rerun command defines them again.
-	ProcessKinds map[string]UserKind `json:"process_kinds,omitempty"`
+	ProcessKinds map[string]kinds.UserKind `json:"process_kinds,omitempty"`
 	// Nodes and Controllers size a container cluster (1 or 3 nodes; 0, 1 or 3
 	// separate controllers).
 	Nodes       int `json:"nodes,omitempty"`
@@ -430,14 +425,14 @@ func settleClusterOptions(o *Options) error {
 		return err
 	}
 	switch o.JavaJVMs {
-	case "", JavaJVMsPerMember:
+	case "", kinds.JavaJVMsPerMember:
 		o.JavaJVMs = "" // the default, left out of plan.json and the rerun command
-	case JavaJVMsShared:
-		if !slices.ContainsFunc(o.Kinds, IsJavaKind) {
-			return fmt.Errorf("--java-jvms %s lays out the Java members' JVMs, but no Java member kind is in --kinds (%s)", o.JavaJVMs, strings.Join(javaKindNames(), ", "))
+	case kinds.JavaJVMsShared:
+		if !slices.ContainsFunc(o.Kinds, kinds.IsJavaKind) {
+			return fmt.Errorf("--java-jvms %s lays out the Java members' JVMs, but no Java member kind is in --kinds (%s)", o.JavaJVMs, strings.Join(kinds.JavaKindNames(), ", "))
 		}
 	default:
-		return fmt.Errorf("--java-jvms %q: want %s (one JVM per Java member, the default) or %s (one JVM hosts them all)", o.JavaJVMs, JavaJVMsPerMember, JavaJVMsShared)
+		return fmt.Errorf("--java-jvms %q: want %s (one JVM per Java member, the default) or %s (one JVM hosts them all)", o.JavaJVMs, kinds.JavaJVMsPerMember, kinds.JavaJVMsShared)
 	}
 	return nil
 }
@@ -484,7 +479,7 @@ func settleWorkloadOptions(o *Options, kinds map[string]string) (legSize int, er
 // every kind o asks for is one of them.
 func knownKinds(o Options, kinds map[string]string) ([]string, error) {
 	if len(kinds) == 0 {
-		return nil, errors.New("no member kinds to choose from: pass the registry's kinds (run.DefaultRegistry().Kinds())")
+		return nil, errors.New("no member kinds to choose from: pass the registry's kinds (kinds.Default().Kinds())")
 	}
 	known := slices.Sorted(maps.Keys(kinds))
 	for _, k := range o.Kinds {
@@ -522,8 +517,9 @@ func basePlan(seed uint64, o Options) Plan {
 }
 
 // chooseMembers draws the topic, the members (kinds, join delays, commit
-// intervals, static ones) and the producer from the seed's streams.
-func (p *Plan) chooseMembers(known []string, kinds map[string]string, legSize int) error {
+// intervals, static ones) and the producer from the seed's streams;
+// protocols maps each kind to its protocol.
+func (p *Plan) chooseMembers(known []string, protocols map[string]string, legSize int) error {
 	o, seed := p.Options, p.Seed
 	migration := o.Scenario == ScenarioMigration
 	topo := stream(seed, "topology")
@@ -542,7 +538,7 @@ func (p *Plan) chooseMembers(known []string, kinds map[string]string, legSize in
 	memberKinds := drawMemberKinds(o, topo, known)
 	if migration {
 		var err error
-		if memberKinds, err = migrationLegs(o, kinds, legSize); err != nil {
+		if memberKinds, err = migrationLegs(o, protocols, legSize); err != nil {
 			return err
 		}
 	}
@@ -551,7 +547,7 @@ func (p *Plan) chooseMembers(known []string, kinds map[string]string, legSize in
 		p.Members = append(p.Members, MemberPlan{
 			Name:        "m" + strconv.Itoa(i+1),
 			Kind:        k,
-			Protocol:    kinds[k],
+			Protocol:    protocols[k],
 			JoinAfter:   time.Duration(ms.Int64N(int64(3 * time.Second))).Round(time.Millisecond),
 			CommitEvery: time.Duration(200+ms.IntN(800)) * time.Millisecond,
 		})
@@ -564,7 +560,7 @@ func (p *Plan) chooseMembers(known []string, kinds map[string]string, legSize in
 		// crashes exercise KIP-345 (and KIP-848's static members) too.
 		st := stream(seed, "static")
 		for i := range p.Members {
-			if st.IntN(3) == 0 && NoInstanceID(p.Members[i].Kind) == "" {
+			if st.IntN(3) == 0 && kinds.NoInstanceID(p.Members[i].Kind) == "" {
 				p.Members[i].InstanceID = fmt.Sprintf("%s-%s", p.Group, p.Members[i].Name)
 			}
 		}

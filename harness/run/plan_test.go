@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
 func mustPlan(t *testing.T, seed uint64, o run.Options) run.Plan {
 	t.Helper()
-	p, err := run.NewPlan(seed, o, run.DefaultRegistry().Kinds())
+	p, err := run.NewPlan(seed, o, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatalf("NewPlan(%d, %+v): %v", seed, o, err)
 	}
@@ -110,7 +111,7 @@ func TestPlanOptions(t *testing.T) {
 		{Embedded: true, Controllers: 1},
 		{Duration: -time.Second},
 	} {
-		if _, err := run.NewPlan(1, bad, run.DefaultRegistry().Kinds()); err == nil {
+		if _, err := run.NewPlan(1, bad, kinds.Default().Kinds()); err == nil {
 			t.Errorf("NewPlan accepted %+v", bad)
 		}
 	}
@@ -166,7 +167,7 @@ func TestLoadPlanRoundTrip(t *testing.T) {
 // with errors that say what was wrong.
 func TestPlanFaultOptions(t *testing.T) {
 	t.Parallel()
-	kinds := run.DefaultRegistry().Kinds()
+	protocols := kinds.Default().Kinds()
 	count := map[string]int{}
 	for seed := range uint64(40) {
 		for _, in := range []string{"low", "high"} {
@@ -195,7 +196,7 @@ func TestPlanFaultOptions(t *testing.T) {
 		"churn on one member":  {run.Options{Scenario: run.ScenarioChurn, Members: 1}, "two members"},
 		"node faults external": {run.Options{Scenario: run.ScenarioBrokerFaults, Bootstrap: []string{"127.0.0.1:9092"}}, "--bootstrap"},
 	} {
-		_, err := run.NewPlan(1, tc.o, kinds)
+		_, err := run.NewPlan(1, tc.o, protocols)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: NewPlan(%+v) = %v, want an error naming %q", name, tc.o, err, tc.want)
 		}
@@ -237,10 +238,10 @@ func TestPlanChurn(t *testing.T) {
 // layout without Java members or of an unknown name is refused.
 func TestPlanJavaJVMs(t *testing.T) {
 	t.Parallel()
-	kinds := run.DefaultRegistry().Kinds()
-	kinds["java-consumer"] = "consumer"
-	o := run.Options{Embedded: true, Kinds: []string{"java-consumer", "consumer"}, JavaJVMs: run.JavaJVMsShared}
-	p, err := run.NewPlan(5, o, kinds)
+	protocols := kinds.Default().Kinds()
+	protocols["java-consumer"] = "consumer"
+	o := run.Options{Embedded: true, Kinds: []string{"java-consumer", "consumer"}, JavaJVMs: kinds.JavaJVMsShared}
+	p, err := run.NewPlan(5, o, protocols)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,18 +249,18 @@ func TestPlanJavaJVMs(t *testing.T) {
 	if !strings.Contains(string(b), `"java_jvms":"shared"`) || !strings.Contains(p.Command(), " --java-jvms shared ") {
 		t.Errorf("the shared layout is not kept: plan %s; rerun %s", b, p.Command())
 	}
-	o.JavaJVMs = run.JavaJVMsPerMember
-	if p, err = run.NewPlan(5, o, kinds); err != nil {
+	o.JavaJVMs = kinds.JavaJVMsPerMember
+	if p, err = run.NewPlan(5, o, protocols); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := json.Marshal(p); strings.Contains(string(b), "java_jvms") || strings.Contains(p.Command(), "--java-jvms") {
 		t.Errorf("the default layout is written out: plan %s; rerun %s", b, p.Command())
 	}
 	for _, bad := range []run.Options{
-		{Embedded: true, Kinds: []string{"consumer"}, JavaJVMs: run.JavaJVMsShared},
+		{Embedded: true, Kinds: []string{"consumer"}, JavaJVMs: kinds.JavaJVMsShared},
 		{Embedded: true, Kinds: []string{"java-consumer"}, JavaJVMs: "pooled"},
 	} {
-		if _, err := run.NewPlan(1, bad, kinds); err == nil || !strings.Contains(err.Error(), "--java-jvms") {
+		if _, err := run.NewPlan(1, bad, protocols); err == nil || !strings.Contains(err.Error(), "--java-jvms") {
 			t.Errorf("NewPlan(%+v) = %v, want an error naming --java-jvms", bad, err)
 		}
 	}

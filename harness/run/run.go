@@ -18,6 +18,7 @@ import (
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
@@ -26,8 +27,8 @@ type Config struct {
 	Plan Plan
 	// Dir is the run directory; it must not hold a run yet.
 	Dir string
-	// Registry builds members by kind; nil means DefaultRegistry().
-	Registry Registry
+	// Registry builds members by kind; nil means kinds.Default().
+	Registry kinds.Registry
 	// Cluster, when set, is used as is and not closed (tests start theirs
 	// with clustertest). Otherwise Run starts a container cluster from the
 	// plan's options and ClusterConfig, or connects to the plan's bootstrap
@@ -83,7 +84,7 @@ type Result struct {
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Dir: cfg.Dir}
 	if cfg.Registry == nil {
-		cfg.Registry = DefaultRegistry()
+		cfg.Registry = kinds.Default()
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}

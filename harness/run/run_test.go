@@ -18,6 +18,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -77,16 +78,16 @@ func TestBaselineRun(t *testing.T) {
 // baselineRun runs one group of groupquake's member of a protocol beside
 // kgo's on c, with no faults, and requires every checker to hold, none
 // skipped.
-func baselineRun(t *testing.T, c cluster.Handle, v string, kinds []string) {
+func baselineRun(t *testing.T, c cluster.Handle, v string, named []string) {
 	{
 		{
-			reg := run.DefaultRegistry()
+			reg := kinds.Default()
 			seed := uint64(time.Now().UnixNano())
 			p, err := run.NewPlan(seed, run.Options{
 				Scenario:   run.ScenarioBaseline,
 				Kafka:      v,
 				Nodes:      1,
-				Kinds:      kinds,
+				Kinds:      named,
 				Members:    4,
 				Partitions: 6,
 				Duration:   10 * time.Second,

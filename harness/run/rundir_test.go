@@ -11,6 +11,7 @@ import (
 
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -74,7 +75,7 @@ func TestWriteVerdictsRoundTrip(t *testing.T) {
 // of reporting records in flight as lost.
 func TestJudgeRunStoppedEarly(t *testing.T) {
 	t.Parallel()
-	p, err := run.NewPlan(5, run.Options{Kinds: []string{"kgo-classic"}, Partitions: 1, Duration: time.Second}, run.DefaultRegistry().Kinds())
+	p, err := run.NewPlan(5, run.Options{Kinds: []string{"kgo-classic"}, Partitions: 1, Duration: time.Second}, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}

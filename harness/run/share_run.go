@@ -22,9 +22,9 @@ import (
 	"github.com/groupquake/groupquake/clients/share"
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/faults"
-	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/observe"
 )
 
@@ -37,67 +37,6 @@ import (
 // has nothing to do there, so the share run has its own phases in
 // runShare, reusing the cluster, the producers, the nemesis and the
 // history of every run.
-
-// ShareKind is a share member kind: groupquake's share member, or one of
-// its deliberately broken variants (suites/bite).
-type ShareKind struct {
-	Name string
-	Doc  string
-	// Kgo runs franz-go's share consumer (clients/kgoshare) instead of
-	// groupquake's share member; Java runs Kafka's KafkaShareConsumer
-	// (clients/java.ShareMember).
-	Kgo  bool
-	Java bool
-	// Bug is the defect a broken kind carries; Catches the check.Verdict
-	// that names it.
-	Bug     share.Bug
-	Catches string
-}
-
-// ShareKinds lists the share member kinds. None is in DefaultRegistry:
-// a seed never draws them; `--kinds share` names them (Registry.WithBroken
-// adds the named ones).
-func ShareKinds() []ShareKind {
-	return []ShareKind{
-		{Name: "share", Doc: "groupquake's KIP-932 share member (clients/share: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge; accept, release, reject, renew by a fixed policy on each record's sequence number); Kafka 4.2+, every member of the run a share member"},
-		{Name: "kgo-share", Kgo: true, Doc: "franz-go's share consumer (kgo.ShareGroup; its requests observed on its connections, clients/kgoshare), acknowledging by the same policy as share; Kafka 4.2+"},
-		{Name: "java-share", Java: true, Doc: "Kafka's KafkaShareConsumer (kafka-clients of --kafka-clients, else the cluster's version) in a JVM of its own, explicit acknowledgement (acknowledge(record, type), then commitAsync) by the same policy as share, without renew; its requests observed in its gateway (clients/java); Kafka 4.2+, needs a JDK and Maven"},
-		{Name: "broken-share-ack-not-sent", Bug: share.BugAckNotSent, Catches: check.NameShareAckedNotRedelivered,
-			Doc: "a share member that leaves its accepts out of the ShareFetch requests that should carry them and reports them acknowledged: the broker delivers each record again when its lock lapses"},
-		{Name: "broken-share-ack-not-acquired", Bug: share.BugAckNotAcquired, Catches: check.NameShareAcksOnlyAcquired,
-			Doc: "a share member that stretches its accepts to offsets it never acquired and reports them acknowledged"},
-		{Name: "broken-share-ignore-delivery-count", Bug: share.BugIgnoreDeliveryCount, Catches: check.NameShareDeliveryCountBounded,
-			Doc: "a share member that never reads the delivery count and reports every delivery as the first"},
-	}
-}
-
-// shareKind finds the share kind named k.
-func shareKind(k string) (ShareKind, bool) {
-	for _, s := range ShareKinds() {
-		if s.Name == k {
-			return s, true
-		}
-	}
-	return ShareKind{}, false
-}
-
-// IsShareKind reports whether k is a share member kind.
-func IsShareKind(k string) bool {
-	_, ok := shareKind(k)
-	return ok
-}
-
-// shareFactory is the registry entry of a share kind: it says the kind's
-// protocol; share members are built by runShare, not through Factory.New.
-func shareFactory(k ShareKind) Factory {
-	return Factory{
-		Protocol: clients.Share,
-		Doc:      k.Doc,
-		New: func(s MemberSpec) (clients.Member, error) {
-			return nil, fmt.Errorf("member %s: a share member (%s) runs only in a share run, where every member is a share member", s.Name, k.Name)
-		},
-	}
-}
 
 // IsShare reports whether p runs a share group.
 func (p Plan) IsShare() bool {
@@ -121,7 +60,7 @@ func checkSharePlan(p *Plan) error {
 	}
 	o := p.Options
 	if n != len(p.Members) {
-		return fmt.Errorf("--kinds mixes share members with consumer-group members: a group is a share group or a consumer group, never both; run the share kinds (%s) alone", strings.Join(shareKindNames(), ", "))
+		return fmt.Errorf("--kinds mixes share members with consumer-group members: a group is a share group or a consumer group, never both; run the share kinds (%s) alone", strings.Join(kinds.ShareKindNames(), ", "))
 	}
 	if o.Kafka != "" && len(o.Bootstrap) == 0 {
 		if err := needShareGroups("--kafka", o.Kafka); err != nil {
@@ -164,7 +103,7 @@ func checkSharePlan(p *Plan) error {
 func checkJavaShare(p Plan) error {
 	var named bool
 	for _, m := range p.Members {
-		if k, ok := shareKind(m.Kind); ok && k.Java {
+		if k, ok := kinds.Share(m.Kind); ok && k.Java {
 			named = true
 		}
 	}
@@ -234,14 +173,6 @@ func shapeShare(p *Plan) {
 	for i := range n {
 		p.Producers = append(p.Producers, ProducerPlan{Name: "p" + strconv.Itoa(int(i)), Rate: max(1, (rate+int(i))/int(n)), Partitions: []int32{i}})
 	}
-}
-
-func shareKindNames() []string {
-	var out []string
-	for _, k := range ShareKinds() {
-		out = append(out, k.Name)
-	}
-	return out
 }
 
 // shareAckFor is the share driver's acknowledgement of a record: a fixed
@@ -729,9 +660,9 @@ func (r *runner) shareBuilder(ctx context.Context, unknown *unknownAcks) func(Me
 	}
 	tc := &java.Toolchain{Logf: r.cfg.Logf} // java-share's driver, built on first use
 	return func(mp MemberPlan) (*shareMember, error) {
-		k, ok := shareKind(mp.Kind)
+		k, ok := kinds.Share(mp.Kind)
 		if !ok {
-			return nil, fmt.Errorf("member %s: %q is not a share kind (%s)", mp.Name, mp.Kind, strings.Join(shareKindNames(), ", "))
+			return nil, fmt.Errorf("member %s: %q is not a share kind (%s)", mp.Name, mp.Kind, strings.Join(kinds.ShareKindNames(), ", "))
 		}
 		l, err := r.h.Links(mp.Name)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -15,8 +16,8 @@ func shareKinds() map[string]string {
 	return shareRegistry().Kinds()
 }
 
-func shareRegistry() run.Registry {
-	return run.DefaultRegistry().WithBroken([]string{"share", "kgo-share", "broken-share-ack-not-sent", "java-share"})
+func shareRegistry() kinds.Registry {
+	return kinds.Default().WithBroken([]string{"share", "kgo-share", "broken-share-ack-not-sent", "java-share"})
 }
 
 // TestSharePlans: --kinds share makes a share group's plan on 4.2+ for
@@ -88,7 +89,7 @@ func TestSharePlans(t *testing.T) {
 		t.Errorf("share upgrade plan: %d steps to %s (share %v), want 3 node upgrades and a feature update to 4.4.0", len(steps), up.FinalKafka(), up.IsShare())
 	}
 	for seed := range uint64(50) {
-		p, err := run.NewPlan(seed, run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0"}, run.DefaultRegistry().Kinds())
+		p, err := run.NewPlan(seed, run.Options{Scenario: run.ScenarioBaseline, Kafka: "4.4.0"}, kinds.Default().Kinds())
 		if err != nil {
 			t.Fatal(err)
 		}

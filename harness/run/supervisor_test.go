@@ -18,6 +18,7 @@ import (
 	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -30,7 +31,7 @@ import (
 // takes as fatal, as KafkaConsumer does.
 func restartPlan(t *testing.T, supervised bool) run.Plan {
 	t.Helper()
-	p, err := run.NewPlan(31, run.Options{Embedded: true, Kinds: []string{"consumer", "consumer"}, Members: 2, Partitions: 4, Rate: 20, Duration: 10 * time.Second, NoSupervisor: !supervised}, run.DefaultRegistry().Kinds())
+	p, err := run.NewPlan(31, run.Options{Embedded: true, Kinds: []string{"consumer", "consumer"}, Members: 2, Partitions: 4, Rate: 20, Duration: 10 * time.Second, NoSupervisor: !supervised}, kinds.Default().Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,10 +243,10 @@ func (m *refusedRetry) Poll(context.Context) ([]clients.Record, error) {
 // kafka-static-rejoin-own-instance) though m2 is back in the group.
 func TestSupervisorKeepsTheRefusedRetry(t *testing.T) {
 	t.Parallel()
-	reg := run.DefaultRegistry()
+	reg := kinds.Default()
 	real := reg["consumer"]
 	var builds atomic.Int32
-	reg["scripted-static-consumer"] = run.Factory{Protocol: clients.Consumer, Doc: "m4 of seed 268778, then a consumer member", New: func(s run.MemberSpec) (clients.Member, error) {
+	reg["scripted-static-consumer"] = kinds.Factory{Protocol: clients.Consumer, Doc: "m4 of seed 268778, then a consumer member", New: func(s kinds.MemberSpec) (clients.Member, error) {
 		if builds.Add(1) == 1 {
 			return &refusedRetry{name: s.Name, instance: s.InstanceID, hooks: s.Hooks}, nil
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/groupquake/groupquake/faults"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -52,7 +53,7 @@ func TestUpgradePlan(t *testing.T) {
 		{run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Downgrade: "sideways"}, `unknown downgrade "sideways"`},
 		{run.Options{Kafka: "4.1.2", Nodes: 3, Downgrade: run.DowngradeBeforeFinalize}, "needs --upgrade-to"},
 	} {
-		if _, err := run.NewPlan(1, bad.o, run.DefaultRegistry().Kinds()); err == nil || !strings.Contains(err.Error(), bad.says) {
+		if _, err := run.NewPlan(1, bad.o, kinds.Default().Kinds()); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("NewPlan(%+v) = %v, want an error saying %q", bad.o, err, bad.says)
 		}
 	}
@@ -80,7 +81,7 @@ func TestDowngradePlan(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("after finalizing: %q, want %q", got, want)
 	}
-	if _, err := run.NewPlan(3, run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.2.1", Downgrade: run.DowngradeAfterFinalize}, run.DefaultRegistry().Kinds()); err == nil || !strings.Contains(err.Error(), "snapshot past the downgrade") {
+	if _, err := run.NewPlan(3, run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.2.1", Downgrade: run.DowngradeAfterFinalize}, kinds.Default().Kinds()); err == nil || !strings.Contains(err.Error(), "snapshot past the downgrade") {
 		t.Errorf("4.2.1 back to 4.1.2 after finalizing: %v", err)
 	}
 	p := mustPlan(t, 3, run.Options{Kafka: "4.1.2", Nodes: 3, UpgradeTo: "4.4.0", Downgrade: run.DowngradeBeforeFinalize})

@@ -1,5 +1,5 @@
 // Package bite proves that the checkers bite: for every deliberately broken
-// member kind (harness/run.BrokenKinds) and every Kafka version under test,
+// member kind (harness/kinds.BrokenKinds) and every Kafka version under test,
 // a fixed plan that makes the bug show runs against a real cluster, and the
 // checker that names the bug must fail; the same plan with the unbroken
 // kind must pass that checker, so the failure is the bug's and not the
@@ -21,6 +21,7 @@ import (
 	"github.com/groupquake/groupquake/harness/check"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -76,7 +77,7 @@ type schedule struct {
 //     9s, longer than the 6s session, while records flow, so the group
 //     gives its partitions to the other member; after the heal it learns
 //     it was fenced and carries on as their owner.
-func scheduleFor(k run.BrokenKind, protocol string) schedule {
+func scheduleFor(k kinds.BrokenKind, protocol string) schedule {
 	s := schedule{duration: 12 * time.Second, joins: []time.Duration{0, 4 * time.Second}, commitEvery: 500 * time.Millisecond}
 	switch {
 	case k.Fence:
@@ -103,9 +104,9 @@ func scheduleFor(k run.BrokenKind, protocol string) schedule {
 // broken one, its own topic and group, so that the runs sharing one
 // cluster do not meet (links are per client name: a cut of one run's
 // member must not reach another's).
-func plan(t *testing.T, k run.BrokenKind, kind, prefix, version string) run.Plan {
+func plan(t *testing.T, k kinds.BrokenKind, kind, prefix, version string) run.Plan {
 	t.Helper()
-	reg := run.DefaultRegistry().WithBroken([]string{kind})
+	reg := kinds.Default().WithBroken([]string{kind})
 	s := scheduleFor(k, string(reg[k.Unbroken].Protocol))
 	kinds := make([]string, len(s.joins))
 	for i := range kinds {
@@ -160,7 +161,7 @@ func runDir(t *testing.T, name string) string {
 
 // verdict runs p on h and returns the verdict of checker name, and every
 // checker's.
-func verdict(t *testing.T, h cluster.Handle, p run.Plan, reg run.Registry, name, label string) (check.Verdict, []check.Verdict, string, error) {
+func verdict(t *testing.T, h cluster.Handle, p run.Plan, reg kinds.Registry, name, label string) (check.Verdict, []check.Verdict, string, error) {
 	d := runDir(t, label)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -181,7 +182,7 @@ func verdict(t *testing.T, h cluster.Handle, p run.Plan, reg run.Registry, name,
 // brokenAndUnbroken runs the broken plan bp and the unbroken plan gp at
 // once on h and returns the verdicts of the checker catches on each, every
 // verdict of the unbroken run, and the two run directories.
-func brokenAndUnbroken(t *testing.T, h cluster.Handle, reg run.Registry, bp, gp run.Plan, catches string) (bad, good check.Verdict, all []check.Verdict, badDir, goodDir string) {
+func brokenAndUnbroken(t *testing.T, h cluster.Handle, reg kinds.Registry, bp, gp run.Plan, catches string) (bad, good check.Verdict, all []check.Verdict, badDir, goodDir string) {
 	t.Helper()
 	var (
 		wg              sync.WaitGroup
@@ -235,10 +236,10 @@ func TestBrokenMembersAreCaught(t *testing.T) {
 	for _, version := range clustertest.Versions() {
 		t.Run("kafka-"+version, func(t *testing.T) {
 			h := startCluster(t, version)
-			for i, k := range run.BrokenKinds() {
+			for i, k := range kinds.BrokenKinds() {
 				t.Run(k.Name, func(t *testing.T) {
 					t.Parallel()
-					reg := run.DefaultRegistry().WithBroken([]string{k.Name})
+					reg := kinds.Default().WithBroken([]string{k.Name})
 					bp, gp := plan(t, k, k.Name, fmt.Sprint("b", i), version), plan(t, k, k.Unbroken, fmt.Sprint("u", i), version)
 					bad, good, all, badDir, goodDir := brokenAndUnbroken(t, h, reg, bp, gp, k.Catches)
 					requireCaught(t, bad, badDir, k.Catches, k.Name, k.Bug, k.Name+", which "+k.Bug)

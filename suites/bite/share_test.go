@@ -8,6 +8,7 @@ import (
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 )
 
@@ -19,9 +20,9 @@ import (
 // holds, a record released on a first delivery comes back at a higher
 // count, to a member that misreads it (with one broken member among
 // correct ones, a run could hand every redelivery to the correct ones).
-func sharePlan(t *testing.T, k run.ShareKind, kind, prefix, v string) run.Plan {
+func sharePlan(t *testing.T, k kinds.ShareKind, kind, prefix, v string) run.Plan {
 	t.Helper()
-	reg := run.DefaultRegistry().WithBroken([]string{kind, "share"})
+	reg := kinds.Default().WithBroken([]string{kind, "share"})
 	o := run.Options{
 		Kafka: v, Nodes: 1, Kinds: []string{kind, kind, kind}, Members: 3, Partitions: 2, Rate: 40, Duration: 12 * time.Second,
 		Topic: fmt.Sprintf("bite-%s-%s-records", prefix, k.Name), Group: fmt.Sprintf("bite-%s-%s", prefix, k.Name),
@@ -49,7 +50,7 @@ func TestBrokenShareMembersAreCaught(t *testing.T) {
 	v := version.Default.String()
 	h := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
 	i := 0
-	for _, k := range run.ShareKinds() {
+	for _, k := range kinds.ShareKinds() {
 		if k.Bug == "" {
 			continue
 		}
@@ -57,7 +58,7 @@ func TestBrokenShareMembersAreCaught(t *testing.T) {
 		prefix := fmt.Sprint("s", i)
 		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
-			reg := run.DefaultRegistry().WithBroken([]string{k.Name, "share"})
+			reg := kinds.Default().WithBroken([]string{k.Name, "share"})
 			bp, gp := sharePlan(t, k, k.Name, "b"+prefix, v), sharePlan(t, k, "share", "u"+prefix, v)
 			bad, good, all, badDir, goodDir := brokenAndUnbroken(t, h, reg, bp, gp, k.Catches)
 			requireCaught(t, bad, badDir, k.Catches, k.Name, k.Doc, k.Name+" ("+k.Doc+")")

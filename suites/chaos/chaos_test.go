@@ -224,7 +224,7 @@ func TestEmbedded(t *testing.T) {
 // goclients`): its cells cost more than CI's chaos budget allows.
 var goClientsFlag = flag.Bool("chaos.goclients", false, "TestGoClients: run the Go client kinds (Sarama beside groupquake's classic member, kafka-go alone), one scenario family per kind")
 
-// goClientCells covers each Go client kind (run.GoClientRegistry) once,
+// goClientCells covers each Go client kind (kinds.GoClients) once,
 // each in a scenario family of its own, so the four families are each run
 // once. Sarama's kinds run two members beside groupquake's classic member,
 // whose range assignor the group agrees on. kafka-go runs alone: it cannot

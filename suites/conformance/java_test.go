@@ -11,6 +11,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/suites/internal/campaign"
 )
@@ -85,7 +86,7 @@ func javaMembersTookPart(t *testing.T, dir string) {
 	type seen struct{ assigned, consumed, committed int }
 	by := map[string]*seen{}
 	for _, m := range p.Members {
-		if run.IsJavaKind(m.Kind) {
+		if kinds.IsJavaKind(m.Kind) {
 			by[m.Name] = &seen{}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/observe"
 	"github.com/groupquake/groupquake/harness/replay"
 	"github.com/groupquake/groupquake/harness/run"
@@ -177,11 +178,11 @@ func TestRunJudgesRecoveredState(t *testing.T) {
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
-			for _, kinds := range [][]string{{"kgo-classic"}, {"kgo-consumer"}, {"kgo-consumer", "kgo-classic"}, {"kgo-classic", "kgo-consumer"}} {
-				t.Run(strings.Join(kinds, "+"), func(t *testing.T) {
-					reg := run.DefaultRegistry()
+			for _, named := range [][]string{{"kgo-classic"}, {"kgo-consumer"}, {"kgo-consumer", "kgo-classic"}, {"kgo-classic", "kgo-consumer"}} {
+				t.Run(strings.Join(named, "+"), func(t *testing.T) {
+					reg := kinds.Default()
 					p, err := run.NewPlan(uint64(time.Now().UnixNano()), run.Options{
-						Scenario: run.ScenarioBaseline, Kafka: v, Nodes: 1, Kinds: kinds, Members: 3,
+						Scenario: run.ScenarioBaseline, Kafka: v, Nodes: 1, Kinds: named, Members: 3,
 						Partitions: 4, Duration: 5 * time.Second, Rate: 20,
 					}, reg.Kinds())
 					if err != nil {

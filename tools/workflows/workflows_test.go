@@ -11,7 +11,7 @@ import (
 	"github.com/rhysd/actionlint"
 
 	"github.com/groupquake/groupquake/coordinator/version"
-	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/harness/kinds"
 )
 
 // dir is the project's workflows, from this package's directory.
@@ -121,20 +121,15 @@ func assign(c *actionlint.MatrixCombination, key string) string {
 
 // TestScorecardGroupsJoin checks every scorecard group the workflows and the
 // Makefile name: each kind is one groupquake knows, and the classic kinds of
-// a group share an assignor (run.CheckClassicMix); a group that does not would
+// a group share an assignor (kinds.CheckClassicMix); a group that does not would
 // run with a member Kafka refuses at every JoinGroup, judging the others only.
 func TestScorecardGroupsJoin(t *testing.T) {
-	known := map[string]bool{}
-	for _, r := range []run.Registry{run.DefaultRegistry(), run.GoClientRegistry()} {
-		for _, k := range r.Names() {
+	known := map[string]bool{} // the clients' kinds: every kind but the broken and the share kinds
+	broken := kinds.Broken()
+	for _, k := range kinds.Known() {
+		if _, ok := broken[k]; !ok && !kinds.IsShareKind(k) {
 			known[k] = true
 		}
-	}
-	for _, k := range run.JavaKinds() {
-		known[k.Name] = true
-	}
-	for _, k := range append(run.SpringKinds(), run.PythonKinds()...) {
-		known[k.Name] = true
 	}
 	files, err := Files(dir)
 	if err != nil {
@@ -153,13 +148,13 @@ func TestScorecardGroupsJoin(t *testing.T) {
 					continue // a variable, not a group
 				}
 				seen++
-				kinds := strings.Split(g, ",")
-				for _, k := range kinds {
+				named := strings.Split(g, ",")
+				for _, k := range named {
 					if !known[k] {
 						t.Errorf("%s: scorecard group %s names %q, not a member kind", f, g, k)
 					}
 				}
-				if err := run.CheckClassicMix(kinds); err != nil {
+				if err := kinds.CheckClassicMix(named); err != nil {
 					t.Errorf("%s: scorecard group %s: %v", f, g, err)
 				}
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/results"
 )
@@ -118,7 +119,7 @@ func RunOn(t *testing.T, h cluster.Handle, seed uint64, o run.Options, bound tim
 	}
 	// Java and Go client member kinds join the registry when the options
 	// name them, and so do the broken kinds (never drawn by a seed).
-	reg, err := run.DefaultRegistry().WithBroken(o.Kinds).WithGoClients(o.Kinds).WithJava(o.Kinds, &java.Toolchain{Logf: t.Logf})
+	reg, err := kinds.Default().WithBroken(o.Kinds).WithGoClients(o.Kinds).WithJava(o.Kinds, &java.Toolchain{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

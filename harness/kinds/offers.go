@@ -1,4 +1,4 @@
-package run
+package kinds
 
 import (
 	"fmt"
@@ -20,25 +20,13 @@ const (
 var javaDefaultOffers = []string{assignRange, assignCoopSticky}
 
 // ClassicOffers returns the assignors a classic member kind's JoinGroup
-// offers, from every registry a command line can name a kind of (the
-// default, broken, Go client, Java, Spring and Python kinds), and whether
-// the kind is known to offer any: false for a consumer-protocol or share
-// kind and for a user's process kind, whose offer the harness cannot know.
+// offers, from every kind a command line can name (All: the default
+// kinds and every family's), and whether the kind is known to offer any:
+// false for a consumer-protocol or share kind and for a user's process
+// kind, whose offer the harness cannot know.
 func ClassicOffers(kind string) ([]string, bool) {
-	for _, r := range []Registry{DefaultRegistry(), BrokenRegistry(), GoClientRegistry()} {
-		if f, ok := r[kind]; ok {
-			return f.Offers, len(f.Offers) > 0
-		}
-	}
-	for _, k := range JavaKinds() {
-		if k.Name == kind {
-			return k.Offers, len(k.Offers) > 0
-		}
-	}
-	for _, k := range append(SpringKinds(), PythonKinds()...) {
-		if k.Name == kind {
-			return k.Offers, len(k.Offers) > 0
-		}
+	if f, ok := All()[kind]; ok {
+		return f.Offers, len(f.Offers) > 0
 	}
 	return nil, false
 }

@@ -1,4 +1,4 @@
-package run
+package kinds
 
 import (
 	"fmt"
@@ -60,18 +60,18 @@ type Factory struct {
 	Offers []string
 	// ResendsCommits says the member's client may send one OffsetCommit
 	// more than once on its own, so a final error does not prove the commit
-	// was not written (see run.ResendsCommits).
+	// was not written (harness/run's ResendsCommits hook option).
 	ResendsCommits bool
 }
 
 // Registry maps a member kind ("kgo-classic") to its factory. Plans name
-// kinds, so a new implementation plugs in by adding an entry: clients/classic
-// and clients/consumer will register as "classic" and "consumer".
+// kinds, so a new implementation plugs in by adding an entry: to Default
+// when a seed may draw it, else to a Family of its own (family.go).
 type Registry map[string]Factory
 
-// DefaultRegistry returns a new registry of the member kinds groupquake
-// ships: kgo's own group consumer in either protocol, the reference members.
-func DefaultRegistry() Registry {
+// Default returns a new registry of the member kinds a seed draws from:
+// kgo's own group consumer in either protocol, groupquake's members.
+func Default() Registry {
 	return Registry{
 		"kgo-classic": {
 			Protocol:       clients.Classic,
@@ -171,7 +171,9 @@ func (r Registry) Kinds() map[string]string {
 // Names lists the kinds, sorted.
 func (r Registry) Names() []string { return slices.Sorted(maps.Keys(r)) }
 
-func (r Registry) build(kind string, s MemberSpec) (clients.Member, error) {
+// Build builds the member s of kind, or says that the registry has no such
+// kind.
+func (r Registry) Build(kind string, s MemberSpec) (clients.Member, error) {
 	f, ok := r[kind]
 	if !ok {
 		return nil, fmt.Errorf("member %s: kind %q is not in the registry (known: %v): the plan was made with member kinds this build does not have", s.Name, kind, r.Names())

@@ -1,6 +1,7 @@
-package run
+package kinds
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -62,7 +63,7 @@ func (k ProcessKind) Factory() Factory {
 
 // UserKind is a member kind a user defines on the command line
 // (--process-kind NAME=PROTOCOL:COMMAND) and the plan keeps
-// (Options.ProcessKinds), so that a run of it reruns from its seed.
+// (harness/run's Options.ProcessKinds), so that a run of it reruns from its seed.
 type UserKind struct {
 	Protocol string   `json:"protocol"`
 	Command  []string `json:"command"`
@@ -108,6 +109,34 @@ func (r Registry) WithProcessKinds(kinds ...ProcessKind) Registry {
 	return out
 }
 
+// processFamily is a Family of process kinds (all of kinds()) whose
+// members all start with the one command command finds, or fails to find
+// saying what the machine lacks. A client that speaks the member protocol
+// (docs/member-protocol.md) is a table of its kinds and one processFamily.
+func processFamily(help string, kinds func() []ProcessKind, command func(context.Context, Env) (mproc.Command, error)) Family {
+	return Family{
+		Help:     help,
+		Names:    processKindNames(kinds()),
+		Registry: func() Registry { return Registry{}.WithProcessKinds(kinds()...) },
+		Prepare: func(ctx context.Context, want []string, env Env) (Registry, error) {
+			cmd, err := command(ctx, env)
+			if err != nil {
+				return nil, fmt.Errorf("member kinds %s: %w", strings.Join(want, ", "), err)
+			}
+			return Registry{}.withCommand(kinds(), want, cmd), nil
+		},
+	}
+}
+
+// processKindNames lists the names of kinds, in their order.
+func processKindNames(kinds []ProcessKind) []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
 // isProcessKind says whether kind is the name of one of kinds.
 func isProcessKind(kinds []ProcessKind, kind string) bool {
 	return slices.ContainsFunc(kinds, func(k ProcessKind) bool { return k.Name == kind })
@@ -126,11 +155,12 @@ func (r Registry) withCommand(kinds []ProcessKind, want []string, cmd mproc.Comm
 	return r.WithProcessKinds(ks...)
 }
 
-// WithUserKinds returns r plus the user's kinds of the options.
-func (r Registry) WithUserKinds(o Options) Registry {
+// WithUserKinds returns r plus the user's kinds (a plan's
+// Options.ProcessKinds), by name.
+func (r Registry) WithUserKinds(user map[string]UserKind) Registry {
 	var ks []ProcessKind
-	for _, n := range slices.Sorted(maps.Keys(o.ProcessKinds)) {
-		ks = append(ks, o.ProcessKinds[n].Kind(n))
+	for _, n := range slices.Sorted(maps.Keys(user)) {
+		ks = append(ks, user[n].Kind(n))
 	}
 	return r.WithProcessKinds(ks...)
 }

@@ -1,4 +1,4 @@
-package run_test
+package kinds_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/java"
-	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/harness/kinds"
 )
 
 // TestWithSpring: naming no Spring kind leaves the registry as it was;
@@ -17,7 +17,7 @@ import (
 // naming the kind (and what to install); the kinds speak the protocols
 // their names say, and a seed never draws them.
 func TestWithSpring(t *testing.T) {
-	reg := run.DefaultRegistry()
+	reg := kinds.Default()
 	tc := &java.Toolchain{}
 	same, err := reg.WithSpring(context.Background(), []string{"classic", "consumer"}, tc, "4.4.0")
 	if err != nil || len(same) != len(reg) {
@@ -33,5 +33,5 @@ func TestWithSpring(t *testing.T) {
 		t.Fatalf("WithSpring without a JDK = %v; want ErrNoJava naming spring-kafka-consumer", err)
 	}
 	want := map[string]clients.Protocol{"spring-kafka": clients.Classic, "spring-kafka-consumer": clients.Consumer}
-	wantProcessKinds(t, run.SpringKinds(), run.IsSpringKind, want, "a JDK")
+	wantProcessKinds(t, kinds.SpringKinds(), kinds.IsSpringKind, want, "a JDK")
 }

@@ -1,4 +1,4 @@
-package run
+package kinds
 
 import (
 	"strings"
@@ -43,23 +43,16 @@ func TestClassicMix(t *testing.T) {
 
 // TestEveryClassicKindOffers makes a new classic kind say what its
 // JoinGroup offers: one without Offers would silently escape CheckClassicMix.
+// It reads every kind a command line can name (All), so a new family is
+// held without a line here.
 func TestEveryClassicKindOffers(t *testing.T) {
-	regs := []Registry{DefaultRegistry(), BrokenRegistry(), GoClientRegistry()}
-	for _, r := range regs {
-		for name, f := range r {
-			if _, ok := ClassicOffers(name); f.Protocol == clients.Classic && !ok {
-				t.Errorf("classic kind %s says nothing of the assignors it offers (Factory.Offers)", name)
-			}
-		}
+	all := All()
+	if len(all) <= len(Default()) {
+		t.Fatalf("All has %d kinds, Default %d: the families are missing", len(all), len(Default()))
 	}
-	for _, k := range JavaKinds() {
-		if _, ok := ClassicOffers(k.Name); k.Protocol == clients.Classic && !ok {
-			t.Errorf("classic Java kind %s has no Offers", k.Name)
-		}
-	}
-	for _, k := range append(SpringKinds(), PythonKinds()...) {
-		if _, ok := ClassicOffers(k.Name); k.Protocol == clients.Classic && !ok {
-			t.Errorf("classic kind %s has no Offers", k.Name)
+	for name, f := range all {
+		if _, ok := ClassicOffers(name); f.Protocol == clients.Classic && !ok {
+			t.Errorf("classic kind %s says nothing of the assignors it offers (Factory.Offers)", name)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package run
+package kinds
 
 import (
 	"maps"
@@ -32,7 +32,7 @@ type BrokenKind struct {
 }
 
 // BrokenKinds lists the broken member kinds. They are never in
-// DefaultRegistry, so a seed never draws them; BrokenRegistry holds them
+// Default, so a seed never draws them; Broken holds them
 // and Registry.WithBroken adds the ones a user names (groupquake run
 // --kinds broken-...).
 //
@@ -86,9 +86,17 @@ func BrokenKinds() []BrokenKind {
 	}
 }
 
-// BrokenRegistry returns the broken member kinds as a registry.
-func BrokenRegistry() Registry {
-	def := DefaultRegistry()
+func init() {
+	register(Family{
+		Help:     "deliberately broken kinds",
+		Names:    Broken().Names(),
+		Registry: Broken,
+	})
+}
+
+// Broken returns the broken member kinds as a registry.
+func Broken() Registry {
+	def := Default()
 	r := Registry{}
 	for _, k := range BrokenKinds() {
 		u := def[k.Unbroken]
@@ -106,8 +114,8 @@ func BrokenRegistry() Registry {
 // WithBroken returns r plus the broken kinds and the share kinds among
 // named: either runs only when it is asked for by name.
 func (r Registry) WithBroken(named []string) Registry {
-	b := BrokenRegistry()
-	for _, k := range ShareKinds() { // share kinds run only when named too (share_run.go)
+	b := Broken()
+	for _, k := range ShareKinds() { // share kinds run only when named too (share.go)
 		b[k.Name] = shareFactory(k)
 	}
 	out := maps.Clone(r)

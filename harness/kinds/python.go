@@ -1,18 +1,17 @@
-package run
+package kinds
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/groupquake/groupquake/clients"
+	mproc "github.com/groupquake/groupquake/clients/process"
 	"github.com/groupquake/groupquake/clients/process/python"
 )
 
 // PythonKinds are the member kinds of confluent-kafka, the Python client on
 // librdkafka (clients/process/python: member.py speaking the member
 // protocol, one process per member). Like the Java kinds they are never in
-// DefaultRegistry, so a seed never draws them (a machine may have no
+// Default, so a seed never draws them (a machine may have no
 // confluent-kafka); WithPython adds the ones a user names.
 func PythonKinds() []ProcessKind {
 	return []ProcessKind{
@@ -30,18 +29,20 @@ func IsPythonKind(kind string) bool {
 	return isProcessKind(PythonKinds(), kind)
 }
 
+func init() { register(pythonFamily) }
+
+// pythonFamily is the Python kinds as a Family: each runs member.py with
+// the python3 on PATH.
+var pythonFamily = processFamily("the confluent-kafka (Python) kinds, which need python3 with confluent_kafka", PythonKinds,
+	func(ctx context.Context, _ Env) (mproc.Command, error) {
+		cmd, _, err := python.Command(ctx)
+		return cmd, err
+	})
+
 // WithPython returns r plus the Python kinds among named, each running
 // member.py with the python3 on PATH. Naming one on a machine whose
 // python3 cannot import confluent_kafka is an error that says what to
 // install; naming none changes nothing.
 func (r Registry) WithPython(ctx context.Context, named []string) (Registry, error) {
-	want := namedKinds(named, IsPythonKind)
-	if len(want) == 0 {
-		return r, nil
-	}
-	cmd, _, err := python.Command(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("member kinds %s: %w", strings.Join(want, ", "), err)
-	}
-	return r.withCommand(PythonKinds(), want, cmd), nil
+	return r.withFamily(ctx, pythonFamily, named, Env{})
 }

@@ -1,9 +1,8 @@
-package run
+package kinds
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,10 +12,17 @@ import (
 	"github.com/groupquake/groupquake/clients/java"
 )
 
+// The layouts of the Java members' JVMs (MemberSpec.JavaJVMs, the plan's
+// --java-jvms).
+const (
+	JavaJVMsPerMember = "per-member"
+	JavaJVMsShared    = "shared"
+)
+
 // JavaKind is a member kind backed by the official Java KafkaConsumer
-// (clients/java). The Java kinds are never in DefaultRegistry, so a seed
-// never draws them (a machine may have no JDK); WithJava adds the ones a
-// user names (groupquake run --kinds java-classic,...).
+// (clients/java). The Java kinds are never in Default, so a seed never
+// draws them (a machine may have no JDK); WithJava adds the ones a user
+// names (groupquake run --kinds java-classic,...).
 type JavaKind struct {
 	Name     string
 	Protocol clients.Protocol
@@ -41,7 +47,23 @@ func JavaKinds() []JavaKind {
 	}
 }
 
-func javaKindNames() []string {
+func init() { register(javaFamily) }
+
+// javaFamily is the Java kinds as a Family.
+var javaFamily = Family{
+	Help:     "the Java KafkaConsumer kinds, which need a JDK and Maven",
+	Names:    JavaKindNames(),
+	Registry: func() Registry { return Java(nil) },
+	Prepare: func(_ context.Context, want []string, env Env) (Registry, error) {
+		if err := java.CheckJava(); err != nil {
+			return nil, fmt.Errorf("member kinds %s: %w", strings.Join(want, ", "), err)
+		}
+		return Java(env.toolchain()), nil
+	},
+}
+
+// JavaKindNames lists the names of JavaKinds, in their order.
+func JavaKindNames() []string {
 	var n []string
 	for _, k := range JavaKinds() {
 		n = append(n, k.Name)
@@ -54,13 +76,17 @@ func IsJavaKind(kind string) bool {
 	return slices.ContainsFunc(JavaKinds(), func(k JavaKind) bool { return k.Name == kind })
 }
 
-// JavaRegistry returns the Java kinds as a registry whose members are
-// prepared by tc (kafka-clients resolved and the driver compiled on first
+// Java returns the Java kinds as a registry whose members are prepared
+// by tc (kafka-clients resolved and the driver compiled on first
 // use). Each member runs its own JVM of the kafka-clients version
 // MemberSpec.KafkaClients names, or, when MemberSpec.JavaJVMs is
 // JavaJVMsShared, is hosted in the registry's one JVM of that version
-// (java.Host) with the other members of the same spec.
-func JavaRegistry(tc *java.Toolchain) Registry {
+// (java.Host) with the other members of the same spec. A nil tc is a
+// toolchain that logs nothing.
+func Java(tc *java.Toolchain) Registry {
+	if tc == nil {
+		tc = &java.Toolchain{}
+	}
 	r := Registry{}
 	var hostsMu sync.Mutex
 	hosts := map[string]*java.Host{} // by kafka-clients version
@@ -124,29 +150,5 @@ func JavaRegistry(tc *java.Toolchain) Registry {
 // machine without a JDK (java, javac) or Maven is an error that says what
 // to install; naming none changes nothing.
 func (r Registry) WithJava(named []string, tc *java.Toolchain) (Registry, error) {
-	want := namedKinds(named, IsJavaKind)
-	if len(want) == 0 {
-		return r, nil
-	}
-	if err := java.CheckJava(); err != nil {
-		return nil, fmt.Errorf("member kinds %s: %w", strings.Join(want, ", "), err)
-	}
-	j := JavaRegistry(tc)
-	out := maps.Clone(r)
-	for _, n := range want {
-		out[n] = j[n]
-	}
-	return out, nil
-}
-
-// namedKinds are the kinds of named that is says are of its kind, each
-// once, in the order named.
-func namedKinds(named []string, is func(string) bool) []string {
-	var want []string
-	for _, n := range named {
-		if is(n) && !slices.Contains(want, n) {
-			want = append(want, n)
-		}
-	}
-	return want
+	return r.withFamily(context.Background(), javaFamily, named, Env{Toolchain: tc})
 }

@@ -1,4 +1,4 @@
-package run
+package kinds
 
 import (
 	"maps"
@@ -9,14 +9,22 @@ import (
 	"github.com/groupquake/groupquake/clients/saramaref"
 )
 
-// GoClientRegistry returns the member kinds backed by other Go Kafka
-// clients' consumer groups, in process like kgo's (docs/clients.md): IBM
-// Sarama's (clients/saramaref) and segmentio/kafka-go's
-// (clients/kafkagoref). They are never in DefaultRegistry, so a seed never
+func init() {
+	register(Family{
+		Help:     "the Sarama and kafka-go kinds (docs/clients.md)",
+		Names:    GoClients().Names(),
+		Registry: GoClients,
+	})
+}
+
+// GoClients returns the member kinds backed by other Go Kafka clients'
+// consumer groups, in process like kgo's (docs/clients.md): IBM Sarama's
+// (clients/saramaref) and segmentio/kafka-go's (clients/kafkagoref). A new
+// Go client is one more entry here. They are never in Default, so a seed never
 // draws them (the kinds a seed draws, and so every existing seed's plan,
 // stay as they were); WithGoClients adds the ones a user names (groupquake
 // run --kinds sarama-range,classic).
-func GoClientRegistry() Registry {
+func GoClients() Registry {
 	sarama := func(strategy, doc string) Factory {
 		offers := []string{strategy}
 		if strategy != assignRange {
@@ -62,7 +70,7 @@ func GoClientRegistry() Registry {
 // WithGoClients returns r plus the Go client kinds among named: they run
 // only when asked for by name.
 func (r Registry) WithGoClients(named []string) Registry {
-	g := GoClientRegistry()
+	g := GoClients()
 	out := maps.Clone(r)
 	for _, n := range named {
 		if f, ok := g[n]; ok && !slices.Contains(r.Names(), n) {
