@@ -62,3 +62,17 @@ func TestWithNamed(t *testing.T) {
 		t.Error("WithNamed changed the registry it was called on")
 	}
 }
+
+// TestNoInstanceID: kafka-go, which has no group.instance.id, is the one
+// kind a plan never makes static; the kinds whose client has one can be.
+func TestNoInstanceID(t *testing.T) {
+	for _, k := range kinds.Known() {
+		why := kinds.NoInstanceID(k)
+		if (k == "kafkago") != (why != "") {
+			t.Errorf("NoInstanceID(%s) = %q", k, why)
+		}
+	}
+	if kinds.NoInstanceID("mine") != "" {
+		t.Error("a kind no registry knows has a reason not to be static")
+	}
+}

@@ -49,9 +49,10 @@ func GoClients() Registry {
 	}
 	kafkago := func(doc string, balancers ...string) Factory {
 		return Factory{
-			Protocol: clients.Classic,
-			Offers:   balancers,
-			Doc:      "segmentio/kafka-go " + kafkagoref.Version + " consumer group, classic protocol, " + doc + " (EAGER rebalances; never static: kafka-go has no group.instance.id); each commit sent once",
+			Protocol:     clients.Classic,
+			Offers:       balancers,
+			Doc:          "segmentio/kafka-go " + kafkagoref.Version + " consumer group, classic protocol, " + doc + " (EAGER rebalances; never static: kafka-go has no group.instance.id); each commit sent once",
+			NoInstanceID: "kafka-go's ConsumerGroup has no group.instance.id",
 			New: func(s MemberSpec) (clients.Member, error) {
 				return kafkagoref.New(s.Name, s.Group, s.Topics,
 					kafkagoref.Balancers(balancers...), kafkagoref.WithHooks(s.Hooks), kafkagoref.KgoOpts(s.KgoOpts...),
@@ -78,14 +79,4 @@ func (r Registry) WithGoClients(named []string) Registry {
 		}
 	}
 	return out
-}
-
-// NoInstanceID names the member kinds that cannot be static members (their
-// client has no group.instance.id), with why; a plan never gives them an
-// instance id.
-func NoInstanceID(kind string) string {
-	if kind == "kafkago" {
-		return "kafka-go's ConsumerGroup has no group.instance.id"
-	}
-	return ""
 }

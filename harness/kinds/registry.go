@@ -58,6 +58,10 @@ type Factory struct {
 	// nil for the consumer protocol, or a kind whose offer is not known (a
 	// user's process kind). CheckClassicMix reads it.
 	Offers []string
+	// NoInstanceID, when set, says why the kind cannot be a static member
+	// (its client has no group.instance.id); a plan never gives it an
+	// instance id (NoInstanceID).
+	NoInstanceID string
 	// ResendsCommits says the member's client may send one OffsetCommit
 	// more than once on its own, so a final error does not prove the commit
 	// was not written (harness/run's ResendsCommits hook option).
@@ -158,6 +162,10 @@ func kgoFactory(p clients.Protocol) func(MemberSpec) (clients.Member, error) {
 		)
 	}
 }
+
+// NoInstanceID says why kind cannot be a static member (Factory.NoInstanceID
+// of every kind a command line can name), "" when it can or is not known.
+func NoInstanceID(kind string) string { return All()[kind].NoInstanceID }
 
 // Kinds maps each kind to its protocol name, what NewPlan chooses from.
 func (r Registry) Kinds() map[string]string {
