@@ -390,8 +390,9 @@ func (r *runner) warmup(ctx context.Context, cr *crewRun) error {
 	cr.stopObs, cr.obsDone = stopObs, make(chan error, 1)
 	go func() { cr.obsDone <- r.obs.loop(obsCtx, r.p.ObserveEvery) }()
 
-	if !r.waitFor(ctx, cr.memberErrs, "warm-up", r.p.WarmupMax, r.owned) && ctx.Err() == nil {
-		r.note("warm-up: the group did not own every partition exactly once within %s; carrying on, the checkers will judge", r.p.WarmupMax)
+	if ok, waited := r.waitFor(ctx, cr.memberErrs, "warm-up", r.p.WarmupMax, r.owned); !ok && ctx.Err() == nil {
+		r.note("%s; carrying on, the checkers will judge", timedOut("warm-up", r.p.WarmupMax, r.p.warmupWhy(), waited,
+			"every partition owned exactly once ("+badOwnership(r.p.Check().Partitions(), r.ownersNow())+")"))
 	}
 	if err := r.firstErr(cr.memberErrs); err != nil {
 		return err
@@ -485,9 +486,8 @@ func (r *runner) quiesce(ctx context.Context, cr *crewRun) error {
 	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
 		return err
 	}
-	if !r.waitFor(ctx, cr.memberErrs, "quiesce", r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) && ctx.Err() == nil {
-		r.note("quiesce: %d of %d acknowledged records still not consumed, or the group still changing (quiet for %s of the %s asked), after %s",
-			r.led.Missing(), r.led.Acked(), r.meter.quietFor().Round(time.Millisecond), r.quietSpell(), r.p.QuiesceMax)
+	if ok, waited := r.waitFor(ctx, cr.memberErrs, "quiesce", r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }); !ok && ctx.Err() == nil {
+		r.note("%s", timedOut("quiesce", r.p.QuiesceMax, r.p.quiesceWhy(), waited, r.quiesceWaitingFor()))
 	}
 	if ctx.Err() != nil {
 		return r.stoppedErr(ctx)
@@ -504,7 +504,7 @@ func (r *runner) quiesce(ctx context.Context, cr *crewRun) error {
 		case <-ctx.Done():
 			return r.stoppedErr(ctx)
 		case <-time.After(time.Minute):
-			r.note("quiesce: member %s did not make its last commit within a minute", running[i].plan.Name)
+			r.note("quiesce: member %s did not make its last commit within a minute (the bound of a member's last commit): carrying on without it", running[i].plan.Name)
 		}
 	}
 	return nil
@@ -518,19 +518,28 @@ func (r *runner) settle(ctx context.Context, cr *crewRun) error {
 	// convergence bound to come back before the final observation, so
 	// that EventuallyConverges can judge it.
 	var missing []string
-	stable := r.waitFor(ctx, cr.memberErrs, "quiesce (a Stable group with every running member)", r.settleWait(), func() bool {
+	last := "" // the group's state when last described not Stable, "" when Stable
+	stable, waited := r.waitFor(ctx, cr.memberErrs, "quiesce (a Stable group with every running member)", r.settleWait(), func() bool {
 		if !r.owned() || !r.quiet() {
 			return false
 		}
 		d, err := r.obs.observe(ctx, "quiesce: is the group stable, with every member in it?")
-		if err != nil || d == nil || !d.Group.Stable() {
+		switch {
+		case err != nil:
+			last = fmt.Sprintf("never: the describe failed, %v", err)
+			return false
+		case d == nil:
+			return false
+		case !d.Group.Stable():
+			last = describedState(d.Group)
 			return false
 		}
+		last = ""
 		missing = missingMembers(d.Group, r.crew.running(), r.crew.restartingNames(), r.p.Supervisor.On())
 		return len(missing) == 0
 	})
 	if !stable && ctx.Err() == nil {
-		r.note("quiesce: the group was not seen Stable with every running member in it before the final observation (last missing: %v)", missing)
+		r.note("%s; the final observation is taken all the same", timedOut("quiesce (a Stable group with every running member)", r.settleWait(), r.settleWhy(), waited, r.settleWaitingFor(last, missing)))
 	}
 	cr.stopObs()
 	if err := <-cr.obsDone; err != nil {
@@ -626,11 +635,12 @@ func (r *runner) quiet() bool { return r.meter.quietFor() >= r.quietSpell() }
 const waitTick = 250 * time.Millisecond
 
 // waitFor polls cond every waitTick until it holds (true), its deadline
-// passes or ctx ends (false). A member error ends the wait too; it is left
-// in errs. The deadline is bound after the wait begins, moved by the
-// harness's own stalls as EventuallyConverges counts them (stallWait);
-// when they moved it, a note says so, naming the wait by what.
-func (r *runner) waitFor(ctx context.Context, errs chan error, what string, bound time.Duration, cond func() bool) bool {
+// passes or ctx ends (false), and says how long it waited. A member error
+// ends the wait too; it is left in errs. The deadline is bound after the
+// wait begins, moved by the harness's own stalls as EventuallyConverges
+// counts them (stallWait); when they moved it, a note says so, naming the
+// wait by what.
+func (r *runner) waitFor(ctx context.Context, errs chan error, what string, bound time.Duration, cond func() bool) (bool, time.Duration) {
 	tick := time.NewTicker(waitTick)
 	defer tick.Stop()
 	w := stallWait{plan: r.p.Check(), clock: r.clock, pulse: r.pulse, bound: bound}
@@ -638,7 +648,7 @@ func (r *runner) waitFor(ctx context.Context, errs chan error, what string, boun
 	if s := w.said(what); s != "" {
 		r.note("%s", s)
 	}
-	return ok
+	return ok, w.end - w.from
 }
 
 // stallWait is a wait of the run whose end moves with the harness's
