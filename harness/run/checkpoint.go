@@ -42,7 +42,7 @@ func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
 	// during a node kill found no settled group within 21s).
 	t := r.p.Timers
 	bound := t.SessionTimeout + t.RebalanceTimeout + r.p.nodeFaultsWait()
-	why := fmt.Sprintf("session %s + rebalance %s + the node faults' %s (each fault's length + %s for the node to serve again)", t.SessionTimeout, t.RebalanceTimeout, r.p.nodeFaultsWait(), nodeRestartAllowance)
+	why := r.p.groupWaitWhy()
 	var missing []string
 	last := ""
 	settled, waited := r.waitFor(ctx, nil, "checkpoint "+label, bound, func() bool {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/history"
 )
 
@@ -88,5 +89,18 @@ func TestDescribedStateNamesMembersBehind(t *testing.T) {
 	}
 	if got := describedState(nil); got != "no group" {
 		t.Fatalf("nil: got %q", got)
+	}
+}
+
+// TestGroupWaitWhy: a wait for the group says its timers and, with node
+// faults planned, what they add.
+func TestGroupWaitWhy(t *testing.T) {
+	p := Plan{Timers: Timers{SessionTimeout: 6 * time.Second, RebalanceTimeout: 15 * time.Second}}
+	if got, want := p.groupWaitWhy(), "session 6s + rebalance 15s"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	p.Faults = []faults.Fault{{Kind: faults.NodeStop, Node: 1, For: 5 * time.Second}, {Kind: faults.NodeKill, Node: 2, For: 3 * time.Second}}
+	if got, want := p.groupWaitWhy(), "session 6s + rebalance 15s + 48s for the plan's 2 node fault(s) (each one's length + 20s for its node to serve again)"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }
