@@ -689,3 +689,18 @@ func mustHoldNoting(t *testing.T, v Verdict, note, what string) {
 		t.Fatalf("%s is not noted (%q): %v", what, note, v.Notes)
 	}
 }
+
+// TestDescribeUnstableNamesMembersBehind: a consumer group not Stable is
+// said with its state and the members behind its assignment epoch; no
+// group is said as such.
+func TestDescribeUnstableNamesMembersBehind(t *testing.T) {
+	t.Parallel()
+	g := &history.GroupDescription{State: "Reconciling", Protocol: history.ProtocolConsumer, AssignmentEpoch: 5,
+		Members: []history.MemberDescription{{MemberID: "x", MemberEpoch: 5}, {MemberID: "y", MemberEpoch: 4}}}
+	if got, want := DescribeUnstable(g), "state Reconciling, assignment epoch 5, members behind: y at epoch 4"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := DescribeUnstable(nil); got != "no group" {
+		t.Fatalf("nil: got %q", got)
+	}
+}

@@ -284,10 +284,10 @@ func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bou
 		bounded := stalls.against(f, heal, lastD.t, bound)
 		if o, ok := onlyOrphansBehind(f, lastD.g); ok {
 			x, _ := FindingByID(FindingClassicJoinOrphan)
-			v.failKnown(x, Known{Member: o.Member, Events: o.Events}, append([]int64{f.idx(lastD.pos)}, o.Events...), "group not stable at the %s: %s: the members behind are classic members orphaned by their JoinGroup; %s", lastD.label, describeUnstable(lastD.g), bounded)
+			v.failKnown(x, Known{Member: o.Member, Events: o.Events}, append([]int64{f.idx(lastD.pos)}, o.Events...), "group not stable at the %s: %s: the members behind are classic members orphaned by their JoinGroup; %s", lastD.label, DescribeUnstable(lastD.g), bounded)
 			return false
 		}
-		v.fail([]int64{f.idx(heal), f.idx(lastD.pos)}, "group not stable at the %s: %s; %s", lastD.label, describeUnstable(lastD.g), bounded)
+		v.fail([]int64{f.idx(heal), f.idx(lastD.pos)}, "group not stable at the %s: %s; %s", lastD.label, DescribeUnstable(lastD.g), bounded)
 		return false
 	}
 	first := len(descs) - 1
@@ -332,7 +332,13 @@ func onlyOrphansBehind(f *facts, g *history.GroupDescription) (orphan, bool) {
 	return first, behind > 0
 }
 
-func describeUnstable(g *history.GroupDescription) string {
+// DescribeUnstable says what a description of a group not Stable shows:
+// its state and, for a consumer group, the members behind its assignment
+// epoch. The run's waits for a Stable group say it too.
+func DescribeUnstable(g *history.GroupDescription) string {
+	if g == nil {
+		return "no group"
+	}
 	s := "state " + g.State
 	if g.Protocol == history.ProtocolConsumer {
 		var lag []string

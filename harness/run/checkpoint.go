@@ -43,35 +43,18 @@ func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
 	t := r.p.Timers
 	bound := t.SessionTimeout + t.RebalanceTimeout + r.p.nodeFaultsWait()
 	why := r.p.groupWaitWhy()
-	var missing []string
-	last := ""
+	// Every running member in it: a member still out (back from an outage,
+	// or restarting under its supervisor) joins later and moves the group
+	// under the snapshot.
+	var w groupWatch
 	settled, waited := r.waitFor(ctx, nil, "checkpoint "+label, bound, func() bool {
-		if !r.owned() || !r.quiet() {
-			return false
-		}
-		d, err := r.obs.observe(ctx, "checkpoint "+label+": is the group stable?")
-		switch {
-		case err != nil:
-			last = fmt.Sprintf("never: the describe failed, %v", err)
-			return false
-		case d == nil:
-			return false
-		case !d.Group.Stable():
-			last = describedState(d.Group)
-			return false
-		}
-		last = ""
-		// Every running member in it: a member still out (back from an
-		// outage, or restarting under its supervisor) joins later and
-		// moves the group under the snapshot.
-		missing = missingMembers(d.Group, running, r.crew.restartingNames(), r.p.Supervisor.On())
-		return len(missing) == 0
+		return w.settled(ctx, r, "checkpoint "+label+": is the group stable?", running)
 	})
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
 	if !settled {
-		return "no checkpoint " + label + ": " + timedOut("the wait for a settled group", bound, why, waited, r.settleWaitingFor(last, missing)), nil
+		return "no checkpoint " + label + ": " + timedOut("the wait for a settled group", bound, why, waited, r.settleWaitingFor(w)), nil
 	}
 	snap, _, errs := r.obs.snapshot(ctx, label, r.rec.Len())
 	if len(errs) > 0 {

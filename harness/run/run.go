@@ -517,29 +517,12 @@ func (r *runner) settle(ctx context.Context, cr *crewRun) error {
 	// gave up, or was dropped without noticing, is given the whole
 	// convergence bound to come back before the final observation, so
 	// that EventuallyConverges can judge it.
-	var missing []string
-	last := "" // the group's state when last described not Stable, "" when Stable
+	var w groupWatch
 	stable, waited := r.waitFor(ctx, cr.memberErrs, "quiesce (a Stable group with every running member)", r.settleWait(), func() bool {
-		if !r.owned() || !r.quiet() {
-			return false
-		}
-		d, err := r.obs.observe(ctx, "quiesce: is the group stable, with every member in it?")
-		switch {
-		case err != nil:
-			last = fmt.Sprintf("never: the describe failed, %v", err)
-			return false
-		case d == nil:
-			return false
-		case !d.Group.Stable():
-			last = describedState(d.Group)
-			return false
-		}
-		last = ""
-		missing = missingMembers(d.Group, r.crew.running(), r.crew.restartingNames(), r.p.Supervisor.On())
-		return len(missing) == 0
+		return w.settled(ctx, r, "quiesce: is the group stable, with every member in it?", r.crew.running())
 	})
 	if !stable && ctx.Err() == nil {
-		r.note("%s; the final observation is taken all the same", timedOut("quiesce (a Stable group with every running member)", r.settleWait(), r.settleWhy(), waited, r.settleWaitingFor(last, missing)))
+		r.note("%s; the final observation is taken all the same", timedOut("quiesce (a Stable group with every running member)", r.settleWait(), r.settleWhy(), waited, r.settleWaitingFor(w)))
 	}
 	cr.stopObs()
 	if err := <-cr.obsDone; err != nil {

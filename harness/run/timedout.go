@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -172,7 +173,7 @@ func (r *runner) settleWhy() string {
 // settleWaitingFor says what the wait for a Stable group still waited for
 // when it timed out: the partitions without exactly one owner, the quiet
 // spell, the group's state as last described, the members not in it.
-func (r *runner) settleWaitingFor(last string, missing []string) string {
+func (r *runner) settleWaitingFor(w groupWatch) string {
 	var what []string
 	if bad := badOwnership(r.p.Check().Partitions(), r.ownersNow()); bad != "" {
 		what = append(what, "every partition owned exactly once ("+bad+")")
@@ -180,11 +181,11 @@ func (r *runner) settleWaitingFor(last string, missing []string) string {
 	if q := r.meter.quietFor(); q < r.quietSpell() {
 		what = append(what, fmt.Sprintf("the group to be quiet for %s (quiet for %s)", r.quietSpell(), q.Round(time.Millisecond)))
 	}
-	if last != "" {
-		what = append(what, "a Stable group (last described "+last+")")
+	if w.last != "" {
+		what = append(what, "a Stable group (last "+w.last+")")
 	}
-	if len(missing) > 0 {
-		what = append(what, "every running member in the group (last missing: "+strings.Join(missing, ", ")+")")
+	if len(w.missing) > 0 {
+		what = append(what, "every running member in the group (last missing: "+strings.Join(w.missing, ", ")+")")
 	}
 	if len(what) == 0 {
 		return "a Stable group with every running member in it (the group was never described meanwhile)"
@@ -192,23 +193,33 @@ func (r *runner) settleWaitingFor(last string, missing []string) string {
 	return strings.Join(what, "; ")
 }
 
-// describedState is what a description of a group not Stable says: its
-// state, and for a consumer group the members behind its assignment epoch.
-func describedState(g *history.GroupDescription) string {
-	if g == nil {
-		return "no group"
+// groupWatch is the condition of a wait for a settled group (every
+// partition owned once, the group quiet, described Stable with every
+// running member in it), with what it saw last, for the note of a wait
+// that timed out.
+type groupWatch struct {
+	last    string   // the group as last described when not Stable; "" when Stable, or never described
+	missing []string // the running members the last Stable description lacked
+}
+
+// settled is the watch's condition; why is the describe's reason, running
+// the members that must be in the group.
+func (w *groupWatch) settled(ctx context.Context, r *runner, why string, running []*driver) bool {
+	if !r.owned() || !r.quiet() {
+		return false
 	}
-	s := "state " + g.State
-	if g.Protocol == history.ProtocolConsumer {
-		var behind []string
-		for _, m := range g.Members {
-			if m.MemberEpoch != g.AssignmentEpoch {
-				behind = append(behind, fmt.Sprintf("%s at epoch %d", m.MemberID, m.MemberEpoch))
-			}
-		}
-		if len(behind) > 0 {
-			s += fmt.Sprintf(", assignment epoch %d, members behind: %s", g.AssignmentEpoch, strings.Join(behind, ", "))
-		}
+	d, err := r.obs.observe(ctx, why)
+	switch {
+	case err != nil:
+		w.last = fmt.Sprintf("not described: %v", err)
+		return false
+	case d == nil:
+		return false
+	case !d.Group.Stable():
+		w.last = "described " + check.DescribeUnstable(d.Group)
+		return false
 	}
-	return s
+	w.last = ""
+	w.missing = missingMembers(d.Group, running, r.crew.restartingNames(), r.p.Supervisor.On())
+	return len(w.missing) == 0
 }

@@ -79,19 +79,6 @@ func TestQuiesceWhy(t *testing.T) {
 	}
 }
 
-// TestDescribedStateNamesMembersBehind: a consumer group not Stable is
-// said with its state and the members behind its assignment epoch.
-func TestDescribedStateNamesMembersBehind(t *testing.T) {
-	g := &history.GroupDescription{State: "Reconciling", Protocol: history.ProtocolConsumer, AssignmentEpoch: 5,
-		Members: []history.MemberDescription{{MemberID: "x", MemberEpoch: 5}, {MemberID: "y", MemberEpoch: 4}}}
-	if got, want := describedState(g), "state Reconciling, assignment epoch 5, members behind: y at epoch 4"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-	if got := describedState(nil); got != "no group" {
-		t.Fatalf("nil: got %q", got)
-	}
-}
-
 // TestGroupWaitWhy: a wait for the group says its timers and, with node
 // faults planned, what they add.
 func TestGroupWaitWhy(t *testing.T) {
