@@ -204,6 +204,11 @@ func TestNoLostRecords(t *testing.T) {
 	if len(v.Violations) != 1 || !strings.Contains(x.Message, "offset 1") {
 		t.Fatalf("want exactly the record at offset 1, got %+v", v.Violations)
 	}
+	// Where the partition's consumption stopped: the other side of the loss.
+	mustSay(t, x, "was never consumed: the highest offset of it consumed is 0, by a at event 7")
+	h2 := newHist(t)
+	h2.produce(0, 0)
+	mustSay(t, mustCite(t, NoLostRecords(h2.events(), nil)), "was never consumed: no record of it was consumed at all")
 	h.consume("a", 1, 0, 1)
 	mustHold(t, NoLostRecords(h.events(), nil))
 }
@@ -313,6 +318,27 @@ func TestEventuallyConverges(t *testing.T) {
 		h.describe(stable(5))
 		h.phase(history.PhaseFinal)
 		mustSay(t, mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), heal, first), "stability bound exceeded", "43s after the heal", "8s over the bound")
+	})
+	t.Run("a partition still without an owner past the bound names the bound and the excess", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		heal := h.phase(history.PhaseHeal)
+		r := h.revoked("a", 1, 1)
+		h.wait(40 * time.Second)
+		fin := h.phase(history.PhaseFinal) // 42s after the heal; bound 35s
+		x := mustCite(t, EventuallyConverges(h.events(), nil, convergePlan()), heal, r, fin)
+		mustSay(t, x, "never converged: at event 3, t-1 has 0 owners; judged 42s after the heal (event 1), 7s over the bound (session 10s + rebalance 20s + 3×heartbeat 1s + slack 2s = 35s)")
+	})
+	t.Run("a group not stable past the bound names the bound and the excess", func(t *testing.T) {
+		h := newHist(t)
+		h.assigned("a", 1, 0, 1)
+		heal := h.phase(history.PhaseHeal)
+		h.wait(50 * time.Second)
+		h.phase(history.PhaseFinal)
+		g := stable(4)
+		g.State, g.Members[1].MemberEpoch = "Reconciling", 3
+		x := mustCite(t, EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: g, Time: h.now}}, convergePlan()), heal)
+		mustSay(t, x, "group not stable at the final observation: state Reconciling", "b at epoch 3", "judged 51s after the heal (event 1), 16s over the bound (session 10s + rebalance 20s + 3×heartbeat 1s + slack 2s = 35s)")
 	})
 	t.Run("a group not stable at the end fails", func(t *testing.T) {
 		h := newHist(t)
@@ -661,5 +687,20 @@ func mustHoldNoting(t *testing.T, v Verdict, note, what string) {
 	mustHold(t, v)
 	if !hasNote(v, note) {
 		t.Fatalf("%s is not noted (%q): %v", what, note, v.Notes)
+	}
+}
+
+// TestDescribeUnstableNamesMembersBehind: a consumer group not Stable is
+// said with its state and the members behind its assignment epoch; no
+// group is said as such.
+func TestDescribeUnstableNamesMembersBehind(t *testing.T) {
+	t.Parallel()
+	g := &history.GroupDescription{State: "Reconciling", Protocol: history.ProtocolConsumer, AssignmentEpoch: 5,
+		Members: []history.MemberDescription{{MemberID: "x", MemberEpoch: 5}, {MemberID: "y", MemberEpoch: 4}}}
+	if got, want := DescribeUnstable(g), "state Reconciling, assignment epoch 5, members behind: y at epoch 4"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := DescribeUnstable(nil); got != "no group" {
+		t.Fatalf("nil: got %q", got)
 	}
 }

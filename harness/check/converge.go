@@ -190,6 +190,8 @@ func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, 
 		}
 		sort.Slice(tps, func(a, b int) bool { return f.tps[tps[a]].String() < f.tps[tps[b]].String() })
 		orphans := orphanTails(f)
+		judged := min(end, len(f.ev)-1)
+		bounded := stalls.against(f, heal, f.ev[judged].Time, bound)
 		for _, tp := range tps {
 			if count[tp] == 1 {
 				continue
@@ -198,8 +200,8 @@ func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, 
 				// Nobody may own it: the coordinator holds it as an
 				// orphaned classic member's target.
 				x, _ := FindingByID(FindingClassicJoinOrphan)
-				v.failKnown(x, Known{Member: o.Member, Events: o.Events}, o.Events, "never converged: at event %d, %s after the heal, %s has 0 owners: the coordinator holds it as the target of %s, orphaned by its JoinGroup (bound %s)",
-					f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), f.tps[tp], o.Member, bound.Reason)
+				v.failKnown(x, Known{Member: o.Member, Events: o.Events}, o.Events, "never converged: at event %d, %s has 0 owners: the coordinator holds it as the target of %s, orphaned by its JoinGroup; %s",
+					f.idx(judged), f.tps[tp], o.Member, bounded)
 				continue
 			}
 			bad = append(bad, fmt.Sprintf("%s has %d owners", f.tps[tp], count[tp]))
@@ -215,7 +217,8 @@ func judgeOwnership(v *verdict, f *facts, universe map[int]bool, heal, end int, 
 			}
 		}
 		if len(bad) > 0 {
-			v.fail(idx, "never converged: at event %d, %s after the heal, %s (bound %s)", f.idx(min(end, len(f.ev)-1)), dur(f.ev[min(end, len(f.ev)-1)].Time-healT), strings.Join(bad, ", "), bound.Reason)
+			v.fail(append([]int64{f.idx(heal), f.idx(judged)}, idx...), "never converged: at event %d, %s; %s",
+				f.idx(judged), strings.Join(bad, ", "), bounded)
 		}
 		return
 	}
@@ -278,12 +281,13 @@ func judgeStability(v *verdict, f *facts, descs []groupDesc, heal int, bound Bou
 	healT := f.ev[heal].Time
 	lastD := descs[len(descs)-1]
 	if !lastD.g.Stable() {
+		bounded := stalls.against(f, heal, lastD.t, bound)
 		if o, ok := onlyOrphansBehind(f, lastD.g); ok {
 			x, _ := FindingByID(FindingClassicJoinOrphan)
-			v.failKnown(x, Known{Member: o.Member, Events: o.Events}, append([]int64{f.idx(lastD.pos)}, o.Events...), "group not stable at the %s: %s: the members behind are classic members orphaned by their JoinGroup (bound %s)", lastD.label, describeUnstable(lastD.g), bound.Reason)
+			v.failKnown(x, Known{Member: o.Member, Events: o.Events}, append([]int64{f.idx(lastD.pos)}, o.Events...), "group not stable at the %s: %s: the members behind are classic members orphaned by their JoinGroup; %s", lastD.label, DescribeUnstable(lastD.g), bounded)
 			return false
 		}
-		v.fail([]int64{f.idx(lastD.pos)}, "group not stable at the %s: %s (bound %s)", lastD.label, describeUnstable(lastD.g), bound.Reason)
+		v.fail([]int64{f.idx(heal), f.idx(lastD.pos)}, "group not stable at the %s: %s; %s", lastD.label, DescribeUnstable(lastD.g), bounded)
 		return false
 	}
 	first := len(descs) - 1
@@ -328,7 +332,13 @@ func onlyOrphansBehind(f *facts, g *history.GroupDescription) (orphan, bool) {
 	return first, behind > 0
 }
 
-func describeUnstable(g *history.GroupDescription) string {
+// DescribeUnstable says what a description of a group not Stable shows:
+// its state and, for a consumer group, the members behind its assignment
+// epoch. The run's waits for a Stable group say it too.
+func DescribeUnstable(g *history.GroupDescription) string {
+	if g == nil {
+		return "no group"
+	}
 	s := "state " + g.State
 	if g.Protocol == history.ProtocolConsumer {
 		var lag []string

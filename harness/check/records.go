@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/groupquake/groupquake/harness/history"
@@ -40,9 +41,13 @@ func noLostRecords(f *facts) Verdict {
 	// its records past the last one consumed are labelled with the finding.
 	orphans := orphanTails(f)
 	maxConsumed := map[int]int64{}
+	top := map[int]consumeRef{} // each partition's consumption of its highest offset, the first
 	for tp, cs := range f.consumes {
 		maxConsumed[tp] = -1
 		for _, c := range cs {
+			if c.off > maxConsumed[tp] {
+				top[tp] = c
+			}
 			maxConsumed[tp] = max(maxConsumed[tp], c.off)
 		}
 	}
@@ -69,7 +74,13 @@ func noLostRecords(f *facts) Verdict {
 					"record %s-%d offset %d (seq %d), acknowledged at event %d, was never consumed: the partition is %s's target, held by the coordinator for an orphaned JoinGroup", p.Topic, p.Partition, p.Offset, p.Seq, f.idx(pos), o.Member)
 				continue
 			}
-			v.fail([]int64{f.idx(pos)}, "record %s-%d offset %d (seq %d), acknowledged at event %d, was never consumed", p.Topic, p.Partition, p.Offset, p.Seq, f.idx(pos))
+			where := "no record of it was consumed at all"
+			if i, ok := f.tpIdx[tp]; ok {
+				if c, ok := top[i]; ok {
+					where = fmt.Sprintf("the highest offset of it consumed is %d, by %s at event %d", c.off, f.mems[c.member], f.idx(c.pos))
+				}
+			}
+			v.fail([]int64{f.idx(pos)}, "record %s-%d offset %d (seq %d), acknowledged at event %d, was never consumed: %s", p.Topic, p.Partition, p.Offset, p.Seq, f.idx(pos), where)
 		}
 	}
 	if acked == 0 {

@@ -1109,7 +1109,7 @@ func TestEventuallyConvergesRules(t *testing.T) {
 		g.Protocol, g.State = history.ProtocolClassic, "PreparingRebalance"
 		v := EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: g}}, convergePlan())
 		x := mustCite(t, v)
-		mustSay(t, x, "group not stable at the final observation: state PreparingRebalance (bound")
+		mustSay(t, x, "group not stable at the final observation: state PreparingRebalance; judged 3s after the heal (event 1), within the bound (session 10s + rebalance 20s + 3×heartbeat 1s + slack 2s = 35s) by 32s")
 		h.wait(50 * time.Second)
 		late := stable(4)
 		v = EventuallyConverges(h.events(), &history.Observations{Final: history.Snapshot{Group: late, Time: h.now}}, convergePlan())
@@ -1452,7 +1452,7 @@ func TestEventuallyConvergesBoundRules(t *testing.T) {
 		h.describe(inState(4, "Assigning"))
 		h.phase(history.PhaseFinal)
 		v := EventuallyConverges(h.events(), nil, convergePlan())
-		mustFailSaying(t, v, "state Assigning (bound")
+		mustFailSaying(t, v, "state Assigning; judged 1s after the heal (event 1), within the bound (session 10s + rebalance 20s + 3×heartbeat 1s + slack 2s = 35s) by 34s")
 	})
 }
 
@@ -1564,7 +1564,7 @@ func TestEventuallyConvergesCountRules(t *testing.T) {
 		p := convergePlan()
 		p.Topics[0].Partitions = 3
 		v := EventuallyConverges(h.events(), nil, p)
-		if v.Holds || !strings.Contains(v.Violations[0].Message, "after the heal, t-0 has 0 owners, t-2 has 0 owners (bound") || !strings.Contains(notesOf(v), "group stability not observed") {
+		if v.Holds || !strings.Contains(v.Violations[0].Message, "at event 4, t-0 has 0 owners, t-2 has 0 owners; judged 3s after the heal (event 1), within the bound (session 10s + rebalance 20s + 3×heartbeat 1s + slack 2s = 35s) by 32s") || !strings.Contains(notesOf(v), "group stability not observed") {
 			t.Fatalf("got %+v", v)
 		}
 	})

@@ -633,8 +633,9 @@ func (sf *shareFacts) lockExclusive() Verdict {
 					continue
 				}
 				v.fail([]int64{sf.f.idx(x.inv), sf.f.idx(x.ans), sf.f.idx(y.inv), sf.f.idx(y.ans)},
-					"%s was acquired by %s while %s still held it: %s; %s acquired it again at delivery count %d, answered %v after the first fetch was sent, within its %v lock, with no acknowledgement, session end or fault that ends a lock in between",
-					k, y.member, x.member, sf.describe(x), y.member, y.rng.DeliveryCount, sf.at(y.ans)-sf.at(x.inv), x.lock)
+					"%s was acquired by %s while %s still held it: %s; %s acquired it again at delivery count %d, answered %v after the first fetch was sent, %v before its lock could have lapsed (the lock %v its fetch was answered with, less %v for the broker's timer, = %v), with no acknowledgement, session end or fault that ends a lock in between",
+					k, y.member, x.member, sf.describe(x), y.member, y.rng.DeliveryCount, sf.at(y.ans)-sf.at(x.inv),
+					sf.at(x.inv)+x.lock-shareLockMargin-sf.at(y.ans), x.lock, shareLockMargin, x.lock-shareLockMargin)
 			}
 		}
 	}
@@ -792,7 +793,7 @@ func (sf *shareFacts) deliveryCountBounded(plan history.Plan) Verdict {
 		for j, id := range ids {
 			y := sf.acqs[id]
 			if y.rng.DeliveryCount < 1 || (limit > 0 && y.rng.DeliveryCount > limit) {
-				v.fail([]int64{sf.f.idx(y.inv), sf.f.idx(y.ans)}, "%s delivered at count %d, outside 1–%d (group.share.delivery.count.limit): %s", k, y.rng.DeliveryCount, limit, sf.describe(y))
+				v.fail([]int64{sf.f.idx(y.inv), sf.f.idx(y.ans)}, "%s delivered at count %d, %s: %s", k, y.rng.DeliveryCount, countExcess(y.rng.DeliveryCount, limit), sf.describe(y))
 				continue
 			}
 			for i := 0; i < j; i++ {
@@ -959,10 +960,7 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 				maybeArchived++
 				continue
 			}
-			overrun := ""
-			if len(m.cite) > 0 {
-				overrun = fmt.Sprintf("%s, %s over the slack for a delivery again (%s)", from, dur(over), m.bound.Reason)
-			}
+			overrun := fmt.Sprintf("%s, %s over the slack for a delivery again (%s)", from, dur(over), m.bound.Reason)
 			v.fail(append([]int64{f.idx(last.inv), f.idx(last.ans), e.Index}, m.cite...),
 				"%s (produced at event %d) never settled: last %s; no accept or reject, not at the limit, and its lock lapsed %v before the final phase without another delivery%s%s",
 				k, e.Index, sf.describe(last), finalAt-lapse, overrun, startNote(starts, k))
@@ -972,7 +970,7 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 			maybeArchived++
 			continue
 		}
-		v.fail([]int64{e.Index}, "%s (produced at event %d) was never delivered to any share member before the final phase%s", k, e.Index, startNote(starts, k))
+		v.fail([]int64{e.Index, f.idx(sf.final)}, "%s (produced at event %d) was never delivered to any share member before the final phase (event %d, %s after its produce was answered)%s", k, e.Index, f.idx(sf.final), dur(finalAt-sf.at(i)), startNote(starts, k))
 	}
 	v.note("%d acknowledged-produced records: %d settled (%d of them by an accept or reject whose answer never came, not confirmed by the share-partition start offset), %d still under a lock at the final phase, %d possibly archived by fetches whose answers never came", produced, ok, unconfirmed["unknown"], inFlight, maybeArchived)
 	if stalled > 0 {
@@ -986,6 +984,15 @@ func (sf *shareFacts) recordsSettle(obs *history.Observations, plan history.Plan
 		v.note("no share-partition start offsets were observed")
 	}
 	return v.done()
+}
+
+// countExcess says how a delivery count outside 1–limit misses it: below
+// 1, where every count starts, or how far over the plan's limit.
+func countExcess(count, limit int16) string {
+	if count < 1 {
+		return fmt.Sprintf("%d below 1, where a delivery count starts", 1-int(count))
+	}
+	return fmt.Sprintf("outside 1–%d: %d over the plan's limit %d (group.share.delivery.count.limit)", limit, int(count)-int(limit), limit)
 }
 
 // finalShareStarts is the share-partition start offsets the final

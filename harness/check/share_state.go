@@ -134,8 +134,8 @@ func replayShareGroup(v *verdict, rec *history.ShareRecovery, plan history.Plan,
 		}
 		for tp, n := range count {
 			if n > b.DesiredSharing && overShared == 0 {
-				v.fail(nil, "the target assignment of assignment epoch %d (__consumer_offsets-%d offset %d) gives %s to %d of %d members, more than the share assignor's ceil(members/partitions) = %d (%d partitions initialized)",
-					g.AssignmentEpoch, r.Partition, r.Offset, tp, n, len(g.Members), b.DesiredSharing, assignable)
+				v.fail(nil, "the target assignment of assignment epoch %d (__consumer_offsets-%d offset %d) gives %s to %d of %d members, more than the share assignor's ceil(members/partitions) = %d (%d partitions initialized), %d over it",
+					g.AssignmentEpoch, r.Partition, r.Offset, tp, n, len(g.Members), b.DesiredSharing, assignable, n-b.DesiredSharing)
 			}
 			if n > b.DesiredSharing {
 				overShared++

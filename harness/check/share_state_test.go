@@ -124,7 +124,7 @@ func TestShareStateMatchesLog(t *testing.T) {
 		return Verdict{}
 	}
 	wantHolds(t, verdictOn(twoMembers(1, 0, 1)), true, "")
-	wantHolds(t, verdictOn(twoMembers(0, 0, 1)), false, "gives t-0 to 2 of 2 members, more than the share assignor's ceil(members/partitions) = 1")
+	wantHolds(t, verdictOn(twoMembers(0, 0, 1)), false, "gives t-0 to 2 of 2 members, more than the share assignor's ceil(members/partitions) = 1 (2 partitions initialized), 1 over it")
 	// Only partition 0 initialized: the assignor shares it among both
 	// (GroupMetadataManager gives the assignor the initialized partitions
 	// only), which is within the bound.

@@ -164,6 +164,8 @@ func TestShareLockExclusive(t *testing.T) {
 	h := base()
 	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 0, 0, 2))
 	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "while a still held it")
+	// The lock it was within, how it was worked out, and by how much.
+	wantHolds(t, shareVerdict(t, h, "ShareLockExclusive"), false, "answered 1.1s after the first fetch was sent, 3.8s before its lock could have lapsed (the lock 5s its fetch was answered with, less 100ms for the broker's timer, = 4.9s)")
 
 	h = base()
 	h.fetch("b", 6000, 6100, history.OK, nil, acq("t", 0, 0, 2))
@@ -384,7 +386,9 @@ func TestShareDeliveryCountBounded(t *testing.T) {
 	}{
 		{[]int16{1, 2, 3}, true, ""},
 		{[]int16{2, 2}, false, "went from 2 to 2"},
-		{[]int16{4}, false, "outside 1–3"},
+		{[]int16{4}, false, "outside 1–3: 1 over the plan's limit 3 (group.share.delivery.count.limit)"},
+		{[]int16{5}, false, "at count 5, outside 1–3: 2 over the plan's limit 3"},
+		{[]int16{0}, false, "at count 0, 1 below 1, where a delivery count starts"},
 		{[]int16{3, 1}, false, "after a delivery at the limit 3"},
 	} {
 		wantHolds(t, shareVerdict(t, deliveries(tc.counts...), "ShareDeliveryCountBounded"), tc.holds, tc.says)
@@ -434,10 +438,13 @@ func TestShareRecordsSettle(t *testing.T) {
 	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 1, 1, 1))
 	h.final(20000)
 	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), false, "t-0@1 (produced at event")
+	// Without a stall the message still names the slack and the excess.
+	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), false, "its lock lapsed 13.9s before the final phase without another delivery, 11.9s over the slack for a delivery again (2s)")
 
 	h = base()
 	h.final(20000)
 	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), false, "never delivered")
+	wantHolds(t, shareVerdict(t, h, "ShareRecordsSettle"), false, "before the final phase (event 8, 19.989s after its produce was answered)")
 
 	h = base()
 	h.fetch("b", 1000, 1100, history.OK, nil, acq("t", 1, 1, 3))

@@ -243,3 +243,18 @@ func (m measure) countedFrom(r stallRule, f *facts, at time.Duration, plain stri
 	}
 	return fmt.Sprintf("counted from the end of the harness's stall at event %d, %s", f.idx(r.stalls[m.moved].pos), dur(at-m.start))
 }
+
+// against says how the time from the heal (at position heal) to at stands against bound,
+// corrected for the stalls as excess counts it, for a violation that fails whatever the time (a
+// state judged where the run ended its wait): how far over the bound it is, or how much of the
+// bound was left. It adds no note.
+func (r stallRule) against(f *facts, heal int, at time.Duration, bound Bound) string {
+	healT := f.ev[heal].Time
+	m := r.measure(f, healT, at, bound)
+	over, from := m.overrun(r, f, at)
+	took := fmt.Sprintf("judged %s after the heal (event %d)%s", dur(max(0, at-healT)), f.idx(heal), from)
+	if over > 0 {
+		return fmt.Sprintf("%s, %s over the bound (%s)", took, dur(over), m.bound.Reason)
+	}
+	return fmt.Sprintf("%s, within the bound (%s) by %s: the state where the run stopped waiting is judged whatever the time", took, m.bound.Reason, dur(-over))
+}

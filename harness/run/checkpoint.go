@@ -34,28 +34,27 @@ func (r *runner) checkpoint(ctx context.Context, label string) (string, error) {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(30 * time.Second):
-			return fmt.Sprintf("no checkpoint %s: member %s did not make its commit within 30s", label, d.plan.Name), nil
+			return fmt.Sprintf("no checkpoint %s: member %s did not make its commit within 30s (the bound of a member's commit before a checkpoint)", label, d.plan.Name), nil
 		}
 	}
 	// Node faults beside the steps may keep the group from settling for
 	// as long as they keep newcomers out (seen on 4.1.2: a checkpoint
 	// during a node kill found no settled group within 21s).
-	bound := r.p.Timers.SessionTimeout + r.p.Timers.RebalanceTimeout + r.p.nodeFaultsWait()
-	settled := r.waitFor(ctx, nil, "checkpoint "+label, bound, func() bool {
-		if !r.owned() || !r.quiet() {
-			return false
-		}
-		d, err := r.obs.observe(ctx, "checkpoint "+label+": is the group stable?")
-		// Every running member in it: a member still out (back from an
-		// outage, or restarting under its supervisor) joins later and
-		// moves the group under the snapshot.
-		return err == nil && d != nil && d.Group.Stable() && len(missingMembers(d.Group, running, r.crew.restartingNames(), r.p.Supervisor.On())) == 0
+	t := r.p.Timers
+	bound := t.SessionTimeout + t.RebalanceTimeout + r.p.nodeFaultsWait()
+	why := r.p.groupWaitWhy()
+	// Every running member in it: a member still out (back from an outage,
+	// or restarting under its supervisor) joins later and moves the group
+	// under the snapshot.
+	var w groupWatch
+	settled, waited := r.waitFor(ctx, nil, "checkpoint "+label, bound, func() bool {
+		return w.settled(ctx, r, "checkpoint "+label+": is the group stable?", running)
 	})
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
 	if !settled {
-		return fmt.Sprintf("no checkpoint %s: the group did not settle within %s", label, bound), nil
+		return "no checkpoint " + label + ": " + timedOut("the wait for a settled group", bound, why, waited, r.settleWaitingFor(w)), nil
 	}
 	snap, _, errs := r.obs.snapshot(ctx, label, r.rec.Len())
 	if len(errs) > 0 {

@@ -471,6 +471,23 @@ func (c *crew) admitWait() time.Duration {
 	return t.RebalanceTimeout + t.SessionTimeout + c.r.p.nodeFaultsWait()
 }
 
+// groupWaitWhy says how a wait of session timeout + rebalance timeout +
+// nodeFaultsWait (admitWait, a checkpoint's) was worked out.
+func (p Plan) groupWaitWhy() string {
+	t := p.Timers
+	why := fmt.Sprintf("session %s + rebalance %s", t.SessionTimeout, t.RebalanceTimeout)
+	n := 0
+	for _, f := range p.Faults {
+		if f.Family() == faults.FamilyNode {
+			n++
+		}
+	}
+	if n > 0 {
+		why += fmt.Sprintf(" + %s for the plan's %d node fault(s) (each one's length + %s for its node to serve again)", p.nodeFaultsWait(), n, nodeRestartAllowance)
+	}
+	return why
+}
+
 // nodeFaultsWait is how much longer a migration's step or checkpoint may
 // have to wait for the group because of the plan's node faults: each one's
 // interval and a restart's worth (nodeRestartAllowance).
@@ -529,7 +546,7 @@ func (c *crew) Replace(ctx context.Context, out, in string) (string, error) {
 			return "", err
 		}
 		if !decided {
-			return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s, and is %s; %s stays", in, s.plan.Kind, c.admitWait(), stopped, holder)
+			return "", fmt.Errorf("%s (%s) was neither taken in nor refused within %s (%s), and is %s; %s stays", in, s.plan.Kind, c.admitWait(), c.r.p.groupWaitWhy(), stopped, holder)
 		}
 		saw := fmt.Sprintf("%s%s: %s (%s) refused after %s, %s; %s stays in its place", RefusedMark, refusal, in, s.plan.Kind, took, stopped, holder)
 		return c.checkpointAfter(ctx, saw, in)
@@ -591,7 +608,7 @@ func (c *crew) bounce(ctx context.Context, out, in string) (string, error) {
 			return "", err
 		}
 		if !decided {
-			return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s after %s left, and is %s; %s", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), out, stopped, back)
+			return "", fmt.Errorf("%s (%s, instance id %s) was neither taken in nor refused within %s (%s) after %s left, and is %s; %s", in, s.plan.Kind, s.plan.InstanceID, c.admitWait(), c.r.p.groupWaitWhy(), out, stopped, back)
 		}
 		saw := fmt.Sprintf("%s%s: %s (%s, instance id %s) refused after %s, %s; rolled back: %s", RefusedMark, refusal, in, s.plan.Kind, s.plan.InstanceID, took, stopped, back)
 		return c.checkpointAfter(ctx, saw, in)

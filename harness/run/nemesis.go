@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -283,10 +284,16 @@ func (n *nemesis) start(ctx context.Context, i int, trig string) error {
 	return err
 }
 
+// actionBound is how long one action on the cluster (a fault's start or
+// its heal) may take: a node's restart under load, with its log recovery,
+// takes tens of seconds on a loaded 2-core machine (a variable for the
+// tests).
+var actionBound = 3 * time.Minute
+
 // actionContext is the context of one action on the cluster: it outlives
-// ctx (the workload phase) by up to 3 minutes, and ends with abort.
+// ctx (the workload phase) by up to actionBound, and ends with abort.
 func (n *nemesis) actionContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actionBound)
 	if n.abort == nil {
 		return actx, cancel
 	}
@@ -386,7 +393,11 @@ func (n *nemesis) stop(ctx context.Context, i int, why string) error {
 	// before the heal changes it.
 	v.Effect, v.NoEffect = n.meter.since(mark, f)
 	actx, cancel := n.actionContext(ctx)
+	began := time.Now()
 	saw, err := faults.Heal(actx, f, n.env)
+	if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("not healed within the bound of an action on the cluster (%s; waited %s): %w", actionBound, time.Since(began).Round(time.Millisecond), err)
+	}
 	cancel()
 	if f.HoldsNode() && err == nil {
 		<-n.nodeSlot // healed: the next node fault may start

@@ -23,6 +23,7 @@ type fakeEnv struct {
 	down      int
 	maxDown   int
 	startTook time.Duration
+	stuck     bool // a node never starts again: StartNode waits for its context to end
 	rebal     atomic.Bool
 	coord     faults.NodeID
 }
@@ -52,7 +53,11 @@ func (e *fakeEnv) NodeIDs() []faults.NodeID { return []faults.NodeID{1, 2, 3} }
 func (e *fakeEnv) StopNode(_ context.Context, id faults.NodeID) error {
 	return e.nodeDown(id, "stop")
 }
-func (e *fakeEnv) StartNode(_ context.Context, id faults.NodeID) error {
+func (e *fakeEnv) StartNode(ctx context.Context, id faults.NodeID) error {
+	if e.stuck {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return e.nodeUp(id, "start")
 }
 func (e *fakeEnv) KillNode(_ context.Context, id faults.NodeID) error {
@@ -203,6 +208,31 @@ func TestNemesisNodeFaultAfterTheWorkload(t *testing.T) {
 	}
 	if failed != 1 || strings.Contains(strings.Join(e.calls, ","), "stop 2") {
 		t.Errorf("%d faults recorded as not applied, calls %v: want node 2's stop not applied", failed, e.calls)
+	}
+}
+
+// A heal cut by the bound of an action on the cluster says so: the bound,
+// how long it waited, and what did not heal.
+func TestNemesisHealPastItsBoundSaysSo(t *testing.T) {
+	defer func(b time.Duration) { actionBound = b }(actionBound)
+	actionBound = 100 * time.Millisecond
+	e := &fakeEnv{coord: 1, stuck: true}
+	sched := []faults.Fault{{Kind: faults.NodeStop, Node: 2, At: 0, For: time.Hour}}
+	rec, meter, start := meteredRecorder(t)
+	n := newNemesis(sched, e.env(), rec, meter, t.Logf)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := n.run(ctx, start); err != nil {
+		t.Fatal(err)
+	}
+	err := n.heal(context.Background(), nil)
+	if err == nil {
+		t.Fatal("a node that never starts again was healed")
+	}
+	for _, want := range []string{"healing ", "node-stop", "not healed within the bound of an action on the cluster (100ms; waited ", "context deadline exceeded"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q lacks %q", err, want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,9 +112,10 @@ func (o *observer) loop(ctx context.Context, every time.Duration) error {
 // checkpoint's description and its records). When it keeps moving, the
 // records are left out (HasRecords false) and an error says why: no replay
 // is compared with a description of another state.
-func (o *observer) snapshot(ctx context.Context, label string, historyLen int64) (history.Snapshot, map[string]string, []error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+func (o *observer) snapshot(parent context.Context, label string, historyLen int64) (history.Snapshot, map[string]string, []error) {
+	ctx, cancel := context.WithTimeout(parent, snapshotBound)
 	defer cancel()
+	began := time.Now()
 	var s history.Snapshot
 	var errs []error
 	for try := 1; ; try++ {
@@ -152,8 +154,25 @@ func (o *observer) snapshot(ctx context.Context, label string, historyLen int64)
 		}
 	}
 	s.HistoryEnd = o.rec.Len() // with HistoryLen, brackets the read in the history
+	if len(errs) > 0 && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var left []string
+		if s.Group == nil {
+			left = append(left, "the group's description")
+		}
+		if !s.HasCommitted {
+			left = append(left, "its committed offsets")
+		}
+		if !s.HasRecords {
+			left = append(left, "its __consumer_offsets records")
+		}
+		errs = append(errs, fmt.Errorf("snapshot %s: its reads timed out after %s (bound %s), without %s", label, time.Since(began).Round(time.Millisecond), snapshotBound, strings.Join(left, ", ")))
+	}
 	return s, ids, errs
 }
+
+// snapshotBound is how long a snapshot's reads may take, all tries
+// together (a variable for the tests).
+var snapshotBound = 60 * time.Second
 
 // sameLog reports whether two reads of the group's records saw the same
 // log: as many records, the last at the same offset.

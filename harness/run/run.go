@@ -398,8 +398,9 @@ func (r *runner) warmup(ctx context.Context, cr *crewRun) error {
 	cr.stopObs, cr.obsDone = stopObs, make(chan error, 1)
 	go func() { cr.obsDone <- r.obs.loop(obsCtx, r.p.ObserveEvery) }()
 
-	if !r.waitFor(ctx, cr.memberErrs, "warm-up", r.p.WarmupMax, r.owned) && ctx.Err() == nil {
-		r.note("warm-up: the group did not own every partition exactly once within %s; carrying on, the checkers will judge", r.p.WarmupMax)
+	if ok, waited := r.waitFor(ctx, cr.memberErrs, "warm-up", r.p.WarmupMax, r.owned); !ok && ctx.Err() == nil {
+		r.note("%s; carrying on, the checkers will judge", timedOut("warm-up", r.p.WarmupMax, r.p.warmupWhy(), waited,
+			"every partition owned exactly once ("+badOwnership(r.p.Check().Partitions(), r.ownersNow())+")"))
 	}
 	if err := r.firstErr(cr.memberErrs); err != nil {
 		return err
@@ -493,9 +494,8 @@ func (r *runner) quiesce(ctx context.Context, cr *crewRun) error {
 	if err := r.phase(ctx, history.PhaseQuiesce, "wait until every acknowledged record is consumed, commit it, let the group settle"); err != nil {
 		return err
 	}
-	if !r.waitFor(ctx, cr.memberErrs, "quiesce", r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }) && ctx.Err() == nil {
-		r.note("quiesce: %d of %d acknowledged records still not consumed, or the group still changing (quiet for %s of the %s asked), after %s",
-			r.led.Missing(), r.led.Acked(), r.meter.quietFor().Round(time.Millisecond), r.quietSpell(), r.p.QuiesceMax)
+	if ok, waited := r.waitFor(ctx, cr.memberErrs, "quiesce", r.p.QuiesceMax, func() bool { return r.led.Missing() == 0 && r.owned() && r.quiet() }); !ok && ctx.Err() == nil {
+		r.note("%s", timedOut("quiesce", r.p.QuiesceMax, r.p.quiesceWhy(), waited, r.quiesceWaitingFor()))
 	}
 	if ctx.Err() != nil {
 		return r.stoppedErr(ctx)
@@ -512,7 +512,7 @@ func (r *runner) quiesce(ctx context.Context, cr *crewRun) error {
 		case <-ctx.Done():
 			return r.stoppedErr(ctx)
 		case <-time.After(time.Minute):
-			r.note("quiesce: member %s did not make its last commit within a minute", running[i].plan.Name)
+			r.note("quiesce: member %s did not make its last commit within a minute (the bound of a member's last commit): carrying on without it", running[i].plan.Name)
 		}
 	}
 	return nil
@@ -525,20 +525,12 @@ func (r *runner) settle(ctx context.Context, cr *crewRun) error {
 	// gave up, or was dropped without noticing, is given the whole
 	// convergence bound to come back before the final observation, so
 	// that EventuallyConverges can judge it.
-	var missing []string
-	stable := r.waitFor(ctx, cr.memberErrs, "quiesce (a Stable group with every running member)", r.settleWait(), func() bool {
-		if !r.owned() || !r.quiet() {
-			return false
-		}
-		d, err := r.obs.observe(ctx, "quiesce: is the group stable, with every member in it?")
-		if err != nil || d == nil || !d.Group.Stable() {
-			return false
-		}
-		missing = missingMembers(d.Group, r.crew.running(), r.crew.restartingNames(), r.p.Supervisor.On())
-		return len(missing) == 0
+	var w groupWatch
+	stable, waited := r.waitFor(ctx, cr.memberErrs, "quiesce (a Stable group with every running member)", r.settleWait(), func() bool {
+		return w.settled(ctx, r, "quiesce: is the group stable, with every member in it?", r.crew.running())
 	})
 	if !stable && ctx.Err() == nil {
-		r.note("quiesce: the group was not seen Stable with every running member in it before the final observation (last missing: %v)", missing)
+		r.note("%s; the final observation is taken all the same", timedOut("quiesce (a Stable group with every running member)", r.settleWait(), r.settleWhy(), waited, r.settleWaitingFor(w)))
 	}
 	cr.stopObs()
 	if err := <-cr.obsDone; err != nil {
@@ -634,11 +626,12 @@ func (r *runner) quiet() bool { return r.meter.quietFor() >= r.quietSpell() }
 const waitTick = 250 * time.Millisecond
 
 // waitFor polls cond every waitTick until it holds (true), its deadline
-// passes or ctx ends (false). A member error ends the wait too; it is left
-// in errs. The deadline is bound after the wait begins, moved by the
-// harness's own stalls as EventuallyConverges counts them (stallWait);
-// when they moved it, a note says so, naming the wait by what.
-func (r *runner) waitFor(ctx context.Context, errs chan error, what string, bound time.Duration, cond func() bool) bool {
+// passes or ctx ends (false), and says how long it waited. A member error
+// ends the wait too; it is left in errs. The deadline is bound after the
+// wait begins, moved by the harness's own stalls as EventuallyConverges
+// counts them (stallWait); when they moved it, a note says so, naming the
+// wait by what.
+func (r *runner) waitFor(ctx context.Context, errs chan error, what string, bound time.Duration, cond func() bool) (bool, time.Duration) {
 	tick := time.NewTicker(waitTick)
 	defer tick.Stop()
 	w := stallWait{plan: r.p.Check(), clock: r.clock, pulse: r.pulse, bound: bound}
@@ -646,7 +639,7 @@ func (r *runner) waitFor(ctx context.Context, errs chan error, what string, boun
 	if s := w.said(what); s != "" {
 		r.note("%s", s)
 	}
-	return ok
+	return ok, w.end - w.from
 }
 
 // stallWait is a wait of the run whose end moves with the harness's

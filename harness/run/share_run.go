@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -300,6 +301,19 @@ func (u *unknownAcks) add(tp history.TP, off int64) {
 	u.recs[tp][off] = true
 }
 
+// taken is a test of whether an unanswered acknowledgement may have
+// settled a record, on a copy of what it knows now (so that a ledger may
+// call it under its own lock).
+func (u *unknownAcks) taken() func(history.TP, int64) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	recs := make(map[history.TP]map[int64]bool, len(u.recs))
+	for tp, offs := range u.recs {
+		recs[tp] = maps.Clone(offs)
+	}
+	return func(tp history.TP, off int64) bool { return recs[tp][off] }
+}
+
 // unsettled counts the records producers got acknowledged that no member
 // has settled, leaving out those an unanswered acknowledgement may have.
 func (u *unknownAcks) unsettled(l *ledger) int {
@@ -572,8 +586,9 @@ func (r *runner) runShare(ctx context.Context) (err error) {
 		return err
 	}
 	none := make(chan error, 1)
-	if !r.waitFor(ctx, none, "quiesce", r.p.QuiesceMax, func() bool { return sr.unknown.unsettled(r.led) == 0 }) {
-		r.note("quiesce: %d of %d acknowledged records not settled after %s", sr.unknown.unsettled(r.led), r.led.Acked(), r.p.QuiesceMax)
+	if ok, waited := r.waitFor(ctx, none, "quiesce", r.p.QuiesceMax, func() bool { return sr.unknown.unsettled(r.led) == 0 }); !ok {
+		r.note("%s", timedOut("quiesce", r.p.QuiesceMax, r.p.quiesceWhy(), waited,
+			fmt.Sprintf("%d of %d acknowledged records to be settled (%s)", sr.unknown.unsettled(r.led), r.led.Acked(), r.led.missingRecords(sr.unknown.taken()))))
 	}
 	return r.finalShare(ctx)
 }
@@ -702,7 +717,7 @@ func (r *runner) warmShare(ctx, workCtx context.Context, wg *sync.WaitGroup, cre
 	if err := crew.startAll(workCtx, wg); err != nil {
 		return err
 	}
-	assigned := func() bool {
+	without := func() []string {
 		got := map[history.TP]bool{}
 		for _, sm := range crew.running() {
 			for t, ps := range sm.m.Assigned() {
@@ -711,16 +726,18 @@ func (r *runner) warmShare(ctx, workCtx context.Context, wg *sync.WaitGroup, cre
 				}
 			}
 		}
+		var out []string
 		for _, tp := range r.p.Check().Partitions() {
 			if !got[tp] {
-				return false
+				out = append(out, tp.String())
 			}
 		}
-		return true
+		return out
 	}
 	none := make(chan error, 1)
-	if !r.waitFor(ctx, none, "warm-up", r.p.WarmupMax, assigned) {
-		r.note("warm-up: not every partition had a share member within %s; carrying on, the checkers will judge", r.p.WarmupMax)
+	if ok, waited := r.waitFor(ctx, none, "warm-up", r.p.WarmupMax, func() bool { return len(without()) == 0 }); !ok {
+		r.note("%s; carrying on, the checkers will judge", timedOut("warm-up", r.p.WarmupMax, r.p.warmupWhy(), waited,
+			"a share member on every partition (none on "+strings.Join(without(), ", ")+")"))
 	}
 	return nil
 }

@@ -59,6 +59,20 @@ func join(r *scriptedReader) {
 	r.log = append(r.log, history.Record{Offset: int64(len(r.log)), KeyType: 5}, history.Record{Offset: int64(len(r.log)) + 1, KeyType: 3})
 }
 
+// slowReader describes the group at once and never answers a read of the
+// offsets or records until its context ends.
+type slowReader struct{ scriptedReader }
+
+func (r *slowReader) Committed(ctx context.Context) ([]history.OffsetAt, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (r *slowReader) Records(ctx context.Context) ([]history.Record, int32, error) {
+	<-ctx.Done()
+	return nil, 0, ctx.Err()
+}
+
 func newScriptedObserver(t *testing.T, r *scriptedReader) *observer {
 	rec, err := history.NewRecorder(&bytes.Buffer{}, func() time.Duration { return 0 })
 	if err != nil {
@@ -89,6 +103,21 @@ func TestSnapshotIsOneState(t *testing.T) {
 		s, _, errs := newScriptedObserver(t, r).snapshot(context.Background(), "after-m3", 0)
 		if s.HasRecords || len(errs) != 1 || !strings.Contains(errs[0].Error(), "records left out") {
 			t.Fatalf("records %v, errors %v", s.HasRecords, errs)
+		}
+	})
+	t.Run("reads cut by the bound say so: the bound, the wait, what is missing", func(t *testing.T) {
+		defer func(b time.Duration) { snapshotBound = b }(snapshotBound)
+		snapshotBound = 50 * time.Millisecond
+		r := &slowReader{scriptedReader{epoch: 1, log: []history.Record{{Offset: 0}}}}
+		s, _, errs := (&observer{read: r, rec: newScriptedObserver(t, &r.scriptedReader).rec, clock: func() time.Duration { return 0 }}).snapshot(context.Background(), "final", 0)
+		if s.HasRecords || s.HasCommitted || len(errs) == 0 {
+			t.Fatalf("records %v, committed %v, errors %v", s.HasRecords, s.HasCommitted, errs)
+		}
+		last := errs[len(errs)-1].Error()
+		for _, want := range []string{"snapshot final: its reads timed out after ", "(bound 50ms), without its committed offsets, its __consumer_offsets records"} {
+			if !strings.Contains(last, want) {
+				t.Fatalf("%q lacks %q", last, want)
+			}
 		}
 	})
 	t.Run("a quiet group is read once", func(t *testing.T) {
