@@ -748,7 +748,8 @@ func checkNodeControl(text string) error {
 // nothing, and dir, or the nearest folder above it that exists, must be a
 // folder this process may write (a read-only file system or a folder
 // without write permission is refused here, before anything starts, not
-// when the run writes its plan).
+// when the run writes its plan). It makes a folder there and removes it:
+// the modes alone let root write /proc.
 func checkOut(dir string) error {
 	if err := run.CheckDir(dir); err != nil {
 		return err
@@ -767,6 +768,16 @@ func checkOut(dir string) error {
 			}
 			if err := syscall.Access(d, unixWrite|unixSearch); err != nil {
 				return fmt.Errorf("%s cannot be written: %s is not writable (%v): choose a directory you can write (--out)", dir, d, err)
+			}
+			// access(2) says yes to root everywhere, and a file system
+			// may refuse what the modes allow (/proc, /sys): make a
+			// folder there, and remove it.
+			probe, err := os.MkdirTemp(d, ".groupquake-probe-")
+			if err != nil {
+				return fmt.Errorf("%s cannot be written: no folder can be made in %s (%v): choose a directory you can write (--out)", dir, d, errors.Unwrap(err))
+			}
+			if err := os.Remove(probe); err != nil {
+				return fmt.Errorf("%s cannot be written: a folder made in %s to try it cannot be removed (%v): choose a directory you can write (--out)", dir, d, err)
 			}
 			return nil
 		}
