@@ -272,7 +272,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 	defer func() {
 		if f.keep {
-			logf("keeping the cluster (--keep): remove it with groupquake sweep --all")
+			if c, ok := h.(*cluster.Cluster); ok {
+				logf("%s", run.KeptClusterHint(c))
+			}
 			return
 		}
 		if err := h.Close(context.WithoutCancel(ctx)); err != nil {
@@ -414,7 +416,7 @@ func startCampaignCluster(ctx context.Context, f *runFlags, o run.Options, logf 
 		return cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: o.Kafka, Logf: logf})
 	}
 	return cluster.Start(ctx, cluster.Config{
-		Version: o.Kafka, Nodes: o.Nodes, Controllers: o.Controllers, BasePort: f.basePort, Toxiproxy: f.toxiproxy,
+		Version: o.Kafka, Nodes: o.Nodes, Controllers: o.Controllers, BasePort: f.basePort, Toxiproxy: f.toxiproxy, Keep: f.keep,
 		Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}, Logf: logf,
 	})
 }

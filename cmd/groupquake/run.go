@@ -110,7 +110,7 @@ func (f *runFlags) register(fs *flag.FlagSet, kinds []string) {
 	fs.BoolVar(&f.migStatic, "migration-static", false, "with --scenario migration, static members: each replacement is a rolling bounce of one group.instance.id into the other protocol and back")
 	fs.BoolVar(&f.supervisor, "supervisor", true, "restart a member that stops for good (its consumer threw a fatal error), as systemd or Kubernetes restarts a process: a new member, with its instance id if static, after a backoff of 1s doubling up to 8s, until the group takes it in (plan.json \"supervisor\"); --supervisor=false leaves it stopped")
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
-	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with 'groupquake sweep --all')")
+	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (it prints the cluster's ID; remove it later with 'groupquake sweep --cluster ID')")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
 	f.clientLog.register(fs)
 }
@@ -647,24 +647,41 @@ func (f *runFlags) containerOnly(set map[string]bool) string {
 	return ""
 }
 
-const sweepUsage = `Usage: groupquake sweep [--all]
+const sweepUsage = `Usage: groupquake sweep [--cluster ID | --all]
 
 Removes the containers, volumes and networks that groupquake runs of this host
-left behind when they crashed (their process is gone). With --all it removes
-every groupquake container, also those of runs still alive.
+left behind when they crashed (their process is gone); a cluster kept with
+--keep is left. With --cluster ID it removes that one cluster (the ID a run
+prints, "cluster ID: starting", and --keep's hint names), alive or kept, and
+nothing else. With --all it removes every groupquake container on the engine,
+also those of runs still alive, other users' included.
 `
 
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sweep", sweepUsage)
-	all := fs.Bool("all", false, "remove every groupquake container and network, also those of runs still alive")
+	all := fs.Bool("all", false, "remove every groupquake container and network on the engine, also those of runs still alive, other users' included")
+	id := fs.String("cluster", "", "remove the containers, volumes and network of this one cluster (its ID: \"cluster ID: starting\"), alive or kept, and nothing else")
 	if err := parseNone(fs, args, stdout); err != nil {
 		return err
 	}
-	n, err := cluster.Sweep(ctx, *all)
+	if *id != "" && *all {
+		return badInput("--cluster names the one cluster to remove (its ID, as a run prints it), --all removes every one: give one ID, or --all alone")
+	}
+	var n int
+	var err error
+	if *id != "" {
+		n, err = cluster.SweepCluster(ctx, *id)
+	} else {
+		n, err = cluster.Sweep(ctx, *all)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "removed %d containers and networks\n", n)
+	if *id != "" && n == 0 {
+		fmt.Fprintf(stdout, "no container, volume or network of cluster %s: nothing removed\n", *id)
+		return nil
+	}
+	fmt.Fprintf(stdout, "removed %d containers, volumes and networks\n", n)
 	return nil
 }
 
