@@ -245,6 +245,10 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 			return err
 		}
 	}
+	dir, release, err := claimDir(dir, f.out != "", "the campaign", cp.Command(), con)
+	if err != nil {
+		return err
+	}
 	con.Infof("campaign of seed %d: %d runs on %s; campaign directory %s", seed, len(cp.Runs), clusterName(o), dir)
 	con.Infof("rerun the campaign with: %s", cp.Command())
 	setRerun(cp.Command())
@@ -257,6 +261,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	out := campaignJSON{SchemaVersion: schemaVersion, Dir: dir, Seed: seed, Rerun: cp.Command(), Cluster: clusterName(o), Notes: cp.Notes, Runs: []judgementJSON{}}
 	h, err := startCampaignCluster(ctx, f, o, logf)
 	if err != nil {
+		release() // nothing was written: the same --out may be given again
 		msg := fmt.Sprintf("the campaign's cluster could not be started: %v", err)
 		var ierr exitError
 		if errors.As(signalled(ctx, "while the campaign's cluster started (what it had started is removed; no run was started); rerun the campaign with: "+cp.Command()), &ierr) {
@@ -291,6 +296,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 		oc := f.campaignRun(ctx, h, reg, o, seed, r, i, len(cp.Runs), filepath.Join(dir, r.Name), stdout, con)
 		out.Runs = append(out.Runs, judgement(r.Plan, oc.Dir, oc.Judged, oc.Err))
 		outcomes = append(outcomes, oc)
+	}
+	if len(outcomes) == 0 {
+		release() // interrupted before its first run: nothing was written
 	}
 	if trend := campaignTrend(ctx, dir, seed, outcomes, logf); trend != "" {
 		out.Trend = trend

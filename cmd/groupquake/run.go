@@ -166,6 +166,55 @@ func freeName(base string) string {
 	}
 }
 
+// claimDir claims dir, the directory of a campaign or an upgrade, by
+// creating its rerun.sh (the command that reruns it, what), which must not
+// exist, before anything else is written there, as a run claims its
+// directory with its history. Of two commands given the same directory at
+// once, the second is refused (exit 2, nothing written) when out says the
+// directory was given with --out; without it (the same command with the
+// same seed started in the same second) it says so and takes the next
+// free name, dir-2, dir-3, ...; it returns the directory claimed, and
+// release, which undoes the claim (the rerun.sh, and the directory if the
+// claim made it) for a command that wrote nothing else there: its cluster
+// could not be started.
+func claimDir(dir string, out bool, what, rerun string, con *console) (claimed string, release func(), err error) {
+	base := dir
+	for i := 2; ; i++ {
+		_, serr := os.Lstat(dir)
+		made := errors.Is(serr, fs.ErrNotExist)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, exitError{exitFailed, fmt.Sprintf("making the directory %s: %v", dir, err)}
+		}
+		if beforeDirClaim != nil {
+			beforeDirClaim(dir)
+		}
+		script := filepath.Join(dir, run.RerunFile)
+		err := run.ClaimFile(script, run.RerunScript(what, rerun), 0o755)
+		if err == nil {
+			d := dir
+			return dir, func() {
+				os.Remove(script)
+				if made {
+					os.Remove(d) // only if empty
+				}
+			}, nil
+		}
+		if out || !errors.Is(err, run.ErrDirTaken) {
+			if errors.Is(err, run.ErrDirTaken) {
+				return "", nil, badInput("--out: %v", err)
+			}
+			return "", nil, exitError{exitFailed, err.Error()}
+		}
+		next := freeName(fmt.Sprintf("%s-%d", base, i))
+		con.Infof("directory %s was taken by another command started at the same moment: this one writes to %s", dir, next)
+		dir = next
+	}
+}
+
+// beforeDirClaim, when set (by the tests), is called before claimDir
+// claims a directory: the moment another command may take it.
+var beforeDirClaim func(dir string)
+
 // runRun is run.Run; the tests script what another run does around it.
 var runRun = run.Run
 
@@ -178,7 +227,8 @@ member-links, broker-faults and combined, every group mixing groupquake's own
 classic and KIP-848 members with kgo's, under faults from the nemesis. Each
 run has its own seed, drawn from the campaign's --seed, and its own run
 directory in the campaign directory (./runs/<time>-<seed>/ or --out), which
-also gets trend.html over them. It ends with a table: scenario, members,
+also gets trend.html over them and rerun.sh (the campaign's rerun command,
+created first: it claims the directory). It ends with a table: scenario, members,
 faults, verdicts and rebalance pauses per protocol, with each run's report
 and rerun command and the command that reruns the whole campaign. --kafka,
 --nodes, --controllers, --embedded, --bootstrap, --duration, --intensity,
