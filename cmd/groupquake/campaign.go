@@ -246,6 +246,10 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 			return err
 		}
 	}
+	dir, release, err := claimDir(dir, f.out != "", "the campaign", cp.Command(), con)
+	if err != nil {
+		return err
+	}
 	con.Infof("campaign of seed %d: %d runs on %s; campaign directory %s", seed, len(cp.Runs), clusterName(o), dir)
 	con.Infof("rerun the campaign with: %s", cp.Command())
 	setRerun(cp.Command())
@@ -258,6 +262,7 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	out := campaignJSON{SchemaVersion: schemaVersion, Dir: dir, Seed: seed, Rerun: cp.Command(), Cluster: clusterName(o), Notes: cp.Notes, Runs: []judgementJSON{}}
 	h, err := startCampaignCluster(ctx, f, o, logf)
 	if err != nil {
+		release() // nothing was written: the same --out may be given again
 		msg := fmt.Sprintf("the campaign's cluster could not be started: %v", err)
 		var ierr exitError
 		if errors.As(signalled(ctx, "while the campaign's cluster started (what it had started is removed; no run was started); rerun the campaign with: "+cp.Command()), &ierr) {
@@ -273,7 +278,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 	}
 	defer func() {
 		if f.keep {
-			logf("keeping the cluster (--keep): remove it with groupquake sweep --all")
+			if c, ok := h.(*cluster.Cluster); ok {
+				logf("%s", run.KeptClusterHint(c))
+			}
 			return
 		}
 		if err := h.Close(context.WithoutCancel(ctx)); err != nil {
@@ -290,6 +297,9 @@ func (f *runFlags) campaign(ctx context.Context, set map[string]bool, seed uint6
 		oc := f.campaignRun(ctx, h, reg, o, seed, r, i, len(cp.Runs), filepath.Join(dir, r.Name), stdout, con)
 		out.Runs = append(out.Runs, judgement(r.Plan, oc.Dir, oc.Judged, oc.Err))
 		outcomes = append(outcomes, oc)
+	}
+	if len(outcomes) == 0 {
+		release() // interrupted before its first run: nothing was written
 	}
 	if trend := campaignTrend(ctx, dir, seed, outcomes, logf); trend != "" {
 		out.Trend = trend
@@ -415,7 +425,7 @@ func startCampaignCluster(ctx context.Context, f *runFlags, o run.Options, logf 
 		return cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: o.Kafka, Logf: logf})
 	}
 	return cluster.Start(ctx, cluster.Config{
-		Version: o.Kafka, Nodes: o.Nodes, Controllers: o.Controllers, BasePort: f.basePort, Toxiproxy: f.toxiproxy,
+		Version: o.Kafka, Nodes: o.Nodes, Controllers: o.Controllers, BasePort: f.basePort, Toxiproxy: f.toxiproxy, Keep: f.keep,
 		Image: cluster.ImageOptions{Source: cluster.ImageSource(f.imageSource)}, Logf: logf,
 	})
 }

@@ -171,6 +171,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"engine", "down"}, `unknown engine subcommand "down"`},
 		{[]string{"engine", "up", "extra"}, "engine up takes no arguments"},
 		{[]string{"sweep", "extra"}, "sweep takes no arguments"},
+		// One cluster, or every one: never every one for a --cluster given empty.
+		{[]string{"sweep", "--cluster", ""}, "--cluster is empty"},
+		{[]string{"sweep", "--cluster", "abc", "--all"}, "give one ID, or --all alone"},
 
 		{[]string{"stats"}, "stats needs at least one run directory"},
 		{[]string{"stats", filepath.Join(fx.root, "missing")}, "no such file or directory"},

@@ -28,7 +28,7 @@ violations, the events); for many, a trend page: verdicts and rebalance
 pauses per run, per Kafka version and per protocol, linking each run's report
 (written for the runs that have none), and beside it scorecard.html, the
 client scorecard. Verdicts are read from verdicts.json; a run without one is
-judged now.
+judged now. -o - writes one run's report to standard output, and no file.
 
 --scorecard prints the client scorecard as a table instead, and writes
 nothing: per client (or member kind), Kafka version and scenario, the runs,
@@ -46,7 +46,7 @@ directory cannot be read, 3 the page could not be written.
 // page of verdicts and rebalance pauses per run, per Kafka version and per protocol.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportUsage)
-	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many; scorecard.html is written beside it)")
+	out := fs.String("o", "", "output file (default: DIR/report.html for one run directory, trend.html in the directory that holds the runs for many; scorecard.html is written beside it); - writes one run's report to standard output")
 	scorecard := fs.Bool("scorecard", false, "print the client scorecard of the runs as a table, and write nothing")
 	by := fs.String("by", check.ByClient, "the scorecard's rows: client (groupquake, kgo, java, …) or kind (each member kind)")
 	asJSON := fs.Bool("json", false, "print the client scorecard as one JSON document (docs/schema/scorecard.json), and write nothing")
@@ -66,7 +66,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *out != "" && (*scorecard || *asJSON) {
 		return badInput("-o names the page to write, and --scorecard and --json print the scorecard and write nothing: give one or the other")
 	}
-	if *out != "" {
+	toStdout := *out == "-"
+	if *out != "" && !toStdout {
 		if err := checkOutFile("-o", *out); err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	if len(dirs) == 1 && len(pos) == 1 && filepath.Clean(pos[0]) == dirs[0] {
-		if *out != "" {
+		if *out != "" && !toStdout {
 			if err := outputFile("report -o", *out, dirs[0]); err != nil {
 				return err
 			}
@@ -100,6 +101,12 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return badInput("%v", err)
 		}
 		if err != nil {
+			return err
+		}
+		if toStdout {
+			// The page holds everything it shows: it opens as well from
+			// a file the caller names (report -o - RUN > page.html).
+			_, err := stdout.Write(b.Bytes())
 			return err
 		}
 		path := *out
@@ -113,6 +120,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 
+	if toStdout {
+		return badInput("-o -: the trend page of %d runs links each run's report and scorecard.html beside it, which standard output cannot hold: give -o FILE (one run's report can go to standard output)", len(dirs))
+	}
 	path := *out
 	if path == "" {
 		path = filepath.Join(commonDir(pos), TrendFile)

@@ -171,3 +171,40 @@ func TestReportCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestReportToStdout: -o - writes one run's report to standard output, as
+// most commands read -, and writes no file (it wrote a file named "-" in
+// the working directory); a trend page, which links the runs' reports and
+// its scorecard beside it, is refused with exit 2 and nothing written.
+func TestReportToStdout(t *testing.T) {
+	one := copyRun(t, embeddedRun)
+	second := copyRun(t, embeddedRun)
+	before, err := os.ReadFile(filepath.Join(one, run.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := t.TempDir()
+	t.Chdir(wd)
+	code, stdout, stderr := call(t, "report", "-o", "-", one)
+	if code != exitOK || !strings.HasPrefix(stdout, "<!DOCTYPE html>") || !strings.Contains(stdout, `id="v-NoDoubleOwnership"`) {
+		t.Errorf("report -o - %s: exit %d, stdout starts %.80q:\n%s", one, code, stdout, stderr)
+	}
+	if after, err := os.ReadFile(filepath.Join(one, run.ReportFile)); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("report -o - rewrote %s (%v)", run.ReportFile, err)
+	}
+	root := filepath.Dir(one)
+	if err := os.Rename(second, filepath.Join(root, "second")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = call(t, "report", "-o", "-", root)
+	if code != exitBadInput || !strings.Contains(stderr, "-o -: the trend page of 2 runs") || stdout != "" {
+		t.Errorf("report -o - over 2 runs: exit %d, want %d:\n%s%s", code, exitBadInput, stdout, stderr)
+	}
+	for _, d := range []string{wd, root} {
+		for _, name := range []string{"-", TrendFile, ScorecardFile} {
+			if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
+				t.Errorf("report -o - wrote %s", filepath.Join(d, name))
+			}
+		}
+	}
+}

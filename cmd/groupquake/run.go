@@ -111,7 +111,7 @@ func (f *runFlags) register(fs *flag.FlagSet, drawn []string) {
 	fs.BoolVar(&f.migStatic, "migration-static", false, "with --scenario migration, static members: each replacement is a rolling bounce of one group.instance.id into the other protocol and back")
 	fs.BoolVar(&f.supervisor, "supervisor", true, "restart a member that stops for good (its consumer threw a fatal error), as systemd or Kubernetes restarts a process: a new member, with its instance id if static, after a backoff of 1s doubling up to 8s, until the group takes it in (plan.json \"supervisor\"); --supervisor=false leaves it stopped")
 	fs.StringVar(&f.downgrade, "downgrade", "", "with --upgrade-to, roll the binaries back to --kafka afterwards: before-finalize, or after-finalize (lowering metadata.version first, where Kafka allows it)")
-	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (remove it later with 'groupquake sweep --all')")
+	fs.BoolVar(&f.keep, "keep", false, "keep the container cluster running after the run (it prints the cluster's ID; remove it later with 'groupquake sweep --cluster ID')")
 	fs.BoolVar(&f.json, "json", false, "print the verdicts as JSON on stdout (the run's progress stays on stderr)")
 	f.clientLog.register(fs)
 }
@@ -167,6 +167,55 @@ func freeName(base string) string {
 	}
 }
 
+// claimDir claims dir, the directory of a campaign or an upgrade, by
+// creating its rerun.sh (the command that reruns it, what), which must not
+// exist, before anything else is written there, as a run claims its
+// directory with its history. Of two commands given the same directory at
+// once, the second is refused (exit 2, nothing written) when out says the
+// directory was given with --out; without it (the same command with the
+// same seed started in the same second) it says so and takes the next
+// free name, dir-2, dir-3, ...; it returns the directory claimed, and
+// release, which undoes the claim (the rerun.sh, and the directory if the
+// claim made it) for a command that wrote nothing else there: its cluster
+// could not be started.
+func claimDir(dir string, out bool, what, rerun string, con *console) (claimed string, release func(), err error) {
+	base := dir
+	for i := 2; ; i++ {
+		_, serr := os.Lstat(dir)
+		made := errors.Is(serr, fs.ErrNotExist)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, exitError{exitFailed, fmt.Sprintf("making the directory %s: %v", dir, err)}
+		}
+		if beforeDirClaim != nil {
+			beforeDirClaim(dir)
+		}
+		script := filepath.Join(dir, run.RerunFile)
+		err := run.ClaimFile(script, run.RerunScript(what, rerun), 0o755)
+		if err == nil {
+			d := dir
+			return dir, func() {
+				os.Remove(script)
+				if made {
+					os.Remove(d) // only if empty
+				}
+			}, nil
+		}
+		if out || !errors.Is(err, run.ErrDirTaken) {
+			if errors.Is(err, run.ErrDirTaken) {
+				return "", nil, badInput("--out: %v", err)
+			}
+			return "", nil, exitError{exitFailed, err.Error()}
+		}
+		next := freeName(fmt.Sprintf("%s-%d", base, i))
+		con.Infof("directory %s was taken by another command started at the same moment: this one writes to %s", dir, next)
+		dir = next
+	}
+}
+
+// beforeDirClaim, when set (by the tests), is called before claimDir
+// claims a directory: the moment another command may take it.
+var beforeDirClaim func(dir string)
+
 // runRun is run.Run; the tests script what another run does around it.
 var runRun = run.Run
 
@@ -179,7 +228,8 @@ member-links, broker-faults and combined, every group mixing groupquake's own
 classic and KIP-848 members with kgo's, under faults from the nemesis. Each
 run has its own seed, drawn from the campaign's --seed, and its own run
 directory in the campaign directory (./runs/<time>-<seed>/ or --out), which
-also gets trend.html over them. It ends with a table: scenario, members,
+also gets trend.html over them and rerun.sh (the campaign's rerun command,
+created first: it claims the directory). It ends with a table: scenario, members,
 faults, verdicts and rebalance pauses per protocol, with each run's report
 and rerun command and the command that reruns the whole campaign. --kafka,
 --nodes, --controllers, --embedded, --bootstrap, --duration, --intensity,
@@ -649,24 +699,41 @@ func (f *runFlags) containerOnly(set map[string]bool) string {
 	return ""
 }
 
-const sweepUsage = `Usage: groupquake sweep [--all]
+const sweepUsage = `Usage: groupquake sweep [--cluster ID | --all]
 
 Removes the containers, volumes and networks that groupquake runs of this host
-left behind when they crashed (their process is gone). With --all it removes
-every groupquake container, also those of runs still alive.
+left behind when they crashed (their process is gone); a cluster kept with
+--keep is left. With --cluster ID it removes that one cluster (the ID a run
+prints, "cluster ID: starting", and --keep's hint names), alive or kept, and
+nothing else. With --all it removes every groupquake container on the engine,
+also those of runs still alive, other users' included.
 `
 
 func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sweep", sweepUsage)
-	all := fs.Bool("all", false, "remove every groupquake container and network, also those of runs still alive")
+	all := fs.Bool("all", false, "remove every groupquake container and network on the engine, also those of runs still alive, other users' included")
+	id := fs.String("cluster", "", "remove the containers, volumes and network of this one cluster (its ID: \"cluster ID: starting\"), alive or kept, and nothing else")
 	if err := parseNone(fs, args, stdout); err != nil {
 		return err
 	}
-	n, err := cluster.Sweep(ctx, *all)
+	if *id != "" && *all {
+		return badInput("--cluster names the one cluster to remove (its ID, as a run prints it), --all removes every one: give one ID, or --all alone")
+	}
+	var n int
+	var err error
+	if *id != "" {
+		n, err = cluster.SweepCluster(ctx, *id)
+	} else {
+		n, err = cluster.Sweep(ctx, *all)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "removed %d containers and networks\n", n)
+	if *id != "" && n == 0 {
+		fmt.Fprintf(stdout, "no container, volume or network of cluster %s: nothing removed\n", *id)
+		return nil
+	}
+	fmt.Fprintf(stdout, "removed %d containers, volumes and networks\n", n)
 	return nil
 }
 
@@ -735,7 +802,8 @@ func checkNodeControl(text string) error {
 // nothing, and dir, or the nearest folder above it that exists, must be a
 // folder this process may write (a read-only file system or a folder
 // without write permission is refused here, before anything starts, not
-// when the run writes its plan).
+// when the run writes its plan). It makes a folder there and removes it:
+// the modes alone let root write /proc.
 func checkOut(dir string) error {
 	if err := run.CheckDir(dir); err != nil {
 		return err
@@ -754,6 +822,16 @@ func checkOut(dir string) error {
 			}
 			if err := syscall.Access(d, unixWrite|unixSearch); err != nil {
 				return fmt.Errorf("%s cannot be written: %s is not writable (%v): choose a directory you can write (--out)", dir, d, err)
+			}
+			// access(2) says yes to root everywhere, and a file system
+			// may refuse what the modes allow (/proc, /sys): make a
+			// folder there, and remove it.
+			probe, err := os.MkdirTemp(d, ".groupquake-probe-")
+			if err != nil {
+				return fmt.Errorf("%s cannot be written: no folder can be made in %s (%v): choose a directory you can write (--out)", dir, d, errors.Unwrap(err))
+			}
+			if err := os.Remove(probe); err != nil {
+				return fmt.Errorf("%s cannot be written: a folder made in %s to try it cannot be removed (%v): choose a directory you can write (--out)", dir, d, err)
 			}
 			return nil
 		}

@@ -138,3 +138,28 @@ func TestReportCannotWrite(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestCheckOutTriesToWrite: a place whose modes let this process write but
+// whose file system makes nothing there (/proc, even for root) is refused
+// before anything starts; checkOut said yes and the run failed with exit 3
+// when it wrote its plan. A folder it may write is accepted and left as it
+// was (the folder made to try it is removed).
+func TestCheckOutTriesToWrite(t *testing.T) {
+	for _, dir := range []string{"/proc/groupquake-out", "/proc/groupquake-out/run"} {
+		err := checkOut(dir)
+		if err == nil || !strings.Contains(err.Error(), dir+" cannot be written: no folder can be made in ") {
+			t.Errorf("checkOut(%s) = %v, want it refused", dir, err)
+		}
+	}
+	tmp := t.TempDir()
+	if err := checkOut(filepath.Join(tmp, "a", "b")); err != nil {
+		t.Errorf("checkOut of a new folder in a temporary directory: %v", err)
+	}
+	if entries, err := os.ReadDir(tmp); err != nil || len(entries) != 0 {
+		t.Errorf("checkOut left %v in %s (%v)", entries, tmp, err)
+	}
+	code, _, stderr := call(t, "run", "--out", "/proc/groupquake-out", "--scenario", "baseline", "--embedded", "--duration", "1s")
+	if code != exitBadInput || !strings.Contains(stderr, "/proc/groupquake-out cannot be written") {
+		t.Errorf("run --out /proc/groupquake-out: exit %d, want %d:\n%s", code, exitBadInput, stderr)
+	}
+}

@@ -141,6 +141,10 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	rerun := "groupquake upgrade " + strings.Join(f.args(seed), " ")
+	dir, release, err := claimDir(dir, f.out != "", "the upgrade", rerun, con)
+	if err != nil {
+		return err
+	}
 	logf := con.Logf
 	con.Infof("upgrade %s → %s, seed %d; directory %s", f.from, f.to, seed, dir)
 	con.Infof("rerun with: %s", rerun)
@@ -153,6 +157,7 @@ func cmdUpgrade(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer cancel()
 	c, err := f.startCluster(ctx, logf, rerun)
 	if err != nil {
+		release() // nothing was written: the same --out may be given again
 		return err
 	}
 	defer func() {

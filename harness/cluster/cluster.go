@@ -46,6 +46,9 @@ const (
 	LabelPID  = "io.groupquake.pid"
 	LabelHost = "io.groupquake.host"
 	LabelNode = "io.groupquake.node"
+	// LabelKeep marks a cluster kept on purpose after its process ends
+	// (Config.Keep): the sweep of crashed runs' leftovers leaves it.
+	LabelKeep = "io.groupquake.keep"
 )
 
 // Config describes a container cluster.
@@ -76,6 +79,11 @@ type Config struct {
 	NodeTimeout time.Duration
 	// Toxiproxy is the API address of an external toxiproxy; empty embeds one.
 	Toxiproxy string
+	// Keep says the cluster is to outlive this process (groupquake run
+	// --keep): it is labelled LabelKeep, so that the sweep of crashed
+	// runs' leftovers (which every Start does) leaves it;
+	// `groupquake sweep --cluster ID` removes it.
+	Keep bool
 	// Logf reports progress; nil is silent.
 	Logf func(format string, args ...any)
 }
@@ -361,6 +369,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}()
 	host, _ := os.Hostname()
 	labels := map[string]string{LabelRun: c.RunID, LabelPID: strconv.Itoa(os.Getpid()), LabelHost: host}
+	if cfg.Keep {
+		labels[LabelKeep] = "true"
+	}
 	mk, mkDone := toAnswer(ctx)
 	c.net, err = network.New(mk, network.WithDriver("bridge"), network.WithLabels(labels))
 	mkDone()

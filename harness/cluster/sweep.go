@@ -17,29 +17,66 @@ import (
 )
 
 // Sweep removes containers, volumes and networks left by groupquake runs that
-// crashed: those labelled by a process of this host that no longer exists.
-// With all, it removes every groupquake container and network, live or not.
-// It returns how many it removed.
+// crashed: those labelled by a process of this host that no longer exists,
+// but for a cluster kept on purpose (Config.Keep). With all, it removes every
+// groupquake container and network, live or not, of every user of the
+// engine. It returns how many it removed.
 func Sweep(ctx context.Context, all bool) (int, error) {
+	return sweep(ctx, SweepSelection{All: all})
+}
+
+// SweepCluster removes the containers, volumes and networks of the one
+// cluster id (Cluster.RunID, its label LabelRun), whether its process is
+// alive or not and whether it was kept or not, and nothing else. It
+// returns how many it removed.
+func SweepCluster(ctx context.Context, id string) (int, error) {
+	return sweep(ctx, SweepSelection{Cluster: id})
+}
+
+// SweepSelection says what a sweep removes.
+type SweepSelection struct {
+	// All selects every groupquake container, volume and network.
+	All bool
+	// Cluster, when set, selects the one cluster of that id.
+	Cluster string
+	// Host is this host's name, and Alive says whether a process of this
+	// host is alive: with neither All nor Cluster, what a process of Host
+	// that is no longer Alive left, unless it was kept.
+	Host  string
+	Alive func(pid int) bool
+}
+
+// Selects says whether the sweep removes what carries labels.
+func (s SweepSelection) Selects(labels map[string]string) bool {
+	if _, ours := labels[LabelRun]; !ours {
+		return false
+	}
+	switch {
+	case s.Cluster != "":
+		return labels[LabelRun] == s.Cluster
+	case s.All:
+		return true
+	case labels[LabelKeep] != "":
+		return false
+	case labels[LabelHost] != s.Host:
+		return false
+	}
+	pid, err := strconv.Atoi(labels[LabelPID])
+	if err != nil || pid <= 0 {
+		return true
+	}
+	return !s.Alive(pid)
+}
+
+func sweep(ctx context.Context, sel SweepSelection) (int, error) {
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
 	defer cli.Close()
-	host, _ := os.Hostname()
-	stale := func(labels map[string]string) bool {
-		if all {
-			return true
-		}
-		if labels[LabelHost] != host {
-			return false
-		}
-		pid, err := strconv.Atoi(labels[LabelPID])
-		if err != nil || pid <= 0 {
-			return true
-		}
-		return !processAlive(pid)
-	}
+	sel.Host, _ = os.Hostname()
+	sel.Alive = processAlive
+	stale := sel.Selects
 	f := make(client.Filters).Add("label", LabelRun)
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {

@@ -306,6 +306,12 @@ func (r *runner) disposable() bool {
 	return (r.ownsH && !r.cfg.Keep) || r.cfg.Disposable
 }
 
+// KeptClusterHint says that c is kept (--keep), where its brokers are,
+// and the command that removes it and nothing else.
+func KeptClusterHint(c *cluster.Cluster) string {
+	return fmt.Sprintf("keeping cluster %s (--keep), brokers %s: remove it, and nothing else, with: groupquake sweep --cluster %s", c.RunID, strings.Join(c.Bootstrap(), ","), c.RunID)
+}
+
 // closeOwnCluster closes, at the end of a run, the cluster the run started
 // itself, unless it is kept; a failure is noted, not the run's error.
 func (r *runner) closeOwnCluster(ctx context.Context) {
@@ -313,6 +319,9 @@ func (r *runner) closeOwnCluster(ctx context.Context) {
 		if err := r.h.Close(context.WithoutCancel(ctx)); err != nil {
 			r.note("teardown: closing the cluster: %v", err)
 		}
+	}
+	if c, ok := r.h.(*cluster.Cluster); ok && r.ownsH && r.cfg.Keep {
+		r.cfg.Logf("%s", KeptClusterHint(c))
 	}
 }
 
@@ -779,6 +788,7 @@ func (r *runner) reach(ctx context.Context, share bool) (*kadm.Client, error) {
 	default:
 		cc := r.cfg.ClusterConfig
 		cc.Version, cc.Nodes, cc.Controllers = p.Options.Kafka, p.Options.Nodes, p.Options.Controllers
+		cc.Keep = cc.Keep || r.cfg.Keep // labelled kept: no sweep of crashed runs removes it
 		if cc.Logf == nil {
 			cc.Logf = r.cfg.Logf
 		}

@@ -53,24 +53,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // process's other temporary files instead of leaving it in the run
 // directory.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := writeTemp(path, data, perm)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	interrupt.Track(tmp)
 	defer interrupt.Keep(tmp)
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp, perm); err != nil {
-		os.Remove(tmp)
-		return err
-	}
 	if beforeRename != nil {
 		beforeRename(tmp)
 	}
@@ -79,6 +66,32 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("renaming %s into place: %w", path, err)
 	}
 	return nil
+}
+
+// writeTemp writes data, synced, with perm, to a new temporary file beside
+// path, tracked (internal/interrupt) until the caller calls
+// interrupt.Keep with it; on an error it leaves nothing.
+func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	interrupt.Track(tmp)
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		interrupt.Keep(tmp)
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		os.Remove(tmp)
+		interrupt.Keep(tmp)
+		return "", err
+	}
+	return tmp, nil
 }
 
 // beforeRename, when set (by the tests), is called with the temporary file
@@ -194,6 +207,34 @@ func claimDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("creating the history: %w", err)
 	}
 	return hf, nil
+}
+
+// ClaimFile creates path holding data, whole, only if it does not exist:
+// the data goes to a temporary file beside it, linked to path (which
+// fails when path exists) and then removed. A directory a command writes
+// into is claimed so, as a run claims its directory with its history: of
+// two commands given the same directory at once, the second gets an error
+// that is ErrDirTaken (errors.Is) and writes nothing there.
+func ClaimFile(path string, data []byte, perm os.FileMode) error {
+	tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	defer interrupt.Keep(tmp)
+	defer os.Remove(tmp)
+	err = os.Link(tmp, path)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s already holds a %s (another command took it: one started at the same moment, or an earlier one): nothing was written there; choose a new directory", ErrDirTaken, filepath.Dir(path), filepath.Base(path))
+	}
+	if err != nil {
+		return fmt.Errorf("claiming %s: %w", filepath.Dir(path), err)
+	}
+	return nil
+}
+
+// RerunScript is a rerun.sh that runs command, passing on its arguments.
+func RerunScript(what, command string) []byte {
+	return []byte("#!/bin/sh\n# Reruns " + what + " (same seed, same plans; the interleaving will differ).\n# Extra arguments (--out DIR, --keep) are passed on.\nexec " + command + " \"$@\"\n")
 }
 
 func rerunScript(p Plan) []byte {
