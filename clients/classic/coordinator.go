@@ -43,7 +43,7 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 		req.CoordinatorKey = m.cfg.group
 		req.CoordinatorKeys = []string{m.cfg.group}
 		req.CoordinatorType = 0 // group
-		resp, err := req.RequestWith(ctx, m.cl)
+		resp, err := m.lookupCoordinator(ctx, req, attempt)
 		if err == nil {
 			code, nodeID := resp.ErrorCode, resp.NodeID
 			if len(resp.Coordinators) == 1 {
@@ -71,6 +71,27 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 			return -1, err
 		}
 	}
+}
+
+// lookupCoordinator sends one FindCoordinator to one broker, with no retry
+// of its own: Java's lookupCoordinator sends one request per attempt (to
+// the least loaded node) and ensureCoordinatorReady retries it after
+// retry.backoff.ms. Through kgo's Client.Request it would be retried
+// inside kgo, after kgo's own backoff (250 ms doubling to 5 s), unseen by
+// the member and across up windows of a flapping link: a member was silent
+// for 7.9 s that way, past its 6 s session (seed 2918632487381593263 on
+// 4.4.0, three nodes). The broker is drawn per attempt from the brokers
+// kgo knows (the seeds before its first metadata), so that a lookup after
+// a failure can go elsewhere.
+func (m *Member) lookupCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest, attempt int) (*kmsg.FindCoordinatorResponse, error) {
+	bs := m.cl.DiscoveredBrokers()
+	if len(bs) == 0 {
+		bs = m.cl.SeedBrokers()
+	}
+	if len(bs) == 0 {
+		return nil, fmt.Errorf("FindCoordinator: no broker known")
+	}
+	return req.RequestWith(ctx, bs[attempt%len(bs)])
 }
 
 // markCoordinatorUnknown is machine.markCoordinatorUnknown, under mu.

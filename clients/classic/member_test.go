@@ -565,3 +565,66 @@ func TestOwnCommitIllegalGenerationResetsGeneration(t *testing.T) {
 		return a.rec.has(clients.Lost, "") && owns(a, 0, 1, 2, 3, 4, 5)() && a.Generation().MemberID == id
 	}, a.rec)
 }
+
+// TestCoordinatorLookupThroughFlap scripts what a flapping link does to a
+// member that owns partitions: its heartbeat is answered
+// REBALANCE_IN_PROGRESS, the JoinGroup that follows finds its connection
+// closed (EOF), and the next FindCoordinators find theirs closed too (the
+// cuts), until one goes through. Java's ensureCoordinatorReady sends one
+// FindCoordinator per attempt and retries it after retry.backoff.ms, so
+// each failure is the member's to see and the rejoin comes within a few
+// backoffs (here 10 to 50 ms). A lookup that kgo's Client.Request retried
+// inside, after kgo's own backoff (250 ms doubling to 5 s), kept a member
+// silent for 7.9 s through three up windows, past its 6 s session (seed
+// 2918632487381593263 on 4.4.0, three nodes).
+func TestCoordinatorLookupThroughFlap(t *testing.T) {
+	const cuts = 6
+	c, a := startOwningAll(t, RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	var (
+		mu             sync.Mutex
+		joinCut, found time.Time
+		failed         int
+	)
+	c.ControlKey(kmsg.FindCoordinator.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if joinCut.IsZero() || !found.IsZero() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		if failed == cuts {
+			found = time.Now()
+			return nil, nil, false
+		}
+		failed++
+		return nil, errors.New("link cut"), true
+	})
+	c.ControlKey(kmsg.JoinGroup.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		joinCut = time.Now()
+		return nil, errors.New("link cut"), true
+	})
+	failHeartbeat(c, kerr.RebalanceInProgress.Code)
+	waitFor(t, "a rejoins and owns all 6", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !found.IsZero() && len(a.rec.answered(clients.Joined)) >= 2 && owns(a, 0, 1, 2, 3, 4, 5)()
+	}, a.rec)
+	mu.Lock()
+	took := found.Sub(joinCut)
+	mu.Unlock()
+	t.Logf("found %v after the EOF", took)
+	if took > 1500*time.Millisecond {
+		t.Errorf("the coordinator was found %v after the JoinGroup's EOF, over %d failed lookups; want each retried after the member's backoff (at most 50 ms)\n%s", took, cuts, a.rec.dump())
+	}
+	n := 0
+	for _, e := range a.rec.Of(clients.Error) {
+		if strings.HasPrefix(e.Why, "FindCoordinator failed") {
+			n++
+		}
+	}
+	if n < cuts {
+		t.Errorf("the member saw %d failed FindCoordinators, want %d (one per attempt, as Java's ensureCoordinatorReady)\n%s", n, cuts, a.rec.dump())
+	}
+}
