@@ -70,6 +70,8 @@ UPGRADE_DOWNGRADE ?=
 # The seed of the upgrade's workload plan: a number (13 is the regression's), or random for a fresh one
 # (logged with the flag that reruns it).
 UPGRADE_SEED ?= 13
+# The release `make java` runs TestMatrix's Java mix on: the default (the first pinned release).
+JAVA_MATRIX_KAFKA = $(firstword $(subst $(comma), ,$(shell $(GO) run ./tools/versions -pinned)))
 # Variants of `make migration` (the nightly workflow runs each): static members, each replacement a
 # rolling bounce of one group.instance.id into the other protocol (true or false), and the faults of
 # the nemesis beside the migration's steps (baseline, broker-faults or member-links).
@@ -154,6 +156,7 @@ goclients: images build
 ## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one), then member-check of the Spring Kafka member on the embedded cluster.
 java: images build
 	$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all
+	GROUPQUAKE_KAFKA_VERSIONS=$(JAVA_MATRIX_KAFKA) $(GOTESTSUM) --junitfile build/junit-java-chaos.xml -- -count=1 -p 1 -timeout 30m ./suites/chaos/ -run 'TestMatrix/.*/.*/java/' -args -chaos.java
 	$(GOTESTSUM) --junitfile build/junit-spring.xml -- -count=1 -timeout 15m ./suites/conformance/ -run TestSpringKafkaMemberCheck -args -spring-kafka
 
 ## migration: the online protocol migration (classic → consumer → classic and back) under every
