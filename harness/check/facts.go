@@ -72,6 +72,11 @@ type facts struct {
 	// upgrade took from a classic member without a revocation
 	// (reconvertDrops), read on first use; nil until then.
 	drops []reconvertDrop
+	// readmits are the member ids __consumer_offsets shows removed and
+	// written again as new members (readmissions), and the position the
+	// snapshot that showed them began after; nil until first read.
+	readmits    []readmission
+	readmitUpto int
 }
 
 type endKind uint8

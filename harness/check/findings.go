@@ -200,6 +200,7 @@ const (
 	FindingOffsetFetchUnstable       = "kafka-offset-fetch-unstable"
 	FindingClassicJoinOrphan         = "kafka-classic-join-timeout-orphan"
 	FindingReconvertDropsRevocation  = "kafka-reconvert-drops-pending-revocation"
+	FindingClassicRejoinReadmitted   = "kafka-classic-rejoin-readmitted"
 	FindingKgoRevokeAfterLost        = "kgo-revoke-after-session-lost"
 	FindingKgoStaticLeave            = "kgo-static-leave-without-instance-id"
 	FindingShareAckErrorApplied      = "kafka-share-ack-error-applied"
@@ -346,6 +347,33 @@ var registry = []Finding{
 		overlap:    reconvertOverlap,
 		pair:       reconvertPair,
 		seen:       reconvertSightings,
+	},
+	{
+		ID:    FindingClassicRejoinReadmitted,
+		Title: "a classic member a consumer group removed when its session expired is re-admitted under its old member id, so it never learns its partitions were given to others",
+		Where: "Kafka group coordinator (GroupMetadataManager.classicGroupJoinToConsumerGroup creates the member again: getOrMaybeSubscribeDynamicConsumerGroupMember with createIfNotExists = true, ConsumerGroup.getOrMaybeCreateMember; a classic group answers UNKNOWN_MEMBER_ID)",
+		Seen:  []string{"Kafka 4.4.0 (run: seed 2918632487381593263, link faults, 3 nodes)", "groupquake classic-cooperative (the member)"},
+		Kind:  Bug,
+		Evidence: "a NoDoubleOwnership overlap or a ValidPartitionEpoch conflict at the readmission's epoch, one side of which is a classic-protocol member's " +
+			"ownership, begun at or before the member epoch at which __consumer_offsets shows its member id holding the partition when the " +
+			"coordinator removed it (its current assignment, target assignment and subscription tombstoned), the member id then written again " +
+			"as a new member (its subscription, then a current assignment with previous member epoch 0 at a higher epoch); the other side's " +
+			"ownership begun, by the member id the log first shows the partition assigned to after the removal, at or after that member epoch; " +
+			"the member's first JoinGroup answered after its ownership began (passing over joins without an answer, answered that the " +
+			"coordinator moved, or answered at a generation it held before the removal) carried the same non-empty member id and was answered " +
+			"ok at the epoch of the readmission, before the ownership ended, sent at least a session timeout after every earlier heartbeat, join " +
+			"or sync carrying the member id had ended and with no LeaveGroup carrying it since the ownership began; no call carrying the member " +
+			"id was answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID or FENCED_MEMBER_EPOCH while the ownership lasted; and " +
+			"the ownership ended revoked, reported at the readmission's epoch, after the member's first SyncGroup of it and before its next " +
+			"JoinGroup or SyncGroup. Without __consumer_offsets read after that JoinGroup, nothing matches",
+		Reproducer: Reproducer{Plan: &PlanReproducer{
+			Args:   []string{"--seed", "2918632487381593263", "--scenario", "baseline", "--nodes", "3", "--kinds", "classic-cooperative,consumer,kgo-consumer", "--members", "3", "--faults", "link-cut,link-flap,link-latency", "--intensity", "high", "--duration", "30s"},
+			Kafka:  "4.4.0",
+			Timing: "the classic member must stay silent past its session while it owns partitions and come back with its member id; groupquake's own member no longer does (its coordinator lookup was fixed), so the seed's reruns hold",
+		}},
+		overlap: readmitOverlap,
+		pair:    readmitPair,
+		seen:    readmitSightings,
 	},
 	{
 		ID:    FindingKgoRevokeAfterLost,
