@@ -216,6 +216,24 @@ func TestFindingsTriageSighted(t *testing.T) {
 	}
 }
 
+// TestFindingsTriageReadmitted triages the real seed-2918632487381593263 run
+// (harness/check's regression data): its 7 violations are known as the
+// classic member re-admitted under its old member id, none unexplained.
+func TestFindingsTriageReadmitted(t *testing.T) {
+	t.Parallel()
+	dir := copyRun(t, "../../harness/check/testdata/kafka-4.4.0-readmit-seed-2918632487381593263")
+	id := check.FindingClassicRejoinReadmitted
+	got, _ := triageJSON(t, filepath.Dir(dir))
+	if len(got.Scenarios) != 1 || got.Scenarios[0].Hold != 0 || got.Scenarios[0].Violations != 7 || got.Scenarios[0].Unexplained != 0 ||
+		got.Scenarios[0].Known[id] != 7 || len(got.Scenarios[0].Known) != 1 {
+		t.Fatalf("scenarios %+v, want 7 violations known as %s", got.Scenarios, id)
+	}
+	code, out, _ := call(t, "findings", "triage", filepath.Dir(dir))
+	if code != exitOK || strings.Count(out, "known "+id+": ") != 7 || !strings.Contains(out, "not UNKNOWN_MEMBER_ID") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
 // TestTriageSightedOnlyWithoutLabel: a run's sightings are listed as sighted
 // without a violation only for the findings none of its violations is
 // labelled with; the table counts runs, not sightings.
