@@ -65,6 +65,14 @@ type rule struct {
 	allowed func(dep string) bool
 }
 
+// noClusterNoClient allows every dependency but the cluster, the member
+// clients, kgo and testcontainers.
+func noClusterNoClient(d string) bool {
+	return !under(d, "harness/cluster") && !under(d, "clients") &&
+		!strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kgo") &&
+		!strings.HasPrefix(d, "github.com/testcontainers/")
+}
+
 // rules are the import rules of docs/design.md: the coordinator and the history
 // are leaves, clients and faults never import the harness, checkers never
 // import the cluster, the member kinds never import the run engine.
@@ -99,11 +107,7 @@ var rules = []rule{
 	{
 		name:    "checkers never import the cluster or a Kafka client",
 		applies: func(p string) bool { return under(p, "harness/check") },
-		allowed: func(d string) bool {
-			return !under(d, "harness/cluster") && !under(d, "clients") &&
-				!strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kgo") &&
-				!strings.HasPrefix(d, "github.com/testcontainers/")
-		},
+		allowed: noClusterNoClient,
 	},
 	{
 		name:    "harness/kinds names the members, it does not run them: no run engine, no cluster (harness/run, cluster, observe, replay; testcontainers)",
@@ -116,11 +120,7 @@ var rules = []rule{
 	{
 		name:    "results/ reads runs: no cluster, no client",
 		applies: func(p string) bool { return under(p, "results") },
-		allowed: func(d string) bool {
-			return !under(d, "harness/cluster") && !under(d, "clients") &&
-				!strings.HasPrefix(d, "github.com/twmb/franz-go/pkg/kgo") &&
-				!strings.HasPrefix(d, "github.com/testcontainers/")
-		},
+		allowed: noClusterNoClient,
 	},
 }
 

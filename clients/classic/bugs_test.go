@@ -48,19 +48,8 @@ func TestFetchingBugsKeepHandingOut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newFake(t)
-			p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			produce := producerTo0(t, c)
 			var m *Member
-			produce := func(n int) {
-				for range n {
-					if err := p.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte("v")}).FirstErr(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
 			poll := func(want int) []clients.Record {
 				var got []clients.Record
 				for range 10 {
@@ -201,18 +190,7 @@ func stableInGeneration3(t *testing.T, c *kfake.Cluster, rec *recorder, opts ...
 
 func TestPollAfterAFenceHandsOutNothing(t *testing.T) {
 	c := newFake(t)
-	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	produce := func(n int) {
-		for range n {
-			if err := p.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte("v")}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	produce := producerTo0(t, c)
 	rec := &recorder{}
 	m := stableInGeneration3(t, c, rec)
 	m.mu.Lock()
@@ -267,6 +245,24 @@ func TestPollAfterAFenceHandsOutNothing(t *testing.T) {
 		cancel()
 		if len(rs) > 0 {
 			t.Fatalf("after the fence reset the generation, Poll handed out %d records of %v at generation %d", len(rs), m.Owned(), rs[0].Generation)
+		}
+	}
+}
+
+// producerTo0 is a producer to c that writes n records ("v") to partition 0
+// of topic, closed when t ends.
+func producerTo0(t *testing.T, c *kfake.Cluster) func(n int) {
+	t.Helper()
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return func(n int) {
+		for range n {
+			if err := p.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -106,7 +106,7 @@ func TestRejoinCommitsFirst(t *testing.T) {
 			c := newFake(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			produceSix(t, ctx, c, 3)
+			produceSix(t, c, 3)
 			opts := []Opt{AutoCommit(true), AutoCommitInterval(time.Hour)} // no interval commit during the test
 			if proto == "cooperative" {
 				opts = append(opts, Assignors(assign.CooperativeSticky()))
@@ -150,13 +150,15 @@ func TestRejoinCommitsFirst(t *testing.T) {
 }
 
 // produceSix writes n records to each of the topic's six partitions.
-func produceSix(t *testing.T, ctx context.Context, c *kfake.Cluster, n int) {
+func produceSix(t *testing.T, c *kfake.Cluster, n int) {
 	t.Helper()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var recs []*kgo.Record
 	for p := range int32(6) {
 		for i := range n {
@@ -175,7 +177,7 @@ func stableConsumer(t *testing.T, c *kfake.Cluster, n int, opts ...Opt) testMemb
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	produceSix(t, ctx, c, n)
+	produceSix(t, c, n)
 	a := start(t, c, "a", "g", append([]Opt{AutoCommit(true), AutoCommitInterval(time.Hour)}, opts...)...)
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
 	for total := 0; total < 6*n; {
@@ -374,25 +376,6 @@ func TestCloseWhileLeaderAssignsLeaves(t *testing.T) {
 // the steps Java's ConsumerCoordinator takes around a rejoin, each of which
 // a deliberate bug in tools/mutate/mutants/classic.json removes.
 
-// produceEach writes n records to every partition of topic.
-func produceEach(t *testing.T, addrs []string, n int) {
-	t.Helper()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for p := range int32(6) {
-		for i := range n {
-			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
 // pollAll polls m until it has handed out want records.
 func pollAll(t *testing.T, m testMember, want int) {
 	t.Helper()
@@ -416,7 +399,7 @@ func pollAll(t *testing.T, m testMember, want int) {
 // the only commit before Close is the one the rejoin makes.
 func TestRejoinCommitsBeforeRevoking(t *testing.T) {
 	c := newFake(t)
-	produceEach(t, c.ListenAddrs(), 3)
+	produceSix(t, c, 3)
 	a := start(t, c, "a", "g", AutoCommit(true), AutoCommitInterval(time.Hour))
 	waitFor(t, "a owns all 6", owns(a, 0, 1, 2, 3, 4, 5), a.rec)
 	pollAll(t, a, 18)

@@ -371,21 +371,9 @@ func TestPlainCommitToEmptyGroup(t *testing.T) {
 
 func TestConsumeCommitAndResume(t *testing.T) {
 	c := newFake(t)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	produceSix(t, c, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for p := range int32(6) {
-		for i := range 3 {
-			r := &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)}
-			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	a := start(t, c, "a", "g", AutoCommit(true), AutoCommitInterval(100*time.Millisecond))
 	seen := map[int32]int{}
 	for total := 0; total < 18; {

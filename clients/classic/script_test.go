@@ -456,16 +456,8 @@ func scriptError(t *testing.T, d *datadriven.TestData) *kerr.Error {
 func scriptPartitions(t *testing.T, d *datadriven.TestData) clients.Partitions {
 	out := clients.Partitions{}
 	for _, name := range []string{"a", "b", "c"} {
-		if !d.HasArg(name) {
-			continue
-		}
-		arg, _ := d.Arg(name)
-		for _, v := range arg.Vals {
-			p, err := strconv.Atoi(v)
-			if err != nil {
-				d.Fatalf(t, "partition %q: %v", v, err)
-			}
-			out[name] = append(out[name], int32(p))
+		if ps := clientstest.ArgPartitions(t, d, name); len(ps) > 0 {
+			out[name] = ps
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package clientstest
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,23 @@ func KafkaError(t *testing.T, d *datadriven.TestData, name string) *kerr.Error {
 	}
 	d.Fatalf(t, "unknown Kafka error %s", name)
 	return nil
+}
+
+// ArgPartitions are the partitions a script command lists as key=(0,1,…),
+// none when it has no such argument; a value that is not a partition
+// number fails the command.
+func ArgPartitions(t *testing.T, d *datadriven.TestData, key string) []int32 {
+	t.Helper()
+	arg, _ := d.Arg(key)
+	var out []int32
+	for _, v := range arg.Vals {
+		p, err := strconv.Atoi(v)
+		if err != nil {
+			d.Fatalf(t, "partition %q: %v", v, err)
+		}
+		out = append(out, int32(p))
+	}
+	return out
 }
 
 // Parts prints partitions the way the machine scripts do:

@@ -98,13 +98,8 @@ func TestMachineScripts(t *testing.T) {
 						if assigned == nil {
 							assigned = map[topicID][]int32{}
 						}
-						arg, _ := d.Arg(name)
-						for _, v := range arg.Vals {
-							p, err := strconv.Atoi(v)
-							if err != nil {
-								d.Fatalf(t, "partition %q: %v", v, err)
-							}
-							assigned[id] = append(assigned[id], int32(p))
+						if ps := clientstest.ArgPartitions(t, d, name); len(ps) > 0 {
+							assigned[id] = ps
 						}
 					}
 					resp = ok(int32(epoch), assigned)

@@ -180,6 +180,16 @@ func ackedWith(ackErr int16) func(*kmsg.ShareFetchRequest) (*kmsg.ShareFetchResp
 	return fetchAnswer(func(p *kmsg.ShareFetchResponseTopicPartition) { p.AcknowledgeErrorCode = ackErr })
 }
 
+// heartbeatAnswer answers a ShareGroupHeartbeat at member epoch epoch,
+// with no assignment.
+func heartbeatAnswer(epoch int32) func(*kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
+	return func(*kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
+		r := kmsg.NewPtrShareGroupHeartbeatResponse()
+		r.MemberEpoch = epoch
+		return r, nil
+	}
+}
+
 func fetchReq(t *testing.T, r kmsg.Request) *kmsg.ShareFetchRequest {
 	t.Helper()
 	f, ok := r.(*kmsg.ShareFetchRequest)
@@ -377,11 +387,7 @@ func TestFencedRejoins(t *testing.T) {
 		r := kmsg.NewPtrShareGroupHeartbeatResponse()
 		r.ErrorCode = kerr.FencedMemberEpoch.Code
 		return r, nil
-	}, func(*kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
-		r := kmsg.NewPtrShareGroupHeartbeatResponse()
-		r.MemberEpoch = 7
-		return r, nil
-	})
+	}, heartbeatAnswer(7))
 	m.mu.Lock()
 	m.epoch = 5
 	m.mu.Unlock()
@@ -416,11 +422,7 @@ func TestLostHeartbeatAnswerResendsTopics(t *testing.T) {
 			resp.Assignment = &a
 		}
 		return resp, nil
-	}, func(*kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
-		resp := kmsg.NewPtrShareGroupHeartbeatResponse()
-		resp.MemberEpoch = 7
-		return resp, nil
-	})
+	}, heartbeatAnswer(7))
 	m.mu.Lock()
 	m.epoch = 5
 	m.names[topicT] = "t" // the topic's metadata is known
@@ -447,11 +449,7 @@ func TestCloseReleasesAndLeaves(t *testing.T) {
 	s.sa = append(s.sa, func(r *kmsg.ShareAcknowledgeRequest) (*kmsg.ShareAcknowledgeResponse, error) {
 		return kmsg.NewPtrShareAcknowledgeResponse(), nil
 	})
-	s.hb = append(s.hb, func(*kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, error) {
-		r := kmsg.NewPtrShareGroupHeartbeatResponse()
-		r.MemberEpoch = -1
-		return r, nil
-	})
+	s.hb = append(s.hb, heartbeatAnswer(-1))
 	m.Poll(context.Background())
 	m.mu.Lock()
 	m.started = true

@@ -35,21 +35,9 @@ func loadRun(t *testing.T, dir string) ([]history.Event, *history.Observations, 
 func TestMixedGroupConvertedWhileEmpty(t *testing.T) {
 	t.Parallel()
 	events, obs, plan := loadRun(t, mixedConversion)
-	byName := func(vs []Verdict) map[string]Verdict {
-		out := map[string]Verdict{}
-		for _, v := range vs {
-			out[v.Name] = v
-		}
-		return out
-	}
 	t.Run("every checker holds, the epochs judged per incarnation", func(t *testing.T) {
 		vs := All(events, obs, plan)
-		for _, v := range vs {
-			if v.Name == "RecoveredStateMatchesLog" {
-				continue // needs the coordinator's replay: harness/run's TestJudgeMixedConversion
-			}
-			mustHold(t, v)
-		}
+		mustHoldButReplay(t, vs) // harness/run's TestJudgeMixedConversion judges the replay
 		for _, name := range []string{"ValidPartitionEpoch", "EpochMonotonic", "FencedCommitsRejected"} {
 			n := notesOf(byName(vs)[name])
 			if !strings.Contains(n, "a new incarnation of the group from event 556: the group had no member at event 545, m1 joined at epoch 1 (epochs up to 6 before)") ||
@@ -222,20 +210,8 @@ const freezeSeed = "testdata/kafka-4.4.0-freeze-seed-2058727196645645882"
 func TestFreezeSeedAnswerAfterTheMove(t *testing.T) {
 	t.Parallel()
 	recorded, obs, plan := loadRun(t, freezeSeed)
-	judge := func(t *testing.T, events []history.Event, obs *history.Observations) map[string]Verdict {
-		t.Helper()
-		out := map[string]Verdict{}
-		for _, v := range All(events, obs, plan) {
-			out[v.Name] = v
-		}
-		return out
-	}
 	t.Run("as recorded, every checker holds", func(t *testing.T) {
-		for name, v := range judge(t, recorded, obs) {
-			if name != "RecoveredStateMatchesLog" { // needs the coordinator's replay (groupquake check holds it)
-				mustHold(t, v)
-			}
-		}
+		mustHoldButReplay(t, All(recorded, obs, plan)) // groupquake check judges the replay
 	})
 	// The alarm's history: m1's first request (event 340) is answered ok at event 691.
 	alarm := slices.Clone(recorded)
@@ -249,14 +225,10 @@ func TestFreezeSeedAnswerAfterTheMove(t *testing.T) {
 	answer.PartitionErrors = nil
 	alarm[691].Value = answer
 	t.Run("m1's commit answered after m2's is concurrent with them: every checker holds", func(t *testing.T) {
-		vs := judge(t, alarm, obs)
-		for name, v := range vs {
-			if name != "RecoveredStateMatchesLog" {
-				mustHold(t, v)
-			}
-		}
+		vs := All(alarm, obs, plan)
+		mustHoldButReplay(t, vs)
 		// The pairs compared are those completed before the later commit was sent.
-		if n := notesOf(vs["CommittedOffsetMonotonic"]); !strings.Contains(n, "ordered commit pairs") {
+		if n := notesOf(byName(vs)["CommittedOffsetMonotonic"]); !strings.Contains(n, "ordered commit pairs") {
 			t.Fatalf("notes: %s", n)
 		}
 	})
@@ -285,6 +257,27 @@ func TestFreezeSeedAnswerAfterTheMove(t *testing.T) {
 func offsetRecFor(group, topic string, at int64, p int32, o int64) history.Record {
 	return history.Record{Offset: at, KeyType: history.RecordOffsetCommit,
 		Key: map[string]any{"group": group, "topic": topic, "partition": p}, Value: map[string]any{"offset": o}}
+}
+
+// byName is the verdicts by checker name.
+func byName(vs []Verdict) map[string]Verdict {
+	out := map[string]Verdict{}
+	for _, v := range vs {
+		out[v.Name] = v
+	}
+	return out
+}
+
+// mustHoldButReplay fails the test unless every verdict but
+// RecoveredStateMatchesLog holds and was not skipped (mustHold): that one
+// needs the coordinator's replay, which this package does not import.
+func mustHoldButReplay(t *testing.T, vs []Verdict) {
+	t.Helper()
+	for _, v := range vs {
+		if v.Name != "RecoveredStateMatchesLog" {
+			mustHold(t, v)
+		}
+	}
 }
 
 // wantEveryCheckerHolds fails the test unless every verdict holds and none

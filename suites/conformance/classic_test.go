@@ -133,7 +133,9 @@ func startOwningAll(t *testing.T, c *cluster.Cluster, group, topic string, opts 
 	return a
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventually polls cond every 100 ms until it holds, failing t after
+// classicWait (60 s): the waits of the classic and the KIP-848 scenarios.
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(classicWait)
 	for !cond() {

@@ -3,7 +3,7 @@ package conformance
 // Scenarios for clients/consumer, the KIP-848 member, against real Kafka.
 // Broker timers (cluster.FastGroupSettings): consumer session timeout 6 s,
 // heartbeat interval 500 ms, and on 4.3+ assignment interval 0. Every wait
-// is a bounded poll for a state (kip848Wait, up to 60 s); nothing asserts a
+// is a bounded poll for a state (eventually, up to 60 s); nothing asserts a
 // duration.
 
 import (
@@ -77,18 +77,6 @@ func (l *kip848Log) mark() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.events)
-}
-
-// kip848Wait polls cond until it holds, failing t after 60 s.
-func kip848Wait(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 60s for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // kip848Sink collects consumed records: topic → partition → offset → the
@@ -323,7 +311,7 @@ func TestConsumerSeedRebalance(t *testing.T) {
 
 		a, _ := kip848New(t, c, "member-a", group, log, consumer.Topics(topic), consumer.ServerAssignor("uniform"))
 		kip848Poll(t, a, sink)
-		kip848Wait(t, "A owns all 6 partitions and consumed 60 records, group Stable", func() bool {
+		eventually(t, "A owns all 6 partitions and consumed 60 records, group Stable", func() bool {
 			return a.Owned().Count() == 6 && sink.count(topic) == 60 && kip848Stable(t, c, group, 1, a.Epoch())
 		})
 		if j := log.of("member-a", clients.Joined); len(j) != 1 || j[0].MemberEpoch != first {
@@ -335,12 +323,12 @@ func TestConsumerSeedRebalance(t *testing.T) {
 
 		b, _ := kip848New(t, c, "member-b", group, log, consumer.Topics(topic), consumer.ServerAssignor("uniform"))
 		kip848Poll(t, b, sink)
-		kip848Wait(t, "A and B own 3 partitions each, group Stable at epoch first+1", func() bool {
+		eventually(t, "A and B own 3 partitions each, group Stable at epoch first+1", func() bool {
 			return a.Owned().Count() == 3 && b.Owned().Count() == 3 && kip848Stable(t, c, group, 2, first+1)
 		})
 		kept := a.Owned()[topic]
 		kip848Produce(t, c, topic, 6, 10)
-		kip848Wait(t, "all 120 records consumed", func() bool { return sink.count(topic) == 120 })
+		eventually(t, "all 120 records consumed", func() bool { return sink.count(topic) == 120 })
 		kip848NoDuplicates(t, sink, topic)
 
 		// A gave up exactly 3, once, never lost anything, and was
@@ -391,10 +379,10 @@ func TestConsumerFencedAfterSession(t *testing.T) {
 		log, sink := kip848Start(t, c, topic, 3, 10)
 		a, links := kip848New(t, c, "member-a", group, log, consumer.Topics(topic))
 		kip848Poll(t, a, sink)
-		kip848Wait(t, "A owns 3 partitions and consumed 30 records", func() bool {
+		eventually(t, "A owns 3 partitions and consumed 30 records", func() bool {
 			return a.Owned().Count() == 3 && sink.count(topic) == 30
 		})
-		kip848Wait(t, "A's offsets committed", func() bool {
+		eventually(t, "A's offsets committed", func() bool {
 			os := kip848Committed(t, c, group)
 			for p := range int32(3) {
 				if o, ok := os.Lookup(topic, p); !ok || o.At != 10 {
@@ -409,7 +397,7 @@ func TestConsumerFencedAfterSession(t *testing.T) {
 		if err := links.Cut(cluster.AllNodes); err != nil {
 			t.Fatal(err)
 		}
-		kip848Wait(t, "the broker to remove A after its session timeout", func() bool {
+		eventually(t, "the broker to remove A after its session timeout", func() bool {
 			g := kip848Describe(t, c, group)
 			return g.Err == nil && len(g.Members) == 0
 		})
@@ -436,7 +424,7 @@ func TestConsumerFencedAfterSession(t *testing.T) {
 				}
 			}
 		}
-		kip848Wait(t, "A fenced, lost everything and rejoined", func() bool {
+		eventually(t, "A fenced, lost everything and rejoined", func() bool {
 			return len(log.of("member-a", clients.Fenced)) > 0 && len(log.of("member-a", clients.Lost)) > 0 && len(log.of("member-a", clients.Joined)) == 2 && a.Owned().Count() == 3
 		})
 		f := log.of("member-a", clients.Fenced)[0]
@@ -473,7 +461,7 @@ func TestConsumerFencedEpochRejoin(t *testing.T) {
 		// The first epoch is not pinned here: without records
 		// produced, the new topic may reach the coordinator's
 		// metadata after the join, which bumps the epoch once more.
-		kip848Wait(t, "A stable with 2 partitions", func() bool {
+		eventually(t, "A stable with 2 partitions", func() bool {
 			return a.Owned().Count() == 2 && kip848Stable(t, c, group, 1, a.Epoch())
 		})
 		first := a.Epoch()
@@ -505,7 +493,7 @@ func TestConsumerFencedEpochRejoin(t *testing.T) {
 		if err := links.Heal(cluster.AllNodes); err != nil {
 			t.Fatal(err)
 		}
-		kip848Wait(t, "A fenced and rejoined with 2 partitions", func() bool {
+		eventually(t, "A fenced and rejoined with 2 partitions", func() bool {
 			return len(log.of("member-a", clients.Joined)) == 2 && a.Owned().Count() == 2
 		})
 		fences := log.of("member-a", clients.Fenced)
@@ -542,7 +530,7 @@ func TestConsumerStaticRestart(t *testing.T) {
 		b, _ := kip848New(t, c, "member-b", group, log, consumer.Topics(topic), consumer.InstanceID("b"))
 		kip848Poll(t, a, sink)
 		pb := kip848Poll(t, b, sink)
-		kip848Wait(t, "A and B own 2 partitions each, group Stable", func() bool {
+		eventually(t, "A and B own 2 partitions each, group Stable", func() bool {
 			g := kip848Describe(t, c, group)
 			return a.Owned().Count() == 2 && b.Owned().Count() == 2 && g.State == "Stable" && len(g.Members) == 2 && g.Epoch == g.AssignmentEpoch
 		})
@@ -562,7 +550,7 @@ func TestConsumerStaticRestart(t *testing.T) {
 		}
 		b2, _ := kip848New(t, c, "member-b2", group, log, consumer.Topics(topic), consumer.InstanceID("b"))
 		kip848Poll(t, b2, sink)
-		kip848Wait(t, "B restarted owns its 2 partitions again", func() bool { return b2.Owned().Count() == 2 })
+		eventually(t, "B restarted owns its 2 partitions again", func() bool { return b2.Owned().Count() == 2 })
 		if j := log.of("member-b2", clients.Joined); len(j) != 1 || j[0].MemberEpoch != epoch {
 			t.Errorf("restarted B joined %+v, want epoch %d (no bump)", j, epoch)
 		}
@@ -577,7 +565,7 @@ func TestConsumerStaticRestart(t *testing.T) {
 				t.Errorf("A revoked %v during B's restart", r.Partitions)
 			}
 		}
-		kip848Wait(t, "all 40 records consumed", func() bool { return sink.count(topic) == 40 })
+		eventually(t, "all 40 records consumed", func() bool { return sink.count(topic) == 40 })
 		kip848NoDuplicates(t, sink, topic)
 	})
 }
@@ -639,19 +627,19 @@ func TestConsumerInteropKgo(t *testing.T) {
 				var k *kgo.Client
 				if ourFirst {
 					ours = startOurs()
-					kip848Wait(t, "our member owns all 4 and consumed 40", func() bool { return ours.Owned().Count() == 4 && sink.count(topic) == 40 })
+					eventually(t, "our member owns all 4 and consumed 40", func() bool { return ours.Owned().Count() == 4 && sink.count(topic) == 40 })
 					k = startKgo()
 				} else {
 					k = startKgo()
-					kip848Wait(t, "kgo consumed 40", func() bool { return sink.count(topic) == 40 })
+					eventually(t, "kgo consumed 40", func() bool { return sink.count(topic) == 40 })
 					ours = startOurs()
 				}
-				kip848Wait(t, "group Stable with 2 members, our member owning 2", func() bool {
+				eventually(t, "group Stable with 2 members, our member owning 2", func() bool {
 					g := kip848Describe(t, c, group)
 					return g.State == "Stable" && len(g.Members) == 2 && ours.Owned().Count() == 2 && g.AssignorName == "uniform"
 				})
 				kip848Produce(t, c, topic, 4, 10)
-				kip848Wait(t, "all 80 records consumed", func() bool { return sink.count(topic) == 80 })
+				eventually(t, "all 80 records consumed", func() bool { return sink.count(topic) == 80 })
 				kip848NoDuplicates(t, sink, topic)
 				_ = k
 				if l := log.of("ours-"+name, clients.Lost); len(l) != 0 {
@@ -679,7 +667,7 @@ func TestConsumerCommitOlderEpoch(t *testing.T) {
 		sink := newKip848Sink()
 		a, _ := kip848New(t, c, "member-a", group, log, consumer.Topics(topic))
 		kip848Poll(t, a, sink)
-		kip848Wait(t, "A stable owning 2 partitions", func() bool {
+		eventually(t, "A stable owning 2 partitions", func() bool {
 			return a.Owned().Count() == 2 && sink.count(topic) == 20 && kip848Stable(t, c, group, 1, a.Epoch())
 		})
 		old := a.Epoch()
@@ -687,7 +675,7 @@ func TestConsumerCommitOlderEpoch(t *testing.T) {
 		// A's partitions do not.
 		b, _ := kip848New(t, c, "member-b", group, log, consumer.Topics(other))
 		kip848Poll(t, b, sink)
-		kip848Wait(t, "A moved past its epoch with the same partitions", func() bool {
+		eventually(t, "A moved past its epoch with the same partitions", func() bool {
 			return a.Epoch() > old && b.Owned().Count() == 1 && a.Owned().Count() == 2
 		})
 		if r := log.of("member-a", clients.Revoked); len(r) != 0 {
@@ -751,7 +739,7 @@ func TestConsumerRegexRange(t *testing.T) {
 		sink := newKip848Sink()
 		a, _ := kip848New(t, c, "member-a", group, log, consumer.Regex("rx-.*"), consumer.ServerAssignor("range"))
 		kip848Poll(t, a, sink)
-		kip848Wait(t, "A owns both rx topics and consumed them", func() bool {
+		eventually(t, "A owns both rx topics and consumed them", func() bool {
 			return a.Owned().Count() == 4 && sink.count("rx-one") == 10 && sink.count("rx-two") == 10
 		})
 		if got := a.Owned().Topics(); !slices.Equal(got, []string{"rx-one", "rx-two"}) {
@@ -776,9 +764,9 @@ func TestConsumerPollTimeout(t *testing.T) {
 		log, sink := kip848Start(t, c, topic, 2, 5)
 		a, _ := kip848New(t, c, "member-a", group, log, consumer.Topics(topic), consumer.MaxPollInterval(3*time.Second), consumer.RebalanceTimeout(10*time.Second))
 		p := kip848Poll(t, a, sink)
-		kip848Wait(t, "A owns 2 and consumed 10", func() bool { return a.Owned().Count() == 2 && sink.count(topic) == 10 })
+		eventually(t, "A owns 2 and consumed 10", func() bool { return a.Owned().Count() == 2 && sink.count(topic) == 10 })
 		p.stop()
-		kip848Wait(t, "A left after the poll timeout", func() bool {
+		eventually(t, "A left after the poll timeout", func() bool {
 			return len(log.of("member-a", clients.SessionExpired)) == 1 && len(log.of("member-a", clients.Left)) == 1 && a.Owned().Count() == 0
 		})
 		if l := log.of("member-a", clients.Lost); len(l) != 1 || l[0].Partitions.Count() != 2 {
@@ -787,12 +775,12 @@ func TestConsumerPollTimeout(t *testing.T) {
 		if l := log.of("member-a", clients.Left); l[0].MemberEpoch != -1 {
 			t.Errorf("left at epoch %d, want -1", l[0].MemberEpoch)
 		}
-		kip848Wait(t, "the broker to drop A", func() bool {
+		eventually(t, "the broker to drop A", func() bool {
 			g := kip848Describe(t, c, group)
 			return g.Err == nil && len(g.Members) == 0
 		})
 		kip848Poll(t, a, sink)
-		kip848Wait(t, "A rejoined on the next Poll", func() bool {
+		eventually(t, "A rejoined on the next Poll", func() bool {
 			return len(log.of("member-a", clients.Joined)) == 2 && a.Owned().Count() == 2
 		})
 		kip848NoDuplicates(t, sink, topic)
@@ -809,9 +797,9 @@ func TestConsumerUnreleasedInstanceID(t *testing.T) {
 		log, sink := kip848Start(t, c, topic, 2, 1)
 		a, _ := kip848New(t, c, "member-a", group, log, consumer.Topics(topic), consumer.InstanceID("same"))
 		kip848Poll(t, a, sink)
-		kip848Wait(t, "A owns 2", func() bool { return a.Owned().Count() == 2 })
+		eventually(t, "A owns 2", func() bool { return a.Owned().Count() == 2 })
 		dup, _ := kip848New(t, c, "member-dup", group, log, consumer.Topics(topic), consumer.InstanceID("same"))
-		kip848Wait(t, "the duplicate to fail fatally", func() bool { return len(log.of("member-dup", clients.Error)) > 0 })
+		eventually(t, "the duplicate to fail fatally", func() bool { return len(log.of("member-dup", clients.Error)) > 0 })
 		if e := log.of("member-dup", clients.Error)[0]; e.Err != kerr.UnreleasedInstanceID.Message {
 			t.Fatalf("duplicate failed with %q, want UNRELEASED_INSTANCE_ID", e.Err)
 		}
