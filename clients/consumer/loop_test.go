@@ -86,7 +86,14 @@ type scriptBroker struct {
 
 func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
 	t.Helper()
-	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(partitions, loopTopic))
+	return newScriptBrokers(t, partitions, 1)
+}
+
+// newScriptBrokers is newScriptBroker on a cluster of n brokers, every one
+// of which answers the group requests by the script.
+func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
+	t.Helper()
+	c := clientstest.NewCluster(t, kfake.NumBrokers(n), kfake.SeedTopics(partitions, loopTopic))
 	t.Cleanup(c.Close)
 	s := &scriptBroker{c: c, epoch: 1, interval: 100 * time.Millisecond, committed: map[int32]int64{}}
 
