@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/coord"
 )
 
 // Group requests go to the coordinator node through kgo's
@@ -17,8 +17,8 @@ import (
 // COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR, while the harness wants
 // each of those answers in the history and the member to react to them as
 // the Java AbstractCoordinator does (mark the coordinator unknown, find it
-// again, retry with backoff). FindCoordinator itself goes through
-// Client.Request (any broker can answer it).
+// again, retry with backoff). FindCoordinator goes to one broker per
+// attempt (coord.Find), retried after the member's own backoff.
 
 // ensureCoordinator returns the coordinator's node id, looking it up with
 // FindCoordinator until one answers or ctx ends. COORDINATOR_NOT_AVAILABLE,
@@ -39,21 +39,10 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 		if node >= 0 {
 			return node, nil
 		}
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorKey = m.cfg.group
-		req.CoordinatorKeys = []string{m.cfg.group}
-		req.CoordinatorType = 0 // group
-		resp, err := m.lookupCoordinator(ctx, req, attempt)
+		nodeID, err := coord.Find(ctx, m.cl, m.cfg.group, attempt)
 		if err == nil {
-			code, nodeID := resp.ErrorCode, resp.NodeID
-			if len(resp.Coordinators) == 1 {
-				code, nodeID = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
-			}
-			err = kerr.ErrorForCode(code)
-			if err == nil {
-				m.step(func(s *machine) outcome { return s.foundCoordinator(nodeID, gen, m.cfg.Clock.Now()) })
-				return nodeID, nil
-			}
+			m.step(func(s *machine) outcome { return s.foundCoordinator(nodeID, gen, m.cfg.Clock.Now()) })
+			return nodeID, nil
 		}
 		if ctx.Err() != nil {
 			return -1, ctx.Err()
@@ -71,27 +60,6 @@ func (m *Member) ensureCoordinator(ctx context.Context) (int32, error) {
 			return -1, err
 		}
 	}
-}
-
-// lookupCoordinator sends one FindCoordinator to one broker, with no retry
-// of its own: Java's lookupCoordinator sends one request per attempt (to
-// the least loaded node) and ensureCoordinatorReady retries it after
-// retry.backoff.ms. Through kgo's Client.Request it would be retried
-// inside kgo, after kgo's own backoff (250 ms doubling to 5 s), unseen by
-// the member and across up windows of a flapping link: a member was silent
-// for 7.9 s that way, past its 6 s session (seed 2918632487381593263 on
-// 4.4.0, three nodes). The broker is drawn per attempt from the brokers
-// kgo knows (the seeds before its first metadata), so that a lookup after
-// a failure can go elsewhere.
-func (m *Member) lookupCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest, attempt int) (*kmsg.FindCoordinatorResponse, error) {
-	bs := m.cl.DiscoveredBrokers()
-	if len(bs) == 0 {
-		bs = m.cl.SeedBrokers()
-	}
-	if len(bs) == 0 {
-		return nil, fmt.Errorf("FindCoordinator: no broker known")
-	}
-	return req.RequestWith(ctx, bs[attempt%len(bs)])
 }
 
 // markCoordinatorUnknown is machine.markCoordinatorUnknown, under mu.

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
+	"github.com/groupquake/groupquake/clients/internal/coord"
 	"github.com/groupquake/groupquake/clients/internal/groupreq"
 )
 
@@ -101,7 +102,7 @@ func (mb *Member) run() {
 		due := !mb.m.skipHeartbeat() && !now.Before(notBefore) && (mb.m.heartbeatNow() || !now.Before(next))
 		mb.mu.Unlock()
 		if due {
-			backoff := mb.heartbeat()
+			backoff, unknown := mb.heartbeat()
 			if mb.ctx.Err() != nil {
 				return
 			}
@@ -119,6 +120,11 @@ func (mb *Member) run() {
 			} else {
 				attempts = 0
 				notBefore = time.Time{}
+			}
+			if unknown {
+				// No heartbeat left: the coordinator is looked up
+				// again after the backoff, not the interval.
+				next = notBefore
 			}
 		}
 		mb.mu.Lock()
@@ -245,36 +251,36 @@ func (mb *Member) checkTimers(now time.Time) {
 	}
 }
 
-// heartbeat sends one heartbeat and feeds its answer to the machine. It
-// reports whether the next one must back off.
-func (mb *Member) heartbeat() (backoff bool) {
-	req, seq, call, op := mb.sendHeartbeat()
+// heartbeat sends one heartbeat to the coordinator and feeds its answer
+// to the machine. It reports whether the next one must back off, and
+// unknown when no heartbeat left because the coordinator could not be
+// found (findCoordinator).
+func (mb *Member) heartbeat() (backoff, unknown bool) {
 	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-	resp, node, err := mb.send(ctx, req)
-	cancel()
+	defer cancel()
+	node, ok := mb.findCoordinator(ctx)
+	if !ok {
+		return true, true
+	}
+	req, seq, call, op := mb.sendHeartbeat()
+	resp, err := mb.send(ctx, node, req)
 	if err != nil && mb.ctx.Err() != nil {
 		// Closing: Close sends the leave. The answer will not be waited for.
 		mb.mu.Lock()
 		mb.pending = append(mb.pending, mb.answerEvents(call, op, req, nil, fmt.Errorf("member closing: stopped waiting for the answer: %w", err), nil)...)
 		mb.mu.Unlock()
 		mb.flush()
-		return false
-	}
-	if err == nil && node != mb.coordinator {
-		mb.mu.Lock()
-		e := mb.ev(clients.FoundCoordinator, fmt.Sprintf("heartbeat answered by node %d (was %d)", node, mb.coordinator))
-		e.Node = node
-		mb.pending = append(mb.pending, e)
-		mb.coordinator = node
-		mb.mu.Unlock()
+		return false, false
 	}
 	if err == nil && resp.Assignment != nil {
 		mb.resolve(assignedIDs(resp))
 	}
-	if err == nil {
-		if ce := kerr.ErrorForCode(resp.ErrorCode); errors.Is(ce, kerr.NotCoordinator) || errors.Is(ce, kerr.CoordinatorNotAvailable) {
-			mb.forgetCoordinator()
-		}
+	if err != nil {
+		// Java: a disconnect (a timed-out request is one) makes the
+		// coordinator unknown (CoordinatorRequestManager.handleCoordinatorDisconnect).
+		mb.forgetCoordinator(node)
+	} else if ce := kerr.ErrorForCode(resp.ErrorCode); errors.Is(ce, kerr.NotCoordinator) || errors.Is(ce, kerr.CoordinatorNotAvailable) {
+		mb.forgetCoordinator(node)
 	}
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
@@ -295,9 +301,9 @@ func (mb *Member) heartbeat() (backoff bool) {
 			mb.m.sent.reset()
 			mb.m.join("rejoin after the rebalance-timeout leave")
 		}
-		return false
+		return false, false
 	}
-	return o.backoff
+	return o.backoff, false
 }
 
 // sendHeartbeat builds the next heartbeat and reports it sent
@@ -365,39 +371,68 @@ func (mb *Member) answerEvents(call uint64, op clients.Op, req *kmsg.ConsumerGro
 	return append([]clients.Event{a}, rest...)
 }
 
-// send sends a heartbeat once (kgo does not retry ConsumerGroupHeartbeat
-// unless it is a leave) and says which node answered: the coordinator.
-func (mb *Member) send(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, int32, error) {
-	shards := mb.cl.RequestSharded(ctx, req)
-	if len(shards) != 1 {
-		return nil, -1, fmt.Errorf("heartbeat went to %d brokers, not one", len(shards))
+// findCoordinator returns the coordinator the member knows or, when it
+// knows none, sends one FindCoordinator to one broker (coord.Find). A
+// failed lookup is reported and retried after the member's backoff (Java's
+// CoordinatorRequestManager: one FindCoordinator in flight, retried after
+// retry.backoff.ms); no heartbeat is sent meanwhile.
+func (mb *Member) findCoordinator(ctx context.Context) (int32, bool) {
+	mb.mu.Lock()
+	node, attempt := mb.coordinator, mb.lookups
+	if node < 0 {
+		mb.lookups++
 	}
-	sh := shards[0]
-	if sh.Err != nil {
-		return nil, sh.Meta.NodeID, sh.Err
+	mb.mu.Unlock()
+	if node >= 0 {
+		return node, true
 	}
-	resp, ok := sh.Resp.(*kmsg.ConsumerGroupHeartbeatResponse)
-	if !ok {
-		return nil, sh.Meta.NodeID, fmt.Errorf("heartbeat answered with %T", sh.Resp)
+	node, err := coord.Find(ctx, mb.cl, mb.group, attempt)
+	if err != nil && mb.ctx.Err() != nil {
+		return -1, false // closing
 	}
-	return resp, sh.Meta.NodeID, nil
+	mb.mu.Lock()
+	if err != nil {
+		e := mb.ev(clients.Error, "FindCoordinator failed; retrying after backoff")
+		if ke, ok := errors.AsType[*kerr.Error](err); ok {
+			e.ErrCode, e.Err = ke.Code, kerrName(ke)
+		} else {
+			e.Err = err.Error()
+		}
+		mb.pending = append(mb.pending, e)
+	} else {
+		e := mb.ev(clients.FoundCoordinator, fmt.Sprintf("FindCoordinator: the coordinator is node %d", node))
+		e.Node = node
+		mb.pending = append(mb.pending, e)
+		mb.coordinator = node
+	}
+	mb.mu.Unlock()
+	mb.flush()
+	return node, err == nil
 }
 
-// forgetCoordinator is Java's markCoordinatorUnknown. kgo sends
-// ConsumerGroupHeartbeat to its cached coordinator and, unlike its other
-// group requests, does not drop that cache on NOT_COORDINATOR; an
-// OffsetFetch does (kgo client.go, maybeDeleteStaleCoordinator), so the
-// member sends a read-only one (no member, epoch -1, no partitions) and the
-// next heartbeat finds the coordinator again.
-func (mb *Member) forgetCoordinator() {
-	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-	defer cancel()
-	req := kmsg.NewPtrOffsetFetchRequest()
-	g := kmsg.NewOffsetFetchRequestGroup()
-	g.Group = mb.group
-	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
-	req.Groups = append(req.Groups, g)
-	req.RequestWith(ctx, mb.cl) // its answer does not matter
+// forgetCoordinator is Java's markCoordinatorUnknown: the next heartbeat
+// looks the coordinator up again. node is the coordinator the failed
+// heartbeat went to (one found meanwhile is kept).
+func (mb *Member) forgetCoordinator(node int32) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.coordinator == node {
+		mb.coordinator = -1
+	}
+}
+
+// send sends a heartbeat once, to the coordinator node, through kgo's
+// Broker(node).Request: kgo neither looks the coordinator up nor retries.
+func (mb *Member) send(ctx context.Context, node int32, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	r, err := mb.cl.Broker(int(node)).Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := r.(*kmsg.ConsumerGroupHeartbeatResponse)
+	if !ok {
+		return nil, fmt.Errorf("heartbeat answered with %T", r)
+	}
+	return resp, nil
 }
 
 func assignedIDs(resp *kmsg.ConsumerGroupHeartbeatResponse) []topicID {

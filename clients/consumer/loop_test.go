@@ -63,13 +63,17 @@ type scriptBroker struct {
 	c  *kfake.Cluster
 	id [16]byte // the topic's id, as kfake made it
 
-	mu        sync.Mutex
-	log       []groupReq
-	epoch     int32
-	assigned  []int32
-	interval  time.Duration
-	fail      int16
-	fetchErr  int16 // every OffsetFetch partition answers it while set
+	mu       sync.Mutex
+	log      []groupReq
+	finds    []time.Time // when each FindCoordinator arrived
+	epoch    int32
+	assigned []int32
+	interval time.Duration
+	fail     int16
+	fetchErr int16 // every OffsetFetch partition answers it while set
+	// moved, while set, answers every heartbeat and OffsetFetch
+	// NOT_COORDINATOR, as a node that is no longer the coordinator does.
+	moved     bool
 	committed map[int32]int64
 	// holdLeave, while set, keeps the answer to a leave heartbeat until it
 	// is closed; leaveHeld is signalled when a leave is being held.
@@ -82,7 +86,14 @@ type scriptBroker struct {
 
 func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
 	t.Helper()
-	c := clientstest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(partitions, loopTopic))
+	return newScriptBrokers(t, partitions, 1)
+}
+
+// newScriptBrokers is newScriptBroker on a cluster of n brokers, every one
+// of which answers the group requests by the script.
+func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
+	t.Helper()
+	c := clientstest.NewCluster(t, kfake.NumBrokers(n), kfake.SeedTopics(partitions, loopTopic))
 	t.Cleanup(c.Close)
 	s := &scriptBroker{c: c, epoch: 1, interval: 100 * time.Millisecond, committed: map[int32]int64{}}
 
@@ -146,6 +157,16 @@ func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
 		c.KeepControl()
 		return s.offsetFetch(req.(*kmsg.OffsetFetchRequest)), nil, true
 	})
+	// When FindCoordinators arrive is written down (apart from the
+	// group requests); kfake answers them, or a test's control of them
+	// registered after this one.
+	c.ControlKey(kmsg.FindCoordinator.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		s.mu.Lock()
+		s.finds = append(s.finds, time.Now())
+		s.mu.Unlock()
+		return nil, nil, false
+	})
 	return s
 }
 
@@ -159,6 +180,10 @@ func (s *scriptBroker) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.R
 	switch {
 	case req.MemberEpoch < 0:
 		resp.MemberEpoch = req.MemberEpoch
+	case s.moved:
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		resp.MemberID = nil
+		resp.MemberEpoch = -1
 	case s.fail != 0:
 		resp.ErrorCode, s.fail = s.fail, 0
 		resp.MemberID = nil
@@ -194,6 +219,11 @@ func (s *scriptBroker) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	for _, g := range req.Groups {
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group = g.Group
+		if s.moved {
+			rg.ErrorCode = kerr.NotCoordinator.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		for _, gt := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
 			rt.Topic, rt.TopicID = gt.Topic, gt.TopicID
@@ -761,10 +791,10 @@ func TestLoopRebalanceTimeoutLeavesAndRejoins(t *testing.T) {
 	}
 }
 
-// NOT_COORDINATOR on a heartbeat: kgo keeps sending heartbeats to the node
-// it has cached, so the member makes kgo forget it with a read-only
-// OffsetFetch (no member, no topics) before the next heartbeat, which
-// carries the same epoch: the member keeps its partitions.
+// NOT_COORDINATOR on a heartbeat: the member forgets the coordinator
+// (Java's markCoordinatorUnknown) and looks it up with a FindCoordinator
+// before the next heartbeat, which carries the same epoch: the member
+// keeps its partitions.
 func TestLoopNotCoordinatorFindsItAgain(t *testing.T) {
 	t.Parallel()
 	s := newScriptBroker(t, 2)
@@ -782,13 +812,23 @@ func TestLoopNotCoordinatorFindsItAgain(t *testing.T) {
 	}, dump)
 	as := s.arrivals()[before:]
 	iNext := iFail + 1 + slices.IndexFunc(as[iFail+1:], func(a groupReq) bool { return a.hb != nil })
-	iFetch := slices.IndexFunc(as[iFail+1:], func(a groupReq) bool { return a.fetch != nil })
-	if iFetch < 0 || iFail+1+iFetch > iNext {
-		t.Fatalf("no OffsetFetch between NOT_COORDINATOR (arrival %d) and the next heartbeat (%d)\n%s", iFail, iNext, dump())
+	s.mu.Lock()
+	finds := slices.Clone(s.finds)
+	s.mu.Unlock()
+	between, earlier := 0, 0
+	for _, at := range finds {
+		switch {
+		case at.After(as[iFail].at) && at.Before(as[iNext].at):
+			between++
+		case at.Before(as[iFail].at) && at.After(as[0].at):
+			earlier++
+		}
 	}
-	g := as[iFail+1+iFetch].fetch.Groups[0]
-	if g.MemberID != nil || len(g.Topics) != 0 {
-		t.Errorf("the OffsetFetch that drops the coordinator names member %v and %d topics, want none", g.MemberID, len(g.Topics))
+	if between != 1 {
+		t.Fatalf("%d FindCoordinators between NOT_COORDINATOR (arrival %d) and the next heartbeat (%d), want 1\n%s", between, iFail, iNext, dump())
+	}
+	if earlier != 0 {
+		t.Errorf("%d FindCoordinators between heartbeats answered by the coordinator: the member looked up a coordinator it knew\n%s", earlier, dump())
 	}
 	if ep := as[iNext].hb.MemberEpoch; ep != 4 {
 		t.Errorf("heartbeat after NOT_COORDINATOR has epoch %d, want 4 (nothing changed)", ep)

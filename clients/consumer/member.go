@@ -54,8 +54,12 @@ type Member struct {
 	pollCancel context.CancelFunc
 	waiting    int // ownership changes waiting for pollMu
 	since      time.Time
-	// coordinator is the node that answered the last heartbeat (-1: none).
+	// coordinator is the group's coordinator as the last FindCoordinator
+	// named it (-1: unknown, the next heartbeat looks it up).
 	coordinator int32
+	// lookups counts the FindCoordinators sent: each goes to the next
+	// broker.
+	lookups int
 	// revoking are partitions pending revocation: Poll hands out none
 	// of their records while the commit before the revocation runs.
 	revoking clients.Partitions
