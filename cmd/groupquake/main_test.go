@@ -269,8 +269,8 @@ func TestVersion(t *testing.T) {
 func TestCheckKilledRun(t *testing.T) {
 	fx := makeFixtures(t)
 	code, stdout, stderr := call(t, "check", fx.killed)
-	if code != exitOK {
-		t.Fatalf("exit %d, want 0 (nothing violated up to where it stopped):\n%s%s", code, stdout, stderr)
+	if code != exitFailed || !strings.Contains(stderr, "was cut short, so it does not hold") {
+		t.Fatalf("exit %d, want 3 (nothing violated up to where it stopped, but cut short: not a hold):\n%s%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
 		"note: observations.json is absent",
