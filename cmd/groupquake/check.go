@@ -86,11 +86,15 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	} else {
 		printJudgement(stdout, j)
 	}
-	stepSummary(con.Logf, "groupquake check "+dir, dir, j.Plan, &j, nil)
-	if err := verdictStatus(j.Report); err != nil {
-		return err
+	status := verdictStatus(j.Report)
+	var short error
+	if status == nil {
+		status = cutShort(j)
+		short = status
 	}
-	return cutShort(j)
+	// A run cut short is on the CI job's summary page too: it did not hold.
+	stepSummary(con.Logf, "groupquake check "+dir, dir, j.Plan, &j, short)
+	return status
 }
 
 // cutShort is the status of a judged run that found no violation: nil when

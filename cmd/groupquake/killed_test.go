@@ -27,6 +27,9 @@ func TestKilledRunIsCutShortNotAHold(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, run.VerdictsFile)); err == nil {
 		t.Fatal("the fixture has a verdicts.json")
 	}
+	// On GitHub Actions, the run cut short goes to the job's summary page (it said nothing).
+	summary := filepath.Join(t.TempDir(), "summary.md")
+	t.Setenv("GITHUB_STEP_SUMMARY", summary)
 
 	code, stdout, stderr := call(t, "check", dir)
 	if code != exitFailed {
@@ -52,6 +55,10 @@ func TestKilledRunIsCutShortNotAHold(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, run.VerdictsFile)); err == nil {
 		t.Error("check without --write wrote verdicts.json")
 	}
+	if b, _ := os.ReadFile(summary); !strings.Contains(string(b), "was cut short, so it does not hold") {
+		t.Errorf("the CI summary does not say the run was cut short: %q", b)
+	}
+	os.Remove(summary)
 
 	jcode, out := jsonCall(t, "check", "--json", dir)
 	doc := validateJSON(t, "run", out)
