@@ -31,6 +31,9 @@ type Report struct {
 	Notes []string
 	// Truncated is set when the history ended mid-line (a killed run).
 	Truncated bool
+	// Stopped says where a run that did not reach its end stopped (check.Report's Stopped): with
+	// no violation, the page says the run was cut short, never that it holds.
+	Stopped string
 	// Partitions are the plan's partitions: each gets a timeline row even if nobody owned it.
 	Partitions []history.TP
 	// Ownerships are the ownership intervals as the checkers see them; nil means derive them from
@@ -528,8 +531,11 @@ func newView(r Report) *view {
 	rank := map[string]int{"violated": 0, "skipped": 1, "holds": 2}
 	slices.SortStableFunc(v.Verdicts, func(a, b verdictRow) int { return cmp.Compare(rank[a.Status], rank[b.Status]) })
 	v.Status = "holds"
-	if v.failed > 0 {
+	switch {
+	case v.failed > 0:
 		v.Status = "violated"
+	case r.Stopped != "":
+		v.Status = "cut-short"
 	}
 	return v
 }

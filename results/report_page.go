@@ -238,7 +238,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .5em;vertical-align:top;text-align:left}
 span.holds{color:#17803d}span.violated{color:#c00000;font-weight:bold}span.skipped{color:#8a6d00}li.violation{color:#a00000}
 .banner{border:2px solid;border-left-width:10px;padding:.5em 1em;margin:.6em 0 1em;max-width:1180px}
-.banner.violated{border-color:#c00000;background:#fdecec}.banner.holds{border-color:#17803d;background:#eaf6ee}
+.banner.violated{border-color:#c00000;background:#fdecec}.banner.holds{border-color:#17803d;background:#eaf6ee}.banner.cut-short{border-color:#8a6d00;background:#fdf6e0}.banner.cut-short .headline{color:#6b5400}
 .banner .headline{font-size:1.15em;font-weight:bold;margin:.2em 0 .4em}.banner.violated .headline{color:#a00000}.banner.holds .headline{color:#126b33}
 .banner ul{margin:.2em 0;padding-left:1.2em}.banner li{margin:.35em 0}.banner .bname{font-weight:bold;color:#a00000}
 .banner .where{color:#333}.banner .on{font-weight:bold}.finding{background:#222;color:#fff;padding:0 .4em;border-radius:3px;font-size:.9em}
@@ -275,6 +275,7 @@ tr.fault td.fam{width:.6em}
 <span class="where">— {{if ge .First 0}}at {{.At}}, events {{range .Events}}<a href="#e{{.}}">#{{.}}</a> {{end}}{{if .MoreEvents}}and {{.MoreEvents}} more{{end}}{{end}}{{if .Partitions}} · on <span class="on">{{join .Partitions ", "}}</span>{{end}}{{if .Members}} · members <span class="on">{{join .Members ", "}}</span>{{end}}{{if gt .Count 1}} · {{.Count}} violations{{end}}</span>
 {{if .Zoom}}<button class="show" data-x0="{{f1 .X0}}" data-x1="{{f1 .X1}}">show on the timeline</button>{{end}}</li>
 {{end}}</ul></div>
+{{else if .Stopped}}<div class="banner cut-short" id="banner"><p class="headline">⚠ Cut short: no checker found a violation up to where the run stopped, which is not a hold</p><p>The run {{.Stopped}}. The checkers that speak of the end of a run could not judge it; rerun it to judge it whole: <code>{{.Command}}</code></p></div>
 {{else}}<div class="banner holds" id="banner"><p class="headline">✓ No checker found a violation{{if .Truncated}} (the history ends mid-line: the run was killed, and it is judged up to there){{end}}</p></div>
 {{end}}<p class="summary">{{.Summary}}{{if .Truncated}} — <strong>the history ends mid-line: the run was killed, and it is judged up to there</strong>{{end}}</p>
 {{if .Run.Scenario}}<table class="run">

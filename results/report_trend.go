@@ -19,8 +19,11 @@ type RunSummary struct {
 	Report string
 	// Err says why the run could not be read; the rest is then empty.
 	Err string
-	// Holds is false when some checker found a violation.
+	// Holds is false when some checker found a violation, or the run was cut short (Stopped).
 	Holds bool
+	// Stopped says where a run that did not reach its end stopped: with no violation it is cut
+	// short, never a hold.
+	Stopped string
 	// Violated and Skipped name the checkers that found a violation and those that were skipped.
 	Violated, Skipped []string
 	Checkers          int
@@ -31,9 +34,13 @@ type RunSummary struct {
 	Pressure check.Pressure
 }
 
+// CutShort reports whether the run did not reach its end and found no violation up to there.
+func (s RunSummary) CutShort() bool { return s.Err == "" && s.Stopped != "" && len(s.Violated) == 0 }
+
 // Summarize fills the verdict fields of s from a report.
 func (s *RunSummary) Summarize(rep check.Report) {
-	s.Holds, s.Cost, s.Checkers = rep.Holds, rep.RebalanceCost, len(rep.Verdicts)
+	s.Holds, s.Cost, s.Checkers = rep.Holds && rep.Stopped == "", rep.RebalanceCost, len(rep.Verdicts)
+	s.Stopped = rep.Stopped
 	for _, v := range rep.Verdicts {
 		switch {
 		case v.Skipped != "":
@@ -85,9 +92,11 @@ func statsOfPauses(ds []time.Duration) pauseStats {
 type trendGroup struct {
 	Key                          string
 	Runs, Hold, Violated, Unread int
-	Partition, Member            pauseStats
-	MidRebalance, UnderFault     float64
-	Checkers                     []string // checkers violated in the group, with counts
+	// CutShort counts the runs that did not reach their end and found no violation up to there.
+	CutShort                 int
+	Partition, Member        pauseStats
+	MidRebalance, UnderFault float64
+	Checkers                 []string // checkers violated in the group, with counts
 }
 
 // groupRuns groups runs by key and summarises each group; pauses are every pause of the group's
@@ -114,6 +123,8 @@ func groupRuns(runs []RunSummary, key func(RunSummary) string, protocolOf func(s
 				continue
 			case r.Holds:
 				g.Hold++
+			case r.CutShort():
+				g.CutShort++
 			default:
 				g.Violated++
 			}
@@ -193,7 +204,7 @@ func WriteTrendPage(w io.Writer, p TrendPage) error {
 		return cmp.Or(a.Run.Started.Compare(b.Run.Started), cmp.Compare(a.Run.Dir, b.Run.Dir))
 	})
 	v := trendView{Title: title, Status: "holds", Scorecard: p.Scorecard}
-	hold, violated, unread := 0, 0, 0
+	hold, violated, cutShort, unread := 0, 0, 0, 0
 	for i, r := range runs {
 		part, mem := pauses([]RunSummary{r}, "")
 		v.Runs = append(v.Runs, trendRow{RunSummary: r, N: i + 1, Partition: statsOfPauses(part), Member: statsOfPauses(mem)})
@@ -202,6 +213,8 @@ func WriteTrendPage(w io.Writer, p TrendPage) error {
 			unread++
 		case r.Holds:
 			hold++
+		case r.CutShort():
+			cutShort++
 		default:
 			violated++
 		}
@@ -209,7 +222,7 @@ func WriteTrendPage(w io.Writer, p TrendPage) error {
 	if violated > 0 {
 		v.Status = "violated"
 	}
-	v.Summary = fmt.Sprintf("%d runs: %d hold, %d violated, %d unreadable", len(runs), hold, violated, unread)
+	v.Summary = fmt.Sprintf("%d runs: %d hold, %d violated, %d cut short, %d unreadable", len(runs), hold, violated, cutShort, unread)
 	all := func(string) string { return "" }
 	v.ByKafka = groupRuns(runs, func(r RunSummary) string { return r.Run.Kafka }, all)
 	v.ByScenario = groupRuns(runs, func(r RunSummary) string { return r.Run.Scenario }, all)
@@ -238,6 +251,8 @@ func WriteTrendPage(w io.Writer, p TrendPage) error {
 		switch {
 		case r.Err != "":
 			cls = "dot unread"
+		case r.CutShort():
+			cls = "dot cut-short"
 		case !r.Holds:
 			cls = "dot violated"
 		}
@@ -274,10 +289,10 @@ var trendTemplate = template.Must(template.New("trend").Funcs(template.FuncMap{
 }).Parse(pageHead + `h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}code{background:#f3f3f3;padding:.1em .3em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .5em;vertical-align:top;text-align:left}
 td.n{text-align:right}
-.holds{color:#17803d}.violated{color:#b42318;font-weight:bold}.unread{color:#8a6d00}
+.holds{color:#17803d}.violated{color:#b42318;font-weight:bold}.unread{color:#8a6d00}.cut-short{color:#6b5400}
 .status-violated h1{color:#b42318}
 svg.trend{border:1px solid #ccc;background:#fff;display:block}
-.dot.holds{fill:#17803d}.dot.violated{fill:#b42318}.dot.unread{fill:#8a6d00}.axis{stroke:#777}.grid{stroke:#eee}
+.dot.holds{fill:#17803d}.dot.violated{fill:#b42318}.dot.unread{fill:#8a6d00}.dot.cut-short{fill:#d9a400}.axis{stroke:#777}.grid{stroke:#eee}
 .ylabel,.xlabel{font-size:11px;fill:#444}.axistitle{font-size:12px;fill:#222}
 ` + pageBody + `<p class="summary">{{.Summary}}</p>
 {{if .Scorecard}}<p><a class="scorecard" href="{{.Scorecard}}">Client scorecard</a>: per client and member kind, on each Kafka version, under each scenario: runs, verdicts, the violations charged to it, its members' rebalance pauses, findings</p>{{end}}
@@ -291,8 +306,8 @@ svg.trend{border:1px solid #ccc;background:#fff;display:block}
 <text class="axistitle" id="x-axis-title" x="{{f1 .Left}}" y="{{f1 .ChartH}}" dy="-6">run number, in the order the runs started (red: a checker found a violation; click a dot for its report)</text>
 {{range .Dots}}{{if .Report}}<a href="{{.Report}}">{{end}}<circle class="{{.Class}}" cx="{{f1 .X}}" cy="{{f1 .Y}}" r="5"><title>{{.Title}}</title></circle>{{if .Report}}</a>{{end}}
 {{end}}</svg>
-{{define "groups"}}<table class="groups"><tr><th>{{.Name}}</th><th>runs</th><th>hold</th><th>violated</th><th>violated checkers</th><th>partition pauses</th><th>p50</th><th>p99</th><th>max</th><th>member pauses</th><th>max</th><th>under a fault</th><th>mid-rebalance</th></tr>
-{{range .Groups}}<tr class="group" data-key="{{.Key}}"><td>{{.Key}}</td><td class="n">{{.Runs}}</td><td class="n">{{.Hold}}</td><td class="n{{if .Violated}} violated{{end}}">{{.Violated}}</td><td>{{range .Checkers}}{{.}} {{end}}</td>
+{{define "groups"}}<table class="groups"><tr><th>{{.Name}}</th><th>runs</th><th>hold</th><th>cut short</th><th>violated</th><th>violated checkers</th><th>partition pauses</th><th>p50</th><th>p99</th><th>max</th><th>member pauses</th><th>max</th><th>under a fault</th><th>mid-rebalance</th></tr>
+{{range .Groups}}<tr class="group" data-key="{{.Key}}"><td>{{.Key}}</td><td class="n">{{.Runs}}</td><td class="n">{{.Hold}}</td><td class="n">{{.CutShort}}</td><td class="n{{if .Violated}} violated{{end}}">{{.Violated}}</td><td>{{range .Checkers}}{{.}} {{end}}</td>
 <td class="n">{{.Partition.Count}}</td><td class="n">{{dur .Partition.P50}}</td><td class="n">{{dur .Partition.P99}}</td><td class="n">{{dur .Partition.Max}}</td><td class="n">{{.Member.Count}}</td><td class="n">{{dur .Member.Max}}</td><td class="n">{{pct .UnderFault}}</td><td class="n">{{pct .MidRebalance}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Per Kafka version</h2>
@@ -303,8 +318,8 @@ svg.trend{border:1px solid #ccc;background:#fff;display:block}
 {{template "groups" (groups "scenario" .ByScenario)}}
 <h2>Runs</h2>
 <table class="runs"><tr><th>#</th><th>started</th><th>scenario</th><th>Kafka</th><th>protocol</th><th>seed</th><th>verdict</th><th>partition pauses</th><th>p50</th><th>max</th><th>member pauses max</th><th>faults</th><th>report</th></tr>
-{{range .Runs}}<tr class="run {{if .Err}}unread{{else if .Holds}}holds{{else}}violated{{end}}"><td class="n">{{.N}}</td><td>{{if not .Run.Started.IsZero}}{{date .Run.Started}}{{end}}</td><td>{{.Run.Scenario}}</td><td>{{.Run.Kafka}}</td><td>{{.Run.Protocol}}</td><td>{{.Run.Seed}}</td>
-<td>{{if .Err}}<span class="unread">unreadable: {{.Err}}</span>{{else if .Holds}}<span class="holds">holds</span>{{else}}<span class="violated">violated: {{range .Violated}}{{.}} {{end}}</span>{{end}}{{if .Truncated}} (history cut off){{end}}</td>
+{{range .Runs}}<tr class="run {{if .Err}}unread{{else if .Holds}}holds{{else if .CutShort}}cut-short{{else}}violated{{end}}"><td class="n">{{.N}}</td><td>{{if not .Run.Started.IsZero}}{{date .Run.Started}}{{end}}</td><td>{{.Run.Scenario}}</td><td>{{.Run.Kafka}}</td><td>{{.Run.Protocol}}</td><td>{{.Run.Seed}}</td>
+<td>{{if .Err}}<span class="unread">unreadable: {{.Err}}</span>{{else if .Holds}}<span class="holds">holds</span>{{else if .CutShort}}<span class="cut-short">cut short, no violation up to there: the run {{.Stopped}}</span>{{else}}<span class="violated">violated: {{range .Violated}}{{.}} {{end}}</span>{{end}}{{if .Truncated}} (history cut off){{end}}</td>
 <td class="n">{{.Partition.Count}}</td><td class="n">{{dur .Partition.P50}}</td><td class="n">{{dur .Partition.Max}}</td><td class="n">{{dur .Member.Max}}</td><td class="n">{{.Pressure.Faults}}</td>
 <td>{{if .Report}}<a class="report" href="{{.Report}}">{{.Run.Dir}}</a>{{else}}{{.Run.Dir}}{{end}}</td></tr>
 {{end}}</table>

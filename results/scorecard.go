@@ -81,6 +81,8 @@ func cellClass(c *check.Cell) string {
 		return "charged"
 	case c.RunsViolated > 0:
 		return "others"
+	case c.RunsHold == 0 && c.RunsCutShort > 0:
+		return "cut-short"
 	}
 	return "holds"
 }
@@ -153,8 +155,12 @@ func scorecardSummary(sc check.Scorecard) string {
 	if by == "" {
 		by = check.ByClient
 	}
-	return fmt.Sprintf("%d runs: %d hold, %d violated, %d unreadable; %d %ss, Kafka %s, scenarios %s",
-		sc.Runs, sc.Hold, sc.Violated, len(sc.Unreadable), len(sc.Rows), by, orNone(sc.Kafkas), orNone(sc.Scenarios))
+	cut := ""
+	if sc.CutShort > 0 {
+		cut = fmt.Sprintf(", %d cut short (stopped before their end, no violation up to there: not a hold)", sc.CutShort)
+	}
+	return fmt.Sprintf("%d runs: %d hold, %d violated%s, %d unreadable; %d %ss, Kafka %s, scenarios %s",
+		sc.Runs, sc.Hold, sc.Violated, cut, len(sc.Unreadable), len(sc.Rows), by, orNone(sc.Kafkas), orNone(sc.Scenarios))
 }
 
 func orNone(xs []string) string {
@@ -308,7 +314,7 @@ td.n{text-align:right}
 td.matrix{min-width:7em;font-size:12px}
 td.holds,.holds{color:#17803d}td.matrix.holds{background:#eef8f0}
 td.charged,.charged{color:#b42318}td.matrix.charged{background:#fdecea;font-weight:bold}
-td.others,.others{color:#8a6d00}td.matrix.others{background:#fff8e1}
+td.others,.others{color:#8a6d00}td.matrix.others{background:#fff8e1}td.matrix.cut-short{background:#fdf6e0;color:#6b5400}
 td.empty{color:#aaa}
 tr.row-charged td:first-child{color:#b42318;font-weight:bold}tr.row-others td:first-child{color:#8a6d00}tr.row-holds td:first-child{color:#17803d}
 .status-violated h1{color:#b42318}
@@ -330,10 +336,10 @@ labelled with counts under <em>runs that sighted a finding without a violation</
 <table class="matrix" data-by="{{.Name}}">
 <tr><th rowspan="2">{{.Name}}</th>{{range .Kafkas}}<th colspan="{{span $sec.Scenarios}}">Kafka {{.}}</th>{{end}}</tr>
 <tr>{{range .Kafkas}}{{range $sec.Scenarios}}<th>{{.}}</th>{{end}}{{end}}</tr>
-{{range .Matrix}}<tr><th>{{.Row}}</th>{{range .Cells}}<td class="matrix {{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{with .Cell}}{{.Runs}} runs, {{.RunsHold}} hold<br>charged {{charged .}}{{if .RunLevel}}<br>the run's {{.RunLevel}}{{end}}{{if .Sighted}}<br>sighted {{counts .Sighted}}{{end}}{{if .MemberPauses.Count}}<br>pause p50 {{dur .MemberPauses.P50}}, max {{dur .MemberPauses.Max}}{{end}}{{else}}—{{end}}</td>{{end}}</tr>
+{{range .Matrix}}<tr><th>{{.Row}}</th>{{range .Cells}}<td class="matrix {{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{with .Cell}}{{.Runs}} runs, {{.RunsHold}} hold{{if .RunsCutShort}}, {{.RunsCutShort}} cut short{{end}}<br>charged {{charged .}}{{if .RunLevel}}<br>the run's {{.RunLevel}}{{end}}{{if .Sighted}}<br>sighted {{counts .Sighted}}{{end}}{{if .MemberPauses.Count}}<br>pause p50 {{dur .MemberPauses.P50}}, max {{dur .MemberPauses.Max}}{{end}}{{else}}—{{end}}</td>{{end}}</tr>
 {{end}}</table>
 <table class="cells" data-by="{{.Name}}"><tr><th>{{.Name}}</th>{{if eq .Name "kind"}}<th>client</th>{{else}}<th>kinds</th>{{end}}<th>Kafka</th><th>scenario</th><th>runs</th><th>hold</th><th>violated</th><th>verdicts hold/violated/skipped</th><th>charged to it</th><th>charged per checker</th><th>the run's</th><th>member pauses</th><th>partition pauses it ended</th><th>findings</th><th>runs that sighted a finding without a violation</th><th>runs</th></tr>
-{{range .Cells}}<tr class="cell row-{{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}"><td>{{.Row}}</td><td>{{if .Kind}}{{.Client}}{{else}}{{join .Kinds ", "}}{{end}}</td><td>{{.Kafka}}</td><td>{{.Scenario}}</td><td class="n">{{.Runs}}</td><td class="n">{{.RunsHold}}</td><td class="n">{{.RunsViolated}}</td><td class="n">{{.Hold}}/{{.Violated}}/{{.Skipped}}</td><td class="n">{{charged .Cell}}</td><td>{{counts .Checkers}}</td><td class="n">{{.RunLevel}}</td><td class="n">{{pauses .MemberPauses}}</td><td class="n">{{pauses .PartitionPauses}}</td><td>{{counts .Findings}}</td><td class="sighted">{{counts .Sighted}}</td><td>{{range .RunLinks}}{{if .Report}}<a class="run" href="{{.Report}}">{{.Name}}</a>{{else}}{{.Name}}{{end}} {{end}}</td></tr>
+{{range .Cells}}<tr class="cell row-{{.Class}}" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}"><td>{{.Row}}</td><td>{{if .Kind}}{{.Client}}{{else}}{{join .Kinds ", "}}{{end}}</td><td>{{.Kafka}}</td><td>{{.Scenario}}</td><td class="n">{{.Runs}}</td><td class="n">{{.RunsHold}}{{if .RunsCutShort}} (+{{.RunsCutShort}} cut short){{end}}</td><td class="n">{{.RunsViolated}}</td><td class="n">{{.Hold}}/{{.Violated}}/{{.Skipped}}</td><td class="n">{{charged .Cell}}</td><td>{{counts .Checkers}}</td><td class="n">{{.RunLevel}}</td><td class="n">{{pauses .MemberPauses}}</td><td class="n">{{pauses .PartitionPauses}}</td><td>{{counts .Findings}}</td><td class="sighted">{{counts .Sighted}}</td><td>{{range .RunLinks}}{{if .Report}}<a class="run" href="{{.Report}}">{{.Name}}</a>{{else}}{{.Name}}{{end}} {{end}}</td></tr>
 {{end}}</table>
 {{range .Cells}}{{if or .Violations .Sightings}}<h3 class="cell-violations" data-row="{{.Row}}" data-kafka="{{.Kafka}}" data-scenario="{{.Scenario}}">{{.Row}} on Kafka {{.Kafka}}, {{.Scenario}}: {{heading .Cell}}</h3>
 <ul class="violations">{{range .Violations}}<li class="violation" data-checker="{{.Checker}}" data-clients="{{join .Clients " "}}"><b>{{.Checker}}</b>{{if .Finding}} [{{.Finding}}]{{end}} <span class="concern">({{.Concern}})</span> in {{if .Report}}<a href="{{.Report}}">{{.Dir}}</a>{{else}}{{.Dir}}{{end}}: {{first .Message}}</li>

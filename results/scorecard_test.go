@@ -223,3 +223,23 @@ func wantLacksNone(t *testing.T, what, s string, wants ...string) {
 		}
 	}
 }
+
+// TestScorecardTextCutShort: the scorecard's first line counts runs cut short apart, as not a
+// hold.
+func TestScorecardTextCutShort(t *testing.T) {
+	runs := scorecardRuns()
+	for i := range runs {
+		if runs[i].Holds {
+			runs[i].Holds, runs[i].CutShort = false, true
+			break
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteScorecardText(&buf, check.BuildScorecard(runs, check.ByClient)); err != nil {
+		t.Fatal(err)
+	}
+	want := "3 runs: 1 hold, 1 violated, 1 cut short (stopped before their end, no violation up to there: not a hold)"
+	if first, _, _ := strings.Cut(buf.String(), "\n"); !strings.Contains(first, want) {
+		t.Errorf("first line %q, want it to say %q", first, want)
+	}
+}

@@ -24,9 +24,11 @@ report.html together, so the page never shows a verdict the directory's
 verdicts.json does not hold. A run killed halfway is judged up to where it
 stopped, and what could not be judged is said.
 
-Exit status: 0 no checker found a violation (skipped checkers are counted
-apart), 1 a violation, 2 RUN_DIR is not a readable run directory, 3 the run
-never got past its setup (nothing to judge) or --write could not write
+Exit status: 0 the run reached its end and no checker found a violation
+(skipped checkers are counted apart), 1 a violation, 2 RUN_DIR is not a
+readable run directory, 3 the run was cut short (interrupted, killed, stopped
+by its bound: no violation up to where it stopped, which is not a hold), never
+got past its setup (nothing to judge), or --write could not write
 verdicts.json or report.html.
 `
 
@@ -84,8 +86,27 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	} else {
 		printJudgement(stdout, j)
 	}
-	stepSummary(con.Logf, "groupquake check "+dir, dir, j.Plan, &j, nil)
-	return verdictStatus(j.Report)
+	status := verdictStatus(j.Report)
+	var short error
+	if status == nil {
+		status = cutShort(j)
+		short = status
+	}
+	// A run cut short is on the CI job's summary page too: it did not hold.
+	stepSummary(con.Logf, "groupquake check "+dir, dir, j.Plan, &j, short)
+	return status
+}
+
+// cutShort is the status of a judged run that found no violation: nil when
+// the run reached its end, else an exitFailed error that says the run was cut
+// short and where. No violation up to there is not a hold (the checkers of
+// the end of the run could not judge it); as `run` does for an interrupted
+// run, `check` exits 3 then, not 0.
+func cutShort(j run.Judged) error {
+	if j.Report.Stopped == "" {
+		return nil
+	}
+	return exitError{exitFailed, fmt.Sprintf("the run %s: no checker found a violation up to there, but the run was cut short, so it does not hold; rerun it to judge it whole: %s", j.Report.Stopped, j.Plan.Command())}
 }
 
 // runDirExists refuses a RUN_DIR that is not there or not a directory, and

@@ -455,6 +455,10 @@ type triageRun struct {
 	Scenario string `json:"scenario"`
 	Kafka    string `json:"kafka,omitempty"`
 	Holds    bool   `json:"holds"`
+	// Stopped says where a run that did not reach its end stopped (its
+	// verdicts' stopped): such a run never holds, even with no violation up
+	// to there; it is counted as cut short.
+	Stopped string `json:"stopped,omitempty"`
 	// Violations are every violation, with the finding it matches ("" when
 	// unexplained).
 	Violations []triageViolation `json:"violations,omitempty"`
@@ -499,9 +503,12 @@ type triageLoss struct {
 
 // triageRow is one scenario's sums.
 type triageRow struct {
-	Scenario    string         `json:"scenario"`
-	Runs        int            `json:"runs"`
-	Hold        int            `json:"hold"`
+	Scenario string `json:"scenario"`
+	Runs     int    `json:"runs"`
+	Hold     int    `json:"hold"`
+	// CutShort counts the runs that did not reach their end (interrupted,
+	// killed, stopped by their bound): none of them is counted as holding.
+	CutShort    int            `json:"cut_short"`
 	Violations  int            `json:"violations"`
 	Known       map[string]int `json:"known,omitempty"`
 	Unexplained int            `json:"unexplained"`
@@ -580,9 +587,9 @@ func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Write
 		}{schemaVersion, rows, sighted, runs})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\truns\thold\tviolations\tknown\tunexplained\tmembers lost to a known finding\tmember-seconds judged without them\truns that sighted a finding without a violation")
+	fmt.Fprintln(tw, "scenario\truns\thold\tcut short\tviolations\tknown\tunexplained\tmembers lost to a known finding\tmember-seconds judged without them\truns that sighted a finding without a violation")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%.1f%%\t%s\n", r.Scenario, r.Runs, r.Hold, r.Violations, countsByID(r.Known), r.Unexplained, r.Lost, 100*r.Share, countsByID(r.Sighted))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%.1f%%\t%s\n", r.Scenario, r.Runs, r.Hold, r.CutShort, r.Violations, countsByID(r.Known), r.Unexplained, r.Lost, 100*r.Share, countsByID(r.Sighted))
 	}
 	tw.Flush()
 	if len(sighted) > 0 {
@@ -592,10 +599,13 @@ func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Write
 		}
 	}
 	for _, r := range runs {
-		if len(r.Violations) == 0 && len(r.Lost) == 0 && len(r.Sighted) == 0 {
+		if len(r.Violations) == 0 && len(r.Lost) == 0 && len(r.Sighted) == 0 && r.Stopped == "" {
 			continue
 		}
 		fmt.Fprintf(stdout, "\n%s (%s, Kafka %s):\n", r.Dir, r.Scenario, r.Kafka)
+		if r.Stopped != "" {
+			fmt.Fprintf(stdout, "  cut short: the run %s; judged up to there, not counted as holding\n", r.Stopped)
+		}
 		for _, x := range r.Violations {
 			label, msg := "unexplained", x.Message
 			if x.Finding != "" {
@@ -637,7 +647,7 @@ func countsByID(m map[string]int) string {
 
 // triage reads one judged run.
 func triage(dir string, j run.Judged) triageRun {
-	r := triageRun{Dir: dir, Scenario: j.Plan.Options.Scenario, Kafka: j.Plan.Options.Kafka, Holds: j.Report.Holds}
+	r := triageRun{Dir: dir, Scenario: j.Plan.Options.Scenario, Kafka: j.Plan.Options.Kafka, Holds: j.Report.Holds && j.Report.Stopped == "", Stopped: j.Report.Stopped}
 	if r.Scenario == "" {
 		r.Scenario = "(none)"
 	}
@@ -689,6 +699,9 @@ func triageTable(runs []triageRun) []triageRow {
 		row.Runs++
 		if r.Holds {
 			row.Hold++
+		}
+		if r.Stopped != "" {
+			row.CutShort++
 		}
 		for _, x := range r.Violations {
 			row.Violations++

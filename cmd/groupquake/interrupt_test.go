@@ -161,6 +161,16 @@ func TestInterruptRunPhases(t *testing.T) {
 					if _, out := jsonCall(t, "check", "--json", dir); !strings.Contains(fmt.Sprint(validateJSON(t, "run", out)["stopped"]), want) {
 						t.Errorf("check --json does not say stopped %q", want)
 					}
+					// Held at the start of its setup or warm-up, no member had
+					// joined: no checker but HistoryWellFormed had anything to
+					// judge, and none of them may say it holds.
+					if phase == history.PhaseSetup || phase == history.PhaseWarmup {
+						for _, v := range rep.Verdicts {
+							if v.Name != check.NameHistoryWellFormed && v.Skipped == "" {
+								t.Errorf("%s holds in a run stopped before any member joined: %+v", v.Name, v)
+							}
+						}
+					}
 					for _, v := range rep.Verdicts {
 						// In its final phase the run had reached its end: the
 						// quiesce was done; only the observations are missing.

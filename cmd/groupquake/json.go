@@ -43,8 +43,10 @@ type judgementJSON struct {
 	// verdicts are there when it got past its setup.
 	Error  string `json:"error,omitempty"`
 	Events int    `json:"events"`
-	// Holds is true when the run was judged and no checker found a
-	// violation; the tally says how many were skipped.
+	// Holds is true when the run was judged, reached its end and no checker
+	// found a violation; the tally says how many were skipped. A run cut
+	// short (Stopped) never holds: no violation up to where it stopped is
+	// not a hold of the run.
 	Holds         bool            `json:"holds"`
 	Tally         *results.Tally  `json:"tally,omitempty"`
 	Verdicts      []check.Verdict `json:"verdicts"`
@@ -162,7 +164,7 @@ func judgement(p run.Plan, dir string, j *run.Judged, runErr error) judgementJSO
 		t := results.Count(j.Report.Verdicts)
 		out.Judged = true
 		out.Events = len(j.Events)
-		out.Holds = j.Report.Holds
+		out.Holds = j.Report.Holds && j.Report.Stopped == ""
 		out.Tally = &t
 		out.Verdicts = j.Report.Verdicts
 		out.RebalanceCost = costOf(j.Report.RebalanceCost)

@@ -722,19 +722,40 @@ func cmdSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var n int
 	var err error
 	if *id != "" {
-		n, err = cluster.SweepCluster(ctx, *id)
+		n, err = sweepCluster(ctx, *id)
 	} else {
-		n, err = cluster.Sweep(ctx, *all)
+		n, err = sweepAll(ctx, *all)
 	}
 	if err != nil {
 		return err
 	}
 	if *id != "" && n == 0 {
-		fmt.Fprintf(stdout, "no container, volume or network of cluster %s: nothing removed\n", *id)
-		return nil
+		return unknownCluster(ctx, *id)
 	}
 	fmt.Fprintf(stdout, "removed %d containers, volumes and networks\n", n)
 	return nil
+}
+
+// The engine calls of sweep; a test replaces them.
+var (
+	sweepCluster = cluster.SweepCluster
+	sweepAll     = cluster.Sweep
+	clusterIDs   = cluster.ClusterIDs
+)
+
+// unknownCluster is the bad input of `sweep --cluster ID` for an ID with
+// nothing on the engine (a typo, or a cluster already removed): it names
+// the ID and the clusters there are.
+func unknownCluster(ctx context.Context, id string) error {
+	const list = "list them with: docker ps -a --filter label=" + cluster.LabelRun + " --format '{{.Label \"" + cluster.LabelRun + "\"}}'"
+	ids, err := clusterIDs(ctx)
+	switch {
+	case err != nil:
+		return badInput("--cluster %s: no container, volume or network of that cluster on the engine, nothing removed; %s", id, list)
+	case len(ids) == 0:
+		return badInput("--cluster %s: no container, volume or network of that cluster on the engine, nothing removed; the engine holds no groupquake cluster at all", id)
+	}
+	return badInput("--cluster %s: no container, volume or network of that cluster on the engine, nothing removed; the groupquake clusters on it are: %s (%s)", id, strings.Join(ids, ", "), list)
 }
 
 func kindNames() string {

@@ -65,6 +65,7 @@ type scorecardDoc struct {
 	Runs          int             `json:"runs"`
 	Hold          int             `json:"hold"`
 	Violated      int             `json:"violated"`
+	CutShort      int             `json:"cut_short"`
 	Unreadable    []string        `json:"unreadable"`
 	Cells         []scoreCellJSON `json:"cells"`
 }
@@ -78,6 +79,7 @@ type scoreCellJSON struct {
 	Runs         int                `json:"runs"`
 	RunsHold     int                `json:"runs_hold"`
 	RunsViolated int                `json:"runs_violated"`
+	RunsCutShort int                `json:"runs_cut_short"`
 	Verdicts     verdictCountJSON   `json:"verdicts"`
 	Charged      int                `json:"charged"`
 	Shared       int                `json:"shared"`
@@ -128,11 +130,11 @@ func nonNil[T any](s []T) []T {
 }
 
 func scorecardJSON(sc check.Scorecard) scorecardDoc {
-	doc := scorecardDoc{SchemaVersion: schemaVersion, By: sc.By, Runs: sc.Runs, Hold: sc.Hold, Violated: sc.Violated,
+	doc := scorecardDoc{SchemaVersion: schemaVersion, By: sc.By, Runs: sc.Runs, Hold: sc.Hold, Violated: sc.Violated, CutShort: sc.CutShort,
 		Unreadable: nonNil(sc.Unreadable), Cells: []scoreCellJSON{}}
 	for _, c := range sc.Cells {
 		cj := scoreCellJSON{Client: c.Client, Kind: c.Kind, Kinds: nonNil(c.Kinds), Kafka: c.Kafka, Scenario: c.Scenario,
-			Runs: c.Runs, RunsHold: c.RunsHold, RunsViolated: c.RunsViolated,
+			Runs: c.Runs, RunsHold: c.RunsHold, RunsViolated: c.RunsViolated, RunsCutShort: c.RunsCutShort,
 			Verdicts: verdictCountJSON{Total: c.Hold + c.Violated + c.Skipped, Hold: c.Hold, Violated: c.Violated, Skipped: c.Skipped},
 			Charged:  c.Charged, Shared: c.Shared, RunsCharged: c.RunsCharged, Checkers: maps.Clone(c.Checkers), RunLevel: c.RunLevel,
 			MemberPauses: statsOf(c.MemberPauses), PartPauses: statsOf(c.PartitionPauses),

@@ -89,7 +89,7 @@ func all(f *facts, obs *history.Observations, plan history.Plan, o options) []Ve
 			}
 			continue
 		}
-		vs = append(vs, c.judge(in))
+		vs = append(vs, judgeOne(c, in))
 	}
 	labelStalls(f, vs)
 	if notApply > 0 {

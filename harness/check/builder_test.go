@@ -193,6 +193,15 @@ func mustHold(t *testing.T, v Verdict) {
 	}
 }
 
+// mustJudgeNothing fails the test unless v says it had nothing to judge
+// (skipped, not a hold), for the reason why.
+func mustJudgeNothing(t *testing.T, v Verdict, why string) {
+	t.Helper()
+	if !v.Holds || len(v.Violations) > 0 || v.Skipped != nothingPrefix+why {
+		t.Fatalf("%s must say it had nothing to judge (%q), got holds %v, skipped %q, violations %+v", v.Name, nothingPrefix+why, v.Holds, v.Skipped, v.Violations)
+	}
+}
+
 // mustHoldNote fails the test unless v holds and its notes contain fragment.
 func mustHoldNote(t *testing.T, v Verdict, fragment string) {
 	t.Helper()

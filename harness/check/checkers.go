@@ -47,6 +47,9 @@ type Checker struct {
 	Groups  Groups
 	Asserts string
 	judge   func(in *judging) Verdict
+	// nothing says why a history holds nothing for the checker to judge ("" when it holds
+	// something): then its verdict is skipped, not a hold (nothing.go). Nil: it always has.
+	nothing func(in *judging) string
 }
 
 // judging is what every judgement may read: the decoded history, its share
@@ -109,7 +112,7 @@ func (c Checker) File() string {
 // Judge is c's verdict on one history and its observations, judged alone:
 // with no plan and no options of All.
 func (c Checker) Judge(events []history.Event, obs *history.Observations) Verdict {
-	return c.judge(&judging{f: build(events, obs), obs: obs})
+	return judgeOne(c, &judging{f: build(events, obs), obs: obs})
 }
 
 // Named is the checker of that name among Checkers.

@@ -42,7 +42,8 @@ const NameFencedCommitsRejected = "FencedCommitsRejected"
 // (or a coordinator-unavailable error that means it was never judged).
 var FencedCommitsRejected = register(Checker{Name: NameFencedCommitsRejected, Place: 50, Groups: ConsumerGroups,
 	Asserts: "an accepted commit came from the partition's owner at its epoch; a stale or zombie commit is rejected with the error the protocol names",
-	judge:   func(in *judging) Verdict { return fencedCommitsRejected(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return fencedCommitsRejected(in.f) },
+	nothing: noCommit}).Judge
 
 func fencedCommitsRejected(f *facts) Verdict {
 	v := newVerdict(NameFencedCommitsRejected)
@@ -176,7 +177,8 @@ const NameCommittedOffsetMonotonic = "CommittedOffsetMonotonic"
 // the history lost is not judged against it.
 var CommittedOffsetMonotonic = register(Checker{Name: NameCommittedOffsetMonotonic, Place: 60, Groups: ConsumerGroups,
 	Asserts: "committed offsets never go back unless the workload reset them",
-	judge:   func(in *judging) Verdict { return committedOffsetMonotonic(in.f, in.obs) }}).Judge
+	judge:   func(in *judging) Verdict { return committedOffsetMonotonic(in.f, in.obs) },
+	nothing: noCommitOrRead}).Judge
 
 func committedOffsetMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameCommittedOffsetMonotonic)
@@ -500,7 +502,8 @@ const NameDurableCommits = "DurableCommits"
 // outranks the history). A snapshot taken after events the history lost is not judged.
 var DurableCommits = register(Checker{Name: NameDurableCommits, Place: 100, Groups: ConsumerGroups,
 	Asserts: "every read of committed offsets shows the latest acknowledged commit, or one that could have superseded it",
-	judge:   func(in *judging) Verdict { return durableCommits(in.f, in.obs) }}).Judge
+	judge:   func(in *judging) Verdict { return durableCommits(in.f, in.obs) },
+	nothing: noCommitOrRead}).Judge
 
 func durableCommits(f *facts, obs *history.Observations) Verdict {
 	d := &durability{f: f, v: newVerdict(NameDurableCommits), idx: make([]*tpIndex, len(f.tps))}

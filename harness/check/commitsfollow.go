@@ -43,7 +43,8 @@ const NameCommitsFollowConsumed = "CommitsFollowConsumed"
 // judged.
 var CommitsFollowConsumed = register(Checker{Name: NameCommitsFollowConsumed, Place: 140, Groups: ConsumerGroups,
 	Asserts: "a member commits only positions it reached: one past a record it consumed, the committed offset it started from, or an offset it had committed",
-	judge:   func(in *judging) Verdict { return commitsFollowConsumed(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return commitsFollowConsumed(in.f) },
+	nothing: noCommit}).Judge
 
 // reachedBy counts how the judged commits were explained, for the verdict's note.
 type reachedBy struct {

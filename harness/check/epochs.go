@@ -37,7 +37,8 @@ const NameEpochMonotonic = "EpochMonotonic"
 // succeeds.
 var EpochMonotonic = register(Checker{Name: NameEpochMonotonic, Place: 40, Groups: ConsumerGroups,
 	Asserts: "generations and member, group and assignment epochs never go back, as far as Kafka wrote them",
-	judge:   func(in *judging) Verdict { return epochMonotonic(in.f, in.obs) }}).Judge
+	judge:   func(in *judging) Verdict { return epochMonotonic(in.f, in.obs) },
+	nothing: noEpoch}).Judge
 
 func epochMonotonic(f *facts, obs *history.Observations) Verdict {
 	v := newVerdict(NameEpochMonotonic)

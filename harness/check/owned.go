@@ -22,7 +22,8 @@ const NameConsumedOnlyOwned = "ConsumedOnlyOwned"
 // moves when Poll hands a record out), and only the history wrote the consumption late.
 var ConsumedOnlyOwned = register(Checker{Name: NameConsumedOnlyOwned, Place: 110, Groups: ConsumerGroups,
 	Asserts: "every record a member consumed was of a partition it owned at that moment",
-	judge:   func(in *judging) Verdict { return consumedOnlyOwned(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return consumedOnlyOwned(in.f) },
+	nothing: noConsumption}).Judge
 
 func consumedOnlyOwned(f *facts) Verdict {
 	v := newVerdict(NameConsumedOnlyOwned)
@@ -98,7 +99,8 @@ const NameCommittedBeforeRevoked = "CommittedBeforeRevoked"
 // Ownerships ended by "lost", "fenced" or a leave are not clean hand-offs and are not judged.
 var CommittedBeforeRevoked = register(Checker{Name: NameCommittedBeforeRevoked, Place: 120, Groups: ConsumerGroups,
 	Asserts: "a KIP-848 member that commits on its own commits what it consumed before it gives a partition up",
-	judge:   func(in *judging) Verdict { return committedBeforeRevoked(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return committedBeforeRevoked(in.f) },
+	nothing: noConsumption}).Judge
 
 func committedBeforeRevoked(f *facts) Verdict {
 	v := newVerdict(NameCommittedBeforeRevoked)

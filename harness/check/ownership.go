@@ -14,7 +14,8 @@ const NameNoDoubleOwnership = "NoDoubleOwnership"
 // that partition accepted (which would be a zombie commit landing).
 var NoDoubleOwnership = register(Checker{Name: NameNoDoubleOwnership, Place: 20, Groups: ConsumerGroups,
 	Asserts: "two members with valid sessions never own one partition at the same time",
-	judge:   func(in *judging) Verdict { return noDoubleOwnership(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return noDoubleOwnership(in.f) },
+	nothing: noOwnership}).Judge
 
 func noDoubleOwnership(f *facts) Verdict {
 	v := newVerdict(NameNoDoubleOwnership)
@@ -195,7 +196,8 @@ const NameValidPartitionEpoch = "ValidPartitionEpoch"
 // partition to two members in one generation is wrong.
 var ValidPartitionEpoch = register(Checker{Name: NameValidPartitionEpoch, Place: 30, Groups: ConsumerGroups,
 	Asserts: "a (partition, member epoch or generation) pair has one owner over the whole run",
-	judge:   func(in *judging) Verdict { return validPartitionEpoch(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return validPartitionEpoch(in.f) },
+	nothing: noOwnership}).Judge
 
 func validPartitionEpoch(f *facts) Verdict {
 	v := newVerdict(NameValidPartitionEpoch)

@@ -24,7 +24,8 @@ const NameNoLostRecords = "NoLostRecords"
 // by (topic, seq) otherwise. Records whose send had an unknown outcome need not be consumed.
 var NoLostRecords = register(Checker{Name: NameNoLostRecords, Place: 70, Groups: ConsumerGroups,
 	Asserts: "every record the brokers acknowledged to a producer is consumed",
-	judge:   func(in *judging) Verdict { return noLostRecords(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return noLostRecords(in.f) },
+	nothing: noProduce}).Judge
 
 func noLostRecords(f *facts) Verdict {
 	v := newVerdict(NameNoLostRecords)
@@ -104,7 +105,8 @@ const NameBoundedDuplicates = "BoundedDuplicates"
 // with it (unless __consumer_offsets shows the reset written first), or still in flight.
 var BoundedDuplicates = register(Checker{Name: NameBoundedDuplicates, Place: 80, Groups: ConsumerGroups,
 	Asserts: "every record consumed twice is explained by a change of ownership not covered by an acknowledged commit",
-	judge:   func(in *judging) Verdict { return boundedDuplicates(in.f) }}).Judge
+	judge:   func(in *judging) Verdict { return boundedDuplicates(in.f) },
+	nothing: noConsumption}).Judge
 
 func boundedDuplicates(f *facts) Verdict {
 	v := newVerdict(NameBoundedDuplicates)

@@ -96,7 +96,10 @@ type Attribution struct {
 	Pauses []MemberPause
 	// Hold, Violated and Skipped count the run's verdicts.
 	Hold, Violated, Skipped int
-	Holds                   bool
+	// Holds is whether the run reached its end with no violation; CutShort whether it stopped
+	// before its end (Report.Stopped) with no violation up to there: neither a hold nor a
+	// violation.
+	Holds, CutShort bool
 }
 
 // Attribute charges a run's violations, findings' matches, findings sighted without a violation and
@@ -107,7 +110,7 @@ type Attribution struct {
 // concern no member). A finding's match concerns the member it names, else the members its events
 // do; so does a sighting.
 func Attribute(events []history.Event, members []RunMember, rep Report) Attribution {
-	a := Attribution{Members: slices.Clone(members), Holds: rep.Holds}
+	a := Attribution{Members: slices.Clone(members), Holds: rep.Holds && rep.Stopped == "", CutShort: rep.Holds && rep.Stopped != ""}
 	known := map[string]bool{}
 	for _, m := range members {
 		known[m.Name] = true
@@ -233,10 +236,11 @@ type Scorecard struct {
 	Cells []Cell
 	// Rows (clients, or kinds), Kafkas and Scenarios are the cells' keys, each in the cells' order.
 	Rows, Kafkas, Scenarios []string
-	// Runs counts every run read; Hold and Violated those that held and those that did not;
-	// Unreadable lists the directories that could not be read.
-	Runs, Hold, Violated int
-	Unreadable           []string
+	// Runs counts every run read; Hold and Violated those that held and those that found a
+	// violation, CutShort those that stopped before their end with none up to there; Unreadable
+	// lists the directories that could not be read.
+	Runs, Hold, Violated, CutShort int
+	Unreadable                     []string
 }
 
 // Cell is one client (or kind) on one Kafka version under one scenario family, over every run of
@@ -249,9 +253,9 @@ type Cell struct {
 	Scenario string
 	// Kinds are the member kinds of the client seen in the cell's runs.
 	Kinds []string
-	// Runs counts the runs; RunsHold and RunsViolated those that held and did not (whoever was
-	// charged).
-	Runs, RunsHold, RunsViolated int
+	// Runs counts the runs; RunsHold and RunsViolated those that held and found a violation
+	// (whoever was charged), RunsCutShort those cut short with no violation up to there.
+	Runs, RunsHold, RunsViolated, RunsCutShort int
 	// Hold, Violated and Skipped count the verdicts of the cell's runs.
 	Hold, Violated, Skipped int
 	// Charged counts the violations charged to the client, Shared those of them that concern
@@ -317,9 +321,12 @@ func BuildScorecard(runs []ScoredRun, by string) Scorecard {
 			continue
 		}
 		sc.Runs++
-		if r.Holds {
+		switch {
+		case r.Holds:
 			sc.Hold++
-		} else {
+		case r.CutShort:
+			sc.CutShort++
+		default:
 			sc.Violated++
 		}
 		rowOf := map[string]string{}
@@ -361,9 +368,12 @@ func BuildScorecard(runs []ScoredRun, by string) Scorecard {
 			}
 			c.Runs++
 			c.RunDirs = append(c.RunDirs, r.Dir)
-			if r.Holds {
+			switch {
+			case r.Holds:
 				c.RunsHold++
-			} else {
+			case r.CutShort:
+				c.RunsCutShort++
+			default:
 				c.RunsViolated++
 			}
 			c.Hold += r.Hold

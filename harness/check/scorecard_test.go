@@ -283,3 +283,32 @@ func kindOf(members []RunMember, name string) string {
 	}
 	return ""
 }
+
+// TestScorecardCutShort: a run that stopped before its end (killed, interrupted) with no violation
+// up to there is counted cut short, in the totals and in its cells, never as holding (it was:
+// its report holds); one with a violation up to there is violated.
+func TestScorecardCutShort(t *testing.T) {
+	t.Parallel()
+	s := newScoredHistory(t)
+	killed := Report{Holds: true, Stopped: "was killed, or ended by an error, in its workload phase (begun at 1s; last event 9, at 2s)",
+		Verdicts: []Verdict{{Name: NameNoDoubleOwnership, Holds: true}}}
+	red := Report{Stopped: "was interrupted by SIGINT in its workload phase at 3s (event 20)",
+		Verdicts: []Verdict{{Name: NameNoLostRecords, Violations: []Violation{{Message: "lost", EventIndexes: []int64{s.produced}}}}}}
+	whole := Report{Holds: true, Verdicts: []Verdict{{Name: NameNoDoubleOwnership, Holds: true}}}
+	a := Attribute(s.events, scoredMembers[1:], killed)
+	if a.Holds || !a.CutShort {
+		t.Fatalf("a killed run with no violation: holds %v, cut short %v; want cut short, not holding", a.Holds, a.CutShort)
+	}
+	runs := []ScoredRun{
+		{Dir: "k", Kafka: "4.4.0", Scenario: "member-links", Attribution: a},
+		{Dir: "v", Kafka: "4.4.0", Scenario: "member-links", Attribution: Attribute(s.events, scoredMembers[1:], red)},
+		{Dir: "w", Kafka: "4.4.0", Scenario: "member-links", Attribution: Attribute(s.events, scoredMembers[1:], whole)},
+	}
+	sc := BuildScorecard(runs, ByClient)
+	if sc.Runs != 3 || sc.Hold != 1 || sc.CutShort != 1 || sc.Violated != 1 {
+		t.Fatalf("totals: %d runs, %d hold, %d cut short, %d violated; want 3, 1, 1, 1", sc.Runs, sc.Hold, sc.CutShort, sc.Violated)
+	}
+	if c := sc.Cells[0]; len(sc.Cells) != 1 || c.RunsHold != 1 || c.RunsCutShort != 1 || c.RunsViolated != 1 {
+		t.Errorf("cells: %+v", sc.Cells)
+	}
+}

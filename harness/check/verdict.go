@@ -103,6 +103,10 @@ func dedupSorted(idx []int64) []int64 {
 
 // Report is verdicts.json: whether the run holds, every verdict, and the rebalance cost.
 type Report struct {
+	// Holds is whether no verdict found a violation. For a run that did not reach its end
+	// (Stopped) that is no violation up to there, not a hold of the run: every reader that says
+	// whether a run holds (check's exit and --json, the report, the trend page, the scorecard,
+	// the findings triage) also asks Stopped.
 	Holds         bool      `json:"holds"`
 	Verdicts      []Verdict `json:"verdicts"`
 	RebalanceCost *Cost     `json:"rebalance_cost,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +124,47 @@ func sweep(ctx context.Context, sel SweepSelection) (int, error) {
 		removed++
 	}
 	return removed, errors.Join(errs...)
+}
+
+// ClusterIDs lists the ids (LabelRun) of the groupquake clusters that have
+// a container, volume or network on the engine, sorted: what `sweep
+// --cluster ID` can be given.
+func ClusterIDs(ctx context.Context) ([]string, error) {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
+	}
+	defer cli.Close()
+	f := make(client.Filters).Add("label", LabelRun)
+	seen := map[string]bool{}
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list groupquake containers: %v", err)
+	}
+	for _, c := range cs.Items {
+		seen[c.Labels[LabelRun]] = true
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list groupquake volumes: %v", err)
+	}
+	for _, v := range vs.Items {
+		seen[v.Labels[LabelRun]] = true
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list groupquake networks: %v", err)
+	}
+	for _, n := range ns.Items {
+		seen[n.Labels[LabelRun]] = true
+	}
+	delete(seen, "")
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // Leftovers counts groupquake containers, volumes and networks of run (all runs when

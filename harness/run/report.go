@@ -73,6 +73,7 @@ func ReportOf(dir string, j Judged) results.Report {
 		Cost:       j.Report.RebalanceCost,
 		Notes:      append(notes, j.Report.Notes...),
 		Truncated:  j.Truncated != nil,
+		Stopped:    j.Report.Stopped,
 		Partitions: j.Plan.Check().Partitions(),
 		Share:      j.Plan.Share,
 	}

@@ -376,7 +376,8 @@ var endOfRun = []string{check.NameEventuallyConverges, check.NameNoLostRecords}
 func skipEndOfRun(rep *check.Report, why string) {
 	rep.Holds = true
 	for i, v := range rep.Verdicts {
-		if slices.Contains(endOfRun, v.Name) && v.Skipped == "" {
+		// The run's stop is the first reason it has nothing to judge.
+		if slices.Contains(endOfRun, v.Name) && (v.Skipped == "" || check.NothingToJudge(v)) {
 			rep.Verdicts[i] = check.Verdict{Name: v.Name, Holds: true, Skipped: why, Notes: v.Notes}
 		}
 		rep.Holds = rep.Holds && rep.Verdicts[i].Holds
