@@ -55,10 +55,14 @@ type goSource struct {
 	imports map[string]string
 }
 
-// funcDecl is a function or method declared in a loaded package.
+// funcDecl is a function or method declared in a loaded package, or a
+// package-level variable's initial value (a function stored in it is
+// reached through the variable).
 type funcDecl struct {
-	src  *goSource
-	decl *ast.FuncDecl
+	src    *goSource
+	name   string
+	method bool
+	body   ast.Node
 }
 
 // shortReach finds whether a test reaches testing.Short through the code
@@ -119,18 +123,32 @@ func (r *shortReach) load(importPath string, tests bool) error {
 			}
 		}
 		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Body == nil {
+					continue
+				}
+				if d.Recv != nil {
+					r.methods[d.Name.Name] = append(r.methods[d.Name.Name], funcDecl{src, d.Name.Name, true, d.Body})
+					continue
+				}
+				r.add(importPath, funcDecl{src, d.Name.Name, false, d.Body})
+			case *ast.GenDecl:
+				if d.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range d.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						switch {
+						case len(vs.Values) == 1: // var a, b = f()
+							r.add(importPath, funcDecl{src, n.Name, false, vs.Values[0]})
+						case i < len(vs.Values):
+							r.add(importPath, funcDecl{src, n.Name, false, vs.Values[i]})
+						}
+					}
+				}
 			}
-			if fd.Recv != nil {
-				r.methods[fd.Name.Name] = append(r.methods[fd.Name.Name], funcDecl{src, fd})
-				continue
-			}
-			if r.funcs[importPath] == nil {
-				r.funcs[importPath] = map[string][]funcDecl{}
-			}
-			r.funcs[importPath][fd.Name.Name] = append(r.funcs[importPath][fd.Name.Name], funcDecl{src, fd})
 		}
 	}
 	if tests {
@@ -147,12 +165,20 @@ func (r *shortReach) load(importPath string, tests bool) error {
 	return nil
 }
 
+// add indexes f, a package-level name of importPath.
+func (r *shortReach) add(importPath string, f funcDecl) {
+	if r.funcs[importPath] == nil {
+		r.funcs[importPath] = map[string][]funcDecl{}
+	}
+	r.funcs[importPath][f.name] = append(r.funcs[importPath][f.name], f)
+}
+
 // tests returns the functions named name in the test files of the loaded
 // package importPath.
 func (r *shortReach) tests(importPath, name string) []funcDecl {
 	var out []funcDecl
 	for _, f := range r.funcs[importPath][name] {
-		if f.src.test {
+		if _, fn := f.body.(*ast.BlockStmt); fn && f.src.test {
 			out = append(out, f)
 		}
 	}
@@ -166,11 +192,11 @@ func (r *shortReach) path(from funcDecl) []string {
 		f    funcDecl
 		prev *step
 	}
-	seen := map[*ast.FuncDecl]bool{from.decl: true}
+	seen := map[ast.Node]bool{from.body: true}
 	queue := []*step{{f: from}}
 	name := func(f funcDecl) string {
-		n := f.decl.Name.Name
-		if f.decl.Recv != nil {
+		n := f.name
+		if f.method {
 			n = "(method) " + n
 		}
 		return path.Base(f.src.pkg) + "." + n
@@ -180,7 +206,7 @@ func (r *shortReach) path(from funcDecl) []string {
 		queue = queue[1:]
 		var hit bool
 		var calls []funcDecl
-		ast.Inspect(s.f.decl.Body, func(n ast.Node) bool {
+		ast.Inspect(s.f.body, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.SelectorExpr:
 				if x, ok := n.X.(*ast.Ident); ok {
@@ -206,8 +232,8 @@ func (r *shortReach) path(from funcDecl) []string {
 			return append(out, "testing.Short")
 		}
 		for _, c := range calls {
-			if !seen[c.decl] {
-				seen[c.decl] = true
+			if !seen[c.body] {
+				seen[c.body] = true
 				queue = append(queue, &step{f: c, prev: s})
 			}
 		}
@@ -284,9 +310,9 @@ func TestUnitOnlyRunsOnce(t *testing.T) {
 
 // TestUnitOnlyProblemsBite: on a made-up module, tests that check
 // testing.Short directly, through a helper of another package, through a
-// method or a function passed as a value are refused, so is a name no
-// package has or one that is no test's; a test that never checks it is
-// not.
+// method, a function passed as a value or one kept in a variable are
+// refused, so is a name no package has or one that is no test's; a test
+// that never checks it is not.
 func TestUnitOnlyProblemsBite(t *testing.T) {
 	const mod = "example.com/m"
 	root := t.TempDir()
@@ -307,10 +333,13 @@ type env struct{}
 func (env) boot(t *testing.T) { helper.Start(t) }
 func local(t *testing.T) { env{}.boot(t) }
 func each(t *testing.T, fn func(*testing.T)) { fn(t) }
+var start, other = helper.Start, 1
+var TestNotAFunc = 1
 func TestDirect(t *testing.T) { if testing.Short() { t.Skip() } }
 func TestViaHelper(t *testing.T) { t.Run("x", func(t *testing.T) { helper.Start(t) }) }
 func TestViaMethod(t *testing.T) { local(t) }
 func TestViaValue(t *testing.T) { each(t, local) }
+func TestViaVar(t *testing.T) { start(t) }
 func TestPure(t *testing.T) { _ = helper.Pure() + Work() }`,
 	}
 	for name, src := range files {
@@ -329,7 +358,7 @@ func TestPure(t *testing.T) { _ = helper.Pure() + Work() }`,
 	if got := unitOnlyProblems(r, pkgs, []string{"TestPure"}); len(got) != 0 {
 		t.Errorf("TestPure refused: %v", got)
 	}
-	for _, bad := range []string{"TestDirect", "TestViaHelper", "TestViaMethod", "TestViaValue", "TestGone", "local", "TestPure|TestDirect"} {
+	for _, bad := range []string{"TestDirect", "TestViaHelper", "TestViaMethod", "TestViaValue", "TestViaVar", "TestGone", "TestNotAFunc", "local", "TestPure|TestDirect"} {
 		if got := unitOnlyProblems(r, pkgs, []string{bad}); len(got) != 1 {
 			t.Errorf("%s: %d problems %v, want 1", bad, len(got), got)
 		} else {
