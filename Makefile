@@ -122,9 +122,27 @@ engine:
 images: engine
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(VERSIONS)
 
-# Tests of CLUSTER_PKGS that need no Docker and ran in the unit tier: not
-# run twice (TestDifferentialKfake replays every vector against kfake, 30 s).
-UNIT_ONLY := ^TestDifferentialKfake$$
+# UNIT_ONLY: tests of CLUSTER_PKGS that the cluster tier skips because the
+# unit tier (go test -short ./...) already did all of their work: they never
+# check testing.Short, themselves or through a helper (clustertest.Start
+# does), so -short changes nothing for them. Together they cost about 2 min
+# a tier (TestDifferentialKfake replays every vector against kfake, 30 s;
+# harness/run's members on the embedded cluster and in JVMs, 90 s). A test
+# of CLUSTER_PKGS that takes a second or more without a cluster belongs
+# here. The repository's TestUnitOnlyRunsOnce (tiers_test.go) fails when a
+# name here is no test of CLUSTER_PKGS, or names a test that reaches
+# testing.Short (skipping it here would lose what it does without -short);
+# -skip matches every package, so a name must be pure in each package that
+# has it.
+UNIT_ONLY := TestDifferentialKfake \
+	TestEmbeddedCluster \
+	TestSupervisorRestartsARefusedStaticMember TestSupervisorKeepsTheRefusedRetry \
+	TestSharedJVM TestMemberContract TestJavaMemberContract TestEmbeddedShareRun \
+	TestDriverDoesNotSpinOnAFatalMember \
+	TestNemesisOverlapsTriggersAndSerialisesNodes TestNemesisUpgradeStepsSerialiseAndAreAwaited \
+	TestNemesisRecordsFlapEdges TestNemesisNodeFaultAfterTheWorkload TestNemesisHealPastItsBoundSaysSo \
+	TestStreamedReportIsTheSamePage TestReportMergesTinyOwnerships
+UNIT_ONLY_SKIP := ^($(subst $(space),|,$(strip $(UNIT_ONLY))))$$
 
 ## python-member: python3 with confluent-kafka for the confluent-python member kinds
 ## (clients/process/python), installed with pip when missing; the cluster tier's tests of
@@ -134,7 +152,7 @@ python-member:
 
 ## cluster-tests: tests against real Kafka clusters in containers.
 cluster-tests: build python-member
-	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY)' $(CLUSTER_PKGS)
+	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY_SKIP)' $(CLUSTER_PKGS)
 
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build

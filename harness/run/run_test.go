@@ -63,11 +63,12 @@ func groupquakeBin(t *testing.T) string {
 // checker must hold with none skipped (RecoveredStateMatchesLog replays
 // the broker's records), and judging a copy of the directory offline must
 // give the same verdicts. The two runs of a version share its cluster: each
-// plan names its own group and topic after its seed.
+// plan names its own group and topic after its seed. So does TestKilledRun
+// on the first version's (clustertest.Shared).
 func TestBaselineRun(t *testing.T) {
 	for _, v := range clustertest.Versions() {
 		t.Run(v, func(t *testing.T) {
-			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
+			c := clustertest.Shared(t, cluster.Config{Version: v, Nodes: 1})
 			for _, kinds := range [][]string{{"classic", "kgo-classic"}, {"consumer", "kgo-consumer"}} {
 				t.Run(kinds[0], func(t *testing.T) { baselineRun(t, c, v, kinds) })
 			}
@@ -213,7 +214,7 @@ func copyDir(t *testing.T, from, to string) {
 // history.jsonl is refused with exit 2 and what is missing.
 func TestKilledRun(t *testing.T) {
 	v := clustertest.Versions()[0]
-	c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
+	c := clustertest.Shared(t, cluster.Config{Version: v, Nodes: 1}) // TestBaselineRun's: the killed run names its group and topic after its seed
 	bin := groupquakeBin(t)
 	dir := filepath.Join(t.TempDir(), "killed")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "run.log"))

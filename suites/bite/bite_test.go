@@ -219,10 +219,14 @@ func requireCaught(t *testing.T, bad check.Verdict, badDir, catches, name, bug, 
 	}
 }
 
+// startCluster returns the cluster of version the package's tests share
+// (clustertest.Shared: TestBrokenShareMembersAreCaught runs on the default
+// version's after TestBrokenMembersAreCaught, instead of starting another);
+// every run names its group and topic after its kind's prefix.
 func startCluster(t *testing.T, version string) cluster.Handle {
 	t.Helper()
 	if !*embedded {
-		return clustertest.Start(t, cluster.Config{Version: version, Nodes: 1})
+		return clustertest.Shared(t, cluster.Config{Version: version, Nodes: 1})
 	}
 	return clustertest.Embedded(t, cluster.EmbeddedConfig{Version: version})
 }

@@ -48,7 +48,7 @@ func TestBrokenShareMembersAreCaught(t *testing.T) {
 		t.Skip("-short: real-cluster test not run (share groups need a real Kafka 4.2+)")
 	}
 	v := version.Default.String()
-	h := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
+	h := clustertest.Shared(t, cluster.Config{Version: v, Nodes: 1})
 	i := 0
 	for _, k := range kinds.ShareKinds() {
 		if k.Bug == "" {

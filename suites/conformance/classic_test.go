@@ -39,15 +39,34 @@ const (
 	classicWait      = 60 * time.Second
 )
 
-// classicEachVersion runs fn against a fresh one-node cluster of every
-// version under test.
+// classicEachVersion runs fn against the shared one-node cluster of every
+// version under test (sharedCluster).
 func classicEachVersion(t *testing.T, fn func(t *testing.T, c *cluster.Cluster)) {
 	for _, v := range clustertest.Versions() {
 		t.Run(v, func(t *testing.T) {
-			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
-			fn(t, c)
+			fn(t, sharedCluster(t, v))
 		})
 	}
+}
+
+// sharedCluster is the one-node cluster of version v that the package's
+// tests on a plain one-node cluster share (clustertest.Shared: one start
+// per version instead of one per test and version): the classic and
+// consumer scenarios, the Java groups, the confluent-python member-check
+// and the share members. Each keeps to its own topics and groups
+// (classicTopic prefixes the classic ones; runs name theirs after the
+// test), its clients' links are its own (testLinks), and none stops or
+// cuts off a node.
+func sharedCluster(t *testing.T, v string) *cluster.Cluster {
+	t.Helper()
+	return clustertest.Shared(t, cluster.Config{Version: v, Nodes: 1})
+}
+
+// testLinks are the links of the client name in the test t: named after
+// the test too, so that a cut or a toxic of one test can never reach
+// another's client on the shared cluster.
+func testLinks(t testing.TB, c *cluster.Cluster, name string) (*cluster.Links, error) {
+	return c.Links(strings.NewReplacer("/", ".", " ", "_").Replace(t.Name()) + "." + name)
 }
 
 // classicRecorder keeps a member's events.
@@ -75,7 +94,7 @@ type classicMember struct {
 // startClassic starts our member name (its own links) in group on topic.
 func startClassic(t *testing.T, c *cluster.Cluster, name, group, topic string, opts ...classic.Opt) *classicMember {
 	t.Helper()
-	links, err := c.Links(name)
+	links, err := testLinks(t, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +167,9 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 func classicTopic(t *testing.T, c *cluster.Cluster, name string) string {
 	t.Helper()
-	clustertest.CreateTopic(t, c, name, 6)
-	return name
+	topic := "classic-" + name
+	clustertest.CreateTopic(t, c, topic, 6)
+	return topic
 }
 
 func admin(t *testing.T, c *cluster.Cluster) *kadm.Client {
@@ -437,7 +457,7 @@ type kgoMember struct {
 
 func startKgo(t *testing.T, c *cluster.Cluster, name, group, topic string, balancer kgo.GroupBalancer) *kgoMember {
 	t.Helper()
-	links, err := c.Links(name)
+	links, err := testLinks(t, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}

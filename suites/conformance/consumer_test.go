@@ -207,7 +207,7 @@ func kip848Produce(t testing.TB, c *cluster.Cluster, topic string, partitions in
 // kip848New builds and starts one of our members with its own links.
 func kip848New(t testing.TB, c *cluster.Cluster, name, group string, log *kip848Log, opts ...consumer.Opt) (*consumer.Member, *cluster.Links) {
 	t.Helper()
-	links, err := c.Links(name)
+	links, err := testLinks(t, c, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,12 +232,12 @@ func kip848New(t testing.TB, c *cluster.Cluster, name, group string, log *kip848
 	return m, links
 }
 
-// kip848EachVersion runs fn in a subtest per served release, on a fresh
-// one-node cluster of that release.
+// kip848EachVersion runs fn in a subtest per served release, on the shared
+// one-node cluster of that release (sharedCluster).
 func kip848EachVersion(t *testing.T, fn func(t *testing.T, v string, c *cluster.Cluster)) {
 	for _, v := range clustertest.Versions() {
 		t.Run(v, func(t *testing.T) {
-			fn(t, v, clustertest.Start(t, cluster.Config{Version: v, Nodes: 1}))
+			fn(t, v, sharedCluster(t, v))
 		})
 	}
 }
@@ -590,7 +590,7 @@ func TestConsumerInteropKgo(t *testing.T) {
 					return m
 				}
 				startKgo := func() *kgo.Client {
-					links, err := c.Links("kgo-" + name)
+					links, err := testLinks(t, c, "kgo-"+name)
 					if err != nil {
 						t.Fatal(err)
 					}

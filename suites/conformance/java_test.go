@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/kinds"
@@ -44,8 +43,7 @@ var javaAll = flag.Bool("java.all", false, "TestJavaMembers: run every Java grou
 func TestJavaMembers(t *testing.T) {
 	for vi, version := range clustertest.Versions() {
 		t.Run(version, func(t *testing.T) {
-			clustertest.NeedEngine(t)
-			c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 1})
+			c := sharedCluster(t, version)
 			for _, g := range javaGroups {
 				if !*javaAll && ((vi > 0 && !g.every) || !g.ci) {
 					continue

@@ -7,7 +7,6 @@ import (
 
 	"github.com/groupquake/groupquake/clients"
 	"github.com/groupquake/groupquake/clients/process/python"
-	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/membercheck"
 )
@@ -27,7 +26,7 @@ func TestConfluentPythonMemberCheck(t *testing.T) {
 	}
 	version := clustertest.Versions()[0]
 	t.Logf("confluent-kafka %s, librdkafka %s, Kafka %s", rt.ConfluentKafka, rt.Librdkafka, version)
-	c := clustertest.Start(t, cluster.Config{Version: version, Nodes: 1})
+	c := sharedCluster(t, version)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	rep, err := membercheck.Check(ctx, membercheck.Config{Command: cmd, Cluster: c, Kafka: version, Logf: t.Logf})

@@ -95,10 +95,10 @@ func TestShareMembersAcceptEverything(t *testing.T) {
 	}
 	for _, v := range vs {
 		t.Run(v.String(), func(t *testing.T) {
-			c := clustertest.Start(t, cluster.Config{Version: v.String(), Nodes: 1})
+			c := sharedCluster(t, v.String())
 			const topic, group, n = "share-t", "share-g", 300
 			clustertest.CreateTopic(t, c, topic, 2)
-			links, err := c.Links("producer")
+			links, err := testLinks(t, c, "producer")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestShareMembersAcceptEverything(t *testing.T) {
 			pollCtx, stop := context.WithCancel(ctx)
 			for i := range 3 {
 				name := fmt.Sprintf("s%d", i+1)
-				l, err := c.Links(name)
+				l, err := testLinks(t, c, name)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -31,14 +31,14 @@ func TestContinueFromBrokerLog(t *testing.T) {
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			prof := version.MustParse(v).Profile()
-			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
-			clustertest.CreateTopic(t, c, "t", 6)
-			produce(t, c, "t", 300)
-			const group = "h-consumer"
-			startMembers(t, c, group, "t", 300, true)
-			topicID := topicIDOf(t, c, "t")
-			topics := consumergroup.Topics{{Name: "t", ID: topicID, Partitions: 6}}
-			want := consumergroup.GroupHash(map[string]int64{"t": consumergroup.TopicHash(topicID, "t", 6, nil)})
+			c := sharedCluster(t, v)
+			const topic, group = "h-t", "h-consumer"
+			clustertest.CreateTopic(t, c, topic, 6)
+			produce(t, c, topic, 300)
+			startMembers(t, c, group, topic, 300, true)
+			topicID := topicIDOf(t, c, topic)
+			topics := consumergroup.Topics{{Name: topic, ID: topicID, Partitions: 6}}
+			want := consumergroup.GroupHash(map[string]int64{topic: consumergroup.TopicHash(topicID, topic, 6, nil)})
 
 			var recs []records.Record
 			hashed, partitionMeta := 0, 0
@@ -60,8 +60,8 @@ func TestContinueFromBrokerLog(t *testing.T) {
 						t.Errorf("Kafka %s wrote metadata hash %d; the profile says it has none", v, val.MetadataHash)
 					case val.MetadataHash == 0:
 					case val.MetadataHash != want:
-						t.Errorf("Kafka %s wrote metadata hash %d at epoch %d; the reference coordinator computes %d for topic t (id %x, 6 partitions, no racks)",
-							v, val.MetadataHash, val.Epoch, want, topicID)
+						t.Errorf("Kafka %s wrote metadata hash %d at epoch %d; the reference coordinator computes %d for topic %s (id %x, 6 partitions, no racks)",
+							v, val.MetadataHash, val.Epoch, want, topic, topicID)
 					default:
 						hashed++
 					}

@@ -30,11 +30,11 @@ const offsetsPartitions = 3
 func TestBrokerRecordsDecode(t *testing.T) {
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
-			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
-			clustertest.CreateTopic(t, c, "t", 6)
-			produce(t, c, "t", 600)
-			runGroup(t, c, "g-classic", "t", 600, false)
-			runGroup(t, c, "g-consumer", "t", 600, true)
+			c := sharedCluster(t, v)
+			clustertest.CreateTopic(t, c, "g-t", 6)
+			produce(t, c, "g-t", 600)
+			runGroup(t, c, "g-classic", "g-t", 600, false)
+			runGroup(t, c, "g-consumer", "g-t", 600, true)
 
 			recs := readOffsetsTopic(t, c)
 			prof := version.MustParse(v).Profile()

@@ -177,7 +177,7 @@ func TestRunJudgesRecoveredState(t *testing.T) {
 	bin := clustertest.BuildGroupquake(t)
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
-			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
+			c := sharedCluster(t, v)
 			for _, named := range [][]string{{"kgo-classic"}, {"kgo-consumer"}, {"kgo-consumer", "kgo-classic"}, {"kgo-classic", "kgo-consumer"}} {
 				t.Run(strings.Join(named, "+"), func(t *testing.T) {
 					reg := kinds.Default()
@@ -471,7 +471,7 @@ func (m *handMember) state() (epoch int32, owned, assigned []int32) {
 func TestReplayPendingRevocation(t *testing.T) {
 	for _, v := range clustertest.Versions() {
 		t.Run("kafka-"+v, func(t *testing.T) {
-			c := clustertest.Start(t, cluster.Config{Version: v, Nodes: 1})
+			c := sharedCluster(t, v)
 			clustertest.CreateTopic(t, c, "t", 6)
 			adm, ctx, done := adminctx.Open(t, c, 5*time.Minute)
 			defer done()

@@ -5,8 +5,10 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/groupquake/groupquake/coordinator/version"
@@ -69,6 +71,93 @@ func Start(t testing.TB, cfg cluster.Config) *cluster.Cluster {
 	return c
 }
 
+// shared holds the clusters Shared started, by their configuration, until
+// Main removes them.
+var shared struct {
+	mu       sync.Mutex
+	clusters map[string]*sharedCluster
+	order    []string
+	// main says Main runs the tests, so that the clusters are removed.
+	main bool
+}
+
+type sharedCluster struct {
+	once sync.Once
+	c    *cluster.Cluster
+	err  error
+}
+
+// sharedKey names a configuration: two calls with equal configurations
+// (Logf aside) share a cluster. fmt prints a map's keys sorted.
+func sharedKey(cfg cluster.Config) string {
+	cfg.Logf = nil
+	return fmt.Sprintf("%+v", cfg)
+}
+
+// Shared returns a cluster of cfg that every test of this test binary
+// asking for the same cfg shares: started on the first call, removed by
+// Main once every test ran (a cluster start costs 5-20 s, more than most
+// tests that need one). It is for tests that leave the cluster as they
+// found it: their own topics, groups and links (names no other test of the
+// binary uses), no node stopped, paused, isolated or upgraded. cfg.Logf
+// defaults to the standard logger (a test's t.Logf ends with the test).
+// The test binary's TestMain must call Main.
+func Shared(t testing.TB, cfg cluster.Config) *cluster.Cluster {
+	t.Helper()
+	NeedEngine(t)
+	if cfg.Logf == nil {
+		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "shared cluster: "+format+"\n", args...) }
+	}
+	key := sharedKey(cfg)
+	shared.mu.Lock()
+	if !shared.main {
+		shared.mu.Unlock()
+		t.Fatal("clustertest.Shared needs the test binary's TestMain to run the tests with clustertest.Main, which removes the shared clusters at the end")
+	}
+	if shared.clusters == nil {
+		shared.clusters = map[string]*sharedCluster{}
+	}
+	sc, ok := shared.clusters[key]
+	if !ok {
+		sc = &sharedCluster{}
+		shared.clusters[key] = sc
+		shared.order = append(shared.order, key)
+	}
+	shared.mu.Unlock()
+	sc.once.Do(func() { sc.c, sc.err = cluster.Start(context.Background(), cfg) })
+	if sc.err != nil {
+		t.Fatalf("start shared cluster: %v", sc.err)
+	}
+	t.Logf("on shared cluster %s (Kafka %s, %d node(s))", sc.c.RunID, cfg.Version, cfg.Nodes)
+	return sc.c
+}
+
+// closeShared removes the clusters Shared started and says what it could
+// not remove.
+func closeShared() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	var errs []string
+	for _, key := range shared.order {
+		c := shared.clusters[key].c
+		if c == nil {
+			continue
+		}
+		ctx := context.Background()
+		if err := c.Close(ctx); err != nil {
+			errs = append(errs, fmt.Sprintf("close shared cluster %s: %v", c.RunID, err))
+		}
+		if n, err := cluster.Leftovers(ctx, c.RunID); err != nil || n != 0 {
+			errs = append(errs, fmt.Sprintf("shared cluster %s left %d containers/networks behind (err %v)", c.RunID, n, err))
+		}
+	}
+	shared.clusters, shared.order = nil, nil
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // Embedded starts the embedded cluster (the reference coordinator served in
 // this process: no Docker, so the unit tier runs it too), closed when t
 // ends. cfg.Logf defaults to t.Logf.
@@ -109,10 +198,22 @@ func CreateTopic(t testing.TB, c cluster.Handle, topic string, partitions int32)
 }
 
 // Main wraps testing.M so that Ctrl-C removes the clusters a test binary
-// started: call it from TestMain as os.Exit(clustertest.Main(m)).
+// started, and removes the clusters of Shared once every test ran (a
+// failure to is the binary's failure): call it from TestMain as
+// os.Exit(clustertest.Main(m)).
 func Main(m *testing.M) int {
 	stop := cluster.CloseOnSignal()
 	defer stop()
 	defer RemoveBuilds()
-	return m.Run()
+	shared.mu.Lock()
+	shared.main = true
+	shared.mu.Unlock()
+	code := m.Run()
+	if err := closeShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }

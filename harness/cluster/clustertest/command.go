@@ -3,29 +3,33 @@ package clustertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// BuildGroupquake builds the groupquake command into a temporary directory
-// and returns the binary's path, for tests that drive it as a user would.
+// BuildGroupquake builds the groupquake command and returns the binary's
+// path, for tests that drive it as a user would: once per test binary when
+// its TestMain runs the tests with Main (RemoveBuilds removes it; a build
+// links for seconds), else into t's temporary directory.
 func BuildGroupquake(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "groupquake")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/groupquake/groupquake/cmd/groupquake")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/groupquake: %v\n%s", err, out)
+	shared.mu.Lock()
+	once := shared.main
+	shared.mu.Unlock()
+	if !once {
+		bin := filepath.Join(t.TempDir(), "groupquake")
+		if err := build(bin); err != nil {
+			t.Fatal(err)
+		}
+		return bin
 	}
-	return bin
-}
-
-var hooked struct {
-	sync.Mutex
-	dir, bin string
+	return built(t, &plain)
 }
 
 // HookedGroupquake builds the groupquake command with the test hooks
@@ -34,32 +38,61 @@ var hooked struct {
 // RemoveBuilds (called by Main) removes it.
 func HookedGroupquake(t testing.TB) string {
 	t.Helper()
-	hooked.Lock()
-	defer hooked.Unlock()
-	if hooked.bin != "" {
-		return hooked.bin
+	return built(t, &hooked)
+}
+
+// aBuild is a groupquake binary built once per test binary.
+type aBuild struct {
+	sync.Mutex
+	dir, bin string
+	tags     []string
+}
+
+var (
+	plain  aBuild
+	hooked = aBuild{tags: []string{"-tags", "groupquake_testhooks"}}
+)
+
+// built returns b's binary, built on the first call.
+func built(t testing.TB, b *aBuild) string {
+	t.Helper()
+	b.Lock()
+	defer b.Unlock()
+	if b.bin != "" {
+		return b.bin
 	}
-	dir, err := os.MkdirTemp("", "groupquake-hooked-")
+	dir, err := os.MkdirTemp("", "groupquake-build-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "groupquake")
-	cmd := exec.Command("go", "build", "-tags", "groupquake_testhooks", "-o", bin, "github.com/groupquake/groupquake/cmd/groupquake")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if err := build(bin, b.tags...); err != nil {
 		os.RemoveAll(dir)
-		t.Fatalf("go build -tags groupquake_testhooks ./cmd/groupquake: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	hooked.dir, hooked.bin = dir, bin
+	b.dir, b.bin = dir, bin
 	return bin
 }
 
-// RemoveBuilds removes what HookedGroupquake built.
+// build builds the groupquake command into bin, with flags.
+func build(bin string, flags ...string) error {
+	args := append(append([]string{"build"}, flags...), "-o", bin, "github.com/groupquake/groupquake/cmd/groupquake")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// RemoveBuilds removes what BuildGroupquake and HookedGroupquake built once
+// per test binary.
 func RemoveBuilds() {
-	hooked.Lock()
-	defer hooked.Unlock()
-	if hooked.dir != "" {
-		os.RemoveAll(hooked.dir)
-		hooked.dir, hooked.bin = "", ""
+	for _, b := range []*aBuild{&plain, &hooked} {
+		b.Lock()
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+			b.dir, b.bin = "", ""
+		}
+		b.Unlock()
 	}
 }
 
