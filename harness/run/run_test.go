@@ -207,9 +207,23 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
+// cutShort fails t unless what check printed of a killed run is a run cut
+// short: exit 3 saying it does not hold, or exit 1 when a violation was
+// found up to where it stopped; never 0 (a hold).
+func cutShort(t *testing.T, what, out string, code int) {
+	t.Helper()
+	switch {
+	case code == 3 && !strings.Contains(out, "cut short, so it does not hold"):
+		t.Errorf("%s exits 3 without saying the run was cut short and does not hold:\n%s", what, out)
+	case code != 3 && code != 1:
+		t.Fatalf("%s exits %d, want 3 (cut short) or 1 (a violation up to where it stopped):\n%s", what, code, out)
+	}
+}
+
 // TestKilledRun kills `groupquake run` with SIGKILL in the middle of its
 // workload and judges what it left: the history is read up to where it
-// stopped and judged (exit 0 or 1, never 2), a history cut in the middle of a
+// stopped and judged (exit 3, cut short, or 1 on a violation; never 0, a
+// hold, nor 2), a history cut in the middle of a
 // line is reported as truncated, and a directory without plan.json or
 // history.jsonl is refused with exit 2 and what is missing.
 func TestKilledRun(t *testing.T) {
@@ -271,9 +285,7 @@ func TestKilledRun(t *testing.T) {
 	}
 
 	out, code := clustertest.RunGroupquake(t, bin, "check", dir)
-	if code != 0 && code != 1 {
-		t.Fatalf("check of the killed run exits %d, want 0 or 1:\n%s", code, out)
-	}
+	cutShort(t, "check of the killed run", out, code)
 	if !strings.Contains(out, run.ObservationsFile+" is absent") {
 		t.Errorf("check does not say the final observations are missing:\n%s", out)
 	}
@@ -281,9 +293,8 @@ func TestKilledRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, run.ReportFile)); err == nil {
 		t.Errorf("check without --write wrote %s into the killed run's directory", run.ReportFile)
 	}
-	if out, code := clustertest.RunGroupquake(t, bin, "check", "--write", dir); code != 0 && code != 1 {
-		t.Fatalf("check --write of the killed run exits %d, want 0 or 1:\n%s", code, out)
-	}
+	out, code = clustertest.RunGroupquake(t, bin, "check", "--write", dir)
+	cutShort(t, "check --write of the killed run", out, code)
 	if _, err := os.Stat(filepath.Join(dir, run.ReportFile)); err != nil {
 		t.Errorf("check --write of the killed run wrote no %s: %v", run.ReportFile, err)
 	}
@@ -300,9 +311,7 @@ func TestKilledRun(t *testing.T) {
 	}
 	hf.Close()
 	out, code = clustertest.RunGroupquake(t, bin, "check", cut)
-	if code != 0 && code != 1 {
-		t.Fatalf("check of a cut history exits %d, want 0 or 1:\n%s", code, out)
-	}
+	cutShort(t, "check of a cut history", out, code)
 	if !strings.Contains(out, "truncated line") {
 		t.Errorf("check does not report the truncated line:\n%s", out)
 	}
