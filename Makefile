@@ -138,7 +138,7 @@ UNIT_ONLY := TestDifferentialKfake \
 	TestEmbeddedCluster \
 	TestSupervisorRestartsARefusedStaticMember TestSupervisorKeepsTheRefusedRetry \
 	TestSharedJVM TestMemberContract TestJavaMemberContract TestEmbeddedShareRun \
-	TestDriverDoesNotSpinOnAFatalMember \
+	TestDriverDoesNotSpinOnAFatalMember TestRunHealsTheLinksAnEarlierRunLeft \
 	TestNemesisOverlapsTriggersAndSerialisesNodes TestNemesisUpgradeStepsSerialiseAndAreAwaited \
 	TestNemesisRecordsFlapEdges TestNemesisNodeFaultAfterTheWorkload TestNemesisHealPastItsBoundSaysSo \
 	TestStreamedReportIsTheSamePage TestReportMergesTinyOwnerships
