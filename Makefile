@@ -138,7 +138,7 @@ UNIT_ONLY := TestDifferentialKfake \
 	TestEmbeddedCluster \
 	TestSupervisorRestartsARefusedStaticMember TestSupervisorKeepsTheRefusedRetry \
 	TestSharedJVM TestMemberContract TestJavaMemberContract TestEmbeddedShareRun \
-	TestDriverDoesNotSpinOnAFatalMember \
+	TestDriverDoesNotSpinOnAFatalMember TestRunHealsTheLinksAnEarlierRunLeft \
 	TestNemesisOverlapsTriggersAndSerialisesNodes TestNemesisUpgradeStepsSerialiseAndAreAwaited \
 	TestNemesisRecordsFlapEdges TestNemesisNodeFaultAfterTheWorkload TestNemesisHealPastItsBoundSaysSo \
 	TestStreamedReportIsTheSamePage TestReportMergesTinyOwnerships
@@ -150,9 +150,15 @@ UNIT_ONLY_SKIP := ^($(subst $(space),|,$(strip $(UNIT_ONLY))))$$
 python-member:
 	@python3 -c 'import confluent_kafka' 2>/dev/null || python3 -m pip install 'confluent-kafka>=2.12' || echo "python-member: no confluent-kafka: TestPythonMemberContract and TestConfluentPythonMemberCheck will fail"
 
-## cluster-tests: tests against real Kafka clusters in containers.
+## cluster-tests: tests against real Kafka clusters in containers. `groupquake sweep` runs after
+## them whether they passed or not: a test binary that panics or times out never reaches the end of
+## clustertest.Main, which removes the clusters its tests shared (clustertest.Shared), and Ryuk is off.
+## Plain sweep removes only what processes that are gone left (never a live run's, never a kept
+## cluster). The tests' exit status is the target's; a failing sweep fails a target that passed.
 cluster-tests: build python-member
-	$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY_SKIP)' $(CLUSTER_PKGS)
+	status=0; $(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY_SKIP)' $(CLUSTER_PKGS) || status=$$?; \
+	$(GO) run ./cmd/groupquake sweep || { echo "cluster-tests: groupquake sweep failed"; [ $$status -ne 0 ] || status=1; }; \
+	exit $$status
 
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build

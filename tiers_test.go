@@ -369,3 +369,68 @@ func TestPure(t *testing.T) { _ = helper.Pure() + Work() }`,
 		t.Errorf("a name twice: %v, want 1 problem", got)
 	}
 }
+
+// TestClusterTierSweepsWhateverHappens: the Makefile's cluster-tests runs
+// `groupquake sweep` after the tests whether they passed or failed (a test
+// binary that panics or times out never removes the clusters its tests
+// shared), and the target's exit status is the tests': a fake go records
+// what the recipe runs and exits as told.
+func TestClusterTierSweepsWhateverHappens(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine: the Makefile's recipe cannot be run")
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	fake := filepath.Join(dir, "go")
+	script := `#!/bin/sh
+case "$*" in
+"tool gotestsum"*) echo tests >> "$FAKE_LOG"; exit "$FAKE_TESTS" ;;
+"run ./cmd/groupquake sweep") echo sweep >> "$FAKE_LOG"; exit "$FAKE_SWEEP" ;;
+esac
+echo "unexpected: go $*" >> "$FAKE_LOG"; exit 99
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tests, sweep string
+		fails        string // what make says of the recipe's exit status; "" for success
+	}{
+		{tests: "0", sweep: "0"},
+		{tests: "1", sweep: "0", fails: "Error 1"},
+		{tests: "2", sweep: "1", fails: "Error 2"},
+		{tests: "0", sweep: "1", fails: "Error 1"},
+	} {
+		os.Remove(log)
+		// -o: build and python-member are taken as made (the latter may pip install).
+		cmd := exec.Command("make", "-s", "-o", "build", "-o", "python-member", "cluster-tests", "GO="+fake, "VERSIONS=0.0.0")
+		cmd.Env = append(notMake(os.Environ()), "FAKE_LOG="+log, "FAKE_TESTS="+c.tests, "FAKE_SWEEP="+c.sweep)
+		out, err := cmd.CombinedOutput()
+		ran, _ := os.ReadFile(log)
+		name := fmt.Sprintf("tests exit %s, sweep exits %s", c.tests, c.sweep)
+		if got := strings.Fields(string(ran)); strings.Join(got, ",") != "tests,sweep" {
+			t.Errorf("%s: the recipe ran %v, want the tests then the sweep\n%s", name, got, out)
+		}
+		switch {
+		case c.fails == "" && err != nil:
+			t.Errorf("%s: make cluster-tests failed: %v\n%s", name, err, out)
+		case c.fails != "" && (err == nil || !strings.Contains(string(out), "] "+c.fails)):
+			t.Errorf("%s: make cluster-tests said %v, want its recipe's %s\n%s", name, err, c.fails, out)
+		}
+	}
+}
+
+// notMake is env without what a make running this test passes to the
+// makes it starts (the unit tier runs under make test): its flags and
+// command-line variables.
+func notMake(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

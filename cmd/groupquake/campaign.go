@@ -400,8 +400,8 @@ func campaignStatus(outcomes []campaignOutcome, planned int) error {
 		if oc.Judged != nil && len(results.Count(oc.Judged.Report.Verdicts).Violated) > 0 {
 			violated = append(violated, fmt.Sprintf("%s (%s)", oc.Run.Name, strings.Join(results.Count(oc.Judged.Report.Verdicts).Violated, ", ")))
 		}
-		if oc.Err != nil {
-			failed = append(failed, oc.Run.Name)
+		if oc.Err != nil || oc.Judged != nil && oc.Judged.Report.Stopped != "" {
+			failed = append(failed, oc.Run.Name) // a run cut short does not hold
 		}
 	}
 	switch {
@@ -472,6 +472,9 @@ func writeCampaignSummary(w io.Writer, c campaignJSON, outcomes []campaignOutcom
 			switch {
 			case len(t.Violated) > 0:
 				verdicts = fmt.Sprintf("VIOLATED %s; %d hold, %d skipped", strings.Join(t.Violated, ","), t.Hold, len(t.Skipped))
+			case oc.Judged.Report.Stopped != "":
+				// No violation up to where it stopped is not a hold (check exits 3).
+				verdicts = "CUT SHORT: no violation up to there, not a hold"
 			default:
 				verdicts = fmt.Sprintf("hold: %d of %d", t.Hold, t.Total)
 				if len(t.Skipped) > 0 {
@@ -497,6 +500,9 @@ func writeCampaignSummary(w io.Writer, c campaignJSON, outcomes []campaignOutcom
 			fmt.Fprintf(w, "report %s\n", filepath.Join(oc.Dir, run.ReportFile))
 		} else {
 			fmt.Fprintf(w, "run directory %s (no report)\n", oc.Dir)
+		}
+		if oc.Judged != nil && oc.Judged.Report.Stopped != "" {
+			fmt.Fprintf(w, "  cut short: the run %s\n", oc.Judged.Report.Stopped)
 		}
 		fmt.Fprintf(w, "  rerun: %s\n", oc.Run.Plan.Command())
 	}

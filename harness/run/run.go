@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -871,6 +872,9 @@ func (r *runner) setup(ctx context.Context) error {
 		return err
 	}
 	r.obs = newObserver(adm, r.h.Bootstrap(), r.rec, p.Group, p.Protocol(), p.TopicNames(), func() time.Duration { return r.cfg.Now().Sub(r.start) })
+	if err := r.healLinks(); err != nil {
+		return err
+	}
 
 	r.crew = newCrew(r)
 	env := faults.Env{
@@ -900,6 +904,43 @@ func (r *runner) setup(ctx context.Context) error {
 	for _, s := range r.crew.order {
 		if err := r.crew.build(s); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// healLinks heals, on a cluster handed to the run (Config.Cluster), the
+// links of every client of the plan: its members, its producers and the
+// clients its link faults name. A cluster keeps each client's links under
+// the client's name, and every run names its clients alike (m1, m2, ...,
+// p0), so a run that ended without healing its link faults (it failed, or
+// was stopped) would leave the next run on the same cluster (a test
+// binary's shared one) with a cut or slowed link. A cluster the run
+// started itself has no links yet.
+func (r *runner) healLinks() error {
+	if r.ownsH {
+		return nil
+	}
+	p := r.p
+	names := map[string]bool{}
+	for _, mp := range p.Members {
+		names[mp.Name] = true
+	}
+	for _, pp := range p.Producers {
+		names[pp.Name] = true
+	}
+	for _, f := range p.Faults {
+		if f.Client != "" {
+			names[f.Client] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		l, err := r.h.Links(name)
+		if err != nil {
+			return fmt.Errorf("links of %s: %w", name, err)
+		}
+		if err := l.Heal(faults.AllNodes); err != nil {
+			return fmt.Errorf("healing the links of %s (an earlier run on this cluster may have left them faulted): %w", name, err)
 		}
 	}
 	return nil

@@ -621,6 +621,9 @@ func (r *runner) setupShare(ctx context.Context) (shareSetup, error) {
 	if err != nil {
 		return sr, err
 	}
+	if err := r.healLinks(); err != nil {
+		return sr, err
+	}
 	if err := r.shareProducers(); err != nil {
 		return sr, err
 	}

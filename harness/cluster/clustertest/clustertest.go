@@ -99,9 +99,13 @@ func sharedKey(cfg cluster.Config) string {
 // Main once every test ran (a cluster start costs 5-20 s, more than most
 // tests that need one). It is for tests that leave the cluster as they
 // found it: their own topics, groups and links (names no other test of the
-// binary uses), no node stopped, paused, isolated or upgraded. cfg.Logf
+// binary uses; a harness run heals the links of its clients, m1... and p0,
+// before it builds them), no node stopped, paused, isolated or upgraded. cfg.Logf
 // defaults to the standard logger (a test's t.Logf ends with the test).
-// The test binary's TestMain must call Main.
+// The test binary's TestMain must call Main. A binary that panics or times
+// out never gets back to Main, and its shared clusters stay up: the next
+// cluster.Start of another process sweeps them (their process is gone), and
+// the Makefile's cluster tier runs `groupquake sweep` after its tests.
 func Shared(t testing.TB, cfg cluster.Config) *cluster.Cluster {
 	t.Helper()
 	NeedEngine(t)
