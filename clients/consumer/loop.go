@@ -256,12 +256,18 @@ func (mb *Member) checkTimers(now time.Time) {
 // unknown when no heartbeat left because the coordinator could not be
 // found (findCoordinator).
 func (mb *Member) heartbeat() (backoff, unknown bool) {
-	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-	defer cancel()
-	node, ok := mb.findCoordinator(ctx)
+	// The lookup and the heartbeat each get the request timeout, as each
+	// request does in Java: under a latency at which each fits but not
+	// both, one timeout for the two would time out every heartbeat that
+	// follows a lookup, forget the coordinator, and look it up again.
+	lctx, lcancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+	node, ok := mb.findCoordinator(lctx)
+	lcancel()
 	if !ok {
 		return true, true
 	}
+	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+	defer cancel()
 	req, seq, call, op := mb.sendHeartbeat()
 	resp, err := mb.send(ctx, node, req)
 	if err != nil && mb.ctx.Err() != nil {
