@@ -1,6 +1,8 @@
 package consumer
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -41,4 +43,75 @@ func TestLoopLookupAndHeartbeatEachGetTheRequestTimeout(t *testing.T) {
 		return slices.ContainsFunc(m.log.All(), func(e clients.Event) bool { return e.Kind == clients.Joined })
 	}, dump)
 	eventually(t, "the member owns t[0 1]", m.owns(0, 1), dump)
+}
+
+// cutLookups makes every FindCoordinator fail (its connection is cut)
+// while *cut is set under s.mu.
+func cutLookups(s *scriptBroker, cut *bool) {
+	s.c.ControlKey(kmsg.FindCoordinator.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		s.mu.Lock()
+		c := *cut
+		s.mu.Unlock()
+		if c {
+			return nil, errors.New("link cut"), true
+		}
+		return nil, nil, false
+	})
+}
+
+// A leave while the coordinator is unknown: the member owns t[0 1], the
+// coordinator moves (NOT_COORDINATOR) and no FindCoordinator gets through;
+// nobody polls, so the poll timer makes the member leave. Java's
+// onHeartbeatRequestSkipped completes a leave whose heartbeat cannot be
+// sent: the member is out (here STALE, as after a sent poll-timer leave)
+// and the next Poll rejoins it. Held in LEAVING until a lookup succeeded,
+// the member ignored that Poll (it was not STALE) and, once the lookup
+// came back, sent the stale leave late and stayed out for good.
+func TestLoopLeaveWithoutCoordinatorCompletes(t *testing.T) {
+	t.Parallel()
+	s, m, dump := startAssigned(t, false, MaxPollInterval(1500*time.Millisecond), RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pollUntil(t, ctx, m.Member, "the member never owned t[0 1]", m.owns(0, 1), dump)
+	cut := true
+	cutLookups(s, &cut)
+	s.mu.Lock()
+	s.moved = true
+	s.mu.Unlock()
+	// No Poll from here on: the poll timer expires while no lookup
+	// gets through.
+	eventually(t, "the poll-timer leave completes while the coordinator is unknown", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.m.state == stateStale
+	}, dump)
+	i := slices.IndexFunc(m.log.All(), func(e clients.Event) bool { return e.Kind == clients.Left })
+	if i < 0 {
+		t.Fatalf("no Left event for the leave that was not sent\n%s", dump())
+	}
+	if e := m.log.All()[i]; e.Call != 0 || e.Err == "" || e.MemberEpoch != leaveEpoch {
+		t.Errorf("the unsent leave is reported as %+v, want Call 0 (no request), Err set and epoch %d", e, leaveEpoch)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	m.Poll(pctx)
+	pcancel()
+	m.mu.Lock()
+	st := m.m.state
+	m.mu.Unlock()
+	if st != stateJoining {
+		t.Errorf("state %s after the Poll that follows the poll-timer leave, want %s\n%s", st, stateJoining, dump())
+	}
+	n := len(s.arrivals())
+	s.mu.Lock()
+	cut, s.moved = false, false
+	s.mu.Unlock()
+	eventually(t, "the member rejoins at epoch 0 once the coordinator is found", func() bool {
+		return slices.ContainsFunc(s.arrivals()[n:], func(a groupReq) bool { return a.hb != nil && a.hb.MemberEpoch == 0 })
+	}, dump)
+	for _, a := range s.arrivals()[n:] {
+		if a.hb != nil && a.hb.MemberEpoch < 0 {
+			t.Errorf("the leave given up while the coordinator was unknown was sent late: %s\n%s", a, dump())
+		}
+	}
 }

@@ -264,6 +264,9 @@ func (mb *Member) heartbeat() (backoff, unknown bool) {
 	node, ok := mb.findCoordinator(lctx)
 	lcancel()
 	if !ok {
+		if mb.ctx.Err() == nil {
+			mb.leaveSkipped()
+		}
 		return true, true
 	}
 	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
@@ -302,14 +305,35 @@ func (mb *Member) heartbeat() (backoff, unknown bool) {
 		mb.since = mb.cfg.Clock.Now() // the rebalance timeout runs from here
 	}
 	if req.MemberEpoch < 0 {
-		if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {
-			mb.rejoinAfterLeave = false
-			mb.m.sent.reset()
-			mb.m.join("rejoin after the rebalance-timeout leave")
-		}
+		mb.rejoinLocked()
 		return false, false
 	}
 	return o.backoff, false
+}
+
+// leaveSkipped completes a leave whose heartbeat could not be sent because
+// the coordinator is unknown (machine.leaveSkipped); after a
+// rebalance-timeout leave the member rejoins, as it does once the leave is
+// sent.
+func (mb *Member) leaveSkipped() {
+	mb.mu.Lock()
+	o := mb.m.leaveSkipped("the coordinator is unknown")
+	mb.applyLocked(o)
+	if o.leaveDone {
+		mb.rejoinLocked()
+	}
+	mb.mu.Unlock()
+	mb.flush()
+}
+
+// rejoinLocked rejoins after a rebalance-timeout leave, once the leave is
+// sent or given up. mu is held.
+func (mb *Member) rejoinLocked() {
+	if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {
+		mb.rejoinAfterLeave = false
+		mb.m.sent.reset()
+		mb.m.join("rejoin after the rebalance-timeout leave")
+	}
 }
 
 // sendHeartbeat builds the next heartbeat and reports it sent

@@ -508,6 +508,33 @@ func (m *machine) giveUp(o outcome, err error) outcome {
 	return o
 }
 
+// leaveSkipped is AbstractMembershipManager.onHeartbeatRequestSkipped: a
+// leave heartbeat that cannot be sent because the coordinator is unknown
+// (no FindCoordinator answered) is given up, and the member moves on as if
+// it had been sent, so that it is not held in LEAVING until a lookup
+// succeeds (a leave is a best effort; the coordinator expires the member
+// after its session). The transition is the one request gives a leave:
+// UNSUBSCRIBED, or STALE after a poll-timer leave, which the next Poll
+// ends (Java has no such case: its poll timer is checked only while the
+// coordinator is known, and the leave is built at once).
+func (m *machine) leaveSkipped(why string) outcome {
+	var o outcome
+	if m.state != stateLeaving {
+		return o
+	}
+	if m.staleLeave {
+		m.state = stateStale
+	} else {
+		m.state = stateUnsubscribed
+	}
+	m.sent.reset()
+	o.leaveDone = true
+	e := m.ev(clients.Left, fmt.Sprintf("leave heartbeat with epoch %d not sent: %s; the member is out without it (Java onHeartbeatRequestSkipped), state %s", m.epoch, why, m.state))
+	e.Err = why
+	o.add(e)
+	return o
+}
+
 // leave is transitionToSendingLeaveGroup: epoch -1, or -2 for a static
 // member (ConsumerMembershipManager.leaveGroupEpoch), nothing owned, and
 // the leave heartbeat goes out at once. stale says the poll timer caused
