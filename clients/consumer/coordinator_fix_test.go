@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/clients"
@@ -113,5 +114,55 @@ func TestLoopLeaveWithoutCoordinatorCompletes(t *testing.T) {
 		if a.hb != nil && a.hb.MemberEpoch < 0 {
 			t.Errorf("the leave given up while the coordinator was unknown was sent late: %s\n%s", a, dump())
 		}
+	}
+}
+
+// GROUP_AUTHORIZATION_FAILED from FindCoordinator is fatal, as in the
+// classic member and in Java (GroupAuthorizationException from poll): the
+// member sends no heartbeat, stops looking the coordinator up, and Poll
+// says it stopped for good, naming the error. Retried as a passing
+// failure, the member looked the coordinator up forever and Poll never
+// said why nothing came.
+func TestLoopGroupAuthorizationFailedLookupIsFatal(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.c.ControlKey(kmsg.FindCoordinator.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		req := r.(*kmsg.FindCoordinatorRequest)
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.SetVersion(req.GetVersion())
+		resp.ErrorCode, resp.NodeID = kerr.GroupAuthorizationFailed.Code, -1
+		for _, k := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.ErrorCode = k, -1, kerr.GroupAuthorizationFailed.Code
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp, nil, true
+	})
+	m := startMember(t, s, false, RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	dump := m.dumpWith(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var err error
+	for err == nil && ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, err = m.Poll(pctx)
+		pcancel()
+	}
+	if !errors.Is(err, clients.ErrStopped) || !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("Poll returned %v, want the member stopped for good on GROUP_AUTHORIZATION_FAILED\n%s", err, dump())
+	}
+	s.mu.Lock()
+	n := len(s.finds)
+	s.mu.Unlock()
+	time.Sleep(300 * time.Millisecond) // six backoffs
+	s.mu.Lock()
+	after := len(s.finds)
+	s.mu.Unlock()
+	if after != n {
+		t.Errorf("%d FindCoordinators after the member stopped", after-n)
+	}
+	if hb := heartbeats(s.arrivals()); len(hb) > 0 {
+		t.Errorf("heartbeats sent without a coordinator: %v", hb)
 	}
 }

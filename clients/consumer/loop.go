@@ -405,7 +405,8 @@ func (mb *Member) answerEvents(call uint64, op clients.Op, req *kmsg.ConsumerGro
 // knows none, sends one FindCoordinator to one broker (coord.Find). A
 // failed lookup is reported and retried after the member's backoff (Java's
 // CoordinatorRequestManager: one FindCoordinator in flight, retried after
-// retry.backoff.ms); no heartbeat is sent meanwhile.
+// retry.backoff.ms); no heartbeat is sent meanwhile. GROUP_AUTHORIZATION_FAILED
+// is fatal (machine.findCoordinatorFailed).
 func (mb *Member) findCoordinator(ctx context.Context) (int32, bool) {
 	mb.mu.Lock()
 	node, attempt := mb.coordinator, mb.lookups
@@ -421,7 +422,9 @@ func (mb *Member) findCoordinator(ctx context.Context) (int32, bool) {
 		return -1, false // closing
 	}
 	mb.mu.Lock()
-	if err != nil {
+	if o, fatal := mb.m.findCoordinatorFailed(err); fatal {
+		mb.applyLocked(o)
+	} else if err != nil {
 		e := mb.ev(clients.Error, "FindCoordinator failed; retrying after backoff")
 		if ke, ok := errors.AsType[*kerr.Error](err); ok {
 			e.ErrCode, e.Err = ke.Code, kerrName(ke)

@@ -492,6 +492,33 @@ func (m *machine) onErrorResponse(resp *kmsg.ConsumerGroupHeartbeatResponse, err
 	return o
 }
 
+// findCoordinatorFailed is a FindCoordinator that failed with err:
+// GROUP_AUTHORIZATION_FAILED is fatal, as in clients/classic (Java's
+// CoordinatorRequestManager hands a GroupAuthorizationException to the
+// application, which poll throws); anything else is retried after a
+// backoff, and fatal says which.
+func (m *machine) findCoordinatorFailed(err error) (o outcome, fatal bool) {
+	if !errors.Is(err, kerr.GroupAuthorizationFailed) || m.state == stateFatal {
+		return o, false
+	}
+	prev := m.state
+	o.lostAt = m.epoch
+	m.fatal = fmt.Errorf("%w: consumer group %s: FindCoordinator failed fatally: %w", clients.ErrStopped, m.cfg.group, err)
+	m.state = stateFatal
+	e := m.ev(clients.Error, fmt.Sprintf("fatal FindCoordinator error %s: not authorized for the group; the member stops (Java GroupAuthorizationException)", kerrName(err)))
+	e.ErrCode, e.Err = kerr.GroupAuthorizationFailed.Code, kerrName(err)
+	o.add(e)
+	switch prev {
+	case stateUnsubscribed, stateStale:
+		o.leaveDone = true
+	case stateLeaving:
+	default:
+		m.current = noAssignment
+		o.loseAll = "fatal FindCoordinator error " + kerrName(err)
+	}
+	return o, true
+}
+
 // giveUp (BugGiveUpOnNoAnswer) stops the member for good on a heartbeat
 // that got no answer, as the fatal errors do.
 func (m *machine) giveUp(o outcome, err error) outcome {
