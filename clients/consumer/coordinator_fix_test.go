@@ -166,3 +166,94 @@ func TestLoopGroupAuthorizationFailedLookupIsFatal(t *testing.T) {
 		t.Errorf("heartbeats sent without a coordinator: %v", hb)
 	}
 }
+
+// Close's leave goes where the member's own lookup says the coordinator
+// is, as its heartbeats do, so that the history's found-coordinator events
+// show where it went. Here the coordinator moves from the node kfake names
+// (which kgo's own lookup, made for the OffsetFetch of the join, found and
+// keeps) to another node, which only the member's lookups name; every other
+// node answers NOT_COORDINATOR. Through kgo's client the leave went first
+// to the node kgo kept.
+func TestLoopCloseLeavesThroughTheMembersCoordinator(t *testing.T) {
+	t.Parallel()
+	s := newScriptBrokers(t, 2, 3)
+	old := s.c.CoordinatorFor("g")
+	s.set(1, 0, 1)
+	m := startLoopMember(t, s, RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	dump := m.dumpWith(s)
+	eventually(t, "the member owns t[0 1]", m.owns(0, 1), dump)
+	moved := (old + 1) % 3
+	var host string
+	var port int32
+	mctx, mcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(mctx, m.cl)
+	mcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range meta.Brokers {
+		if b.NodeID == moved {
+			host, port = b.Host, b.Port
+		}
+	}
+	if host == "" {
+		t.Fatalf("node %d unknown to the member's client", moved)
+	}
+	s.c.ControlKey(kmsg.FindCoordinator.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		req := r.(*kmsg.FindCoordinatorRequest)
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.SetVersion(req.GetVersion())
+		resp.NodeID, resp.Host, resp.Port = moved, host, port
+		for _, k := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.Host, c.Port = k, moved, host, port
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp, nil, true
+	})
+	s.mu.Lock()
+	s.coordinator = moved
+	s.mu.Unlock()
+	n := len(s.arrivals())
+	eventually(t, "a heartbeat is answered by the new coordinator", func() bool {
+		return slices.ContainsFunc(s.arrivals()[n:], func(a groupReq) bool {
+			return a.hb != nil && a.node == moved && a.hbResp.ErrorCode == 0
+		})
+	}, dump)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	var leaves []groupReq
+	for _, a := range s.arrivals() {
+		if a.hb != nil && a.hb.MemberEpoch < 0 {
+			leaves = append(leaves, a)
+		}
+	}
+	if len(leaves) != 1 || leaves[0].node != moved {
+		t.Errorf("leave heartbeats arrived at %v, want one at node %d, the coordinator the member found (kgo's was node %d)\n%s", nodes(leaves), moved, old, dump())
+	}
+	// The history says where the leave went: the last found-coordinator
+	// before the leave's Sent names that node.
+	evs := m.log.All()
+	iSent := slices.IndexFunc(evs, func(e clients.Event) bool { return e.Kind == clients.Sent && e.Op == clients.OpLeave })
+	found := int32(-1)
+	for _, e := range evs[:max(iSent, 0)] {
+		if e.Kind == clients.FoundCoordinator {
+			found = e.Node
+		}
+	}
+	if iSent < 0 || found != moved {
+		t.Errorf("the leave's Sent follows found-coordinator node %d, want %d\n%s", found, moved, dump())
+	}
+}
+
+func nodes(as []groupReq) []int32 {
+	var out []int32
+	for _, a := range as {
+		out = append(out, a.node)
+	}
+	return out
+}

@@ -261,7 +261,7 @@ func (mb *Member) heartbeat() (backoff, unknown bool) {
 	// both, one timeout for the two would time out every heartbeat that
 	// follows a lookup, forget the coordinator, and look it up again.
 	lctx, lcancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-	node, ok := mb.findCoordinator(lctx)
+	node, ok := mb.findCoordinator(lctx, mb.ctx)
 	lcancel()
 	if !ok {
 		if mb.ctx.Err() == nil {
@@ -407,7 +407,10 @@ func (mb *Member) answerEvents(call uint64, op clients.Op, req *kmsg.ConsumerGro
 // CoordinatorRequestManager: one FindCoordinator in flight, retried after
 // retry.backoff.ms); no heartbeat is sent meanwhile. GROUP_AUTHORIZATION_FAILED
 // is fatal (machine.findCoordinatorFailed).
-func (mb *Member) findCoordinator(ctx context.Context) (int32, bool) {
+//
+// A lookup that fails once parent has ended (the member closing) is not
+// reported.
+func (mb *Member) findCoordinator(ctx, parent context.Context) (int32, bool) {
 	mb.mu.Lock()
 	node, attempt := mb.coordinator, mb.lookups
 	if node < 0 {
@@ -418,7 +421,7 @@ func (mb *Member) findCoordinator(ctx context.Context) (int32, bool) {
 		return node, true
 	}
 	node, err := coord.Find(ctx, mb.cl, mb.group, attempt)
-	if err != nil && mb.ctx.Err() != nil {
+	if err != nil && parent.Err() != nil {
 		return -1, false // closing
 	}
 	mb.mu.Lock()
