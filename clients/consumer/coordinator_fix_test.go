@@ -257,3 +257,45 @@ func nodes(as []groupReq) []int32 {
 	}
 	return out
 }
+
+// The rebalance-timeout leave while the coordinator is unknown: the
+// reconciliation cannot finish (the committed offsets cannot be read), the
+// coordinator moves and no FindCoordinator gets through. The leave is given
+// up unsent and the member rejoins at once, as after a sent one; it is not
+// held in LEAVING until a lookup succeeds, and the leave is never sent late.
+func TestLoopRebalanceTimeoutLeaveWithoutCoordinatorRejoins(t *testing.T) {
+	t.Parallel()
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	s.mu.Lock()
+	s.fetchErr = kerr.UnstableOffsetCommit.Code
+	s.mu.Unlock()
+	m := startMember(t, s, false, RebalanceTimeout(1500*time.Millisecond), RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	dump := m.dumpWith(s)
+	eventually(t, "the member joins", func() bool {
+		return slices.ContainsFunc(m.log.All(), func(e clients.Event) bool { return e.Kind == clients.Joined })
+	}, dump)
+	cut := true
+	cutLookups(s, &cut)
+	s.mu.Lock()
+	s.moved = true
+	s.mu.Unlock()
+	eventually(t, "the member rejoins after the rebalance-timeout leave while the coordinator is unknown", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.m.state == stateJoining && m.m.joinWhy == "rejoin after the rebalance-timeout leave"
+	}, dump)
+	if !slices.ContainsFunc(m.log.All(), func(e clients.Event) bool { return e.Kind == clients.Left && e.Call == 0 }) {
+		t.Errorf("no Left event for the leave that was not sent\n%s", dump())
+	}
+	n := len(s.arrivals())
+	s.mu.Lock()
+	cut, s.moved, s.fetchErr = false, false, 0
+	s.mu.Unlock()
+	eventually(t, "the member owns t[0 1] again", func() bool { return m.Owned().Count() == 2 }, dump)
+	for _, a := range s.arrivals()[n:] {
+		if a.hb != nil && a.hb.MemberEpoch < 0 {
+			t.Errorf("the leave given up while the coordinator was unknown was sent late: %s\n%s", a, dump())
+		}
+	}
+}
