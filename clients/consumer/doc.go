@@ -12,4 +12,14 @@
 // (member.go, loop.go) does the IO around it. The heartbeat answer carries
 // no group epoch, so events carry GroupEpoch -1; ConsumerGroupDescribe is
 // where a harness reads it.
+//
+// Routing: the member finds its coordinator itself (one FindCoordinator
+// per attempt, clients/internal/coord, reported as FoundCoordinator) and
+// sends every heartbeat, Close's leave included, to that node through
+// kgo's Broker(node).Request, forgetting it on NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE or a request error. OffsetCommit, OffsetFetch
+// and metadata still go through kgo's Client.Request, which looks the
+// coordinator up and caches it on its own and retries coordinator errors
+// inside the request: those lookups are not reported, and the node a
+// commit goes to may differ from the one the last FoundCoordinator named.
 package consumer

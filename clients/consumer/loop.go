@@ -256,12 +256,21 @@ func (mb *Member) checkTimers(now time.Time) {
 // unknown when no heartbeat left because the coordinator could not be
 // found (findCoordinator).
 func (mb *Member) heartbeat() (backoff, unknown bool) {
-	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
-	defer cancel()
-	node, ok := mb.findCoordinator(ctx)
+	// The lookup and the heartbeat each get the request timeout, as each
+	// request does in Java: under a latency at which each fits but not
+	// both, one timeout for the two would time out every heartbeat that
+	// follows a lookup, forget the coordinator, and look it up again.
+	lctx, lcancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+	node, ok := mb.findCoordinator(lctx, mb.ctx)
+	lcancel()
 	if !ok {
+		if mb.ctx.Err() == nil {
+			mb.leaveSkipped()
+		}
 		return true, true
 	}
+	ctx, cancel := context.WithTimeout(mb.ctx, mb.cfg.requestTimeout)
+	defer cancel()
 	req, seq, call, op := mb.sendHeartbeat()
 	resp, err := mb.send(ctx, node, req)
 	if err != nil && mb.ctx.Err() != nil {
@@ -296,14 +305,35 @@ func (mb *Member) heartbeat() (backoff, unknown bool) {
 		mb.since = mb.cfg.Clock.Now() // the rebalance timeout runs from here
 	}
 	if req.MemberEpoch < 0 {
-		if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {
-			mb.rejoinAfterLeave = false
-			mb.m.sent.reset()
-			mb.m.join("rejoin after the rebalance-timeout leave")
-		}
+		mb.rejoinLocked()
 		return false, false
 	}
 	return o.backoff, false
+}
+
+// leaveSkipped completes a leave whose heartbeat could not be sent because
+// the coordinator is unknown (machine.leaveSkipped); after a
+// rebalance-timeout leave the member rejoins, as it does once the leave is
+// sent.
+func (mb *Member) leaveSkipped() {
+	mb.mu.Lock()
+	o := mb.m.leaveSkipped("the coordinator is unknown")
+	mb.applyLocked(o)
+	if o.leaveDone {
+		mb.rejoinLocked()
+	}
+	mb.mu.Unlock()
+	mb.flush()
+}
+
+// rejoinLocked rejoins after a rebalance-timeout leave, once the leave is
+// sent or given up. mu is held.
+func (mb *Member) rejoinLocked() {
+	if mb.rejoinAfterLeave && mb.m.state == stateUnsubscribed {
+		mb.rejoinAfterLeave = false
+		mb.m.sent.reset()
+		mb.m.join("rejoin after the rebalance-timeout leave")
+	}
 }
 
 // sendHeartbeat builds the next heartbeat and reports it sent
@@ -375,8 +405,12 @@ func (mb *Member) answerEvents(call uint64, op clients.Op, req *kmsg.ConsumerGro
 // knows none, sends one FindCoordinator to one broker (coord.Find). A
 // failed lookup is reported and retried after the member's backoff (Java's
 // CoordinatorRequestManager: one FindCoordinator in flight, retried after
-// retry.backoff.ms); no heartbeat is sent meanwhile.
-func (mb *Member) findCoordinator(ctx context.Context) (int32, bool) {
+// retry.backoff.ms); no heartbeat is sent meanwhile. GROUP_AUTHORIZATION_FAILED
+// is fatal (machine.findCoordinatorFailed).
+//
+// A lookup that fails once parent has ended (the member closing) is not
+// reported.
+func (mb *Member) findCoordinator(ctx, parent context.Context) (int32, bool) {
 	mb.mu.Lock()
 	node, attempt := mb.coordinator, mb.lookups
 	if node < 0 {
@@ -387,11 +421,13 @@ func (mb *Member) findCoordinator(ctx context.Context) (int32, bool) {
 		return node, true
 	}
 	node, err := coord.Find(ctx, mb.cl, mb.group, attempt)
-	if err != nil && mb.ctx.Err() != nil {
+	if err != nil && parent.Err() != nil {
 		return -1, false // closing
 	}
 	mb.mu.Lock()
-	if err != nil {
+	if o, fatal := mb.m.findCoordinatorFailed(err); fatal {
+		mb.applyLocked(o)
+	} else if err != nil {
 		e := mb.ev(clients.Error, "FindCoordinator failed; retrying after backoff")
 		if ke, ok := errors.AsType[*kerr.Error](err); ok {
 			e.ErrCode, e.Err = ke.Code, kerrName(ke)

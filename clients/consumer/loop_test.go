@@ -35,6 +35,7 @@ const loopTopic = "t"
 // groupReq is one group request as the broker saw it, with what it answered.
 type groupReq struct {
 	at     time.Time
+	node   int32 // the node it arrived at
 	hb     *kmsg.ConsumerGroupHeartbeatRequest
 	hbResp *kmsg.ConsumerGroupHeartbeatResponse
 	commit *kmsg.OffsetCommitRequest
@@ -82,6 +83,12 @@ type scriptBroker struct {
 	// holdCommit does the same for OffsetCommit.
 	holdCommit chan struct{}
 	commitHeld chan struct{}
+	// hbDelay, while set, delays every heartbeat's answer by that much,
+	// as a slow link does.
+	hbDelay time.Duration
+	// coordinator, while not -1, is the only node that answers heartbeats:
+	// every other answers NOT_COORDINATOR (a leave too).
+	coordinator int32
 }
 
 func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
@@ -95,7 +102,7 @@ func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
 	t.Helper()
 	c := clientstest.NewCluster(t, kfake.NumBrokers(n), kfake.SeedTopics(partitions, loopTopic))
 	t.Cleanup(c.Close)
-	s := &scriptBroker{c: c, epoch: 1, interval: 100 * time.Millisecond, committed: map[int32]int64{}}
+	s := &scriptBroker{c: c, epoch: 1, interval: 100 * time.Millisecond, committed: map[int32]int64{}, coordinator: -1}
 
 	// Ten records in every partition, and the topic's id.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -128,8 +135,11 @@ func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
 		c.KeepControl()
 		hb := req.(*kmsg.ConsumerGroupHeartbeatRequest)
 		s.mu.Lock()
-		hold, held := s.holdLeave, s.leaveHeld
+		hold, held, delay := s.holdLeave, s.leaveHeld, s.hbDelay
 		s.mu.Unlock()
+		if delay > 0 {
+			c.SleepControl(func() { time.Sleep(delay) })
+		}
 		if hb.MemberEpoch < 0 && hold != nil {
 			select {
 			case held <- struct{}{}:
@@ -137,7 +147,7 @@ func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
 			}
 			c.SleepControl(func() { <-hold })
 		}
-		return s.heartbeat(hb), nil, true
+		return s.heartbeat(hb, c.CurrentNode()), nil, true
 	})
 	c.ControlKey(kmsg.OffsetCommit.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -170,7 +180,7 @@ func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
 	return s
 }
 
-func (s *scriptBroker) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
+func (s *scriptBroker) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, node int32) kmsg.Response {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
@@ -178,6 +188,10 @@ func (s *scriptBroker) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.R
 	resp.MemberID = new(req.MemberID)
 	resp.HeartbeatIntervalMillis = int32(s.interval / time.Millisecond)
 	switch {
+	case s.coordinator >= 0 && node != s.coordinator:
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		resp.MemberID = nil
+		resp.MemberEpoch = -1
 	case req.MemberEpoch < 0:
 		resp.MemberEpoch = req.MemberEpoch
 	case s.moved:
@@ -199,7 +213,7 @@ func (s *scriptBroker) heartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.R
 		}
 		resp.Assignment = &a
 	}
-	s.log = append(s.log, groupReq{at: time.Now(), hb: req, hbResp: resp})
+	s.log = append(s.log, groupReq{at: time.Now(), node: node, hb: req, hbResp: resp})
 	return resp
 }
 

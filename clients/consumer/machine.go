@@ -492,6 +492,33 @@ func (m *machine) onErrorResponse(resp *kmsg.ConsumerGroupHeartbeatResponse, err
 	return o
 }
 
+// findCoordinatorFailed is a FindCoordinator that failed with err:
+// GROUP_AUTHORIZATION_FAILED is fatal, as in clients/classic (Java's
+// CoordinatorRequestManager hands a GroupAuthorizationException to the
+// application, which poll throws); anything else is retried after a
+// backoff, and fatal says which.
+func (m *machine) findCoordinatorFailed(err error) (o outcome, fatal bool) {
+	if !errors.Is(err, kerr.GroupAuthorizationFailed) || m.state == stateFatal {
+		return o, false
+	}
+	prev := m.state
+	o.lostAt = m.epoch
+	m.fatal = fmt.Errorf("%w: consumer group %s: FindCoordinator failed fatally: %w", clients.ErrStopped, m.cfg.group, err)
+	m.state = stateFatal
+	e := m.ev(clients.Error, fmt.Sprintf("fatal FindCoordinator error %s: not authorized for the group; the member stops (Java GroupAuthorizationException)", kerrName(err)))
+	e.ErrCode, e.Err = kerr.GroupAuthorizationFailed.Code, kerrName(err)
+	o.add(e)
+	switch prev {
+	case stateUnsubscribed, stateStale:
+		o.leaveDone = true
+	case stateLeaving:
+	default:
+		m.current = noAssignment
+		o.loseAll = "fatal FindCoordinator error " + kerrName(err)
+	}
+	return o, true
+}
+
 // giveUp (BugGiveUpOnNoAnswer) stops the member for good on a heartbeat
 // that got no answer, as the fatal errors do.
 func (m *machine) giveUp(o outcome, err error) outcome {
@@ -505,6 +532,33 @@ func (m *machine) giveUp(o outcome, err error) outcome {
 	m.fatal = fmt.Errorf("%w: consumer group %s: heartbeat got no answer and the member gave up (deliberate bug): %w", clients.ErrStopped, m.cfg.group, err)
 	m.state = stateFatal
 	o.add(m.ev(clients.Error, "heartbeat got no answer: the member gives up for good (deliberate bug "+string(BugGiveUpOnNoAnswer)+")"))
+	return o
+}
+
+// leaveSkipped is AbstractMembershipManager.onHeartbeatRequestSkipped: a
+// leave heartbeat that cannot be sent because the coordinator is unknown
+// (no FindCoordinator answered) is given up, and the member moves on as if
+// it had been sent, so that it is not held in LEAVING until a lookup
+// succeeds (a leave is a best effort; the coordinator expires the member
+// after its session). The transition is the one request gives a leave:
+// UNSUBSCRIBED, or STALE after a poll-timer leave, which the next Poll
+// ends (Java has no such case: its poll timer is checked only while the
+// coordinator is known, and the leave is built at once).
+func (m *machine) leaveSkipped(why string) outcome {
+	var o outcome
+	if m.state != stateLeaving {
+		return o
+	}
+	if m.staleLeave {
+		m.state = stateStale
+	} else {
+		m.state = stateUnsubscribed
+	}
+	m.sent.reset()
+	o.leaveDone = true
+	e := m.ev(clients.Left, fmt.Sprintf("leave heartbeat with epoch %d not sent: %s; the member is out without it (Java onHeartbeatRequestSkipped), state %s", m.epoch, why, m.state))
+	e.Err = why
+	o.add(e)
 	return o
 }
 

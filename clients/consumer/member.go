@@ -405,25 +405,50 @@ func (mb *Member) Close(ctx context.Context) error {
 		mb.m.leave(false)
 		mb.unlockOwnership()
 		mb.flush()
-		req, seq, call, op := mb.sendHeartbeat()
-		rctx, cancel := context.WithTimeout(ctx, mb.cfg.requestTimeout)
-		resp, err := req.RequestWith(rctx, mb.cl)
-		cancel()
-		mb.mu.Lock()
-		var o outcome
-		if err != nil {
-			o = mb.m.onError(seq, err)
-			errs = append(errs, fmt.Errorf("leave heartbeat: %w", err))
-		} else {
-			o = mb.m.onResponse(seq, resp)
+		if err := mb.closeLeave(ctx); err != nil {
+			errs = append(errs, err)
 		}
-		o.events = mb.answerEvents(call, op, req, resp, err, o.events)
-		mb.applyLocked(o)
-		mb.mu.Unlock()
 	}
 	mb.flush()
 	mb.cl.Close()
 	return errors.Join(errs...)
+}
+
+// closeLeave sends Close's leave heartbeat as the heartbeat goroutine sends
+// every heartbeat: to the coordinator the member found itself
+// (findCoordinator, which reports a lookup as FoundCoordinator), once,
+// through send. A leave whose coordinator cannot be found is given up
+// (machine.leaveSkipped), as Java's onHeartbeatRequestSkipped. The lookup
+// and the leave each get the request timeout.
+func (mb *Member) closeLeave(ctx context.Context) error {
+	lctx, lcancel := context.WithTimeout(ctx, mb.cfg.requestTimeout)
+	node, ok := mb.findCoordinator(lctx, ctx)
+	lcancel()
+	if !ok {
+		mb.mu.Lock()
+		mb.applyLocked(mb.m.leaveSkipped("the coordinator is unknown"))
+		mb.mu.Unlock()
+		mb.flush()
+		return errors.New("leave heartbeat not sent: the coordinator is unknown")
+	}
+	req, seq, call, op := mb.sendHeartbeat()
+	rctx, cancel := context.WithTimeout(ctx, mb.cfg.requestTimeout)
+	resp, err := mb.send(rctx, node, req)
+	cancel()
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	var o outcome
+	if err != nil {
+		o = mb.m.onError(seq, err)
+	} else {
+		o = mb.m.onResponse(seq, resp)
+	}
+	o.events = mb.answerEvents(call, op, req, resp, err, o.events)
+	mb.applyLocked(o)
+	if err != nil {
+		return fmt.Errorf("leave heartbeat: %w", err)
+	}
+	return nil
 }
 
 // ev is an event stamped with who the member is and when.
