@@ -265,11 +265,7 @@ func nodes(as []groupReq) []int32 {
 // held in LEAVING until a lookup succeeds, and the leave is never sent late.
 func TestLoopRebalanceTimeoutLeaveWithoutCoordinatorRejoins(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	s.mu.Lock()
-	s.fetchErr = kerr.UnstableOffsetCommit.Code
-	s.mu.Unlock()
+	s := stuckBroker(t)
 	m := startMember(t, s, false, RebalanceTimeout(1500*time.Millisecond), RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	dump := m.dumpWith(s)
 	eventually(t, "the member joins", func() bool {

@@ -68,17 +68,9 @@ func TestCoordinatorLookupThroughFlap(t *testing.T) {
 	s.mu.Unlock()
 	var gap time.Duration
 	eventually(t, "a heartbeat reaches the coordinator after the cuts", func() bool {
-		as := s.arrivals()[before:]
-		i := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == kerr.NotCoordinator.Code })
-		if i < 0 {
-			return false
-		}
-		j := slices.IndexFunc(as[i:], func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == 0 })
-		if j < 0 {
-			return false
-		}
-		gap = as[i+j].at.Sub(as[i].at)
-		return true
+		moved, answered, ok := movedThenAnswered(s.arrivals()[before:])
+		gap = answered.at.Sub(moved.at)
+		return ok
 	}, dump)
 	// What the member saw: each failed lookup, as an Error event of its
 	// own lookup or as a heartbeat that got no answer.
@@ -158,17 +150,9 @@ func TestCoordinatorLookupHeldElsewhere(t *testing.T) {
 	s.mu.Unlock()
 	var answered time.Time
 	eventually(t, "a heartbeat is answered after the coordinator moved", func() bool {
-		as := s.arrivals()[before:]
-		i := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == kerr.NotCoordinator.Code })
-		if i < 0 {
-			return false
-		}
-		j := slices.IndexFunc(as[i:], func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == 0 })
-		if j < 0 {
-			return false
-		}
-		answered = as[i+j].at
-		return true
+		_, a, ok := movedThenAnswered(s.arrivals()[before:])
+		answered = a.at
+		return ok
 	}, dump)
 	mu.Lock()
 	defer mu.Unlock()
@@ -179,4 +163,19 @@ func TestCoordinatorLookupHeldElsewhere(t *testing.T) {
 	if !released.IsZero() && !answered.Before(released) {
 		t.Errorf("no heartbeat reached the coordinator while one lookup was held (%v after it, held %v): the member waited for it\n%s", answered.Sub(heldAt).Round(time.Millisecond), hold, dump())
 	}
+}
+
+// movedThenAnswered finds, among the requests the fake broker received, the
+// first heartbeat answered NOT_COORDINATOR and the first heartbeat answered
+// without error after it; ok is false until both have arrived.
+func movedThenAnswered(as []groupReq) (moved, answered groupReq, ok bool) {
+	i := slices.IndexFunc(as, func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == kerr.NotCoordinator.Code })
+	if i < 0 {
+		return groupReq{}, groupReq{}, false
+	}
+	j := slices.IndexFunc(as[i:], func(a groupReq) bool { return a.hb != nil && a.hbResp.ErrorCode == 0 })
+	if j < 0 {
+		return groupReq{}, groupReq{}, false
+	}
+	return as[i], as[i+j], true
 }

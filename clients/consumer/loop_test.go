@@ -98,6 +98,18 @@ func newScriptBroker(t *testing.T, partitions int32) *scriptBroker {
 
 // newScriptBrokers is newScriptBroker on a cluster of n brokers, every one
 // of which answers the group requests by the script.
+// stuckBroker is a broker of two partitions that assigns both at epoch 1
+// and cannot read their committed offsets (UNSTABLE_OFFSET_COMMIT), so a
+// member's reconciliation cannot finish.
+func stuckBroker(t *testing.T) *scriptBroker {
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	s.mu.Lock()
+	s.fetchErr = kerr.UnstableOffsetCommit.Code
+	s.mu.Unlock()
+	return s
+}
+
 func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
 	t.Helper()
 	c := clientstest.NewCluster(t, kfake.NumBrokers(n), kfake.SeedTopics(partitions, loopTopic))
@@ -768,11 +780,7 @@ func TestLoopPollTimeoutLeavesAndPollRejoins(t *testing.T) {
 // it, and rejoin at epoch 0 with the same id; it then reconciles.
 func TestLoopRebalanceTimeoutLeavesAndRejoins(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
-	s.mu.Lock()
-	s.fetchErr = kerr.UnstableOffsetCommit.Code
-	s.mu.Unlock()
+	s := stuckBroker(t)
 	// Nobody polls: the rejoin after this leave is the member's own, unlike
 	// the poll timer's, which waits for a Poll.
 	m := startMember(t, s, false, RebalanceTimeout(1500*time.Millisecond), RetryBackoff(50*time.Millisecond, 200*time.Millisecond))
@@ -940,11 +948,9 @@ func TestLoopFatalErrorStopsTheMember(t *testing.T) {
 // sends no second leave; it stops waiting for the first one.
 func TestLoopCloseDuringTheLeaveSendsNoOther(t *testing.T) {
 	t.Parallel()
-	s := newScriptBroker(t, 2)
-	s.set(1, 0, 1)
+	s := stuckBroker(t)
 	release := make(chan struct{})
 	s.mu.Lock()
-	s.fetchErr = kerr.UnstableOffsetCommit.Code // the reconciliation cannot finish
 	s.holdLeave, s.leaveHeld = release, make(chan struct{}, 1)
 	held := s.leaveHeld
 	s.mu.Unlock()
