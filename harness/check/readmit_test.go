@@ -38,15 +38,7 @@ func TestClassicRejoinReadmittedSeed(t *testing.T) {
 		if v := HistoryWellFormed(events); !v.Holds {
 			t.Fatalf("the edited history is not well formed: %+v", v.Violations)
 		}
-		for _, v := range All(events, obs, plan) {
-			switch v.Name {
-			case NameNoDoubleOwnership:
-				ndo = v
-			case NameValidPartitionEpoch:
-				vpe = v
-			}
-		}
-		return ndo, vpe
+		return ownershipVerdicts(All(events, obs, plan))
 	}
 	t.Run("every violation is the finding's", func(t *testing.T) {
 		rep := Judge(events, obs, plan)

@@ -45,15 +45,7 @@ func TestReconvertDropsPendingRevocationSeed(t *testing.T) {
 	t.Parallel()
 	events, obs, plan := loadRun(t, reconvertSeed)
 	judge := func(obs *history.Observations) (ndo, vpe Verdict) {
-		for _, v := range All(events, obs, plan) {
-			switch v.Name {
-			case NameNoDoubleOwnership:
-				ndo = v
-			case NameValidPartitionEpoch:
-				vpe = v
-			}
-		}
-		return ndo, vpe
+		return ownershipVerdicts(All(events, obs, plan))
 	}
 	t.Run("both violations are the finding's", func(t *testing.T) {
 		ndo, vpe := judge(obs)
@@ -433,4 +425,18 @@ func TestReconvertSightings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ownershipVerdicts picks NoDoubleOwnership's and ValidPartitionEpoch's
+// verdicts out of vs: the two checkers an ownership overlap violates.
+func ownershipVerdicts(vs []Verdict) (ndo, vpe Verdict) {
+	for _, v := range vs {
+		switch v.Name {
+		case NameNoDoubleOwnership:
+			ndo = v
+		case NameValidPartitionEpoch:
+			vpe = v
+		}
+	}
+	return ndo, vpe
 }
