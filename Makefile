@@ -150,54 +150,59 @@ UNIT_ONLY_SKIP := ^($(subst $(space),|,$(strip $(UNIT_ONLY))))$$
 python-member:
 	@python3 -c 'import confluent_kafka' 2>/dev/null || python3 -m pip install 'confluent-kafka>=2.12' || echo "python-member: no confluent-kafka: TestPythonMemberContract and TestConfluentPythonMemberCheck will fail"
 
-## cluster-tests: tests against real Kafka clusters in containers. `groupquake sweep` runs after
-## them whether they passed or not: a test binary that panics or times out never reaches the end of
+## Every target that runs tests against real Kafka clusters in containers ends with `groupquake sweep`,
+## whether its tests passed or not: a test binary that panics or times out never reaches the end of
 ## clustertest.Main, which removes the clusters its tests shared (clustertest.Shared), and Ryuk is off.
 ## Plain sweep removes only what processes that are gone left (never a live run's, never a kept
-## cluster). The tests' exit status is the target's; a failing sweep fails a target that passed.
-cluster-tests: build python-member
-	status=0; $(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY_SKIP)' $(CLUSTER_PKGS) || status=$$?; \
-	$(GO) run ./cmd/groupquake sweep || { echo "cluster-tests: groupquake sweep failed"; [ $$status -ne 0 ] || status=1; }; \
+## cluster). $(call swept,COMMANDS) runs COMMANDS (which stop at the first that fails), then the sweep;
+## the commands' exit status is the target's, and a failing sweep fails a target that passed.
+## TestClusterTargetsSweepWhateverHappens fails on a target that runs such tests without it.
+swept = status=0; { $(1); } || status=$$?; \
+	$(GO) run ./cmd/groupquake sweep || { echo "$@: groupquake sweep failed"; [ $$status -ne 0 ] || status=1; }; \
 	exit $$status
+
+## cluster-tests: tests against real Kafka clusters in containers.
+cluster-tests: build python-member
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-cluster.xml -- -count=1 -p 1 -timeout 45m -skip '$(UNIT_ONLY_SKIP)' $(CLUSTER_PKGS))
 
 ## soak: seeded runs back to back for SOAK_DURATION (the nightly workflow runs hours).
 soak: images build
-	$(GOTESTSUM) --junitfile build/junit-soak.xml -- -count=1 -p 1 -timeout 0 ./suites/soak/ -run TestSoak -args -soak.duration=$(SOAK_DURATION)
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-soak.xml -- -count=1 -p 1 -timeout 0 ./suites/soak/ -run TestSoak -args -soak.duration=$(SOAK_DURATION))
 
 ## share-hunt: HUNT_RUNS fresh-seed share-group runs (KIP-932) per version of VERSIONS that has share
 ## groups, the families and the share member kinds in turn (the nightly workflow's).
 share-hunt: images build
-	$(GOTESTSUM) --junitfile build/junit-share-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestShareFresh -args -chaos.share-fresh=$(HUNT_RUNS)
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-share-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestShareFresh -args -chaos.share-fresh=$(HUNT_RUNS))
 
 ## hunt: HUNT_RUNS fresh-seed chaos runs per version of VERSIONS, every scenario family in turn (the nightly workflow's).
 hunt: images build
-	$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.fresh-from=$(HUNT_FROM) -chaos.mix=$(HUNT_MIX)
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-hunt.xml -- -count=1 -p 1 -timeout 0 ./suites/chaos/ -run TestFresh -args -chaos.fresh=$(HUNT_RUNS) -chaos.fresh-from=$(HUNT_FROM) -chaos.mix=$(HUNT_MIX))
 
 ## goclients: the Go client kinds (Sarama beside groupquake's classic member, kafka-go alone), one scenario family each, on the first version of VERSIONS with fresh seeds (the nightly workflow's).
 goclients: images build
-	$(GOTESTSUM) --junitfile build/junit-goclients.xml -- -count=1 -p 1 -timeout 60m ./suites/chaos/ -run TestGoClients -args -chaos.goclients -chaos.seeds=random
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-goclients.xml -- -count=1 -p 1 -timeout 60m ./suites/chaos/ -run TestGoClients -args -chaos.goclients -chaos.seeds=random)
 
 ## java: every Java group (the official KafkaConsumer beside groupquake's and kgo's members) on every version of VERSIONS (the nightly workflow's: every served one), then member-check of the Spring Kafka member on the embedded cluster.
 java: images build
-	$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all
-	GROUPQUAKE_KAFKA_VERSIONS=$(JAVA_MATRIX_KAFKA) $(GOTESTSUM) --junitfile build/junit-java-chaos.xml -- -count=1 -p 1 -timeout 30m ./suites/chaos/ -run 'TestMatrix/.*/.*/java/' -args -chaos.java
-	$(GOTESTSUM) --junitfile build/junit-spring.xml -- -count=1 -timeout 15m ./suites/conformance/ -run TestSpringKafkaMemberCheck -args -spring-kafka
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-java.xml -- -count=1 -p 1 -timeout 120m ./suites/conformance/ -run TestJavaMembers -args -java.all && \
+	GROUPQUAKE_KAFKA_VERSIONS=$(JAVA_MATRIX_KAFKA) $(GOTESTSUM) --junitfile build/junit-java-chaos.xml -- -count=1 -p 1 -timeout 30m ./suites/chaos/ -run 'TestMatrix/.*/.*/java/' -args -chaos.java && \
+	$(GOTESTSUM) --junitfile build/junit-spring.xml -- -count=1 -timeout 15m ./suites/conformance/ -run TestSpringKafkaMemberCheck -args -spring-kafka)
 
 ## migration: the online protocol migration (classic → consumer → classic and back) under every
 ## group.consumer.migration.policy on every version of VERSIONS, one 1-node cluster per policy (~4.5 min a version);
 ## MIGRATION_STATIC=true bounces static members into the other protocol, MIGRATION_SCENARIO=broker-faults adds the nemesis.
 migration: images build
-	$(GOTESTSUM) --junitfile build/junit-migration.xml -- -count=1 -p 1 -timeout 90m ./suites/migration/ -run 'TestMigration$$' -args -migration.all -migration.static=$(MIGRATION_STATIC) -migration.scenario=$(MIGRATION_SCENARIO) -migration.nodes=$(MIGRATION_NODES)
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-migration.xml -- -count=1 -p 1 -timeout 90m ./suites/migration/ -run 'TestMigration$$' -args -migration.all -migration.static=$(MIGRATION_STATIC) -migration.scenario=$(MIGRATION_SCENARIO) -migration.nodes=$(MIGRATION_NODES))
 
 ## upgrade: a full-length rolling upgrade UPGRADE_FROM → UPGRADE_TO under every checker, beside its baseline.
 upgrade: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka $(UPGRADE_FROM),$(UPGRADE_TO)
-	$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE) -upgrade.seed=$(UPGRADE_SEED)
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-upgrade.xml -- -count=1 -p 1 -timeout 60m ./suites/upgrade/ -run TestRollingUpgrade -args -upgrade.long -upgrade.from=$(UPGRADE_FROM) -upgrade.to=$(UPGRADE_TO) -upgrade.scenario=$(UPGRADE_SCENARIO) -upgrade.downgrade=$(UPGRADE_DOWNGRADE) -upgrade.seed=$(UPGRADE_SEED))
 
 ## share-upgrade: a share group (share, kgo-share, java-share) through a rolling upgrade, 4.2.1 to 4.4.0.
 share-upgrade: engine build
 	$(GO) run ./cmd/groupquake image build --image-source $(IMAGE_SOURCE) --kafka 4.2.1,4.4.0
-	$(GOTESTSUM) --junitfile build/junit-share-upgrade.xml -- -count=1 -p 1 -timeout 30m ./suites/upgrade/ -run TestShareRollingUpgrade -args -upgrade.share
+	$(call swept,$(GOTESTSUM) --junitfile build/junit-share-upgrade.xml -- -count=1 -p 1 -timeout 30m ./suites/upgrade/ -run TestShareRollingUpgrade -args -upgrade.share)
 
 ## diff: what DIFF_FROM and DIFF_TO do differently (groupquake diff): the conformance vectors and the
 ## scripted scenarios on a 1-node cluster of each in turn (~3 min); exit 1 on an unexplained difference.

@@ -370,14 +370,48 @@ func TestPure(t *testing.T) { _ = helper.Pure() + Work() }`,
 	}
 }
 
-// TestClusterTierSweepsWhateverHappens: the Makefile's cluster-tests runs
-// `groupquake sweep` after the tests whether they passed or failed (a test
-// binary that panics or times out never removes the clusters its tests
-// shared), and the target's exit status is the tests': a fake go records
-// what the recipe runs and exits as told.
-func TestClusterTierSweepsWhateverHappens(t *testing.T) {
+// clusterTargets returns the Makefile's targets whose recipe runs tests
+// against real clusters (gotestsum without -short), each with how many test
+// commands its recipe runs and whether the recipe goes through swept.
+func clusterTargets(makefile string) (map[string]int, map[string]bool) {
+	tests, swept := map[string]int{}, map[string]bool{}
+	target := ""
+	for _, l := range strings.Split(makefile, "\n") {
+		if name, _, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, "\t") && !strings.ContainsAny(name, " =$#") {
+			target = name
+			continue
+		}
+		if !strings.HasPrefix(l, "\t") || target == "" {
+			continue
+		}
+		if n := strings.Count(l, "$(GOTESTSUM)"); n > 0 && !strings.Contains(l, " -short ") {
+			tests[target] += n
+		}
+		if strings.Contains(l, "$(call swept,") {
+			swept[target] = true
+		}
+	}
+	return tests, swept
+}
+
+// TestClusterTargetsSweepWhateverHappens: every Makefile target that runs
+// tests against real clusters runs `groupquake sweep` after them whether they
+// passed or failed (a test binary that panics or times out never removes the
+// clusters its tests shared), and the target's exit status is the tests': a
+// fake go records what each recipe runs and exits as told.
+func TestClusterTargetsSweepWhateverHappens(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("no make on this machine: the Makefile's recipe cannot be run")
+		t.Skip("no make on this machine: the Makefile's recipes cannot be run")
+	}
+	makefile, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, swept := clusterTargets(string(makefile))
+	for _, must := range []string{"cluster-tests", "hunt", "share-hunt", "soak", "java", "migration", "upgrade", "share-upgrade", "goclients"} {
+		if tests[must] == 0 {
+			t.Errorf("target %s runs no real-cluster tests by the Makefile's text: clusterTargets misreads it", must)
+		}
 	}
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
@@ -386,36 +420,50 @@ func TestClusterTierSweepsWhateverHappens(t *testing.T) {
 case "$*" in
 "tool gotestsum"*) echo tests >> "$FAKE_LOG"; exit "$FAKE_TESTS" ;;
 "run ./cmd/groupquake sweep") echo sweep >> "$FAKE_LOG"; exit "$FAKE_SWEEP" ;;
+"run ./cmd/groupquake image build"*) exit 0 ;;
+"run ./tools/versions"*) echo 0.0.0; exit 0 ;;
 esac
 echo "unexpected: go $*" >> "$FAKE_LOG"; exit 99
 `
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		tests, sweep string
-		fails        string // what make says of the recipe's exit status; "" for success
-	}{
-		{tests: "0", sweep: "0"},
-		{tests: "1", sweep: "0", fails: "Error 1"},
-		{tests: "2", sweep: "1", fails: "Error 2"},
-		{tests: "0", sweep: "1", fails: "Error 1"},
-	} {
-		os.Remove(log)
-		// -o: build and python-member are taken as made (the latter may pip install).
-		cmd := exec.Command("make", "-s", "-o", "build", "-o", "python-member", "cluster-tests", "GO="+fake, "VERSIONS=0.0.0")
-		cmd.Env = append(notMake(os.Environ()), "FAKE_LOG="+log, "FAKE_TESTS="+c.tests, "FAKE_SWEEP="+c.sweep)
-		out, err := cmd.CombinedOutput()
-		ran, _ := os.ReadFile(log)
-		name := fmt.Sprintf("tests exit %s, sweep exits %s", c.tests, c.sweep)
-		if got := strings.Fields(string(ran)); strings.Join(got, ",") != "tests,sweep" {
-			t.Errorf("%s: the recipe ran %v, want the tests then the sweep\n%s", name, got, out)
+	for target, n := range tests {
+		if !swept[target] {
+			t.Errorf("target %s runs real-cluster tests but not through $(call swept,...): a panicking test binary would leave its clusters", target)
+			continue
 		}
-		switch {
-		case c.fails == "" && err != nil:
-			t.Errorf("%s: make cluster-tests failed: %v\n%s", name, err, out)
-		case c.fails != "" && (err == nil || !strings.Contains(string(out), "] "+c.fails)):
-			t.Errorf("%s: make cluster-tests said %v, want its recipe's %s\n%s", name, err, c.fails, out)
+		for _, c := range []struct {
+			tests, sweep string
+			fails        string // what make says of the recipe's exit status; "" for success
+		}{
+			{tests: "0", sweep: "0"},
+			{tests: "1", sweep: "0", fails: "Error 1"},
+			{tests: "2", sweep: "1", fails: "Error 2"},
+			{tests: "0", sweep: "1", fails: "Error 1"},
+		} {
+			os.Remove(log)
+			// -o: the prerequisites are taken as made (python-member may pip
+			// install, images builds Kafka images).
+			cmd := exec.Command("make", "-s", "-o", "build", "-o", "python-member", "-o", "engine", "-o", "images",
+				target, "GO="+fake, "VERSIONS=0.0.0")
+			cmd.Env = append(notMake(os.Environ()), "FAKE_LOG="+log, "FAKE_TESTS="+c.tests, "FAKE_SWEEP="+c.sweep)
+			out, err := cmd.CombinedOutput()
+			ran, _ := os.ReadFile(log)
+			name := fmt.Sprintf("%s: tests exit %s, sweep exits %s", target, c.tests, c.sweep)
+			want := strings.Repeat("tests,", n) + "sweep"
+			if c.tests != "0" {
+				want = "tests,sweep" // the recipe stops at the first failing test command
+			}
+			if got := strings.Join(strings.Fields(string(ran)), ","); got != want {
+				t.Errorf("%s: the recipe ran %s, want %s\n%s", name, got, want, out)
+			}
+			switch {
+			case c.fails == "" && err != nil:
+				t.Errorf("%s: make failed: %v\n%s", name, err, out)
+			case c.fails != "" && (err == nil || !strings.Contains(string(out), "] "+c.fails)):
+				t.Errorf("%s: make said %v, want its recipe's %s\n%s", name, err, c.fails, out)
+			}
 		}
 	}
 }
