@@ -54,7 +54,7 @@ func (s *shortIDs) NewID() string { s.n++; return strconv.Itoa(s.n) }
 // harness/differential shares.
 type env struct {
 	t       *testing.T
-	topics  testTopics
+	topics  consumergroup.Topics
 	profile version.Profile
 	cfg     Config
 	c       *Coordinator
@@ -247,13 +247,13 @@ func (e *env) new(d *datadriven.TestData) {
 }
 
 // parseTopic reads name:partitions.
-func (e *env) parseTopic(d *datadriven.TestData, spec string) testTopic {
+func (e *env) parseTopic(d *datadriven.TestData, spec string) consumergroup.Topic {
 	name, n, _ := strings.Cut(spec, ":")
 	parts, err := strconv.Atoi(n)
 	if err != nil {
 		e.t.Fatalf("%s: topics: %q: want name:partitions", d.Pos, spec)
 	}
-	return testTopic{name: name, id: topicID(name), partitions: parts}
+	return consumergroup.Topic{Name: name, ID: topicID(name), Partitions: parts}
 }
 
 // request sends one request, prints its outcome, then lets due timers fire
@@ -386,42 +386,6 @@ func topicID(name string) [16]byte { return vectors.TopicID(name) }
 
 // subscription is ConsumerProtocolSubscription v0 (vectors.Subscription).
 func subscription(topics []string) []byte { return vectors.Subscription(topics) }
-
-type testTopic struct {
-	name       string
-	id         [16]byte
-	partitions int
-}
-
-type testTopics []testTopic
-
-func (ts testTopics) TopicByName(name string) ([16]byte, int, bool) {
-	for _, t := range ts {
-		if t.name == name {
-			return t.id, t.partitions, true
-		}
-	}
-	return [16]byte{}, 0, false
-}
-
-// TopicNames makes testTopics a consumergroup.TopicLister, so regex
-// subscriptions resolve against the vector's topics.
-func (ts testTopics) TopicNames() []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.name
-	}
-	return out
-}
-
-func (ts testTopics) TopicByID(id [16]byte) (string, int, bool) {
-	for _, t := range ts {
-		if t.id == id {
-			return t.name, t.partitions, true
-		}
-	}
-	return "", 0, false
-}
 
 // fmtResponse renders a response in the vectors' canonical form, in the
 // order the coordinator answered.

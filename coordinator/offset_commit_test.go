@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -21,7 +22,7 @@ import (
 // Two topic ids the image does not know both have the empty name: from v10
 // they are two topics of the answer.
 func TestOffsetCommitAnswersEachTopicOnce(t *testing.T) {
-	topics := testTopics{{name: "t", id: topicID("t"), partitions: 2}, {name: "u", id: topicID("u"), partitions: 1}}
+	topics := consumergroup.Topics{{Name: "t", ID: topicID("t"), Partitions: 2}, {Name: "u", ID: topicID("u"), Partitions: 1}}
 	for _, v := range []int16{9, 10} {
 		c := newCoordinator(t, version.V4_4_0.Profile(), Config{Topics: topics, IDs: &shortIDs{}})
 		req := kmsg.NewPtrOffsetCommitRequest()
