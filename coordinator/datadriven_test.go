@@ -43,11 +43,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// shortIDs makes member ids short enough to read in vectors: "1", "2", …
-type shortIDs struct{ n int }
-
-func (s *shortIDs) NewID() string { s.n++; return strconv.Itoa(s.n) }
-
 // env drives one coordinator through a vector. Usage of each command is in
 // the comment of its handler; the request commands are built, and their
 // answers rendered, by package vectors (vectors.Request lists them), which
@@ -197,7 +192,7 @@ func (e *env) new(d *datadriven.TestData) {
 		NewMemberJoinTimeout:          e.dur(d, "new-member-timeout", 5*time.Minute),
 		OffsetsRetention:              e.dur(d, "retention", 0),
 		OffsetsRetentionCheckInterval: e.dur(d, "retention-check", 10*time.Minute),
-		IDs:                           &shortIDs{},
+		IDs:                           &vectors.ShortIDs{},
 	}
 	if e.topics != nil {
 		// A pointer, so that create-topic changes the image the

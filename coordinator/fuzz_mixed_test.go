@@ -11,6 +11,7 @@ import (
 
 	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -59,7 +60,7 @@ func runMixed(t *testing.T, in []byte) {
 		{Name: "t", ID: topicID("t"), Partitions: 3},
 		{Name: "u", ID: topicID("u"), Partitions: 2},
 	}
-	ids := &shortIDs{}
+	ids := &vectors.ShortIDs{}
 	cfg := Config{
 		InitialRebalanceDelay: 100 * time.Millisecond,
 		MinSessionTimeout:     100 * time.Millisecond,

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/consumergroup"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestOffsetCommitAnswersEachTopicOnce(t *testing.T) {
 	topics := consumergroup.Topics{{Name: "t", ID: topicID("t"), Partitions: 2}, {Name: "u", ID: topicID("u"), Partitions: 1}}
 	for _, v := range []int16{9, 10} {
-		c := newCoordinator(t, version.V4_4_0.Profile(), Config{Topics: topics, IDs: &shortIDs{}})
+		c := newCoordinator(t, version.V4_4_0.Profile(), Config{Topics: topics, IDs: &vectors.ShortIDs{}})
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group = v, "g"
 		for _, tp := range []struct {
