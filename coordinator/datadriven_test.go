@@ -369,13 +369,6 @@ func parseArg[T any](e *env, d *datadriven.TestData, key string, def T, parse fu
 
 // --- canonical output ---
 
-func ps(s *string) string {
-	if s == nil {
-		return "null"
-	}
-	return *s
-}
-
 // topicID is the id the vectors give a topic (vectors.TopicID).
 func topicID(name string) [16]byte { return vectors.TopicID(name) }
 
@@ -396,10 +389,10 @@ func fmtRecord(r records.Record) string {
 		}
 		v := r.Value.(*records.GroupMetadataValue)
 		s := fmt.Sprintf("GroupMetadata %s v%d gen=%d type=%q proto=%s leader=%s ts=%d",
-			k.Group, v.Version, v.Generation, v.ProtocolType, ps(v.Protocol), ps(v.Leader), v.CurrentStateTimestamp)
+			k.Group, v.Version, v.Generation, v.ProtocolType, nullable(v.Protocol), nullable(v.Leader), v.CurrentStateTimestamp)
 		for _, m := range v.Members {
 			s += fmt.Sprintf("\n  member %s instance=%s client=%s host=%s rebalance=%d session=%d subscription=%s assignment=%s",
-				m.MemberID, ps(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeoutMillis, m.SessionTimeoutMillis, vectors.Bytes(m.Subscription), vectors.Bytes(m.Assignment))
+				m.MemberID, nullable(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeoutMillis, m.SessionTimeoutMillis, vectors.Bytes(m.Subscription), vectors.Bytes(m.Assignment))
 		}
 		return s
 	case records.OffsetCommitKey:
