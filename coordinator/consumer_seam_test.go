@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -154,7 +155,7 @@ func (f *fakeConsumerGroups) State() string {
 func TestConsumerGroupSeam(t *testing.T) {
 	p := version.V4_4_0.Profile()
 	newCoord := func() *Coordinator {
-		return newCoordinator(t, p, Config{ConsumerGroups: newFake(p), IDs: &shortIDs{}})
+		return newCoordinator(t, p, Config{ConsumerGroups: newFake(p), IDs: &vectors.ShortIDs{}})
 	}
 	c := newCoord()
 	now := time.UnixMilli(0)

@@ -43,18 +43,13 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// shortIDs makes member ids short enough to read in vectors: "1", "2", …
-type shortIDs struct{ n int }
-
-func (s *shortIDs) NewID() string { s.n++; return strconv.Itoa(s.n) }
-
 // env drives one coordinator through a vector. Usage of each command is in
 // the comment of its handler; the request commands are built, and their
 // answers rendered, by package vectors (vectors.Request lists them), which
 // harness/differential shares.
 type env struct {
 	t       *testing.T
-	topics  testTopics
+	topics  consumergroup.Topics
 	profile version.Profile
 	cfg     Config
 	c       *Coordinator
@@ -197,7 +192,7 @@ func (e *env) new(d *datadriven.TestData) {
 		NewMemberJoinTimeout:          e.dur(d, "new-member-timeout", 5*time.Minute),
 		OffsetsRetention:              e.dur(d, "retention", 0),
 		OffsetsRetentionCheckInterval: e.dur(d, "retention-check", 10*time.Minute),
-		IDs:                           &shortIDs{},
+		IDs:                           &vectors.ShortIDs{},
 	}
 	if e.topics != nil {
 		// A pointer, so that create-topic changes the image the
@@ -247,13 +242,13 @@ func (e *env) new(d *datadriven.TestData) {
 }
 
 // parseTopic reads name:partitions.
-func (e *env) parseTopic(d *datadriven.TestData, spec string) testTopic {
+func (e *env) parseTopic(d *datadriven.TestData, spec string) consumergroup.Topic {
 	name, n, _ := strings.Cut(spec, ":")
 	parts, err := strconv.Atoi(n)
 	if err != nil {
 		e.t.Fatalf("%s: topics: %q: want name:partitions", d.Pos, spec)
 	}
-	return testTopic{name: name, id: topicID(name), partitions: parts}
+	return consumergroup.Topic{Name: name, ID: topicID(name), Partitions: parts}
 }
 
 // request sends one request, prints its outcome, then lets due timers fire
@@ -374,54 +369,11 @@ func parseArg[T any](e *env, d *datadriven.TestData, key string, def T, parse fu
 
 // --- canonical output ---
 
-func ps(s *string) string {
-	if s == nil {
-		return "null"
-	}
-	return *s
-}
-
 // topicID is the id the vectors give a topic (vectors.TopicID).
 func topicID(name string) [16]byte { return vectors.TopicID(name) }
 
 // subscription is ConsumerProtocolSubscription v0 (vectors.Subscription).
 func subscription(topics []string) []byte { return vectors.Subscription(topics) }
-
-type testTopic struct {
-	name       string
-	id         [16]byte
-	partitions int
-}
-
-type testTopics []testTopic
-
-func (ts testTopics) TopicByName(name string) ([16]byte, int, bool) {
-	for _, t := range ts {
-		if t.name == name {
-			return t.id, t.partitions, true
-		}
-	}
-	return [16]byte{}, 0, false
-}
-
-// TopicNames makes testTopics a consumergroup.TopicLister, so regex
-// subscriptions resolve against the vector's topics.
-func (ts testTopics) TopicNames() []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.name
-	}
-	return out
-}
-
-func (ts testTopics) TopicByID(id [16]byte) (string, int, bool) {
-	for _, t := range ts {
-		if t.id == id {
-			return t.name, t.partitions, true
-		}
-	}
-	return "", 0, false
-}
 
 // fmtResponse renders a response in the vectors' canonical form, in the
 // order the coordinator answered.
@@ -437,10 +389,10 @@ func fmtRecord(r records.Record) string {
 		}
 		v := r.Value.(*records.GroupMetadataValue)
 		s := fmt.Sprintf("GroupMetadata %s v%d gen=%d type=%q proto=%s leader=%s ts=%d",
-			k.Group, v.Version, v.Generation, v.ProtocolType, ps(v.Protocol), ps(v.Leader), v.CurrentStateTimestamp)
+			k.Group, v.Version, v.Generation, v.ProtocolType, nullable(v.Protocol), nullable(v.Leader), v.CurrentStateTimestamp)
 		for _, m := range v.Members {
 			s += fmt.Sprintf("\n  member %s instance=%s client=%s host=%s rebalance=%d session=%d subscription=%s assignment=%s",
-				m.MemberID, ps(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeoutMillis, m.SessionTimeoutMillis, vectors.Bytes(m.Subscription), vectors.Bytes(m.Assignment))
+				m.MemberID, nullable(m.InstanceID), m.ClientID, m.ClientHost, m.RebalanceTimeoutMillis, m.SessionTimeoutMillis, vectors.Bytes(m.Subscription), vectors.Bytes(m.Assignment))
 		}
 		return s
 	case records.OffsetCommitKey:

@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -54,11 +56,11 @@ func runMixed(t *testing.T, in []byte) {
 	if len(in) > 0 {
 		profile = profiles[int(in[0])%len(profiles)].Profile()
 	}
-	topics := testTopics{
-		{name: "t", id: topicID("t"), partitions: 3},
-		{name: "u", id: topicID("u"), partitions: 2},
+	topics := consumergroup.Topics{
+		{Name: "t", ID: topicID("t"), Partitions: 3},
+		{Name: "u", ID: topicID("u"), Partitions: 2},
 	}
-	ids := &shortIDs{}
+	ids := &vectors.ShortIDs{}
 	cfg := Config{
 		InitialRebalanceDelay: 100 * time.Millisecond,
 		MinSessionTimeout:     100 * time.Millisecond,

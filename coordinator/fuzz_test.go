@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator/records"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -58,7 +59,7 @@ func runSequence(t *testing.T, in []byte) {
 	if len(in) > 0 && in[0]&1 == 1 {
 		profile = version.V4_0_0.Profile()
 	}
-	ids := &shortIDs{}
+	ids := &vectors.ShortIDs{}
 	cfg := Config{
 		InitialRebalanceDelay: 100 * time.Millisecond,
 		MinSessionTimeout:     100 * time.Millisecond,

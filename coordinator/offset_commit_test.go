@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
+	"github.com/groupquake/groupquake/coordinator/vectors"
 	"github.com/groupquake/groupquake/coordinator/version"
 )
 
@@ -21,9 +23,9 @@ import (
 // Two topic ids the image does not know both have the empty name: from v10
 // they are two topics of the answer.
 func TestOffsetCommitAnswersEachTopicOnce(t *testing.T) {
-	topics := testTopics{{name: "t", id: topicID("t"), partitions: 2}, {name: "u", id: topicID("u"), partitions: 1}}
+	topics := consumergroup.Topics{{Name: "t", ID: topicID("t"), Partitions: 2}, {Name: "u", ID: topicID("u"), Partitions: 1}}
 	for _, v := range []int16{9, 10} {
-		c := newCoordinator(t, version.V4_4_0.Profile(), Config{Topics: topics, IDs: &shortIDs{}})
+		c := newCoordinator(t, version.V4_4_0.Profile(), Config{Topics: topics, IDs: &vectors.ShortIDs{}})
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Version, req.Group = v, "g"
 		for _, tp := range []struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/records"
 	"github.com/groupquake/groupquake/coordinator/sharegroup"
 	"github.com/groupquake/groupquake/coordinator/version"
@@ -29,7 +30,7 @@ func newShareEnv(t *testing.T, v version.Version, partitions int) *shareEnv {
 	zero := time.Duration(0)
 	// group.share.assignment.interval.ms=0 (4.3+), as the harness's
 	// brokers run; TestShareAssignmentInterval sets it.
-	cfg := Config{Topics: testTopics{{name: "foo", id: [16]byte{'T', 'f', 'o', 'o'}, partitions: partitions}},
+	cfg := Config{Topics: consumergroup.Topics{{Name: "foo", ID: [16]byte{'T', 'f', 'o', 'o'}, Partitions: partitions}},
 		Share: ShareConfig{AssignmentInterval: &zero}}
 	return &shareEnv{t: t, p: v.Profile(), cfg: cfg, c: newCoordinator(t, v.Profile(), cfg), now: time.UnixMilli(1_000_000)}
 }

@@ -2,6 +2,7 @@ package vectors
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -42,6 +43,15 @@ func (Identity) Regex(s string) string        { return s }
 func (Identity) TopicName(id [16]byte) string { return TopicName(id) }
 func (Identity) Text(s string) string         { return s }
 func (Identity) Host(s string) string         { return s }
+
+// ShortIDs is the coordinator.IDSource of the side that takes names as
+// written (the coordinator test harness, the differential reference): the
+// random part of each member id is a count, "1", "2", …, short enough to
+// read in a vector.
+type ShortIDs struct{ n int }
+
+// NewID returns the next count.
+func (s *ShortIDs) NewID() string { s.n++; return strconv.Itoa(s.n) }
 
 // TopicID is the id the vectors give a topic: "T" and the name, padded
 // with zeros, so that an id in an answer reads back as its name.

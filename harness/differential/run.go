@@ -271,7 +271,7 @@ func referenceConfig(p version.Profile, topics coordinator.TopicMetadata, javaVe
 		MinSessionTimeout: time.Second,
 		MaxSessionTimeout: 30 * time.Minute,
 		Topics:            topics,
-		IDs:               &shortIDs{},
+		IDs:               &vectors.ShortIDs{},
 		Consumer: consumergroup.Config{
 			SessionTimeout:    45 * time.Second,
 			HeartbeatInterval: 5 * time.Second,
@@ -703,11 +703,6 @@ func command(st Step) string {
 	}
 	return b.String()
 }
-
-// shortIDs numbers member ids as the vectors do: "a-1", "b-2", …
-type shortIDs struct{ n int }
-
-func (s *shortIDs) NewID() string { s.n++; return strconv.Itoa(s.n) }
 
 // targetNames is a target's side of one section.
 type targetNames struct {

@@ -14,26 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/groupquake/groupquake/coordinator"
+	"github.com/groupquake/groupquake/coordinator/consumergroup"
 	"github.com/groupquake/groupquake/coordinator/version"
 	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/cluster/clustertest"
 	"github.com/groupquake/groupquake/harness/differential"
 )
-
-// oneTopic is a metadata image of one topic with the broker's topic id.
-type oneTopic struct {
-	name       string
-	id         [16]byte
-	partitions int
-}
-
-func (o oneTopic) TopicByName(name string) ([16]byte, int, bool) {
-	return o.id, o.partitions, name == o.name
-}
-
-func (o oneTopic) TopicByID(id [16]byte) (string, int, bool) {
-	return o.name, o.partitions, id == o.id
-}
 
 // TestShareAssignorMatchesKafka: which member keeps which partition when the
 // share assignor splits one topic (SimpleHomogeneousAssignmentBuilder)
@@ -63,11 +49,11 @@ func TestShareAssignorMatchesKafka(t *testing.T) {
 				if _, err := adm.CreateTopic(ctx, int32(tc.partitions), 1, nil, topic); err != nil {
 					t.Fatal(err)
 				}
-				var img oneTopic
+				var img consumergroup.Topic
 				for i := 0; ; i++ {
 					tds, err := adm.ListTopics(ctx, topic)
 					if err == nil && tds.Has(topic) && len(tds[topic].Partitions) == tc.partitions {
-						img = oneTopic{name: topic, id: tds[topic].ID, partitions: tc.partitions}
+						img = consumergroup.Topic{Name: topic, ID: tds[topic].ID, Partitions: tc.partitions}
 						break
 					}
 					if i > 100 {
@@ -81,9 +67,9 @@ func TestShareAssignorMatchesKafka(t *testing.T) {
 	}
 }
 
-func compareShareSplit(ctx context.Context, t *testing.T, cl *kgo.Client, p version.Profile, img oneTopic, group string, members int) {
+func compareShareSplit(ctx context.Context, t *testing.T, cl *kgo.Client, p version.Profile, img consumergroup.Topic, group string, members int) {
 	t.Helper()
-	cfg := coordinator.Config{Topics: img, Share: coordinator.ShareConfig{SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second}}
+	cfg := coordinator.Config{Topics: consumergroup.Topics{img}, Share: coordinator.ShareConfig{SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second}}
 	if p.ShareAssignmentInterval {
 		zero := time.Duration(0)
 		cfg.Share.AssignmentInterval = &zero
@@ -115,7 +101,7 @@ func compareShareSplit(ctx context.Context, t *testing.T, cl *kgo.Client, p vers
 		req.Version = 1
 		req.GroupID, req.MemberID, req.MemberEpoch = group, member, epochs[member]
 		if join {
-			req.MemberEpoch, req.SubscribedTopicNames = 0, []string{img.name}
+			req.MemberEpoch, req.SubscribedTopicNames = 0, []string{img.Name}
 		}
 		o, err := ref.Submit(now, coordinator.Client{ID: "c", Host: "/127.0.0.1"}, req)
 		if err != nil {
@@ -128,7 +114,7 @@ func compareShareSplit(ctx context.Context, t *testing.T, cl *kgo.Client, p vers
 			t.Fatal(err)
 		}
 		if g := render(got); g != want {
-			t.Errorf("%s %d partitions: %s (epoch %d): Kafka %s, reference %s", group, img.partitions, member, req.MemberEpoch, g, want)
+			t.Errorf("%s %d partitions: %s (epoch %d): Kafka %s, reference %s", group, img.Partitions, member, req.MemberEpoch, g, want)
 		}
 		epochs[member] = got.MemberEpoch
 	}
@@ -139,7 +125,7 @@ func compareShareSplit(ctx context.Context, t *testing.T, cl *kgo.Client, p vers
 	for i := 0; ; i++ {
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
 		req.Version = 1
-		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = probe, "p", 0, []string{img.name}
+		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = probe, "p", 0, []string{img.Name}
 		if _, err := req.RequestWith(ctx, cl); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +137,7 @@ func compareShareSplit(ctx context.Context, t *testing.T, cl *kgo.Client, p vers
 			break
 		}
 		if i > 100 {
-			t.Fatalf("the broker never initialized %s for a probe group", img.name)
+			t.Fatalf("the broker never initialized %s for a probe group", img.Name)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -181,7 +167,7 @@ func compareShareSplit(ctx context.Context, t *testing.T, cl *kgo.Client, p vers
 
 // awaitShareInit polls DescribeShareGroupOffsets until the broker has
 // initialized every partition of the group's topic.
-func awaitShareInit(ctx context.Context, t *testing.T, cl *kgo.Client, group string, img oneTopic) {
+func awaitShareInit(ctx context.Context, t *testing.T, cl *kgo.Client, group string, img consumergroup.Topic) {
 	t.Helper()
 	for i := 0; i < 200; i++ {
 		if shareInitialized(ctx, cl, group, img) {
@@ -189,10 +175,10 @@ func awaitShareInit(ctx context.Context, t *testing.T, cl *kgo.Client, group str
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("group %s: the broker did not initialize %s's share-partitions", group, img.name)
+	t.Fatalf("group %s: the broker did not initialize %s's share-partitions", group, img.Name)
 }
 
-func shareInitialized(ctx context.Context, cl *kgo.Client, group string, img oneTopic) bool {
+func shareInitialized(ctx context.Context, cl *kgo.Client, group string, img consumergroup.Topic) bool {
 	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 	g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
 	g.GroupID = group
@@ -204,10 +190,10 @@ func shareInitialized(ctx context.Context, cl *kgo.Client, group string, img one
 	n := 0
 	for _, g := range resp.Groups {
 		for _, tp := range g.Topics {
-			if strings.EqualFold(tp.Topic, img.name) {
+			if strings.EqualFold(tp.Topic, img.Name) {
 				n += len(tp.Partitions)
 			}
 		}
 	}
-	return n == img.partitions
+	return n == img.Partitions
 }
