@@ -62,11 +62,11 @@ func TestFindingsList(t *testing.T) {
 
 // TestFindingsRerunEmbedded reruns the vector reproducers against the
 // reference coordinator as two served releases: every served release has
-// both bugs, so both reproduce.
+// the three bugs, so all three reproduce.
 func TestFindingsRerunEmbedded(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"4.4.0", "4.1.2"} {
-		code, out, errOut := call(t, "findings", "rerun", check.FindingStaticRejoinOwnInstance, check.FindingOnlineUpgradeUnknownError, "--embedded", "--kafka", v, "--json")
+		code, out, errOut := call(t, "findings", "rerun", check.FindingStaticRejoinOwnInstance, check.FindingOnlineUpgradeUnknownError, check.FindingClassicRejoinReadmitted, "--embedded", "--kafka", v, "--json")
 		if code != exitOK {
 			t.Fatalf("%s: exit %d: %s", v, code, errOut)
 		}
@@ -74,7 +74,7 @@ func TestFindingsRerunEmbedded(t *testing.T) {
 		var doc struct {
 			Results []rerunResult `json:"results"`
 		}
-		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 2 {
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 3 {
 			t.Fatalf("%s: %v: %s", v, err, out)
 		}
 		for _, r := range doc.Results {
@@ -127,6 +127,73 @@ func TestVectorReproducersMatchTheModel(t *testing.T) {
 	fixed.StaticRejoinOwnInstance = true
 	if a := answer(fixed, x); strings.Contains(a, "UNRELEASED_INSTANCE_ID") {
 		t.Errorf("with the fix the retried join is still refused: %s", a)
+	}
+}
+
+// TestClassicRejoinReadmittedReproducer: the reproducer's step is a
+// readmission, not any classic join that is answered: as every served
+// release, the reference first removes the member id the step's JoinGroup
+// carries (its member metadata tombstoned, a call carrying it answered
+// UNKNOWN_MEMBER_ID), then the step writes it again as a new member
+// (previous member epoch 0) and answers it a generation; the answer a
+// classic group gives there does not carry Want.
+func TestClassicRejoinReadmittedReproducer(t *testing.T) {
+	t.Parallel()
+	x, _ := check.FindingByID(check.FindingClassicRejoinReadmitted)
+	vr := x.Reproducer.Vector
+	if vr == nil {
+		t.Fatalf("%s has no vector reproducer", x.ID)
+	}
+	secs, err := vectorSections([]check.Finding{x})
+	if err != nil || len(secs) != 1 {
+		t.Fatalf("sections: %d, %v", len(secs), err)
+	}
+	member := ""
+	for _, st := range secs[0].Steps {
+		if st.Pos != vr.Step {
+			continue
+		}
+		for _, a := range st.Args {
+			if a.Key == "member" && len(a.Vals) == 1 {
+				member = a.Vals[0]
+			}
+		}
+		if st.Cmd != "join" || member == "" {
+			t.Fatalf("%s is %s %v: not a JoinGroup carrying a member id", vr.Step, st.Cmd, st.Args)
+		}
+	}
+	if refused := "join member=" + member + " UNKNOWN_MEMBER_ID"; strings.Contains(refused, vr.Want) {
+		t.Errorf("a classic group's answer %q carries Want %q", refused, vr.Want)
+	}
+	key := `{"GroupID":"g","MemberID":"` + member + `"}`
+	readmitted := func(records string) bool {
+		for _, l := range strings.Split(records, "\n") {
+			if strings.HasPrefix(l, "ConsumerGroupCurrentMemberAssignment "+key+" ") && strings.Contains(l, `"PreviousMemberEpoch":0,`) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, v := range version.Served() {
+		rs, err := differential.Model(v.Profile(), secs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tomb, unknown := false, false
+		i := slices.IndexFunc(rs, func(r differential.Result) bool { return r.Pos == vr.Step })
+		if i < 0 {
+			t.Fatalf("%s: %s not answered", v, vr.Step)
+		}
+		for _, r := range rs[:i] {
+			tomb = tomb || strings.Contains(r.Records, "ConsumerGroupMemberMetadata "+key+" tombstone")
+			unknown = unknown || (tomb && strings.Contains(r.Command, "member="+member+" ") && strings.Contains(r.Reference, "UNKNOWN_MEMBER_ID"))
+		}
+		if !tomb || !unknown {
+			t.Errorf("%s: before %s the reference did not remove %s (tombstone %v, UNKNOWN_MEMBER_ID %v)", v, vr.Step, member, tomb, unknown)
+		}
+		if r := rs[i]; !strings.Contains(r.Reference, vr.Want) || !readmitted(r.Records) {
+			t.Errorf("%s: %s not a readmission: %s\n%s", v, vr.Step, r.Reference, r.Records)
+		}
 	}
 }
 

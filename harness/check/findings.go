@@ -352,7 +352,7 @@ var registry = []Finding{
 		ID:    FindingClassicRejoinReadmitted,
 		Title: "a classic member a consumer group removed when its session expired is re-admitted under its old member id, so it never learns its partitions were given to others",
 		Where: "Kafka group coordinator (GroupMetadataManager.classicGroupJoinToConsumerGroup creates the member again: getOrMaybeSubscribeDynamicConsumerGroupMember with createIfNotExists = true, ConsumerGroup.getOrMaybeCreateMember; a classic group answers UNKNOWN_MEMBER_ID)",
-		Seen:  []string{"Kafka 4.4.0 (run: seed 2918632487381593263, link faults, 3 nodes)", "groupquake classic-cooperative (the member)"},
+		Seen:  []string{"Kafka 4.4.0 (run: seed 2918632487381593263, link faults, 3 nodes)", "Kafka 4.1.2, 4.2.1, 4.2.2, 4.3.1, 4.3.2, 4.4.0 (vector, real brokers)", "groupquake classic-cooperative (the member)"},
 		Kind:  Bug,
 		Evidence: "a NoDoubleOwnership overlap or a ValidPartitionEpoch conflict at the readmission's epoch, one side of which is a classic-protocol member's " +
 			"ownership, begun at or before the member epoch at which __consumer_offsets shows its member id holding the partition when the " +
@@ -366,14 +366,10 @@ var registry = []Finding{
 			"id was answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID or FENCED_MEMBER_EPOCH while the ownership lasted; and " +
 			"the ownership ended revoked, reported at the readmission's epoch, after the member's first SyncGroup of it and before its next " +
 			"JoinGroup or SyncGroup. Without __consumer_offsets read after that JoinGroup, nothing matches",
-		Reproducer: Reproducer{Plan: &PlanReproducer{
-			Args:   []string{"--seed", "2918632487381593263", "--scenario", "baseline", "--nodes", "3", "--kinds", "classic-cooperative,consumer,kgo-consumer", "--members", "3", "--faults", "link-cut,link-flap,link-latency", "--intensity", "high", "--duration", "30s"},
-			Kafka:  "4.4.0",
-			Timing: "the classic member must stay silent past its session while it owns partitions and come back with its member id; groupquake's own member no longer does (its coordinator lookup was fixed), so the seed's reruns hold",
-		}},
-		overlap: readmitOverlap,
-		pair:    readmitPair,
-		seen:    readmitSightings,
+		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/mixed_classic_rejoin_readmitted.txt:83", Want: "join member=1 gen="}},
+		overlap:    readmitOverlap,
+		pair:       readmitPair,
+		seen:       readmitSightings,
 	},
 	{
 		ID:    FindingKgoRevokeAfterLost,
