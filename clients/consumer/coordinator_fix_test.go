@@ -22,23 +22,23 @@ func slowLookups(s *scriptBroker, d time.Duration) {
 	})
 }
 
-// A slow link: a FindCoordinator and a heartbeat each take 600 ms, well
-// within the 1 s request timeout, but a lookup and the heartbeat after it
-// take 1.2 s together. Java gives each request its own timeout, so the
+// A slow link: a FindCoordinator and a heartbeat each take 1.5 s, within
+// the 2.5 s request timeout (1 s of slack for a loaded machine), but a
+// lookup and the heartbeat after it take 3 s together. Java gives each request its own timeout, so the
 // heartbeat after a lookup is answered; with one timeout for both, that
 // heartbeat times out, the coordinator is forgotten, the next attempt
 // looks it up again, and no heartbeat gets through while the latency
 // lasts: the member never joins.
 func TestLoopLookupAndHeartbeatEachGetTheRequestTimeout(t *testing.T) {
 	t.Parallel()
-	const d = 600 * time.Millisecond
+	const d = 1500 * time.Millisecond
 	s := newScriptBroker(t, 2)
 	s.set(1, 0, 1)
 	s.mu.Lock()
 	s.hbDelay = d
 	s.mu.Unlock()
 	slowLookups(s, d)
-	m := startLoopMember(t, s, RequestTimeout(time.Second), RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	m := startLoopMember(t, s, RequestTimeout(2500*time.Millisecond), RetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	dump := m.dumpWith(s)
 	eventually(t, "the member joins through the slow link", func() bool {
 		return slices.ContainsFunc(m.log.All(), func(e clients.Event) bool { return e.Kind == clients.Joined })
