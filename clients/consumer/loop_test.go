@@ -83,6 +83,8 @@ type scriptBroker struct {
 	// holdCommit does the same for OffsetCommit.
 	holdCommit chan struct{}
 	commitHeld chan struct{}
+	// heldAt is when the first held OffsetCommit arrived.
+	heldAt time.Time
 	// hbDelay, while set, delays every heartbeat's answer by that much,
 	// as a slow link does.
 	hbDelay time.Duration
@@ -165,6 +167,9 @@ func newScriptBrokers(t *testing.T, partitions int32, n int) *scriptBroker {
 		c.KeepControl()
 		s.mu.Lock()
 		hold, held := s.holdCommit, s.commitHeld
+		if hold != nil && s.heldAt.IsZero() {
+			s.heldAt = time.Now()
+		}
 		s.mu.Unlock()
 		if hold != nil {
 			select {
