@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/groupquake/groupquake/clients"
 )
@@ -52,6 +53,23 @@ func sent(m loopMember, op clients.Op) int {
 	return n
 }
 
+// produceOneEach appends a record to each partition of the loop topic.
+func produceOneEach(t *testing.T, s *scriptBroker) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, p := range []int32{0, 1} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: loopTopic, Partition: p, Value: []byte("during the commit")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // commitsBeforeAnswer counts the OffsetCommits the member reported sent
 // before it reported the first one answered (or failed).
 func commitsBeforeAnswer(m loopMember) int {
@@ -67,15 +85,16 @@ func commitsBeforeAnswer(m loopMember) int {
 	return n
 }
 
-// heartbeatSentWhileHeld waits until the member sent a heartbeat after the
-// first held commit arrived at the broker: a member whose heartbeats wait
-// on the commit lane sends none until the commit is answered. One is
+// heartbeatSentWhileHeld waits until the member sent a heartbeat later than
+// after past the arrival of the first held commit at the broker and before
+// any commit was answered (the held one fails at its request timeout, 5 s):
+// a member whose heartbeats wait on the commit lane sends none until then. One is
 // asked for, not more: behind the held commit that heartbeat waits out its
 // request timeout, and the next needs a coordinator lookup that queues
 // behind the commits sent again on new connections, so how many more get
 // out in a while is kgo's and the machine's timing (3 in 20 s was asked
 // once, and a loaded machine sent 2, or 1 in a minute).
-func heartbeatSentWhileHeld(t *testing.T, s *scriptBroker, m loopMember, held <-chan struct{}, dump func() string) {
+func heartbeatSentWhileHeld(t *testing.T, s *scriptBroker, m loopMember, held <-chan struct{}, after time.Duration, dump func() string) {
 	t.Helper()
 	select {
 	case <-held:
@@ -85,21 +104,40 @@ func heartbeatSentWhileHeld(t *testing.T, s *scriptBroker, m loopMember, held <-
 	s.mu.Lock()
 	heldAt := s.heldAt
 	s.mu.Unlock()
-	eventually(t, "a heartbeat sent while the commit is held", func() bool {
-		return slices.ContainsFunc(m.log.Of(clients.Sent), func(e clients.Event) bool {
-			return e.Op == clients.OpHeartbeat && e.At.After(heldAt)
-		})
+	eventually(t, "a heartbeat sent while the commit is held (before any commit's answer)", func() bool {
+		for _, e := range m.log.All() {
+			switch {
+			case (e.Kind == clients.Committed || e.Kind == clients.CommitFailed) && e.At.After(heldAt):
+				// The held commit timed out: a heartbeat from here on
+				// may have waited for it.
+				t.Fatalf("a commit was answered (%s at %v) before a heartbeat was sent %v after the held commit arrived\n%s", e.Kind, e.At.Sub(heldAt), after, dump())
+			case e.Kind == clients.Sent && e.Op == clients.OpHeartbeat && e.At.After(heldAt.Add(after)):
+				return true
+			}
+		}
+		return false
 	}, dump)
 }
 
 // TestLoopHeartbeatsWhileTheAppCommitIsInFlight: the application's commit
 // holds the lane; the auto-commit interval elapses meanwhile. Heartbeats go
-// on, and the held auto-commit is not sent beside the application's.
+// on, and the held auto-commit is not sent beside the application's. The
+// application commits right after a heartbeat is answered, so that the next
+// heartbeat is due an interval (1 s) later, well after the auto-commit
+// (every 50 ms) found the lane busy, or was itself held (either commit may
+// be the first): a member whose heartbeat goroutine runs the auto-commit
+// itself is then stuck on the lane before that heartbeat.
 func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
 	t.Parallel()
-	const autoCommit = 200 * time.Millisecond
-	s, m, dump := startAssigned(t, true, AutoCommitInterval(autoCommit))
+	const autoCommit = 50 * time.Millisecond
+	s := newScriptBroker(t, 2)
+	s.set(1, 0, 1)
+	s.interval = time.Second
+	m := startMember(t, s, true, AutoCommitInterval(autoCommit))
+	dump := m.dumpWith(s)
 	eventually(t, "the member owns t[0 1] and consumed both", func() bool { return m.owns(0, 1)() && m.consumedAll() }, dump)
+	answered := len(m.log.Of(clients.Heartbeat))
+	eventually(t, "a heartbeat answered", func() bool { return len(m.log.Of(clients.Heartbeat)) > answered }, dump)
 	held, release := holdCommits(t, s)
 	defer release()
 	go func() {
@@ -107,10 +145,16 @@ func TestLoopHeartbeatsWhileTheAppCommitIsInFlight(t *testing.T) {
 		defer cancel()
 		m.Commit(ctx, map[string]map[int32]int64{loopTopic: {0: 10, 1: 10}})
 	}()
-	heartbeatSentWhileHeld(t, s, m, held, dump)
-	// Five auto-commit intervals more with the application's commit
-	// unanswered: the interval's commit must wait for the lane.
-	time.Sleep(5 * autoCommit)
+	// A record more in each partition, consumed by the polling workload,
+	// gives the auto-commit something to commit, so that it waits on the
+	// lane (the first auto-commit already committed 10 and 10).
+	produceOneEach(t, s)
+	eventually(t, "the member consumed the new records", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.positions[loopTopic][0] == 11 && m.positions[loopTopic][1] == 11
+	}, dump)
+	heartbeatSentWhileHeld(t, s, m, held, 4*autoCommit, dump)
 	if commits := commitsBeforeAnswer(m); commits != 1 {
 		t.Errorf("the member sent %d OffsetCommits before the first was answered, want 1 (the lane)\n%s", commits, dump())
 	}
@@ -127,7 +171,7 @@ func TestLoopHeartbeatsWhileReconciling(t *testing.T) {
 	held, release := holdCommits(t, s)
 	defer release()
 	s.set(2, 0)
-	heartbeatSentWhileHeld(t, s, m, held, dump)
+	heartbeatSentWhileHeld(t, s, m, held, 0, dump)
 	if !m.owns(0, 1)() {
 		t.Errorf("the member gave t[1] up before the commit before its revocation was answered\n%s", dump())
 	}
