@@ -1,16 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
 	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/interrupt"
 )
 
 // TestShrinkKeepsTheFaultTheViolationNeeds: a run of giveUpPlan (carried
@@ -71,6 +76,7 @@ func TestShrinkKeepsTheFaultTheViolationNeeds(t *testing.T) {
 	}
 	t.Logf("run and shrink (%d trials) took %s", len(doc.Trials), time.Since(start).Round(time.Second))
 	shrinkRefusals(t, dir)
+	shrinkInterrupted(t, dir)
 	if testing.Short() {
 		t.Log("-short: the rerun of the reduced plan (one more run, 10 s) is left out")
 		return
@@ -167,5 +173,32 @@ func TestRunDirsBelowLeavesShrinkTrials(t *testing.T) {
 	}
 	if got, want := runDirsBelow(filepath.Join(r, run.ShrinkDir)), []string{t1, t2}; !slices.Equal(got, want) {
 		t.Errorf("runDirsBelow(run/shrink) = %v, want %v", got, want)
+	}
+}
+
+// shrinkInterrupted: Ctrl-C in the first trial's workload stops the
+// search: exit 3, the trial judged up to there, and the output says where
+// it stopped and what it had (the whole set, nothing dropped yet).
+func shrinkInterrupted(t *testing.T, dir string) {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var once sync.Once
+	onPhase = func(_ context.Context, phase string) {
+		if phase == history.PhaseWorkload {
+			once.Do(func() { cancel(interrupt.Signal{Sig: os.Interrupt}) })
+		}
+	}
+	defer func() { onPhase = nil }()
+	out := filepath.Join(t.TempDir(), "trials")
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"shrink", dir, "--out", out, "-q"}, &stdout, &stderr)
+	trial := filepath.Join(out, "01-none")
+	if code != exitFailed || !strings.Contains(stdout.String(), "stopped: interrupted by SIGINT in trial 1 ("+trial+")") ||
+		!strings.Contains(stdout.String(), "smallest failing set so far: f1+2+3") {
+		t.Errorf("shrink interrupted in trial 1: exit %d, want 3 and where it stopped\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(trial, run.VerdictsFile)); err != nil {
+		t.Errorf("the interrupted trial was not judged up to where it stopped: %v", err)
 	}
 }
