@@ -202,3 +202,43 @@ func shrinkInterrupted(t *testing.T, dir string) {
 		t.Errorf("the interrupted trial was not judged up to where it stopped: %v", err)
 	}
 }
+
+// What the end of a shrink says: the bound that stopped it, a violation
+// that needs no fault, and that holding trials may be misses.
+func TestWriteShrink(t *testing.T) {
+	tr := func(n int, kept []int, fails bool) shrinkTrialJSON {
+		t := shrinkTrialJSON{N: n, Kept: kept, Try: 1, Fails: fails, Holds: !fails, Dir: "d", Violated: []string{}}
+		if fails {
+			t.Violated = []string{"NoLostRecords"}
+		}
+		return t
+	}
+	for _, c := range []struct {
+		name string
+		doc  shrinkJSON
+		want []string
+		not  []string
+	}{
+		{"bounded", shrinkJSON{Faults: 6, MaxTrials: 2, Bounded: true, Kept: []int{1, 2, 3}, Trials: []shrinkTrialJSON{tr(1, []int{}, false), tr(2, []int{1, 2, 3}, true)}},
+			[]string{"--max-trials 2 stopped the search: the smallest failing set found, 3 of 6 faults, may not be minimal", "1 trial run(s) held; each may be a miss"}, []string{"smallest failing set: "}},
+		{"no fault", shrinkJSON{Faults: 4, MaxTrials: 16, NeedsNoFault: true, Kept: []int{}, Trials: []shrinkTrialJSON{tr(1, []int{}, true)}},
+			[]string{"the violation needs no fault: the trial without any fault violated NoLostRecords; rerun it as a baseline"}, []string{"held; each may be a miss"}},
+		{"minimal", shrinkJSON{Faults: 4, MaxTrials: 16, Kept: []int{3}, KeptFaults: []string{"f3: link-cut m1"}, Rerun: "groupquake run --plan x/plan.json", Trials: []shrinkTrialJSON{tr(1, []int{}, false), tr(2, []int{3}, true)}},
+			[]string{"smallest failing set: 1 of 4 faults (dropping any one of them held)", "  f3: link-cut m1", "rerun it with: groupquake run --plan x/plan.json", "faults f3 "}, nil},
+		{"all needed", shrinkJSON{Faults: 2, MaxTrials: 16, Kept: []int{1, 2}, Trials: []shrinkTrialJSON{tr(1, []int{}, false), tr(2, []int{1}, false), tr(3, []int{2}, false)}},
+			[]string{"no smaller set failed: the violation may need every one of the 2 faults", "3 trial run(s) held"}, nil},
+	} {
+		var b bytes.Buffer
+		writeShrink(&b, c.doc)
+		for _, w := range c.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: the output lacks %q:\n%s", c.name, w, b.String())
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("%s: the output says %q:\n%s", c.name, w, b.String())
+			}
+		}
+	}
+}
