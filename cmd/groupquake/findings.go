@@ -538,10 +538,14 @@ func runDirs(roots []string) ([]string, error) {
 }
 
 // runDirsBelow lists root and the directories below it that hold a run
-// (a plan.json), in lexical order.
+// (a plan.json), in lexical order; a run's shrink folder (groupquake
+// shrink's trials) only when it is root.
 func runDirsBelow(root string) []string {
 	var dirs []string
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != root && d.Name() == run.ShrinkDir && run.IsRunDir(filepath.Dir(p)) {
+			return filepath.SkipDir // groupquake shrink's trials of that run (given as the root, they are read)
+		}
 		if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
 			dirs = append(dirs, filepath.Dir(p))
 		}

@@ -24,6 +24,8 @@ Usage:
                                     conformance vectors on both, each difference explained by
                                     the version profiles or listed as unexplained
   groupquake check RUN_DIR          re-run every checker over a saved run
+  groupquake shrink RUN_DIR         for a failed run, the smallest set of its faults under which the
+                                    same checker is still violated (trials of the plan on a like cluster)
   groupquake replay --bootstrap ADDR --group G [--kafka VERSION]
                                     replay a live group's __consumer_offsets through the reference
                                     coordinator and compare with what the broker describes
@@ -51,7 +53,7 @@ no engine, a failed build, a run that never got past its setup).
 Run 'groupquake COMMAND -h' (or 'groupquake help COMMAND') for the flags of a
 command. Results go to stdout, progress to stderr: -q prints only the result,
 -v also the detail underneath (the wire, kgo's log). run, check, replay, diff,
-scale and version take --json to print their result as one JSON document
+scale, shrink and version take --json to print their result as one JSON document
 (docs/json-schema.md).
 `
 
@@ -130,6 +132,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdStats(ctx, args[1:], stdout, stderr)
 	case "findings":
 		return cmdFindings(ctx, args[1:], stdout, stderr)
+	case "shrink":
+		return cmdShrink(ctx, args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(ctx, args[1:], stdout, stderr)
 	case "scale":

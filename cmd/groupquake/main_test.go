@@ -204,7 +204,7 @@ func TestBadInput(t *testing.T) {
 // commands are every command and subcommand, as typed.
 var commands = [][]string{
 	{"run"}, {"check"}, {"replay"}, {"image"}, {"image", "build"}, {"image", "list"},
-	{"engine"}, {"engine", "up"}, {"sweep"}, {"stats"}, {"version"},
+	{"engine"}, {"engine", "up"}, {"sweep"}, {"stats"}, {"version"}, {"shrink"},
 }
 
 // TestHelpAndFlagErrors: -h and --help on any command exit 0 and describe it

@@ -66,6 +66,7 @@ type runFlags struct {
 	supervisor  bool
 	clients     string
 	javaJVMs    string
+	plan        string
 	procKinds   kindDefs
 	clientLog   clientLogFlag
 	// clientLevel is --client-log's level, once options read it.
@@ -80,6 +81,7 @@ func (k *kindDefs) Set(s string) error { *k = append(*k, s); return nil }
 
 func (f *runFlags) register(fs *flag.FlagSet, drawn []string) {
 	fs.StringVar(&f.seed, "seed", "", "seed of the plan (default: a random one, printed)")
+	fs.StringVar(&f.plan, "plan", "", "carry out the plan in this file (a run directory's plan.json, such as the reduced plan groupquake shrink writes) instead of planning one: its cluster, members, workload and faults are the file's, and the flags that would shape a plan are refused")
 	fs.StringVar(&f.scenario, "scenario", "", "scenario of one run: "+strings.Join(run.Scenarios(), ", ")+" (default: the default campaign, or baseline when another flag pins the plan: --"+strings.Join(planFlags, ", --")+")")
 	fs.StringVar(&f.out, "out", "", "run directory (default: ./runs/<time>-<seed>/)")
 	fs.DurationVar(&f.duration, "duration", 20*time.Second, "length of the workload phase (of each run of a campaign)")
@@ -276,6 +278,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if set["plan"] {
+		return f.runPlanFile(ctx, set, reg, stdout, con)
+	}
 	if err := run.CheckOptions(o, machine.This()); err != nil {
 		return badInput("%v", err)
 	}
@@ -311,7 +316,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return badInput("%v", err)
 		}
 	}
-	con.Infof("seed %d; run directory %s", seed, dir)
+	return f.carryOut(ctx, plan, reg, dir, stdout, con)
+}
+
+// carryOut runs plan into dir (the default directory, taken by another
+// run started at the same moment, moves to the next free name), judges it
+// and says the judgement.
+func (f *runFlags) carryOut(ctx context.Context, plan run.Plan, reg kinds.Registry, dir string, stdout io.Writer, con *console) error {
+	logf := con.Logf
+	var err error
+	con.Infof("seed %d; run directory %s", plan.Seed, dir)
 	con.Infof("rerun with: %s", plan.Command())
 	setRerun(plan.Command())
 	con.expectWorkload(plan.Workload)

@@ -247,6 +247,23 @@ type Plan struct {
 	// share settings the share checkers judge by; nil when unknown (an
 	// external cluster).
 	Share *history.SharePlan `json:"share,omitempty"`
+	// Saved, when set, says the plan is carried out from a plan file, not
+	// rebuilt from its seed: its Faults may not be what the seed draws
+	// (groupquake shrink kept a subset of them, or the file was edited).
+	// Its rerun command is groupquake run --plan with that file (Args).
+	Saved *SavedPlan `json:"saved,omitempty"`
+}
+
+// SavedPlan is the plan file that reruns a plan, and where the plan came
+// from.
+type SavedPlan struct {
+	// File is the plan file: groupquake run --plan File.
+	File string `json:"file"`
+	// ShrunkFrom is the run directory whose plan groupquake shrink
+	// reduced to this one, keeping the faults of that plan at the indexes
+	// (from 0) Kept.
+	ShrunkFrom string `json:"shrunk_from,omitempty"`
+	Kept       []int  `json:"kept,omitempty"`
 }
 
 // Supervisor is what runs a member's process in production (systemd,
@@ -751,6 +768,9 @@ func (p Plan) Validate() error {
 			return fmt.Errorf("member %s (kind %s) speaks %s, but the group is not a group of that type: share members and consumer-group members never share a group", m.Name, m.Kind, m.Protocol)
 		}
 	}
+	if p.Saved != nil && p.Saved.File == "" {
+		return errors.New("plan is saved (carried out from a plan file) but names no file that reruns it")
+	}
 	if s := p.Supervisor; s.On() && (s.BackoffInitial <= 0 || s.BackoffMax < s.BackoffInitial) {
 		return fmt.Errorf("plan's supervisor restarts members after backoff_initial %s up to backoff_max %s: the first must be positive and the second at least as long", s.BackoffInitial, s.BackoffMax)
 	}
@@ -824,8 +844,12 @@ func (p Plan) TopicNames() []string {
 }
 
 // Args are the `groupquake run` flags that rebuild this plan (the run
-// directory is left out: a rerun gets its own).
+// directory is left out: a rerun gets its own): its seed and options, or
+// for a saved plan its plan file (--plan).
 func (p Plan) Args() []string {
+	if p.Saved != nil {
+		return []string{"--plan", p.Saved.File}
+	}
 	o := p.Options
 	a := []string{"--seed", strconv.FormatUint(p.Seed, 10), "--scenario", o.Scenario}
 	if len(o.Bootstrap) > 0 {

@@ -125,7 +125,7 @@ func CheckDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil {
 		return takenError(fmt.Sprintf("run directory %s already holds a %s without a %s (a run that is starting there now, or one killed before it wrote its plan): choose a new directory", dir, HistoryFile, PlanFile))
 	}
-	if r := RunDirOf(dir); r != "" {
+	if r := RunDirOf(dir); r != "" && !InShrink(r, dir) {
 		return fmt.Errorf("%s is inside the run directory %s: choose a directory outside it", dir, r)
 	}
 	abs, err := filepath.Abs(dir)
@@ -150,6 +150,20 @@ func IsRunDir(dir string) bool {
 		}
 	}
 	return false
+}
+
+// ShrinkDir is the folder of a run directory where groupquake shrink
+// writes its trials, each a run directory of its own.
+const ShrinkDir = "shrink"
+
+// InShrink reports whether dir is a trial's directory in the ShrinkDir of
+// the run directory r (directly in it: RUN_DIR/shrink/NN-faults).
+func InShrink(r, dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	return filepath.Dir(filepath.Dir(abs)) == r && filepath.Base(filepath.Dir(abs)) == ShrinkDir
 }
 
 // RunDirOf returns the run directory (absolute) that holds path: path

@@ -141,3 +141,25 @@ func writeRunDir(t *testing.T, dir string, p run.Plan, events []history.Event) {
 		t.Fatal(err)
 	}
 }
+
+// A run directory is refused inside another run's, except for
+// groupquake shrink's trials, each directly in the run's shrink folder.
+func TestCheckDirShrinkTrials(t *testing.T) {
+	r := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(r, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{run.PlanFile, run.HistoryFile} {
+		if err := os.WriteFile(filepath.Join(r, f), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run.CheckDir(filepath.Join(r, run.ShrinkDir, "01-none")); err != nil {
+		t.Errorf("a trial in the run's shrink folder is refused: %v", err)
+	}
+	for _, d := range []string{filepath.Join(r, "other"), filepath.Join(r, run.ShrinkDir, "01-none", "deeper"), filepath.Join(r, "x", run.ShrinkDir, "01")} {
+		if err := run.CheckDir(d); err == nil || !strings.Contains(err.Error(), "is inside the run directory") {
+			t.Errorf("CheckDir(%s) = %v, want it refused inside the run directory", d, err)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/run"
+	"github.com/groupquake/groupquake/internal/interrupt"
+)
+
+// TestShrinkKeepsTheFaultTheViolationNeeds: a run of giveUpPlan (carried
+// out with run --plan) fails EventuallyConverges; shrink finds that it
+// needs m1's cut alone: the trial without faults holds, m2's cuts are
+// dropped, and the reduced plan it writes names itself as its rerun (run
+// --plan); without -short, that rerun is carried out and fails again.
+func TestShrinkKeepsTheFaultTheViolationNeeds(t *testing.T) {
+	p := giveUpPlan(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	start := time.Now()
+	if code, _, stderr := gq(t, "run", "--plan", writePlan(t, p), "--out", dir, "-q"); code != exitViolation {
+		t.Fatalf("run --plan: exit %d, want %d (a violation)\n%s", code, exitViolation, stderr)
+	}
+	rep, err := run.ReadVerdicts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := violatedOf(rep, []string{check.NameEventuallyConverges}); len(got) == 0 {
+		t.Fatalf("the run did not violate %s: %+v", check.NameEventuallyConverges, rep.Verdicts)
+	}
+	code, stdout, stderr := gq(t, "shrink", dir, "--checker", check.NameEventuallyConverges, "--json", "-q")
+	if code != exitOK {
+		t.Fatalf("shrink: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	validateJSON(t, "shrink", []byte(stdout))
+	var doc shrinkJSON
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(doc.Kept, []int{1}) || doc.Bounded || doc.NeedsNoFault {
+		t.Fatalf("kept %v (bounded %v, needs no fault %v), want the 1st fault alone; trials %+v", doc.Kept, doc.Bounded, doc.NeedsNoFault, doc.Trials)
+	}
+	if len(doc.Trials) == 0 || len(doc.Trials[0].Kept) != 0 || !doc.Trials[0].Holds {
+		t.Errorf("the first trial is %+v, want no fault, holding", doc.Trials[0])
+	}
+	for _, tr := range doc.Trials {
+		if want := filepath.Join(dir, run.ShrinkDir); filepath.Dir(tr.Dir) != want {
+			t.Errorf("trial %d is in %s, want in %s", tr.N, tr.Dir, want)
+		}
+		if _, err := run.Judge(tr.Dir); err != nil {
+			t.Errorf("trial %d cannot be judged again: %v", tr.N, err)
+		}
+	}
+	reduced, err := run.LoadPlan(doc.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reduced.Faults) != 1 || reduced.Faults[0] != p.Faults[0] || reduced.Saved == nil || !slices.Equal(reduced.Saved.Kept, []int{0}) || reduced.Saved.ShrunkFrom != dir {
+		t.Fatalf("the reduced plan %s has faults %v (saved %+v), want m1's cut alone", doc.Plan, reduced.Faults, reduced.Saved)
+	}
+	if want := "groupquake run --plan " + doc.Plan; doc.Rerun != want || reduced.Command() != want {
+		t.Errorf("rerun %q, plan's command %q; want %q", doc.Rerun, reduced.Command(), want)
+	}
+	script, err := os.ReadFile(filepath.Join(filepath.Dir(doc.Plan), run.RerunFile))
+	if err != nil || !strings.Contains(string(script), "groupquake run --plan "+doc.Plan) {
+		t.Errorf("the reduced plan's rerun.sh does not rerun its plan file (%v):\n%s", err, script)
+	}
+	t.Logf("run and shrink (%d trials) took %s", len(doc.Trials), time.Since(start).Round(time.Second))
+	shrinkRefusals(t, dir)
+	shrinkInterrupted(t, dir)
+	if testing.Short() {
+		t.Log("-short: the rerun of the reduced plan (one more run, 10 s) is left out")
+		return
+	}
+	again := filepath.Join(t.TempDir(), "again")
+	if code, _, stderr := gq(t, "run", "--plan", doc.Plan, "--out", again, "-q"); code != exitViolation {
+		t.Errorf("the rerun of the reduced plan exits %d, want %d\n%s", code, exitViolation, stderr)
+	}
+}
+
+// shrinkRefusals checks, on copies of the failed run dir, what shrink
+// refuses before it starts anything.
+func shrinkRefusals(t *testing.T, dir string) {
+	t.Helper()
+	variant := func(name string, edit func(d string, p *run.Plan, rep *check.Report)) string {
+		d := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{run.HistoryFile, run.ObservationsFile} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(d, f), b, 0o644)
+		}
+		p, err := run.LoadPlan(filepath.Join(dir, run.PlanFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := run.ReadVerdicts(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(d, &p, &rep)
+		b, _ := json.Marshal(p)
+		os.WriteFile(filepath.Join(d, run.PlanFile), b, 0o644)
+		if err := run.WriteVerdicts(d, rep); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	held := variant("held", func(_ string, _ *run.Plan, rep *check.Report) {
+		for i := range rep.Verdicts {
+			rep.Verdicts[i].Violations, rep.Verdicts[i].Holds = nil, true
+		}
+		rep.Holds = true
+	})
+	noFaults := variant("nofaults", func(_ string, p *run.Plan, _ *check.Report) { p.Faults = nil })
+	cut := variant("cut", func(_ string, _ *run.Plan, rep *check.Report) {
+		rep.Stopped = "was interrupted by SIGINT in its workload phase"
+	})
+	notRun := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{held}, "held: no checker was violated, nothing to shrink"},
+		{[]string{noFaults}, "has no faults: the violation needs no fault; rerun it as a baseline"},
+		{[]string{cut}, "was cut short"},
+		{[]string{filepath.Join(notRun, "missing")}, "give the run directory of a run that failed"},
+		{[]string{notRun}, "is not a run directory"},
+		{[]string{dir, "--checker", "Nope"}, "--checker Nope: no such checker"},
+		{[]string{dir, "--checker", check.NameNoDoubleOwnership}, "--checker " + check.NameNoDoubleOwnership + " held in the run"},
+		{[]string{dir, "--tries", "0"}, "--tries 0"},
+		{[]string{dir, "--max-trials", "0"}, "--max-trials 0"},
+		{[]string{dir}, "already exists (an earlier shrink?)"},
+		{[]string{}, "shrink takes one run directory"},
+	} {
+		code, _, stderr := gq(t, append([]string{"shrink"}, c.args...)...)
+		if code != exitBadInput || !strings.Contains(stderr, c.want) {
+			t.Errorf("shrink %q: exit %d, %q; want exit 2 saying %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// A run's shrink trials are not runs of a folder above it (triage, report
+// and check count them apart), but are when their folder is given.
+func TestRunDirsBelowLeavesShrinkTrials(t *testing.T) {
+	root := t.TempDir()
+	mk := func(d string) string {
+		d = filepath.Join(root, d)
+		os.MkdirAll(d, 0o755)
+		for _, f := range []string{run.PlanFile, run.HistoryFile} {
+			os.WriteFile(filepath.Join(d, f), []byte("{}"), 0o644)
+		}
+		return d
+	}
+	r, other := mk("run"), mk("other")
+	t1, t2 := mk("run/shrink/01-none"), mk("run/shrink/02-f1")
+	notRun := mk("notrun/shrink/01") // a shrink folder of no run: a folder like any
+	if got, want := runDirsBelow(root), []string{notRun, other, r}; !slices.Equal(got, want) {
+		t.Errorf("runDirsBelow(root) = %v, want %v", got, want)
+	}
+	if got, want := runDirsBelow(filepath.Join(r, run.ShrinkDir)), []string{t1, t2}; !slices.Equal(got, want) {
+		t.Errorf("runDirsBelow(run/shrink) = %v, want %v", got, want)
+	}
+}
+
+// shrinkInterrupted: Ctrl-C in the first trial's workload stops the
+// search: exit 3, the trial judged up to there, and the output says where
+// it stopped and what it had (the whole set, nothing dropped yet).
+func shrinkInterrupted(t *testing.T, dir string) {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var once sync.Once
+	onPhase = func(_ context.Context, phase string) {
+		if phase == history.PhaseWorkload {
+			once.Do(func() { cancel(interrupt.Signal{Sig: os.Interrupt}) })
+		}
+	}
+	defer func() { onPhase = nil }()
+	out := filepath.Join(t.TempDir(), "trials")
+	var stdout, stderr bytes.Buffer
+	code := runMain(ctx, []string{"shrink", dir, "--out", out, "-q"}, &stdout, &stderr)
+	trial := filepath.Join(out, "01-none")
+	if code != exitFailed || !strings.Contains(stdout.String(), "stopped: interrupted by SIGINT in trial 1 ("+trial+")") ||
+		!strings.Contains(stdout.String(), "smallest failing set so far: f1+2+3") {
+		t.Errorf("shrink interrupted in trial 1: exit %d, want 3 and where it stopped\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(trial, run.VerdictsFile)); err != nil {
+		t.Errorf("the interrupted trial was not judged up to where it stopped: %v", err)
+	}
+}
+
+// What the end of a shrink says: the bound that stopped it, a violation
+// that needs no fault, and that holding trials may be misses.
+func TestWriteShrink(t *testing.T) {
+	tr := func(n int, kept []int, fails bool) shrinkTrialJSON {
+		t := shrinkTrialJSON{N: n, Kept: kept, Try: 1, Fails: fails, Holds: !fails, Dir: "d", Violated: []string{}}
+		if fails {
+			t.Violated = []string{"NoLostRecords"}
+		}
+		return t
+	}
+	for _, c := range []struct {
+		name string
+		doc  shrinkJSON
+		want []string
+		not  []string
+	}{
+		{"bounded", shrinkJSON{Faults: 6, MaxTrials: 2, Bounded: true, Kept: []int{1, 2, 3}, Trials: []shrinkTrialJSON{tr(1, []int{}, false), tr(2, []int{1, 2, 3}, true)}},
+			[]string{"--max-trials 2 stopped the search: the smallest failing set found, 3 of 6 faults, may not be minimal", "1 trial run(s) held; each may be a miss"}, []string{"smallest failing set: "}},
+		{"no fault", shrinkJSON{Faults: 4, MaxTrials: 16, NeedsNoFault: true, Kept: []int{}, Trials: []shrinkTrialJSON{tr(1, []int{}, true)}},
+			[]string{"the violation needs no fault: the trial without any fault violated NoLostRecords; rerun it as a baseline"}, []string{"held; each may be a miss"}},
+		{"minimal", shrinkJSON{Faults: 4, MaxTrials: 16, Kept: []int{3}, KeptFaults: []string{"f3: link-cut m1"}, Rerun: "groupquake run --plan x/plan.json", Trials: []shrinkTrialJSON{tr(1, []int{}, false), tr(2, []int{3}, true)}},
+			[]string{"smallest failing set: 1 of 4 faults (dropping any one of them held)", "  f3: link-cut m1", "rerun it with: groupquake run --plan x/plan.json", "faults f3 "}, nil},
+		{"all needed", shrinkJSON{Faults: 2, MaxTrials: 16, Kept: []int{1, 2}, Trials: []shrinkTrialJSON{tr(1, []int{}, false), tr(2, []int{1}, false), tr(3, []int{2}, false)}},
+			[]string{"no smaller set failed: the violation may need every one of the 2 faults", "3 trial run(s) held"}, nil},
+	} {
+		var b bytes.Buffer
+		writeShrink(&b, c.doc)
+		for _, w := range c.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: the output lacks %q:\n%s", c.name, w, b.String())
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("%s: the output says %q:\n%s", c.name, w, b.String())
+			}
+		}
+	}
+}
