@@ -217,9 +217,9 @@ run: engine
 ## __consumer_offsets records beside the reference coordinator's replay, recording, reading and checking
 ## per event, report, assignors, assignors and reconciliation beside Kafka's).
 bench: engine
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/ ./cmd/groupquake/scale/
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./harness/replay/ ./results/ ./clients/assign/ ./coordinator/assignor/
-	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/
+	$(call swept,$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./harness/cluster/ ./cmd/groupquake/scale/ && \
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./harness/check/ ./harness/history/ ./harness/replay/ ./results/ ./clients/assign/ ./coordinator/assignor/ && \
+	$(GO) test -run '^$$' -bench VsKafka -timeout 60m ./harness/kafkaref/)
 
 ## scale: SCALE_MEMBERS lightweight members in one group, per protocol of SCALE_PROTOCOLS, on scale's defaults
 ## (docs/measurements/scale.md):

@@ -371,20 +371,26 @@ func TestPure(t *testing.T) { _ = helper.Pure() + Work() }`,
 }
 
 // clusterTargets returns the Makefile's targets whose recipe runs tests
-// against real clusters (gotestsum without -short), each with how many test
-// commands its recipe runs and whether the recipe goes through swept.
+// that may start real clusters (gotestsum or go test without -short), each
+// with how many test commands its recipe runs and whether the recipe goes
+// through swept.
 func clusterTargets(makefile string) (map[string]int, map[string]bool) {
 	tests, swept := map[string]int{}, map[string]bool{}
 	target := ""
 	for _, l := range strings.Split(makefile, "\n") {
-		if name, _, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, "\t") && !strings.ContainsAny(name, " =$#") {
-			target = name
+		if !strings.HasPrefix(l, "\t") {
+			// A target's line names it; any other line (a variable, a
+			// comment, a blank) ends the recipe before it.
+			target = ""
+			if name, _, ok := strings.Cut(l, ":"); ok && !strings.ContainsAny(name, " =$#") {
+				target = name
+			}
 			continue
 		}
-		if !strings.HasPrefix(l, "\t") || target == "" {
+		if target == "" {
 			continue
 		}
-		if n := strings.Count(l, "$(GOTESTSUM)"); n > 0 && !strings.Contains(l, " -short ") {
+		if n := strings.Count(l, "$(GOTESTSUM)") + strings.Count(l, "$(GO) test "); n > 0 && !strings.Contains(l, " -short ") {
 			tests[target] += n
 		}
 		if strings.Contains(l, "$(call swept,") {
@@ -408,7 +414,7 @@ func TestClusterTargetsSweepWhateverHappens(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests, swept := clusterTargets(string(makefile))
-	for _, must := range []string{"cluster-tests", "hunt", "share-hunt", "soak", "java", "migration", "upgrade", "share-upgrade", "goclients"} {
+	for _, must := range []string{"cluster-tests", "hunt", "share-hunt", "soak", "java", "migration", "upgrade", "share-upgrade", "goclients", "bench"} {
 		if tests[must] == 0 {
 			t.Errorf("target %s runs no real-cluster tests by the Makefile's text: clusterTargets misreads it", must)
 		}
@@ -418,7 +424,7 @@ func TestClusterTargetsSweepWhateverHappens(t *testing.T) {
 	fake := filepath.Join(dir, "go")
 	script := `#!/bin/sh
 case "$*" in
-"tool gotestsum"*) echo tests >> "$FAKE_LOG"; exit "$FAKE_TESTS" ;;
+"tool gotestsum"*|"test "*) echo tests >> "$FAKE_LOG"; exit "$FAKE_TESTS" ;;
 "run ./cmd/groupquake sweep") echo sweep >> "$FAKE_LOG"; exit "$FAKE_SWEEP" ;;
 "run ./cmd/groupquake image build"*) exit 0 ;;
 "run ./tools/versions"*) echo 0.0.0; exit 0 ;;
