@@ -358,32 +358,58 @@ func rerunVectors(ctx context.Context, v version.Version, picked []check.Finding
 		if vr == nil {
 			continue
 		}
-		res := rerunResult{ID: x.ID, Kafka: v.String(), Mode: mode, Ran: true, Outcome: "not reproduced"}
-		// The step's own answer: the newest ticket at its position (a
-		// parked request it completes is answered at the same position).
-		i := -1
-		for j, r := range rs {
-			if r.Pos == vr.Step && r.Outcome != differential.Skipped && (i < 0 || r.Ticket > rs[i].Ticket) {
-				i = j
-			}
-		}
-		switch {
-		case i < 0:
-			res.Ran, res.Outcome = false, "not run"
-			res.Evidence = "the step " + vr.Step + " was not sent"
-			if j := slices.IndexFunc(rs, func(r differential.Result) bool { return r.Pos == vr.Step }); j >= 0 {
-				res.Evidence += ": " + rs[j].Why
-			}
-		default:
-			answer := firstLine(rs[i].Target)
-			res.Evidence = vr.Step + " answered: " + answer
-			if strings.Contains(rs[i].Target, vr.Want) {
-				res.Outcome = "reproduced"
-			}
-		}
+		res := rerunResult{ID: x.ID, Kafka: v.String(), Mode: mode}
+		res.Ran, res.Outcome, res.Evidence = vectorOutcome(vr, rs)
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// vectorOutcome judges a vector reproducer on a replay's results: "not
+// run" when a step it reads was not sent, "not reproduced" when a Given
+// step's answer lacks its Want (the state the finding needs was not
+// reached) or the step's answer lacks Want, else "reproduced"; evidence
+// quotes the answers read.
+func vectorOutcome(vr *check.VectorReproducer, rs []differential.Result) (ran bool, outcome, evidence string) {
+	var read []string
+	for _, g := range vr.Given {
+		answer, why, sent := stepAnswer(rs, g.Step)
+		if !sent {
+			return false, "not run", "the step " + g.Step + " was not sent" + why
+		}
+		if !strings.Contains(answer, g.Want) {
+			return true, "not reproduced", fmt.Sprintf("%s answered: %s, not %s: the state the finding needs was not reached", g.Step, firstLine(answer), g.Want)
+		}
+		read = append(read, g.Step+" answered: "+firstLine(answer))
+	}
+	answer, why, sent := stepAnswer(rs, vr.Step)
+	if !sent {
+		return false, "not run", "the step " + vr.Step + " was not sent" + why
+	}
+	outcome = "not reproduced"
+	if strings.Contains(answer, vr.Want) {
+		outcome = "reproduced"
+	}
+	return true, outcome, strings.Join(append(read, vr.Step+" answered: "+firstLine(answer)), "; ")
+}
+
+// stepAnswer is the answer to the step at pos: the newest ticket at its
+// position (a parked request it completes is answered at the same
+// position); when it was not sent, why (": ..." or "").
+func stepAnswer(rs []differential.Result, pos string) (answer, why string, sent bool) {
+	i := -1
+	for j, r := range rs {
+		if r.Pos == pos && r.Outcome != differential.Skipped && (i < 0 || r.Ticket > rs[i].Ticket) {
+			i = j
+		}
+	}
+	if i >= 0 {
+		return rs[i].Target, "", true
+	}
+	if j := slices.IndexFunc(rs, func(r differential.Result) bool { return r.Pos == pos }); j >= 0 {
+		return "", ": " + rs[j].Why, false
+	}
+	return "", "", false
 }
 
 func firstLine(s string) string {

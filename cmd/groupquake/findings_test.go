@@ -91,7 +91,7 @@ func TestFindingsRerunEmbedded(t *testing.T) {
 // fix (version.Profile.StaticRejoinOwnInstance) does not.
 func TestVectorReproducersMatchTheModel(t *testing.T) {
 	t.Parallel()
-	answer := func(p version.Profile, x check.Finding) string {
+	model := func(p version.Profile, x check.Finding) []differential.Result {
 		t.Helper()
 		secs, err := vectorSections([]check.Finding{x})
 		if err != nil {
@@ -101,6 +101,14 @@ func TestVectorReproducersMatchTheModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for i := range rs {
+			rs[i].Target = rs[i].Reference
+		}
+		return rs
+	}
+	answer := func(p version.Profile, x check.Finding) string {
+		t.Helper()
+		rs := model(p, x)
 		i := -1
 		for j, r := range rs {
 			if r.Pos == x.Reproducer.Vector.Step && (i < 0 || r.Ticket > rs[i].Ticket) {
@@ -117,8 +125,9 @@ func TestVectorReproducersMatchTheModel(t *testing.T) {
 			continue
 		}
 		for _, v := range version.Served() {
-			if a := answer(v.Profile(), x); !strings.Contains(a, x.Reproducer.Vector.Want) {
-				t.Errorf("%s as %s: %s", x.ID, v, a)
+			// The rerun's own judgement, its Given steps included.
+			if ran, outcome, evidence := vectorOutcome(x.Reproducer.Vector, model(v.Profile(), x)); !ran || outcome != "reproduced" {
+				t.Errorf("%s as %s: %s: %s", x.ID, v, outcome, evidence)
 			}
 		}
 	}
@@ -377,4 +386,38 @@ func triageJSON(t *testing.T, root string) (got triageOut, out string) {
 		t.Fatal(err)
 	}
 	return got, out
+}
+
+// TestVectorOutcomeNeedsItsGivenState: a vector reproducer's step counts
+// only when the steps it is given answered as the finding needs; a broker
+// that never reached that state (here: the member was never removed, so
+// its rejoin is an ordinary one) does not reproduce it, whatever the step
+// answers; a step that was not sent is "not run".
+func TestVectorOutcomeNeedsItsGivenState(t *testing.T) {
+	vr := &check.VectorReproducer{Step: "v.txt:30", Want: "join member=1 gen=", Given: []check.VectorStep{
+		{Step: "v.txt:10", Want: "UNKNOWN_MEMBER_ID"},
+		{Step: "v.txt:20", Want: "UNKNOWN_MEMBER_ID"},
+	}}
+	res := func(pos, target string) differential.Result {
+		return differential.Result{Pos: pos, Ticket: 1, Outcome: differential.Same, Target: target}
+	}
+	removed := []differential.Result{res("v.txt:10", "#7 heartbeat UNKNOWN_MEMBER_ID"), res("v.txt:20", "#8 sync UNKNOWN_MEMBER_ID")}
+	for _, c := range []struct {
+		name    string
+		rs      []differential.Result
+		ran     bool
+		outcome string
+		says    string
+	}{
+		{"removed, then readmitted", append(slices.Clone(removed), res("v.txt:30", "#9 join member=1 gen=5 type=consumer")), true, "reproduced", "v.txt:10 answered: #7 heartbeat UNKNOWN_MEMBER_ID; v.txt:20 answered: #8 sync UNKNOWN_MEMBER_ID; v.txt:30 answered: #9 join"},
+		{"removed, then refused", append(slices.Clone(removed), res("v.txt:30", "#9 join UNKNOWN_MEMBER_ID")), true, "not reproduced", "v.txt:30 answered: #9 join UNKNOWN_MEMBER_ID"},
+		{"never removed", []differential.Result{res("v.txt:10", "#7 heartbeat gen=3"), res("v.txt:20", "#8 sync UNKNOWN_MEMBER_ID"), res("v.txt:30", "#9 join member=1 gen=3")}, true, "not reproduced", "v.txt:10 answered: #7 heartbeat gen=3, not UNKNOWN_MEMBER_ID: the state the finding needs was not reached"},
+		{"a given step not sent", []differential.Result{res("v.txt:20", "#8 sync UNKNOWN_MEMBER_ID"), res("v.txt:30", "#9 join member=1 gen=5")}, false, "not run", "the step v.txt:10 was not sent"},
+		{"the step not sent", removed, false, "not run", "the step v.txt:30 was not sent"},
+	} {
+		ran, outcome, evidence := vectorOutcome(vr, c.rs)
+		if ran != c.ran || outcome != c.outcome || !strings.Contains(evidence, c.says) {
+			t.Errorf("%s: ran %v, %q, %q; want ran %v, %q, evidence with %q", c.name, ran, outcome, evidence, c.ran, c.outcome, c.says)
+		}
+	}
 }

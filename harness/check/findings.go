@@ -113,6 +113,17 @@ type VectorReproducer struct {
 	// Want is what the answer carries when the finding is there (an
 	// error name).
 	Want string `json:"want"`
+	// Given are earlier steps of the section whose answers must carry
+	// their Want for Step to show the finding: the state it needs. A
+	// broker that did not reach that state does not reproduce it, whatever
+	// Step answers.
+	Given []VectorStep `json:"given,omitempty"`
+}
+
+// VectorStep is one step of a vector and what its answer must carry.
+type VectorStep struct {
+	Step string `json:"step"`
+	Want string `json:"want"`
 }
 
 // PlanReproducer is a seeded run (`groupquake run` flags; --kafka is the
@@ -366,10 +377,16 @@ var registry = []Finding{
 			"id was answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID or FENCED_MEMBER_EPOCH while the ownership lasted; and " +
 			"the ownership ended revoked, reported at the readmission's epoch, after the member's first SyncGroup of it and before its next " +
 			"JoinGroup or SyncGroup. Without __consumer_offsets read after that JoinGroup, nothing matches",
-		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/mixed_classic_rejoin_readmitted.txt:83", Want: "join member=1 gen="}},
-		overlap:    readmitOverlap,
-		pair:       readmitPair,
-		seen:       readmitSightings,
+		Reproducer: Reproducer{Vector: &VectorReproducer{Step: "consumer/mixed_classic_rejoin_readmitted.txt:83", Want: "join member=1 gen=",
+			// The member was removed: its heartbeat and its SyncGroup
+			// with its id are answered UNKNOWN_MEMBER_ID.
+			Given: []VectorStep{
+				{Step: "consumer/mixed_classic_rejoin_readmitted.txt:71", Want: "UNKNOWN_MEMBER_ID"},
+				{Step: "consumer/mixed_classic_rejoin_readmitted.txt:75", Want: "UNKNOWN_MEMBER_ID"},
+			}}},
+		overlap: readmitOverlap,
+		pair:    readmitPair,
+		seen:    readmitSightings,
 	},
 	{
 		ID:    FindingKgoRevokeAfterLost,
