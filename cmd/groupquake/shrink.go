@@ -45,7 +45,12 @@ prints the smallest failing fault set and the command that reruns it.
 Refused (exit 2, nothing started): a directory that is missing or not a
 run, a run that held (nothing to shrink) or was cut short, a plan without
 faults (the violation needs no fault: rerun it as a baseline), a --checker
-that is unknown or was not violated there, a run on --bootstrap.
+that is unknown or was not violated there, a run on --bootstrap, a plan
+with a rolling upgrade's steps (one cluster serves every trial, and the
+first trial's upgrade would leave it upgraded: rerun such a run with
+groupquake upgrade, or bisect its faults by hand with edited copies of its
+plan.json and groupquake run --plan), a plan with a member kind this
+groupquake does not know, a --bound not longer than the plan's workload.
 
 Exit status: 0 the search ended (the smallest failing set is printed, also
 when --max-trials stopped it), 2 bad input, 3 a trial could not be carried
@@ -180,6 +185,9 @@ func newShrinker(dir string, f shrinkFlags) (*shrinker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := shrinkablePlan(dir, p, f.bound); err != nil {
+		return nil, err
+	}
 	s := &shrinker{f: f, dir: abs, out: f.out, plan: p, targets: targets}
 	for i, x := range p.Faults {
 		if x.Family() != faults.FamilyMigration && x.Family() != faults.FamilyUpgrade {
@@ -204,6 +212,34 @@ func newShrinker(dir string, f shrinkFlags) (*shrinker, error) {
 		return nil, badInput("--out: %v", err)
 	}
 	return s, nil
+}
+
+// shrinkablePlan refuses, before anything starts, a plan shrink cannot
+// carry out as trials: a rolling upgrade's (every trial would need a
+// cluster of the old release, and shrink starts one cluster for all of
+// them, which the first trial's upgrade leaves upgraded), members of kinds
+// this groupquake does not know, and a --bound no longer than the plan's
+// workload. A migration's steps replace members of the group; they do not
+// change the cluster, so its trials share one cluster like any others.
+func shrinkablePlan(dir string, p run.Plan, bound time.Duration) error {
+	for _, x := range p.Faults {
+		if x.Family() == faults.FamilyUpgrade {
+			return badInput("the plan of %s upgrades its cluster (%s): shrink runs every trial on one cluster, which the first trial's upgrade would leave upgraded; rerun the run with groupquake upgrade, or bisect its faults by hand with edited copies of its %s and groupquake run --plan", dir, x.Kind, run.PlanFile)
+		}
+	}
+	var named []string
+	for _, m := range p.Members {
+		if !slices.Contains(named, m.Kind) {
+			named = append(named, m.Kind)
+		}
+	}
+	if err := checkKinds("the plan of "+dir+": its members' kinds", strings.Join(named, ","), named, p.Options.ProcessKinds); err != nil {
+		return err
+	}
+	if bound <= p.Workload {
+		return badInput("--bound %s is not longer than the plan's workload (%s): each trial would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", bound, p.Workload)
+	}
+	return nil
 }
 
 // shrinkTargets are the checkers a trial must violate to fail: checker,

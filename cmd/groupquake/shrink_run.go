@@ -34,7 +34,7 @@ func (s *shrinker) shrink(ctx context.Context, stdout io.Writer) error {
 	s.reg = reg.WithUserKinds(p.Options.ProcessKinds)
 	s.con.Infof("shrinking %s: %d faults, target %s; trials in %s", s.dir, len(s.pick), strings.Join(s.targets, ", "), s.out)
 	setRerun("groupquake shrink " + s.dir)
-	if s.h, err = s.startCluster(ctx); err != nil {
+	if s.h, err = startShrinkCluster(s, ctx); err != nil {
 		msg := fmt.Sprintf("the trials' cluster could not be started: %v", err)
 		if ierr := signalled(ctx, "while the trials' cluster started (what it had started is removed; no trial was run)"); ierr != nil {
 			msg = ierr.Error()
@@ -51,6 +51,9 @@ func (s *shrinker) shrink(ctx context.Context, stdout io.Writer) error {
 	stopWatch()
 	return s.say(res, serr, stdout)
 }
+
+// startShrinkCluster starts the trials' cluster (a test stands in for it).
+var startShrinkCluster = (*shrinker).startCluster
 
 // startCluster starts the cluster every trial runs on, like the run's.
 func (s *shrinker) startCluster(ctx context.Context) (cluster.Handle, error) {

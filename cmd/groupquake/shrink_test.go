@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/interrupt"
 )
@@ -240,5 +244,88 @@ func TestWriteShrink(t *testing.T) {
 				t.Errorf("%s: the output says %q:\n%s", c.name, w, b.String())
 			}
 		}
+	}
+}
+
+// fakeFailedRun writes a run directory of p that violated checker, without
+// running anything: what shrink reads before it starts a cluster.
+func fakeFailedRun(t *testing.T, p run.Plan, checker string) string {
+	t.Helper()
+	d := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, run.PlanFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, run.HistoryFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := check.Report{Verdicts: []check.Verdict{{Name: checker, Violations: []check.Violation{{Message: "scripted"}}}}}
+	if err := run.WriteVerdicts(d, rep); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// shrinkStarts records whether a shrink got as far as starting its
+// cluster, and stops it there.
+func shrinkStarts(t *testing.T) *bool {
+	t.Helper()
+	started := false
+	startShrinkCluster = func(*shrinker, context.Context) (cluster.Handle, error) {
+		started = true
+		return nil, errors.New("no cluster in this test")
+	}
+	t.Cleanup(func() { startShrinkCluster = (*shrinker).startCluster })
+	return &started
+}
+
+// What shrink refuses in a run's plan before it starts anything: a
+// rolling upgrade's steps (one cluster for every trial would stay
+// upgraded), a member kind it does not know, a --bound no longer than the
+// plan's workload.
+func TestShrinkRefusesPlansBeforeStarting(t *testing.T) {
+	started := shrinkStarts(t)
+	up, err := run.NewPlan(3, run.Options{Scenario: run.ScenarioBrokerFaults, Kafka: "4.1.2", Nodes: 3, Kinds: []string{"classic", "consumer"}, UpgradeTo: "4.4.0"}, kinds.Default().Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(up.Faults, func(x faults.Fault) bool { return x.Family() == faults.FamilyUpgrade }) {
+		t.Fatalf("the upgrade plan has no upgrade step: %v", up.Faults)
+	}
+	unknown := giveUpPlan(t)
+	unknown.Members = slices.Clone(unknown.Members)
+	unknown.Members[1].Kind = "no-such-kind"
+	p := giveUpPlan(t)
+	for _, c := range []struct {
+		name string
+		dir  string
+		args []string
+		want string
+	}{
+		{"upgrade", fakeFailedRun(t, up, check.NameEventuallyConverges), nil, "upgrades its cluster (node-upgrade): shrink runs every trial on one cluster"},
+		{"unknown kind", fakeFailedRun(t, unknown, check.NameEventuallyConverges), nil, `unknown member kind "no-such-kind"`},
+		{"bound", fakeFailedRun(t, p, check.NameEventuallyConverges), []string{"--bound", p.Workload.String()}, "is not longer than the plan's workload (" + p.Workload.String() + ")"},
+	} {
+		code, _, stderr := gq(t, append([]string{"shrink", c.dir, "-q"}, c.args...)...)
+		if code != exitBadInput || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %q; want exit 2 saying %q", c.name, code, stderr, c.want)
+		}
+		if *started {
+			t.Fatalf("%s: the trials' cluster was started", c.name)
+		}
+		if _, err := os.Stat(filepath.Join(c.dir, run.ShrinkDir)); err == nil {
+			t.Errorf("%s: %s was written", c.name, run.ShrinkDir)
+		}
+	}
+	// The same plan with a bound past its workload gets as far as the cluster.
+	code, _, stderr := gq(t, "shrink", fakeFailedRun(t, p, check.NameEventuallyConverges), "-q", "--bound", (p.Workload + time.Second).String())
+	if code != exitFailed || !*started {
+		t.Errorf("a shrinkable plan: exit %d (started %v), want 3 from the test's cluster\n%s", code, *started, stderr)
 	}
 }
