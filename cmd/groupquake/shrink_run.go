@@ -57,19 +57,40 @@ var startShrinkCluster = (*shrinker).startCluster
 
 // startCluster starts the cluster every trial runs on, like the run's.
 func (s *shrinker) startCluster(ctx context.Context) (cluster.Handle, error) {
-	o := s.plan.Options
-	logf := s.con.Logf
-	if o.Embedded {
-		return cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: o.Kafka, Logf: logf})
+	emb, cc := s.clusterConfigs()
+	if s.plan.Options.Embedded {
+		return cluster.StartEmbedded(ctx, emb)
 	}
-	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(s.con.Logf)); err != nil {
 		return nil, fmt.Errorf("the run was on a container cluster, and no Docker engine answers: %w (groupquake engine up, as root)", err)
 	}
-	return cluster.Start(ctx, cluster.Config{
+	return cluster.Start(ctx, cc)
+}
+
+// clusterConfigs are the configurations of the trials' cluster, embedded
+// or of containers, like the run's: its release and size, and a
+// migration's group.consumer.migration.policy (a migration's steps replace
+// members; they leave the cluster as it was, so its trials can share one).
+func (s *shrinker) clusterConfigs() (cluster.EmbeddedConfig, cluster.Config) {
+	o := s.plan.Options
+	var logf func(string, ...any)
+	if s.con != nil {
+		logf = s.con.Logf
+	}
+	emb := cluster.EmbeddedConfig{Version: o.Kafka, MigrationPolicy: o.MigrationPolicy, Logf: logf}
+	cc := cluster.Config{
 		Version: o.Kafka, Nodes: o.Nodes, Controllers: o.Controllers,
 		Image: cluster.ImageOptions{Source: cluster.ImageSource(s.f.imageSource)}, Logf: logf,
-	})
+	}
+	if o.MigrationPolicy != "" {
+		cc.Settings = map[string]string{migrationPolicySetting: o.MigrationPolicy}
+	}
+	return emb, cc
 }
+
+// migrationPolicySetting is the broker setting a migration's plan sets
+// (run.Options.MigrationPolicy).
+const migrationPolicySetting = "group.consumer.migration.policy"
 
 // trialPlan is the run's plan with the faults of kept (indexes into
 // s.pick) and a migration's or upgrade's steps, its group, topics and

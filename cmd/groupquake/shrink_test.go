@@ -329,3 +329,40 @@ func TestShrinkRefusesPlansBeforeStarting(t *testing.T) {
 		t.Errorf("a shrinkable plan: exit %d (started %v), want 3 from the test's cluster\n%s", code, *started, stderr)
 	}
 }
+
+// A migration's trials run on a cluster with the run's migration policy
+// (its steps replace members and leave the cluster as it was, so the
+// trials share one); the migration steps stay in every trial.
+func TestShrinkMigrationTrials(t *testing.T) {
+	for _, embedded := range []bool{true, false} {
+		o := run.Options{Scenario: run.ScenarioMigration, Kafka: "4.4.0", Embedded: embedded, Members: 2, MigrationPolicy: "upgrade", Faults: []faults.Kind{faults.LinkCut}}
+		if !embedded {
+			o.Nodes = 1
+		}
+		p, err := run.NewPlan(5, o, kinds.Default().Kinds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := newShrinker(fakeFailedRun(t, p, check.NameEventuallyConverges), shrinkFlags{tries: 1, maxTrials: 4, bound: time.Hour, imageSource: "auto"})
+		if err != nil {
+			t.Fatalf("embedded %v: %v", embedded, err)
+		}
+		emb, cc := s.clusterConfigs()
+		if emb.MigrationPolicy != "upgrade" || cc.Settings[migrationPolicySetting] != "upgrade" {
+			t.Errorf("embedded %v: the trials' cluster has migration policy %q (embedded), %q (containers); want the run's, upgrade", embedded, emb.MigrationPolicy, cc.Settings[migrationPolicySetting])
+		}
+		var steps int
+		for _, x := range p.Faults {
+			if x.Family() == faults.FamilyMigration {
+				steps++
+			}
+		}
+		if steps == 0 {
+			t.Fatalf("embedded %v: the migration plan has no migration step: %v", embedded, p.Faults)
+		}
+		tp := s.trialPlan(nil, 1, t.TempDir())
+		if len(tp.Faults) != steps || len(tp.Faults) == 0 {
+			t.Errorf("embedded %v: the trial without faults has %v, want the %d migration steps alone", embedded, tp.Faults, steps)
+		}
+	}
+}
