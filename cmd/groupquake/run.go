@@ -558,7 +558,7 @@ func (f *runFlags) checkSizes() error {
 		return badInput("--duration %s: the workload needs a positive length, such as 20s", f.duration)
 	case f.bound <= 0:
 		return badInput("--bound %s: the run needs a positive bound, such as 30m", f.bound)
-	case f.bound <= f.duration:
+	case f.bound <= f.duration && f.plan == "": // with --plan, runPlanFile compares it with the plan's workload
 		return badInput("--bound %s is not longer than --duration %s: the run would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", f.bound, f.duration)
 	}
 	switch cluster.ImageSource(f.imageSource) {

@@ -34,6 +34,9 @@ func (f *runFlags) runPlanFile(ctx context.Context, set map[string]bool, reg kin
 	if err := plan.CheckSize(machine.This()); err != nil {
 		return badInput("--plan %s: %v", f.plan, err)
 	}
+	if f.bound <= plan.Workload {
+		return badInput("--bound %s is not longer than the workload of --plan %s (%s): the run would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", f.bound, f.plan, plan.Workload)
+	}
 	var named []string
 	for _, m := range plan.Members {
 		if !slices.Contains(named, m.Kind) {

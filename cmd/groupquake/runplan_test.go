@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,15 @@ func TestRunPlanRefusals(t *testing.T) {
 		{[]string{"--plan", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"--plan", good, "--seed", "3"}, "--seed shapes a plan"},
 		{[]string{"--plan", good, "--kinds", "consumer"}, "--kinds shapes a plan"},
+		// --bound is held to the plan's workload (4 s), not to --duration's default.
+		{[]string{"--plan", good, "--bound", "4s"}, "--bound 4s is not longer than the workload of --plan " + good + " (4s)"},
+		{[]string{"--plan", good, "--bound", "10s", "--out", fakeFailedRun(t, giveUpPlan(t), "NoLostRecords")}, "--out: "},
 	} {
-		code, _, stderr := gq(t, append(append([]string{"run"}, c.args...), "--out", out)...)
+		args := append([]string{"run"}, c.args...)
+		if !slices.Contains(c.args, "--out") {
+			args = append(args, "--out", out)
+		}
+		code, _, stderr := gq(t, args...)
 		if code != exitBadInput || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "--") {
 			t.Errorf("run %q: exit %d, %q; want exit 2 saying %q", c.args, code, stderr, c.want)
 		}
