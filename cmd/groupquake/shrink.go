@@ -79,6 +79,9 @@ type shrinkTrialJSON struct {
 	Dir   string `json:"dir"`
 	// Violated are the target checkers the run violated.
 	Violated []string `json:"violated"`
+	// Note says why a run neither holds nor fails: "interrupted" (Ctrl-C
+	// stopped it; its directory holds it judged up to there).
+	Note string `json:"note,omitempty"`
 }
 
 // shrinkJSON is shrink's --json document.

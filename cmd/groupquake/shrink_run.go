@@ -52,8 +52,12 @@ func (s *shrinker) shrink(ctx context.Context, stdout io.Writer) error {
 	return s.say(res, serr, stdout)
 }
 
-// startShrinkCluster starts the trials' cluster (a test stands in for it).
-var startShrinkCluster = (*shrinker).startCluster
+// startShrinkCluster starts the trials' cluster, and runTrial carries out
+// a trial's run (a test stands in for them).
+var (
+	startShrinkCluster = (*shrinker).startCluster
+	runTrial           = run.Run
+)
 
 // startCluster starts the cluster every trial runs on, like the run's.
 func (s *shrinker) startCluster(ctx context.Context) (cluster.Handle, error) {
@@ -154,18 +158,22 @@ func (s *shrinker) trial(ctx context.Context, kept []int) (bool, error) {
 		rctx, cancel := context.WithTimeout(ctx, s.f.bound)
 		done := writing(dir)
 		s.con.expectWorkload(tp.Workload)
-		res, err := run.Run(rctx, run.Config{Plan: tp, Dir: dir, Registry: s.reg, Cluster: s.h, Disposable: true, Logf: s.con.Logf, KgoLog: kgoLog(s.con), OnPhase: onPhase})
+		res, err := runTrial(rctx, run.Config{Plan: tp, Dir: dir, Registry: s.reg, Cluster: s.h, Disposable: true, Logf: s.con.Logf, KgoLog: kgoLog(s.con), OnPhase: onPhase})
 		done()
 		cancel()
 		for _, n := range res.Notes {
 			s.con.Logf("note: %s", n)
 		}
+		violated := violatedOf(res.Report, s.targets)
+		t := shrinkTrialJSON{N: s.n, Kept: counted, Try: try, Fails: len(violated) > 0, Dir: dir, Violated: violated}
 		if ierr := interrupted(ctx, fmt.Sprintf("in trial %d (%s)", s.n, dir)); ierr != nil {
+			// Its directory holds the run up to there, judged: it is one of
+			// the trials, neither holding nor (for the search) failing.
+			t.Fails, t.Note = false, "interrupted"
+			s.runs = append(s.runs, t)
 			return false, ierr
 		}
 		restoreNodes(ctx, s.h, s.con.Logf)
-		violated := violatedOf(res.Report, s.targets)
-		t := shrinkTrialJSON{N: s.n, Kept: counted, Try: try, Fails: len(violated) > 0, Dir: dir, Violated: violated}
 		t.Holds = !t.Fails && err == nil && res.Report.Stopped == ""
 		s.runs = append(s.runs, t)
 		s.con.Infof("trial %d: %s", s.n, trialVerdict(t))
@@ -201,6 +209,8 @@ func trialVerdict(t shrinkTrialJSON) string {
 		return "still fails: " + strings.Join(t.Violated, ", ") + " violated"
 	case t.Holds:
 		return "holds (may be a miss: a cluster is not deterministic)"
+	case t.Note != "":
+		return t.Note
 	}
 	return "not carried out"
 }

@@ -366,3 +366,78 @@ func TestShrinkMigrationTrials(t *testing.T) {
 		}
 	}
 }
+
+// noCluster is the trials' cluster of a scripted shrink: nothing.
+type noCluster struct{ cluster.Handle }
+
+func (noCluster) Close(context.Context) error { return nil }
+
+// scriptShrink runs shrink over a fake failed run of giveUpPlan with
+// scripted trials: run n (counted from 1) of plan tp violates
+// EventuallyConverges when fails says so; it returns the run directory.
+func scriptShrink(t *testing.T, fails func(ctx context.Context, n int, tp run.Plan) bool) string {
+	t.Helper()
+	startShrinkCluster = func(*shrinker, context.Context) (cluster.Handle, error) { return noCluster{}, nil }
+	n := 0
+	runTrial = func(ctx context.Context, cfg run.Config) (run.Result, error) {
+		n++
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return run.Result{}, err
+		}
+		v := check.Verdict{Name: check.NameEventuallyConverges, Holds: true}
+		if fails(ctx, n, cfg.Plan) {
+			v.Holds, v.Violations = false, []check.Violation{{Message: "scripted"}}
+		}
+		return run.Result{Dir: cfg.Dir, Report: check.Report{Holds: v.Holds, Verdicts: []check.Verdict{v}}}, nil
+	}
+	t.Cleanup(func() { startShrinkCluster, runTrial = (*shrinker).startCluster, run.Run })
+	return fakeFailedRun(t, giveUpPlan(t), check.NameEventuallyConverges)
+}
+
+// cutsM1 says whether a trial's plan kept m1's cut (giveUpPlan's 1st fault).
+func cutsM1(tp run.Plan) bool {
+	return slices.ContainsFunc(tp.Faults, func(x faults.Fault) bool { return x.Client == "m1" })
+}
+
+// Ctrl-C in a trial leaves it among the trials (its directory holds it,
+// judged up to there): neither holding nor failing, noted interrupted, in
+// the text and in --json.
+func TestShrinkRecordsTheInterruptedTrial(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		dir := scriptShrink(t, func(_ context.Context, n int, tp run.Plan) bool {
+			if n == 2 {
+				cancel(interrupt.Signal{Sig: os.Interrupt})
+			}
+			return cutsM1(tp)
+		})
+		args := []string{"shrink", dir, "-q"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var stdout, stderr bytes.Buffer
+		code := runMain(ctx, args, &stdout, &stderr)
+		cancel(nil)
+		trial2 := filepath.Join(dir, run.ShrinkDir, "02-f1")
+		if code != exitFailed {
+			t.Fatalf("json %v: exit %d, want 3\n%s\n%s", asJSON, code, stdout.String(), stderr.String())
+		}
+		if !asJSON {
+			if !strings.Contains(stdout.String(), "  02  faults f1           interrupted  "+trial2) {
+				t.Errorf("the text leaves out the interrupted trial 2:\n%s", stdout.String())
+			}
+			continue
+		}
+		validateJSON(t, "shrink", stdout.Bytes())
+		var doc shrinkJSON
+		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Trials) != 2 {
+			t.Fatalf("%d trials in --json, want 2 (the interrupted one too): %+v", len(doc.Trials), doc.Trials)
+		}
+		if tr := doc.Trials[1]; tr.N != 2 || tr.Dir != trial2 || tr.Holds || tr.Fails || tr.Note != "interrupted" {
+			t.Errorf("the interrupted trial is %+v, want trial 2 in %s, neither holding nor failing, noted interrupted", tr, trial2)
+		}
+	}
+}
