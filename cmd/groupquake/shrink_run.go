@@ -273,7 +273,7 @@ func writeShrink(w io.Writer, d shrinkJSON) {
 	case d.Error != "":
 		fmt.Fprintf(w, "stopped: %s\nsmallest failing set so far: %s\n", d.Error, keptName(d.Kept))
 	case d.NeedsNoFault:
-		fmt.Fprintf(w, "the violation needs no fault: the trial without any fault violated %s; rerun it as a baseline\n", strings.Join(d.Trials[0].Violated, ", "))
+		fmt.Fprintf(w, "the violation needs no fault: the trial without any fault violated %s; rerun it as a baseline\n", strings.Join(noFaultViolated(d.Trials), ", "))
 	case d.Bounded:
 		fmt.Fprintf(w, "--max-trials %d stopped the search: the smallest failing set found, %d of %d faults, may not be minimal\n", d.MaxTrials, len(d.Kept), d.Faults)
 	case len(d.Kept) == d.Faults:
@@ -288,6 +288,17 @@ func writeShrink(w io.Writer, d shrinkJSON) {
 		fmt.Fprintf(w, "%d trial run(s) held; each may be a miss (a cluster is not deterministic): --tries N runs each subset N times\n", held)
 	}
 	fmt.Fprintf(w, "rerun it with: %s\n", d.Rerun)
+}
+
+// noFaultViolated are the checkers the failing run of the trial without
+// faults violated (with --tries, runs of it before may have held).
+func noFaultViolated(trials []shrinkTrialJSON) []string {
+	for _, t := range trials {
+		if len(t.Kept) == 0 && t.Fails {
+			return t.Violated
+		}
+	}
+	return nil
 }
 
 // keptName is a set of the plan's faults counted from 1, as trial

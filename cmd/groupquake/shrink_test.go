@@ -441,3 +441,14 @@ func TestShrinkRecordsTheInterruptedTrial(t *testing.T) {
 		}
 	}
 }
+
+// With --tries 2, a violation that needs no fault is named by the run that
+// failed, not by the first run of the trial (which held).
+func TestShrinkNeedsNoFaultNamesTheFailingRun(t *testing.T) {
+	dir := scriptShrink(t, func(_ context.Context, n int, _ run.Plan) bool { return n == 2 })
+	code, stdout, stderr := gq(t, "shrink", dir, "--tries", "2", "-q")
+	want := "the violation needs no fault: the trial without any fault violated " + check.NameEventuallyConverges + "; rerun it as a baseline"
+	if code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, want 0 and %q\n%s\n%s", code, want, stdout, stderr)
+	}
+}
