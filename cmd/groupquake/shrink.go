@@ -144,6 +144,7 @@ func cmdShrink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	s.con = con
+	s.rerun = shrinkRerun(args, s)
 	return s.shrink(ctx, stdout)
 }
 
@@ -162,6 +163,23 @@ type shrinker struct {
 	con  *console
 	runs []shrinkTrialJSON
 	n    int // trials so far
+	// rerun is the command that reruns this shrink (said on a second Ctrl-C).
+	rerun string
+}
+
+// shrinkRerun is the command line args (shrink's) again; with the default
+// output folder, which a second shrink of the run refuses while it
+// exists, it says to remove that first.
+func shrinkRerun(args []string, s *shrinker) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	cmd := "groupquake shrink " + strings.Join(q, " ")
+	if s.f.out == "" {
+		cmd = "rm -r " + shellQuote(s.out) + " && " + cmd
+	}
+	return cmd
 }
 
 // newShrinker reads the run directory and refuses what cannot be shrunk.

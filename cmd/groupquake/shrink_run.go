@@ -33,7 +33,7 @@ func (s *shrinker) shrink(ctx context.Context, stdout io.Writer) error {
 	}
 	s.reg = reg.WithUserKinds(p.Options.ProcessKinds)
 	s.con.Infof("shrinking %s: %d faults, target %s; trials in %s", s.dir, len(s.pick), strings.Join(s.targets, ", "), s.out)
-	setRerun("groupquake shrink " + s.dir)
+	setRerun(s.rerun)
 	if s.h, err = startShrinkCluster(s, ctx); err != nil {
 		msg := fmt.Sprintf("the trials' cluster could not be started: %v", err)
 		if ierr := signalled(ctx, "while the trials' cluster started (what it had started is removed; no trial was run)"); ierr != nil {

@@ -452,3 +452,30 @@ func TestShrinkNeedsNoFaultNamesTheFailingRun(t *testing.T) {
 		t.Errorf("exit %d, want 0 and %q\n%s\n%s", code, want, stdout, stderr)
 	}
 }
+
+// The command a second Ctrl-C says reruns the shrink carries every flag
+// given, and with the default output folder removes it first (a second
+// shrink of the run refuses it).
+func TestShrinkRerunLine(t *testing.T) {
+	dir := scriptShrink(t, func(_ context.Context, _ int, tp run.Plan) bool { return cutsM1(tp) })
+	out := filepath.Join(t.TempDir(), "my trials")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"shrink", dir, "--out", out, "--checker", check.NameEventuallyConverges, "--tries", "2", "--max-trials", "3", "-q"},
+			"groupquake shrink " + dir + " --out '" + out + "' --checker " + check.NameEventuallyConverges + " --tries 2 --max-trials 3 -q"},
+		{[]string{"shrink", dir, "-q"}, "rm -r " + filepath.Join(dir, run.ShrinkDir) + " && groupquake shrink " + dir + " -q"},
+	} {
+		setRerun("")
+		if code, stdout, stderr := gq(t, c.args...); code != exitOK {
+			t.Fatalf("%q: exit %d\n%s\n%s", c.args, code, stdout, stderr)
+		}
+		rerunLine.Lock()
+		got := rerunLine.cmd
+		rerunLine.Unlock()
+		if got != c.want {
+			t.Errorf("%q: rerun with %q, want %q", c.args, got, c.want)
+		}
+	}
+}
