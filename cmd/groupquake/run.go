@@ -389,7 +389,7 @@ func (f *runFlags) memberKinds(ctx context.Context, set map[string]bool, o *run.
 		env := kinds.Env{Toolchain: &java.Toolchain{Logf: logf}, KafkaClients: run.Plan{Options: *o}.KafkaClients()}
 		var err error
 		if reg, err = reg.WithNamed(ctx, o.Kinds, env); err != nil {
-			return reg, badInput("--kinds: %v", err)
+			return reg, prepareFailed("--kinds", err)
 		}
 		reg = reg.WithUserKinds(o.ProcessKinds) // --process-kind (docs/member-protocol.md)
 	}
@@ -774,6 +774,13 @@ func unknownCluster(ctx context.Context, id string) error {
 
 func kindNames() string {
 	return strings.Join(namesOf(faults.Kinds(), func(k faults.Kind) string { return string(k) }), ", ")
+}
+
+// prepareFailed is the error of member kinds that could not be prepared
+// (no Java, a failed Maven build): what checkKinds refuses was refused
+// before, so it is exit 3, the command could not be carried out.
+func prepareFailed(what string, err error) error {
+	return exitError{exitFailed, fmt.Sprintf("%s: preparing the member kinds failed: %v", what, err)}
 }
 
 // checkKinds refuses a --kinds list (flag, as typed) with an empty or

@@ -46,11 +46,6 @@ func (f *runFlags) runPlanFile(ctx context.Context, set map[string]bool, reg kin
 	if err := checkKinds("--plan "+f.plan+": its members' kinds", strings.Join(named, ","), named, plan.Options.ProcessKinds); err != nil {
 		return err
 	}
-	env := kinds.Env{Toolchain: &java.Toolchain{Logf: con.Logf}, KafkaClients: plan.KafkaClients()}
-	if reg, err = reg.WithNamed(ctx, named, env); err != nil {
-		return badInput("--plan %s: %v", f.plan, err)
-	}
-	reg = reg.WithUserKinds(plan.Options.ProcessKinds)
 	dir := f.out
 	if dir == "" {
 		dir = newRunDir("plan-" + strconv.FormatUint(plan.Seed, 10))
@@ -58,6 +53,12 @@ func (f *runFlags) runPlanFile(ctx context.Context, set map[string]bool, reg kin
 	if err := checkOut(dir); err != nil {
 		return badInput("--out: %v", err)
 	}
+	// Preparing the kinds may build (Maven): after every refusal.
+	env := kinds.Env{Toolchain: &java.Toolchain{Logf: con.Logf}, KafkaClients: plan.KafkaClients()}
+	if reg, err = reg.WithNamed(ctx, named, env); err != nil {
+		return prepareFailed("--plan "+f.plan, err)
+	}
+	reg = reg.WithUserKinds(plan.Options.ProcessKinds)
 	if fallback, err := f.needEngine(ctx, set, plan.Options, con.Logf); err != nil {
 		return err
 	} else if fallback {

@@ -106,3 +106,30 @@ func TestRunPlanRefusals(t *testing.T) {
 		}
 	}
 }
+
+// run --plan refuses a taken --out before it prepares the member kinds (a
+// Java kind's is a Maven build: options checks a given --out first), and
+// kinds that cannot be prepared (here: no java on the PATH) are exit 3,
+// the command could not be carried out, as a failed build is; so is a
+// plain run's --kinds.
+func TestRunPlanChecksOutBeforePreparingKinds(t *testing.T) {
+	p := giveUpPlan(t)
+	p.Members = slices.Clone(p.Members)
+	p.Members[1].Kind = kinds.JavaKindNames()[0]
+	good := writePlan(t, p)
+	taken := fakeFailedRun(t, giveUpPlan(t), "NoLostRecords")
+	t.Setenv("PATH", t.TempDir())
+	if code, _, stderr := gq(t, "run", "--plan", good, "--out", taken, "-q"); code != exitBadInput || !strings.Contains(stderr, "--out: ") {
+		t.Errorf("run --plan into a run directory, no java: exit %d, %q; want exit 2 refusing --out", code, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{{"run", "--plan", good}, {"run", "--embedded", "--seed", "1", "--kinds", p.Members[1].Kind}} {
+		code, _, stderr := gq(t, append(args, "--out", out, "-q")...)
+		if code != exitFailed || !strings.Contains(stderr, "preparing the member kinds failed") {
+			t.Errorf("%q, no java: exit %d, %q; want exit 3, the kinds could not be prepared", args, code, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%q wrote %s", args, out)
+		}
+	}
+}

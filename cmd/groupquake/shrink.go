@@ -53,9 +53,10 @@ plan.json and groupquake run --plan), a plan with a member kind this
 groupquake does not know, a --bound not longer than the plan's workload.
 
 Exit status: 0 the search ended (the smallest failing set is printed, also
-when --max-trials stopped it), 2 bad input, 3 a trial could not be carried
-out, its cluster did not start, or the search was interrupted (the trials
-so far are printed).
+when --max-trials stopped it), 2 bad input, 3 the plan's member kinds
+could not be prepared (no Java, a failed build), a trial could not be
+carried out, its cluster did not start, or the search was interrupted (the
+trials so far are printed).
 `
 
 // shrinkFlags are the flags of `groupquake shrink`.

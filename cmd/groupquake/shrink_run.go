@@ -29,7 +29,7 @@ func (s *shrinker) shrink(ctx context.Context, stdout io.Writer) error {
 	}
 	reg, err := kinds.Default().WithNamed(ctx, named, kinds.Env{Toolchain: &java.Toolchain{Logf: logf}, KafkaClients: p.KafkaClients()})
 	if err != nil {
-		return badInput("the plan of %s: %v", s.dir, err)
+		return prepareFailed("the plan of "+s.dir, err)
 	}
 	s.reg = reg.WithUserKinds(p.Options.ProcessKinds)
 	s.con.Infof("shrinking %s: %d faults, target %s; trials in %s", s.dir, len(s.pick), strings.Join(s.targets, ", "), s.out)
