@@ -65,11 +65,11 @@ func (f *runFlags) runPlanFile(ctx context.Context, set map[string]bool, reg kin
 		return exitError{exitFailed, "no Docker engine, and the plan " + f.plan + " runs on a container cluster: start an engine (groupquake engine up, as root)"}
 	}
 	// The rerun command is the new run's plan file: the seed's flags would
-	// draw the seed's faults, which the file's may not be.
+	// draw the seed's faults, which the file's may not be. Where a shrink
+	// trial's plan came from (ShrunkFrom, Kept) is left out: it marks
+	// shrink's trials, which the commands that read a folder of runs
+	// leave out (runDirsBelow), and a rerun of one is a run like any.
 	saved := run.SavedPlan{}
-	if plan.Saved != nil {
-		saved = *plan.Saved
-	}
 	if saved.File, err = filepath.Abs(filepath.Join(dir, run.PlanFile)); err != nil {
 		return badInput("--out %s: %v", dir, err)
 	}

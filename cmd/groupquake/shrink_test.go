@@ -172,11 +172,26 @@ func TestRunDirsBelowLeavesShrinkTrials(t *testing.T) {
 	r, other := mk("run"), mk("other")
 	t1, t2 := mk("run/shrink/01-none"), mk("run/shrink/02-f1")
 	notRun := mk("notrun/shrink/01") // a shrink folder of no run: a folder like any
-	if got, want := runDirsBelow(root), []string{notRun, other, r}; !slices.Equal(got, want) {
+	// Trials placed with --out elsewhere: their plans record the run they
+	// were shrunk from; a rerun of one (run --plan) does not.
+	trial := func(d, shrunkFrom string) string {
+		d = mk(d)
+		b, _ := json.Marshal(map[string]any{"saved": map[string]any{"file": filepath.Join(d, run.PlanFile), "shrunk_from": shrunkFrom}})
+		os.WriteFile(filepath.Join(d, run.PlanFile), b, 0o644)
+		return d
+	}
+	o1 := trial("trials/01-none", r)
+	rerun := trial("rerun", "")
+	if got, want := runDirsBelow(root), []string{notRun, other, rerun, r}; !slices.Equal(got, want) {
 		t.Errorf("runDirsBelow(root) = %v, want %v", got, want)
 	}
 	if got, want := runDirsBelow(filepath.Join(r, run.ShrinkDir)), []string{t1, t2}; !slices.Equal(got, want) {
 		t.Errorf("runDirsBelow(run/shrink) = %v, want %v", got, want)
+	}
+	for _, d := range []string{filepath.Join(root, "trials"), o1} {
+		if got, want := runDirsBelow(d), []string{o1}; !slices.Equal(got, want) {
+			t.Errorf("runDirsBelow(%s) = %v, want %v", d, got, want)
+		}
 	}
 }
 
