@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,13 +19,27 @@ import (
 // it: where and how the plan is carried out, never what it is.
 var planFileFlags = []string{"plan", "out", "bound", "json", "keep", "image-source", "base-port", "toxiproxy", "node-control", "client-log", "q", "v"}
 
+// planFileFlagList names the flags --plan takes beside it as they are
+// typed: -q and -v with one dash, the others with two.
+func planFileFlagList() string {
+	var l []string
+	for _, n := range planFileFlags[1:] {
+		if len(n) == 1 {
+			l = append(l, "-"+n)
+		} else {
+			l = append(l, "--"+n)
+		}
+	}
+	return strings.Join(l, ", ")
+}
+
 // runPlanFile carries out the plan saved in --plan (a plan.json): the
 // cluster is the plan's (embedded, containers of its version and size, or
 // its --bootstrap), with no fallback to the embedded cluster.
 func (f *runFlags) runPlanFile(ctx context.Context, set map[string]bool, reg kinds.Registry, stdout io.Writer, con *console) error {
-	for n := range set {
+	for _, n := range slices.Sorted(maps.Keys(set)) {
 		if !slices.Contains(planFileFlags, n) {
-			return badInput("--%s shapes a plan, and with --plan the plan is the file's: leave --%s out (the flags --plan takes: --%s)", n, n, strings.Join(planFileFlags[1:], ", --"))
+			return badInput("--%s shapes a plan, and with --plan the plan is the file's: leave --%s out (the flags --plan takes: %s)", n, n, planFileFlagList())
 		}
 	}
 	plan, err := run.LoadPlan(f.plan)

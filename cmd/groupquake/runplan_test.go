@@ -89,6 +89,9 @@ func TestRunPlanRefusals(t *testing.T) {
 		{[]string{"--plan", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"--plan", good, "--seed", "3"}, "--seed shapes a plan"},
 		{[]string{"--plan", good, "--kinds", "consumer"}, "--kinds shapes a plan"},
+		// The first refused flag by name, whatever the order; -q and -v with one dash.
+		{[]string{"--plan", good, "--seed", "3", "--kinds", "consumer", "--duration", "9s"}, "--duration shapes a plan"},
+		{[]string{"--plan", good, "--seed", "3"}, "--client-log, -q, -v)"},
 		// --bound is held to the plan's workload (4 s), not to --duration's default.
 		{[]string{"--plan", good, "--bound", "4s"}, "--bound 4s is not longer than the workload of --plan " + good + " (4s)"},
 		{[]string{"--plan", good, "--bound", "10s", "--out", fakeFailedRun(t, giveUpPlan(t), "NoLostRecords")}, "--out: "},
