@@ -17,7 +17,7 @@ import (
 	"github.com/groupquake/groupquake/harness/run"
 )
 
-const shrinkUsage = `Usage: groupquake shrink RUN_DIR [--checker NAME] [--tries N] [--max-trials N] [--out DIR] [--json]
+const shrinkUsage = `Usage: groupquake shrink RUN_DIR [--checker NAME] [--tries N] [--max-trials N] [--out DIR] [--bound D] [--image-source S] [--json]
 
 For a run that failed (a checker was violated), finds a smaller set of its
 plan's faults under which the same checker is still violated: which
@@ -27,7 +27,10 @@ like the run's (the embedded cluster for an embedded run, else a container
 cluster of the plan's Kafka version and node count, started once for every
 trial and removed at the end, or on Ctrl-C). The first trial has no fault
 at all; then delta debugging (ddmin) halves the set, keeping a part, or
-the rest without a part, that still fails.
+the rest without a part, that still fails. A migration's steps are not
+faults to drop: they stay in every trial (they replace members and leave
+the cluster as it was, so the trials can share it; the trials' cluster has
+the run's migration policy). A rolling upgrade's run is refused (below).
 
 A subset still fails when a target checker (--checker, default every
 checker the run violated) is violated in any of --tries runs of it. A
