@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -564,8 +565,10 @@ func runDirs(roots []string) ([]string, error) {
 }
 
 // runDirsBelow lists root and the directories below it that hold a run
-// (a plan.json), in lexical order; a run's shrink folder (groupquake
-// shrink's trials) only when it is root.
+// (a plan.json), in lexical order; groupquake shrink's trials (a run's
+// shrink folder, or trials placed elsewhere with --out, whose plans record
+// the run they were shrunk from) only when root is their folder or the
+// trial itself.
 func runDirsBelow(root string) []string {
 	var dirs []string
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -573,11 +576,31 @@ func runDirsBelow(root string) []string {
 			return filepath.SkipDir // groupquake shrink's trials of that run (given as the root, they are read)
 		}
 		if err == nil && !d.IsDir() && d.Name() == run.PlanFile {
-			dirs = append(dirs, filepath.Dir(p))
+			dir := filepath.Dir(p)
+			if dir != root && filepath.Dir(dir) != root && isShrinkTrial(p) {
+				return nil
+			}
+			dirs = append(dirs, dir)
 		}
 		return nil
 	})
 	return dirs
+}
+
+// isShrinkTrial says whether the plan file plan is a shrink trial's: its
+// plan records the run it was shrunk from (run --plan leaves that out of
+// the plans it writes).
+func isShrinkTrial(plan string) bool {
+	b, err := os.ReadFile(plan)
+	if err != nil {
+		return false
+	}
+	var p struct {
+		Saved *struct {
+			ShrunkFrom string `json:"shrunk_from"`
+		} `json:"saved"`
+	}
+	return json.Unmarshal(b, &p) == nil && p.Saved != nil && p.Saved.ShrunkFrom != ""
 }
 
 func cmdFindingsTriage(_ context.Context, args []string, stdout, stderr io.Writer) error {

@@ -389,7 +389,7 @@ func (f *runFlags) memberKinds(ctx context.Context, set map[string]bool, o *run.
 		env := kinds.Env{Toolchain: &java.Toolchain{Logf: logf}, KafkaClients: run.Plan{Options: *o}.KafkaClients()}
 		var err error
 		if reg, err = reg.WithNamed(ctx, o.Kinds, env); err != nil {
-			return reg, badInput("--kinds: %v", err)
+			return reg, prepareFailed("--kinds", err)
 		}
 		reg = reg.WithUserKinds(o.ProcessKinds) // --process-kind (docs/member-protocol.md)
 	}
@@ -558,7 +558,7 @@ func (f *runFlags) checkSizes() error {
 		return badInput("--duration %s: the workload needs a positive length, such as 20s", f.duration)
 	case f.bound <= 0:
 		return badInput("--bound %s: the run needs a positive bound, such as 30m", f.bound)
-	case f.bound <= f.duration:
+	case f.bound <= f.duration && f.plan == "": // with --plan, runPlanFile compares it with the plan's workload
 		return badInput("--bound %s is not longer than --duration %s: the run would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", f.bound, f.duration)
 	}
 	switch cluster.ImageSource(f.imageSource) {
@@ -774,6 +774,13 @@ func unknownCluster(ctx context.Context, id string) error {
 
 func kindNames() string {
 	return strings.Join(namesOf(faults.Kinds(), func(k faults.Kind) string { return string(k) }), ", ")
+}
+
+// prepareFailed is the error of member kinds that could not be prepared
+// (no Java, a failed Maven build): what checkKinds refuses was refused
+// before, so it is exit 3, the command could not be carried out.
+func prepareFailed(what string, err error) error {
+	return exitError{exitFailed, fmt.Sprintf("%s: preparing the member kinds failed: %v", what, err)}
 }
 
 // checkKinds refuses a --kinds list (flag, as typed) with an empty or

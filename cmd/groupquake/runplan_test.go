@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,13 +89,50 @@ func TestRunPlanRefusals(t *testing.T) {
 		{[]string{"--plan", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"--plan", good, "--seed", "3"}, "--seed shapes a plan"},
 		{[]string{"--plan", good, "--kinds", "consumer"}, "--kinds shapes a plan"},
+		// The first refused flag by name, whatever the order; -q and -v with one dash.
+		{[]string{"--plan", good, "--seed", "3", "--kinds", "consumer", "--duration", "9s"}, "--duration shapes a plan"},
+		{[]string{"--plan", good, "--seed", "3"}, "--client-log, -q, -v)"},
+		// --bound is held to the plan's workload (4 s), not to --duration's default.
+		{[]string{"--plan", good, "--bound", "4s"}, "--bound 4s is not longer than the workload of --plan " + good + " (4s)"},
+		{[]string{"--plan", good, "--bound", "10s", "--out", fakeFailedRun(t, giveUpPlan(t), "NoLostRecords")}, "--out: "},
 	} {
-		code, _, stderr := gq(t, append(append([]string{"run"}, c.args...), "--out", out)...)
+		args := append([]string{"run"}, c.args...)
+		if !slices.Contains(c.args, "--out") {
+			args = append(args, "--out", out)
+		}
+		code, _, stderr := gq(t, args...)
 		if code != exitBadInput || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "--") {
 			t.Errorf("run %q: exit %d, %q; want exit 2 saying %q", c.args, code, stderr, c.want)
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Fatalf("run %q wrote %s", c.args, out)
+		}
+	}
+}
+
+// run --plan refuses a taken --out before it prepares the member kinds (a
+// Java kind's is a Maven build: options checks a given --out first), and
+// kinds that cannot be prepared (here: no java on the PATH) are exit 3,
+// the command could not be carried out, as a failed build is; so is a
+// plain run's --kinds.
+func TestRunPlanChecksOutBeforePreparingKinds(t *testing.T) {
+	p := giveUpPlan(t)
+	p.Members = slices.Clone(p.Members)
+	p.Members[1].Kind = kinds.JavaKindNames()[0]
+	good := writePlan(t, p)
+	taken := fakeFailedRun(t, giveUpPlan(t), "NoLostRecords")
+	t.Setenv("PATH", t.TempDir())
+	if code, _, stderr := gq(t, "run", "--plan", good, "--out", taken, "-q"); code != exitBadInput || !strings.Contains(stderr, "--out: ") {
+		t.Errorf("run --plan into a run directory, no java: exit %d, %q; want exit 2 refusing --out", code, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{{"run", "--plan", good}, {"run", "--embedded", "--seed", "1", "--kinds", p.Members[1].Kind}} {
+		code, _, stderr := gq(t, append(args, "--out", out, "-q")...)
+		if code != exitFailed || !strings.Contains(stderr, "preparing the member kinds failed") {
+			t.Errorf("%q, no java: exit %d, %q; want exit 3, the kinds could not be prepared", args, code, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%q wrote %s", args, out)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/groupquake/groupquake/harness/run"
 )
 
-const shrinkUsage = `Usage: groupquake shrink RUN_DIR [--checker NAME] [--tries N] [--max-trials N] [--out DIR] [--json]
+const shrinkUsage = `Usage: groupquake shrink RUN_DIR [--checker NAME] [--tries N] [--max-trials N] [--out DIR] [--bound D] [--image-source S] [--json]
 
 For a run that failed (a checker was violated), finds a smaller set of its
 plan's faults under which the same checker is still violated: which
@@ -27,7 +27,10 @@ like the run's (the embedded cluster for an embedded run, else a container
 cluster of the plan's Kafka version and node count, started once for every
 trial and removed at the end, or on Ctrl-C). The first trial has no fault
 at all; then delta debugging (ddmin) halves the set, keeping a part, or
-the rest without a part, that still fails.
+the rest without a part, that still fails. A migration's steps are not
+faults to drop: they stay in every trial (they replace members and leave
+the cluster as it was, so the trials can share it; the trials' cluster has
+the run's migration policy). A rolling upgrade's run is refused (below).
 
 A subset still fails when a target checker (--checker, default every
 checker the run violated) is violated in any of --tries runs of it. A
@@ -45,12 +48,18 @@ prints the smallest failing fault set and the command that reruns it.
 Refused (exit 2, nothing started): a directory that is missing or not a
 run, a run that held (nothing to shrink) or was cut short, a plan without
 faults (the violation needs no fault: rerun it as a baseline), a --checker
-that is unknown or was not violated there, a run on --bootstrap.
+that is unknown or was not violated there, a run on --bootstrap, a plan
+with a rolling upgrade's steps (one cluster serves every trial, and the
+first trial's upgrade would leave it upgraded: rerun such a run with
+groupquake upgrade, or bisect its faults by hand with edited copies of its
+plan.json and groupquake run --plan), a plan with a member kind this
+groupquake does not know, a --bound not longer than the plan's workload.
 
 Exit status: 0 the search ended (the smallest failing set is printed, also
-when --max-trials stopped it), 2 bad input, 3 a trial could not be carried
-out, its cluster did not start, or the search was interrupted (the trials
-so far are printed).
+when --max-trials stopped it), 2 bad input, 3 the plan's member kinds
+could not be prepared (no Java, a failed build), a trial could not be
+carried out, its cluster did not start, or the search was interrupted (the
+trials so far are printed).
 `
 
 // shrinkFlags are the flags of `groupquake shrink`.
@@ -74,6 +83,9 @@ type shrinkTrialJSON struct {
 	Dir   string `json:"dir"`
 	// Violated are the target checkers the run violated.
 	Violated []string `json:"violated"`
+	// Note says why a run neither holds nor fails: "interrupted" (Ctrl-C
+	// stopped it; its directory holds it judged up to there).
+	Note string `json:"note,omitempty"`
 }
 
 // shrinkJSON is shrink's --json document.
@@ -136,6 +148,7 @@ func cmdShrink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	s.con = con
+	s.rerun = shrinkRerun(args, s)
 	return s.shrink(ctx, stdout)
 }
 
@@ -154,6 +167,23 @@ type shrinker struct {
 	con  *console
 	runs []shrinkTrialJSON
 	n    int // trials so far
+	// rerun is the command that reruns this shrink (said on a second Ctrl-C).
+	rerun string
+}
+
+// shrinkRerun is the command line args (shrink's) again; with the default
+// output folder, which a second shrink of the run refuses while it
+// exists, it says to remove that first.
+func shrinkRerun(args []string, s *shrinker) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	cmd := "groupquake shrink " + strings.Join(q, " ")
+	if s.f.out == "" {
+		cmd = "rm -r " + shellQuote(s.out) + " && " + cmd
+	}
+	return cmd
 }
 
 // newShrinker reads the run directory and refuses what cannot be shrunk.
@@ -180,6 +210,9 @@ func newShrinker(dir string, f shrinkFlags) (*shrinker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := shrinkablePlan(dir, p, f.bound); err != nil {
+		return nil, err
+	}
 	s := &shrinker{f: f, dir: abs, out: f.out, plan: p, targets: targets}
 	for i, x := range p.Faults {
 		if x.Family() != faults.FamilyMigration && x.Family() != faults.FamilyUpgrade {
@@ -204,6 +237,34 @@ func newShrinker(dir string, f shrinkFlags) (*shrinker, error) {
 		return nil, badInput("--out: %v", err)
 	}
 	return s, nil
+}
+
+// shrinkablePlan refuses, before anything starts, a plan shrink cannot
+// carry out as trials: a rolling upgrade's (every trial would need a
+// cluster of the old release, and shrink starts one cluster for all of
+// them, which the first trial's upgrade leaves upgraded), members of kinds
+// this groupquake does not know, and a --bound no longer than the plan's
+// workload. A migration's steps replace members of the group; they do not
+// change the cluster, so its trials share one cluster like any others.
+func shrinkablePlan(dir string, p run.Plan, bound time.Duration) error {
+	for _, x := range p.Faults {
+		if x.Family() == faults.FamilyUpgrade {
+			return badInput("the plan of %s upgrades its cluster (%s): shrink runs every trial on one cluster, which the first trial's upgrade would leave upgraded; rerun the run with groupquake upgrade, or bisect its faults by hand with edited copies of its %s and groupquake run --plan", dir, x.Kind, run.PlanFile)
+		}
+	}
+	var named []string
+	for _, m := range p.Members {
+		if !slices.Contains(named, m.Kind) {
+			named = append(named, m.Kind)
+		}
+	}
+	if err := checkKinds("the plan of "+dir+": its members' kinds", strings.Join(named, ","), named, p.Options.ProcessKinds); err != nil {
+		return err
+	}
+	if bound <= p.Workload {
+		return badInput("--bound %s is not longer than the plan's workload (%s): each trial would be stopped in its workload; raise --bound (it also covers setup, heal and final observations)", bound, p.Workload)
+	}
+	return nil
 }
 
 // shrinkTargets are the checkers a trial must violate to fail: checker,

@@ -29,12 +29,12 @@ func (s *shrinker) shrink(ctx context.Context, stdout io.Writer) error {
 	}
 	reg, err := kinds.Default().WithNamed(ctx, named, kinds.Env{Toolchain: &java.Toolchain{Logf: logf}, KafkaClients: p.KafkaClients()})
 	if err != nil {
-		return badInput("the plan of %s: %v", s.dir, err)
+		return prepareFailed("the plan of "+s.dir, err)
 	}
 	s.reg = reg.WithUserKinds(p.Options.ProcessKinds)
 	s.con.Infof("shrinking %s: %d faults, target %s; trials in %s", s.dir, len(s.pick), strings.Join(s.targets, ", "), s.out)
-	setRerun("groupquake shrink " + s.dir)
-	if s.h, err = s.startCluster(ctx); err != nil {
+	setRerun(s.rerun)
+	if s.h, err = startShrinkCluster(s, ctx); err != nil {
 		msg := fmt.Sprintf("the trials' cluster could not be started: %v", err)
 		if ierr := signalled(ctx, "while the trials' cluster started (what it had started is removed; no trial was run)"); ierr != nil {
 			msg = ierr.Error()
@@ -52,21 +52,49 @@ func (s *shrinker) shrink(ctx context.Context, stdout io.Writer) error {
 	return s.say(res, serr, stdout)
 }
 
+// startShrinkCluster starts the trials' cluster, and runTrial carries out
+// a trial's run (a test stands in for them).
+var (
+	startShrinkCluster = (*shrinker).startCluster
+	runTrial           = run.Run
+)
+
 // startCluster starts the cluster every trial runs on, like the run's.
 func (s *shrinker) startCluster(ctx context.Context) (cluster.Handle, error) {
-	o := s.plan.Options
-	logf := s.con.Logf
-	if o.Embedded {
-		return cluster.StartEmbedded(ctx, cluster.EmbeddedConfig{Version: o.Kafka, Logf: logf})
+	emb, cc := s.clusterConfigs()
+	if s.plan.Options.Embedded {
+		return cluster.StartEmbedded(ctx, emb)
 	}
-	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(logf)); err != nil {
+	if _, err := cluster.EnsureEngine(ctx, cluster.DefaultEngineOptions(s.con.Logf)); err != nil {
 		return nil, fmt.Errorf("the run was on a container cluster, and no Docker engine answers: %w (groupquake engine up, as root)", err)
 	}
-	return cluster.Start(ctx, cluster.Config{
+	return cluster.Start(ctx, cc)
+}
+
+// clusterConfigs are the configurations of the trials' cluster, embedded
+// or of containers, like the run's: its release and size, and a
+// migration's group.consumer.migration.policy (a migration's steps replace
+// members; they leave the cluster as it was, so its trials can share one).
+func (s *shrinker) clusterConfigs() (cluster.EmbeddedConfig, cluster.Config) {
+	o := s.plan.Options
+	var logf func(string, ...any)
+	if s.con != nil {
+		logf = s.con.Logf
+	}
+	emb := cluster.EmbeddedConfig{Version: o.Kafka, MigrationPolicy: o.MigrationPolicy, Logf: logf}
+	cc := cluster.Config{
 		Version: o.Kafka, Nodes: o.Nodes, Controllers: o.Controllers,
 		Image: cluster.ImageOptions{Source: cluster.ImageSource(s.f.imageSource)}, Logf: logf,
-	})
+	}
+	if o.MigrationPolicy != "" {
+		cc.Settings = map[string]string{migrationPolicySetting: o.MigrationPolicy}
+	}
+	return emb, cc
 }
+
+// migrationPolicySetting is the broker setting a migration's plan sets
+// (run.Options.MigrationPolicy).
+const migrationPolicySetting = "group.consumer.migration.policy"
 
 // trialPlan is the run's plan with the faults of kept (indexes into
 // s.pick) and a migration's or upgrade's steps, its group, topics and
@@ -130,18 +158,22 @@ func (s *shrinker) trial(ctx context.Context, kept []int) (bool, error) {
 		rctx, cancel := context.WithTimeout(ctx, s.f.bound)
 		done := writing(dir)
 		s.con.expectWorkload(tp.Workload)
-		res, err := run.Run(rctx, run.Config{Plan: tp, Dir: dir, Registry: s.reg, Cluster: s.h, Disposable: true, Logf: s.con.Logf, KgoLog: kgoLog(s.con), OnPhase: onPhase})
+		res, err := runTrial(rctx, run.Config{Plan: tp, Dir: dir, Registry: s.reg, Cluster: s.h, Disposable: true, Logf: s.con.Logf, KgoLog: kgoLog(s.con), OnPhase: onPhase})
 		done()
 		cancel()
 		for _, n := range res.Notes {
 			s.con.Logf("note: %s", n)
 		}
+		violated := violatedOf(res.Report, s.targets)
+		t := shrinkTrialJSON{N: s.n, Kept: counted, Try: try, Fails: len(violated) > 0, Dir: dir, Violated: violated}
 		if ierr := interrupted(ctx, fmt.Sprintf("in trial %d (%s)", s.n, dir)); ierr != nil {
+			// Its directory holds the run up to there, judged: it is one of
+			// the trials, neither holding nor (for the search) failing.
+			t.Fails, t.Note = false, "interrupted"
+			s.runs = append(s.runs, t)
 			return false, ierr
 		}
 		restoreNodes(ctx, s.h, s.con.Logf)
-		violated := violatedOf(res.Report, s.targets)
-		t := shrinkTrialJSON{N: s.n, Kept: counted, Try: try, Fails: len(violated) > 0, Dir: dir, Violated: violated}
 		t.Holds = !t.Fails && err == nil && res.Report.Stopped == ""
 		s.runs = append(s.runs, t)
 		s.con.Infof("trial %d: %s", s.n, trialVerdict(t))
@@ -177,6 +209,8 @@ func trialVerdict(t shrinkTrialJSON) string {
 		return "still fails: " + strings.Join(t.Violated, ", ") + " violated"
 	case t.Holds:
 		return "holds (may be a miss: a cluster is not deterministic)"
+	case t.Note != "":
+		return t.Note
 	}
 	return "not carried out"
 }
@@ -239,7 +273,7 @@ func writeShrink(w io.Writer, d shrinkJSON) {
 	case d.Error != "":
 		fmt.Fprintf(w, "stopped: %s\nsmallest failing set so far: %s\n", d.Error, keptName(d.Kept))
 	case d.NeedsNoFault:
-		fmt.Fprintf(w, "the violation needs no fault: the trial without any fault violated %s; rerun it as a baseline\n", strings.Join(d.Trials[0].Violated, ", "))
+		fmt.Fprintf(w, "the violation needs no fault: the trial without any fault violated %s; rerun it as a baseline\n", strings.Join(noFaultViolated(d.Trials), ", "))
 	case d.Bounded:
 		fmt.Fprintf(w, "--max-trials %d stopped the search: the smallest failing set found, %d of %d faults, may not be minimal\n", d.MaxTrials, len(d.Kept), d.Faults)
 	case len(d.Kept) == d.Faults:
@@ -254,6 +288,17 @@ func writeShrink(w io.Writer, d shrinkJSON) {
 		fmt.Fprintf(w, "%d trial run(s) held; each may be a miss (a cluster is not deterministic): --tries N runs each subset N times\n", held)
 	}
 	fmt.Fprintf(w, "rerun it with: %s\n", d.Rerun)
+}
+
+// noFaultViolated are the checkers the failing run of the trial without
+// faults violated (with --tries, runs of it before may have held).
+func noFaultViolated(trials []shrinkTrialJSON) []string {
+	for _, t := range trials {
+		if len(t.Kept) == 0 && t.Fails {
+			return t.Violated
+		}
+	}
+	return nil
 }
 
 // keptName is a set of the plan's faults counted from 1, as trial

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupquake/groupquake/faults"
 	"github.com/groupquake/groupquake/harness/check"
+	"github.com/groupquake/groupquake/harness/cluster"
 	"github.com/groupquake/groupquake/harness/history"
+	"github.com/groupquake/groupquake/harness/kinds"
 	"github.com/groupquake/groupquake/harness/run"
 	"github.com/groupquake/groupquake/internal/interrupt"
 )
@@ -168,11 +172,26 @@ func TestRunDirsBelowLeavesShrinkTrials(t *testing.T) {
 	r, other := mk("run"), mk("other")
 	t1, t2 := mk("run/shrink/01-none"), mk("run/shrink/02-f1")
 	notRun := mk("notrun/shrink/01") // a shrink folder of no run: a folder like any
-	if got, want := runDirsBelow(root), []string{notRun, other, r}; !slices.Equal(got, want) {
+	// Trials placed with --out elsewhere: their plans record the run they
+	// were shrunk from; a rerun of one (run --plan) does not.
+	trial := func(d, shrunkFrom string) string {
+		d = mk(d)
+		b, _ := json.Marshal(map[string]any{"saved": map[string]any{"file": filepath.Join(d, run.PlanFile), "shrunk_from": shrunkFrom}})
+		os.WriteFile(filepath.Join(d, run.PlanFile), b, 0o644)
+		return d
+	}
+	o1 := trial("trials/01-none", r)
+	rerun := trial("rerun", "")
+	if got, want := runDirsBelow(root), []string{notRun, other, rerun, r}; !slices.Equal(got, want) {
 		t.Errorf("runDirsBelow(root) = %v, want %v", got, want)
 	}
 	if got, want := runDirsBelow(filepath.Join(r, run.ShrinkDir)), []string{t1, t2}; !slices.Equal(got, want) {
 		t.Errorf("runDirsBelow(run/shrink) = %v, want %v", got, want)
+	}
+	for _, d := range []string{filepath.Join(root, "trials"), o1} {
+		if got, want := runDirsBelow(d), []string{o1}; !slices.Equal(got, want) {
+			t.Errorf("runDirsBelow(%s) = %v, want %v", d, got, want)
+		}
 	}
 }
 
@@ -239,6 +258,239 @@ func TestWriteShrink(t *testing.T) {
 			if strings.Contains(b.String(), w) {
 				t.Errorf("%s: the output says %q:\n%s", c.name, w, b.String())
 			}
+		}
+	}
+}
+
+// fakeFailedRun writes a run directory of p that violated checker, without
+// running anything: what shrink reads before it starts a cluster.
+func fakeFailedRun(t *testing.T, p run.Plan, checker string) string {
+	t.Helper()
+	d := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, run.PlanFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, run.HistoryFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := check.Report{Verdicts: []check.Verdict{{Name: checker, Violations: []check.Violation{{Message: "scripted"}}}}}
+	if err := run.WriteVerdicts(d, rep); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// shrinkStarts records whether a shrink got as far as starting its
+// cluster, and stops it there.
+func shrinkStarts(t *testing.T) *bool {
+	t.Helper()
+	started := false
+	startShrinkCluster = func(*shrinker, context.Context) (cluster.Handle, error) {
+		started = true
+		return nil, errors.New("no cluster in this test")
+	}
+	t.Cleanup(func() { startShrinkCluster = (*shrinker).startCluster })
+	return &started
+}
+
+// What shrink refuses in a run's plan before it starts anything: a
+// rolling upgrade's steps (one cluster for every trial would stay
+// upgraded), a member kind it does not know, a --bound no longer than the
+// plan's workload.
+func TestShrinkRefusesPlansBeforeStarting(t *testing.T) {
+	started := shrinkStarts(t)
+	up, err := run.NewPlan(3, run.Options{Scenario: run.ScenarioBrokerFaults, Kafka: "4.1.2", Nodes: 3, Kinds: []string{"classic", "consumer"}, UpgradeTo: "4.4.0"}, kinds.Default().Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(up.Faults, func(x faults.Fault) bool { return x.Family() == faults.FamilyUpgrade }) {
+		t.Fatalf("the upgrade plan has no upgrade step: %v", up.Faults)
+	}
+	unknown := giveUpPlan(t)
+	unknown.Members = slices.Clone(unknown.Members)
+	unknown.Members[1].Kind = "no-such-kind"
+	p := giveUpPlan(t)
+	for _, c := range []struct {
+		name string
+		dir  string
+		args []string
+		want string
+	}{
+		{"upgrade", fakeFailedRun(t, up, check.NameEventuallyConverges), nil, "upgrades its cluster (node-upgrade): shrink runs every trial on one cluster"},
+		{"unknown kind", fakeFailedRun(t, unknown, check.NameEventuallyConverges), nil, `unknown member kind "no-such-kind"`},
+		{"bound", fakeFailedRun(t, p, check.NameEventuallyConverges), []string{"--bound", p.Workload.String()}, "is not longer than the plan's workload (" + p.Workload.String() + ")"},
+	} {
+		code, _, stderr := gq(t, append([]string{"shrink", c.dir, "-q"}, c.args...)...)
+		if code != exitBadInput || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %q; want exit 2 saying %q", c.name, code, stderr, c.want)
+		}
+		if *started {
+			t.Fatalf("%s: the trials' cluster was started", c.name)
+		}
+		if _, err := os.Stat(filepath.Join(c.dir, run.ShrinkDir)); err == nil {
+			t.Errorf("%s: %s was written", c.name, run.ShrinkDir)
+		}
+	}
+	// The same plan with a bound past its workload gets as far as the cluster.
+	code, _, stderr := gq(t, "shrink", fakeFailedRun(t, p, check.NameEventuallyConverges), "-q", "--bound", (p.Workload + time.Second).String())
+	if code != exitFailed || !*started {
+		t.Errorf("a shrinkable plan: exit %d (started %v), want 3 from the test's cluster\n%s", code, *started, stderr)
+	}
+}
+
+// A migration's trials run on a cluster with the run's migration policy
+// (its steps replace members and leave the cluster as it was, so the
+// trials share one); the migration steps stay in every trial.
+func TestShrinkMigrationTrials(t *testing.T) {
+	for _, embedded := range []bool{true, false} {
+		o := run.Options{Scenario: run.ScenarioMigration, Kafka: "4.4.0", Embedded: embedded, Members: 2, MigrationPolicy: "upgrade", Faults: []faults.Kind{faults.LinkCut}}
+		if !embedded {
+			o.Nodes = 1
+		}
+		p, err := run.NewPlan(5, o, kinds.Default().Kinds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := newShrinker(fakeFailedRun(t, p, check.NameEventuallyConverges), shrinkFlags{tries: 1, maxTrials: 4, bound: time.Hour, imageSource: "auto"})
+		if err != nil {
+			t.Fatalf("embedded %v: %v", embedded, err)
+		}
+		emb, cc := s.clusterConfigs()
+		if emb.MigrationPolicy != "upgrade" || cc.Settings[migrationPolicySetting] != "upgrade" {
+			t.Errorf("embedded %v: the trials' cluster has migration policy %q (embedded), %q (containers); want the run's, upgrade", embedded, emb.MigrationPolicy, cc.Settings[migrationPolicySetting])
+		}
+		var steps int
+		for _, x := range p.Faults {
+			if x.Family() == faults.FamilyMigration {
+				steps++
+			}
+		}
+		if steps == 0 {
+			t.Fatalf("embedded %v: the migration plan has no migration step: %v", embedded, p.Faults)
+		}
+		tp := s.trialPlan(nil, 1, t.TempDir())
+		if len(tp.Faults) != steps || len(tp.Faults) == 0 {
+			t.Errorf("embedded %v: the trial without faults has %v, want the %d migration steps alone", embedded, tp.Faults, steps)
+		}
+	}
+}
+
+// noCluster is the trials' cluster of a scripted shrink: nothing.
+type noCluster struct{ cluster.Handle }
+
+func (noCluster) Close(context.Context) error { return nil }
+
+// scriptShrink runs shrink over a fake failed run of giveUpPlan with
+// scripted trials: run n (counted from 1) of plan tp violates
+// EventuallyConverges when fails says so; it returns the run directory.
+func scriptShrink(t *testing.T, fails func(ctx context.Context, n int, tp run.Plan) bool) string {
+	t.Helper()
+	startShrinkCluster = func(*shrinker, context.Context) (cluster.Handle, error) { return noCluster{}, nil }
+	n := 0
+	runTrial = func(ctx context.Context, cfg run.Config) (run.Result, error) {
+		n++
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return run.Result{}, err
+		}
+		v := check.Verdict{Name: check.NameEventuallyConverges, Holds: true}
+		if fails(ctx, n, cfg.Plan) {
+			v.Holds, v.Violations = false, []check.Violation{{Message: "scripted"}}
+		}
+		return run.Result{Dir: cfg.Dir, Report: check.Report{Holds: v.Holds, Verdicts: []check.Verdict{v}}}, nil
+	}
+	t.Cleanup(func() { startShrinkCluster, runTrial = (*shrinker).startCluster, run.Run })
+	return fakeFailedRun(t, giveUpPlan(t), check.NameEventuallyConverges)
+}
+
+// cutsM1 says whether a trial's plan kept m1's cut (giveUpPlan's 1st fault).
+func cutsM1(tp run.Plan) bool {
+	return slices.ContainsFunc(tp.Faults, func(x faults.Fault) bool { return x.Client == "m1" })
+}
+
+// Ctrl-C in a trial leaves it among the trials (its directory holds it,
+// judged up to there): neither holding nor failing, noted interrupted, in
+// the text and in --json.
+func TestShrinkRecordsTheInterruptedTrial(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		dir := scriptShrink(t, func(_ context.Context, n int, tp run.Plan) bool {
+			if n == 2 {
+				cancel(interrupt.Signal{Sig: os.Interrupt})
+			}
+			return cutsM1(tp)
+		})
+		args := []string{"shrink", dir, "-q"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var stdout, stderr bytes.Buffer
+		code := runMain(ctx, args, &stdout, &stderr)
+		cancel(nil)
+		trial2 := filepath.Join(dir, run.ShrinkDir, "02-f1")
+		if code != exitFailed {
+			t.Fatalf("json %v: exit %d, want 3\n%s\n%s", asJSON, code, stdout.String(), stderr.String())
+		}
+		if !asJSON {
+			if !strings.Contains(stdout.String(), "  02  faults f1           interrupted  "+trial2) {
+				t.Errorf("the text leaves out the interrupted trial 2:\n%s", stdout.String())
+			}
+			continue
+		}
+		validateJSON(t, "shrink", stdout.Bytes())
+		var doc shrinkJSON
+		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Trials) != 2 {
+			t.Fatalf("%d trials in --json, want 2 (the interrupted one too): %+v", len(doc.Trials), doc.Trials)
+		}
+		if tr := doc.Trials[1]; tr.N != 2 || tr.Dir != trial2 || tr.Holds || tr.Fails || tr.Note != "interrupted" {
+			t.Errorf("the interrupted trial is %+v, want trial 2 in %s, neither holding nor failing, noted interrupted", tr, trial2)
+		}
+	}
+}
+
+// With --tries 2, a violation that needs no fault is named by the run that
+// failed, not by the first run of the trial (which held).
+func TestShrinkNeedsNoFaultNamesTheFailingRun(t *testing.T) {
+	dir := scriptShrink(t, func(_ context.Context, n int, _ run.Plan) bool { return n == 2 })
+	code, stdout, stderr := gq(t, "shrink", dir, "--tries", "2", "-q")
+	want := "the violation needs no fault: the trial without any fault violated " + check.NameEventuallyConverges + "; rerun it as a baseline"
+	if code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, want 0 and %q\n%s\n%s", code, want, stdout, stderr)
+	}
+}
+
+// The command a second Ctrl-C says reruns the shrink carries every flag
+// given, and with the default output folder removes it first (a second
+// shrink of the run refuses it).
+func TestShrinkRerunLine(t *testing.T) {
+	dir := scriptShrink(t, func(_ context.Context, _ int, tp run.Plan) bool { return cutsM1(tp) })
+	out := filepath.Join(t.TempDir(), "my trials")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"shrink", dir, "--out", out, "--checker", check.NameEventuallyConverges, "--tries", "2", "--max-trials", "3", "-q"},
+			"groupquake shrink " + dir + " --out '" + out + "' --checker " + check.NameEventuallyConverges + " --tries 2 --max-trials 3 -q"},
+		{[]string{"shrink", dir, "-q"}, "rm -r " + filepath.Join(dir, run.ShrinkDir) + " && groupquake shrink " + dir + " -q"},
+	} {
+		setRerun("")
+		if code, stdout, stderr := gq(t, c.args...); code != exitOK {
+			t.Fatalf("%q: exit %d\n%s\n%s", c.args, code, stdout, stderr)
+		}
+		rerunLine.Lock()
+		got := rerunLine.cmd
+		rerunLine.Unlock()
+		if got != c.want {
+			t.Errorf("%q: rerun with %q, want %q", c.args, got, c.want)
 		}
 	}
 }

@@ -20,8 +20,27 @@ import (
 	"github.com/groupquake/groupquake/harness/kinds"
 )
 
-// PlanFormat is the version of plan.json's layout; a reader refuses a newer one.
-const PlanFormat = 1
+// PlanFormat is the newest version of plan.json's layout this groupquake
+// reads; a reader refuses a newer one. A plan is written in the oldest
+// format that holds it (Plan.MarshalJSON): format 1, unless it is saved
+// (Saved, added in format 2: a reader of format 1 would carry the plan out
+// as its seed's, ignoring it), so an ordinary plan stays readable by a
+// groupquake that knows format 1 only.
+const PlanFormat = 2
+
+// planFormatUnsaved is the format of a plan without Saved.
+const planFormatUnsaved = 1
+
+// MarshalJSON writes the plan with the format that holds it (PlanFormat).
+func (p Plan) MarshalJSON() ([]byte, error) {
+	type plain Plan // without this method
+	q := plain(p)
+	q.Format = planFormatUnsaved
+	if p.Saved != nil {
+		q.Format = PlanFormat
+	}
+	return json.Marshal(q)
+}
 
 // Scenarios a plan can be built for. A scenario decides which faults the
 // schedule may hold; the seed decides everything else.
@@ -261,7 +280,9 @@ type SavedPlan struct {
 	File string `json:"file"`
 	// ShrunkFrom is the run directory whose plan groupquake shrink
 	// reduced to this one, keeping the faults of that plan at the indexes
-	// (from 0) Kept.
+	// (from 0) Kept. Only shrink's trials have it (run --plan leaves it
+	// out of a rerun's plan): the commands that read a folder of runs
+	// leave the trials out by it.
 	ShrunkFrom string `json:"shrunk_from,omitempty"`
 	Kept       []int  `json:"kept,omitempty"`
 }
@@ -515,7 +536,7 @@ func basePlan(seed uint64, o Options) Plan {
 		sup.Restart = false
 	}
 	return Plan{
-		Format:       PlanFormat,
+		Format:       planFormatUnsaved,
 		Seed:         seed,
 		Options:      o,
 		Supervisor:   sup,

@@ -1,7 +1,9 @@
 package run_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -263,5 +265,51 @@ func TestPlanJavaJVMs(t *testing.T) {
 		if _, err := run.NewPlan(1, bad, protocols); err == nil || !strings.Contains(err.Error(), "--java-jvms") {
 			t.Errorf("NewPlan(%+v) = %v, want an error naming --java-jvms", bad, err)
 		}
+	}
+}
+
+// A plan is written in format 1 unless it is saved: a saved plan (Saved,
+// added in format 2) is format 2, which a groupquake that reads format 1
+// refuses instead of carrying it out as its seed's plan. Both read back.
+func TestPlanFormatOfSavedPlans(t *testing.T) {
+	p, err := run.NewPlan(7, run.Options{Embedded: true}, kinds.Default().Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := p
+	saved.Saved = &run.SavedPlan{File: "/x/plan.json", ShrunkFrom: "/r", Kept: []int{0}}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		p      run.Plan
+		format int
+	}{{"ordinary", p, 1}, {"saved", saved, 2}} {
+		b, err := json.Marshal(c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var head struct {
+			Format int `json:"format"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil || head.Format != c.format {
+			t.Errorf("%s plan written with format %d (%v), want %d", c.name, head.Format, err, c.format)
+		}
+		f := filepath.Join(dir, c.name+".json")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := run.LoadPlan(f)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got.Format != c.format || (c.p.Saved != nil) != (got.Saved != nil) || got.Command() != c.p.Command() {
+			t.Errorf("%s plan read back as format %d, saved %+v, command %q", c.name, got.Format, got.Saved, got.Command())
+		}
+	}
+	newer := filepath.Join(dir, "newer.json")
+	b, _ := json.Marshal(saved)
+	os.WriteFile(newer, bytes.Replace(b, []byte(`"format":2`), []byte(`"format":3`), 1), 0o644)
+	if _, err := run.LoadPlan(newer); err == nil || !strings.Contains(err.Error(), "plan format 3 is newer") {
+		t.Errorf("a format 3 plan: %v, want it refused", err)
 	}
 }

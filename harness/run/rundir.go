@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -157,14 +158,19 @@ func IsRunDir(dir string) bool {
 const ShrinkDir = "shrink"
 
 // InShrink reports whether dir is a trial's directory in the ShrinkDir of
-// the run directory r (directly in it: RUN_DIR/shrink/NN-faults).
+// the run directory r (directly in it, named as groupquake shrink names
+// its trials: RUN_DIR/shrink/NN-<faults>, the faults none, f2+5 or
+// 6-faults).
 func InShrink(r, dir string) bool {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return false
 	}
-	return filepath.Dir(filepath.Dir(abs)) == r && filepath.Base(filepath.Dir(abs)) == ShrinkDir
+	return filepath.Dir(filepath.Dir(abs)) == r && filepath.Base(filepath.Dir(abs)) == ShrinkDir && trialName.MatchString(filepath.Base(abs))
 }
+
+// trialName is the name of a shrink trial's directory.
+var trialName = regexp.MustCompile(`^[0-9]{2,}-(none|f[0-9]+(\+[0-9]+)*|[0-9]+-faults)$`)
 
 // RunDirOf returns the run directory (absolute) that holds path: path
 // itself when it is a run directory, else the nearest directory above it

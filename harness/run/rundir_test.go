@@ -154,10 +154,13 @@ func TestCheckDirShrinkTrials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := run.CheckDir(filepath.Join(r, run.ShrinkDir, "01-none")); err != nil {
-		t.Errorf("a trial in the run's shrink folder is refused: %v", err)
+	for _, trial := range []string{"01-none", "02-f1+3", "13-f12", "100-6-faults"} {
+		if err := run.CheckDir(filepath.Join(r, run.ShrinkDir, trial)); err != nil {
+			t.Errorf("a trial in the run's shrink folder is refused: %v", err)
+		}
 	}
-	for _, d := range []string{filepath.Join(r, "other"), filepath.Join(r, run.ShrinkDir, "01-none", "deeper"), filepath.Join(r, "x", run.ShrinkDir, "01")} {
+	for _, d := range []string{filepath.Join(r, "other"), filepath.Join(r, run.ShrinkDir, "01-none", "deeper"), filepath.Join(r, "x", run.ShrinkDir, "01"),
+		filepath.Join(r, run.ShrinkDir, "anything"), filepath.Join(r, run.ShrinkDir, "01-f1+"), filepath.Join(r, run.ShrinkDir, "1-none")} {
 		if err := run.CheckDir(d); err == nil || !strings.Contains(err.Error(), "is inside the run directory") {
 			t.Errorf("CheckDir(%s) = %v, want it refused inside the run directory", d, err)
 		}

@@ -21,6 +21,22 @@ func needs(need ...int) (Oracle, *int) {
 	}, &calls
 }
 
+// oneMinimal checks that kept fails under needs(need...) and that
+// removing any one of its elements holds: kept is 1-minimal.
+func oneMinimal(t *testing.T, kept []int, need ...int) {
+	t.Helper()
+	o, _ := needs(need...)
+	if fails, _ := o(kept); !fails {
+		t.Errorf("need %v: kept %v holds", need, kept)
+	}
+	for i := range kept {
+		less := slices.Delete(slices.Clone(kept), i, i+1)
+		if fails, _ := o(less); fails {
+			t.Errorf("need %v: kept %v is not 1-minimal: without %d it still fails", need, kept, kept[i])
+		}
+	}
+}
+
 func TestDDMinFindsTheOneNeededFault(t *testing.T) {
 	for _, need := range []int{0, 5, 11} {
 		o, calls := needs(need)
@@ -34,9 +50,13 @@ func TestDDMinFindsTheOneNeededFault(t *testing.T) {
 		if len(res.Trials) != *calls {
 			t.Errorf("need %d: %d trials recorded, the oracle was called %d times", need, len(res.Trials), *calls)
 		}
-		if len(res.Trials) == 0 || len(res.Trials[0].Kept) != 0 || res.Trials[0].Fails {
+		if len(res.Trials) == 0 {
+			t.Fatalf("need %d: no trial recorded", need)
+		}
+		if len(res.Trials[0].Kept) != 0 || res.Trials[0].Fails {
 			t.Errorf("need %d: the first trial is %+v, want the empty set, holding", need, res.Trials[0])
 		}
+		oneMinimal(t, res.Kept, need)
 		// Binary search over 12: the empty set, then a handful of halves.
 		if len(res.Trials) > 10 {
 			t.Errorf("need %d: %d trials to find one fault of 12: %+v", need, len(res.Trials), res.Trials)
@@ -54,12 +74,13 @@ func TestDDMinFindsTwoNeededTogether(t *testing.T) {
 		if !slices.Equal(res.Kept, need) || res.Bounded {
 			t.Errorf("need %v: kept %v (bounded %v), trials %+v", need, res.Kept, res.Bounded, res.Trials)
 		}
-		// 1-minimal: each one alone was seen to hold or follows from one that held.
+		// The recorded results are the oracle's, and the set is 1-minimal.
 		for _, tr := range res.Trials {
 			if tr.Fails != (slices.Contains(tr.Kept, need[0]) && slices.Contains(tr.Kept, need[1])) {
 				t.Errorf("trial %v recorded fails=%v against the oracle", tr.Kept, tr.Fails)
 			}
 		}
+		oneMinimal(t, res.Kept, need...)
 	}
 }
 
@@ -120,6 +141,7 @@ func TestDDMinTriesEachSubsetOnce(t *testing.T) {
 	if !slices.Equal(res.Kept, []int{2, 5, 6}) {
 		t.Errorf("kept %v, want [2 5 6]", res.Kept)
 	}
+	oneMinimal(t, res.Kept, 2, 5, 6)
 }
 
 func TestDDMinStopsOnAnError(t *testing.T) {
