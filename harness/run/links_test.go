@@ -2,7 +2,9 @@ package run_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +51,7 @@ func TestRunHealsTheLinksAnEarlierRunLeft(t *testing.T) {
 	}
 	for _, v := range res.Report.Verdicts {
 		for _, x := range v.Violations {
-			t.Errorf("%s: %s", v.Name, x.Message)
+			t.Errorf("%s: %s\nthe history before it (t.TempDir goes with the test):\n%s", v.Name, x.Message, historyAround(t, dir, x.EventIndexes))
 		}
 	}
 	loaded, err := history.Load(filepath.Join(dir, run.HistoryFile))
@@ -67,4 +69,29 @@ func TestRunHealsTheLinksAnEarlierRunLeft(t *testing.T) {
 	if !produced {
 		t.Errorf("no record of %s was acknowledged: its links stayed blackholed", p0)
 	}
+}
+
+// historyAround returns the lines of dir's history.jsonl from 40 events
+// before to 3 after each of the events at idx (the first three), so that
+// a violation in a test's temporary run directory can be read from the
+// test's log.
+func historyAround(t *testing.T, dir string, idx []int64) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, run.HistoryFile))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var out strings.Builder
+	for n, i := range idx {
+		if n == 3 {
+			break
+		}
+		from, to := max(int(i)-40, 0), min(int(i)+4, len(lines))
+		for _, l := range lines[min(from, to):to] {
+			out.WriteString("  " + l + "\n")
+		}
+		out.WriteString("  ...\n")
+	}
+	return out.String()
 }
