@@ -619,11 +619,22 @@ func (b *builder) lastEnded(m, tp int) int {
 // began after startPoll Polls had returned and ended after endPoll covers
 // the records of Polls startPoll+1 to endPoll.
 //
+// The other way round too: the member reports an assignment after it made
+// it (its events are handed to the hooks after its ownership lock is
+// released), and a Poll meanwhile may hand out a record of the new
+// partition, which the workload writes before the assignment: the counts
+// say the record's Poll returned after the assignment was made. Poll
+// counts are a process's own, so a record is put under an ownership the
+// history shows later only when no new process of the member started
+// between them (memberIncarnations).
+//
 // Only what the counts prove is moved: a record the history places under
 // no ownership, or under one that began after its Poll returned, goes to
-// the member's ownership of the partition whose counts cover it; without
-// such an ownership it stays where it is.
+// the member's ownership of the partition whose counts cover it (one still
+// open at the end covers every later Poll); without such an ownership it
+// stays where it is.
 func (f *facts) placeByPoll() {
+	var starts [][]int
 	for tp, cs := range f.consumes {
 		for k := range cs {
 			c := &cs[k]
@@ -637,9 +648,20 @@ func (f *facts) placeByPoll() {
 			}
 			for _, id := range f.byTP[tp] {
 				iv := &f.intervals[id]
-				if iv.member == c.member && iv.startPolled && iv.endPolled && iv.startPoll < c.poll && c.poll <= iv.endPoll && iv.start < c.pos {
-					c.interval = id
+				covers := iv.member == c.member && iv.startPolled && iv.startPoll < c.poll &&
+					(iv.endKind == endOpen || iv.endPolled && c.poll <= iv.endPoll)
+				if !covers {
+					continue
 				}
+				if iv.start > c.pos {
+					if starts == nil {
+						starts = f.memberIncarnations()
+					}
+					if incarnationStart(starts[c.member], c.pos) != incarnationStart(starts[c.member], iv.start) {
+						continue
+					}
+				}
+				c.interval = id
 			}
 		}
 	}

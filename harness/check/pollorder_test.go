@@ -95,3 +95,56 @@ func TestPollCountsOrderRecordsBeforeALoss(t *testing.T) {
 		}
 	})
 }
+
+// The member reports an assignment after it made it (its events go to the
+// hooks once its ownership lock is released), and a Poll meanwhile hands out
+// a record of the new partition, which the workload writes first: the
+// history shows the record before the assignment. Seen once under load in
+// harness/run's TestRunHealsTheLinksAnEarlierRunLeft ("m1 consumed
+// gq-53-records-3 offset 6 ... never been assigned"). The poll counts say the
+// record's Poll returned after the assignment was made.
+func TestPollCountsPlaceARecordWrittenBeforeItsAssignment(t *testing.T) {
+	t.Parallel()
+	// writtenFirst: a's record of poll 1 of t-0 is written, then a's
+	// assignment of t-0 made after afterPoll Polls; restarted puts a new
+	// process of a between them.
+	writtenFirst := func(t *testing.T, afterPoll uint64, restarted bool) (*hist, int64) {
+		h := newHist(t)
+		rec := h.consumePolled("a", 1, 0, 0, 1)
+		if restarted {
+			h.info("a", history.FRestart, history.Restart{Member: "a", Action: history.RestartStarted, Attempt: 1})
+		}
+		h.ownedAfterPoll(history.FAssigned, "a", 1, afterPoll, 0)
+		return h, rec
+	}
+	t.Run("a record of a Poll after the assignment holds", func(t *testing.T) {
+		h, _ := writtenFirst(t, 0, false)
+		mustHold(t, ConsumedOnlyOwned(h.events(), nil))
+	})
+	t.Run("a record of a Poll before the assignment fails", func(t *testing.T) {
+		h, rec := writtenFirst(t, 1, false)
+		v := ConsumedOnlyOwned(h.events(), nil)
+		if v.Holds || len(v.Violations) != 1 || !slices.Contains(v.Violations[0].EventIndexes, rec) {
+			t.Fatalf("want one violation citing event %d: %+v", rec, v)
+		}
+	})
+	t.Run("a record of another process of the member fails", func(t *testing.T) {
+		// Poll counts start over with each process: poll 1 of the old one
+		// says nothing of the new one's assignment.
+		h, rec := writtenFirst(t, 0, true)
+		v := ConsumedOnlyOwned(h.events(), nil)
+		if v.Holds || len(v.Violations) != 1 || !slices.Contains(v.Violations[0].EventIndexes, rec) {
+			t.Fatalf("want one violation citing event %d: %+v", rec, v)
+		}
+	})
+	t.Run("an ownership that ended before the record's Poll does not cover it", func(t *testing.T) {
+		h := newHist(t)
+		rec := h.consumePolled("a", 1, 0, 0, 3)
+		h.ownedAfterPoll(history.FAssigned, "a", 1, 0, 0)
+		h.ownedAfterPoll(history.FRevoked, "a", 1, 2, 0)
+		v := ConsumedOnlyOwned(h.events(), nil)
+		if v.Holds || len(v.Violations) != 1 || !slices.Contains(v.Violations[0].EventIndexes, rec) {
+			t.Fatalf("want one violation citing event %d: %+v", rec, v)
+		}
+	})
+}
